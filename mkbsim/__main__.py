@@ -1,0 +1,3 @@
+from mkbsim.cli import main
+
+raise SystemExit(main())

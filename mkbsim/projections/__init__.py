@@ -1,0 +1,26 @@
+"""Projections: read models rebuilt and live-updated from the event store."""
+
+from mkbsim.projections._attempts import AttemptsProjection
+from mkbsim.projections._engine import (
+    Projection,
+    ProjectionEngine,
+    ProjectionStatus,
+    ProjectionTx,
+    Row,
+)
+
+
+def default_projections() -> list[Projection]:
+    """Every projection mkbsim ships, in dependency order."""
+    return [AttemptsProjection()]
+
+
+__all__ = [
+    "AttemptsProjection",
+    "Projection",
+    "ProjectionEngine",
+    "ProjectionStatus",
+    "ProjectionTx",
+    "Row",
+    "default_projections",
+]

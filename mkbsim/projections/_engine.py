@@ -1,0 +1,209 @@
+"""The projection engine: incremental catch-up from a checkpoint, or full rebuild and swap.
+
+A projection's tables live in the store's own SQLite file, so its update and its checkpoint row
+commit in one transaction: a crash never applies an event twice or skips one (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from mkbsim.events import EventStore, StoreError, decode_payload
+
+#: (position, type, stream_id, payload) — what a projection's ``apply`` receives, in position order.
+Row = tuple[int, str, str, dict[str, Any]]
+
+_REBUILD_SUFFIX = "__rebuild"
+
+
+class ProjectionTx:
+    """What ``apply`` writes through: the connection and the physical name of each logical table."""
+
+    def __init__(self, conn: sqlite3.Connection, tables: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.t = dict(tables)
+
+
+class Projection(ABC):
+    """A read model over the event store.
+
+    ``tables`` maps a logical table name to its column definitions (the body of CREATE TABLE,
+    PRIMARY KEY/UNIQUE allowed); ``indexes`` maps an index suffix to ``(table, columns)``. Bump
+    ``version`` when the tables or the logic change: the engine then rebuilds from scratch.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[int] = 1
+    handles: ClassVar[frozenset[str]]
+    tables: ClassVar[dict[str, str]]
+    indexes: ClassVar[dict[str, tuple[str, str]]] = {}
+
+    @abstractmethod
+    def apply(self, tx: ProjectionTx, rows: Sequence[Row]) -> None:
+        """Apply a page of events (only the types in ``handles``), in position order."""
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    name: str
+    version: int
+    position: int | None
+    head: int
+    stored_version: int | None
+
+    @property
+    def lag(self) -> int:
+        return self.head - (self.position or 0)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class ProjectionEngine:
+    """Keeps projections current over one store. Uses the store's writer connection."""
+
+    def __init__(self, store: EventStore, projections: Iterable[Projection], *, page_size: int = 50_000):
+        self.store = store
+        self.projections = {p.name: p for p in projections}
+        self.page_size = page_size
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.store.connection
+
+    def status(self) -> list[ProjectionStatus]:
+        head = self.store.last_position()
+        out = []
+        for p in self.projections.values():
+            row = self.conn.execute(
+                "SELECT position, version FROM projection_checkpoints WHERE name = ?", (p.name,)
+            ).fetchone()
+            out.append(ProjectionStatus(p.name, p.version, row[0] if row else None, head, row[1] if row else None))
+        return out
+
+    def catch_up(self, names: Iterable[str] | None = None) -> dict[str, int]:
+        """Bring projections up to the store's head; returns events applied per projection.
+
+        A projection that was never built, whose version changed, or whose tables are missing is
+        rebuilt instead.
+        """
+        applied = {}
+        for p in self._select(names):
+            row = self.conn.execute(
+                "SELECT position, version FROM projection_checkpoints WHERE name = ?", (p.name,)
+            ).fetchone()
+            if row is None or row[1] != p.version or not self._tables_exist(p):
+                applied[p.name] = self.rebuild(p.name)
+            else:
+                applied[p.name] = self._advance(p, dict(zip(p.tables, p.tables)), row[0], checkpoint=True)
+        return applied
+
+    def rebuild(self, name: str) -> int:
+        """Rebuild into fresh tables, then swap them in (readers never see a half-built view)."""
+        p = self.projections[name]
+        fresh = {t: t + _REBUILD_SUFFIX for t in p.tables}
+        try:
+            with self._tx():
+                for physical in fresh.values():
+                    self.conn.execute(f"DROP TABLE IF EXISTS {physical}")
+                for logical, physical in fresh.items():
+                    self.conn.execute(f"CREATE TABLE {physical} ({p.tables[logical]})")
+            head = self.store.last_position()
+            n = self._advance(p, fresh, 0, checkpoint=False, to_position=head)
+            with self._tx():
+                # events that arrived during the rebuild, under the same lock as the swap
+                n += self._apply_range(p, fresh, head, self.store.last_position())
+                for logical, physical in fresh.items():
+                    self.conn.execute(f"DROP TABLE IF EXISTS {logical}")
+                    self.conn.execute(f"ALTER TABLE {physical} RENAME TO {logical}")
+                for suffix, (table, columns) in p.indexes.items():
+                    self.conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_{suffix} ON {table} ({columns})")
+                self._set_checkpoint(p, self.store.last_position())
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.store.path}: rebuilding projection {name!r} failed: {exc}") from exc
+        return n
+
+    def drop(self, name: str) -> None:
+        p = self.projections[name]
+        with self._tx():
+            for logical in p.tables:
+                self.conn.execute(f"DROP TABLE IF EXISTS {logical}")
+            self.conn.execute("DELETE FROM projection_checkpoints WHERE name = ?", (p.name,))
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _select(self, names: Iterable[str] | None) -> list[Projection]:
+        if names is None:
+            return list(self.projections.values())
+        return [self.projections[n] for n in names]
+
+    def _tables_exist(self, p: Projection) -> bool:
+        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return all(t in have for t in p.tables)
+
+    def _advance(
+        self,
+        p: Projection,
+        tables: Mapping[str, str],
+        from_position: int,
+        *,
+        checkpoint: bool,
+        to_position: int | None = None,
+    ) -> int:
+        """Apply events after ``from_position`` page by page, each page in its own transaction."""
+        head = self.store.last_position() if to_position is None else to_position
+        n = 0
+        position = from_position
+        while position < head:
+            upto = min(head, position + self.page_size)
+            with self._tx():
+                n += self._apply_range(p, tables, position, upto)
+                if checkpoint:
+                    self._set_checkpoint(p, upto)
+            position = upto
+        return n
+
+    def _apply_range(self, p: Projection, tables: Mapping[str, str], lo: int, hi: int) -> int:
+        if hi <= lo:
+            return 0
+        n = 0
+        tx = ProjectionTx(self.conn, tables)
+        for page in self.store.read_rows(lo, hi, sorted(p.handles)):
+            rows = [(pos, typ, stream, decode_payload(typ, sv, js)) for pos, typ, stream, sv, js in page]
+            p.apply(tx, rows)
+            n += len(rows)
+        return n
+
+    def _set_checkpoint(self, p: Projection, position: int) -> None:
+        self.conn.execute(
+            "INSERT INTO projection_checkpoints (name, position, version, updated_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(name) DO UPDATE SET position = excluded.position, version = excluded.version,"
+            " updated_at = excluded.updated_at",
+            (p.name, position, p.version, _now()),
+        )
+
+    def _tx(self) -> _Transaction:
+        return _Transaction(self.conn)
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (including KeyboardInterrupt)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")

@@ -1,0 +1,264 @@
+"""Shared building blocks for problem modules (torch + numpy only: runs on the bare GPU machine).
+
+The problem module contract (DESIGN.md §8) is documented in ``problems/FORMAT.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import torch
+
+#: FLOP classes a cost model may use; device profiles give a peak rate for each.
+FLOP_CLASSES = ("fp32", "bf16", "fp8", "fp4", "int")
+
+DTYPE_BYTES = {
+    torch.float64: 8,
+    torch.float32: 4,
+    torch.bfloat16: 2,
+    torch.float16: 2,
+    torch.float8_e4m3fn: 1,
+    torch.float8_e5m2: 1,
+    torch.uint8: 1,
+    torch.int8: 1,
+    torch.int32: 4,
+    torch.int64: 8,
+    torch.bool: 1,
+}
+
+DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Minimum work of one call: bytes that must cross HBM and FLOPs by class.
+
+    ``bytes`` counts every input read once and every output written once (the
+    compulsory traffic of a perfectly fused kernel); ``flops`` maps a class of
+    ``FLOP_CLASSES`` to the count of useful floating-point operations (a
+    multiply-add is 2 FLOPs). Speed of light = max(bytes/bandwidth,
+    sum(flops[c]/peak[c])).
+    """
+
+    bytes: int
+    flops: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.bytes <= 0:
+            raise ValueError(f"Cost.bytes must be positive, got {self.bytes}")
+        for cls, n in self.flops.items():
+            if cls not in FLOP_CLASSES:
+                raise ValueError(f"unknown FLOP class {cls!r}; use one of {FLOP_CLASSES}")
+            if n < 0:
+                raise ValueError(f"Cost.flops[{cls!r}] must be >= 0, got {n}")
+
+    @property
+    def total_flops(self) -> float:
+        return float(sum(self.flops.values()))
+
+
+def nbytes(shape: Sequence[int], dtype: torch.dtype) -> int:
+    """Bytes of a dense tensor of ``shape`` and ``dtype``."""
+    return math.prod(shape) * DTYPE_BYTES[dtype]
+
+
+def upcast(x: torch.Tensor) -> torch.Tensor:
+    """Promote to at least float32 without ever lowering a float64 anchor.
+
+    References compute in float32-promoted math like the upstream kernels; the
+    verifier's float64 anchor run passes float64 inputs, which must stay float64.
+    """
+    if x.dtype == torch.float64:
+        return x
+    return x.float()
+
+
+def generator(seed: int, device: str | torch.device) -> torch.Generator:
+    """A torch generator on ``device`` seeded with ``seed`` (any 63-bit int)."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed & 0x7FFF_FFFF_FFFF_FFFF)
+    return gen
+
+
+def randn(
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    gen: torch.Generator,
+    device: str | torch.device,
+    *,
+    scale: float = 1.0,
+    shift: float = 0.0,
+) -> torch.Tensor:
+    """Normal draws made in float32 then cast, so every dtype sees the same distribution."""
+    x = torch.randn(tuple(shape), generator=gen, device=device, dtype=torch.float32)
+    if scale != 1.0:
+        x.mul_(scale)
+    if shift != 0.0:
+        x.add_(shift)
+    return x.to(dtype)
+
+
+def rand(
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    gen: torch.Generator,
+    device: str | torch.device,
+    *,
+    low: float = 0.0,
+    high: float = 1.0,
+) -> torch.Tensor:
+    """Uniform draws in [low, high), made in float32 then cast."""
+    x = torch.rand(tuple(shape), generator=gen, device=device, dtype=torch.float32)
+    return (x * (high - low) + low).to(dtype)
+
+
+def randint(
+    low: int,
+    high: int,
+    shape: Sequence[int],
+    gen: torch.Generator,
+    device: str | torch.device,
+    dtype: torch.dtype = torch.int64,
+) -> torch.Tensor:
+    return torch.randint(low, high, tuple(shape), generator=gen, device=device, dtype=dtype)
+
+
+def randperm(n: int, gen: torch.Generator, device: str | torch.device) -> torch.Tensor:
+    return torch.randperm(n, generator=gen, device=device)
+
+
+def seq_lens(
+    batch: int,
+    total: int,
+    gen: torch.Generator,
+    *,
+    minimum: int = 1,
+) -> list[int]:
+    """``batch`` random positive lengths summing exactly to ``total`` (ragged batches)."""
+    if total < batch * minimum:
+        raise ValueError(f"cannot split {total} into {batch} lengths of at least {minimum}")
+    spare = total - batch * minimum
+    weights = torch.rand(batch, generator=_cpu_gen(gen)) + 1e-3
+    raw = (weights / weights.sum() * spare).floor().to(torch.int64)
+    raw[: spare - int(raw.sum())] += 1
+    return [int(v) + minimum for v in raw.tolist()]
+
+
+def cu_seqlens(lens: Sequence[int], device: str | torch.device) -> torch.Tensor:
+    """Exclusive prefix sums [0, l0, l0+l1, ...] as int32 (the ragged ``indptr`` format)."""
+    out = torch.zeros(len(lens) + 1, dtype=torch.int32)
+    out[1:] = torch.tensor(list(lens), dtype=torch.int32).cumsum(0)
+    return out.to(device)
+
+
+@dataclass(frozen=True)
+class PagedLayout:
+    """A valid paged-cache index structure (FlashInfer's CSR page table).
+
+    ``kv_indptr[b]:kv_indptr[b+1]`` slices ``kv_indices`` to the pages of
+    sequence ``b``; ``kv_last_page_len[b]`` is how many slots of its last page
+    are filled. Pages are drawn without replacement from ``num_pages`` so no two
+    sequences share a page, and are shuffled so a kernel cannot assume contiguity.
+    """
+
+    kv_indptr: torch.Tensor
+    kv_indices: torch.Tensor
+    kv_last_page_len: torch.Tensor
+    seq_lens: list[int]
+    num_pages: int
+
+
+def paged_layout(
+    lens: Sequence[int],
+    page_size: int,
+    gen: torch.Generator,
+    device: str | torch.device,
+    *,
+    spare_pages: int = 8,
+) -> PagedLayout:
+    """Page table for sequences of the given lengths, with ``spare_pages`` unused pages."""
+    pages_per_seq = [max(1, math.ceil(n / page_size)) for n in lens]
+    used = sum(pages_per_seq)
+    num_pages = used + spare_pages
+    perm = torch.randperm(num_pages, generator=_cpu_gen(gen))[:used].to(torch.int32)
+    indptr = cu_seqlens(pages_per_seq, "cpu")
+    last = torch.tensor(
+        [n - (p - 1) * page_size for n, p in zip(lens, pages_per_seq)], dtype=torch.int32
+    )
+    return PagedLayout(
+        kv_indptr=indptr.to(device),
+        kv_indices=perm.to(device),
+        kv_last_page_len=last.to(device),
+        seq_lens=list(lens),
+        num_pages=num_pages,
+    )
+
+
+def slot_mapping(
+    num_tokens: int,
+    num_slots: int,
+    gen: torch.Generator,
+    device: str | torch.device,
+    *,
+    num_padding: int = 0,
+) -> torch.Tensor:
+    """Distinct destination slots for ``num_tokens`` tokens; the last ``num_padding`` are -1.
+
+    vLLM pads a batch with slot -1 for tokens that must not be written.
+    """
+    slots = torch.randperm(num_slots, generator=_cpu_gen(gen))[:num_tokens].to(torch.int64)
+    if num_padding:
+        slots[num_tokens - num_padding :] = -1
+    return slots.to(device)
+
+
+def distinct_topk_scores(
+    shape: Sequence[int],
+    k: int,
+    dtype: torch.dtype,
+    gen: torch.Generator,
+    device: str | torch.device,
+    *,
+    min_gap: float | None = None,
+    max_redraws: int = 50,
+) -> torch.Tensor:
+    """Scores whose top-``k`` set along the last dim is unique (no near-ties at the boundary).
+
+    Rows whose k-th and (k+1)-th largest values (after casting to ``dtype``)
+    are closer than ``min_gap`` are redrawn, so any correct top-k agrees exactly.
+    """
+    gap = min_gap if min_gap is not None else 4 * torch.finfo(dtype).eps
+    x = randn(shape, torch.float32, gen, device).to(dtype)
+    n = shape[-1]
+    if k >= n:
+        return x
+    for _ in range(max_redraws):
+        top = torch.topk(x.float(), k + 1, dim=-1).values
+        bad = (top[..., k - 1] - top[..., k]).abs() <= gap * top[..., k - 1].abs().clamp_min(1.0)
+        if not bool(bad.any()):
+            return x
+        fresh = randn(shape, torch.float32, gen, device).to(dtype)
+        x = torch.where(bad.unsqueeze(-1), fresh, x)
+    raise RuntimeError("could not draw top-k scores without near-ties")
+
+
+def _cpu_gen(gen: torch.Generator) -> torch.Generator:
+    """A CPU generator derived from ``gen`` (randperm of index tables is done on CPU)."""
+    if gen.device.type == "cpu":
+        return gen
+    seed = int(torch.randint(0, 2**62, (1,), generator=gen, device=gen.device).item())
+    return torch.Generator().manual_seed(seed)
