@@ -64,7 +64,8 @@ class Problem:
 
     @property
     def reference(self) -> Callable[..., Any]:
-        return self.module.reference  # type: ignore[no-any-return]
+        fn: Callable[..., Any] = self.module.reference
+        return fn
 
     def cost(self, workload: dict[str, int] | None = None) -> Any:
         """The problem's ``problems._common.Cost`` for ``workload`` (default: WORKLOAD)."""

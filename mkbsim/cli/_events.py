@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from mkbsim.cli._common import add_store_option, non_negative_int, open_store, positive_int
+from mkbsim.cli._common import add_store_option, non_negative_int, open_store
 from mkbsim.errors import UserError
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from mkbsim.errors import UserError
 
 if TYPE_CHECKING:
-    from mkbsim.catalog import Catalog
+    from mkbsim.catalog import Catalog, Problem
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,7 +40,7 @@ def _catalog() -> Catalog:
     return load_catalog()
 
 
-def _select(catalog: Catalog, spec: str | None) -> list:  # type: ignore[type-arg]
+def _select(catalog: Catalog, spec: str | None) -> list[Problem]:
     try:
         return catalog.select(spec)
     except KeyError as exc:
@@ -129,5 +129,6 @@ def _check(args: argparse.Namespace) -> int:
     for err in catalog.errors:
         print(f"FAIL {err}")
     failed += len(catalog.errors)
-    print(f"{len(selected) - min(failed, len(selected))}/{len(selected)} problems pass; {len(catalog.errors)} failed to load")
+    passed = len(selected) - min(failed, len(selected))
+    print(f"{passed}/{len(selected)} problems pass; {len(catalog.errors)} failed to load")
     return 1 if failed else 0

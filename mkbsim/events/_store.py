@@ -14,7 +14,7 @@ from typing import Any
 
 from mkbsim.errors import UserError
 from mkbsim.events._ids import new_event_ids
-from mkbsim.events._schema import Payload, PayloadError, current_version, upcast, validate
+from mkbsim.events._schema import Payload, PayloadError, UnknownEventType, current_version, upcast, validate
 
 #: Version of the store's own layout (tables, indexes), kept in PRAGMA user_version.
 STORE_SCHEMA = 1
@@ -200,6 +200,8 @@ class EventStore:
             try:
                 validate(ev.type, ev.payload)
                 payload_json = _encode(ev.payload)
+            except UnknownEventType:
+                raise
             except PayloadError as exc:
                 raise PayloadError(f"event {i} ({ev.stream_id}): {exc}") from None
             except (TypeError, ValueError) as exc:
@@ -210,6 +212,9 @@ class EventStore:
                 event_id = ev.event_id
                 caller_ids.append(event_id)
             rows.append([event_id, ev.stream_id, 0, ev.type, current_version(ev.type), recorded_at, payload_json])
+        if len(set(caller_ids)) != len(caller_ids):
+            twice = next(i for i in caller_ids if caller_ids.count(i) > 1)
+            raise PayloadError(f"event_id {twice!r} appears twice in one batch")
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -217,7 +222,8 @@ class EventStore:
                 result = self._append_locked(conn, rows, caller_ids, expected_version)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite already rolled back on some errors (e.g. disk full)
+                    conn.execute("ROLLBACK")
                 raise
         except sqlite3.IntegrityError as exc:
             raise ConcurrencyError(f"{self.path}: concurrent append clashed: {exc}") from exc
@@ -327,25 +333,23 @@ class EventStore:
                 remaining -= len(rows)
 
     def read_rows(
-        self, from_position: int, to_position: int, types: Sequence[str], page_size: int = 20_000
+        self, from_position: int, to_position: int, types: Sequence[str], window: int = 20_000
     ) -> Iterator[list[tuple[int, str, str, int, str]]]:
-        """Raw pages of (position, type, stream_id, schema_version, payload_json) for projections.
+        """Raw (position, type, stream_id, schema_version, payload_json) rows for projections.
 
-        Skips RecordedEvent construction: projections rebuild over millions of events.
+        Walks the primary key in windows of ``window`` positions and filters types row by row
+        (``+type`` keeps SQLite off the type index, whose range-then-sort plan costs more per
+        window than scanning it). Skips RecordedEvent construction: rebuilds cover millions of events.
         """
         marks = ",".join("?" * len(types))
         sql = (
             "SELECT position, type, stream_id, schema_version, payload FROM events"
-            f" WHERE position > ? AND position <= ? AND type IN ({marks}) ORDER BY position LIMIT ?"
+            f" WHERE position > ? AND position <= ? AND +type IN ({marks}) ORDER BY position"
         )
-        cursor = from_position
-        while True:
-            rows = self._conn.execute(sql, [cursor, to_position, *types, page_size]).fetchall()
+        for lo in range(from_position, to_position, window):
+            rows = self._conn.execute(sql, [lo, min(lo + window, to_position), *types]).fetchall()
             if rows:
                 yield rows
-            if len(rows) < page_size:
-                return
-            cursor = rows[-1][0]
 
     def read_stream(self, stream_id: str) -> list[RecordedEvent]:
         return list(self.read(stream_id=stream_id))

@@ -101,7 +101,7 @@ class ProjectionEngine:
             if row is None or row[1] != p.version or not self._tables_exist(p):
                 applied[p.name] = self.rebuild(p.name)
             else:
-                applied[p.name] = self._advance(p, dict(zip(p.tables, p.tables)), row[0], checkpoint=True)
+                applied[p.name] = self._advance(p, dict(zip(p.tables, p.tables, strict=False)), row[0], checkpoint=True)
         return applied
 
     def rebuild(self, name: str) -> int:
@@ -205,5 +205,5 @@ class _Transaction:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self.conn.execute("COMMIT")
-        else:
+        elif self.conn.in_transaction:  # SQLite already rolled back on some errors (e.g. disk full)
             self.conn.execute("ROLLBACK")

@@ -72,7 +72,10 @@ def test_missing_field_is_named(tmp_path: Path) -> None:
     [
         (("x = upcast(hidden_states)", "x = hidden_states.float()"), "lowers precision"),
         (("x = upcast(hidden_states)", "x = upcast(hidden_states); hidden_states.mul_(2)"), "mutated input"),
-        (("gen = generator(seed, device)", "gen = generator(seed + __import__('time').perf_counter_ns(), device)"), "not deterministic"),
+        (
+            ("gen = generator(seed, device)", "gen = generator(seed + __import__('time').perf_counter_ns(), device)"),
+            "not deterministic",
+        ),
         (("gen = generator(seed, device)", "gen = generator(0, device)"), "same inputs for different seeds"),
         (("moved = 2 *", "moved = 20 *"), "cost.bytes"),
         (("SMOKE = {\"batch_size\": 64", "SMOKE = {\"batch_size\": 0"), None),
@@ -94,7 +97,7 @@ def test_variants_differ_only_in_the_dsl() -> None:
     cute, tirx = render_task(p, "cutedsl"), render_task(p, "tirx")
     assert "CuTe DSL" in cute and "TIRx" not in cute
     assert "TIRx" in tirx and "CuTe DSL" not in tirx
-    neutral = [line for line in cute.splitlines() if "CuTe" not in line and "cutlass" not in line and "cutedsl" not in line]
+    neutral = [line for line in cute.splitlines() if not any(w in line for w in ("CuTe", "cutlass", "cutedsl"))]
     assert all(line in tirx.splitlines() for line in neutral)
     assert "40 minutes" in cute and "10 counted submissions" in cute
     with_skill = render_task(p, "tirx", skill="Fusing the add into the norm paid off.")
