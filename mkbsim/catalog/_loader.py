@@ -13,7 +13,7 @@ from typing import Any
 
 FAMILIES = ("attention", "kv_cache", "linear_attention", "mlp_norm", "moe", "quantization")
 SOURCES = ("FI", "vLLM", "FLA", "SOL")
-_FILE_RE = re.compile(r"^(\d\d)_([a-z0-9_]+)\.py$")
+_FILE_RE = re.compile(r"^(\d{2,3})_([a-z0-9_]+)\.py$")
 _REQUIRED = (
     "ID", "NAME", "FAMILY", "SOURCE", "DESCRIPTION", "NOTES", "AXES", "INPUTS", "OUTPUTS",
     "INPLACE", "WORKLOAD", "SMOKE", "make_inputs", "reference", "cost",
@@ -208,7 +208,7 @@ def load_catalog(root: Path | None = None) -> Catalog:
     problems: list[Problem] = []
     errors: list[ProblemLoadError] = []
     for family in FAMILIES:
-        for path in sorted((base / family).glob("[0-9][0-9]_*.py")):
+        for path in sorted((base / family).glob("[0-9][0-9]*_*.py")):
             try:
                 problems.append(load_problem(path))
             except ProblemLoadError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mkbsim.errors import UserError
@@ -29,6 +30,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = actions.add_parser("check", help="run every reference on SMOKE inputs on CPU against its float64 anchor")
     p.add_argument("--problems", metavar="SPEC", help="only these problems")
     p.set_defaults(handler=_check)
+
+    p = actions.add_parser("export-fi", help="write a problem as a FlashInfer-Trace definition (JSON)")
+    p.add_argument("problem", metavar="ID", help="id or name")
+    p.add_argument("--out", type=Path, metavar="FILE", help="write here instead of stdout")
+    p.set_defaults(handler=_export_fi)
+
+    p = actions.add_parser(
+        "import-fi", help="validate FlashInfer-Trace definitions, match them to the catalogue, write problem modules"
+    )
+    p.add_argument("path", type=Path, metavar="FILE|DIR", help="a definition JSON file or a directory of them")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write a problem module per importable definition here")
+    p.add_argument(
+        "--workloads", type=Path, metavar="DIR", help="FlashInfer-Trace workloads/ folder (production var axes)"
+    )
+    p.add_argument("--start-id", type=int, default=75, help="first problem number for written modules (default 75)")
+    p.set_defaults(handler=_import_fi)
 
 
 def _catalog() -> Catalog:
@@ -132,3 +149,80 @@ def _check(args: argparse.Namespace) -> int:
     passed = len(selected) - min(failed, len(selected))
     print(f"{passed}/{len(selected)} problems pass; {len(catalog.errors)} failed to load")
     return 1 if failed else 0
+
+
+def _export_fi(args: argparse.Namespace) -> int:
+    from mkbsim.catalog._flashinfer import export_problem
+
+    catalog = _catalog()
+    try:
+        problem = catalog.get(args.problem)
+    except KeyError as exc:
+        raise UserError(str(exc.args[0])) from None
+    text = json.dumps(export_problem(problem).to_dict(), indent=2) + "\n"
+    if args.out:
+        args.out.write_text(text)
+        print(f"wrote {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def _import_fi(args: argparse.Namespace) -> int:
+    from mkbsim.catalog._flashinfer import (
+        FiFormatError,
+        family_of,
+        generic_inputs_ok,
+        interface_differences,
+        load_definitions,
+        next_free_number,
+        problem_module_source,
+        workload_axes,
+    )
+
+    if not args.path.exists():
+        raise UserError(f"{args.path}: no such file or directory")
+    definitions, errors = load_definitions(args.path)
+    if args.path.is_file() and errors:
+        raise UserError(str(errors[0]))
+    catalog = _catalog()
+    by_name = {p.name: p for p in catalog}
+    matched = written = 0
+    number = next_free_number(args.out, args.start_id) if args.out else args.start_id
+    for defn in definitions:
+        problem = by_name.get(defn.name) or next(
+            (p for p in catalog if p.name.startswith(defn.name + "_")), None
+        )
+        if problem is not None:
+            matched += 1
+            diffs = interface_differences(defn, problem)
+            note = "interface matches" if not diffs else "differs: " + "; ".join(diffs)
+            print(f"{defn.name:<58} = {problem.id} ({note})")
+            continue
+        reason = generic_inputs_ok(defn)
+        if reason or not args.out:
+            print(f"{defn.name:<58}   {'not written: ' + reason if reason else 'importable'}")
+            continue
+        wl_file = args.workloads / defn.op_type / f"{defn.name}.jsonl" if args.workloads else None
+        seen = workload_axes(defn, wl_file)
+        workload = {a: x.value if x.value is not None else seen.get(a, 256) for a, x in defn.axes.items()}
+        smoke = {a: (v if defn.axes[a].type == "const" else min(v, 8)) for a, v in workload.items()}
+        family = family_of(defn)
+        target = args.out / family / f"{number:02d}_{defn.name.lower()}.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            source = problem_module_source(defn, number=number, workload=workload, smoke=smoke, origin=str(args.path))
+        except FiFormatError as exc:
+            print(f"{defn.name:<58}   not written: {exc}")
+            continue
+        target.write_text(source)
+        print(f"{defn.name:<58} → {target}")
+        number += 1
+        written += 1
+    for err in errors:
+        print(f"INVALID {err}")
+    print(
+        f"{len(definitions)} valid definitions ({matched} match catalogue problems, {written} modules written); "
+        f"{len(errors)} invalid"
+    )
+    return 1 if errors else 0

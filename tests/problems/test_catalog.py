@@ -78,7 +78,7 @@ def test_missing_field_is_named(tmp_path: Path) -> None:
         ),
         (("gen = generator(seed, device)", "gen = generator(0, device)"), "same inputs for different seeds"),
         (("moved = 2 *", "moved = 20 *"), "cost.bytes"),
-        (("SMOKE = {\"batch_size\": 64", "SMOKE = {\"batch_size\": 0"), None),
+        (('SMOKE = {"batch_size": 64', 'SMOKE = {"batch_size": 0'), None),
     ],
 )
 def test_checker_catches_contract_violations(tmp_path: Path, edit: tuple[str, str], message: str | None) -> None:
@@ -109,3 +109,23 @@ def test_copying_a_problem_module_keeps_it_loadable(tmp_path: Path) -> None:
     family.mkdir()
     shutil.copy(EXAMPLE, family / EXAMPLE.name)
     assert load_problem(family / EXAMPLE.name).id == "p36"
+
+
+def test_full_catalogue_matches_the_study() -> None:
+    catalog = load_catalog()
+    assert not catalog.errors, [str(e) for e in catalog.errors]
+    assert [p.id for p in catalog] == [f"p{i:02d}" for i in range(1, 75)]
+    counts = {f: sum(p.family == f for p in catalog) for f in ("attention", "kv_cache", "linear_attention")}
+    counts |= {f: sum(p.family == f for p in catalog) for f in ("mlp_norm", "moe", "quantization")}
+    assert counts == {
+        "attention": 18, "kv_cache": 8, "linear_attention": 13, "mlp_norm": 17, "moe": 8, "quantization": 10,
+    }  # fmt: skip
+    catalogue_md = Path(__file__).resolve().parents[2].parent / "shared" / "catalog.md"
+    if catalogue_md.exists():  # the study's names, ids and families, verbatim
+        rows = [
+            line.split("|")[1:5]
+            for line in catalogue_md.read_text().splitlines()
+            if line.startswith("|") and line[1:3].isdigit()
+        ]
+        assert {(f"p{r[0]}", r[1], r[2]) for r in rows} == {(p.id, p.name, p.family) for p in catalog}
+        assert {p.id: p.source for p in catalog} == {f"p{r[0]}": r[3] for r in rows}
