@@ -6,8 +6,8 @@ The problem module contract (DESIGN.md §8) is documented in ``problems/FORMAT.m
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import torch
 
@@ -197,7 +197,7 @@ def paged_layout(
     perm = torch.randperm(num_pages, generator=_cpu_gen(gen))[:used].to(torch.int32)
     indptr = cu_seqlens(pages_per_seq, "cpu")
     last = torch.tensor(
-        [n - (p - 1) * page_size for n, p in zip(lens, pages_per_seq)], dtype=torch.int32
+        [n - (p - 1) * page_size for n, p in zip(lens, pages_per_seq, strict=False)], dtype=torch.int32
     )
     return PagedLayout(
         kv_indptr=indptr.to(device),
