@@ -13,6 +13,8 @@ from mkbsim.errors import UserError
 COMMAND_MODULES = (
     "events",
     "problems",
+    "report",
+    "tui",
 )
 
 

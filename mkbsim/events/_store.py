@@ -333,18 +333,20 @@ class EventStore:
                 remaining -= len(rows)
 
     def read_rows(
-        self, from_position: int, to_position: int, types: Sequence[str], window: int = 20_000
+        self, from_position: int, to_position: int, types: Sequence[str], window: int = 20_000, where: str | None = None
     ) -> Iterator[list[tuple[int, str, str, int, str]]]:
         """Raw (position, type, stream_id, schema_version, payload_json) rows for projections.
 
         Walks the primary key in windows of ``window`` positions and filters types row by row
         (``+type`` keeps SQLite off the type index, whose range-then-sort plan costs more per
         window than scanning it). Skips RecordedEvent construction: rebuilds cover millions of events.
+        ``where``: an extra SQL condition on the events table (a projection's ``event_filter``).
         """
         marks = ",".join("?" * len(types))
         sql = (
             "SELECT position, type, stream_id, schema_version, payload FROM events"
-            f" WHERE position > ? AND position <= ? AND +type IN ({marks}) ORDER BY position"
+            f" WHERE position > ? AND position <= ? AND +type IN ({marks}){f' AND ({where})' if where else ''}"
+            " ORDER BY position"
         )
         for lo in range(from_position, to_position, window):
             rows = self._conn.execute(sql, [lo, min(lo + window, to_position), *types]).fetchall()

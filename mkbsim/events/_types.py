@@ -38,6 +38,8 @@ class AttemptStarted(Payload):
     chain_id: str | None = None
     hop: int | None = None
     filter: str | None = None
+    #: a treatment re-run in another campaign (filter test) names the solo it is compared with
+    baseline_attempt_id: str | None = None
 
 
 @event_type
@@ -74,7 +76,7 @@ class VerifierResult(Payload):
     runtime_ms: float | None
     eager_ms: float | None
     speedup: float | None
-    bypass_ok: bool
+    bypass_ok: bool | None  # None: the bypass test did not run (an earlier check failed)
     forbidden: list[str]
     inline_cuda: bool
     failure: str | None

@@ -42,6 +42,9 @@ class Projection(ABC):
     handles: ClassVar[frozenset[str]]
     tables: ClassVar[dict[str, str]]
     indexes: ClassVar[dict[str, tuple[str, str]]] = {}
+    #: An SQL condition on the events table narrowing what ``apply`` receives within ``handles``;
+    #: SQLite evaluates it, so events the projection would ignore are never JSON-decoded.
+    event_filter: ClassVar[str | None] = None
 
     @abstractmethod
     def apply(self, tx: ProjectionTx, rows: Sequence[Row]) -> None:
@@ -174,7 +177,7 @@ class ProjectionEngine:
             return 0
         n = 0
         tx = ProjectionTx(self.conn, tables)
-        for page in self.store.read_rows(lo, hi, sorted(p.handles)):
+        for page in self.store.read_rows(lo, hi, sorted(p.handles), where=p.event_filter):
             rows = [(pos, typ, stream, decode_payload(typ, sv, js)) for pos, typ, stream, sv, js in page]
             p.apply(tx, rows)
             n += len(rows)

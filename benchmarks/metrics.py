@@ -1,0 +1,221 @@
+"""Metrics benchmark: build every analysis projection from a 1,000,000-event campaign store, then time
+`mkbsim report` on it once the projections are current.
+
+Targets (issue 5): building ≤ 10 s; the report ≤ 1 s (wall clock of the whole command, interpreter
+start included).
+
+    .venv/bin/python benchmarks/metrics.py [--events 1000000] [--keep PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mkbsim.events import EventStore, NewEvent, new_event_ids
+from mkbsim.events._schema import current_version
+from mkbsim.projections import ProjectionEngine, default_projections
+
+MODELS = ("gpt-5.6-sol", "gemini-3.7-flash", "deepseek-v4-pro", "glm-5.3", "glm-5.3-flash", "qwen3.8-flash")
+FAMILIES = {"attention": 18, "kv_cache": 8, "linear_attention": 13, "mlp_norm": 17, "moe": 8, "quantization": 10}
+ARMS = (("solo_cutedsl", "cutedsl"), ("solo_tirx", "tirx"), ("cutedsl2tirx_skill", "tirx"),
+        ("tirx2cutedsl_skill", "cutedsl"))  # fmt: skip
+STEPS = 12  # agent steps per attempt
+SUBMISSIONS = 4  # submissions (each with its verifier result) per attempt
+CONCURRENT = 32  # attempts whose events interleave, as a campaign's workers do
+
+
+def attempt_events(rng: random.Random, aid: str, where: dict[str, object], arm: str, dsl: str,
+                   source: str | None) -> list[tuple[str, dict[str, object]]]:  # fmt: skip
+    """One attempt shaped like a real one: start, skill read, steps, submissions, final verdict, skill, finish."""
+    events: list[tuple[str, dict[str, object]]] = [("AttemptStarted", {
+        "attempt_id": aid, **where, "dsl": dsl, "arm": arm, "budget": {"minutes": 40, "submissions": 10},
+        "source_attempt_id": source, "chain_id": None, "hop": None, "filter": None,
+    })]  # fmt: skip
+    if source is not None:
+        events.append(("SkillRead", {"attempt_id": aid, "source_attempt_id": source, "text": "skill " * 60,
+                                     "sha256": "ab" * 32, "filter": None}))  # fmt: skip
+    passed = rng.random() < 0.8
+    runtime = rng.lognormvariate(-1.0, 0.8)
+    for i in range(STEPS):
+        step = {"attempt_id": aid, "step": i, "kind": "command", "content": "python bench.py --n 4096 " * 3,
+                "elapsed_s": 12.5 * i}  # fmt: skip
+        events.append(("AgentStep", step))
+        if i % 3 == 2:
+            k = i // 3
+            ok = passed and rng.random() < 0.7
+            events.append(("SubmissionMade", {"attempt_id": aid, "submission": k, "counted": True,
+                                              "code_sha256": "cd" * 32, "code": ""}))  # fmt: skip
+            events.append(("VerifierResult", _verdict(aid, k, ok, runtime * (1 + 0.1 * (SUBMISSIONS - k)))))
+    events.append(("VerifierResult", _verdict(aid, "final", passed, runtime)))
+    events.append(("SkillWritten", {"attempt_id": aid, "text": "finding " * 80, "sha256": "ef" * 32}))
+    events.append(("AttemptFinished", {"attempt_id": aid, "status": "finished", "passed": passed,
+                                       "runtime_ms": runtime if passed else None,
+                                       "speedup": 1.0 / runtime if passed else None, "skipped": False,
+                                       "reason": None}))  # fmt: skip
+    return events
+
+
+def _verdict(aid: str, submission: int | str, passed: bool, runtime: float) -> dict[str, object]:
+    return {
+        "attempt_id": aid, "submission": submission, "backend": "analytic", "protocol": "paper", "passed": passed,
+        "correct": passed, "runtime_ms": runtime if passed else None, "eager_ms": 1.0,
+        "speedup": 1.0 / runtime if passed else None, "bypass_ok": True, "forbidden": [], "inline_cuda": False,
+        "failure": None if passed else "wrong_output", "details": {}, "env": {"backend": "analytic"},
+    }  # fmt: skip
+
+
+def campaign(rng: random.Random, n_events: int) -> Iterator[tuple[str, str, dict[str, object]]]:
+    """(stream, type, payload) of a campaign, CONCURRENT attempts interleaved, about ``n_events`` long."""
+    problems = [(f"p{i + 1:02d}", fam) for i, fam in enumerate(f for f, n in FAMILIES.items() for _ in range(n))]
+    ids = iter(new_event_ids(n_events // 10 + 1000))
+
+    def attempts() -> Iterator[list[tuple[str, str, dict[str, object]]]]:
+        replicate = 0
+        while True:
+            for model in MODELS:
+                for problem, family in problems:
+                    where = {"campaign_id": "bench", "model": model, "problem": problem, "family": family,
+                             "replicate": replicate}  # fmt: skip
+                    solos: dict[str, str] = {}
+                    for arm, dsl in ARMS:
+                        aid = next(ids)
+                        source = solos.get("solo_" + arm.split("2")[0]) if arm.endswith("_skill") else None
+                        solos[arm] = aid
+                        yield [(f"attempt-{aid}", t, p) for t, p in attempt_events(rng, aid, where, arm, dsl, source)]
+            replicate += 1
+
+    running: list[list[tuple[str, str, dict[str, object]]]] = []
+    source = attempts()
+    emitted = 0
+    while emitted < n_events:
+        while len(running) < CONCURRENT:
+            running.append(next(source))
+        k = rng.randrange(len(running))
+        yield running[k].pop(0)
+        emitted += 1
+        if not running[k]:
+            running.pop(k)
+
+
+def fill(path: Path, n_events: int) -> float:
+    """Write the campaign with executemany straight into the store's table (valid positions, versions)."""
+    EventStore(path, create=True).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    encode = json.JSONEncoder(separators=(",", ":")).encode
+    versions: dict[str, int] = {}
+    now = datetime.now(UTC).isoformat(timespec="microseconds")
+    t0 = time.perf_counter()
+    batch: list[tuple[object, ...]] = []
+    events = campaign(random.Random(0), n_events)
+    for (stream, type_, payload), event_id in zip(events, new_event_ids(n_events), strict=True):
+        version = versions[stream] = versions.get(stream, 0) + 1
+        batch.append((event_id, stream, version, type_, current_version(type_), now, encode(payload)))
+        if len(batch) == 20_000:
+            _insert(conn, batch)
+            batch = []
+    _insert(conn, batch)
+    conn.close()
+    return time.perf_counter() - t0
+
+
+def _insert(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO events (event_id, stream_id, version, type, schema_version, recorded_at, payload)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    conn.execute("COMMIT")
+
+
+def timed_report(path: Path, *extra: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of one whole `mkbsim report` command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mkbsim", "report", "--store", str(path), *extra], check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--keep", type=Path, help="write the store here (kept) instead of a temporary directory")
+    args = ap.parse_args()
+    path = args.keep or Path(tempfile.mkdtemp(prefix="mkbsim-metrics-")) / "campaign.sqlite"
+    if path.exists():
+        sys.exit(f"{path}: exists; choose another --keep path")
+    print(f"mkbsim metrics benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
+          f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+          f"SQLite {sqlite3.sqlite_version}")  # fmt: skip
+    seconds = fill(path, args.events)
+    store = EventStore(path)
+    counts = store.type_counts()
+    attempts = counts.get("AttemptStarted", 0)
+    print(f"\nsynthesised {store.count():,} events ({attempts:,} attempts, {len(MODELS)} models × 74 problems × "
+          f"4 arms × replicates) in {seconds:.1f} s")  # fmt: skip
+
+    engine = ProjectionEngine(store, default_projections())
+    total = total_cpu = 0.0
+    print(f"\nbuilding the projections from scratch (load average {_load()}):")
+    for name, projection in engine.projections.items():
+        t0, c0 = time.perf_counter(), time.process_time()
+        applied = engine.rebuild(name)
+        took, cpu = time.perf_counter() - t0, time.process_time() - c0
+        total, total_cpu = total + took, total_cpu + cpu
+        handled = sum(counts.get(t, 0) for t in projection.handles)
+        print(f"  {name:<14} {took:6.2f} s wall, {cpu:5.2f} s CPU  ({applied:,} of its {handled:,} handled events "
+              f"read; {store.count() / took:,.0f} store events/s)")  # fmt: skip
+    comparisons = store.connection.execute("SELECT COUNT(*), SUM(resolved) FROM comparisons").fetchone()
+    print(f"  all            {total:6.2f} s wall, {total_cpu:5.2f} s CPU  (target ≤ 10 s) → {comparisons[0]:,} "
+          f"comparisons, {comparisons[1]:,} resolved")  # fmt: skip
+    store.close()
+
+    print(f"\n`mkbsim report` with projections current (whole command, 5 runs; load average {_load()}):")
+    for label, extra in (("table", ()), ("json", ("--format", "json"))):
+        runs = [timed_report(path, *extra) for _ in range(5)]
+        walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+        print(f"  {label:<6} median {statistics.median(walls):.2f} s wall (max {max(walls):.2f}), "
+              f"{statistics.median(cpus):.2f} s CPU  (target ≤ 1 s)")  # fmt: skip
+
+    store = EventStore(path)
+    engine = ProjectionEngine(store, default_projections())
+    latencies = []
+    rng = random.Random(1)
+    for i in range(20):
+        aid = new_event_ids(1)[0]
+        where = {"campaign_id": "bench", "model": MODELS[0], "problem": "p01", "family": "attention",
+                 "replicate": 10_000 + i}  # fmt: skip
+        store.append([NewEvent(f"attempt-{aid}", t, p) for t, p in attempt_events(rng, aid, where, "solo_tirx",
+                                                                                    "tirx", None)])  # fmt: skip
+        t0 = time.perf_counter()
+        engine.catch_up()
+        latencies.append(time.perf_counter() - t0)
+    print(f"\nincremental catch-up of all projections after one attempt's events: median "
+          f"{statistics.median(latencies) * 1e3:.1f} ms, max {max(latencies) * 1e3:.1f} ms")  # fmt: skip
+    store.close()
+
+
+def _load() -> str:
+    """The 1-minute load average: other work on the machine stretches wall-clock figures."""
+    return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+
+
+if __name__ == "__main__":
+    main()

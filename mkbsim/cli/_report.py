@@ -1,0 +1,91 @@
+"""`mkbsim report`: paired lift, help/harm, standing, family sensitivity, direction asymmetry, solo
+quality (DESIGN §6, §9), as a table, JSON or CSV, with optional exports and plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from mkbsim.cli._common import add_store_option, open_store
+from mkbsim.errors import UserError
+
+# kept in step with mkbsim.metrics._sections (not imported here: `mkbsim --help` stays light)
+_DIMENSIONS = ("campaign", "model", "direction", "family")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "report",
+        help="transfer metrics: paired lift, help/harm, standing, sensitivity, asymmetry, solo quality",
+        description="Brings the projections up to date, then reports the plain-protocol comparisons.",
+    )
+    add_store_option(p)
+    p.add_argument("--campaign", metavar="ID", help="only this campaign (default: every campaign, pooled)")
+    p.add_argument(
+        "--by",
+        type=_dimensions,
+        default=("model", "direction", "family"),
+        metavar="DIMS",
+        help="comma-separated grouping from campaign,model,direction,family (default model,direction,family)",
+    )
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="table (80 columns), json (every section) or csv (the groups)")  # fmt: skip
+    p.add_argument("--export", metavar="DIR", type=Path,
+                   help="also write every projection table and report section as CSV and Parquet")  # fmt: skip
+    p.add_argument("--plots", metavar="DIR", type=Path, help="also write PNG figures")
+    p.set_defaults(handler=_report)
+
+
+def _dimensions(text: str) -> tuple[str, ...]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [n for n in names if n not in _DIMENSIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"expected dimensions from {','.join(_DIMENSIONS)}, got {text!r}")
+    return tuple(d for d in _DIMENSIONS if d in names)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from mkbsim.metrics._load import load
+    from mkbsim.metrics._render import groups_csv, table
+    from mkbsim.metrics._sections import DEFAULT_BY, report
+    from mkbsim.projections import ProjectionEngine, default_projections
+
+    for option in ("export", "plots"):
+        target = getattr(args, option)
+        if target is not None and target.exists() and not target.is_dir():
+            raise UserError(f"--{option} {target}: exists and is not a directory")
+    with open_store(args.store) as store:
+        if store.last_position() == 0:
+            raise UserError(f"{args.store}: the store has no events yet (run a campaign first: mkbsim run)")
+        engine = ProjectionEngine(store, default_projections())
+        engine.catch_up()
+        data = load(store.connection, args.campaign)
+        result = report(data.campaigns, data.comparisons, data.solos, pending=data.pending, by=args.by)
+        notes = []
+        if args.export is not None:
+            from mkbsim.metrics._export import export
+
+            tables = [t for p in engine.projections.values() for t in p.tables]
+            written = export(store.connection, tables, result, args.export)
+            notes.append(f"wrote {len(written)} files (CSV and Parquet) to {args.export}")
+    if args.plots is not None:
+        from mkbsim.metrics._plots import write_plots
+
+        by_cell = result if tuple(args.by) == DEFAULT_BY else report(
+            data.campaigns, data.comparisons, data.solos, pending=data.pending
+        )  # fmt: skip
+        if by_cell["groups"]:
+            notes.append(f"wrote {len(write_plots(by_cell, args.plots))} figures to {args.plots}")
+        else:
+            notes.append("no plots: no resolved comparison yet")
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
+    elif args.format == "csv":
+        sys.stdout.write(groups_csv(result))
+    else:
+        sys.stdout.write(table(result, store=str(args.store)))
+    for note in notes:  # on stderr under json/csv, so stdout stays machine-readable
+        print(note, file=sys.stdout if args.format == "table" else sys.stderr)
+    return 0

@@ -1,0 +1,77 @@
+"""Transfer metrics (DESIGN §6): the rules, pairing of attempts into comparisons, aggregate statistics.
+
+Everything here is pure (no store access), so the simulator, the projections and the reports score
+with one definition. Store-facing code lives in ``mkbsim.projections`` and the report modules.
+"""
+
+from mkbsim.metrics._pairing import COMPARISON_FIELDS, AttemptOutcome, Comparison, choose, pair_slot
+from mkbsim.metrics._rules import (
+    BOUNDARY_RTOL,
+    CLIP_HIGH,
+    CLIP_LOW,
+    DIRECTIONS,
+    HARM_AT,
+    HELP_AT,
+    OUTCOMES,
+    STANDINGS,
+    TIER_THRESHOLDS,
+    Outcome,
+    Standing,
+    VerdictChange,
+    at_most,
+    direction_of_arm,
+    outcome,
+    ratio,
+    reaches,
+    reverse_direction,
+    scored_pass,
+    standing,
+    tier,
+    verdict_change,
+)
+from mkbsim.metrics._stats import (
+    bootstrap_lift_ci,
+    geometric_mean,
+    harm_rate,
+    help_rate,
+    paired_lift,
+    sign_test_p,
+    wilcoxon_signed_rank_p,
+)
+
+__all__ = [
+    "BOUNDARY_RTOL",
+    "CLIP_HIGH",
+    "CLIP_LOW",
+    "COMPARISON_FIELDS",
+    "DIRECTIONS",
+    "HARM_AT",
+    "HELP_AT",
+    "OUTCOMES",
+    "STANDINGS",
+    "TIER_THRESHOLDS",
+    "AttemptOutcome",
+    "Comparison",
+    "Outcome",
+    "Standing",
+    "VerdictChange",
+    "at_most",
+    "bootstrap_lift_ci",
+    "choose",
+    "direction_of_arm",
+    "geometric_mean",
+    "harm_rate",
+    "help_rate",
+    "outcome",
+    "pair_slot",
+    "paired_lift",
+    "ratio",
+    "reaches",
+    "reverse_direction",
+    "scored_pass",
+    "sign_test_p",
+    "standing",
+    "tier",
+    "verdict_change",
+    "wilcoxon_signed_rank_p",
+]

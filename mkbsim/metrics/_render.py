@@ -1,0 +1,206 @@
+"""The report as text: an 80-column table for people, CSV of the groups for tools."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from mkbsim.metrics._sections import ALL, GROUP_STATS, Row, group_dimensions
+
+WIDTH = 80
+SECTIONS = ("groups", "solo", "standing", "sensitivity", "asymmetry")
+
+
+def flat_rows(rows: Sequence[Row]) -> list[Row]:
+    """Rows with each [lo, hi] pair split into ``<key>_lo`` and ``<key>_hi`` (CSV, Parquet)."""
+    out = []
+    for row in rows:
+        flat: Row = {}
+        for key, value in row.items():
+            if isinstance(value, list):
+                flat[f"{key}_lo"], flat[f"{key}_hi"] = value
+            else:
+                flat[key] = value
+        out.append(flat)
+    return out
+
+
+def groups_csv(report: Row) -> str:
+    """The groups section as CSV; floats keep every digit (Python's shortest round-trip repr)."""
+    columns = [*group_dimensions(report["by"]), *GROUP_STATS]
+    fields = [c for name in columns for c in ((f"{name}_lo", f"{name}_hi") if name == "paired_lift_ci" else (name,))]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(flat_rows(report["groups"]))
+    return buffer.getvalue()
+
+
+def table(report: Row, *, store: str) -> str:
+    counts = report["comparisons"]
+    campaigns = report["campaigns"]
+    shown = ", ".join(campaigns[:3]) + (f" and {len(campaigns) - 3} more" if len(campaigns) > 3 else "")
+    lines = [
+        _fit(f"Transfer report · {store} · campaign{'s' * (len(campaigns) != 1)} {shown or 'none'}"),
+        f"{counts['resolved']:,} resolved comparisons, {counts['pending']:,} pending (plain protocol)",
+    ]
+    if not report["groups"]:
+        lines.append("No resolved comparison yet: a comparison needs its treatment and baseline finished.")
+    else:
+        lines += _groups(report)
+        lines += _sensitivity(report["sensitivity"])
+        lines += _standing(report["standing"])
+        lines += _asymmetry(report["asymmetry"])
+    lines += _solo(report["solo"])
+    return "\n".join(lines) + "\n"
+
+
+def _groups(report: Row) -> list[str]:
+    by = list(report["by"])
+    label_dim = by[-1] if by else "family"
+    heading_dims = by[:-1]
+    lines = [
+        "",
+        "Paired lift (geometric mean of r − 1) by " + (" × ".join(by) or "nothing (all pooled)"),
+        "CI: 95% bootstrap over problems · resc, brk: verdict changes among helped,",
+        "harmed · pW, pS: Wilcoxon signed-rank and sign test p on log r",
+    ]
+    sections: dict[tuple[str, ...], list[Row]] = {}
+    for row in report["groups"]:
+        sections.setdefault(tuple(row[d] for d in heading_dims), []).append(row)
+    headers = [label_dim, "n", "lift", "95% CI", "help", "harm", "resc", "brk", "pW", "pS"]
+    for heading, rows in sections.items():
+        lines.append("")
+        if heading:
+            lines.append(_fit(" · ".join(_label(d, v) for d, v in zip(heading_dims, heading, strict=True))))
+        body = [
+            [_label(label_dim, r[label_dim]), str(r["n"]), _signed(r["paired_lift"]), _interval(r["paired_lift_ci"]),
+             _share(r["help_rate"]), _share(r["harm_rate"]), str(r["helped_verdict_change"]),
+             str(r["harmed_verdict_change"]), _p(r["wilcoxon_p"]), _p(r["sign_p"])]
+            for r in rows
+        ]  # fmt: skip
+        lines += _format(headers, body, "lrrrrrrrrr")
+    return lines
+
+
+def _solo(rows: Sequence[Row]) -> list[str]:
+    pooled = [r for r in rows if r.get("family", ALL) == ALL]
+    if not pooled:
+        return ["", "No resolved solo attempt."]
+    lines = ["", "Solo attempts: scored pass rate, passing-only geometric-mean speedup;",
+             "inline: verifier passes excluded for inline CUDA (per family: --format json)"]  # fmt: skip
+    headers = ["model", "dsl", "n", "pass", "speedup", "inline"]
+    align = "llrrrr"
+    body = [
+        [r["model"], r["dsl"], str(r["n"]), _share(r["pass_rate"]), _times(r["speedup_geomean"]),
+         str(r["inline_cuda_excluded"])]
+        for r in pooled
+    ]  # fmt: skip
+    return [*lines, *_format(headers, body, align)]
+
+
+def _standing(rows: Sequence[Row]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["", "Source standing vs the target solo (tiers: 0 failed, else 1 + speedup",
+             "thresholds 0.5, 1, 2, 4 reached); pooled over directions"]  # fmt: skip
+    headers = ["model", "standing", "n", "help", "harm", "lift"]
+    align = "llrrrr"
+    body = [
+        [r["model"], r["standing"], str(r["n"]), _share(r["help_rate"]), _share(r["harm_rate"]),
+         _signed(r["paired_lift"])]
+        for r in rows
+    ]  # fmt: skip
+    return [*lines, *_format(headers, body, align)]
+
+
+def _sensitivity(rows: Sequence[Row]) -> list[str]:
+    lines = ["", "Family sensitivity: each cell's lift without its best family;",
+             "fam+, fam-: families with positive, negative lift"]  # fmt: skip
+    headers = ["model", "direction", "lift", "fam+", "fam-", "best family", "its lift", "without"]
+    align = "llrrrlrr"
+    body = [
+        [r["model"], _label("direction", r["direction"]), _signed(r["paired_lift"]), str(r["families_positive"]),
+         str(r["families_negative"]), r["best_family"], _signed(r["best_family_lift"]),
+         _signed(r["lift_without_best"])]
+        for r in rows
+    ]  # fmt: skip
+    return [*lines, *_format(headers, body, align)]
+
+
+def _asymmetry(rows: Sequence[Row]) -> list[str]:
+    lines = ["", "Direction asymmetry: how the reverse direction (same model, problem,",
+             "replicate) fared for helped comparisons: share of those resolved (count)"]  # fmt: skip
+    headers = ["model", "helped", "reverse n", "rev harmed", "rev helped", "rev neutral"]
+    body = [
+        [r["model"], str(r["helped"]), str(r["reverse_resolved"]),
+         _share_of(r["reverse_harmed"], r["reverse_resolved"]), _share_of(r["reverse_helped"], r["reverse_resolved"]),
+         _share_of(r["reverse_neutral"], r["reverse_resolved"])]
+        for r in rows
+    ]  # fmt: skip
+    return [*lines, *_format(headers, body, "lrrrrr")]
+
+
+# -- formatting ----------------------------------------------------------------------------------
+
+
+def _format(headers: Sequence[str], body: Sequence[Sequence[str]], align: str) -> list[str]:
+    """Columns sized to their content, aligned by ``align`` ("l" or "r" per column). While the table
+    is wider than WIDTH, the widest left-aligned column is shortened (ellipsis), down to its header."""
+    widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(headers)]
+    while sum(widths) + len(widths) - 1 > WIDTH:
+        shrinkable = [i for i, a in enumerate(align) if a == "l" and widths[i] > max(len(headers[i]), 4)]
+        if not shrinkable:
+            break
+        widths[max(shrinkable, key=lambda i: widths[i])] -= 1
+    lines = []
+    for row in [list(headers), *body]:
+        cells = [
+            _clip(cell, w).ljust(w) if a == "l" else cell.rjust(w)
+            for cell, w, a in zip(row, widths, align, strict=True)
+        ]
+        lines.append(" ".join(cells).rstrip())
+    return lines
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _fit(text: str) -> str:
+    return _clip(text, WIDTH)
+
+
+def _label(dim: str, value: str) -> str:
+    if dim == "direction" and value != ALL:
+        return value.replace("2", "→", 1)
+    return value
+
+
+def _signed(x: Any) -> str:
+    return "–" if x is None else f"{x * 100:+.1f}%"
+
+
+def _share(x: Any) -> str:
+    return "–" if x is None else f"{x * 100:.1f}%"
+
+
+def _share_of(count: int, total: int) -> str:
+    return f"{_share(count / total)} ({count})" if total else "–"
+
+
+def _interval(ci: Sequence[float]) -> str:
+    lo, hi = ci
+    return f"[{lo * 100:+.1f}, {hi * 100:+.1f}]"
+
+
+def _p(p: Any) -> str:
+    if p is None:
+        return "–"
+    return "<.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _times(x: Any) -> str:
+    return "–" if x is None else f"{x:.2f}×"

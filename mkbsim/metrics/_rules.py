@@ -1,0 +1,117 @@
+"""The transfer metric rules of DESIGN §6, as pure functions: one definition for projections, reports
+and the simulator.
+
+A comparison pairs the target-DSL solo attempt (baseline) with the skill-conditioned attempt in the
+same DSL (treatment). Verdicts here are *scored* verdicts: a verifier pass that used inline CUDA is not
+a scored pass (DESIGN §5 excludes it from scored pass rates by default).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+CLIP_LOW = 0.25
+CLIP_HIGH = 4.0
+HELP_AT = 1.25  # 5/4, inclusive
+HARM_AT = 0.8  # 4/5, inclusive
+TIER_THRESHOLDS = (0.5, 1.0, 2.0, 4.0)
+
+#: The inclusive boundaries (5/4, 4/5 and the tier thresholds) are compared with this relative
+#: tolerance: runtimes are decimal measurements and e.g. 0.3 / 0.24 is 1.2499999999999998 in binary
+#: floating point. 1e-9 is far below any measurable runtime difference.
+BOUNDARY_RTOL = 1e-9
+
+Outcome = Literal["helped", "harmed", "neutral"]
+VerdictChange = Literal["rescue", "break", "none"]
+Standing = Literal["above", "same", "below"]
+
+#: Direction name → (source DSL, target DSL). The skill arm is ``<direction>_skill``.
+DIRECTIONS: dict[str, tuple[str, str]] = {
+    "cutedsl2tirx": ("cutedsl", "tirx"),
+    "tirx2cutedsl": ("tirx", "cutedsl"),
+}
+OUTCOMES: tuple[Outcome, ...] = ("helped", "harmed", "neutral")
+STANDINGS: tuple[Standing, ...] = ("above", "same", "below")
+
+
+def reaches(value: float, threshold: float) -> bool:
+    """``value >= threshold``, with the boundary tolerance."""
+    return value >= threshold * (1.0 - BOUNDARY_RTOL)
+
+
+def at_most(value: float, threshold: float) -> bool:
+    """``value <= threshold``, with the boundary tolerance."""
+    return value <= threshold * (1.0 + BOUNDARY_RTOL)
+
+
+def scored_pass(passed: bool, inline_cuda: bool) -> bool:
+    return passed and not inline_cuda
+
+
+def ratio(
+    baseline_passed: bool,
+    baseline_runtime_ms: float | None,
+    treatment_passed: bool,
+    treatment_runtime_ms: float | None,
+    *,
+    skipped: bool = False,
+) -> float:
+    """r of one comparison: clipped runtime ratio when both pass, 4 for a rescue, 1/4 for a break,
+    1 for a joint failure or a skipped treatment (which inherits the baseline outcome)."""
+    if skipped:
+        return 1.0
+    if baseline_passed and treatment_passed:
+        if not (baseline_runtime_ms and treatment_runtime_ms and min(baseline_runtime_ms, treatment_runtime_ms) > 0):
+            raise ValueError(f"passing attempts need positive runtimes: {baseline_runtime_ms}, {treatment_runtime_ms}")
+        return min(CLIP_HIGH, max(CLIP_LOW, baseline_runtime_ms / treatment_runtime_ms))
+    if treatment_passed:
+        return CLIP_HIGH
+    if baseline_passed:
+        return CLIP_LOW
+    return 1.0
+
+
+def outcome(r: float) -> Outcome:
+    if reaches(r, HELP_AT):
+        return "helped"
+    if at_most(r, HARM_AT):
+        return "harmed"
+    return "neutral"
+
+
+def verdict_change(baseline_passed: bool, treatment_passed: bool, *, skipped: bool = False) -> VerdictChange:
+    if skipped or baseline_passed == treatment_passed:
+        return "none"
+    return "rescue" if treatment_passed else "break"
+
+
+def tier(passed: bool, speedup: float | None) -> int:
+    """0 if failed, else 1 + the number of thresholds in (0.5, 1, 2, 4) the speedup reaches."""
+    if not passed:
+        return 0
+    reached = 1
+    if speedup is not None:
+        for threshold in TIER_THRESHOLDS:
+            if reaches(speedup, threshold):
+                reached += 1
+    return reached
+
+
+def standing(source_tier: int, baseline_tier: int) -> Standing:
+    """Where the source attempt stands relative to the target solo (the baseline)."""
+    if source_tier > baseline_tier:
+        return "above"
+    if source_tier == baseline_tier:
+        return "same"
+    return "below"
+
+
+def direction_of_arm(arm: str) -> str | None:
+    """``cutedsl2tirx_skill`` → ``cutedsl2tirx``; None for solo arms and arms this version does not know."""
+    direction = arm.removesuffix("_skill")
+    return direction if direction != arm and direction in DIRECTIONS else None
+
+
+def reverse_direction(direction: str) -> str:
+    source, target = DIRECTIONS[direction]
+    return f"{target}2{source}"

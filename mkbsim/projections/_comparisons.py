@@ -1,0 +1,178 @@
+"""The `comparisons` projection: every skill-conditioned attempt paired with its baseline and source.
+
+It keeps its own per-attempt outcome table (``transfer_attempts``) rather than reading the `attempts`
+projection, so each projection rebuilds on its own; that table also records whether the final kernel
+used inline CUDA (from the final VerifierResult), which scored verdicts exclude (DESIGN §5).
+
+A page of events touches some attempts; every slot (campaign, model, problem, replicate) holding one
+of them, or holding a treatment that names one as its source or baseline, has its comparisons
+recomputed from the stored attempts by ``mkbsim.metrics.pair_slot``. The result depends only on the
+events applied, never on how they were paged, so catch-up equals rebuild.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import ClassVar
+
+from mkbsim.metrics import COMPARISON_FIELDS, AttemptOutcome, pair_slot
+from mkbsim.projections._engine import Projection, ProjectionTx, Row
+
+ATTEMPT_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(AttemptOutcome))
+_START_FIELDS = ATTEMPT_FIELDS[: ATTEMPT_FIELDS.index("status")]
+_STATUS, _PASSED, _INLINE, _RUNTIME, _SPEEDUP, _SKIPPED, _FINISHED = (
+    ATTEMPT_FIELDS.index(f)
+    for f in ("status", "passed", "inline_cuda", "runtime_ms", "speedup", "skipped", "finished_position")
+)
+_SLOT = ("campaign_id", "model", "problem", "replicate")
+_comparison_row = operator.attrgetter(*COMPARISON_FIELDS)
+
+Slot = tuple[str, str, str, int]
+
+
+class ComparisonsProjection(Projection):
+    name = "comparisons"
+    version = 1
+    handles = frozenset({"AttemptStarted", "VerifierResult", "AttemptFinished"})
+    # only the final verdict's inline-CUDA flag matters; per-submission results are most of the events
+    event_filter = "type != 'VerifierResult' OR json_extract(payload, '$.submission') = 'final'"
+    # The UNIQUE constraints are there for their indexes: the engine creates ``indexes`` only after a
+    # rebuild, but pairing looks attempts up by slot and by reference during the rebuild too.
+    tables: ClassVar[dict[str, str]] = {
+        "transfer_attempts": """
+            attempt_id TEXT PRIMARY KEY, campaign_id TEXT NOT NULL, model TEXT NOT NULL, problem TEXT NOT NULL,
+            family TEXT NOT NULL, dsl TEXT NOT NULL, arm TEXT NOT NULL, replicate INTEGER NOT NULL,
+            source_attempt_id TEXT, baseline_attempt_id TEXT, chain_id TEXT, hop INTEGER, filter TEXT,
+            status TEXT NOT NULL, passed INTEGER, inline_cuda INTEGER NOT NULL, runtime_ms REAL, speedup REAL,
+            skipped INTEGER, started_position INTEGER NOT NULL, finished_position INTEGER,
+            UNIQUE (campaign_id, model, problem, replicate, attempt_id),
+            UNIQUE (source_attempt_id, attempt_id),
+            UNIQUE (baseline_attempt_id, attempt_id)
+        """,
+        "comparisons": """
+            campaign_id TEXT NOT NULL, model TEXT NOT NULL, problem TEXT NOT NULL, family TEXT NOT NULL,
+            direction TEXT NOT NULL, replicate INTEGER NOT NULL, filter TEXT, chain_id TEXT, hop INTEGER,
+            treatment_attempt_id TEXT NOT NULL, baseline_attempt_id TEXT, source_attempt_id TEXT,
+            resolved INTEGER NOT NULL, skipped INTEGER,
+            baseline_passed INTEGER, baseline_runtime_ms REAL, baseline_speedup REAL, baseline_tier INTEGER,
+            treatment_passed INTEGER, treatment_runtime_ms REAL, treatment_speedup REAL, treatment_tier INTEGER,
+            source_passed INTEGER, source_speedup REAL, source_tier INTEGER,
+            r REAL, outcome TEXT, verdict_change TEXT, standing TEXT,
+            UNIQUE (campaign_id, model, problem, replicate, direction, filter, chain_id, hop)
+        """,
+    }
+
+    def apply(self, tx: ProjectionTx, rows: Sequence[Row]) -> None:
+        started: dict[str, list[object]] = {}  # full rows of attempts (re)started in this page
+        finished: dict[str, tuple[object, ...]] = {}  # outcomes of attempts started in an earlier page
+        inline: dict[str, bool] = {}
+        for position, type_, _, p in rows:
+            attempt = p["attempt_id"]
+            if type_ == "VerifierResult":
+                if p["submission"] == "final":
+                    row = started.get(attempt)
+                    if row is None:
+                        inline[attempt] = bool(p["inline_cuda"])
+                    else:
+                        row[_INLINE] = bool(p["inline_cuda"])
+            elif type_ == "AttemptStarted":
+                finished.pop(attempt, None)  # a retry under the same id starts over
+                inline.pop(attempt, None)
+                started[attempt] = [p.get(f) for f in _START_FIELDS]
+                started[attempt] += ("running", None, False, None, None, None, position, None)
+            else:
+                outcome = (p["status"], p["passed"], p["runtime_ms"], p["speedup"], p["skipped"], position)
+                row = started.get(attempt)
+                if row is None:
+                    finished[attempt] = outcome
+                else:
+                    row[_STATUS], row[_PASSED], row[_RUNTIME], row[_SPEEDUP], row[_SKIPPED], row[_FINISHED] = outcome
+        touched = [*started, *finished, *inline]
+        if touched:
+            self._update(tx, touched, started, finished, inline)
+
+    def _update(
+        self,
+        tx: ProjectionTx,
+        touched: list[str],
+        started: dict[str, list[object]],
+        finished: dict[str, tuple[object, ...]],
+        inline: dict[str, bool],
+    ) -> None:
+        conn, attempts = tx.conn, tx.t["transfer_attempts"]
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS comparisons_touched (attempt_id TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM temp.comparisons_touched")
+        conn.executemany("INSERT OR IGNORE INTO temp.comparisons_touched VALUES (?)", [(a,) for a in touched])
+        slots = _affected_slots(conn, attempts, ("attempt_id",))  # a retry may move an attempt to another slot
+        if started:
+            marks = ", ".join("?" * len(ATTEMPT_FIELDS))
+            conn.executemany(f"INSERT OR REPLACE INTO {attempts} VALUES ({marks})", started.values())
+        if finished:
+            conn.executemany(
+                f"UPDATE {attempts} SET status=?, passed=?, runtime_ms=?, speedup=?, skipped=?, finished_position=?"
+                " WHERE attempt_id = ?",
+                [(*outcome, a) for a, outcome in finished.items()],
+            )
+        if inline:
+            conn.executemany(f"UPDATE {attempts} SET inline_cuda = ? WHERE attempt_id = ?",
+                             [(v, a) for a, v in inline.items()])  # fmt: skip
+        slots |= _affected_slots(conn, attempts, ("attempt_id", "source_attempt_id", "baseline_attempt_id"))
+        self._repair(conn, attempts, tx.t["comparisons"], sorted(slots))
+
+    @staticmethod
+    def _repair(conn: sqlite3.Connection, attempts: str, comparisons: str, slots: list[Slot]) -> None:
+        """Recompute the comparisons of ``slots`` from the stored attempts."""
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS comparisons_slots"
+            " (campaign_id TEXT, model TEXT, problem TEXT, replicate INTEGER)"
+        )
+        conn.execute("DELETE FROM temp.comparisons_slots")
+        conn.executemany("INSERT INTO temp.comparisons_slots VALUES (?, ?, ?, ?)", slots)
+        cols = ", ".join(f"a.{f}" for f in ATTEMPT_FIELDS)
+        on = " AND ".join(f"a.{c} = s.{c}" for c in _SLOT)
+        grouped: dict[Slot, list[AttemptOutcome]] = {}
+        for row in conn.execute(f"SELECT {cols} FROM temp.comparisons_slots s CROSS JOIN {attempts} a ON {on}"):
+            a = AttemptOutcome(*row)
+            grouped.setdefault((a.campaign_id, a.model, a.problem, a.replicate), []).append(a)
+        by_id = {a.attempt_id: a for group in grouped.values() for a in group}
+        named = {
+            ref
+            for group in grouped.values()
+            for a in group
+            for ref in (a.source_attempt_id, a.baseline_attempt_id)
+            if ref is not None and ref not in by_id
+        }
+        by_id.update((a.attempt_id, a) for a in _load_by_id(conn, attempts, named))
+        where = " AND ".join(f"{c} = ?" for c in _SLOT)
+        conn.executemany(f"DELETE FROM {comparisons} WHERE {where}", slots)
+        marks = ", ".join("?" * len(COMPARISON_FIELDS))
+        conn.executemany(
+            f"INSERT INTO {comparisons} VALUES ({marks})",
+            [_comparison_row(c) for slot in slots for c in pair_slot(grouped.get(slot, ()), by_id)],
+        )
+
+
+def _affected_slots(conn: sqlite3.Connection, attempts: str, refs: Sequence[str]) -> set[Slot]:
+    """Slots holding an attempt whose column ``ref`` names a touched attempt, for each of ``refs``."""
+    cols = ", ".join(f"a.{c}" for c in _SLOT)
+    # CROSS JOIN keeps the touched ids as the outer loop: the planner, knowing nothing of the temp
+    # table's size, would otherwise scan every attempt once per part
+    sql = " UNION ".join(
+        f"SELECT {cols} FROM temp.comparisons_touched t CROSS JOIN {attempts} a ON a.{ref} = t.attempt_id"
+        for ref in refs
+    )
+    return set(conn.execute(sql).fetchall())
+
+
+def _load_by_id(conn: sqlite3.Connection, attempts: str, ids: Iterable[str]) -> list[AttemptOutcome]:
+    wanted = sorted(ids)
+    cols = ", ".join(ATTEMPT_FIELDS)
+    out: list[AttemptOutcome] = []
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        sql = f"SELECT {cols} FROM {attempts} WHERE attempt_id IN ({', '.join('?' * len(chunk))})"
+        out.extend(AttemptOutcome(*row) for row in conn.execute(sql, chunk))
+    return out
