@@ -13,6 +13,7 @@ from mkbsim.errors import UserError
 COMMAND_MODULES = (
     "events",
     "problems",
+    "verify",
     "report",
     "tui",
 )

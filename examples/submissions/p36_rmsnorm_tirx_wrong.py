@@ -1,0 +1,29 @@
+"""A wrong RMSNorm (p36) for the cpu backend: like p36_rmsnorm_tirx.py, but the TIRx kernel
+forgets the learned weight, so the verifier reports wrong_output with the error and allowance."""
+
+import torch
+import tvm
+from tvm.script import tirx as T
+
+EPS = 1e-6
+HIDDEN = 128
+
+
+@T.prim_func
+def scale_rows(x_ptr: T.handle, inv_ptr: T.handle, out_ptr: T.handle):
+    rows = T.int32()
+    x = T.match_buffer(x_ptr, (rows, HIDDEN), "bfloat16")
+    inv = T.match_buffer(inv_ptr, (rows,), "float32")
+    out = T.match_buffer(out_ptr, (rows, HIDDEN), "bfloat16")
+    for i, j in T.grid(rows, HIDDEN):
+        out[i, j] = T.Cast("bfloat16", T.Cast("float32", x[i, j]) * inv[i])
+
+
+_scale_rows = tvm.compile(scale_rows, target="llvm")
+
+
+def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    inv_rms = torch.rsqrt(hidden_states.float().pow(2).mean(dim=-1) + EPS)
+    out = torch.empty_like(hidden_states)
+    _scale_rows(hidden_states, inv_rms, out)
+    return out

@@ -1,0 +1,173 @@
+"""Shared memory for one call: the inputs the verifier wrote and the slots the worker copies the
+outputs into.
+
+CPU: an anonymous memfd passed over the socket, so no file name exists that another process could
+open. CUDA: one device allocation shared through CUDA IPC. Inputs keep their shapes and strides;
+output slots are contiguous in the shapes the problem declares.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+_ALIGN = 256
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def dtype_from_name(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"not a torch dtype: {name!r}")
+    return dtype
+
+
+def _extent(shape: Sequence[int], stride: Sequence[int]) -> int:
+    """Elements of storage a strided view spans (0 for an empty tensor)."""
+    if any(s == 0 for s in shape):
+        return 0
+    return 1 + sum((n - 1) * st for n, st in zip(shape, stride, strict=True))
+
+
+@dataclass(frozen=True)
+class Slot:
+    offset: int
+    dtype: str
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return _extent(self.shape, self.stride) * dtype_from_name(self.dtype).itemsize
+
+    def view(self, base: torch.Tensor) -> torch.Tensor:
+        dtype = dtype_from_name(self.dtype)
+        n = _extent(self.shape, self.stride)
+        flat = base[self.offset : self.offset + n * dtype.itemsize].view(dtype)
+        return flat.as_strided(self.shape, self.stride)
+
+
+def _layout(specs: Sequence[tuple[tuple[int, ...], tuple[int, ...], torch.dtype]]) -> tuple[list[Slot], int]:
+    slots, offset = [], 0
+    for shape, stride, dtype in specs:
+        slot = Slot(offset, _dtype_name(dtype), tuple(shape), tuple(stride))
+        slots.append(slot)
+        offset += -(-slot.nbytes // _ALIGN) * _ALIGN
+    return slots, max(offset, _ALIGN)
+
+
+def contiguous_stride(shape: Sequence[int]) -> tuple[int, ...]:
+    stride, acc = [], 1
+    for n in reversed(shape):
+        stride.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(stride))
+
+
+def _shareable_stride(x: torch.Tensor) -> tuple[int, ...]:
+    """The input's own strides, unless elements overlap (a broadcast view): then contiguous."""
+    if any(st == 0 and n > 1 for n, st in zip(x.shape, x.stride(), strict=True)):
+        return contiguous_stride(tuple(x.shape))
+    return tuple(x.stride())
+
+
+class Arena:
+    """Verifier side: owns the memory, writes the inputs, reads the outputs back."""
+
+    def __init__(
+        self,
+        inputs: Sequence[Any],
+        outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None],
+        device: torch.device,
+    ) -> None:
+        tensor_specs = [(tuple(x.shape), _shareable_stride(x), x.dtype) for x in inputs if isinstance(x, torch.Tensor)]
+        out_specs = [(shape, contiguous_stride(shape), dtype) for shape, dtype in (o for o in outputs if o is not None)]
+        slots, self.nbytes = _layout(tensor_specs + out_specs)
+        self.device = device
+        self._fd: int | None = None
+        if device.type == "cpu":
+            self._fd = os.memfd_create("mkbsim-arena", os.MFD_CLOEXEC)
+            os.ftruncate(self._fd, self.nbytes)
+            self._mm = mmap.mmap(self._fd, self.nbytes)
+            self.base = torch.frombuffer(self._mm, dtype=torch.uint8)
+        else:
+            self.base = torch.empty(self.nbytes, dtype=torch.uint8, device=device)
+        n_in = len(tensor_specs)
+        self.input_slots, self.output_slots = slots[:n_in], slots[n_in:]
+        # Scalars travel by value; tensors as views of the shared memory.
+        self.args: list[Any] = []
+        self.scalars: dict[int, Any] = {}
+        it = iter(self.input_slots)
+        for i, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor):
+                view = next(it).view(self.base)
+                view.copy_(x)
+                self.args.append(view)
+            else:
+                self.scalars[i] = x
+                self.args.append(x)
+        self.out_views = [s.view(self.base) for s in self.output_slots]
+        self.out_positions = [i for i, o in enumerate(outputs) if o is not None]
+        self.n_outputs = len(outputs)
+
+    def descriptor(self) -> tuple[dict[str, Any], list[int]]:
+        """What the worker needs to map this arena, and the descriptors to pass with it."""
+        desc: dict[str, Any] = {
+            "nbytes": self.nbytes,
+            "n_args": len(self.args),
+            "scalars": self.scalars,
+            "inputs": [vars(s) for s in self.input_slots],
+            "outputs": [vars(s) for s in self.output_slots],
+            "out_positions": self.out_positions,
+            "n_outputs": self.n_outputs,
+        }
+        if self._fd is not None:
+            return desc, [self._fd]
+        from torch.multiprocessing.reductions import reduce_tensor
+
+        desc["cuda_ipc"] = reduce_tensor(self.base)
+        return desc, []
+
+    def release_fd(self) -> None:
+        """Close the memfd once the worker holds its own copy (the mapping stays valid)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+@dataclass
+class MappedArena:
+    """Worker side: the arguments for run() and the output slots, over shared memory."""
+
+    args: list[Any]
+    outputs: list[torch.Tensor | None]
+    keepalive: Any
+
+
+def map_arena(desc: dict[str, Any], fds: list[int]) -> MappedArena:
+    if "cuda_ipc" in desc:
+        rebuild, rebuild_args = desc["cuda_ipc"]
+        base = rebuild(*rebuild_args)
+        keepalive: Any = base
+    else:
+        fd = fds[0]
+        mm = mmap.mmap(fd, desc["nbytes"])
+        os.close(fd)
+        base = torch.frombuffer(mm, dtype=torch.uint8)
+        keepalive = mm
+    inputs = iter(Slot(**s).view(base) for s in desc["inputs"])
+    scalars = desc["scalars"]
+    args = [scalars[i] if i in scalars else next(inputs) for i in range(desc["n_args"])]
+    out_views = [Slot(**s).view(base) for s in desc["outputs"]]
+    outputs: list[torch.Tensor | None] = [None] * desc["n_outputs"]
+    for pos, view in zip(desc["out_positions"], out_views, strict=True):
+        outputs[pos] = view
+    return MappedArena(args=args, outputs=outputs, keepalive=keepalive)

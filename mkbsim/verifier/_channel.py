@@ -1,0 +1,107 @@
+"""Length-prefixed pickle messages over a Unix socket, with file descriptors attached.
+
+The verifier decodes what a worker sends with `decode_untrusted`, which refuses every global: a
+message from the candidate's process can carry only plain data (dicts, lists, numbers, strings,
+bytes), never an object whose unpickling would run code in the verifier.
+"""
+
+from __future__ import annotations
+
+import array
+import io
+import pickle
+import select
+import socket
+import struct
+import time
+from typing import Any
+
+_HEADER = struct.Struct("!Q")
+_MAX_FDS = 16
+
+
+class ChannelClosed(ConnectionError):
+    """The other side closed the socket (it exited or was killed)."""
+
+
+class ChannelTimeout(TimeoutError):
+    """No complete message arrived before the deadline."""
+
+
+class UntrustedMessage(ValueError):
+    """A message that is not plain data, or is too large."""
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise UntrustedMessage(f"message refers to {module}.{name}; only plain data is accepted")
+
+
+def decode_untrusted(payload: bytes) -> Any:
+    return _PlainDataUnpickler(io.BytesIO(payload)).load()
+
+
+class Channel:
+    """One end of a socketpair; `send` and `recv` move whole messages."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.sock.setblocking(True)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def send(self, obj: Any, fds: tuple[int, ...] | list[int] = ()) -> None:
+        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        data = _HEADER.pack(len(payload)) + payload
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        try:
+            sent = self.sock.sendmsg([data], ancillary)
+            if sent < len(data):
+                self.sock.sendall(data[sent:])
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise ChannelClosed(str(exc)) from exc
+
+    def wait_readable(self, timeout: float | None) -> bool:
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        return bool(ready)
+
+    def recv(
+        self, timeout: float | None = None, *, trusted: bool = True, max_bytes: int = 64 << 20
+    ) -> tuple[Any, list[int]]:
+        """The next message and the descriptors sent with it. ``trusted=False`` decodes plain data
+        only and caps its size; a deadline covers the whole message."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        fds: list[int] = []
+        header = self._read(_HEADER.size, deadline, fds)
+        (length,) = _HEADER.unpack(header)
+        if not trusted and length > max_bytes:
+            raise UntrustedMessage(f"message of {length} bytes exceeds {max_bytes}")
+        payload = self._read(length, deadline, fds)
+        obj = pickle.loads(payload) if trusted else decode_untrusted(payload)
+        return obj, fds
+
+    def _read(self, n: int, deadline: float | None, fds: list[int]) -> bytes:
+        chunks: list[bytes] = []
+        got = 0
+        while got < n:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self.wait_readable(remaining):
+                raise ChannelTimeout(f"no message within the time limit ({got}/{n} bytes)")
+            try:
+                data, ancdata, _, _ = self.sock.recvmsg(n - got, socket.CMSG_SPACE(_MAX_FDS * 4))
+            except ConnectionResetError as exc:
+                raise ChannelClosed(str(exc)) from exc
+            for level, kind, raw in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    received = array.array("i")
+                    received.frombytes(raw[: len(raw) - len(raw) % received.itemsize])
+                    fds.extend(received)
+            if not data:
+                raise ChannelClosed("the other side closed the connection")
+            chunks.append(data)
+            got += len(data)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        self.sock.close()

@@ -1,0 +1,194 @@
+"""Float64-anchored comparison (DESIGN §5): anchors, allowances and per-output checks.
+
+Runs in the verifier's process only; the candidate never sees an anchor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+#: dtypes the anchor run promotes to float64; every other input passes unchanged.
+ANCHOR_PROMOTED = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
+    """Private copies (tensors keep their strides; scalars are immutable)."""
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def promote_to_float64(inputs: Sequence[Any]) -> list[Any]:
+    return [
+        x.to(torch.float64) if isinstance(x, torch.Tensor) and x.dtype in ANCHOR_PROMOTED
+        else (x.clone() if isinstance(x, torch.Tensor) else x)
+        for x in inputs
+    ]  # fmt: skip
+
+
+def as_output_list(result: Any, n_outputs: int) -> list[Any]:
+    """The reference's return value as a list (one output → a bare value, several → a tuple)."""
+    if n_outputs == 1:
+        return [result]
+    if not isinstance(result, tuple) or len(result) != n_outputs:
+        raise TypeError(f"the reference returned {type(result).__name__}, expected a tuple of {n_outputs}")
+    return list(result)
+
+
+def eps_of(dtype: torch.dtype | None) -> float:
+    """Machine epsilon of a floating dtype (Python floats count as float64)."""
+    return float(torch.finfo(dtype if dtype is not None else torch.float64).eps)
+
+
+def is_float_value(x: Any) -> bool:
+    if isinstance(x, torch.Tensor):
+        return x.dtype.is_floating_point
+    return isinstance(x, float)
+
+
+def _as_tensor(x: Any, device: torch.device | None = None) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x
+    return torch.tensor(x, device=device)
+
+
+def _abs_diff(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """|a − b| in float64, zero where both are the same infinity."""
+    a64, b64 = a.to(torch.float64), b.to(torch.float64)
+    diff = (a64 - b64).abs()
+    return torch.where(a64 == b64, torch.zeros_like(diff), diff)
+
+
+def _max_or_zero(t: torch.Tensor) -> float:
+    return float(t.max()) if t.numel() else 0.0
+
+
+@dataclass(frozen=True)
+class OutputRef:
+    """What one output (or in-place input) must match, with its allowance."""
+
+    label: str
+    anchor: Any
+    native: Any
+    dtype: torch.dtype | None
+    is_float: bool
+    ref_error: float
+    eps_term: float  # eps(out dtype) · max|anchor|
+    allowance: float
+
+
+def build_refs(
+    labels: Sequence[str],
+    native: Sequence[Any],
+    anchor: Sequence[Any],
+    dtypes: Sequence[torch.dtype | None],
+    factor: float,
+) -> list[OutputRef]:
+    """allowance = factor · max(ref_error, eps(out dtype) · max|anchor|) for float outputs."""
+    refs = []
+    for label, nat, anc, dtype in zip(labels, native, anchor, dtypes, strict=True):
+        if not is_float_value(nat):
+            refs.append(OutputRef(label, anc, nat, dtype, False, 0.0, 0.0, 0.0))
+            continue
+        anc_t = _as_tensor(anc)
+        nat_t = _as_tensor(nat, anc_t.device)
+        # Only finite values scale the allowance: an infinite anchor element must be matched
+        # exactly (compare() sees an infinite error otherwise), and a reference that overflows
+        # somewhere in low precision must not make every error acceptable.
+        diff = _abs_diff(nat_t, anc_t)
+        ref_error = _max_or_zero(diff[torch.isfinite(diff)])
+        anc64 = anc_t.to(torch.float64)
+        eps_term = eps_of(dtype) * _max_or_zero(anc64[torch.isfinite(anc64)].abs())
+        allowance = factor * max(ref_error, eps_term)
+        refs.append(OutputRef(label, anc, nat, dtype, True, ref_error, eps_term, allowance))
+    return refs
+
+
+def anchor_outputs(
+    reference: Callable[..., Any],
+    inputs: Sequence[Any],
+    n_outputs: int,
+    inplace_positions: Sequence[int],
+    promote: bool,
+) -> list[Any]:
+    """Run the reference on copies of ``inputs`` (promoted to float64 for the anchor); the
+    outputs, then the in-place inputs as they stand after the call."""
+    args = promote_to_float64(inputs) if promote else clone_inputs(inputs)
+    outs = as_output_list(reference(*args), n_outputs)
+    return outs + [args[i] for i in inplace_positions]
+
+
+@dataclass(frozen=True)
+class Check:
+    """The comparison of one output against its reference."""
+
+    label: str
+    ok: bool
+    nan: bool
+    max_error: float
+    allowance: float
+    ref_error: float
+    eps_term: float
+    exact: bool
+    mismatches: int
+    worst_index: tuple[int, ...] | None
+    got: float | None
+    expected: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "output": self.label,
+            "ok": self.ok,
+            "nan": self.nan,
+            "max_error": self.max_error if math.isfinite(self.max_error) else str(self.max_error),
+            "allowance": self.allowance,
+            "ref_error": self.ref_error,
+            "eps_term": self.eps_term,
+            "exact": self.exact,
+            "mismatches": self.mismatches,
+            "worst_index": list(self.worst_index) if self.worst_index is not None else None,
+            "got": self.got,
+            "expected": self.expected,
+        }
+
+
+def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
+    idx = []
+    for size in reversed(shape):
+        idx.append(flat % size if size else 0)
+        flat //= size if size else 1
+    return tuple(reversed(idx))
+
+
+def compare(out: Any, ref: OutputRef) -> Check:
+    """Float outputs: max|out − anchor| ≤ allowance and no NaN. Others: exactly equal to the anchor
+    (or to the reference's own output, which the float64 run can only differ from on ties)."""
+    out_t = _as_tensor(out)
+    anc_t = _as_tensor(ref.anchor, out_t.device)
+    shape = tuple(out_t.shape)
+    if ref.is_float:
+        nan_mask = torch.isnan(out_t)
+        has_nan = bool(nan_mask.any())
+        diff = _abs_diff(out_t, anc_t)
+        diff = torch.where(nan_mask, torch.full_like(diff, math.inf), diff)
+        over = diff > ref.allowance
+        max_error = _max_or_zero(diff)
+        worst = _unravel(int(diff.argmax()), shape) if diff.numel() else None
+        ok = not has_nan and not bool(over.any())
+        got = float(out_t.to(torch.float64).flatten()[int(diff.argmax())]) if diff.numel() else None
+        expected = float(anc_t.to(torch.float64).flatten()[int(diff.argmax())]) if diff.numel() else None
+        return Check(ref.label, ok, has_nan, max_error, ref.allowance, ref.ref_error, ref.eps_term,
+                     False, int(over.sum()), worst, got, expected)  # fmt: skip
+    nat_t = _as_tensor(ref.native, out_t.device)
+    equal_anchor = out_t.shape == anc_t.shape and bool(torch.equal(out_t, anc_t.to(out_t.dtype)))
+    equal_native = out_t.shape == nat_t.shape and bool(torch.equal(out_t, nat_t.to(out_t.dtype)))
+    if equal_anchor or equal_native:
+        return Check(ref.label, True, False, 0.0, 0.0, 0.0, 0.0, True, 0, None, None, None)
+    wrong = out_t != anc_t.to(out_t.dtype)
+    first = _unravel(int(wrong.flatten().nonzero()[0]), shape) if bool(wrong.any()) else None
+    got = float(out_t[first]) if first is not None else None
+    expected = float(anc_t[first]) if first is not None else None
+    return Check(ref.label, False, False, math.inf, 0.0, 0.0, 0.0, True, int(wrong.sum()), first, got, expected)

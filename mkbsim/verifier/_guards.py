@@ -1,0 +1,371 @@
+"""Runtime guards installed in a submission's process before its file is imported.
+
+Static scanning cannot see names built at run time, so the worker also watches what the
+submission's own code does: every import (`builtins.__import__`, `importlib.import_module`), every
+audited event (`sys.addaudithook`: processes, sockets, ctypes, frame and gc introspection, file
+access outside the temporary directory), dynamic code (`exec`/`eval`/`compile`), other compilers
+(`torch.compile`, `torch.jit`), CUDA graph capture and the registration of Python callbacks.
+
+A call is the submission's when the innermost frame outside the standard library belongs to the
+submission (any file outside the installed libraries and this harness). Libraries may do what they
+need (TVM runs compilers, CuTe DSL uses ctypes); the same call made directly by the submission is
+refused with `ForbiddenError` and recorded, even if the submission catches the error.
+"""
+
+from __future__ import annotations
+
+import _thread
+import builtins
+import functools
+import importlib
+import os
+import site
+import sys
+import sysconfig
+import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import FrameType, ModuleType
+from typing import Any
+
+from mkbsim.verifier._rules import module_rule, name_rule
+
+CANDIDATE, LIBRARY, TRANSPARENT = "candidate", "library", "transparent"
+
+
+class ForbiddenError(PermissionError):
+    """Raised into the submission when it uses a forbidden API."""
+
+
+class ForbiddenImport(ImportError):
+    """Raised into the submission for a forbidden import (an ImportError, as import failures are)."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    what: str
+    reason: str
+    line: int | None
+
+    def text(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self.what} ({self.reason})"
+
+
+def _package_roots(names: Iterable[str]) -> list[str]:
+    roots = []
+    for name in names:
+        mod = sys.modules.get(name)
+        path = getattr(mod, "__file__", None)
+        if path:
+            roots.append(os.path.dirname(os.path.dirname(os.path.abspath(path))))
+    return roots
+
+
+class Attribution:
+    """Decides whose code a frame stack is running on behalf of."""
+
+    def __init__(self, harness_dir: str) -> None:
+        trusted = [*site.getsitepackages(), site.getusersitepackages()]
+        paths = sysconfig.get_paths()
+        trusted += [paths["purelib"], paths["platlib"], harness_dir]
+        # Where the DSLs and torch really live (e.g. a --target directory on PYTHONPATH).
+        trusted += _package_roots(("torch", "numpy", "tvm", "tvm_ffi", "cutlass", "cuda", "nvidia_cutlass_dsl"))
+        stdlib = [paths["stdlib"], paths["platstdlib"]]
+        self.trusted = tuple(sorted({os.path.abspath(p) + os.sep for p in trusted if p}, key=len, reverse=True))
+        self.stdlib = tuple({os.path.abspath(p) + os.sep for p in stdlib if p})
+        self._cache: dict[str, str] = {}
+
+    def classify(self, filename: str) -> str:
+        kind = self._cache.get(filename)
+        if kind is None:
+            if filename.startswith("<"):
+                kind = TRANSPARENT  # frozen importlib, exec'd snippets of libraries
+            else:
+                path = os.path.abspath(filename)
+                if path.startswith(self.trusted):
+                    kind = LIBRARY
+                elif path.startswith(self.stdlib):
+                    kind = TRANSPARENT
+                else:
+                    kind = CANDIDATE
+            self._cache[filename] = kind
+        return kind
+
+    def culprit(self, frame: FrameType | None) -> tuple[str, FrameType | None]:
+        """(CANDIDATE | LIBRARY | TRANSPARENT, the deciding frame) for the innermost non-stdlib frame."""
+        while frame is not None:
+            kind = self.classify(frame.f_code.co_filename)
+            if kind != TRANSPARENT:
+                return kind, frame
+            frame = frame.f_back
+        return TRANSPARENT, None
+
+    def anywhere(self, frame: FrameType | None) -> bool:
+        """Whether any frame of the stack is the submission's."""
+        while frame is not None:
+            if self.classify(frame.f_code.co_filename) == CANDIDATE:
+                return True
+            frame = frame.f_back
+        return False
+
+
+_PROCESS_EVENTS = frozenset(
+    ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+     "os.kill", "os.killpg", "pty.spawn", "os.startfile", "resource.setrlimit", "resource.prlimit",
+     "sys.addaudithook", "signal.pthread_kill")
+)  # fmt: skip
+_INTROSPECTION_EVENTS = frozenset(
+    ("sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+     "code.__new__", "function.__new__", "marshal.loads", "marshal.load", "sys.setprofile", "sys.settrace")
+)  # fmt: skip
+_FILE_CHANGE_EVENTS = frozenset(
+    ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "shutil.move", "os.truncate", "os.chmod",
+     "os.chown", "os.utime", "os.link", "os.symlink")
+)  # fmt: skip
+_FRAME_ATTRS = frozenset(
+    ("f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame")
+)
+_FUNCTION_ATTRS = frozenset(("__code__", "__defaults__", "__kwdefaults__", "__globals__", "__bases__", "__class__"))
+_WATCHED = _PROCESS_EVENTS | _INTROSPECTION_EVENTS | _FILE_CHANGE_EVENTS | {
+    "open", "object.__getattr__", "object.__setattr__", "object.__delattr__",
+}  # fmt: skip
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+class Guard:
+    """The guards of one worker; `violations` lists what the submission was refused."""
+
+    def __init__(self, candidate_file: str, dsl: str, harness_dir: str, off_limits: Iterable[str]) -> None:
+        self.candidate_file = os.path.abspath(candidate_file)
+        self.dsl = dsl
+        self.attribution = Attribution(harness_dir)
+        self.attribution._cache[self.candidate_file] = CANDIDATE
+        self.violations: list[Violation] = []
+        self.candidate_threads: set[int] = set()
+        self.off_limits = tuple(os.path.abspath(p) + os.sep for p in off_limits)
+        tmp = {tempfile.gettempdir(), "/tmp", "/dev/shm"}
+        self.writable = (*(os.path.abspath(p) + os.sep for p in tmp), "/dev/null")
+        self._local = threading.local()
+        self.patched: list[tuple[Any, str, Any]] = []  # (owner, attribute, our replacement)
+        self._pid = str(os.getpid())
+
+    # --- recording -----------------------------------------------------------------------------
+    def refuse(self, what: str, reason: str, frame: FrameType | None, exc: type[Exception] = ForbiddenError) -> None:
+        line = (
+            frame.f_lineno
+            if frame is not None and os.path.abspath(frame.f_code.co_filename) == self.candidate_file
+            else None
+        )
+        self.violations.append(Violation(what, reason, line))
+        raise exc(f"mkbsim verifier: {what} is forbidden ({reason})")
+
+    def is_candidate(self, frame: FrameType | None) -> tuple[bool, FrameType | None]:
+        kind, culprit = self.attribution.culprit(frame)
+        return kind == CANDIDATE, culprit
+
+    # --- installation ------------------------------------------------------------------------------
+    def install(self) -> None:
+        self._install_imports()
+        self._install_builtins()
+        self._install_threads()
+        self._install_torch()
+        self._install_dsl_callbacks()
+        sys.addaudithook(self._audit)
+
+    def replace(self, owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
+        original = getattr(owner, attr, None)
+        if original is None:
+            return
+        replacement = make(original)
+        setattr(owner, attr, replacement)
+        self.patched.append((owner, attr, replacement))
+
+    def deny_for_candidate(self, owner: Any, attr: str, what: str, reason: str) -> None:
+        """Replace ``owner.attr`` by a wrapper that refuses calls made by the submission."""
+
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def guarded(*args: Any, **kwargs: Any) -> Any:
+                mine, frame = self.is_candidate(sys._getframe(1))
+                if mine:
+                    self.refuse(what, reason, frame)
+                return original(*args, **kwargs)
+
+            del guarded.__wrapped__  # functools.wraps would hand out the unguarded original
+            return guarded
+
+        self.replace(owner, attr, make)
+
+    def _check_import(self, name: str, fromlist: Iterable[str], frame: FrameType | None) -> None:
+        candidates = [name] + [f"{name}.{item}" for item in fromlist if isinstance(item, str) and item != "*"]
+        for full in candidates:
+            hit = module_rule(full, self.dsl) or (name_rule(full) if full != name else None)
+            if hit:
+                mine, culprit = self.is_candidate(frame)
+                if mine:
+                    self.refuse(f"import of {full}", hit[1], culprit, ForbiddenImport)
+                return
+
+    def _install_imports(self) -> None:
+        def make_import(original: Callable[..., Any]) -> Callable[..., Any]:
+            def guarded_import(
+                name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+            ) -> Any:
+                if level == 0:
+                    self._check_import(name, fromlist or (), sys._getframe(1))
+                return original(name, globals, locals, fromlist, level)
+
+            return guarded_import
+
+        def make_import_module(original: Callable[..., ModuleType]) -> Callable[..., ModuleType]:
+            @functools.wraps(original)
+            def guarded_import_module(name: str, package: str | None = None) -> ModuleType:
+                if not name.startswith("."):
+                    self._check_import(name, (), sys._getframe(1))
+                return original(name, package)
+
+            del guarded_import_module.__wrapped__
+            return guarded_import_module
+
+        self.replace(builtins, "__import__", make_import)
+        self.replace(importlib, "import_module", make_import_module)
+
+    def _install_builtins(self) -> None:
+        for name in ("exec", "eval", "compile"):
+            self.deny_for_candidate(builtins, name, f"{name}()", "dynamic code execution is forbidden")
+
+    def _install_threads(self) -> None:
+        def make(original: Callable[..., int]) -> Callable[..., int]:
+            def start_new_thread(function: Callable[..., Any], args: tuple[Any, ...], kwargs: Any = None) -> int:
+                mine, _ = self.is_candidate(sys._getframe(1))
+                ident = original(function, args, kwargs or {})
+                if mine:
+                    self.candidate_threads.add(ident)
+                return ident
+
+            return start_new_thread
+
+        self.replace(threading, "_start_new_thread", make)
+        self.replace(_thread, "start_new_thread", make)
+
+    def _install_torch(self) -> None:
+        import torch
+
+        other = "another kernel language or compiler"
+        self.deny_for_candidate(torch, "compile", "torch.compile", "torch.compile is " + other)
+        for name in ("script", "trace", "trace_module", "load", "freeze", "fork", "optimize_for_inference"):
+            self.deny_for_candidate(torch.jit, name, f"torch.jit.{name}", "TorchScript is " + other)
+        graphs = "CUDA Graphs are forbidden"
+        for name in ("__new__", "capture_begin"):
+            self.deny_for_candidate(torch.cuda.graphs.CUDAGraph, name, "torch.cuda.CUDAGraph", graphs)
+        self.deny_for_candidate(torch.cuda.graphs.graph, "__init__", "torch.cuda.graph", graphs)
+        for owner in (torch.cuda, torch.cuda.graphs):
+            self.deny_for_candidate(owner, "make_graphed_callables", "torch.cuda.make_graphed_callables", graphs)
+        for name in ("_create_jit_fn", "_create_multi_output_jit_fn"):
+            self.deny_for_candidate(torch.cuda.jiterator, name, "torch.cuda.jiterator", "jiterator compiles CUDA C")
+        native = "loading native libraries is forbidden"
+        self.deny_for_candidate(type(torch.ops), "load_library", "torch.ops.load_library", native)
+        self.deny_for_candidate(type(torch.classes), "load_library", "torch.classes.load_library", native)
+
+    def _install_dsl_callbacks(self) -> None:
+        reason = "Python callbacks registered for kernels are forbidden"
+        for modname in ("tvm_ffi", "tvm", "tvm.ffi", "tvm_ffi.registry"):
+            mod = sys.modules.get(modname)
+            for name in ("register_global_func", "register_func"):
+                if mod is not None and hasattr(mod, name):
+                    self.deny_for_candidate(mod, name, f"{modname}.{name}", reason)
+        for modname in ("cuda.bindings.driver", "cuda.bindings.runtime", "cuda.bindings.nvrtc"):
+            mod = sys.modules.get(modname)
+            if mod is None:
+                continue
+            for name in dir(mod):
+                hit = name_rule(f"{modname}.{name}")
+                if hit:
+                    self.deny_for_candidate(mod, name, f"{modname}.{name}", hit[1])
+
+    # --- the audit hook ----------------------------------------------------------------------------
+    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if event not in _WATCHED and not event.startswith(("socket.", "ctypes.")):
+            return
+        if getattr(self._local, "busy", False):
+            return  # our own sys._getframe below raises an event too
+        self._local.busy = True
+        try:
+            self._judge(event, args)
+        finally:
+            self._local.busy = False
+
+    def _judge(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            self._judge_open(args)
+            return
+        if event in ("object.__getattr__", "object.__delattr__"):
+            if len(args) < 2 or args[1] not in _FRAME_ATTRS:
+                return
+        elif event == "object.__setattr__" and (len(args) < 2 or args[1] not in _FUNCTION_ATTRS):
+            return
+        kind, frame = self.attribution.culprit(sys._getframe(2))
+        if event.startswith("socket."):
+            if kind != LIBRARY:
+                self.refuse(f"network access ({event})", "network access is forbidden", frame)
+        elif event.startswith("ctypes.") or event in _PROCESS_EVENTS:
+            if kind != LIBRARY:
+                reason = (
+                    "ctypes loads native code"
+                    if event.startswith("ctypes.")
+                    else "subprocesses and signals are forbidden"
+                )
+                self.refuse(event, reason, frame)
+        elif event in _FILE_CHANGE_EVENTS:
+            if kind == CANDIDATE and not self._writable(args[0] if args else None):
+                self.refuse(event, "changing files outside the temporary directory is forbidden", frame)
+        elif kind == CANDIDATE:
+            what = f"{event} {args[1]}" if event.startswith("object.") else event
+            self.refuse(what, "introspection of the verifier's process is forbidden", frame)
+
+    def _path(self, raw: Any) -> str | None:
+        if isinstance(raw, int) or raw is None:
+            return None
+        try:
+            path = os.fsdecode(os.fspath(raw))
+        except TypeError:
+            return None
+        return os.path.abspath(path)
+
+    def _writable(self, raw: Any) -> bool:
+        path = self._path(raw)
+        return path is None or path.startswith(self.writable)
+
+    def _judge_open(self, args: tuple[Any, ...]) -> None:
+        raw, mode, flags = (*args, None, None, None)[:3]
+        path = self._path(raw)
+        if path is None:
+            return
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
+        )
+        if not writing and path.startswith(self.attribution.trusted) and not path.startswith(self.off_limits):
+            return  # the libraries reading their own files
+        kind, frame = self.attribution.culprit(sys._getframe(3))
+        if kind != CANDIDATE:
+            return
+        real = os.path.realpath(path)
+        if real.startswith("/proc/"):
+            head = real.split("/")[2]
+            if head not in ("self", "thread-self", self._pid, "cpuinfo", "meminfo"):
+                self.refuse(f"open({path!r})", "reading other processes is forbidden", frame)
+        if real.startswith(("/dev/mem", "/dev/kmem", "/dev/port")) or (real + os.sep).startswith(self.off_limits):
+            self.refuse(f"open({path!r})", "the reference and the verifier are off limits", frame)
+        if writing and not real.startswith(self.writable):
+            self.refuse(f"open({path!r}) for writing", "writing outside the temporary directory is forbidden", frame)
+
+    # --- after each call -------------------------------------------------------------------------
+    def tampered(self) -> list[str]:
+        """The guards and hooks that are no longer in place."""
+        return [
+            f"{getattr(owner, '__name__', owner)}.{attr}"
+            for owner, attr, ours in self.patched
+            if getattr(owner, attr, None) is not ours
+        ]

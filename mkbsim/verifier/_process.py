@@ -1,0 +1,209 @@
+"""The verifier's side of the process isolation: starting the zygote, forking workers from it,
+talking to them under deadlines and a memory watchdog, and killing them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
+
+#: Environment variables a worker inherits; everything else (API keys, tokens) stays behind.
+_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")
+_ENV_KEEP_PREFIXES = ("CUDA_", "NVIDIA_", "TVM_", "CUTE_DSL_", "CUTLASS_", "NCCL_", "TORCH_SYMM", "NVSHMEM_")
+_WATCH_INTERVAL_S = 0.05
+
+
+class WorkerFailed(Exception):
+    """The worker stopped answering: ``kind`` is timeout, memory, crash or protocol."""
+
+    def __init__(self, kind: str, message: str, status: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status or {}
+
+
+def worker_env(cpu_threads: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith(_ENV_KEEP_PREFIXES)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYTHONNOUSERSITE"] = "1"
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = env["TVM_NUM_THREADS"] = str(cpu_threads)
+    return env
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def main_thread_cpu_ns(pid: int) -> int | None:
+    """CPU time the process's main thread has run (ns), from the scheduler; None if unavailable.
+
+    Unlike a wall clock, it does not grow while the process waits to be scheduled, so it measures
+    the worker's work exactly even on a busy machine."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Zygote:
+    """A running zygote (see `mkbsim.verifier._zygote`)."""
+
+    def __init__(self, preload: list[str], cpu_threads: int) -> None:
+        ours, theirs = socket.socketpair()
+        # Kept open for the zygote's lifetime (its stdout and stderr); closed in close().
+        self.log = tempfile.NamedTemporaryFile(prefix="mkbsim-zygote-", suffix=".log", delete=False)  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mkbsim.verifier._zygote", str(theirs.fileno()), ",".join(preload)],
+            pass_fds=[theirs.fileno()],
+            env=worker_env(cpu_threads),
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+            start_new_session=True,
+        )
+        theirs.close()
+        self.ctrl = Channel(ours)
+        try:
+            self.ready, _ = self.ctrl.recv(timeout=600)
+        except (ChannelClosed, ChannelTimeout) as exc:
+            self.close()
+            raise RuntimeError(f"the verifier's zygote did not start; see {self.log.name}") from exc
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def spawn(self) -> WorkerHandle:
+        ours, theirs = socket.socketpair()
+        self.ctrl.send({"op": "spawn"}, fds=[theirs.fileno()])
+        theirs.close()
+        reply, _ = self.ctrl.recv(timeout=60)
+        return WorkerHandle(self, int(reply["pid"]), Channel(ours))
+
+    def status(self, pid: int) -> dict[str, Any]:
+        """How a finished worker ended; empty if the zygote itself is gone."""
+        try:
+            self.ctrl.send({"op": "status", "pid": pid})
+            reply, _ = self.ctrl.recv(timeout=60)
+        except (ChannelClosed, ChannelTimeout, OSError):
+            return {}
+        return dict(reply)
+
+    def close(self) -> None:
+        with contextlib.suppress(ChannelClosed, OSError):
+            self.ctrl.send({"op": "exit"})
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.ctrl.close()
+        self.log.close()
+        Path(self.log.name).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One answer with the verifier's measures of it: the wall-clock round trip, and the CPU time
+    the worker's main thread ran meanwhile (None where the kernel does not report it)."""
+
+    reply: dict[str, Any]
+    round_trip_ms: float
+    cpu_ms: float | None
+
+
+class WorkerHandle:
+    """One worker process; every answer is decoded as untrusted plain data."""
+
+    def __init__(self, zygote: Zygote, pid: int, chan: Channel) -> None:
+        self.zygote = zygote
+        self.pid = pid
+        self.chan = chan
+        self.workdir = tempfile.mkdtemp(prefix="mkbsim-worker-")
+        self.memory_bytes = 0
+        self.closed = False
+
+    def request(self, msg: dict[str, Any], fds: list[int] | None = None, *, timeout: float) -> Exchange:
+        """Send ``msg`` and wait for the answer, measured by the verifier's own clocks."""
+        cpu0 = main_thread_cpu_ns(self.pid)
+        t0 = time.perf_counter()
+        try:
+            self.chan.send(msg, fds or [])
+        except ChannelClosed:
+            raise self._died() from None
+        reply = self.wait(timeout)
+        round_trip_ms = (time.perf_counter() - t0) * 1e3
+        cpu1 = main_thread_cpu_ns(self.pid)
+        cpu_ms = (cpu1 - cpu0) / 1e6 if cpu0 is not None and cpu1 is not None else None
+        return Exchange(reply, round_trip_ms, cpu_ms)
+
+    def wait(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while not self.chan.wait_readable(_WATCH_INTERVAL_S):
+            if self.memory_bytes and _rss_bytes(self.pid) > self.memory_bytes:
+                self.kill()
+                raise WorkerFailed("memory", f"resident memory exceeded {self.memory_bytes >> 20} MiB")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise WorkerFailed("timeout", f"no answer within {timeout:g} s")
+        try:
+            reply, _ = self.chan.recv(timeout=max(1.0, deadline - time.monotonic()), trusted=False)
+        except ChannelClosed:
+            raise self._died() from None
+        except (ChannelTimeout, UntrustedMessage, ValueError, EOFError) as exc:
+            self.kill()
+            raise WorkerFailed("protocol", f"malformed answer: {exc}") from exc
+        if not isinstance(reply, dict):
+            self.kill()
+            raise WorkerFailed("protocol", "malformed answer: not a dict")
+        return reply
+
+    def _died(self) -> WorkerFailed:
+        self.kill()
+        status = self.zygote.status(self.pid)
+        self.closed = True
+        how = f"signal {status['signal']}" if status.get("signal") else f"exit code {status.get('exit_code')}"
+        return WorkerFailed("crash", f"the process ended ({how})", status)
+
+    def output_tail(self, n: int = 2000) -> str:
+        try:
+            data = Path(self.workdir, ".output").read_bytes()
+        except OSError:
+            return ""
+        return data[-n:].decode(errors="replace")
+
+    def kill(self) -> None:
+        for send in (os.killpg, os.kill):
+            with contextlib.suppress(OSError):
+                send(self.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self.chan.send({"op": "exit"})
+                self.chan.wait_readable(2.0)
+            except (ChannelClosed, OSError):
+                pass
+            self.kill()
+            self.zygote.status(self.pid)
+            self.closed = True
+        self.chan.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)

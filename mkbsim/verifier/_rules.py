@@ -1,0 +1,185 @@
+"""What a submission may not use (DESIGN §5), shared by the static scan and the runtime guards.
+
+Each rule maps a module prefix or dotted name to the reason an agent is shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+DSLS = ("cutedsl", "tirx")
+
+_OTHER_LANGUAGE = "another kernel language or compiler"
+_FFI = "a foreign-function interface that loads native code"
+_PROCESS = "subprocesses and signals are forbidden"
+_NETWORK = "network access is forbidden"
+_INTROSPECTION = "introspection of the verifier's process is forbidden"
+_REFERENCE = "the reference and the input generator are off limits"
+_LIBRARY = "a kernel library (kernels must be written in the DSL)"
+_CALLBACK = "Python callbacks registered for kernels are forbidden"
+_GRAPHS = "CUDA Graphs are forbidden"
+
+#: Module prefixes forbidden in every submission.
+FORBIDDEN_MODULES: dict[str, str] = {
+    **dict.fromkeys(
+        ("triton", "cupy", "numba", "pycuda", "jax", "tensorflow", "tilelang", "taichi", "warp",
+         "hidet", "pyopencl", "thunderkittens", "torch._inductor", "torch._dynamo", "torch.compiler",
+         "torch.jit", "torch.cuda.jiterator", "cuda.core", "cuda.nvrtc", "cuda.bindings.nvrtc",
+         "tvm.meta_schedule", "tvm.autotvm", "tvm.auto_scheduler"),
+        _OTHER_LANGUAGE,
+    ),
+    "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
+    **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
+    **dict.fromkeys(
+        ("subprocess", "multiprocessing", "concurrent.futures.process", "pty", "pexpect", "sh",
+         "plumbum", "signal", "_posixsubprocess"),
+        _PROCESS,
+    ),
+    **dict.fromkeys(
+        ("socket", "_socket", "ssl", "http", "urllib", "urllib3", "requests", "httpx", "aiohttp",
+         "ftplib", "smtplib", "poplib", "imaplib", "telnetlib", "xmlrpc", "asyncio", "websocket",
+         "websockets", "paramiko"),
+        _NETWORK,
+    ),
+    **dict.fromkeys(
+        ("gc", "inspect", "importlib", "runpy", "pkgutil", "code", "codeop", "marshal", "pickle",
+         "_pickle", "dill", "cloudpickle", "builtins", "resource", "tracemalloc", "faulthandler"),
+        _INTROSPECTION,
+    ),
+    **dict.fromkeys(("problems", "mkbsim"), _REFERENCE),
+    **dict.fromkeys(
+        ("tvm.topi", "tvm.relax", "tvm.relay", "tvm.contrib", "tvm.rpc", "flashinfer", "flash_attn",
+         "quack", "sgl_kernel", "vllm", "xformers", "apex", "liger_kernel", "transformer_engine",
+         "deep_gemm", "torchao", "bitsandbytes", "cutlass_library", "fla", "mamba_ssm",
+         "causal_conv1d", "sageattention", "gemlite", "tensorrt", "onnxruntime"),
+        _LIBRARY,
+    ),
+}  # fmt: skip
+
+#: Modules of the other variant's DSL (and raw CUDA driver bindings where the DSL never needs them).
+OTHER_DSL_MODULES: dict[str, dict[str, str]] = {
+    "tirx": {
+        "cutlass": "CuTe DSL is the other variant's DSL; this is a TIRx submission",
+        "cuda": "raw CUDA driver bindings are not part of a TIRx submission",
+    },
+    "cutedsl": {"tvm": "TIRx/TVM is the other variant's DSL; this is a CuTe DSL submission"},
+}
+
+#: Dotted names (matched as prefixes) whose use is forbidden wherever they appear.
+FORBIDDEN_NAMES: dict[str, str] = {
+    "torch.compile": "torch.compile is " + _OTHER_LANGUAGE,
+    "torch.jit": "TorchScript (torch.jit) is " + _OTHER_LANGUAGE,
+    "torch._dynamo": "TorchDynamo is " + _OTHER_LANGUAGE,
+    "torch._inductor": "TorchInductor is " + _OTHER_LANGUAGE,
+    "torch.cuda.jiterator": "jiterator compiles CUDA C at run time",
+    "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
+    "torch.ops.load_library": "loading native libraries is forbidden",
+    "torch.classes.load_library": "loading native libraries is forbidden",
+    **dict.fromkeys(
+        ("torch.cuda.graph", "torch.cuda.graphs", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables"),
+        _GRAPHS,
+    ),
+    **dict.fromkeys(
+        ("os.system", "os.popen", "os.fork", "os.forkpty", "os.exec", "os.spawn", "os.posix_spawn",
+         "os.kill", "os.killpg", "os.setsid", "os.setpgid", "os.setpgrp", "os.register_at_fork",
+         "os.startfile", "os.plock"),
+        _PROCESS,
+    ),
+    **dict.fromkeys(
+        ("sys.modules", "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile",
+         "sys.addaudithook", "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache",
+         "sys.gettrace", "sys.getprofile", "sys.exc_info", "sys.exception", "sys.last_traceback"),
+        _INTROSPECTION,
+    ),
+    **dict.fromkeys(
+        ("tvm.register_global_func", "tvm.register_func", "tvm_ffi.register_global_func",
+         "tvm_ffi.register_func", "tvm.ffi.register_func", "tvm.ffi.register_global_func"),
+        _CALLBACK,
+    ),
+}  # fmt: skip
+
+#: Last components of dotted names forbidden whatever they are reached through.
+FORBIDDEN_SUFFIXES: dict[str, str] = {
+    **dict.fromkeys(
+        ("call_packed", "call_cpacked", "call_packed_lowered", "call_cpacked_lowered"),
+        "kernels may not call global packed functions (library kernels or Python callbacks)",
+    ),
+    **dict.fromkeys(
+        ("cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary",
+         "cuLibraryLoadData", "cuLibraryLoadFromFile", "cuLaunchKernel", "cuLaunchKernelEx",
+         "cuLaunchCooperativeKernel", "cudaLaunchKernel", "cudaLaunchKernelExC", "nvrtcCreateProgram",
+         "nvrtcCompileProgram", "cuLinkCreate", "cuLinkAddData"),
+        "raw CUDA module loading and launches bypass the DSL",
+    ),
+    **dict.fromkeys(
+        ("cuStreamBeginCapture", "cudaStreamBeginCapture", "cuGraphCreate", "cuGraphInstantiate",
+         "cuGraphLaunch", "cudaGraphCreate", "cudaGraphInstantiate", "cudaGraphLaunch",
+         "capture_begin", "capture_end"),
+        _GRAPHS,
+    ),
+}  # fmt: skip
+
+#: Builtins that execute code or expose namespaces.
+FORBIDDEN_BUILTINS: dict[str, str] = {
+    **dict.fromkeys(("exec", "eval", "compile", "__import__"), "dynamic code execution is forbidden"),
+    **dict.fromkeys(("globals", "vars", "breakpoint"), _INTROSPECTION),
+}
+
+#: Attributes that reach frames, closures or module globals, whatever object they are read from.
+INTROSPECTION_ATTRS = frozenset(
+    ("__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__wrapped__",
+     "__getattribute__", "cell_contents", "f_back", "f_globals", "f_locals", "f_builtins", "f_code",
+     "gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next", "__traceback__")
+)  # fmt: skip
+
+#: Calls whose attribute-name argument must be a string literal, so the scan can see the name.
+DYNAMIC_ATTRIBUTE_CALLS = frozenset(("getattr", "setattr", "delattr", "hasattr"))
+DYNAMIC_ATTRIBUTE_FUNCTIONS = frozenset(("operator.attrgetter", "operator.methodcaller"))
+
+#: Attribute names whose replacement on an imported module or class is timing tampering.
+TIMER_ATTRS = frozenset(
+    ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time",
+     "process_time_ns", "thread_time", "Event", "elapsed_time", "synchronize", "record", "current_stream",
+     "default_stream", "Stream", "do_bench", "benchmark", "query", "wait")
+)  # fmt: skip
+
+#: Imported-module attribute assignments that are configuration, not monkeypatching.
+CONFIG_PREFIXES = ("torch.backends.",)
+
+#: Text inside a string literal that marks embedded CUDA C/C++ or PTX source.
+INLINE_CUDA_PATTERN = re.compile(
+    r"__global__|__device__|__shared__|\basm\s*(?:volatile\s*)?\(|#include\s*[<\"]|extern\s+\"C\""
+    r"|\.reg\s+\.|\bld\.global\.|\bst\.global\.|\bmma\.sync\.|\bcp\.async\.|\bwgmma\.|\bmov\.u32\b"
+)
+#: Calls that compile a CUDA source string or inline assembly inside a DSL kernel.
+INLINE_CUDA_CALLS = frozenset(("call_kernel", "inline_asm", "import_source"))
+
+
+def _prefix_lookup(table: dict[str, str], dotted: str) -> tuple[str, str] | None:
+    """The longest rule in ``table`` that ``dotted`` equals or lies under."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        head = ".".join(parts[:i])
+        if head in table:
+            return head, table[head]
+    return None
+
+
+def module_rule(module: str, dsl: str) -> tuple[str, str] | None:
+    """(rule, reason) when importing ``module`` is forbidden in a ``dsl`` submission."""
+    for table in (FORBIDDEN_MODULES, OTHER_DSL_MODULES.get(dsl, {})):
+        hit = _prefix_lookup(table, module)
+        if hit:
+            return hit
+    return None
+
+
+def name_rule(dotted: str) -> tuple[str, str] | None:
+    """(rule, reason) when using the dotted name ``dotted`` is forbidden."""
+    hit = _prefix_lookup(FORBIDDEN_NAMES, dotted)
+    if hit:
+        return hit
+    last = dotted.rsplit(".", 1)[-1]
+    if last in FORBIDDEN_SUFFIXES:
+        return last, FORBIDDEN_SUFFIXES[last]
+    return None

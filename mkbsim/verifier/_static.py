@@ -1,0 +1,229 @@
+"""Static scan of a submission's source: forbidden APIs, timer tampering and inline CUDA.
+
+The scan is the first line of defence and the one with line numbers an agent can act on; the
+runtime guards in the worker catch what dynamic code hides from it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mkbsim.verifier._rules import (
+    CONFIG_PREFIXES,
+    DYNAMIC_ATTRIBUTE_CALLS,
+    DYNAMIC_ATTRIBUTE_FUNCTIONS,
+    FORBIDDEN_BUILTINS,
+    INLINE_CUDA_CALLS,
+    INLINE_CUDA_PATTERN,
+    INTROSPECTION_ATTRS,
+    TIMER_ATTRS,
+    module_rule,
+    name_rule,
+)
+
+FindingKind = Literal["forbidden", "timing_tamper", "inline_cuda"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int
+    kind: FindingKind
+    what: str
+    reason: str
+
+    def text(self) -> str:
+        return f"line {self.line}: {self.what} ({self.reason})"
+
+
+@dataclass
+class StaticReport:
+    findings: list[Finding] = field(default_factory=list)
+    syntax_error: str | None = None
+
+    def of(self, kind: FindingKind) -> list[Finding]:
+        return [f for f in self.findings if f.kind == kind]
+
+
+_INTROSPECTION = "introspection of the verifier's process is forbidden"
+_DYNAMIC_NAMES = "attribute names must be string literals in a submission, so the verifier can read them"
+
+
+def _literal_str(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+class _Scanner(ast.NodeVisitor):
+    def __init__(self, dsl: str, defined: set[str]) -> None:
+        self.dsl = dsl
+        self.defined = defined  # names the file binds itself, which shadow builtins
+        self.aliases: dict[str, str] = {}  # local name -> dotted module path it stands for
+        self.findings: list[Finding] = []
+        self._seen: set[tuple[int, str, str]] = set()
+
+    def add(self, node: ast.AST, kind: FindingKind, what: str, reason: str) -> None:
+        line = getattr(node, "lineno", 0)
+        if (line, kind, what) not in self._seen:
+            self._seen.add((line, kind, what))
+            self.findings.append(Finding(line, kind, what, reason))
+
+    # --- names -------------------------------------------------------------------------------
+    def dotted(self, node: ast.AST) -> str | None:
+        """``a.b.c`` with its root resolved through the file's imports, or None."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append(self.aliases.get(node.id, node.id))
+        return ".".join(reversed(parts))
+
+    def is_module_rooted(self, node: ast.AST) -> bool:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.aliases
+
+    def check_dotted(self, node: ast.AST, dotted: str) -> None:
+        hit = name_rule(dotted)
+        if hit:
+            self.add(node, "forbidden", f"use of {dotted}", hit[1])
+        last = dotted.rsplit(".", 1)[-1]
+        if last in INLINE_CUDA_CALLS:
+            self.add(node, "inline_cuda", f"{dotted}", "inline CUDA/PTX inside a DSL kernel")
+
+    def check_attr_name(self, node: ast.AST, attr: str) -> None:
+        if attr in INTROSPECTION_ATTRS:
+            self.add(node, "forbidden", f"access to .{attr}", _INTROSPECTION)
+
+    # --- imports -----------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            hit = module_rule(alias.name, self.dsl)
+            if hit:
+                self.add(node, "forbidden", f"import {alias.name}", hit[1])
+            local = alias.asname or alias.name.split(".")[0]
+            self.aliases[local] = alias.name if alias.asname else local
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level == 0:
+            hit = module_rule(module, self.dsl)
+            if hit:
+                self.add(node, "forbidden", f"from {module} import ...", hit[1])
+        for alias in node.names:
+            full = f"{module}.{alias.name}" if module else alias.name
+            if node.level == 0 and alias.name != "*":
+                hit = module_rule(full, self.dsl) or name_rule(full)
+                if hit:
+                    self.add(node, "forbidden", f"from {module} import {alias.name}", hit[1])
+            self.aliases[alias.asname or alias.name] = full
+
+    # --- uses --------------------------------------------------------------------------------
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        root: ast.expr = node
+        while isinstance(root, ast.Attribute):
+            self.check_attr_name(root, root.attr)
+            root = root.value
+        dotted = self.dotted(node)
+        if dotted is not None:
+            self.check_dotted(node, dotted)
+            if node.attr == "__dict__" and self.is_module_rooted(node.value):
+                self.add(node, "forbidden", f"use of {dotted}", "modifying imported modules is forbidden")
+        self.visit(root)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in FORBIDDEN_BUILTINS and node.id not in self.defined:
+            self.add(node, "forbidden", f"{node.id}", FORBIDDEN_BUILTINS[node.id])
+        if node.id in self.aliases:
+            full = self.aliases[node.id]
+            hit = name_rule(full)
+            if hit:
+                self.add(node, "forbidden", f"use of {full}", hit[1])
+        self.check_attr_name(node, node.id)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in DYNAMIC_ATTRIBUTE_CALLS and func.id not in self.defined:
+            attr = _literal_str(node.args[1]) if len(node.args) >= 2 else None
+            if attr is None:
+                self.add(node, "forbidden", f"{func.id}() with a computed name", _DYNAMIC_NAMES)
+            else:
+                self.check_attr_name(node, attr)
+                base = self.dotted(node.args[0])
+                if base is not None:
+                    self.check_dotted(node, f"{base}.{attr}")
+                if func.id in ("setattr", "delattr") and self.is_module_rooted(node.args[0]):
+                    self.patched(node, f"{base}.{attr}", attr)
+        if any(k.arg == "source_code" for k in node.keywords):
+            self.add(node, "inline_cuda", "a kernel call with source_code=", "inline CUDA inside a DSL kernel")
+        dotted = self.dotted(func)
+        if dotted in DYNAMIC_ATTRIBUTE_FUNCTIONS and not all(_literal_str(a) is not None for a in node.args):
+            self.add(node, "forbidden", f"{dotted}() with a computed name", _DYNAMIC_NAMES)
+        self.generic_visit(node)
+
+    def patched(self, node: ast.AST, dotted: str, attr: str) -> None:
+        if dotted.startswith(CONFIG_PREFIXES):
+            return
+        if attr in TIMER_ATTRS:
+            self.add(node, "timing_tamper", f"replacing {dotted}", "timing functions must not be modified")
+        else:
+            self.add(node, "forbidden", f"assignment to {dotted}", "modifying imported modules is forbidden")
+
+    def check_targets(self, targets: list[ast.expr]) -> None:
+        for target in targets:
+            if isinstance(target, ast.Tuple | ast.List):
+                self.check_targets(list(target.elts))
+            elif isinstance(target, ast.Starred):
+                self.check_targets([target.value])
+            elif isinstance(target, ast.Attribute) and self.is_module_rooted(target.value):
+                self.patched(target, self.dotted(target) or target.attr, target.attr)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.check_targets(node.targets)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.check_targets([node.target])
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.check_targets([node.target])
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        self.check_targets(node.targets)
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, str):
+            return
+        if node.value in INTROSPECTION_ATTRS:
+            self.add(node, "forbidden", f"the name {node.value!r}", _INTROSPECTION)
+        if INLINE_CUDA_PATTERN.search(node.value):
+            self.add(node, "inline_cuda", "CUDA/PTX source in a string", "inline CUDA inside a DSL kernel")
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names the file defines itself (functions, classes, assignments, parameters)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def scan_source(source: str, dsl: str, filename: str = "submission.py") -> StaticReport:
+    """Scan ``source`` (a ``dsl`` submission) and return its findings in line order."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        return StaticReport(syntax_error=f"line {exc.lineno}: {exc.msg}")
+    scanner = _Scanner(dsl, _bound_names(tree))
+    scanner.visit(tree)
+    return StaticReport(findings=sorted(scanner.findings, key=lambda f: (f.line, f.kind)))

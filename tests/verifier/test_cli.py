@@ -1,0 +1,48 @@
+"""`mkbsim verify`: pass exit 0, fail exit 1, bad input exit 2 with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mkbsim.cli import _main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "submissions"
+
+
+@pytest.fixture
+def cli() -> object:
+    assert "verify" in _main.COMMAND_MODULES
+    return _main.main
+
+
+def test_pass_and_fail(cli, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    assert cli(["verify", str(EXAMPLES / "p36_rmsnorm_tirx.py"), "--problem", "p36", "--dsl", "tirx", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["passed"] and payload["backend"] == "cpu" and payload["workload"] == "smoke"
+    assert payload["submission"] == "final" and payload["protocol"] == "paper"
+
+    wrong = EXAMPLES / "p36_rmsnorm_tirx_wrong.py"
+    assert cli(["verify", str(wrong), "--problem", "rmsnorm_h128_qwen3_30b_bf16", "--dsl", "tirx"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL  wrong_output") and "exceeds the allowance" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.py", "--problem", "p36", "--dsl", "tirx"], "no such file"),
+        (["{ex}", "--problem", "p99", "--dsl", "tirx"], "unknown problem"),
+        (["{ex}", "--problem", "p36", "--dsl", "triton"], "unknown DSL"),
+        (["{ex}", "--problem", "p36", "--dsl", "tirx", "--protocol", "fast"], "unknown protocol"),
+        (["{ex}", "--problem", "p36", "--dsl", "tirx", "--backend", "tpu"], "unknown backend"),
+        (["{ex}", "--problem", "p36", "--dsl", "cutedsl", "--backend", "cpu"], "cuda backend"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(cli, capsys, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
+    argv = ["verify", *(a.replace("{ex}", str(EXAMPLES / "p36_rmsnorm_tirx.py")) for a in args)]
+    assert cli(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -1,0 +1,136 @@
+"""The comparison rules of DESIGN §5, on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mkbsim.verifier._compare import (
+    anchor_outputs,
+    build_refs,
+    compare,
+    eps_of,
+    promote_to_float64,
+)
+
+BF16_EPS = 2.0**-7
+
+
+def test_eps_of_output_dtypes() -> None:
+    assert eps_of(torch.bfloat16) == BF16_EPS
+    assert eps_of(torch.float16) == 2.0**-10
+    assert eps_of(torch.float32) == 2.0**-23
+    assert eps_of(torch.float8_e4m3fn) == 0.125
+    assert eps_of(None) == 2.0**-52  # a Python float output
+
+
+def test_only_half_and_single_precision_inputs_are_promoted() -> None:
+    inputs = [
+        torch.ones(2, dtype=torch.bfloat16),
+        torch.ones(2, dtype=torch.float16),
+        torch.ones(2, dtype=torch.float32),
+        torch.ones(2, dtype=torch.int32),
+        torch.ones(2, dtype=torch.uint8),
+        torch.zeros(2, dtype=torch.float8_e4m3fn),
+        1.5,
+    ]
+    out = promote_to_float64(inputs)
+    assert [x.dtype for x in out[:6]] == [torch.float64] * 3 + [torch.int32, torch.uint8, torch.float8_e4m3fn]
+    assert out[6] == 1.5
+    assert out[3] is not inputs[3]  # copies: the anchor run may update in-place inputs
+
+
+def test_allowance_from_the_eps_term() -> None:
+    # The reference agrees with the anchor exactly, so eps(bf16) * max|anchor| decides:
+    # 3 * 2^-7 * 4.0 = 0.09375.
+    anchor = torch.tensor([1.0, -4.0, 2.0], dtype=torch.float64)
+    native = anchor.to(torch.bfloat16)
+    (ref,) = build_refs(["out"], [native], [anchor], [torch.bfloat16], factor=3.0)
+    assert ref.ref_error == 0.0
+    assert ref.eps_term == pytest.approx(BF16_EPS * 4.0)
+    assert ref.allowance == pytest.approx(0.09375)
+    assert compare(torch.tensor([1.09, -4.0, 2.0]).to(torch.float64), ref).ok
+    c = compare(torch.tensor([1.0, -4.1, 2.0], dtype=torch.float64), ref)
+    assert not c.ok and c.worst_index == (1,) and c.max_error == pytest.approx(0.1)
+    assert c.got == pytest.approx(-4.1) and c.expected == -4.0 and c.mismatches == 1
+
+
+def test_allowance_from_the_reference_error() -> None:
+    # The low-precision reference is off by 0.5 somewhere: 3 * 0.5 = 1.5 beats 3 * eps * 10.
+    anchor = torch.tensor([10.0, 1.0], dtype=torch.float64)
+    native = torch.tensor([10.0, 1.5], dtype=torch.float32)
+    (ref,) = build_refs(["out"], [native], [anchor], [torch.float32], factor=3.0)
+    assert ref.ref_error == 0.5
+    assert ref.allowance == pytest.approx(1.5)
+    assert compare(torch.tensor([11.4, 1.0], dtype=torch.float32), ref).ok
+    assert not compare(torch.tensor([11.6, 1.0], dtype=torch.float32), ref).ok
+
+
+def test_nan_fails_even_within_the_allowance() -> None:
+    anchor = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    (ref,) = build_refs(["out"], [anchor.float()], [anchor], [torch.float32], factor=3.0)
+    c = compare(torch.tensor([1.0, math.nan]), ref)
+    assert c.nan and not c.ok and c.worst_index == (1,)
+
+
+def test_equal_infinities_match_and_opposite_ones_do_not() -> None:
+    anchor = torch.tensor([math.inf, -math.inf, 1.0], dtype=torch.float64)
+    (ref,) = build_refs(["out"], [anchor.float()], [anchor], [torch.float32], factor=3.0)
+    assert compare(torch.tensor([math.inf, -math.inf, 1.0]), ref).ok
+    assert not compare(torch.tensor([-math.inf, -math.inf, 1.0]), ref).ok
+
+
+def test_integer_outputs_must_match_exactly() -> None:
+    anchor = torch.tensor([3, 1, 2])
+    (ref,) = build_refs(["idx"], [anchor.clone()], [anchor], [torch.int64], factor=3.0)
+    assert not ref.is_float and ref.allowance == 0.0
+    assert compare(torch.tensor([3, 1, 2]), ref).ok
+    c = compare(torch.tensor([3, 2, 2]), ref)
+    assert not c.ok and c.exact and c.mismatches == 1 and c.worst_index == (1,)
+
+
+def test_integer_outputs_may_match_the_native_reference_on_a_tie() -> None:
+    # float64 can break a tie differently than the reference's own precision; both are references.
+    anchor, native = torch.tensor([0, 1]), torch.tensor([1, 0])
+    (ref,) = build_refs(["idx"], [native], [anchor], [torch.int64], factor=3.0)
+    assert compare(torch.tensor([1, 0]), ref).ok and compare(torch.tensor([0, 1]), ref).ok
+    assert not compare(torch.tensor([1, 1]), ref).ok
+
+
+def test_anchor_outputs_include_in_place_inputs_after_the_call() -> None:
+    def reference(cache: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        cache[:2] = values
+        return values * 2
+
+    cache = torch.zeros(4, dtype=torch.bfloat16)
+    values = torch.tensor([1.0, 2.0], dtype=torch.bfloat16)
+    native = anchor_outputs(reference, [cache, values], 1, [0], promote=False)
+    anchor = anchor_outputs(reference, [cache, values], 1, [0], promote=True)
+    assert native[1].dtype == torch.bfloat16 and anchor[1].dtype == torch.float64
+    assert anchor[1].tolist() == [1.0, 2.0, 0.0, 0.0]
+    assert cache.tolist() == [0.0, 0.0, 0.0, 0.0]  # the caller's inputs are untouched
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=16), st.integers(0, 2))
+def test_the_anchor_itself_always_passes_and_the_allowance_is_never_below_the_eps_term(
+    values: list[float], which: int
+) -> None:
+    dtype = (torch.bfloat16, torch.float16, torch.float32)[which]
+    anchor = torch.tensor(values, dtype=torch.float64)
+    (ref,) = build_refs(["out"], [anchor.to(dtype)], [anchor], [dtype], factor=3.0)
+    assert ref.allowance >= 3.0 * eps_of(dtype) * float(anchor.abs().max()) * (1 - 1e-12)
+    assert compare(anchor.to(dtype), ref).ok
+
+
+def test_a_reference_overflow_does_not_open_the_allowance() -> None:
+    anchor = torch.tensor([70000.0, 1.0], dtype=torch.float64)
+    native = torch.tensor([math.inf, 1.0], dtype=torch.float16)  # float16 overflows, float64 does not
+    (ref,) = build_refs(["out"], [native], [anchor], [torch.float16], factor=3.0)
+    assert math.isfinite(ref.allowance)
+    assert ref.allowance == pytest.approx(3 * 2.0**-10 * 70000.0)  # from the finite anchor only
+    assert not compare(torch.tensor([70000.0, 500.0], dtype=torch.float64), ref).ok

@@ -1,0 +1,103 @@
+"""The example submissions: legitimate eager + TIRx (llvm) kernels pass, the wrong one fails."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from mkbsim.verifier import HARDENED, PAPER, VerifierSession
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "submissions"
+
+# The VerifierResult payload fields of DESIGN §3 that other parts rely on.
+PAYLOAD_FIELDS = {
+    "attempt_id", "submission", "backend", "protocol", "passed", "correct", "runtime_ms", "eager_ms",
+    "speedup", "bypass_ok", "forbidden", "inline_cuda", "failure", "details", "env",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("file", "problem"),
+    [
+        ("p36_rmsnorm_tirx.py", "p36"),
+        ("p28_fused_add_rmsnorm_tirx.py", "p28"),
+        # in-place updates, no outputs, integer bytes compared exactly
+        ("p25_kv_block_copy_tirx.py", "p25"),
+    ],
+)
+def test_legitimate_tirx_submission_passes(cpu_session: VerifierSession, file: str, problem: str) -> None:
+    report = cpu_session.verify(EXAMPLES / file, problem, "tirx")
+    assert report.passed, report.feedback
+    assert report.failure is None and report.correct and report.bypass_ok
+    assert report.protocol == "paper" and report.protocol_hash == PAPER.hash
+    d = report.details
+    assert len(d["draws"]) == PAPER.correctness_draws
+    for draw in d["draws"]:
+        assert draw["launches"] >= 1
+        for out in draw["outputs"]:
+            assert out["ok"] and out["max_error"] <= out["allowance"]
+    assert len(d["bypass"]) == PAPER.suppressed_draws and not d["bypass"][0]["still_correct"]
+    assert len(d["timing"]["warmup_ms"]) == PAPER.warmup_calls
+    assert len(d["timing"]["timed_ms"]) == PAPER.timed_calls
+    assert len(d["timing_rechecks"]) == PAPER.rechecked_timed_calls
+    assert len(d["eager"]["timed_ms"]) == PAPER.timed_calls
+    assert report.runtime_ms == statistics.median(d["timing"]["timed_ms"])
+    assert report.speedup == pytest.approx(min(report.eager_ms / report.runtime_ms, 100.0))
+    assert d["sol"]["fraction"] > 0 and d["sol"]["device_profile"] == "cpu"
+    assert d["clock_check"]["tampered"] is None
+    payload = report.to_payload("attempt-1", 3)
+    assert set(payload) >= PAYLOAD_FIELDS
+    assert payload["submission"] == 3 and payload["env"]["versions"]["torch"]
+
+
+def test_wrong_submission_fails_with_actionable_feedback(cpu_session: VerifierSession) -> None:
+    report = cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx_wrong.py", "p36", "tirx")
+    assert report.failure == "wrong_output" and not report.passed and not report.correct
+    assert "output 'output'" in report.feedback
+    assert "correctness draw 1 of 5" in report.feedback
+    assert "exceeds the allowance" in report.feedback
+    worst = report.details["draws"][0]["outputs"][0]
+    assert worst["max_error"] > worst["allowance"]
+
+
+def test_hardened_protocol_flushes_and_uses_distinct_buffers(cpu_session: VerifierSession) -> None:
+    report = cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p36", "tirx", protocol="hardened")
+    assert report.passed, report.feedback
+    assert report.protocol == "hardened" and report.protocol_hash == HARDENED.hash != PAPER.hash
+    timing = report.details["timing"]
+    assert timing["unique_input_buffers"] == HARDENED.warmup_calls + HARDENED.timed_calls
+    assert report.details["protocol_params"]["cache_flush"] is True
+
+
+def test_eager_baseline_is_measured_once_per_session(cpu_session: VerifierSession) -> None:
+    first = cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p36", "tirx")
+    second = cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p36", "tirx")
+    assert first.passed and second.passed
+    assert second.details["eager"]["cached"] is True
+    assert second.eager_ms == first.eager_ms
+    # Anchors are never reused: every draw has its own inputs.
+    errors = [o["max_error"] for r in (first, second) for d in r.details["draws"] for o in d["outputs"]]
+    assert len(set(errors)) > 1
+
+
+def test_bad_arguments_are_refused(cpu_session: VerifierSession) -> None:
+    with pytest.raises(ValueError, match="unknown DSL"):
+        cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p36", "triton")
+    with pytest.raises(ValueError, match="cuda backend"):
+        cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p36", "cutedsl")
+    with pytest.raises(ValueError, match="unknown workload"):
+        cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p36", "tirx", workload="huge")
+    with pytest.raises(KeyError):
+        cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p99", "tirx")
+
+
+def test_inline_cuda_is_recorded_and_does_not_fail(cpu_session: VerifierSession, tmp_path: Path) -> None:
+    source = (EXAMPLES / "p36_rmsnorm_tirx.py").read_text()
+    source += '\n_UNUSED_DEVICE_CODE = """extern "C" __global__ void noop() {}"""\n'
+    path = tmp_path / "p36_with_cuda_string.py"
+    path.write_text(source)
+    report = cpu_session.verify(path, "p36", "tirx")
+    assert report.passed and report.inline_cuda
+    assert report.details["inline_cuda_sites"] and report.to_payload("a", 1)["inline_cuda"] is True

@@ -1,0 +1,70 @@
+"""Protocol parameters and hash, the failure vocabulary, the payload, device profiles."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from mkbsim.verifier import FAILURES, HARDENED, PAPER, PROTOCOLS, VerifierReport
+from mkbsim.verifier._devices import profile_for, profiles, speed_of_light
+from problems._common import Cost
+
+
+def test_paper_protocol_is_the_study_s() -> None:
+    assert (PAPER.correctness_draws, PAPER.warmup_calls, PAPER.timed_calls) == (5, 10, 50)
+    assert (PAPER.rechecked_timed_calls, PAPER.allowance_factor, PAPER.speedup_cap) == (3, 3.0, 100.0)
+    assert not PAPER.cache_flush and not PAPER.unique_input_buffers and PAPER.sync == "stream"
+    assert HARDENED.cache_flush and HARDENED.unique_input_buffers and HARDENED.sync == "device"
+    assert set(PROTOCOLS) == {"paper", "hardened"}
+
+
+def test_hash_covers_the_parameters_not_the_name() -> None:
+    assert len(PAPER.hash) == 16 and PAPER.hash != HARDENED.hash
+    assert replace(PAPER, name="renamed").hash == PAPER.hash
+    assert replace(PAPER, timed_calls=100).hash != PAPER.hash
+    assert "name" not in PAPER.params()
+
+
+def test_hash_is_stable_across_processes() -> None:
+    code = "from mkbsim.verifier import PAPER; print(PAPER.hash)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == PAPER.hash
+
+
+def test_importing_the_verifier_does_not_import_torch() -> None:
+    code = "import sys, mkbsim.verifier; print('torch' in sys.modules, 'mkbsim.catalog' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_failures_are_a_fixed_vocabulary() -> None:
+    assert {"compile_error", "wrong_output", "nan", "timeout", "forbidden_api", "decorative_dsl"} <= set(FAILURES)
+    with pytest.raises(ValueError, match="unknown failure"):
+        VerifierReport("p36", "x", "tirx", "cpu", "paper", PAPER.hash, "smoke", failure="oops")
+
+
+def test_payload_is_json_and_nulls_non_finite_figures() -> None:
+    report = VerifierReport(
+        "p36", "rmsnorm", "tirx", "cpu", "paper", PAPER.hash, "smoke", runtime_ms=float("inf"), speedup=2.0
+    )
+    payload = report.to_payload("a1", "final")
+    assert payload["runtime_ms"] is None and payload["speedup"] == 2.0 and payload["submission"] == "final"
+    json.dumps(payload)
+
+
+def test_device_profiles_and_speed_of_light() -> None:
+    assert {"h200", "cpu"} <= set(profiles())
+    key, h200 = profile_for("cuda", "NVIDIA H200")  # type: ignore[misc]
+    assert key == "h200" and h200["bandwidth_bytes_per_s"] == 4.3e12
+    assert h200["peak_flops_per_s"]["fp4"] == h200["peak_flops_per_s"]["fp8"]
+    assert profile_for("cuda", "Some Other GPU") is None
+    assert profile_for("cpu", "anything")[0] == "cpu"  # type: ignore[index]
+
+    # 1 ms of memory traffic and 2 ms of bf16 tensor-core work on the H200.
+    sol = speed_of_light(Cost(bytes=4_300_000_000, flops={"bf16": 7.9e11 * 2}), h200)
+    assert sol["memory_ms"] == pytest.approx(1.0) and sol["compute_ms"] == pytest.approx(2.0)
+    assert sol["sol_ms"] == pytest.approx(2.0) and sol["bound"] == "compute"

@@ -1,0 +1,117 @@
+"""The static scan: forbidden APIs with line numbers, timer tampering, inline CUDA."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mkbsim.verifier._static import scan_source
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "submissions"
+
+
+def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
+    return [(f.line, f.kind) for f in scan_source(source, dsl).findings]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import triton",
+        "import cupy as cp",
+        "from numba import cuda",
+        "import ctypes",
+        "from torch.utils.cpp_extension import load_inline",
+        "import torch\nf = torch.compile(lambda x: x)",
+        "import torch\n@torch.jit.script\ndef f(x): return x",
+        "from torch import compile as c",
+        "import torch\ng = torch.cuda.CUDAGraph()",
+        "import torch as th\nwith th.cuda.graph(g): pass",
+        "import os\nos.system('ls')",
+        "from os import fork",
+        "import subprocess",
+        "import socket",
+        "import urllib.request",
+        "import sys\nm = sys.modules",
+        "import sys\nf = sys._getframe()",
+        "def f(): pass\nc = f.__code__",
+        "x = eval('1')",
+        "exec('x = 1')",
+        "m = __import__('os')",
+        "import gc",
+        "import importlib",
+        "import problems._common",
+        "from mkbsim.catalog import load_catalog",
+        "import tvm.topi",
+        "from tvm import relax",
+        "import flashinfer",
+        "import tvm\ntvm.register_global_func('cb')(print)",
+        "import tvm\nimport torch\ntorch.foo = 1",
+        "import tvm_ffi\ntvm_ffi.Module.get_function = None",
+        "from tvm.script import tirx as T\nT.call_packed('tvm.contrib.cblas.matmul')",
+    ],
+)
+def test_forbidden(source: str) -> None:
+    kinds = {kind for _, kind in _kinds(source)}
+    assert kinds == {"forbidden"}, source
+
+
+def test_the_other_variants_dsl_is_forbidden() -> None:
+    assert _kinds("import cutlass.cute as cute", "tirx") == [(1, "forbidden")]
+    assert _kinds("import cuda.bindings.driver as cuda", "tirx") == [(1, "forbidden")]
+    assert _kinds("import tvm", "cutedsl") == [(1, "forbidden")]
+    assert _kinds("import cutlass.cute as cute\nimport cuda.bindings.driver as cuda", "cutedsl") == []
+
+
+def test_timer_tampering_is_its_own_kind_with_its_line() -> None:
+    source = "import time\nimport torch\n\ntime.perf_counter = lambda: 0\nsetattr(torch.cuda.Event, 'elapsed_time', f)"
+    assert _kinds(source) == [(4, "timing_tamper"), (5, "timing_tamper")]
+
+
+def test_configuration_and_reading_are_allowed() -> None:
+    source = (
+        "import time\nimport torch\n"
+        "torch.backends.cuda.matmul.allow_tf32 = True\n"
+        "torch.backends.cudnn.benchmark = True\n"
+        "t = time.perf_counter()\n"
+        "e = torch.cuda.Event(enable_timing=True)\n"
+        "class K:\n    def __init__(self):\n        self.record = None\n"
+        "def compile(x):\n    return x\ncompile(1)\n"
+    )
+    assert _kinds(source) == []
+
+
+def test_inline_cuda_is_recorded_not_forbidden() -> None:
+    source = (
+        "from tvm.script import tirx as T\n"
+        'SRC = """extern "C" __global__ void k(float* x) { x[0] = 1; }"""\n'
+        "T.call_kernel(SRC, [1, 1])\n"
+    )
+    assert _kinds(source) == [(2, "inline_cuda"), (3, "inline_cuda")]
+    assert _kinds('ptx = "asm volatile(\\"mov.u32 %0, %laneid;\\" : \\"=r\\"(x));"') == [(1, "inline_cuda")]
+
+
+def test_syntax_errors_are_reported_with_their_line() -> None:
+    report = scan_source("def run(:\n    pass\n", "tirx")
+    assert report.syntax_error is not None and report.syntax_error.startswith("line 1")
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*tirx*.py")), ids=lambda p: p.stem)
+def test_the_examples_scan_clean(path: Path) -> None:
+    assert scan_source(path.read_text(), "tirx").findings == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import threading\ncells = getattr(threading._start_new_thread, '__clo' + 'sure__')",
+        "name = 'x'\nsetattr(object(), name, 1)",
+        "import operator\nget = operator.attrgetter('__glo' + 'bals__')",
+        "import torch\noriginal = torch.compile.__wrapped__",
+        "key = '__closure__'",
+        "f = (lambda: 0).__getattribute__",
+    ],
+)
+def test_the_verifier_s_own_objects_stay_out_of_reach(source: str) -> None:
+    assert {kind for _, kind in _kinds(source)} == {"forbidden"}, source
