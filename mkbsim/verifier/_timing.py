@@ -126,7 +126,7 @@ def median(xs: Sequence[float]) -> float:
 #: waits of a busy machine, so the margin can be small; the wall-clock fallback (for kernels that
 #: do not report per-thread CPU time) must absorb scheduling delays and is far looser. The check is
 #: a backstop against a subverted harness that under-reports; the in-process guards come first.
-CPU_SLACK_MS = 0.25
+CPU_SLACK_MS = 1.0  # 0.25 ms failed correct kernels on a machine loaded 4x past its cores
 WALL_SLACK_MS = 2.0
 
 
