@@ -35,9 +35,9 @@ def synthetic(n: int) -> list[NewEvent]:
         stream = f"attempt-{aid}"
         events.append(
             NewEvent(stream, "AttemptStarted", {
-                "attempt_id": aid, "campaign_id": "bench", "model": f"m{attempt % 6}", "problem": f"p{attempt % 74 + 1:02d}",
-                "family": "mlp_norm", "dsl": "tirx", "arm": "solo_tirx", "replicate": 0,
-                "budget": {"minutes": 40, "submissions": 10}, "source_attempt_id": None,
+                "attempt_id": aid, "campaign_id": "bench", "model": f"m{attempt % 6}",
+                "problem": f"p{attempt % 74 + 1:02d}", "family": "mlp_norm", "dsl": "tirx", "arm": "solo_tirx",
+                "replicate": 0, "budget": {"minutes": 40, "submissions": 10}, "source_attempt_id": None,
             })
         )  # fmt: skip
         for i in range(12):
@@ -155,8 +155,11 @@ def main() -> None:
     ap.add_argument("--append-events", type=int, default=200_000, help="events for the side-by-side append run")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mkbsim-bench-"))
-    print(f"mkbsim event store benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
-          f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}")
+    print(
+        f"mkbsim event store benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+        f"SQLite {sqlite3.sqlite_version}"
+    )
 
     events = synthetic(args.append_events)
     n = len(events)
@@ -173,12 +176,17 @@ def main() -> None:
     singles = events[:2000]
     t_single = timed(lambda: [durable.append([ev]) for ev in singles])
     durable.close()
-    print(f"\nsingle durable append (synchronous=FULL, one event per transaction): {len(singles) / t_single:,.0f} events/s")
+    print(
+        "\nsingle durable append (synchronous=FULL, one event per transaction): "
+        f"{len(singles) / t_single:,.0f} events/s"
+    )
 
     big = tmp / "big.sqlite"
     store = EventStore(big, create=True)
     t_fill = timed(lambda: [store.append(chunk) for chunk in _chunks(synthetic(args.events), 5000)])
-    print(f"\nfilled {store.count():,} events in {t_fill:.1f} s ({store.count() / t_fill:,.0f} events/s, batches of 5000)")
+    print(
+        f"\nfilled {store.count():,} events in {t_fill:.1f} s ({store.count() / t_fill:,.0f} events/s, batches of 5000)"
+    )
     raw_rate, decoded_rate = read_rate(big)
     print(f"plain scan {raw_rate:,.0f} rows/s; scan with JSON decode {decoded_rate:,.0f} events/s")
 
@@ -186,16 +194,20 @@ def main() -> None:
     t_rebuild = timed(lambda: engine.rebuild("attempts"))
     total = store.count()
     handled = sum(store.count(t) for t in AttemptsProjection.handles)
-    print(f"\nfull rebuild of `attempts` over {total:,} events: {t_rebuild:.2f} s = {total / t_rebuild:,.0f} events/s "
-          f"({handled:,} handled events decoded, {handled / t_rebuild:,.0f}/s)")
+    print(
+        f"\nfull rebuild of `attempts` over {total:,} events: {t_rebuild:.2f} s = {total / t_rebuild:,.0f} events/s "
+        f"({handled:,} handled events decoded, {handled / t_rebuild:,.0f}/s)"
+    )
 
     latencies = []
     for chunk in _chunks(synthetic(50 * STEPS_PER_ATTEMPT), STEPS_PER_ATTEMPT):
         store.append(chunk)
         latencies.append(timed(engine.catch_up))
     latencies.sort()
-    print(f"incremental catch-up after one attempt's events: median {latencies[len(latencies) // 2] * 1e3:.2f} ms, "
-          f"max {latencies[-1] * 1e3:.2f} ms")
+    print(
+        f"incremental catch-up after one attempt's events: median {latencies[len(latencies) // 2] * 1e3:.2f} ms, "
+        f"max {latencies[-1] * 1e3:.2f} ms"
+    )
     store.close()
 
 

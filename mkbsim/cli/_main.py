@@ -11,10 +11,12 @@ from mkbsim.errors import UserError
 
 # Module names under mkbsim.cli, each exposing register(subparsers). Order = order in --help.
 COMMAND_MODULES = (
+    "run",
     "events",
     "problems",
     "verify",
     "report",
+    "calibrate",
     "tui",
 )
 

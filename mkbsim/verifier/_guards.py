@@ -18,6 +18,7 @@ import _thread
 import builtins
 import functools
 import importlib
+import importlib.util
 import os
 import site
 import sys
@@ -54,10 +55,21 @@ class Violation:
 
 
 def _package_roots(names: Iterable[str]) -> list[str]:
+    """The directories holding these top-level packages, found without importing them.
+
+    A package not preloaded (e.g. a DSL left out of the zygote because it initialises CUDA) must
+    still count as library code when the submission imports it later.
+    """
     roots = []
     for name in names:
         mod = sys.modules.get(name)
         path = getattr(mod, "__file__", None)
+        if not path:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            path = spec.origin if spec is not None and spec.origin not in (None, "namespace") else None
         if path:
             roots.append(os.path.dirname(os.path.dirname(os.path.abspath(path))))
     return roots

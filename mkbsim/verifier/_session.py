@@ -38,8 +38,12 @@ _PRELOAD = {
              "cutlass.torch", "cutlass.base_dsl.jit_executor", "cutlass.cutlass_dsl.tvm_ffi_provider",
              "cutlass._mlir.dialects.llvm"],
 }  # fmt: skip
-#: Device work still running this long after the measured region ends means a side stream.
+#: Device work still running this long after the measured region ends means a side stream...
 _PENDING_LIMIT_MS = 0.1
+#: ...when it happens on this many calls of one verification. The wait is read on the host
+#: clock, so a single call can overrun by a descheduled thread (seen: 1.2 ms once in 60 calls of
+#: an honest kernel on the H200); side-stream work shows on every call.
+_PENDING_CALLS = 3
 _DSL_ERROR_MODULES = ("tvm", "tvm_ffi", "cutlass")
 
 _rng = random.SystemRandom()
@@ -179,15 +183,18 @@ class VerifierSession:
 
     def zygote(self) -> Zygote:
         if self._zygote is None or not self._zygote.alive():
-            self._zygote = Zygote(self.preload, self.limits.cpu_threads)
-            if self._zygote.ready.get("cuda_initialized"):
-                # A preloaded library initialised CUDA; forked workers could not use the GPU.
-                # Fall back to preloading torch and TVM only (CuTe DSL then imports per worker).
-                self._zygote.close()
-                self.preload = [m for m in self.preload if not m.startswith("cutlass")]
-                self._zygote = Zygote(self.preload, self.limits.cpu_threads)
-                if self._zygote.ready.get("cuda_initialized"):
-                    raise RuntimeError(f"preloading {self.preload} initialises CUDA; set MKBSIM_VERIFIER_PRELOAD")
+            # A preloaded library that initialises CUDA (TVM's FFI does on a GPU machine) leaves
+            # forked workers unable to use the GPU: fall back to ever smaller preload lists.
+            lists = [self.preload, [m for m in self.preload if not m.startswith("cutlass")]]
+            lists.append([m for m in self.preload if m in ("torch", "numpy")])
+            for preload in dict.fromkeys(tuple(x) for x in lists):
+                zygote = Zygote(list(preload), self.limits.cpu_threads)
+                if not zygote.ready.get("cuda_initialized"):
+                    self.preload, self._zygote = list(preload), zygote
+                    return zygote
+                zygote.close()
+            self._zygote = None
+            raise RuntimeError(f"preloading {self.preload} initialises CUDA; set MKBSIM_VERIFIER_PRELOAD")
         return self._zygote
 
     def env(self) -> dict[str, Any]:
@@ -365,6 +372,7 @@ class _Verification:
             draws=[],
         )
         self.phases: dict[str, float] = {}
+        self.pending_overruns: list[float] = []
         self.inline: list[str] = []
         self.worker: WorkerHandle | None = None
 
@@ -540,8 +548,14 @@ class _Verification:
             )
         background = reply.get("background") or []
         pending = float(reply.get("pending_ms") or 0.0)
-        if background or pending > _PENDING_LIMIT_MS:
-            what = "; ".join(background) if background else f"device work ran {pending:.3f} ms past the end of the call"
+        if pending > _PENDING_LIMIT_MS:
+            self.pending_overruns.append(pending)
+            self.details["pending_overruns_ms"] = self.pending_overruns
+        if background or len(self.pending_overruns) >= _PENDING_CALLS:
+            what = "; ".join(background) or (
+                f"device work ran past the end of {len(self.pending_overruns)} calls, up to "
+                f"{max(self.pending_overruns):.3f} ms"
+            )
             raise _Verdict(
                 "background_work",
                 f"Work was still running after run() returned {where} ({what}); finish all work before returning.",

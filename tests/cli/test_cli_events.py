@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from kits.campaign_events import campaign
 
+from kits.campaign_events import campaign
 from mkbsim.cli import main
 from mkbsim.events import EventStore
 
@@ -52,7 +52,7 @@ def test_init_check_count_tail(tmp_path: Path, capsys: pytest.CaptureFixture[str
     code, out, _ = run(capsys, "events", "tail", "--store", str(store), "-n", "3")
     lines = [json.loads(x) for x in out.splitlines()]
     assert [e["position"] for e in lines] == [total - 2, total - 1, total]
-    code, out, _ = run(capsys, "events", "tail", "--store", str(store), "--type", "AttemptFinished", "-n", "2")
+    _, out, _ = run(capsys, "events", "tail", "--store", str(store), "--type", "AttemptFinished", "-n", "2")
     assert [json.loads(x)["type"] for x in out.splitlines()] == ["AttemptFinished"] * 2
     code, out, _ = run(capsys, "events", "projections", "--store", str(store), "--catch-up")
     assert code == 0 and "lag 0" in out
@@ -60,7 +60,7 @@ def test_init_check_count_tail(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 @pytest.mark.parametrize("action", ["count", "tail", "check", "projections"])
 def test_missing_store_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], action: str) -> None:
-    code, out, err = run(capsys, "events", action, "--store", str(tmp_path / "nope.sqlite"))
+    code, _out, err = run(capsys, "events", action, "--store", str(tmp_path / "nope.sqlite"))
     assert code == 2 and "no such event store" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "nope.sqlite").exists()
 

@@ -1,0 +1,85 @@
+"""Simulator benchmark: the full default campaign (six profiles × 74 problems × 4 arms), side by side
+with the store's raw batched append rate on the very same events.
+
+Phases: deriving the design spaces (catalogue load, imports torch), simulating without a store,
+simulating into a fresh store (what `mkbsim run` does before its report), raw sqlite `executemany` of
+the same events (benchmarks/store.py's floor), and `mkbsim run` end to end in a fresh process.
+
+    .venv/bin/python benchmarks/simulator.py [--replicates 1] [--skip-cli]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mkbsim.events import EventStore, NewEvent
+from mkbsim.simulator import CampaignConfig, all_design_spaces, run_campaign, shipped_profiles, simulate_slots
+
+
+def _store_bench() -> object:
+    """benchmarks/store.py as a module (it is a script, not a package member)."""
+    spec = importlib.util.spec_from_file_location("store_bench", Path(__file__).with_name("store.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--replicates", type=int, default=1)
+    ap.add_argument("--skip-cli", action="store_true", help="skip the end-to-end `mkbsim run` in a fresh process")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="mkbsim-simbench-"))
+    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+    print(f"mkbsim simulator benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {machine}, "
+          f"Python {platform.python_version()}")  # fmt: skip
+
+    t0 = time.perf_counter()
+    spaces = all_design_spaces()
+    t_load = time.perf_counter() - t0
+    config = CampaignConfig(tuple(shipped_profiles().values()), tuple(spaces), args.replicates, seed=0)
+    attempts = len(config.profiles) * len(config.problems) * args.replicates * 4
+    print(f"\ndesign spaces of {len(spaces)} problems (catalogue load, torch import): {t_load:.2f} s")
+
+    t0 = time.perf_counter()
+    events: list[NewEvent] = [ev for s in simulate_slots(config) for _, r in s.attempts.values() for ev in r.events]
+    t_sim = time.perf_counter() - t0
+    print(f"simulation only ({attempts:,} attempts, {len(events):,} events): {t_sim:.2f} s = "
+          f"{attempts / t_sim:,.0f} attempts/s, {len(events) / t_sim:,.0f} events/s")  # fmt: skip
+
+    with EventStore(tmp / "campaign.sqlite", create=True) as store:
+        t0 = time.perf_counter()
+        summary = run_campaign(store, config)
+        t_run = time.perf_counter() - t0
+    campaign_rate = summary.events / t_run
+    print(f"simulation into the store ({summary.events:,} events, batches of 5000): {t_run:.2f} s = "
+          f"{summary.attempts / t_run:,.0f} attempts/s, {campaign_rate:,.0f} events/s")  # fmt: skip
+
+    t_raw = _store_bench().bench_raw(tmp / "raw.sqlite", events, 1000)  # type: ignore[attr-defined]
+    raw_rate = len(events) / t_raw
+    print(f"raw sqlite executemany of the same events (batches of 1000): {raw_rate:,.0f} events/s")
+    print(f"campaign events/s ÷ raw append events/s = {campaign_rate / raw_rate:.2f}")
+
+    if not args.skip_cli:
+        store_path = tmp / "cli.sqlite"
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "mkbsim", "run", "--store", str(store_path)],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        t_cli = time.perf_counter() - t0
+        lines = len(proc.stdout.splitlines())
+        print(f"\n`mkbsim run` (defaults, fresh process, progress bar and {lines}-line report): {t_cli:.1f} s "
+              f"(budget 60 s)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""TUI benchmark: drives `mkbsim tui` headless with Textual's Pilot on a store of about a million events
+and prints the times the issue bounds (first screen ≤ 2 s; a comparisons-table scroll and a replay step
+≤ 100 ms per action), plus the other actions a researcher repeats (sort, filter, jump, next verdict).
+
+    .venv/bin/python benchmarks/tui.py [--store PATH] [--events 1000000] [--json]
+
+Without --store it simulates a campaign into a temporary store (the simulator, replicates until the
+store holds --events events) and brings the projections current, as `mkbsim run` leaves a store. The
+first screen is timed in a fresh process from its start (interpreter, imports, store check, first
+query, first paint) to the monitor showing the campaign; once on a store whose projections are
+current and once, with --cold, on one whose projections were never built (the watcher builds them in
+the background while the screen is already up). A per-action time is a key press through its handling
+and the repaint of everything it changed (pilot.pause() runs the compositor), including the SQL that
+fetches newly visible rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# Run as a script, this file's folder leads sys.path, and this file's name would shadow the `tui` package.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+SIZE = (140, 42)
+T0_ENV = "MKBSIM_TUI_BENCH_T0"
+EVENTS_PER_REPLICATE = 52_000  # the default simulated campaign (6 profiles × 74 problems × 4 arms) per replicate
+
+
+def build_store(path: Path, events: int) -> dict[str, float]:
+    from mkbsim.events import EventStore
+    from mkbsim.projections import ProjectionEngine, default_projections
+    from mkbsim.simulator import CampaignConfig, run_campaign, select_problems, shipped_profiles
+
+    replicates = max(1, math.ceil(events / EVENTS_PER_REPLICATE))
+    config = CampaignConfig(tuple(shipped_profiles().values()), tuple(select_problems(None)), replicates, seed=0)
+    t0 = time.perf_counter()
+    with EventStore(path, create=True) as store:
+        run_campaign(store, config)
+        simulated = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        ProjectionEngine(store, default_projections()).catch_up()
+        projected = time.perf_counter() - t1
+    return {"simulate_s": simulated, "project_s": projected}
+
+
+def drop_projections(source: Path, target: Path) -> None:
+    """A copy of ``source`` whose projections were never built (what a first open of a fresh store meets)."""
+    import sqlite3
+
+    from mkbsim.projections import default_projections
+
+    conn = sqlite3.connect(source)
+    conn.execute("VACUUM INTO ?", (str(target),))
+    conn.close()
+    conn = sqlite3.connect(target)
+    for projection in default_projections():
+        for table in projection.tables:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute("DELETE FROM projection_checkpoints")
+    conn.commit()
+    conn.close()
+
+
+def first_screen_child(store: Path) -> None:
+    """In a fresh process: time from the parent's spawn to the monitor's first drawn campaign view."""
+    t0 = float(os.environ[T0_ENV])
+    from tui.app import MkbsimApp
+    from tui.screens.monitor import MonitorScreen
+
+    imported = time.time() - t0
+
+    async def run() -> dict[str, float]:
+        app = MkbsimApp(store)
+        async with app.run_test(size=SIZE) as pilot:
+            drawn = views = lift = None
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and lift is None:
+                await pilot.pause(0.005)
+                screen = app.screen
+                now = time.time() - t0
+                if drawn is None and isinstance(screen, MonitorScreen) and screen.shown_campaign is not None:
+                    drawn = now
+                if views is None and app.store_state.synced and not app.store_state.behind:
+                    views = now
+                if app.lift is not None and app.lift.rows:
+                    lift = now
+            return {"imports_s": imported, "first_screen_s": drawn or math.nan, "views_current_s": views or math.nan,
+                    "lift_table_s": lift or math.nan}  # fmt: skip
+
+    print(json.dumps(asyncio.run(run())))
+
+
+def time_first_screen(store: Path) -> dict[str, float]:
+    env = dict(os.environ, **{T0_ENV: repr(time.time())})
+    out = subprocess.run([sys.executable, __file__, "--first-screen-child", str(store)], env=env, check=True,
+                         capture_output=True, text=True, timeout=600).stdout  # fmt: skip
+    return json.loads(out.strip().splitlines()[-1])
+
+
+async def time_actions(store: Path) -> dict[str, list[float]]:
+    from textual import events
+
+    from tui.app import MkbsimApp
+    from tui.screens.comparisons import ComparisonsScreen
+    from tui.screens.replay import ReplayScreen
+
+    app = MkbsimApp(store)
+    times: dict[str, list[float]] = {}
+
+    async with app.run_test(size=SIZE) as pilot:
+
+        async def settle() -> None:
+            while not (app.store_state.synced and app.lift is not None):
+                await pilot.pause(0.05)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+
+        async def act(name: str, key: str, repeat: int = 1) -> None:
+            """Time ``key`` from its dispatch to its repaint. Pilot.press would add ≥ 40 ms of idle-waiting
+            sleeps per key, so the key goes to the driver as Pilot sends it, and the timed span ends when
+            the screen has processed the messages it caused and the compositor has repainted."""
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                assert app._driver is not None
+                app._driver.send_message(events.Key(key, key if len(key) == 1 else None))
+                for _ in range(3):  # the key, then the messages its action posted (cursor moved, …)
+                    await pilot._wait_for_screen()
+                app.screen._on_timer_update()
+                times.setdefault(name, []).append(time.perf_counter() - t0)
+                await pilot.pause()  # let background work (the summary line, plots) finish, untimed
+
+        await settle()
+        await act("open comparisons screen", "2")
+        await app.workers.wait_for_complete()
+        assert isinstance(app.screen, ComparisonsScreen)
+        await act("comparisons: page down", "pagedown", repeat=60)
+        await act("comparisons: cursor down", "down", repeat=100)
+        await act("comparisons: page up", "pageup", repeat=30)
+        await act("comparisons: jump to end", "end", repeat=3)
+        await act("comparisons: jump to start", "home", repeat=3)
+        for _ in range(4):
+            await act("comparisons: sort by next column", "s")
+            await act("comparisons: page down", "pagedown", repeat=5)
+        for _ in range(3):
+            await act("comparisons: toggle harmed only", "h")
+            await app.workers.wait_for_complete()
+        await act("comparisons: toggle harmed only", "h")  # harmed only stays on: open one of them
+        await app.workers.wait_for_complete()
+        await act("replay: open a harmed comparison", "enter")
+        assert isinstance(app.screen, ReplayScreen)
+        await act("replay: step forward", "right", repeat=120)
+        await act("replay: step back", "left", repeat=60)
+        await act("replay: jump to next verdict", "n", repeat=10)
+        await act("replay: expand a verifier result", "x", repeat=4)
+        await act("replay: other direction", "o", repeat=2)
+    return times
+
+
+def store_size(store: Path) -> dict[str, int]:
+    import sqlite3
+
+    conn = sqlite3.connect(store)
+    try:
+        return {
+            "events": conn.execute("SELECT MAX(position) FROM events").fetchone()[0],
+            "attempts": conn.execute("SELECT COUNT(*) FROM attempts").fetchone()[0],
+            "comparisons": conn.execute("SELECT COUNT(*) FROM comparisons").fetchone()[0],
+            "skills": conn.execute("SELECT COUNT(*) FROM events WHERE type = 'SkillWritten'").fetchone()[0],
+        }
+    finally:
+        conn.close()
+
+
+def summarize(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "n": len(ordered),
+        "median_ms": statistics.median(ordered) * 1000,
+        "p95_ms": ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)] * 1000,
+        "max_ms": ordered[-1] * 1000,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, help="an existing store (default: simulate one)")
+    parser.add_argument("--events", type=int, default=1_000_000, help="events to simulate (default 1,000,000)")
+    parser.add_argument("--cold", action="store_true", help="also time the first screen with projections unbuilt")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--first-screen-child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.first_screen_child is not None:
+        first_screen_child(args.first_screen_child)
+        return
+
+    machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    results: dict[str, Any] = {"machine": machine}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = args.store
+        if store is None:
+            store = Path(tmp) / "bench.sqlite"
+            results["build"] = build_store(store, args.events)
+        results["store"] = store_size(store)
+        results["first_screen_warm"] = time_first_screen(store)
+        if args.cold:
+            cold = Path(tmp) / "cold.sqlite"
+            drop_projections(store, cold)
+            results["first_screen_cold"] = time_first_screen(cold)
+            cold.unlink()
+        results["actions"] = {name: summarize(s) for name, s in asyncio.run(time_actions(store)).items()}
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"machine: {results['machine']}")
+    print("store: " + ", ".join(f"{v:,} {k}" for k, v in results["store"].items()))
+    if "build" in results:
+        print(f"built in {results['build']['simulate_s']:.1f} s, projections in {results['build']['project_s']:.1f} s")
+    for key in ("first_screen_warm", "first_screen_cold"):
+        if key in results:
+            r = results[key]
+            print(f"{key.replace('_', ' ')}: imports {r['imports_s']:.2f} s · first screen {r['first_screen_s']:.2f} s"
+                  f" · views current {r['views_current_s']:.2f} s · lift table {r['lift_table_s']:.2f} s")  # fmt: skip
+    print(f"{'action':<40} {'n':>4} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}")
+    for name, s in results["actions"].items():
+        print(f"{name:<40} {s['n']:>4} {s['median_ms']:>10.1f} {s['p95_ms']:>8.1f} {s['max_ms']:>8.1f}")
+
+
+if __name__ == "__main__":
+    main()

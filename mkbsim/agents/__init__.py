@@ -1,0 +1,106 @@
+"""Real LLM agents (issue 7): the terminal-agent loop, its sandbox, budgets, skill capture and transfer.
+
+    from mkbsim.agents import load_llm_campaign, run_llm_campaign, VerifierScorers
+
+    config = load_llm_campaign("examples/llm.toml")
+    with VerifierScorers(config.verifier_backend, config.verifier_protocol) as scorers:
+        summary = run_llm_campaign(config, store, load_catalog(), scorers)
+
+``run_attempt`` runs one attempt and ``run_transfer_pair`` a solo → skill-conditioned pair, both
+appending every model request and reply, command, observation, submission, verifier result and
+skill to an ``EventStore``; ``replay_requests`` rebuilds the exact requests from those events.
+litellm is imported only when a model is called.
+"""
+
+from mkbsim.agents._attempt import AttemptOutcome, AttemptSpec, BudgetClock, LoopConfig, run_attempt
+from mkbsim.agents._campaign import CampaignSummary, plan_fingerprint, run_llm_campaign
+from mkbsim.agents._config import ConfigError, LlmCampaignConfig, load_env_file, load_llm_campaign
+from mkbsim.agents._conversation import Conversation, replay_requests
+from mkbsim.agents._docs import docs_index_text, write_docs_index
+from mkbsim.agents._ledger import CostLedger
+from mkbsim.agents._model import (
+    DEFAULT_CONTEXT_TOKENS,
+    BudgetEnded,
+    Completion,
+    ContextOverflow,
+    ModelClient,
+    ModelConfig,
+    ModelUnavailable,
+    RetryNote,
+    is_transient,
+)
+from mkbsim.agents._reply import REPLY_KEYS, Command, Reply, ReplyError, parse_reply, reply_format
+from mkbsim.agents._sandbox import (
+    CommandResult,
+    NetworkIsolation,
+    Sandbox,
+    SandboxConfig,
+    SandboxError,
+    detect_network_isolation,
+)
+from mkbsim.agents._scoring import Scorer, ScorerFactory, Verdict, VerifierScorers
+from mkbsim.agents._transfer import (
+    DIRECTIONS,
+    SkillFilter,
+    SourceNotFinished,
+    TransferPair,
+    attempt_id_for,
+    latest_finish,
+    recorded_skill,
+    run_transfer_pair,
+    run_treatment,
+)
+
+__all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
+    "DIRECTIONS",
+    "REPLY_KEYS",
+    "AttemptOutcome",
+    "AttemptSpec",
+    "BudgetClock",
+    "BudgetEnded",
+    "CampaignSummary",
+    "Command",
+    "CommandResult",
+    "Completion",
+    "ConfigError",
+    "ContextOverflow",
+    "Conversation",
+    "CostLedger",
+    "LlmCampaignConfig",
+    "LoopConfig",
+    "ModelClient",
+    "ModelConfig",
+    "ModelUnavailable",
+    "NetworkIsolation",
+    "Reply",
+    "ReplyError",
+    "RetryNote",
+    "Sandbox",
+    "SandboxConfig",
+    "SandboxError",
+    "Scorer",
+    "ScorerFactory",
+    "SkillFilter",
+    "SourceNotFinished",
+    "TransferPair",
+    "Verdict",
+    "VerifierScorers",
+    "attempt_id_for",
+    "detect_network_isolation",
+    "docs_index_text",
+    "is_transient",
+    "latest_finish",
+    "load_env_file",
+    "load_llm_campaign",
+    "parse_reply",
+    "plan_fingerprint",
+    "recorded_skill",
+    "replay_requests",
+    "reply_format",
+    "run_attempt",
+    "run_llm_campaign",
+    "run_transfer_pair",
+    "run_treatment",
+    "write_docs_index",
+]

@@ -1,0 +1,216 @@
+"""The LLM campaign file (TOML; ``examples/llm.toml`` shows every key) and ``.env`` loading.
+
+Every mistake is reported as one line naming the file and the key. Relative paths (the sandbox
+root, the env file) are relative to the current directory, like the store's path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mkbsim.agents._attempt import LoopConfig
+from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
+from mkbsim.agents._sandbox import GIB, SandboxConfig
+from mkbsim.agents._transfer import DIRECTIONS
+from mkbsim.catalog import Budget
+from mkbsim.errors import UserError
+
+_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class ConfigError(UserError):
+    """A campaign file that cannot be used; names the file and the key."""
+
+
+@dataclass(frozen=True)
+class LlmCampaignConfig:
+    path: Path
+    campaign_id: str
+    problems: str
+    agents: tuple[ModelConfig, ...]
+    sandbox: SandboxConfig
+    directions: tuple[str, ...] = tuple(DIRECTIONS)
+    replicates: int = 1
+    cost_cap_usd: float | None = None
+    env_file: Path = Path(".env")
+    budget: Budget = field(default_factory=Budget)
+    verifier_backend: str | None = None
+    verifier_protocol: str = "paper"
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+class _Table:
+    """Typed, checked access to one TOML table; unknown keys are errors (typos must not pass)."""
+
+    def __init__(self, path: Path, where: str, data: Any, known: tuple[str, ...]) -> None:
+        self.path, self.where = path, where
+        if not isinstance(data, dict):
+            self.fail("", "must be a table")
+        self.data: dict[str, Any] = data
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            self.fail(unknown[0], f"unknown key (known: {', '.join(known)})")
+
+    def fail(self, key: str, message: str) -> None:
+        name = f"{self.where}.{key}" if key and self.where else key or self.where
+        raise ConfigError(f"{self.path}: {name}: {message}")
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None, *, required: bool = False) -> Any:
+        if key not in self.data:
+            if required:
+                self.fail(key, "required key is missing")
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        # TOML booleans are ints in Python: never accept one where a number is meant
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            names = " or ".join("number" if k is float else k.__name__ for k in kinds)
+            self.fail(key, f"expected {names}, got {type(value).__name__} {value!r:.40}")
+        return value
+
+    def positive(self, key: str, default: float, *, integer: bool = False) -> Any:
+        value = self.get(key, int if integer else (int, float), default)
+        if value <= 0:
+            self.fail(key, f"must be positive, got {value}")
+        return value
+
+
+def _agent(path: Path, index: int, data: Any) -> ModelConfig:
+    t = _Table(path, f"agents[{index}]", data, (
+        "model", "name", "params", "api_key_env", "context_tokens", "request_timeout_s", "max_retries",
+        "backoff_initial_s", "backoff_max_s",
+    ))  # fmt: skip
+    params = t.get("params", dict, {})
+    reserved = sorted(set(params) & RESERVED_PARAMS)
+    if reserved:
+        t.fail("params", f"{reserved[0]!r} is set by mkbsim itself (reserved: {', '.join(sorted(RESERVED_PARAMS))})")
+    retries = t.get("max_retries", int, 6)
+    if retries < 0:
+        t.fail("max_retries", f"must be >= 0, got {retries}")
+    context = t.get("context_tokens", int)
+    if context is not None and context <= 0:
+        t.fail("context_tokens", f"must be positive, got {context}")
+    return ModelConfig(
+        model=t.get("model", str, required=True), params=params, name=t.get("name", str, ""),
+        api_key_env=t.get("api_key_env", str), context_tokens=context,
+        request_timeout_s=float(t.positive("request_timeout_s", 600.0)), max_retries=retries,
+        backoff_initial_s=float(t.positive("backoff_initial_s", 2.0)),
+        backoff_max_s=float(t.positive("backoff_max_s", 120.0)),
+    )  # fmt: skip
+
+
+def _sandbox(path: Path, data: Any) -> SandboxConfig:
+    t = _Table(path, "sandbox", data, (
+        "root", "cpus", "memory_gb", "command_timeout_s", "max_command_timeout_s", "output_chars",
+        "require_network_isolation",
+    ))  # fmt: skip
+    cpus = t.get("cpus", (int, list), 2)
+    if isinstance(cpus, list):
+        if not cpus or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
+            t.fail("cpus", "a list of cpus must hold core numbers (integers >= 0)")
+        cpus = tuple(cpus)
+    elif cpus <= 0:
+        t.fail("cpus", f"must be positive, got {cpus}")
+    command_timeout = float(t.positive("command_timeout_s", 120.0))
+    max_timeout = float(t.positive("max_command_timeout_s", 600.0))
+    if command_timeout > max_timeout:
+        t.fail("command_timeout_s", f"{command_timeout:g} exceeds max_command_timeout_s {max_timeout:g}")
+    return SandboxConfig(
+        root=Path(t.get("root", str, "runs/sandboxes")), cpus=cpus,
+        memory_bytes=int(t.positive("memory_gb", 8) * GIB), default_command_timeout_s=command_timeout,
+        max_command_timeout_s=max_timeout, output_chars=t.positive("output_chars", 10_000, integer=True),
+        require_network_isolation=t.get("require_network_isolation", bool, False),
+    )  # fmt: skip
+
+
+def _loop(path: Path, data: Any) -> LoopConfig:
+    t = _Table(path, "loop", data, ("summarize_at", "keep_recent_messages", "max_malformed_replies"))
+    summarize_at = float(t.positive("summarize_at", 0.8))
+    if summarize_at >= 1:
+        t.fail("summarize_at", f"must be a fraction of the context window below 1, got {summarize_at}")
+    keep = t.positive("keep_recent_messages", 6, integer=True)
+    if keep < 2:
+        t.fail("keep_recent_messages", f"must be at least 2, got {keep}")
+    return LoopConfig(summarize_at, keep, t.positive("max_malformed_replies", 8, integer=True))
+
+
+def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
+    """Read and check an LLM campaign file."""
+    file = Path(path)
+    try:
+        raw = tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: no such campaign file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    top = _Table(file, "", raw, ("campaign", "budget", "verifier", "sandbox", "loop", "agents"))
+    c = _Table(file, "campaign", top.get("campaign", dict, required=True), (
+        "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file",
+    ))  # fmt: skip
+    campaign_id = c.get("id", str, required=True)
+    if not _ID.match(campaign_id):
+        c.fail("id", f"use letters, digits, '_', '.' and '-' only, got {campaign_id!r}")
+    problems = c.get("problems", (str, list), required=True)
+    if isinstance(problems, list):
+        if not problems or not all(isinstance(p, str) for p in problems):
+            c.fail("problems", "a list of problems must hold ids or names (strings)")
+        problems = ",".join(problems)
+    directions = c.get("directions", list, list(DIRECTIONS))
+    bad = [d for d in directions if d not in DIRECTIONS]
+    if bad or not directions:
+        c.fail("directions", f"use a non-empty list of {', '.join(DIRECTIONS)}; got {bad or directions}")
+    cap = c.get("cost_cap_usd", (int, float))
+    if cap is not None and cap <= 0:
+        c.fail("cost_cap_usd", f"must be positive, got {cap}")
+    env_file = c.get("env_file", str, ".env")
+
+    b = _Table(file, "budget", top.get("budget", dict, {}), ("minutes", "submissions"))
+    budget = Budget(b.positive("minutes", 40, integer=True), b.positive("submissions", 10, integer=True))
+
+    v = _Table(file, "verifier", top.get("verifier", dict, {}), ("backend", "protocol"))
+    backend = v.get("backend", str)
+    if backend not in (None, "cuda", "cpu"):
+        v.fail("backend", f"use cuda or cpu, got {backend!r}")
+    protocol = v.get("protocol", str, "paper")
+    if protocol not in ("paper", "hardened"):
+        v.fail("protocol", f"use paper or hardened, got {protocol!r}")
+
+    agents_raw = top.get("agents", list, required=True)
+    if not agents_raw:
+        top.fail("agents", "list at least one agent ([[agents]] with a model)")
+    agents = tuple(_agent(file, i, a) for i, a in enumerate(agents_raw))
+    labels = [a.label for a in agents]
+    if len(set(labels)) != len(labels):
+        top.fail("agents", f"two agents share the name {next(x for x in labels if labels.count(x) > 1)!r}")
+
+    return LlmCampaignConfig(
+        path=file, campaign_id=campaign_id, problems=problems, agents=agents,
+        sandbox=_sandbox(file, top.get("sandbox", dict, {})), directions=tuple(directions),
+        replicates=c.positive("replicates", 1, integer=True), cost_cap_usd=float(cap) if cap is not None else None,
+        env_file=Path(env_file), budget=budget, verifier_backend=backend,
+        verifier_protocol=protocol, loop=_loop(file, top.get("loop", dict, {})), raw=raw,
+    )  # fmt: skip
+
+
+def load_env_file(path: Path) -> list[str]:
+    """Put a ``.env`` file's variables into the environment (values already set win); returns
+    the names it set. A missing file sets nothing."""
+    if not path.is_file():
+        return []
+    from dotenv import dotenv_values
+
+    names = []
+    for name, value in dotenv_values(path).items():
+        if value is not None and name not in os.environ:
+            os.environ[name] = value
+            names.append(name)
+    return names

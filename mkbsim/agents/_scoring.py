@@ -1,0 +1,91 @@
+"""What the agent loop needs from a verifier: a ``Scorer`` turns a kernel file into a verdict.
+
+The loop never imports the verifier itself; a campaign hands it a scorer per (problem, DSL). The
+real ones come from ``VerifierScorers`` (DESIGN §5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from mkbsim.catalog import Problem
+    from mkbsim.verifier import VerifierSession
+
+SubmissionIndex = int | Literal["final"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A ``VerifierResult`` payload (DESIGN §3) and the feedback text shown to the agent."""
+
+    payload: dict[str, Any]
+    feedback: str
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.payload.get("passed"))
+
+    @property
+    def infra_error(self) -> bool:
+        """The verifier failed, not the submission: such a submission is not counted."""
+        return self.payload.get("failure") == "infra_error"
+
+
+class Scorer(Protocol):
+    def score(self, kernel_path: Path, *, attempt_id: str, submission: SubmissionIndex) -> Verdict:
+        """Verify the kernel file; the payload names ``attempt_id`` and ``submission``."""
+        ...
+
+
+#: Makes the scorer for one attempt's (problem, DSL).
+ScorerFactory = Callable[["Problem", str], Scorer]
+
+
+class VerifierScorers:
+    """A ``ScorerFactory`` backed by the project's verifier (``mkbsim.verifier``).
+
+    One verifier session serves every scorer it makes, so its worker processes are started once
+    per campaign, not once per submission. ``backend`` None picks the verifier's default (cuda
+    where a GPU is visible, else cpu). Close it when the campaign ends.
+    """
+
+    def __init__(self, backend: str | None = None, protocol: str = "paper") -> None:
+        self.backend = backend
+        self.protocol = protocol
+        self._session: VerifierSession | None = None
+
+    def session(self) -> VerifierSession:
+        if self._session is None:
+            from mkbsim.verifier import VerifierSession
+
+            self._session = VerifierSession(self.backend)
+        return self._session
+
+    def __call__(self, problem: Problem, dsl: str) -> Scorer:
+        return _SessionScorer(self, problem, dsl)
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def __enter__(self) -> VerifierScorers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class _SessionScorer:
+    owner: VerifierScorers
+    problem: Problem
+    dsl: str
+
+    def score(self, kernel_path: Path, *, attempt_id: str, submission: SubmissionIndex) -> Verdict:
+        report = self.owner.session().verify(kernel_path, self.problem, self.dsl, protocol=self.owner.protocol)
+        return Verdict(report.to_payload(attempt_id, submission), "\n".join(report.verdict_lines()))

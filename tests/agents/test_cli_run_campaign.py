@@ -1,0 +1,91 @@
+"""`mkbsim run --campaign FILE`: an LLM campaign from the command line, and its one-line errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from agent_kit import StubLLM, act
+
+from mkbsim.cli import main
+from mkbsim.events import EventStore
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_campaign_file_until_the_cost_cap(
+    tmp_path: Path, stub: StubLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "keys.env").write_text("MKB_STUB_KEY=sk-from-env-file\n")
+    campaign = tmp_path / "llm.toml"
+    campaign.write_text(f"""
+[campaign]
+id = "cli"
+problems = "p36"
+directions = ["cutedsl2tirx"]
+cost_cap_usd = 0.000001
+env_file = "{tmp_path / "keys.env"}"
+
+[verifier]
+backend = "cpu"
+
+[sandbox]
+root = "{tmp_path / "sandboxes"}"
+
+[[agents]]
+model = "openai/gpt-4o-mini"
+params = {{ api_base = "{stub.url}" }}
+api_key_env = "MKB_STUB_KEY"
+""")
+    stub.script = [act(write={"kernel.py": "", "SKILL.md": "- a finding\n"}, done=True)]
+    store = tmp_path / "runs.sqlite"
+    try:
+        code, out, err = run_cli(capsys, "run", "--campaign", str(campaign), "--store", str(store))
+    finally:
+        os.environ.pop("MKB_STUB_KEY", None)
+    assert code == 0, err
+    assert "loaded MKB_STUB_KEY from" in out
+    assert "cli.openai-gpt-4o-mini.p36.solo_cutedsl.r0: finished, failed" in out
+    assert "stopped: the cost cap of $1e-06 was reached" in out
+    assert "cannot run CuTe DSL kernels" in err
+    assert stub.received[0].authorization == "Bearer sk-from-env-file"  # the env file's key reached the provider
+    with EventStore(store) as s:
+        assert s.count("AttemptStarted") == 1 and s.count("CampaignFinished") == 1
+
+
+def test_a_bad_campaign_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    campaign = tmp_path / "bad.toml"
+    campaign.write_text('[campaign]\nid = "x"\nproblems = "p36"\n[[agents]]\nmodl = "openai/gpt-4.1"\n')
+    code, out, err = run_cli(capsys, "run", "--campaign", str(campaign), "--store", str(tmp_path / "s.sqlite"))
+    assert code == 2 and out == ""
+    assert (
+        err.strip() == f"mkbsim run: error: {campaign}: agents[0].modl: unknown key (known: model, name, params, "
+        "api_key_env, context_tokens, request_timeout_s, max_retries, backoff_initial_s, backoff_max_s)"
+    )
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_a_missing_provider_key_stops_before_any_attempt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    campaign = tmp_path / "llm.toml"
+    campaign.write_text(
+        f'[campaign]\nid = "x"\nproblems = "p36"\nenv_file = "{tmp_path / "none.env"}"\n'
+        '[[agents]]\nmodel = "openai/gpt-4.1"\n'
+    )
+    code, out, err = run_cli(capsys, "run", "--campaign", str(campaign), "--store", str(tmp_path / "s.sqlite"))
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"mkbsim run: error: {campaign}: agents[0] (openai/gpt-4.1): OPENAI_API_KEY not set "
+        f"(export it or put it in {tmp_path / 'none.env'})"
+    )
+    assert not (tmp_path / "s.sqlite").exists()

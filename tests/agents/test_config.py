@@ -1,0 +1,87 @@
+"""The LLM campaign file: the shipped example loads; mistakes name the file and the key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mkbsim.agents import ConfigError, load_env_file, load_llm_campaign
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "llm.toml"
+
+MINIMAL = """
+[campaign]
+id = "t1"
+problems = "p36"
+
+[[agents]]
+model = "openai/gpt-4.1-mini"
+"""
+
+
+def test_the_example_loads_with_the_study_protocol() -> None:
+    config = load_llm_campaign(EXAMPLE)
+    assert config.campaign_id == "llm-demo" and config.problems == "p36,p28"
+    assert (config.budget.minutes, config.budget.submissions) == (40, 10)
+    assert config.sandbox.cpus == 2 and config.sandbox.memory_bytes == 8 << 30
+    assert config.directions == ("cutedsl2tirx", "tirx2cutedsl") and config.cost_cap_usd == 25.0
+    (agent,) = config.agents
+    assert agent.model == "openai/gpt-4.1" and agent.label == "gpt-4.1"
+    assert dict(agent.params) == {"temperature": 0.2, "max_tokens": 8192}
+    assert config.verifier_backend == "cuda" and config.verifier_protocol == "paper"
+
+
+def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(MINIMAL)
+    config = load_llm_campaign(path)
+    assert config.replicates == 1 and config.cost_cap_usd is None and config.verifier_backend is None
+    assert config.env_file == Path(".env") and config.agents[0].label == "openai/gpt-4.1-mini"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace('id = "t1"', 'id = "a b"'), "campaign.id: use letters"),
+        (lambda t: t.replace('problems = "p36"\n', ""), "campaign.problems: required key is missing"),
+        (lambda t: t + "\n[sandbox]\ncpu = 2\n", "sandbox.cpu: unknown key"),
+        (lambda t: t + "\n[sandbox]\nmemory_gb = -1\n", "sandbox.memory_gb: must be positive"),
+        (lambda t: t + "\n[sandbox]\ncpus = true\n", "sandbox.cpus: expected int or list, got bool"),
+        (lambda t: t + '\n[budget]\nminutes = "40"\n', "budget.minutes: expected int, got str"),
+        (lambda t: t + '\n[verifier]\nbackend = "tpu"\n', "verifier.backend: use cuda or cpu"),
+        (lambda t: t + "\n[loop]\nsummarize_at = 1.5\n", "loop.summarize_at: must be a fraction"),
+        (lambda t: t.replace('problems = "p36"', 'problems = "p36"\ndirections = ["a2b"]'), "campaign.directions"),
+        (lambda t: t.replace('model = "openai/gpt-4.1-mini"', ""), r"agents\[0\].model: required key is missing"),
+        (lambda t: t + "params = { timeout = 5 }\n", r"agents\[0\].params: 'timeout' is set by mkbsim"),
+        (lambda t: t + "temperature = 0.2\n", r"agents\[0\].temperature: unknown key"),
+        (lambda t: t + '\n[[agents]]\nmodel = "openai/gpt-4.1-mini"\n', "agents: two agents share the name"),
+        (lambda t: t + "\n[simulation]\nseed = 1\n", "simulation: unknown key"),
+        (lambda t: t + "[[[", "not valid TOML"),
+    ],
+)
+def test_mistakes_name_the_key(tmp_path: Path, edit: object, message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(edit(MINIMAL))  # type: ignore[operator]
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_llm_campaign(path)
+    assert str(caught.value).startswith(f"{path}: ")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such campaign file"):
+        load_llm_campaign(tmp_path / "nope.toml")
+
+
+def test_env_file_fills_only_unset_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MKB_TEST_SET", "from-environment")
+    monkeypatch.delenv("MKB_TEST_NEW", raising=False)
+    env = tmp_path / ".env"
+    env.write_text("MKB_TEST_SET=from-file\nMKB_TEST_NEW=new-value\n")
+    try:
+        assert load_env_file(env) == ["MKB_TEST_NEW"]
+        assert os.environ["MKB_TEST_SET"] == "from-environment" and os.environ["MKB_TEST_NEW"] == "new-value"
+    finally:
+        os.environ.pop("MKB_TEST_NEW", None)
+    assert load_env_file(tmp_path / "missing.env") == []

@@ -1,0 +1,111 @@
+"""Skill filters as the TUI uses them: list, preview on one skill, count changes over a campaign, launch
+a filter test. Filters come from the ``skill_filters`` package (DESIGN §9: ``skill_filters.get(name)``,
+``filter.apply(text)`` → a result whose ``.text`` is the filtered skill, with removed spans and reasons);
+the package lists its filters with ``skill_filters.names()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+#: A filter as the TUI calls it: skill text → a result with ``.text`` (and optionally ``.reasons``).
+FilterFunction = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class FilterPreview:
+    name: str
+    original: str
+    text: str
+    reasons: tuple[str, ...]
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+
+@dataclass(frozen=True)
+class DiffPiece:
+    """A run of words of the diff: kept, removed from the original, or added by the filter."""
+
+    kind: str  # "kept" | "removed" | "added"
+    text: str
+
+
+class FilterCatalog:
+    """The filters a session can preview, by name. ``unavailable`` says why there are none, if none;
+    ``can_launch`` whether a filter test can be started (this mkbsim has `mkbsim filter-test`)."""
+
+    def __init__(
+        self, filters: Mapping[str, FilterFunction], unavailable: str | None = None, *, can_launch: bool = False
+    ) -> None:
+        self._filters = dict(filters)
+        self.unavailable = unavailable
+        self.can_launch = can_launch
+
+    @classmethod
+    def from_skill_filters(cls) -> FilterCatalog:
+        """The installed ``skill_filters`` package's filters (built-ins and entry-point plugins)."""
+        can_launch = cli_has_command("filter-test")
+        try:
+            import skill_filters
+        except ImportError:
+            return cls({}, "the skill_filters package is not installed", can_launch=can_launch)
+        get, names = getattr(skill_filters, "get", None), getattr(skill_filters, "names", None)
+        if not callable(get) or not callable(names):
+            return cls({}, "skill_filters does not provide get() and names() yet", can_launch=can_launch)
+        listed = list(names())
+        if not listed:
+            return cls({}, "skill_filters.names() is empty", can_launch=can_launch)
+        return cls({str(n): get(n).apply for n in listed}, can_launch=can_launch)
+
+    def names(self) -> list[str]:
+        return sorted(self._filters)
+
+    def apply(self, name: str, text: str) -> FilterPreview:
+        result = self._filters[name](text)
+        reasons = tuple(str(r) for r in getattr(result, "reasons", ()) or ())
+        return FilterPreview(name, text, str(result.text), reasons)
+
+
+_TOKEN = re.compile(r"\s+|[^\s]+")
+
+
+def word_diff(original: str, filtered: str) -> list[DiffPiece]:
+    """A word-level diff (whitespace kept) of the filter's output against the skill it was given."""
+    a, b = _TOKEN.findall(original), _TOKEN.findall(filtered)
+    pieces: list[DiffPiece] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            pieces.append(DiffPiece("kept", "".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            pieces.append(DiffPiece("removed", "".join(a[i1:i2])))
+        if j2 > j1:
+            pieces.append(DiffPiece("added", "".join(b[j1:j2])))
+    return pieces
+
+
+def cli_has_command(name: str) -> bool:
+    """Whether this mkbsim's command line has the subcommand ``name`` (e.g. "filter-test")."""
+    from mkbsim.cli._main import build_parser
+
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return name in action.choices
+    return False
+
+
+def launch_filter_test(store: Path, campaign_id: str, filter_name: str, log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start ``mkbsim filter-test`` in its own process (and session, so closing the TUI leaves it running)."""
+    command = [sys.executable, "-m", "mkbsim", "filter-test", "--store", str(store), "--campaign", campaign_id,
+               "--filter", filter_name]  # fmt: skip
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -1,0 +1,243 @@
+"""Comparisons: every comparison (model, problem, direction, replicate) in a sortable, filterable table
+with quick filters, a summary of the filtered set, and plots of its paired lift by family and by tier."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.widgets import Footer, Input, Select, Static
+from textual_plotext import PlotextPlot
+
+from tui import format as fmt
+from tui.data import comparisons as data
+from tui.data.comparisons import Aggregates, ComparisonQuery, ComparisonRow, LiftBar
+from tui.messages import OpenComparison
+from tui.screens.base import StoreScreen
+from tui.widgets.nav_bar import NavBar
+from tui.widgets.paged_table import Column, KeyedSource, PagedTable
+
+ALL_CAMPAIGNS = "*"
+
+
+def _variant(row: ComparisonRow) -> str:
+    c = row.comparison
+    if c.chain_id is not None:
+        return f"chain h{c.hop}"
+    return c.filter or "plain"
+
+
+COLUMNS: list[Column[ComparisonRow]] = [
+    Column("model", "Model", 16, lambda r: r.comparison.model, flex=True),
+    Column("direction", "Dir", 9, lambda r: fmt.DIRECTION_NAMES.get(r.comparison.direction, r.comparison.direction)),
+    Column("family", "Family", 13, lambda r: r.comparison.family),
+    Column("problem", "Prob", 5, lambda r: r.comparison.problem),
+    Column("replicate", "Rep", 3, lambda r: str(r.comparison.replicate), justify="right"),
+    Column("baseline", "Solo", 8, lambda r: fmt.verdict(r.comparison.baseline_passed, r.comparison.baseline_speedup)),
+    Column(
+        "treatment", "Skill", 8, lambda r: fmt.verdict(r.comparison.treatment_passed, r.comparison.treatment_speedup)
+    ),
+    Column("r", "r", 5, lambda r: fmt.ratio(r.comparison.r), justify="right"),
+    Column("outcome", "Outcome", 7, lambda r: fmt.outcome(r.comparison.outcome)),
+    Column("verdict", "Verdict", 7, lambda r: fmt.verdict_change(r.comparison.verdict_change)),
+    Column("standing", "Source", 6, lambda r: fmt.standing(r.comparison.standing)),
+    Column("variant", "Variant", 10, _variant),
+]
+
+
+class ComparisonsScreen(StoreScreen):
+    HELP = """\
+## Comparisons
+
+One row per comparison (DESIGN §6): the target-DSL solo (Solo) against the skill-conditioned attempt
+(Skill), the ratio r, the outcome (helped r ≥ 5/4, harmed r ≤ 4/5), a verdict change (rescue/break)
+and where the source attempt stood (above/same/below the solo's tier). Rows are read a page at a time,
+so scrolling stays fast on any store. The line above the table summarises the filtered set; the
+plots show its paired lift by family and by the source attempt's tier (DESIGN §6: 0 = failed, then 1 + the
+speedup thresholds 0.5×, 1×, 2×, 4× it reaches).
+Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
+"""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("h", "harmed_only", "Harmed only"),
+        Binding("v", "verdict_flips", "Verdict flips"),
+        Binding("a", "standing('above')", "Source above"),
+        Binding("b", "standing('below')", "Source below"),
+        Binding("e", "standing('same')", "Source same", show=False),
+        Binding("s", "next_sort", "Sort"),
+        Binding("r", "reverse_sort", "Reverse", show=False),
+        Binding("c", "next_campaign", "Campaign", show=False),
+        Binding("slash", "search", "Search"),
+        Binding("x", "clear", "Clear filters"),
+        Binding("g", "toggle_plots", "Plots"),
+        Binding("escape", "focus_table", "Table", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query_state = ComparisonQuery()
+        self._campaigns: list[str] = []
+        self._rowids: list[int] = []
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("comparisons")
+        with Horizontal(id="comparison-filters"):
+            yield Select([("All campaigns", ALL_CAMPAIGNS)], value=ALL_CAMPAIGNS, allow_blank=False, id="campaign")
+            yield Input(placeholder="/ search model, problem, family, direction", id="search")
+        yield Static(id="quick-filters")
+        yield Static(id="comparison-summary")
+        yield PagedTable(COLUMNS, empty_text="No comparisons match.", id="comparisons")
+        with Horizontal(id="plots"):
+            yield PlotextPlot(id="by-family")
+            yield PlotextPlot(id="by-tier")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#comparisons", PagedTable).focus()
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Re-read the campaigns, the ordered rowids of the filtered set and (in a thread) its aggregates."""
+        campaigns = data.campaign_ids(self.db)
+        if campaigns != self._campaigns:
+            self._campaigns = campaigns
+            select = self.query_one("#campaign", Select)
+            with select.prevent(Select.Changed):
+                select.set_options([("All campaigns", ALL_CAMPAIGNS), *((c, c) for c in campaigns)])
+                select.value = self.query_state.campaign_id or ALL_CAMPAIGNS
+        self._load_rows()
+
+    def _load_rows(self, *, keep_cursor: bool = True) -> None:
+        table: PagedTable[ComparisonRow] = self.query_one("#comparisons", PagedTable)
+        cursor = table.cursor if keep_cursor else 0
+        self._rowids = data.ordered_rowids(self.db, self.query_state)
+        db = self.db
+        table.set_source(KeyedSource(self._rowids, lambda keys: data.fetch(db, keys)), cursor=cursor)
+        table.set_sort_indicator(self.query_state.sort, self.query_state.descending)
+        self._show_quick_filters()
+        query = self.query_state
+        self.query_in_thread(lambda conn: data.aggregate(conn, query), self._show_aggregates, group="aggregates")
+
+    def set_query(self, query: ComparisonQuery) -> None:
+        if query != self.query_state:
+            self.query_state = query
+            self._load_rows(keep_cursor=False)
+
+    def show_campaign(self, campaign_id: str | None, *, harmed_only: bool) -> None:
+        """Filter to one campaign (from the monitor), clearing the other filters."""
+        self.set_query(ComparisonQuery(campaign_id=campaign_id, harmed_only=harmed_only))
+        select = self.query_one("#campaign", Select)
+        with select.prevent(Select.Changed):
+            select.value = campaign_id if campaign_id in self._campaigns else ALL_CAMPAIGNS
+        self.query_one("#search", Input).value = ""
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def action_harmed_only(self) -> None:
+        self.set_query(replace(self.query_state, harmed_only=not self.query_state.harmed_only))
+
+    def action_verdict_flips(self) -> None:
+        self.set_query(replace(self.query_state, verdict_flips=not self.query_state.verdict_flips))
+
+    def action_standing(self, standing: str) -> None:
+        self.set_query(replace(self.query_state, standing=None if self.query_state.standing == standing else standing))
+
+    def action_next_sort(self) -> None:
+        keys = list(data.SORT_COLUMNS)
+        following = keys[(keys.index(self.query_state.sort) + 1) % len(keys)]
+        self.set_query(replace(self.query_state, sort=following, descending=False))
+
+    def action_reverse_sort(self) -> None:
+        self.set_query(replace(self.query_state, descending=not self.query_state.descending))
+
+    def action_next_campaign(self) -> None:
+        options = [None, *self._campaigns]
+        following = options[(options.index(self.query_state.campaign_id) + 1) % len(options)]
+        self.show_campaign(following, harmed_only=self.query_state.harmed_only)
+
+    def action_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.query_one("#comparisons", PagedTable).focus()
+
+    def action_clear(self) -> None:
+        self.query_one("#search", Input).value = ""
+        self.set_query(ComparisonQuery(campaign_id=self.query_state.campaign_id))
+
+    def action_toggle_plots(self) -> None:
+        plots = self.query_one("#plots")
+        plots.display = not plots.display
+
+    # -- events -------------------------------------------------------------------------------
+
+    @on(Select.Changed, "#campaign")
+    def _campaign_chosen(self, event: Select.Changed) -> None:
+        value = None if event.value == ALL_CAMPAIGNS else str(event.value)
+        self.set_query(replace(self.query_state, campaign_id=value))
+
+    @on(Input.Changed, "#search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.set_query(replace(self.query_state, search=event.value))
+
+    @on(Input.Submitted, "#search")
+    def _search_done(self) -> None:
+        self.action_focus_table()
+
+    @on(PagedTable.HeaderClicked, "#comparisons")
+    def _header_clicked(self, event: PagedTable.HeaderClicked) -> None:
+        if event.column in data.SORT_COLUMNS:
+            self.set_query(self.query_state.sorted_by(event.column))
+
+    @on(PagedTable.Chosen, "#comparisons")
+    def _chosen(self, event: PagedTable.Chosen) -> None:
+        row = event.row
+        if isinstance(row, ComparisonRow):
+            self.post_message(OpenComparison(row.comparison.treatment_attempt_id))
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def _show_quick_filters(self) -> None:
+        q = self.query_state
+
+        def flag(key: str, label: str, on: bool) -> Text:
+            return Text.assemble((f"[{key}] ", "bold"), (f"{'■' if on else '□'} {label}", "bold" if on else "dim"))
+
+        sort = f"sort: {q.sort} {'▼' if q.descending else '▲'}"
+        flags = [
+            flag("h", "harmed only", q.harmed_only), flag("v", "verdict flips", q.verdict_flips),
+            flag("a", "source above", q.standing == "above"), flag("b", "source below", q.standing == "below"),
+            flag("e", "source same", q.standing == "same"), Text(sort, style="dim"),
+        ]  # fmt: skip
+        self.query_one("#quick-filters", Static).update(Text("  ").join(flags))
+
+    def _show_aggregates(self, aggregates: Aggregates) -> None:
+        s = aggregates.summary
+        text = Text(f"{len(self._rowids):,} comparisons shown · {s.resolved:,} resolved · paired lift ")
+        text.append_text(fmt.lift(s.paired_lift))
+        text.append(f" · help {fmt.percent(s.help_rate)} · harm {fmt.percent(s.harm_rate)}")
+        self.query_one("#comparison-summary", Static).update(text)
+        self._plot(self.query_one("#by-family", PlotextPlot), aggregates.by_family, "Paired lift by family (%)")
+        self._plot(self.query_one("#by-tier", PlotextPlot), aggregates.by_tier, "Paired lift by source tier (%)")
+
+    @staticmethod
+    def _plot(widget: PlotextPlot, bars: list[LiftBar], title: str) -> None:
+        plt = widget.plt
+        plt.clear_figure()
+        plt.title(title)
+        labels = sorted({b.label for b in bars})
+        directions = sorted({b.direction for b in bars})
+        if labels:
+            values = {(b.label, b.direction): b.paired_lift * 100 for b in bars}
+            series = [[values.get((label, d), 0.0) for label in labels] for d in directions]
+            names = [fmt.DIRECTION_NAMES.get(d, d) for d in directions]
+            # plotext takes `labels` here; textual-plotext's stub names it `label`
+            plt.multiple_bar([fmt.FAMILY_SHORT.get(label, label) for label in labels], series, labels=names,
+                             minimum=0)  # type: ignore[call-arg]  # fmt: skip
+        widget.refresh()
