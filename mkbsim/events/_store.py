@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import json.encoder
 import os
 import sqlite3
 import time
@@ -44,8 +45,18 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
 );
 """
 
-# one encoder, made once: json.dumps with options builds a new encoder on every call
-_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
+def _make_encoder() -> Callable[[Any], str]:
+    """Compact, NaN-refusing JSON. Built once: json.dumps with options builds an encoder per call,
+    and JSONEncoder.encode builds the C encoder per call (~0.9 µs of a ~10 µs append)."""
+    encoder = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    make_c = getattr(json.encoder, "c_make_encoder", None)
+    if make_c is None:  # a Python without the C accelerator
+        return encoder.encode
+    c_encode = make_c(None, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    return lambda obj: "".join(c_encode(obj, 0))
+
+
+_encode = _make_encoder()
 _COLUMNS = "position, event_id, stream_id, version, type, schema_version, recorded_at, payload"
 
 
