@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 _ALIGN = 256
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -118,8 +119,46 @@ class Arena:
         self.out_positions = [i for i, o in enumerate(outputs) if o is not None]
         self.n_outputs = len(outputs)
 
-    def descriptor(self) -> tuple[dict[str, Any], list[int]]:
-        """What the worker needs to map this arena, and the descriptors to pass with it."""
+    def refill(self, inputs: Sequence[Any]) -> bool:
+        """Write a new draw into this arena's memory, if it has the same layout; zero the outputs.
+
+        The worker then reuses its existing mapping (`descriptor(reuse=True)`): mapping fresh shared
+        memory before every call leaves the process's address-translation state cold and costs a
+        small kernel tens of microseconds inside the timed call, which a plain loop never pays.
+        """
+        if len(inputs) != len(self.args):
+            return False
+        it = iter(self.input_slots)
+        plan: list[tuple[int, Any, Slot | None]] = []
+        for i, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor):
+                slot = next(it, None)
+                if (
+                    slot is None
+                    or i in self.scalars
+                    or slot.dtype != _dtype_name(x.dtype)
+                    or slot.shape != tuple(x.shape)
+                    or slot.stride != _shareable_stride(x)
+                ):
+                    return False
+                plan.append((i, x, slot))
+            elif i not in self.scalars:
+                return False
+            else:
+                plan.append((i, x, None))
+        for i, x, slot in plan:
+            if slot is None:
+                self.scalars[i] = x
+                self.args[i] = x
+            else:
+                self.args[i].copy_(x)
+        for view in self.out_views:
+            view.zero_()
+        return True
+
+    def descriptor(self, reuse: bool = False) -> tuple[dict[str, Any], list[int]]:
+        """What the worker needs to map this arena, and the descriptors to pass with it; with
+        ``reuse``, the worker takes the arena it mapped for its previous call instead."""
         desc: dict[str, Any] = {
             "nbytes": self.nbytes,
             "n_args": len(self.args),
@@ -129,6 +168,9 @@ class Arena:
             "out_positions": self.out_positions,
             "n_outputs": self.n_outputs,
         }
+        if reuse:
+            desc["reuse"] = True
+            return desc, []
         if self._fd is not None:
             return desc, [self._fd]
         from torch.multiprocessing.reductions import reduce_tensor
@@ -150,16 +192,26 @@ class MappedArena:
     args: list[Any]
     outputs: list[torch.Tensor | None]
     keepalive: Any
+    base: torch.Tensor | None = None
 
 
-def map_arena(desc: dict[str, Any], fds: list[int]) -> MappedArena:
-    if "cuda_ipc" in desc:
+def map_arena(desc: dict[str, Any], fds: list[int], previous: MappedArena | None = None) -> MappedArena:
+    """Map the arena the verifier sent, or (``reuse``) view the previous one again with new scalars."""
+    if desc.get("reuse"):
+        if previous is None or previous.base is None or previous.base.numel() != desc["nbytes"]:
+            raise ValueError("the verifier asked to reuse an arena this worker does not hold")
+        base = previous.base
+        keepalive: Any = previous.keepalive
+    elif "cuda_ipc" in desc:
         rebuild, rebuild_args = desc["cuda_ipc"]
         base = rebuild(*rebuild_args)
-        keepalive: Any = base
+        keepalive = base
     else:
         fd = fds[0]
-        mm = mmap.mmap(fd, desc["nbytes"])
+        # MAP_POPULATE faults the whole mapping in now, before the timed region: otherwise the
+        # first touch of every page of a fresh arena (a minor fault each) would be timed as the
+        # submission's work, which a plain process reusing its own memory never pays.
+        mm = mmap.mmap(fd, desc["nbytes"], flags=mmap.MAP_SHARED | _MAP_POPULATE)
         os.close(fd)
         base = torch.frombuffer(mm, dtype=torch.uint8)
         keepalive = mm
@@ -170,4 +222,4 @@ def map_arena(desc: dict[str, Any], fds: list[int]) -> MappedArena:
     outputs: list[torch.Tensor | None] = [None] * desc["n_outputs"]
     for pos, view in zip(desc["out_positions"], out_views, strict=True):
         outputs[pos] = view
-    return MappedArena(args=args, outputs=outputs, keepalive=keepalive)
+    return MappedArena(args=args, outputs=outputs, keepalive=keepalive, base=base)

@@ -156,6 +156,11 @@ class Guard:
         self.attribution._cache[self.candidate_file] = CANDIDATE
         self.violations: list[Violation] = []
         self.candidate_threads: set[int] = set()
+        # Threads the submission starts while no call runs (from a finalizer, say): they could watch
+        # the shared arena, which the verifier refills with the next call's inputs before it sends the
+        # call, and do that call's work untimed. Any such thread is background work.
+        self.between_calls = False
+        self.stray_threads: list[int] = []
         self.off_limits = tuple(os.path.abspath(p) + os.sep for p in off_limits)
         tmp = {tempfile.gettempdir(), "/tmp", "/dev/shm"}
         self.writable = (*(os.path.abspath(p) + os.sep for p in tmp), "/dev/null")
@@ -184,7 +189,7 @@ class Guard:
         self._install_threads()
         self._install_torch()
         self._install_dsl_callbacks()
-        sys.addaudithook(self._audit)
+        sys.addaudithook(self._audit_hook())
 
     def replace(self, owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
         original = getattr(owner, attr, None)
@@ -255,6 +260,8 @@ class Guard:
                 ident = original(function, args, kwargs or {})
                 if mine:
                     self.candidate_threads.add(ident)
+                    if self.between_calls:
+                        self.stray_threads.append(ident)
                 return ident
 
             return start_new_thread
@@ -298,16 +305,31 @@ class Guard:
                     self.deny_for_candidate(mod, name, f"{modname}.{name}", hit[1])
 
     # --- the audit hook ----------------------------------------------------------------------------
-    def _audit(self, event: str, args: tuple[Any, ...]) -> None:
-        if event not in _WATCHED and not event.startswith(("socket.", "ctypes.")):
-            return
-        if getattr(self._local, "busy", False):
-            return  # our own sys._getframe below raises an event too
-        self._local.busy = True
-        try:
-            self._judge(event, args)
-        finally:
-            self._local.busy = False
+    def _audit_hook(self) -> Callable[[str, tuple[Any, ...]], None]:
+        """The hook: every audited event of the process passes it, so the events it ignores (most of
+        them) and attribute events on harmless names are turned away with local lookups only,
+        before any per-thread state or frame is touched; the rest go to `_judge`."""
+        watched, prefixes = _WATCHED, ("socket.", "ctypes.")
+        frame_attrs, function_attrs = _FRAME_ATTRS, _FUNCTION_ATTRS
+        local, judge = self._local, self._judge
+
+        def audit(event: str, args: tuple[Any, ...]) -> None:
+            if event not in watched and not event.startswith(prefixes):
+                return
+            if event == "object.__getattr__" or event == "object.__delattr__":
+                if len(args) < 2 or args[1] not in frame_attrs:
+                    return
+            elif event == "object.__setattr__" and (len(args) < 2 or args[1] not in function_attrs):
+                return
+            if getattr(local, "busy", False):
+                return  # our own sys._getframe in _judge raises an event too
+            local.busy = True
+            try:
+                judge(event, args)
+            finally:
+                local.busy = False
+
+        return audit
 
     def _judge(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "open":

@@ -122,6 +122,7 @@ class Worker:
         self.hooks: DslHooks | None = None
         self.flusher: CacheFlusher | None = None
         self.kept: list[MappedArena] = []
+        self.reusable: MappedArena | None = None
         self.fn: Callable[..., Any] | None = None
         self.reported_violations = 0
         self.reported_inline = 0
@@ -182,6 +183,8 @@ class Worker:
             self.chan.send({"ok": False, "error": error_facts(exc, self.path), **self.news()})
             return
         self.chan.send({"ok": True, "import_s": self.clock.now() - t0, **self.news()})
+        if self.guard is not None:
+            self.guard.between_calls = True
         self.serve()
 
     # --- calls ---------------------------------------------------------------------------------------
@@ -210,9 +213,12 @@ class Worker:
 
     def call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         t_received = self.clock.now()
-        arena = map_arena(msg["arena"], fds)
+        arena = map_arena(msg["arena"], fds, self.reusable)
+        _retired = self.reusable  # unmapped when this call returns, never inside the timed region
         if msg["keep"]:
             self.kept.append(arena)  # distinct buffers: no address recurs within the phase
+        else:
+            self.reusable = arena  # the verifier may refill it for the next call
         if self.flusher is not None and msg["flush"]:
             self.flusher.flush()
             if self.device.type == "cuda":
@@ -223,13 +229,20 @@ class Worker:
             counter.suppress = bool(msg["suppress"])
         threads_before = set(sys._current_frames())
         assert self.fn is not None
+        guard = self.guard
+        if guard is not None:
+            guard.between_calls = False
         t_ready = self.clock.now()
         try:
             m = self.clock.measure(self.fn, arena.args)
         except BaseException as exc:  # the submission's exception, reported as data
             if counter is not None:
                 counter.suppress = False
+            if guard is not None:
+                guard.between_calls = True
             return {"ok": False, "error": error_facts(exc, self.path), **self.news()}
+        if guard is not None:
+            guard.between_calls = True
         if counter is not None:
             counter.suppress = False
         t_returned = self.clock.now()
@@ -260,6 +273,8 @@ class Worker:
         """Threads still running the submission's work after run() returned."""
         frames = sys._current_frames()
         found = []
+        if self.guard is not None:
+            found += [f"thread {ident} started between calls" for ident in dict.fromkeys(self.guard.stray_threads)]
         for ident, frame in frames.items():
             started_by_candidate = self.guard is not None and ident in self.guard.candidate_threads
             new = ident not in before

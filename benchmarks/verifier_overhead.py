@@ -1,0 +1,248 @@
+"""Where the verifier's per-call time goes on CPU: the same tiny submission timed by a bare loop and
+by the verifier's harness with its pieces switched on one at a time.
+
+    python benchmarks/verifier_overhead.py                  # the table (p36 TIRx, SMOKE shape)
+    python benchmarks/verifier_overhead.py --calls 1000 --json
+    python benchmarks/verifier_overhead.py --variant guards --calls 300 --json   # one row (used by a test)
+    python benchmarks/verifier_overhead.py --backend cuda --file examples/submissions/cuda/p36_rmsnorm_cutedsl.py \\
+        --dsl cutedsl                                       # on a GPU: CUDA events, production shape
+
+Every in-process variant runs in its own fresh process (an audit hook cannot be removed), imports
+the file through the worker's own import path and times each call with the harness's `Clock`
+(wall) and the thread's CPU time around it (immune to waiting for a busy machine's cores):
+
+* ``bare``: one input set, calls back to back (what a plain timing loop does);
+* ``fresh``: new inputs for every call (`make_inputs`), still back to back;
+* ``arena``: new inputs delivered as the worker gets them (a memfd arena mapped per call);
+* ``guards``: arena + every runtime guard and the DSL launch counter, installed as the worker does;
+* ``guards-no-audit`` / ``-no-imports`` / ``-no-counter`` / ``-no-patches``: the same without one piece
+  (the audit hook; the `__import__`/`import_module` hooks; the launch counter; the patched entry
+  points: exec/eval/compile, threads, torch.compile/jit/graphs, DSL callbacks);
+* ``fresh-gap`` / ``guards-gap``: an idle gap of ``--gap-ms`` (the process sleeps) before each call,
+  as the worker sleeps in `recv` while the verifier prepares the next call.
+
+``worker`` is the real thing: `VerifierSession("cpu").verify(..., protocol="paper")` (its median of 50
+timed calls) and, from the same session, the eager reference timed in the trusted worker (which has no
+guards at all); ``eager`` / ``eager-gap`` time that reference in a plain process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FILE = ROOT / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
+PROBLEM, DSL = "p36", "tirx"
+
+VARIANTS = (
+    "bare",
+    "fresh",
+    "arena-new",
+    "arena",
+    "guards",
+    "guards-no-audit",
+    "guards-no-imports",
+    "guards-no-counter",
+    "guards-no-patches",
+    "fresh-gap",
+    "fresh-spin-gap",
+    "guards-gap",
+    "eager",
+    "eager-gap",
+)
+
+
+def _median(xs: list[float]) -> float:
+    return float(statistics.median(xs))
+
+
+def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backend: str = "cpu") -> dict[str, Any]:
+    """Run in a fresh process: time ``calls`` calls of the submission under ``variant``."""
+    sys.path.insert(0, str(ROOT))
+    import torch
+
+    torch.set_num_threads(threads)
+    from mkbsim.catalog import load_catalog
+    from mkbsim.verifier import _guards
+    from mkbsim.verifier._arena import Arena, map_arena
+    from mkbsim.verifier._dsl import DslHooks
+    from mkbsim.verifier._timing import Clock
+    from mkbsim.verifier._worker import HARNESS_DIR, Worker
+
+    problem = load_catalog().get(PROBLEM)
+    axes = problem.smoke if backend == "cpu" else problem.workload
+    device = torch.device(backend)
+    out_specs = []
+    for spec in problem.outputs.values():
+        shape = problem.shape_of(spec, axes)
+        out_specs.append(None if shape is None else (shape, getattr(torch, spec[1])))
+    eager = variant.startswith("eager")
+    guarded = variant.startswith("guards")
+
+    if guarded:
+        guard = _guards.Guard(str(FILE), DSL, HARNESS_DIR, [])
+        skip = variant.removeprefix("guards").removesuffix("-gap")
+        if skip != "-no-counter":
+            DslHooks(DSL, guard.attribution).install()
+        if skip == "-no-imports":
+            guard._install_imports = lambda: None  # type: ignore[method-assign]
+        if skip == "-no-patches":
+            for name in ("_install_builtins", "_install_threads", "_install_torch", "_install_dsl_callbacks"):
+                setattr(guard, name, lambda: None)
+        if skip == "-no-audit":
+            real_add = sys.addaudithook
+            sys.addaudithook = lambda hook: None  # the guard's only call; restored below
+            guard.install()
+            sys.addaudithook = real_add
+        else:
+            guard.install()
+
+    class _Setup:
+        path = str(FILE)
+        candidate = True
+
+    # The submission is imported from the harness's frame, as the worker does.
+    fn = problem.reference if eager else Worker.import_file(_Setup()).run  # type: ignore[arg-type]
+    clock = Clock(backend, "stream")
+    fixed = list(problem.make_inputs(axes, seed=1, device=backend))
+    # The worker's arenas (CPU only: CUDA IPC cannot map an allocation into its own process):
+    # `arena-new` maps a new one before every call (the verifier before this change), the others
+    # refill one mapped arena as the worker now does.
+    arena_mode = "new" if variant == "arena-new" else "reuse" if variant == "arena" or guarded else None
+    if backend != "cpu":
+        arena_mode = None
+    fresh = variant not in ("bare", "eager")
+    gap = gap_ms / 1e3 if variant.endswith("-gap") else 0.0
+    wall: list[float] = []
+    cpu: list[float] = []
+    warmup = 10
+    kept: list[Any] = []
+    verifier_side: Any = None
+    for i in range(warmup + calls):
+        args: list[Any] = fixed
+        if fresh:
+            args = list(problem.make_inputs(axes, seed=1000 + i, device=backend))
+        if arena_mode == "new" or (arena_mode == "reuse" and verifier_side is None):
+            verifier_side = Arena(args, out_specs, device)
+            desc, fds = verifier_side.descriptor()
+            mapped = map_arena(desc, [os.dup(fd) for fd in fds])
+            verifier_side.release_fd()
+            kept[:] = [mapped]  # the previous arena is unmapped here, before the timed call, as before
+            args = mapped.args
+        elif arena_mode == "reuse":
+            assert verifier_side.refill(args)
+            desc, _ = verifier_side.descriptor(reuse=True)
+            kept[:] = [map_arena(desc, [], kept[0])]
+            args = kept[0].args
+        if gap and variant.endswith("spin-gap"):
+            t = time.perf_counter()
+            while time.perf_counter() - t < gap:
+                os.sched_yield()
+        elif gap:
+            time.sleep(gap)
+        c0 = time.thread_time_ns()
+        m = clock.measure(fn, args)
+        c1 = time.thread_time_ns()
+        if i >= warmup:
+            wall.append(m.ms * 1e3)
+            cpu.append((c1 - c0) / 1e3)
+    return {"variant": variant, "calls": calls, "wall_us": _median(wall), "cpu_us": _median(cpu)}
+
+
+def run_variant(variant: str, calls: int, gap_ms: float, threads: int, backend: str = "cpu") -> dict[str, Any]:
+    """``measure_variant`` in a fresh interpreter."""
+    cmd = [sys.executable, __file__, "--variant", variant, "--calls", str(calls), "--gap-ms", str(gap_ms)]
+    cmd += ["--threads", str(threads), "--backend", backend, "--json"]
+    cmd += ["--file", str(FILE), "--problem", PROBLEM, "--dsl", DSL]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def measure_worker(rounds: int, backend: str = "cpu") -> list[dict[str, Any]]:
+    """The real worker: medians reported by verifications in one session (paper protocol)."""
+    sys.path.insert(0, str(ROOT))
+    from mkbsim.verifier import VerifierSession
+
+    rows = []
+    with VerifierSession(backend) as session:
+        for _ in range(rounds):
+            report = session.verify(str(FILE), PROBLEM, DSL, protocol="paper")
+            timing = report.details.get("timing", {}) if isinstance(report.details, dict) else {}
+            rows.append(
+                {
+                    "passed": report.passed,
+                    "runtime_us": report.runtime_ms * 1e3,
+                    "eager_us": report.eager_ms * 1e3,
+                    "prep_us": _median(timing["worker_prep_ms"]) * 1e3 if timing.get("worker_prep_ms") else None,
+                }
+            )
+    return rows
+
+
+def _select(file: Path, problem: str, dsl: str) -> None:
+    global FILE, PROBLEM, DSL
+    FILE, PROBLEM, DSL = file.resolve(), problem, dsl
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--variant", choices=VARIANTS)
+    ap.add_argument("--calls", type=int, default=500)
+    ap.add_argument("--gap-ms", type=float, default=1.0)
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (the verifier's default: 1)")
+    ap.add_argument("--rounds", type=int, default=3, help="real verifications for the worker row")
+    ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu", help="cuda: production shape, no arena rows")
+    ap.add_argument("--file", type=Path, default=FILE, help="the submission (default: the p36 TIRx example)")
+    ap.add_argument("--problem", default=PROBLEM)
+    ap.add_argument("--dsl", default=DSL, choices=("tirx", "cutedsl"))
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    _select(a.file, a.problem, a.dsl)
+    if a.variant:
+        row = measure_variant(a.variant, a.calls, a.gap_ms, a.threads, a.backend)
+        print(json.dumps(row) if a.json else row)
+        return
+    variants = [v for v in VARIANTS if a.backend == "cpu" or not v.startswith("arena")]
+    rows = [run_variant(v, a.calls, a.gap_ms, a.threads, a.backend) for v in variants]
+    worker = measure_worker(a.rounds, a.backend)
+    base = next(r for r in rows if r["variant"] == "bare")
+    result = {
+        "machine": f"{platform.node()} · {os.cpu_count()} cpus · load {os.getloadavg()[0]:.2f} · Python "
+        f"{platform.python_version()}",
+        "file": str(FILE.relative_to(ROOT)) if FILE.is_relative_to(ROOT) else str(FILE),
+        "rows": rows,
+        "worker": worker,
+    }
+    if a.json:
+        print(json.dumps(result, indent=1))
+        return
+    print(
+        f"{result['file']} ({PROBLEM} SMOKE), {a.calls} calls per row, torch threads {a.threads}, "
+        f"gap {a.gap_ms} ms; {result['machine']}"
+    )
+    print("| variant | wall µs (median) | CPU µs (median) | wall / bare | CPU / bare |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['variant']} | {r['wall_us']:.1f} | {r['cpu_us']:.1f} | "
+            f"{r['wall_us'] / base['wall_us']:.2f} | {r['cpu_us'] / base['cpu_us']:.2f} |"
+        )
+    for w in worker:
+        print(
+            f"| worker (real verify, paper) | {w['runtime_us']:.1f} | – | {w['runtime_us'] / base['wall_us']:.2f} | – |"
+            f"  eager in trusted worker {w['eager_us']:.1f} µs, worker prep {w['prep_us'] or 0:.1f} µs, "
+            f"passed={w['passed']}"
+        )
+
+
+if __name__ == "__main__":
+    main()
