@@ -14,7 +14,7 @@ litellm is imported only when a model is called.
 
 from mkbsim.agents._attempt import AttemptOutcome, AttemptSpec, BudgetClock, LoopConfig, run_attempt
 from mkbsim.agents._campaign import CampaignSummary, plan_fingerprint, run_llm_campaign
-from mkbsim.agents._config import ConfigError, LlmCampaignConfig, load_env_file, load_llm_campaign
+from mkbsim.agents._config import LlmCampaignConfig, load_env_file, load_llm_campaign
 from mkbsim.agents._conversation import Conversation, replay_requests
 from mkbsim.agents._docs import docs_index_text, write_docs_index
 from mkbsim.agents._ledger import CostLedger
@@ -50,6 +50,7 @@ from mkbsim.agents._transfer import (
     run_transfer_pair,
     run_treatment,
 )
+from mkbsim.campaigns._toml import ConfigError
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",

@@ -22,6 +22,7 @@ from mkbsim.agents._model import ModelClient, ModelConfig
 from mkbsim.agents._sandbox import detect_network_isolation
 from mkbsim.agents._scoring import ScorerFactory
 from mkbsim.agents._transfer import DIRECTIONS, attempt_id_for, latest_finish, run_treatment, skill_arm, solo_arm
+from mkbsim.campaigns._signals import InterruptOnSignals
 from mkbsim.catalog import Catalog, Problem
 from mkbsim.errors import UserError
 from mkbsim.events import (
@@ -210,14 +211,15 @@ def run_llm_campaign(
         raise UserError(f"{config.path}: campaign.problems: {exc.args[0]}") from None
     _begin(store, config, plan_fingerprint(config, problems))
     run = _CampaignRun(config, store, scorer_factory, client_factory, progress)
-    for agent in config.agents:
-        for problem in problems:
-            for replicate in range(config.replicates):
-                # both solos: each is one direction's source and the other's baseline
-                for dsl in ("cutedsl", "tirx"):
-                    run.solo(agent, problem, replicate, dsl)
-                for direction in config.directions:
-                    run.treatment(agent, problem, replicate, direction)
+    with InterruptOnSignals():  # SIGTERM too ends the attempt in flight as interrupted (run_attempt records it)
+        for agent in config.agents:
+            for problem in problems:
+                for replicate in range(config.replicates):
+                    # both solos: each is one direction's source and the other's baseline
+                    for dsl in ("cutedsl", "tirx"):
+                        run.solo(agent, problem, replicate, dsl)
+                    for direction in config.directions:
+                        run.treatment(agent, problem, replicate, direction)
     summary = run.summary
     summary.costs = run.ledger.summary()
     finished = CampaignFinished(campaign_id=config.campaign_id, counts=summary.counts())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +17,10 @@ from mkbsim.agents._attempt import LoopConfig
 from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
 from mkbsim.agents._sandbox import GIB, SandboxConfig
 from mkbsim.agents._transfer import DIRECTIONS
+from mkbsim.campaigns._toml import Table, read_toml
 from mkbsim.catalog import Budget
-from mkbsim.errors import UserError
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-class ConfigError(UserError):
-    """A campaign file that cannot be used; names the file and the key."""
 
 
 @dataclass(frozen=True)
@@ -46,44 +41,8 @@ class LlmCampaignConfig:
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
-class _Table:
-    """Typed, checked access to one TOML table; unknown keys are errors (typos must not pass)."""
-
-    def __init__(self, path: Path, where: str, data: Any, known: tuple[str, ...]) -> None:
-        self.path, self.where = path, where
-        if not isinstance(data, dict):
-            self.fail("", "must be a table")
-        self.data: dict[str, Any] = data
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            self.fail(unknown[0], f"unknown key (known: {', '.join(known)})")
-
-    def fail(self, key: str, message: str) -> None:
-        name = f"{self.where}.{key}" if key and self.where else key or self.where
-        raise ConfigError(f"{self.path}: {name}: {message}")
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None, *, required: bool = False) -> Any:
-        if key not in self.data:
-            if required:
-                self.fail(key, "required key is missing")
-            return default
-        value = self.data[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        # TOML booleans are ints in Python: never accept one where a number is meant
-        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-            names = " or ".join("number" if k is float else k.__name__ for k in kinds)
-            self.fail(key, f"expected {names}, got {type(value).__name__} {value!r:.40}")
-        return value
-
-    def positive(self, key: str, default: float, *, integer: bool = False) -> Any:
-        value = self.get(key, int if integer else (int, float), default)
-        if value <= 0:
-            self.fail(key, f"must be positive, got {value}")
-        return value
-
-
 def _agent(path: Path, index: int, data: Any) -> ModelConfig:
-    t = _Table(path, f"agents[{index}]", data, (
+    t = Table(path, f"agents[{index}]", data, (
         "model", "name", "params", "api_key_env", "context_tokens", "request_timeout_s", "max_retries",
         "backoff_initial_s", "backoff_max_s",
     ))  # fmt: skip
@@ -107,7 +66,7 @@ def _agent(path: Path, index: int, data: Any) -> ModelConfig:
 
 
 def _sandbox(path: Path, data: Any) -> SandboxConfig:
-    t = _Table(path, "sandbox", data, (
+    t = Table(path, "sandbox", data, (
         "root", "cpus", "memory_gb", "command_timeout_s", "max_command_timeout_s", "output_chars",
         "require_network_isolation",
     ))  # fmt: skip
@@ -131,7 +90,7 @@ def _sandbox(path: Path, data: Any) -> SandboxConfig:
 
 
 def _loop(path: Path, data: Any) -> LoopConfig:
-    t = _Table(path, "loop", data, ("summarize_at", "keep_recent_messages", "max_malformed_replies"))
+    t = Table(path, "loop", data, ("summarize_at", "keep_recent_messages", "max_malformed_replies"))
     summarize_at = float(t.positive("summarize_at", 0.8))
     if summarize_at >= 1:
         t.fail("summarize_at", f"must be a fraction of the context window below 1, got {summarize_at}")
@@ -144,18 +103,13 @@ def _loop(path: Path, data: Any) -> LoopConfig:
 def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     """Read and check an LLM campaign file."""
     file = Path(path)
-    try:
-        raw = tomllib.loads(file.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{file}: no such campaign file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot be read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    top = _Table(file, "", raw, ("campaign", "budget", "verifier", "sandbox", "loop", "agents"))
-    c = _Table(file, "campaign", top.get("campaign", dict, required=True), (
-        "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file",
+    raw = read_toml(file)
+    top = Table(file, "", raw, ("campaign", "budget", "verifier", "sandbox", "loop", "agents"))
+    c = Table(file, "campaign", top.get("campaign", dict, required=True), (
+        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file",
     ))  # fmt: skip
+    if c.get("kind", str, "llm") != "llm":
+        c.fail("kind", 'an LLM campaign file has kind = "llm" (simulated campaigns: examples/simulated.toml)')
     campaign_id = c.get("id", str, required=True)
     if not _ID.match(campaign_id):
         c.fail("id", f"use letters, digits, '_', '.' and '-' only, got {campaign_id!r}")
@@ -173,10 +127,10 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
         c.fail("cost_cap_usd", f"must be positive, got {cap}")
     env_file = c.get("env_file", str, ".env")
 
-    b = _Table(file, "budget", top.get("budget", dict, {}), ("minutes", "submissions"))
+    b = Table(file, "budget", top.get("budget", dict, {}), ("minutes", "submissions"))
     budget = Budget(b.positive("minutes", 40, integer=True), b.positive("submissions", 10, integer=True))
 
-    v = _Table(file, "verifier", top.get("verifier", dict, {}), ("backend", "protocol"))
+    v = Table(file, "verifier", top.get("verifier", dict, {}), ("backend", "protocol"))
     backend = v.get("backend", str)
     if backend not in (None, "cuda", "cpu"):
         v.fail("backend", f"use cuda or cpu, got {backend!r}")

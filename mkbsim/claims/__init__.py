@@ -11,6 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from mkbsim.claims._classify import CATEGORIES, Classification, classify, cues, speedups
+from mkbsim.claims._link import UNVERIFIED, Link, Linker, is_unverified, lexical_similarity, linker
 from mkbsim.claims._segment import Segment, segment
 
 
@@ -41,28 +42,41 @@ _EMPTY_BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]*$\n?", re.MULT
 
 def remove_categories(text: str, categories: Collection[str]) -> str:
     """``text`` without the sentences classified into ``categories`` (list items left empty go too)."""
+    return cut_categories(text, categories)[0]
+
+
+def cut_categories(text: str, categories: Collection[str]) -> tuple[str, list[Claim]]:
+    """``remove_categories`` plus the removed claims (their spans index into ``text``)."""
     unknown = set(categories) - set(CATEGORIES)
     if unknown:
         raise ValueError(f"unknown rubric categories: {', '.join(sorted(unknown))}")
-    out, cut = [], 0
+    out, cut, removed = [], 0, []
     for claim in extract_claims(text):
         if claim.category in categories:
+            removed.append(claim)
             out.append(text[cut : claim.start])
             cut = claim.end
             while cut < len(text) and text[cut] in " \t":  # the space that separated it from the next one
                 cut += 1
     out.append(text[cut:])
-    return _EMPTY_BULLET.sub("", "".join(out))
+    return _EMPTY_BULLET.sub("", "".join(out)), removed
 
 
 __all__ = [
     "CATEGORIES",
+    "UNVERIFIED",
     "Claim",
     "Classification",
+    "Link",
+    "Linker",
     "Segment",
     "classify",
     "cues",
+    "cut_categories",
     "extract_claims",
+    "is_unverified",
+    "lexical_similarity",
+    "linker",
     "remove_categories",
     "segment",
     "speedups",

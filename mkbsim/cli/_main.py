@@ -17,6 +17,9 @@ COMMAND_MODULES = (
     "verify",
     "report",
     "calibrate",
+    "filter-test",
+    "chain",
+    "label",
     "tui",
 )
 
@@ -40,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMAND_MODULES:
-        importlib.import_module(f"mkbsim.cli._{name}").register(sub)
+        importlib.import_module(f"mkbsim.cli._{name.replace('-', '_')}").register(sub)
     return parser
 
 

@@ -35,6 +35,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--export", metavar="DIR", type=Path,
                    help="also write every projection table and report section as CSV and Parquet")  # fmt: skip
     p.add_argument("--plots", metavar="DIR", type=Path, help="also write PNG figures")
+    p.add_argument("--section", choices=("transfer", "skills"), default="transfer",
+                   help="transfer (default: the metrics above) or skills (category prevalence, follow levels, "
+                   "claim propagation, failure classes, follow-lift correlation)")  # fmt: skip
+    p.add_argument("--labeler", metavar="NAME",
+                   help="skills section: whose labels (default: ground_truth if present, else heuristic)")  # fmt: skip
+    p.add_argument("--similarity", choices=("auto", "minilm", "lexical"), default="auto",
+                   help="skills section: claim linking (auto: MiniLM when installed, else lexical)")  # fmt: skip
     p.set_defaults(handler=_report)
 
 
@@ -47,6 +54,8 @@ def _dimensions(text: str) -> tuple[str, ...]:
 
 
 def _report(args: argparse.Namespace) -> int:
+    if args.section == "skills":
+        return _skills(args)
     from mkbsim.metrics._load import load
     from mkbsim.metrics._render import groups_csv, table
     from mkbsim.metrics._sections import DEFAULT_BY, report
@@ -88,4 +97,30 @@ def _report(args: argparse.Namespace) -> int:
         sys.stdout.write(table(result, store=str(args.store)))
     for note in notes:  # on stderr under json/csv, so stdout stays machine-readable
         print(note, file=sys.stdout if args.format == "table" else sys.stderr)
+    return 0
+
+
+def _skills(args: argparse.Namespace) -> int:
+    from mkbsim.claims import linker
+    from mkbsim.projections import ProjectionEngine, default_projections
+    from mkbsim.skills._label import GROUND_TRUTH, load_material, stored_labels
+    from mkbsim.skills._report import render_skills, skills_report
+
+    if args.format == "csv" or args.export is not None or args.plots is not None:
+        raise UserError("--section skills prints a table or JSON only (no csv, --export or --plots)")
+    with open_store(args.store) as store:
+        if store.last_position() == 0:
+            raise UserError(f"{args.store}: the store has no events yet (run a campaign first: mkbsim run)")
+        ProjectionEngine(store, default_projections()).catch_up()
+        material = load_material(store, args.campaign)
+        labels = stored_labels(store, [*material.skills, *material.treatments])
+        name = args.labeler or (GROUND_TRUTH if GROUND_TRUTH in labels else "heuristic")
+        if args.labeler and args.labeler not in labels:
+            raise UserError(f"no labels by {args.labeler!r} (labelers here: {', '.join(sorted(labels)) or 'none'};"
+                            " run mkbsim label)")  # fmt: skip
+        result = skills_report(store, args.campaign, material, labels.get(name), name, linker(args.similarity))
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_skills(result))
     return 0

@@ -12,7 +12,7 @@ profile, never from a draw on the outcome. ``rerun_treatments`` re-runs a stored
 skill-conditioned attempts with transformed skills against the same solo baselines.
 """
 
-from mkbsim.simulator._attempt import AttemptResult, AttemptSpec, simulate_attempt
+from mkbsim.simulator._attempt import AttemptResult, AttemptSpec, simulate_attempt, started_event
 from mkbsim.simulator._calibrate import (
     STATISTICS,
     FitResult,
@@ -29,11 +29,15 @@ from mkbsim.simulator._campaign import (
     CampaignExists,
     CampaignSummary,
     SlotResult,
+    SourceSkill,
     attempt_id,
+    attempt_spec,
     rerun_treatments,
     run_campaign,
     simulate_slots,
+    skill_of_events,
 )
+from mkbsim.simulator._chain import ChainConfig, chain_attempt_id, run_chains
 from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, Plan, derive_design_space
 from mkbsim.simulator._device import DeviceProfile, load_device
 from mkbsim.simulator._profiles import AgentProfile, get_profile, parameter_names, parse_profile, shipped_profiles
@@ -52,16 +56,20 @@ __all__ = [
     "CampaignConfig",
     "CampaignExists",
     "CampaignSummary",
+    "ChainConfig",
     "DesignSpace",
     "DeviceProfile",
     "FitResult",
     "Plan",
     "ProfileStats",
     "SlotResult",
+    "SourceSkill",
     "Target",
     "TargetStat",
     "all_design_spaces",
     "attempt_id",
+    "attempt_spec",
+    "chain_attempt_id",
     "choose_scorer",
     "derive_design_space",
     "evaluate",
@@ -73,10 +81,13 @@ __all__ = [
     "parse_profile",
     "rerun_treatments",
     "run_campaign",
+    "run_chains",
     "select_problems",
     "shipped_profiles",
     "shipped_targets",
     "simulate_attempt",
     "simulate_slots",
+    "skill_of_events",
+    "started_event",
     "summarize",
 ]

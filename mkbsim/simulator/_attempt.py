@@ -73,6 +73,8 @@ class AttemptSpec:
     source_attempt_id: str | None = None
     baseline_attempt_id: str | None = None
     filter: str | None = None
+    chain_id: str | None = None  # set on the hops (1, 2, ...) of a multi-hop chain; its start is a plain solo
+    hop: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,20 +104,31 @@ class _Kept:
     verdict: Verdict
 
 
-def simulate_attempt(spec: AttemptSpec) -> AttemptResult:
-    """Run one attempt and return its events (AttemptStarted … AttemptFinished) and outcome."""
+def started_event(spec: AttemptSpec) -> NewEvent:
+    """The attempt's first event (also what an interrupted try of it records before its end)."""
     traj = Trajectory(spec.attempt_id)
+    _start(traj, spec)
+    return traj.events[0]
+
+
+def _start(traj: Trajectory, spec: AttemptSpec) -> None:
     traj.add(
         AttemptStarted(
             attempt_id=spec.attempt_id, campaign_id=spec.campaign_id, model=spec.profile.name,
             problem=spec.space.problem, family=spec.space.family, dsl=spec.dsl,  # type: ignore[arg-type]
             arm=spec.arm, replicate=spec.replicate,  # type: ignore[arg-type]
             budget={"minutes": int(BUDGET_S // 60), "submissions": MAX_SUBMISSIONS},
-            source_attempt_id=spec.source_attempt_id, filter=spec.filter,
+            source_attempt_id=spec.source_attempt_id, filter=spec.filter, chain_id=spec.chain_id, hop=spec.hop,
         ),
         # a rerun pairs with the baselines of the campaign it re-runs (mkbsim.metrics pairing)
         **({"baseline_attempt_id": spec.baseline_attempt_id} if spec.baseline_attempt_id else {}),
     )  # fmt: skip
+
+
+def simulate_attempt(spec: AttemptSpec) -> AttemptResult:
+    """Run one attempt and return its events (AttemptStarted … AttemptFinished) and outcome."""
+    traj = Trajectory(spec.attempt_id)
+    _start(traj, spec)
     if spec.arm in TREATMENT_ARMS and not (spec.skill or "").strip():
         traj.add(AttemptFinished(attempt_id=spec.attempt_id, status="finished", passed=False, runtime_ms=None,
                                  speedup=None, skipped=True, reason="the source attempt left no skill"))  # fmt: skip

@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,21 +109,55 @@ def simulate_slots(config: CampaignConfig, campaign_id: str | None = None) -> It
 
 
 def _simulate_slot(config: CampaignConfig, cid: str, profile: AgentProfile, problem: str, replicate: int) -> SlotResult:
-    space = all_design_spaces(config.device)[problem]
     attempts: dict[str, tuple[AttemptSpec, AttemptResult]] = {}
     for arm in ARMS:
         source = attempts.get(SOURCE_ARM.get(arm, ""))
-        skill = source[1].skill if source else None
-        spec = AttemptSpec(
-            attempt_id=attempt_id(cid, profile.name, problem, arm, replicate), campaign_id=cid, profile=profile,
-            space=space, dsl=ARM_DSL[arm], arm=arm, replicate=replicate,
-            seed=attempt_seed(config.seed, profile.name, problem, arm, replicate),
-            skill=SKILL_HEADER + skill if skill else None,
-            source_attempt_id=source[0].attempt_id if source else None,
-            source_labels=source[1].skill_labels if source else {},
-        )  # fmt: skip
+        read = SourceSkill(source[0].attempt_id, source[1].skill, source[1].skill_labels) if source else None
+        spec = attempt_spec(config, cid, profile, problem, arm, replicate, read)
         attempts[arm] = (spec, simulate_attempt(spec))
     return SlotResult(profile, problem, replicate, attempts)
+
+
+@dataclass(frozen=True)
+class SourceSkill:
+    """What a skill-conditioned attempt receives from its source solo."""
+
+    attempt_id: str
+    text: str | None
+    labels: dict[str, str]
+
+
+def attempt_spec(
+    config: CampaignConfig,
+    cid: str,
+    profile: AgentProfile,
+    problem: str,
+    arm: str,
+    replicate: int,
+    source: SourceSkill | None = None,
+) -> AttemptSpec:
+    """The attempt at one place of a campaign; a treatment reads ``source``'s skill."""
+    skill = source.text if source else None
+    return AttemptSpec(
+        attempt_id=attempt_id(cid, profile.name, problem, arm, replicate), campaign_id=cid, profile=profile,
+        space=all_design_spaces(config.device)[problem], dsl=ARM_DSL[arm], arm=arm, replicate=replicate,
+        seed=attempt_seed(config.seed, profile.name, problem, arm, replicate),
+        skill=SKILL_HEADER + skill if skill else None,
+        source_attempt_id=source.attempt_id if source else None,
+        source_labels=source.labels if source else {},
+    )  # fmt: skip
+
+
+def skill_of_events(events: Iterable[tuple[str, dict[str, Any]]]) -> tuple[str | None, dict[str, str]]:
+    """An attempt's skill text and its sentences' true categories, from its (type, payload) events."""
+    text: str | None = None
+    labels: dict[str, str] = {}
+    for type_, p in events:
+        if type_ == "SkillWritten":
+            text = p["text"]
+        elif type_ == "LabelAssigned" and p["subject"] == "skill":
+            labels = {s["text"]: s["category"] for s in p["labels"]["sentences"]}
+    return text, labels
 
 
 def run_campaign(store: EventStore, config: CampaignConfig, *, progress: bool = False) -> CampaignSummary:
@@ -257,14 +291,19 @@ def _stored_config(store: EventStore, cid: str) -> dict[str, Any]:
 def _stored_skills(store: EventStore, cid: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     """Skill texts written by the campaign's attempts, and their sentences' true categories, by attempt id."""
     ids = {ev.payload["attempt_id"] for ev in store.read(types=["AttemptStarted"]) if ev.payload["campaign_id"] == cid}
+    by_attempt: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for ev in store.read(types=["SkillWritten", "LabelAssigned"]):
+        subject = ev.payload["attempt_id"] if ev.type == "SkillWritten" else ev.payload["subject_id"]
+        if subject in ids:
+            by_attempt.setdefault(subject, []).append((ev.type, ev.payload))
     texts: dict[str, str] = {}
     labels: dict[str, dict[str, str]] = {}
-    for ev in store.read(types=["SkillWritten", "LabelAssigned"]):
-        p = ev.payload
-        if ev.type == "SkillWritten" and p["attempt_id"] in ids:
-            texts[p["attempt_id"]] = p["text"]
-        elif ev.type == "LabelAssigned" and p["subject"] == "skill" and p["subject_id"] in ids:
-            labels[p["subject_id"]] = {s["text"]: s["category"] for s in p["labels"]["sentences"]}
+    for subject, events in by_attempt.items():
+        text, sentence_labels = skill_of_events(events)
+        if text is not None:
+            texts[subject] = text
+        if sentence_labels:
+            labels[subject] = sentence_labels
     return texts, labels
 
 

@@ -3,12 +3,17 @@ after infra errors, and refusing a changed plan under the same id."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent_kit import TIRX_KERNEL, Status, StubLLM, act, assert_verified_correct, of_type, stream
 
 from mkbsim.agents import (
+    ModelClient,
     VerifierScorers,
     attempt_id_for,
     detect_network_isolation,
@@ -117,3 +122,19 @@ def test_a_try_killed_without_an_end_is_closed_as_interrupted_and_rerun(
     ends = [(e.payload["status"], e.payload["reason"]) for e in events if e.type == "AttemptFinished"]
     assert ends[0] == ("interrupted", "no end was recorded (the run was killed); rerun")
     assert ends[1][0] == "finished"
+
+
+def test_a_stop_signal_ends_the_attempt_in_flight_as_interrupted(
+    tmp_path: Path, stub: StubLLM, store: EventStore, scorers: VerifierScorers
+) -> None:
+    class Stopped(ModelClient):
+        def complete(self, *args: Any, **kwargs: Any) -> Any:
+            os.kill(os.getpid(), signal.SIGTERM)  # e.g. a cluster scheduler preempting the campaign
+            time.sleep(5)
+
+    config = load_llm_campaign(campaign_file(tmp_path, stub, cap=5.0))
+    with pytest.raises(KeyboardInterrupt):
+        run_llm_campaign(config, store, load_catalog(), scorers, client_factory=Stopped)
+    ends = [e.payload for e in stream(store, ids("solo_cutedsl")) if e.type == "AttemptFinished"]
+    assert [e["status"] for e in ends] == ["interrupted"]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored

@@ -1,0 +1,63 @@
+"""The Ray executor on one machine (``ray.init(num_cpus=2)``): the same events as the local executor,
+and an attempt whose worker process dies is retried."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from campaign_kit import small_campaign
+
+from mkbsim.campaigns import RayExecutor, run_simulated
+from mkbsim.events import EventStore
+
+ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _attempt_payloads(path: Path) -> list[tuple[str, str, str]]:
+    conn = sqlite3.connect(path)
+    rows = sorted(conn.execute("SELECT stream_id, type, payload FROM events WHERE stream_id LIKE 'attempt-%'"))
+    conn.close()
+    return rows
+
+
+def test_the_ray_executor_records_the_same_events_as_the_local_one(tmp_path: Path) -> None:
+    campaign = small_campaign(problems="p28,p36,p62")
+    results = {}
+    for executor in ("ray", "local"):
+        with EventStore(tmp_path / f"{executor}.sqlite", create=True) as store:
+            results[executor] = run_simulated(store, campaign, executor=executor)
+    assert results["ray"].ran == results["local"].ran == 24
+    assert _attempt_payloads(tmp_path / "ray.sqlite") == _attempt_payloads(tmp_path / "local.sqlite")
+
+
+def test_an_attempt_whose_worker_dies_is_retried(tmp_path: Path) -> None:
+    def die_once(marker: str) -> int:
+        if not os.path.exists(marker):
+            Path(marker).touch()
+            os._exit(1)  # the worker process dies mid-attempt
+        return os.getpid()
+
+    with EventStore(tmp_path / "e.sqlite", create=True) as store:
+        executor = RayExecutor(die_once, 2, None, str(store.path))
+        try:
+            executor.submit("attempt", str(tmp_path / "died"))
+            deadline, done = time.monotonic() + 120, []
+            while not done and time.monotonic() < deadline:
+                done = executor.wait(0.5)
+        finally:
+            executor.close()
+    assert (tmp_path / "died").exists() and done and done[0][0] == "attempt"

@@ -1,0 +1,154 @@
+"""`mkbsim label` (heuristic and LLM labelers), labeler quality against ground truth, kappa, and the
+skills report section."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents.agent_kit import Reply, StubLLM, serve
+from scipy import stats
+from skills_kit import cli
+
+from mkbsim.claims import CATEGORIES, classify
+from mkbsim.events import EventStore
+from mkbsim.simulator import CampaignConfig, get_profile, run_campaign, select_problems
+from mkbsim.skills._agreement import cohen_kappa, precision_recall
+from mkbsim.skills._report import spearman
+
+
+def test_cohen_kappa_on_a_hand_computed_table() -> None:
+    # 50 items: both yes 20, a yes/b no 5, a no/b yes 10, both no 15 → p_o 0.7, p_e 0.5·0.6 + 0.5·0.4 = 0.5
+    a = ["yes"] * 25 + ["no"] * 25
+    b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
+    assert cohen_kappa(a, a) == pytest.approx(1.0)
+    assert cohen_kappa(["x", "x"], ["x", "x"]) is None and cohen_kappa([], []) is None
+
+
+def test_precision_recall_per_label() -> None:
+    got = precision_recall(["a", "a", "b", "c"], ["a", "b", "b", "b"])
+    assert got["a"] == {"precision": 1.0, "recall": 0.5, "support": 2, "predicted": 1}
+    assert got["b"] == {"precision": pytest.approx(1 / 3), "recall": 1.0, "support": 1, "predicted": 3}
+    assert got["c"] == {"precision": None, "recall": 0.0, "support": 1, "predicted": 0}
+
+
+def test_spearman_matches_scipy_with_ties() -> None:
+    rng = random.Random(4)
+    x = [rng.choice([0.0, 0.25, 0.5, 0.75, 1.0]) for _ in range(30)]
+    y = [v + rng.gauss(0, 0.3) for v in x]
+    assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic)
+    assert spearman([1, 2], [2, 1]) is None and spearman([1, 1, 1], [1, 2, 3]) is None
+
+
+def _labels(store: Path, labeler: str) -> list[dict[str, Any]]:
+    with EventStore(store) as s:
+        return [e.payload for e in s.read(types=["LabelAssigned"]) if e.payload["labeler"] == labeler]
+
+
+def test_heuristic_labeling_end_to_end_with_quality_and_the_skills_report(
+    capsys: pytest.CaptureFixture[str], store_copy: tuple[Path, str]
+) -> None:
+    store, campaign = store_copy
+    argv = ("label", "--store", str(store), "--campaign", campaign, "--labeler", "heuristic")
+    code, out, err = cli(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["labeled"]["skills"] > 200 and result["labeled"]["follow"] > 100 and result["labeled"]["failure"] > 5
+    q = result["quality"]["heuristic"]
+    assert q["categories"]["n"] > 800 and q["categories"]["accuracy"] >= 0.9
+    assert set(q["categories"]["labels"]) == set(CATEGORIES)
+    for v in q["categories"]["labels"].values():
+        assert v["recall"] >= 0.8 and v["precision"] >= 0.6
+    assert q["follow"]["n"] > 100 and q["follow"]["accuracy"] >= 0.8
+    assert q["failure"]["n"] == result["labeled"]["failure"] and q["failure"]["accuracy"] >= 0.5
+    kappa = result["kappa"][0]
+    assert (kappa["a"], kappa["b"]) == ("ground_truth", "heuristic") and kappa["categories"] > 0.8
+    labels = _labels(store, "heuristic")
+    assert {x["subject"] for x in labels} == {"skill", "comparison"}
+    assert sum("failure_class" in x["labels"] for x in labels) == result["labeled"]["failure"]
+
+    code, out, _ = cli(capsys, *argv)  # nothing left to label; the quality tables print
+    assert code == 0 and out.startswith("heuristic: labeled 0 skills, 0 follow levels, 0 failure classes")
+    assert "heuristic vs ground truth — categories" in out and "Cohen's kappa" in out
+    assert len(_labels(store, "heuristic")) == len(labels)
+
+    base = ("report", "--store", str(store), "--campaign", campaign, "--section", "skills", "--similarity", "lexical")
+    code, out, err = cli(capsys, *base, "--labeler", "heuristic", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert [r["category"] for r in report["prevalence"]] == list(CATEGORIES)
+    assert report["prevalence"][0]["helped_n"] > 0 and report["prevalence"][0]["harmed_n"] > 0
+    for row in report["follow"]:
+        assert sum(row[level] for level in ("full", "partial", "none")) == pytest.approx(1.0)
+    assert all(0 <= r["unverified_propagated"] <= 1 for r in report["propagation"] if r["unverified"])
+    assert sum(report["failures"]["shares"].values()) == pytest.approx(1.0)
+    points = report["correlation"]["points"]
+    expected = stats.spearmanr([p["full_share"] for p in points], [p["lift"] for p in points]).statistic
+    assert report["correlation"]["cells"] == 36 and report["correlation"]["spearman_rho"] == pytest.approx(expected)
+    code, out, _ = cli(capsys, *base)  # ground truth's labels by default
+    assert code == 0 and "labels: ground_truth" in out and "Spearman rho" in out
+    code, _, err = cli(capsys, *base, "--labeler", "llm:nobody")
+    assert code == 2 and "no labels by 'llm:nobody'" in err
+    code, _, err = cli(capsys, *base, "--format", "csv")
+    assert code == 2 and "table or JSON only" in err
+
+
+class RubricStub(StubLLM):
+    """Answers each labeling question by its JSON schema: categories from mkbsim.claims (as the
+    heuristic would), every follow level "full", every failure "faulty_execution"."""
+
+    def next_action(self, body: dict[str, Any]) -> Reply:
+        name = body["response_format"]["json_schema"]["name"]
+        if name == "skill_categories":
+            sentences = re.findall(r"^\d+\. (.*)$", body["messages"][1]["content"], re.MULTILINE)
+            return Reply(json.dumps({"categories": [classify(s).category for s in sentences]}))
+        if name == "follow_level":
+            return Reply(json.dumps({"follow": "full"}))
+        return Reply(json.dumps({"failure_class": "faulty_execution"}))
+
+
+def test_the_llm_labeler_records_its_exchanges_and_is_compared_with_the_other_labelers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STUB_LABELER_KEY", "sk-stub-secret")
+    store = tmp_path / "llm.sqlite"
+    config = CampaignConfig((get_profile("sim-glm-5.3-flash"),), tuple(select_problems("p01,p28,p45")), seed=2)
+    with EventStore(store, create=True) as s:
+        campaign = run_campaign(s, config).campaign_id
+    assert cli(capsys, "label", "--store", str(store), "--labeler", "heuristic")[0] == 0
+    with serve(RubricStub()) as stub:
+        argv = ("--campaign", campaign, "--labeler", "llm:openai/stub-model", "--api-base", stub.url,
+                "--api-key-env", "STUB_LABELER_KEY")  # fmt: skip
+        code, out, err = cli(capsys, "label", "--store", str(store), *argv, "--format", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    counts = result["labeled"]
+    requests = [r.body for r in stub.received]
+    assert len(requests) == counts["skills"] + counts["follow"] + counts["failure"] > 0
+    assert all(r["response_format"]["type"] == "json_schema" for r in requests)
+    labels = _labels(store, "llm:openai/stub-model")
+    exchanges = [x for label in labels for x in label["labels"]["exchanges"]]
+    assert len(exchanges) == len(requests)
+    assert all(x["messages"][0]["role"] == "system" and json.loads(x["reply"]) for x in exchanges)
+    kappa = {(k["a"], k["b"]): k for k in result["kappa"]}
+    assert kappa[("heuristic", "llm:openai/stub-model")]["categories"] == pytest.approx(1.0)
+    q = result["quality"]["llm:openai/stub-model"]
+    assert q["follow"]["labels"]["full"]["recall"] == 1.0
+    assert set(q["follow"]["labels"]) <= {"full", "partial", "none"}
+    assert all(r.authorization == "Bearer sk-stub-secret" for r in stub.received)
+
+
+def test_an_llm_labeler_whose_model_never_answers_stops_with_one_line(
+    capsys: pytest.CaptureFixture[str], store_copy: tuple[Path, str]
+) -> None:
+    store, campaign = store_copy
+    with serve(StubLLM()) as stub:  # an empty script: every request is answered 400
+        argv = ("--campaign", campaign, "--labeler", "llm:openai/stub-model", "--api-base", stub.url)
+        code, _, err = cli(capsys, "label", "--store", str(store), *argv)
+    assert len(stub.received) == 1 and code == 2 and "labeler llm:openai/stub-model: the model call failed" in err
+    assert _labels(store, "llm:openai/stub-model") == []
