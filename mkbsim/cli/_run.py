@@ -98,7 +98,11 @@ def _simulate(args: argparse.Namespace, campaign: SimCampaign) -> int:
 
 
 def _report(store: object, campaign_id: str) -> int:
+    """The campaign's summary: the report by model × direction (the family breakdown is one command away)."""
     from mkbsim.cli._main import build_parser
 
-    report = build_parser().parse_args(["report", "--store", str(store), "--campaign", campaign_id])
-    return int(report.handler(report) or 0)
+    argv = ["report", "--store", str(store), "--campaign", campaign_id, "--by", "model,direction"]
+    report = build_parser().parse_args(argv)
+    code = int(report.handler(report) or 0)
+    print(f"\nby family as well: mkbsim report --store {store} --campaign {campaign_id}")
+    return code
