@@ -38,7 +38,7 @@ from mkbsim.simulator._campaign import (
     skill_of_events,
 )
 from mkbsim.simulator._chain import ChainConfig, chain_attempt_id, run_chains
-from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, Plan, derive_design_space
+from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, Plan, derive_design_space, solution_plan
 from mkbsim.simulator._device import DeviceProfile, load_device
 from mkbsim.simulator._profiles import AgentProfile, get_profile, parameter_names, parse_profile, shipped_profiles
 from mkbsim.simulator._scoring import AnalyticVerifier, choose_scorer
@@ -88,6 +88,7 @@ __all__ = [
     "simulate_attempt",
     "simulate_slots",
     "skill_of_events",
+    "solution_plan",
     "started_event",
     "summarize",
 ]

@@ -72,6 +72,16 @@ def design_data() -> dict[str, Any]:
         return tomllib.load(f)
 
 
+def solution_plan(path: Path) -> tuple[str, str, str]:
+    """(problem id, DSL, simulator plan kind) of a reference solution file ``NN_<plan>_<dsl>.py``."""
+    number, rest = path.stem.split("_", 1)
+    name, dsl = rest.rsplit("_", 1)
+    kinds = design_data()["solution_plans"]
+    if dsl not in DSL_KEYS or name not in kinds:
+        raise ValueError(f"{path.name}: no simulator plan kind for plan {name!r} in DSL {dsl!r} (design.toml)")
+    return f"p{int(number):02d}", dsl, kinds[name]
+
+
 def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
     """The plans of ``problem`` (a catalogue Problem) on ``device``."""
     data = design_data()
@@ -126,10 +136,10 @@ def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
         for dsl in DSL_KEYS:
             d = data["dsl"][dsl]
             if kind == "eager_only":
-                fixed[dsl], work[dsl] = eager_s * 1e3, 0.0
+                fixed[dsl], work[dsl] = (device.call_s + eager_s) * 1e3, 0.0
             else:
                 launch_s = launches * (device.kernel_launch_s + d["launch_us"] * 1e-6)
-                fixed[dsl] = (ops * device.eager_op_s + launch_s + eager_part) * 1e3
+                fixed[dsl] = (device.call_s + ops * device.eager_op_s + launch_s + eager_part) * 1e3
                 body = max(traffic / device.bandwidth, compute_s(dsl_flops, native, False))
                 work[dsl] = body / (efficiency * d["efficiency"]) * 1e3
             difficulty[dsl] = (
@@ -155,7 +165,7 @@ def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
         problem=problem.id,
         name=problem.name,
         family=problem.family,
-        eager_ms=eager_s * 1e3,
+        eager_ms=(device.call_s + eager_s) * 1e3,
         reformulation=family["reformulation"],
         plans=tuple(plans),
     )

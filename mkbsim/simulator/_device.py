@@ -17,6 +17,7 @@ class DeviceProfile:
     peak: dict[str, float]  # FLOP class -> FLOP/s
     eager_op_s: float  # one eager PyTorch op: Python dispatch plus launch
     kernel_launch_s: float  # launching a compiled kernel, before DSL-specific argument handling
+    call_s: float  # fixed cost of every timed call, eager reference included
 
 
 @cache
@@ -34,4 +35,5 @@ def load_device(key: str = "h200") -> DeviceProfile:
         peak={cls: float(rate) for cls, rate in table[key]["peak_flops_per_s"].items()},
         eager_op_s=dispatch["eager_op_us"] * 1e-6,
         kernel_launch_s=dispatch["kernel_launch_us"] * 1e-6,
+        call_s=dispatch["call_us"] * 1e-6,
     )

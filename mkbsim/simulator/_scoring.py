@@ -70,9 +70,9 @@ def choose_scorer(space: DesignSpace, plan: Plan, dsl: str) -> AnalyticVerifier:
     This is the seam for real solutions: where ``problems/<family>/solutions/`` holds a verified
     implementation of a plan in ``dsl`` and the verifier's ``cuda`` backend is available, a correct
     simulated implementation of that plan should be timed by running that file through
-    ``mkbsim.verifier`` instead. The first solution files name their own variants
-    (``28_addeager_normkernel_tirx.py``), not yet mapped to plan kinds, and only the ``cuda`` backend
-    measures the device the plans are costed for, so every submission is scored analytically.
+    ``mkbsim.verifier`` instead. The solution files name their plans (``28_addeager_normkernel_tirx.py``);
+    ``solution_plan`` maps them to plan kinds (design.toml ``[solution_plans]``), but only the ``cuda``
+    backend measures the device the plans are costed for, so every submission is scored analytically.
     """
     return _ANALYTIC
 

@@ -65,7 +65,9 @@ def test_runtimes_are_the_roofline_of_the_cost_model() -> None:
     eager_ops = family["eager_ops"]
     memory_s = 4.3e9 * family["eager_traffic"] / device.bandwidth
     expected_eager = (
-        eager_ops * device.eager_op_s + (memory_s + 1e9 / device.peak["fp32"]) / data["eager"]["efficiency"]
+        device.call_s
+        + eager_ops * device.eager_op_s
+        + (memory_s + 1e9 / device.peak["fp32"]) / data["eager"]["efficiency"]
     )
     assert space.eager_ms == pytest.approx(expected_eager * 1e3)
     fused = space.plan("fused")
@@ -74,7 +76,7 @@ def test_runtimes_are_the_roofline_of_the_cost_model() -> None:
     efficiency = plan_data["efficiency"] * family["fused_efficiency"] * dsl["efficiency"]
     assert fused.work_ms["tirx"] == pytest.approx(traffic_s / efficiency * 1e3)
     launch_s = device.kernel_launch_s + dsl["launch_us"] * 1e-6
-    assert fused.fixed_ms["tirx"] == pytest.approx((eager_ops * plan_data["eager_op_share"] * device.eager_op_s
-                                                    + launch_s) * 1e3)  # fmt: skip
+    assert fused.fixed_ms["tirx"] == pytest.approx((device.call_s + eager_ops * plan_data["eager_op_share"]
+                                                    * device.eager_op_s + launch_s) * 1e3)  # fmt: skip
     twice = derive_design_space(_toy(8_600_000_000, {"fp32": 1e9}), device)
     assert twice.plan("fused").work_ms["tirx"] == pytest.approx(2 * fused.work_ms["tirx"])
