@@ -61,6 +61,11 @@ REFORMULATION_PHRASES: dict[str, tuple[str, ...]] = {
         "one grouped launch over every expert",
         "the grouped-GEMM reformulation",
     ),
+    "token_parallel_routing": (
+        "one warp per token doing the softmax, top-k and renormalisation in registers",
+        "the token-parallel routing reformulation",
+        "routing each token in registers with warp-level top-k",
+    ),
     "dequant_in_register": (
         "dequantising in registers and feeding the low-precision tensor cores directly",
         "the dequant-in-register reformulation",
@@ -93,7 +98,8 @@ _MENTIONS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"chunkwise|state-resident|state resident|state in registers|grouped[- ]gemm|grouped launch|"
             r"dequant-in-register|dequantising in registers|scales in registers|vectorised[- ]scatter|"
             r"coalesced vectorised|wide coalesced copies|single-pass row|one-pass row|each row in registers|"
-            r"matmul-eager|glue-fused|glue around eager matmuls|fusing all elementwise glue|reformulation",
+            r"matmul-eager|glue-fused|glue around eager matmuls|fusing all elementwise glue|one warp per token|"
+            r"token-parallel routing|warp-level top-k|reformulation",
         ),
         ("fused_tiled", r"tiled, vectorised fused|fused kernel with tiling|tiling the fused kernel|tiled fused"),
         (

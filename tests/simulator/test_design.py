@@ -44,7 +44,8 @@ def test_family_reformulations_follow_the_problem() -> None:
     assert spaces["p04"].reformulation == "online_softmax"  # paged prefill
     assert spaces["p62"].reformulation == "chunked_recurrence"
     assert spaces["p72"].reformulation == "state_resident"  # single-step decode
-    assert spaces["p45"].reformulation == "grouped_gemm"
+    assert spaces["p44"].reformulation == "grouped_gemm"  # routing + expert GEMMs
+    assert spaces["p45"].reformulation == "token_parallel_routing"  # dispatch only
     assert spaces["p52"].reformulation == "dequant_in_register"
     assert spaces["p25"].reformulation == "vectorised_scatter"
     assert spaces["p28"].reformulation == "row_single_pass"

@@ -1,10 +1,11 @@
 """The simulator's runtimes against the H200 measurements of the reference solutions (no GPU: the
 measurements are benchmarks/h200_measurements.json, compared by benchmarks/sim_vs_measured.py).
 
-Band: after the dispatch correction of design.toml every category's geometric-mean predicted/measured
-ratio lies within 0.5-2x (fused 1.26, partial 1.28, eager 0.86); before it, single rows were
-off by 4x (p36 TIRx predicted 23 us against 95 us measured); now every row lies within 0.4-2.5x (furthest:
-p23 CuTe DSL fused, 2.18 — the CuTe DSL efficiency design.toml keeps for calibration).
+Band: every category's geometric-mean predicted/measured ratio lies within 0.5-2x (fused 1.43, partial
+0.99, eager 0.84 with the 30 rows of the second H200 session) and every row within 0.4-2.5x (furthest: p72
+TIRx fused, 2.32). Before the corrections of design.toml single rows were off by 10x (p49's partial plans
+and eager reference, costed with a per-expert loop its reference does not have) and 20x (p58's eager
+reference, whose NVFP4 dequantisation moves ~100x its compulsory bytes).
 """
 
 from __future__ import annotations

@@ -89,7 +89,11 @@ def test_heuristic_labeling_end_to_end_with_quality_and_the_skills_report(
     assert sum(report["failures"]["shares"].values()) == pytest.approx(1.0)
     points = report["correlation"]["points"]
     expected = stats.spearmanr([p["full_share"] for p in points], [p["lift"] for p in points]).statistic
-    assert report["correlation"]["cells"] == 36 and report["correlation"]["spearman_rho"] == pytest.approx(expected)
+    # 6 models x 6 families; a cell with no labelled follow level (a weak model passing neither solo of a
+    # family's two problems) has no point
+    assert 30 <= report["correlation"]["cells"] <= 36
+    assert len({(p["model"], p["family"]) for p in points}) == len(points)
+    assert report["correlation"]["spearman_rho"] == pytest.approx(expected)
     code, out, _ = cli(capsys, *base)  # ground truth's labels by default
     assert code == 0 and "labels: ground_truth" in out and "Spearman rho" in out
     code, _, err = cli(capsys, *base, "--labeler", "llm:nobody")

@@ -1,0 +1,93 @@
+"""Merge `mkbsim verify --json` verdicts from an H200 run into benchmarks/h200_measurements.json.
+
+    python3 benchmarks/record_h200.py DIR [DIR ...]
+
+    python3 benchmarks/record_h200.py DIR --harness gpu_kernels.jsonl
+
+DIR holds `<solution stem>.json` verdicts as written by benchmarks/gpu_solutions.sh. Each passed verdict
+replaces (or adds) the row of its solution file: verifier_ms and eager_ms from the verdict. `--harness`
+adds harness_ms / harness_eager_ms from benchmarks/gpu_kernels.py's JSON lines (passed solutions and the
+eager reference of the same run); a row keeps its earlier harness timings otherwise. Failed verdicts are
+listed, not stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).with_name("h200_measurements.json")
+
+
+def row_of(stem: str, verdict: dict[str, Any]) -> dict[str, Any]:
+    number, _, rest = stem.partition("_")
+    plan, _, dsl = rest.rpartition("_")
+    if verdict["problem"] != f"p{number}" or verdict["dsl"] != dsl:
+        raise ValueError(f"{stem}: the verdict is for {verdict['problem']} {verdict['dsl']}")
+    return {"file": f"{stem}.py", "problem": verdict["problem"], "dsl": dsl, "plan": plan,
+            "verifier_ms": round(verdict["runtime_ms"], 4), "eager_ms": round(verdict["eager_ms"], 4)}  # fmt: skip
+
+
+def merge(data: dict[str, Any], verdicts: dict[str, dict[str, Any]]) -> list[str]:
+    """Update ``data`` in place; returns the stems that failed (not stored)."""
+    rows = {row["file"]: row for row in data["rows"]}
+    failed = []
+    for stem, verdict in sorted(verdicts.items()):
+        if not verdict.get("passed"):
+            failed.append(f"{stem}: {verdict.get('failure')}")
+            continue
+        new = row_of(stem, verdict)
+        old = rows.get(new["file"], {})
+        rows[new["file"]] = {**new, **{k: v for k, v in old.items() if k.startswith("harness")}}
+    data["rows"] = sorted(rows.values(), key=lambda r: r["file"])
+    return failed
+
+
+def merge_harness(data: dict[str, Any], lines: list[dict[str, Any]]) -> int:
+    """Add the harness timings of passed solutions (and their problem's eager run); returns rows updated."""
+    eager = {r["problem"]: r["ms"] for r in lines if r.get("kind") == "eager"}
+    solutions = {r["file"]: r for r in lines if r.get("kind") == "solution" and r.get("passed")}
+    updated = 0
+    for row in data["rows"]:
+        run = solutions.get(row["file"])
+        if run is not None and row["problem"] in eager:
+            row["harness_ms"], row["harness_eager_ms"] = round(run["ms"], 4), round(eager[row["problem"]], 4)
+            updated += 1
+    return updated
+
+
+def dump(data: dict[str, Any]) -> str:
+    """The file's layout: the header indented, one row per line (diffs show which solution changed)."""
+    head = {k: v for k, v in data.items() if k != "rows"}
+    rows = ",\n".join("    " + json.dumps(row) for row in data["rows"])
+    return json.dumps(head, indent=2)[:-2] + ',\n  "rows": [\n' + rows + "\n  ]\n}\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", type=Path)
+    parser.add_argument("--harness", type=Path, help="gpu_kernels.jsonl of benchmarks/gpu_kernels.py")
+    args = parser.parse_args()
+    verdicts: dict[str, dict[str, Any]] = {}
+    for directory in args.dirs:
+        for path in directory.glob("*.json"):
+            try:
+                verdicts[path.stem] = json.loads(path.read_text())
+            except ValueError:
+                print(f"{path}: not a verdict (see {path.stem}.err)", file=sys.stderr)
+    data = json.loads(DATA.read_text())
+    failed = merge(data, verdicts)
+    print(f"{len(verdicts) - len(failed)} rows recorded in {DATA.name}")
+    if args.harness is not None:
+        lines = [json.loads(line) for line in args.harness.read_text().splitlines() if line.strip()]
+        print(f"harness timings for {merge_harness(data, lines)} rows")
+    DATA.write_text(dump(data))
+    for line in failed:
+        print(f"not recorded: {line}")
+
+
+if __name__ == "__main__":
+    main()
