@@ -3,7 +3,7 @@
     from mkbsim.agents import load_llm_campaign, run_llm_campaign, VerifierScorers
 
     config = load_llm_campaign("examples/llm.toml")
-    with VerifierScorers(config.verifier_backend, config.verifier_protocol) as scorers:
+    with VerifierSlots(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots) as scorers:
         summary = run_llm_campaign(config, store, load_catalog(), scorers)
 
 ``run_attempt`` runs one attempt and ``run_transfer_pair`` a solo → skill-conditioned pair, both
@@ -39,6 +39,13 @@ from mkbsim.agents._sandbox import (
     detect_network_isolation,
 )
 from mkbsim.agents._scoring import Scorer, ScorerFactory, Verdict, VerifierScorers
+from mkbsim.agents._slots import (
+    ScoringSlots,
+    SlottedScorers,
+    VerifierSlots,
+    default_verifier_slots,
+    limit_scoring,
+)
 from mkbsim.agents._transfer import (
     DIRECTIONS,
     SkillFilter,
@@ -82,16 +89,21 @@ __all__ = [
     "SandboxError",
     "Scorer",
     "ScorerFactory",
+    "ScoringSlots",
     "SkillFilter",
+    "SlottedScorers",
     "SourceNotFinished",
     "TransferPair",
     "Verdict",
     "VerifierScorers",
+    "VerifierSlots",
     "attempt_id_for",
+    "default_verifier_slots",
     "detect_network_isolation",
     "docs_index_text",
     "is_transient",
     "latest_finish",
+    "limit_scoring",
     "load_env_file",
     "load_llm_campaign",
     "parse_reply",

@@ -13,6 +13,11 @@ a rate-limit storm must not eat one arm's minutes and not the other's.
 Failures: a model that cannot be reached after retries, or a final verification that fails on
 the verifier's side, ends the attempt as ``infra_error`` (a resume runs it again); everything the
 agent does wrong is scored as it stands.
+
+Stopping: Ctrl-C in the attempt's thread, or ``stop`` set by a campaign running attempts in worker
+threads (where signals do not arrive), ends it as ``interrupted``. ``stop`` is checked between
+turns, before and after every model request, and while a command runs (which is killed); a model
+request already sent is waited for (at most the agent's ``request_timeout_s``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import hashlib
 import importlib.metadata
 import re
 import shutil
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -161,9 +167,10 @@ class _AttemptRun:
         loop: LoopConfig,
         ledger: CostLedger,
         client: ModelClient,
+        stop: threading.Event | None = None,
     ) -> None:
         self.spec, self.model, self.scorer, self.budget, self.loop = spec, model, scorer, budget, loop
-        self.ledger, self.client = ledger, client
+        self.ledger, self.client, self.stop = ledger, client, stop
         self.rec = AttemptRecorder(store, spec.attempt_id)
         self.sandbox = Sandbox.create(sandbox_config, spec.attempt_id, spec.dsl)
         self.snapshots = sandbox_config.root / f"{spec.attempt_id}.submissions"
@@ -197,6 +204,15 @@ class _AttemptRun:
             "note", f"model call failed (try {note.attempt}): {note.error}; retrying in {note.sleep_s:.1f} s",
             event="model_retry", request_s=round(note.request_s, 3), sleep_s=round(note.sleep_s, 3),
         )  # fmt: skip
+
+    def check_stop(self) -> None:
+        """End the attempt as interrupted if its campaign is stopping."""
+        if self.stop is not None and self.stop.is_set():
+            raise KeyboardInterrupt("stopped")
+
+    def _time_left(self) -> float:
+        self.check_stop()  # asked before every model request, retries included
+        return self.clock.left_s()
 
     def _budget_line(self) -> str:
         left = max(self.clock.left_s(), 0.0) / 60
@@ -240,6 +256,7 @@ class _AttemptRun:
         """Run turns until the attempt ends; returns why it ended."""
         malformed = 0
         while True:
+            self.check_stop()
             if self.clock.left_s() <= 0:
                 return "time budget used up"
             self._maybe_summarize()
@@ -279,7 +296,8 @@ class _AttemptRun:
             self._say("user", "\n\n".join([*parts, self._budget_line()]))
 
     def _complete(self, messages: list[dict[str, str]]) -> Completion:
-        completion = self.client.complete(messages, time_left=self.clock.left_s, on_retry=self._on_retry)
+        completion = self.client.complete(messages, time_left=self._time_left, on_retry=self._on_retry)
+        self.check_stop()
         self._charge(completion)
         return completion
 
@@ -326,7 +344,8 @@ class _AttemptRun:
                 parts.append(f"$ {command.cmd}\n(not run: the time budget is used up)")
                 break
             timeout = min(command.timeout_s or self.sandbox.config.default_command_timeout_s, self.clock.left_s())
-            r = self.sandbox.run(command.cmd, max(timeout, 1.0))
+            self.check_stop()
+            r = self.sandbox.run(command.cmd, max(timeout, 1.0), stop=self.stop)
             status = f"timed out after {r.timeout_s:g} s; killed" if r.timed_out else f"exit {r.exit_code}"
             self.rec.step(
                 "command", command.cmd, action="run", exit_code=r.exit_code, timed_out=r.timed_out,
@@ -462,15 +481,17 @@ def run_attempt(
     loop: LoopConfig | None = None,
     ledger: CostLedger | None = None,
     client_factory: Callable[[ModelConfig], ModelClient] = ModelClient,
+    stop: threading.Event | None = None,
 ) -> AttemptOutcome:
     """Run one attempt to its end, appending its events to ``store``; returns its outcome.
 
-    Provider and verifier failures end it as ``infra_error``; Ctrl-C as ``interrupted`` (then
-    re-raised). Both leave the attempt to be run again under the same id.
+    Provider and verifier failures end it as ``infra_error``; Ctrl-C, or ``stop`` being set, as
+    ``interrupted`` (then ``KeyboardInterrupt`` is raised). Both leave the attempt to be run again
+    under the same id.
     """
     run = _AttemptRun(
         store, spec, model, scorer, sandbox, budget or Budget(), loop or LoopConfig(), ledger or CostLedger(),
-        client_factory(model),
+        client_factory(model), stop,
     )  # fmt: skip
     run.start()
     try:
@@ -478,6 +499,7 @@ def run_attempt(
             reason = run.loop_turns()
         except BudgetEnded:
             reason = "time budget used up (waiting for the model)"
+        run.check_stop()
         skill = run.capture_skill()
         verdict = run.verify_final()
     except (ModelUnavailable, ContextOverflow) as exc:

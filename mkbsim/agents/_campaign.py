@@ -1,28 +1,56 @@
-"""A sequential LLM campaign: for each agent, problem and replicate, both solo attempts, then the
+"""An LLM campaign: for each agent, problem and replicate, both solo attempts, then the
 skill-conditioned attempt of each configured direction.
 
 Attempt ids are deterministic, so running the same campaign file again resumes it: attempts that
 finished are kept, attempts that ended on infrastructure (or never finished) run again under
 their id, and a treatment runs once its source has finished. The cost cap stops new attempts.
+
+Concurrency: ``[limits] agents`` attempts run at once, each in a worker thread (an attempt mostly
+waits on its model's HTTP replies, its sandbox's subprocesses and the verifier's processes). Ready
+attempts start in plan order, so ``agents = 1`` runs exactly the sequential order: per (agent,
+problem, replicate) both solos, then each treatment once its source solo finished. The threads
+share the event store (it serializes appends) and the cost ledger; verifications are limited by
+``[limits] gpu_verifier_slots`` (``limit_scoring``). Worker slot i runs its commands on its own
+cores where the sandbox's ``cpus`` is a count (slot i takes the i-th block of that many cores).
+
+Stopping: SIGINT/SIGTERM set a stop flag that the attempts in flight check (``run_attempt``'s
+``stop``); each records itself ``interrupted`` and the campaign raises ``KeyboardInterrupt`` once
+all have. A second signal raises at once: attempts still in flight then have no recorded end, and
+the next run closes them as interrupted before running them again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import heapq
 import json
+import os
+import queue
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from mkbsim.agents._attempt import AttemptOutcome, AttemptSpec, run_attempt
 from mkbsim.agents._config import LlmCampaignConfig
 from mkbsim.agents._ledger import CostLedger
 from mkbsim.agents._model import ModelClient, ModelConfig
-from mkbsim.agents._sandbox import detect_network_isolation
+from mkbsim.agents._sandbox import SandboxConfig, detect_network_isolation
 from mkbsim.agents._scoring import ScorerFactory
-from mkbsim.agents._transfer import DIRECTIONS, attempt_id_for, latest_finish, run_treatment, skill_arm, solo_arm
-from mkbsim.campaigns._signals import InterruptOnSignals
+from mkbsim.agents._slots import ScoringSlots, default_verifier_slots, limit_scoring
+from mkbsim.agents._transfer import (
+    DIRECTIONS,
+    SkillFilter,
+    attempt_id_for,
+    latest_finish,
+    run_treatment,
+    skill_arm,
+    solo_arm,
+)
+from mkbsim.campaigns._signals import StopSignals
 from mkbsim.catalog import Catalog, Problem
 from mkbsim.errors import UserError
 from mkbsim.events import (
@@ -83,6 +111,8 @@ def plan_fingerprint(config: LlmCampaignConfig, problems: list[Problem]) -> str:
         "replicates": config.replicates, "budget": [config.budget.minutes, config.budget.submissions],
         "verifier": [config.verifier_backend, config.verifier_protocol],
     }  # fmt: skip
+    if config.filter is not None:  # only when set: campaigns planned before filters keep their fingerprint
+        plan["filter"] = config.filter
     return hashlib.sha256(json.dumps(plan, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -95,7 +125,7 @@ def _begin(store: EventStore, config: LlmCampaignConfig, fingerprint: str) -> No
         if started[0].payload["plan_fingerprint"] != fingerprint:
             raise UserError(
                 f"campaign {config.campaign_id!r} already exists in {store.path} with a different plan "
-                "(agents, problems, directions, replicates, budget or verifier changed); use a new campaign id"
+                "(agents, problems, directions, replicates, budget, verifier or filter changed); use a new campaign id"
             )
         return
     payload = CampaignStarted(
@@ -116,6 +146,35 @@ def _close_unfinished(store: EventStore, attempt_id: str) -> None:
         store.append([NewEvent.of(attempt_stream(attempt_id), finished)], expected_version=len(stream))
 
 
+@dataclass(frozen=True, order=True)
+class _Job:
+    """One planned attempt; ``index`` is its place in the sequential order (ready jobs start by it)."""
+
+    index: int
+    attempt_id: str = field(compare=False)
+    agent: ModelConfig = field(compare=False)
+    problem: Problem = field(compare=False)
+    replicate: int = field(compare=False)
+    dsl: Dsl = field(compare=False)
+    direction: str | None = field(compare=False, default=None)  # None: a solo
+    source_id: str | None = field(compare=False, default=None)
+
+
+class _StopSignals(StopSignals):
+    """The first SIGINT/SIGTERM asks the attempts in flight to stop; a second one stops at once."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        super().__init__()
+        self.stop = stop
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        again = self.caught is not None
+        super()._handle(signum, frame)
+        self.stop.set()
+        if again:
+            raise KeyboardInterrupt(self.caught)
+
+
 class _CampaignRun:
     def __init__(
         self,
@@ -124,14 +183,33 @@ class _CampaignRun:
         scorer_factory: ScorerFactory,
         client_factory: Callable[[ModelConfig], ModelClient],
         progress: Callable[[str], None],
+        skill_filter: SkillFilter | None,
     ) -> None:
         self.config, self.store, self.scorer_factory = config, store, scorer_factory
-        self.client_factory, self.progress = client_factory, progress
+        self.client_factory, self.progress, self.skill_filter = client_factory, progress, skill_filter
         self.ledger = CostLedger.from_store(store, config.campaign_id, config.cost_cap_usd)
         network = detect_network_isolation()
         self.summary = CampaignSummary(
             config.campaign_id, network_isolated=network.isolated, network_detail=network.detail
         )
+        self.stop = threading.Event()
+        self.finished: set[str] = set()  # attempts whose latest try finished (earlier runs or this one)
+
+    def plan(self, problems: list[Problem]) -> list[_Job]:
+        c, jobs = self.config, list[_Job]()
+        for agent in c.agents:
+            for problem in problems:
+                for replicate in range(c.replicates):
+                    # both solos: each is one direction's source and the other's baseline
+                    for dsl in ("cutedsl", "tirx"):
+                        aid = attempt_id_for(c.campaign_id, agent.label, problem.id, solo_arm(dsl), replicate)
+                        jobs.append(_Job(len(jobs), aid, agent, problem, replicate, dsl))
+                    for direction in c.directions:
+                        source, target = DIRECTIONS[direction]
+                        src = attempt_id_for(c.campaign_id, agent.label, problem.id, solo_arm(source), replicate)
+                        aid = attempt_id_for(c.campaign_id, agent.label, problem.id, skill_arm(direction), replicate)
+                        jobs.append(_Job(len(jobs), aid, agent, problem, replicate, target, direction, src))
+        return jobs
 
     def _record(self, outcome: AttemptOutcome, reused: bool) -> None:
         s = self.summary
@@ -142,47 +220,109 @@ class _CampaignRun:
         flag = "passed" if outcome.passed else "skipped" if outcome.skipped else "failed"
         self.progress(f"{outcome.attempt_id}: {outcome.status}, {flag}" + (" (kept)" if reused else ""))
 
-    def _finished(self, attempt_id: str) -> dict[str, Any] | None:
-        finish = latest_finish(self.store, attempt_id)
-        return finish if finish is not None and finish["status"] == "finished" else None
+    def execute(self, jobs: list[_Job]) -> None:
+        """Run every job not finished yet, ``agents`` at a time, each once its source has finished."""
+        ready: list[_Job] = []
+        waiting: dict[str, list[_Job]] = {}  # source attempt id -> treatments waiting for it
+        for job in jobs:
+            finish = latest_finish(self.store, job.attempt_id)
+            if finish is not None and finish["status"] == "finished":
+                self.finished.add(job.attempt_id)
+                self._record(_outcome_of(job.attempt_id, finish), reused=True)
+        for job in jobs:
+            if job.attempt_id in self.finished:
+                continue
+            if job.source_id is None or job.source_id in self.finished:
+                heapq.heappush(ready, job)
+            else:
+                waiting.setdefault(job.source_id, []).append(job)
 
-    def _ensure(self, attempt_id: str, run: Callable[[], AttemptOutcome]) -> None:
-        """Keep a finished attempt, else run it (unless the cost cap stops new attempts)."""
-        finish = self._finished(attempt_id)
-        if finish is not None:
-            self._record(_outcome_of(attempt_id, finish), reused=True)
-            return
-        if self.ledger.cap_reached:
-            self.summary.stopped_by_cost_cap = True
-            return
-        _close_unfinished(self.store, attempt_id)
-        self.progress(f"{attempt_id}: running")
-        self._record(run(), reused=False)
+        workers = max(1, min(self.config.agents_at_once, len(ready) + sum(map(len, waiting.values()))))
+        inbox: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        outbox: queue.SimpleQueue[tuple[_Job, AttemptOutcome | None, BaseException | None]] = queue.SimpleQueue()
+        for slot in range(workers):
+            # daemon threads: after a second signal the process may exit while they still wait on a request
+            threading.Thread(target=self._worker, args=(slot, inbox, outbox), name=f"attempt-{slot}",
+                             daemon=True).start()  # fmt: skip
+        in_flight = 0
+        failure: BaseException | None = None
+        try:
+            with _StopSignals(self.stop) as signals:
+                while True:
+                    if signals.caught is not None or failure is not None:
+                        self.stop.set()  # the attempts in flight end as interrupted
+                    while ready and in_flight < workers and not self.stop.is_set():
+                        if self.ledger.cap_reached:  # no new attempt; those running finish
+                            self.summary.stopped_by_cost_cap = True
+                            ready.clear()
+                            break
+                        job = heapq.heappop(ready)
+                        _close_unfinished(self.store, job.attempt_id)
+                        self.progress(f"{job.attempt_id}: running")
+                        inbox.put(job)
+                        in_flight += 1
+                    if in_flight == 0 and (not ready or self.stop.is_set()):
+                        break
+                    try:
+                        job, outcome, error = outbox.get(timeout=0.1)  # wakes up to notice signals
+                    except queue.Empty:
+                        continue
+                    in_flight -= 1
+                    if outcome is not None:
+                        self._record(outcome, reused=False)
+                        if outcome.status == "finished":
+                            self.finished.add(job.attempt_id)
+                            for after in waiting.pop(job.attempt_id, []):
+                                heapq.heappush(ready, after)
+                    elif not isinstance(error, KeyboardInterrupt):  # interrupted attempts recorded themselves
+                        failure = failure or error
+        finally:
+            for _ in range(workers):
+                inbox.put(None)
+        if failure is not None:
+            raise failure
+        if signals.caught is not None:
+            raise KeyboardInterrupt(signals.caught)
 
-    def solo(self, agent: ModelConfig, problem: Problem, replicate: int, dsl: Dsl) -> None:
+    def _worker(
+        self,
+        slot: int,
+        inbox: queue.SimpleQueue[_Job | None],
+        outbox: queue.SimpleQueue[tuple[_Job, AttemptOutcome | None, BaseException | None]],
+    ) -> None:
+        sandbox = self._sandbox(slot)
+        while (job := inbox.get()) is not None:
+            try:
+                outbox.put((job, self._run(job, sandbox), None))
+            except BaseException as exc:  # KeyboardInterrupt (a stop) included: the main thread decides
+                outbox.put((job, None, exc))
+
+    def _sandbox(self, slot: int) -> SandboxConfig:
+        """Worker ``slot``'s sandbox: its own block of cores where ``cpus`` is a count (wrapping around
+        when agents × cpus exceeds the cores), so concurrent attempts do not share cores when they fit."""
+        cfg = self.config.sandbox
+        if isinstance(cfg.cpus, tuple) or self.config.agents_at_once == 1:
+            return cfg
+        available = sorted(os.sched_getaffinity(0))
+        count = min(cfg.cpus, len(available))
+        return dataclasses.replace(cfg, cpus=tuple(available[(slot * count + k) % len(available)]
+                                                   for k in range(count)))  # fmt: skip
+
+    def _run(self, job: _Job, sandbox: SandboxConfig) -> AttemptOutcome:
         c = self.config
-        spec = AttemptSpec(
-            attempt_id_for(c.campaign_id, agent.label, problem.id, solo_arm(dsl), replicate),
-            c.campaign_id, problem, dsl, solo_arm(dsl), replicate,
+        if job.direction is None:
+            spec = AttemptSpec(job.attempt_id, c.campaign_id, job.problem, job.dsl, solo_arm(job.dsl), job.replicate)
+            return run_attempt(
+                self.store, spec, job.agent, self.scorer_factory(job.problem, job.dsl), sandbox=sandbox,
+                budget=c.budget, loop=c.loop, ledger=self.ledger, client_factory=self.client_factory, stop=self.stop,
+            )  # fmt: skip
+        assert job.source_id is not None
+        return run_treatment(
+            self.store, attempt_id=job.attempt_id, source_attempt_id=job.source_id, campaign_id=c.campaign_id,
+            problem=job.problem, direction=job.direction, model=job.agent, scorer_factory=self.scorer_factory,
+            sandbox=sandbox, replicate=job.replicate, budget=c.budget, loop=c.loop, ledger=self.ledger,
+            skill_filter=self.skill_filter, client_factory=self.client_factory, stop=self.stop,
         )  # fmt: skip
-        self._ensure(spec.attempt_id, lambda: run_attempt(
-            self.store, spec, agent, self.scorer_factory(problem, dsl), sandbox=c.sandbox, budget=c.budget,
-            loop=c.loop, ledger=self.ledger, client_factory=self.client_factory,
-        ))  # fmt: skip
-
-    def treatment(self, agent: ModelConfig, problem: Problem, replicate: int, direction: str) -> None:
-        c = self.config
-        source_arm = solo_arm(DIRECTIONS[direction][0])
-        source_id = attempt_id_for(c.campaign_id, agent.label, problem.id, source_arm, replicate)
-        if self._finished(source_id) is None:
-            return  # the source ended on infrastructure (or the cap stopped it): a resume runs both
-        attempt_id = attempt_id_for(c.campaign_id, agent.label, problem.id, skill_arm(direction), replicate)
-        self._ensure(attempt_id, lambda: run_treatment(
-            self.store, attempt_id=attempt_id, source_attempt_id=source_id, campaign_id=c.campaign_id,
-            problem=problem, direction=direction, model=agent, scorer_factory=self.scorer_factory,
-            sandbox=c.sandbox, replicate=replicate, budget=c.budget, loop=c.loop, ledger=self.ledger,
-            client_factory=self.client_factory,
-        ))  # fmt: skip
 
 
 def _outcome_of(attempt_id: str, finish: dict[str, Any]) -> AttemptOutcome:
@@ -203,23 +343,29 @@ def run_llm_campaign(
     *,
     client_factory: Callable[[ModelConfig], ModelClient] = ModelClient,
     progress: Callable[[str], None] = lambda line: None,
+    skill_filter: SkillFilter | None = None,
 ) -> CampaignSummary:
-    """Run (or resume) the campaign; returns its summary, also stored as ``CampaignFinished``."""
+    """Run (or resume) the campaign; returns its summary, also stored as ``CampaignFinished``.
+
+    ``skill_filter``: the filter named by ``campaign.filter`` (the caller resolves the name, e.g.
+    with ``skill_filters.get``: mkbsim does not import the plugins). Raises ``KeyboardInterrupt``
+    after a stop signal, once the attempts in flight have recorded themselves interrupted.
+    """
+    if (skill_filter.name if skill_filter else None) != config.filter:
+        given = skill_filter.name if skill_filter else "none"
+        want = config.filter or "not set"
+        raise UserError(f"{config.path}: campaign.filter is {want} but the filter given is {given}")
     try:
         problems = catalog.select(config.problems)
     except KeyError as exc:
         raise UserError(f"{config.path}: campaign.problems: {exc.args[0]}") from None
     _begin(store, config, plan_fingerprint(config, problems))
-    run = _CampaignRun(config, store, scorer_factory, client_factory, progress)
-    with InterruptOnSignals():  # SIGTERM too ends the attempt in flight as interrupted (run_attempt records it)
-        for agent in config.agents:
-            for problem in problems:
-                for replicate in range(config.replicates):
-                    # both solos: each is one direction's source and the other's baseline
-                    for dsl in ("cutedsl", "tirx"):
-                        run.solo(agent, problem, replicate, dsl)
-                    for direction in config.directions:
-                        run.treatment(agent, problem, replicate, direction)
+    slots = config.gpu_verifier_slots or getattr(scorer_factory, "count", None)
+    if not isinstance(slots, int):  # a factory that does not say how many verifiers it runs
+        slots = default_verifier_slots(config.verifier_backend or "cpu")
+    limited = limit_scoring(scorer_factory, ScoringSlots(slots))
+    run = _CampaignRun(config, store, limited, client_factory, progress, skill_filter)
+    run.execute(run.plan(problems))
     summary = run.summary
     summary.costs = run.ledger.summary()
     finished = CampaignFinished(campaign_id=config.campaign_id, counts=summary.counts())

@@ -39,6 +39,12 @@ class LlmCampaignConfig:
     verifier_protocol: str = "paper"
     loop: LoopConfig = field(default_factory=LoopConfig)
     raw: Mapping[str, Any] = field(default_factory=dict)
+    #: attempts at once (LLM calls wait on the network: threads); 1 runs them one after another
+    agents_at_once: int = 1
+    #: verifier runs at once across all attempts; None: one per visible GPU (cuda), half the cores (cpu)
+    gpu_verifier_slots: int | None = None
+    #: a skill filter's name (``skill_filters``): treatments read their source's skill through it
+    filter: str | None = None
 
 
 def _agent(path: Path, index: int, data: Any) -> ModelConfig:
@@ -104,9 +110,9 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     """Read and check an LLM campaign file."""
     file = Path(path)
     raw = read_toml(file)
-    top = Table(file, "", raw, ("campaign", "budget", "verifier", "sandbox", "loop", "agents"))
+    top = Table(file, "", raw, ("campaign", "budget", "verifier", "sandbox", "loop", "limits", "agents"))
     c = Table(file, "campaign", top.get("campaign", dict, required=True), (
-        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file",
+        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file", "filter",
     ))  # fmt: skip
     if c.get("kind", str, "llm") != "llm":
         c.fail("kind", 'an LLM campaign file has kind = "llm" (simulated campaigns: examples/simulated.toml)')
@@ -126,6 +132,15 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     if cap is not None and cap <= 0:
         c.fail("cost_cap_usd", f"must be positive, got {cap}")
     env_file = c.get("env_file", str, ".env")
+    skill_filter = c.get("filter", str)
+    if skill_filter is not None and not skill_filter.strip():
+        c.fail("filter", "name a skill filter (`mkbsim filter-test --list`), or leave the key out")
+
+    lim = Table(file, "limits", top.get("limits", dict, {}), ("agents", "gpu_verifier_slots"))
+    agents_at_once = lim.positive("agents", 1, integer=True)
+    slots = lim.get("gpu_verifier_slots", int)
+    if slots is not None and slots <= 0:
+        lim.fail("gpu_verifier_slots", f"must be positive, got {slots}")
 
     b = Table(file, "budget", top.get("budget", dict, {}), ("minutes", "submissions"))
     budget = Budget(b.positive("minutes", 40, integer=True), b.positive("submissions", 10, integer=True))
@@ -151,7 +166,8 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
         sandbox=_sandbox(file, top.get("sandbox", dict, {})), directions=tuple(directions),
         replicates=c.positive("replicates", 1, integer=True), cost_cap_usd=float(cap) if cap is not None else None,
         env_file=Path(env_file), budget=budget, verifier_backend=backend,
-        verifier_protocol=protocol, loop=_loop(file, top.get("loop", dict, {})), raw=raw,
+        verifier_protocol=protocol, loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
+        gpu_verifier_slots=slots, filter=skill_filter,
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -40,6 +41,9 @@ _LIMITER = (
     "    os.sched_setaffinity(0, {int(c) for c in cpus.split(',')})\n"
     "os.execvp(sys.argv[3], sys.argv[3:])\n"
 )
+
+#: How often a running command checks for a stop.
+_STOP_POLL_S = 0.2
 
 _INITIAL_KERNEL = "# kernel.py: define run(...) here (see the task). The verifier imports this file.\n"
 
@@ -176,8 +180,10 @@ class Sandbox:
             "OPENBLAS_NUM_THREADS": threads,
         }
 
-    def run(self, command: str, timeout_s: float | None = None) -> CommandResult:
-        """Run ``command`` with bash in the working directory; kill its process group on timeout."""
+    def run(self, command: str, timeout_s: float | None = None, stop: threading.Event | None = None) -> CommandResult:
+        """Run ``command`` with bash in the working directory; kill its process group on timeout.
+
+        ``stop`` (a campaign stopping on a signal) kills the command too and raises ``KeyboardInterrupt``."""
         cfg = self.config
         limit = min(cfg.max_command_timeout_s, timeout_s or cfg.default_command_timeout_s)
         cpus = ",".join(map(str, cfg.cpu_set()))
@@ -193,15 +199,26 @@ class Sandbox:
                 argv, cwd=self.workdir, env=self.environment(), stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-            timed_out = False
+            timed_out = stopped = False
             try:
-                proc.wait(timeout=limit)
-            except subprocess.TimeoutExpired:
-                timed_out = True
+                deadline = t0 + limit
+                while True:  # in slices, so that a stop need not wait for a long command
+                    try:
+                        proc.wait(timeout=max(0.0, min(_STOP_POLL_S, deadline - time.monotonic())))
+                        break
+                    except subprocess.TimeoutExpired:
+                        if stop is not None and stop.is_set():
+                            stopped = True
+                            break
+                        if time.monotonic() >= deadline:
+                            timed_out = True
+                            break
             finally:
                 # also reaps background children the command left behind
                 _kill_group(proc.pid)
                 proc.wait()
+            if stopped:
+                raise KeyboardInterrupt("stopped")
             duration = time.monotonic() - t0
             size = out.seek(0, os.SEEK_END)
             text = _head_and_tail(out, size, cfg.output_chars)

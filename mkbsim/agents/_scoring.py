@@ -6,6 +6,7 @@ real ones come from ``VerifierScorers`` (DESIGN §5).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,28 +51,32 @@ class VerifierScorers:
 
     One verifier session serves every scorer it makes, so its worker processes are started once
     per campaign, not once per submission. ``backend`` None picks the verifier's default (cuda
-    where a GPU is visible, else cpu). Close it when the campaign ends.
+    where a GPU is visible, else cpu). Close it when the campaign ends. Threads may share it: the
+    session verifies one submission at a time (``VerifierSlots`` runs several at once).
     """
 
     def __init__(self, backend: str | None = None, protocol: str = "paper") -> None:
         self.backend = backend
         self.protocol = protocol
         self._session: VerifierSession | None = None
+        self.lock = threading.RLock()
 
     def session(self) -> VerifierSession:
-        if self._session is None:
-            from mkbsim.verifier import VerifierSession
+        with self.lock:
+            if self._session is None:
+                from mkbsim.verifier import VerifierSession
 
-            self._session = VerifierSession(self.backend)
-        return self._session
+                self._session = VerifierSession(self.backend)
+            return self._session
 
     def __call__(self, problem: Problem, dsl: str) -> Scorer:
         return _SessionScorer(self, problem, dsl)
 
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
+        with self.lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
 
     def __enter__(self) -> VerifierScorers:
         return self
@@ -87,5 +92,6 @@ class _SessionScorer:
     dsl: str
 
     def score(self, kernel_path: Path, *, attempt_id: str, submission: SubmissionIndex) -> Verdict:
-        report = self.owner.session().verify(kernel_path, self.problem, self.dsl, protocol=self.owner.protocol)
+        with self.owner.lock:  # one session, one verification at a time (its zygote and caches are not shared)
+            report = self.owner.session().verify(kernel_path, self.problem, self.dsl, protocol=self.owner.protocol)
         return Verdict(report.to_payload(attempt_id, submission), "\n".join(report.verdict_lines()))

@@ -10,6 +10,7 @@ as started and finished with ``skipped: true`` and inherits the baseline outcome
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -99,6 +100,7 @@ def run_treatment(
     ledger: CostLedger | None = None,
     skill_filter: SkillFilter | None = None,
     client_factory: Callable[[ModelConfig], ModelClient] = ModelClient,
+    stop: threading.Event | None = None,
 ) -> AttemptOutcome:
     """The skill-conditioned attempt of ``direction`` given the recorded skill of its source."""
     _, target_dsl = _dsls(direction)
@@ -119,7 +121,7 @@ def run_treatment(
         return _skip(store, spec, model, budget or Budget(), why)
     return run_attempt(
         store, spec, model, scorer_factory(problem, target_dsl), sandbox=sandbox, budget=budget, loop=loop,
-        ledger=ledger, client_factory=client_factory,
+        ledger=ledger, client_factory=client_factory, stop=stop,
     )  # fmt: skip
 
 

@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="where simulated attempts run: a local process pool (default) or Ray tasks")  # fmt: skip
     p.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (auto or host:port; --executor ray)")
     p.add_argument("--workers", type=positive_int, metavar="N", help="attempts at once (default: the file's "
-                   "limits.agents, else this machine's cores)")  # fmt: skip
+                   "limits.agents, else this machine's cores for simulated campaigns and 1 for LLM ones)")  # fmt: skip
     p.add_argument("--new-campaign", action="store_true",
                    help="when the plan fingerprint changed (problem definitions, verifier protocol or config), "
                    "start a separate campaign instead of refusing")  # fmt: skip
@@ -58,11 +58,11 @@ def _run(args: argparse.Namespace) -> int:
         if campaign_kind(args.campaign) == "llm":
             from mkbsim.cli._agents import run_campaign_file
 
-            if args.executor != "local" or args.ray_address or args.workers or args.new_campaign:
-                raise UserError("LLM campaigns run one attempt at a time here: --executor, --ray-address, --workers "
-                                "and --new-campaign apply to simulated campaigns")  # fmt: skip
+            if args.executor != "local" or args.ray_address or args.new_campaign:
+                raise UserError("LLM campaigns run on this machine (threads): --executor ray, --ray-address and "
+                                "--new-campaign apply to simulated campaigns")  # fmt: skip
 
-            return run_campaign_file(args.campaign, args.store)
+            return run_campaign_file(args.campaign, args.store, workers=args.workers)
         campaign = load_simulated_campaign(args.campaign)
     else:
         from mkbsim.simulator import CampaignConfig, get_profile, select_problems, shipped_profiles

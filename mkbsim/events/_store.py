@@ -6,6 +6,7 @@ import json
 import json.encoder
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
     updated_at TEXT NOT NULL
 );
 """
+
 
 def _make_encoder() -> Callable[[Any], str]:
     """Compact, NaN-refusing JSON. Built once: json.dumps with options builds an encoder per call,
@@ -133,6 +135,12 @@ class EventStore:
 
     Readers in other processes (monitors, the TUI) open their own instance and use ``tail``; WAL
     lets them read while a writer appends.
+
+    Threads may share an instance (an LLM campaign runs its attempts in threads): every statement,
+    and every append's whole transaction, runs under the instance's lock, so appends never
+    interleave and a read never sees half a batch. A paged ``read`` takes the lock per page, not
+    for the whole iteration (a long scan must not stall the writers). ``connection`` bypasses the
+    lock: it is for one thread at a time (projections and reports, which own their process).
     """
 
     def __init__(
@@ -150,7 +158,11 @@ class EventStore:
             if not self.path.parent.exists():
                 raise StoreError(f"{self.path.parent}: no such directory")
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+            # shared by threads under ``_lock`` (sqlite3 objects are safe to use from any thread when serialized)
+            self._lock = threading.RLock()
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
+            )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version > STORE_SCHEMA:
@@ -172,7 +184,8 @@ class EventStore:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        self._conn.close()
+        with self._lock:
+            self._conn.close()
 
     def __enter__(self) -> EventStore:
         return self
@@ -228,6 +241,7 @@ class EventStore:
             raise PayloadError(f"event_id {twice!r} appears twice in one batch")
         conn = self._conn
         try:
+            self._lock.acquire()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = self._append_locked(conn, rows, caller_ids, expected_version)
@@ -240,6 +254,8 @@ class EventStore:
             raise ConcurrencyError(f"{self.path}: concurrent append clashed: {exc}") from exc
         except sqlite3.Error as exc:
             raise _translate(exc, self.path) from exc
+        finally:
+            self._lock.release()
         return result
 
     def _append_locked(
@@ -332,7 +348,8 @@ class EventStore:
         while remaining is None or remaining > 0:
             n = page_size if remaining is None else min(page_size, remaining)
             try:
-                rows = self._conn.execute(sql, [cursor, *base, n]).fetchall()
+                with self._lock:
+                    rows = self._conn.execute(sql, [cursor, *base, n]).fetchall()
             except sqlite3.Error as exc:
                 raise _translate(exc, self.path) from exc
             for row in rows:
@@ -360,7 +377,8 @@ class EventStore:
             " ORDER BY position"
         )
         for lo in range(from_position, to_position, window):
-            rows = self._conn.execute(sql, [lo, min(lo + window, to_position), *types]).fetchall()
+            with self._lock:
+                rows = self._conn.execute(sql, [lo, min(lo + window, to_position), *types]).fetchall()
             if rows:
                 yield rows
 
@@ -403,20 +421,24 @@ class EventStore:
     def count(self, type: str | None = None) -> int:
         if type is None:
             return int(self.last_position())  # positions are gap-free from 1
-        return int(self._conn.execute("SELECT COUNT(*) FROM events WHERE type = ?", (type,)).fetchone()[0])
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM events WHERE type = ?", (type,)).fetchone()[0])
 
     def last_position(self) -> int:
         try:
-            return int(self._conn.execute("SELECT COALESCE(MAX(position), 0) FROM events").fetchone()[0])
+            with self._lock:
+                return int(self._conn.execute("SELECT COALESCE(MAX(position), 0) FROM events").fetchone()[0])
         except sqlite3.Error as exc:
             raise _translate(exc, self.path) from exc
 
     def stream_version(self, stream_id: str) -> int:
-        row = self._conn.execute("SELECT MAX(version) FROM events WHERE stream_id = ?", (stream_id,)).fetchone()
+        with self._lock:
+            row = self._conn.execute("SELECT MAX(version) FROM events WHERE stream_id = ?", (stream_id,)).fetchone()
         return int(row[0] or 0)
 
     def type_counts(self) -> dict[str, int]:
-        return dict(self._conn.execute("SELECT type, COUNT(*) FROM events GROUP BY type ORDER BY type").fetchall())
+        with self._lock:
+            return dict(self._conn.execute("SELECT type, COUNT(*) FROM events GROUP BY type ORDER BY type").fetchall())
 
     # -- integrity ------------------------------------------------------------------------------
 
@@ -426,6 +448,7 @@ class EventStore:
 
         c = self._conn
         try:
+            self._lock.acquire()  # released in ``finally``; validation's paged reads re-enter (an RLock)
             n, lo, hi = c.execute("SELECT COUNT(*), MIN(position), MAX(position) FROM events").fetchone()
             streams = c.execute("SELECT COUNT(DISTINCT stream_id) FROM events").fetchone()[0]
             counts = self.type_counts()
@@ -465,6 +488,8 @@ class EventStore:
             return report(None)
         except sqlite3.Error as exc:
             raise _translate(exc, self.path) from exc
+        finally:
+            self._lock.release()
 
 
 def _decode(row: tuple[Any, ...]) -> RecordedEvent:

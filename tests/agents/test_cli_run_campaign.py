@@ -89,3 +89,53 @@ def test_a_missing_provider_key_stops_before_any_attempt(
         f"(export it or put it in {tmp_path / 'none.env'})"
     )
     assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_an_unknown_filter_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    campaign = tmp_path / "f.toml"
+    campaign.write_text(
+        f'[campaign]\nid = "x"\nproblems = "p36"\nfilter = "no_such_filter"\nenv_file = "{tmp_path / "n.env"}"\n'
+        '[[agents]]\nmodel = "openai/gpt-4.1"\nparams = { api_base = "http://127.0.0.1:9/v1" }\n'
+    )
+    code, out, err = run_cli(capsys, "run", "--campaign", str(campaign), "--store", str(tmp_path / "s.sqlite"))
+    assert code == 2 and out == ""
+    assert err.startswith(f"mkbsim run: error: {campaign}: campaign.filter: ") and "no_such_filter" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s.sqlite").exists()
+
+
+def test_a_campaign_filter_reaches_the_treatment_through_the_cli(
+    tmp_path: Path, stub: StubLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    campaign = tmp_path / "llm.toml"
+    campaign.write_text(f"""
+[campaign]
+id = "filtered"
+problems = "p36"
+directions = ["tirx2cutedsl"]
+filter = "identity"
+env_file = "{tmp_path / "none.env"}"
+
+[limits]
+agents = 2
+gpu_verifier_slots = 1
+
+[verifier]
+backend = "cpu"
+
+[sandbox]
+root = "{tmp_path / "sandboxes"}"
+
+[[agents]]
+model = "openai/gpt-4o-mini"
+params = {{ api_base = "{stub.url}", api_key = "sk-stub" }}
+""")
+    # both solos write a skill and no kernel (nothing to verify); the treatment does the same
+    stub.script = [act(write={"kernel.py": "", "SKILL.md": "- a finding (measured)\n"}, done=True)] * 3
+    store = tmp_path / "runs.sqlite"
+    code, _, err = run_cli(capsys, "run", "--campaign", str(campaign), "--store", str(store), "--workers", "2")
+    assert code == 0, err
+    with EventStore(store) as s:
+        (read,) = [e.payload for e in s.read(types=["SkillRead"])]
+        started = [e.payload for e in s.read(types=["CampaignStarted"])]
+    assert read["filter"] == "identity" and read["text"] == "- a finding (measured)\n"
+    assert started[0]["config"]["campaign"]["filter"] == "identity"

@@ -39,6 +39,8 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
     config = load_llm_campaign(path)
     assert config.replicates == 1 and config.cost_cap_usd is None and config.verifier_backend is None
     assert config.env_file == Path(".env") and config.agents[0].label == "openai/gpt-4.1-mini"
+    # one attempt at a time, the verifier slots from the machine, no filter
+    assert (config.agents_at_once, config.gpu_verifier_slots, config.filter) == (1, None, None)
 
 
 @pytest.mark.parametrize(
@@ -58,6 +60,11 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
         (lambda t: t + "temperature = 0.2\n", r"agents\[0\].temperature: unknown key"),
         (lambda t: t + '\n[[agents]]\nmodel = "openai/gpt-4.1-mini"\n', "agents: two agents share the name"),
         (lambda t: t + "\n[simulation]\nseed = 1\n", "simulation: unknown key"),
+        (lambda t: t + "\n[limits]\nagents = 0\n", "limits.agents: must be positive"),
+        (lambda t: t + "\n[limits]\nagents = true\n", "limits.agents: expected int, got bool"),
+        (lambda t: t + "\n[limits]\ngpu_verifier_slots = 0\n", "limits.gpu_verifier_slots: must be positive"),
+        (lambda t: t + "\n[limits]\nworkers = 2\n", "limits.workers: unknown key"),
+        (lambda t: t.replace('problems = "p36"', 'problems = "p36"\nfilter = " "'), "campaign.filter: name a skill"),
         (lambda t: t + "[[[", "not valid TOML"),
     ],
 )

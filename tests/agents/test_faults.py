@@ -141,7 +141,7 @@ def test_an_internal_fault_costs_the_attempt_not_the_run(
     p36: Problem,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken_run(self: Sandbox, command: str, timeout_s: float | None = None) -> None:
+    def broken_run(self: Sandbox, command: str, timeout_s: float | None = None, stop: object = None) -> None:
         raise OSError("fork failed")
 
     monkeypatch.setattr(Sandbox, "run", broken_run)

@@ -148,3 +148,36 @@ def test_old_schema_versions_are_upcast_on_read(tmp_path: Path) -> None:
     assert [e.schema_version for e in events] == [2, 2]
     stored = store.connection.execute("SELECT schema_version FROM events ORDER BY position").fetchall()
     assert stored == [(1,), (2,)]  # events are never rewritten
+
+
+def test_threads_share_one_store_safely(tmp_path: Path) -> None:
+    """Concurrent attempts append to (and read) one instance from many threads: no interleaved
+    batches, no lost events, gap-free positions, per-stream versions 1..n."""
+    import threading
+
+    with EventStore(tmp_path / "t.sqlite", create=True) as store:
+        errors: list[BaseException] = []
+
+        def attempt(n: int) -> None:
+            try:
+                stream = f"attempt-t{n}"
+                for i in range(50):
+                    batch = [step(stream, 3 * i + k) for k in range(3)]
+                    store.append(batch, expected_version=3 * i)
+                    assert len(store.read_stream(stream)) == 3 * (i + 1)
+                    store.last_position()
+            except BaseException as exc:  # reported below, in the test's thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=attempt, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert store.count() == 8 * 50 * 3
+        for n in range(8):  # every batch of three is contiguous: no other thread's event inside one
+            positions = [e.position for e in store.read_stream(f"attempt-t{n}")]
+            assert all(positions[3 * i + 2] - positions[3 * i] == 2 for i in range(50))
+        report = store.check(validate_payloads=False)
+        assert report.ok, report.problem
