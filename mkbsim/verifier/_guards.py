@@ -100,6 +100,10 @@ class Attribution:
                     kind = LIBRARY
                 elif path.startswith(self.stdlib):
                     kind = TRANSPARENT
+                elif not (path.endswith(".py") and os.path.isfile(path)):
+                    # frames a library synthesises from a native backtrace (tvm_ffi names them after C/C++
+                    # sources, e.g. Objects/descrobject.c): look past them to whoever called that library
+                    kind = TRANSPARENT
                 else:
                     kind = CANDIDATE
             self._cache[filename] = kind
