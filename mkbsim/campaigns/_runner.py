@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,12 +76,19 @@ def run_simulated(
     ray_address: str | None = None,
     new_campaign: bool = False,
     progress: bool = False,
+    skill_filter: Callable[[str], str] | None = None,
 ) -> RunResult:
     """Run ``campaign`` into ``store``, or continue it there; ``new_campaign`` starts a separate campaign
-    (its id suffixed with the new fingerprint) where the stored one was planned differently."""
-    if campaign.filter is not None or campaign.chain is not None:
-        raise UserError("campaign.filter and campaign.chain are run by `mkbsim filter-test` and `mkbsim chain`; "
-                        "remove them to run the plain protocol here")  # fmt: skip
+    (its id suffixed with the new fingerprint) where the stored one was planned differently.
+
+    A campaign with ``filter`` needs ``skill_filter``, the named filter's text transform (the caller
+    resolves the name: `mkbsim run` through ``skill_filters``): every treatment reads its source's skill
+    through it. Chains (``chain``) are a different protocol, run by ``mkbsim.simulator.run_chains``."""
+    if campaign.chain is not None:
+        raise UserError("campaign.chain: chains run with `mkbsim run` from the CLI or mkbsim.simulator.run_chains")
+    if (campaign.filter is None) != (skill_filter is None):
+        raise UserError(f"campaign.filter is {campaign.filter!r} but a skill filter was "
+                        f"{'not ' if skill_filter is None else ''}given")  # fmt: skip
     plan = plan_campaign(campaign)
     started = _started(store, plan.campaign_id)
     if started is not None and started["plan_fingerprint"] != plan.fingerprint:
@@ -96,7 +104,7 @@ def run_simulated(
         event = NewEvent.of(campaign_stream(plan.campaign_id), payload)
         event.payload.update(fingerprint_parts=plan.parts, attempts=len(plan.attempts))
         store.append([event], expected_version=0)
-    run = _Run(store, campaign, plan)
+    run = _Run(store, campaign, plan, skill_filter)
     if run.result.kept == len(plan.attempts) and _has_finished(store, plan.campaign_id):
         run.result.already_finished = True
         return run.result
@@ -114,8 +122,10 @@ def run_simulated(
 
 
 class _Run:
-    def __init__(self, store: EventStore, campaign: SimCampaign, plan: Plan) -> None:
-        self.store, self.campaign, self.plan = store, campaign, plan
+    def __init__(
+        self, store: EventStore, campaign: SimCampaign, plan: Plan, skill_filter: Callable[[str], str] | None
+    ) -> None:
+        self.store, self.campaign, self.plan, self.skill_filter = store, campaign, plan, skill_filter
         self.result = RunResult(plan.campaign_id, len(plan.attempts))
         self.profiles = {p.name: p for p in campaign.sim.profiles}
         self.by_id = {a.attempt_id: a for a in plan.attempts}
@@ -179,9 +189,12 @@ class _Run:
         source = None
         if a.source is not None:
             outcome = self.finished[a.source]
-            source = SourceSkill(a.source, outcome.skill, outcome.labels)
+            text = outcome.skill
+            if text and self.skill_filter is not None:
+                text = self.skill_filter(text)
+            source = SourceSkill(a.source, text, outcome.labels)
         return attempt_spec(self.campaign.sim, self.plan.campaign_id, self.profiles[a.model], a.problem, a.arm,
-                            a.replicate, source)  # fmt: skip
+                            a.replicate, source, self.campaign.filter)  # fmt: skip
 
     def _finish(self, key: str, events: list[NewEvent], bars: Progress) -> None:
         self.buffer += events

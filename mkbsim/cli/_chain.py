@@ -6,8 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mkbsim.cli._common import add_store_option, non_negative_int, open_store, positive_int
+
+if TYPE_CHECKING:
+    from mkbsim.simulator import ChainConfig
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,34 +35,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _chain(args: argparse.Namespace) -> int:
-    from mkbsim.claims import linker
-    from mkbsim.projections import ProjectionEngine, default_projections
-    from mkbsim.simulator import (
-        CampaignConfig,
-        CampaignExists,
-        ChainConfig,
-        get_profile,
-        run_chains,
-        select_problems,
-        shipped_profiles,
-    )
-    from mkbsim.skills._chain import chain_report, render_chain
+    from mkbsim.simulator import CampaignConfig, ChainConfig, get_profile, select_problems, shipped_profiles
 
     names = [n.strip() for n in args.profiles.split(",") if n.strip()] if args.profiles else list(shipped_profiles())
     profiles = tuple(get_profile(n) for n in dict.fromkeys(names))
     config = ChainConfig(CampaignConfig(profiles, tuple(select_problems(args.problems)), seed=args.seed), args.hops)
-    with open_store(args.store, create=True) as store:
+    return run_and_report_chain(args.store, config, similarity=args.similarity, fmt=args.format)
+
+
+def run_and_report_chain(store_path: Path, config: ChainConfig, *, similarity: str = "auto", fmt: str = "table") -> int:
+    """Run the chain campaign ``config`` into the store, or find it there; print its report."""
+    from mkbsim.claims import linker
+    from mkbsim.projections import ProjectionEngine, default_projections
+    from mkbsim.simulator import CampaignExists, run_chains
+    from mkbsim.skills._chain import chain_report, render_chain
+
+    with open_store(store_path, create=True) as store:
         try:
             cid = run_chains(store, config).campaign_id
         except CampaignExists as exc:
             if not exc.finished:
                 raise
             cid = exc.campaign_id
-            print(f"chain campaign {cid} is already in {args.store}; reporting it", file=sys.stderr)
+            print(f"chain campaign {cid} is already in {store_path}; reporting it", file=sys.stderr)
         ProjectionEngine(store, default_projections()).catch_up()
-        link = linker(args.similarity)
+        link = linker(similarity)
         rows = chain_report(store, cid, link)
-    if args.format == "json":
+    if fmt == "json":
         out = {"campaign_id": cid, "similarity": link.method, "threshold": link.threshold, "hops": rows}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:

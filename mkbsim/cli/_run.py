@@ -79,9 +79,17 @@ def _run(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace, campaign: SimCampaign) -> int:
     from mkbsim.campaigns import run_simulated
 
+    if campaign.chain is not None:
+        return _chain(args, campaign, campaign.chain)
+    skill_filter = None
+    if campaign.filter is not None:  # the composition root resolves plugins; mkbsim never imports skill_filters
+        import skill_filters
+
+        chosen = skill_filters.get(campaign.filter)
+        skill_filter = lambda text: chosen.apply(text).text  # noqa: E731
     with open_store(args.store, create=True) as store:
         result = run_simulated(store, campaign, executor=args.executor, ray_address=args.ray_address,
-                               new_campaign=args.new_campaign, progress=True)  # fmt: skip
+                               new_campaign=args.new_campaign, progress=True, skill_filter=skill_filter)  # fmt: skip
     if result.already_finished:
         print(f"campaign {result.campaign_id} (same options and seed) is already in {args.store}; its report:")
         return _report(args.store, result.campaign_id)
@@ -95,6 +103,20 @@ def _simulate(args: argparse.Namespace, campaign: SimCampaign) -> int:
     print(f"campaign {result.campaign_id}: {result.attempts:,} attempts{kept}, {result.events:,} events → {args.store}")
     sys.stdout.flush()
     return _report(args.store, result.campaign_id)
+
+
+def _chain(args: argparse.Namespace, campaign: SimCampaign, hops: int) -> int:
+    """``chain = K``: the chain protocol on the campaign's profiles, problems and seed (in this process)."""
+    from mkbsim.cli._chain import run_and_report_chain
+    from mkbsim.metrics._rules import DIRECTIONS
+    from mkbsim.simulator import ChainConfig
+
+    if args.executor != "local" or args.ray_address:
+        raise UserError("campaign.chain: chains run in this process; drop --executor ray / --ray-address")
+    if campaign.filter is not None or set(campaign.directions) != set(DIRECTIONS):
+        raise UserError("campaign.chain: a chain alternates both DSLs from both starts and reads skills verbatim; "
+                        "it takes neither `filter` nor a subset of `directions`")  # fmt: skip
+    return run_and_report_chain(args.store, ChainConfig(campaign.sim, hops))
 
 
 def _report(store: object, campaign_id: str) -> int:

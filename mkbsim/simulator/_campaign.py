@@ -135,16 +135,18 @@ def attempt_spec(
     arm: str,
     replicate: int,
     source: SourceSkill | None = None,
+    skill_filter: str | None = None,
 ) -> AttemptSpec:
-    """The attempt at one place of a campaign; a treatment reads ``source``'s skill."""
-    skill = source.text if source else None
+    """The attempt at one place of a campaign; a treatment reads ``source``'s skill (already passed through
+    the skill filter named ``skill_filter``, if any)."""
+    skill = source.text if source and source.text and source.text.strip() else None
     return AttemptSpec(
         attempt_id=attempt_id(cid, profile.name, problem, arm, replicate), campaign_id=cid, profile=profile,
         space=all_design_spaces(config.device)[problem], dsl=ARM_DSL[arm], arm=arm, replicate=replicate,
         seed=attempt_seed(config.seed, profile.name, problem, arm, replicate),
         skill=SKILL_HEADER + skill if skill else None,
         source_attempt_id=source.attempt_id if source else None,
-        source_labels=source.labels if source else {},
+        source_labels=source.labels if source else {}, filter=skill_filter,
     )  # fmt: skip
 
 
