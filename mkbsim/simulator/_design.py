@@ -106,7 +106,9 @@ def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
         return total
 
     eager_ops = family["eager_ops"] + loop * family["loop_ops"]
-    memory_s = cost.bytes * family["eager_traffic"] / device.bandwidth
+    # eager_extra_traffic: what only the reference's own formulation moves (padding to the longest sequence,
+    # whole-cache dequantisation, advanced-index copies); DSL plans do not inherit it through traffic_blend
+    memory_s = cost.bytes * (family["eager_traffic"] + family.get("eager_extra_traffic", 0.0)) / device.bandwidth
     matmul_s = compute_s(matmul, False, True) / eager["efficiency"]
     # eager runs one kernel per op, so its memory-bound and compute-bound kernels add up (no overlap)
     eager_s = eager_ops * device.eager_op_s + (memory_s + compute_s(flops, False, True)) / eager["efficiency"]

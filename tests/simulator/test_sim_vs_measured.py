@@ -1,11 +1,12 @@
 """The simulator's runtimes against the H200 measurements of the reference solutions (no GPU: the
 measurements are benchmarks/h200_measurements.json, compared by benchmarks/sim_vs_measured.py).
 
-Band: every category's geometric-mean predicted/measured ratio lies within 0.5-2x (fused 1.43, partial
-0.99, eager 0.84 with the 30 rows of the second H200 session) and every row within 0.4-2.5x (furthest: p72
-TIRx fused, 2.32). Before the corrections of design.toml single rows were off by 10x (p49's partial plans
-and eager reference, costed with a per-expert loop its reference does not have) and 20x (p58's eager
-reference, whose NVFP4 dequantisation moves ~100x its compulsory bytes).
+Band: every category's geometric-mean predicted/measured ratio lies within 0.5-2x (fused 1.42, partial
+0.99, eager 0.91 with the 40 solution rows of the H200 sessions) and every row within 0.4-2.5x (furthest: p73
+CuTe DSL fused, 2.37). Before the corrections of design.toml single rows were off by 10x (p49's partial plans
+and eager reference, costed with a per-expert loop its reference does not have), 6x (p02's vectorised decode
+reference, costed with a per-sequence loop) and 20x (p58's eager reference, whose NVFP4 dequantisation moves
+~100x its compulsory bytes).
 """
 
 from __future__ import annotations

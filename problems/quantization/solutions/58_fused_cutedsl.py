@@ -33,6 +33,8 @@ QT = 4  # threads per query head row in kernel 1 (32 dims each)
 Q_THREADS = 128
 CHUNKS = ROWS * HQ // 8  # 16-byte output chunks per CTA
 SCALE = 1024.0 / (128.0**0.5)  # 2^10 of the A fragment / sqrt(head_dim)
+CTAS_PER_SM = 4
+WIN = ROWS + 2  # kv_indptr window per CTA: b0 .. b0 + 64 (<= 64 sequences start in 64 rows)
 
 
 @cute.jit
@@ -125,74 +127,105 @@ def _scores_kernel(
     r0 = bidx * ROWS
     smem = SmemAllocator()
     sO = smem.allocate_tensor(cutlass.BFloat16, cute.make_layout((ROWS * HQ,)), byte_alignment=16)
+    # each thread's own code words (k-major, 16 B per thread and k) and scale pairs, read back only by it
+    sKC = smem.allocate_tensor(
+        cutlass.Int32, cute.make_layout((TILES * 2, THREADS, 4), stride=(THREADS * 4, 4, 1)), byte_alignment=16
+    )
+    sSC = smem.allocate_tensor(cutlass.Int32, cute.make_layout((THREADS, TILES), stride=(TILES, 1)), byte_alignment=16)
+    sIP = smem.allocate_tensor(cutlass.Int32, cute.make_layout((WIN + 2,)), byte_alignment=16)  # [WIN] holds b0
     gKC = cute.zipped_divide(mKC, (1, 1, 4))  # ((1, 1, 4), (total, HKV, 4)): 16 code bytes per lane
     gQW = cute.zipped_divide(mQW, (1, 1, 1, 16))  # ((1, 1, 1, 16), (batch, HQ, QT, 1)): 64-byte B fragments
     gO = cute.zipped_divide(mO, (8,))  # 16-byte output chunks
     gS = cute.zipped_divide(sO, (8,))
-    # issue every key load first (they do not depend on the sequence)
+    # 1) kv_indptr pairs at a clamped index (first chunk of 256) and every key load, issued together
+    ja = cutlass.Int32(cutlass.min(tidx, batch - 1))
+    ipa0 = mIP[ja]
+    ipa1 = mIP[ja + 1]
     codes = []
     scl = []
+    for k in cutlass.range_constexpr(TILES * 2):
+        row = r0 + k * 8 + gid
+        rc = cute.make_rmem_tensor((4,), cutlass.Int32)
+        rc.fill(0)
+        sc = cutlass.Int32(0)
+        if row < total:
+            cute.autovec_copy(gKC[(0, 0, None), (row, w, t)], rc)
+            sc = cutlass.Int32(mKS[row, w, t]) & 0xFFFF
+        codes.append(rc)
+        scl.append(sc)
+    # 2) park the keys in smem; 3) the sequence b0 of row r0: the one j with IP[j] <= r0 < IP[j + 1]
+    for k in cutlass.range_constexpr(TILES * 2):
+        cute.autovec_copy(codes[k], sKC[k, tidx, None])
+    sc4 = cute.make_rmem_tensor((TILES,), cutlass.Int32)
     for i in cutlass.range_constexpr(TILES):
-        for hh in cutlass.range_constexpr(2):
-            row = r0 + i * 16 + hh * 8 + gid
-            rc = cute.make_rmem_tensor((4,), cutlass.Int32)
-            rc.fill(0)
-            sc = cutlass.Int32(0)
-            if row < total:
-                cute.autovec_copy(gKC[(0, 0, None), (row, w, t)], rc)
-                sc = cutlass.Int32(mKS[row, w, t]) & 0xFFFF
-            codes.append(rc)
-            scl.append(sc)
+        sc4[i] = scl[2 * i] | (scl[2 * i + 1] << 16)
+    cute.autovec_copy(sc4, sSC[tidx, None])
+    if tidx < batch:  # noqa: SIM102 (dynamic conditions, one per if)
+        if ipa0 <= r0 and r0 < ipa1:
+            sIP[WIN] = tidx
+    for j in cutlass.range(tidx + THREADS, batch, THREADS):  # batch > 256 only
+        if mIP[j] <= r0 and r0 < mIP[j + 1]:
+            sIP[WIN] = j
+    cute.arch.sync_threads()
+    b0 = sIP[WIN]
+    # 4) window sIP[k] = IP[b0 + k] (at most 64 sequences start inside the CTA's 64 rows) and the
+    #    B fragment of sequence b0 (n = 5..7 zero)
+    for j in cutlass.range(tidx, batch + 1, THREADS):
+        if j >= b0 and j - b0 < WIN:
+            sIP[j - b0] = mIP[j]
+    bq = cute.make_rmem_tensor((16,), cutlass.Int32)
+    bq.fill(0)
+    if gid < GROUP:
+        cute.autovec_copy(gQW[(0, 0, 0, None), (b0, w * GROUP + gid, t, 0)], bq)
     fac = mQS[0] * mKG[0] * cutlass.Float32(SCALE)
+    cute.arch.sync_threads()
     mma = cute.make_tiled_mma(cute.nvgpu.warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)))
     rA = mma.make_fragment_A(mma.partition_shape_A((16, 16)))
     rB = mma.make_fragment_B(mma.partition_shape_B((8, 16)))
     rD = mma.make_fragment_C(mma.partition_shape_C((16, 8)))
     rA32 = cute.recast_tensor(rA, cutlass.Uint32)
     rB32 = cute.recast_tensor(rB, cutlass.Uint32)
-    bq = cute.make_rmem_tensor((16,), cutlass.Int32)
     hb = cute.make_rmem_tensor((4,), cutlass.Uint32)
     kw = cute.make_rmem_tensor((4,), cutlass.Uint32)
     ks2 = cute.make_rmem_tensor((4,), cutlass.Uint32)
     k16 = cute.make_rmem_tensor((8,), cutlass.Float16)
     k16.fill(4096.0)
-    # sequence of row r0: the last b with IP[b] <= r0
-    lo = cutlass.Int32(0)
-    hi = cutlass.Int32(batch)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if mIP[mid] <= r0:
-            lo = mid
-        else:
-            hi = mid
-    b = lo
+    cw = cute.make_rmem_tensor((8,), cutlass.Int32)
+    kb = cutlass.Int32(0)  # window index of the sequence of the current row
+    bl = cutlass.Int32(0)  # window index of the sequence whose B fragment is in bq
     for i in cutlass.range_constexpr(TILES):
         tr0 = r0 + i * 16
         if tr0 < total:
-            # first sequence meeting tile i, then every sequence overlapping its 16 rows (IP[batch] = total)
-            while mIP[b + 1] <= tr0:
-                b = b + 1
+            # first sequence meeting tile i (sIP[kb + 1] <= IP[batch] = total, so kb stays in range)
+            while sIP[kb + 1] <= tr0:
+                kb = kb + 1
             tend = cutlass.Int32(cutlass.min(tr0 + 16, total))
-            while mIP[b] < tend:
-                seg_lo = mIP[b]
-                seg_hi = mIP[b + 1]
-                bq.fill(0)
-                if gid < GROUP:
-                    cute.autovec_copy(gQW[(0, 0, 0, None), (b, w * GROUP + gid, t, 0)], bq)
+            for hh in cutlass.range_constexpr(2):
+                for c in cutlass.range_constexpr(4):
+                    cw[hh * 4 + c] = sKC[2 * i + hh, tidx, c]
+            # fp16 block scales ks * 2^4 of blocks 2t, 2t + 1 of rows g, g + 8, as half2 pairs
+            scw = cutlass.Uint32(sSC[tidx, i])
+            for hh in cutlass.range_constexpr(2):
+                for blk in cutlass.range_constexpr(2):
+                    sb = (scw >> (16 * hh + 8 * blk)) & 0xFF
+                    h16 = ((sb & 0x7F) << 7) | ((sb & 0x80) << 8)
+                    ks2[hh * 2 + blk] = h16 | (h16 << 16)
+            ks2h = cute.recast_tensor(ks2, cutlass.Float16)
+            ks2h.store(ks2h.load() * k16.load())
+            # every sequence overlapping the tile's rows (usually one)
+            seg = kb
+            go = cutlass.Int32(1)
+            while go == 1:
+                if seg != bl:  # rare: a sequence boundary inside the CTA
+                    if gid < GROUP:
+                        cute.autovec_copy(gQW[(0, 0, 0, None), (b0 + seg, w * GROUP + gid, t, 0)], bq)
+                    bl = seg
                 rD.fill(0.0)
-                # fp16 block scales ks * 2^4 of blocks 2t, 2t + 1 of rows g, g + 8, as half2 pairs
-                for hh in cutlass.range_constexpr(2):
-                    for blk in cutlass.range_constexpr(2):
-                        sb = cutlass.Uint32((scl[i * 2 + hh] >> (8 * blk)) & 0xFF)
-                        h16 = ((sb & 0x7F) << 7) | ((sb & 0x80) << 8)
-                        ks2[hh * 2 + blk] = h16 | (h16 << 16)
-                ks2h = cute.recast_tensor(ks2, cutlass.Float16)
-                ks2h.store(ks2h.load() * k16.load())
                 for s in cutlass.range_constexpr(8):
                     for hh in cutlass.range_constexpr(2):
                         for r in cutlass.range_constexpr(2):
                             # nibble pair (j, j + 4) of code word s // 2 -> fp16 e2m1 * 2^-14 in both halves
-                            x = cutlass.Uint32(codes[i * 2 + hh][s // 2]) >> (4 * (2 * (s % 2) + r))
+                            x = cutlass.Uint32(cw[hh * 4 + s // 2]) >> (4 * (2 * (s % 2) + r))
                             hb[r * 2 + hh] = ((x & 0x00070007) << 9) | ((x & 0x00080008) << 12)
                             kw[r * 2 + hh] = ks2[hh * 2 + s // 4]
                     hbh = cute.recast_tensor(hb, cutlass.Float16)
@@ -203,13 +236,18 @@ def _scores_kernel(
                     rB32[1] = cutlass.Uint32(bq[2 * s + 1])
                     cute.gemm(mma, rD, rA, rB, rD)
                 # D fragment: rows g, g + 8 of the tile, query heads 2t, 2t + 1 of this KV head
+                seg_lo = sIP[seg]
+                seg_hi = sIP[seg + 1]
                 for c in cutlass.range_constexpr(4):
                     rowl = i * 16 + gid + (c // 2) * 8
                     if t * 2 + c % 2 < GROUP:  # noqa: SIM102 (dynamic conditions, one per if)
                         if r0 + rowl >= seg_lo and r0 + rowl < seg_hi:
                             sO[rowl * HQ + w * GROUP + t * 2 + c % 2] = (rD[c] * fac).to(cutlass.BFloat16)
-                b = b + 1
-            b = b - 1  # the last sequence met may continue into the next tile
+                if seg_hi >= tend:
+                    go = cutlass.Int32(0)
+                else:
+                    seg = seg + 1
+            kb = seg  # the last sequence met may continue into the next tile
     cute.arch.sync_threads()
     for it in cutlass.range_constexpr((CHUNKS + THREADS - 1) // THREADS):
         ch = it * THREADS + tidx
@@ -232,7 +270,11 @@ def _scores(
 ):
     total = cute.size(mKC, mode=[0])
     _scores_kernel(mKC, mKS, mQW, mQS, mKG, mIP, mO).launch(
-        grid=[(total + ROWS - 1) // ROWS, 1, 1], block=[THREADS, 1, 1]
+        grid=[(total + ROWS - 1) // ROWS, 1, 1],
+        block=[THREADS, 1, 1],
+        max_number_threads=[THREADS, 1, 1],
+        min_blocks_per_mp=CTAS_PER_SM,  # <= 64 registers: four CTAs (32 warps) per SM
+        preferred_smem_carveout=100,
     )
 
 
@@ -267,16 +309,17 @@ def run(
     batch, total = query.shape[0], k_cache.shape[0]
     qs = q_scale.reshape(1)
     # quantised query as fp16 B fragments (written by kernel 1, read as fp16x2 words by kernel 2)
-    work = torch.empty((batch * HQ * QT, 16), dtype=torch.int32, device=query.device)
-    quant_q(query.contiguous().view(batch * HQ * QT, 32), qs, work.view(torch.float16))
+    work = torch.empty((batch, HQ, QT, 16), dtype=torch.int32, device=query.device)
+    quant_q(query.view(batch * HQ * QT, 32), qs, work.view(torch.float16).view(batch * HQ * QT, 32))
     out = torch.empty((total, HQ), dtype=torch.bfloat16, device=query.device)
+    # same-size dtype views of the packed key bytes (no copies): 4 code bytes per int32, 2 fp8 per int16
     scores_k(
-        k_cache.contiguous().view(torch.int32).view(total, HKV, 16),
-        k_cache_scale.contiguous().view(torch.uint8).view(torch.int16).view(total, HKV, 4),
-        work.view(batch, HQ, QT, 16),
+        k_cache.view(torch.int32),
+        k_cache_scale.view(torch.int16),
+        work,
         qs,
         k_global.reshape(1),
-        kv_indptr.contiguous(),
+        kv_indptr,
         out.view(total * HQ),
     )
     return out

@@ -32,31 +32,38 @@ QT = 4  # threads per query head row in kernel 1 (32 dims each)
 Q_THREADS = 128
 CHUNKS = ROWS * HQ // 8  # 16-byte output chunks per CTA
 SCALE = 1024.0 / (128.0**0.5)  # 2^10 of the A fragment / sqrt(head_dim)
+WIN = ROWS + 2  # kv_indptr window per CTA: b0 .. b0 + 64 (<= 64 sequences start in 64 rows)
+CTAS_PER_SM = 4
 
 _KERNELS: dict[tuple[int, int], tvm.runtime.Module] = {}
 
 
-def _build(batch: int, total: int) -> tvm.runtime.Module:
+def _build(batch: int, total: int) -> tuple[tvm.runtime.Module, tvm.runtime.Module]:
     qthreads = batch * HQ * QT
     qgrid = (qthreads + Q_THREADS - 1) // Q_THREADS
     grid = (total + ROWS - 1) // ROWS
+    chunks_a = (batch + THREADS - 1) // THREADS  # kv_indptr pairs per thread (step A)
+    chunks_b = (batch + 1 + THREADS - 1) // THREADS  # kv_indptr entries per thread (step B)
 
     @T.prim_func
     def quant_q(q_ptr: T.handle, qs_ptr: T.handle, w_ptr: T.handle):
-        Q = T.match_buffer(q_ptr, (batch * HQ * QT, 32), "bfloat16")
+        Q = T.match_buffer(q_ptr, (batch, HQ, D), "bfloat16")
         QS = T.match_buffer(qs_ptr, (1,), "float32")
-        W = T.match_buffer(w_ptr, (batch * HQ * QT, 32), "float16")
+        W = T.match_buffer(w_ptr, (batch, HQ, QT, 16), "int32")
         T.device_entry()
         bx = T.cta_id([qgrid])
         tx = T.thread_id([Q_THREADS])
         p = T.meta_var(bx * Q_THREADS + tx)
+        pb = T.meta_var(p // (HQ * QT))
+        ph = T.meta_var((p // QT) % HQ)
+        pq = T.meta_var(p % QT)
         xv = T.alloc_local((32,), "bfloat16")
         val = T.alloc_local((32,), "float32")
-        ov = T.alloc_local((32,), "float16")
+        ov = T.alloc_local((16,), "int32")
         if p < qthreads:
             for c in T.unroll(4):
                 for i in T.vectorized(8):
-                    xv[c * 8 + i] = Q[p, c * 8 + i]
+                    xv[c * 8 + i] = Q[pb, ph, pq * 32 + c * 8 + i]
             g: T.f32 = QS[0]
             for blk in T.unroll(2):
                 amax: T.f32 = T.float32(0)
@@ -105,14 +112,15 @@ def _build(batch: int, total: int) -> tvm.runtime.Module:
                         ),
                     )
                     val[blk * 16 + i] = T.Select(y < T.float32(0), T.float32(0) - r, r) * sf
-            # B-fragment order: word 4k + j = (dim 8k + j, dim 8k + j + 4), k < 4, j < 4
+            # B-fragment order: word 4k + j = fp16 pair (dim 8k + j, dim 8k + j + 4), k < 4, j < 4
             for k in T.unroll(4):
                 for j in T.unroll(4):
-                    ov[8 * k + 2 * j] = T.Cast("float16", val[8 * k + j])
-                    ov[8 * k + 2 * j + 1] = T.Cast("float16", val[8 * k + j + 4])
+                    lo16: T.uint32 = T.Cast("uint32", T.reinterpret("uint16", T.Cast("float16", val[8 * k + j])))
+                    hi16: T.uint32 = T.Cast("uint32", T.reinterpret("uint16", T.Cast("float16", val[8 * k + j + 4])))
+                    ov[4 * k + j] = T.reinterpret("int32", T.bitwise_or(lo16, T.shift_left(hi16, T.uint32(16))))
             for c in T.unroll(4):
-                for i in T.vectorized(8):
-                    W[p, c * 8 + i] = ov[c * 8 + i]
+                for e in T.vectorized(4):
+                    W[pb, ph, pq, c * 4 + e] = ov[c * 4 + e]
 
     @T.prim_func
     def scores(
@@ -130,13 +138,22 @@ def _build(batch: int, total: int) -> tvm.runtime.Module:
         QS = T.match_buffer(qs_ptr, (1,), "float32")
         KG = T.match_buffer(kg_ptr, (1,), "float32")
         IP = T.match_buffer(ip_ptr, (batch + 1,), "int32")
-        OUT = T.match_buffer(o_ptr, (total * HQ,), "bfloat16")
+        OUT = T.match_buffer(o_ptr, (total, HQ), "bfloat16")
         T.device_entry()
         bx = T.cta_id([grid])
         tx = T.thread_id([THREADS])
+        # __launch_bounds__(256, 4): at most 64 registers, so four CTAs (32 warps) share an SM
+        T.attr(0, "tirx.launch_bounds_min_blocks_per_sm", CTAS_PER_SM)
         sm = T.alloc_shared((ROWS * HQ,), "bfloat16")
-        codes = T.alloc_local((TILES, 2, 4), "int32")
-        scl = T.alloc_local((TILES, 2), "uint32")
+        skc = T.alloc_shared((TILES * 2, THREADS, 4), "int32")  # each thread's code words, k-major
+        ssc = T.alloc_shared((THREADS, TILES), "uint32")  # each thread's scale pairs (rows g, g + 8)
+        sip = T.alloc_shared((WIN,), "int32")  # kv_indptr[b0 + k], k < WIN
+        sb0 = T.alloc_shared((1,), "int32")
+        codes = T.alloc_local((TILES * 2, 4), "int32")
+        scl = T.alloc_local((TILES * 2,), "uint32")
+        sc4 = T.alloc_local((TILES,), "uint32")
+        ipa = T.alloc_local((chunks_a, 2), "int32")
+        cw = T.alloc_local((2, 4), "int32")
         bq = T.alloc_local((16,), "int32")
         ks2 = T.alloc_local((2, 2), "uint32")
         af = T.alloc_local((4,), "uint32")
@@ -146,61 +163,92 @@ def _build(batch: int, total: int) -> tvm.runtime.Module:
         gid = T.meta_var((tx % 32) // 4)
         t = T.meta_var(tx % 4)
         r0 = T.meta_var(bx * ROWS)
-        # issue every key load first (they do not depend on the sequence)
-        for i in T.unroll(TILES):
-            for hh in T.unroll(2):
-                if r0 + i * 16 + hh * 8 + gid < total:
-                    for c in T.vectorized(4):
-                        codes[i, hh, c] = KC[r0 + i * 16 + hh * 8 + gid, w, t * 4 + c]
-                    scl[i, hh] = T.Cast("uint32", T.reinterpret("uint16", KS[r0 + i * 16 + hh * 8 + gid, w, t]))
-                else:
-                    for c in T.vectorized(4):
-                        codes[i, hh, c] = 0
-                    scl[i, hh] = T.uint32(0)
-        fac: T.f32 = QS[0] * KG[0] * T.float32(SCALE)
-        # sequence of row r0: the last b with IP[b] <= r0
-        lo: T.int32 = 0
-        hi: T.int32 = batch
-        while hi - lo > 1:
-            if IP[(lo + hi) // 2] <= r0:
-                lo = (lo + hi) // 2
+        # 1) every key load first (16-byte code loads, 2-byte scale loads) ...
+        for k in T.unroll(TILES * 2):
+            if r0 + k * 8 + gid < total:
+                for c in T.vectorized(4):
+                    codes[k, c] = KC[r0 + k * 8 + gid, w, t * 4 + c]
+                scl[k] = T.Cast("uint32", T.reinterpret("uint16", KS[r0 + k * 8 + gid, w, t]))
             else:
-                hi = (lo + hi) // 2
-        b: T.int32 = lo
+                for c in T.vectorized(4):
+                    codes[k, c] = 0
+                scl[k] = T.uint32(0)
+        # ... then, while they are in flight, kv_indptr pairs (clamped index: no branch before the stores below)
+        for jj in T.unroll(chunks_a):
+            for e in T.unroll(2):
+                ipa[jj, e] = IP[T.min(jj * THREADS + tx, batch - 1) + e]
+        # 2) park the keys in this thread's own smem slots (read back only by this thread); the stores
+        #    precede the barrier, so ptxas cannot sink the loads behind the kv_indptr work
+        for k in T.unroll(TILES * 2):
+            for c in T.vectorized(4):
+                skc[k, tx, c] = codes[k, c]
+        for i in T.unroll(TILES):
+            sc4[i] = T.bitwise_or(scl[2 * i], T.shift_left(scl[2 * i + 1], T.uint32(16)))
+        for i in T.vectorized(TILES):
+            ssc[tx, i] = sc4[i]
+        # 3) sequence b0 of row r0: the one j with IP[j] <= r0 < IP[j + 1]
+        for jj in T.unroll(chunks_a):
+            if jj * THREADS + tx < batch and ipa[jj, 0] <= r0 and r0 < ipa[jj, 1]:
+                sb0[0] = jj * THREADS + tx
+        T.cuda.cta_sync()
+        b0: T.int32 = sb0[0]
+        # 4) window sip[k] = IP[b0 + k] (at most 64 sequences start inside the CTA's 64 rows) and the
+        #    B fragment of sequence b0 (zero for n = 5..7)
+        for jj in T.unroll(chunks_b):
+            if jj * THREADS + tx <= batch and jj * THREADS + tx >= b0 and jj * THREADS + tx - b0 < WIN:
+                sip[jj * THREADS + tx - b0] = IP[jj * THREADS + tx]
+        if gid < GROUP:
+            for c in T.unroll(4):
+                for e in T.vectorized(4):
+                    bq[c * 4 + e] = QW[b0, w * GROUP + gid, t, c * 4 + e]
+        else:
+            for c in T.unroll(16):
+                bq[c] = 0
+        fac: T.f32 = QS[0] * KG[0] * T.float32(SCALE)
+        T.cuda.cta_sync()
+        kb: T.int32 = 0  # window index of the sequence of the current row
+        bl: T.int32 = 0  # window index of the sequence whose B fragment is in bq
+        seg: T.int32 = 0
+        go: T.int32 = 1
         for i in T.unroll(TILES):
             if r0 + i * 16 < total:
-                # first sequence meeting tile i, then every sequence overlapping its 16 rows
-                while IP[b + 1] <= r0 + i * 16:
-                    b = b + 1
-                while b < batch and IP[b] < T.min(r0 + i * 16 + 16, total):
-                    seg_lo: T.int32 = IP[b]
-                    seg_hi: T.int32 = IP[b + 1]
-                    if gid < GROUP:
-                        for c in T.unroll(4):
-                            for e in T.vectorized(4):
-                                bq[c * 4 + e] = QW[b, w * GROUP + gid, t, c * 4 + e]
-                    else:
-                        for c in T.unroll(16):
-                            bq[c] = 0
+                # first sequence meeting tile i (sip[kb + 1] <= IP[batch] = total, so kb stays in range)
+                while sip[kb + 1] <= r0 + i * 16:
+                    kb = kb + 1
+                for hh in T.unroll(2):
+                    for c in T.vectorized(4):
+                        cw[hh, c] = skc[2 * i + hh, tx, c]
+                # fp16 block scales ks * 2^4 for blocks 2t, 2t + 1 of rows g, g + 8, as half2 pairs
+                for hh in T.unroll(2):
+                    for blk in T.unroll(2):
+                        sb: T.uint32 = T.bitwise_and(
+                            T.shift_right(ssc[tx, i], T.uint32(16 * hh + 8 * blk)), T.uint32(0xFF)
+                        )
+                        h16: T.uint32 = T.bitwise_or(
+                            T.shift_left(T.bitwise_and(sb, T.uint32(0x7F)), T.uint32(7)),
+                            T.shift_left(T.bitwise_and(sb, T.uint32(0x80)), T.uint32(8)),
+                        )
+                        kf: T.float16 = T.reinterpret("float16", T.Cast("uint16", h16)) * T.float16(4096)
+                        ku: T.uint32 = T.Cast("uint32", T.reinterpret("uint16", kf))
+                        ks2[hh, blk] = T.bitwise_or(ku, T.shift_left(ku, T.uint32(16)))
+                # every sequence overlapping the tile's rows (usually one)
+                seg = kb
+                go = 1
+                while go == 1:
+                    if seg != bl:  # rare: a sequence boundary inside the CTA
+                        if gid < GROUP:
+                            for c in T.unroll(4):
+                                for e in T.vectorized(4):
+                                    bq[c * 4 + e] = QW[b0 + seg, w * GROUP + gid, t, c * 4 + e]
+                        bl = seg
                     for c in T.unroll(4):
                         d[c] = T.float32(0)
-                    # fp16 block scales ks * 2^4 for blocks 2t, 2t + 1 of rows g, g + 8, as half2 pairs
-                    for hh in T.unroll(2):
-                        for blk in T.unroll(2):
-                            sb: T.uint32 = T.bitwise_and(T.shift_right(scl[i, hh], T.uint32(8 * blk)), T.uint32(0xFF))
-                            h16: T.uint32 = T.bitwise_or(
-                                T.shift_left(T.bitwise_and(sb, T.uint32(0x7F)), T.uint32(7)),
-                                T.shift_left(T.bitwise_and(sb, T.uint32(0x80)), T.uint32(8)),
-                            )
-                            kf: T.float16 = T.reinterpret("float16", T.Cast("uint16", h16)) * T.float16(4096)
-                            ku: T.uint32 = T.Cast("uint32", T.reinterpret("uint16", kf))
-                            ks2[hh, blk] = T.bitwise_or(ku, T.shift_left(ku, T.uint32(16)))
                     for s in T.unroll(8):
                         for hh in T.unroll(2):
                             for r in T.unroll(2):
                                 # nibble pair (j, j + 4) of code word s // 2 -> fp16 e2m1 * 2^-14 in both halves
                                 x: T.uint32 = T.shift_right(
-                                    T.reinterpret("uint32", codes[i, hh, s // 2]), T.uint32(4 * (2 * (s % 2) + r))
+                                    T.reinterpret("uint32", cw[hh, s // 2]), T.uint32(4 * (2 * (s % 2) + r))
                                 )
                                 hb: T.uint32 = T.bitwise_or(
                                     T.shift_left(T.bitwise_and(x, T.uint32(0x00070007)), T.uint32(9)),
@@ -217,14 +265,19 @@ def _build(batch: int, total: int) -> tvm.runtime.Module:
                             d[0], d[1], d[2], d[3],
                         )  # fmt: skip
                     # D fragment: rows g, g + 8 of the tile, query heads 2t, 2t + 1 of this KV head
+                    seg_lo: T.int32 = sip[seg]
+                    seg_hi: T.int32 = sip[seg + 1]
                     for c in T.unroll(4):
                         row = T.meta_var(r0 + i * 16 + gid + (c // 2) * 8)
                         if t * 2 + c % 2 < GROUP and row >= seg_lo and row < seg_hi:
                             sm[(i * 16 + gid + (c // 2) * 8) * HQ + w * GROUP + t * 2 + c % 2] = T.Cast(
                                 "bfloat16", d[c] * fac
                             )
-                    b = b + 1
-                b = b - 1  # the last sequence met may continue into the next tile
+                    if seg_hi >= T.min(r0 + i * 16 + 16, total):
+                        go = 0
+                    else:
+                        seg = seg + 1
+                kb = seg  # the last sequence met may continue into the next tile
         T.cuda.cta_sync()
         for it in T.unroll((CHUNKS + THREADS - 1) // THREADS):
             ch = T.meta_var(it * THREADS + tx)
@@ -232,7 +285,7 @@ def _build(batch: int, total: int) -> tvm.runtime.Module:
                 for e in T.vectorized(8):
                     ov[e] = sm[ch * 8 + e]
                 for e in T.vectorized(8):
-                    OUT[r0 * HQ + ch * 8 + e] = ov[e]
+                    OUT[r0 + ch // 5, (ch % 5) * 8 + e] = ov[e]
 
     qmod = tvm.compile(tvm.IRModule({"main": quant_q}), target={"kind": "cuda", "arch": "sm_90a"}, tir_pipeline="tirx")
     smod = tvm.compile(tvm.IRModule({"main": scores}), target={"kind": "cuda", "arch": "sm_90a"}, tir_pipeline="tirx")
@@ -251,24 +304,16 @@ def run(
     k_global: torch.Tensor,
     kv_indptr: torch.Tensor,
 ) -> torch.Tensor:
-    key = _shape_key(query, q_scale, k_cache)
-    kernels = _KERNELS.get(key)
+    batch, total = query.shape[0], k_cache.shape[0]
+    kernels = _KERNELS.get((batch, total))
     if kernels is None:
-        kernels = _KERNELS[key] = _build(*key)
+        kernels = _KERNELS[(batch, total)] = _build(batch, total)
     quant_q, scores_k = kernels
-    batch, total = key
     qs = q_scale.reshape(1)
-    # quantised query as fp16 B fragments (written by kernel 1, read as fp16x2 words by kernel 2)
-    work = torch.empty((batch * HQ * QT, 16), dtype=torch.int32, device=query.device)
-    quant_q(query.contiguous().view(batch * HQ * QT, 32), qs, work.view(torch.float16))
+    # quantised query as fp16x2 B fragments (written by kernel 1, read by kernel 2)
+    work = torch.empty((batch, HQ, QT, 16), dtype=torch.int32, device=query.device)
+    quant_q(query, qs, work)
     out = torch.empty((total, HQ), dtype=torch.bfloat16, device=query.device)
-    scores_k(
-        k_cache.contiguous().view(torch.int32).view(total, HKV, 16),
-        k_cache_scale.contiguous().view(torch.uint8).view(torch.int16).view(total, HKV, 4),
-        work.view(batch, HQ, QT, 16),
-        qs,
-        k_global.reshape(1),
-        kv_indptr.contiguous(),
-        out.view(total * HQ),
-    )
+    # same-size dtype views of the packed key bytes (no copies): 4 codes bytes per int32, 2 fp8 per int16
+    scores_k(k_cache.view(torch.int32), k_cache_scale.view(torch.int16), work, qs, k_global.reshape(1), kv_indptr, out)
     return out
