@@ -57,11 +57,10 @@ def test_geomean_ratio_within_band(bench: ModuleType) -> None:
 
 
 # Rows the model is known to get wrong, with the reason; each must still be outside the band (so a model
-# fix shows up here and the entry goes). The fastest calls (13-37 us through the verifier): the verifier
-# records the start event while the GPU still copies the call's fresh inputs, so most of the host launch
-# path is hidden, while the model charges it in full (call_us + launch); the harness of
-# `## DSL kernels (H200)` times the same files at 28-79 us. Needs DSL launch costs split from the
-# agents' per-DSL quality (see RESULTS "Simulator vs H200").
+# fix shows up here and the entry goes). The fastest calls (13-37 us through the verifier, which gives `run`
+# the same refilled input tensors every call) measure 1.4-4x below the harness of `## DSL kernels (H200)`
+# (new tensors every call) and below the launch path the model charges in full (call_us + launch); the cause
+# is not yet measured (benchmarks/RESULTS.md, "Verifier (H200)").
 KNOWN_OUTSIDE = {
     "p22 cutedsl `fused` → fused_tiled", "p22 tirx `fused` → fused_tiled", "p24 cutedsl `fused` → fused_tiled",
     "p24 tirx `fused` → fused_tiled", "p42 cutedsl `fused` → fused_tiled", "p42 tirx `fused` → fused_tiled",
