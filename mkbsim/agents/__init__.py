@@ -6,6 +6,8 @@
     with VerifierSlots(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots) as scorers:
         summary = run_llm_campaign(config, store, load_catalog(), scorers)
 
+With ``executor="ray"`` (and ``RayVerifiers`` as the scorers) the attempts run as Ray tasks.
+
 ``run_attempt`` runs one attempt and ``run_transfer_pair`` a solo → skill-conditioned pair, both
 appending every model request and reply, command, observation, submission, verifier result and
 skill to an ``EventStore``; ``replay_requests`` rebuilds the exact requests from those events.
@@ -13,7 +15,7 @@ litellm is imported only when a model is called.
 """
 
 from mkbsim.agents._attempt import AttemptOutcome, AttemptSpec, BudgetClock, LoopConfig, run_attempt
-from mkbsim.agents._campaign import CampaignSummary, plan_fingerprint, run_llm_campaign
+from mkbsim.agents._campaign import CampaignSummary, attempt_cpus, plan_fingerprint, run_llm_campaign
 from mkbsim.agents._config import LlmCampaignConfig, load_env_file, load_llm_campaign
 from mkbsim.agents._conversation import Conversation, replay_requests
 from mkbsim.agents._docs import docs_index_text, write_docs_index
@@ -29,6 +31,7 @@ from mkbsim.agents._model import (
     RetryNote,
     is_transient,
 )
+from mkbsim.agents._ray import RayVerifiers
 from mkbsim.agents._reply import REPLY_KEYS, Command, Reply, ReplyError, parse_reply, reply_format
 from mkbsim.agents._sandbox import (
     CommandResult,
@@ -81,6 +84,7 @@ __all__ = [
     "ModelConfig",
     "ModelUnavailable",
     "NetworkIsolation",
+    "RayVerifiers",
     "Reply",
     "ReplyError",
     "RetryNote",
@@ -97,6 +101,7 @@ __all__ = [
     "Verdict",
     "VerifierScorers",
     "VerifierSlots",
+    "attempt_cpus",
     "attempt_id_for",
     "default_verifier_slots",
     "detect_network_isolation",

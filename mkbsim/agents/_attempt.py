@@ -25,9 +25,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.metadata
+import os
 import re
 import shutil
-import threading
+import socket
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -51,11 +52,12 @@ from mkbsim.agents._record import AttemptRecorder
 from mkbsim.agents._reply import Reply, ReplyError, corrective_message, parse_reply, reply_format
 from mkbsim.agents._sandbox import Sandbox, SandboxConfig
 from mkbsim.agents._scoring import Scorer, SubmissionIndex, Verdict
+from mkbsim.campaigns._signals import StopFlag
 from mkbsim.catalog import DSLS, Budget, Problem, render_task
 from mkbsim.events import (
     AttemptFinished,
     AttemptStarted,
-    EventStore,
+    EventLog,
     SkillRead,
     SkillWritten,
     StoreError,
@@ -158,7 +160,7 @@ def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
 class _AttemptRun:
     def __init__(
         self,
-        store: EventStore,
+        store: EventLog,
         spec: AttemptSpec,
         model: ModelConfig,
         scorer: Scorer,
@@ -167,7 +169,7 @@ class _AttemptRun:
         loop: LoopConfig,
         ledger: CostLedger,
         client: ModelClient,
-        stop: threading.Event | None = None,
+        stop: StopFlag | None = None,
     ) -> None:
         self.spec, self.model, self.scorer, self.budget, self.loop = spec, model, scorer, budget, loop
         self.ledger, self.client, self.stop = ledger, client, stop
@@ -233,7 +235,10 @@ class _AttemptRun:
         ).to_dict()  # fmt: skip
         agent = {"kind": "llm", "model": self.model.model, "params": public_params(self.model.params),
                  "context_tokens": self.window, "litellm": importlib.metadata.version("litellm")}  # fmt: skip
-        self.rec.append((AttemptStarted.TYPE, {**started, "agent": agent, "sandbox": self.sandbox.facts()}))
+        # where the loop runs: on a Ray cluster, the node and worker process (a try whose worker died has no end)
+        runner = {"host": socket.gethostname(), "pid": os.getpid()}
+        self.rec.append((AttemptStarted.TYPE, {**started, "agent": agent, "sandbox": self.sandbox.facts(),
+                                               "runner": runner}))  # fmt: skip
         if s.skill is not None:
             assert s.source_attempt_id is not None, "a transferred skill needs its source attempt"
             self.rec.append(
@@ -471,7 +476,7 @@ def _unparsable(code: str) -> str | None:
 
 
 def run_attempt(
-    store: EventStore,
+    store: EventLog,
     spec: AttemptSpec,
     model: ModelConfig,
     scorer: Scorer,
@@ -481,7 +486,7 @@ def run_attempt(
     loop: LoopConfig | None = None,
     ledger: CostLedger | None = None,
     client_factory: Callable[[ModelConfig], ModelClient] = ModelClient,
-    stop: threading.Event | None = None,
+    stop: StopFlag | None = None,
 ) -> AttemptOutcome:
     """Run one attempt to its end, appending its events to ``store``; returns its outcome.
 

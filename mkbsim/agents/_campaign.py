@@ -5,18 +5,26 @@ Attempt ids are deterministic, so running the same campaign file again resumes i
 finished are kept, attempts that ended on infrastructure (or never finished) run again under
 their id, and a treatment runs once its source has finished. The cost cap stops new attempts.
 
-Concurrency: ``[limits] agents`` attempts run at once, each in a worker thread (an attempt mostly
-waits on its model's HTTP replies, its sandbox's subprocesses and the verifier's processes). Ready
-attempts start in plan order, so ``agents = 1`` runs exactly the sequential order: per (agent,
-problem, replicate) both solos, then each treatment once its source solo finished. The threads
-share the event store (it serializes appends) and the cost ledger; verifications are limited by
-``[limits] gpu_verifier_slots`` (``limit_scoring``). Worker slot i runs its commands on its own
-cores where the sandbox's ``cpus`` is a count (slot i takes the i-th block of that many cores).
+Concurrency: ``[limits] agents`` attempts run at once. Ready attempts start in plan order, so
+``agents = 1`` runs exactly the sequential order: per (agent, problem, replicate) both solos, then each
+treatment once its source solo finished. One scheduler (``_CampaignRun.execute``) hands them to a
+``Dispatch``:
+
+- local (``ThreadDispatch``): each attempt in a worker thread (it mostly waits on its model's HTTP
+  replies, its sandbox's subprocesses and the verifier's processes). The threads share the event store
+  (it serializes appends) and the cost ledger; verifications are limited by ``[limits]
+  gpu_verifier_slots`` (``limit_scoring``). Where the sandbox's ``cpus`` is a count, each running
+  attempt's commands get their own block of cores (slot i takes the i-th block).
+- Ray (``RayExecutor``): each attempt a Ray task reserving its sandbox's cores, retried when its worker
+  dies. Its reads and appends go through the writer actor on the head node (``RemoteStore``), so the
+  events are the local run's; its scorers call verifier actors (``RayVerifiers``). A task closes a try
+  of its attempt left without an end (a worker that died) as interrupted before running it again, as a
+  resume does.
 
 Stopping: SIGINT/SIGTERM set a stop flag that the attempts in flight check (``run_attempt``'s
-``stop``); each records itself ``interrupted`` and the campaign raises ``KeyboardInterrupt`` once
-all have. A second signal raises at once: attempts still in flight then have no recorded end, and
-the next run closes them as interrupted before running them again.
+``stop``; on Ray they read it from the writer actor); each records itself ``interrupted`` and the
+campaign raises ``KeyboardInterrupt`` once all have. A second signal raises at once: attempts still in
+flight then have no recorded end, and the next run closes them as interrupted before running them again.
 """
 
 from __future__ import annotations
@@ -26,7 +34,6 @@ import hashlib
 import heapq
 import json
 import os
-import queue
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -50,13 +57,15 @@ from mkbsim.agents._transfer import (
     skill_arm,
     solo_arm,
 )
-from mkbsim.campaigns._signals import StopSignals
+from mkbsim.campaigns._executors import Dispatch, ThreadDispatch
+from mkbsim.campaigns._signals import StopFlag, StopSignals
 from mkbsim.catalog import Catalog, Problem
 from mkbsim.errors import UserError
 from mkbsim.events import (
     AttemptFinished,
     CampaignFinished,
     CampaignStarted,
+    EventLog,
     EventStore,
     NewEvent,
     attempt_stream,
@@ -135,15 +144,18 @@ def _begin(store: EventStore, config: LlmCampaignConfig, fingerprint: str) -> No
     store.append([NewEvent.of(stream, payload)], expected_version=0)
 
 
-def _close_unfinished(store: EventStore, attempt_id: str) -> None:
-    """A try that never recorded its end (the process died) is closed as interrupted before rerunning."""
-    stream = store.read_stream(attempt_stream(attempt_id))
-    if stream and latest_finish(store, attempt_id) is None:
+def _close_unfinished(store: EventLog, attempt_id: str) -> dict[str, Any] | None:
+    """The end of the attempt's latest try; a try that never recorded one (its process or Ray worker died)
+    is closed as interrupted, so that the attempt runs again under its id."""
+    finish = latest_finish(store, attempt_id)
+    version = len(store.read_stream(attempt_stream(attempt_id)))
+    if finish is None and version:
         finished = AttemptFinished(
             attempt_id=attempt_id, status="interrupted", passed=False, runtime_ms=None, speedup=None,
             skipped=False, reason="no end was recorded (the run was killed); rerun",
         )  # fmt: skip
-        store.append([NewEvent.of(attempt_stream(attempt_id), finished)], expected_version=len(stream))
+        store.append([NewEvent.of(attempt_stream(attempt_id), finished)], expected_version=version)
+    return finish
 
 
 @dataclass(frozen=True, order=True)
@@ -160,39 +172,101 @@ class _Job:
     source_id: str | None = field(compare=False, default=None)
 
 
-class _StopSignals(StopSignals):
-    """The first SIGINT/SIGTERM asks the attempts in flight to stop; a second one stops at once."""
+@dataclass(frozen=True)
+class _Done:
+    """What became of a job: its outcome, or what ended it (``KeyboardInterrupt``: a stop, which the attempt
+    recorded), and its model calls' cost where the campaign's ledger is not shared (a Ray task's)."""
 
-    def __init__(self, stop: threading.Event) -> None:
-        super().__init__()
-        self.stop = stop
+    outcome: AttemptOutcome | None
+    error: BaseException | None = None
+    charges: CostLedger | None = None
+
+
+@dataclass(frozen=True)
+class _Attempts:
+    """Runs one job to its end wherever the dispatch puts it: a worker thread here, or a Ray task (this
+    object is then shipped to the workers; its store, stop flag and scorers lead back to the head node).
+
+    ``ledger`` None: each job charges a ledger of its own and sends it back. ``cores``: on this machine,
+    each running attempt's sandbox takes its own block of cores, by the slot it holds.
+    """
+
+    config: LlmCampaignConfig
+    store: EventLog
+    stop: StopFlag
+    scorer_factory: ScorerFactory
+    client_factory: Callable[[ModelConfig], ModelClient]
+    skill_filter: SkillFilter | None
+    ledger: CostLedger | None
+    cores: ScoringSlots | None
+
+    def __call__(self, job: _Job) -> _Done:
+        ledger = self.ledger or CostLedger()
+        charges = None if self.ledger else ledger
+        try:
+            if self.cores is None:
+                return _Done(self._run(job, self.config.sandbox, ledger), charges=charges)
+            with self.cores.hold() as slot:
+                return _Done(self._run(job, self._sandbox(slot), ledger), charges=charges)
+        except BaseException as exc:  # KeyboardInterrupt (a stop) included: the scheduler decides
+            return _Done(None, exc, charges)
+
+    def _sandbox(self, slot: int) -> SandboxConfig:
+        """Slot ``slot``'s sandbox: its own block of ``cpus`` cores (wrapping around when agents × cpus
+        exceeds the cores), so concurrent attempts do not share cores when they fit."""
+        cfg = self.config.sandbox
+        assert isinstance(cfg.cpus, int)
+        available = sorted(os.sched_getaffinity(0))
+        count = min(cfg.cpus, len(available))
+        return dataclasses.replace(cfg, cpus=tuple(available[(slot * count + k) % len(available)]
+                                                   for k in range(count)))  # fmt: skip
+
+    def _run(self, job: _Job, sandbox: SandboxConfig, ledger: CostLedger) -> AttemptOutcome:
+        c = self.config
+        finish = _close_unfinished(self.store, job.attempt_id)
+        if finish is not None and finish["status"] == "finished":  # a Ray task rerun after its attempt ended
+            return _outcome_of(job.attempt_id, finish)
+        if job.direction is None:
+            spec = AttemptSpec(job.attempt_id, c.campaign_id, job.problem, job.dsl, solo_arm(job.dsl), job.replicate)
+            return run_attempt(
+                self.store, spec, job.agent, self.scorer_factory(job.problem, job.dsl), sandbox=sandbox,
+                budget=c.budget, loop=c.loop, ledger=ledger, client_factory=self.client_factory, stop=self.stop,
+            )  # fmt: skip
+        assert job.source_id is not None
+        return run_treatment(
+            self.store, attempt_id=job.attempt_id, source_attempt_id=job.source_id, campaign_id=c.campaign_id,
+            problem=job.problem, direction=job.direction, model=job.agent, scorer_factory=self.scorer_factory,
+            sandbox=sandbox, replicate=job.replicate, budget=c.budget, loop=c.loop, ledger=ledger,
+            skill_filter=self.skill_filter, client_factory=self.client_factory, stop=self.stop,
+        )  # fmt: skip
+
+
+def attempt_cpus(config: LlmCampaignConfig) -> int:
+    """The cores one attempt's sandbox commands use (what a Ray task of the campaign reserves)."""
+    cpus = config.sandbox.cpus
+    return len(cpus) if isinstance(cpus, tuple) else cpus
+
+
+class _StopSignals(StopSignals):
+    """The first SIGINT/SIGTERM asks the attempts in flight to stop (the run loop sets the stop flag);
+    a second one stops at once."""
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         again = self.caught is not None
         super()._handle(signum, frame)
-        self.stop.set()
         if again:
             raise KeyboardInterrupt(self.caught)
 
 
 class _CampaignRun:
-    def __init__(
-        self,
-        config: LlmCampaignConfig,
-        store: EventStore,
-        scorer_factory: ScorerFactory,
-        client_factory: Callable[[ModelConfig], ModelClient],
-        progress: Callable[[str], None],
-        skill_filter: SkillFilter | None,
-    ) -> None:
-        self.config, self.store, self.scorer_factory = config, store, scorer_factory
-        self.client_factory, self.progress, self.skill_filter = client_factory, progress, skill_filter
+    def __init__(self, config: LlmCampaignConfig, store: EventStore, stop: StopFlag,
+                 progress: Callable[[str], None]) -> None:  # fmt: skip
+        self.config, self.store, self.stop, self.progress = config, store, stop, progress
         self.ledger = CostLedger.from_store(store, config.campaign_id, config.cost_cap_usd)
         network = detect_network_isolation()
         self.summary = CampaignSummary(
             config.campaign_id, network_isolated=network.isolated, network_detail=network.detail
         )
-        self.stop = threading.Event()
         self.finished: set[str] = set()  # attempts whose latest try finished (earlier runs or this one)
 
     def plan(self, problems: list[Problem]) -> list[_Job]:
@@ -220,8 +294,9 @@ class _CampaignRun:
         flag = "passed" if outcome.passed else "skipped" if outcome.skipped else "failed"
         self.progress(f"{outcome.attempt_id}: {outcome.status}, {flag}" + (" (kept)" if reused else ""))
 
-    def execute(self, jobs: list[_Job]) -> None:
-        """Run every job not finished yet, ``agents`` at a time, each once its source has finished."""
+    def execute(self, jobs: list[_Job], dispatch: Dispatch) -> None:
+        """Run every job not finished yet, ``agents`` at a time on ``dispatch``, each once its source has
+        finished; closes ``dispatch``."""
         ready: list[_Job] = []
         waiting: dict[str, list[_Job]] = {}  # source attempt id -> treatments waiting for it
         for job in jobs:
@@ -237,92 +312,42 @@ class _CampaignRun:
             else:
                 waiting.setdefault(job.source_id, []).append(job)
 
-        workers = max(1, min(self.config.agents_at_once, len(ready) + sum(map(len, waiting.values()))))
-        inbox: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        outbox: queue.SimpleQueue[tuple[_Job, AttemptOutcome | None, BaseException | None]] = queue.SimpleQueue()
-        for slot in range(workers):
-            # daemon threads: after a second signal the process may exit while they still wait on a request
-            threading.Thread(target=self._worker, args=(slot, inbox, outbox), name=f"attempt-{slot}",
-                             daemon=True).start()  # fmt: skip
         in_flight = 0
         failure: BaseException | None = None
         try:
-            with _StopSignals(self.stop) as signals:
+            with _StopSignals() as signals:
                 while True:
-                    if signals.caught is not None or failure is not None:
+                    if (signals.caught is not None or failure is not None) and not self.stop.is_set():
                         self.stop.set()  # the attempts in flight end as interrupted
-                    while ready and in_flight < workers and not self.stop.is_set():
+                    while ready and in_flight < self.config.agents_at_once and not self.stop.is_set():
                         if self.ledger.cap_reached:  # no new attempt; those running finish
                             self.summary.stopped_by_cost_cap = True
                             ready.clear()
                             break
                         job = heapq.heappop(ready)
-                        _close_unfinished(self.store, job.attempt_id)
                         self.progress(f"{job.attempt_id}: running")
-                        inbox.put(job)
+                        dispatch.submit(job.attempt_id, job)
                         in_flight += 1
                     if in_flight == 0 and (not ready or self.stop.is_set()):
                         break
-                    try:
-                        job, outcome, error = outbox.get(timeout=0.1)  # wakes up to notice signals
-                    except queue.Empty:
-                        continue
-                    in_flight -= 1
-                    if outcome is not None:
-                        self._record(outcome, reused=False)
-                        if outcome.status == "finished":
-                            self.finished.add(job.attempt_id)
-                            for after in waiting.pop(job.attempt_id, []):
-                                heapq.heappush(ready, after)
-                    elif not isinstance(error, KeyboardInterrupt):  # interrupted attempts recorded themselves
-                        failure = failure or error
+                    for key, done in dispatch.wait(0.1):  # wakes up to notice signals
+                        in_flight -= 1
+                        if done.charges is not None:
+                            self.ledger.add(done.charges)
+                        if done.outcome is not None:
+                            self._record(done.outcome, reused=False)
+                            if done.outcome.status == "finished":
+                                self.finished.add(key)
+                                for after in waiting.pop(key, []):
+                                    heapq.heappush(ready, after)
+                        elif not isinstance(done.error, KeyboardInterrupt):  # interrupted attempts recorded it
+                            failure = failure or done.error
         finally:
-            for _ in range(workers):
-                inbox.put(None)
+            dispatch.close()
         if failure is not None:
             raise failure
         if signals.caught is not None:
             raise KeyboardInterrupt(signals.caught)
-
-    def _worker(
-        self,
-        slot: int,
-        inbox: queue.SimpleQueue[_Job | None],
-        outbox: queue.SimpleQueue[tuple[_Job, AttemptOutcome | None, BaseException | None]],
-    ) -> None:
-        sandbox = self._sandbox(slot)
-        while (job := inbox.get()) is not None:
-            try:
-                outbox.put((job, self._run(job, sandbox), None))
-            except BaseException as exc:  # KeyboardInterrupt (a stop) included: the main thread decides
-                outbox.put((job, None, exc))
-
-    def _sandbox(self, slot: int) -> SandboxConfig:
-        """Worker ``slot``'s sandbox: its own block of cores where ``cpus`` is a count (wrapping around
-        when agents × cpus exceeds the cores), so concurrent attempts do not share cores when they fit."""
-        cfg = self.config.sandbox
-        if isinstance(cfg.cpus, tuple) or self.config.agents_at_once == 1:
-            return cfg
-        available = sorted(os.sched_getaffinity(0))
-        count = min(cfg.cpus, len(available))
-        return dataclasses.replace(cfg, cpus=tuple(available[(slot * count + k) % len(available)]
-                                                   for k in range(count)))  # fmt: skip
-
-    def _run(self, job: _Job, sandbox: SandboxConfig) -> AttemptOutcome:
-        c = self.config
-        if job.direction is None:
-            spec = AttemptSpec(job.attempt_id, c.campaign_id, job.problem, job.dsl, solo_arm(job.dsl), job.replicate)
-            return run_attempt(
-                self.store, spec, job.agent, self.scorer_factory(job.problem, job.dsl), sandbox=sandbox,
-                budget=c.budget, loop=c.loop, ledger=self.ledger, client_factory=self.client_factory, stop=self.stop,
-            )  # fmt: skip
-        assert job.source_id is not None
-        return run_treatment(
-            self.store, attempt_id=job.attempt_id, source_attempt_id=job.source_id, campaign_id=c.campaign_id,
-            problem=job.problem, direction=job.direction, model=job.agent, scorer_factory=self.scorer_factory,
-            sandbox=sandbox, replicate=job.replicate, budget=c.budget, loop=c.loop, ledger=self.ledger,
-            skill_filter=self.skill_filter, client_factory=self.client_factory, stop=self.stop,
-        )  # fmt: skip
 
 
 def _outcome_of(attempt_id: str, finish: dict[str, Any]) -> AttemptOutcome:
@@ -344,12 +369,20 @@ def run_llm_campaign(
     client_factory: Callable[[ModelConfig], ModelClient] = ModelClient,
     progress: Callable[[str], None] = lambda line: None,
     skill_filter: SkillFilter | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> CampaignSummary:
     """Run (or resume) the campaign; returns its summary, also stored as ``CampaignFinished``.
 
     ``skill_filter``: the filter named by ``campaign.filter`` (the caller resolves the name, e.g.
     with ``skill_filters.get``: mkbsim does not import the plugins). Raises ``KeyboardInterrupt``
     after a stop signal, once the attempts in flight have recorded themselves interrupted.
+
+    ``executor``: ``local`` runs attempts in threads of this process; ``ray`` as Ray tasks on the cluster
+    at ``ray_address`` (None: a private instance here), their events appended by a writer actor on this
+    node. For Ray, ``scorer_factory``, ``client_factory`` and ``skill_filter`` are shipped to the workers
+    (``RayVerifiers`` is the scorer factory for it), and the cost of an attempt counts toward the cap
+    when it ends.
     """
     if (skill_filter.name if skill_filter else None) != config.filter:
         given = skill_filter.name if skill_filter else "none"
@@ -360,12 +393,34 @@ def run_llm_campaign(
     except KeyError as exc:
         raise UserError(f"{config.path}: campaign.problems: {exc.args[0]}") from None
     _begin(store, config, plan_fingerprint(config, problems))
-    slots = config.gpu_verifier_slots or getattr(scorer_factory, "count", None)
-    if not isinstance(slots, int):  # a factory that does not say how many verifiers it runs
-        slots = default_verifier_slots(config.verifier_backend or "cpu")
-    limited = limit_scoring(scorer_factory, ScoringSlots(slots))
-    run = _CampaignRun(config, store, limited, client_factory, progress, skill_filter)
-    run.execute(run.plan(problems))
+    stop: StopFlag
+    if executor == "ray":
+        from mkbsim.campaigns import RayExecutor, RemoteStop, RemoteStore, connect_ray, start_writer
+
+        cpus = attempt_cpus(config)
+        connect_ray(ray_address, config.agents_at_once * cpus)
+        writer = start_writer(str(store.path))
+        stop = RemoteStop(writer)
+        run = _CampaignRun(config, store, stop, progress)
+        # the scorers go to the workers as they are (RayVerifiers: a pool actor limits the verifications)
+        attempts = _Attempts(config, RemoteStore(writer), stop, scorer_factory, client_factory, skill_filter,
+                             ledger=None, cores=None)  # fmt: skip
+        dispatch: Dispatch = RayExecutor(attempts, config.agents_at_once * cpus, ray_address, str(store.path),
+                                         writer=writer, task_cpus=cpus)  # fmt: skip
+    elif executor == "local":
+        stop = threading.Event()
+        run = _CampaignRun(config, store, stop, progress)
+        slots = config.gpu_verifier_slots or getattr(scorer_factory, "count", None)
+        if not isinstance(slots, int):  # a factory that does not say how many verifiers it runs
+            slots = default_verifier_slots(config.verifier_backend or "cpu")
+        limited = limit_scoring(scorer_factory, ScoringSlots(slots))
+        pinned = isinstance(config.sandbox.cpus, int) and config.agents_at_once > 1
+        attempts = _Attempts(config, store, stop, limited, client_factory, skill_filter, ledger=run.ledger,
+                             cores=ScoringSlots(config.agents_at_once) if pinned else None)  # fmt: skip
+        dispatch = ThreadDispatch(attempts, config.agents_at_once)
+    else:
+        raise ValueError(f"unknown executor {executor!r}; use local or ray")
+    run.execute(run.plan(problems), dispatch)
     summary = run.summary
     summary.costs = run.ledger.summary()
     finished = CampaignFinished(campaign_id=config.campaign_id, counts=summary.counts())

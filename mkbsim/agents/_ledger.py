@@ -32,6 +32,20 @@ class CostLedger:
             else:
                 self.spent_usd += cost_usd
 
+    def add(self, other: CostLedger) -> None:
+        """Take in what another ledger counted (an attempt's own, sent back from a Ray worker)."""
+        with self._lock:
+            self.calls += other.calls
+            self.tokens += other.tokens
+            self.unpriced_calls += other.unpriced_calls
+            self.spent_usd += other.spent_usd
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}  # a lock does not pickle
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
+
     @property
     def cap_reached(self) -> bool:
         return self.cap_usd is not None and self.spent_usd >= self.cap_usd

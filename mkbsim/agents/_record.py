@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mkbsim.events import AgentStep, EventStore, NewEvent, Payload, attempt_stream
+from mkbsim.events import AgentStep, EventLog, NewEvent, Payload, attempt_stream
 from mkbsim.events._types import StepKind
 
 
 class AttemptRecorder:
-    def __init__(self, store: EventStore, attempt_id: str) -> None:
+    def __init__(self, store: EventLog, attempt_id: str) -> None:
         self.store = store
         self.attempt_id = attempt_id
         self.stream = attempt_stream(attempt_id)

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from mkbsim.agents._docs import write_docs_index
+from mkbsim.campaigns._signals import StopFlag
 from mkbsim.errors import UserError
 
 GIB = 1 << 30
@@ -180,7 +180,7 @@ class Sandbox:
             "OPENBLAS_NUM_THREADS": threads,
         }
 
-    def run(self, command: str, timeout_s: float | None = None, stop: threading.Event | None = None) -> CommandResult:
+    def run(self, command: str, timeout_s: float | None = None, stop: StopFlag | None = None) -> CommandResult:
         """Run ``command`` with bash in the working directory; kill its process group on timeout.
 
         ``stop`` (a campaign stopping on a signal) kills the command too and raises ``KeyboardInterrupt``."""

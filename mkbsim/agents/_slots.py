@@ -167,10 +167,16 @@ class _SlotScorer:
     def score(self, kernel_path: Path, *, attempt_id: str, submission: SubmissionIndex) -> Verdict:
         request = {"kernel": str(kernel_path), "problem": self.problem, "dsl": self.dsl,
                    "protocol": self.owner.protocol, "attempt_id": attempt_id, "submission": submission}  # fmt: skip
-        status, payload, text = self.owner.process(self.slot).call(request)
-        if status != "ok":
-            raise RuntimeError(f"verifier slot {self.slot}: {text}")
-        return Verdict(payload, text)
+        return verdict_of(self.owner.process(self.slot).call(request), f"verifier slot {self.slot}")
+
+
+def verdict_of(reply: tuple[str, Any, str], where: str) -> Verdict:
+    """A verifier slot's reply (``mkbsim.verifier._slot.handle``) as a verdict; raises when the verifier
+    itself failed (the attempt records that as infrastructure)."""
+    status, payload, text = reply
+    if status != "ok":
+        raise RuntimeError(f"{where}: {text}")
+    return Verdict(payload, text)
 
 
 class _SlotProcess:

@@ -10,7 +10,6 @@ as started and finished with ``skipped: true`` and inherits the baseline outcome
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +21,9 @@ from mkbsim.agents._model import ModelClient, ModelConfig
 from mkbsim.agents._record import AttemptRecorder
 from mkbsim.agents._sandbox import SandboxConfig
 from mkbsim.agents._scoring import ScorerFactory
+from mkbsim.campaigns._signals import StopFlag
 from mkbsim.catalog import Budget, Problem
-from mkbsim.events import AttemptFinished, AttemptStarted, EventStore, attempt_stream
+from mkbsim.events import AttemptFinished, AttemptStarted, EventLog, attempt_stream
 from mkbsim.events._types import Arm, Dsl
 
 #: Direction name (source DSL → target DSL), as in DESIGN §4.
@@ -69,14 +69,14 @@ def attempt_id_for(campaign_id: str, agent: str, problem: str, arm: str, replica
     return f"{campaign_id}.{slug}.{problem}.{arm}.r{replicate}"
 
 
-def latest_finish(store: EventStore, attempt_id: str) -> dict[str, Any] | None:
+def latest_finish(store: EventLog, attempt_id: str) -> dict[str, Any] | None:
     """The ``AttemptFinished`` payload of the attempt's latest try, or None if it has not finished."""
     events = current_try(store.read_stream(attempt_stream(attempt_id)))
     finished = [e.payload for e in events if e.type == AttemptFinished.TYPE]
     return finished[-1] if finished else None
 
 
-def recorded_skill(store: EventStore, attempt_id: str) -> str | None:
+def recorded_skill(store: EventLog, attempt_id: str) -> str | None:
     """The skill the attempt's latest try wrote, or None."""
     events = current_try(store.read_stream(attempt_stream(attempt_id)))
     texts = [e.payload["text"] for e in events if e.type == "SkillWritten"]
@@ -84,7 +84,7 @@ def recorded_skill(store: EventStore, attempt_id: str) -> str | None:
 
 
 def run_treatment(
-    store: EventStore,
+    store: EventLog,
     *,
     attempt_id: str,
     source_attempt_id: str,
@@ -100,7 +100,7 @@ def run_treatment(
     ledger: CostLedger | None = None,
     skill_filter: SkillFilter | None = None,
     client_factory: Callable[[ModelConfig], ModelClient] = ModelClient,
-    stop: threading.Event | None = None,
+    stop: StopFlag | None = None,
 ) -> AttemptOutcome:
     """The skill-conditioned attempt of ``direction`` given the recorded skill of its source."""
     _, target_dsl = _dsls(direction)
@@ -125,7 +125,7 @@ def run_treatment(
     )  # fmt: skip
 
 
-def _skip(store: EventStore, spec: AttemptSpec, model: ModelConfig, budget: Budget, why: str) -> AttemptOutcome:
+def _skip(store: EventLog, spec: AttemptSpec, model: ModelConfig, budget: Budget, why: str) -> AttemptOutcome:
     rec = AttemptRecorder(store, spec.attempt_id)
     reason = f"treatment skipped: {why}"
     rec.append(
@@ -148,7 +148,7 @@ def _skip(store: EventStore, spec: AttemptSpec, model: ModelConfig, budget: Budg
 
 
 def run_transfer_pair(
-    store: EventStore,
+    store: EventLog,
     *,
     campaign_id: str,
     problem: Problem,

@@ -5,9 +5,18 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StopFlag(Protocol):
+    """Asks running attempts to stop: a ``threading.Event`` for worker threads, or a flag that Ray tasks
+    read from the head node (``mkbsim.campaigns.RemoteStop``)."""
+
+    def set(self) -> None: ...
+
+    def is_set(self) -> bool: ...
 
 
 class StopSignals:

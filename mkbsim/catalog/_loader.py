@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import sys
@@ -77,6 +78,11 @@ class Problem:
             return None
         return tuple(d if isinstance(d, int) else workload[d] for d in dims)
 
+    def __reduce__(self) -> tuple[Callable[[str, str], Problem], tuple[str, str]]:
+        # a module does not pickle: another process (a Ray worker of an LLM campaign) loads the problem
+        # from its own ``problems`` package, by family and file name
+        return _load_installed, (self.family, self.path.name)
+
 
 @dataclass
 class Catalog:
@@ -131,6 +137,11 @@ def problems_root() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ProblemLoadError(Path("problems"), "the `problems` package is not importable")
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+@functools.cache
+def _load_installed(family: str, filename: str) -> Problem:
+    return load_problem(problems_root() / family / filename)
 
 
 def load_problem(path: Path) -> Problem:

@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(examples/llm.toml, real models through litellm); resumes when run again",
     )  # fmt: skip
     p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="where simulated attempts run: a local process pool (default) or Ray tasks")  # fmt: skip
+                   help="where attempts run: here (default; a process pool, or threads for LLM attempts) "
+                   "or as Ray tasks")  # fmt: skip
     p.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (auto or host:port; --executor ray)")
     p.add_argument("--workers", type=positive_int, metavar="N", help="attempts at once (default: the file's "
                    "limits.agents, else this machine's cores for simulated campaigns and 1 for LLM ones)")  # fmt: skip
@@ -58,11 +59,12 @@ def _run(args: argparse.Namespace) -> int:
         if campaign_kind(args.campaign) == "llm":
             from mkbsim.cli._agents import run_campaign_file
 
-            if args.executor != "local" or args.ray_address or args.new_campaign:
-                raise UserError("LLM campaigns run on this machine (threads): --executor ray, --ray-address and "
-                                "--new-campaign apply to simulated campaigns")  # fmt: skip
-
-            return run_campaign_file(args.campaign, args.store, workers=args.workers)
+            if args.new_campaign:
+                raise UserError("--new-campaign applies to simulated campaigns (give an LLM campaign a new id)")
+            if args.ray_address and args.executor != "ray":
+                raise UserError("--ray-address needs --executor ray")
+            return run_campaign_file(args.campaign, args.store, workers=args.workers, executor=args.executor,
+                                     ray_address=args.ray_address)  # fmt: skip
         campaign = load_simulated_campaign(args.campaign)
     else:
         from mkbsim.simulator import CampaignConfig, get_profile, select_problems, shipped_profiles

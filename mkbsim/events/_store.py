@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mkbsim.errors import UserError
 from mkbsim.events._ids import new_event_ids
@@ -128,6 +128,20 @@ def _translate(exc: sqlite3.Error, path: Path) -> StoreError:
     if "readonly" in msg:
         return StoreError(f"{path}: the store is read-only")
     return StoreError(f"{path}: {msg}")
+
+
+class EventLog(Protocol):
+    """What an attempt needs of the store: its streams, read and appended with optimistic concurrency.
+
+    ``EventStore`` is one; an attempt on a Ray worker gets one whose calls go to the writer actor on
+    the head node (``mkbsim.campaigns.RemoteStore``), so every event still lands in the one store.
+    """
+
+    def read_stream(self, stream_id: str) -> list[RecordedEvent]: ...
+
+    def append(
+        self, events: Iterable[NewEvent], *, expected_version: int | Mapping[str, int] | None = None
+    ) -> AppendResult: ...
 
 
 class EventStore:

@@ -8,15 +8,19 @@ stray print (a DSL compiler's banner) cannot corrupt the channel. The parent is 
 started this process); the kernels under test never run here but in the session's own workers.
 
 Run as ``python -m mkbsim.verifier._slot BACKEND``; it imports only the verifier and the catalogue,
-so it runs on GPU machines without the LLM stack.
+so it runs on GPU machines without the LLM stack. ``SlotServer`` is the loop's body, also run as a
+Ray actor.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import struct
 import sys
+import tempfile
+from pathlib import Path
 from typing import IO, Any
 
 _HEADER = struct.Struct("!Q")
@@ -51,22 +55,56 @@ def handle(session: Any, request: dict[str, Any]) -> tuple[str, Any, str]:
         return "error", None, f"{type(exc).__name__}: {exc}"
 
 
+class SlotServer:
+    """A warm session serving requests one at a time: this process's loop, and the Ray executor's
+    verifier actor (``mkbsim.agents.RayVerifiers``), which runs on another node than the attempt.
+
+    Starting it starts the session's zygote, so the DSL imports are paid before the first request. A
+    request names its kernel file (``kernel``) or carries the code (``code``: the file is on the
+    attempt's node); code is written to a file of its own here, since both DSLs read their source.
+    """
+
+    def __init__(self, backend: str | None) -> None:
+        from mkbsim.verifier import VerifierSession
+
+        self.session = VerifierSession(backend)
+        self.backend = self.session.backend
+        self.session.zygote()
+        self._files = tempfile.TemporaryDirectory(prefix="mkbsim-slot-")
+
+    def verify(self, request: dict[str, Any]) -> tuple[str, Any, str]:
+        if "code" not in request:
+            return handle(self.session, request)
+        folder = tempfile.mkdtemp(dir=self._files.name)
+        try:
+            kernel = Path(folder) / "kernel.py"
+            kernel.write_text(request["code"])
+            return handle(self.session, {**request, "kernel": str(kernel)})
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        self.session.close()
+        self._files.cleanup()
+
+
 def main(argv: list[str]) -> None:
     backend = argv[0] if argv else None
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     requests = os.fdopen(0, "rb")
-    from mkbsim.verifier import VerifierSession
-
-    with VerifierSession(backend or None) as session:
-        write_frame(channel, ("ready", session.backend, ""))
+    server = SlotServer(backend or None)
+    try:
+        write_frame(channel, ("ready", server.backend, ""))
         while True:
             try:
                 request = read_frame(requests)
             except EOFError:
                 return
-            write_frame(channel, handle(session, request))
+            write_frame(channel, server.verify(request))
+    finally:
+        server.close()
 
 
 if __name__ == "__main__":

@@ -91,7 +91,11 @@ def test_protocol_directions_and_seed_change_the_fingerprint_or_the_id() -> None
     assert plan_campaign(workers) == plan  # how many run at once decides nothing measured
 
 
-def test_executor_options_are_refused_for_an_llm_campaign(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_options_an_llm_campaign_cannot_use_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     llm = Path(__file__).resolve().parents[2] / "examples" / "llm.toml"
-    assert main(["run", "--store", str(tmp_path / "e.sqlite"), "--campaign", str(llm), "--executor", "ray"]) == 2
-    assert "apply to simulated campaigns" in capsys.readouterr().err
+    run = ["run", "--store", str(tmp_path / "e.sqlite"), "--campaign", str(llm)]
+    assert main([*run, "--new-campaign"]) == 2
+    assert "--new-campaign applies to simulated campaigns" in capsys.readouterr().err
+    assert main([*run, "--ray-address", "auto"]) == 2
+    assert "--ray-address needs --executor ray" in capsys.readouterr().err
+    assert not (tmp_path / "e.sqlite").exists()
