@@ -74,6 +74,8 @@ def capture(device: torch.device) -> dict[str, Any]:
             device=props.name,
             compute_capability=f"{props.major}.{props.minor}",
             gpu_memory_bytes=int(props.total_memory),
+            # which physical GPU measured: with several, each verifier process sees only its own
+            gpu_uuid=str(getattr(props, "uuid", "")) or None,
             driver=_nvidia_driver(),
             cuda_runtime=torch.version.cuda,
         )

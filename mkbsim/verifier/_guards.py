@@ -47,11 +47,12 @@ class ForbiddenImport(ImportError):
 class Violation:
     what: str
     reason: str
-    line: int | None
+    line: int | None  # in the submission's file
+    elsewhere: str | None = None  # or the file and line blamed outside it (a module it wrote, or an untrusted path)
 
     def text(self) -> str:
         where = f"line {self.line}: " if self.line else ""
-        return f"{where}{self.what} ({self.reason})"
+        return f"{where}{self.what} ({self.reason})" + (f" in {self.elsewhere}" if self.elsewhere else "")
 
 
 def _package_roots(names: Iterable[str]) -> list[str]:
@@ -78,16 +79,25 @@ def _package_roots(names: Iterable[str]) -> list[str]:
 class Attribution:
     """Decides whose code a frame stack is running on behalf of."""
 
-    def __init__(self, harness_dir: str) -> None:
+    def __init__(self, harness_dir: str, candidate_file: str) -> None:
         trusted = [*site.getsitepackages(), site.getusersitepackages()]
         paths = sysconfig.get_paths()
         trusted += [paths["purelib"], paths["platlib"], harness_dir]
         # Where the DSLs and torch really live (e.g. a --target directory on PYTHONPATH).
         trusted += _package_roots(("torch", "numpy", "tvm", "tvm_ffi", "cutlass", "cuda", "nvidia_cutlass_dsl"))
+        # Whatever else is installed on the import path (another --target directory: their dependencies may
+        # shadow site-packages), except an entry holding the submission or inside its folder (its checkout,
+        # the working directory): that one's other files stay the submission's.
         stdlib = [paths["stdlib"], paths["platstdlib"]]
-        self.trusted = tuple(sorted({os.path.abspath(p) + os.sep for p in trusted if p}, key=len, reverse=True))
         self.stdlib = tuple({os.path.abspath(p) + os.sep for p in stdlib if p})
-        self._cache: dict[str, str] = {}
+        here = os.path.dirname(os.path.abspath(candidate_file)) + os.sep
+        for entry in sys.path:
+            root = os.path.abspath(entry) + os.sep if entry else ""
+            holds = here.startswith(root) or root.startswith(here) or any(s.startswith(root) for s in self.stdlib)
+            if root and os.path.isdir(root) and not holds and not root.startswith(self.stdlib):
+                trusted.append(root)
+        self.trusted = tuple(sorted({os.path.abspath(p) + os.sep for p in trusted if p}, key=len, reverse=True))
+        self._cache: dict[str, str] = {os.path.abspath(candidate_file): CANDIDATE}
 
     def classify(self, filename: str) -> str:
         kind = self._cache.get(filename)
@@ -156,8 +166,7 @@ class Guard:
     def __init__(self, candidate_file: str, dsl: str, harness_dir: str, off_limits: Iterable[str]) -> None:
         self.candidate_file = os.path.abspath(candidate_file)
         self.dsl = dsl
-        self.attribution = Attribution(harness_dir)
-        self.attribution._cache[self.candidate_file] = CANDIDATE
+        self.attribution = Attribution(harness_dir, self.candidate_file)
         self.violations: list[Violation] = []
         self.candidate_threads: set[int] = set()
         # Threads the submission starts while no call runs (from a finalizer, say): they could watch
@@ -174,12 +183,14 @@ class Guard:
 
     # --- recording -----------------------------------------------------------------------------
     def refuse(self, what: str, reason: str, frame: FrameType | None, exc: type[Exception] = ForbiddenError) -> None:
-        line = (
-            frame.f_lineno
-            if frame is not None and os.path.abspath(frame.f_code.co_filename) == self.candidate_file
-            else None
-        )
-        self.violations.append(Violation(what, reason, line))
+        line, elsewhere = None, None
+        if frame is not None:
+            path = os.path.abspath(frame.f_code.co_filename)
+            if path == self.candidate_file:
+                line = frame.f_lineno
+            else:
+                elsewhere = f"{path}:{frame.f_lineno}"
+        self.violations.append(Violation(what, reason, line, elsewhere))
         raise exc(f"mkbsim verifier: {what} is forbidden ({reason})")
 
     def is_candidate(self, frame: FrameType | None) -> tuple[bool, FrameType | None]:

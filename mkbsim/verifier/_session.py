@@ -7,6 +7,7 @@ submission runs in a worker forked from the zygote and sees only the inputs of t
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import time
@@ -40,10 +41,18 @@ _PRELOAD = {
 }  # fmt: skip
 #: Device work still running this long after the measured region ends means a side stream...
 _PENDING_LIMIT_MS = 0.1
-#: ...when it happens on this many calls of one verification. The wait is read on the host
-#: clock, so a single call can overrun by a descheduled thread (seen: 1.2 ms once in 60 calls of
-#: an honest kernel on the H200); side-stream work shows on every call.
+#: ...when it happens on this share of a verification's calls (and at least on _PENDING_CALLS). The wait is
+#: read on the host clock, so honest calls overrun now and then: an honest 12 us CuTe DSL kernel on the H200
+#: overran by 0.2-1.1 ms on 3 of 65 calls in every verification but a session's first. Side-stream work shows
+#: on every call; and work hidden on fewer than half the timed calls cannot move their median anyway.
+_PENDING_SHARE = 0.25
 _PENDING_CALLS = 3
+
+
+def pending_limit(protocol: Protocol) -> int:
+    """Overrunning calls that make a verification's verdict ``background_work``."""
+    calls = protocol.correctness_draws + protocol.warmup_calls + protocol.timed_calls
+    return max(_PENDING_CALLS, math.ceil(_PENDING_SHARE * calls))
 _DSL_ERROR_MODULES = ("tvm", "tvm_ffi", "cutlass")
 
 _rng = random.SystemRandom()
@@ -400,6 +409,7 @@ class _Verification:
     # --- driver ------------------------------------------------------------------------------------------
     def run(self, static_scan: bool) -> VerifierReport:
         t0 = time.perf_counter()
+        self.details["started_at"] = time.time()  # when, on the host's clock (spans ``overhead.total_s``)
         try:
             self.report.env = self.s.env()
             self.static(static_scan)
@@ -572,7 +582,7 @@ class _Verification:
         if pending > _PENDING_LIMIT_MS:
             self.pending_overruns.append(pending)
             self.details["pending_overruns_ms"] = self.pending_overruns
-        if background or len(self.pending_overruns) >= _PENDING_CALLS:
+        if background or len(self.pending_overruns) >= pending_limit(self.protocol):
             what = "; ".join(background) or (
                 f"device work ran past the end of {len(self.pending_overruns)} calls, up to "
                 f"{max(self.pending_overruns):.3f} ms"
