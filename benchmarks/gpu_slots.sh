@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Verifier slots on a machine with several GPUs (the device tool's nvidia-h200-x2), in one run, from the
-# repo root. Stage the DSLs (../shared/gpu/README.md: carry .gpu/p1..p4) and Ray (Ray is not on the GPU
-# image: its cp312 wheel and dependencies, split in two parts under .gpu/r1 and .gpu/r2, each with a
-# stage.sh that the second one completes into /opt/ray), then:
+# repo root. Stage the DSLs (../shared/gpu/README.md: carry .gpu/p1..p4) and Ray, which is not on the GPU
+# image (here `bash benchmarks/pack_ray.sh`, then carry .gpu/r1 and .gpu/r2 with their stage.sh), then:
 #     run  kind="nvidia-h200-x2"  command="bash benchmarks/gpu_slots.sh"
 # Runs tests/agents/test_gpu_slots.py and tests/verifier/test_gpu.py, then benchmarks/gpu_slots.py; logs under $OUT.
 set -uo pipefail
