@@ -12,12 +12,15 @@ import queue
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from mkbsim.errors import UserError
 from mkbsim.events import AppendResult, EventStore, NewEvent, RecordedEvent
 
+#: Batches handed to the Ray writer actor and not yet appended, at most.
+APPENDS_IN_FLIGHT = 8
 #: How often an attempt on a Ray worker asks the head node whether the campaign is stopping.
 STOP_POLL_S = 0.5
 
@@ -127,6 +130,7 @@ class _Writer:
         self._store = EventStore(path) if path is not None else None
         self._events, self._seconds, self._cpu_seconds = 0, 0.0, 0.0
         self._stopping = False
+        self._refused: Exception | None = None  # the batch the runner's stream failed at
 
     def append(
         self,
@@ -144,7 +148,15 @@ class _Writer:
         return result
 
     def append_pickled(self, blob: bytes) -> None:
-        self.append(pickle.loads(blob))
+        """The runner's batches, several queued at once: after one fails none later is appended (a later
+        batch's treatments may have read the skills of the failed batch's attempts)."""
+        if self._refused is not None:
+            raise RuntimeError(f"an earlier batch was not appended: {self._refused}")
+        try:
+            self.append(pickle.loads(blob))
+        except Exception as exc:
+            self._refused = exc
+            raise
 
     def read_stream(self, stream_id: str) -> list[RecordedEvent]:
         assert self._store is not None
@@ -261,7 +273,9 @@ class RayExecutor:
         self._fn = ray.put(fn)
         self._writer: Any = writer if writer is not None else start_writer(store_path)
         self._refs: dict[Any, str] = {}
-        self._appending: Any = None  # the batch the writer is appending while attempts go on
+        # batches the writer has yet to append, oldest first: the writer appends them in order (one caller's
+        # calls run in order on an actor) while attempts go on, and several may wait while the actor starts
+        self._appending: deque[Any] = deque()
 
     def submit(self, key: str, arg: Any) -> None:
         self._refs[self._task.remote(self._fn, pickle.dumps(arg))] = key
@@ -276,21 +290,23 @@ class RayExecutor:
         return [(self._refs.pop(ref), pickle.loads(blob)) for ref, blob in zip(done, self._ray.get(done), strict=True)]
 
     def append(self, store: EventStore, events: Sequence[NewEvent]) -> None:
-        self._drain()  # one batch in flight at a time: back-pressure, and a failed append surfaces here
-        self._appending = self._writer.append_pickled.remote(pickle.dumps(list(events)))
+        self._drain(APPENDS_IN_FLIGHT - 1)  # back-pressure, and a failed append surfaces here
+        self._appending.append(self._writer.append_pickled.remote(pickle.dumps(list(events))))
 
     def appended(self) -> tuple[int, float, float]:
         self._drain()
         stats: tuple[int, float, float] = self._ray.get(self._writer.stats.remote())
         return stats
 
-    def _drain(self) -> None:
-        if self._appending is not None:
-            self._ray.get(self._appending)
-            self._appending = None
+    def _drain(self, keep: int = 0) -> None:
+        while len(self._appending) > keep:
+            self._ray.get(self._appending.popleft())
 
     def close(self) -> None:
-        self._drain()
+        # the batches still queued land before the writer goes; their failure was (or will be) raised by
+        # ``appended``, and raising it here would hide the error this close may be cleaning up after
+        self._ray.wait(list(self._appending), num_returns=len(self._appending))
+        self._appending.clear()
         for ref in self._refs:
             self._ray.cancel(ref, force=True)
         self._refs.clear()

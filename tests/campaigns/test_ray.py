@@ -13,7 +13,7 @@ import pytest
 from campaign_kit import small_campaign
 
 from mkbsim.campaigns import RayExecutor, run_simulated
-from mkbsim.events import EventStore
+from mkbsim.events import CampaignFinished, EventStore, NewEvent, UnknownEventType, campaign_stream
 
 ray = pytest.importorskip("ray")
 
@@ -61,3 +61,18 @@ def test_an_attempt_whose_worker_dies_is_retried(tmp_path: Path) -> None:
         finally:
             executor.close()
     assert (tmp_path / "died").exists() and done and done[0][0] == "attempt"
+
+
+def test_a_batch_the_writer_cannot_append_fails_the_run_and_keeps_the_earlier_ones(tmp_path: Path) -> None:
+    # batches queue at the writer actor (several in flight): one it refuses must still surface in the driver
+    with EventStore(tmp_path / "e.sqlite", create=True) as store:
+        executor = RayExecutor(lambda arg: arg, 1, None, str(store.path))
+        try:
+            for name in ("c1", "c2", "c3"):
+                event = NewEvent.of(campaign_stream(name), CampaignFinished(campaign_id=name, counts={}))
+                executor.append(store, [event if name != "c2" else NewEvent(event.stream_id, "Finished", {})])
+            with pytest.raises(UnknownEventType, match="unknown event type 'Finished'"):
+                executor.appended()
+        finally:
+            executor.close()
+        assert [e.stream_id for e in store.read()] == [campaign_stream("c1")]
