@@ -1,6 +1,6 @@
 """Test kit of the agent tests: an OpenAI-compatible stub server on 127.0.0.1 with scripted replies
 (real HTTP: litellm reaches it through its `openai/` provider and `api_base`), kernels for p36,
-and event helpers."""
+campaign files, and event helpers."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from mkbsim.agents import ModelConfig
@@ -146,6 +147,35 @@ def serve(stub: StubLLM) -> Iterator[StubLLM]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# -- campaign files ----------------------------------------------------------------------------
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str | Path):
+        return json.dumps(str(value))  # a TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def campaign_toml(path: Path, agent: dict[str, Any], **tables: dict[str, Any]) -> Path:
+    """Write an LLM campaign file: the given tables (``campaign``, ``limits``, ``sandbox``...; the verifier
+    on the cpu backend unless given) and one ``[[agents]]`` entry."""
+    tables = {"verifier": {"backend": "cpu"}, **tables}
+    lines = []
+    for name, keys in tables.items():
+        lines += [f"[{name}]", *(f"{k} = {toml_value(v)}" for k, v in keys.items()), ""]
+    lines += ["[[agents]]", *(f"{k} = {toml_value(v)}" for k, v in agent.items())]
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def stream(store: EventStore, attempt_id: str) -> list[RecordedEvent]:

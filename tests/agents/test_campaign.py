@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_kit import TIRX_KERNEL, Status, StubLLM, act, assert_verified_correct, of_type, stream
+from agent_kit import TIRX_KERNEL, Status, StubLLM, act, assert_verified_correct, campaign_toml, of_type, stream
 
 from mkbsim.agents import (
     ModelClient,
@@ -28,30 +28,15 @@ SKILL = "- Finding: rows are independent; the weight multiply fuses into the row
 
 
 def campaign_file(tmp_path: Path, stub: StubLLM, *, cap: float, problems: str = "p36") -> Path:
-    path = tmp_path / f"llm-{cap}.toml"
-    path.write_text(f"""
-[campaign]
-id = "camp"
-problems = "{problems}"
-directions = ["cutedsl2tirx"]
-cost_cap_usd = {cap}
-env_file = "{tmp_path / "absent.env"}"
-
-[verifier]
-backend = "cpu"
-
-[sandbox]
-root = "{tmp_path / "sandboxes"}"
-
-[[agents]]
-model = "openai/gpt-4o-mini"
-name = "mini"
-params = {{ api_base = "{stub.url}", api_key = "sk-stub", max_tokens = 512 }}
-max_retries = 1
-backoff_initial_s = 0.01
-backoff_max_s = 0.05
-""")
-    return path
+    return campaign_toml(
+        tmp_path / f"llm-{cap}.toml",
+        {"model": "openai/gpt-4o-mini", "name": "mini",
+         "params": {"api_base": stub.url, "api_key": "sk-stub", "max_tokens": 512},
+         "max_retries": 1, "backoff_initial_s": 0.01, "backoff_max_s": 0.05},
+        campaign={"id": "camp", "problems": problems, "directions": ["cutedsl2tirx"], "cost_cap_usd": cap,
+                  "env_file": tmp_path / "absent.env"},
+        sandbox={"root": tmp_path / "sandboxes"},
+    )  # fmt: skip
 
 
 def ids(arm: str) -> str:

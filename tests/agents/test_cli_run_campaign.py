@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from agent_kit import StubLLM, act
+from agent_kit import StubLLM, act, campaign_toml
 
 from mkbsim.cli import main
 from mkbsim.events import EventStore
@@ -25,26 +25,13 @@ def test_run_campaign_file_until_the_cost_cap(
     tmp_path: Path, stub: StubLLM, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "keys.env").write_text("MKB_STUB_KEY=sk-from-env-file\n")
-    campaign = tmp_path / "llm.toml"
-    campaign.write_text(f"""
-[campaign]
-id = "cli"
-problems = "p36"
-directions = ["cutedsl2tirx"]
-cost_cap_usd = 0.000001
-env_file = "{tmp_path / "keys.env"}"
-
-[verifier]
-backend = "cpu"
-
-[sandbox]
-root = "{tmp_path / "sandboxes"}"
-
-[[agents]]
-model = "openai/gpt-4o-mini"
-params = {{ api_base = "{stub.url}" }}
-api_key_env = "MKB_STUB_KEY"
-""")
+    campaign = campaign_toml(
+        tmp_path / "llm.toml",
+        {"model": "openai/gpt-4o-mini", "params": {"api_base": stub.url}, "api_key_env": "MKB_STUB_KEY"},
+        campaign={"id": "cli", "problems": "p36", "directions": ["cutedsl2tirx"], "cost_cap_usd": 0.000001,
+                  "env_file": tmp_path / "keys.env"},
+        sandbox={"root": tmp_path / "sandboxes"},
+    )  # fmt: skip
     stub.script = [act(write={"kernel.py": "", "SKILL.md": "- a finding\n"}, done=True)]
     store = tmp_path / "runs.sqlite"
     try:
@@ -106,29 +93,14 @@ def test_an_unknown_filter_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest
 def test_a_campaign_filter_reaches_the_treatment_through_the_cli(
     tmp_path: Path, stub: StubLLM, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    campaign = tmp_path / "llm.toml"
-    campaign.write_text(f"""
-[campaign]
-id = "filtered"
-problems = "p36"
-directions = ["tirx2cutedsl"]
-filter = "identity"
-env_file = "{tmp_path / "none.env"}"
-
-[limits]
-agents = 2
-gpu_verifier_slots = 1
-
-[verifier]
-backend = "cpu"
-
-[sandbox]
-root = "{tmp_path / "sandboxes"}"
-
-[[agents]]
-model = "openai/gpt-4o-mini"
-params = {{ api_base = "{stub.url}", api_key = "sk-stub" }}
-""")
+    campaign = campaign_toml(
+        tmp_path / "llm.toml",
+        {"model": "openai/gpt-4o-mini", "params": {"api_base": stub.url, "api_key": "sk-stub"}},
+        campaign={"id": "filtered", "problems": "p36", "directions": ["tirx2cutedsl"], "filter": "identity",
+                  "env_file": tmp_path / "none.env"},
+        limits={"agents": 2, "gpu_verifier_slots": 1},
+        sandbox={"root": tmp_path / "sandboxes"},
+    )  # fmt: skip
     # both solos write a skill and no kernel (nothing to verify); the treatment does the same
     stub.script = [act(write={"kernel.py": "", "SKILL.md": "- a finding (measured)\n"}, done=True)] * 3
     store = tmp_path / "runs.sqlite"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_kit import campaign_toml
 
 from mkbsim.agents import (
     Completion,
@@ -90,33 +91,15 @@ class FakeScorer:
         return Verdict(payload, "passed" if passed else "incorrect")
 
 
-def campaign_file(tmp_path: Path, name: str, *, agents: int, slots: int, extra: str = "") -> Path:
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f"""
-[campaign]
-id = "conc"
-problems = "p36,p28"
-env_file = "{tmp_path / "absent.env"}"
-{extra}
-
-[limits]
-agents = {agents}
-gpu_verifier_slots = {slots}
-
-[verifier]
-backend = "cpu"
-
-[sandbox]
-root = "{tmp_path / name / "sandboxes"}"
-cpus = 1
-
-[[agents]]
-model = "openai/scripted"
-name = "scripted"
-params = {{ api_base = "http://127.0.0.1:9/v1", api_key = "sk-unused" }}
-context_tokens = 32000
-""")
-    return path
+def campaign_file(tmp_path: Path, name: str, *, agents: int, slots: int, **campaign: Any) -> Path:
+    return campaign_toml(
+        tmp_path / f"{name}.toml",
+        {"model": "openai/scripted", "name": "scripted", "context_tokens": 32000,
+         "params": {"api_base": "http://127.0.0.1:9/v1", "api_key": "sk-unused"}},
+        campaign={"id": "conc", "problems": "p36,p28", "env_file": tmp_path / "absent.env", **campaign},
+        limits={"agents": agents, "gpu_verifier_slots": slots},
+        sandbox={"root": tmp_path / name / "sandboxes", "cpus": 1},
+    )  # fmt: skip
 
 
 def run(tmp_path: Path, name: str, log: Log, **kwargs: Any) -> tuple[EventStore, Any]:
@@ -228,8 +211,9 @@ def test_a_stop_signal_interrupts_the_attempts_in_flight_and_the_campaign_resume
 
 def test_a_campaign_filter_transforms_the_transferred_skill_and_is_part_of_the_plan(tmp_path: Path) -> None:
     shout = SkillFilter("shout", lambda text: text.upper())
-    extra = 'filter = "shout"\ndirections = ["cutedsl2tirx"]'
-    config = load_llm_campaign(campaign_file(tmp_path, "filtered", agents=2, slots=1, extra=extra))
+    config = load_llm_campaign(
+        campaign_file(tmp_path, "filtered", agents=2, slots=1, filter="shout", directions=["cutedsl2tirx"])
+    )
     assert config.filter == "shout"
     log = Log()
     with EventStore(tmp_path / "filtered.sqlite", create=True) as store:
@@ -243,7 +227,6 @@ def test_a_campaign_filter_transforms_the_transferred_skill_and_is_part_of_the_p
         started = [e.payload for e in store.read(types=["AttemptStarted"]) if e.payload["source_attempt_id"]]
         assert [s["filter"] for s in started] == ["shout", "shout"]
         # the filter is part of the plan: another filter (or none) under the same id is refused
-        plain = load_llm_campaign(campaign_file(tmp_path, "plain", agents=2, slots=1,
-                                                extra='directions = ["cutedsl2tirx"]'))  # fmt: skip
+        plain = load_llm_campaign(campaign_file(tmp_path, "plain", agents=2, slots=1, directions=["cutedsl2tirx"]))
         with pytest.raises(UserError, match="different plan"):
             run_llm_campaign(plain, store, load_catalog(), lambda p, d: FakeScorer(log, p, d))

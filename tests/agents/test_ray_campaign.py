@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_kit import TIRX_KERNEL, Hang, StubLLM, act
+from agent_kit import TIRX_KERNEL, Hang, StubLLM, act, campaign_toml
 
 from mkbsim.agents import CostLedger, RayVerifiers, VerifierSlots, load_llm_campaign, run_llm_campaign
 from mkbsim.catalog import load_catalog
@@ -39,32 +39,14 @@ def local_ray() -> Iterator[None]:
 
 
 def campaign_file(tmp_path: Path, stub: StubLLM, name: str, agents: int, timeout_s: float) -> Path:
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f"""
-[campaign]
-id = "{name}"
-problems = "p36"
-env_file = "{tmp_path / "absent.env"}"
-
-[limits]
-agents = {agents}
-gpu_verifier_slots = 1
-
-[verifier]
-backend = "cpu"
-
-[sandbox]
-root = "{tmp_path / name / "sandboxes"}"
-cpus = 1
-
-[[agents]]
-model = "openai/stub-model"
-name = "stub"
-params = {{ api_base = "{stub.url}", api_key = "sk-stub" }}
-context_tokens = 32000
-request_timeout_s = {timeout_s}
-""")
-    return path
+    return campaign_toml(
+        tmp_path / f"{name}.toml",
+        {"model": "openai/stub-model", "name": "stub", "params": {"api_base": stub.url, "api_key": "sk-stub"},
+         "context_tokens": 32000, "request_timeout_s": timeout_s},
+        campaign={"id": name, "problems": "p36", "env_file": tmp_path / "absent.env"},
+        limits={"agents": agents, "gpu_verifier_slots": 1},
+        sandbox={"root": tmp_path / name / "sandboxes", "cpus": 1},
+    )  # fmt: skip
 
 
 def run(tmp_path: Path, stub: StubLLM, name: str, executor: str, agents: int = 2, timeout_s: float = 60) -> EventStore:
