@@ -13,13 +13,15 @@ treatment once its source solo finished. One scheduler (``_CampaignRun.execute``
 - local (``ThreadDispatch``): each attempt in a worker thread (it mostly waits on its model's HTTP
   replies, its sandbox's subprocesses and the verifier's processes). The threads share the event store
   (it serializes appends) and the cost ledger; verifications are limited by ``[limits]
-  gpu_verifier_slots`` (``limit_scoring``). Where the sandbox's ``cpus`` is a count, each running
-  attempt's commands get their own block of cores (slot i takes the i-th block).
+  gpu_verifier_slots`` (``limit_scoring``).
 - Ray (``RayExecutor``): each attempt a Ray task reserving its sandbox's cores, retried when its worker
   dies. Its reads and appends go through the writer actor on the head node (``RemoteStore``), so the
   events are the local run's; its scorers call verifier actors (``RayVerifiers``). A task closes a try
   of its attempt left without an end (a worker that died) as interrupted before running it again, as a
   resume does.
+
+Either way, where the sandbox's ``cpus`` is a count, each running attempt's commands get cores of their
+machine that no other attempt there holds (``NodeCores``: lock files shared by every process there).
 
 Stopping: SIGINT/SIGTERM set a stop flag that the attempts in flight check (``run_attempt``'s
 ``stop``; on Ray they read it from the writer actor); each records itself ``interrupted`` and the
@@ -33,7 +35,6 @@ import dataclasses
 import hashlib
 import heapq
 import json
-import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -43,6 +44,7 @@ from typing import Any
 
 from mkbsim.agents._attempt import AttemptOutcome, AttemptSpec, run_attempt
 from mkbsim.agents._config import LlmCampaignConfig
+from mkbsim.agents._cores import NodeCores
 from mkbsim.agents._ledger import CostLedger
 from mkbsim.agents._model import ModelClient, ModelConfig
 from mkbsim.agents._sandbox import SandboxConfig, detect_network_isolation
@@ -187,8 +189,9 @@ class _Attempts:
     """Runs one job to its end wherever the dispatch puts it: a worker thread here, or a Ray task (this
     object is then shipped to the workers; its store, stop flag and scorers lead back to the head node).
 
-    ``ledger`` None: each job charges a ledger of its own and sends it back. ``cores``: on this machine,
-    each running attempt's sandbox takes its own block of cores, by the slot it holds.
+    ``ledger`` None: each job charges a ledger of its own and sends it back. ``cores``: where the sandbox's
+    ``cpus`` is a count, each running attempt's sandbox takes cores of its machine that no other attempt
+    there holds, of this campaign or another (while there are enough).
     """
 
     config: LlmCampaignConfig
@@ -198,28 +201,20 @@ class _Attempts:
     client_factory: Callable[[ModelConfig], ModelClient]
     skill_filter: SkillFilter | None
     ledger: CostLedger | None
-    cores: ScoringSlots | None
+    cores: NodeCores = field(default_factory=NodeCores)
 
     def __call__(self, job: _Job) -> _Done:
         ledger = self.ledger or CostLedger()
         charges = None if self.ledger else ledger
         try:
-            if self.cores is None:
+            cpus = self.config.sandbox.cpus
+            if not isinstance(cpus, int):  # an explicit core list is used as given
                 return _Done(self._run(job, self.config.sandbox, ledger), charges=charges)
-            with self.cores.hold() as slot:
-                return _Done(self._run(job, self._sandbox(slot), ledger), charges=charges)
+            with self.cores.hold(cpus) as cores:
+                sandbox = dataclasses.replace(self.config.sandbox, cpus=cores)
+                return _Done(self._run(job, sandbox, ledger), charges=charges)
         except BaseException as exc:  # KeyboardInterrupt (a stop) included: the scheduler decides
             return _Done(None, exc, charges)
-
-    def _sandbox(self, slot: int) -> SandboxConfig:
-        """Slot ``slot``'s sandbox: its own block of ``cpus`` cores (wrapping around when agents × cpus
-        exceeds the cores), so concurrent attempts do not share cores when they fit."""
-        cfg = self.config.sandbox
-        assert isinstance(cfg.cpus, int)
-        available = sorted(os.sched_getaffinity(0))
-        count = min(cfg.cpus, len(available))
-        return dataclasses.replace(cfg, cpus=tuple(available[(slot * count + k) % len(available)]
-                                                   for k in range(count)))  # fmt: skip
 
     def _run(self, job: _Job, sandbox: SandboxConfig, ledger: CostLedger) -> AttemptOutcome:
         c = self.config
@@ -245,6 +240,19 @@ def attempt_cpus(config: LlmCampaignConfig) -> int:
     """The cores one attempt's sandbox commands use (what a Ray task of the campaign reserves)."""
     cpus = config.sandbox.cpus
     return len(cpus) if isinstance(cpus, tuple) else cpus
+
+
+def _check_shippable(**parts: object) -> None:
+    """What a Ray campaign ships to its workers must pickle (as Ray does it); say which part does not."""
+    from ray import cloudpickle
+
+    for name, part in parts.items():
+        try:
+            cloudpickle.dumps(part)
+        except Exception as exc:
+            hint = " (on Ray, verify through RayVerifiers)" if name == "scorer_factory" else ""
+            raise UserError(f"the Ray executor ships the {name.replace('_', ' ')} to its workers, but "
+                            f"{type(part).__name__} cannot be pickled: {exc}{hint}") from None  # fmt: skip
 
 
 class _StopSignals(StopSignals):
@@ -392,6 +400,8 @@ def run_llm_campaign(
         problems = catalog.select(config.problems)
     except KeyError as exc:
         raise UserError(f"{config.path}: campaign.problems: {exc.args[0]}") from None
+    if executor == "ray":  # refused before anything is stored
+        _check_shippable(scorer_factory=scorer_factory, client_factory=client_factory, skill_filter=skill_filter)
     _begin(store, config, plan_fingerprint(config, problems))
     stop: StopFlag
     if executor == "ray":
@@ -404,7 +414,7 @@ def run_llm_campaign(
         run = _CampaignRun(config, store, stop, progress)
         # the scorers go to the workers as they are (RayVerifiers: a pool actor limits the verifications)
         attempts = _Attempts(config, RemoteStore(writer), stop, scorer_factory, client_factory, skill_filter,
-                             ledger=None, cores=None)  # fmt: skip
+                             ledger=None)  # fmt: skip
         dispatch: Dispatch = RayExecutor(attempts, config.agents_at_once * cpus, ray_address, str(store.path),
                                          writer=writer, task_cpus=cpus)  # fmt: skip
     elif executor == "local":
@@ -414,9 +424,7 @@ def run_llm_campaign(
         if not isinstance(slots, int):  # a factory that does not say how many verifiers it runs
             slots = default_verifier_slots(config.verifier_backend or "cpu")
         limited = limit_scoring(scorer_factory, ScoringSlots(slots))
-        pinned = isinstance(config.sandbox.cpus, int) and config.agents_at_once > 1
-        attempts = _Attempts(config, store, stop, limited, client_factory, skill_filter, ledger=run.ledger,
-                             cores=ScoringSlots(config.agents_at_once) if pinned else None)  # fmt: skip
+        attempts = _Attempts(config, store, stop, limited, client_factory, skill_filter, ledger=run.ledger)
         dispatch = ThreadDispatch(attempts, config.agents_at_once)
     else:
         raise ValueError(f"unknown executor {executor!r}; use local or ray")

@@ -19,6 +19,7 @@ from mkbsim.agents import CostLedger, RayVerifiers, VerifierSlots, load_llm_camp
 from mkbsim.catalog import load_catalog
 from mkbsim.cli import main
 from mkbsim.cli._agents import resolve_filter
+from mkbsim.errors import UserError
 from mkbsim.events import EventStore
 
 ray = pytest.importorskip("ray")
@@ -163,3 +164,13 @@ def test_what_ships_to_the_workers_pickles(tmp_path: Path) -> None:
     assert chosen is not None
     skill = "- Finding: rows are independent (5/5 draws).\n- Next, someone should try a larger tile.\n"
     assert pickle.loads(pickle.dumps(chosen.apply))(skill) == chosen.apply(skill) != skill
+
+
+def test_a_scorer_factory_that_cannot_travel_is_refused_before_anything_is_stored(
+    tmp_path: Path, stub: StubLLM
+) -> None:
+    config = load_llm_campaign(campaign_file(tmp_path, stub, "local-slots", 1, 60))
+    with EventStore(tmp_path / "s.sqlite", create=True) as store, VerifierSlots("cpu", "paper", 1) as slots:
+        with pytest.raises(UserError, match=r"scorer factory .* VerifierSlots cannot be pickled.*RayVerifiers"):
+            run_llm_campaign(config, store, load_catalog(), slots, executor="ray")
+        assert store.count() == 0
