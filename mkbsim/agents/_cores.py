@@ -2,8 +2,9 @@
 
 Attempts run as threads of `mkbsim run` or as Ray tasks, several per machine, from one campaign or
 several. Each takes the cores it needs by locking one file per core (``flock``) under the machine's
-temporary folder; the kernel drops a lock when its holder closes it or dies, so a killed worker frees
-its cores without cleanup. When more cores are asked for than are free, the remainder is shared.
+temporary folder (one folder per user); the kernel drops a lock when its holder closes it or dies, so a
+killed worker frees its cores without cleanup. When more cores are asked for than are free, the remainder
+is shared.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ class NodeCores:
     """The cores of this machine (this process's affinity), held across processes by lock files in ``folder``."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or Path(tempfile.gettempdir()) / "mkbsim-cores"
+        # per user: another user's lock files could not be opened for writing
+        self.folder = folder or Path(tempfile.gettempdir()) / f"mkbsim-cores-{os.getuid()}"
 
     @contextmanager
     def hold(self, count: int) -> Iterator[tuple[int, ...]]:
