@@ -76,6 +76,8 @@ def main() -> None:
     import torch
 
     gpus = torch.cuda.device_count()
+    if gpus < 1:
+        raise SystemExit("gpu_slots.py: no CUDA GPU here")
     ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False, configure_logging=False)
     results = []
     for kind in ("local", "ray"):

@@ -18,31 +18,47 @@ from pathlib import Path
 
 
 class NodeCores:
-    """The cores of this machine (this process's affinity), held across processes by lock files in ``folder``."""
+    """The cores of this machine (this process's affinity), held across processes by lock files in ``folder``
+    (default: resolved where ``hold`` runs, so an instance shipped to another node uses that node's)."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        # per user: another user's lock files could not be opened for writing
-        self.folder = folder or Path(tempfile.gettempdir()) / f"mkbsim-cores-{os.getuid()}"
+        self.folder = folder
 
     @contextmanager
     def hold(self, count: int) -> Iterator[tuple[int, ...]]:
-        """``count`` cores, free ones first (the lowest numbers), for as long as the block runs."""
+        """``count`` cores, free ones first (the lowest numbers), for as long as the block runs. Where the lock
+        files cannot be used (a read-only or foreign folder), every core counts as shared."""
         available = sorted(os.sched_getaffinity(0))
-        self.folder.mkdir(parents=True, exist_ok=True)
+        # per user: another user's folder or lock files could not be trusted or opened
+        folder = self.folder or Path(tempfile.gettempdir()) / f"mkbsim-cores-{os.getuid()}"
         held: dict[int, int] = {}  # core -> its lock file's descriptor
         try:
             for core in available:
                 if len(held) == min(count, len(available)):
                     break
-                fd = os.open(self.folder / f"{core}.lock", os.O_CREAT | os.O_RDWR, 0o666)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
-                held[core] = fd
+                fd = _lock(folder / f"{core}.lock")
+                if fd is not None:
+                    held[core] = fd
             shared = [core for core in available if core not in held][: count - len(held)]
             yield tuple(sorted(held)) + tuple(shared)
         finally:
             for fd in held.values():
                 os.close(fd)  # releases the lock
+
+
+def _lock(path: Path) -> int | None:
+    """A descriptor holding ``path``'s lock, or None where it is held elsewhere or cannot be taken."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o600)  # flock needs no write access
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # a file deleted or replaced since it was opened would give two holders one core
+        if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            return fd
+    except OSError:  # held by another process (BlockingIOError), or gone
+        pass
+    os.close(fd)
+    return None

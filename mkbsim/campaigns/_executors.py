@@ -19,8 +19,10 @@ from typing import Any, Protocol
 from mkbsim.errors import UserError
 from mkbsim.events import AppendResult, EventStore, NewEvent, RecordedEvent
 
-#: Batches handed to the Ray writer actor and not yet appended, at most.
+#: Batches handed to the Ray writer actor and not yet appended, at most...
 APPENDS_IN_FLIGHT = 8
+#: ...and how long closing waits for them (a writer that hangs must not hang the run's exit).
+APPEND_WAIT_S = 120.0
 #: How often an attempt on a Ray worker asks the head node whether the campaign is stopping.
 STOP_POLL_S = 0.5
 
@@ -305,7 +307,7 @@ class RayExecutor:
     def close(self) -> None:
         # the batches still queued land before the writer goes; their failure was (or will be) raised by
         # ``appended``, and raising it here would hide the error this close may be cleaning up after
-        self._ray.wait(list(self._appending), num_returns=len(self._appending))
+        self._ray.wait(list(self._appending), num_returns=len(self._appending), timeout=APPEND_WAIT_S)
         self._appending.clear()
         for ref in self._refs:
             self._ray.cancel(ref, force=True)

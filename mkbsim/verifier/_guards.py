@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import _thread
 import builtins
+import csv
 import functools
+import glob
 import importlib
 import importlib.util
 import os
@@ -76,8 +78,43 @@ def _package_roots(names: Iterable[str]) -> list[str]:
     return roots
 
 
+def _loaded_modules(outside: str) -> tuple[list[str], list[str]]:
+    """Where the top-level modules already imported live, as real paths: (package folders, single-file
+    modules), leaving out any in the folder ``outside`` or holding it."""
+    folders, files = [], []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) if "." not in name and name != "__main__" else None
+        if not isinstance(path, str) or not path.endswith(".py"):
+            continue
+        real = os.path.realpath(path)
+        if os.path.basename(real) == "__init__.py":
+            folder = os.path.dirname(real) + os.sep
+            if not (outside.startswith(folder) or folder.startswith(outside)):
+                folders.append(folder)
+        elif not real.startswith(outside):
+            files.append(real)
+    return folders, files
+
+
+def _installed_files(folder: str) -> list[str]:
+    """The Python files installed into ``folder`` by pip (each distribution's RECORD), as real paths."""
+    files = []
+    for record in glob.glob(os.path.join(glob.escape(folder), "*.dist-info", "RECORD")):
+        with open(record, newline="") as rows:
+            files += [os.path.realpath(os.path.join(folder, row[0])) for row in csv.reader(rows)
+                      if row and row[0].endswith(".py")]  # fmt: skip
+    return files
+
+
 class Attribution:
-    """Decides whose code a frame stack is running on behalf of."""
+    """Decides whose code a frame stack is running on behalf of.
+
+    Library code: site-packages, the harness, the DSLs' and torch's installation folders, the files pip
+    installed into any other folder on the import path (a ``--target`` folder on PYTHONPATH, which may shadow
+    site-packages), and every module imported before the submission (this is created before it is loaded).
+    Anything else the submission imports, or loads from its own folder, is its own.
+    Paths are compared once resolved, so a symbolic link into a library folder changes nothing.
+    """
 
     def __init__(self, harness_dir: str, candidate_file: str) -> None:
         trusted = [*site.getsitepackages(), site.getusersitepackages()]
@@ -85,19 +122,22 @@ class Attribution:
         trusted += [paths["purelib"], paths["platlib"], harness_dir]
         # Where the DSLs and torch really live (e.g. a --target directory on PYTHONPATH).
         trusted += _package_roots(("torch", "numpy", "tvm", "tvm_ffi", "cutlass", "cuda", "nvidia_cutlass_dsl"))
-        # Whatever else is installed on the import path (another --target directory: their dependencies may
-        # shadow site-packages), except an entry holding the submission or inside its folder (its checkout,
-        # the working directory): that one's other files stay the submission's.
-        stdlib = [paths["stdlib"], paths["platstdlib"]]
-        self.stdlib = tuple({os.path.abspath(p) + os.sep for p in stdlib if p})
-        here = os.path.dirname(os.path.abspath(candidate_file)) + os.sep
-        for entry in sys.path:
-            root = os.path.abspath(entry) + os.sep if entry else ""
-            holds = here.startswith(root) or root.startswith(here) or any(s.startswith(root) for s in self.stdlib)
-            if root and os.path.isdir(root) and not holds and not root.startswith(self.stdlib):
-                trusted.append(root)
-        self.trusted = tuple(sorted({os.path.abspath(p) + os.sep for p in trusted if p}, key=len, reverse=True))
-        self._cache: dict[str, str] = {os.path.abspath(candidate_file): CANDIDATE}
+        # the standard library stays transparent: its frames are looked past, to whoever called it
+        self.stdlib = tuple({os.path.realpath(p) + os.sep for p in (paths["stdlib"], paths["platstdlib"]) if p})
+        candidate = os.path.realpath(candidate_file)
+        folders, files = _loaded_modules(os.path.dirname(candidate) + os.sep)
+        trusted += [folder for folder in folders if not folder.startswith(self.stdlib)]
+        self.trusted = tuple(sorted({os.path.realpath(p) + os.sep for p in trusted if p}, key=len, reverse=True))
+        for entry in sys.path:  # other installation folders (pip --target): exactly the files pip put there
+            folder = os.path.realpath(entry or os.curdir) + os.sep
+            if os.path.isdir(folder) and not folder.startswith((*self.trusted, *self.stdlib)):
+                files += _installed_files(folder)
+        self.trusted_files = frozenset(f for f in files if not f.startswith(self.stdlib))
+        self._cache = dict.fromkeys((candidate_file, os.path.abspath(candidate_file), candidate), CANDIDATE)
+
+    def is_library_path(self, real: str) -> bool:
+        """Whether this resolved path is library code (or a library's folder)."""
+        return real in self.trusted_files or (real + os.sep).startswith(self.trusted)
 
     def classify(self, filename: str) -> str:
         kind = self._cache.get(filename)
@@ -105,8 +145,10 @@ class Attribution:
             if filename.startswith("<"):
                 kind = TRANSPARENT  # frozen importlib, exec'd snippets of libraries
             else:
-                path = os.path.abspath(filename)
-                if path.startswith(self.trusted):
+                path = os.path.realpath(filename)
+                if self._cache.get(path) == CANDIDATE:
+                    kind = CANDIDATE
+                elif self.is_library_path(path):
                     kind = LIBRARY
                 elif path.startswith(self.stdlib):
                     kind = TRANSPARENT
@@ -150,6 +192,7 @@ _FILE_CHANGE_EVENTS = frozenset(
     ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "shutil.move", "os.truncate", "os.chmod",
      "os.chown", "os.utime", "os.link", "os.symlink")
 )  # fmt: skip
+_TWO_PATH_EVENTS = frozenset(("os.rename", "shutil.move", "os.link", "os.symlink"))
 _FRAME_ATTRS = frozenset(
     ("f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame")
 )
@@ -176,7 +219,7 @@ class Guard:
         self.stray_threads: list[int] = []
         self.off_limits = tuple(os.path.abspath(p) + os.sep for p in off_limits)
         tmp = {tempfile.gettempdir(), "/tmp", "/dev/shm"}
-        self.writable = (*(os.path.abspath(p) + os.sep for p in tmp), "/dev/null")
+        self.writable = (*(os.path.realpath(p) + os.sep for p in tmp), "/dev/null")
         self._local = threading.local()
         self.patched: list[tuple[Any, str, Any]] = []  # (owner, attribute, our replacement)
         self._pid = str(os.getpid())
@@ -368,7 +411,9 @@ class Guard:
                 )
                 self.refuse(event, reason, frame)
         elif event in _FILE_CHANGE_EVENTS:
-            if kind == CANDIDATE and not self._writable(args[0] if args else None):
+            # a rename, move or link changes its destination too (for a symlink: where the link is made)
+            changed = args[:2] if event in _TWO_PATH_EVENTS else args[:1]
+            if kind == CANDIDATE and not all(self._writable(path) for path in changed):
                 self.refuse(event, "changing files outside the temporary directory is forbidden", frame)
         elif kind == CANDIDATE:
             what = f"{event} {args[1]}" if event.startswith("object.") else event
@@ -384,8 +429,13 @@ class Guard:
         return os.path.abspath(path)
 
     def _writable(self, raw: Any) -> bool:
+        """Whether the submission may create or change this path: under the temporary directory, and not
+        inside library code (a virtual environment may live there too) where it would be trusted."""
         path = self._path(raw)
-        return path is None or path.startswith(self.writable)
+        if path is None:
+            return True
+        real = os.path.realpath(path)
+        return real.startswith(self.writable) and not self.attribution.is_library_path(real)
 
     def _judge_open(self, args: tuple[Any, ...]) -> None:
         raw, mode, flags = (*args, None, None, None)[:3]
@@ -407,7 +457,7 @@ class Guard:
                 self.refuse(f"open({path!r})", "reading other processes is forbidden", frame)
         if real.startswith(("/dev/mem", "/dev/kmem", "/dev/port")) or (real + os.sep).startswith(self.off_limits):
             self.refuse(f"open({path!r})", "the reference and the verifier are off limits", frame)
-        if writing and not real.startswith(self.writable):
+        if writing and not self._writable(path):
             self.refuse(f"open({path!r}) for writing", "writing outside the temporary directory is forbidden", frame)
 
     # --- after each call -------------------------------------------------------------------------

@@ -177,6 +177,19 @@ def test_concurrent_attempts_overlap_respect_slots_and_sources_and_match_a_seque
         if source is not None:
             assert start.position > spans[f"attempt-{source}"][1].position, stream
 
+    # (e) attempts running at once got different cores while the machine had enough (3 at once, cpus = 1)
+    span_of = {k: (datetime.fromisoformat(s.recorded_at), datetime.fromisoformat(e.recorded_at))
+               for k, (s, e) in spans.items()}  # fmt: skip
+    cores = {k: tuple(s.payload["sandbox"]["cpus"]) for k, (s, _) in spans.items()}
+    at_once = [
+        (a, b)
+        for a in spans
+        for b in spans
+        if a < b and span_of[a][0] < span_of[b][1] and span_of[b][0] < span_of[a][1]
+    ]
+    different = [cores[a] != cores[b] for a, b in at_once]
+    assert at_once and (all(different) if len(os.sched_getaffinity(0)) >= 3 else any(different)), (at_once, cores)
+
     # (d) the same events as one attempt at a time, modulo ids, timestamps and order
     seq_log = Log()
     sequential, seq_summary = run(tmp_path, "seq", seq_log, agents=1, slots=1)

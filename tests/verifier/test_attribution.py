@@ -1,63 +1,110 @@
-"""Whose code made a forbidden call: a library installed on the import path (a ``--target`` folder on
-PYTHONPATH, as the GPU machine's DSLs and Ray are) is library code even where it shadows site-packages;
-a module beside the submission stays the submission's, and the refusal names where it was made."""
+"""Whose code made a forbidden call.
+
+A dependency the verifier imported before the submission, or one pip installed into a folder on the import
+path, is library code even where that folder shadows site-packages (as the GPU machine's ``--target``
+folders do).
+Anything the submission brings in afterwards is its own: a module beside it, or one from any other folder
+on the import path; a refusal names where such code made the call. Library code under the
+temporary directory cannot be changed or linked into by the submission.
+"""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import TEST_LIMITS
+import typing_extensions
 
-from mkbsim.verifier import VerifierSession
+from mkbsim.verifier import Limits, VerifierSession
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
 INTROSPECTING = "import sys\n\n\ndef caller() -> str:\n    return sys._getframe(1).f_code.co_name\n"
+GETFRAME = "sys._getframe (introspection of the verifier's process is forbidden)"
 
 
-def submission(folder: Path, module: str) -> Path:
-    path = folder / f"kernel_using_{module}.py"
-    path.write_text(EXAMPLE.read_text() + f"""
+@dataclass
+class Setup:
+    session: VerifierSession
+    shadow: Path  # on the import path before site-packages: a copy of typing_extensions, a pip-installed module
+    elsewhere: Path  # on the import path too, holding a module the verifier never imported
+    beside: Path  # the submissions' folder
 
-import {module}
 
-_kernel_run = run
-
-
-def run(*inputs):
-    {module}.caller()
-    return _kernel_run(*inputs)
-""")
+def submission(folder: Path, name: str, prologue: str, call: str) -> Path:
+    """The p36 TIRx example, whose run() first executes ``call``."""
+    path = folder / f"{name}.py"
+    path.write_text(f"{EXAMPLE.read_text()}\n\n{prologue}\n_kernel_run = run\n\n\ndef run(*inputs):\n"
+                    f"    {call}\n    return _kernel_run(*inputs)\n")  # fmt: skip
     return path
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, VerifierSession]]:
-    installed, beside = tmp_path_factory.mktemp("target_dir"), tmp_path_factory.mktemp("submission_dir")
-    (installed / "installed_lib.py").write_text(INTROSPECTING)
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    shadow, elsewhere, beside = (tmp_path_factory.mktemp(n) for n in ("target_dir", "elsewhere", "submissions"))
+    shutil.copy(typing_extensions.__file__, shadow / "typing_extensions.py")  # torch imports it at start-up
+    (shadow / "installed_lib.py").write_text(INTROSPECTING)  # as `pip install --target` leaves it
+    (shadow / "installed_lib-1.0.dist-info").mkdir()
+    (shadow / "installed_lib-1.0.dist-info" / "RECORD").write_text("installed_lib.py,sha256=x,80\n")
+    (shadow / "unlisted_lib.py").write_text(INTROSPECTING)  # beside it, but no distribution lists it
+    (elsewhere / "elsewhere_lib.py").write_text(INTROSPECTING)
     (beside / "beside_lib.py").write_text(INTROSPECTING)
     with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(installed))  # the session's processes inherit this import path
+        mp.syspath_prepend(str(shadow))  # the session's processes inherit this import path
         mp.syspath_prepend(str(beside))
-        with VerifierSession("cpu", limits=TEST_LIMITS) as session:
-            yield installed, beside, session
+        mp.syspath_prepend(str(elsewhere))
+        with VerifierSession("cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0)) as session:
+            yield Setup(session, shadow, elsewhere, beside)
 
 
-def test_a_library_on_the_import_path_is_not_blamed_on_the_submission(
-    folders: tuple[Path, Path, VerifierSession],
-) -> None:
-    _, beside, session = folders
-    report = session.verify(submission(beside, "installed_lib"), "p36", "tirx")
+def test_a_dependency_loaded_from_a_folder_shadowing_site_packages_is_library_code(setup: Setup) -> None:
+    path = submission(setup.beside, "uses_typevar", "import typing_extensions", 'typing_extensions.TypeVar("T")')
+    report = setup.session.verify(path, "p36", "tirx")
     assert report.passed, report.feedback
 
 
-def test_a_module_beside_the_submission_is_the_submissions_and_named(
-    folders: tuple[Path, Path, VerifierSession],
-) -> None:
-    _, beside, session = folders
-    report = session.verify(submission(beside, "beside_lib"), "p36", "tirx")
-    assert report.failure == "forbidden_api", report.feedback
-    assert f"sys._getframe (introspection of the verifier's process is forbidden) in {beside / 'beside_lib.py'}:5" in (
+def test_a_module_pip_installed_into_a_folder_on_the_import_path_is_library_code(setup: Setup) -> None:
+    path = submission(setup.beside, "uses_installed", "import installed_lib", "installed_lib.caller()")
+    report = setup.session.verify(path, "p36", "tirx")
+    assert report.passed, report.feedback
+    unlisted = submission(setup.beside, "uses_unlisted", "import unlisted_lib", "unlisted_lib.caller()")
+    report = setup.session.verify(unlisted, "p36", "tirx")
+    assert report.failure == "forbidden_api" and f"{GETFRAME} in {setup.shadow / 'unlisted_lib.py'}:5" in (
         report.forbidden
-    )
+    ), report.feedback
+
+
+def test_a_module_beside_the_submission_is_the_submissions_and_named(setup: Setup) -> None:
+    path = submission(setup.beside, "uses_beside", "import beside_lib", "beside_lib.caller()")
+    report = setup.session.verify(path, "p36", "tirx")
+    assert report.failure == "forbidden_api", report.feedback
+    assert f"{GETFRAME} in {setup.beside / 'beside_lib.py'}:5" in report.forbidden
+
+
+def test_a_module_the_verifier_never_imported_is_the_submissions_wherever_it_lies(setup: Setup) -> None:
+    # e.g. the working directory a Ray verifier actor inherits (on its import path) holding agents' workspaces
+    path = submission(setup.beside, "imports_elsewhere", "import elsewhere_lib", "elsewhere_lib.caller()")
+    report = setup.session.verify(path, "p36", "tirx")
+    assert report.failure == "forbidden_api", report.feedback
+    assert f"{GETFRAME} in {setup.elsewhere / 'elsewhere_lib.py'}:5" in report.forbidden
+
+
+def test_library_code_under_the_temporary_directory_cannot_be_changed(setup: Setup) -> None:
+    lib = setup.shadow / "typing_extensions.py"
+    before = lib.read_text()
+    call = f'open({str(lib)!r}, "a").write("#")'
+    report = setup.session.verify(submission(setup.beside, "changes_lib", "", call), "p36", "tirx")
+    assert report.failure == "forbidden_api", report.feedback
+    assert lib.read_text() == before
+
+
+def test_a_module_linked_into_a_library_folder_stays_the_submissions(setup: Setup) -> None:
+    mine, link = setup.beside / "planted.py", setup.shadow / "planted_link.py"
+    mine.write_text(INTROSPECTING)
+    plant = f"os.path.exists({str(link)!r}) or os.symlink({str(mine)!r}, {str(link)!r})"
+    call = f"{plant}; import planted_link; planted_link.caller()"
+    report = setup.session.verify(submission(setup.beside, "links", "import os", call), "p36", "tirx")
+    assert report.failure == "forbidden_api", report.feedback
+    assert any(v.startswith(GETFRAME) for v in report.forbidden), report.forbidden
