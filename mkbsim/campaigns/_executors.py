@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
 import pickle
 import queue
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -46,8 +48,19 @@ class Executor(Dispatch, Protocol):
         pending appends)."""
 
 
-def _ignore_sigint() -> None:  # workers: Ctrl-C is the campaign runner's to handle
+def _init_worker(parent: int) -> None:
+    """A pool worker: Ctrl-C is the campaign runner's to handle, and the worker dies with the runner. Forked
+    workers hold both ends of their queue's pipe, so a runner killed with SIGKILL would leave them waiting."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the runner died before the line above took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 class LocalExecutor:
@@ -56,7 +69,8 @@ class LocalExecutor:
     def __init__(self, fn: Callable[[Any], Any], workers: int) -> None:
         self._fn = fn
         context = multiprocessing.get_context("fork")
-        self._pool = cf.ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_sigint)
+        self._pool = cf.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                            initargs=(os.getpid(),))  # fmt: skip
         self._futures: dict[cf.Future[Any], str] = {}
         self._writer = _Writer()
 

@@ -50,6 +50,24 @@ def _wait_for_attempts(proc: subprocess.Popen[str], store: Path, at_least: int =
         time.sleep(0.005)
 
 
+def _processes_naming(store: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(store).encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile
+            pass
+    return found
+
+
+def _assert_no_process_left(store: Path) -> None:
+    deadline = time.monotonic() + 10
+    while _processes_naming(store) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _processes_naming(store)
+
+
 def _assert_resumed_completely(store: Path, seed: int, report: dict[str, object]) -> None:
     done = mkbsim(*run_argv(store, seed))
     assert done.returncode == 0, done.stderr
@@ -74,6 +92,7 @@ def test_a_campaign_killed_at_random_points_resumes_to_the_uninterrupted_report(
         _wait_for_attempts(proc, store, finished_count(store) + rng.randint(1, ATTEMPTS // 3))
         proc.kill()
         proc.wait()
+        _assert_no_process_left(store)  # its pool workers die with it
         partial.append(finished_count(store))
     assert partial[0] < ATTEMPTS  # the first kill landed mid-campaign
     starts, _ = attempt_tries(store)
