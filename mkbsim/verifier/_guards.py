@@ -78,6 +78,11 @@ def _package_roots(names: Iterable[str]) -> list[str]:
     return roots
 
 
+def _writable_prefixes() -> tuple[str, ...]:
+    """The folders a submission may write in (resolved, each ending in a separator)."""
+    return tuple({os.path.realpath(p) + os.sep for p in (tempfile.gettempdir(), "/tmp", "/dev/shm")})
+
+
 def _loaded_modules(outside: str) -> tuple[list[str], list[str]]:
     """Where the top-level modules already imported live, as real paths: (package folders, single-file
     modules), leaving out any in the folder ``outside`` or holding it."""
@@ -97,12 +102,15 @@ def _loaded_modules(outside: str) -> tuple[list[str], list[str]]:
 
 
 def _installed_files(folder: str) -> list[str]:
-    """The Python files installed into ``folder`` by pip (each distribution's RECORD), as real paths."""
+    """The Python files installed into ``folder`` by pip (each distribution's RECORD), as real paths; only
+    entries inside the folder count (a RECORD naming files elsewhere is not pip's)."""
     files = []
     for record in glob.glob(os.path.join(glob.escape(folder), "*.dist-info", "RECORD")):
         with open(record, newline="") as rows:
-            files += [os.path.realpath(os.path.join(folder, row[0])) for row in csv.reader(rows)
-                      if row and row[0].endswith(".py")]  # fmt: skip
+            for row in csv.reader(rows):
+                real = os.path.realpath(os.path.join(folder, row[0])) if row and row[0].endswith(".py") else ""
+                if real.startswith(folder) and not os.path.isabs(row[0]):
+                    files.append(real)
     return files
 
 
@@ -128,9 +136,13 @@ class Attribution:
         folders, files = _loaded_modules(os.path.dirname(candidate) + os.sep)
         trusted += [folder for folder in folders if not folder.startswith(self.stdlib)]
         self.trusted = tuple(sorted({os.path.realpath(p) + os.sep for p in trusted if p}, key=len, reverse=True))
-        for entry in sys.path:  # other installation folders (pip --target): exactly the files pip put there
+        # other installation folders (pip --target): exactly the files pip put there; never a folder the
+        # submission could have written a RECORD into (its own, or one under the temporary directory)
+        untrusted = (os.path.dirname(candidate) + os.sep, *_writable_prefixes())
+        for entry in sys.path:
             folder = os.path.realpath(entry or os.curdir) + os.sep
-            if os.path.isdir(folder) and not folder.startswith((*self.trusted, *self.stdlib)):
+            skip = folder.startswith((*self.trusted, *self.stdlib, *untrusted)) or untrusted[0].startswith(folder)
+            if os.path.isdir(folder) and not skip:
                 files += _installed_files(folder)
         self.trusted_files = frozenset(f for f in files if not f.startswith(self.stdlib))
         self._cache = dict.fromkeys((candidate_file, os.path.abspath(candidate_file), candidate), CANDIDATE)
@@ -138,6 +150,11 @@ class Attribution:
     def is_library_path(self, real: str) -> bool:
         """Whether this resolved path is library code (or a library's folder)."""
         return real in self.trusted_files or (real + os.sep).startswith(self.trusted)
+
+    def is_library_code(self, real: str) -> bool:
+        """Whether a frame's resolved file is library code: a library path that exists (a loader may name
+        its code after a file that is not there)."""
+        return self.is_library_path(real) and os.path.isfile(real)
 
     def classify(self, filename: str) -> str:
         kind = self._cache.get(filename)
@@ -148,13 +165,14 @@ class Attribution:
                 path = os.path.realpath(filename)
                 if self._cache.get(path) == CANDIDATE:
                     kind = CANDIDATE
-                elif self.is_library_path(path):
+                elif self.is_library_code(path):
                     kind = LIBRARY
                 elif path.startswith(self.stdlib):
                     kind = TRANSPARENT
-                elif not (path.endswith(".py") and os.path.isfile(path)):
+                elif not path.endswith(".py"):
                     # frames a library synthesises from a native backtrace (tvm_ffi names them after C/C++
-                    # sources, e.g. Objects/descrobject.c): look past them to whoever called that library
+                    # sources, e.g. Objects/descrobject.c): look past them to whoever called that library.
+                    # A .py name that is no file (a zip import, a custom loader) stays the submission's.
                     kind = TRANSPARENT
                 else:
                     kind = CANDIDATE
@@ -190,9 +208,14 @@ _INTROSPECTION_EVENTS = frozenset(
 )  # fmt: skip
 _FILE_CHANGE_EVENTS = frozenset(
     ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "shutil.move", "os.truncate", "os.chmod",
-     "os.chown", "os.utime", "os.link", "os.symlink")
+     "os.chown", "os.utime", "os.link", "os.symlink", "os.mkdir")
 )  # fmt: skip
 _TWO_PATH_EVENTS = frozenset(("os.rename", "shutil.move", "os.link", "os.symlink"))
+# where each file event carries its dir_fd arguments (CPython's audit events table)
+_DIR_FD_ARGS = {
+    "os.remove": (1,), "os.rmdir": (1,), "os.rename": (2, 3), "os.link": (2, 3), "os.symlink": (2,),
+    "os.mkdir": (2,), "os.chmod": (2,), "os.chown": (3,), "os.utime": (3,), "shutil.rmtree": (1,),
+}  # fmt: skip
 _FRAME_ATTRS = frozenset(
     ("f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame")
 )
@@ -218,8 +241,7 @@ class Guard:
         self.between_calls = False
         self.stray_threads: list[int] = []
         self.off_limits = tuple(os.path.abspath(p) + os.sep for p in off_limits)
-        tmp = {tempfile.gettempdir(), "/tmp", "/dev/shm"}
-        self.writable = (*(os.path.realpath(p) + os.sep for p in tmp), "/dev/null")
+        self.writable = (*_writable_prefixes(), "/dev/null")
         self._local = threading.local()
         self.patched: list[tuple[Any, str, Any]] = []  # (owner, attribute, our replacement)
         self._pid = str(os.getpid())
@@ -412,8 +434,13 @@ class Guard:
                 self.refuse(event, reason, frame)
         elif event in _FILE_CHANGE_EVENTS:
             # a rename, move or link changes its destination too (for a symlink: where the link is made)
-            changed = args[:2] if event in _TWO_PATH_EVENTS else args[:1]
-            if kind == CANDIDATE and not all(self._writable(path) for path in changed):
+            changed = list(args[:2] if event in _TWO_PATH_EVENTS else args[:1])
+            if event == "os.symlink" and len(changed) == 2 and self._path(changed[1]) is not None:
+                # a relative target is relative to the link's folder, not to the working directory
+                changed[0] = os.path.join(os.path.dirname(str(self._path(changed[1]))), os.fsdecode(changed[0]))
+            # a path relative to a directory descriptor cannot be judged from its name
+            relative_to_fd = any(i < len(args) and args[i] not in (None, -1) for i in _DIR_FD_ARGS.get(event, ()))
+            if kind == CANDIDATE and (relative_to_fd or not all(self._writable(path) for path in changed)):
                 self.refuse(event, "changing files outside the temporary directory is forbidden", frame)
         elif kind == CANDIDATE:
             what = f"{event} {args[1]}" if event.startswith("object.") else event
@@ -457,7 +484,7 @@ class Guard:
                 self.refuse(f"open({path!r})", "reading other processes is forbidden", frame)
         if real.startswith(("/dev/mem", "/dev/kmem", "/dev/port")) or (real + os.sep).startswith(self.off_limits):
             self.refuse(f"open({path!r})", "the reference and the verifier are off limits", frame)
-        if writing and not self._writable(path):
+        if writing and not (os.path.isabs(os.fsdecode(raw)) and self._writable(path)):  # relative: maybe to a dir_fd
             self.refuse(f"open({path!r}) for writing", "writing outside the temporary directory is forbidden", frame)
 
     # --- after each call -------------------------------------------------------------------------

@@ -11,6 +11,7 @@ temporary directory cannot be changed or linked into by the submission.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,8 @@ GETFRAME = "sys._getframe (introspection of the verifier's process is forbidden)
 @dataclass
 class Setup:
     session: VerifierSession
-    shadow: Path  # on the import path before site-packages: a copy of typing_extensions, a pip-installed module
+    shadow: Path  # on the import path before site-packages, holding a copy of typing_extensions
+    target: Path  # a pip --target folder on the import path
     elsewhere: Path  # on the import path too, holding a module the verifier never imported
     beside: Path  # the submissions' folder
 
@@ -45,18 +47,24 @@ def submission(folder: Path, name: str, prologue: str, call: str) -> Path:
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     shadow, elsewhere, beside = (tmp_path_factory.mktemp(n) for n in ("target_dir", "elsewhere", "submissions"))
     shutil.copy(typing_extensions.__file__, shadow / "typing_extensions.py")  # torch imports it at start-up
-    (shadow / "installed_lib.py").write_text(INTROSPECTING)  # as `pip install --target` leaves it
-    (shadow / "installed_lib-1.0.dist-info").mkdir()
-    (shadow / "installed_lib-1.0.dist-info" / "RECORD").write_text("installed_lib.py,sha256=x,80\n")
-    (shadow / "unlisted_lib.py").write_text(INTROSPECTING)  # beside it, but no distribution lists it
+    # a pip --target folder, outside the temporary directory (a RECORD there could be the submission's)
+    target = Path(tempfile.mkdtemp(prefix="mkbsim-test-target-", dir="/var/tmp"))
+    (target / "installed_lib.py").write_text(INTROSPECTING)  # as `pip install --target` leaves it
+    (target / "installed_lib-1.0.dist-info").mkdir()
+    (target / "installed_lib-1.0.dist-info" / "RECORD").write_text("installed_lib.py,sha256=x,80\n")
+    (target / "unlisted_lib.py").write_text(INTROSPECTING)  # beside it, but no distribution lists it
+    (elsewhere / "planted-1.0.dist-info").mkdir()  # a RECORD under the temporary directory is not trusted
+    (elsewhere / "planted-1.0.dist-info" / "RECORD").write_text("elsewhere_lib.py,sha256=x,80\n")
     (elsewhere / "elsewhere_lib.py").write_text(INTROSPECTING)
     (beside / "beside_lib.py").write_text(INTROSPECTING)
     with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(shadow))  # the session's processes inherit this import path
-        mp.syspath_prepend(str(beside))
-        mp.syspath_prepend(str(elsewhere))
-        with VerifierSession("cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0)) as session:
-            yield Setup(session, shadow, elsewhere, beside)
+        for folder in (shadow, target, beside, elsewhere):
+            mp.syspath_prepend(str(folder))  # the session's processes inherit this import path
+        try:
+            with VerifierSession("cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0)) as session:
+                yield Setup(session, shadow, target, elsewhere, beside)
+        finally:
+            shutil.rmtree(target)
 
 
 def test_a_dependency_loaded_from_a_folder_shadowing_site_packages_is_library_code(setup: Setup) -> None:
@@ -71,7 +79,7 @@ def test_a_module_pip_installed_into_a_folder_on_the_import_path_is_library_code
     assert report.passed, report.feedback
     unlisted = submission(setup.beside, "uses_unlisted", "import unlisted_lib", "unlisted_lib.caller()")
     report = setup.session.verify(unlisted, "p36", "tirx")
-    assert report.failure == "forbidden_api" and f"{GETFRAME} in {setup.shadow / 'unlisted_lib.py'}:5" in (
+    assert report.failure == "forbidden_api" and f"{GETFRAME} in {setup.target / 'unlisted_lib.py'}:5" in (
         report.forbidden
     ), report.feedback
 
@@ -108,3 +116,34 @@ def test_a_module_linked_into_a_library_folder_stays_the_submissions(setup: Setu
     report = setup.session.verify(submission(setup.beside, "links", "import os", call), "p36", "tirx")
     assert report.failure == "forbidden_api", report.feedback
     assert any(v.startswith(GETFRAME) for v in report.forbidden), report.forbidden
+
+
+@pytest.mark.parametrize(
+    ("name", "prologue", "call"),
+    [
+        # a module imported from a zip: its frames name no real file, and still are the submission's
+        (
+            "zipped",
+            "import sys, zipfile\n_z = {zip!r}\n",
+            "zipfile.ZipFile(_z, 'w').writestr('zipped_lib.py', {src!r}); "
+            "sys.path.insert(0, _z); import zipped_lib; zipped_lib.caller()",
+        ),
+        # a directory made outside the temporary directory, and a file made relative to a directory descriptor
+        ("mkdir", "import os", "os.mkdir('/nonexistent-mkbsim-test/a')"),
+        (
+            "dir_fd",
+            "import os",
+            "os.close(os.open('x.py', os.O_CREAT | os.O_WRONLY, dir_fd=os.open('/', os.O_RDONLY)))",
+        ),
+    ],
+    ids=["zip_import", "mkdir_outside", "open_relative_to_dir_fd"],
+)
+def test_escapes_through_loaders_and_directory_descriptors_are_refused(
+    setup: Setup, tmp_path: Path, name: str, prologue: str, call: str
+) -> None:
+    body = call.format(zip=str(tmp_path / "lib.zip"), src=INTROSPECTING)
+    report = setup.session.verify(
+        submission(setup.beside, f"escape_{name}", prologue.format(zip=str(tmp_path / "lib.zip")), body), "p36", "tirx"
+    )
+    assert report.failure == "forbidden_api", report.feedback
+    assert not report.details["static"]["forbidden"], report.details["static"]  # refused while running
