@@ -258,8 +258,17 @@ class Guard:
         self.violations.append(Violation(what, reason, line, elsewhere))
         raise exc(f"mkbsim verifier: {what} is forbidden ({reason})")
 
-    def is_candidate(self, frame: FrameType | None) -> tuple[bool, FrameType | None]:
+    def culprit(self, frame: FrameType | None) -> tuple[str, FrameType | None]:
+        """``Attribution.culprit``, except that a stack with nothing but stdlib and synthetic frames in a thread
+        the submission started is the submission's (``Thread(target=exec, args=(code,))`` runs its code with
+        no frame of its file)."""
         kind, culprit = self.attribution.culprit(frame)
+        if kind == TRANSPARENT and threading.get_ident() in self.candidate_threads:
+            return CANDIDATE, culprit
+        return kind, culprit
+
+    def is_candidate(self, frame: FrameType | None) -> tuple[bool, FrameType | None]:
+        kind, culprit = self.culprit(frame)
         return kind == CANDIDATE, culprit
 
     # --- installation ------------------------------------------------------------------------------
@@ -420,7 +429,7 @@ class Guard:
                 return
         elif event == "object.__setattr__" and (len(args) < 2 or args[1] not in _FUNCTION_ATTRS):
             return
-        kind, frame = self.attribution.culprit(sys._getframe(2))
+        kind, frame = self.culprit(sys._getframe(2))
         if event.startswith("socket."):
             if kind != LIBRARY:
                 self.refuse(f"network access ({event})", "network access is forbidden", frame)
@@ -474,7 +483,7 @@ class Guard:
         )
         if not writing and path.startswith(self.attribution.trusted) and not path.startswith(self.off_limits):
             return  # the libraries reading their own files
-        kind, frame = self.attribution.culprit(sys._getframe(3))
+        kind, frame = self.culprit(sys._getframe(3))
         if kind != CANDIDATE:
             return
         real = os.path.realpath(path)

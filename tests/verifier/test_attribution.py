@@ -147,3 +147,21 @@ def test_escapes_through_loaders_and_directory_descriptors_are_refused(
     )
     assert report.failure == "forbidden_api", report.feedback
     assert not report.details["static"]["forbidden"], report.details["static"]  # refused while running
+
+
+def test_code_a_thread_of_the_submission_runs_with_no_frame_of_its_file_is_the_submissions(
+    setup: Setup, tmp_path: Path
+) -> None:
+    # the helper is written while the submission runs (the static scan never sees it); its thread runs the
+    # code through exec, so no frame on that thread's stack is a file of the submission's
+    helper = (
+        "import threading\n\n\ndef go():\n"
+        "    t = threading.Thread(target=exec, args=('import sys; sys._getframe(0)',))\n    t.start()\n    t.join()\n"
+    )
+    write = f"open({str(tmp_path / 'thread_helper.py')!r}, 'w').write({helper!r})"
+    prologue = f"import sys\n{write}\nsys.path.insert(0, {str(tmp_path)!r})"
+    report = setup.session.verify(
+        submission(setup.beside, "thread_exec", prologue, "import thread_helper; thread_helper.go()"), "p36", "tirx"
+    )
+    assert report.failure == "forbidden_api", report.feedback
+    assert not report.details["static"]["forbidden"], report.details["static"]  # refused while running
