@@ -245,8 +245,8 @@ class _AttemptRun:
                 SkillRead(attempt_id=s.attempt_id, source_attempt_id=s.source_attempt_id, text=s.skill,
                           sha256=sha256_text(s.skill), filter=s.filter)
             )  # fmt: skip
-        if not self.sandbox.network.isolated:
-            self.rec.step("note", f"network NOT isolated: {self.sandbox.network.detail}", event="sandbox_network")
+        if not self.sandbox.isolation.isolated:
+            self.rec.step("note", f"sandbox NOT isolated: {self.sandbox.isolation.detail}", event="sandbox_isolation")
         cfg = self.sandbox.config
         self._say("system", _SYSTEM + reply_format(cfg.default_command_timeout_s, cfg.max_command_timeout_s))
         docs = DSLS[s.dsl].docs_index
@@ -450,14 +450,14 @@ class _AttemptRun:
         ).to_dict()  # fmt: skip
         extra = {
             "counted_submissions": self.counted, "tokens": self.tokens, "cost_usd": round(self.cost, 6),
-            "infra_stall_s": round(self.clock.stalled_s, 3), "network_isolated": self.sandbox.network.isolated,
+            "infra_stall_s": round(self.clock.stalled_s, 3), "network_isolated": self.sandbox.isolation.isolated,
         }  # fmt: skip
         self.rec.append((AttemptFinished.TYPE, {**finished, **extra}))
         return AttemptOutcome(
             attempt_id=self.spec.attempt_id, status=status, passed=passed, runtime_ms=finished["runtime_ms"],
             speedup=finished["speedup"], skipped=False, reason=reason, skill=skill, counted_submissions=self.counted,
-            tokens=self.tokens, cost_usd=self.cost, network_isolated=self.sandbox.network.isolated,
-            network_detail=self.sandbox.network.detail, infra_stall_s=self.clock.stalled_s,
+            tokens=self.tokens, cost_usd=self.cost, network_isolated=self.sandbox.isolation.isolated,
+            network_detail=self.sandbox.isolation.detail, infra_stall_s=self.clock.stalled_s,
         )  # fmt: skip
 
 

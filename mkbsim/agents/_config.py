@@ -15,10 +15,11 @@ from typing import Any
 
 from mkbsim.agents._attempt import LoopConfig
 from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
-from mkbsim.agents._sandbox import GIB, SandboxConfig
+from mkbsim.agents._sandbox import GIB, ISOLATIONS, SandboxConfig
 from mkbsim.agents._transfer import DIRECTIONS
 from mkbsim.campaigns._toml import Table, read_toml
 from mkbsim.catalog import Budget
+from mkbsim.sandbox import DEFAULT_MAX_PROCESSES
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -73,8 +74,8 @@ def _agent(path: Path, index: int, data: Any) -> ModelConfig:
 
 def _sandbox(path: Path, data: Any) -> SandboxConfig:
     t = Table(path, "sandbox", data, (
-        "root", "cpus", "memory_gb", "command_timeout_s", "max_command_timeout_s", "output_chars",
-        "require_network_isolation",
+        "root", "cpus", "memory_gb", "max_processes", "command_timeout_s", "max_command_timeout_s", "output_chars",
+        "isolation", "require_network_isolation",
     ))  # fmt: skip
     cpus = t.get("cpus", (int, list), 2)
     if isinstance(cpus, list):
@@ -87,11 +88,18 @@ def _sandbox(path: Path, data: Any) -> SandboxConfig:
     max_timeout = float(t.positive("max_command_timeout_s", 600.0))
     if command_timeout > max_timeout:
         t.fail("command_timeout_s", f"{command_timeout:g} exceeds max_command_timeout_s {max_timeout:g}")
+    isolation = t.get("isolation", str, "bwrap")
+    if isolation not in ISOLATIONS:
+        t.fail("isolation", f"use {' or '.join(map(repr, ISOLATIONS))}, got {isolation!r}")
+    require_network = t.get("require_network_isolation", bool, False)
+    if require_network and isolation == "none":
+        t.fail("require_network_isolation", 'true needs isolation = "bwrap" (commands reach the network without it)')
     return SandboxConfig(
         root=Path(t.get("root", str, "runs/sandboxes")), cpus=cpus,
         memory_bytes=int(t.positive("memory_gb", 8) * GIB), default_command_timeout_s=command_timeout,
         max_command_timeout_s=max_timeout, output_chars=t.positive("output_chars", 10_000, integer=True),
-        require_network_isolation=t.get("require_network_isolation", bool, False),
+        max_processes=t.positive("max_processes", DEFAULT_MAX_PROCESSES, integer=True), isolation=isolation,
+        require_network_isolation=require_network,
     )  # fmt: skip
 
 

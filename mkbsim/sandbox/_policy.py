@@ -58,7 +58,10 @@ class Policy:
     for CUDA processes, which reserve far more than they use). ``max_processes``: tasks of the sandbox's
     uid (RLIMIT_NPROC). ``network``: keep the host's network (default: a new, empty network namespace).
     ``python``: the interpreter that applies the limits inside (it must lie under ``ro``). ``uid``: see
-    ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``.
+    ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``. ``isolated`` False:
+    no bubblewrap at all, only the limits and the environment, as this process's user (for machines where
+    bubblewrap cannot run and the user said so; ``ro``, ``rw``, ``devices``, ``network`` and ``uid`` then
+    mean nothing: the process sees what this user sees).
     """
 
     ro: tuple[Path, ...]
@@ -73,6 +76,11 @@ class Policy:
     network: bool = False
     python: str = sys.executable
     uid: int | None = field(default_factory=sandbox_uid)
+    isolated: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.isolated:  # outside bubblewrap a uid change would lock the process out of /root's interpreter
+            object.__setattr__(self, "uid", None)
 
     def limits(self) -> Limits:
         return Limits(self.uid, self.memory_bytes, self.max_processes, self.cpus, str(self.cwd))

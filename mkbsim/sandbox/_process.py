@@ -29,8 +29,11 @@ _POLL_S = 0.1
 def sandbox_argv(policy: Policy, command: list[str], bwrap: str | None = None) -> list[str]:
     """The full command line running ``command`` under ``policy`` (``bwrap``: the binary; default the
     probed one, raising ``SandboxUnavailable`` where sandboxes cannot run)."""
+    limited = policy.limits().argv(policy.python, command)
+    if not policy.isolated:
+        return limited
     binary = bwrap or str(require().bwrap)
-    return [binary, *policy.bwrap_args(), "--", *policy.limits().argv(policy.python, command)]
+    return [binary, *policy.bwrap_args(), "--", *limited]
 
 
 def spawn(policy: Policy, command: list[str], **popen: Any) -> subprocess.Popen[Any]:

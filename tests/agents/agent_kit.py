@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -147,6 +148,35 @@ def serve(stub: StubLLM) -> Iterator[StubLLM]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# -- processes -------------------------------------------------------------------------------------
+
+
+def orphan_name() -> str:
+    """A unique process name for a test's background process (``exec -a NAME``)."""
+    return f"mkbsim-orphan-{uuid.uuid4().hex[:10]}"
+
+
+def named(name: str) -> list[int]:
+    """Host processes whose argv[0] is ``name``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().split(b"\0")[0] == name.encode():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def gone(name: str, seconds: float = 5.0) -> bool:
+    """Whether no process named ``name`` is left (waiting up to ``seconds`` for the kernel's teardown)."""
+    deadline = time.monotonic() + seconds
+    while named(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not named(name)
 
 
 # -- campaign files ----------------------------------------------------------------------------
