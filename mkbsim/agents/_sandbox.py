@@ -65,6 +65,7 @@ class SandboxConfig:
     ``root``: where attempt directories go. ``cpus``: how many cores (the first ones of this process's
     affinity), or an explicit list. ``max_processes``: processes and threads of one command's sandbox.
     ``isolation``: ``"bwrap"`` (default) or ``"none"``. ``require_network_isolation``: refuse ``"none"``.
+    ``secret_env``: variables (the campaign's env file's) whose values are redacted wherever they show up.
     """
 
     root: Path
@@ -77,6 +78,7 @@ class SandboxConfig:
     isolation: str = "bwrap"
     require_network_isolation: bool = False
     python: str = sys.executable
+    secret_env: tuple[str, ...] = ()
 
     def cpu_set(self) -> tuple[int, ...]:
         if isinstance(self.cpus, tuple):
