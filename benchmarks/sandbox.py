@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mkbsim.sandbox import Policy, probe, python_paths, run, sandbox_argv
+from mkbsim.sandbox import Policy, probe, python_paths, run
 
 # The limiter of the pre-bubblewrap agent sandbox (mkbsim/agents/_sandbox.py before this change), verbatim.
 _OLD_LIMITER = (
@@ -56,8 +56,7 @@ def _variants(folder: Path) -> dict[str, Callable[[], None]]:
     out = folder.parent / "out.txt"
     unshare = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--net"]
     old = [*unshare, sys.executable, "-I", "-S", "-c", _OLD_LIMITER, str(8 << 30), ",".join(map(str, cpus)), *_COMMAND]
-    bare = sandbox_argv(policy, _COMMAND)
-    bare = bare[: bare.index("--") + 1] + _COMMAND
+    bare = [str(probe().bwrap), *policy.bwrap_args(), "--", *_COMMAND]
 
     def popen(argv: list[str]) -> Callable[[], None]:
         def once() -> None:

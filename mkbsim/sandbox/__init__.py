@@ -5,7 +5,8 @@ it on a bare GPU machine.
 A sandbox has new PID, mount, IPC, UTS, cgroup and (by default) network namespaces and dies with its
 parent; its filesystem holds only the system's programs, the paths a ``Policy`` binds read-only (an
 interpreter and its packages, ``python_paths``) or writable (an attempt's directory), a private ``/tmp``, its
-own ``/proc`` and a minimal ``/dev``; its environment is exactly the policy's. Limits: cores (affinity),
+own ``/proc`` and a minimal ``/dev``; its environment is exactly the policy's; a seccomp filter closes
+user namespaces and a few exploit-prone kernel interfaces (``_seccomp``). Limits: cores (affinity),
 address space (``RLIMIT_AS``), processes (``RLIMIT_NPROC``), wall time (``run``'s timeout, the whole tree
 killed).
 
@@ -35,7 +36,7 @@ from mkbsim.sandbox._policy import (
     python_paths,
     sandbox_uid,
 )
-from mkbsim.sandbox._process import Finished, kill, run, sandbox_argv, spawn
+from mkbsim.sandbox._process import Finished, kill, run, spawn
 from mkbsim.sandbox._support import SandboxUnavailable, Support, find_bwrap, probe, require
 
 __all__ = [
@@ -53,7 +54,6 @@ __all__ = [
     "python_paths",
     "require",
     "run",
-    "sandbox_argv",
     "sandbox_uid",
     "spawn",
 ]

@@ -12,6 +12,7 @@ are disabled for unprivileged users, or an AppArmor profile forbids them).
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -20,6 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from mkbsim.sandbox import _seccomp
 
 _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 
@@ -86,7 +89,7 @@ def find_bwrap() -> tuple[str, str] | None:
 def probe() -> Support:
     """Whether a sandbox runs here (cached for the process; ``probe.cache_clear()`` asks again)."""
     from mkbsim.sandbox._policy import Policy, python_paths
-    from mkbsim.sandbox._process import sandbox_argv
+    from mkbsim.sandbox._process import start
 
     if not sys.platform.startswith("linux"):
         return Support(False, None, None, None, f"bubblewrap needs Linux (this is {sys.platform})")
@@ -101,16 +104,19 @@ def probe() -> Support:
         policy = Policy(ro=python_paths(sys.executable), rw=(folder,), cwd=folder,
                         env={"PATH": "/usr/bin:/bin"}, python=sys.executable)  # fmt: skip
         policy.hand_over(folder)
-        argv = sandbox_argv(policy, [sys.executable, "-I", "-S", "-c", "print('sandbox-ok')"], binary)
+        command = [sys.executable, "-I", "-S", "-c", "print('sandbox-ok')"]
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=dict(policy.env))
+            process = start(policy, command, binary, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout, stderr = process.communicate(timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Support(False, binary, version, mode, f"{binary}: {exc}")
-    if out.returncode != 0 or out.stdout.strip() != "sandbox-ok":
-        detail = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
+    if process.returncode != 0 or stdout.strip() != "sandbox-ok":
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {process.returncode}"
         hint = "" if mode == "root" else " (are unprivileged user namespaces enabled?)"
         return Support(False, binary, version, mode, f"{binary} failed: {detail}{hint}")
     how = "as root, dropped to an unprivileged uid" if mode == "root" else "in an unprivileged user namespace"
+    if _seccomp.program() is None:
+        how += f"; no seccomp filter for {platform.machine()} (user namespaces stay open to commands)"
     return Support(True, binary, version, mode, how)
 
 
