@@ -30,8 +30,8 @@ pytestmark = pytest.mark.skipif(not bwrap.probe().ok, reason=f"bubblewrap cannot
 
 FORK_TREE = (
     "python -c 'import os, time\nn = 0\ntry:\n    for _ in range(255):\n        if os.fork() == 0:\n"
-    "            time.sleep(5); os._exit(0)\n        n += 1\nexcept OSError:\n    print(\"fork limit after\", n)\n"
-    "else:\n    print(\"forked all\", n)'"
+    '            time.sleep(5); os._exit(0)\n        n += 1\nexcept OSError:\n    print("fork limit after", n)\n'
+    'else:\n    print("forked all", n)\''
 )
 
 # ptrace the sandbox's init, push a character into the terminal, mount, reach the host's abstract socket
@@ -87,7 +87,7 @@ def test_a_hostile_agent_leaks_nothing_writes_nothing_outside_and_leaves_no_proc
         FORK_TREE,
         f"ls /proc/1/root/; cat /proc/1/root{lab}/.env; ls /sys; ls /dev | grep -c nvidia",
         KERNEL_TRICKS.replace("ABSTRACT", f"mkbsim-escape-{tag}"),
-        f"python -c 'import socket; socket.create_connection((\"{host}\", {port}), 3); print(\"network reached\")'",
+        f'python -c \'import socket; socket.create_connection(("{host}", {port}), 3); print("network reached")\'',
         f"printf '%s%s\\n' '{api_key[:7]}' '{api_key[7:]}'",  # the key rebuilt: only an observation shows it
         "head -c 30000000 /dev/zero | tr '\\0' A",
     ]
