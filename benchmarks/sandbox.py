@@ -11,7 +11,7 @@ Variants, interleaved round by round so that a busy machine weighs on all alike:
 * ``bwrap``: `mkbsim.sandbox.run` with an agent's policy (interpreter and site-packages read-only, the
   attempt's folder writable, 2 cores, 8 GB, 128 processes, new PID/mount/IPC/UTS/net namespaces);
 * ``bwrap-no-limiter``: the same bubblewrap command line running bash directly (what the limiter costs);
-* ``limiter``: the limiter alone, without bubblewrap.
+* ``limiter``: the limiter chain alone (bash's ulimit, taskset; without the uid drop), without bubblewrap.
 
 Wall time per command: median and 90th percentile over all rounds, with the load average (the figures
 scale with it: on a busy 2-core machine every variant waits for a core). Not CPU time: processes of a
@@ -21,6 +21,7 @@ PID namespace are reaped by bubblewrap's init, so `RUSAGE_CHILDREN` here would m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -69,10 +70,8 @@ def _variants(folder: Path) -> dict[str, Callable[[], None]]:
         with out.open("wb") as f:
             assert run(policy, _COMMAND, timeout_s=30, output=f).exit_code == 0
 
-    limiter = policy.limits().argv(policy.python, _COMMAND)
-    if policy.uid is not None:  # outside a sandbox root would drop for good: keep the uid
-        limiter[limiter.index("-c") + 2] = "-"
-    limiter[limiter.index("-c") + 6] = str(folder)
+    # outside a sandbox the uid drop would lock root out of its own files: the chain without it
+    limiter = dataclasses.replace(policy.limits(), uid=None).argv(_COMMAND)
     return {"unshare": popen(old), "bwrap": sandboxed, "bwrap-no-limiter": popen(bare), "limiter": popen(limiter)}
 
 

@@ -143,7 +143,7 @@ class Sandbox:
         policy = sandbox.Policy(
             ro=sandbox.python_paths(config.python) if isolation.isolated else (), rw=(workdir,), cwd=workdir,
             env=_environment(config, workdir), cpus=config.cpu_set(), memory_bytes=config.memory_bytes,
-            max_processes=config.max_processes, python=config.python, isolated=isolation.isolated,
+            max_processes=config.max_processes, isolated=isolation.isolated,
         )  # fmt: skip
         policy.hand_over(workdir)
         return cls(config, workdir, dsl, isolation, policy)

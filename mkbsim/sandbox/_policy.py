@@ -57,8 +57,7 @@ class Policy:
     ``cpus``: cores by affinity (None: this process's). ``memory_bytes``: address space (RLIMIT_AS; None
     for CUDA processes, which reserve far more than they use). ``max_processes``: tasks of the sandbox's
     uid (RLIMIT_NPROC). ``network``: keep the host's network (default: a new, empty network namespace).
-    ``python``: the interpreter that applies the limits inside (it must lie under ``ro``). ``uid``: see
-    ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``. ``isolated`` False:
+    ``uid``: see ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``. ``isolated`` False:
     no bubblewrap at all, only the limits and the environment, as this process's user (for machines where
     bubblewrap cannot run and the user said so; ``ro``, ``rw``, ``devices``, ``network`` and ``uid`` then
     mean nothing: the process sees what this user sees).
@@ -74,7 +73,6 @@ class Policy:
     tmp_bytes: int = DEFAULT_TMP_BYTES
     devices: tuple[str, ...] = ()
     network: bool = False
-    python: str = sys.executable
     uid: int | None = field(default_factory=sandbox_uid)
     isolated: bool = True
 

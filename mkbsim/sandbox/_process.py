@@ -30,7 +30,7 @@ _POLL_S = 0.1
 def sandbox_argv(policy: Policy, command: list[str], bwrap: str, seccomp_fd: int | None = None) -> list[str]:
     """The full command line running ``command`` under ``policy`` with the ``bwrap`` binary; ``seccomp_fd``:
     a descriptor the process inherits, holding the seccomp filter (``_seccomp.program``)."""
-    limited = policy.limits().argv(policy.python, command)
+    limited = policy.limits().argv(command)
     if not policy.isolated:
         return limited
     seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from mkbsim.sandbox import _seccomp
+from mkbsim.sandbox._limiter import MissingTool
 
 _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 
@@ -102,13 +103,13 @@ def probe() -> Support:
     with tempfile.TemporaryDirectory(prefix="mkbsim-probe-") as tmp:
         folder = Path(tmp)
         policy = Policy(ro=python_paths(sys.executable), rw=(folder,), cwd=folder,
-                        env={"PATH": "/usr/bin:/bin"}, python=sys.executable)  # fmt: skip
+                        env={"PATH": "/usr/bin:/bin"})  # fmt: skip
         policy.hand_over(folder)
         command = [sys.executable, "-I", "-S", "-c", "print('sandbox-ok')"]
         try:
             process = start(policy, command, binary, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             stdout, stderr = process.communicate(timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except (OSError, subprocess.TimeoutExpired, MissingTool) as exc:
             return Support(False, binary, version, mode, f"{binary}: {exc}")
     if process.returncode != 0 or stdout.strip() != "sandbox-ok":
         detail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {process.returncode}"
