@@ -57,10 +57,10 @@ class Policy:
     ``cpus``: cores by affinity (None: this process's). ``memory_bytes``: address space (RLIMIT_AS; None
     for CUDA processes, which reserve far more than they use). ``max_processes``: tasks of the sandbox's
     uid (RLIMIT_NPROC). ``network``: keep the host's network (default: a new, empty network namespace).
-    ``uid``: see ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``. ``isolated`` False:
-    no bubblewrap at all, only the limits and the environment, as this process's user (for machines where
-    bubblewrap cannot run and the user said so; ``ro``, ``rw``, ``devices``, ``network`` and ``uid`` then
-    mean nothing: the process sees what this user sees).
+    ``uid``: see ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``.
+    ``isolated`` False: no bubblewrap at all, only the limits and the environment, as this process's user
+    (for machines where bubblewrap cannot run and the user said so; ``ro``, ``rw``, ``devices``, ``network``
+    and ``uid`` then mean nothing: the process sees what this user sees).
     """
 
     ro: tuple[Path, ...]
@@ -77,7 +77,7 @@ class Policy:
     isolated: bool = True
 
     def __post_init__(self) -> None:
-        if not self.isolated:  # outside bubblewrap a uid change would lock the process out of /root's interpreter
+        if not self.isolated:  # outside bubblewrap a uid change would lock it out of root's own files
             object.__setattr__(self, "uid", None)
 
     def limits(self) -> Limits:
