@@ -35,11 +35,11 @@ from mkbsim.agents._ray import RayVerifiers
 from mkbsim.agents._reply import REPLY_KEYS, Command, Reply, ReplyError, parse_reply, reply_format
 from mkbsim.agents._sandbox import (
     CommandResult,
-    NetworkIsolation,
+    Isolation,
     Sandbox,
     SandboxConfig,
     SandboxError,
-    detect_network_isolation,
+    sandbox_isolation,
 )
 from mkbsim.agents._scoring import Scorer, ScorerFactory, Verdict, VerifierScorers
 from mkbsim.agents._slots import (
@@ -78,12 +78,12 @@ __all__ = [
     "ContextOverflow",
     "Conversation",
     "CostLedger",
+    "Isolation",
     "LlmCampaignConfig",
     "LoopConfig",
     "ModelClient",
     "ModelConfig",
     "ModelUnavailable",
-    "NetworkIsolation",
     "RayVerifiers",
     "Reply",
     "ReplyError",
@@ -104,7 +104,6 @@ __all__ = [
     "attempt_cpus",
     "attempt_id_for",
     "default_verifier_slots",
-    "detect_network_isolation",
     "docs_index_text",
     "is_transient",
     "latest_finish",
@@ -120,5 +119,6 @@ __all__ = [
     "run_llm_campaign",
     "run_transfer_pair",
     "run_treatment",
+    "sandbox_isolation",
     "write_docs_index",
 ]

@@ -47,7 +47,7 @@ from mkbsim.agents._config import LlmCampaignConfig
 from mkbsim.agents._cores import NodeCores
 from mkbsim.agents._ledger import CostLedger
 from mkbsim.agents._model import ModelClient, ModelConfig
-from mkbsim.agents._sandbox import SandboxConfig, detect_network_isolation
+from mkbsim.agents._sandbox import SandboxConfig, sandbox_isolation
 from mkbsim.agents._scoring import ScorerFactory
 from mkbsim.agents._slots import ScoringSlots, default_verifier_slots, limit_scoring
 from mkbsim.agents._transfer import (
@@ -271,7 +271,7 @@ class _CampaignRun:
                  progress: Callable[[str], None]) -> None:  # fmt: skip
         self.config, self.store, self.stop, self.progress = config, store, stop, progress
         self.ledger = CostLedger.from_store(store, config.campaign_id, config.cost_cap_usd)
-        network = detect_network_isolation()
+        network = sandbox_isolation(config.sandbox)
         self.summary = CampaignSummary(
             config.campaign_id, network_isolated=network.isolated, network_detail=network.detail
         )
@@ -400,6 +400,7 @@ def run_llm_campaign(
         problems = catalog.select(config.problems)
     except KeyError as exc:
         raise UserError(f"{config.path}: campaign.problems: {exc.args[0]}") from None
+    sandbox_isolation(config.sandbox)  # commands that cannot be isolated as configured: refused before any store
     if executor == "ray":  # refused before anything is stored
         _check_shippable(scorer_factory=scorer_factory, client_factory=client_factory, skill_filter=skill_filter)
     _begin(store, config, plan_fingerprint(config, problems))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -57,6 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("mkbsim: interrupted\n")
+        if argv is None:  # the program itself (not a caller's main([...])): everything was closed on the way
+            # out, so skip the interpreter's teardown of torch/TVM/litellm (seconds) and stop now
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130
     except BrokenPipeError:  # e.g. `mkbsim events tail | head`
         return 0

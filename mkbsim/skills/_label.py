@@ -211,9 +211,22 @@ class LlmLabeler:
 
 
 def make_labeler(spec: str, params: dict[str, Any] | None = None) -> Labeler:
+    """The labeler ``spec`` names. An LLM labeler's ``params`` go to litellm as they are (no temperature
+    unless given: some models, e.g. gpt-5-mini, accept only their default); its credentials are checked
+    here, before any call, as ``mkbsim run`` does."""
     if spec == "heuristic":
         return HeuristicLabeler()
     if spec.startswith("llm:") and len(spec) > 4:
+        from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
+
+        params = dict(params or {})
+        reserved = sorted(set(params) & (RESERVED_PARAMS | {"response_format"}))
+        if reserved:
+            raise UserError(f"labeler {spec}: parameter {reserved[0]!r} is set by mkbsim itself")
+        missing = [] if "api_base" in params else ModelConfig(spec[4:], params).missing_keys()
+        if missing:
+            raise UserError(f"labeler {spec}: {', '.join(missing)} not set (export it, or name the variable "
+                            "with --api-key-env)")  # fmt: skip
         return LlmLabeler(spec[4:], params)
     raise UserError(f"unknown labeler {spec!r}: expected heuristic or llm:MODEL")
 

@@ -16,9 +16,9 @@ from mkbsim.agents import (
     ModelClient,
     VerifierScorers,
     attempt_id_for,
-    detect_network_isolation,
     load_llm_campaign,
     run_llm_campaign,
+    sandbox_isolation,
 )
 from mkbsim.catalog import load_catalog
 from mkbsim.errors import UserError
@@ -80,7 +80,7 @@ def test_cost_cap_then_resume_then_infra_error_retried(
     assert len(finishes) == 4 and finishes[0]["counts"]["stopped_by_cost_cap"]
     counts = finishes[-1]["counts"]
     assert counts["attempts"] == {"finished": 3} and counts["passed"] == passed
-    isolation = detect_network_isolation()
+    isolation = sandbox_isolation(load_llm_campaign(campaign_file(tmp_path, stub, cap=5.0)).sandbox)
     assert (counts["network_isolated"], counts["network_detail"]) == (isolation.isolated, isolation.detail)
 
     # the same campaign id with another plan is refused
