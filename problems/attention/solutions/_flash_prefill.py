@@ -1,11 +1,13 @@
-"""Tiling and index math of the flash-attention causal prefill template (p04-p09).
+"""Tiling and index math of the tensor-core attention kernels: the causal prefill template (p04-p09) and
+the MLA decode (p14).
 
-The CuTe DSL kernel (`_flash_prefill_cutedsl.py`), the TIRx kernel (`_flash_prefill_tirx.py`) and the CPU
-emulation in `tests/solutions/test_flash_prefill_emulation.py` all call these functions, so the index
-math they trace is one piece of code. Every function is plain integer arithmetic (+, *, //, %, ^ and
-indexing) on whatever it is given: DSL values while a kernel is traced, ints or torch tensors in tests.
+The CuTe DSL kernels (`_flash_prefill_cutedsl.py`, `14_splitkv_cutedsl.py`), the TIRx kernels
+(`_flash_prefill_tirx.py`, `14_splitkv_tirx.py`) and the CPU emulations in `tests/solutions/` all call
+these functions, so the index math they trace is one piece of code. Every function is plain integer
+arithmetic (+, *, //, %, ^ and indexing) on whatever it is given: DSL values while a kernel is traced,
+ints or torch tensors in tests.
 
-The plan (DESIGN §5: one kernel does all of the operator's work): a CTA of 4 warps owns one
+The prefill plan (DESIGN §5: one kernel does all of the operator's work): a CTA of 4 warps owns one
 (sequence, query tile of `bm` rows, query head); warp w owns `mt` m16 row tiles. K/V tiles of 64 tokens
 are gathered through the page table with 16-byte cp.async into XOR-swizzled shared memory;
 Q·Kᵀ and P·V run on mma.sync.m16n8k16 (bf16 in, fp32 accumulate) fed by ldmatrix.x4 (.trans for V).
@@ -88,6 +90,13 @@ def swizzled_chunk(row, chunk, chunks):
 def copy_row(tid, i, row_step, chunks):
     """Tile row of a thread's ``i``-th 16-byte copy (its chunk is ``tid % chunks``)."""
     return tid // chunks + row_step * i
+
+
+def flat_copy(tid, i, chunks):
+    """(row, chunk) of a thread's ``i``-th 16-byte copy when a row's chunks do not divide the CTA: the
+    CTA's copies walk the tile's chunks in row-major order, THREADS at a time."""
+    f = tid + THREADS * i
+    return f // chunks, f % chunks
 
 
 def ldsm_rows_then_k(lane):

@@ -1,4 +1,5 @@
-"""CPU emulation of the flash-attention prefill template behind p04-p09's `NN_fused_{cutedsl,tirx}.py`.
+"""CPU emulation of the tensor-core attention kernels: the flash-attention prefill template behind
+p04-p09's `NN_fused_{cutedsl,tirx}.py` and the split-KV MLA decode of p14 (`14_splitkv_{cutedsl,tirx}.py`).
 
 Both DSL kernels trace their index math from `problems/attention/solutions/_flash_prefill.py`; this test
 calls the same functions:
@@ -18,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -73,23 +75,29 @@ LANES = torch.arange(32)
 
 
 def _stage(tile: torch.Tensor, t: Any) -> torch.Tensor:
-    """The flat shared-memory image the CTA's 16-byte copies leave for a [rows, d] tile."""
-    rows = tile.shape[0]
-    smem = torch.full((rows * t.d,), float("nan"), dtype=tile.dtype)
+    """The flat shared-memory image the CTA's 16-byte copies (copy_row) leave for a [rows, d] tile."""
     tid = torch.arange(FP.THREADS)
-    for i in range(rows // t.row_step):
-        r = FP.copy_row(tid, i, t.row_step, t.chunks)
-        cc = tid % t.chunks
-        dst = FP.swizzled_chunk(r, cc, t.chunks) * 8
+    copies = [(FP.copy_row(tid, i, t.row_step, t.chunks), tid % t.chunks) for i in range(tile.shape[0] // t.row_step)]
+    return _smem_image(tile, copies)
+
+
+def _smem_image(tile: torch.Tensor, copies: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Shared memory after 16-byte copies of (row, chunk) pairs into the swizzled layout; each chunk once."""
+    rows, chunks = tile.shape[0], tile.shape[1] // 8
+    smem = torch.full((rows * tile.shape[1],), float("nan"), dtype=tile.dtype)
+    seen = torch.zeros(rows * chunks, dtype=torch.int64)
+    for r, cc in copies:
+        dst = FP.swizzled_chunk(r, cc, chunks)
+        seen.index_add_(0, dst, torch.ones_like(dst))
         for e in range(8):
-            smem[dst + e] = tile[r, cc * 8 + e]
-    assert not smem.isnan().any(), "the copies leave holes in the tile"
+            smem[dst * 8 + e] = tile[r, cc * 8 + e]
+    assert torch.equal(seen, torch.ones_like(seen)), "the copies must write every chunk of the tile once"
     return smem
 
 
-def _ldmatrix_x4(smem: torch.Tensor, row: torch.Tensor, chunk: torch.Tensor, t: Any, trans: bool) -> torch.Tensor:
+def _ldmatrix_x4(smem: torch.Tensor, row: torch.Tensor, chunk: torch.Tensor, chunks: int, trans: bool) -> torch.Tensor:
     """[lane, reg, 2] values ldmatrix.x4 (.trans) returns when lane l points at (row[l], chunk[l])."""
-    base = FP.swizzled_chunk(row, chunk, t.chunks) * 8
+    base = FP.swizzled_chunk(row, chunk, chunks) * 8
     # each matrix's 8 rows of 16 bytes must sit in 8 different groups of 4 banks (no bank conflict)
     groups = (base * 2 // 16 % 8).reshape(4, 8)
     assert all(len(set(g.tolist())) == 8 for g in groups), f"ldmatrix bank conflict: {groups.tolist()}"
@@ -154,11 +162,11 @@ def _kernel_fragments(t: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             for mi in range(t.mt):
                 acc_s = torch.zeros(8, 32, 4)  # n8 tile j, lane, c
                 for kk in range(t.d // 16):
-                    fa = _ldmatrix_x4(sq, wq + mi * 16 + a_row, 2 * kk + a_k, t, trans=False)
+                    fa = _ldmatrix_x4(sq, wq + mi * 16 + a_row, 2 * kk + a_k, t.chunks, trans=False)
                     a = _a_matrix(fa).float()
                     assert torch.equal(a, q[wq + mi * 16 : wq + mi * 16 + 16, 16 * kk : 16 * kk + 16].float())
                     for np_ in range(4):
-                        fb = _ldmatrix_x4(sk, np_ * 16 + b_row, 2 * kk + b_k, t, trans=False)
+                        fb = _ldmatrix_x4(sk, np_ * 16 + b_row, 2 * kk + b_k, t.chunks, trans=False)
                         for half in range(2):
                             b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
                             acc = _acc_matrix(acc_s[2 * np_ + half]) + a @ b
@@ -171,7 +179,7 @@ def _kernel_fragments(t: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     pf = torch.cat([acc_s[2 * kk], acc_s[2 * kk + 1]], dim=1).to(torch.bfloat16).reshape(32, 4, 2)
                     p = _a_matrix(pf).float()
                     for dp in range(t.d // 16):
-                        fb = _ldmatrix_x4(sv, kk * 16 + a_row, 2 * dp + a_k, t, trans=True)
+                        fb = _ldmatrix_x4(sv, kk * 16 + a_row, 2 * dp + a_k, t.chunks, trans=True)
                         for half in range(2):
                             b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
                             acc = _acc_matrix(acc_o[2 * dp + half]) + p @ b
@@ -302,11 +310,14 @@ def emulate(problem: Any, inputs: tuple) -> tuple[torch.Tensor, torch.Tensor]:
     return out, lse
 
 
-def _check_against_anchor(problem: Any, inputs: tuple, emulated: tuple | None = None) -> None:
-    """The verifier's rule (DESIGN §5) for the emulated kernel run on ``emulated`` (default: ``inputs``)."""
+def _check_against_anchor(
+    problem: Any, inputs: tuple, emulated: tuple | None = None, kernel: Callable[..., tuple] | None = None
+) -> None:
+    """The verifier's rule (DESIGN §5) for the emulated ``kernel`` (default: the prefill template) run on
+    ``emulated`` (default: ``inputs``)."""
     anchor = problem.reference(*anchor_inputs(inputs))
     ref = problem.reference(*inputs)
-    cand = emulate(problem, inputs if emulated is None else emulated)
+    cand = (kernel or emulate)(problem, inputs if emulated is None else emulated)
     for name, c, r, a in zip(problem.outputs, cand, ref, anchor, strict=True):
         assert not c.isnan().any(), name
         allowance = 3 * max((r.double() - a).abs().max().item(), torch.finfo(r.dtype).eps * a.abs().max().item())
@@ -354,3 +365,151 @@ def test_the_anchor_check_rejects_a_wrong_page_gather(nn: str) -> None:
     shifted = (*inputs[:i], inputs[i].roll(1), *inputs[i + 1 :])
     with pytest.raises(AssertionError, match="allowance"):
         _check_against_anchor(problem, inputs, emulated=shifted)
+
+
+# ----------------------------------------------------------------------------------------------
+# p14: MLA decode, split over the token stream (14_splitkv_{cutedsl,tirx}.py)
+# ----------------------------------------------------------------------------------------------
+
+P14_H, P14_DC, P14_DK, P14_BT = 16, 512, 576, 32  # the solutions' H, DC, DK, BT
+P14_CHUNKS = P14_DK // 8
+P14_K_STEPS = P14_DK // 16 // FP.WARPS  # Q·Kᵀ k-steps of a warp
+P14_V_TILES = P14_DC // FP.WARPS // 8  # output n8 tiles of a warp
+
+
+def test_p14_solutions_use_these_constants() -> None:
+    for dsl in ("cutedsl", "tirx"):
+        text = (SOLUTIONS / f"14_splitkv_{dsl}.py").read_text()
+        lines = ("H = 16 ", "DC = 512 ", "DP = 64 ", "BT = 32 ", "K_STEPS = DK // 16 // WARPS ", "CTAS_PER_SM = 2 ")
+        for line in lines:
+            assert line in text, f"{dsl}: {line!r}"
+
+
+def _p14_fragments(q: torch.Tensor, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """S = Q Kᵀ (each warp 144 dims, summed) and O = P V (each warp 128 dims) through the kernels' fragments."""
+    tid = torch.arange(FP.THREADS)
+    sq = _smem_image(q, [FP.flat_copy(tid, i, P14_CHUNKS) for i in range(P14_H * P14_CHUNKS // FP.THREADS)])
+    skv = _smem_image(kv, [FP.flat_copy(tid, i, P14_CHUNKS) for i in range(P14_BT * P14_CHUNKS // FP.THREADS)])
+    a_row, a_k = FP.ldsm_rows_then_k(LANES)
+    b_row, b_k = FP.ldsm_n_pairs(LANES)
+    s = torch.zeros(P14_H, P14_BT)
+    for w in range(FP.WARPS):
+        acc_s = torch.zeros(P14_BT // 8, 32, 4)
+        for ks in range(P14_K_STEPS):
+            k16 = w * P14_K_STEPS + ks
+            a = _a_matrix(_ldmatrix_x4(sq, a_row, 2 * k16 + a_k, P14_CHUNKS, trans=False)).float()
+            assert torch.equal(a, q[:, 16 * k16 : 16 * k16 + 16].float())
+            for np_ in range(P14_BT // 16):
+                fb = _ldmatrix_x4(skv, np_ * 16 + b_row, 2 * k16 + b_k, P14_CHUNKS, trans=False)
+                for half in range(2):
+                    b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
+                    acc_s[2 * np_ + half] = _acc_of(_acc_matrix(acc_s[2 * np_ + half]) + a @ b)
+        for j in range(P14_BT // 8):  # the partial scores meet in shared memory and are summed
+            s[:, 8 * j : 8 * j + 8] += _acc_matrix(acc_s[j])
+    o = torch.zeros(P14_H, P14_DC)
+    for w in range(FP.WARPS):
+        for kk in range(P14_BT // 16):
+            regs = [_acc_of(s[:, 16 * kk + 8 * h : 16 * kk + 8 * h + 8]) for h in range(2)]
+            p = _a_matrix(torch.cat(regs, dim=1).to(torch.bfloat16).reshape(32, 4, 2)).float()
+            for dp in range(P14_V_TILES // 2):
+                fb = _ldmatrix_x4(skv, kk * 16 + a_row, w * P14_V_TILES + 2 * dp + a_k, P14_CHUNKS, trans=True)
+                for half in range(2):
+                    col = 8 * (w * P14_V_TILES + 2 * dp + half)
+                    o[:, col : col + 8] += p @ _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
+    return s, o
+
+
+def test_p14_fragments_split_k_over_warps_and_v_dims_over_warps() -> None:
+    gen = torch.Generator().manual_seed(14)
+    q = torch.randn(P14_H, P14_DK, generator=gen).to(torch.bfloat16)
+    kv = torch.randn(P14_BT, P14_DK, generator=gen).to(torch.bfloat16)
+    s, o = _p14_fragments(q, kv)
+    torch.testing.assert_close(s.double(), q.double() @ kv.double().T, rtol=1e-5, atol=1e-4)
+    o_ref = s.to(torch.bfloat16).double() @ kv[:, :P14_DC].double()
+    torch.testing.assert_close(o.double(), o_ref, rtol=1e-5, atol=1e-3)
+
+
+def emulate_p14(problem: Any, inputs: tuple, grid: int = 264) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both kernels of 14_splitkv_*: token-stream ranges, segments, tiles, the workspace slots, the merge."""
+    qn, qp, ckv, kpe, ip, idx, sm_scale = inputs
+    batch = qn.shape[0]
+    q = torch.cat([qn, qp], dim=-1).float()
+    pool = torch.cat([ckv.squeeze(1), kpe.squeeze(1)], dim=-1)
+    scale2 = torch.tensor(sm_scale / math.log(2.0), dtype=torch.float32)
+    neg = torch.tensor(FP.NEG_BIG, dtype=torch.float32)
+    ipl = ip.tolist()
+    total = ipl[batch]
+    span = (total + grid - 1) // grid
+    part_o = torch.full((grid + batch, P14_H, P14_DC), float("nan"))
+    part_lse = torch.full((grid + batch, P14_H), float("nan"))
+    for c in range(grid):
+        lo = c * span
+        hi = min(lo + span, total)
+        b_first = sum(ipl[j + 1] <= lo for j in range(batch))
+        b_end = sum(ipl[j] < hi for j in range(batch))
+        for bb in range(b_first, b_end):
+            s0, s1 = max(ipl[bb], lo), min(ipl[bb + 1], hi)
+            n = s1 - s0
+            m = torch.full((P14_H,), FP.NEG_BIG)
+            l_run = torch.zeros(P14_H)
+            acc = torch.zeros(P14_H, P14_DC)
+            for it in range((n + P14_BT - 1) // P14_BT):
+                kt = pool[idx[torch.clamp(s0 + it * P14_BT + torch.arange(P14_BT), max=s1 - 1)].long()].float()
+                s = (q[bb] @ kt.T) * scale2
+                cols = it * P14_BT + torch.arange(P14_BT)
+                if (it + 1) * P14_BT > n:
+                    s = torch.where(cols[None, :] >= n, neg, s)
+                mx = torch.maximum(m, s.amax(-1))
+                assert (mx > neg).all(), "every tile holds a token of the segment"
+                alpha = torch.exp2(m - mx)
+                p = torch.exp2(s - mx[:, None])
+                l_run = l_run * alpha + p.sum(-1)
+                m = mx
+                acc = acc * alpha[:, None] + p.to(torch.bfloat16).float() @ kt[:, :P14_DC]
+            assert part_lse[c + bb].isnan().all(), f"slot {c + bb} written twice"
+            part_o[c + bb] = acc / l_run[:, None]
+            part_lse[c + bb] = m + torch.log2(l_run)
+    out = torch.empty_like(qn)
+    lse = torch.empty(batch, P14_H)
+    for b in range(batch):
+        c0 = ipl[b] // span
+        slots = [c0 + k + b for k in range((ipl[b + 1] - 1) // span - c0 + 1)]
+        pl = part_lse[slots]
+        assert not pl.isnan().any(), f"sequence {b} merges a slot nobody wrote"
+        big = pl.amax(0)
+        w = torch.exp2(pl - big)
+        out[b] = ((w[..., None] * part_o[slots]).sum(0) / w.sum(0)[:, None]).to(torch.bfloat16)
+        lse[b] = big + torch.log2(w.sum(0))
+    return out, lse
+
+
+@pytest.mark.parametrize("grid", [264, 7])
+def test_p14_emulation_passes_the_verifier_rule_on_smoke(grid: int) -> None:
+    """grid 264 (an H200): ~2-token ranges, dozens of pieces per sequence; grid 7: long multi-tile segments."""
+    problem = _problem("14")
+    inputs = problem.make_inputs(problem.smoke, seed=7)
+    _check_against_anchor(problem, inputs, kernel=lambda p, x: emulate_p14(p, x, grid))
+
+
+@pytest.mark.slow
+def test_p14_emulation_passes_the_verifier_rule_on_a_larger_shape() -> None:
+    problem = _problem("14")
+    w = {**problem.workload, "batch_size": 8, "len_indptr": 9, "num_kv_indices": 20000, "num_pages": 20500}
+    _check_against_anchor(problem, problem.make_inputs(w, seed=8), kernel=emulate_p14)
+
+
+def test_p14_the_anchor_check_rejects_an_unweighted_merge() -> None:
+    """The comparison can fail: merging the segments with equal weights instead of 2^lse is rejected."""
+    problem = _problem("14")
+    inputs = problem.make_inputs(problem.smoke, seed=7)
+
+    def unweighted(p: Any, x: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+        real_exp2 = torch.exp2
+        torch.exp2 = lambda t: torch.ones_like(t) if t.dim() == 2 and t.shape[-1] == P14_H else real_exp2(t)
+        try:
+            return emulate_p14(p, x, 7)
+        finally:
+            torch.exp2 = real_exp2
+
+    with pytest.raises(AssertionError, match="allowance"):
+        _check_against_anchor(problem, inputs, kernel=unweighted)
