@@ -1,7 +1,7 @@
 """p14 mla_paged_decode_h16_ckv512_kpe64_ps1_bf16 — plan `splitkv`, TIRx: MLA decode on mma.sync + a merge kernel.
 
 Plan: the 16 heads of a sequence are one m16 row tile, so the absorbed MLA decode is a small GEMM per KV
-tile that runs on tensor cores (mma.sync.m16n8k16, bf16 -> fp32; on CUDA cores its 9 GFLOP would take
+tile that runs on tensor cores (mma.sync m16n8k16, bf16 -> fp32; on CUDA cores its 9 GFLOP would take
 longer than reading the 302 MB cache). Kernel 1 splits the concatenated token stream of all sequences
 (the CSR order of kv_indices) into 2 x SMs equal ranges, one CTA of 4 warps each; a CTA walks the
 sequences its range meets. Per (CTA, sequence) segment: the 16 x 576 query (q_nope | q_pe) is copied to

@@ -10,7 +10,7 @@ tiles start first). Per CTA (index math in `_flash_prefill.py`):
   (page size 1: one table read per row; 64: one page per tile) or straight from ragged K/V, tokens past
   the KV end re-read its last token. FA2's schedule: V(n) is copied while Q·K(n)ᵀ runs, K(n-1) while
   the softmax and P·V(n) run; two barriers per tile.
-- Q·Kᵀ and P·V on mma.sync.m16n8k16 (bf16 x bf16 -> fp32) fed by ldmatrix.x4 (.trans for V); P stays in
+- Q·Kᵀ and P·V on mma.sync m16n8k16 (bf16 x bf16 -> fp32) fed by ldmatrix.x4 (.trans for V); P stays in
   registers (the S accumulator tile is the A fragment of P·V).
 - Online softmax in base 2 (sm_scale·log2(e) folded into the scale), fp32 running max/sum per row,
   quad shuffles for the row max, P rounded to bf16 for the P·V product; the causal mask (query i sees
