@@ -152,10 +152,13 @@ def render_readme(recs: list[Record]) -> str:
             for (number, plan, full), dsls in sorted(others.items())
         )
         lines.append(f"| {family} | {', '.join(both)} | {other} |")
-    pending = [r for r in recs if r.row is None]
-    if pending:
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for r in recs:
+        if r.row is None:
+            by_reason[str(r.not_measured)].append(f"`{r.file}`")
+    if by_reason:
         lines += ["", "Not measured on the H200 yet:"]
-        lines += [f"- `{r.file}`: {r.not_measured}" for r in pending]
+        lines += [f"- {', '.join(files)}: {reason}" for reason, files in by_reason.items()]
     return "\n".join(lines)
 
 
