@@ -67,7 +67,10 @@ def _emulate_delta_rule(c: dict[str, Any], q, k, v, beta, s0, decay=None):
     return o.to(v.dtype), final
 
 
-WORKLOADS = [pytest.param("smoke", id="smoke"), pytest.param({"batch": 2, "seq_len": 256}, id="production-like")]
+WORKLOADS = [
+    pytest.param("smoke", id="smoke"),
+    pytest.param({"batch": 2, "seq_len": 256}, id="production-like", marks=pytest.mark.slow),
+]
 
 
 def _workload(prob, which) -> dict[str, int]:
@@ -81,3 +84,12 @@ def test_p74_delta_rule_plan_matches_reference(which) -> None:
     args = inputs(prob, _workload(prob, which))
     q, k, v, beta, s0 = args
     assert worst_error(prob, args, _emulate_delta_rule(c, q, k, v, beta, s0)) < 1
+
+
+@pytest.mark.parametrize("which", WORKLOADS)
+def test_p68_kda_plan_matches_reference(which) -> None:
+    prob = problem(68)
+    c = _plan(68)
+    args = inputs(prob, _workload(prob, which))
+    q, k, v, g, beta, s0 = args
+    assert worst_error(prob, args, _emulate_delta_rule(c, q, k, v, beta, s0, decay=torch.exp(g))) < 1
