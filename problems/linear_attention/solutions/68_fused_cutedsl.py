@@ -3,7 +3,7 @@
 Plan: the columns of the state S [K=128, V=128] evolve independently (row i decays by exp(g_t[i]), then
 u_j = beta (v_j - sum_i S_ij k_i), S_ij += k_i u_j, o_j = sum_i S_ij q_i / sqrt(128)), so a CTA of 256
 threads owns 64 columns of one (sequence, head) (grid = batch × 32 heads × 2) and 4 consecutive lanes
-share a column, each holding 32 rows of it in registers for all seq_len steps: S crosses HBM once in and
+share a column, each holding 32 of its rows in registers for all seq_len steps: S crosses HBM once in and
 once out, and q, k, v, g, beta once (the compulsory traffic). Per step a thread scales its rows by their
 decays, forms its partial S^T k and S^T q (four accumulators each), a width-4 butterfly completes both,
 u = beta (v - sk), the output uses o = S_new^T q = sq + (k.q) u (one reduction round per step), then
@@ -37,6 +37,9 @@ V_THREADS = TC * V_SEGS  # threads that load v / store o of a chunk (64)
 KQ_THREADS = TC * SEGS  # threads that load one k (and q) vector of a chunk (128)
 G_SEGS = D // 4  # 16-byte segments of a row of g (32)
 ACC = 4  # independent partial sums per thread
+# a lane holds rows 16m + 4·(lane % 4) + 0..3: the 4 lanes of a column read 64 consecutive bytes of k/q
+# (consecutive banks; 32-row blocks per lane would put all four reads in the same banks)
+RSTRIDE = TPC * 4
 SCALE = D**-0.5
 CTAS_PER_SM = 2
 
@@ -64,7 +67,7 @@ def _kda_kernel(
     h = pair % H
     j0 = (bidx % SPLIT) * COLS
     col = tidx // TPC
-    r0 = (tidx % TPC) * ROWS
+    r0 = (tidx % TPC) * 4
     smem = SmemAllocator()
     sK = smem.allocate_tensor(cutlass.Float32, cute.make_layout((2, TC, D), stride=(TC * D, D, 1)), byte_alignment=16)
     sQ = smem.allocate_tensor(cutlass.Float32, cute.make_layout((2, TC, D), stride=(TC * D, D, 1)), byte_alignment=16)
@@ -89,7 +92,7 @@ def _kda_kernel(
     tO = cute.zipped_divide(sO, (1, VEC))  # ((1,8), (TC, 8))
     st = cute.make_rmem_tensor((ROWS,), cutlass.Float32)
     for r in cutlass.range_constexpr(ROWS):
-        st[r] = mS0[b, h, r0 + r, j0 + col]
+        st[r] = mS0[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col]
     rK = cute.make_rmem_tensor((VEC,), cutlass.BFloat16)
     rQ = cute.make_rmem_tensor((VEC,), cutlass.BFloat16)
     rV = cute.make_rmem_tensor((VEC,), cutlass.BFloat16)
@@ -132,9 +135,9 @@ def _kda_kernel(
             steps = cutlass.min(TC, seq_len - (it - 1) * TC)
             for t in cutlass.range(steps, unroll=1):
                 for c in cutlass.range_constexpr(ROWS // 4):
-                    cute.autovec_copy(tK[(0, 0, None), (cur, t, r0 // 4 + c)], kv[None, c])
-                    cute.autovec_copy(tQ[(0, 0, None), (cur, t, r0 // 4 + c)], qv[None, c])
-                    cute.autovec_copy(tD[(0, 0, None), (cur, t, r0 // 4 + c)], dv[None, c])
+                    cute.autovec_copy(tK[(0, 0, None), (cur, t, c * TPC + r0 // 4)], kv[None, c])
+                    cute.autovec_copy(tQ[(0, 0, None), (cur, t, c * TPC + r0 // 4)], qv[None, c])
+                    cute.autovec_copy(tD[(0, 0, None), (cur, t, c * TPC + r0 // 4)], dv[None, c])
                 for r in cutlass.range_constexpr(ROWS):
                     st[r] = st[r] * dv[r]
                 acc.fill(0.0)
@@ -178,7 +181,7 @@ def _kda_kernel(
                 sB[nxt, tidx] = rB[0]
         cute.arch.sync_threads()
     for r in cutlass.range_constexpr(ROWS):
-        mSF[b, h, r0 + r, j0 + col] = st[r]
+        mSF[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col] = st[r]
 
 
 @cute.jit

@@ -3,7 +3,7 @@
 Plan: the columns of the state S [K=128, V=128] evolve independently (row i decays by exp(g_t[i]), then
 u_j = beta (v_j - sum_i S_ij k_i), S_ij += k_i u_j, o_j = sum_i S_ij q_i / sqrt(128)), so a CTA of 256
 threads owns 64 columns of one (sequence, head) (grid = batch × 32 heads × 2) and 4 consecutive lanes
-share a column, each holding 32 rows of it in registers for all seq_len steps: S crosses HBM once in and
+share a column, each holding 32 of its rows in registers for all seq_len steps: S crosses HBM once in and
 once out, and q, k, v, g, beta once (the compulsory traffic). Per step a thread scales its rows by their
 decays, forms its partial S^T k and S^T q (four accumulators each), a width-4 butterfly completes both,
 u = beta (v - sk), the output uses o = S_new^T q = sq + (k.q) u (one reduction round per step), then
@@ -38,6 +38,9 @@ G_SEGS = D // 4  # 16-byte segments of a row of g (32)
 V_SEGS = COLS // VEC  # 16-byte segments of a chunk row of v / o (8)
 V_THREADS = TC * V_SEGS  # threads that load v / store o of a chunk (64)
 ACC = 4  # independent partial sums per thread
+# a lane holds rows 16m + 4·(lane % 4) + 0..3: the 4 lanes of a column read 64 consecutive bytes of k/q
+# (consecutive banks; 32-row blocks per lane would put all four reads in the same banks)
+RSTRIDE = TPC * 4
 SCALE = D**-0.5
 CTAS_PER_SM = 2
 
@@ -118,10 +121,10 @@ def _build(batch: int, seq_len: int) -> tvm.runtime.Module:
         h = T.meta_var(pair % H)
         j0 = T.meta_var((bx % SPLIT) * COLS)
         col = T.meta_var(tx // TPC)
-        r0 = T.meta_var((tx % TPC) * ROWS)
+        r0 = T.meta_var((tx % TPC) * 4)
         br: T.f32 = T.float32(0)
         for r in T.unroll(ROWS):
-            st[r] = S0[b, h, r0 + r, j0 + col]
+            st[r] = S0[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col]
         # iteration it: load chunk it into registers, compute chunk it - 1 from shared buffer (it - 1) % 2,
         # write its outputs, then stage chunk it into buffer it % 2 (its loads had the compute to land)
         for it in T.serial(n_chunks + 1):
@@ -153,11 +156,11 @@ def _build(batch: int, seq_len: int) -> tvm.runtime.Module:
                 for t in T.serial(T.min(TC, seq_len - (it - 1) * TC)):
                     for c in T.unroll(ROWS // 4):
                         for e in T.vectorized(4):
-                            kv[c * 4 + e] = sk_s[cur, t, r0 + c * 4 + e]
+                            kv[c * 4 + e] = sk_s[cur, t, c * RSTRIDE + r0 + e]
                         for e in T.vectorized(4):
-                            qv[c * 4 + e] = sq_s[cur, t, r0 + c * 4 + e]
+                            qv[c * 4 + e] = sq_s[cur, t, c * RSTRIDE + r0 + e]
                         for e in T.vectorized(4):
-                            dv[c * 4 + e] = sd_s[cur, t, r0 + c * 4 + e]
+                            dv[c * 4 + e] = sd_s[cur, t, c * RSTRIDE + r0 + e]
                     for r in T.unroll(ROWS):
                         st[r] = st[r] * dv[r]
                     for a in T.unroll(ACC):
@@ -210,7 +213,7 @@ def _build(batch: int, seq_len: int) -> tvm.runtime.Module:
                     sb_s[nxt, tx] = br
             T.cuda.cta_sync()
         for r in T.unroll(ROWS):
-            SF[b, h, r0 + r, j0 + col] = st[r]
+            SF[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col] = st[r]
 
     mod = tvm.IRModule({"main": kda})
     return tvm.compile(mod, target={"kind": "cuda", "arch": "sm_90a"}, tir_pipeline="tirx")

@@ -35,6 +35,9 @@ SEGS = D // VEC  # 16-byte segments of a k/q row (16)
 V_SEGS = COLS // VEC  # 16-byte segments of a chunk row of v / o (8)
 V_THREADS = TC * V_SEGS  # threads that load v / store o of a chunk (128)
 ACC = 4  # independent partial sums per thread
+# a lane holds rows 16m + 4·(lane % 4) + 0..3: the 4 lanes of a column read 64 consecutive bytes of k/q
+# (consecutive banks; 32-row blocks per lane would put all four reads in the same banks)
+RSTRIDE = TPC * 4
 SCALE = D**-0.5
 CTAS_PER_SM = 2
 
@@ -62,7 +65,7 @@ def _delta_kernel(
     h = pair % H
     j0 = (bidx % SPLIT) * COLS
     col = tidx // TPC
-    r0 = (tidx % TPC) * ROWS
+    r0 = (tidx % TPC) * 4
     smem = SmemAllocator()
     sK = smem.allocate_tensor(cutlass.Float32, cute.make_layout((2, TC, D), stride=(TC * D, D, 1)), byte_alignment=16)
     sQ = smem.allocate_tensor(cutlass.Float32, cute.make_layout((2, TC, D), stride=(TC * D, D, 1)), byte_alignment=16)
@@ -83,7 +86,7 @@ def _delta_kernel(
     tO = cute.zipped_divide(sO, (1, VEC))  # ((1,8), (TC, 8))
     st = cute.make_rmem_tensor((ROWS,), cutlass.Float32)
     for r in cutlass.range_constexpr(ROWS):
-        st[r] = mS0[b, h, r0 + r, j0 + col]
+        st[r] = mS0[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col]
     rK = cute.make_rmem_tensor((VEC,), cutlass.BFloat16)
     rQ = cute.make_rmem_tensor((VEC,), cutlass.BFloat16)
     rV = cute.make_rmem_tensor((VEC,), cutlass.BFloat16)
@@ -119,8 +122,8 @@ def _delta_kernel(
             steps = cutlass.min(TC, seq_len - (it - 1) * TC)
             for t in cutlass.range(steps, unroll=1):
                 for c in cutlass.range_constexpr(ROWS // 4):
-                    cute.autovec_copy(tK[(0, 0, None), (cur, t, r0 // 4 + c)], kv[None, c])
-                    cute.autovec_copy(tQ[(0, 0, None), (cur, t, r0 // 4 + c)], qv[None, c])
+                    cute.autovec_copy(tK[(0, 0, None), (cur, t, c * TPC + r0 // 4)], kv[None, c])
+                    cute.autovec_copy(tQ[(0, 0, None), (cur, t, c * TPC + r0 // 4)], qv[None, c])
                 acc.fill(0.0)
                 for r in cutlass.range_constexpr(ROWS):
                     acc[0, r % ACC] = acc[0, r % ACC] + st[r] * kv[r]
@@ -158,7 +161,7 @@ def _delta_kernel(
                 sB[nxt, tidx] = rB[0]
         cute.arch.sync_threads()
     for r in cutlass.range_constexpr(ROWS):
-        mSF[b, h, r0 + r, j0 + col] = st[r]
+        mSF[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col] = st[r]
 
 
 @cute.jit

@@ -34,6 +34,9 @@ KQ_LOADS = TC * SEGS // THREADS  # k (and q) vectors per thread per chunk (1)
 V_SEGS = COLS // VEC  # 16-byte segments of a chunk row of v / o (8)
 V_THREADS = TC * V_SEGS  # threads that load v / store o of a chunk (128)
 ACC = 4  # independent partial sums per thread
+# a lane holds rows 16m + 4·(lane % 4) + 0..3: the 4 lanes of a column read 64 consecutive bytes of k/q
+# (consecutive banks; 32-row blocks per lane would put all four reads in the same banks)
+RSTRIDE = TPC * 4
 SCALE = D**-0.5
 CTAS_PER_SM = 2
 
@@ -82,10 +85,10 @@ def _build(batch: int, seq_len: int) -> tvm.runtime.Module:
         h = T.meta_var(pair % H)
         j0 = T.meta_var((bx % SPLIT) * COLS)
         col = T.meta_var(tx // TPC)
-        r0 = T.meta_var((tx % TPC) * ROWS)
+        r0 = T.meta_var((tx % TPC) * 4)
         br: T.f32 = T.float32(0)
         for r in T.unroll(ROWS):
-            st[r] = S0[b, h, r0 + r, j0 + col]
+            st[r] = S0[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col]
         # iteration it: load chunk it into registers, compute chunk it - 1 from shared buffer (it - 1) % 2,
         # write its outputs, then stage chunk it into buffer it % 2 (its loads had the compute to land)
         for it in T.serial(n_chunks + 1):
@@ -111,9 +114,9 @@ def _build(batch: int, seq_len: int) -> tvm.runtime.Module:
                 for t in T.serial(T.min(TC, seq_len - (it - 1) * TC)):
                     for c in T.unroll(ROWS // 4):
                         for e in T.vectorized(4):
-                            kv[c * 4 + e] = sk_s[cur, t, r0 + c * 4 + e]
+                            kv[c * 4 + e] = sk_s[cur, t, c * RSTRIDE + r0 + e]
                         for e in T.vectorized(4):
-                            qv[c * 4 + e] = sq_s[cur, t, r0 + c * 4 + e]
+                            qv[c * 4 + e] = sq_s[cur, t, c * RSTRIDE + r0 + e]
                     for a in T.unroll(ACC):
                         acc[0, a] = T.float32(0)
                         acc[1, a] = T.float32(0)
@@ -161,7 +164,7 @@ def _build(batch: int, seq_len: int) -> tvm.runtime.Module:
                     sb_s[nxt, tx] = br
             T.cuda.cta_sync()
         for r in T.unroll(ROWS):
-            SF[b, h, r0 + r, j0 + col] = st[r]
+            SF[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col] = st[r]
 
     mod = tvm.IRModule({"main": delta_rule})
     return tvm.compile(mod, target={"kind": "cuda", "arch": "sm_90a"}, tir_pipeline="tirx")
