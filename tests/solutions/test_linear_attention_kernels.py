@@ -94,3 +94,44 @@ def test_p68_kda_plan_matches_reference(which) -> None:
     args = inputs(prob, _workload(prob, which))
     q, k, v, g, beta, s0 = args
     assert worst_error(prob, args, _emulate_delta_rule(c, q, k, v, beta, s0, decay=torch.exp(g))) < 1
+
+
+def _emulate_gla(c: dict[str, Any], q, k, v, gk, s0):
+    """p69: CTA bx owns COLS state columns of one (sequence, head), TPC consecutive lanes share a column
+    (rows 16m + 4·lane + 0..3); per step S = S·exp(gk) + k v, o partials in ACC accumulators by row group,
+    a width-TPC butterfly, o = sum · scale written by lanes with tx % TPC == 0."""
+    B, T, H, DK = q.shape
+    DV = v.shape[-1]
+    grid = B * H * c["SPLIT"]
+    bx = torch.arange(grid)[:, None, None]
+    tx = torch.arange(c["THREADS"])[None, :, None]
+    r = torch.arange(c["ROWS"])[None, None, :]
+    pair = bx // c["SPLIT"]
+    b, h = pair // H, pair % H
+    col = (bx % c["SPLIT"]) * c["COLS"] + tx // c["TPC"]
+    row = (r // 4) * c["RSTRIDE"] + (tx % c["TPC"]) * 4 + r % 4
+    b, h, col, row = torch.broadcast_tensors(b, h, col, row)
+    assert_bijection(b, h, row, col, shape=(B, H, DK, DV))
+    st = s0[b, h, row, col].clone()
+    qf, kf, vf, decay = q.float(), k.float(), v.float(), torch.exp(gk.float())
+    o = torch.full(v.shape, float("nan"), dtype=torch.float32)
+    lane_b, lane_h, lane_col = b[..., 0], h[..., 0], col[..., 0]
+    writer = (torch.arange(c["THREADS"]) % c["TPC"] == 0)[None, :].expand(grid, -1)
+    for t in range(T):
+        st = st * decay[b, t, h, row] + kf[b, t, h, row] * vf[lane_b, t, lane_h, lane_col][..., None]
+        prod = st * qf[b, t, h, row]
+        acc = [prod[..., (r[0, 0] // 4) % c["ACC"] == a].sum(-1) for a in range(c["ACC"])]
+        out = butterfly((acc[0] + acc[1]).reshape(grid, -1, c["TPC"]), c["TPC"]).reshape(grid, -1) * c["SCALE"]
+        o[lane_b[writer], t, lane_h[writer], lane_col[writer]] = out[writer]
+    final = torch.empty_like(s0)
+    final[b, h, row, col] = st
+    assert not torch.isnan(o).any(), "an output element was never written"
+    return o.to(v.dtype), final
+
+
+@pytest.mark.parametrize("which", WORKLOADS)
+def test_p69_gla_plan_matches_reference(which) -> None:
+    prob = problem(69)
+    c = _plan(69)
+    args = inputs(prob, _workload(prob, which))
+    assert worst_error(prob, args, _emulate_gla(c, *args)) < 1
