@@ -135,3 +135,46 @@ def test_p69_gla_plan_matches_reference(which) -> None:
     c = _plan(69)
     args = inputs(prob, _workload(prob, which))
     assert worst_error(prob, args, _emulate_gla(c, *args)) < 1
+
+
+def _emulate_selective_scan(c: dict[str, Any], x, dt, A, Bm, Cm, D, dt_bias, s0):
+    """p63: CTA bx owns one (sequence, head); TPR consecutive lanes share a state row p, each holding COLS
+    state columns 16m + 4·lane + 0..3; per step h = h·decay + (x dt')·B, y partial over the lane's columns,
+    a width-TPR butterfly, y + D x written by lanes with tx % TPR == 0."""
+    b_, T, H, P = x.shape
+    N = Bm.shape[-1]
+    bx = torch.arange(b_ * H)[:, None, None]
+    tx = torch.arange(c["THREADS"])[None, :, None]
+    r = torch.arange(c["COLS"])[None, None, :]
+    b, h = bx // H, bx % H
+    row = tx // c["TPR"]
+    col = (r // 4) * c["RSTRIDE"] + (tx % c["TPR"]) * 4 + r % 4
+    b, h, row, col = torch.broadcast_tensors(b, h, row, col)
+    assert_bijection(b, h, row, col, shape=(b_, H, P, N))
+    st = s0[b, h, row, col].clone()
+    grp = h // c["HPG"]
+    dtp = torch.nn.functional.softplus(dt.float() + dt_bias, threshold=c["SOFTPLUS_THRESHOLD"])  # [b, T, H]
+    dec = torch.exp(dtp * A)
+    xf, bf, cf = x.float(), Bm.float(), Cm.float()
+    y = torch.full(x.shape, float("nan"), dtype=torch.float32)
+    lane_b, lane_h, lane_row = b[..., 0], h[..., 0], row[..., 0]
+    writer = (torch.arange(c["THREADS"]) % c["TPR"] == 0)[None, :].expand(b_ * H, -1)
+    for t in range(T):
+        xdt = (xf[lane_b, t, lane_h, lane_row] * dtp[lane_b, t, lane_h])[..., None]
+        st = st * dec[b, t, h] + xdt * bf[b, t, grp, col]
+        part = (st * cf[b, t, grp, col]).sum(-1)
+        out = butterfly(part.reshape(b_ * H, -1, c["TPR"]), c["TPR"]).reshape(b_ * H, -1)
+        out = out + D[lane_h] * xf[lane_b, t, lane_h, lane_row]
+        y[lane_b[writer], t, lane_h[writer], lane_row[writer]] = out[writer]
+    final = torch.empty_like(s0)
+    final[b, h, row, col] = st
+    assert not torch.isnan(y).any(), "an output element was never written"
+    return y.to(x.dtype), final
+
+
+@pytest.mark.parametrize("which", WORKLOADS)
+def test_p63_selective_scan_plan_matches_reference(which) -> None:
+    prob = problem(63)
+    c = _plan(63)
+    args = inputs(prob, _workload(prob, which))
+    assert worst_error(prob, args, _emulate_selective_scan(c, *args)) < 1
