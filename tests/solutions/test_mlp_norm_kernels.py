@@ -94,3 +94,68 @@ def test_p43_embedding_rmsnorm_backward_plan_matches_reference(which) -> None:
     c = _plan(43)
     args = inputs(prob, prob.smoke if which == "smoke" else {**prob.workload, **which})
     assert worst_error(prob, args, _emulate_p43(c, *args)) < 1
+
+
+def _fma_gemm(a: torch.Tensor, b: torch.Tensor, stage: int) -> torch.Tensor:
+    """a [M, K] b[N, K]^T as the SIMT GEMMs sum: per stage of `stage` k values a float32 partial of FMAs
+    in k order (product and sum rounded once: exact in float64, then rounded), added to the accumulator."""
+    acc = torch.zeros(a.shape[0], b.shape[0], dtype=torch.float32)
+    a64, b64 = a.double(), b.double()
+    for k0 in range(0, a.shape[1], stage):
+        part = torch.zeros_like(acc)
+        for k in range(k0, k0 + stage):
+            part = (part.double() + a64[:, k, None] * b64[None, :, k]).float()
+        acc = acc + part
+    return acc
+
+
+def _tile_maps(c: dict[str, Any], m_rows: int, n_cols: int, tile_n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(row, col) of every (CTA, thread, i, j) accumulator of the SIMT GEMM: rows m0 + {4ty.., 64 + 4ty..},
+    columns n0 + {4tx.., 64 + 4tx..} with n0 = bn · tile_n."""
+    grid_m, grid_n = -(-m_rows // c["BM"]), n_cols // tile_n
+    bx = torch.arange(grid_m * grid_n)[:, None, None, None]
+    tx = torch.arange(c["THREADS"])[None, :, None, None]
+    i = torch.arange(c["TM"])[None, None, :, None]
+    j = torch.arange(c["TN"])[None, None, None, :]
+    ty, tn = tx // 16, tx % 16
+    row = (bx // grid_n) * c["BM"] + (i // 4) * c["HALF"] + ty * 4 + i % 4
+    col = (bx % grid_n) * tile_n + (j // 4) * c["HALF"] + tn * 4 + j % 4
+    return torch.broadcast_tensors(row, col)
+
+
+def _emulate_p32(c: dict[str, Any], x, wg, bg, wu, bu, wd, bd):
+    M = x.shape[0]
+    # (1) gate/up: the tile's columns 0..63 are gate rows n0 + ..., 64..127 the same up rows (tile_n = 64)
+    row, col = _tile_maps(c, M, 2 * wg.shape[0], c["BN"])
+    n = (col // c["BN"]) * (c["BN"] // 2) + col % c["HALF"]  # the feature a column computes
+    is_up = (col % c["BN"]) >= c["HALF"]
+    keep = row < M
+    g_all, u_all = _fma_gemm(x, wg, c["BK"]), _fma_gemm(x, wu, c["BK"])
+    gate = g_all[row[keep & ~is_up], n[keep & ~is_up]] + bg[n[keep & ~is_up]]
+    up = u_all[row[keep & is_up], n[keep & is_up]] + bu[n[keep & is_up]]
+    assert torch.equal(row[keep & ~is_up], row[keep & is_up]) and torch.equal(n[keep & ~is_up], n[keep & is_up])
+    act = torch.full((M, wg.shape[0]), float("nan"))
+    act[row[keep & ~is_up], n[keep & ~is_up]] = gate / (1 + torch.exp(-gate)) * up
+    assert not torch.isnan(act).any(), "an intermediate element was never written"
+    # (2) down
+    row, col = _tile_maps(c, M, wd.shape[0], c["BN"])
+    keep = row < M
+    out = torch.full((M, wd.shape[0]), float("nan"))
+    out[row[keep], col[keep]] = (_fma_gemm(act, wd, c["BK"]) + bd)[row[keep], col[keep]]
+    assert not torch.isnan(out).any(), "an output element was never written"
+    return out
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        pytest.param("smoke", id="smoke", marks=pytest.mark.slow),
+        # two row tiles, the second partial; production widths
+        pytest.param({"num_tokens": 130}, id="production-like", marks=pytest.mark.slow),
+    ],
+)
+def test_p32_swiglu_gemms_plan_matches_reference(which) -> None:
+    prob = problem(32)
+    c = _plan(32)
+    args = inputs(prob, prob.smoke if which == "smoke" else {**prob.workload, **which})
+    assert worst_error(prob, args, _emulate_p32(c, *args)) < 1
