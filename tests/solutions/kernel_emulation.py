@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import math
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,8 @@ def constants(path: Path) -> dict[str, Any]:
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             with contextlib.suppress(Exception):  # a non-constant: a DSL call, a dict of kernels
-                found[node.targets[0].id] = eval(compile(ast.Expression(node.value), str(path), "eval"), {}, found)
+                code = compile(ast.Expression(node.value), str(path), "eval")
+                found[node.targets[0].id] = eval(code, {"math": math}, found)
     return found
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import torch
-from kernel_emulation import butterfly, constants, inputs, problem, solution, worst_error
+from kernel_emulation import assert_bijection, butterfly, constants, inputs, problem, solution, worst_error
 
 FAMILY = "mlp_norm"
 
@@ -159,3 +159,43 @@ def test_p32_swiglu_gemms_plan_matches_reference(which) -> None:
     c = _plan(32)
     args = inputs(prob, prob.smoke if which == "smoke" else {**prob.workload, **which})
     assert worst_error(prob, args, _emulate_p32(c, *args)) < 1
+
+
+def _emulate_p29(c: dict[str, Any], x, w1, b1, w2, b2):
+    M = x.shape[0]
+    row, col = _tile_maps(c, M, w1.shape[0], c["BN"])
+    keep = row < M
+    h = _fma_gemm(x, w1, c["BK"]) + b1
+    u = c["GELU_C"] * (h + c["GELU_A"] * h * h * h)
+    act = torch.full(h.shape, float("nan"))
+    act[row[keep], col[keep]] = (0.5 * h * (1 + torch.tanh(u)))[row[keep], col[keep]]
+    assert not torch.isnan(act).any(), "an intermediate element was never written"
+    row, col = _tile_maps(c, M, w2.shape[0], c["BN"])
+    keep = row < M
+    out = torch.full((M, w2.shape[0]), float("nan"))
+    out[row[keep], col[keep]] = (_fma_gemm(act, w2, c["BK"]) + b2)[row[keep], col[keep]]
+    assert not torch.isnan(out).any(), "an output element was never written"
+    return out
+
+
+@pytest.mark.slow
+def test_p29_gelu_ff_gemms_plan_matches_reference() -> None:
+    """SMOKE has the production widths (3072 / 12288, so the full K of both GEMMs) and 8 tokens."""
+    prob = problem(29)
+    args = inputs(prob, prob.smoke)
+    assert worst_error(prob, args, _emulate_p29(_plan(29), *args)) < 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", [29, 32])
+def test_simt_gemm_tiles_cover_production_outputs_once(number) -> None:
+    """Row tiles past the last token are masked; every (token, column) of each GEMM is written once."""
+    c = _plan(number)
+    prob = problem(number)
+    d, f = prob.workload["hidden_size"], prob.workload["ffn_size"]
+    gemms = [(2 * f, c["BN"]), (d, c["BN"])] if number == 32 else [(f, c["BN"]), (d, c["BN"])]
+    for tokens in (130, 4096):
+        for n_cols, tile_n in gemms:
+            row, col = _tile_maps(c, tokens, n_cols, tile_n)
+            keep = row < tokens
+            assert_bijection(row[keep], col[keep], shape=(tokens, n_cols))
