@@ -76,10 +76,16 @@ def constants(path: Path) -> dict[str, Any]:
     without importing it (its DSL may be absent), so the emulation follows the file's tiling."""
     found: dict[str, Any] = {}
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            with contextlib.suppress(Exception):  # a non-constant: a DSL call, a dict of kernels
-                code = compile(ast.Expression(node.value), str(path), "eval")
-                found[node.targets[0].id] = eval(code, {"math": math}, found)
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        names = [target] if isinstance(target, ast.Name) else getattr(target, "elts", [])
+        if not names or not all(isinstance(n, ast.Name) for n in names):
+            continue
+        with contextlib.suppress(Exception):  # a non-constant: a DSL call, a dict of kernels
+            value = eval(compile(ast.Expression(node.value), str(path), "eval"), {"math": math}, found)
+            values = [value] if isinstance(target, ast.Name) else list(value)
+            found.update(zip((n.id for n in names), values, strict=True))
     return found
 
 

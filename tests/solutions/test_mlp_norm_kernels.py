@@ -199,3 +199,85 @@ def test_simt_gemm_tiles_cover_production_outputs_once(number) -> None:
             row, col = _tile_maps(c, tokens, n_cols, tile_n)
             keep = row < tokens
             assert_bijection(row[keep], col[keep], shape=(tokens, n_cols))
+
+
+def _ldmatrix_x4(tile: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """ldmatrix.sync.aligned.m8n8.x4.b16: lane i names the 16-byte row (rows[i], cols[i]..+7) of matrix
+    i // 8 (its row i % 8); lane l receives from matrix j the pair (row l // 4, elements 2(l % 4), +1).
+    Returns [32 lanes, 4 registers, 2 elements]."""
+    mats = torch.stack([tile[rows[i], cols[i] : cols[i] + 8] for i in range(32)]).reshape(4, 8, 8)
+    lane = torch.arange(32)
+    return torch.stack([mats[j, lane // 4].reshape(32, 4, 2)[lane, lane % 4] for j in range(4)], 1)
+
+
+def _mma_m16n8k16(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """mma.sync m16n8k16 row.col from fragments: a [32, 4, 2], b [32, 2, 2] -> the 16 × 8 product."""
+    g, t = torch.arange(32) // 4, torch.arange(32) % 4
+    A = torch.zeros(16, 16, dtype=torch.float64)
+    B = torch.zeros(16, 8, dtype=torch.float64)  # K x N
+    for r, (dr, dk) in enumerate([(0, 0), (8, 0), (0, 8), (8, 8)]):
+        for e in range(2):
+            A[g + dr, 2 * t + dk + e] = a[:, r, e]
+    for r, dk in enumerate([0, 8]):
+        for e in range(2):
+            B[2 * t + dk + e, g] = b[:, r, e]
+    return A @ B
+
+
+def test_p40_tirx_fragment_addresses_give_the_warp_tile_product() -> None:
+    """The TIRx kernel's ldmatrix lane addresses (A: row lane % 16, k (lane // 16)·8; B: n (lane // 16)·8 +
+    lane % 8, k ((lane // 8) % 2)·8) and its register order reproduce a warp's 64 × 32 sub-tile of A B^T."""
+    c = _plan(40)
+    gen = torch.Generator().manual_seed(0)
+    a_s = torch.randn(c["BM"], c["BK"] + c["PAD"], generator=gen, dtype=torch.float64)
+    b_s = torch.randn(c["BN"], c["BK"] + c["PAD"], generator=gen, dtype=torch.float64)
+    lane = torch.arange(32)
+    for warp in range(c["THREADS"] // 32):
+        wm, wn = (warp // c["WARPS_N"]) * c["WM"], (warp % c["WARPS_N"]) * c["WN"]
+        acc = torch.zeros(c["WM"], c["WN"], dtype=torch.float64)
+        for ks in range(c["BK"] // 16):
+            af = [_ldmatrix_x4(a_s, wm + i * 16 + lane % 16, ks * 16 + (lane // 16) * 8) for i in range(c["MT"])]
+            bf = []
+            for j2 in range(c["NT"] // 2):
+                regs = _ldmatrix_x4(b_s, wn + j2 * 16 + (lane // 16) * 8 + lane % 8, ks * 16 + ((lane // 8) % 2) * 8)
+                bf += [regs[:, 0:2], regs[:, 2:4]]  # bf[2 j2] = (r0, r1), bf[2 j2 + 1] = (r2, r3)
+            for i in range(c["MT"]):
+                for j in range(c["NT"]):
+                    acc[i * 16 : i * 16 + 16, j * 8 : j * 8 + 8] += _mma_m16n8k16(af[i], bf[j])
+        expect = a_s[wm : wm + c["WM"], : c["BK"]] @ b_s[wn : wn + c["WN"], : c["BK"]].T
+        assert torch.allclose(acc, expect)
+
+
+def _emulate_p40(c: dict[str, Any], hidden, weight):
+    """Tile grid (side, row tile, column tile) with masked rows; bf16-rounded tiles; per (row, column tile)
+    sums of squares of the rounded values; the collapse from the 16 partials."""
+    side, tokens, D = hidden.shape[0] - 1, hidden.shape[1], hidden.shape[2]
+    p = torch.empty(side, tokens, D, dtype=torch.bfloat16)
+    part = torch.full((side, tokens, c["NBLK"]), float("nan"))
+    grid_m = -(-tokens // c["BM"])
+    for bx in range(side * grid_m * c["NBLK"]):  # the TIRx grid order; CuTe DSL: (bm, bn, side)
+        i, bm, bn = bx // (grid_m * c["NBLK"]), (bx // c["NBLK"]) % grid_m, bx % c["NBLK"]
+        rows = torch.arange(bm * c["BM"], min((bm + 1) * c["BM"], tokens))
+        cols = slice(bn * c["BN"], (bn + 1) * c["BN"])
+        tile = (hidden[i + 1, rows].float() @ weight[i, cols].float().T).to(torch.bfloat16)
+        p[i, rows, cols] = tile
+        part[i, rows, bn] = (tile.float() ** 2).sum(1)
+    assert not torch.isnan(part).any()
+    h0 = hidden[0].float()
+    target = torch.sqrt((h0 * h0).sum(1, keepdim=True) / D)
+    scale = target[None] / torch.sqrt(torch.clamp_min(part.sum(2, keepdim=True) / D, c["EPS"]))
+    psum = (p[0].float() * scale[0] + p[1].float() * scale[1]) + p[2].float() * scale[2]
+    return ((h0 + psum) * 0.25).to(hidden.dtype)
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        pytest.param("smoke", id="smoke"),
+        pytest.param({"num_tokens": 130}, id="production-like", marks=pytest.mark.slow),  # a partial row tile
+    ],
+)
+def test_p40_collapse_plan_matches_reference(which) -> None:
+    prob = problem(40)
+    args = inputs(prob, prob.smoke if which == "smoke" else {**prob.workload, **which})
+    assert worst_error(prob, args, _emulate_p40(_plan(40), *args)) < 1
