@@ -77,8 +77,9 @@ def _gla_kernel(
     tV = cute.zipped_divide(sV, (1, VV))
     tO = cute.zipped_divide(sO, (1, VEC))
     st = cute.make_rmem_tensor((ROWS,), cutlass.Float32)
-    for r in cutlass.range_constexpr(ROWS):
-        st[r] = mS0[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col]
+    for m in cutlass.range_constexpr(ROWS // 4):  # groups of 4 rows: short static loops
+        for e in cutlass.range_constexpr(4):
+            st[m * 4 + e] = mS0[b, h, m * RSTRIDE + r0 + e, j0 + col]
     rK = cute.make_rmem_tensor((KVEC,), cutlass.BFloat16)
     rQ = cute.make_rmem_tensor((KVEC,), cutlass.BFloat16)
     rG = cute.make_rmem_tensor((KVEC,), cutlass.BFloat16)
@@ -145,8 +146,9 @@ def _gla_kernel(
                 cute.autovec_copy(f4, tD[(0, None), (row, seg + c)])
             cute.autovec_copy(rV, tV[(0, None), (tidx // VV_SEGS, tidx % VV_SEGS)])
         cute.arch.sync_threads()
-    for r in cutlass.range_constexpr(ROWS):
-        mSF[b, h, (r // 4) * RSTRIDE + r0 + r % 4, j0 + col] = st[r]
+    for m in cutlass.range_constexpr(ROWS // 4):
+        for e in cutlass.range_constexpr(4):
+            mSF[b, h, m * RSTRIDE + r0 + e, j0 + col] = st[m * 4 + e]
 
 
 @cute.jit
