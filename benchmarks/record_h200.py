@@ -5,10 +5,10 @@
     python3 benchmarks/record_h200.py DIR --harness gpu_kernels.jsonl
 
 DIR holds `<solution stem>.json` verdicts as written by benchmarks/gpu_solutions.sh. Each passed verdict
-replaces (or adds) the row of its solution file: verifier_ms and eager_ms from the verdict. `--harness`
-adds harness_ms / harness_eager_ms from benchmarks/gpu_kernels.py's JSON lines (passed solutions and the
-eager reference of the same run); a row keeps its earlier harness timings otherwise. Failed verdicts are
-listed, not stored.
+replaces (or adds) the row of its solution file: verifier_ms and eager_ms from the verdict; the file leaves
+`not_measured`. `--harness` adds harness_ms / harness_eager_ms from benchmarks/gpu_kernels.py's JSON lines
+(passed solutions and the eager reference of the same run); a row keeps its earlier harness timings
+otherwise. Failed verdicts are listed, not stored. Then benchmarks/kernel_tables.py regenerates the tables.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def row_of(stem: str, verdict: dict[str, Any]) -> dict[str, Any]:
 def merge(data: dict[str, Any], verdicts: dict[str, dict[str, Any]]) -> list[str]:
     """Update ``data`` in place; returns the stems that failed (not stored)."""
     rows = {row["file"]: row for row in data["rows"]}
+    pending = data.get("not_measured", {})  # files not measured yet, with the reason
     failed = []
     for stem, verdict in sorted(verdicts.items()):
         if not verdict.get("passed"):
@@ -42,6 +43,7 @@ def merge(data: dict[str, Any], verdicts: dict[str, dict[str, Any]]) -> list[str
         new = row_of(stem, verdict)
         old = rows.get(new["file"], {})
         rows[new["file"]] = {**new, **{k: v for k, v in old.items() if k.startswith("harness")}}
+        pending.pop(new["file"], None)
     data["rows"] = sorted(rows.values(), key=lambda r: r["file"])
     return failed
 
@@ -80,7 +82,7 @@ def main() -> None:
                 print(f"{path}: not a verdict (see {path.stem}.err)", file=sys.stderr)
     data = json.loads(DATA.read_text())
     failed = merge(data, verdicts)
-    print(f"{len(verdicts) - len(failed)} rows recorded in {DATA.name}")
+    print(f"{len(verdicts) - len(failed)} rows recorded in {DATA.name}; now run benchmarks/kernel_tables.py")
     if args.harness is not None:
         lines = [json.loads(line) for line in args.harness.read_text().splitlines() if line.strip()]
         print(f"harness timings for {merge_harness(data, lines)} rows")
