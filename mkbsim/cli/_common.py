@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mkbsim.events import EventStore
+    from mkbsim.lab import Lab
 
 DEFAULT_STORE = "events.sqlite"
+#: Below this many events to apply, bringing the projections current is quick and not announced.
+ANNOUNCE_PENDING = 20_000
 
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:
@@ -22,11 +26,34 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_store(path: Path, *, create: bool = False) -> EventStore:
+def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> EventStore:
     """Open an existing store (a missing file is a one-line error), or create it when asked."""
     from mkbsim.events import EventStore
 
-    return EventStore(path, create=create)
+    return EventStore(path, create=create, readonly=readonly)
+
+
+def open_lab(path: Path, *, verify: bool = True) -> Lab:
+    """The read model of an existing store, its projections brought current (announced on stderr when that
+    takes a while; a read-only store is said so). ``verify``: refuse a store whose file is damaged before
+    any number is read from it (``StoreDamaged``)."""
+    from mkbsim.lab import Lab
+
+    lab = Lab(path, catch_up=False)
+    try:
+        if verify:
+            lab.verify()
+        pending = lab.pending()
+        if pending >= ANNOUNCE_PENDING:
+            print(f"bringing the projections up to date: {pending:,} events to apply…", file=sys.stderr, flush=True)
+        lab.refresh()
+        note = lab.freshness().note()
+        if note is not None:
+            print(note, file=sys.stderr)
+    except BaseException:
+        lab.close()
+        raise
+    return lab
 
 
 def positive_int(text: str) -> int:

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from mkbsim.cli._common import add_store_option, open_store
+from mkbsim.cli._common import add_store_option, open_lab, open_store
 from mkbsim.errors import UserError
 
 
@@ -40,7 +40,6 @@ def _filter_test(args: argparse.Namespace) -> int:
     if not args.campaign or not args.filter:
         raise UserError("--campaign and --filter are required (or --list to see the filters)")
     chosen = skill_filters.get(args.filter)
-    from mkbsim.projections import ProjectionEngine, default_projections
     from mkbsim.simulator import CampaignExists, rerun_treatments
     from mkbsim.skills._filter_test import filter_test_report, render_filter_test
 
@@ -53,15 +52,14 @@ def _filter_test(args: argparse.Namespace) -> int:
                 raise
             rerun = exc.campaign_id
             print(f"the rerun {rerun} is already in {args.store}; reporting it", file=sys.stderr)
-        ProjectionEngine(store, default_projections()).catch_up()
-        conn = store.connection
-        known = {m for (m,) in conn.execute("SELECT DISTINCT model FROM comparisons WHERE campaign_id = ?",
-                                            (args.campaign,))}  # fmt: skip
+    with open_lab(args.store) as lab:
+        known = lab.transfer.models(args.campaign)
         unknown = sorted(set(args.model or ()) - known)
         if unknown:
             listed = ", ".join(sorted(known))
             raise UserError(f"no model {', '.join(unknown)} in campaign {args.campaign} (known: {listed})")
-        rows = filter_test_report(conn, args.campaign, rerun, chosen.name, args.model)
+        before, after = lab.transfer.ratios(args.campaign, None), lab.transfer.ratios(rerun, chosen.name)
+    rows = filter_test_report(before, after, args.model)
     if args.format == "json":
         result = {"filter": chosen.name, "base_campaign_id": args.campaign, "campaign_id": rerun, "cells": rows}
         sys.stdout.write(json.dumps(result, indent=2) + "\n")

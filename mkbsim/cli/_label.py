@@ -10,8 +10,8 @@ import os
 import sys
 from typing import Any
 
-from mkbsim.cli._common import add_store_option, open_store
-from mkbsim.errors import UserError
+from mkbsim.cli._common import add_store_option, open_lab
+from mkbsim.errors import StoreReadOnly, UserError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,8 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _label(args: argparse.Namespace) -> int:
-    from mkbsim.projections import ProjectionEngine, default_projections
-    from mkbsim.skills._label import GROUND_TRUTH, kappas, label, load_material, make_labeler, quality, stored_labels
+    from mkbsim.skills._label import GROUND_TRUTH, kappas, label, make_labeler, quality
     from mkbsim.skills._label_render import render_label_report
 
     params: dict[str, Any] = {"temperature": 0.0}
@@ -46,11 +45,12 @@ def _label(args: argparse.Namespace) -> int:
             raise UserError(f"--api-key-env {args.api_key_env}: the variable is unset")
         params["api_key"] = os.environ[args.api_key_env]
     labeler = make_labeler(args.labeler, params)
-    with open_store(args.store) as store:
-        ProjectionEngine(store, default_projections()).catch_up()
-        material = load_material(store, args.campaign)
-        counts = label(store, material, labeler)
-        labels = stored_labels(store, [*material.skills, *material.treatments])
+    with open_lab(args.store) as lab:
+        if lab.readonly:  # before any labeler (perhaps a paid model) runs
+            raise StoreReadOnly(f"{args.store}: the store is read-only and labels are appended to it")
+        material = lab.skills.material(args.campaign)
+        counts = label(lab.store, lab.skills.labeled(labeler.name), material, labeler)
+        labels = lab.skills.labels([*material.skills, *material.treatments])
     truth = labels.get(GROUND_TRUTH)
     result = {
         "labeler": labeler.name, "labeled": counts,

@@ -11,6 +11,7 @@ from mkbsim.events._schema import (
     validate,
 )
 from mkbsim.events._store import (
+    CHECKPOINT_COLUMNS,
     CHECKPOINTS,
     STORE_SCHEMA,
     AppendResult,
@@ -38,6 +39,7 @@ from mkbsim.events._types import (
 
 __all__ = [
     "CHECKPOINTS",
+    "CHECKPOINT_COLUMNS",
     "STORE_SCHEMA",
     "AgentStep",
     "AppendResult",

@@ -25,6 +25,9 @@ STORE_SCHEMA = 1
 
 #: The projections' checkpoints: projection name -> last position applied (DESIGN §3).
 CHECKPOINTS = "projection_checkpoints"
+CHECKPOINT_COLUMNS = (
+    "name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL, updated_at TEXT NOT NULL"
+)
 
 _TABLES = f"""
 CREATE TABLE IF NOT EXISTS events (
@@ -38,12 +41,7 @@ CREATE TABLE IF NOT EXISTS events (
     payload        TEXT    NOT NULL,
     UNIQUE (stream_id, version)
 );
-CREATE TABLE IF NOT EXISTS {CHECKPOINTS} (
-    name       TEXT PRIMARY KEY,
-    position   INTEGER NOT NULL,
-    version    INTEGER NOT NULL,
-    updated_at TEXT NOT NULL
-);
+CREATE TABLE IF NOT EXISTS {CHECKPOINTS} ({CHECKPOINT_COLUMNS});
 """
 _DDL = (
     _TABLES
@@ -445,6 +443,25 @@ class EventStore:
 
     def read_stream(self, stream_id: str) -> list[RecordedEvent]:
         return list(self.read(stream_id=stream_id))
+
+    def read_at(self, positions: Iterable[int]) -> list[RecordedEvent]:
+        """The events at ``positions`` (by primary key), in position order; positions not stored are left out."""
+        wanted = sorted(set(positions))
+        out: list[RecordedEvent] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            sql = f"SELECT {_COLUMNS} FROM events WHERE position IN ({','.join('?' * len(chunk))}) ORDER BY position"
+            with self._lock, self.faults():
+                rows = self._conn.execute(sql, chunk).fetchall()
+            out.extend(_decode(row) for row in rows)
+        return out
+
+    def latest(self, stream_id: str, type: str) -> RecordedEvent | None:
+        """The stream's last event of ``type`` (walks the stream backwards by version)."""
+        sql = f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? AND type = ? ORDER BY version DESC LIMIT 1"
+        with self._lock, self.faults():
+            row = self._conn.execute(sql, (stream_id, type)).fetchone()
+        return None if row is None else _decode(row)
 
     def tail(
         self,
