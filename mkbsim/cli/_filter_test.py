@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "filter-test",
         help="re-run a campaign's treatments with filtered skills and compare lift (counterfactual)",
         description="Re-runs the skill-conditioned attempts of a simulated campaign with each source skill "
-        "passed through a skill filter (skill_filters.get(NAME); 'a+b' composes), against the same solo "
+        "passed through a skill filter (one of --list; 'a+b' composes), against the same solo "
         "baselines, as a new campaign linked to the original; then reports filtered vs unfiltered paired lift "
         "on the shared comparisons with paired sign and Wilcoxon tests. Running it again reuses the stored rerun.",
     )
@@ -31,15 +31,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _filter_test(args: argparse.Namespace) -> int:
-    import skill_filters
+    from mkbsim.plugins import filter_names, get_filter
 
     if args.list:
-        for name in skill_filters.names():
-            print(f"{name:28} {skill_filters.get(name).description}")
+        for name in filter_names():
+            print(f"{name:28} {get_filter(name).description}")
         return 0
     if not args.campaign or not args.filter:
         raise UserError("--campaign and --filter are required (or --list to see the filters)")
-    chosen = skill_filters.get(args.filter)
+    chosen = get_filter(args.filter)
     from mkbsim.simulator import CampaignExists, rerun_treatments
     from mkbsim.skills._filter_test import filter_test_report, render_filter_test
 

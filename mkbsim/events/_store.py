@@ -256,6 +256,10 @@ class EventStore:
         """The writer connection (projections write their tables through it, in one transaction)."""
         return self._conn
 
+    def interrupt(self) -> None:
+        """Stop the statement running on this store's connection (from another thread): it fails as interrupted."""
+        self._conn.interrupt()
+
     def faults(self) -> contextlib.AbstractContextManager[None]:
         """A context raising SQLite errors of this store's connection as store faults."""
         return faults_as_errors(self.path, self._conn)
