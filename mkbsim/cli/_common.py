@@ -33,14 +33,18 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> E
     return EventStore(path, create=create, readonly=readonly)
 
 
-def open_lab(path: Path, *, verify: bool = True) -> Lab:
+def open_lab(path: Path, *, verify: bool = True, appends: str | None = None) -> Lab:
     """The read model of an existing store, its projections brought current (announced on stderr when that
     takes a while; a read-only store is said so). ``verify``: refuse a store whose file is damaged before
-    any number is read from it (``StoreDamaged``)."""
+    any number is read from it (``StoreDamaged``). ``appends``: what the command will append, refused
+    at once on a read-only store (``StoreReadOnly``)."""
+    from mkbsim.errors import StoreReadOnly
     from mkbsim.lab import Lab
 
     lab = Lab(path, catch_up=False)
     try:
+        if appends is not None and lab.readonly:
+            raise StoreReadOnly(f"{path}: the store is read-only and {appends} are appended to it")
         if verify:
             lab.verify()
         pending = lab.pending()

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from mkbsim.cli._common import add_store_option, open_lab
-from mkbsim.errors import StoreReadOnly, UserError
+from mkbsim.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,9 +45,7 @@ def _label(args: argparse.Namespace) -> int:
             raise UserError(f"--api-key-env {args.api_key_env}: the variable is unset")
         params["api_key"] = os.environ[args.api_key_env]
     labeler = make_labeler(args.labeler, params)
-    with open_lab(args.store) as lab:
-        if lab.readonly:  # before any labeler (perhaps a paid model) runs
-            raise StoreReadOnly(f"{args.store}: the store is read-only and labels are appended to it")
+    with open_lab(args.store, appends="labels") as lab:  # refused before a labeler (perhaps paid) runs
         material = lab.skills.material(args.campaign)
         counts = label(lab.store, lab.skills.labeled(labeler.name), material, labeler)
         labels = lab.skills.labels([*material.skills, *material.treatments])

@@ -31,7 +31,7 @@ def integrity_problem(conn: sqlite3.Connection) -> str | None:
 def damaged(path: Path, problem: str) -> StoreDamaged:
     return StoreDamaged(
         f"{path}: the store file is damaged ({problem.strip()}); nothing read from it is reported "
-        "(restore a copy; `mkbsim events check` names the first problem)"
+        "(restore it from a copy)"
     )
 
 
@@ -46,13 +46,13 @@ def store_fault(exc: sqlite3.Error, path: Path, conn: sqlite3.Connection | None 
         return StoreFull(f"{path}: the disk is full; the transaction that failed wrote nothing")
     if name.startswith("SQLITE_READONLY") or "readonly database" in message or _cannot_write(name, path):
         return StoreReadOnly(f"{path}: the store is read-only and this command writes to it")
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in message:
-        return damaged(path, message)
     if name == "SQLITE_INTERRUPT":
         return StoreError(f"{path}: interrupted")
     problem = integrity_problem(conn) if conn is not None else None
     if problem is not None:
         return damaged(path, problem)
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in message:
+        return damaged(path, message)
     return StoreError(f"{path}: {message}")
 
 

@@ -38,8 +38,8 @@ class Freshness:
     computed: bool
 
     def note(self) -> str | None:
-        """One line for a read-only store (None otherwise)."""
-        if not self.readonly:
+        """One line for a read-only store holding events (None otherwise)."""
+        if not self.readonly or not self.head:
             return None
         if not self.computed:
             return "read-only store: its projections are current; nothing was written"
@@ -49,12 +49,12 @@ class Freshness:
 
 class Lab(LabReader):
     """The read model of one store. ``readonly`` None: read-only exactly when the store cannot be
-    written. ``catch_up`` False leaves bringing the projections current to ``refresh`` (a watcher
-    thread that reports progress first)."""
+    written or holds no event tables yet. ``catch_up`` False leaves bringing the projections current
+    to ``refresh`` (a watcher thread that reports progress first)."""
 
     def __init__(self, path: str | Path, *, readonly: bool | None = None, catch_up: bool = True) -> None:
         self.path = Path(path)
-        ro = not writable(self.path) if readonly is None else readonly
+        ro = (not writable(self.path) or not _initialised(self.path)) if readonly is None else readonly
         super().__init__(EventStore(self.path, readonly=ro), Tables())
         self.projections: list[Projection] = default_projections()
         self.engine = ProjectionEngine(self.store, self.projections)
@@ -169,6 +169,13 @@ class Lab(LabReader):
             conn.execute(f"INSERT INTO {SCRATCH}.{CHECKPOINTS} SELECT * FROM main.{CHECKPOINTS} WHERE name = ?",
                          (p.name,))  # fmt: skip
             conn.execute("COMMIT")
+
+
+def _initialised(path: Path) -> bool:
+    """Whether the file holds the event tables: a reader never writes them into a file (a zero-length one,
+    one a campaign is still creating); its views then come from the scratch database."""
+    with EventStore(path, readonly=True) as store:
+        return store.initialised
 
 
 def _attach(conn: sqlite3.Connection, scratch: Path) -> None:

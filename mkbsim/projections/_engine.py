@@ -123,10 +123,11 @@ class ProjectionEngine:
         return applied
 
     def rebuild(self, name: str) -> int:
-        """Rebuild into fresh tables, then swap them in (readers never see a half-built view). A rebuild
-        that fails leaves no fresh table behind."""
+        """Rebuild into fresh tables in the connection's TEMP schema, then copy them into place in one
+        transaction: readers never see a half-built view, and a rebuild that fails (a full disk, an
+        interrupt) leaves nothing of itself in the store."""
         p = self.projections[name]
-        fresh = {t: self.table(t + _REBUILD_SUFFIX) for t in p.tables}
+        fresh = {t: f"temp.{t}{_REBUILD_SUFFIX}" for t in p.tables}
         with self.store.faults():
             try:
                 return self._rebuild(p, fresh)
@@ -156,7 +157,9 @@ class ProjectionEngine:
             n += self._apply_range(p, fresh, head, self.store.last_position())
             for logical, physical in fresh.items():
                 self.conn.execute(f"DROP TABLE IF EXISTS {self.table(logical)}")
-                self.conn.execute(f"ALTER TABLE {physical} RENAME TO {logical}")
+                self.conn.execute(f"CREATE TABLE {self.table(logical)} ({p.tables[logical]})")
+                self.conn.execute(f"INSERT INTO {self.table(logical)} SELECT * FROM {physical}")
+                self.conn.execute(f"DROP TABLE {physical}")
             for suffix, (table, columns) in p.indexes.items():
                 index = self.table(f"{table}_{suffix}")
                 self.conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON {table} ({columns})")
@@ -164,8 +167,7 @@ class ProjectionEngine:
         return n
 
     def _drop_quietly(self, tables: Iterable[str]) -> None:
-        """Best effort: where even this fails (a read-only store, which never got them), the next
-        rebuild drops them first anyway."""
+        """Free the TEMP space of a failed rebuild's tables (they would go with the connection anyway)."""
         with contextlib.suppress(sqlite3.Error):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")

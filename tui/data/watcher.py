@@ -135,6 +135,10 @@ class StoreWatcher:
         except MkbsimError as exc:  # not there yet, not a store, locked: say so, try again at the next poll
             self._report(StoreState(0, 0, str(exc), synced=False))
             return None
+        if not lab.store.initialised:  # a file a campaign is still creating: wait for its tables
+            lab.close()
+            self._report(StoreState(0, 0, synced=False, note="the file holds no event tables yet"))
+            return None
         try:
             lab.verify()
         except BaseException:
