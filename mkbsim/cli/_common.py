@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,11 +35,14 @@ def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> E
     return EventStore(path, create=create, readonly=readonly)
 
 
-def open_lab(path: Path, *, verify: bool = True, appends: str | None = None) -> Lab:
+@contextlib.contextmanager
+def open_lab(path: Path, *, appends: str | None = None) -> Iterator[Lab]:
     """The read model of an existing store, its projections brought current (announced on stderr when that
-    takes a while; a read-only store is said so). ``verify``: refuse a store whose file is damaged before
-    any number is read from it (``StoreDamaged``). ``appends``: what the command will append, refused
-    at once on a read-only store (``StoreReadOnly``)."""
+    takes a while; a read-only store is said so). Print what was read only after the block: leaving it
+    raises ``StoreDamaged`` if SQLite's integrity check finds damaged pages, so no number read from a
+    damaged file is ever printed. The check runs alongside the block's reads when the projections are
+    current, else before they are updated (a damaged file is not written to). ``appends``: what the
+    command will append, refused at once on a read-only store (``StoreReadOnly``)."""
     from mkbsim.errors import StoreReadOnly
     from mkbsim.lab import Lab
 
@@ -45,19 +50,21 @@ def open_lab(path: Path, *, verify: bool = True, appends: str | None = None) -> 
     try:
         if appends is not None and lab.readonly:
             raise StoreReadOnly(f"{path}: the store is read-only and {appends} are appended to it")
-        if verify:
-            lab.verify()
         pending = lab.pending()
+        if pending or appends is not None:
+            lab.verify()
+        else:
+            lab.start_verify()
         if pending >= ANNOUNCE_PENDING:
             print(f"bringing the projections up to date: {pending:,} events to apply…", file=sys.stderr, flush=True)
         lab.refresh()
         note = lab.freshness().note()
         if note is not None:
             print(note, file=sys.stderr)
-    except BaseException:
+        yield lab
+        lab.verify()
+    finally:
         lab.close()
-        raise
-    return lab
 
 
 def positive_int(text: str) -> int:

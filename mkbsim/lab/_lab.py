@@ -14,10 +14,12 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
+from mkbsim.errors import MkbsimError
 from mkbsim.events import CHECKPOINT_COLUMNS, CHECKPOINTS, EventStore, writable
 from mkbsim.lab._reader import LabReader
 from mkbsim.projections import Projection, ProjectionEngine, ProjectionStatus, Tables, default_projections
@@ -59,6 +61,8 @@ class Lab(LabReader):
         self.projections: list[Projection] = default_projections()
         self.engine = ProjectionEngine(self.store, self.projections)
         self._scratch: Path | None = None
+        self._verifying: threading.Thread | None = None
+        self._damage: MkbsimError | None = None
         #: bumped when the Lab moves its views to the scratch database: readers made before see the old ones
         self.generation = 0
         if ro and not self._stored_current():
@@ -90,8 +94,29 @@ class Lab(LabReader):
 
     def verify(self) -> None:
         """Raise ``StoreDamaged`` when SQLite's integrity check finds damaged pages: call it before
-        reporting numbers read from the projections (they may be intact where the events are not)."""
-        self.store.verify_pages()
+        reporting numbers read from the projections (they may be intact where the events are not).
+        After ``start_verify``, waits for that check's verdict."""
+        if self._verifying is None:
+            self.store.verify_pages()
+            return
+        self._verifying.join()
+        self._verifying = None
+        if self._damage is not None:
+            raise self._damage
+
+    def start_verify(self) -> None:
+        """Begin the integrity check on a connection of its own, in a thread (SQLite works without the GIL),
+        so it overlaps the caller's reads; ``verify`` gives its verdict. Only while nothing is written:
+        a damaged file must not be written to."""
+        def check() -> None:
+            try:
+                with EventStore(self.path, readonly=True) as store:
+                    store.verify_pages()
+            except MkbsimError as exc:
+                self._damage = exc
+
+        self._verifying = threading.Thread(target=check, name="mkbsim-lab-verify", daemon=True)
+        self._verifying.start()
 
     def reader(self) -> LabReader:
         """A reader on a connection of its own (for another thread), seeing the same views. It never writes."""
