@@ -14,7 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from fault_kit import (
+from metrics.transfer_kit import interleave, random_campaign
+
+from kits.faults import (
     campaign_store,
     checkpoint,
     damage_events,
@@ -23,8 +25,6 @@ from fault_kit import (
     readonly_mount,
     tmpfs_mount,
 )
-from metrics.transfer_kit import interleave, random_campaign
-
 from mkbsim.cli import main
 from mkbsim.errors import ConcurrencyError, StoreDamaged, StoreFull, StoreReadOnly, UserError
 from mkbsim.events import EventStore, NewEvent
