@@ -118,6 +118,8 @@ class MkbsimApp(App[None]):
         if check.problem is not None:
             self.push_screen(StoreProblemScreen(str(self.store_path), check.problem))
         else:
+            if check.head:  # built behind the opening screen while the watcher opens the read model
+                self.switch_mode("monitor")
             self.push_screen(OpeningScreen(str(self.store_path)))
         self._watcher = StoreWatcher(
             self.store_path,
@@ -157,7 +159,7 @@ class MkbsimApp(App[None]):
             self.pop_screen()
             if message.lab.head == 0:
                 self.push_screen(EmptyStoreScreen(str(self.store_path)))
-            else:
+            elif self.current_mode != "monitor":
                 self.goto_mode("monitor")
 
     def on_store_changed(self, message: StoreChanged) -> None:
