@@ -65,10 +65,14 @@ class Lab(LabReader):
         self._damage: MkbsimError | None = None
         #: bumped when the Lab moves its views to the scratch database: readers made before see the old ones
         self.generation = 0
-        if ro and not self._stored_current():
-            self._use_scratch()
-        if catch_up:
-            self.refresh()
+        try:
+            if ro and not self._stored_current():
+                self._use_scratch()
+            if catch_up:
+                self.refresh()
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def readonly(self) -> bool:

@@ -74,10 +74,10 @@ class OpeningScreen(Screen[None]):
         self.watch(self.app, "store_state", self._store_moved, init=False)
 
     def _store_moved(self, state: StoreState) -> None:
-        self.query_one(Static).update(self._text(state.behind))
+        self.query_one(Static).update(self._text(state.behind, state.note))
 
-    def _text(self, behind: int) -> Text:
-        work = f"building the views: {behind:,} events to apply…" if behind else "reading the store…"
+    def _text(self, behind: int, note: str | None = None) -> Text:
+        work = f"building the views: {behind:,} events to apply…" if behind else note or "reading the store…"
         return Text.assemble(("Opening the event store\n\n", "bold"), (self.path, "bold"), f"\n\n{work}")
 
 
