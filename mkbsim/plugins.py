@@ -30,7 +30,7 @@ def tui_app() -> Callable[[Path], object]:
     found = entry_points(group=TUI_GROUP, name="app")
     hint = "the TUI needs the tui extra: pip install 'mkbsim[tui]'"
     if not found:
-        raise UserError(f"{hint} (no {TUI_GROUP} entry point is installed)")
+        raise UserError(f"{hint}, and mkbsim installed with it (no {TUI_GROUP} entry point is registered)")
     try:
         run: Callable[[Path], object] = next(iter(found)).load()
     except ImportError as exc:
@@ -72,7 +72,11 @@ class SkillFilter(Protocol):
 
 class UnknownFilter(UserError, LookupError):
     def __init__(self, name: str, known: list[str]) -> None:
-        super().__init__(f"unknown skill filter {name!r} (known: {', '.join(known) or 'none installed'})")
+        if known:
+            super().__init__(f"unknown skill filter {name!r} (known: {', '.join(known)})")
+        else:  # not even the built-ins: mkbsim's own entry points are not installed
+            super().__init__(f"unknown skill filter {name!r}: no skill filter is registered in the entry point "
+                             f"group {SKILL_FILTERS_GROUP} (install mkbsim, e.g. pip install -e .)")  # fmt: skip
 
 
 @dataclass(frozen=True)
