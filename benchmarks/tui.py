@@ -1,5 +1,5 @@
 """TUI benchmark: drives `mkbsim tui` headless with Textual's Pilot on a store of about a million events
-and prints the times the issue bounds (first screen ≤ 2 s; a comparisons-table scroll and a replay step
+and prints the times the targets bound (first screen ≤ 2 s; a comparisons-table scroll and a replay step
 ≤ 100 ms per action), plus the other actions a researcher repeats (sort, filter, jump, next verdict).
 
     .venv/bin/python benchmarks/tui.py [--store PATH] [--events 1000000] [--json]

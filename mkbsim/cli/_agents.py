@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 
 class _PluginFilter:
-    """A ``skill_filters`` filter as the text → text callable a campaign applies. It ships to Ray workers by
-    name (each worker gets the filter from its own ``skill_filters``: a filter may hold a model)."""
+    """A skill filter (``mkbsim.plugins``) as the text → text callable a campaign applies. It ships to Ray
+    workers by name (each worker gets the filter from its own installation: a filter may hold a model)."""
 
     def __init__(self, name: str, chosen: Any = None) -> None:
         self.name, self._chosen, self._lock = name, chosen, threading.Lock()
@@ -26,9 +26,9 @@ class _PluginFilter:
     def __call__(self, text: str) -> str:
         with self._lock:  # attempts run in threads; a filter (and the model it may load) need not be thread-safe
             if self._chosen is None:
-                import skill_filters
+                from mkbsim.plugins import get_filter
 
-                self._chosen = skill_filters.get(self.name)
+                self._chosen = get_filter(self.name)
             result: str = self._chosen.apply(text).text
             return result
 
@@ -39,15 +39,15 @@ class _PluginFilter:
 def resolve_filter(campaign: Path, config: LlmCampaignConfig) -> SkillFilter | None:
     """The skill filter that ``campaign.filter`` names, as the text → text callable the campaign applies.
 
-    Resolved here, in the composition root: ``skill_filters`` depends on mkbsim, never the reverse.
+    Found through its entry point (``mkbsim.plugins``): ``skill_filters`` depends on mkbsim, never the reverse.
     """
     if config.filter is None:
         return None
-    import skill_filters
     from mkbsim.agents import SkillFilter
+    from mkbsim.plugins import get_filter
 
     try:
-        chosen = skill_filters.get(config.filter)
+        chosen = get_filter(config.filter)
     except UserError as exc:
         raise UserError(f"{campaign}: campaign.filter: {exc}") from None
     return SkillFilter(config.filter, _PluginFilter(config.filter, chosen))

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mkbsim.cli._common import add_store_option, non_negative_int, open_store, positive_int
+from mkbsim.cli._common import add_store_option, non_negative_int, open_lab, open_store, positive_int
 
 if TYPE_CHECKING:
     from mkbsim.simulator import ChainConfig
@@ -46,7 +46,6 @@ def _chain(args: argparse.Namespace) -> int:
 def run_and_report_chain(store_path: Path, config: ChainConfig, *, similarity: str = "auto", fmt: str = "table") -> int:
     """Run the chain campaign ``config`` into the store, or find it there; print its report."""
     from mkbsim.claims import linker
-    from mkbsim.projections import ProjectionEngine, default_projections
     from mkbsim.simulator import CampaignExists, run_chains
     from mkbsim.skills._chain import chain_report, render_chain
 
@@ -58,9 +57,10 @@ def run_and_report_chain(store_path: Path, config: ChainConfig, *, similarity: s
                 raise
             cid = exc.campaign_id
             print(f"chain campaign {cid} is already in {store_path}; reporting it", file=sys.stderr)
-        ProjectionEngine(store, default_projections()).catch_up()
-        link = linker(similarity)
-        rows = chain_report(store, cid, link)
+    with open_lab(store_path) as lab:
+        links, skills, records = lab.chains.links(cid), lab.skills.campaign_skills(cid), lab.transfer.hop_records(cid)
+    link = linker(similarity)
+    rows = chain_report(links, skills, records, link)
     if fmt == "json":
         out = {"campaign_id": cid, "similarity": link.method, "threshold": link.threshold, "hops": rows}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")

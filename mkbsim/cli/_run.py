@@ -84,10 +84,10 @@ def _simulate(args: argparse.Namespace, campaign: SimCampaign) -> int:
     if campaign.chain is not None:
         return _chain(args, campaign, campaign.chain)
     skill_filter = None
-    if campaign.filter is not None:  # the composition root resolves plugins; mkbsim never imports skill_filters
-        import skill_filters
+    if campaign.filter is not None:  # found through its entry point: mkbsim never imports skill_filters
+        from mkbsim.plugins import get_filter
 
-        chosen = skill_filters.get(campaign.filter)
+        chosen = get_filter(campaign.filter)
         skill_filter = lambda text: chosen.apply(text).text  # noqa: E731
     with open_store(args.store, create=True) as store:
         result = run_simulated(store, campaign, executor=args.executor, ray_address=args.ray_address,

@@ -20,6 +20,7 @@ from typing import ClassVar
 
 from mkbsim.metrics import COMPARISON_FIELDS, AttemptOutcome, pair_slot
 from mkbsim.projections._engine import Projection, ProjectionTx, Row
+from mkbsim.projections._tables import COMPARISONS, TRANSFER_ATTEMPTS
 
 ATTEMPT_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(AttemptOutcome))
 _START_FIELDS = ATTEMPT_FIELDS[: ATTEMPT_FIELDS.index("status")]
@@ -34,15 +35,15 @@ Slot = tuple[str, str, str, int]
 
 
 class ComparisonsProjection(Projection):
-    name = "comparisons"
-    version = 1
+    name = COMPARISONS
+    version = 2
     handles = frozenset({"AttemptStarted", "VerifierResult", "AttemptFinished"})
     # only the final verdict's inline-CUDA flag matters; per-submission results are most of the events
     event_filter = "type != 'VerifierResult' OR json_extract(payload, '$.submission') = 'final'"
     # The UNIQUE constraints are there for their indexes: the engine creates ``indexes`` only after a
     # rebuild, but pairing looks attempts up by slot and by reference during the rebuild too.
     tables: ClassVar[dict[str, str]] = {
-        "transfer_attempts": """
+        TRANSFER_ATTEMPTS: """
             attempt_id TEXT PRIMARY KEY, campaign_id TEXT NOT NULL, model TEXT NOT NULL, problem TEXT NOT NULL,
             family TEXT NOT NULL, dsl TEXT NOT NULL, arm TEXT NOT NULL, replicate INTEGER NOT NULL,
             source_attempt_id TEXT, baseline_attempt_id TEXT, chain_id TEXT, hop INTEGER, filter TEXT,
@@ -52,7 +53,7 @@ class ComparisonsProjection(Projection):
             UNIQUE (source_attempt_id, attempt_id),
             UNIQUE (baseline_attempt_id, attempt_id)
         """,
-        "comparisons": """
+        COMPARISONS: """
             campaign_id TEXT NOT NULL, model TEXT NOT NULL, problem TEXT NOT NULL, family TEXT NOT NULL,
             direction TEXT NOT NULL, replicate INTEGER NOT NULL, filter TEXT, chain_id TEXT, hop INTEGER,
             treatment_attempt_id TEXT NOT NULL, baseline_attempt_id TEXT, source_attempt_id TEXT,
@@ -65,11 +66,16 @@ class ComparisonsProjection(Projection):
         """,
     }
 
+    indexes: ClassVar[dict[str, tuple[str, str]]] = {
+        "by_treatment": (COMPARISONS, "treatment_attempt_id"),
+        "by_chain": (COMPARISONS, "chain_id, hop"),
+    }
+
     def apply(self, tx: ProjectionTx, rows: Sequence[Row]) -> None:
         started: dict[str, list[object]] = {}  # full rows of attempts (re)started in this page
         finished: dict[str, tuple[object, ...]] = {}  # outcomes of attempts started in an earlier page
         inline: dict[str, bool] = {}
-        for position, type_, _, p in rows:
+        for position, type_, _, p, _ in rows:
             attempt = p["attempt_id"]
             if type_ == "VerifierResult":
                 if p["submission"] == "final":
@@ -102,7 +108,7 @@ class ComparisonsProjection(Projection):
         finished: dict[str, tuple[object, ...]],
         inline: dict[str, bool],
     ) -> None:
-        conn, attempts = tx.conn, tx.t["transfer_attempts"]
+        conn, attempts = tx.conn, tx.t[TRANSFER_ATTEMPTS]
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS comparisons_touched (attempt_id TEXT PRIMARY KEY)")
         conn.execute("DELETE FROM temp.comparisons_touched")
         conn.executemany("INSERT OR IGNORE INTO temp.comparisons_touched VALUES (?)", [(a,) for a in touched])
@@ -120,7 +126,7 @@ class ComparisonsProjection(Projection):
             conn.executemany(f"UPDATE {attempts} SET inline_cuda = ? WHERE attempt_id = ?",
                              [(v, a) for a, v in inline.items()])  # fmt: skip
         slots |= _affected_slots(conn, attempts, ("attempt_id", "source_attempt_id", "baseline_attempt_id"))
-        self._repair(conn, attempts, tx.t["comparisons"], sorted(slots))
+        self._repair(conn, attempts, tx.t[COMPARISONS], sorted(slots))
 
     @staticmethod
     def _repair(conn: sqlite3.Connection, attempts: str, comparisons: str, slots: list[Slot]) -> None:
