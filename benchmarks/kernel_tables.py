@@ -169,23 +169,26 @@ def _ms(value: float | None) -> str:
 def render_results(recs: list[Record], data: dict[str, Any]) -> str:
     lines = [
         f"{summary(recs)} Runtimes are the verifier's medians (`mkbsim verify --backend cuda --protocol paper "
-        f"--workload production`; {data['device']}, driver {data['driver']}, CUDA {data['cuda']}, recorded "
-        f"{data['date']}); harness = `benchmarks/gpu_kernels.py` in the same runs; speedup = eager / runtime "
-        "(uncapped); SOL = the cost model at the h200 profile.",
+        f"--workload production`; {data['device']}, driver {data['driver']}, CUDA {data['cuda']}; each row's "
+        "date is its run's); do_bench = `triton.testing.do_bench` on the same kernel in the same run "
+        "(`benchmarks/gpu_verify_many.py`), ratio = runtime / do_bench; harness = `benchmarks/gpu_kernels.py`; "
+        "speedup = eager / runtime (uncapped); SOL = the cost model at the h200 profile.",
         "",
-        "| solution file | family | plan | runtime ms | eager ms | speedup | SOL ms | SOL fraction | harness ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| solution file | family | plan | runtime ms | do_bench ms | ratio | eager ms | speedup | SOL ms "
+        "| SOL fraction | harness ms | date |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rec in sorted(recs, key=lambda r: (r.number, r.file)):
         plan = rec.plan if rec.full else f"{rec.plan} (partial)"
         head = f"| {rec.file} | {rec.family} | {plan} |"
         if rec.row is None:
-            lines.append(f"{head} not measured: {rec.not_measured} | | | {rec.sol_ms:.4f} | | |")
+            lines.append(f"{head} not measured: {rec.not_measured} | | | | | {rec.sol_ms:.4f} | | | |")
             continue
-        run, eager = rec.row["verifier_ms"], rec.row["eager_ms"]
+        run, eager, bench = rec.row["verifier_ms"], rec.row["eager_ms"], rec.row.get("do_bench_ms")
+        ratio = "" if bench is None else f"{run / bench:.3f}"
         lines.append(
-            f"{head} {_ms(run)} | {_ms(eager)} | {eager / run:.3g} | {rec.sol_ms:.4f} | {rec.sol_ms / run:.2f} "
-            f"| {_ms(rec.row.get('harness_ms'))} |"
+            f"{head} {_ms(run)} | {_ms(bench)} | {ratio} | {_ms(eager)} | {eager / run:.3g} | {rec.sol_ms:.4f} "
+            f"| {rec.sol_ms / run:.2f} | {_ms(rec.row.get('harness_ms'))} | {rec.row.get('date', data['date'])} |"
         )
     return "\n".join(lines)
 

@@ -111,5 +111,5 @@ def test_recording_a_run_takes_the_file_off_not_measured() -> None:
     record = _load("record_h200")
     data = {"not_measured": {"31_fused_tirx.py": "failed"}, "rows": []}
     verdict = {"problem": "p31", "dsl": "tirx", "passed": True, "runtime_ms": 0.07, "eager_ms": 0.15}
-    assert record.merge(data, {"31_fused_tirx": verdict}) == []
+    assert record.merge(data, {"31_fused_tirx": verdict}, "2026-12-01") == []
     assert data["not_measured"] == {} and [r["file"] for r in data["rows"]] == ["31_fused_tirx.py"]
