@@ -7,12 +7,12 @@ import sqlite3
 from dataclasses import dataclass
 
 from mkbsim.errors import UserError
-from mkbsim.metrics._pairing import AttemptOutcome, choose
+from mkbsim.metrics._pairing import TransferAttempt, choose
 from mkbsim.metrics._sections import ComparisonRecord, SoloRecord
 
 #: The plain protocol: no skill filter, no chain (filter tests and chains report on their own).
 _PLAIN = "filter IS NULL AND chain_id IS NULL AND hop IS NULL"
-_ATTEMPT_COLUMNS = ", ".join(f.name for f in dataclasses.fields(AttemptOutcome))
+_ATTEMPT_COLUMNS = ", ".join(f.name for f in dataclasses.fields(TransferAttempt))
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,12 @@ def load(conn: sqlite3.Connection, campaign: str | None = None) -> ReportData:
         )
     ]
     pending = conn.execute(f"SELECT COUNT(*) FROM comparisons WHERE resolved = 0 AND {where}", params).fetchone()[0]
-    roles: dict[tuple[str, str, str, int, str], list[AttemptOutcome]] = {}
+    roles: dict[tuple[str, str, str, int, str], list[TransferAttempt]] = {}
     for row in conn.execute(
         f"SELECT {_ATTEMPT_COLUMNS} FROM transfer_attempts WHERE arm IN ('solo_cutedsl', 'solo_tirx') AND {where}",
         params,
     ):
-        a = AttemptOutcome(*row)
+        a = TransferAttempt(*row)
         roles.setdefault((a.campaign_id, a.model, a.problem, a.replicate, a.arm), []).append(a)
     solos = []
     for candidates in roles.values():  # in any order: solo statistics are counts and exact (fsum) means

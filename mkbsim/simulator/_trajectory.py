@@ -14,7 +14,7 @@ from mkbsim.events import (
     VerifierResult,
     attempt_stream,
 )
-from mkbsim.simulator._scoring import BACKEND, PROTOCOL, Verdict
+from mkbsim.simulator._scoring import BACKEND, PROTOCOL, AnalyticVerdict
 
 ENV = {"simulator": "mkbsim.simulator", "device": "h200"}
 _TOKENS_PER_CHAR = 0.3
@@ -25,7 +25,7 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class Trajectory:
+class TrajectoryWriter:
     def __init__(self, attempt_id: str) -> None:
         self.attempt_id = attempt_id
         self.stream = attempt_stream(attempt_id)
@@ -38,6 +38,10 @@ class Trajectory:
         if extra:
             event.payload.update(extra)
         self.events.append(event)
+
+    def add_raw(self, type_: str, payload: dict[str, Any]) -> None:
+        """Append an event whose payload is already a dict (``AttemptTask.started``)."""
+        self.events.append(NewEvent(self.stream, type_, payload))
 
     def step(self, kind: str, content: str, elapsed_s: float) -> None:
         tokens = _PROMPT_TOKENS + int(len(content) / _TOKENS_PER_CHAR) if kind == "llm" else None
@@ -53,7 +57,7 @@ class Trajectory:
         self.add(SubmissionMade(attempt_id=self.attempt_id, submission=number, counted=True,
                                 code_sha256=sha256(code), code=code))  # fmt: skip
 
-    def verdict(self, submission: int | str, v: Verdict, details: dict[str, Any]) -> None:
+    def verdict(self, submission: int | str, v: AnalyticVerdict, details: dict[str, Any]) -> None:
         self.add(
             VerifierResult(
                 attempt_id=self.attempt_id, submission=submission,  # type: ignore[arg-type]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mkbsim.metrics import AttemptOutcome, choose, pair_slot
+from mkbsim.metrics import TransferAttempt, choose, pair_slot
 
 _position = iter(range(1, 10**9))
 
 
-def make(attempt_id: str, arm: str, **kw: object) -> AttemptOutcome:
+def make(attempt_id: str, arm: str, **kw: object) -> TransferAttempt:
     dsl = "tirx" if arm in ("solo_tirx", "cutedsl2tirx_skill") else "cutedsl"
     started = next(_position)
     fields: dict[str, object] = dict(
@@ -19,10 +19,10 @@ def make(attempt_id: str, arm: str, **kw: object) -> AttemptOutcome:
         started_position=started, finished_position=started + 1000,
     )  # fmt: skip
     fields.update(kw)
-    return AttemptOutcome(**fields)  # type: ignore[arg-type]
+    return TransferAttempt(**fields)  # type: ignore[arg-type]
 
 
-def by_direction(slot: list[AttemptOutcome], referenced: dict[str, AttemptOutcome] | None = None) -> dict:
+def by_direction(slot: list[TransferAttempt], referenced: dict[str, TransferAttempt] | None = None) -> dict:
     return {(c.direction, c.filter, c.chain_id, c.hop): c for c in pair_slot(slot, referenced or {})}
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from mkbsim.claims import segment
 from mkbsim.events import EventStore, RecordedEvent, campaign_stream
-from mkbsim.simulator import CampaignConfig, CampaignSummary
+from mkbsim.campaigns import CampaignSummary
+from mkbsim.simulator import CampaignConfig
 
 CORE_TYPES = {
     "CampaignStarted", "AttemptStarted", "AgentStep", "SubmissionMade", "VerifierResult", "SkillWritten",
