@@ -50,9 +50,9 @@ from mkbsim.agents._transfer import attempt_id_for, latest_finish, recorded_skil
 from mkbsim.campaigns import (
     AttemptOutcome,
     AttemptTask,
-    CampaignPlan,
     Execution,
     Executor,
+    Plan,
     RayExecutor,
     RemoteStop,
     RemoteStore,
@@ -89,7 +89,7 @@ class LlmCampaign:
         except KeyError as exc:
             raise UserError(f"{self.config.path}: campaign.problems: {exc.args[0]}") from None
 
-    def plan(self, campaign_id: str | None = None) -> CampaignPlan:
+    def plan(self, campaign_id: str | None = None) -> Plan:
         c, problems = self.config, self.problems()
         cid = campaign_id or c.campaign_id
         attempts = transfer_attempts(
@@ -105,7 +105,7 @@ class LlmCampaign:
         measured.update({k: v for k, v in (("filter", c.filter), ("controls", list(c.controls))) if v})
         parts = fingerprint_parts([p.id for p in problems], c.verifier_protocol, json.loads(json.dumps(measured,
                                                                                                        default=str)))
-        return CampaignPlan(cid, json.loads(json.dumps(dict(c.raw), default=str)), parts, attempts)
+        return Plan(cid, json.loads(json.dumps(dict(c.raw), default=str)), parts, attempts)
 
     @contextmanager
     def execution(self, store: EventStore, executor: str, ray_address: str | None) -> Iterator[Execution]:

@@ -1,7 +1,7 @@
 """The campaign lifecycle: the one place a campaign starts and its events are written (DESIGN §3, §4).
 
 Every campaign — simulated or LLM; plain, filtered, chained, re-run or with control arms — is a plan
-(``CampaignPlan``: its attempts, what each reads, one fingerprint) run by ``run_campaign`` on an executor
+(``Plan``: its attempts, what each reads, one fingerprint) run by ``run_campaign`` on an executor
 (a local process pool or worker threads, or Ray tasks) and written by one ``CampaignRecorder``, the only
 emitter of ``CampaignStarted`` and ``CampaignFinished``. Each attempt runs behind the ``AttemptRunner``
 protocol: ``mkbsim.simulator.SimulatedRunner`` or ``mkbsim.agents.LlmRunner``.
@@ -36,7 +36,7 @@ from mkbsim.campaigns._executors import (
     start_writer,
 )
 from mkbsim.campaigns._lifecycle import Campaign, Execution, guarded, run_campaign, simulate_plan
-from mkbsim.campaigns._plan import CampaignPlan, fingerprint_parts, transfer_attempts
+from mkbsim.campaigns._plan import Plan, fingerprint_parts, transfer_attempts
 from mkbsim.campaigns._recorder import CampaignRecorder, code_version
 from mkbsim.campaigns._signals import StopFlag
 from mkbsim.campaigns._simulated import (
@@ -58,7 +58,6 @@ __all__ = [
     "AttemptRunner",
     "AttemptTask",
     "Campaign",
-    "CampaignPlan",
     "CampaignRecorder",
     "CampaignSummary",
     "ConfigError",
@@ -66,6 +65,7 @@ __all__ = [
     "Execution",
     "Executor",
     "LocalExecutor",
+    "Plan",
     "PlannedAttempt",
     "RayExecutor",
     "RemoteStop",

@@ -41,7 +41,7 @@ from mkbsim.campaigns._attempt import (
     skipped,
 )
 from mkbsim.campaigns._executors import Executor
-from mkbsim.campaigns._plan import CampaignPlan
+from mkbsim.campaigns._plan import Plan
 from mkbsim.campaigns._progress import Progress
 from mkbsim.campaigns._reading import prepare
 from mkbsim.campaigns._recorder import CampaignRecorder
@@ -86,7 +86,7 @@ class Campaign(Protocol):
     def filter(self) -> str | None:
         """The skill filter every transferred skill goes through (its name), or None."""
 
-    def plan(self, campaign_id: str | None = None) -> CampaignPlan:
+    def plan(self, campaign_id: str | None = None) -> Plan:
         """The campaign's plan, under its own id or ``campaign_id`` (a new campaign after a changed plan)."""
 
     def execution(self, store: EventStore, executor: str, ray_address: str | None) -> AbstractContextManager[Execution]:
@@ -177,7 +177,7 @@ class _StopSignals(StopSignals):
 
 class _Run:
     def __init__(
-        self, plan: CampaignPlan, recorder: CampaignRecorder, execution: Execution, transform: SkillTransform | None
+        self, plan: Plan, recorder: CampaignRecorder, execution: Execution, transform: SkillTransform | None
     ) -> None:
         self.plan, self.recorder, self.execution, self.transform = plan, recorder, execution, transform
         self.summary = CampaignSummary(plan.campaign_id, len(plan.attempts))

@@ -34,7 +34,7 @@ Seeds = Callable[[str, str, str, int], int]
 
 
 @dataclass(frozen=True)
-class CampaignPlan:
+class Plan:
     """A campaign's attempts in plan order (ready attempts start in this order; each starts once the attempts it
     reads have finished), the configuration ``CampaignStarted`` records, and the fingerprint's parts."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from mkbsim.campaigns._attempt import AttemptOutcome, SkillText
 from mkbsim.campaigns._executors import Executor
-from mkbsim.campaigns._plan import CampaignPlan
+from mkbsim.campaigns._plan import Plan
 from mkbsim.errors import UserError
 from mkbsim.events import CampaignFinished, CampaignStarted, EventStore, NewEvent, campaign_stream
 
@@ -48,7 +48,7 @@ class CampaignRecorder:
 
     # -- the campaign's stream ------------------------------------------------------------------
 
-    def start(self, plan: CampaignPlan, replan: Callable[[str], CampaignPlan], *, new_campaign: bool) -> CampaignPlan:
+    def start(self, plan: Plan, replan: Callable[[str], Plan], *, new_campaign: bool) -> Plan:
         """Record ``CampaignStarted`` for ``plan``, or find it recorded with the same fingerprint. A stored
         campaign planned differently is refused with what changed, unless ``new_campaign``: then the plan
         ``replan`` makes under an id suffixed with the new fingerprint runs as a campaign of its own."""
@@ -145,7 +145,7 @@ def _earlier(attempt_id: str, events: list[tuple[str, dict[str, Any]]]) -> Earli
     return Earlier(outcome, SkillText(text, labels))
 
 
-def _changed(plan: CampaignPlan, started: dict[str, Any], path: str) -> str:
+def _changed(plan: Plan, started: dict[str, Any], path: str) -> str:
     old = started.get("fingerprint_parts", {})
     changed = [k.replace("_", " ") for k, v in plan.parts.items() if old.get(k) != v] or ["the plan"]
     return (f"campaign {plan.campaign_id} in {path} has a different plan: fingerprint "

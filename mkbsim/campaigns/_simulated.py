@@ -26,7 +26,7 @@ from mkbsim.campaigns._attempt import PlannedAttempt
 from mkbsim.campaigns._controls import CONTROLS
 from mkbsim.campaigns._executors import Executor, LocalExecutor, RayExecutor
 from mkbsim.campaigns._lifecycle import Execution, guarded
-from mkbsim.campaigns._plan import SOLO, CampaignPlan, fingerprint_parts, transfer_attempts
+from mkbsim.campaigns._plan import SOLO, Plan, fingerprint_parts, transfer_attempts
 from mkbsim.campaigns._toml import Table, read_toml
 from mkbsim.errors import UserError
 from mkbsim.events import EventStore
@@ -123,9 +123,9 @@ class SimCampaign:
             seeds=lambda model, problem, arm, rep: attempt_seed(seed, model, problem, arm, rep), donor_seed=seed,
         )  # fmt: skip
 
-    def plan(self, campaign_id: str | None = None) -> CampaignPlan:
+    def plan(self, campaign_id: str | None = None) -> Plan:
         parts = fingerprint_parts(self.sim.problems, self.protocol, self.recorded_config())
-        return CampaignPlan(campaign_id or self.campaign_id, self.recorded_config(), parts, self.attempts(campaign_id))
+        return Plan(campaign_id or self.campaign_id, self.recorded_config(), parts, self.attempts(campaign_id))
 
     @contextmanager
     def execution(self, store: EventStore, executor: str, ray_address: str | None) -> Iterator[Execution]:

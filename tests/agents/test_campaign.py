@@ -20,8 +20,8 @@ from mkbsim.agents import (
     detect_network_isolation,
     load_llm_campaign,
 )
-from mkbsim.campaigns import run_campaign
-from mkbsim.catalog import load_catalog
+from mkbsim.campaigns import CampaignSummary, run_campaign
+from mkbsim.catalog import Catalog, load_catalog
 from mkbsim.errors import UserError
 from mkbsim.events import AttemptStarted, EventStore, NewEvent, attempt_stream, campaign_stream
 
@@ -40,6 +40,10 @@ def campaign_file(tmp_path: Path, stub: StubLLM, *, cap: float, problems: str = 
     )  # fmt: skip
 
 
+def run_file(store: EventStore, catalog: Catalog, scorers: VerifierScorers, file: Path) -> CampaignSummary:
+    return run_campaign(store, LlmCampaign(load_llm_campaign(file), catalog, scorers))
+
+
 def ids(arm: str) -> str:
     return attempt_id_for("camp", "mini", "p36", arm, 0)
 
@@ -50,13 +54,13 @@ def test_cost_cap_then_resume_then_infra_error_retried(
     catalog = load_catalog()
     # 1. a cap below one call's price: the first attempt runs, then no new attempt starts
     stub.script = [act(write={"kernel.py": "", "SKILL.md": SKILL}, done=True)]
-    first = run_campaign(store, LlmCampaign(load_llm_campaign(campaign_file(tmp_path, stub, cap=1e-9)), catalog, scorers))
+    first = run_file(store, catalog, scorers, campaign_file(tmp_path, stub, cap=1e-9))
     assert first.stopped_by_cost_cap and dict(first.statuses) == {"finished": 1}
     assert first.extra["cost_usd"] > 1e-9 and any("cost cap" in line for line in first.lines())
 
     # 2. a higher cap resumes: the solo kept, the TIRx solo fails on the provider, the treatment runs
     stub.script = [Status(500), Status(500), act(write={"kernel.py": TIRX_KERNEL}, done=True)]
-    second = run_campaign(store, LlmCampaign(load_llm_campaign(campaign_file(tmp_path, stub, cap=5.0)), catalog, scorers))
+    second = run_file(store, catalog, scorers, campaign_file(tmp_path, stub, cap=5.0))
     assert second.kept == 1 and second.statuses == {"finished": 2, "infra_error": 1}
     assert not second.stopped_by_cost_cap
     treatment = stream(store, ids("cutedsl2tirx_skill"))
@@ -65,7 +69,7 @@ def test_cost_cap_then_resume_then_infra_error_retried(
 
     # 3. running it again retries the infra error under the same id; finished attempts are kept
     stub.script = [act(write={"kernel.py": TIRX_KERNEL}, done=True)]
-    third = run_campaign(store, LlmCampaign(load_llm_campaign(campaign_file(tmp_path, stub, cap=5.0)), catalog, scorers))
+    third = run_file(store, catalog, scorers, campaign_file(tmp_path, stub, cap=5.0))
     assert third.kept == 2 and third.statuses == {"finished": 3}
     passed = sum(assert_verified_correct(store, ids(arm))["passed"] for arm in ("solo_tirx", "cutedsl2tirx_skill"))
     assert third.passed == passed
@@ -75,7 +79,7 @@ def test_cost_cap_then_resume_then_infra_error_retried(
 
     # 4. nothing left to do: no model call
     calls = len(stub.received)
-    fourth = run_campaign(store, LlmCampaign(load_llm_campaign(campaign_file(tmp_path, stub, cap=5.0)), catalog, scorers))
+    fourth = run_file(store, catalog, scorers, campaign_file(tmp_path, stub, cap=5.0))
     assert fourth.kept == 3 and len(stub.received) == calls
     finishes = of_type(store.read_stream(campaign_stream("camp")), "CampaignFinished")
     assert len(finishes) == 4 and finishes[0]["counts"]["stopped_by_cost_cap"]
@@ -86,9 +90,7 @@ def test_cost_cap_then_resume_then_infra_error_retried(
 
     # the same campaign id with another plan is refused
     with pytest.raises(UserError, match="different plan"):
-        run_campaign(
-            store, LlmCampaign(load_llm_campaign(campaign_file(tmp_path, stub, cap=5.0, problems="p28")), catalog, scorers)
-        )
+        run_file(store, catalog, scorers, campaign_file(tmp_path, stub, cap=5.0, problems="p28"))
 
 
 def test_a_try_killed_without_an_end_is_closed_as_interrupted_and_rerun(

@@ -21,9 +21,9 @@ from agent_kit import campaign_toml
 
 from mkbsim.agents import (
     Completion,
+    LlmCampaign,
     ModelClient,
     Verdict,
-    LlmCampaign,
     load_llm_campaign,
 )
 from mkbsim.campaigns import SkillTransform, run_campaign
@@ -212,7 +212,8 @@ def test_a_stop_signal_interrupts_the_attempts_in_flight_and_the_campaign_resume
         streams = attempt_events(store)
         latest = {s: [e.payload for e in evs if e.type == "AttemptFinished"] for s, evs in streams.items()}
     assert 1 <= len(latest) <= 3  # only what was in flight had started; nothing new started after the signal
-    assert all(ends and ends[-1]["status"] == "interrupted" for ends in latest.values()), latest  # each recorded its end
+    # each recorded its end
+    assert all(ends and ends[-1]["status"] == "interrupted" for ends in latest.values()), latest
 
     store, summary = run(tmp_path, "stopped", Log(), agents=3, slots=2)
     assert summary.statuses == {"finished": ATTEMPTS} and summary.kept == 0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mkbsim.events import EventStore
 from mkbsim.campaigns import CampaignSummary, SimCampaign, run_campaign
+from mkbsim.events import EventStore
 from mkbsim.simulator import CampaignConfig, select_problems, shipped_profiles
 
 # two problems per family: every family's plans and reformulation take part

@@ -7,8 +7,6 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-import pytest
-
 from mkbsim.campaigns import CampaignSummary, SimCampaign, SkillTransform, rerun_campaign, run_campaign
 from mkbsim.events import EventStore, NewEvent
 from mkbsim.simulator import CampaignConfig, attempt_id, get_profile, select_problems, simulate

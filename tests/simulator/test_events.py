@@ -6,9 +6,9 @@ import hashlib
 from collections import defaultdict
 from pathlib import Path
 
+from mkbsim.campaigns import CampaignSummary
 from mkbsim.claims import segment
 from mkbsim.events import EventStore, RecordedEvent, campaign_stream
-from mkbsim.campaigns import CampaignSummary
 from mkbsim.simulator import CampaignConfig
 
 CORE_TYPES = {

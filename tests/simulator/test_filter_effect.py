@@ -20,11 +20,11 @@ import math
 import sqlite3
 from pathlib import Path
 
+from mkbsim.campaigns import SimCampaign, SkillTransform, rerun_campaign, run_campaign
 from mkbsim.claims import extract_claims, remove_categories
 from mkbsim.events import EventStore
 from mkbsim.metrics import harm_rate, paired_lift
 from mkbsim.projections import ProjectionEngine, default_projections
-from mkbsim.campaigns import SimCampaign, SkillTransform, rerun_campaign, run_campaign
 from mkbsim.simulator import CampaignConfig, select_problems, shipped_profiles
 
 FILTER = "drop_unsupported_closure"

@@ -14,9 +14,9 @@ from agents.agent_kit import Reply, StubLLM, serve
 from scipy import stats
 from skills_kit import cli
 
+from mkbsim.campaigns import SimCampaign, run_campaign
 from mkbsim.claims import CATEGORIES, classify
 from mkbsim.events import EventStore
-from mkbsim.campaigns import SimCampaign, run_campaign
 from mkbsim.simulator import CampaignConfig, get_profile, select_problems
 from mkbsim.skills._agreement import cohen_kappa, precision_recall
 from mkbsim.skills._report import spearman
