@@ -76,7 +76,7 @@ def test_controls_pair_with_the_treatments_baseline_and_reports_show_treatments_
 
 
 def test_an_aa_attempt_differs_from_the_baseline_solo_by_its_seed_only(controlled: tuple[Path, SimCampaign]) -> None:
-    path, campaign = controlled
+    campaign = controlled[1]
     plan = campaign.plan()
     by_id = {a.attempt_id: a for a in plan.attempts}
     runner = SimulatedRunner(campaign.sim)
