@@ -136,11 +136,12 @@ def run_campaign(
     if ray_address is not None and executor != "ray":
         raise UserError("--ray-address needs --executor ray")
     recorder = CampaignRecorder(store)
-    plan = recorder.start(campaign.plan(), campaign.plan, new_campaign=new_campaign)
-    finished_before = recorder.finished_before(plan.campaign_id)
+    # the execution first: what it refuses (a scorer that cannot travel to Ray workers) leaves the store untouched
     with campaign.execution(store, executor, ray_address) as execution:
-        recorder.attach(execution.dispatch)
         try:
+            plan = recorder.start(campaign.plan(), campaign.plan, new_campaign=new_campaign)
+            finished_before = recorder.finished_before(plan.campaign_id)
+            recorder.attach(execution.dispatch)
             run = _Run(plan, recorder, execution, skill_filter)
             summary = run.summary
             summary.already_finished = finished_before and summary.kept == len(plan.attempts)
