@@ -99,6 +99,25 @@ class LocalExecutor(_AppendsHere):
         self._futures.clear()
 
 
+class InlineDispatch(_AppendsHere):
+    """Runs ``fn(arg)`` in this thread as it is submitted: a campaign simulated in memory."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self._fn = fn
+        self._done: list[tuple[str, Any]] = []
+        self._writer = _Writer()
+
+    def submit(self, key: str, arg: Any) -> None:
+        self._done.append((key, self._fn(arg)))
+
+    def wait(self, timeout: float) -> list[tuple[str, Any]]:
+        done, self._done = self._done, []
+        return done
+
+    def close(self) -> None:
+        self._done.clear()
+
+
 class ThreadDispatch(_AppendsHere):
     """``workers`` threads of this process running ``fn(arg)``: for work that mostly waits (an LLM attempt
     waits on its model, its commands and the verifier) and shares this process's store and ledger.

@@ -16,7 +16,7 @@ Stopping: the first SIGINT/SIGTERM stops starting attempts. Attempts whose runne
 to stop (the stop flag) and record themselves ``interrupted``; the others in flight are recorded
 ``interrupted`` at once. A second signal raises ``KeyboardInterrupt`` where the run is.
 
-``simulate_plan`` runs a plan the same way in memory, without a store (calibration).
+``simulate_plan`` runs a plan the same way in memory, in this thread, without a store (calibration).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import gc
 import heapq
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -40,17 +40,18 @@ from mkbsim.campaigns._attempt import (
     interrupted,
     skipped,
 )
-from mkbsim.campaigns._executors import Executor
+from mkbsim.campaigns._executors import Executor, InlineDispatch
 from mkbsim.campaigns._plan import Plan
 from mkbsim.campaigns._progress import Progress
 from mkbsim.campaigns._reading import prepare
-from mkbsim.campaigns._recorder import CampaignRecorder
+from mkbsim.campaigns._recorder import CampaignRecorder, Earlier
 from mkbsim.campaigns._signals import StopFlag, StopSignals
 from mkbsim.campaigns._summary import CampaignSummary
 from mkbsim.errors import UserError
-from mkbsim.events import EventStore
+from mkbsim.events import EventStore, NewEvent
 
 POLL_S = 0.05  # how long a wait for results lasts at most (signals are noticed between waits)
+_INLINE_CHUNK = 64  # attempts per runner call in memory (no task overhead to amortize, only the call's)
 
 
 @dataclass
@@ -142,7 +143,9 @@ def run_campaign(
             plan = recorder.start(campaign.plan(), campaign.plan, new_campaign=new_campaign)
             finished_before = recorder.finished_before(plan.campaign_id)
             recorder.attach(execution.dispatch)
-            run = _Run(plan, recorder, execution, skill_filter)
+            earlier = recorder.earlier({a.attempt_id for a in plan.attempts} | {d for a in plan.attempts
+                                                                               for d in a.depends_on})  # fmt: skip
+            run = _Run(plan, execution, skill_filter, earlier, recorder.record)
             summary = run.summary
             summary.already_finished = finished_before and summary.kept == len(plan.attempts)
             # what is loaded by now (catalogue, design spaces, modules) needs no cycle collection: without it the
@@ -177,14 +180,22 @@ class _StopSignals(StopSignals):
 
 
 class _Run:
+    """The scheduler: starts each planned attempt once the attempts it reads have finished (ready ones in plan
+    order), hands ``record`` the events of every attempt that ends, and ``ended`` every attempt with its outcome.
+    ``earlier``: the attempts (planned or named by the plan) whose latest try finished before this run."""
+
     def __init__(
-        self, plan: Plan, recorder: CampaignRecorder, execution: Execution, transform: SkillTransform | None
+        self,
+        plan: Plan,
+        execution: Execution,
+        transform: SkillTransform | None,
+        earlier: Mapping[str, Earlier],
+        record: Callable[[Iterable[NewEvent]], None],
+        ended: Callable[[PlannedAttempt, AttemptOutcome], None] = lambda a, outcome: None,
     ) -> None:
-        self.plan, self.recorder, self.execution, self.transform = plan, recorder, execution, transform
+        self.plan, self.execution, self.transform, self.record, self.ended = plan, execution, transform, record, ended
         self.summary = CampaignSummary(plan.campaign_id, len(plan.attempts))
         self.index = {a.attempt_id: i for i, a in enumerate(plan.attempts)}
-        referenced = {d for a in plan.attempts for d in a.depends_on}
-        earlier = recorder.earlier(set(self.index) | referenced)
         # attempt id -> the skill of its latest try, for attempts (planned or named) whose latest try finished
         self.skills: dict[str, SkillText] = {aid: e.skill for aid, e in earlier.items()}
         self.kept = [(a, earlier[a.attempt_id].outcome) for a in plan.attempts if a.attempt_id in earlier]
@@ -242,7 +253,7 @@ class _Run:
             why = f"stopped by {signals.caught}; runs again when the campaign resumes"
             for tasks in in_flight.values():  # handed out and never handed back
                 for task in tasks:
-                    self.recorder.record(interrupted(task, why, ex.budget))
+                    self.record(interrupted(task, why, ex.budget))
                     self._done(task.attempt, _stopped(task.attempt_id, why), record=False)
             summary.stopped_by = signals.caught
         if failure is not None:
@@ -263,7 +274,8 @@ class _Run:
 
     def _done(self, a: PlannedAttempt, outcome: AttemptOutcome, *, record: bool = True) -> None:
         if record:
-            self.recorder.record(outcome.events)
+            self.record(outcome.events)
+        self.ended(a, outcome)
         self.execution.settle(outcome)
         self.summary.add(a.arm, outcome, kept=False)
         self.bars.done(a.arm, outcome.passed, f"{a.attempt_id}: {_verdict(outcome)}")
@@ -286,26 +298,12 @@ def _verdict(outcome: AttemptOutcome) -> str:
 
 def simulate_plan(
     campaign_id: str, attempts: Sequence[PlannedAttempt], runner: AttemptRunner
-) -> Iterator[tuple[PlannedAttempt, AttemptOutcome]]:
-    """Run a plan's ``attempts`` in this process without a store, as ``run_campaign`` would (each once what it
-    reads has finished, the same skips), yielding every attempt with its outcome in the order they end."""
-    skills: dict[str, SkillText] = {}
-    pending = list(attempts)
-    while pending:
-        later = []
-        for a in pending:
-            if not all(d in skills for d in a.depends_on):
-                later.append(a)
-                continue
-            prepared = prepare(campaign_id, a, skills)
-            if isinstance(prepared, str):
-                outcome = skipped(AttemptTask(campaign_id, a, source_attempt_id=a.source), prepared)
-            else:
-                (outcome,) = runner([prepared])
-            # an attempt that did not finish counts as having left no skill (simulated ones end on infrastructure
-            # only through a fault of the simulator)
-            skills[a.attempt_id] = SkillText(outcome.skill, outcome.skill_labels)
-            yield a, outcome
-        if len(later) == len(pending):
-            raise ValueError(f"{len(later)} planned attempts depend on attempts outside the plan")
-        pending = later
+) -> list[tuple[PlannedAttempt, AttemptOutcome]]:
+    """Run a plan's ``attempts`` in this thread without a store, as ``run_campaign`` runs them (the same
+    scheduler, skips and readings): every attempt with its outcome, in the order they ended."""
+    ended: list[tuple[PlannedAttempt, AttemptOutcome]] = []
+    execution = Execution(InlineDispatch(guarded(runner)), workers=1, at_once=1, chunk=_INLINE_CHUNK)
+    plan = Plan(campaign_id, {}, {}, tuple(attempts))
+    run = _Run(plan, execution, None, {}, lambda events: None, lambda a, outcome: ended.append((a, outcome)))
+    run.execute(Progress(plan.count_by_arm(), "", False), StopSignals())
+    return ended
