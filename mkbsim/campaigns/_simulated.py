@@ -70,9 +70,6 @@ class SimCampaign:
                                        or self.controls):  # fmt: skip
             raise UserError("campaign.chain: a chain alternates both DSLs from both starts and reads skills "
                             "verbatim; it takes neither `filter`, `controls` nor a subset of `directions`")  # fmt: skip
-        unknown = sorted(set(self.controls) - set(CONTROLS))
-        if unknown:
-            raise UserError(f"controls: unknown control arm {unknown[0]!r}; use {', '.join(CONTROLS)}")
 
     def normalized(self) -> dict[str, Any]:
         """What defines the campaign's measurements (how many attempts run at once does not)."""

@@ -25,7 +25,7 @@ class CampaignSummary:
     events: int = 0  # events this run appended
     append_s: float = 0.0  # seconds the store spent appending them (in the writer)
     append_cpu_s: float = 0.0  # the writer's CPU seconds for them (what contention for cores leaves out)
-    interrupted: int = 0  # attempts in flight when a signal stopped the run
+    interrupted: int = 0  # attempts this run stopped (in flight when a signal arrived)
     stopped_by: str | None = None  # the signal's name
     stopped_by_cost_cap: bool = False
     already_finished: bool = False  # every attempt had finished in earlier runs
@@ -40,6 +40,7 @@ class CampaignSummary:
         self.skipped += outcome.skipped
         self.kept += kept
         self.ran += not kept and outcome.status != "interrupted"
+        self.interrupted += not kept and outcome.status == "interrupted"
         if outcome.status == "infra_error":
             self.infra_reasons[_first_line(outcome.reason or "no reason recorded")] += 1
 
