@@ -103,9 +103,8 @@ class LlmCampaign:
             "budget": [c.budget.minutes, c.budget.submissions], "verifier": [c.verifier_backend, c.verifier_protocol],
         }  # fmt: skip
         measured.update({k: v for k, v in (("filter", c.filter), ("controls", list(c.controls))) if v})
-        parts = fingerprint_parts([p.id for p in problems], c.verifier_protocol, json.loads(json.dumps(measured,
-                                                                                                       default=str)))
-        return Plan(cid, json.loads(json.dumps(dict(c.raw), default=str)), parts, attempts)
+        parts = fingerprint_parts([p.id for p in problems], c.verifier_protocol, _json(measured))
+        return Plan(cid, _json(dict(c.raw)), parts, attempts)
 
     @contextmanager
     def execution(self, store: EventStore, executor: str, ray_address: str | None) -> Iterator[Execution]:
@@ -226,6 +225,12 @@ def _outcome_of(attempt_id: str, finish: dict[str, Any], skill: str | None) -> A
         cost_usd=finish.get("cost_usd", 0.0), network_isolated=finish.get("network_isolated", False),
         infra_stall_s=finish.get("infra_stall_s", 0.0),
     )  # fmt: skip
+
+
+def _json(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` as JSON holds it (a TOML date, a path: their text)."""
+    out: dict[str, Any] = json.loads(json.dumps(value, default=str))
+    return out
 
 
 def attempt_cpus(config: LlmCampaignConfig) -> int:
