@@ -1,0 +1,280 @@
+"""Hopper tensor-core GEMM building blocks in CuTe DSL, shared by the moe and quantization reference kernels.
+
+C[m, n] = sum_k A[m, k] * B[n, k] with both operands K-major, bf16 or fp8 e4m3, float32 accumulation
+on WGMMA (sm_90a), operands brought in by TMA. DESIGN §5 (reference kernels).
+
+One CTA = two warpgroups (256 threads) owning a BM = 128-row tile of A against `len(b_tiles)` B tiles
+of BN rows each (one for a plain GEMM, two for a gate/up pair feeding SwiGLU), each with its own
+accumulator (warpgroup w owns rows 64w .. 64w + 63; `make_trivial_tiled_mma` with atom layout
+(2, 1, 1)). The K loop runs over k-tiles of 4 WGMMA K-steps (64 bf16 or 128 fp8, so an fp8 k-tile is
+exactly one 128-wide scale block) through a STAGES-deep shared-memory ring of 128-byte-swizzled
+tiles filled by TMA and guarded by `PipelineTmaAsync` mbarriers: thread 0 keeps STAGES k-tiles in
+flight and refills a slot as soon as both warpgroups release it. As in CUTLASS's non-persistent Hopper
+example (examples/python/CuTeDSL/cute/hopper/kernel/dense_gemm), the producer lives in warp 0 of the
+MMA warpgroups.
+
+Block-scaled fp8 (DeepGEMM style): each k-tile's WGMMAs accumulate into a fresh temporary, which is
+promoted as acc += tmp * scale(kt, row) on the CUDA cores after the k-tile, so each tensor-core
+accumulation chain is only 128 products long (Hopper's fp8 MMA accumulates with ~14 mantissa bits)
+and every block's scale is applied exactly once. Without scales the WGMMAs accumulate into acc and
+one k-tile of WGMMAs stays in flight.
+
+The caller gets the accumulators and `coords`, the identity-tensor partition that names the
+(row, column) of every accumulator element in the CTA tile, so epilogues need no fragment formula.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.pipeline import pipeline_init_arrive, pipeline_init_wait
+from cutlass.tensor_utils import LayoutEnum
+
+BM = 128
+THREADS = 256
+WG_THREADS = 128
+K_STEPS = 4  # WGMMA K-steps per k-tile
+SMEM_BUDGET = 200 * 1024  # shared memory for the operand ring (H200: 227 KiB per CTA)
+
+
+class GemmConfig:
+    """Compile-time shape of one tensor-core GEMM: operand dtype, BN, number of B tiles, ring depth.
+
+    The MMA and shared-memory layouts are IR: `layouts()` builds them inside a @cute.jit function, and
+    the kernel receives them as arguments (as in CUTLASS's examples).
+    """
+
+    def __init__(self, ab_dtype: type[cutlass.Numeric], bn: int, n_b: int = 1) -> None:
+        self.ab_dtype = ab_dtype
+        self.bn = bn
+        self.n_b = n_b
+        self.bk = K_STEPS * 256 // ab_dtype.width  # WGMMA K-step: 32 bytes of K
+        self.tx_bytes = (BM + n_b * bn) * self.bk * ab_dtype.width // 8
+        self.stages = SMEM_BUDGET // self.tx_bytes
+        self.tile_mnk = (BM, bn, self.bk)
+
+    def layouts(self) -> tuple[Any, Any, Any]:
+        """(tiled MMA, staged A smem layout, staged B smem layout); call inside @cute.jit."""
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            self.ab_dtype,
+            self.ab_dtype,
+            warpgroup.OperandMajorMode.K,
+            warpgroup.OperandMajorMode.K,
+            cutlass.Float32,
+            (2, 1, 1),
+            tiler_mn=(64, self.bn),
+        )
+        a_smem = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, self.tile_mnk, self.ab_dtype, self.stages)
+        b_smem = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, self.tile_mnk, self.ab_dtype, self.stages)
+        return tiled_mma, a_smem, b_smem
+
+    def tma_a(self, tensor: cute.Tensor, a_smem: Any) -> tuple[Any, cute.Tensor]:
+        """TMA load atom and coordinate tensor for A [rows, K, L] (K-major)."""
+        smem = cute.slice_(a_smem, (None, None, 0))
+        return cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), tensor, smem, (BM, self.bk))
+
+    def tma_b(self, tensor: cute.Tensor, b_smem: Any) -> tuple[Any, cute.Tensor]:
+        """TMA load atom and coordinate tensor for B [rows, K, L] (K-major), BN-row tiles."""
+        smem = cute.slice_(b_smem, (None, None, 0))
+        return cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), tensor, smem, (self.bn, self.bk))
+
+    def storage(self, a_smem: Any, b_smem: Any) -> Any:
+        """The shared-memory struct: ring mbarriers, the A ring, n_b B rings (1024-byte aligned)."""
+        stages, dtype = self.stages, self.ab_dtype
+        a_cosize, b_cosize = cute.cosize(a_smem), cute.cosize(b_smem) * self.n_b
+
+        @cute.struct
+        class Storage:
+            barriers: cute.struct.MemRange[cutlass.Int64, stages * 2]
+            sA: cute.struct.Align[cute.struct.MemRange[dtype, a_cosize], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[dtype, b_cosize], 1024]
+
+        return Storage
+
+
+@cute.jit
+def mainloop(
+    cfg: GemmConfig,
+    tiled_mma: Any,
+    a_smem: Any,
+    b_smem: Any,
+    tma_a: Any,
+    m_a: cute.Tensor,
+    a_coord: tuple[Any, Any],
+    tma_b: Any,
+    m_b: cute.Tensor,
+    b_coords: Sequence[tuple[Any, Any]],
+    k_tiles: Any,
+    scale: Callable[[Any, Any], Any] | None = None,
+) -> tuple[list[cute.Tensor], cute.Tensor]:
+    """The K loop of one CTA tile (call from inside a @cute.kernel with THREADS threads).
+
+    a_coord = (m tile, L index) of A; b_coords[i] = (n tile, L index) of the i-th B tile. With
+    `scale(kt, row)` (row in the CTA tile) every k-tile is promoted with that factor; it is evaluated
+    for the thread's two accumulator rows (r and r + 8) once per k-tile.
+    Returns the accumulators (one per B tile) and the (row, column) coordinates of their elements.
+    """
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp_idx == 0:
+        cpasync.prefetch_descriptor(tma_a)
+        cpasync.prefetch_descriptor(tma_b)
+
+    storage = cutlass.utils.SmemAllocator().allocate(cfg.storage(a_smem, b_smem))
+    producer = pipeline.CooperativeGroup(pipeline.Agent.Thread)
+    consumer = pipeline.CooperativeGroup(pipeline.Agent.Thread, THREADS // 32)
+    ring = pipeline.PipelineTmaAsync.create(
+        barrier_storage=storage.barriers.data_ptr(),
+        num_stages=cfg.stages,
+        producer_group=producer,
+        consumer_group=consumer,
+        tx_count=cfg.tx_bytes,
+        cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+        defer_sync=True,
+    )
+    pipeline_init_arrive(cluster_shape_mn=(1, 1), is_relaxed=True)
+
+    sA = storage.sA.get_tensor(a_smem.outer, swizzle=a_smem.inner)
+    b_stage_elems = cute.cosize(b_smem)
+    sBs = [
+        cute.make_tensor(
+            cute.recast_ptr(storage.sB.data_ptr() + i * b_stage_elems, b_smem.inner, dtype=cfg.ab_dtype),
+            b_smem.outer,
+        )
+        for i in range(cfg.n_b)
+    ]
+
+    # (BM, bk, k tiles) / (BN, bk, k tiles) global tiles of this CTA
+    gA = cute.local_tile(m_a, cfg.tile_mnk, (a_coord[0], 0, None, a_coord[1]), proj=(1, None, 1))
+    gBs = [cute.local_tile(m_b, cfg.tile_mnk, (0, c[0], None, c[1]), proj=(None, 1, 1)) for c in b_coords]
+    tAsA, tAgA = cpasync.tma_partition(
+        tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
+    )
+    tBs = [
+        cpasync.tma_partition(tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+        for sB, gB in zip(sBs, gBs, strict=True)
+    ]
+
+    wg = cute.arch.make_warp_uniform(tidx // WG_THREADS)
+    thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=WG_THREADS)(wg))
+    tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+    tCrBs = [tiled_mma.make_fragment_B(thr_mma.partition_B(sB)) for sB in sBs]
+    coords = thr_mma.partition_C(cute.make_identity_tensor((BM, cfg.bn)))
+    accs = [cute.make_rmem_tensor(coords.shape, cutlass.Float32) for _ in range(cfg.n_b)]
+    tmps = [cute.make_rmem_tensor(coords.shape, cutlass.Float32) for _ in range(cfg.n_b)] if scale else accs
+    for acc in accs:
+        acc.fill(0.0)
+
+    pipeline_init_wait(cluster_shape_mn=(1, 1))
+
+    prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, cfg.stages)
+    if warp_idx == 0:
+        for _ in cutlass.range(cutlass.min(cfg.stages, k_tiles), unroll=1):
+            _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs)
+            prod.advance()
+
+    read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
+    release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
+    num_k_blocks = cute.size(tCrA, mode=[2])
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+    # row offset (0 or 8) of every accumulator element relative to the thread's first row: the fragment
+    # layout is the same for every thread, so thread 0's (static) coordinates give it at trace time
+    rel = tiled_mma.get_slice(0).partition_C(cute.make_identity_tensor((BM, cfg.bn)))
+    half = [rel[i][0] - rel[0][0] for i in range(cute.size(rel))]
+    row0 = coords[0][0]
+    for kt in cutlass.range(k_tiles, unroll=1):
+        ring.consumer_wait(read)
+        factors = (scale(kt, row0), scale(kt, row0 + 8)) if cutlass.const_expr(scale is not None) else ()
+        warpgroup.fence()
+        if cutlass.const_expr(scale is not None):
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+        for kb in cutlass.range_constexpr(num_k_blocks):
+            for tmp, tCrB in zip(tmps, tCrBs, strict=True):
+                cute.gemm(tiled_mma, tmp, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], tmp)
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+        warpgroup.commit_group()
+        if cutlass.const_expr(scale is not None):
+            warpgroup.wait_group(0)
+            for acc, tmp in zip(accs, tmps, strict=True):
+                for i in cutlass.range_constexpr(cute.size(acc)):
+                    acc[i] = acc[i] + tmp[i] * factors[half[i] // 8]
+            ring.consumer_release(read)
+            release.advance()
+        else:
+            # keep this k-tile's WGMMAs in flight; the previous k-tile's slot is free once they retire
+            warpgroup.wait_group(1)
+            if kt > 0:
+                ring.consumer_release(release)
+                release.advance()
+        read.advance()
+        # the slot just released is the one k-tile prod.count goes to (bf16: from kt = 1 on)
+        if warp_idx == 0 and prod.count < k_tiles and (cutlass.const_expr(scale is not None) or kt > 0):
+            _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs)
+            prod.advance()
+    warpgroup.wait_group(0)
+    return accs, coords
+
+
+@cute.jit
+def _produce(ring: Any, state: Any, tma_a: Any, tAgA: Any, tAsA: Any, tma_b: Any, tBs: list) -> None:
+    """Thread-0 TMA issue of k-tile state.count into ring slot state.index."""
+    ring.producer_acquire(state)
+    bar = ring.producer_get_barrier(state)
+    cute.copy(tma_a, tAgA[None, state.count], tAsA[None, state.index], tma_bar_ptr=bar)
+    for tBsB, tBgB in tBs:
+        cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+    ring.producer_commit(state)
+
+
+@cute.jit
+def raster(t: Any, m_tiles: Any, n_tiles: Any, group: int = 8) -> tuple[Any, Any]:
+    """(m tile, n tile) of linear tile t, walking `group` m-tiles at a time across all n-tiles, so
+    consecutive CTAs share one B tile and a band of A tiles stays in L2."""
+    band = group * n_tiles
+    first = t // band * group
+    size = cutlass.min(m_tiles - first, group)
+    rest = t % band
+    return first + rest % size, rest // size
+
+
+def rows_k_l(x: Any) -> Any:
+    """A torch [L, rows, K] (or [rows, K]) tensor as the (rows, K, L) view the GEMM's TMA tensors take."""
+    if x.dim() == 2:
+        x = x.unsqueeze(0)
+    return x.permute(1, 2, 0)
+
+
+FP8_BN = 128  # block-FP8 GEMM column tile: exactly one 128-row weight scale block
+
+
+@cute.jit
+def block_fp8_tile(
+    cfg: GemmConfig,
+    tiled_mma: Any,
+    a_smem: Any,
+    b_smem: Any,
+    tma_a: Any,
+    m_a: cute.Tensor,
+    tma_b: Any,
+    m_b: cute.Tensor,
+    m_sa: cute.Tensor,
+    m_sb: cute.Tensor,
+    mt: Any,
+    nt: Any,
+) -> tuple[list[cute.Tensor], cute.Tensor]:
+    """`mainloop` of a W8A8 block-FP8 GEMM tile (m tile mt, n tile nt of FP8_BN columns): A codes with
+    scales m_sa [K / 128, rows] (rows past the end read the last row's scale; their results are never
+    stored), B with 128 x 128 block scales m_sb [N / 128, K / 128]."""
+    rows = cute.size(m_sa, mode=[1])
+    m0 = mt * BM
+
+    def scale(kt: Any, row: Any) -> Any:
+        return m_sa[kt, cutlass.min(m0 + row, rows - 1)] * m_sb[nt, kt]
+
+    return mainloop(
+        cfg, tiled_mma, a_smem, b_smem, tma_a, m_a, (mt, 0), tma_b, m_b, [(nt, 0)], cute.size(m_sb, mode=[1]), scale
+    )

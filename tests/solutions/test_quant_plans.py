@@ -1,0 +1,93 @@
+"""CPU emulation of the quantization family's tensor-core full plans (p52, p53, p54, p56), both DSLs.
+
+Each test replays a plan's kernels in torch with the kernels' own index math (tests/solutions/
+wgmma_emulation.py): the activation quantiser's thread mapping, the tile raster, the rows each CTA
+reads (clamped past the last token), the per-k-tile scale promotion s_act[t, kt] * s_w[n / 128, kt],
+the fragment stores and the epilogues, then compares the result with the problem's reference under the
+verifier's allowance against the float64 anchor, on SMOKE and on a production-like shape (a partial
+last m-tile, more than one raster band of 8 m-tiles, several n-tiles and k-tiles).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from mkbsim.catalog import anchor_inputs, load_problem, problems_root
+from tests.solutions import wgmma_emulation as E
+
+BM = BN = 128
+
+
+def _problem(number: int):
+    (path,) = (problems_root() / "quantization").glob(f"{number}_*.py")
+    return load_problem(Path(path))
+
+
+def fp8_linear(x: torch.Tensor, w: torch.Tensor, ws: torch.Tensor, *, ue8m0: bool = False) -> torch.Tensor:
+    """_fp8linear_{tirx,cutedsl}: quantiser, then the raster of 128 x 128 tiles; float32 [T, N] accumulators."""
+    q, s = E.quantize_groups(x, ue8m0=ue8m0)
+    a, b = E.fp8_values(E.fp8_bytes(q)), w.to(torch.float32)
+    tokens, k = x.shape
+    m_tiles, n_tiles = (tokens + BM - 1) // BM, w.shape[0] // BN
+    out = torch.empty(tokens, w.shape[0])
+    for t in range(m_tiles * n_tiles):
+        mt, nt = E.raster(t, m_tiles, n_tiles)
+        m0 = mt * BM
+        a_rows = torch.clamp(m0 + torch.arange(BM), max=tokens - 1)
+
+        def scale(kt: int, rows: torch.Tensor, m0: int = m0, nt: int = nt) -> torch.Tensor:
+            return s[kt, torch.clamp(m0 + rows, max=tokens - 1)] * ws[nt, kt]
+
+        acc = E.cta_tile(a, a_rows, b, nt * BN + torch.arange(BN), k // E.GROUP, E.GROUP, scale)
+        E.store_fragments(out, acc, m0, nt * BN, BN)
+    return out
+
+
+def _check(problem, workload: dict[str, int], emulate, seed: int = 5) -> None:
+    inputs = problem.make_inputs(workload, seed=seed)
+    ref = problem.reference(*inputs)
+    anchor = problem.reference(*anchor_inputs(inputs))
+    E.allowance_check(_as_tuple(emulate(*inputs)), _as_tuple(ref), _as_tuple(anchor))
+
+
+def _as_tuple(v: torch.Tensor | tuple) -> tuple:
+    return v if isinstance(v, tuple) else (v,)
+
+
+def _p52(attn_output: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor) -> torch.Tensor:
+    return fp8_linear(attn_output.reshape(attn_output.shape[0], -1), weight, weight_scale).to(torch.bfloat16)
+
+
+def _p53(hidden_states: torch.Tensor, w: torch.Tensor, ws: torch.Tensor) -> torch.Tensor:
+    return fp8_linear(hidden_states, w, ws).to(torch.bfloat16)
+
+
+P52_LIKE = {"num_tokens": 1100, "num_heads": 4, "head_dim": 128, "in_features": 512, "hidden_size": 640,
+            "hidden_blocks": 5, "in_blocks": 4}  # fmt: skip
+P53_LIKE = {"num_tokens": 1100, "hidden_size": 384, "gate_up_size": 1024, "gate_up_blocks": 8, "hidden_blocks": 3}
+
+
+@pytest.mark.parametrize("shape", ["smoke", "production_like"])
+def test_p52_plan(shape: str) -> None:
+    p = _problem(52)
+    _check(p, p.smoke if shape == "smoke" else P52_LIKE, _p52)
+
+
+@pytest.mark.parametrize("shape", ["smoke", "production_like"])
+def test_p53_plan(shape: str) -> None:
+    p = _problem(53)
+    _check(p, p.smoke if shape == "smoke" else P53_LIKE, _p53)
+
+
+def test_emulation_catches_a_wrong_scale_block() -> None:
+    """The comparison is sharp enough: using the next k-block's weight scale fails the allowance."""
+    p = _problem(53)
+
+    def shifted(x: torch.Tensor, w: torch.Tensor, ws: torch.Tensor) -> torch.Tensor:
+        return _p53(x, w, ws.roll(1, dims=1))
+
+    with pytest.raises(AssertionError, match="allowance"):
+        _check(p, P53_LIKE, shifted)
