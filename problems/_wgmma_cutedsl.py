@@ -181,10 +181,7 @@ def mainloop(
     release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
     num_k_blocks = cute.size(tCrA, mode=[2])
     tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
-    # row offset (0 or 8) of every accumulator element relative to the thread's first row: the fragment
-    # layout is the same for every thread, so thread 0's (static) coordinates give it at trace time
-    rel = tiled_mma.get_slice(0).partition_C(cute.make_identity_tensor((BM, cfg.bn)))
-    half = [rel[i][0] - rel[0][0] for i in range(cute.size(rel))]
+    half = row_halves(tiled_mma, cfg.bn)
     row0 = coords[0][0]
     for kt in cutlass.range(k_tiles, unroll=1):
         ring.consumer_wait(read)
@@ -201,7 +198,7 @@ def mainloop(
             warpgroup.wait_group(0)
             for acc, tmp in zip(accs, tmps, strict=True):
                 for i in cutlass.range_constexpr(cute.size(acc)):
-                    acc[i] = acc[i] + tmp[i] * factors[half[i] // 8]
+                    acc[i] = acc[i] + tmp[i] * factors[half[i]]
             ring.consumer_release(read)
             release.advance()
         else:
@@ -217,6 +214,19 @@ def mainloop(
             prod.advance()
     warpgroup.wait_group(0)
     return accs, coords
+
+
+def row_halves(tiled_mma: Any, bn: int) -> list[int]:
+    """For every accumulator element of a thread: 0 if it lies in the thread's first row r, 1 if in r + 8.
+
+    The fragment layout is the same for every thread, so thread 0's static coordinates give it at
+    trace time (WGMMA: each thread holds two rows, 8 apart, of its warp's 16).
+    """
+    rel = tiled_mma.get_slice(0).partition_C(cute.make_identity_tensor((BM, bn)))
+    offsets = [rel[i][0] - rel[0][0] for i in range(cute.size(rel))]
+    if set(offsets) != {0, 8}:
+        raise ValueError(f"unexpected accumulator rows {sorted(set(offsets))}")
+    return [o // 8 for o in offsets]
 
 
 @cute.jit

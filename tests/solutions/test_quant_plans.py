@@ -65,6 +65,17 @@ def _p53(hidden_states: torch.Tensor, w: torch.Tensor, ws: torch.Tensor) -> torc
     return fp8_linear(hidden_states, w, ws).to(torch.bfloat16)
 
 
+def _p54(x: torch.Tensor, w: torch.Tensor, ws: torch.Tensor, q_norm: torch.Tensor, k_norm: torch.Tensor) -> tuple:
+    """54_fused_*: the qkv GEMM tiles, then per 128-column tile (one head) the quad-reduced RMSNorm of q, k."""
+    acc = fp8_linear(x, w, ws)
+    tokens = x.shape[0]
+    heads = acc.view(tokens, 48, 128)
+    inv = torch.rsqrt(heads.pow(2).sum(-1, keepdim=True) / 128 + 1e-6)
+    q = heads[:, :32] * inv[:, :32] * q_norm.to(torch.float32)
+    k = heads[:, 32:40] * inv[:, 32:40] * k_norm.to(torch.float32)
+    return q.to(torch.bfloat16), k.to(torch.bfloat16), heads[:, 40:].to(torch.bfloat16)
+
+
 P52_LIKE = {"num_tokens": 1100, "num_heads": 4, "head_dim": 128, "in_features": 512, "hidden_size": 640,
             "hidden_blocks": 5, "in_blocks": 4}  # fmt: skip
 P53_LIKE = {"num_tokens": 1100, "hidden_size": 384, "gate_up_size": 1024, "gate_up_blocks": 8, "hidden_blocks": 3}
@@ -80,6 +91,16 @@ def test_p52_plan(shape: str) -> None:
 def test_p53_plan(shape: str) -> None:
     p = _problem(53)
     _check(p, p.smoke if shape == "smoke" else P53_LIKE, _p53)
+
+
+P54_LIKE = {"num_tokens": 1100, "hidden_size": 256, "hidden_blocks": 2, "num_q_heads": 32, "num_kv_heads": 8,
+            "head_dim": 128, "qkv_size": 6144, "qkv_blocks": 48}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", ["smoke", "production_like"])
+def test_p54_plan(shape: str) -> None:
+    p = _problem(54)
+    _check(p, p.smoke if shape == "smoke" else P54_LIKE, _p54)
 
 
 def test_emulation_catches_a_wrong_scale_block() -> None:

@@ -14,6 +14,7 @@ bits 7-9) of a K-major operand read through a matrix descriptor.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -124,6 +125,7 @@ def raster(t: int, m_tiles: int, n_tiles: int, group: int = 8) -> tuple[int, int
     return first + t % band % size, t % band // size
 
 
+@functools.cache
 def fragment_map(bn: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(rows, cols) of every (thread, register) of a 128 x bn accumulator tile, register-major per thread."""
     rows, cols = [], []
