@@ -255,14 +255,19 @@ def act_quant(tokens: int, k: int, *, ue8m0: bool = False) -> Any:
 FP8_BN = 128  # block-FP8 GEMM column tile: exactly one 128-row weight scale block
 
 
+def clamped_row(row: Any, rows: int, tile: int) -> Any:
+    """`row` clamped to the last of `rows` (needed only when `rows` is not a multiple of the tile)."""
+    return row if rows % tile == 0 else T.min(row, rows - 1)
+
+
 @T.macro
-def block_fp8_mainloop(pool, acc, tmp, tx, A, B, SA, SB, rows, m0, nt, k_tiles):
+def block_fp8_mainloop(pool, acc, tmp, tx, A, B, SA, SB, rows, cols, m0, nt, k_tiles):
     """`mainloop` of a W8A8 block-FP8 GEMM tile (FP8_BN columns): A [rows, K] fp8 codes with scales
-    SA [K / 128, rows], B [N, K] fp8 with 128 x 128 block scales SB [N / 128, K / 128]; rows past `rows`
-    read the last row (their results are never stored)."""
+    SA [K / 128, rows], B [cols, K] fp8 with 128 x 128 block scales SB [ceil(cols / 128), K / 128]; rows
+    past `rows` (columns past `cols`) read the last one, and their results are never stored."""
     mainloop(
         pool, acc, tmp, tx, k_tiles, FP8_BN, "float8_e4m3fn",
-        lambda kt, r, ch: A.ptr_to([T.min(m0 + r, rows - 1), kt * GROUP + ch * CHUNK]),
-        lambda kt, r, ch: B.ptr_to([nt * FP8_BN + r, kt * GROUP + ch * CHUNK]),
+        lambda kt, r, ch: A.ptr_to([clamped_row(m0 + r, rows, BM), kt * GROUP + ch * CHUNK]),
+        lambda kt, r, ch: B.ptr_to([clamped_row(nt * FP8_BN + r, cols, FP8_BN), kt * GROUP + ch * CHUNK]),
         lambda kt, i: SA[kt, T.min(m0 + frag_row(tx, i), rows - 1)] * SB[nt, kt],
     )  # fmt: skip

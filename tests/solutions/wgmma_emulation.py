@@ -142,7 +142,7 @@ def fragment_map(bn: int) -> tuple[torch.Tensor, torch.Tensor]:
 def store_fragments(out: torch.Tensor, acc: torch.Tensor, row0: int, col0: int, bn: int) -> None:
     """The TIRx epilogue: every thread stores its registers at their fragment positions, rows < out rows."""
     rows, cols = fragment_map(bn)
-    keep = row0 + rows < out.shape[0]
+    keep = (row0 + rows < out.shape[0]) & (col0 + cols < out.shape[1])
     out[row0 + rows[keep], col0 + cols[keep]] = acc[rows[keep], cols[keep]].to(out.dtype)
 
 

@@ -84,7 +84,7 @@ def _gemm(tokens: int, k: int):
         ssq = T.alloc_local((2,), "float32")
         mt, nt = T.meta_var(W.raster(bx, m_tiles, n_tiles))
         m0 = T.meta_var(mt * W.BM)
-        W.block_fp8_mainloop(pool, acc, tmp, tx, A, B, SA, SB, tokens, m0, nt, k_tiles)
+        W.block_fp8_mainloop(pool, acc, tmp, tx, A, B, SA, SB, tokens, n, m0, nt, k_tiles)
         # sum of squares of rows r and r + 8 over the tile's 128 columns: 32 values here, the rest in the quad
         for i in T.unroll(2):
             ssq[i] = T.float32(0)

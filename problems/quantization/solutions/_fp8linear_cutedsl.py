@@ -37,17 +37,16 @@ def _gemm_kernel(
     mO: cute.Tensor,
 ):
     bidx, _, _ = cute.arch.block_idx()
-    tokens = cute.size(mO, mode=[0])
+    tokens, n = cute.size(mO, mode=[0]), cute.size(mO, mode=[1])
     m_tiles = (tokens + W.BM - 1) // W.BM
-    n_tiles = cute.size(mO, mode=[1]) // BN
-    mt, nt = W.raster(bidx, m_tiles, n_tiles)
+    mt, nt = W.raster(bidx, m_tiles, (n + BN - 1) // BN)
     (acc,), coords = W.block_fp8_tile(CFG, tiled_mma, a_smem, b_smem, tma_a, mA, tma_b, mB, mSA, mSB, mt, nt)
-    out = cute.make_rmem_tensor(acc.shape, cutlass.BFloat16)
-    out.store(acc.load().to(cutlass.BFloat16))
+    out = cute.make_rmem_tensor(acc.shape, mO.element_type)
+    out.store(acc.load().to(mO.element_type))
     for i in cutlass.range_constexpr(cute.size(acc)):
-        row = mt * W.BM + coords[i][0]
-        if row < tokens:
-            mO[row, nt * BN + coords[i][1]] = out[i]
+        row, col = mt * W.BM + coords[i][0], nt * BN + coords[i][1]
+        if row < tokens and col < n:  # TMA zero-fills B rows past N; their columns are not stored
+            mO[row, col] = out[i]
 
 
 @cute.jit
@@ -55,28 +54,30 @@ def _gemm(mA: cute.Tensor, mB: cute.Tensor, mSA: cute.Tensor, mSB: cute.Tensor, 
     tiled_mma, a_smem, b_smem = CFG.layouts()
     tma_a, gA = CFG.tma_a(mA, a_smem)
     tma_b, gB = CFG.tma_b(mB, b_smem)
-    tokens = cute.size(mO, mode=[0])
-    tiles = (tokens + W.BM - 1) // W.BM * (cute.size(mO, mode=[1]) // BN)
+    tokens, n = cute.size(mO, mode=[0]), cute.size(mO, mode=[1])
+    tiles = (tokens + W.BM - 1) // W.BM * ((n + BN - 1) // BN)
     _gemm_kernel(tiled_mma, a_smem, b_smem, tma_a, gA, tma_b, gB, mSA, mSB, mO).launch(
         grid=[tiles, 1, 1], block=[W.THREADS, 1, 1]
     )
 
 
-_COMPILED: list = []
+_COMPILED: dict[tuple[type, bool], tuple] = {}
+OUT_TYPES = {torch.bfloat16: cutlass.BFloat16, torch.float32: cutlass.Float32}
 
 
-def compiled():
-    """(activation quantiser, block-FP8 GEMM), compiled once with symbolic sizes."""
-    if not _COMPILED:
+def compiled(out_dtype: torch.dtype = torch.bfloat16, *, ue8m0: bool = False) -> tuple:
+    """(activation quantiser, block-FP8 GEMM with `out_dtype` output), compiled once with symbolic sizes."""
+    key = (OUT_TYPES[out_dtype], ue8m0)
+    if key not in _COMPILED:
         t, k, n, kb, nb = (cute.sym_int() for _ in range(5))
         a = make_fake_compact_tensor(cutlass.Float8E4M3FN, (t, k, 1), stride_order=(1, 0, 2), assumed_align=16)
         b = make_fake_compact_tensor(cutlass.Float8E4M3FN, (n, k, 1), stride_order=(1, 0, 2), assumed_align=16)
         sa = make_fake_compact_tensor(cutlass.Float32, (kb, t), stride_order=(1, 0), assumed_align=4)
         sb = make_fake_compact_tensor(cutlass.Float32, (nb, kb), stride_order=(1, 0), assumed_align=4)
-        o = make_fake_compact_tensor(cutlass.BFloat16, (t, n), stride_order=(1, 0), assumed_align=16)
-        _COMPILED.append(Q.compiled())
-        _COMPILED.append(cute.compile(_gemm, a, b, sa, sb, o, options="--enable-tvm-ffi"))
-    return _COMPILED
+        o = make_fake_compact_tensor(key[0], (t, n), stride_order=(1, 0), assumed_align=16)
+        gemm = cute.compile(_gemm, a, b, sa, sb, o, options="--enable-tvm-ffi")
+        _COMPILED[key] = (Q.compiled(ue8m0=ue8m0), gemm)
+    return _COMPILED[key]
 
 
 def quantize(x: torch.Tensor, quant) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,10 +89,18 @@ def quantize(x: torch.Tensor, quant) -> tuple[torch.Tensor, torch.Tensor]:
     return q, s
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor) -> torch.Tensor:
-    """x [T, K] bf16 (contiguous), weight [N, K] fp8, weight_scale [N/128, K/128] -> bf16 [T, N]."""
-    quant, gemm = compiled()
+def linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    weight_scale: torch.Tensor,
+    out_dtype: torch.dtype = torch.bfloat16,
+    *,
+    ue8m0: bool = False,
+) -> torch.Tensor:
+    """x [T, K] bf16 (contiguous), weight [N, K] fp8, weight_scale [ceil(N/128), K/128] -> [T, N] in
+    out_dtype (bf16 or float32); `ue8m0` rounds the activation scales up to powers of two."""
+    quant, gemm = compiled(out_dtype, ue8m0=ue8m0)
     q, s = quantize(x, quant)
-    out = torch.empty((x.shape[0], weight.shape[0]), dtype=torch.bfloat16, device=x.device)
+    out = torch.empty((x.shape[0], weight.shape[0]), dtype=out_dtype, device=x.device)
     gemm(W.rows_k_l(q), W.rows_k_l(weight), s, weight_scale, out)
     return out
