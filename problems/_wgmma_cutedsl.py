@@ -110,12 +110,15 @@ def mainloop(
     b_coords: Sequence[tuple[Any, Any]],
     k_tiles: Any,
     scale: Callable[[Any, Any], Any] | None = None,
+    b_alt: tuple[Any, cute.Tensor, Sequence[tuple[Any, Any]]] | None = None,
+    use_alt: Any = None,
 ) -> tuple[list[cute.Tensor], cute.Tensor]:
     """The K loop of one CTA tile (call from inside a @cute.kernel with THREADS threads).
 
     a_coord = (m tile, L index) of A; b_coords[i] = (n tile, L index) of the i-th B tile. With
     `scale(kt, row)` (row in the CTA tile) every k-tile is promoted with that factor; it is evaluated
-    for the thread's two accumulator rows (r and r + 8) once per k-tile.
+    for the thread's two accumulator rows (r and r + 8) once per k-tile. `b_alt` = (TMA atom, tensor,
+    coordinates) of a second B source used instead where the CTA-uniform `use_alt` holds.
     Returns the accumulators (one per B tile) and the (row, column) coordinates of their elements.
     """
     tidx, _, _ = cute.arch.thread_idx()
@@ -123,6 +126,8 @@ def mainloop(
     if warp_idx == 0:
         cpasync.prefetch_descriptor(tma_a)
         cpasync.prefetch_descriptor(tma_b)
+        if cutlass.const_expr(b_alt is not None):
+            cpasync.prefetch_descriptor(b_alt[0])
 
     storage = cutlass.utils.SmemAllocator().allocate(cfg.storage(a_smem, b_smem))
     producer = pipeline.CooperativeGroup(pipeline.Agent.Thread)
@@ -158,6 +163,15 @@ def mainloop(
         cpasync.tma_partition(tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
         for sB, gB in zip(sBs, gBs, strict=True)
     ]
+    tBs_alt = []
+    if cutlass.const_expr(b_alt is not None):
+        tma_alt, m_alt, alt_coords = b_alt
+        for sB, c in zip(sBs, alt_coords, strict=True):
+            g = cute.local_tile(m_alt, cfg.tile_mnk, (0, c[0], None, c[1]), proj=(None, 1, 1))
+            part = cpasync.tma_partition(
+                tma_alt, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(g, 0, 2)
+            )
+            tBs_alt.append(part)
 
     wg = cute.arch.make_warp_uniform(tidx // WG_THREADS)
     thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=WG_THREADS)(wg))
@@ -174,7 +188,7 @@ def mainloop(
     prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, cfg.stages)
     if warp_idx == 0:
         for _ in cutlass.range(cutlass.min(cfg.stages, k_tiles), unroll=1):
-            _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs)
+            _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, use_alt)
             prod.advance()
 
     read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, cfg.stages)
@@ -210,7 +224,7 @@ def mainloop(
         read.advance()
         # the slot just released is the one k-tile prod.count goes to (bf16: from kt = 1 on)
         if warp_idx == 0 and prod.count < k_tiles and (cutlass.const_expr(scale is not None) or kt > 0):
-            _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs)
+            _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, use_alt)
             prod.advance()
     warpgroup.wait_group(0)
     return accs, coords
@@ -230,13 +244,32 @@ def row_halves(tiled_mma: Any, bn: int) -> list[int]:
 
 
 @cute.jit
-def _produce(ring: Any, state: Any, tma_a: Any, tAgA: Any, tAsA: Any, tma_b: Any, tBs: list) -> None:
+def _produce(
+    ring: Any,
+    state: Any,
+    tma_a: Any,
+    tAgA: Any,
+    tAsA: Any,
+    tma_b: Any,
+    tBs: list,
+    b_alt: Any,
+    tBs_alt: list,
+    use_alt: Any,
+) -> None:
     """Thread-0 TMA issue of k-tile state.count into ring slot state.index."""
     ring.producer_acquire(state)
     bar = ring.producer_get_barrier(state)
     cute.copy(tma_a, tAgA[None, state.count], tAsA[None, state.index], tma_bar_ptr=bar)
-    for tBsB, tBgB in tBs:
-        cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+    if cutlass.const_expr(b_alt is None):
+        for tBsB, tBgB in tBs:
+            cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+    else:
+        if use_alt:
+            for tBsB, tBgB in tBs_alt:
+                cute.copy(b_alt[0], tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+        else:
+            for tBsB, tBgB in tBs:
+                cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
     ring.producer_commit(state)
 
 
@@ -249,6 +282,22 @@ def raster(t: Any, m_tiles: Any, n_tiles: Any, group: int = 8) -> tuple[Any, Any
     size = cutlass.min(m_tiles - first, group)
     rest = t % band
     return first + rest % size, rest // size
+
+
+@cute.jit
+def store_tile(m_out: cute.Tensor, frag: cute.Tensor, coords: cute.Tensor, row0: Any, col0: Any, bn: int) -> None:
+    """Store register fragment `frag` of a CTA tile at (row0, col0) of m_out, skipping rows and columns
+    past m_out's extent. The column test is hoisted out of full tiles, so each thread's adjacent column
+    pairs merge into one 32-bit store."""
+    rows, cols = cute.size(m_out, mode=[0]), cute.size(m_out, mode=[1])
+    if col0 + bn <= cols:
+        for i in cutlass.range_constexpr(cute.size(frag)):
+            if row0 + coords[i][0] < rows:
+                m_out[row0 + coords[i][0], col0 + coords[i][1]] = frag[i]
+    else:
+        for i in cutlass.range_constexpr(cute.size(frag)):
+            if row0 + coords[i][0] < rows and col0 + coords[i][1] < cols:
+                m_out[row0 + coords[i][0], col0 + coords[i][1]] = frag[i]
 
 
 def rows_k_l(x: Any) -> Any:

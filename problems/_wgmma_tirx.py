@@ -104,25 +104,31 @@ __forceinline__ __device__ void mkb_fence_reg(float& r) { asm volatile("" : "+f"
 
 
 @T.macro
-def load_rows(pool, base, rows, src, kt, tx):
+def load_rows(pool, base, rows, src, kt, tx, alt=None, use_alt=None):
     """cp.async `rows` rows of k-tile kt (128 B each) into the swizzled tile at byte `base` of `pool`.
 
-    `src(kt, r, chunk)` is the global address of row r's 16-byte chunk `chunk` in k-tile kt.
+    `src(kt, r, chunk)` is the global address of row r's 16-byte chunk `chunk` in k-tile kt; with `alt`
+    given, `alt` supplies the addresses instead wherever the (CTA-uniform) `use_alt` holds.
     """
     for i in T.unroll(rows * CHUNKS_PER_ROW // THREADS):
         r = T.meta_var(tx // CHUNKS_PER_ROW + i * (THREADS // CHUNKS_PER_ROW))
         ch = T.meta_var(tx % CHUNKS_PER_ROW)
-        T.ptx["cp.async.cg.shared.global"](
-            pool.ptr_to([base + r * ROW_BYTES + T.bitwise_xor(ch, r % 8) * CHUNK]), src(kt, r, ch), CHUNK
-        )
+        dst = T.meta_var(pool.ptr_to([base + r * ROW_BYTES + T.bitwise_xor(ch, r % 8) * CHUNK]))
+        if alt is None:
+            T.ptx["cp.async.cg.shared.global"](dst, src(kt, r, ch), CHUNK)
+        elif use_alt:
+            T.ptx["cp.async.cg.shared.global"](dst, alt(kt, r, ch), CHUNK)
+        else:
+            T.ptx["cp.async.cg.shared.global"](dst, src(kt, r, ch), CHUNK)
 
 
 @T.macro
-def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale):
+def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=None, use_b_alt=None):
     """The pipelined K loop of one CTA tile into `acc` (float32, bn / 2 registers per thread).
 
     a_src(kt, r, chunk) / b_src(kt, r, chunk): global addresses of row r's chunk of k-tile kt of A
-    (r < 128) and B (r < bn). With `tmp` given (fp8), every k-tile accumulates into tmp and
+    (r < 128) and B (r < bn); `b_alt` replaces b_src where the CTA-uniform `use_b_alt` holds (a second
+    weight tensor). With `tmp` given (fp8), every k-tile accumulates into tmp and
     `scale(kt, i)` (the factor of accumulator half i, rows frag_row(tx, i)) promotes it into acc;
     with tmp None, the WGMMAs accumulate into acc directly.
     """
@@ -137,7 +143,7 @@ def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale):
     for s in T.unroll(stages - 1):
         if s < k_tiles:
             load_rows(pool, s * stage_bytes, BM, a_src, s, tx)
-            load_rows(pool, s * stage_bytes + A_TILE_BYTES, bn, b_src, s, tx)
+            load_rows(pool, s * stage_bytes + A_TILE_BYTES, bn, b_src, s, tx, b_alt, use_b_alt)
         T.ptx["cp.async.commit_group"]()
     for kt in T.serial(k_tiles):
         T.ptx["cp.async.wait_group"](stages - 2)
@@ -146,7 +152,7 @@ def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale):
         nxt = T.meta_var(kt + stages - 1)
         if nxt < k_tiles:
             load_rows(pool, nxt % stages * stage_bytes, BM, a_src, nxt, tx)
-            load_rows(pool, nxt % stages * stage_bytes + A_TILE_BYTES, bn, b_src, nxt, tx)
+            load_rows(pool, nxt % stages * stage_bytes + A_TILE_BYTES, bn, b_src, nxt, tx, b_alt, use_b_alt)
         T.ptx["cp.async.commit_group"]()
         slot = T.meta_var(kt % stages * stage_bytes)
         da: T.uint64 = desc0 + T.Cast("uint64", T.shift_right(slot + wg * WG_A_BYTES, 4))

@@ -43,10 +43,7 @@ def _gemm_kernel(
     (acc,), coords = W.block_fp8_tile(CFG, tiled_mma, a_smem, b_smem, tma_a, mA, tma_b, mB, mSA, mSB, mt, nt)
     out = cute.make_rmem_tensor(acc.shape, mO.element_type)
     out.store(acc.load().to(mO.element_type))
-    for i in cutlass.range_constexpr(cute.size(acc)):
-        row, col = mt * W.BM + coords[i][0], nt * BN + coords[i][1]
-        if row < tokens and col < n:  # TMA zero-fills B rows past N; their columns are not stored
-            mO[row, col] = out[i]
+    W.store_tile(mO, out, coords, mt * W.BM, nt * BN, BN)  # TMA zero-fills B rows past N; not stored
 
 
 @cute.jit
@@ -69,7 +66,8 @@ def compiled(out_dtype: torch.dtype = torch.bfloat16, *, ue8m0: bool = False) ->
     """(activation quantiser, block-FP8 GEMM with `out_dtype` output), compiled once with symbolic sizes."""
     key = (OUT_TYPES[out_dtype], ue8m0)
     if key not in _COMPILED:
-        t, k, n, kb, nb = (cute.sym_int() for _ in range(5))
+        t, kb, nb = (cute.sym_int() for _ in range(3))
+        k, n = cute.sym_int(divisibility=128), cute.sym_int(divisibility=64)
         a = make_fake_compact_tensor(cutlass.Float8E4M3FN, (t, k, 1), stride_order=(1, 0, 2), assumed_align=16)
         b = make_fake_compact_tensor(cutlass.Float8E4M3FN, (n, k, 1), stride_order=(1, 0, 2), assumed_align=16)
         sa = make_fake_compact_tensor(cutlass.Float32, (kb, t), stride_order=(1, 0), assumed_align=4)
