@@ -27,7 +27,6 @@ column 8j + 2 (t % 4) + c).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from tvm.script import tirx as T
@@ -56,9 +55,9 @@ def k_elems(dtype: str) -> int:
     return ROW_BYTES // elem_bytes(dtype)
 
 
-def stages_for(bn: int) -> int:
+def stages_for(bn: int, a_rows: int = BM) -> int:
     """Deepest ring that fits the shared-memory budget (at least 3)."""
-    stages = SMEM_BUDGET // (A_TILE_BYTES + bn * ROW_BYTES)
+    stages = SMEM_BUDGET // ((a_rows + bn) * ROW_BYTES)
     if stages < 3:
         raise ValueError(f"BN={bn}: fewer than 3 stages fit in shared memory")
     return stages
@@ -123,27 +122,35 @@ def load_rows(pool, base, rows, src, kt, tx, alt=None, use_alt=None):
 
 
 @T.macro
-def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=None, use_b_alt=None):
-    """The pipelined K loop of one CTA tile into `acc` (float32, bn / 2 registers per thread).
+def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=None, use_b_alt=None, split_n=False):
+    """The pipelined K loop of one CTA tile into `acc` (float32 registers).
 
     a_src(kt, r, chunk) / b_src(kt, r, chunk): global addresses of row r's chunk of k-tile kt of A
     (r < 128) and B (r < bn); `b_alt` replaces b_src where the CTA-uniform `use_b_alt` holds (a second
     weight tensor). With `tmp` given (fp8), every k-tile accumulates into tmp and
     `scale(kt, i)` (the factor of accumulator half i, rows frag_row(tx, i)) promotes it into acc;
     with tmp None, the WGMMAs accumulate into acc directly.
+    Default tile: 128 A rows, warpgroup w takes rows 64w.. against all bn B rows (bn / 2 registers).
+    `split_n`: 64 A rows shared by both warpgroups, warpgroup w takes B rows w bn/2 .. (w + 1) bn/2
+    (bn / 4 registers; rows split_frag_row, columns frag_col within the warpgroup's half).
     """
-    stages = T.meta_var(stages_for(bn))
-    stage_bytes = T.meta_var(A_TILE_BYTES + bn * ROW_BYTES)
+    a_rows = T.meta_var(BM // 2 if split_n else BM)
+    a_bytes = T.meta_var(a_rows * ROW_BYTES)
+    stages = T.meta_var(stages_for(bn, a_rows))
+    stage_bytes = T.meta_var((a_rows + bn) * ROW_BYTES)
     wg = T.meta_var(tx // WG_THREADS)
-    nreg = T.meta_var(bn // 2)
+    nreg = T.meta_var(bn // 4 if split_n else bn // 2)
+    mma_n = T.meta_var(bn // 2 if split_n else bn)
+    a_off = T.meta_var(0 if split_n else wg * WG_A_BYTES)
+    b_off = T.meta_var(wg * (bn // 2) * ROW_BYTES if split_n else 0)
     smem: T.uint32 = T.cuda.cvta_generic_to_shared(pool.ptr_to([0]))
     desc0: T.uint64 = T.uint64(DESC_SW128) | T.Cast("uint64", T.shift_right(smem, T.uint32(4)))
     for i in T.unroll(nreg):
         acc[i] = T.float32(0)
     for s in T.unroll(stages - 1):
         if s < k_tiles:
-            load_rows(pool, s * stage_bytes, BM, a_src, s, tx)
-            load_rows(pool, s * stage_bytes + A_TILE_BYTES, bn, b_src, s, tx, b_alt, use_b_alt)
+            load_rows(pool, s * stage_bytes, a_rows, a_src, s, tx)
+            load_rows(pool, s * stage_bytes + a_bytes, bn, b_src, s, tx, b_alt, use_b_alt)
         T.ptx["cp.async.commit_group"]()
     for kt in T.serial(k_tiles):
         T.ptx["cp.async.wait_group"](stages - 2)
@@ -151,16 +158,16 @@ def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=
         T.cuda.cta_sync()
         nxt = T.meta_var(kt + stages - 1)
         if nxt < k_tiles:
-            load_rows(pool, nxt % stages * stage_bytes, BM, a_src, nxt, tx)
-            load_rows(pool, nxt % stages * stage_bytes + A_TILE_BYTES, bn, b_src, nxt, tx, b_alt, use_b_alt)
+            load_rows(pool, nxt % stages * stage_bytes, a_rows, a_src, nxt, tx)
+            load_rows(pool, nxt % stages * stage_bytes + a_bytes, bn, b_src, nxt, tx, b_alt, use_b_alt)
         T.ptx["cp.async.commit_group"]()
         slot = T.meta_var(kt % stages * stage_bytes)
-        da: T.uint64 = desc0 + T.Cast("uint64", T.shift_right(slot + wg * WG_A_BYTES, 4))
-        db: T.uint64 = desc0 + T.Cast("uint64", T.shift_right(slot + A_TILE_BYTES, 4))
+        da: T.uint64 = desc0 + T.Cast("uint64", T.shift_right(slot + a_off, 4))
+        db: T.uint64 = desc0 + T.Cast("uint64", T.shift_right(slot + a_bytes + b_off, 4))
         if tmp is None:
             T.ptx.wgmma.fence.sync.aligned()
             for s in T.unroll(K_STEPS):
-                T.ptx[wgmma_name(dtype, bn)](
+                T.ptx[wgmma_name(dtype, mma_n)](
                     *[acc[i] for i in range(nreg)], da + T.uint64(2 * s), db + T.uint64(2 * s), True, 1, 1,
                     *([0, 0] if dtype == "bfloat16" else []),
                 )  # fmt: skip
@@ -173,7 +180,7 @@ def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=
             f1: T.f32 = scale(kt, 1)
             T.ptx.wgmma.fence.sync.aligned()
             for s in T.unroll(K_STEPS):
-                T.ptx[wgmma_name(dtype, bn)](
+                T.ptx[wgmma_name(dtype, mma_n)](
                     *[tmp[i] for i in range(nreg)], da + T.uint64(2 * s), db + T.uint64(2 * s), s > 0, 1, 1,
                     *([0, 0] if dtype == "bfloat16" else []),
                 )  # fmt: skip
@@ -190,11 +197,13 @@ def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=
     T.ptx["cp.async.wait_group"](0)
 
 
-def smem_bytes(bn: int) -> int:
-    return stages_for(bn) * (A_TILE_BYTES + bn * ROW_BYTES)
+def smem_bytes(bn: int, a_rows: int = BM) -> int:
+    return stages_for(bn, a_rows) * (a_rows + bn) * ROW_BYTES
 
 
-Src = Callable[[Any, Any, Any], Any]
+def split_frag_row(tx: Any, i: int) -> Any:
+    """Tile row of accumulator half i of thread tx in a `split_n` tile (both warpgroups on rows 0..63)."""
+    return tx % WG_THREADS // 32 * 16 + tx % 32 // 4 + 8 * i
 
 
 GROUP = 128  # fp8 activation quantisation group (one k-tile)

@@ -19,8 +19,9 @@ layer on tensor cores:
 
 Shared experts are segments like the routed ones: GEMM1/GEMM2 read their weights from the shared
 tensors (virtual expert s of the shared MLP = intermediate columns [s I, (s + 1) I)), so both GEMMs are
-single launches over every tile. Tiles past the table's end exit at once. Rows are rastered 8 m-tiles
-at a time across N so a weight tile is reused from L2 by the 8 tiles of its expert.
+single launches over every tile. The GEMMs are persistent (one CTA per SM walks the tiles the scan
+produced, so no CTA is launched for the table's unused tail); tiles are rastered 8 m-tiles at a time
+across N so a weight tile is reused from L2 by the tiles of its expert.
 """
 
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ GU_HALF = 128  # intermediate columns per GEMM1 tile (gate 128 + up 128 = one m6
 BN2 = 256  # hidden columns per GEMM2 tile
 VEC = 8  # bf16 per 16-byte access
 THREADS = 256
+SMS = 132  # H200 streaming multiprocessors: the persistent GEMMs run one CTA per SM
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
 
@@ -165,7 +167,7 @@ def _silu_mul(g: Any, u: Any) -> Any:
 
 
 def gemm1(s: MoeShape) -> Any:
-    """Act[r, n] = silu(Xp[r] . gate_e[n]) * (Xp[r] . up_e[n]) for the tile's segment e."""
+    """Act[r, n] = silu(Xp[r] . gate_e[n]) * (Xp[r] . up_e[n]) for the tile's segment e (persistent)."""
     k_tiles = s.hidden // W.k_elems("bfloat16")
     n_tiles = (s.inter + GU_HALF - 1) // GU_HALF
     ke = W.k_elems("bfloat16")
@@ -174,87 +176,106 @@ def gemm1(s: MoeShape) -> Any:
     def col(nt: Any, r: Any) -> Any:  # intermediate column of B row r (r % 128) of column tile nt
         return W.clamped_row(nt * GU_HALF + r % GU_HALF, s.inter, GU_HALF)
 
+    @T.macro
+    def tile(t, blocks, TILE, pool, acc, tx, XP, W13, SW13, ACT):
+        mt, nt = T.meta_var(W.raster(t, blocks, n_tiles))
+        seg: T.int32 = TILE[mt]
+        T.cuda.cta_sync()  # every warpgroup is done with the ring of the previous tile
+        # B row r < 128: gate row nt * 128 + r; r >= 128: the matching up row
+        W.mainloop(
+            pool, acc, None, tx, k_tiles, 2 * GU_HALF, "bfloat16",
+            lambda kt, r, ch: XP.ptr_to([mt * BM + r, kt * ke + ch * VEC]),
+            lambda kt, r, ch: W13.ptr_to([seg, r // GU_HALF * s.inter + col(nt, r), kt * ke + ch * VEC]),
+            None,
+            lambda kt, r, ch: SW13.ptr_to(
+                [r // GU_HALF * si + (seg - s.local) * s.inter + col(nt, r), kt * ke + ch * VEC]
+            ),
+            seg >= s.local,
+        )  # fmt: skip
+        for i in T.unroll(2):
+            for j in T.unroll(GU_HALF // 8):
+                if s.inter % GU_HALF == 0 or nt * GU_HALF + 8 * j < s.inter:
+                    for c in T.vectorized(2):
+                        ACT[mt * BM + W.frag_row(tx, i), nt * GU_HALF + W.frag_col(tx, j, c)] = T.Cast(
+                            "bfloat16",
+                            _silu_mul(acc[4 * j + 2 * i + c], acc[4 * (j + GU_HALF // 8) + 2 * i + c]),
+                        )
+
     @T.prim_func
-    def moe_gemm1(xp_ptr: T.handle, tile_ptr: T.handle, w_ptr: T.handle, sw_ptr: T.handle, act_ptr: T.handle):
+    def moe_gemm1(
+        xp_ptr: T.handle, off_ptr: T.handle, tile_ptr: T.handle, w_ptr: T.handle, sw_ptr: T.handle, act_ptr: T.handle
+    ):
         XP = T.match_buffer(xp_ptr, (s.rows, s.hidden), "bfloat16")
+        OFF = T.match_buffer(off_ptr, (s.segments + 1,), "int32")
         TILE = T.match_buffer(tile_ptr, (s.max_tiles,), "int32")
         W13 = T.match_buffer(w_ptr, (s.local, 2 * s.inter, s.hidden), "bfloat16")
         SW13 = T.match_buffer(sw_ptr, (2 * si, s.hidden), "bfloat16")
         ACT = T.match_buffer(act_ptr, (s.rows, s.inter), "bfloat16")
         T.device_entry()
-        bx = T.cta_id([s.max_tiles * n_tiles])
+        bx = T.cta_id([SMS])
         tx = T.thread_id([W.THREADS])
         pool = T.alloc_buffer((W.smem_bytes(2 * GU_HALF),), "uint8", scope="shared.dyn", align=1024)
         acc = T.alloc_local((GU_HALF,), "float32")
-        mt, nt = T.meta_var(W.raster(bx, s.max_tiles, n_tiles))
-        seg: T.int32 = TILE[mt]
-        if seg >= 0:
-            # B row r < 128: gate row nt * 128 + r; r >= 128: the matching up row
-            W.mainloop(
-                pool, acc, None, tx, k_tiles, 2 * GU_HALF, "bfloat16",
-                lambda kt, r, ch: XP.ptr_to([mt * BM + r, kt * ke + ch * VEC]),
-                lambda kt, r, ch: W13.ptr_to([seg, r // GU_HALF * s.inter + col(nt, r), kt * ke + ch * VEC]),
-                None,
-                lambda kt, r, ch: SW13.ptr_to(
-                    [r // GU_HALF * si + (seg - s.local) * s.inter + col(nt, r), kt * ke + ch * VEC]
-                ),
-                seg >= s.local,
-            )  # fmt: skip
-            for i in T.unroll(2):
-                for j in T.unroll(GU_HALF // 8):
-                    if s.inter % GU_HALF == 0 or nt * GU_HALF + 8 * j < s.inter:
-                        for c in T.vectorized(2):
-                            ACT[mt * BM + W.frag_row(tx, i), nt * GU_HALF + W.frag_col(tx, j, c)] = T.Cast(
-                                "bfloat16",
-                                _silu_mul(acc[4 * j + 2 * i + c], acc[4 * (j + GU_HALF // 8) + 2 * i + c]),
-                            )
+        blocks: T.int32 = OFF[s.segments]
+        for it in T.serial((s.max_tiles * n_tiles + SMS - 1) // SMS):
+            if it * SMS + bx < blocks * n_tiles:
+                tile(it * SMS + bx, blocks, TILE, pool, acc, tx, XP, W13, SW13, ACT)
 
     return moe_gemm1
 
 
 def gemm2(s: MoeShape) -> Any:
-    """Y[r, h] = row_weight[r] * (Act[r] . down_e[h]) for the tile's segment e."""
+    """Y[r, h] = row_weight[r] * (Act[r] . down_e[h]) for the tile's segment e (persistent)."""
     k_tiles = s.inter // W.k_elems("bfloat16")
     n_tiles = (s.hidden + BN2 - 1) // BN2
     ke = W.k_elems("bfloat16")
     si = s.shared * s.inter
 
+    @T.macro
+    def tile(t, blocks, TILE, pool, acc, tx, ACT, W2, SW2, RW, Y):
+        mt, nt = T.meta_var(W.raster(t, blocks, n_tiles))
+        seg: T.int32 = TILE[mt]
+        T.cuda.cta_sync()  # every warpgroup is done with the ring of the previous tile
+        W.mainloop(
+            pool, acc, None, tx, k_tiles, BN2, "bfloat16",
+            lambda kt, r, ch: ACT.ptr_to([mt * BM + r, kt * ke + ch * VEC]),
+            lambda kt, r, ch: W2.ptr_to([seg, W.clamped_row(nt * BN2 + r, s.hidden, BN2), kt * ke + ch * VEC]),
+            None,
+            lambda kt, r, ch: SW2.ptr_to(
+                [W.clamped_row(nt * BN2 + r, s.hidden, BN2), (seg - s.local) * s.inter + kt * ke + ch * VEC]
+            ),
+            seg >= s.local,
+        )  # fmt: skip
+        for i in T.unroll(2):
+            wr: T.f32 = RW[mt * BM + W.frag_row(tx, i)]
+            for j in T.unroll(BN2 // 8):
+                if s.hidden % BN2 == 0 or nt * BN2 + 8 * j < s.hidden:
+                    for c in T.vectorized(2):
+                        Y[mt * BM + W.frag_row(tx, i), nt * BN2 + W.frag_col(tx, j, c)] = T.Cast(
+                            "bfloat16", acc[4 * j + 2 * i + c] * wr
+                        )
+
     @T.prim_func
     def moe_gemm2(
-        act_ptr: T.handle, tile_ptr: T.handle, w_ptr: T.handle, sw_ptr: T.handle, rw_ptr: T.handle, y_ptr: T.handle
-    ):
+        act_ptr: T.handle, off_ptr: T.handle, tile_ptr: T.handle, w_ptr: T.handle, sw_ptr: T.handle,
+        rw_ptr: T.handle, y_ptr: T.handle,
+    ):  # fmt: skip
         ACT = T.match_buffer(act_ptr, (s.rows, s.inter), "bfloat16")
+        OFF = T.match_buffer(off_ptr, (s.segments + 1,), "int32")
         TILE = T.match_buffer(tile_ptr, (s.max_tiles,), "int32")
         W2 = T.match_buffer(w_ptr, (s.local, s.hidden, s.inter), "bfloat16")
         SW2 = T.match_buffer(sw_ptr, (s.hidden, si), "bfloat16")
         RW = T.match_buffer(rw_ptr, (s.rows,), "float32")
         Y = T.match_buffer(y_ptr, (s.rows, s.hidden), "bfloat16")
         T.device_entry()
-        bx = T.cta_id([s.max_tiles * n_tiles])
+        bx = T.cta_id([SMS])
         tx = T.thread_id([W.THREADS])
         pool = T.alloc_buffer((W.smem_bytes(BN2),), "uint8", scope="shared.dyn", align=1024)
         acc = T.alloc_local((BN2 // 2,), "float32")
-        mt, nt = T.meta_var(W.raster(bx, s.max_tiles, n_tiles))
-        seg: T.int32 = TILE[mt]
-        if seg >= 0:
-            W.mainloop(
-                pool, acc, None, tx, k_tiles, BN2, "bfloat16",
-                lambda kt, r, ch: ACT.ptr_to([mt * BM + r, kt * ke + ch * VEC]),
-                lambda kt, r, ch: W2.ptr_to([seg, W.clamped_row(nt * BN2 + r, s.hidden, BN2), kt * ke + ch * VEC]),
-                None,
-                lambda kt, r, ch: SW2.ptr_to(
-                    [W.clamped_row(nt * BN2 + r, s.hidden, BN2), (seg - s.local) * s.inter + kt * ke + ch * VEC]
-                ),
-                seg >= s.local,
-            )  # fmt: skip
-            for i in T.unroll(2):
-                wr: T.f32 = RW[mt * BM + W.frag_row(tx, i)]
-                for j in T.unroll(BN2 // 8):
-                    if s.hidden % BN2 == 0 or nt * BN2 + 8 * j < s.hidden:
-                        for c in T.vectorized(2):
-                            Y[mt * BM + W.frag_row(tx, i), nt * BN2 + W.frag_col(tx, j, c)] = T.Cast(
-                                "bfloat16", acc[4 * j + 2 * i + c] * wr
-                            )
+        blocks: T.int32 = OFF[s.segments]
+        for it in T.serial((s.max_tiles * n_tiles + SMS - 1) // SMS):
+            if it * SMS + bx < blocks * n_tiles:
+                tile(it * SMS + bx, blocks, TILE, pool, acc, tx, ACT, W2, SW2, RW, Y)
 
     return moe_gemm2
 
@@ -328,9 +349,9 @@ def run_pipeline(
     token_rows = torch.empty((s.tokens, s.token_slots), dtype=torch.int32, device=dev)
     k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
     act = torch.empty((s.rows, s.inter), dtype=torch.bfloat16, device=dev)
-    k_gemm1(xp, tiles, w13, shared_w13, act)
+    k_gemm1(xp, offsets, tiles, w13, shared_w13, act)
     y = torch.empty((s.rows, s.hidden), dtype=torch.bfloat16, device=dev)
-    k_gemm2(act, tiles, w2, shared_w2, row_w, y)
+    k_gemm2(act, offsets, tiles, w2, shared_w2, row_w, y)
     out = torch.empty((s.tokens, s.hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out
