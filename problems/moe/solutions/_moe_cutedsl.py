@@ -19,9 +19,10 @@ layer on tensor cores:
 
 Shared experts are segments like the routed ones: the GEMMs take a second TMA source, the shared
 weights viewed the same way (virtual expert s = intermediate columns [s I, (s + 1) I)), chosen per
-tile, so both GEMMs are single launches over every tile. Tiles past the table's end do nothing. Tiles
-are rastered 8 m-tiles at a time across N so a weight tile is reused from L2. TMA zero-fills weight
-rows past the end of a short N; those columns are not stored.
+tile, so both GEMMs are single launches over every tile. The GEMMs are persistent (one CTA per SM
+walks the tiles the scan produced, so no CTA is launched for the table's unused tail); tiles are
+rastered 8 m-tiles at a time across N so a weight tile is reused from L2. TMA zero-fills weight rows
+past the end of a short N; those columns are not stored.
 """
 
 import cutlass
@@ -153,39 +154,47 @@ def _gemm1_kernel(
     mW: cute.Tensor,
     tma_s: cute.CopyAtom,
     mSW: cute.Tensor,
+    mOFF: cute.Tensor,
     mTILE: cute.Tensor,
     mACT: cute.Tensor,
 ):
-    bidx, _, _ = cute.arch.block_idx()
     inter = cute.size(mACT, mode=[1])
     local = cute.size(mW, mode=[2]) // 2
     nv = cute.size(mSW, mode=[2]) // 2
-    k_tiles = cute.size(mXP, mode=[1]) // CFG1.bk
-    mt, nt = W.raster(bidx, cute.size(mTILE), (inter + GU - 1) // GU)
-    seg = mTILE[mt]
-    if seg >= 0:
+    n_tiles = (inter + GU - 1) // GU
+    blocks = mOFF[cute.size(mOFF) - 1]
+
+    def tile_fn(t):
+        mt, nt = W.raster(t, blocks, n_tiles)
+        seg = mTILE[mt]
         e = cutlass.min(seg, local - 1)
         s = cutlass.max(seg - local, 0)
-        (gate, up), coords = W.mainloop(
-            CFG1, tiled_mma, a_smem, b_smem, tma_a, mXP, (mt, 0), tma_b, mW, [(nt, 2 * e), (nt, 2 * e + 1)],
-            k_tiles, None, (tma_s, mSW, [(nt, s), (nt, nv + s)]), seg >= local,
-        )  # fmt: skip
+        k_tiles = cute.size(mXP, mode=[1]) // CFG1.bk
+        return W.Tile((mt, 0), [(nt, 2 * e), (nt, 2 * e + 1)], k_tiles, None, [(nt, s), (nt, nv + s)], seg >= local)
+
+    def epilogue(t, tile, accs, coords, xch):
+        gate, up = accs
         for i in cutlass.range_constexpr(cute.size(gate)):
             gate[i] = _silu_mul(gate[i], up[i])
         out = cute.make_rmem_tensor(gate.shape, cutlass.BFloat16)
         out.store(gate.load().to(cutlass.BFloat16))
-        W.store_tile(mACT, out, coords, mt * BM, nt * GU, GU)
+        W.store_tile(mACT, out, coords, tile.a[0] * BM, tile.b[0][0] * GU, GU)
+
+    W.gemm_persistent(
+        CFG1, tiled_mma, a_smem, b_smem, tma_a, mXP, tma_b, mW, (tma_s, mSW), blocks * n_tiles, tile_fn, epilogue
+    )
 
 
 @cute.jit
-def _gemm1(mXP: cute.Tensor, mW: cute.Tensor, mSW: cute.Tensor, mTILE: cute.Tensor, mACT: cute.Tensor):
+def _gemm1(
+    mXP: cute.Tensor, mW: cute.Tensor, mSW: cute.Tensor, mOFF: cute.Tensor, mTILE: cute.Tensor, mACT: cute.Tensor
+):
     tiled_mma, a_smem, b_smem = CFG1.layouts()
     tma_a, gA = CFG1.tma_a(mXP, a_smem)
     tma_b, gB = CFG1.tma_b(mW, b_smem)
     tma_s, gS = CFG1.tma_b(mSW, b_smem)
-    tiles = cute.size(mTILE) * ((cute.size(mACT, mode=[1]) + GU - 1) // GU)
-    _gemm1_kernel(tiled_mma, a_smem, b_smem, tma_a, gA, tma_b, gB, tma_s, gS, mTILE, mACT).launch(
-        grid=[tiles, 1, 1], block=[W.THREADS, 1, 1]
+    _gemm1_kernel(tiled_mma, a_smem, b_smem, tma_a, gA, tma_b, gB, tma_s, gS, mOFF, mTILE, mACT).launch(
+        grid=[W.SMS, 1, 1], block=[W.THREADS, 1, 1]
     )
 
 
@@ -200,42 +209,51 @@ def _gemm2_kernel(
     mW: cute.Tensor,
     tma_s: cute.CopyAtom,
     mSW: cute.Tensor,
+    mOFF: cute.Tensor,
     mTILE: cute.Tensor,
     mRW: cute.Tensor,
     mY: cute.Tensor,
 ):
-    bidx, _, _ = cute.arch.block_idx()
     hidden = cute.size(mY, mode=[1])
     local = cute.size(mW, mode=[2])
-    k_tiles = cute.size(mACT, mode=[1]) // CFG2.bk
-    mt, nt = W.raster(bidx, cute.size(mTILE), (hidden + BN2 - 1) // BN2)
-    seg = mTILE[mt]
-    if seg >= 0:
+    n_tiles = (hidden + BN2 - 1) // BN2
+    blocks = mOFF[cute.size(mOFF) - 1]
+    halves = W.row_halves(tiled_mma, BM, BN2)
+
+    def tile_fn(t):
+        mt, nt = W.raster(t, blocks, n_tiles)
+        seg = mTILE[mt]
         e = cutlass.min(seg, local - 1)
         s = cutlass.max(seg - local, 0)
-        (acc,), coords = W.mainloop(
-            CFG2, tiled_mma, a_smem, b_smem, tma_a, mACT, (mt, 0), tma_b, mW, [(nt, e)],
-            k_tiles, None, (tma_s, mSW, [(nt, s)]), seg >= local,
-        )  # fmt: skip
-        halves = W.row_halves(tiled_mma, BN2)
-        row0 = mt * BM + coords[0][0]
-        wr = (mRW[row0], mRW[row0 + 8])
+        k_tiles = cute.size(mACT, mode=[1]) // CFG2.bk
+        return W.Tile((mt, 0), [(nt, e)], k_tiles, None, [(nt, s)], seg >= local)
+
+    def epilogue(t, tile, accs, coords, xch):
+        (acc,) = accs
+        row0 = tile.a[0] * BM + coords[0][0]
+        w0, w1 = mRW[row0], mRW[row0 + 8]
         for i in cutlass.range_constexpr(cute.size(acc)):
-            acc[i] = acc[i] * wr[halves[i]]
+            acc[i] = acc[i] * (w1 if halves[i] else w0)
         out = cute.make_rmem_tensor(acc.shape, cutlass.BFloat16)
         out.store(acc.load().to(cutlass.BFloat16))
-        W.store_tile(mY, out, coords, mt * BM, nt * BN2, BN2)
+        W.store_tile(mY, out, coords, tile.a[0] * BM, tile.b[0][0] * BN2, BN2)
+
+    W.gemm_persistent(
+        CFG2, tiled_mma, a_smem, b_smem, tma_a, mACT, tma_b, mW, (tma_s, mSW), blocks * n_tiles, tile_fn, epilogue
+    )
 
 
 @cute.jit
-def _gemm2(mACT: cute.Tensor, mW: cute.Tensor, mSW: cute.Tensor, mTILE: cute.Tensor, mRW: cute.Tensor, mY: cute.Tensor):
+def _gemm2(
+    mACT: cute.Tensor, mW: cute.Tensor, mSW: cute.Tensor, mOFF: cute.Tensor, mTILE: cute.Tensor, mRW: cute.Tensor,
+    mY: cute.Tensor,
+):  # fmt: skip
     tiled_mma, a_smem, b_smem = CFG2.layouts()
     tma_a, gA = CFG2.tma_a(mACT, a_smem)
     tma_b, gB = CFG2.tma_b(mW, b_smem)
     tma_s, gS = CFG2.tma_b(mSW, b_smem)
-    tiles = cute.size(mTILE) * ((cute.size(mY, mode=[1]) + BN2 - 1) // BN2)
-    _gemm2_kernel(tiled_mma, a_smem, b_smem, tma_a, gA, tma_b, gB, tma_s, gS, mTILE, mRW, mY).launch(
-        grid=[tiles, 1, 1], block=[W.THREADS, 1, 1]
+    _gemm2_kernel(tiled_mma, a_smem, b_smem, tma_a, gA, tma_b, gB, tma_s, gS, mOFF, mTILE, mRW, mY).launch(
+        grid=[W.SMS, 1, 1], block=[W.THREADS, 1, 1]
     )
 
 
@@ -295,13 +313,13 @@ def compiled(top_k: int, nv: int) -> tuple:
                 mat(i32, (t, top_k + nv), 4), options=opts,
             ),
             cute.compile(
-                _gemm1, rows_k_l((rows, h, 1)), rows_k_l((i, h, el)), rows_k_l((i, h, ev)), vec(i32, maxt),
-                mat(bf16, (rows, i)), options=opts,
+                _gemm1, rows_k_l((rows, h, 1)), rows_k_l((i, h, el)), rows_k_l((i, h, ev)), vec(i32, segs),
+                vec(i32, maxt), mat(bf16, (rows, i)), options=opts,
             ),
             cute.compile(
                 _gemm2, rows_k_l((rows, i, 1)), rows_k_l((h, i, el)),
-                make_fake_tensor(bf16, (h, i, ev), (i_s, 1, h_s), assumed_align=16), vec(i32, maxt),
-                vec(f32, rows), mat(bf16, (rows, h)), options=opts,
+                make_fake_tensor(bf16, (h, i, ev), (i_s, 1, h_s), assumed_align=16), vec(i32, segs),
+                vec(i32, maxt), vec(f32, rows), mat(bf16, (rows, h)), options=opts,
             ),
             cute.compile(_combine, mat(bf16, (rows, h)), mat(i32, (t, top_k + nv), 4), mat(bf16, (t, h)), options=opts),
         )  # fmt: skip
@@ -340,10 +358,12 @@ def run_pipeline(
     # gate/up of segment s = L s / nv + s
     gate_up = W.rows_k_l(w13.view(2 * local, inter, hidden))
     shared_gate_up = W.rows_k_l(shared_w13.view(2 * nv, inter, hidden))
-    k_gemm1(W.rows_k_l(xp), gate_up, shared_gate_up, table, act)
+    k_gemm1(W.rows_k_l(xp), gate_up, shared_gate_up, offsets, table, act)
     y = torch.empty((tiles * BM, hidden), dtype=torch.bfloat16, device=dev)
     # down projections as (hidden, intermediate, experts); shared segment s = columns [s I, (s + 1) I)
-    k_gemm2(W.rows_k_l(act), W.rows_k_l(w2), shared_w2.view(hidden, nv, inter).permute(0, 2, 1), table, row_w, y)
+    k_gemm2(
+        W.rows_k_l(act), W.rows_k_l(w2), shared_w2.view(hidden, nv, inter).permute(0, 2, 1), offsets, table, row_w, y
+    )
     out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out

@@ -2,7 +2,7 @@
 q/k RMSNorm in its epilogue.
 
 Plan: (1) the activation-quant kernel (problems/_fp8quant_cutedsl.py) writes fp8 codes + block-major
-scales. (2) The block-FP8 GEMM of `block_fp8_tile` (problems/_wgmma_cutedsl.py): 128 x 128 CTA tiles,
+scales. (2) The block-FP8 GEMM of `block_fp8_tile` (problems/_wgmma_cutedsl.py), persistent: 128 x 128 CTA tiles,
 two warpgroups of m64n128k32 WGMMAs fed by TMA through a 6-deep mbarrier ring, per-k-tile promotion
 with s_act * s_w, raster of 8 m-tiles across the 48 column tiles. A column tile is exactly one head
 (q heads 0-31, k heads 32-39, v heads 40-47), so the epilogue finishes the op: for q and k tiles each
@@ -65,19 +65,26 @@ def _qkv_kernel(
     mK: cute.Tensor,
     mV: cute.Tensor,
 ):
-    bidx, _, _ = cute.arch.block_idx()
     tokens = cute.size(mQ, mode=[0])
     m_tiles = (tokens + W.BM - 1) // W.BM
-    mt, nt = W.raster(bidx, m_tiles, HQ + 2 * HKV)
-    (acc,), coords = W.block_fp8_tile(CFG, tiled_mma, a_smem, b_smem, tma_a, mA, tma_b, mB, mSA, mSB, mt, nt)
-    halves = W.row_halves(tiled_mma, BN)
-    m0 = mt * W.BM
-    if nt < HQ:
-        _store_head(mQ, nt, acc, coords, halves, m0, tokens, mQW, True)
-    elif nt < HQ + HKV:
-        _store_head(mK, nt - HQ, acc, coords, halves, m0, tokens, mKW, True)
-    else:
-        _store_head(mV, nt - HQ - HKV, acc, coords, halves, m0, tokens, mKW, False)
+    halves = W.row_halves(tiled_mma, W.BM, BN)
+
+    def tile_fn(t):
+        mt, nt = W.raster(t, m_tiles, HQ + 2 * HKV)
+        return W.block_fp8_tile(mt, nt, mSA, mSB)
+
+    def epilogue(t, tile, accs, coords, xch):
+        m0, nt = tile.a[0] * W.BM, tile.b[0][0]
+        if nt < HQ:
+            _store_head(mQ, nt, accs[0], coords, halves, m0, tokens, mQW, True)
+        elif nt < HQ + HKV:
+            _store_head(mK, nt - HQ, accs[0], coords, halves, m0, tokens, mKW, True)
+        else:
+            _store_head(mV, nt - HQ - HKV, accs[0], coords, halves, m0, tokens, mKW, False)
+
+    W.gemm_persistent(
+        CFG, tiled_mma, a_smem, b_smem, tma_a, mA, tma_b, mB, None, m_tiles * (HQ + 2 * HKV), tile_fn, epilogue
+    )
 
 
 @cute.jit
@@ -95,9 +102,8 @@ def _qkv(
     tiled_mma, a_smem, b_smem = CFG.layouts()
     tma_a, gA = CFG.tma_a(mA, a_smem)
     tma_b, gB = CFG.tma_b(mB, b_smem)
-    tiles = (cute.size(mQ, mode=[0]) + W.BM - 1) // W.BM * (HQ + 2 * HKV)
     _qkv_kernel(tiled_mma, a_smem, b_smem, tma_a, gA, tma_b, gB, mSA, mSB, mQW, mKW, mQ, mK, mV).launch(
-        grid=[tiles, 1, 1], block=[W.THREADS, 1, 1]
+        grid=[W.SMS, 1, 1], block=[W.THREADS, 1, 1]
     )
 
 

@@ -5,9 +5,10 @@
 codes [T, K] and float32 scales block-major [K / 128, T]. (2) The block-scaled FP8 GEMM on tensor
 cores (problems/_wgmma_cutedsl.py): 128 x 128 CTA tiles, two warpgroups of m64n128k32 WGMMAs,
 operands brought in by TMA through a 6-deep mbarrier ring, tiles rastered 8 m-tiles at a time across
-N so weight tiles are reused from L2. Per 128-wide k-tile the WGMMAs accumulate into a fresh float32
-temporary, promoted into the accumulator with s_act[t, kt] * s_w[n / 128, kt] (DeepGEMM style). The
-epilogue rounds to bf16 and stores each thread's column pairs. Symbolic sizes: one compilation of each
+N so weight tiles are reused from L2 (persistent: one CTA per SM walks the tiles). Per 128-wide k-tile
+the WGMMAs accumulate into a fresh float32 temporary, promoted into the accumulator with
+s_act[t, kt] * s_w[n / 128, kt] (DeepGEMM style). The epilogue rounds to bf16 and stores each thread's
+column pairs. Symbolic sizes: one compilation of each
 kernel, cached, called with torch tensors through TVM FFI.
 """
 
@@ -36,14 +37,20 @@ def _gemm_kernel(
     mSB: cute.Tensor,
     mO: cute.Tensor,
 ):
-    bidx, _, _ = cute.arch.block_idx()
     tokens, n = cute.size(mO, mode=[0]), cute.size(mO, mode=[1])
-    m_tiles = (tokens + W.BM - 1) // W.BM
-    mt, nt = W.raster(bidx, m_tiles, (n + BN - 1) // BN)
-    (acc,), coords = W.block_fp8_tile(CFG, tiled_mma, a_smem, b_smem, tma_a, mA, tma_b, mB, mSA, mSB, mt, nt)
-    out = cute.make_rmem_tensor(acc.shape, mO.element_type)
-    out.store(acc.load().to(mO.element_type))
-    W.store_tile(mO, out, coords, mt * W.BM, nt * BN, BN)  # TMA zero-fills B rows past N; not stored
+    m_tiles, n_tiles = (tokens + W.BM - 1) // W.BM, (n + BN - 1) // BN
+
+    def tile_fn(t):
+        mt, nt = W.raster(t, m_tiles, n_tiles)
+        return W.block_fp8_tile(mt, nt, mSA, mSB)
+
+    def epilogue(t, tile, accs, coords, xch):
+        out = cute.make_rmem_tensor(accs[0].shape, mO.element_type)
+        out.store(accs[0].load().to(mO.element_type))
+        # TMA zero-fills B rows past N; their columns are not stored
+        W.store_tile(mO, out, coords, tile.a[0] * W.BM, tile.b[0][0] * BN, BN)
+
+    W.gemm_persistent(CFG, tiled_mma, a_smem, b_smem, tma_a, mA, tma_b, mB, None, m_tiles * n_tiles, tile_fn, epilogue)
 
 
 @cute.jit
@@ -51,10 +58,8 @@ def _gemm(mA: cute.Tensor, mB: cute.Tensor, mSA: cute.Tensor, mSB: cute.Tensor, 
     tiled_mma, a_smem, b_smem = CFG.layouts()
     tma_a, gA = CFG.tma_a(mA, a_smem)
     tma_b, gB = CFG.tma_b(mB, b_smem)
-    tokens, n = cute.size(mO, mode=[0]), cute.size(mO, mode=[1])
-    tiles = (tokens + W.BM - 1) // W.BM * ((n + BN - 1) // BN)
     _gemm_kernel(tiled_mma, a_smem, b_smem, tma_a, gA, tma_b, gB, mSA, mSB, mO).launch(
-        grid=[tiles, 1, 1], block=[W.THREADS, 1, 1]
+        grid=[W.SMS, 1, 1], block=[W.THREADS, 1, 1]
     )
 
 
