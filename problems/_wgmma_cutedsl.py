@@ -112,8 +112,9 @@ class GemmConfig:
 @dataclass
 class Tile:
     """What `tile_fn(t)` says about tile t: coordinates (tile index, L index) of A and of each B tile,
-    the k-tile count, the optional second B source's coordinates and its CTA-uniform selector, and
-    the block-scale factor `scale(kt, row)` of fp8 k-tiles (row in the tile; None: no scales)."""
+    the k-tile count, the optional second B source's coordinates and its CTA-uniform selector, the
+    block-scale factor `scale(kt, row)` of fp8 k-tiles (row in the tile; None: no scales), and
+    `b_k_div`: k-tile kt of A meets k-tile kt // b_k_div of B (an A with several terms per B block)."""
 
     a: tuple[Any, Any]
     b: Sequence[tuple[Any, Any]]
@@ -121,6 +122,7 @@ class Tile:
     scale: Callable[[Any, Any], Any] | None = None
     alt: Sequence[tuple[Any, Any]] = field(default_factory=list)
     use_alt: Any = False
+    b_k_div: int = 1
 
 
 @cute.jit
@@ -210,7 +212,7 @@ def gemm_persistent(
         prod.reset_count()
         if warp_idx == 0:
             for _ in cutlass.range(cutlass.min(cfg.stages, k_tiles), unroll=1):
-                _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, tile.use_alt)
+                _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, tile.use_alt, tile.b_k_div)
                 prod.advance()
         for acc in accs:
             acc.fill(0.0)
@@ -246,7 +248,7 @@ def gemm_persistent(
             read.advance()
             # the slot just released is the one the next k-tile goes to (bf16: from kt = 1 on)
             if warp_idx == 0 and prod.count < k_tiles and (cutlass.const_expr(scaled) or kt > 0):
-                _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, tile.use_alt)
+                _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, tile.use_alt, tile.b_k_div)
                 prod.advance()
         warpgroup.wait_group(0)
         if cutlass.const_expr(not scaled) and k_tiles > 0:  # the last k-tile's slot
@@ -287,21 +289,23 @@ def _produce(
     b_alt: Any,
     tBs_alt: list,
     use_alt: Any,
+    b_k_div: cutlass.Constexpr,
 ) -> None:
     """Thread-0 TMA issue of k-tile state.count into ring slot state.index."""
     ring.producer_acquire(state)
     bar = ring.producer_get_barrier(state)
     cute.copy(tma_a, tAgA[None, state.count], tAsA[None, state.index], tma_bar_ptr=bar)
+    kb = state.count // b_k_div
     if cutlass.const_expr(b_alt is None):
         for tBsB, tBgB in tBs:
-            cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+            cute.copy(tma_b, tBgB[None, kb], tBsB[None, state.index], tma_bar_ptr=bar)
     else:
         if use_alt:
             for tBsB, tBgB in tBs_alt:
-                cute.copy(b_alt[0], tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+                cute.copy(b_alt[0], tBgB[None, kb], tBsB[None, state.index], tma_bar_ptr=bar)
         else:
             for tBsB, tBgB in tBs:
-                cute.copy(tma_b, tBgB[None, state.count], tBsB[None, state.index], tma_bar_ptr=bar)
+                cute.copy(tma_b, tBgB[None, kb], tBsB[None, state.index], tma_bar_ptr=bar)
     ring.producer_commit(state)
 
 

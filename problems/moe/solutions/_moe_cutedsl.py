@@ -284,7 +284,36 @@ def _combine(mY: cute.Tensor, mTR: cute.Tensor, mOut: cute.Tensor):
     _combine_kernel(mY, mTR, mOut).launch(grid=[cute.size(mOut, mode=[0]), 1, 1], block=[THREADS, 1, 1])
 
 
-_COMPILED: dict[tuple[int, int], tuple] = {}
+_COMPILED: dict[object, object] = {}
+OPTS = "--enable-tvm-ffi"
+
+
+def _mat(dtype, shape, align=16):
+    return make_fake_compact_tensor(dtype, shape, stride_order=(1, 0), assumed_align=align)
+
+
+def _vec(dtype, n):
+    return make_fake_compact_tensor(dtype, (n,), assumed_align=4)
+
+
+def compiled_scan():
+    """The scan kernel (sizes symbolic): (counts, offsets, tile table, blocks of a shared segment)."""
+    if "scan" not in _COMPILED:
+        el, segs, maxt = (cute.sym_int() for _ in range(3))
+        i32 = cutlass.Int32
+        _COMPILED["scan"] = cute.compile(_scan, _vec(i32, el), _vec(i32, segs), _vec(i32, maxt), i32(0), options=OPTS)
+    return _COMPILED["scan"]
+
+
+def compiled_combine(slots: int):
+    """The combine kernel for `slots` rows per token (sizes symbolic)."""
+    if ("combine", slots) not in _COMPILED:
+        t, rows, h = cute.sym_int(), cute.sym_int(), cute.sym_int(divisibility=64)
+        bf16 = cutlass.BFloat16
+        _COMPILED[("combine", slots)] = cute.compile(
+            _combine, _mat(bf16, (rows, h)), _mat(cutlass.Int32, (t, slots), 4), _mat(bf16, (t, h)), options=OPTS
+        )
+    return _COMPILED[("combine", slots)]
 
 
 def compiled(top_k: int, nv: int) -> tuple:
@@ -294,34 +323,27 @@ def compiled(top_k: int, nv: int) -> tuple:
         h, i = cute.sym_int(divisibility=64), cute.sym_int(divisibility=64)  # whole k-tiles of 64
         bf16, i32, f32 = cutlass.BFloat16, cutlass.Int32, cutlass.Float32
 
-        def mat(dtype, shape, align=16):
-            return make_fake_compact_tensor(dtype, shape, stride_order=(1, 0), assumed_align=align)
-
-        def vec(dtype, n):
-            return make_fake_compact_tensor(dtype, (n,), assumed_align=4)
-
         def rows_k_l(shape):  # (rows, K, L): K contiguous, then rows, then L
             return make_fake_compact_tensor(bf16, shape, stride_order=(1, 0, 2), assumed_align=16)
 
         i_s, h_s = cute.sym_int(divisibility=64), cute.sym_int(divisibility=64)  # shared down-projection strides
-        opts = "--enable-tvm-ffi"
         _COMPILED[(top_k, nv)] = (
-            cute.compile(_scan, vec(i32, el), vec(i32, segs), vec(i32, maxt), cutlass.Int32(0), options=opts),
+            compiled_scan(),
             cute.compile(
-                _scatter_fn(top_k, nv), mat(bf16, (t, h)), mat(i32, (t, top_k), 4), mat(f32, (t, top_k), 4),
-                mat(i32, (t, top_k), 4), vec(f32, t), vec(i32, segs), mat(bf16, (rows, h)), vec(f32, rows),
-                mat(i32, (t, top_k + nv), 4), options=opts,
+                _scatter_fn(top_k, nv), _mat(bf16, (t, h)), _mat(i32, (t, top_k), 4), _mat(f32, (t, top_k), 4),
+                _mat(i32, (t, top_k), 4), _vec(f32, t), _vec(i32, segs), _mat(bf16, (rows, h)), _vec(f32, rows),
+                _mat(i32, (t, top_k + nv), 4), options=OPTS,
             ),
             cute.compile(
-                _gemm1, rows_k_l((rows, h, 1)), rows_k_l((i, h, el)), rows_k_l((i, h, ev)), vec(i32, segs),
-                vec(i32, maxt), mat(bf16, (rows, i)), options=opts,
+                _gemm1, rows_k_l((rows, h, 1)), rows_k_l((i, h, el)), rows_k_l((i, h, ev)), _vec(i32, segs),
+                _vec(i32, maxt), _mat(bf16, (rows, i)), options=OPTS,
             ),
             cute.compile(
                 _gemm2, rows_k_l((rows, i, 1)), rows_k_l((h, i, el)),
-                make_fake_tensor(bf16, (h, i, ev), (i_s, 1, h_s), assumed_align=16), vec(i32, segs),
-                vec(i32, maxt), vec(f32, rows), mat(bf16, (rows, h)), options=opts,
+                make_fake_tensor(bf16, (h, i, ev), (i_s, 1, h_s), assumed_align=16), _vec(i32, segs),
+                _vec(i32, maxt), _vec(f32, rows), _mat(bf16, (rows, h)), options=OPTS,
             ),
-            cute.compile(_combine, mat(bf16, (rows, h)), mat(i32, (t, top_k + nv), 4), mat(bf16, (t, h)), options=opts),
+            compiled_combine(top_k + nv),
         )  # fmt: skip
     return _COMPILED[(top_k, nv)]
 
