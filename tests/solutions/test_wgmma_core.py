@@ -25,9 +25,10 @@ W = pytest.importorskip("problems._wgmma_tirx")
 def _ring_after_loads(a_tile: torch.Tensor, b_tile: torch.Tensor, slot: int, bn: int) -> torch.Tensor:
     """Shared memory after every thread's cp.async of one k-tile (load_rows: thread tx copies chunk tx % 8
     of rows tx // 8 + 32 i to row * 128 + (chunk ^ row % 8) * 16)."""
-    smem = torch.zeros(W.smem_bytes(bn), dtype=torch.uint8)
-    stage = slot * (W.A_TILE_BYTES + bn * W.ROW_BYTES)
-    for base, tile in ((stage, a_tile), (stage + W.A_TILE_BYTES, b_tile)):
+    a_rows = a_tile.shape[0]
+    smem = torch.zeros(W.smem_bytes(bn, a_rows), dtype=torch.uint8)
+    stage = slot * (a_rows + bn) * W.ROW_BYTES
+    for base, tile in ((stage, a_tile), (stage + a_rows * W.ROW_BYTES, b_tile)):
         for tx in range(W.THREADS):
             for i in range(tile.shape[0] * W.CHUNKS_PER_ROW // W.THREADS):
                 r, ch = tx // 8 + 32 * i, tx % 8
@@ -53,6 +54,28 @@ def test_tirx_ring_reads_back_through_the_descriptors(bn: int) -> None:
                 b_read = E.sw128_read(smem, stage + W.A_TILE_BYTES + 16 * 2 * s, bn, 32)
                 assert torch.equal(a_read, a_tile[64 * wg : 64 * wg + 64, 32 * s : 32 * s + 32])
                 assert torch.equal(b_read, b_tile[:, 32 * s : 32 * s + 32])
+
+
+def test_tirx_split_n_ring_reads_back_through_the_descriptors() -> None:
+    """split_n tiles: 64 A rows shared by both warpgroups, warpgroup w reads B rows 128 w .. 128 w + 127."""
+    gen = torch.Generator().manual_seed(7)
+    a_tile = torch.randint(0, 256, (64, 128), generator=gen, dtype=torch.uint8)
+    b_tile = torch.randint(0, 256, (256, 128), generator=gen, dtype=torch.uint8)
+    stages = W.stages_for(256, 64)
+    for slot in (0, stages - 1):
+        smem = _ring_after_loads(a_tile, b_tile, slot, 256)
+        stage = slot * (64 + 256) * W.ROW_BYTES
+        for wg in range(2):
+            for s in range(W.K_STEPS):
+                # mainloop(split_n): da = desc0 + slot / 16 + 2 s
+                #                    db = desc0 + (slot + 64 * 128 + wg * 128 * 128) / 16 + 2 s
+                a_read = E.sw128_read(smem, stage + 32 * s, 64, 32)
+                b_read = E.sw128_read(smem, stage + 64 * 128 + wg * 128 * 128 + 32 * s, 128, 32)
+                assert torch.equal(a_read, a_tile[:, 32 * s : 32 * s + 32])
+                assert torch.equal(b_read, b_tile[128 * wg : 128 * wg + 128, 32 * s : 32 * s + 32])
+    for tx in range(W.THREADS):
+        for i in range(2):  # both warpgroups' fragments cover rows 0..63
+            assert int(W.split_frag_row(tx, i)) == E.wgmma_fragment(tx % 128, 0, i, 0)[0]
 
 
 def test_tirx_descriptor_bits() -> None:
