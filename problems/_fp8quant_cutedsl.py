@@ -57,7 +57,9 @@ def _kernel(ue8m0: bool):
             scale = cute.recast_tensor(ri, cutlass.Float32)[0]
         rF = cute.make_rmem_tensor((VEC,), cutlass.Float32)
         for i in cutlass.range_constexpr(VEC):
-            rF[i] = cute.arch.fmin(cute.arch.fmax(x[i] / scale, cutlass.Float32(-FP8_MAX)), cutlass.Float32(FP8_MAX))
+            rF[i] = cute.arch.fmin(
+                cute.arch.fmax(x[i] / scale, cutlass.Float32(-FP8_MAX)), cutlass.Float32(FP8_MAX)
+            )
         rQ = cute.make_rmem_tensor((VEC,), cutlass.Float8E4M3FN)
         rQ.store(rF.load().to(cutlass.Float8E4M3FN))
         if grp < groups:
@@ -83,7 +85,9 @@ def compiled(*, ue8m0: bool = False):
     if ue8m0 not in _COMPILED:
         groups, kb, tokens = (cute.sym_int() for _ in range(3))
         x = make_fake_compact_tensor(cutlass.BFloat16, (groups, GROUP), stride_order=(1, 0), assumed_align=16)
-        q = make_fake_compact_tensor(cutlass.Float8E4M3FN, (groups, GROUP), stride_order=(1, 0), assumed_align=16)
+        q = make_fake_compact_tensor(
+            cutlass.Float8E4M3FN, (groups, GROUP), stride_order=(1, 0), assumed_align=16
+        )
         s = make_fake_compact_tensor(cutlass.Float32, (kb, tokens), stride_order=(1, 0), assumed_align=4)
         _COMPILED[ue8m0] = cute.compile(_kernel(ue8m0), x, q, s, options="--enable-tvm-ffi")
     return _COMPILED[ue8m0]

@@ -53,7 +53,9 @@ class GemmConfig:
     the kernel receives them as arguments (as in CUTLASS's examples).
     """
 
-    def __init__(self, ab_dtype: type[cutlass.Numeric], bn: int, n_b: int = 1, *, split_n: bool = False) -> None:
+    def __init__(
+        self, ab_dtype: type[cutlass.Numeric], bn: int, n_b: int = 1, *, split_n: bool = False
+    ) -> None:
         if split_n and n_b != 2:
             raise ValueError("split_n pairs one B tile with each warpgroup: n_b must be 2")
         self.ab_dtype = ab_dtype
@@ -78,19 +80,27 @@ class GemmConfig:
             (1, 1, 1) if self.split_n else (2, 1, 1),
             tiler_mn=(64, self.bn),
         )
-        a_smem = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, self.tile_mnk, self.ab_dtype, self.stages)
-        b_smem = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, self.tile_mnk, self.ab_dtype, self.stages)
+        a_smem = sm90_utils.make_smem_layout_a(
+            LayoutEnum.ROW_MAJOR, self.tile_mnk, self.ab_dtype, self.stages
+        )
+        b_smem = sm90_utils.make_smem_layout_b(
+            LayoutEnum.ROW_MAJOR, self.tile_mnk, self.ab_dtype, self.stages
+        )
         return tiled_mma, a_smem, b_smem
 
     def tma_a(self, tensor: cute.Tensor, a_smem: Any) -> tuple[Any, cute.Tensor]:
         """TMA load atom and coordinate tensor for A [rows, K, L] (K-major)."""
         smem = cute.slice_(a_smem, (None, None, 0))
-        return cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), tensor, smem, (self.bm, self.bk))
+        return cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), tensor, smem, (self.bm, self.bk)
+        )
 
     def tma_b(self, tensor: cute.Tensor, b_smem: Any) -> tuple[Any, cute.Tensor]:
         """TMA load atom and coordinate tensor for B [rows, K, L] (K-major), BN-row tiles."""
         smem = cute.slice_(b_smem, (None, None, 0))
-        return cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), tensor, smem, (self.bn, self.bk))
+        return cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), tensor, smem, (self.bn, self.bk)
+        )
 
     def storage(self, a_smem: Any, b_smem: Any) -> Any:
         """The shared-memory struct: ring mbarriers, the A ring, n_b B rings (1024-byte aligned), the
@@ -212,7 +222,9 @@ def gemm_persistent(
         prod.reset_count()
         if warp_idx == 0:
             for _ in cutlass.range(cutlass.min(cfg.stages, k_tiles), unroll=1):
-                _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, tile.use_alt, tile.b_k_div)
+                _produce(
+                    ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, tile.use_alt, tile.b_k_div
+                )
                 prod.advance()
         for acc in accs:
             acc.fill(0.0)
@@ -229,7 +241,9 @@ def gemm_persistent(
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
             for kb in cutlass.range_constexpr(num_k_blocks):
                 for d, tCrB in zip(dest, tCrBs, strict=True):
-                    cute.gemm(tiled_mma, d, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], d)
+                    cute.gemm(
+                        tiled_mma, d, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], d
+                    )
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             warpgroup.commit_group()
             if cutlass.const_expr(scaled):
@@ -248,7 +262,9 @@ def gemm_persistent(
             read.advance()
             # the slot just released is the one the next k-tile goes to (bf16: from kt = 1 on)
             if warp_idx == 0 and prod.count < k_tiles and (cutlass.const_expr(scaled) or kt > 0):
-                _produce(ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, tile.use_alt, tile.b_k_div)
+                _produce(
+                    ring, prod, tma_a, tAgA, tAsA, tma_b, tBs, b_alt, tBs_alt, tile.use_alt, tile.b_k_div
+                )
                 prod.advance()
         warpgroup.wait_group(0)
         if cutlass.const_expr(not scaled) and k_tiles > 0:  # the last k-tile's slot
@@ -261,7 +277,9 @@ def gemm_persistent(
 def _b_part(cfg: GemmConfig, tma: Any, m_b: cute.Tensor, sB: cute.Tensor, coord: tuple[Any, Any]) -> tuple:
     """TMA partition (smem, gmem) of the B tile at (n tile, L index) coord."""
     g = cute.local_tile(m_b, cfg.tile_mnk, (0, coord[0], None, coord[1]), proj=(None, 1, 1))
-    return cpasync.tma_partition(tma, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(g, 0, 2))
+    return cpasync.tma_partition(
+        tma, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(g, 0, 2)
+    )
 
 
 def row_halves(tiled_mma: Any, bm: int, bn: int) -> list[int]:
@@ -321,7 +339,9 @@ def raster(t: Any, m_tiles: Any, n_tiles: Any, group: int = 8) -> tuple[Any, Any
 
 
 @cute.jit
-def store_tile(m_out: cute.Tensor, frag: cute.Tensor, coords: cute.Tensor, row0: Any, col0: Any, bn: int) -> None:
+def store_tile(
+    m_out: cute.Tensor, frag: cute.Tensor, coords: cute.Tensor, row0: Any, col0: Any, bn: int
+) -> None:
     """Store register fragment `frag` of a CTA tile at (row0, col0) of m_out, skipping rows and columns
     past m_out's extent. The column test is hoisted out of full tiles, so each thread's adjacent column
     pairs merge into one 32-bit store."""

@@ -4,23 +4,23 @@ C[m, n] = sum_k A[m, k] * B[n, k] with both operands K-major (row-major [rows, K
 bf16 or fp8 e4m3, float32 accumulation on WGMMA (sm_90a). DESIGN §5 (reference kernels).
 
 One CTA = two warpgroups (256 threads) owning a BM = 128-row x BN-column tile; warpgroup w owns rows
-64w .. 64w + 63 and issues `wgmma.mma_async.m64n{BN}`. The K loop steps one k-tile of 128 bytes per
-row (64 bf16 or 128 fp8 = exactly one 128-wide fp8 scale block): every thread issues 16-byte cp.async
-copies of the A and B tiles into a STAGES-deep ring in dynamic shared memory, laid out as WGMMA's
-128-byte-swizzle K-major canonical layout (row r at byte 128 r, its 16-byte chunk c at position
-c ^ (r % 8); the ring is 1024-byte aligned so the hardware's address-bit swizzle agrees). Iteration kt
-waits for its own copies (cp.async.wait_group), makes them visible to the async proxy
-(fence.proxy.async) and meets the CTA barrier, then refills the slot consumed at kt - 1 (every
-warpgroup has waited for its WGMMAs of kt - 1 before that barrier), then issues the k-tile's four
-WGMMAs (K = 16 bf16 or 32 fp8 each, the descriptor's start address advanced 32 bytes per step inside
-the swizzle atom) and waits for them.
+64w .. 64w + 63 and issues m64 x BN WGMMAs (`split_n`: 64 rows shared by both warpgroups, each on
+its half of the B rows). The K loop steps one k-tile of 128 bytes per row (64 bf16 or 128 fp8 =
+exactly one 128-wide fp8 scale block): every thread issues 16-byte asynchronous copies of the A and
+B tiles into a STAGES-deep ring in dynamic shared memory, laid out as WGMMA's 128-byte-swizzle K-major
+canonical layout (row r at byte 128 r, its 16-byte chunk c at position c ^ (r % 8); the ring is
+1024-byte aligned so the hardware's address-bit swizzle agrees). Iteration kt waits for its own
+copies, makes them visible to the async proxy (proxy fence) and meets the CTA barrier, then refills
+the slot consumed at kt - 1 (every warpgroup has waited for its WGMMAs of kt - 1 before that
+barrier), then issues the k-tile's four WGMMAs (K = 16 bf16 or 32 fp8 each, the descriptor's start
+address advanced 32 bytes per step inside the swizzle atom) and waits for them.
 
 fp8 block scales (DeepGEMM style): each k-tile's WGMMAs accumulate into a fresh temporary, which is
 then promoted into the float32 accumulator as acc += tmp * scale(row, kt) on the CUDA cores. This
 keeps every tensor-core accumulation chain at 128 products (Hopper's fp8 MMA accumulates with ~14
 mantissa bits) and applies the per-block scales exactly once.
 
-Accumulator fragment (PTX ISA, wgmma D layout for .m64nNk*): thread t of warpgroup w holds, for
+Accumulator fragment (PTX ISA, the WGMMA D layout of m64nNk*): thread t of warpgroup w holds, for
 j < N / 8, i < 2, c < 2, register 4j + 2i + c = element (row 64w + 16 (t // 32 % 4) + (t % 32) // 4 + 8i,
 column 8j + 2 (t % 4) + c).
 """
@@ -63,12 +63,6 @@ def stages_for(bn: int, a_rows: int = BM) -> int:
     return stages
 
 
-def wgmma_name(dtype: str, bn: int) -> str:
-    if dtype == "bfloat16":
-        return f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.bf16.bf16"
-    return f"wgmma.mma_async.sync.aligned.m64n{bn}k32.f32.e4m3.e4m3"
-
-
 def raster(t: Any, m_tiles: int, n_tiles: int, group: int = 8) -> tuple[Any, Any]:
     """(m tile, n tile) of linear tile t, walking `group` m-tiles at a time across all n-tiles.
 
@@ -91,15 +85,32 @@ def frag_col(tx: Any, j: int, c: int) -> Any:
     return 8 * j + 2 * (tx % 4) + c
 
 
-def fence_reg(reg: Any) -> Any:
-    """Register fence after wgmma.wait_group: the empty asm rewrites `reg` in place, so no later use of
-    the accumulator can be scheduled above the wait (CUTLASS's warpgroup_fence_operand)."""
-    return T.cuda.func_call("mkb_fence_reg", reg, source_code=_FENCE_SRC)
+MMA_SHAPES = (("bfloat16", 128), ("bfloat16", 256), ("float8_e4m3fn", 128))
 
 
-_FENCE_SRC = """
-__forceinline__ __device__ void mkb_fence_reg(float& r) { asm volatile("" : "+f"(r) :: "memory"); }
-"""
+def mma_n(dtype: str, n: int) -> int:
+    """N of a WGMMA the `wgmma` macro spells out (bf16 m64n128k16 / m64n256k16, fp8 m64n128k32)."""
+    if (dtype, n) not in MMA_SHAPES:
+        raise ValueError(f"no WGMMA shape for {dtype} N={n}")
+    return n
+
+
+@T.macro
+def wgmma(dtype, n, d, da, db, scale_d):
+    """One asynchronous warpgroup MMA m64 x n x (16 bf16 | 32 fp8) into registers d (float32)."""
+    if dtype == "bfloat16":
+        if n == 256:
+            T.ptx.wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16(
+                *[d[i] for i in range(n // 2)], da, db, scale_d, 1, 1, 0, 0
+            )
+        else:
+            T.ptx.wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16(
+                *[d[i] for i in range(n // 2)], da, db, scale_d, 1, 1, 0, 0
+            )
+    else:
+        T.ptx.wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3(
+            *[d[i] for i in range(n // 2)], da, db, scale_d, 1, 1
+        )
 
 
 @T.macro
@@ -114,15 +125,17 @@ def load_rows(pool, base, rows, src, kt, tx, alt=None, use_alt=None):
         ch = T.meta_var(tx % CHUNKS_PER_ROW)
         dst = T.meta_var(pool.ptr_to([base + r * ROW_BYTES + T.bitwise_xor(ch, r % 8) * CHUNK]))
         if alt is None:
-            T.ptx["cp.async.cg.shared.global"](dst, src(kt, r, ch), CHUNK)
+            T.ptx.cp.async_.cg.shared.global_(dst, src(kt, r, ch), CHUNK)
         elif use_alt:
-            T.ptx["cp.async.cg.shared.global"](dst, alt(kt, r, ch), CHUNK)
+            T.ptx.cp.async_.cg.shared.global_(dst, alt(kt, r, ch), CHUNK)
         else:
-            T.ptx["cp.async.cg.shared.global"](dst, src(kt, r, ch), CHUNK)
+            T.ptx.cp.async_.cg.shared.global_(dst, src(kt, r, ch), CHUNK)
 
 
 @T.macro
-def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=None, use_b_alt=None, split_n=False):
+def mainloop(
+    pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=None, use_b_alt=None, split_n=False
+):
     """The pipelined K loop of one CTA tile into `acc` (float32 registers).
 
     a_src(kt, r, chunk) / b_src(kt, r, chunk): global addresses of row r's chunk of k-tile kt of A
@@ -140,7 +153,7 @@ def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=
     stage_bytes = T.meta_var((a_rows + bn) * ROW_BYTES)
     wg = T.meta_var(tx // WG_THREADS)
     nreg = T.meta_var(bn // 4 if split_n else bn // 2)
-    mma_n = T.meta_var(bn // 2 if split_n else bn)
+    n_mma = T.meta_var(mma_n(dtype, bn // 2 if split_n else bn))
     a_off = T.meta_var(0 if split_n else wg * WG_A_BYTES)
     b_off = T.meta_var(wg * (bn // 2) * ROW_BYTES if split_n else 0)
     smem: T.uint32 = T.cuda.cvta_generic_to_shared(pool.ptr_to([0]))
@@ -151,50 +164,49 @@ def mainloop(pool, acc, tmp, tx, k_tiles, bn, dtype, a_src, b_src, scale, b_alt=
         if s < k_tiles:
             load_rows(pool, s * stage_bytes, a_rows, a_src, s, tx)
             load_rows(pool, s * stage_bytes + a_bytes, bn, b_src, s, tx, b_alt, use_b_alt)
-        T.ptx["cp.async.commit_group"]()
+        T.ptx.cp.async_.commit_group()
     for kt in T.serial(k_tiles):
-        T.ptx["cp.async.wait_group"](stages - 2)
+        T.ptx.cp.async_.wait_group(stages - 2)
         T.ptx.fence.proxy.async_.shared__cta()
         T.cuda.cta_sync()
         nxt = T.meta_var(kt + stages - 1)
         if nxt < k_tiles:
             load_rows(pool, nxt % stages * stage_bytes, a_rows, a_src, nxt, tx)
             load_rows(pool, nxt % stages * stage_bytes + a_bytes, bn, b_src, nxt, tx, b_alt, use_b_alt)
-        T.ptx["cp.async.commit_group"]()
+        T.ptx.cp.async_.commit_group()
         slot = T.meta_var(kt % stages * stage_bytes)
         da: T.uint64 = desc0 + T.Cast("uint64", T.shift_right(slot + a_off, 4))
         db: T.uint64 = desc0 + T.Cast("uint64", T.shift_right(slot + a_bytes + b_off, 4))
         if tmp is None:
             T.ptx.wgmma.fence.sync.aligned()
             for s in T.unroll(K_STEPS):
-                T.ptx[wgmma_name(dtype, mma_n)](
-                    *[acc[i] for i in range(nreg)], da + T.uint64(2 * s), db + T.uint64(2 * s), True, 1, 1,
-                    *([0, 0] if dtype == "bfloat16" else []),
-                )  # fmt: skip
+                wgmma(dtype, n_mma, acc, da + T.uint64(2 * s), db + T.uint64(2 * s), True)
             T.ptx.wgmma.commit_group.sync.aligned()
             T.ptx.wgmma.wait_group.sync.aligned(0)
-            for i in T.unroll(nreg):
-                fence_reg(acc[i])
         else:
             f0: T.f32 = scale(kt, 0)
             f1: T.f32 = scale(kt, 1)
             T.ptx.wgmma.fence.sync.aligned()
             for s in T.unroll(K_STEPS):
-                T.ptx[wgmma_name(dtype, mma_n)](
-                    *[tmp[i] for i in range(nreg)], da + T.uint64(2 * s), db + T.uint64(2 * s), s > 0, 1, 1,
-                    *([0, 0] if dtype == "bfloat16" else []),
-                )  # fmt: skip
+                wgmma(dtype, n_mma, tmp, da + T.uint64(2 * s), db + T.uint64(2 * s), s > 0)
             T.ptx.wgmma.commit_group.sync.aligned()
             T.ptx.wgmma.wait_group.sync.aligned(0)
-            for i in T.unroll(nreg):
-                fence_reg(tmp[i])
+            # the promotion is PTX fma (volatile asm): it cannot move above the wait, so it reads the
+            # temporaries only once the WGMMAs have written them (CUTLASS fences the operands instead)
             for j in T.unroll(nreg // 4):
                 for h in T.unroll(2):
                     for c in T.unroll(2):
-                        acc[4 * j + 2 * h + c] = acc[4 * j + 2 * h + c] + tmp[4 * j + 2 * h + c] * T.Select(
-                            h == 0, f0, f1
+                        T.ptx.fma.rn.f32(
+                            acc[4 * j + 2 * h + c],
+                            tmp[4 * j + 2 * h + c],
+                            T.Select(h == 0, f0, f1),
+                            acc[4 * j + 2 * h + c],
                         )
-    T.ptx["cp.async.wait_group"](0)
+    T.ptx.cp.async_.wait_group(0)
+    if tmp is None:
+        # the epilogue reads the accumulators through a volatile fma after the last wait (as above)
+        for i in T.unroll(nreg):
+            T.ptx.fma.rn.f32(acc[i], acc[i], T.float32(1), T.float32(0))
 
 
 def smem_bytes(bn: int, a_rows: int = BM) -> int:
@@ -281,8 +293,14 @@ def block_fp8_mainloop(pool, acc, tmp, tx, A, B, SA, SB, rows, cols, m0, nt, k_t
     SA [K / 128, rows], B [cols, K] fp8 with 128 x 128 block scales SB [ceil(cols / 128), K / 128]; rows
     past `rows` (columns past `cols`) read the last one, and their results are never stored."""
     mainloop(
-        pool, acc, tmp, tx, k_tiles, FP8_BN, "float8_e4m3fn",
+        pool,
+        acc,
+        tmp,
+        tx,
+        k_tiles,
+        FP8_BN,
+        "float8_e4m3fn",
         lambda kt, r, ch: A.ptr_to([clamped_row(m0 + r, rows, BM), kt * GROUP + ch * CHUNK]),
         lambda kt, r, ch: B.ptr_to([clamped_row(nt * FP8_BN + r, cols, FP8_BN), kt * GROUP + ch * CHUNK]),
         lambda kt, i: SA[kt, T.min(m0 + frag_row(tx, i), rows - 1)] * SB[nt, kt],
-    )  # fmt: skip
+    )

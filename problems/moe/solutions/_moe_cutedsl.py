@@ -53,7 +53,9 @@ def _scan_kernel(mCNT: cute.Tensor, mOFF: cute.Tensor, mTILE: cute.Tensor, share
     local = cute.size(mCNT)
     segs = cute.size(mOFF) - 1
     maxt = cute.size(mTILE)
-    soff = cutlass.utils.SmemAllocator().allocate_tensor(cutlass.Int32, cute.make_layout((MAX_SEGMENTS + 1,)), 16)
+    soff = cutlass.utils.SmemAllocator().allocate_tensor(
+        cutlass.Int32, cute.make_layout((MAX_SEGMENTS + 1,)), 16
+    )
     if tidx == 0:
         run = cutlass.Int32(0)
         for e in cutlass.range(segs, unroll=1):
@@ -134,7 +136,9 @@ def _scatter_fn(top_k: int, nv: int):
         mTR: cute.Tensor,
     ):
         tokens = cute.size(mX, mode=[0])
-        scatter_kernel(mX, mPE, mPW, mPS, mSG, mOFF, mXP, mRW, mTR).launch(grid=[tokens, 1, 1], block=[THREADS, 1, 1])
+        scatter_kernel(mX, mPE, mPW, mPS, mSG, mOFF, mXP, mRW, mTR).launch(
+            grid=[tokens, 1, 1], block=[THREADS, 1, 1]
+        )
 
     return scatter
 
@@ -170,7 +174,9 @@ def _gemm1_kernel(
         e = cutlass.min(seg, local - 1)
         s = cutlass.max(seg - local, 0)
         k_tiles = cute.size(mXP, mode=[1]) // CFG1.bk
-        return W.Tile((mt, 0), [(nt, 2 * e), (nt, 2 * e + 1)], k_tiles, None, [(nt, s), (nt, nv + s)], seg >= local)
+        return W.Tile(
+            (mt, 0), [(nt, 2 * e), (nt, 2 * e + 1)], k_tiles, None, [(nt, s), (nt, nv + s)], seg >= local
+        )
 
     def epilogue(t, tile, accs, coords, xch):
         gate, up = accs
@@ -181,13 +187,29 @@ def _gemm1_kernel(
         W.store_tile(mACT, out, coords, tile.a[0] * BM, tile.b[0][0] * GU, GU)
 
     W.gemm_persistent(
-        CFG1, tiled_mma, a_smem, b_smem, tma_a, mXP, tma_b, mW, (tma_s, mSW), blocks * n_tiles, tile_fn, epilogue
+        CFG1,
+        tiled_mma,
+        a_smem,
+        b_smem,
+        tma_a,
+        mXP,
+        tma_b,
+        mW,
+        (tma_s, mSW),
+        blocks * n_tiles,
+        tile_fn,
+        epilogue,
     )
 
 
 @cute.jit
 def _gemm1(
-    mXP: cute.Tensor, mW: cute.Tensor, mSW: cute.Tensor, mOFF: cute.Tensor, mTILE: cute.Tensor, mACT: cute.Tensor
+    mXP: cute.Tensor,
+    mW: cute.Tensor,
+    mSW: cute.Tensor,
+    mOFF: cute.Tensor,
+    mTILE: cute.Tensor,
+    mACT: cute.Tensor,
 ):
     tiled_mma, a_smem, b_smem = CFG1.layouts()
     tma_a, gA = CFG1.tma_a(mXP, a_smem)
@@ -239,15 +261,31 @@ def _gemm2_kernel(
         W.store_tile(mY, out, coords, tile.a[0] * BM, tile.b[0][0] * BN2, BN2)
 
     W.gemm_persistent(
-        CFG2, tiled_mma, a_smem, b_smem, tma_a, mACT, tma_b, mW, (tma_s, mSW), blocks * n_tiles, tile_fn, epilogue
+        CFG2,
+        tiled_mma,
+        a_smem,
+        b_smem,
+        tma_a,
+        mACT,
+        tma_b,
+        mW,
+        (tma_s, mSW),
+        blocks * n_tiles,
+        tile_fn,
+        epilogue,
     )
 
 
 @cute.jit
 def _gemm2(
-    mACT: cute.Tensor, mW: cute.Tensor, mSW: cute.Tensor, mOFF: cute.Tensor, mTILE: cute.Tensor, mRW: cute.Tensor,
+    mACT: cute.Tensor,
+    mW: cute.Tensor,
+    mSW: cute.Tensor,
+    mOFF: cute.Tensor,
+    mTILE: cute.Tensor,
+    mRW: cute.Tensor,
     mY: cute.Tensor,
-):  # fmt: skip
+):
     tiled_mma, a_smem, b_smem = CFG2.layouts()
     tma_a, gA = CFG2.tma_a(mACT, a_smem)
     tma_b, gB = CFG2.tma_b(mW, b_smem)
@@ -301,7 +339,9 @@ def compiled_scan():
     if "scan" not in _COMPILED:
         el, segs, maxt = (cute.sym_int() for _ in range(3))
         i32 = cutlass.Int32
-        _COMPILED["scan"] = cute.compile(_scan, _vec(i32, el), _vec(i32, segs), _vec(i32, maxt), i32(0), options=OPTS)
+        _COMPILED["scan"] = cute.compile(
+            _scan, _vec(i32, el), _vec(i32, segs), _vec(i32, maxt), i32(0), options=OPTS
+        )
     return _COMPILED["scan"]
 
 
@@ -311,7 +351,11 @@ def compiled_combine(slots: int):
         t, rows, h = cute.sym_int(), cute.sym_int(), cute.sym_int(divisibility=64)
         bf16 = cutlass.BFloat16
         _COMPILED[("combine", slots)] = cute.compile(
-            _combine, _mat(bf16, (rows, h)), _mat(cutlass.Int32, (t, slots), 4), _mat(bf16, (t, h)), options=OPTS
+            _combine,
+            _mat(bf16, (rows, h)),
+            _mat(cutlass.Int32, (t, slots), 4),
+            _mat(bf16, (t, h)),
+            options=OPTS,
         )
     return _COMPILED[("combine", slots)]
 
@@ -326,25 +370,48 @@ def compiled(top_k: int, nv: int) -> tuple:
         def rows_k_l(shape):  # (rows, K, L): K contiguous, then rows, then L
             return make_fake_compact_tensor(bf16, shape, stride_order=(1, 0, 2), assumed_align=16)
 
-        i_s, h_s = cute.sym_int(divisibility=64), cute.sym_int(divisibility=64)  # shared down-projection strides
+        i_s, h_s = (
+            cute.sym_int(divisibility=64),
+            cute.sym_int(divisibility=64),
+        )  # shared down-projection strides
         _COMPILED[(top_k, nv)] = (
             compiled_scan(),
             cute.compile(
-                _scatter_fn(top_k, nv), _mat(bf16, (t, h)), _mat(i32, (t, top_k), 4), _mat(f32, (t, top_k), 4),
-                _mat(i32, (t, top_k), 4), _vec(f32, t), _vec(i32, segs), _mat(bf16, (rows, h)), _vec(f32, rows),
-                _mat(i32, (t, top_k + nv), 4), options=OPTS,
+                _scatter_fn(top_k, nv),
+                _mat(bf16, (t, h)),
+                _mat(i32, (t, top_k), 4),
+                _mat(f32, (t, top_k), 4),
+                _mat(i32, (t, top_k), 4),
+                _vec(f32, t),
+                _vec(i32, segs),
+                _mat(bf16, (rows, h)),
+                _vec(f32, rows),
+                _mat(i32, (t, top_k + nv), 4),
+                options=OPTS,
             ),
             cute.compile(
-                _gemm1, rows_k_l((rows, h, 1)), rows_k_l((i, h, el)), rows_k_l((i, h, ev)), _vec(i32, segs),
-                _vec(i32, maxt), _mat(bf16, (rows, i)), options=OPTS,
+                _gemm1,
+                rows_k_l((rows, h, 1)),
+                rows_k_l((i, h, el)),
+                rows_k_l((i, h, ev)),
+                _vec(i32, segs),
+                _vec(i32, maxt),
+                _mat(bf16, (rows, i)),
+                options=OPTS,
             ),
             cute.compile(
-                _gemm2, rows_k_l((rows, i, 1)), rows_k_l((h, i, el)),
-                make_fake_tensor(bf16, (h, i, ev), (i_s, 1, h_s), assumed_align=16), _vec(i32, segs),
-                _vec(i32, maxt), _vec(f32, rows), _mat(bf16, (rows, h)), options=OPTS,
+                _gemm2,
+                rows_k_l((rows, i, 1)),
+                rows_k_l((h, i, el)),
+                make_fake_tensor(bf16, (h, i, ev), (i_s, 1, h_s), assumed_align=16),
+                _vec(i32, segs),
+                _vec(i32, maxt),
+                _vec(f32, rows),
+                _mat(bf16, (rows, h)),
+                options=OPTS,
             ),
             compiled_combine(top_k + nv),
-        )  # fmt: skip
+        )
     return _COMPILED[(top_k, nv)]
 
 
@@ -384,7 +451,13 @@ def run_pipeline(
     y = torch.empty((tiles * BM, hidden), dtype=torch.bfloat16, device=dev)
     # down projections as (hidden, intermediate, experts); shared segment s = columns [s I, (s + 1) I)
     k_gemm2(
-        W.rows_k_l(act), W.rows_k_l(w2), shared_w2.view(hidden, nv, inter).permute(0, 2, 1), offsets, table, row_w, y
+        W.rows_k_l(act),
+        W.rows_k_l(w2),
+        shared_w2.view(hidden, nv, inter).permute(0, 2, 1),
+        offsets,
+        table,
+        row_w,
+        y,
     )
     out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)

@@ -183,7 +183,13 @@ def gemm1(s: MoeShape) -> Any:
         T.cuda.cta_sync()  # every warpgroup is done with the ring of the previous tile
         # B row r < 128: gate row nt * 128 + r; r >= 128: the matching up row
         W.mainloop(
-            pool, acc, None, tx, k_tiles, 2 * GU_HALF, "bfloat16",
+            pool,
+            acc,
+            None,
+            tx,
+            k_tiles,
+            2 * GU_HALF,
+            "bfloat16",
             lambda kt, r, ch: XP.ptr_to([mt * BM + r, kt * ke + ch * VEC]),
             lambda kt, r, ch: W13.ptr_to([seg, r // GU_HALF * s.inter + col(nt, r), kt * ke + ch * VEC]),
             None,
@@ -191,7 +197,7 @@ def gemm1(s: MoeShape) -> Any:
                 [r // GU_HALF * si + (seg - s.local) * s.inter + col(nt, r), kt * ke + ch * VEC]
             ),
             seg >= s.local,
-        )  # fmt: skip
+        )
         for i in T.unroll(2):
             for j in T.unroll(GU_HALF // 8):
                 if s.inter % GU_HALF == 0 or nt * GU_HALF + 8 * j < s.inter:
@@ -203,7 +209,12 @@ def gemm1(s: MoeShape) -> Any:
 
     @T.prim_func
     def moe_gemm1(
-        xp_ptr: T.handle, off_ptr: T.handle, tile_ptr: T.handle, w_ptr: T.handle, sw_ptr: T.handle, act_ptr: T.handle
+        xp_ptr: T.handle,
+        off_ptr: T.handle,
+        tile_ptr: T.handle,
+        w_ptr: T.handle,
+        sw_ptr: T.handle,
+        act_ptr: T.handle,
     ):
         XP = T.match_buffer(xp_ptr, (s.rows, s.hidden), "bfloat16")
         OFF = T.match_buffer(off_ptr, (s.segments + 1,), "int32")
@@ -237,15 +248,23 @@ def gemm2(s: MoeShape) -> Any:
         seg: T.int32 = TILE[mt]
         T.cuda.cta_sync()  # every warpgroup is done with the ring of the previous tile
         W.mainloop(
-            pool, acc, None, tx, k_tiles, BN2, "bfloat16",
+            pool,
+            acc,
+            None,
+            tx,
+            k_tiles,
+            BN2,
+            "bfloat16",
             lambda kt, r, ch: ACT.ptr_to([mt * BM + r, kt * ke + ch * VEC]),
-            lambda kt, r, ch: W2.ptr_to([seg, W.clamped_row(nt * BN2 + r, s.hidden, BN2), kt * ke + ch * VEC]),
+            lambda kt, r, ch: W2.ptr_to(
+                [seg, W.clamped_row(nt * BN2 + r, s.hidden, BN2), kt * ke + ch * VEC]
+            ),
             None,
             lambda kt, r, ch: SW2.ptr_to(
                 [W.clamped_row(nt * BN2 + r, s.hidden, BN2), (seg - s.local) * s.inter + kt * ke + ch * VEC]
             ),
             seg >= s.local,
-        )  # fmt: skip
+        )
         for i in T.unroll(2):
             wr: T.f32 = RW[mt * BM + W.frag_row(tx, i)]
             for j in T.unroll(BN2 // 8):
@@ -257,9 +276,14 @@ def gemm2(s: MoeShape) -> Any:
 
     @T.prim_func
     def moe_gemm2(
-        act_ptr: T.handle, off_ptr: T.handle, tile_ptr: T.handle, w_ptr: T.handle, sw_ptr: T.handle,
-        rw_ptr: T.handle, y_ptr: T.handle,
-    ):  # fmt: skip
+        act_ptr: T.handle,
+        off_ptr: T.handle,
+        tile_ptr: T.handle,
+        w_ptr: T.handle,
+        sw_ptr: T.handle,
+        rw_ptr: T.handle,
+        y_ptr: T.handle,
+    ):
         ACT = T.match_buffer(act_ptr, (s.rows, s.inter), "bfloat16")
         OFF = T.match_buffer(off_ptr, (s.segments + 1,), "int32")
         TILE = T.match_buffer(tile_ptr, (s.max_tiles,), "int32")

@@ -50,7 +50,9 @@ def _gemm_kernel(
         # TMA zero-fills B rows past N; their columns are not stored
         W.store_tile(mO, out, coords, tile.a[0] * W.BM, tile.b[0][0] * BN, BN)
 
-    W.gemm_persistent(CFG, tiled_mma, a_smem, b_smem, tma_a, mA, tma_b, mB, None, m_tiles * n_tiles, tile_fn, epilogue)
+    W.gemm_persistent(
+        CFG, tiled_mma, a_smem, b_smem, tma_a, mA, tma_b, mB, None, m_tiles * n_tiles, tile_fn, epilogue
+    )
 
 
 @cute.jit
@@ -73,8 +75,12 @@ def compiled(out_dtype: torch.dtype = torch.bfloat16, *, ue8m0: bool = False) ->
     if key not in _COMPILED:
         t, kb, nb = (cute.sym_int() for _ in range(3))
         k, n = cute.sym_int(divisibility=128), cute.sym_int(divisibility=64)
-        a = make_fake_compact_tensor(cutlass.Float8E4M3FN, (t, k, 1), stride_order=(1, 0, 2), assumed_align=16)
-        b = make_fake_compact_tensor(cutlass.Float8E4M3FN, (n, k, 1), stride_order=(1, 0, 2), assumed_align=16)
+        a = make_fake_compact_tensor(
+            cutlass.Float8E4M3FN, (t, k, 1), stride_order=(1, 0, 2), assumed_align=16
+        )
+        b = make_fake_compact_tensor(
+            cutlass.Float8E4M3FN, (n, k, 1), stride_order=(1, 0, 2), assumed_align=16
+        )
         sa = make_fake_compact_tensor(cutlass.Float32, (kb, t), stride_order=(1, 0), assumed_align=4)
         sb = make_fake_compact_tensor(cutlass.Float32, (nb, kb), stride_order=(1, 0), assumed_align=4)
         o = make_fake_compact_tensor(key[0], (t, n), stride_order=(1, 0), assumed_align=16)

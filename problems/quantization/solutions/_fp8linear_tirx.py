@@ -64,8 +64,12 @@ def build(
     tokens: int, k: int, n: int, out_dtype: str = "bfloat16", *, ue8m0: bool = False
 ) -> tuple[tvm.runtime.Module, tvm.runtime.Module]:
     """(activation quantiser, block-FP8 GEMM) modules."""
-    quant = tvm.compile(tvm.IRModule({"main": W.act_quant(tokens, k, ue8m0=ue8m0)}), target=TARGET, tir_pipeline="tirx")
-    fp8_gemm = tvm.compile(tvm.IRModule({"main": gemm(tokens, k, n, out_dtype)}), target=TARGET, tir_pipeline="tirx")
+    quant = tvm.compile(
+        tvm.IRModule({"main": W.act_quant(tokens, k, ue8m0=ue8m0)}), target=TARGET, tir_pipeline="tirx"
+    )
+    fp8_gemm = tvm.compile(
+        tvm.IRModule({"main": gemm(tokens, k, n, out_dtype)}), target=TARGET, tir_pipeline="tirx"
+    )
     return quant, fp8_gemm
 
 

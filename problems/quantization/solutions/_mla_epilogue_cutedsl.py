@@ -39,7 +39,12 @@ def _to_fp8(rF: cute.Tensor, dst: cute.Tensor, n: cutlass.Constexpr):
 
 @cute.kernel
 def _epilogue_kernel(
-    mKV: cute.Tensor, mW: cute.Tensor, mPos: cute.Tensor, mCS: cute.Tensor, mSC: cute.Tensor, mOut: cute.Tensor
+    mKV: cute.Tensor,
+    mW: cute.Tensor,
+    mPos: cute.Tensor,
+    mCS: cute.Tensor,
+    mSC: cute.Tensor,
+    mOut: cute.Tensor,
 ):
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
@@ -85,7 +90,12 @@ def _epilogue_kernel(
 
 @cute.jit
 def _epilogue(
-    mKV: cute.Tensor, mW: cute.Tensor, mPos: cute.Tensor, mCS: cute.Tensor, mSC: cute.Tensor, mOut: cute.Tensor
+    mKV: cute.Tensor,
+    mW: cute.Tensor,
+    mPos: cute.Tensor,
+    mCS: cute.Tensor,
+    mSC: cute.Tensor,
+    mOut: cute.Tensor,
 ):
     tokens = cute.size(mKV, mode=[0])
     _epilogue_kernel(mKV, mW, mPos, mCS, mSC, mOut).launch(

@@ -34,7 +34,12 @@ def build(tokens: int, max_pos: int) -> tvm.runtime.Module:
 
     @T.prim_func
     def epilogue(
-        kv_ptr: T.handle, w_ptr: T.handle, pos_ptr: T.handle, cs_ptr: T.handle, sc_ptr: T.handle, o_ptr: T.handle
+        kv_ptr: T.handle,
+        w_ptr: T.handle,
+        pos_ptr: T.handle,
+        cs_ptr: T.handle,
+        sc_ptr: T.handle,
+        o_ptr: T.handle,
     ):
         KV = T.match_buffer(kv_ptr, (tokens, N), "float32")
         W = T.match_buffer(w_ptr, (RANK,), "bfloat16")
@@ -74,10 +79,22 @@ def build(tokens: int, max_pos: int) -> tvm.runtime.Module:
             qc[j] = T.reinterpret(
                 "int32",
                 T.cuda.fp8x4_e4m3_from_float4(
-                    T.min(T.max(cv[j * 4 + 0] * inv * T.Cast("float32", wv[j * 4 + 0]) / scale, -FP8_MAX), FP8_MAX),
-                    T.min(T.max(cv[j * 4 + 1] * inv * T.Cast("float32", wv[j * 4 + 1]) / scale, -FP8_MAX), FP8_MAX),
-                    T.min(T.max(cv[j * 4 + 2] * inv * T.Cast("float32", wv[j * 4 + 2]) / scale, -FP8_MAX), FP8_MAX),
-                    T.min(T.max(cv[j * 4 + 3] * inv * T.Cast("float32", wv[j * 4 + 3]) / scale, -FP8_MAX), FP8_MAX),
+                    T.min(
+                        T.max(cv[j * 4 + 0] * inv * T.Cast("float32", wv[j * 4 + 0]) / scale, -FP8_MAX),
+                        FP8_MAX,
+                    ),
+                    T.min(
+                        T.max(cv[j * 4 + 1] * inv * T.Cast("float32", wv[j * 4 + 1]) / scale, -FP8_MAX),
+                        FP8_MAX,
+                    ),
+                    T.min(
+                        T.max(cv[j * 4 + 2] * inv * T.Cast("float32", wv[j * 4 + 2]) / scale, -FP8_MAX),
+                        FP8_MAX,
+                    ),
+                    T.min(
+                        T.max(cv[j * 4 + 3] * inv * T.Cast("float32", wv[j * 4 + 3]) / scale, -FP8_MAX),
+                        FP8_MAX,
+                    ),
                 ),
             )
         if tok < tokens:
