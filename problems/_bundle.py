@@ -158,8 +158,20 @@ def module_code(path: str, alias: str, aliases: dict[str, str]) -> tuple[str, se
     return code, imports
 
 
+def _bound_name(line: str) -> str:
+    """The name an import line binds (`import a.b` binds a)."""
+    if " as " in line:
+        return line.rsplit(" as ", 1)[1]
+    if line.startswith("from "):
+        return line.rsplit(" import ", 1)[1]
+    return line.split()[1].split(".")[0]
+
+
 def render(text: str) -> str:
-    """The solution text with its import block and bundle region regenerated (unchanged without a header)."""
+    """The solution text with its import block and bundle region regenerated (unchanged without a header).
+
+    The import block is the bundled modules' imports plus those of the solution's own imports whose
+    name its own code (after the bundle) uses."""
     pairs = header(text)
     if not pairs:
         return text
@@ -171,14 +183,6 @@ def render(text: str) -> str:
             assert node.end_lineno is not None
             import_lines.update(range(node.lineno, node.end_lineno + 1))
             own.update(line for line in _import_text(node) if not _is_problems(line))
-    aliases: dict[str, str] = {}
-    parts = []
-    imports = set(own) | {"from types import SimpleNamespace"}
-    for path, alias in pairs:
-        code, used = module_code(path, alias, aliases)
-        parts.append(code)
-        imports |= used
-        aliases[Path(path).stem] = alias
     lines = text.splitlines()
     headers = list(HEADER_RE.finditer(text))
     head_line = text[: headers[0].start()].count("\n")  # 0-based lines of the first and last header
@@ -190,6 +194,15 @@ def render(text: str) -> str:
         if END not in rest:
             raise BundleError(f"bundle region without its end marker {END!r}")
         rest = rest.split(END, 1)[1]
+    used = {n.id for n in ast.walk(ast.parse(rest)) if isinstance(n, ast.Name)}
+    imports = {line for line in own if _bound_name(line) in used} | {"from types import SimpleNamespace"}
+    aliases: dict[str, str] = {}
+    parts = []
+    for path, alias in pairs:
+        code, needed = module_code(path, alias, aliases)
+        parts.append(code)
+        imports |= needed
+        aliases[Path(path).stem] = alias
     docstring = "\n".join(lines[: min(import_lines) - 1]).rstrip()
     blocks = [
         docstring,

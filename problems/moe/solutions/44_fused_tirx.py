@@ -22,7 +22,6 @@ s_act[kt, row] * s_w2[e, n-block, kt // 2]; the epilogue scales by the routing w
 tokens with no local expert). Compiled once per token count.
 """
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -359,16 +358,16 @@ _M_SMS = 132  # H200 streaming multiprocessors: the persistent GEMMs run one CTA
 _M_TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
 
-@dataclass(frozen=True)
 class _M_MoeShape:
-    """Static sizes of one compiled pipeline."""
+    """Static sizes of one compiled pipeline: tokens, hidden, inter (intermediate size of a routed expert
+    and of each shared segment), local routed experts, top_k, shared segments (shared intermediate / inter).
 
-    tokens: int
-    hidden: int
-    inter: int  # intermediate size of a routed expert (and of each shared segment)
-    local: int  # local routed experts
-    top_k: int
-    shared: int  # shared segments (shared intermediate / inter)
+    A plain class: a dataclass would generate its methods with exec(), which the verifier refuses in a
+    submission."""
+
+    def __init__(self, tokens: int, hidden: int, inter: int, local: int, top_k: int, shared: int) -> None:
+        self.tokens, self.hidden, self.inter = tokens, hidden, inter
+        self.local, self.top_k, self.shared = local, top_k, shared
 
     @property
     def segments(self) -> int:
@@ -1020,10 +1019,13 @@ def _shape(tokens: int, hidden: int, inter: int) -> M.MoeShape:
     return M.MoeShape(tokens, hidden, inter, LOCAL, TOP_K, 0)
 
 
-def _shape_key(routing_logits: torch.Tensor, routing_bias: torch.Tensor, hidden_states: torch.Tensor, *inputs: object):
-    w2 = inputs[3]
-    assert isinstance(w2, torch.Tensor)
-    return hidden_states.shape[0], hidden_states.shape[1], w2.shape[2]
+def _shape_key(
+    routing_logits: torch.Tensor, routing_bias: torch.Tensor, hidden_states: torch.Tensor,
+    hidden_states_scale: torch.Tensor, gemm1_weights: torch.Tensor, gemm1_weights_scale: torch.Tensor,
+    gemm2_weights: torch.Tensor, *_: object,
+) -> tuple[int, int, int]:  # fmt: skip
+    """(tokens, hidden, intermediate)."""
+    return hidden_states.shape[0], hidden_states.shape[1], gemm2_weights.shape[2]
 
 
 def _build(tokens: int, hidden: int, inter: int) -> tuple:
@@ -1044,7 +1046,10 @@ def run(
     local_expert_offset: int,
     routed_scaling_factor: float,
 ) -> torch.Tensor:
-    key = _shape_key(routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights, gemm2_weights)
+    key = _shape_key(
+        routing_logits, routing_bias, hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale,
+        gemm2_weights,
+    )  # fmt: skip
     kernels = _KERNELS.get(key)
     if kernels is None:
         kernels = _KERNELS[key] = _build(*key)

@@ -11,7 +11,6 @@ the epilogue) -> GEMM2 (m64n256 WGMMAs, row weight in the epilogue) -> combine (
 token's rows, one bf16 rounding). Compiled once per token count.
 """
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -348,16 +347,16 @@ _M_SMS = 132  # H200 streaming multiprocessors: the persistent GEMMs run one CTA
 _M_TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
 
-@dataclass(frozen=True)
 class _M_MoeShape:
-    """Static sizes of one compiled pipeline."""
+    """Static sizes of one compiled pipeline: tokens, hidden, inter (intermediate size of a routed expert
+    and of each shared segment), local routed experts, top_k, shared segments (shared intermediate / inter).
 
-    tokens: int
-    hidden: int
-    inter: int  # intermediate size of a routed expert (and of each shared segment)
-    local: int  # local routed experts
-    top_k: int
-    shared: int  # shared segments (shared intermediate / inter)
+    A plain class: a dataclass would generate its methods with exec(), which the verifier refuses in a
+    submission."""
+
+    def __init__(self, tokens: int, hidden: int, inter: int, local: int, top_k: int, shared: int) -> None:
+        self.tokens, self.hidden, self.inter = tokens, hidden, inter
+        self.local, self.top_k, self.shared = local, top_k, shared
 
     @property
     def segments(self) -> int:

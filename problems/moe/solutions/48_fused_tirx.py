@@ -12,7 +12,6 @@ gate + 128 up rows per tile, SwiGLU in the epilogue) -> GEMM2 (m64n256 WGMMAs, r
 epilogue) -> combine (float32 sum of the token's rows, one bf16 rounding). Compiled once per shape.
 """
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -349,16 +348,16 @@ _M_SMS = 132  # H200 streaming multiprocessors: the persistent GEMMs run one CTA
 _M_TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
 
-@dataclass(frozen=True)
 class _M_MoeShape:
-    """Static sizes of one compiled pipeline."""
+    """Static sizes of one compiled pipeline: tokens, hidden, inter (intermediate size of a routed expert
+    and of each shared segment), local routed experts, top_k, shared segments (shared intermediate / inter).
 
-    tokens: int
-    hidden: int
-    inter: int  # intermediate size of a routed expert (and of each shared segment)
-    local: int  # local routed experts
-    top_k: int
-    shared: int  # shared segments (shared intermediate / inter)
+    A plain class: a dataclass would generate its methods with exec(), which the verifier refuses in a
+    submission."""
+
+    def __init__(self, tokens: int, hidden: int, inter: int, local: int, top_k: int, shared: int) -> None:
+        self.tokens, self.hidden, self.inter = tokens, hidden, inter
+        self.local, self.top_k, self.shared = local, top_k, shared
 
     @property
     def segments(self) -> int:

@@ -24,7 +24,6 @@ produced, so no CTA is launched for the table's unused tail); tiles are rastered
 across N so a weight tile is reused from L2 by the tiles of its expert.
 """
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -42,16 +41,16 @@ SMS = 132  # H200 streaming multiprocessors: the persistent GEMMs run one CTA pe
 TARGET = {"kind": "cuda", "arch": "sm_90a"}
 
 
-@dataclass(frozen=True)
 class MoeShape:
-    """Static sizes of one compiled pipeline."""
+    """Static sizes of one compiled pipeline: tokens, hidden, inter (intermediate size of a routed expert
+    and of each shared segment), local routed experts, top_k, shared segments (shared intermediate / inter).
 
-    tokens: int
-    hidden: int
-    inter: int  # intermediate size of a routed expert (and of each shared segment)
-    local: int  # local routed experts
-    top_k: int
-    shared: int  # shared segments (shared intermediate / inter)
+    A plain class: a dataclass would generate its methods with exec(), which the verifier refuses in a
+    submission."""
+
+    def __init__(self, tokens: int, hidden: int, inter: int, local: int, top_k: int, shared: int) -> None:
+        self.tokens, self.hidden, self.inter = tokens, hidden, inter
+        self.local, self.top_k, self.shared = local, top_k, shared
 
     @property
     def segments(self) -> int:

@@ -592,9 +592,11 @@ E = SimpleNamespace(
 HIDDEN = 7168
 
 
-def _shape_key(hidden_states: torch.Tensor, *inputs: object) -> tuple[int, int]:
-    cos_sin_cache = inputs[4]
-    assert isinstance(cos_sin_cache, torch.Tensor)
+def _shape_key(
+    hidden_states: torch.Tensor, kv_a_weight: torch.Tensor, kv_a_scale: torch.Tensor, kv_norm_weight: torch.Tensor,
+    positions: torch.Tensor, cos_sin_cache: torch.Tensor, *_: object,
+) -> tuple[int, int]:  # fmt: skip
+    """(tokens, rope cache positions)."""
     return hidden_states.shape[0], cos_sin_cache.shape[0]
 
 
