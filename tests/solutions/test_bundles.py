@@ -5,10 +5,15 @@
 - No solution file imports `problems` or trips another static rule of `mkbsim verify` (DESIGN §5).
 - A bundled namespace carries every top-level name of its module, bound to the bundled definition.
 - The bundler refuses a module whose token renaming would be unsafe.
+- Slow: each bundled TIRx full plan gets through `mkbsim verify` on CPU as far as a GPU-less machine allows.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +63,24 @@ def test_bundler_refuses_a_top_level_name_used_as_a_keyword(tmp_path: Path, monk
     monkeypatch.setattr(_bundle, "ROOT", tmp_path)
     with pytest.raises(_bundle.BundleError, match="keyword"):
         _bundle.module_code("helper.py", "H", {})
+
+
+TIRX_FULL_PLANS = [p for p in BUNDLED if p.stem.endswith("_fused_tirx")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", TIRX_FULL_PLANS, ids=lambda p: p.stem)
+def test_tirx_solution_gets_through_the_verifier_up_to_the_gpu(path: Path) -> None:
+    """`mkbsim verify --backend cpu` imports the file under the runtime guards, builds its kernels for
+    sm_90a and calls run(): the only failure left on a machine without a GPU is the device check of the
+    first CUDA kernel (a forbidden API, a wrong shape key or an import error would show instead)."""
+    number = path.name.split("_")[0]
+    done = subprocess.run(
+        [sys.executable, "-m", "mkbsim", "verify", str(path), "--problem", f"p{number}", "--dsl", "tirx",
+         "--backend", "cpu", "--workload", "smoke", "--json"],
+        capture_output=True, text=True, timeout=600, check=False, cwd=_bundle.ROOT,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )  # fmt: skip
+    verdict = json.loads(done.stdout)
+    assert verdict["failure"] == "exception", verdict
+    assert "expected cuda" in verdict["feedback"], verdict["feedback"]
