@@ -196,7 +196,9 @@ def paged_layout(
     num_pages = used + spare_pages
     perm = torch.randperm(num_pages, generator=_cpu_gen(gen))[:used].to(torch.int32)
     indptr = cu_seqlens(pages_per_seq, "cpu")
-    last = torch.tensor([n - (p - 1) * page_size for n, p in zip(lens, pages_per_seq, strict=False)], dtype=torch.int32)
+    last = torch.tensor(
+        [n - (p - 1) * page_size for n, p in zip(lens, pages_per_seq, strict=False)], dtype=torch.int32
+    )
     return PagedLayout(
         kv_indptr=indptr.to(device),
         kv_indices=perm.to(device),

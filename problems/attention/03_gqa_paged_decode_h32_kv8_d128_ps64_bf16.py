@@ -68,7 +68,9 @@ SMOKE = {
 }
 
 
-def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> tuple[torch.Tensor | float, ...]:
+def make_inputs(
+    workload: dict[str, int], *, seed: int, device: str = "cpu"
+) -> tuple[torch.Tensor | float, ...]:
     return _gqa.make_decode_inputs(workload, seed=seed, device=device, with_last_page_len=True)
 
 

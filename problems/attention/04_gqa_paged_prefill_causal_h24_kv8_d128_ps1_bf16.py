@@ -69,7 +69,9 @@ SMOKE = {
 }
 
 
-def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> tuple[torch.Tensor | float, ...]:
+def make_inputs(
+    workload: dict[str, int], *, seed: int, device: str = "cpu"
+) -> tuple[torch.Tensor | float, ...]:
     return _gqa.make_paged_prefill_inputs(workload, seed=seed, device=device, with_last_page_len=False)
 
 

@@ -75,7 +75,9 @@ SMOKE = {
 }
 
 
-def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> tuple[torch.Tensor | float, ...]:
+def make_inputs(
+    workload: dict[str, int], *, seed: int, device: str = "cpu"
+) -> tuple[torch.Tensor | float, ...]:
     return _gqa.make_paged_prefill_inputs(workload, seed=seed, device=device, with_last_page_len=True)
 
 
@@ -89,7 +91,9 @@ def reference(
     kv_last_page_len: torch.Tensor,
     sm_scale: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    return _gqa.paged_prefill(q, k_cache, v_cache, qo_indptr, kv_indptr, kv_indices, kv_last_page_len, sm_scale)
+    return _gqa.paged_prefill(
+        q, k_cache, v_cache, qo_indptr, kv_indptr, kv_indices, kv_last_page_len, sm_scale
+    )
 
 
 def cost(workload: dict[str, int]) -> Cost:

@@ -69,7 +69,9 @@ SOFTCAP = 50.0
 def timing_signal(positions: torch.Tensor, channels: int) -> torch.Tensor:
     """USM sinusoidal timing signal: [sin(p * inv_ts), cos(p * inv_ts)], timescales 1 .. 1e4."""
     n = channels // 2
-    inv = torch.exp(torch.arange(n, dtype=torch.float64, device=positions.device) * -(math.log(1.0e4) / (n - 1)))
+    inv = torch.exp(
+        torch.arange(n, dtype=torch.float64, device=positions.device) * -(math.log(1.0e4) / (n - 1))
+    )
     ang = positions.to(torch.float64)[:, None] * inv[None, :]
     return torch.cat([ang.sin(), ang.cos()], dim=-1)
 

@@ -89,7 +89,9 @@ SMOKE = {
 SM_SCALE = 1.0 / math.sqrt(128 + 64)
 
 
-def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> tuple[torch.Tensor | float, ...]:
+def make_inputs(
+    workload: dict[str, int], *, seed: int, device: str = "cpu"
+) -> tuple[torch.Tensor | float, ...]:
     gen = generator(seed, device)
     batch, h, dc, dp = (workload[a] for a in ("batch_size", "num_qo_heads", "head_dim_ckv", "head_dim_kpe"))
     num_pages, n_idx = workload["num_pages"], workload["num_kv_indices"]

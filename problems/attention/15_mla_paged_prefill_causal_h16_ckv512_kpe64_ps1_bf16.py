@@ -91,7 +91,9 @@ SMOKE = {
 SM_SCALE = 1.0 / math.sqrt(128 + 64)
 
 
-def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> tuple[torch.Tensor | float, ...]:
+def make_inputs(
+    workload: dict[str, int], *, seed: int, device: str = "cpu"
+) -> tuple[torch.Tensor | float, ...]:
     gen = generator(seed, device)
     h, dc, dp = (workload[a] for a in ("num_qo_heads", "head_dim_ckv", "head_dim_kpe"))
     total_q, num_pages, n_idx = workload["total_q"], workload["num_pages"], workload["num_kv_indices"]

@@ -81,7 +81,9 @@ SMOKE = {
 }
 
 
-def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> tuple[torch.Tensor | float, ...]:
+def make_inputs(
+    workload: dict[str, int], *, seed: int, device: str = "cpu"
+) -> tuple[torch.Tensor | float, ...]:
     gen = generator(seed, device)
     hq, hkv, dqk, dv = (workload[a] for a in ("num_qo_heads", "num_kv_heads", "qk_dim", "vo_dim"))
     total_q, total_kv, batch = workload["total_q"], workload["total_kv"], workload["len_indptr"] - 1
@@ -95,7 +97,9 @@ def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> 
     return q, k, v, indptr, indptr.clone(), 1.0 / math.sqrt(dqk)
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One sequence (upcast): q [Lq, H, Dqk], k [Lk, H, Dqk], v [Lk, H, Dv], bottom-right causal."""
     lq, h, _ = q.shape
     lk = k.shape[0]

@@ -88,7 +88,9 @@ SM_SCALE = 1.0 / math.sqrt(128 + 64)
 CHUNK_T = 32
 
 
-def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> tuple[torch.Tensor | float, ...]:
+def make_inputs(
+    workload: dict[str, int], *, seed: int, device: str = "cpu"
+) -> tuple[torch.Tensor | float, ...]:
     gen = generator(seed, device)
     t, h, dc, dp = (workload[a] for a in ("num_tokens", "num_qo_heads", "head_dim_ckv", "head_dim_kpe"))
     ps, topk, num_pages = workload["page_size"], workload["topk"], workload["num_pages"]
@@ -138,7 +140,8 @@ def reference(
         rows = idx.clamp_min(0)  # padding reads slot 0 and is masked below
         kc, kp = upcast(ckv[rows]), upcast(kpe[rows])  # [T, K, Dc], [T, K, Dp]
         logits = (
-            torch.einsum("thd,tkd->thk", upcast(q_nope[s:e]), kc) + torch.einsum("thd,tkd->thk", upcast(q_pe[s:e]), kp)
+            torch.einsum("thd,tkd->thk", upcast(q_nope[s:e]), kc)
+            + torch.einsum("thd,tkd->thk", upcast(q_pe[s:e]), kp)
         ) * sm_scale
         logits.masked_fill_(~valid[:, None, :], float("-inf"))
         lse[s:e] = torch.logsumexp(logits, dim=-1) * _mla.LOG2E

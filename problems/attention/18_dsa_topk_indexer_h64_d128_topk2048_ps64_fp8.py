@@ -128,7 +128,9 @@ def scores(q: torch.Tensor, keys: torch.Tensor, w: torch.Tensor) -> torch.Tensor
 def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> tuple[torch.Tensor, ...]:
     gen = generator(seed, device)
     batch, h, d = workload["batch_size"], workload["num_index_heads"], workload["index_head_dim"]
-    ps, topk, num_pages, max_pages = (workload[a] for a in ("page_size", "topk", "num_pages", "max_num_pages"))
+    ps, topk, num_pages, max_pages = (
+        workload[a] for a in ("page_size", "topk", "num_pages", "max_num_pages")
+    )
     # one decode token per sequence; leave room for each sequence's partly filled last page
     lens = _mla.bounded_seq_lens(batch, (num_pages - batch) * ps, gen, cap=max_pages * ps)
     used = sum(-(-n // ps) for n in lens)

@@ -255,7 +255,9 @@ def make_paged_prefill_inputs(
     return tuple(inputs)
 
 
-def make_ragged_inputs(workload: Mapping[str, int], *, seed: int, device: str) -> tuple[torch.Tensor | float, ...]:
+def make_ragged_inputs(
+    workload: Mapping[str, int], *, seed: int, device: str
+) -> tuple[torch.Tensor | float, ...]:
     gen = generator(seed, device)
     hq, hkv, d = (workload[a] for a in ("num_qo_heads", "num_kv_heads", "head_dim"))
     total_q, total_kv = workload["total_q"], workload["total_kv"]
@@ -285,7 +287,9 @@ def causal_pairs(batch: int, total_q: int, total_kv: float) -> float:
     return batch * (lq * lk - lq * (lq - 1) / 2)
 
 
-def attention_cost(*, total_q: int, kv_tokens: float, pairs: float, hq: int, hkv: int, d: int, index_ints: int) -> Cost:
+def attention_cost(
+    *, total_q: int, kv_tokens: float, pairs: float, hq: int, hkv: int, d: int, index_ints: int
+) -> Cost:
     """q read + output written (bf16) + lse written (fp32) + the valid K/V tokens read + int32 indices.
 
     FLOPs: QK^T and PV are 2 * D multiply-adds per (pair, head) each -> bf16; softmax (scale, max,

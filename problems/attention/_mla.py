@@ -49,7 +49,9 @@ def mla_attend(
         # keys past the last query of this block are masked for every row of it
         kv_end = lk if prefix is None else min(lk, prefix + e)
         kcb, kpb = kc[:kv_end], kp[:kv_end]
-        logits = (torch.einsum("qhd,kd->hqk", qn[s:e], kcb) + torch.einsum("qhd,kd->hqk", qp[s:e], kpb)) * sm_scale
+        logits = (
+            torch.einsum("qhd,kd->hqk", qn[s:e], kcb) + torch.einsum("qhd,kd->hqk", qp[s:e], kpb)
+        ) * sm_scale
         if prefix is not None:
             q_pos = torch.arange(s, e, device=qn.device) + prefix
             k_pos = torch.arange(kv_end, device=qn.device)

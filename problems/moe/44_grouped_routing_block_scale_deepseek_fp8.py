@@ -119,7 +119,9 @@ def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> 
     bias64 = bias.to(torch.float64)
     logits = redraw_rows(
         lambda: randn((tokens, experts), torch.float32, gen, device, scale=1.5),
-        lambda lg: grouped_topk_margin(torch.sigmoid(lg.to(torch.float64)) + bias64, N_GROUP, TOPK_GROUP, TOP_K),
+        lambda lg: grouped_topk_margin(
+            torch.sigmoid(lg.to(torch.float64)) + bias64, N_GROUP, TOPK_GROUP, TOP_K
+        ),
         MIN_MARGIN,
     )
 

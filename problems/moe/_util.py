@@ -66,7 +66,9 @@ def topk_margin(scores: torch.Tensor, top_k: int) -> torch.Tensor:
     return top[:, top_k - 1] - top[:, top_k]
 
 
-def block_quantize_fp8(x: torch.Tensor, block_rows: int, block_cols: int) -> tuple[torch.Tensor, torch.Tensor]:
+def block_quantize_fp8(
+    x: torch.Tensor, block_rows: int, block_cols: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Quantise a 2-D float tensor to float8_e4m3fn with one float32 scale per block.
 
     Each [block_rows, block_cols] block is scaled so its largest magnitude maps to

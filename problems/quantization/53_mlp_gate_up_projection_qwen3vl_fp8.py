@@ -74,7 +74,9 @@ def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> 
     return hidden_states, gate_up_weight, gate_up_scale
 
 
-def reference(hidden_states: torch.Tensor, gate_up_weight: torch.Tensor, gate_up_scale: torch.Tensor) -> torch.Tensor:
+def reference(
+    hidden_states: torch.Tensor, gate_up_weight: torch.Tensor, gate_up_scale: torch.Tensor
+) -> torch.Tensor:
     return block_fp8_linear(hidden_states, gate_up_weight, gate_up_scale).to(hidden_states.dtype)
 
 

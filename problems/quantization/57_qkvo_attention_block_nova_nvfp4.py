@@ -150,7 +150,12 @@ def cost(workload: dict[str, int]) -> Cost:
     b, s, h = workload["batch"], workload["seq_len"], workload["hidden"]
     t = b * s
     nh = h // HEAD_DIM
-    moved = 2 * nbytes((t, h), torch.bfloat16) + _nvfp4.weight_bytes(3 * h, h) + _nvfp4.weight_bytes(h, h) + 2 * 4
+    moved = (
+        2 * nbytes((t, h), torch.bfloat16)
+        + _nvfp4.weight_bytes(3 * h, h)
+        + _nvfp4.weight_bytes(h, h)
+        + 2 * 4
+    )
     causal_pairs = b * nh * s * (s + 1) / 2
     fp32 = 5.0 * t * h * 2 + 6.0 * t * 2 * h + 5.0 * causal_pairs  # quantise, RoPE, softmax
     return Cost(

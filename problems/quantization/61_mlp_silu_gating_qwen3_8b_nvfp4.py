@@ -112,7 +112,9 @@ def reference(
     down_weight_scale: torch.Tensor,
     down_weight_global: torch.Tensor,
 ) -> torch.Tensor:
-    gu = nvfp4_linear(hidden_states, gate_up_input_scale, gate_up_weight, gate_up_weight_scale, gate_up_weight_global)
+    gu = nvfp4_linear(
+        hidden_states, gate_up_input_scale, gate_up_weight, gate_up_weight_scale, gate_up_weight_global
+    )
     gate, up = gu.chunk(2, dim=-1)
     h = torch.nn.functional.silu(gate) * up
     out = nvfp4_linear(h, down_input_scale, down_weight, down_weight_scale, down_weight_global)
@@ -121,7 +123,12 @@ def reference(
 
 def cost(workload: dict[str, int]) -> Cost:
     t, h, i = workload["num_tokens"], workload["hidden"], workload["intermediate"]
-    moved = 2 * nbytes((t, h), torch.bfloat16) + 2 * 4 + _nvfp4.weight_bytes(2 * i, h) + _nvfp4.weight_bytes(h, i)
+    moved = (
+        2 * nbytes((t, h), torch.bfloat16)
+        + 2 * 4
+        + _nvfp4.weight_bytes(2 * i, h)
+        + _nvfp4.weight_bytes(h, i)
+    )
     # FP4 GEMMs; NVFP4 quantisation of x and h (~5/elt) and SiLU gating (~6/elt) in fp32
     fp4 = 2.0 * t * (2 * i) * h + 2.0 * t * h * i
     return Cost(bytes=moved, flops={"fp4": fp4, "fp32": 5.0 * t * h + 11.0 * t * i})

@@ -54,14 +54,18 @@ def per_token_group_quant(
     return q.reshape(xf.shape), scale
 
 
-def dequant_groups(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype, group: int = GROUP) -> torch.Tensor:
+def dequant_groups(
+    q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype, group: int = GROUP
+) -> torch.Tensor:
     """Inverse of ``per_token_group_quant`` (values exactly float(q) * scale in ``dtype``)."""
     k = q.shape[-1]
     v = q.to(dtype).reshape(*q.shape[:-1], k // group, group) * scale.to(dtype).unsqueeze(-1)
     return v.reshape(q.shape)
 
 
-def dequant_block_weight(w: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype, block: int = GROUP) -> torch.Tensor:
+def dequant_block_weight(
+    w: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype, block: int = GROUP
+) -> torch.Tensor:
     """Dequantise an fp8 weight [N, K] with 128x128 tile scales [ceil(N/128), ceil(K/128)]."""
     n, k = w.shape
     s = scale.to(dtype).repeat_interleave(block, dim=0)[:n].repeat_interleave(block, dim=1)[:, :k]
