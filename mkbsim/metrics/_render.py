@@ -19,8 +19,8 @@ def flat_rows(rows: Sequence[Row]) -> list[Row]:
     for row in rows:
         flat: Row = {}
         for key, value in row.items():
-            if isinstance(value, list):
-                flat[f"{key}_lo"], flat[f"{key}_hi"] = value
+            if key.endswith("_ci"):
+                flat[f"{key}_lo"], flat[f"{key}_hi"] = value if value is not None else (None, None)
             else:
                 flat[key] = value
         out.append(flat)
@@ -30,7 +30,7 @@ def flat_rows(rows: Sequence[Row]) -> list[Row]:
 def groups_csv(report: Row) -> str:
     """The groups section as CSV; floats keep every digit (Python's shortest round-trip repr)."""
     columns = [*group_dimensions(report["by"]), *GROUP_STATS]
-    fields = [c for name in columns for c in ((f"{name}_lo", f"{name}_hi") if name == "paired_lift_ci" else (name,))]
+    fields = [c for name in columns for c in ((f"{name}_lo", f"{name}_hi") if name.endswith("_ci") else (name,))]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
@@ -52,6 +52,7 @@ def table(report: Row, *, store: str) -> str:
         lines += _groups(report)
         lines += _sensitivity(report["sensitivity"])
         lines += _standing(report["standing"])
+        lines += _gradient(report["standing_gradient"])
         lines += _asymmetry(report["asymmetry"])
     lines += _solo(report["solo"])
     return "\n".join(lines) + "\n"
@@ -64,21 +65,22 @@ def _groups(report: Row) -> list[str]:
     lines = [
         "",
         "Paired lift (geometric mean of r − 1) by " + (" × ".join(by) or "nothing (all pooled)"),
-        "CI: 95% bootstrap over problems · resc, brk: verdict changes among helped,",
-        "harmed · pW, pS: Wilcoxon signed-rank and sign test p on log r",
+        "CI: 95% over problems (bootstrap; t on log r under 20 problems*) · resc, brk:",
+        "verdict changes among helped, harmed · p: sign flips of problems' log r, pHolm",
     ]
     sections: dict[tuple[str, ...], list[Row]] = {}
     for row in report["groups"]:
         sections.setdefault(tuple(row[d] for d in heading_dims), []).append(row)
-    headers = [label_dim, "n", "lift", "95% CI", "help", "harm", "resc", "brk", "pW", "pS"]
+    headers = [label_dim, "n", "lift", "95% CI", "help", "harm", "resc", "brk", "p", "pHolm"]
     for heading, rows in sections.items():
         lines.append("")
         if heading:
             lines.append(_fit(" · ".join(_label(d, v) for d, v in zip(heading_dims, heading, strict=True))))
         body = [
-            [_label(label_dim, r[label_dim]), str(r["n"]), _signed(r["paired_lift"]), _interval(r["paired_lift_ci"]),
+            [_label(label_dim, r[label_dim]), str(r["n"]), _signed(r["paired_lift"]),
+             _interval(r["paired_lift_ci"]) + "*" * (r["paired_lift_ci_method"] == "t"),
              _share(r["help_rate"]), _share(r["harm_rate"]), str(r["helped_verdict_change"]),
-             str(r["harmed_verdict_change"]), _p(r["wilcoxon_p"]), _p(r["sign_p"])]
+             str(r["harmed_verdict_change"]), _p(r["p"]), _p(r["p_holm"])]
             for r in rows
         ]  # fmt: skip
         lines += _format(headers, body, "lrrrrrrrrr")
@@ -116,6 +118,20 @@ def _standing(rows: Sequence[Row]) -> list[str]:
     return [*lines, *_format(headers, body, align)]
 
 
+def _gradient(rows: Sequence[Row]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["", "Standing gradient: help above − below, harm below − above (points, 95% CI);",
+             "p: standing labels shuffled within problems, Holm-adjusted over the table"]  # fmt: skip
+    headers = ["model", "help gap", "95% CI", "pHolm", "harm gap", "95% CI", "pHolm"]
+    body = [
+        [r["model"], _signed(r["help_gap"]), _interval(r["help_gap_ci"]), _p(r["help_gap_p_holm"]),
+         _signed(r["harm_gap"]), _interval(r["harm_gap_ci"]), _p(r["harm_gap_p_holm"])]
+        for r in rows
+    ]  # fmt: skip
+    return [*lines, *_format(headers, body, "lrrrrrr")]
+
+
 def _sensitivity(rows: Sequence[Row]) -> list[str]:
     lines = ["", "Family sensitivity: each cell's lift without its best family;",
              "fam+, fam-: families with positive, negative lift"]  # fmt: skip
@@ -132,15 +148,16 @@ def _sensitivity(rows: Sequence[Row]) -> list[str]:
 
 def _asymmetry(rows: Sequence[Row]) -> list[str]:
     lines = ["", "Direction asymmetry: how the reverse direction (same model, problem,",
-             "replicate) fared for helped comparisons: share of those resolved (count)"]  # fmt: skip
-    headers = ["model", "helped", "reverse n", "rev harmed", "rev helped", "rev neutral"]
+             "replicate) fared for helped comparisons: share of those resolved (count);",
+             "gap = harmed − helped share; p: reverse outcomes shuffled within model, Holm"]  # fmt: skip
+    headers = ["model", "helped", "reverse n", "rev harmed", "rev helped", "gap", "pHolm"]
     body = [
         [r["model"], str(r["helped"]), str(r["reverse_resolved"]),
          _share_of(r["reverse_harmed"], r["reverse_resolved"]), _share_of(r["reverse_helped"], r["reverse_resolved"]),
-         _share_of(r["reverse_neutral"], r["reverse_resolved"])]
+         _signed(r["gap"]), _p(r["p_holm"])]
         for r in rows
     ]  # fmt: skip
-    return [*lines, *_format(headers, body, "lrrrrr")]
+    return [*lines, *_format(headers, body, "lrrrrrr")]
 
 
 # -- formatting ----------------------------------------------------------------------------------
@@ -191,7 +208,9 @@ def _share_of(count: int, total: int) -> str:
     return f"{_share(count / total)} ({count})" if total else "–"
 
 
-def _interval(ci: Sequence[float]) -> str:
+def _interval(ci: Sequence[float] | None) -> str:
+    if ci is None:
+        return "–"
     lo, hi = ci
     return f"[{lo * 100:+.1f}, {hi * 100:+.1f}]"
 
