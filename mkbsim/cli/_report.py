@@ -13,6 +13,7 @@ from mkbsim.errors import UserError
 
 # kept in step with mkbsim.metrics._sections (not imported here: `mkbsim --help` stays light)
 _DIMENSIONS = ("campaign", "model", "direction", "family")
+_DEFAULT_BY = ("model", "direction", "family")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,9 +28,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--by",
         type=_dimensions,
-        default=("model", "direction", "family"),
         metavar="DIMS",
-        help="comma-separated grouping from campaign,model,direction,family (default model,direction,family)",
+        help="comma-separated grouping from campaign,model,direction,family (default: model,direction,family; "
+        "the skills section: model, from model,direction,family)",
     )
     p.add_argument("--format", choices=("table", "json", "csv"), default="table",
                    help="table (80 columns), json (every section) or csv (the groups)")  # fmt: skip
@@ -40,7 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="transfer (default: the metrics above) or skills (category prevalence, follow levels, "
                    "claim propagation, failure classes, follow-lift correlation)")  # fmt: skip
     p.add_argument("--labeler", metavar="NAME",
-                   help="skills section: whose labels (default: ground_truth if present, else heuristic)")  # fmt: skip
+                   help="skills section: whose labels, in every table (default: ground_truth if present, else "
+                   "heuristic; heuristic without stored labels runs the heuristic labeler)")  # fmt: skip
     p.add_argument("--similarity", choices=("auto", "minilm", "lexical"), default="auto",
                    help="skills section: claim linking (auto: MiniLM when installed, else lexical)")  # fmt: skip
     p.set_defaults(handler=_report)
@@ -57,6 +59,7 @@ def _dimensions(text: str) -> tuple[str, ...]:
 def _report(args: argparse.Namespace) -> int:
     if args.section == "skills":
         return _skills(args)
+    args.by = args.by or _DEFAULT_BY
     from mkbsim.metrics._render import groups_csv, table
     from mkbsim.metrics._sections import DEFAULT_BY, report
 
@@ -103,16 +106,19 @@ def _skills(args: argparse.Namespace) -> int:
 
     if args.format == "csv" or args.export is not None or args.plots is not None:
         raise UserError("--section skills prints a table or JSON only (no csv, --export or --plots)")
+    by = args.by or ("model",)
+    if "campaign" in by:
+        raise UserError("--section skills groups by model, direction or family (pick one campaign with --campaign)")
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
         material = lab.skills.material(args.campaign)
         labels = lab.skills.labels([*material.skills, *material.treatments])
         name = args.labeler or (GROUND_TRUTH if GROUND_TRUTH in labels else "heuristic")
-        if args.labeler and args.labeler not in labels:
+        if args.labeler and args.labeler not in labels and args.labeler != "heuristic":  # heuristic: run here
             raise UserError(f"no labels by {args.labeler!r} (labelers here: {', '.join(sorted(labels)) or 'none'};"
                             " run mkbsim label)")  # fmt: skip
         comparisons = lab.transfer.skill_comparisons(args.campaign)
-    result = skills_report(comparisons, material, labels.get(name), name, linker(args.similarity))
+    result = skills_report(comparisons, material, labels.get(name), name, linker(args.similarity), by)
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:

@@ -51,12 +51,15 @@ class SkillComparison:
     """One resolved plain comparison, as the skills report groups it."""
 
     treatment_attempt_id: str
+    source_attempt_id: str | None  # whose skill was read (its labels are the read skill's)
     model: str
+    problem: str
     direction: str
     family: str
     r: float
     outcome: str
     treatment_passed: bool
+    verdict_change: str
 
 
 class TransferQueries(Queries):
@@ -122,18 +125,20 @@ class TransferQueries(Queries):
         """Resolved plain comparisons (of one campaign or all), by treatment attempt id."""
         where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign else (PLAIN, [])
         rows = self._all(
-            "SELECT treatment_attempt_id, model, direction, family, r, outcome, treatment_passed"
-            f" FROM {self.t.comparisons} WHERE resolved = 1 AND {where} ORDER BY treatment_attempt_id",
+            "SELECT treatment_attempt_id, source_attempt_id, model, problem, direction, family, r, outcome,"
+            f" treatment_passed, verdict_change FROM {self.t.comparisons} WHERE resolved = 1 AND {where}"
+            " ORDER BY treatment_attempt_id",
             params,
         )
-        return [SkillComparison(a, m, d, f, r, o, bool(passed)) for a, m, d, f, r, o, passed in rows]
+        return [SkillComparison(a, s, m, p, d, f, r, o, bool(passed), v) for a, s, m, p, d, f, r, o, passed, v in rows]
 
     def harmed_failures(self, campaign: str | None) -> list[str]:
-        """Treatments of harmed comparisons that failed without being skipped (a target-side failure)."""
+        """Treatments of harmed comparisons (not skipped): each has a target-side failure (DESIGN §7), a
+        break (the treatment failed) or a runtime-only harm (it passed but fell short of its solo)."""
         where, params = ("campaign_id = ? AND ", [campaign]) if campaign else ("", [])
         return self._column(
             f"SELECT treatment_attempt_id FROM {self.t.comparisons} WHERE {where}outcome = 'harmed'"
-            " AND treatment_passed = 0 AND skipped = 0 ORDER BY treatment_attempt_id",
+            " AND skipped = 0 ORDER BY treatment_attempt_id",
             params,
         )
 

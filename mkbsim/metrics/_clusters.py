@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -150,9 +151,9 @@ def adjust(pvalues: Sequence[float | None]) -> tuple[list[float | None], list[fl
     return holm, bh
 
 
-def add_adjusted(rows: Sequence[dict[str, object]], key: str = "p") -> None:
+def add_adjusted(rows: Sequence[dict[str, Any]], key: str = "p") -> None:
     """Set ``<key>_holm`` and ``<key>_bh`` on every row, adjusting ``key`` across the rows."""
-    holm, bh = adjust([row[key] for row in rows])  # type: ignore[misc]
+    holm, bh = adjust([row[key] for row in rows])
     for row, h, b in zip(rows, holm, bh, strict=True):
         row[f"{key}_holm"], row[f"{key}_bh"] = h, b
 

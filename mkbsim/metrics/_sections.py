@@ -207,7 +207,7 @@ def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
                 "inline_cuda_excluded": sum(1 for s in cell if s.inline_cuda_excluded),
                 "speedup_geomean": geometric_mean(speedups) if speedups else None,
                 "speedup_geomean_ci": boot.interval(
-                    _exp_ratio, [math.log(s.speedup) if c else 0.0 for s, c in zip(cell, counted, strict=True)],
+                    _exp_ratio, [math.log(s.speedup or 1.0) if c else 0.0 for s, c in zip(cell, counted, strict=True)],
                     counted,
                 ) if speedups else None,
             }
@@ -367,7 +367,7 @@ def _pair_tables(cell: Sequence[ComparisonRecord], index: dict[tuple[Any, ...], 
         if c.direction != first or r is None:
             continue
         table = tables.setdefault(c.model, np.zeros((3, 3), dtype=np.int64))
-        table[OUTCOMES.index(c.outcome), OUTCOMES.index(r.outcome)] += 1  # type: ignore[arg-type]
+        table[OUTCOMES.index(c.outcome), OUTCOMES.index(r.outcome)] += 1
     t = np.stack(list(tables.values())) if tables else np.zeros((0, 3, 3), dtype=np.int64)
     h, m = OUTCOMES.index("helped"), OUTCOMES.index("harmed")
     return PairTables(
