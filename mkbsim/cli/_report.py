@@ -37,9 +37,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--export", metavar="DIR", type=Path,
                    help="also write every projection table and report section as CSV and Parquet")  # fmt: skip
     p.add_argument("--plots", metavar="DIR", type=Path, help="also write PNG figures")
-    p.add_argument("--section", choices=("transfer", "skills"), default="transfer",
-                   help="transfer (default: the metrics above) or skills (category prevalence, follow levels, "
-                   "claim propagation, failure classes, follow-lift correlation)")  # fmt: skip
+    p.add_argument("--section", choices=("transfer", "skills", "controls", "model", "robustness"), default="transfer",
+                   help="transfer (default: the metrics above); skills (category prevalence, follow levels, "
+                   "claim propagation, failure classes, follow-lift correlation); controls (control arms beside the "
+                   "treatment); model (mixed-effects model of log r, logistic model of verdict flips); robustness "
+                   "(conclusions under other metric settings)")  # fmt: skip
     p.add_argument("--labeler", metavar="NAME",
                    help="skills section: whose labels, in every table (default: ground_truth if present, else "
                    "heuristic; heuristic without stored labels runs the heuristic labeler)")  # fmt: skip
@@ -60,7 +62,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.section == "skills":
         return _skills(args)
     args.by = args.by or _DEFAULT_BY
-    from mkbsim.metrics._render import groups_csv, table
+    from mkbsim.metrics._render import controls_table, groups_csv, table
     from mkbsim.metrics._sections import DEFAULT_BY, report
 
     for option in ("export", "plots"):
@@ -70,7 +72,8 @@ def _report(args: argparse.Namespace) -> int:
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
         data = lab.transfer.report_data(args.campaign)
-        result = report(data.campaigns, data.comparisons, data.solos, pending=data.pending, by=args.by)
+        result = report(data.campaigns, data.comparisons, data.solos, pending=data.pending, by=args.by,
+                        controls=data.controls)  # fmt: skip
         tables = lab.transfer.projection_tables() if args.export is not None else None
     notes = []
     if tables is not None:
@@ -92,6 +95,8 @@ def _report(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
     elif args.format == "csv":
         sys.stdout.write(groups_csv(result))
+    elif args.section == "controls":
+        sys.stdout.write(controls_table(result, store=str(args.store)))
     else:
         sys.stdout.write(table(result, store=str(args.store)))
     for note in notes:  # on stderr under json/csv, so stdout stays machine-readable

@@ -33,6 +33,7 @@ class ReportData:
     comparisons: list[ComparisonRecord]
     pending: int
     solos: list[SoloRecord]
+    controls: dict[str, list[ComparisonRecord]]  # control arm → its resolved comparisons
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,22 @@ class TransferQueries(Queries):
                     SoloRecord(chosen.campaign_id, chosen.model, chosen.problem, chosen.family, chosen.dsl,
                                chosen.scored_pass, bool(chosen.passed) and bool(chosen.inline_cuda), chosen.speedup)
                 )  # fmt: skip
-        return ReportData(known if campaign is None else [campaign], comparisons, pending, solos)
+        controls = self.control_records(campaign)
+        return ReportData(known if campaign is None else [campaign], comparisons, pending, solos, controls)
+
+    def control_records(self, campaign: str | None = None) -> dict[str, list[ComparisonRecord]]:
+        """Resolved plain-protocol control comparisons (DESIGN §4) by arm (aa, placebo, matched)."""
+        where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign is not None else (PLAIN, [])
+        out: dict[str, list[ComparisonRecord]] = {}
+        for arm, *row in self._all(
+            f"SELECT arm, {_RECORD_COLUMNS} FROM {self.t.control_comparisons} WHERE resolved = 1 AND {where}"
+            " ORDER BY arm, campaign_id, model, problem, direction, replicate",
+            params,
+        ):
+            c, m, p, f, d, rep, r, result, change, skipped, standing = row
+            record = ComparisonRecord(c, m, p, f, d, rep, r, result, change, bool(skipped), standing)
+            out.setdefault(arm, []).append(record)
+        return out
 
     def lift_records(self, campaign: str | None) -> tuple[list[ComparisonRecord], int]:
         """Resolved comparisons as the report's records, and the number still pending. One campaign: all its

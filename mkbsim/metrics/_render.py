@@ -58,6 +58,40 @@ def table(report: Row, *, store: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def controls_table(report: Row, *, store: str) -> str:
+    """``--section controls``: each control arm beside the treatment, per model × direction."""
+    lines = [_fit(f"Controls · {store} · campaign{'s' * (len(report['campaigns']) != 1)} "
+                  f"{', '.join(report['campaigns'][:3]) or 'none'}")]  # fmt: skip
+    rows = report["controls"]
+    if not rows:
+        return "\n".join([*lines, "No resolved control comparison (run with --controls aa,placebo,matched)."]) + "\n"
+    lines += ["Per model × direction: the treatment (skill) on the control's slots, then each",
+              "control arm; Δ = treatment − control, 95% cluster-bootstrap CI over problems;",
+              "pHolm: Δlift's bootstrap p, Holm-adjusted across the table"]  # fmt: skip
+    sections: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        sections.setdefault((row["model"], row["direction"]), []).append(row)
+    headers = ["arm", "n", "lift", "help", "harm", "Δlift", "95% CI", "Δhelp", "Δharm", "pHolm"]
+    for (model, direction), cell in sections.items():
+        lines += ["", _fit(f"{model} · {_label('direction', direction)}")]
+        body = [["skill", str(cell[0]["treatment_n"]), _signed(cell[0]["treatment_paired_lift"]),
+                 _share(cell[0]["treatment_help_rate"]), _share(cell[0]["treatment_harm_rate"]), "", "", "", "", ""]]
+        body += [
+            [r["arm"], str(r["n"]), _signed(r["paired_lift"]), _share(r["help_rate"]), _share(r["harm_rate"]),
+             _signed(r["lift_difference"]), _interval(r["lift_difference_ci"]), _signed(r["help_difference"]),
+             _signed(r["harm_difference"]), _p(r["difference_p_holm"])]
+            for r in cell
+        ]  # fmt: skip
+        lines += _format(headers, body, "lrrrrrrrrr")
+    aa = report["aa_standing"]
+    if aa["standing"]:
+        lines += ["", "A/A arm (a second solo, no skill): how much of the standing gradient is",
+                  "regression to the mean"]  # fmt: skip
+        lines += _standing(aa["standing"])[3:]
+        lines += _gradient(aa["standing_gradient"])
+    return "\n".join(lines) + "\n"
+
+
 def _groups(report: Row) -> list[str]:
     by = list(report["by"])
     label_dim = by[-1] if by else "family"

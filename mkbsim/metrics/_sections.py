@@ -19,7 +19,7 @@ import itertools
 import math
 import operator
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -424,8 +424,11 @@ def report(
     *,
     pending: int,
     by: Sequence[str] = DEFAULT_BY,
+    controls: Mapping[str, Sequence[ComparisonRecord]] | None = None,
 ) -> Row:
-    """Every section, as the JSON report (DESIGN §9) carries them."""
+    """Every section, as the JSON report (DESIGN §9) carries them; ``controls``: control arm → records."""
+    from mkbsim.metrics._controls import aa_standing, control_rows
+
     return {
         "groups": groups(comparisons, by),
         "solo": solo(solos, by),
@@ -433,6 +436,8 @@ def report(
         "standing_gradient": standing_gradient(comparisons),
         "sensitivity": sensitivity(comparisons),
         "asymmetry": asymmetry(comparisons),
+        "controls": control_rows(comparisons, controls or {}),
+        "aa_standing": aa_standing(controls or {}),
         "by": list(by),
         "campaigns": list(campaigns),
         "comparisons": {"resolved": len(comparisons), "pending": pending},
