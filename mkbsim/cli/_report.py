@@ -61,6 +61,8 @@ def _dimensions(text: str) -> tuple[str, ...]:
 def _report(args: argparse.Namespace) -> int:
     if args.section == "skills":
         return _skills(args)
+    if args.section in ("model", "robustness"):
+        return _rescored(args)
     args.by = args.by or _DEFAULT_BY
     from mkbsim.metrics._render import controls_table, groups_csv, table
     from mkbsim.metrics._sections import DEFAULT_BY, report
@@ -128,6 +130,39 @@ def _skills(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         sys.stdout.write(render_skills(result))
+    return 0
+
+
+def _rescored(args: argparse.Namespace) -> int:
+    """``--section model`` and ``--section robustness``: models and rescorings of the verdicts and runtimes."""
+    from mkbsim.metrics._render import model_table, robustness_table
+
+    if args.format == "csv" or args.export is not None or args.plots is not None:
+        raise UserError(f"--section {args.section} prints a table or JSON only (no csv, --export or --plots)")
+    with open_lab(args.store) as lab:
+        _require_events(lab.head, args.store)
+        records = lab.transfer.verdict_records(args.campaign) if args.campaign is None or \
+            args.campaign in lab.transfer.campaigns() else None
+    if records is None:
+        raise UserError(f"unknown campaign {args.campaign!r}")
+
+    def progress(step: str) -> None:
+        print(f"{args.section}: {step}…", file=sys.stderr, flush=True)
+
+    if args.section == "model":
+        from mkbsim.metrics._model import mixed_models
+
+        result = mixed_models(records, progress)
+        text = model_table
+    else:
+        from mkbsim.metrics._robustness import robustness
+
+        result = robustness(records, progress)
+        text = robustness_table
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(text(result))
     return 0
 
 

@@ -37,6 +37,23 @@ class ReportData:
 
 
 @dataclass(frozen=True, slots=True)
+class VerdictRecord:
+    """One resolved plain comparison's verdicts and runtimes: what r is computed from (DESIGN §6), for
+    rescoring it under other metric settings."""
+
+    model: str
+    problem: str
+    family: str
+    direction: str
+    baseline_passed: bool
+    baseline_runtime_ms: float | None
+    treatment_passed: bool
+    treatment_runtime_ms: float | None
+    skipped: bool
+    verdict_change: str
+
+
+@dataclass(frozen=True, slots=True)
 class HopRecord:
     """One resolved comparison of a chain hop."""
 
@@ -93,6 +110,18 @@ class TransferQueries(Queries):
                 )  # fmt: skip
         controls = self.control_records(campaign)
         return ReportData(known if campaign is None else [campaign], comparisons, pending, solos, controls)
+
+    def verdict_records(self, campaign: str | None = None) -> list[VerdictRecord]:
+        """Resolved plain comparisons with the verdicts and runtimes r is computed from."""
+        where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign is not None else (PLAIN, [])
+        rows = self._all(
+            "SELECT model, problem, family, direction, baseline_passed, baseline_runtime_ms, treatment_passed,"
+            f" treatment_runtime_ms, skipped, verdict_change FROM {self.t.comparisons} WHERE resolved = 1 AND {where}"
+            " ORDER BY campaign_id, model, problem, direction, replicate",
+            params,
+        )
+        return [VerdictRecord(m, p, f, d, bool(bp), br, bool(tp), tr, bool(sk), v)
+                for m, p, f, d, bp, br, tp, tr, sk, v in rows]  # fmt: skip
 
     def control_records(self, campaign: str | None = None) -> dict[str, list[ComparisonRecord]]:
         """Resolved plain-protocol control comparisons (DESIGN §4) by arm (aa, placebo, matched)."""

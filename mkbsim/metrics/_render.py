@@ -92,6 +92,55 @@ def controls_table(report: Row, *, store: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def model_table(result: Row) -> str:
+    """``--section model``: the runtime mixed model's cells and variances, then the flip models."""
+    lines = [f"Mixed-effects models over {result['n']:,} resolved comparisons"]
+    rt = result["runtime"]
+    if rt is None:
+        lines.append("runtime model: too few problems with both arms passing")
+    else:
+        lines += [_fit(f"runtime: {rt['formula']}"),
+                  f"  on {rt['n']:,} comparisons where both arms passed, {rt['problems']} problems; "
+                  f"converged: {'yes' if rt['converged'] else 'no'}",
+                  f"  variance: problem {rt['problem_variance']:.4f}, residual {rt['residual_variance']:.4f}",
+                  "  predicted lift per cell (families averaged), 95% Wald CI:"]  # fmt: skip
+        body = [[c["model"], _label("direction", c["direction"]), _signed(c["lift"]), _interval(c["lift_ci"])]
+                for c in rt["cells"]]  # fmt: skip
+        lines += _format(["model", "direction", "lift", "95% CI"], body, "llrr")
+    for flip in result["flips"]:
+        lines += ["", f"{flip['flip']} model: logistic, model + direction, SE clustered by problem; "
+                      f"{flip['events']} of {flip['n']}"]  # fmt: skip
+        if flip["terms"] is None:
+            lines.append(f"  {flip['note']}")
+            continue
+        body = [[t["term"], f"{t['log_odds']:+.3f}", f"{t['se']:.3f}", _p(t["p"])] for t in flip["terms"]]
+        lines += _format(["term", "log odds", "se", "p"], body, "lrrr")
+    return "\n".join(lines) + "\n"
+
+
+def robustness_table(result: Row) -> str:
+    """``--section robustness``: what keeps its sign under each metric variant."""
+    lines = ["Robustness of the metric: each variant rescored from the verdicts and runtimes", "",
+             "sign kept: model × direction lifts with the default's sign; +both/−both: models",
+             "with lift above/below 0 in both directions; CI>0, CI<0: cells whose 95% CI excludes 0"]  # fmt: skip
+    body = [[s["variant"], f"{s['cells_keeping_sign']}/{s['cells']}", str(s["models_positive_both"]),
+             str(s["models_negative_both"]), str(s["cells_ci_above_zero"]), str(s["cells_ci_below_zero"])]
+            for s in result["summary"]]  # fmt: skip
+    lines += _format(["variant", "sign kept", "+both", "−both", "CI>0", "CI<0"], body, "lrrrrr")
+    lines += ["", "lift per cell and variant (a trailing ! marks a sign the default does not have)"]
+    cells: dict[tuple[str, str], dict[str, Row]] = {}
+    for c in result["cells"]:
+        cells.setdefault((c["model"], c["direction"]), {})[c["variant"]] = c
+    short = {v: f"v{i}" for i, v in enumerate(result["variants"])}
+    legend = [f"{k}: {v}" for v, k in short.items()]
+    lines += ["  " + ", ".join(legend[i : i + 3]) for i in range(0, len(legend), 3)]
+    body = [[m, _label("direction", d), *(_signed(row[v]["paired_lift"]) + ("" if row[v]["keeps_sign"] else "!")
+                                          if v in row else "–" for v in result["variants"])]
+            for (m, d), row in cells.items()]  # fmt: skip
+    lines += _format(["model", "dir", *short.values()], body, "ll" + "r" * len(short))
+    return "\n".join(lines) + "\n"
+
+
 def _groups(report: Row) -> list[str]:
     by = list(report["by"])
     label_dim = by[-1] if by else "family"
