@@ -24,6 +24,12 @@ Row = dict[str, Any]
 Z95 = 1.959963984540054  # the normal 97.5% quantile (Wald intervals of the fixed effects)
 
 
+def _num(x: Any) -> Any:
+    """A float, or None where statsmodels gives NaN or infinity (a standard error at a boundary, say)."""
+    value = float(x)
+    return value if math.isfinite(value) else None
+
+
 def mixed_models(records: Sequence[VerdictRecord], progress: Callable[[str], None] | None = None) -> Row:
     import warnings
 
@@ -66,8 +72,8 @@ def _runtime_model(data: Any) -> Row:
         warnings.simplefilter("ignore")  # convergence chatter; the result says whether it converged
         fit = smf.mixedlm(formula, data, groups=data["problem"]).fit(reml=True)
     ci = fit.conf_int()
-    terms = [{"term": term, "estimate": float(fit.fe_params[term]), "se": float(fit.bse_fe[term]),
-              "p": float(fit.pvalues[term]), "ci": [float(ci.loc[term, 0]), float(ci.loc[term, 1])]}
+    terms = [{"term": term, "estimate": _num(fit.fe_params[term]), "se": _num(fit.bse_fe[term]),
+              "p": _num(fit.pvalues[term]), "ci": [_num(ci.loc[term, 0]), _num(ci.loc[term, 1])]}
              for term in fit.fe_params.index]  # fmt: skip
     import pandas as pd
     import patsy
@@ -81,13 +87,15 @@ def _runtime_model(data: Any) -> Row:
             grid = pd.DataFrame({"model": model, "direction": direction, "family": families, "log_r": 0.0})
             mean = np.asarray(patsy.build_design_matrices([design], grid)[0]).mean(axis=0)
             estimate = float(mean @ fit.fe_params.to_numpy())
-            half = Z95 * math.sqrt(float(mean @ cov @ mean))
-            cells.append({"model": model, "direction": direction, "lift": math.expm1(estimate),
-                          "lift_ci": [math.expm1(estimate - half), math.expm1(estimate + half)]})  # fmt: skip
+            variance = _num(mean @ cov @ mean)
+            half = Z95 * math.sqrt(variance) if variance is not None and variance >= 0 else None
+            cells.append({"model": model, "direction": direction, "lift": _num(math.expm1(estimate)),
+                          "lift_ci": None if half is None else [math.expm1(estimate - half),
+                                                                math.expm1(estimate + half)]})  # fmt: skip
     return {
         "formula": formula + " + (1 | problem)", "n": int(fit.nobs), "problems": int(data.problem.nunique()),
-        "converged": bool(fit.converged), "problem_variance": float(fit.cov_re.iloc[0, 0]),
-        "residual_variance": float(fit.scale), "terms": terms, "cells": cells,
+        "converged": bool(fit.converged), "problem_variance": _num(fit.cov_re.iloc[0, 0]),
+        "residual_variance": _num(fit.scale), "terms": terms, "cells": cells,
     }  # fmt: skip
 
 
@@ -105,6 +113,6 @@ def _flip_model(name: str, data: Any, target: str, np: Any) -> Row:
     except (ValueError, np.linalg.LinAlgError) as exc:  # perfect separation and the like
         return base | {"terms": None, "note": f"not estimable: {exc}"}
     ci = fit.conf_int()
-    terms = [{"term": t, "log_odds": float(fit.params[t]), "se": float(fit.bse[t]), "p": float(fit.pvalues[t]),
-              "ci": [float(ci.loc[t, 0]), float(ci.loc[t, 1])]} for t in fit.params.index]  # fmt: skip
+    terms = [{"term": t, "log_odds": _num(fit.params[t]), "se": _num(fit.bse[t]), "p": _num(fit.pvalues[t]),
+              "ci": [_num(ci.loc[t, 0]), _num(ci.loc[t, 1])]} for t in fit.params.index]  # fmt: skip
     return base | {"terms": terms, "note": None}

@@ -102,7 +102,8 @@ def model_table(result: Row) -> str:
         lines += [_fit(f"runtime: {rt['formula']}"),
                   f"  on {rt['n']:,} comparisons where both arms passed, {rt['problems']} problems; "
                   f"converged: {'yes' if rt['converged'] else 'no'}",
-                  f"  variance: problem {rt['problem_variance']:.4f}, residual {rt['residual_variance']:.4f}",
+                  f"  variance: problem {_decimal(rt['problem_variance'], 4)}, residual "
+                  f"{_decimal(rt['residual_variance'], 4)}",
                   "  predicted lift per cell (families averaged), 95% Wald CI:"]  # fmt: skip
         body = [[c["model"], _label("direction", c["direction"]), _signed(c["lift"]), _interval(c["lift_ci"])]
                 for c in rt["cells"]]  # fmt: skip
@@ -113,7 +114,7 @@ def model_table(result: Row) -> str:
         if flip["terms"] is None:
             lines.append(f"  {flip['note']}")
             continue
-        body = [[t["term"], f"{t['log_odds']:+.3f}", f"{t['se']:.3f}", _p(t["p"])] for t in flip["terms"]]
+        body = [[t["term"], _decimal(t["log_odds"], 3), _decimal(t["se"], 3), _p(t["p"])] for t in flip["terms"]]
         lines += _format(["term", "log odds", "se", "p"], body, "lrrr")
     return "\n".join(lines) + "\n"
 
@@ -302,6 +303,10 @@ def _p(p: Any) -> str:
     if p is None:
         return "–"
     return "<.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _decimal(x: Any, digits: int) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
 
 
 def _times(x: Any) -> str:
