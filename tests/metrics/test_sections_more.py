@@ -54,16 +54,16 @@ def test_controls_sit_beside_the_treatment_on_the_same_slots(capsys: pytest.Capt
 def test_model_robustness_and_power(capsys: pytest.CaptureFixture[str], store: Path) -> None:
     model = _json(capsys, "report", "--store", str(store), "--section", "model", "--format", "json")
     runtime = model["runtime"]
-    assert runtime["n"] > 0 and len(runtime["cells"]) == 4 and {f["flip"] for f in model["flips"]} == {"rescue",
-                                                                                                     "break"}  # fmt: skip
+    assert runtime["n"] > 0 and len(runtime["cells"]) == 4
+    assert {f["flip"] for f in model["flips"]} == {"rescue", "break"}
     robust = _json(capsys, "report", "--store", str(store), "--section", "robustness", "--format", "json")
     default = {(c["model"], c["direction"]): c for c in robust["cells"] if c["variant"] == "default"}
     report = _json(capsys, "report", "--store", str(store), "--format", "json", "--by", "model,direction")
     for g in report["groups"]:  # the default variant is the report's own lift, exactly
         if (g["model"], g["direction"]) in default:
             assert default[g["model"], g["direction"]]["paired_lift"] == pytest.approx(g["paired_lift"], abs=1e-15)
-    assert [s["variant"] for s in robust["summary"]][0] == "default" and robust["summary"][0]["cells_keeping_sign"] \
-        == robust["summary"][0]["cells"]
+    first = robust["summary"][0]
+    assert first["variant"] == "default" and first["cells_keeping_sign"] == first["cells"]
     power = _json(capsys, "power", "--sd", "0.43", "--simulations", "400", "--format", "json")
     (cell,) = power["cells"]
     # t-test power at 74 problems: the minimum detectable lift is about (1.99 + 0.85) · 0.43 / sqrt(74) in log r
