@@ -7,8 +7,8 @@ problem (models, directions, replicates, campaigns) are resampled or permuted to
 - ``cluster_t_interval``: the small-cell interval of the paired lift, a Student t interval on mean log r
   with a cluster-robust (CR1) standard error and (problems − 1) degrees of freedom. At 8–10 problems the
   percentile bootstrap under-covers (its spread is the plug-in one, without the t quantile); BCa does
-  worse there (its acceleration is estimated from the same few problems). ``benchmarks/coverage.py`` and
-  ``tests/metrics/test_clusters.py`` show the coverage of each;
+  worse there (its acceleration is estimated from the same few problems).
+  ``tests/metrics/test_clusters.py`` checks the coverage by simulation;
 - ``sign_flip_p``: the cluster-aware test of "mean log r = 0": each problem's sum of log r keeps or flips
   its sign (exact over all 2^k flips up to ``EXACT_FLIPS_MAX`` problems, Monte Carlo beyond);
 - ``bootstrap_p``: a two-sided p-value read off the bootstrap distribution of a difference (the level at
