@@ -6,10 +6,15 @@ tests/solutions/wgmma_emulation.py (PTX ISA) without a GPU:
 - every thread's accumulator coordinates (the epilogue's store positions and the rows whose block
   scales it applies) are that thread's WGMMA fragment, in register order;
 - the TMA coordinate tensors name the right (row, k, L) of every A and B tile and k-tile.
+On a GPU (MKBSIM_GPU_TESTS=1): every variant of the engine against torch on the cases of
+benchmarks/gpu_gemm_probe.py (one tile, exact index patterns, persistent wrap-around, ragged edges).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,3 +92,31 @@ def test_tma_tiles_name_their_rows_k_tiles_and_experts() -> None:
     bk = cfg.bk
     assert seen["a"] == (2 * bk + 7, 3 * cfg.bm + 5)  # A's L extent is 1: no L coordinate
     assert seen["b"] == (1 * bk + 3, 2 * cfg.bn + 9, 5)
+
+
+def _load_probe() -> Any:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_gemm_probe.py"
+    spec = importlib.util.spec_from_file_location("gpu_gemm_probe", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+PROBE = _load_probe()
+_KERNELS: dict[str, Any] = {}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", PROBE.cases(), ids=lambda c: c.name().replace(" ", "_"))
+def test_engine_matches_torch_on_the_gpu(case: Any) -> None:
+    """Every engine variant (benchmarks/gpu_gemm_probe.py) on every probe case, exactly where the
+    patterns are exact; the failure message carries the probe's error maps."""
+    if case.variant not in _KERNELS:
+        kernels = PROBE._kernels_module()
+        _KERNELS[case.variant] = kernels.compile_variant(
+            kernels.Variant(case.spec.dtype, case.spec.bn, **case.spec.kwargs())
+        )
+    res = PROBE.run_case(case, _KERNELS[case.variant])
+    assert res["ok"], "\n".join([f"wrong {res['wrong']}/{res['total']}, unwritten {res['unwritten']}", *res["lines"]])
