@@ -339,7 +339,8 @@ n = libc.syscall(%d, 11, -3, buf, 4096)
 print("read", n, ctypes.get_errno())
 for i in range(0, max(n, 0), 4):
     key = ctypes.create_string_buffer(256)
-    print("key", key.raw[: max(libc.syscall(%d, 11, int.from_bytes(buf.raw[i:i + 4], "little"), key, 256), 0)])
+    m = libc.syscall(%d, 11, int.from_bytes(buf.raw[i:i + 4], "little"), key, 256)
+    print("key", key.raw[: max(m, 0)])
 print("add", libc.syscall(%d, b"user", b"planted", b"x", 1, -3), ctypes.get_errno())
 try:
     print("listed", open("/proc/keys").read())
