@@ -14,10 +14,10 @@ wall time (``run``'s timeout, the whole tree killed). ``run`` reads a command's 
 its head and tail only.
 
 Why memory is bounded per process: a cgroup (``memory.max`` for the sandbox as a whole) needs a cgroup v2
-hierarchy with the memory controller that this process may write; the machines this project runs on (the
-development VM and the H200's, kernel 6.18 with the controllers on cgroup v1, owned by the machine's own
-service) offer none, and an ordinary user's session is not delegated one. So ``N`` processes of one sandbox
-may map ``N`` times the address space (``max_processes`` bounds ``N``).
+hierarchy with the memory controller that this process may write; the development VM (kernel 6.18, the
+controllers on cgroup v1 in the hierarchy of the machine's own service) offers none, and an ordinary user's
+session is not delegated one. So ``N`` processes of one sandbox may map ``N`` times the address space
+(``max_processes`` bounds ``N``).
 
 How the process limit binds: the kernel never applies ``RLIMIT_NPROC`` to the host's uid 0, so a sandbox
 started by root drops to a fresh unprivileged uid (``sandbox_uid``; the paths it must write are handed to
