@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from mkbsim.sandbox._limiter import Limits
+from mkbsim.sandbox._limiter import ProcessLimits
 
 GIB = 1 << 30
 
@@ -107,8 +107,8 @@ class Policy:
             return self.memory_bytes
         return self.memory_bytes - 2 * self.tmpfs_bytes()
 
-    def limits(self) -> Limits:
-        return Limits(self.uid, self.address_space_bytes(), self.max_processes, self.disk_bytes, str(self.cwd))
+    def limits(self) -> ProcessLimits:
+        return ProcessLimits(self.uid, self.address_space_bytes(), self.max_processes, self.disk_bytes, str(self.cwd))
 
     def hand_over(self, path: Path) -> None:
         """Give ``path`` (a file, or a folder and everything in it) to the sandbox's uid, so that it can
