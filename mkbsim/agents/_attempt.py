@@ -20,8 +20,10 @@ turns, before and after every model request, while a request or a retry's wait i
 request is abandoned) and while a command runs (which is killed).
 
 Secrets (DESIGN §4): every event of the attempt passes a ``Redactor`` before it is stored, and every
-text sent to the model is redacted first (``_secrets``). A model reply is stored and sent back at most
-``max_reply_chars`` long.
+text sent to the model is redacted first (``_secrets``); the same gate makes the agent's text encodable
+(a lone surrogate becomes U+FFFD), and a command no program can take (a NUL byte) is refused as an
+observation: what the agent writes cannot end its attempt as ``infra_error``. A model reply is stored and
+sent back at most ``max_reply_chars`` long.
 """
 
 from __future__ import annotations

@@ -33,9 +33,11 @@ class Usage:
         return self.bytes > quota_bytes or self.entries > MAX_ENTRIES
 
     def describe(self, quota_bytes: int) -> str:
-        what = (f"{self.entries:,} files and folders (at most {MAX_ENTRIES:,})" if self.entries > MAX_ENTRIES
-                else f"{self.bytes / (1 << 30):.2f} GiB (quota {quota_bytes / (1 << 30):.2f} GiB)")  # fmt: skip
-        return f"the working directory holds over {what}"
+        """What is over the quota, for the agent (a lower bound: the walk stopped there)."""
+        if self.entries > MAX_ENTRIES:
+            return f"the working directory holds more than {MAX_ENTRIES:,} files and folders, its limit"
+        return (f"the working directory holds at least {self.bytes / (1 << 30):.2f} GiB, over its quota of "
+                f"{quota_bytes / (1 << 30):.2f} GiB")  # fmt: skip
 
 
 def usage(folders: Iterable[Path], quota_bytes: int) -> Usage:

@@ -215,7 +215,7 @@ def test_the_agent_is_told_when_its_directory_goes_over_its_quota(tmp_path: Path
     box = Sandbox.create(SandboxConfig(root=tmp_path, disk_bytes=64 << 20), "a", "tirx")
     full = box.run("for f in a b c; do head -c 30M /dev/zero > $f; done", 60)
     assert full.exit_code is None and full.over_quota is not None
-    assert full.status().startswith("failed: the working directory holds over 0.09 GiB (quota 0.06 GiB)")
+    assert full.status().startswith("failed: the working directory holds at least 0.09 GiB, over its quota of 0.06")
     assert "delete files" in full.status()
     assert box.run("rm a b c && echo cleaned", 60).status() == "exit 0"
 
