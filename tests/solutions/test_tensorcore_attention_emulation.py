@@ -158,34 +158,33 @@ def _kernel_fragments(t: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         s_all = torch.zeros(t.bm, 64)
         o_all = torch.zeros(t.bm, t.d)
         for w in range(FP.WARPS):
-            wq = w * 16 * t.mt
-            for mi in range(t.mt):
-                acc_s = torch.zeros(8, 32, 4)  # n8 tile j, lane, c
-                for kk in range(t.d // 16):
-                    fa = _ldmatrix_x4(sq, wq + mi * 16 + a_row, 2 * kk + a_k, t.chunks, trans=False)
-                    a = _a_matrix(fa).float()
-                    assert torch.equal(a, q[wq + mi * 16 : wq + mi * 16 + 16, 16 * kk : 16 * kk + 16].float())
-                    for np_ in range(4):
-                        fb = _ldmatrix_x4(sk, np_ * 16 + b_row, 2 * kk + b_k, t.chunks, trans=False)
-                        for half in range(2):
-                            b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
-                            acc = _acc_matrix(acc_s[2 * np_ + half]) + a @ b
-                            acc_s[2 * np_ + half] = _acc_of(acc)
-                for j in range(8):
-                    s_all[wq + mi * 16 : wq + mi * 16 + 16, 8 * j : 8 * j + 8] = _acc_matrix(acc_s[j])
-                # P = S (rounded to bf16) as the A fragment of P V: registers e // 2 of n8 tiles 2kk, 2kk + 1
-                acc_o = torch.zeros(t.d // 8, 32, 4)
-                for kk in range(4):
-                    pf = torch.cat([acc_s[2 * kk], acc_s[2 * kk + 1]], dim=1).to(torch.bfloat16).reshape(32, 4, 2)
-                    p = _a_matrix(pf).float()
-                    for dp in range(t.d // 16):
-                        fb = _ldmatrix_x4(sv, kk * 16 + a_row, 2 * dp + a_k, t.chunks, trans=True)
-                        for half in range(2):
-                            b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
-                            acc = _acc_matrix(acc_o[2 * dp + half]) + p @ b
-                            acc_o[2 * dp + half] = _acc_of(acc)
-                for j in range(t.d // 8):
-                    o_all[wq + mi * 16 : wq + mi * 16 + 16, 8 * j : 8 * j + 8] = _acc_matrix(acc_o[j])
+            wq = w * 16
+            acc_s = torch.zeros(8, 32, 4)  # n8 tile j, lane, c
+            for kk in range(t.d // 16):
+                fa = _ldmatrix_x4(sq, wq + a_row, 2 * kk + a_k, t.chunks, trans=False)
+                a = _a_matrix(fa).float()
+                assert torch.equal(a, q[wq : wq + 16, 16 * kk : 16 * kk + 16].float())
+                for np_ in range(4):
+                    fb = _ldmatrix_x4(sk, np_ * 16 + b_row, 2 * kk + b_k, t.chunks, trans=False)
+                    for half in range(2):
+                        b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
+                        acc = _acc_matrix(acc_s[2 * np_ + half]) + a @ b
+                        acc_s[2 * np_ + half] = _acc_of(acc)
+            for j in range(8):
+                s_all[wq : wq + 16, 8 * j : 8 * j + 8] = _acc_matrix(acc_s[j])
+            # P = S (rounded to bf16) as the A fragment of P V: registers e // 2 of n8 tiles 2kk, 2kk + 1
+            acc_o = torch.zeros(t.d // 8, 32, 4)
+            for kk in range(4):
+                pf = torch.cat([acc_s[2 * kk], acc_s[2 * kk + 1]], dim=1).to(torch.bfloat16).reshape(32, 4, 2)
+                p = _a_matrix(pf).float()
+                for dp in range(t.d // 16):
+                    fb = _ldmatrix_x4(sv, kk * 16 + a_row, 2 * dp + a_k, t.chunks, trans=True)
+                    for half in range(2):
+                        b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
+                        acc = _acc_matrix(acc_o[2 * dp + half]) + p @ b
+                        acc_o[2 * dp + half] = _acc_of(acc)
+            for j in range(t.d // 8):
+                o_all[wq : wq + 16, 8 * j : 8 * j + 8] = _acc_matrix(acc_o[j])
     finally:
         FP.swizzled_chunk = swizzled
     return s_all, o_all
@@ -213,12 +212,11 @@ def test_epilogue_writes_come_back_as_output_rows(d: int) -> None:
     o = torch.arange(t.bm * d, dtype=torch.float64).reshape(t.bm, d)
     smem = torch.full((t.bm * d,), -1.0, dtype=torch.float64)
     for w in range(FP.WARPS):
-        for mi in range(t.mt):
-            for j in range(d // 8):
-                for c in range(4):
-                    row = w * 16 * t.mt + mi * 16 + FP.acc_row(LANES, c)
-                    col = FP.acc_col(LANES, c)
-                    smem[FP.swizzled_chunk(row, j, t.chunks) * 8 + col] = o[row, 8 * j + col]
+        for j in range(d // 8):
+            for c in range(4):
+                row = w * 16 + FP.acc_row(LANES, c)
+                col = FP.acc_col(LANES, c)
+                smem[FP.swizzled_chunk(row, j, t.chunks) * 8 + col] = o[row, 8 * j + col]
     out = torch.full_like(o, -1.0)
     tid = torch.arange(FP.THREADS)
     for i in range(t.q_loads):

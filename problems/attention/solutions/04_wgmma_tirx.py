@@ -146,7 +146,7 @@ def panel_bytes(rows):
 # ints or torch tensors in tests.
 #
 # The prefill plan (DESIGN §5: one kernel does all of the operator's work): a CTA of 4 warps owns one
-# (sequence, query tile of `bm` rows, query head); warp w owns `mt` m16 row tiles. K/V tiles of 64 tokens
+# (sequence, query tile of `bm` = 64 rows, query head); warp w owns m16 row tile w. K/V tiles of 64 tokens
 # are gathered through the page table with 16-byte cp.async into XOR-swizzled shared memory;
 # Q·Kᵀ and P·V run on mma.sync m16n8k16 (bf16 in, fp32 accumulate) fed by ldmatrix.x4 (.trans for V).
 

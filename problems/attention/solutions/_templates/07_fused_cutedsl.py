@@ -2,7 +2,7 @@
 
 Plan: the shared CuTe DSL template (FlashAttention-2 forward; `_templates/flash_prefill_cutedsl.py` and its
 index math `_templates/flash_prefill.py`, inlined in this file) instantiated for 16 query / 1 KV heads, head dim
-128, page size 64. One CTA of 4 warps per (sequence, query tile of 128 rows, query head): a grid of 72 query
+128, page size 64. One CTA of 4 warps per (sequence, query tile of 64 rows, query head): a grid of 136 query
 tiles at most x 16 heads, heads fastest so the 16 query heads of a KV head read its K/V tiles while they are in
 L2. K/V tiles of 64 tokens (one tile = one page: one page-table read a tile) are copied with 16-byte cp.async
 into swizzled shared memory (V(n) while Q·K(n)ᵀ runs, K(n-1) while the softmax and P·V(n) run); Q·Kᵀ and P·V on

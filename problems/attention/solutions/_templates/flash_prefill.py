@@ -9,7 +9,7 @@ arithmetic (+, *, //, %, ^ and indexing) on whatever it is given: DSL values whi
 ints or torch tensors in tests.
 
 The prefill plan (DESIGN §5: one kernel does all of the operator's work): a CTA of 4 warps owns one
-(sequence, query tile of `bm` rows, query head); warp w owns `mt` m16 row tiles. K/V tiles of 64 tokens
+(sequence, query tile of `bm` = 64 rows, query head); warp w owns m16 row tile w. K/V tiles of 64 tokens
 are gathered through the page table with 16-byte cp.async into XOR-swizzled shared memory;
 Q·Kᵀ and P·V run on mma.sync m16n8k16 (bf16 in, fp32 accumulate) fed by ldmatrix.x4 (.trans for V).
 """
@@ -38,14 +38,9 @@ class Tiling:
         return self.hq // self.hkv
 
     @property
-    def mt(self) -> int:
-        """m16 row tiles per warp: two at head dim 128 (fp32 O is 128 registers a thread), one at 256."""
-        return 2 if self.d <= 128 else 1
-
-    @property
     def bm(self) -> int:
-        """Query rows per CTA."""
-        return WARPS * 16 * self.mt
+        """Query rows per CTA: one m16 tile a warp (two spill registers in both DSLs even at head dim 128)."""
+        return WARPS * 16
 
     @property
     def chunks(self) -> int:
