@@ -128,20 +128,27 @@ def _main_plan(recs: list[Record], problem: str) -> str:
     return min(plan for plan, d in dsls.items() if d == set(DSL_NAMES))
 
 
+def _measured(recs: list[Record]) -> list[Record]:
+    return [r for r in recs if r.row is not None]
+
+
 def summary(recs: list[Record]) -> str:
     full = [r for r in recs if r.full]
-    measured = [r for r in recs if r.row is not None]
+    measured = _measured(recs)
     return (
         f"{len(recs)} solution files: {len(full)} full-plan kernels over {len({r.problem for r in full})} problems "
-        f"({len(_both_dsls(recs))} with full plans in both DSLs) and {len(recs) - len(full)} partial plans. "
-        f"{len(measured)} of them are measured on the H200, {len(recs) - len(measured)} not yet."
+        f"({len(_both_dsls(recs))} with full plans in both DSLs, {len(_both_dsls(measured))} of them passing the "
+        f"verifier on the H200 in both) and {len(recs) - len(full)} partial plans. {len(measured)} files pass on "
+        f"the H200, {len(recs) - len(measured)} are not measured or not passing yet."
     )
 
 
 def render_readme(recs: list[Record]) -> str:
-    lines = [summary(recs), "", "| family | full plans in both DSLs | other solution files |", "|---|---|---|"]
+    lines = [summary(recs), "", "| family | full plans passing on the H200 in both DSLs | full plans in both DSLs, not "
+             "yet passing in both | other solution files |", "|---|---|---|---|"]  # fmt: skip
     for family, members in _families(recs).items():
         both = _both_dsls(members)
+        passing = _both_dsls(_measured(members))
         # plans beside the both-DSL full plans: partials, second plans, one-DSL plans
         others: dict[tuple[int, str, bool], list[str]] = defaultdict(list)
         for r in members:
@@ -151,13 +158,14 @@ def render_readme(recs: list[Record]) -> str:
             f"p{number:02d} `{plan}` ({' and '.join(sorted(dsls))}{'' if full else ', partial'})"
             for (number, plan, full), dsls in sorted(others.items())
         )
-        lines.append(f"| {family} | {', '.join(both)} | {other} |")
+        pending = [p for p in both if p not in passing]
+        lines.append(f"| {family} | {', '.join(passing)} | {', '.join(pending)} | {other} |")
     by_reason: dict[str, list[str]] = defaultdict(list)
     for r in recs:
         if r.row is None:
             by_reason[str(r.not_measured)].append(f"`{r.file}`")
     if by_reason:
-        lines += ["", "Not measured on the H200 yet:"]
+        lines += ["", "Not measured on the H200, or not passing there yet:"]
         lines += [f"- {', '.join(files)}: {reason}" for reason, files in by_reason.items()]
     return "\n".join(lines)
 
@@ -169,23 +177,26 @@ def _ms(value: float | None) -> str:
 def render_results(recs: list[Record], data: dict[str, Any]) -> str:
     lines = [
         f"{summary(recs)} Runtimes are the verifier's medians (`mkbsim verify --backend cuda --protocol paper "
-        f"--workload production`; {data['device']}, driver {data['driver']}, CUDA {data['cuda']}, recorded "
-        f"{data['date']}); harness = `benchmarks/gpu_kernels.py` in the same runs; speedup = eager / runtime "
-        "(uncapped); SOL = the cost model at the h200 profile.",
+        f"--workload production`; {data['device']}, driver {data['driver']}, CUDA {data['cuda']}; each row's "
+        "date is its run's); do_bench = `triton.testing.do_bench` on the same kernel in the same run "
+        "(`benchmarks/gpu_verify_many.py`), ratio = runtime / do_bench; harness = `benchmarks/gpu_kernels.py`; "
+        "speedup = eager / runtime (uncapped); SOL = the cost model at the h200 profile.",
         "",
-        "| solution file | family | plan | runtime ms | eager ms | speedup | SOL ms | SOL fraction | harness ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| solution file | family | plan | runtime ms | do_bench ms | ratio | eager ms | speedup | SOL ms "
+        "| SOL fraction | harness ms | date |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rec in sorted(recs, key=lambda r: (r.number, r.file)):
         plan = rec.plan if rec.full else f"{rec.plan} (partial)"
         head = f"| {rec.file} | {rec.family} | {plan} |"
         if rec.row is None:
-            lines.append(f"{head} not measured: {rec.not_measured} | | | {rec.sol_ms:.4f} | | |")
+            lines.append(f"{head} not measured: {rec.not_measured} | | | | | {rec.sol_ms:.4f} | | | |")
             continue
-        run, eager = rec.row["verifier_ms"], rec.row["eager_ms"]
+        run, eager, bench = rec.row["verifier_ms"], rec.row["eager_ms"], rec.row.get("do_bench_ms")
+        ratio = "" if bench is None else f"{run / bench:.3f}"
         lines.append(
-            f"{head} {_ms(run)} | {_ms(eager)} | {eager / run:.3g} | {rec.sol_ms:.4f} | {rec.sol_ms / run:.2f} "
-            f"| {_ms(rec.row.get('harness_ms'))} |"
+            f"{head} {_ms(run)} | {_ms(bench)} | {ratio} | {_ms(eager)} | {eager / run:.3g} | {rec.sol_ms:.4f} "
+            f"| {rec.sol_ms / run:.2f} | {_ms(rec.row.get('harness_ms'))} | {rec.row.get('date', data['date'])} |"
         )
     return "\n".join(lines)
 
