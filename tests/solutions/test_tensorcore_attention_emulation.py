@@ -1,9 +1,9 @@
 """CPU emulation of the tensor-core attention kernels: the flash-attention prefill template behind
 p04-p09's `NN_fused_{cutedsl,tirx}.py` and the split-KV MLA decode of p14 (`14_splitkv_{cutedsl,tirx}.py`).
 
-Both DSL kernels trace their index math from `problems/attention/solutions/_templates/flash_prefill.py`
-(inlined into every solution file by `benchmarks/gen_solutions.py`; `test_generated_solutions.py` fails when
-a solution file drifts from it); this test calls the same functions:
+Both DSL kernels trace their index math from `problems/attention/solutions/_flash_prefill.py`
+(bundled into every solution file by `python -m problems._bundle`; `test_bundles.py` fails when a
+solution file drifts from it); this test calls the same functions:
 
 - data movement, exactly: the Q/K/V tiles as the cp.async copies lay them into swizzled shared memory,
   the per-lane registers ldmatrix.x4 (.trans) hands out from those addresses, decoded with the PTX
@@ -17,31 +17,20 @@ a solution file drifts from it); this test calls the same functions:
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
 
 from mkbsim.catalog import anchor_inputs, load_problem, problems_root
+from problems.attention.solutions import _flash_prefill as FP
 
 SOLUTIONS = problems_root() / "attention" / "solutions"
 PREFILL = ("04", "05", "06", "07", "08", "09")
 
 
-def _module() -> ModuleType:
-    path = SOLUTIONS / "_templates" / "flash_prefill.py"
-    spec = importlib.util.spec_from_file_location("flash_prefill_emulated", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-FP = _module()
 
 
 def _problem(nn: str) -> Any:

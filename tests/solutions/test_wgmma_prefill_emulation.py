@@ -1,7 +1,7 @@
 """CPU evidence for the sm_90a WGMMA prefill behind p04-p09's `NN_wgmma_tirx.py` (no GPU here).
 
-The kernel traces its layouts and descriptors from `problems/attention/solutions/_templates/flash_prefill_sm90.py`
-(inlined into each solution by `benchmarks/gen_solutions.py`); this test calls the same functions:
+The kernel traces its layouts and descriptors from `problems/attention/solutions/_flash_prefill_sm90.py`
+(bundled into each solution by `python -m problems._bundle`); this test calls the same functions:
 
 - CUTLASS's answers (slow; needs nvcc and the CUTLASS headers TVM ships): `wgmma_oracle.cu`, compiled and run
   on the host, prints CuTe's 128-byte-swizzle layouts of the Q/K (K-major) and V (MN-major) tiles, the matrix
@@ -29,7 +29,6 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -38,22 +37,13 @@ from test_dsl_solutions import _load
 from test_tensorcore_attention_emulation import FP, _check_against_anchor, _larger, _named, _problem
 
 from mkbsim.catalog import problems_root
+from problems.attention.solutions import _flash_prefill_sm90 as S9
 
 SOLUTIONS = problems_root() / "attention" / "solutions"
 PREFILL = ("04", "05", "06", "07", "08", "09")
 LANES = torch.arange(32)
 
 
-def _load_sm90() -> ModuleType:
-    path = SOLUTIONS / "_templates" / "flash_prefill_sm90.py"
-    spec = importlib.util.spec_from_file_location("flash_prefill_sm90_emulated", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-S9 = _load_sm90()
 TILINGS = [S9.Sm90Tiling(hq=8, hkv=1, d=128, page=0), S9.Sm90Tiling(hq=8, hkv=1, d=256, page=0)]
 
 

@@ -15,7 +15,7 @@ chunks of row r stored at chunk ^ (r % 8). The same image serves
 
 Accumulators and the register A operand (P) of `wgmma` m64nNk16 are the `mma.sync` m16n8k16 fragments of
 warp w % 4 of the warpgroup, repeated per n8 tile (CUTLASS `GMMA::CLayout_64xN`, `GMMA::ALayout_64x16`), so
-`acc_row` / `acc_col` of `flash_prefill.py` place them. Every function is plain integer arithmetic, traced by
+`acc_row` / `acc_col` of `_flash_prefill.py` place them. Every function is plain integer arithmetic, traced by
 the TIRx kernel and called with torch tensors by the CPU emulation (`tests/solutions/`).
 """
 

@@ -1,6 +1,6 @@
 """CuTe DSL flash-attention causal prefill template, instantiated by the p04-p09 `NN_fused_cutedsl.py` solutions.
 
-The same kernel as `flash_prefill_tirx.py`, with the same index math (`flash_prefill.py`): one CTA of
+The same kernel as `_flash_prefill_tirx.py`, with the same index math (`_flash_prefill.py`): one CTA of
 4 warps per (sequence, query tile, query head), heads fastest; each CTA walks its sequence's KV tiles
 from the last to the first. cp.async copies (CopyG2SOp, 16 bytes) stage the Q tile and one K and one V
 tile of 64 tokens in XOR-swizzled shared memory, K/V rows through the page table (staged per tile in
@@ -24,7 +24,8 @@ import torch
 from cutlass.cute.nvgpu import cpasync, warp
 from cutlass.cute.runtime import make_fake_compact_tensor
 from cutlass.memory.smem import SmemAllocator
-from flash_prefill import (
+
+from problems.attention.solutions._flash_prefill import (
     BN,
     NEG_BIG,
     THREADS,

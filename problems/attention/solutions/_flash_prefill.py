@@ -1,9 +1,9 @@
 """Tiling and index math of the tensor-core attention kernels: the causal prefill template (p04-p09) and
 the MLA decode (p14).
 
-The CuTe DSL kernels (`flash_prefill_cutedsl.py`, `14_splitkv_cutedsl.py`), the TIRx kernels
-(`flash_prefill_tirx.py`, `14_splitkv_tirx.py`) and the CPU emulations in `tests/solutions/` all call
-these functions, so the index math they trace is one piece of code (`benchmarks/gen_solutions.py` inlines
+The CuTe DSL kernels (`_flash_prefill_cutedsl.py`, `14_splitkv_cutedsl.py`), the TIRx kernels
+(`_flash_prefill_tirx.py`, `14_splitkv_tirx.py`) and the CPU emulations in `tests/solutions/` all call
+these functions, so the index math they trace is one piece of code (`python -m problems._bundle` copies
 it into each solution file: DESIGN §5, a submission is one file). Every function is plain integer
 arithmetic (+, *, //, %, ^ and indexing) on whatever it is given: DSL values while a kernel is traced,
 ints or torch tensors in tests.

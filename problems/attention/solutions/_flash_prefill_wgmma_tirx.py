@@ -3,7 +3,7 @@
 One kernel (FlashAttention-3's consumer schedule, without a producer warpgroup): a CTA of two warpgroups
 owns one (sequence, query tile of 128 rows, query head), 64 rows a warpgroup; CTAs of one query tile's
 heads are adjacent (a KV head's tiles stay in L2), and each sequence's query tiles run from the last
-(heaviest under the causal mask) to the first. Per CTA (layouts and descriptors in `flash_prefill_sm90.py`):
+(heaviest under the causal mask) to the first. Per CTA (layouts and descriptors in `_flash_prefill_sm90.py`):
 
 - 16-byte cp.async copies by all 256 threads stage the Q tile (rows past the sequence end re-read its
   last row) and a two-deep ring of K and of V tiles in the 128-byte-swizzle layout `wgmma` reads through
@@ -31,8 +31,10 @@ import math
 
 import torch
 import tvm
-from flash_prefill import NEG_BIG, acc_col, acc_row, copy_row, kv_row
-from flash_prefill_sm90 import (
+from tvm.script import tirx as T
+
+from problems.attention.solutions._flash_prefill import NEG_BIG, acc_col, acc_row, copy_row, kv_row
+from problems.attention.solutions._flash_prefill_sm90 import (
     BM,
     ROWS_PER_GROUP_BYTES,
     SWIZZLE_128B,
@@ -44,7 +46,6 @@ from flash_prefill_sm90 import (
     panel_bytes,
     panel_chunk,
 )
-from tvm.script import tirx as T
 
 LOG2E = 1.0 / math.log(2.0)
 # wgmma m64nNk16 (bf16 in, fp32 accumulate) by N: spelled out, since a PTX string or a computed attribute name

@@ -3,7 +3,7 @@
 One kernel (FlashAttention-2 forward on mma.sync), CTA = 4 warps = one (sequence, query tile, query head);
 CTAs of one query tile's heads are adjacent, so the heads of a KV head read its K/V tiles while they are
 in L2. Each CTA walks its query tiles' sequence from the last tile to the first (the heaviest causal
-tiles start first). Per CTA (index math in `flash_prefill.py`):
+tiles start first). Per CTA (index math in `_flash_prefill.py`):
 
 - cp.async 16-byte copies stage the Q tile (rows past the sequence end re-read its last row) and one K
   and one V tile of 64 tokens into XOR-swizzled shared memory; K/V rows come through the page table
@@ -27,7 +27,9 @@ import math
 
 import torch
 import tvm
-from flash_prefill import (
+from tvm.script import tirx as T
+
+from problems.attention.solutions._flash_prefill import (
     BN,
     NEG_BIG,
     THREADS,
@@ -40,7 +42,6 @@ from flash_prefill import (
     ldsm_rows_then_k,
     swizzled_chunk,
 )
-from tvm.script import tirx as T
 
 LOG2E = 1.0 / math.log(2.0)
 
