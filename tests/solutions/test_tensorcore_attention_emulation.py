@@ -367,7 +367,7 @@ P14_V_TILES = P14_DC // FP.WARPS // 8  # output n8 tiles of a warp
 def test_p14_solutions_use_these_constants() -> None:
     for dsl in ("cutedsl", "tirx"):
         text = (SOLUTIONS / f"14_splitkv_{dsl}.py").read_text()
-        lines = ("H = 16 ", "DC = 512 ", "DP = 64 ", "BT = 32 ", "K_STEPS = DK // 16 // WARPS ", "CTAS_PER_SM = 2 ")
+        lines = ("H = 16 ", "DC = 512 ", "DP = 64 ", "BT = 32 ", "K_STEPS = DK // 16 // FP.WARPS ", "CTAS_PER_SM = 2 ")
         for line in lines:
             assert line in text, f"{dsl}: {line!r}"
 
