@@ -788,7 +788,6 @@ def _M_compiled(top_k: int, nv: int) -> tuple:
 def _M_run_pipeline(
     top_k: int,
     x: torch.Tensor,
-    route: Callable[[], None],
     pair_expert: torch.Tensor,
     pair_weight: torch.Tensor,
     pair_slot: torch.Tensor,
@@ -799,10 +798,7 @@ def _M_run_pipeline(
     shared_w13: torch.Tensor,
     shared_w2: torch.Tensor,
 ) -> torch.Tensor:
-    """Routing (`route()`, which fills the pair tensors and counts) and the five kernels after it; returns
-    out [T, hidden] bf16. Every buffer and view is made before the first launch: each call starts on an
-    idle GPU, and host work between launches would be timed (benchmarks/RESULTS.md, "Why p58's verifier
-    median is above do_bench")."""
+    """The five kernels after routing; returns out [T, hidden] bf16."""
     tokens, hidden = x.shape
     local, inter = w2.shape[0], w2.shape[2]
     nv = shared_w13.shape[0] // w13.shape[1]
@@ -811,24 +807,29 @@ def _M_run_pipeline(
     dev = x.device
     offsets = torch.empty(local + nv + 1, dtype=torch.int32, device=dev)
     table = torch.empty(tiles, dtype=torch.int32, device=dev)
+    k_scan(counts, offsets, table, (tokens + _M_BM - 1) // _M_BM)
     xp = torch.empty((tiles * _M_BM, hidden), dtype=torch.bfloat16, device=dev)
     row_w = torch.empty(tiles * _M_BM, dtype=torch.float32, device=dev)
     token_rows = torch.empty((tokens, top_k + nv), dtype=torch.int32, device=dev)
+    k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
     act = torch.empty((tiles * _M_BM, inter), dtype=torch.bfloat16, device=dev)
-    y = torch.empty((tiles * _M_BM, hidden), dtype=torch.bfloat16, device=dev)
-    out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     # weights as (intermediate, hidden, 2 x experts): gate of expert e = L 2e, up = L 2e + 1; the shared
     # gate/up of segment s = L s / nv + s
     gate_up = W.rows_k_l(w13.view(2 * local, inter, hidden))
     shared_gate_up = W.rows_k_l(shared_w13.view(2 * nv, inter, hidden))
-    xp_rkl, act_rkl, w2_rkl = W.rows_k_l(xp), W.rows_k_l(act), W.rows_k_l(w2)
+    k_gemm1(W.rows_k_l(xp), gate_up, shared_gate_up, offsets, table, act)
+    y = torch.empty((tiles * _M_BM, hidden), dtype=torch.bfloat16, device=dev)
     # down projections as (hidden, intermediate, experts); shared segment s = columns [s I, (s + 1) I)
-    shared_down = shared_w2.view(hidden, nv, inter).permute(0, 2, 1)
-    route()
-    k_scan(counts, offsets, table, (tokens + _M_BM - 1) // _M_BM)
-    k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
-    k_gemm1(xp_rkl, gate_up, shared_gate_up, offsets, table, act)
-    k_gemm2(act_rkl, w2_rkl, shared_down, offsets, table, row_w, y)
+    k_gemm2(
+        W.rows_k_l(act),
+        W.rows_k_l(w2),
+        shared_w2.view(hidden, nv, inter).permute(0, 2, 1),
+        offsets,
+        table,
+        row_w,
+        y,
+    )
+    out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out
 
@@ -1217,28 +1218,24 @@ def run(
     pair_w = torch.empty((tokens, TOP_K), dtype=torch.float32, device=dev)
     pair_s = torch.empty((tokens, TOP_K), dtype=torch.int32, device=dev)
     counts = torch.zeros(LOCAL, dtype=torch.int32, device=dev)
-    # every buffer and view before the first launch: each call starts on an idle GPU, and host work
-    # between launches would be timed (benchmarks/RESULTS.md, "Why p58's verifier median is above do_bench")
+    k_route(routing_logits, routing_bias, int(local_expert_offset), pair_e, pair_w, pair_s, counts)
     offsets = torch.empty(LOCAL + 1, dtype=torch.int32, device=dev)
     table = torch.empty(tiles, dtype=torch.int32, device=dev)
+    k_scan(counts, offsets, table, 0)
     xp = torch.empty((rows, hidden), dtype=torch.uint8, device=dev)
     sp = torch.empty((hidden // BLOCK, rows), dtype=torch.float32, device=dev)
     row_w = torch.empty(rows, dtype=torch.float32, device=dev)
     token_rows = torch.empty((tokens, TOP_K), dtype=torch.int32, device=dev)
+    k_scatter(
+        hidden_states.view(torch.uint8), hidden_states_scale, pair_e, pair_w, pair_s, offsets, xp, sp, row_w, token_rows
+    )
     a2 = torch.empty((rows, 2 * inter), dtype=torch.float8_e4m3fn, device=dev)
     s2 = torch.empty((2 * inter // BLOCK, rows), dtype=torch.float32, device=dev)
-    y = torch.empty((rows, hidden), dtype=torch.bfloat16, device=dev)
-    out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
-    x_codes = hidden_states.view(torch.uint8)
-    xp_rkl, a2_rkl = W.rows_k_l(xp.view(torch.float8_e4m3fn)), W.rows_k_l(a2)
     # w13 as (I, H, 2E): L = 2e is G[:, :I] of expert e, L = 2e + 1 its G[:, I:]
     w13 = W.rows_k_l(gemm1_weights.view(2 * LOCAL, inter, hidden))
-    w2 = W.rows_k_l(gemm2_weights)
-    offset = int(local_expert_offset)
-    k_route(routing_logits, routing_bias, offset, pair_e, pair_w, pair_s, counts)
-    k_scan(counts, offsets, table, 0)
-    k_scatter(x_codes, hidden_states_scale, pair_e, pair_w, pair_s, offsets, xp, sp, row_w, token_rows)
-    k_gemm1(xp_rkl, w13, sp, offsets, table, counts, gemm1_weights_scale, a2, s2)
-    k_gemm2(a2_rkl, w2, s2, gemm2_weights_scale, offsets, table, row_w, y)
+    k_gemm1(W.rows_k_l(xp.view(torch.float8_e4m3fn)), w13, sp, offsets, table, counts, gemm1_weights_scale, a2, s2)
+    y = torch.empty((rows, hidden), dtype=torch.bfloat16, device=dev)
+    k_gemm2(W.rows_k_l(a2), W.rows_k_l(gemm2_weights), s2, gemm2_weights_scale, offsets, table, row_w, y)
+    out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out

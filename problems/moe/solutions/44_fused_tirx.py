@@ -22,7 +22,6 @@ s_act[kt, row] * s_w2[e, n-block, kt // 2]; the epilogue scales by the routing w
 tokens with no local expert). Compiled once per token count.
 """
 
-from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -667,7 +666,6 @@ def _M_run_pipeline(
     kernels: tuple,
     s: _M_MoeShape,
     x: torch.Tensor,
-    route: Callable[[], None],
     pair_expert: torch.Tensor,
     pair_weight: torch.Tensor,
     pair_slot: torch.Tensor,
@@ -678,25 +676,21 @@ def _M_run_pipeline(
     shared_w13: torch.Tensor,
     shared_w2: torch.Tensor,
 ) -> torch.Tensor:
-    """Routing (`route()`, which fills the pair tensors and counts) and the five kernels after it; returns
-    out [T, hidden] bf16. Every buffer is made before the first launch: each call starts on an idle GPU,
-    and host work between launches would be timed (benchmarks/RESULTS.md, "Why p58's verifier median
-    is above do_bench")."""
+    """The five kernels after routing; returns out [T, hidden] bf16."""
     k_scan, k_scatter, k_gemm1, k_gemm2, k_combine = kernels
     dev = x.device
     offsets = torch.empty(s.segments + 1, dtype=torch.int32, device=dev)
     tiles = torch.empty(s.max_tiles, dtype=torch.int32, device=dev)
+    k_scan(counts, offsets, tiles)
     xp = torch.empty((s.rows, s.hidden), dtype=torch.bfloat16, device=dev)
     row_w = torch.empty(s.rows, dtype=torch.float32, device=dev)
     token_rows = torch.empty((s.tokens, s.token_slots), dtype=torch.int32, device=dev)
-    act = torch.empty((s.rows, s.inter), dtype=torch.bfloat16, device=dev)
-    y = torch.empty((s.rows, s.hidden), dtype=torch.bfloat16, device=dev)
-    out = torch.empty((s.tokens, s.hidden), dtype=torch.bfloat16, device=dev)
-    route()
-    k_scan(counts, offsets, tiles)
     k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
+    act = torch.empty((s.rows, s.inter), dtype=torch.bfloat16, device=dev)
     k_gemm1(xp, offsets, tiles, w13, shared_w13, act)
+    y = torch.empty((s.rows, s.hidden), dtype=torch.bfloat16, device=dev)
     k_gemm2(act, offsets, tiles, w2, shared_w2, row_w, y)
+    out = torch.empty((s.tokens, s.hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out
 
@@ -1066,24 +1060,22 @@ def run(
     pair_w = torch.empty((s.tokens, TOP_K), dtype=torch.float32, device=dev)
     pair_s = torch.empty((s.tokens, TOP_K), dtype=torch.int32, device=dev)
     counts = torch.zeros(LOCAL, dtype=torch.int32, device=dev)
-    # every buffer and view before the first launch: each call starts on an idle GPU, and host work
-    # between launches would be timed (benchmarks/RESULTS.md, "Why p58's verifier median is above do_bench")
+    k_route(routing_logits, routing_bias, int(local_expert_offset), pair_e, pair_w, pair_s, counts)
     offsets = torch.empty(s.segments + 1, dtype=torch.int32, device=dev)
     tiles = torch.empty(s.max_tiles, dtype=torch.int32, device=dev)
+    k_scan(counts, offsets, tiles)
     xp = torch.empty((s.rows, s.hidden), dtype=torch.uint8, device=dev)
     sp = torch.empty((s.hidden // BLOCK, s.rows), dtype=torch.float32, device=dev)
     row_w = torch.empty(s.rows, dtype=torch.float32, device=dev)
     token_rows = torch.empty((s.tokens, TOP_K), dtype=torch.int32, device=dev)
+    k_scatter(
+        hidden_states.view(torch.uint8), hidden_states_scale, pair_e, pair_w, pair_s, offsets, xp, sp, row_w, token_rows
+    )
     a2 = torch.empty((s.rows, 2 * s.inter), dtype=torch.float8_e4m3fn, device=dev)
     s2 = torch.empty((2 * s.inter // BLOCK, s.rows), dtype=torch.float32, device=dev)
+    k_gemm1(xp.view(torch.float8_e4m3fn), sp, offsets, tiles, counts, gemm1_weights, gemm1_weights_scale, a2, s2)
     y = torch.empty((s.rows, s.hidden), dtype=torch.bfloat16, device=dev)
-    out = torch.empty((s.tokens, s.hidden), dtype=torch.bfloat16, device=dev)
-    x_codes, xp_codes = hidden_states.view(torch.uint8), xp.view(torch.float8_e4m3fn)
-    offset = int(local_expert_offset)
-    k_route(routing_logits, routing_bias, offset, pair_e, pair_w, pair_s, counts)
-    k_scan(counts, offsets, tiles)
-    k_scatter(x_codes, hidden_states_scale, pair_e, pair_w, pair_s, offsets, xp, sp, row_w, token_rows)
-    k_gemm1(xp_codes, sp, offsets, tiles, counts, gemm1_weights, gemm1_weights_scale, a2, s2)
     k_gemm2(a2, s2, offsets, tiles, gemm2_weights, gemm2_weights_scale, row_w, y)
+    out = torch.empty((s.tokens, s.hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out

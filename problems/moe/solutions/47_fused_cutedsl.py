@@ -777,7 +777,6 @@ def _M_compiled(top_k: int, nv: int) -> tuple:
 def _M_run_pipeline(
     top_k: int,
     x: torch.Tensor,
-    route: Callable[[], None],
     pair_expert: torch.Tensor,
     pair_weight: torch.Tensor,
     pair_slot: torch.Tensor,
@@ -788,10 +787,7 @@ def _M_run_pipeline(
     shared_w13: torch.Tensor,
     shared_w2: torch.Tensor,
 ) -> torch.Tensor:
-    """Routing (`route()`, which fills the pair tensors and counts) and the five kernels after it; returns
-    out [T, hidden] bf16. Every buffer and view is made before the first launch: each call starts on an
-    idle GPU, and host work between launches would be timed (benchmarks/RESULTS.md, "Why p58's verifier
-    median is above do_bench")."""
+    """The five kernels after routing; returns out [T, hidden] bf16."""
     tokens, hidden = x.shape
     local, inter = w2.shape[0], w2.shape[2]
     nv = shared_w13.shape[0] // w13.shape[1]
@@ -800,24 +796,29 @@ def _M_run_pipeline(
     dev = x.device
     offsets = torch.empty(local + nv + 1, dtype=torch.int32, device=dev)
     table = torch.empty(tiles, dtype=torch.int32, device=dev)
+    k_scan(counts, offsets, table, (tokens + _M_BM - 1) // _M_BM)
     xp = torch.empty((tiles * _M_BM, hidden), dtype=torch.bfloat16, device=dev)
     row_w = torch.empty(tiles * _M_BM, dtype=torch.float32, device=dev)
     token_rows = torch.empty((tokens, top_k + nv), dtype=torch.int32, device=dev)
+    k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
     act = torch.empty((tiles * _M_BM, inter), dtype=torch.bfloat16, device=dev)
-    y = torch.empty((tiles * _M_BM, hidden), dtype=torch.bfloat16, device=dev)
-    out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     # weights as (intermediate, hidden, 2 x experts): gate of expert e = L 2e, up = L 2e + 1; the shared
     # gate/up of segment s = L s / nv + s
     gate_up = W.rows_k_l(w13.view(2 * local, inter, hidden))
     shared_gate_up = W.rows_k_l(shared_w13.view(2 * nv, inter, hidden))
-    xp_rkl, act_rkl, w2_rkl = W.rows_k_l(xp), W.rows_k_l(act), W.rows_k_l(w2)
+    k_gemm1(W.rows_k_l(xp), gate_up, shared_gate_up, offsets, table, act)
+    y = torch.empty((tiles * _M_BM, hidden), dtype=torch.bfloat16, device=dev)
     # down projections as (hidden, intermediate, experts); shared segment s = columns [s I, (s + 1) I)
-    shared_down = shared_w2.view(hidden, nv, inter).permute(0, 2, 1)
-    route()
-    k_scan(counts, offsets, table, (tokens + _M_BM - 1) // _M_BM)
-    k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
-    k_gemm1(xp_rkl, gate_up, shared_gate_up, offsets, table, act)
-    k_gemm2(act_rkl, w2_rkl, shared_down, offsets, table, row_w, y)
+    k_gemm2(
+        W.rows_k_l(act),
+        W.rows_k_l(w2),
+        shared_w2.view(hidden, nv, inter).permute(0, 2, 1),
+        offsets,
+        table,
+        row_w,
+        y,
+    )
+    out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out
 
@@ -964,12 +965,6 @@ def run(
     pair_w = torch.empty((tokens, TOP_K), dtype=torch.float32, device=dev)
     pair_s = torch.empty((tokens, TOP_K), dtype=torch.int32, device=dev)
     counts = torch.zeros(LOCAL, dtype=torch.int32, device=dev)
+    route(router_logits, e_score_correction_bias, int(local_expert_offset), pair_e, pair_w, pair_s, counts)
     ones = torch.ones(tokens, dtype=torch.float32, device=dev)  # shared rows: weight 1
-    offset = int(local_expert_offset)
-
-    def launch_route() -> None:
-        route(router_logits, e_score_correction_bias, offset, pair_e, pair_w, pair_s, counts)
-
-    return M.run_pipeline(
-        TOP_K, hidden_states, launch_route, pair_e, pair_w, pair_s, counts, ones, w13, w2, shared_w13, shared_w2
-    )
+    return M.run_pipeline(TOP_K, hidden_states, pair_e, pair_w, pair_s, counts, ones, w13, w2, shared_w13, shared_w2)

@@ -12,7 +12,6 @@ gate + 128 up rows per tile, SwiGLU in the epilogue) -> GEMM2 (m64n256 WGMMAs, r
 epilogue) -> combine (float32 sum of the token's rows, one bf16 rounding). Compiled once per shape.
 """
 
-from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -657,7 +656,6 @@ def _M_run_pipeline(
     kernels: tuple,
     s: _M_MoeShape,
     x: torch.Tensor,
-    route: Callable[[], None],
     pair_expert: torch.Tensor,
     pair_weight: torch.Tensor,
     pair_slot: torch.Tensor,
@@ -668,25 +666,21 @@ def _M_run_pipeline(
     shared_w13: torch.Tensor,
     shared_w2: torch.Tensor,
 ) -> torch.Tensor:
-    """Routing (`route()`, which fills the pair tensors and counts) and the five kernels after it; returns
-    out [T, hidden] bf16. Every buffer is made before the first launch: each call starts on an idle GPU,
-    and host work between launches would be timed (benchmarks/RESULTS.md, "Why p58's verifier median
-    is above do_bench")."""
+    """The five kernels after routing; returns out [T, hidden] bf16."""
     k_scan, k_scatter, k_gemm1, k_gemm2, k_combine = kernels
     dev = x.device
     offsets = torch.empty(s.segments + 1, dtype=torch.int32, device=dev)
     tiles = torch.empty(s.max_tiles, dtype=torch.int32, device=dev)
+    k_scan(counts, offsets, tiles)
     xp = torch.empty((s.rows, s.hidden), dtype=torch.bfloat16, device=dev)
     row_w = torch.empty(s.rows, dtype=torch.float32, device=dev)
     token_rows = torch.empty((s.tokens, s.token_slots), dtype=torch.int32, device=dev)
-    act = torch.empty((s.rows, s.inter), dtype=torch.bfloat16, device=dev)
-    y = torch.empty((s.rows, s.hidden), dtype=torch.bfloat16, device=dev)
-    out = torch.empty((s.tokens, s.hidden), dtype=torch.bfloat16, device=dev)
-    route()
-    k_scan(counts, offsets, tiles)
     k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
+    act = torch.empty((s.rows, s.inter), dtype=torch.bfloat16, device=dev)
     k_gemm1(xp, offsets, tiles, w13, shared_w13, act)
+    y = torch.empty((s.rows, s.hidden), dtype=torch.bfloat16, device=dev)
     k_gemm2(act, offsets, tiles, w2, shared_w2, row_w, y)
+    out = torch.empty((s.tokens, s.hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out
 
@@ -850,12 +844,11 @@ def run(
     pair_s = torch.empty((tokens, TOP_K), dtype=torch.int32, device=dev)
     counts = torch.zeros(LOCAL, dtype=torch.int32, device=dev)
     shared_gate = torch.empty(tokens, dtype=torch.float32, device=dev)
-    gate_weight, offset = shared_gate_weight.view(-1), int(local_expert_offset)
-
-    def launch_route() -> None:
-        kernels[0](router_logits, hidden_states, gate_weight, offset, pair_e, pair_w, pair_s, counts, shared_gate)
-
+    kernels[0](
+        router_logits, hidden_states, shared_gate_weight.view(-1), int(local_expert_offset),
+        pair_e, pair_w, pair_s, counts, shared_gate,
+    )  # fmt: skip
     return M.run_pipeline(
-        kernels[1:], _shape(*key), hidden_states, launch_route, pair_e, pair_w, pair_s, counts, shared_gate,
+        kernels[1:], _shape(*key), hidden_states, pair_e, pair_w, pair_s, counts, shared_gate,
         w13, w2, shared_w13, shared_w2,
     )  # fmt: skip

@@ -25,8 +25,6 @@ rastered 8 m-tiles at a time across N so a weight tile is reused from L2. TMA ze
 past the end of a short N; those columns are not stored.
 """
 
-from collections.abc import Callable
-
 import cutlass
 import cutlass.cute as cute
 import torch
@@ -420,7 +418,6 @@ def compiled(top_k: int, nv: int) -> tuple:
 def run_pipeline(
     top_k: int,
     x: torch.Tensor,
-    route: Callable[[], None],
     pair_expert: torch.Tensor,
     pair_weight: torch.Tensor,
     pair_slot: torch.Tensor,
@@ -431,10 +428,7 @@ def run_pipeline(
     shared_w13: torch.Tensor,
     shared_w2: torch.Tensor,
 ) -> torch.Tensor:
-    """Routing (`route()`, which fills the pair tensors and counts) and the five kernels after it; returns
-    out [T, hidden] bf16. Every buffer and view is made before the first launch: each call starts on an
-    idle GPU, and host work between launches would be timed (benchmarks/RESULTS.md, "Why p58's verifier
-    median is above do_bench")."""
+    """The five kernels after routing; returns out [T, hidden] bf16."""
     tokens, hidden = x.shape
     local, inter = w2.shape[0], w2.shape[2]
     nv = shared_w13.shape[0] // w13.shape[1]
@@ -443,23 +437,28 @@ def run_pipeline(
     dev = x.device
     offsets = torch.empty(local + nv + 1, dtype=torch.int32, device=dev)
     table = torch.empty(tiles, dtype=torch.int32, device=dev)
+    k_scan(counts, offsets, table, (tokens + BM - 1) // BM)
     xp = torch.empty((tiles * BM, hidden), dtype=torch.bfloat16, device=dev)
     row_w = torch.empty(tiles * BM, dtype=torch.float32, device=dev)
     token_rows = torch.empty((tokens, top_k + nv), dtype=torch.int32, device=dev)
+    k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
     act = torch.empty((tiles * BM, inter), dtype=torch.bfloat16, device=dev)
-    y = torch.empty((tiles * BM, hidden), dtype=torch.bfloat16, device=dev)
-    out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     # weights as (intermediate, hidden, 2 x experts): gate of expert e = L 2e, up = L 2e + 1; the shared
     # gate/up of segment s = L s / nv + s
     gate_up = W.rows_k_l(w13.view(2 * local, inter, hidden))
     shared_gate_up = W.rows_k_l(shared_w13.view(2 * nv, inter, hidden))
-    xp_rkl, act_rkl, w2_rkl = W.rows_k_l(xp), W.rows_k_l(act), W.rows_k_l(w2)
+    k_gemm1(W.rows_k_l(xp), gate_up, shared_gate_up, offsets, table, act)
+    y = torch.empty((tiles * BM, hidden), dtype=torch.bfloat16, device=dev)
     # down projections as (hidden, intermediate, experts); shared segment s = columns [s I, (s + 1) I)
-    shared_down = shared_w2.view(hidden, nv, inter).permute(0, 2, 1)
-    route()
-    k_scan(counts, offsets, table, (tokens + BM - 1) // BM)
-    k_scatter(x, pair_expert, pair_weight, pair_slot, shared_gate, offsets, xp, row_w, token_rows)
-    k_gemm1(xp_rkl, gate_up, shared_gate_up, offsets, table, act)
-    k_gemm2(act_rkl, w2_rkl, shared_down, offsets, table, row_w, y)
+    k_gemm2(
+        W.rows_k_l(act),
+        W.rows_k_l(w2),
+        shared_w2.view(hidden, nv, inter).permute(0, 2, 1),
+        offsets,
+        table,
+        row_w,
+        y,
+    )
+    out = torch.empty((tokens, hidden), dtype=torch.bfloat16, device=dev)
     k_combine(y, token_rows, out)
     return out
