@@ -25,14 +25,26 @@ from mkbsim.agents._model import (
     BudgetEnded,
     Completion,
     ContextOverflow,
+    FormatRefused,
     ModelClient,
     ModelConfig,
     ModelUnavailable,
+    ReplyFormats,
     RetryNote,
     is_transient,
 )
 from mkbsim.agents._ray import RayVerifiers
-from mkbsim.agents._reply import REPLY_KEYS, Command, Reply, ReplyError, parse_reply, reply_format
+from mkbsim.agents._reply import (
+    REPLY_FORMATS,
+    REPLY_KEYS,
+    REPLY_SCHEMA,
+    Command,
+    Reply,
+    ReplyError,
+    parse_reply,
+    reply_instructions,
+    structured_request,
+)
 from mkbsim.agents._sandbox import (
     CommandResult,
     Isolation,
@@ -65,7 +77,9 @@ from mkbsim.campaigns._toml import ConfigError
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "DIRECTIONS",
+    "REPLY_FORMATS",
     "REPLY_KEYS",
+    "REPLY_SCHEMA",
     "AttemptOutcome",
     "AttemptSpec",
     "BudgetClock",
@@ -78,6 +92,7 @@ __all__ = [
     "ContextOverflow",
     "Conversation",
     "CostLedger",
+    "FormatRefused",
     "Isolation",
     "LlmCampaignConfig",
     "LoopConfig",
@@ -87,6 +102,7 @@ __all__ = [
     "RayVerifiers",
     "Reply",
     "ReplyError",
+    "ReplyFormats",
     "RetryNote",
     "Sandbox",
     "SandboxConfig",
@@ -114,11 +130,12 @@ __all__ = [
     "plan_fingerprint",
     "recorded_skill",
     "replay_requests",
-    "reply_format",
+    "reply_instructions",
     "run_attempt",
     "run_llm_campaign",
     "run_transfer_pair",
     "run_treatment",
     "sandbox_isolation",
+    "structured_request",
     "write_docs_index",
 ]

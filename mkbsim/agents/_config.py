@@ -16,6 +16,7 @@ from typing import Any
 
 from mkbsim.agents._attempt import LoopConfig
 from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
+from mkbsim.agents._reply import REPLY_FORMATS
 from mkbsim.agents._sandbox import GIB, ISOLATIONS, SandboxConfig
 from mkbsim.agents._transfer import DIRECTIONS
 from mkbsim.campaigns._toml import Table, read_toml
@@ -52,7 +53,7 @@ class LlmCampaignConfig:
 def _agent(path: Path, index: int, data: Any) -> ModelConfig:
     t = Table(path, f"agents[{index}]", data, (
         "model", "name", "params", "api_key_env", "context_tokens", "request_timeout_s", "max_retries",
-        "backoff_initial_s", "backoff_max_s",
+        "backoff_initial_s", "backoff_max_s", "reply_format", "price_per_mtok",
     ))  # fmt: skip
     params = t.get("params", dict, {})
     reserved = sorted(set(params) & RESERVED_PARAMS)
@@ -64,13 +65,29 @@ def _agent(path: Path, index: int, data: Any) -> ModelConfig:
     context = t.get("context_tokens", int)
     if context is not None and context <= 0:
         t.fail("context_tokens", f"must be positive, got {context}")
+    reply_format = t.get("reply_format", str, "auto")
+    if reply_format not in REPLY_FORMATS:
+        t.fail("reply_format", f"use {', '.join(map(repr, REPLY_FORMATS))}, got {reply_format!r}")
     return ModelConfig(
         model=t.get("model", str, required=True), params=params, name=t.get("name", str, ""),
         api_key_env=t.get("api_key_env", str), context_tokens=context,
         request_timeout_s=float(t.positive("request_timeout_s", 600.0)), max_retries=retries,
         backoff_initial_s=float(t.positive("backoff_initial_s", 2.0)),
-        backoff_max_s=float(t.positive("backoff_max_s", 120.0)),
+        backoff_max_s=float(t.positive("backoff_max_s", 120.0)), reply_format=reply_format,
+        price_per_mtok=_price(path, index, t.get("price_per_mtok", dict)),
     )  # fmt: skip
+
+
+def _price(path: Path, index: int, data: dict[str, Any] | None) -> tuple[float, float] | None:
+    """``price_per_mtok = { input = USD, output = USD }`` per million tokens (0 for a local model)."""
+    if data is None:
+        return None
+    t = Table(path, f"agents[{index}].price_per_mtok", data, ("input", "output"))
+    prices = tuple(float(t.get(key, (int, float), required=True)) for key in ("input", "output"))
+    for key, price in zip(("input", "output"), prices, strict=True):
+        if price < 0:
+            t.fail(key, f"must be 0 or more (USD per million tokens), got {price:g}")
+    return prices[0], prices[1]
 
 
 def _sandbox(path: Path, data: Any) -> SandboxConfig:
