@@ -52,7 +52,9 @@ _COMMAND_SCHEMA = {
     "additionalProperties": False,
 }
 
-#: The reply object as a JSON schema (what ``parse_reply`` accepts, less its value checks).
+#: The reply object as a JSON schema (what ``parse_reply`` accepts, less its value checks). Every key is
+#: required: a model constrained by the schema then decides each action (a small model otherwise takes the
+#: shortest path, an empty object); ``{}``, ``[]`` and ``false`` mean "none".
 REPLY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -63,6 +65,7 @@ REPLY_SCHEMA: dict[str, Any] = {
         "submit": {"type": "boolean"},
         "done": {"type": "boolean"},
     },
+    "required": list(REPLY_KEYS),
     "additionalProperties": False,
 }
 
@@ -142,18 +145,23 @@ _FENCE = re.compile(r"```(?:json)?\s*\n(.*?)\n\s*```", re.DOTALL)
 
 
 def _first_object(text: str) -> dict[str, object]:
+    """The first JSON object in the text (a fenced block's first). Control characters inside strings are
+    accepted (models write files with raw newlines); an empty object right after a broken one is that
+    broken object's inside (``"write": {}``), not a reply."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     last_error = "no JSON object found"
     for candidate in candidates:
+        broken = False
         start = candidate.find("{")
         while start != -1:
             try:
                 value, _ = decoder.raw_decode(candidate, start)
             except json.JSONDecodeError as exc:
                 last_error = f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+                broken = True
             else:
-                if isinstance(value, dict):
+                if isinstance(value, dict) and (value or not broken):
                     return value
             start = candidate.find("{", start + 1)
     raise ReplyError(last_error)

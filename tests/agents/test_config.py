@@ -73,6 +73,14 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
          'sandbox.require_network_isolation: true needs isolation = "bwrap"'),
         (lambda t: t + "\n[sandbox]\nmax_processes = 0\n", "sandbox.max_processes: must be positive"),
         (lambda t: t + "\n[loop]\nmax_reply_chars = 0\n", "loop.max_reply_chars: must be positive"),
+        (lambda t: t + 'reply_format = "xml"\n', r"agents\[0\].reply_format: use 'auto', 'json_schema', 'tools'"),
+        (lambda t: t + "params = { tool_choice = 'none' }\n", r"agents\[0\].params: 'tool_choice' is set by mkbsim"),
+        (lambda t: t + "price_per_mtok = { input = 0 }\n",
+         r"agents\[0\].price_per_mtok.output: required key is missing"),
+        (lambda t: t + "price_per_mtok = { input = -1, output = 0 }\n",
+         r"agents\[0\].price_per_mtok.input: must be 0 or more"),
+        (lambda t: t + "price_per_mtok = { input = 0, output = 0, cached = 0 }\n",
+         r"agents\[0\].price_per_mtok.cached: unknown key"),
     ],
 )
 def test_mistakes_name_the_key(tmp_path: Path, edit: object, message: str) -> None:
