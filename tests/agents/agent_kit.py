@@ -153,8 +153,8 @@ def _handler(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
             forced = (body.get("tool_choice") or {}) if "tools" in body else {}
             if isinstance(forced, dict) and forced.get("function"):
                 call = {"name": forced["function"]["name"], "arguments": action.text}
-                message = {"role": "assistant", "content": None,
-                           "tool_calls": [{"id": "call_1", "type": "function", "function": call}]}
+                tool_calls = [{"id": "call_1", "type": "function", "function": call}]
+                message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
             self._send(200, {
                 "id": f"chatcmpl-{len(stub.received)}", "object": "chat.completion", "created": int(time.time()),
                 "model": body["model"],

@@ -160,7 +160,8 @@ def test_auto_asks_again_in_the_next_format_when_one_is_refused(
     # each refused format is asked once, then the next one for the rest of the attempt
     assert [r.reply_format for r in stub.received] == [*refused, used, used]
     fallbacks = [s for s in steps(events, "note") if s.get("event") == "reply_format_fallback"]
-    assert [(f["refused"], f["reply_format"]) for f in fallbacks] == list(zip(refused, [*refused[1:], used]))
+    next_formats = [*refused[1:], used]
+    assert [(f["refused"], f["reply_format"]) for f in fallbacks] == list(zip(refused, next_formats, strict=True))
     assert "does not support that request format" in fallbacks[0]["content"]
     assert [t["reply_format"] for t in steps(events, "llm")] == [used, used]
     assert replay_requests(events) == stub.ok_requests()
@@ -170,7 +171,7 @@ def test_a_configured_format_the_provider_refuses_is_an_infrastructure_failure(
     stub: StubLLM, store: EventStore, sandbox_config: SandboxConfig, scorers: VerifierScorers, p36: Problem
 ) -> None:
     stub.refuse = ("tools",)
-    outcome, events, _ = _attempt(stub, store, sandbox_config, scorers, p36, "a-refused", reply_format="tools")
+    outcome, _, _ = _attempt(stub, store, sandbox_config, scorers, p36, "a-refused", reply_format="tools")
     assert outcome.status == "infra_error"  # runs again on resume; the agent is not blamed
     assert outcome.reason.startswith("model unavailable: BadRequestError (HTTP 400)")
     assert len(stub.received) == 1  # a refusal is not retried
