@@ -1,11 +1,11 @@
 """One attempt by a real model: the terminal-agent loop, its budgets, and its events.
 
-A turn: the model replies (one JSON object, see ``_reply``, asked for in the agent's reply format); its
-files are written, its commands
-run in the sandbox, ``submit`` sends kernel.py to the scorer; the outputs, the verifier's feedback
-and what is left of the budget come back as the next message. The attempt ends when the model
-says ``done``, when its wall-clock time is used up, or after too many unusable replies in a row;
-then SKILL.md is captured and the final kernel.py is verified (``submission: "final"``).
+A turn: the model replies (one JSON object, see ``_reply``, asked for in the agent's reply format);
+its files are written, its commands run in the sandbox, ``submit`` sends kernel.py to the scorer; the
+outputs, the verifier's feedback and what is left of the budget come back as the next message. The
+attempt ends when the model says ``done``, when its wall-clock time is used up, or after too many
+unusable replies in a row; then SKILL.md is captured and the final kernel.py is verified
+(``submission: "final"``).
 
 Time: the budget is real wall-clock time from the start of the attempt, less the time lost to
 provider faults (failed requests and backoff sleeps), which is recorded as ``infra_stall_s``:
