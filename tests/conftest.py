@@ -26,5 +26,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         skip = pytest.mark.skip(reason=reason)
         for item in items:
-            if marker in item.keywords:
+            if item.get_closest_marker(marker) is not None:  # not `in item.keywords`: that holds folder names too
                 item.add_marker(skip)
