@@ -183,15 +183,15 @@ async def _every_screen_opens(store_path: Path, campaign_id: str) -> None:
 
     app = MkbsimApp(store_path, poll_s=0.05, lift_every_s=0.0)
     async with app.run_test(size=(140, 42)) as pilot:
+
+        def listed() -> list[object]:
+            table = app.screen.query_one("#campaigns", PagedTable)
+            return [getattr(table.row_at(i), "campaign_id", None) for i in range(table.row_count)]
+
         deadline = time.monotonic() + 60
-        while not (app.store_state.synced and app.lift is not None):
-            assert time.monotonic() < deadline, "the TUI did not sync the store"
-            await pilot.pause(0.05)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        campaigns = app.screen.query_one("#campaigns", PagedTable)
-        listed = [getattr(campaigns.row_at(i), "campaign_id", None) for i in range(campaigns.row_count)]
-        assert campaign_id in listed, f"the monitor lists {listed}"
+        while campaign_id not in listed():
+            assert time.monotonic() < deadline, f"the monitor lists {listed()}"
+            await pilot.pause(0.1)
         for key in "23451":  # comparisons, replay, skills, chains, back to the monitor
             await pilot.press(key)
             await app.workers.wait_for_complete()
@@ -258,8 +258,11 @@ def test_a_local_model_runs_the_whole_protocol(tmp_path: Path) -> None:
         campaign_id = started[0]["campaign_id"]
 
     report = subprocess.run(
-        [sys.executable, "-m", "mkbsim", "report", "--store", str(store_path)],
-        env=environment, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "mkbsim", "report", "--store", str(store_path), "--campaign", campaign_id,
+         "--format", "json"], env=environment, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert report.returncode == 0 and f"campaign {campaign_id}" in report.stdout, report.stderr
+    assert report.returncode == 0, report.stderr
+    reported = json.loads(report.stdout)
+    assert reported["campaigns"] == [campaign_id]
+    assert any(row["dsl"] == "tirx" and row["n"] == 1 for row in reported["solo"])  # the finished TIRx solo
     asyncio.run(_every_screen_opens(store_path, campaign_id))
