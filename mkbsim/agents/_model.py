@@ -125,8 +125,8 @@ class ModelConfig:
         - else one litellm knows to support function calling: ``tools``, then ``text``;
         - else, where ``api_base`` is set (an OpenAI-compatible server litellm knows nothing about: llama.cpp,
           vLLM, Ollama, LM Studio...): ``tools``, ``json_schema``, then ``text``. A forced tool call is what
-          llama-cpp-python's server constrains (it refuses OpenAI's ``json_schema`` response format);
-          llama.cpp's own server and vLLM constrain both;
+          llama-cpp-python's server constrains (it answers OpenAI's ``json_schema`` response format with
+          HTTP 500, which is retried, not refused); llama.cpp's own server and vLLM constrain both;
         - else ``text``.
         """
         if self.reply_format != "auto":
@@ -398,7 +398,7 @@ def _cancellable(call: Callable[[], Any], stopped: Callable[[], bool]) -> Any:
         raise value
 
 
-def reply_text(message: Any) -> str:
+def _reply_text(message: Any) -> str:
     """The reply in a response's message: the arguments of its ``reply`` tool call where it made one (a
     ``tools`` request), else its content (the other formats, and a provider that ignored the tools)."""
     for call in getattr(message, "tool_calls", None) or ():
@@ -432,7 +432,7 @@ def _completion(response: Any, *, latency_s: float, price_per_mtok: tuple[float,
     usage = getattr(response, "usage", None)
     cost = _cost(response, price_per_mtok)
     return Completion(
-        text=reply_text(choice.message),
+        text=_reply_text(choice.message),
         prompt_tokens=getattr(usage, "prompt_tokens", None),
         completion_tokens=getattr(usage, "completion_tokens", None),
         cost_usd=cost,
