@@ -53,7 +53,7 @@ from mkbsim.agents._sandbox import (
     SandboxError,
     sandbox_isolation,
 )
-from mkbsim.agents._scoring import Scorer, ScorerFactory, Verdict, VerifierScorers
+from mkbsim.agents._scoring import Scorer, ScorerFactory, Unscorable, Verdict, VerifierScorers, unscorable
 from mkbsim.agents._slots import (
     ScoringSlots,
     SlottedScorers,
@@ -114,6 +114,7 @@ __all__ = [
     "SlottedScorers",
     "SourceNotFinished",
     "TransferPair",
+    "Unscorable",
     "Verdict",
     "VerifierScorers",
     "VerifierSlots",
@@ -137,5 +138,6 @@ __all__ = [
     "run_treatment",
     "sandbox_isolation",
     "structured_request",
+    "unscorable",
     "write_docs_index",
 ]

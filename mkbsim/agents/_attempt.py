@@ -62,7 +62,7 @@ from mkbsim.agents._model import (
 from mkbsim.agents._record import AttemptRecorder
 from mkbsim.agents._reply import Reply, ReplyError, corrective_message, parse_reply, reply_instructions
 from mkbsim.agents._sandbox import Sandbox, SandboxConfig
-from mkbsim.agents._scoring import Scorer, SubmissionIndex, Verdict
+from mkbsim.agents._scoring import Scorer, SubmissionIndex, Unscorable, Verdict
 from mkbsim.agents._secrets import SECRET_NAME, RedactingLog, Redactor
 from mkbsim.campaigns._signals import StopFlag
 from mkbsim.catalog import DSLS, Budget, Problem, render_task
@@ -542,15 +542,18 @@ def run_attempt(
 ) -> AttemptOutcome:
     """Run one attempt to its end, appending its events to ``store``; returns its outcome.
 
-    Provider and verifier failures end it as ``infra_error``; Ctrl-C, or ``stop`` being set, as
-    ``interrupted`` (then ``KeyboardInterrupt`` is raised). Both leave the attempt to be run again
-    under the same id.
+    Provider and verifier failures end it as ``infra_error`` (an ``Unscorable`` scorer at once, before the
+    model is asked); Ctrl-C, or ``stop`` being set, as ``interrupted`` (then ``KeyboardInterrupt`` is
+    raised). Both leave the attempt to be run again under the same id.
     """
     run = _AttemptRun(
         store, spec, model, scorer, sandbox, budget or Budget(), loop or LoopConfig(), ledger or CostLedger(),
         client_factory(model), stop,
     )  # fmt: skip
     run.start()
+    if isinstance(scorer, Unscorable):  # nothing the model does could be verified: it is not asked
+        run.rec.step("note", scorer.reason, event="unscorable")
+        return run.finish("infra_error", scorer.reason, None, None)
     try:
         try:
             reason = run.loop_turns()

@@ -48,7 +48,7 @@ from mkbsim.agents._cores import NodeCores
 from mkbsim.agents._ledger import CostLedger
 from mkbsim.agents._model import ModelClient, ModelConfig
 from mkbsim.agents._sandbox import SandboxConfig, sandbox_isolation
-from mkbsim.agents._scoring import ScorerFactory
+from mkbsim.agents._scoring import Scorer, ScorerFactory, Unscorable, unscorable
 from mkbsim.agents._slots import ScoringSlots, default_verifier_slots, limit_scoring
 from mkbsim.agents._transfer import (
     DIRECTIONS,
@@ -191,7 +191,9 @@ class _Attempts:
 
     ``ledger`` None: each job charges a ledger of its own and sends it back. ``cores``: where the sandbox's
     ``cpus`` is a count, each running attempt's sandbox takes cores of its machine that no other attempt
-    there holds, of this campaign or another (while there are enough).
+    there holds, of this campaign or another (while there are enough). ``backend``: the verifier's; with
+    ``[verifier] skip_unverifiable``, an attempt in a DSL it cannot run gets an ``Unscorable`` scorer (it ends
+    as infra_error without asking its model).
     """
 
     config: LlmCampaignConfig
@@ -201,6 +203,7 @@ class _Attempts:
     client_factory: Callable[[ModelConfig], ModelClient]
     skill_filter: SkillFilter | None
     ledger: CostLedger | None
+    backend: str | None = None
     cores: NodeCores = field(default_factory=NodeCores)
 
     def __call__(self, job: _Job) -> _Done:
@@ -224,16 +227,20 @@ class _Attempts:
         if job.direction is None:
             spec = AttemptSpec(job.attempt_id, c.campaign_id, job.problem, job.dsl, solo_arm(job.dsl), job.replicate)
             return run_attempt(
-                self.store, spec, job.agent, self.scorer_factory(job.problem, job.dsl), sandbox=sandbox,
+                self.store, spec, job.agent, self._scorer(job.problem, job.dsl), sandbox=sandbox,
                 budget=c.budget, loop=c.loop, ledger=ledger, client_factory=self.client_factory, stop=self.stop,
             )  # fmt: skip
         assert job.source_id is not None
         return run_treatment(
             self.store, attempt_id=job.attempt_id, source_attempt_id=job.source_id, campaign_id=c.campaign_id,
-            problem=job.problem, direction=job.direction, model=job.agent, scorer_factory=self.scorer_factory,
+            problem=job.problem, direction=job.direction, model=job.agent, scorer_factory=self._scorer,
             sandbox=sandbox, replicate=job.replicate, budget=c.budget, loop=c.loop, ledger=ledger,
             skill_filter=self.skill_filter, client_factory=self.client_factory, stop=self.stop,
         )  # fmt: skip
+
+    def _scorer(self, problem: Problem, dsl: str) -> Scorer:
+        why = unscorable(self.backend, dsl) if self.config.skip_unverifiable else None
+        return Unscorable(why) if why else self.scorer_factory(problem, dsl)
 
 
 def attempt_cpus(config: LlmCampaignConfig) -> int:
@@ -404,6 +411,8 @@ def run_llm_campaign(
     if executor == "ray":  # refused before anything is stored
         _check_shippable(scorer_factory=scorer_factory, client_factory=client_factory, skill_filter=skill_filter)
     _begin(store, config, plan_fingerprint(config, problems))
+    # the verifier's factories say which backend they resolved
+    backend = getattr(scorer_factory, "backend", None) or config.verifier_backend
     stop: StopFlag
     if executor == "ray":
         from mkbsim.campaigns import RayExecutor, RemoteStop, RemoteStore, connect_ray, start_writer
@@ -415,7 +424,7 @@ def run_llm_campaign(
         run = _CampaignRun(config, store, stop, progress)
         # the scorers go to the workers as they are (RayVerifiers: a pool actor limits the verifications)
         attempts = _Attempts(config, RemoteStore(writer), stop, scorer_factory, client_factory, skill_filter,
-                             ledger=None)  # fmt: skip
+                             ledger=None, backend=backend)  # fmt: skip
         dispatch: Dispatch = RayExecutor(attempts, config.agents_at_once * cpus, ray_address, str(store.path),
                                          writer=writer, task_cpus=cpus)  # fmt: skip
     elif executor == "local":
@@ -425,7 +434,8 @@ def run_llm_campaign(
         if not isinstance(slots, int):  # a factory that does not say how many verifiers it runs
             slots = default_verifier_slots(config.verifier_backend or "cpu")
         limited = limit_scoring(scorer_factory, ScoringSlots(slots))
-        attempts = _Attempts(config, store, stop, limited, client_factory, skill_filter, ledger=run.ledger)
+        attempts = _Attempts(config, store, stop, limited, client_factory, skill_filter, ledger=run.ledger,
+                             backend=backend)  # fmt: skip
         dispatch = ThreadDispatch(attempts, config.agents_at_once)
     else:
         raise ValueError(f"unknown executor {executor!r}; use local or ray")

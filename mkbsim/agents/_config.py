@@ -40,6 +40,8 @@ class LlmCampaignConfig:
     budget: Budget = field(default_factory=Budget)
     verifier_backend: str | None = None
     verifier_protocol: str = "paper"
+    #: attempts in a DSL the verifier cannot run (CuTe DSL on cpu) end as infra_error without asking their model
+    skip_unverifiable: bool = False
     loop: LoopConfig = field(default_factory=LoopConfig)
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: attempts at once (LLM calls wait on the network: threads); 1 runs them one after another
@@ -174,7 +176,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     b = Table(file, "budget", top.get("budget", dict, {}), ("minutes", "submissions"))
     budget = Budget(b.positive("minutes", 40, integer=True), b.positive("submissions", 10, integer=True))
 
-    v = Table(file, "verifier", top.get("verifier", dict, {}), ("backend", "protocol"))
+    v = Table(file, "verifier", top.get("verifier", dict, {}), ("backend", "protocol", "skip_unverifiable"))
     backend = v.get("backend", str)
     if backend not in (None, "cuda", "cpu"):
         v.fail("backend", f"use cuda or cpu, got {backend!r}")
@@ -198,7 +200,8 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
         sandbox=sandbox, directions=tuple(directions),
         replicates=c.positive("replicates", 1, integer=True), cost_cap_usd=float(cap) if cap is not None else None,
         env_file=Path(env_file), budget=budget, verifier_backend=backend,
-        verifier_protocol=protocol, loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
+        verifier_protocol=protocol, skip_unverifiable=v.get("skip_unverifiable", bool, False),
+        loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
         gpu_verifier_slots=slots, filter=skill_filter,
     )  # fmt: skip
 

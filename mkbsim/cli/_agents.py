@@ -74,6 +74,7 @@ def run_campaign_file(
         load_env_file,
         load_llm_campaign,
         run_llm_campaign,
+        unscorable,
     )
     from mkbsim.catalog import load_catalog
 
@@ -111,12 +112,10 @@ def run_campaign_file(
     except ValueError as exc:
         raise UserError(f"{campaign}: verifier: {exc}") from None
     with scorers:
-        backend = scorers.backend
-        if backend != "cuda":
-            sys.stderr.write(
-                f"warning: the {backend} verifier cannot run CuTe DSL kernels; CuTe DSL attempts will end in "
-                'infra_error (use verifier.backend = "cuda" on a GPU machine)\n'
-            )
+        why = unscorable(scorers.backend, "cutedsl")
+        if why is not None:
+            how = "without asking their model" if config.skip_unverifiable else "(their kernels are not verified)"
+            sys.stderr.write(f"warning: {why}; CuTe DSL attempts will end in infra_error {how}\n")
         with open_store(store_path, create=True) as store:
             summary = run_llm_campaign(
                 config, store, catalog, scorers, progress=lambda line: print(line, flush=True),

@@ -43,6 +43,7 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
     assert config.env_file == Path(".env") and config.agents[0].label == "openai/gpt-4.1-mini"
     # one attempt at a time, the verifier slots from the machine, no filter
     assert (config.agents_at_once, config.gpu_verifier_slots, config.filter) == (1, None, None)
+    assert not config.skip_unverifiable  # CuTe DSL attempts on cpu ask their model as they always did
 
 
 @pytest.mark.parametrize(
@@ -55,6 +56,7 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
         (lambda t: t + "\n[sandbox]\ncpus = true\n", "sandbox.cpus: expected int or list, got bool"),
         (lambda t: t + '\n[budget]\nminutes = "40"\n', "budget.minutes: expected int, got str"),
         (lambda t: t + '\n[verifier]\nbackend = "tpu"\n', "verifier.backend: use cuda or cpu"),
+        (lambda t: t + '\n[verifier]\nskip_unverifiable = "yes"\n', "verifier.skip_unverifiable: expected bool"),
         (lambda t: t + "\n[loop]\nsummarize_at = 1.5\n", "loop.summarize_at: must be a fraction"),
         (lambda t: t.replace('problems = "p36"', 'problems = "p36"\ndirections = ["a2b"]'), "campaign.directions"),
         (lambda t: t.replace('model = "openai/gpt-4.1-mini"', ""), r"agents\[0\].model: required key is missing"),

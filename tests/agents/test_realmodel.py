@@ -35,7 +35,7 @@ from mkbsim.agents import Conversation, replay_requests
 from mkbsim.agents._conversation import current_try
 from mkbsim.events import EventStore, RecordedEvent
 
-pytestmark = pytest.mark.realmodel
+pytestmark = [pytest.mark.realmodel, pytest.mark.timeout(1800)]  # minutes: not the suite's 300 s
 
 ROOT = Path(__file__).parents[2]
 LOCAL_EXAMPLE = ROOT / "examples" / "local.toml"
@@ -234,12 +234,17 @@ def test_a_local_model_runs_the_whole_protocol(tmp_path: Path) -> None:
         assert of(solo, "AttemptFinished")[-1]["status"] == "finished"
         results = of(solo, "VerifierResult")
         assert results and all(r["backend"] == "cpu" for r in results)
-        # its skill was handed to the CuTe DSL attempt, or that attempt's skip says why
+        # the cpu verifier cannot run CuTe DSL (skip_unverifiable): the CuTe DSL solo ended at once, unasked
+        cutedsl = by_arm["solo_cutedsl"]
+        assert not of(cutedsl, "AgentStep", kind="llm")
+        assert "cpu verifier cannot run CuTe DSL" in of(cutedsl, "AttemptFinished")[-1]["reason"]
+        # its skill was handed to the CuTe DSL attempt (which ends as the CuTe DSL solo did), or its skip says why
         treatment = by_arm["tirx2cutedsl_skill"]
         written = of(solo, "SkillWritten")
         if written:
             (read,) = of(treatment, "SkillRead")
             assert read["sha256"] == written[-1]["sha256"] and read["text"].startswith("## Skill from a prior attempt")
+            assert of(treatment, "AttemptFinished")[-1]["status"] == "infra_error"
         else:
             end = of(treatment, "AttemptFinished")[-1]
             assert end["skipped"] and end["reason"] == "treatment skipped: the source wrote no skill"
