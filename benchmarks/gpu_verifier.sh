@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The verifier's cuda backend on the H200, in one run (about 5 minutes), from the repo root.
 #
-# First stage the DSLs on the warm machine (../shared/gpu/README.md): here `../shared/gpu/pack`, then
-# one run per part: carry=[".gpu/pK"], command="bash .gpu/pK/stage.sh" for K = 1..4. Then, same
+# First stage the DSLs on the warm machine: here `python3 benchmarks/gpu_pack.py`, then one run per
+# part: carry=[".gpu/dsl/pK"], command="bash .gpu/dsl/pK/stage.sh" for K = 1..N. Then, same
 # warm machine:
 #     run  command="bash benchmarks/gpu_verifier.sh"   (timeout_s=600)
 # Everything it prints is also written under $OUT: the GPU tests' log, the verifier-vs-do_bench

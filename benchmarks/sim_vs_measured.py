@@ -40,7 +40,8 @@ class Comparison:
 
 
 def solution_files() -> list[Path]:
-    return sorted(ROOT.glob("problems/*/solutions/*.py"))
+    # NN_<plan>_<dsl>.py; the `_<helper>.py` modules beside them are shared kernel code, not solutions
+    return sorted(ROOT.glob("problems/*/solutions/[0-9]*_*.py"))
 
 
 def load_measurements() -> dict[str, Any]:

@@ -27,8 +27,10 @@ the refusal (``reply_format_fallback``) and asks again in the next one for the r
 was asked in. Summaries are always asked as text.
 
 Secrets (DESIGN §4): every event of the attempt passes a ``Redactor`` before it is stored, and every
-text sent to the model is redacted first (``_secrets``). A model reply is stored and sent back at most
-``max_reply_chars`` long.
+text sent to the model is redacted first (``_secrets``); the same gate makes the agent's text encodable
+(a lone surrogate becomes U+FFFD), and a command no program can take (a NUL byte) is refused as an
+observation: what the agent writes cannot end its attempt as ``infra_error``. A model reply is stored and
+sent back at most ``max_reply_chars`` long.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +65,8 @@ from mkbsim.agents._record import AttemptRecorder
 from mkbsim.agents._reply import Reply, ReplyError, corrective_message, parse_reply, reply_instructions
 from mkbsim.agents._sandbox import Sandbox, SandboxConfig
 from mkbsim.agents._scoring import Scorer, SubmissionIndex, Unscorable, Verdict
-from mkbsim.agents._secrets import SECRET_NAME, RedactingLog, Redactor
+from mkbsim.agents._secrets import RedactingLog, Redactor, without_credentials
+from mkbsim.campaigns._attempt import AttemptOutcome
 from mkbsim.campaigns._signals import StopFlag
 from mkbsim.catalog import DSLS, Budget, Problem, render_task
 from mkbsim.events import (
@@ -125,24 +128,8 @@ class AttemptSpec:
     filter: str | None = None
     chain_id: str | None = None
     hop: int | None = None
-
-
-@dataclass(frozen=True)
-class AttemptOutcome:
-    attempt_id: str
-    status: AttemptStatus
-    passed: bool
-    runtime_ms: float | None
-    speedup: float | None
-    skipped: bool
-    reason: str | None
-    skill: str | None
-    counted_submissions: int
-    tokens: int
-    cost_usd: float
-    network_isolated: bool
-    network_detail: str
-    infra_stall_s: float
+    #: fields a campaign adds to ``AttemptStarted`` and ``SkillRead`` (a control arm's, ``AttemptTask.read_fields``)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 class BudgetClock:
@@ -165,8 +152,9 @@ def sha256_text(text: str) -> str:
 
 
 def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Model parameters as recorded in events: anything that looks like a credential is left out."""
-    return {k: v for k, v in params.items() if not SECRET_NAME.search(k)}
+    """Model parameters as recorded in events: every credential replaced by ``[REDACTED]``."""
+    out: dict[str, Any] = without_credentials(params)
+    return out
 
 
 class _AttemptRun:
@@ -264,14 +252,13 @@ class _AttemptRun:
         }  # fmt: skip
         # where the loop runs: on a Ray cluster, the node and worker process (a try whose worker died has no end)
         runner = {"host": socket.gethostname(), "pid": os.getpid()}
-        self.rec.append((AttemptStarted.TYPE, {**started, "agent": agent, "sandbox": self.sandbox.facts(),
+        self.rec.append((AttemptStarted.TYPE, {**started, **s.extra, "agent": agent, "sandbox": self.sandbox.facts(),
                                                "runner": runner}))  # fmt: skip
         if s.skill is not None:
             assert s.source_attempt_id is not None, "a transferred skill needs its source attempt"
-            self.rec.append(
-                SkillRead(attempt_id=s.attempt_id, source_attempt_id=s.source_attempt_id, text=s.skill,
-                          sha256=sha256_text(s.skill), filter=s.filter)
-            )  # fmt: skip
+            read = SkillRead(attempt_id=s.attempt_id, source_attempt_id=s.source_attempt_id, text=s.skill,
+                             sha256=sha256_text(s.skill), filter=s.filter)  # fmt: skip
+            self.rec.append((SkillRead.TYPE, {**read.to_dict(), **s.extra}))
         if not self.sandbox.isolation.isolated:
             self.rec.step("note", f"sandbox NOT isolated: {self.sandbox.isolation.detail}", event="sandbox_isolation")
         cfg = self.sandbox.config
@@ -402,13 +389,18 @@ class _AttemptRun:
                 break
             timeout = min(command.timeout_s or self.sandbox.config.default_command_timeout_s, self.clock.left_s())
             self.check_stop()
-            r = self.sandbox.run(command.cmd, max(timeout, 1.0), stop=self.stop)
-            status = f"timed out after {r.timeout_s:g} s; killed" if r.timed_out else f"exit {r.exit_code}"
+            try:
+                r = self.sandbox.run(command.cmd, max(timeout, 1.0), stop=self.stop)
+            except ValueError as exc:  # the agent's own text: told, not an infrastructure failure
+                self.rec.step("command", command.cmd, action="run", exit_code=None, refused=str(exc))
+                parts.append(f"$ {command.cmd}\n(not run: {exc})")
+                continue
+            quota: dict[str, Any] = {"over_quota": r.over_quota} if r.over_quota else {}
             self.rec.step(
                 "command", command.cmd, action="run", exit_code=r.exit_code, timed_out=r.timed_out,
-                duration_s=round(r.duration_s, 3), output=r.output, output_bytes=r.output_bytes,
+                duration_s=round(r.duration_s, 3), output=r.output, output_bytes=r.output_bytes, **quota,
             )  # fmt: skip
-            parts.append(f"$ {command.cmd}\n{r.output.rstrip()}\n[{status}, {r.duration_s:.1f} s]")
+            parts.append(f"$ {command.cmd}\n{r.output.rstrip()}\n[{r.status()}, {r.duration_s:.1f} s]")
         if reply.submit:
             parts.append(self._submit())
         return parts

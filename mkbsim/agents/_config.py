@@ -19,9 +19,10 @@ from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
 from mkbsim.agents._reply import REPLY_FORMATS
 from mkbsim.agents._sandbox import GIB, ISOLATIONS, SandboxConfig
 from mkbsim.agents._transfer import DIRECTIONS
+from mkbsim.campaigns._simulated import read_controls
 from mkbsim.campaigns._toml import Table, read_toml
 from mkbsim.catalog import Budget
-from mkbsim.sandbox import DEFAULT_MAX_PROCESSES
+from mkbsim.sandbox import DEFAULT_DISK_BYTES, DEFAULT_MAX_PROCESSES
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -50,6 +51,8 @@ class LlmCampaignConfig:
     gpu_verifier_slots: int | None = None
     #: a skill filter's name (``skill_filters``): treatments read their source's skill through it
     filter: str | None = None
+    #: control arms (DESIGN §4) run beside each direction's treatment: aa, placebo, matched
+    controls: tuple[str, ...] = ()
 
 
 def _agent(path: Path, index: int, data: Any) -> ModelConfig:
@@ -94,8 +97,8 @@ def _price(path: Path, index: int, data: dict[str, Any] | None) -> tuple[float, 
 
 def _sandbox(path: Path, data: Any) -> SandboxConfig:
     t = Table(path, "sandbox", data, (
-        "root", "cpus", "memory_gb", "max_processes", "command_timeout_s", "max_command_timeout_s", "output_chars",
-        "isolation", "require_network_isolation",
+        "root", "cpus", "memory_gb", "max_processes", "disk_gb", "command_timeout_s", "max_command_timeout_s",
+        "output_chars", "isolation", "require_network_isolation",
     ))  # fmt: skip
     cpus = t.get("cpus", (int, list), 2)
     if isinstance(cpus, list):
@@ -118,7 +121,8 @@ def _sandbox(path: Path, data: Any) -> SandboxConfig:
         root=Path(t.get("root", str, "runs/sandboxes")), cpus=cpus,
         memory_bytes=int(t.positive("memory_gb", 8) * GIB), default_command_timeout_s=command_timeout,
         max_command_timeout_s=max_timeout, output_chars=t.positive("output_chars", 10_000, integer=True),
-        max_processes=t.positive("max_processes", DEFAULT_MAX_PROCESSES, integer=True), isolation=isolation,
+        max_processes=t.positive("max_processes", DEFAULT_MAX_PROCESSES, integer=True),
+        disk_bytes=int(t.positive("disk_gb", DEFAULT_DISK_BYTES / GIB) * GIB), isolation=isolation,
         require_network_isolation=require_network,
     )  # fmt: skip
 
@@ -143,7 +147,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     raw = read_toml(file)
     top = Table(file, "", raw, ("campaign", "budget", "verifier", "sandbox", "loop", "limits", "agents"))
     c = Table(file, "campaign", top.get("campaign", dict, required=True), (
-        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file", "filter",
+        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file", "filter", "controls",
     ))  # fmt: skip
     if c.get("kind", str, "llm") != "llm":
         c.fail("kind", 'an LLM campaign file has kind = "llm" (simulated campaigns: examples/simulated.toml)')
@@ -166,6 +170,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     skill_filter = c.get("filter", str)
     if skill_filter is not None and not skill_filter.strip():
         c.fail("filter", "name a skill filter (`mkbsim filter-test --list`), or leave the key out")
+    controls = read_controls(c)
 
     lim = Table(file, "limits", top.get("limits", dict, {}), ("agents", "gpu_verifier_slots"))
     agents_at_once = lim.positive("agents", 1, integer=True)
@@ -202,7 +207,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
         env_file=Path(env_file), budget=budget, verifier_backend=backend,
         verifier_protocol=protocol, skip_unverifiable=v.get("skip_unverifiable", bool, False),
         loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
-        gpu_verifier_slots=slots, filter=skill_filter,
+        gpu_verifier_slots=slots, filter=skill_filter, controls=controls,
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from mkbsim.cli._common import add_store_option, open_store
+from mkbsim.cli._common import add_store_option, open_lab
 from mkbsim.errors import UserError
 
 
@@ -58,8 +58,7 @@ def _model_params(as_json: str | None, pairs: list[str]) -> dict[str, Any]:
 
 
 def _label(args: argparse.Namespace) -> int:
-    from mkbsim.projections import ProjectionEngine, default_projections
-    from mkbsim.skills._label import GROUND_TRUTH, kappas, label, load_material, make_labeler, quality, stored_labels
+    from mkbsim.skills._label import GROUND_TRUTH, kappas, label, make_labeler, quality
     from mkbsim.skills._label_render import render_label_report
 
     params = _model_params(args.params, args.param)
@@ -71,11 +70,10 @@ def _label(args: argparse.Namespace) -> int:
             raise UserError(f"--api-key-env {args.api_key_env}: the variable is unset")
         params["api_key"] = os.environ[args.api_key_env]
     labeler = make_labeler(args.labeler, params)
-    with open_store(args.store) as store:
-        ProjectionEngine(store, default_projections()).catch_up()
-        material = load_material(store, args.campaign)
-        counts = label(store, material, labeler)
-        labels = stored_labels(store, [*material.skills, *material.treatments])
+    with open_lab(args.store, appends="labels") as lab:  # refused before a labeler (perhaps paid) runs
+        material = lab.skills.material(args.campaign)
+        counts = label(lab.store, lab.skills.labeled(labeler.name), material, labeler)
+        labels = lab.skills.labels([*material.skills, *material.treatments])
     truth = labels.get(GROUND_TRUTH)
     result = {
         "labeler": labeler.name, "labeled": counts,

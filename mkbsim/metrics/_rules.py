@@ -22,6 +22,9 @@ TIER_THRESHOLDS = (0.5, 1.0, 2.0, 4.0)
 BOUNDARY_RTOL = 1e-9
 
 Outcome = Literal["helped", "harmed", "neutral"]
+#: What a compared arm is (DESIGN §4): the treatment (``<direction>_skill``) or one of its control arms
+#: (``<direction>_aa``, ``<direction>_placebo``, ``<direction>_matched``).
+ArmKind = Literal["skill", "aa", "placebo", "matched"]
 VerdictChange = Literal["rescue", "break", "none"]
 Standing = Literal["above", "same", "below"]
 
@@ -30,6 +33,7 @@ DIRECTIONS: dict[str, tuple[str, str]] = {
     "cutedsl2tirx": ("cutedsl", "tirx"),
     "tirx2cutedsl": ("tirx", "cutedsl"),
 }
+ARM_KINDS: tuple[ArmKind, ...] = ("skill", "aa", "placebo", "matched")
 OUTCOMES: tuple[Outcome, ...] = ("helped", "harmed", "neutral")
 STANDINGS: tuple[Standing, ...] = ("above", "same", "below")
 
@@ -55,26 +59,29 @@ def ratio(
     treatment_runtime_ms: float | None,
     *,
     skipped: bool = False,
+    clip: tuple[float, float] = (CLIP_LOW, CLIP_HIGH),
+    flips: tuple[float, float] = (CLIP_LOW, CLIP_HIGH),
 ) -> float:
     """r of one comparison: clipped runtime ratio when both pass, 4 for a rescue, 1/4 for a break,
-    1 for a joint failure or a skipped treatment (which inherits the baseline outcome)."""
+    1 for a joint failure or a skipped treatment (which inherits the baseline outcome). ``clip`` and
+    ``flips`` (break, rescue) exist for the robustness section; DESIGN §6's values are the defaults."""
     if skipped:
         return 1.0
     if baseline_passed and treatment_passed:
         if not (baseline_runtime_ms and treatment_runtime_ms and min(baseline_runtime_ms, treatment_runtime_ms) > 0):
             raise ValueError(f"passing attempts need positive runtimes: {baseline_runtime_ms}, {treatment_runtime_ms}")
-        return min(CLIP_HIGH, max(CLIP_LOW, baseline_runtime_ms / treatment_runtime_ms))
+        return min(clip[1], max(clip[0], baseline_runtime_ms / treatment_runtime_ms))
     if treatment_passed:
-        return CLIP_HIGH
+        return flips[1]
     if baseline_passed:
-        return CLIP_LOW
+        return flips[0]
     return 1.0
 
 
-def outcome(r: float) -> Outcome:
-    if reaches(r, HELP_AT):
+def outcome(r: float, *, help_at: float = HELP_AT, harm_at: float = HARM_AT) -> Outcome:
+    if reaches(r, help_at):
         return "helped"
-    if at_most(r, HARM_AT):
+    if at_most(r, harm_at):
         return "harmed"
     return "neutral"
 
@@ -106,10 +113,20 @@ def standing(source_tier: int, baseline_tier: int) -> Standing:
     return "below"
 
 
+def arm_kind(arm: str) -> tuple[str, ArmKind] | None:
+    """A compared arm's direction and kind: ``cutedsl2tirx_placebo`` → (``cutedsl2tirx``, ``placebo``); None for
+    solo arms and arms this version does not know."""
+    direction, _, kind = arm.rpartition("_")
+    if direction in DIRECTIONS and kind in ARM_KINDS:
+        return direction, kind
+    return None
+
+
 def direction_of_arm(arm: str) -> str | None:
-    """``cutedsl2tirx_skill`` → ``cutedsl2tirx``; None for solo arms and arms this version does not know."""
-    direction = arm.removesuffix("_skill")
-    return direction if direction != arm and direction in DIRECTIONS else None
+    """``cutedsl2tirx_skill`` → ``cutedsl2tirx``: the direction of a treatment arm; None for solo and control
+    arms and arms this version does not know."""
+    known = arm_kind(arm)
+    return known[0] if known is not None and known[1] == "skill" else None
 
 
 def reverse_direction(direction: str) -> str:

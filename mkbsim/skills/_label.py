@@ -1,9 +1,11 @@
 """Labeling (DESIGN §7): rubric categories for every sentence of a written skill, a follow level for
 every skill-conditioned attempt that read a skill, and one failure class for every harmed comparison
-whose treatment failed (a target-side failure). Labels are appended as ``LabelAssigned`` events on the
-attempt's stream, ``labeler`` naming who assigned them; an LLM labeler's prompts and replies go into
-the same events (``labels["exchanges"]``). Quality is measured against the simulator's ground truth
-(labeler "ground_truth") and agreement between labelers as Cohen's kappa.
+(a target-side failure: the treatment broke, or passed but ran slower than its solo; a runtime-only
+harm gets a skill-side class, search truncation or unverified adoption, or none). Labels are appended
+as ``LabelAssigned`` events on the attempt's stream, ``labeler`` naming who assigned them; an LLM
+labeler's prompts and replies go into the same events (``labels["exchanges"]``). Quality is measured
+against the simulator's ground truth (labeler "ground_truth") and agreement between labelers as Cohen's
+kappa.
 
 Labelers read what a researcher could read: the skill text, the attempt's trajectory steps and its
 verifier results — never the ground-truth labels.
@@ -14,13 +16,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mkbsim.catalog import SKILL_HEADER
 from mkbsim.claims import CATEGORIES, classify, extract_claims, lexical_similarity
 from mkbsim.errors import UserError
 from mkbsim.events import EventStore, LabelAssigned, NewEvent, attempt_stream
+from mkbsim.lab import Labels, Material, Treatment
 
 GROUND_TRUTH = "ground_truth"
 FOLLOW_LEVELS = ("full", "partial", "none")
@@ -38,25 +39,7 @@ _REJECTS = re.compile(
 _ADOPTS = re.compile(r"\badopt\w*|\bfollow\w*|\busing\b|\bapply\w*|\bwill try\b|\bas the skill\b|\bper the skill\b",
                      re.IGNORECASE)  # fmt: skip
 _UNVERIFIED_PUSH = frozenset({"agenda_handoff", "unverified_claim"})
-
-
-@dataclass
-class Treatment:
-    """What a labeler sees of one skill-conditioned attempt."""
-
-    attempt_id: str
-    skill: str  # the text it read
-    steps: list[str] = field(default_factory=list)  # its trajectory (llm, command, observation, note)
-    passed_before: bool = False  # some counted submission passed
-    submissions: int = 0
-    final_failure: str | None = None
-
-
-@dataclass
-class Material:
-    skills: dict[str, str]  # attempt id -> the skill it wrote
-    treatments: dict[str, Treatment]  # attempts that read a skill
-    harmed_failures: list[str]  # treatments of harmed comparisons that failed
+_CLOSING = frozenset({"unsupported_closure", "ambition_capping"})  # sentences that stop a search early
 
 
 class Labeler(Protocol):
@@ -91,7 +74,12 @@ class HeuristicLabeler:
         share = sum(1 for _, acted in decisions if acted) / len(decisions)
         return "full" if share >= FULL_FOLLOW_SHARE else "partial" if share > 0 else "none"
 
-    def failure(self, t: Treatment) -> str:
+    def failure(self, t: Treatment) -> str | None:
+        if t.final_passed:  # a runtime-only harm: only a skill-side mechanism explains it, else no cause
+            acted = {category for category, acted in discussed(t) if acted}
+            if acted & _CLOSING:
+                return "search_truncation"
+            return "unverified_adoption" if acted & _UNVERIFIED_PUSH else None
         if t.passed_before or t.submissions == 0:
             return "budget_or_artifact_mismanagement"  # a kept pass was lost, or nothing was ever submitted
         if any(acted and category in _UNVERIFIED_PUSH for category, acted in discussed(t)):
@@ -133,7 +121,8 @@ _RUBRIC = (
 _FOLLOW = ("Follow levels of a skill read by a later attempt: full (it acted on nearly every actionable "
            "sentence), partial (on some), none (on none).")  # fmt: skip
 _FAILURES = (
-    "Failure classes of an attempt that failed after reading a skill: search_truncation (the skill ruled out "
+    "Failure classes of an attempt that did worse than the same model's solo attempt after reading a skill "
+    "(it failed, or passed but ran slower): search_truncation (the skill ruled out "
     "the plan that would have worked), unverified_adoption (it adopted an unverified suggestion that then "
     "failed), faulty_execution (wrong results), toolchain_friction (build or compiler trouble), "
     "budget_or_artifact_mismanagement (a passing kernel was lost, or nothing was submitted in time), "
@@ -231,46 +220,12 @@ def make_labeler(spec: str, params: dict[str, Any] | None = None) -> Labeler:
     raise UserError(f"unknown labeler {spec!r}: expected heuristic or llm:MODEL")
 
 
-# -- reading the material and recording labels -------------------------------------------------------
+# -- recording labels ---------------------------------------------------------------------------------
 
 
-def load_material(store: EventStore, campaign: str | None) -> Material:
-    """What the labelers see, from a store whose projections are current."""
-    conn = store.connection
-    where, params = ("WHERE campaign_id = ?", [campaign]) if campaign else ("", [])
-    ids = {r[0] for r in conn.execute(f"SELECT attempt_id FROM transfer_attempts {where}", params)}
-    if campaign and not ids:
-        raise UserError(f"no campaign {campaign!r} in {store.path}")
-    skills: dict[str, str] = {}
-    treatments: dict[str, Treatment] = {}
-    for ev in store.read(types=["SkillWritten", "SkillRead", "AgentStep", "VerifierResult"]):
-        p = ev.payload
-        a = p["attempt_id"]
-        if a not in ids:
-            continue
-        if ev.type == "SkillWritten":
-            skills[a] = p["text"]
-        elif ev.type == "SkillRead":
-            treatments[a] = Treatment(a, p["text"].removeprefix(SKILL_HEADER))  # the neutral header is no claim
-        elif a in treatments and ev.type == "AgentStep":
-            treatments[a].steps.append(str(p["content"]))
-        elif a in treatments and ev.type == "VerifierResult":
-            t = treatments[a]
-            if p["submission"] == "final":
-                t.final_failure = p["failure"]
-            else:
-                t.submissions += 1
-                t.passed_before = t.passed_before or bool(p["passed"])
-    harmed_failed = "outcome = 'harmed' AND treatment_passed = 0 AND skipped = 0"
-    sql = f"SELECT treatment_attempt_id FROM comparisons {where} {'AND' if where else 'WHERE'} {harmed_failed}"
-    harmed = [r[0] for r in conn.execute(sql + " ORDER BY treatment_attempt_id", params)]
-    return Material(skills, treatments, [h for h in harmed if h in treatments])
-
-
-def label(store: EventStore, material: Material, labeler: Labeler) -> dict[str, int]:
-    """Label every skill, treatment and harmed failure not yet labeled by ``labeler``; returns counts."""
-    done = {(ev.payload["subject"], ev.payload["subject_id"]) for ev in store.read(types=["LabelAssigned"])
-            if ev.payload["labeler"] == labeler.name}  # fmt: skip
+def label(store: EventStore, done: set[tuple[str, str]], material: Material, labeler: Labeler) -> dict[str, int]:
+    """Label every skill, treatment and harmed failure of ``material`` not in ``done`` (the (subject, subject
+    id) pairs ``labeler`` labeled before: ``lab.skills.labeled``), appending to ``store``; returns counts."""
     counts = {"skills": 0, "follow": 0, "failure": 0}
     pending: list[NewEvent] = []
 
@@ -307,39 +262,6 @@ def label(store: EventStore, material: Material, labeler: Labeler) -> dict[str, 
 
 
 # -- quality and agreement ---------------------------------------------------------------------------
-
-
-@dataclass
-class Labels:
-    """One labeler's labels, keyed for comparison across labelers."""
-
-    sentences: dict[tuple[str, str], str] = field(default_factory=dict)  # (attempt, text) -> category
-    follow: dict[str, str] = field(default_factory=dict)
-    failure: dict[str, str] = field(default_factory=dict)
-
-
-def stored_labels(store: EventStore, attempts: Iterable[str]) -> dict[str, Labels]:
-    """Every labeler's labels of ``attempts`` (the latest label per subject wins); ground truth's
-    comparison ``cause`` counts as its failure class."""
-    wanted = set(attempts)
-    out: dict[str, Labels] = {}
-    for ev in store.read(types=["LabelAssigned"]):
-        p = ev.payload
-        a = p["subject_id"]
-        if a not in wanted:
-            continue
-        labels = out.setdefault(p["labeler"], Labels())
-        if p["subject"] == "skill":
-            for s in p["labels"].get("sentences", []):
-                labels.sentences[(a, s["text"])] = s["category"]
-        elif p["subject"] == "comparison":
-            follow = p["labels"].get("follow")
-            failure = p["labels"].get("failure_class", p["labels"].get("cause"))
-            if follow is not None:
-                labels.follow[a] = follow
-            if failure is not None:
-                labels.failure[a] = failure
-    return out
 
 
 def quality(truth: Labels, labeled: Labels, harmed: Iterable[str]) -> dict[str, Any]:
