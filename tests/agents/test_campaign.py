@@ -140,7 +140,7 @@ def test_skip_unverifiable_ends_the_cutedsl_attempts_on_cpu_without_asking_the_m
         verifier={"backend": "cpu", "skip_unverifiable": True}, sandbox={"root": tmp_path / "sandboxes"},
     )  # fmt: skip
     stub.script = [act(write={"kernel.py": "", "SKILL.md": SKILL}, done=True)]  # the TIRx solo's one turn
-    summary = run_llm_campaign(load_llm_campaign(path), store, load_catalog(), scorers)
+    summary = run_file(store, load_catalog(), scorers, path)
     assert len(stub.received) == 1  # only the TIRx solo asked the model
     assert summary.statuses == {"infra_error": 2, "finished": 1}
     assert of_type(stream(store, ids("solo_tirx")), "AttemptFinished")[0]["status"] == "finished"
