@@ -28,7 +28,7 @@ for _ in $(seq 120); do curl -sf "127.0.0.1:$PORT/v1/models" > /dev/null && brea
 
 # examples/local.toml with the GPU verifier, the study's submissions, a larger budget and this server
 sed -e "s#127.0.0.1:8080#127.0.0.1:$PORT#" -e 's#^backend = "cpu"#backend = "cuda"#' \
-    -e "s#^minutes = 1#minutes = $MINUTES#" -e 's#^submissions = 3#submissions = 10#' \
+    -e "s#^minutes = [0-9]*#minutes = $MINUTES#" -e 's#^submissions = [0-9]*#submissions = 10#' \
     -e 's#^context_tokens = 16384#context_tokens = 32768#' -e "s#runs/sandboxes#$OUT/sandboxes#" \
     examples/local.toml > "$OUT/local.toml"
 /usr/bin/time -v python3 -m mkbsim run --campaign "$OUT/local.toml" --store "$OUT/local.sqlite" 2>&1 | tee "$OUT/run.log"
