@@ -29,7 +29,6 @@ from mkbsim.metrics._clusters import (
     SMALL_CELL_PROBLEMS,
     ClusterBootstrap,
     add_adjusted,
-    cluster_index,
     cluster_t_interval,
     lift_of_sums,
     ratio_of_sums,
@@ -250,25 +249,24 @@ def standing_gradient(records: Sequence[ComparisonRecord]) -> list[Row]:
     rows = []
     for model, cell in _per_model(records):
         stood = [c for c in cell if c.standing is not None]
-        above = [c.standing == "above" for c in stood]
-        below = [c.standing == "below" for c in stood]
-        if not any(above) or not any(below):
+        above = _flags(c.standing == "above" for c in stood)
+        below = _flags(c.standing == "below" for c in stood)
+        if not above.any() or not below.any():
             continue
         problems = [c.problem for c in stood]
         boot = ClusterBootstrap(problems, seed=_cell_seed((model, "gradient"), 0))
-        row: Row = {"model": model, "n": len(stood), "above": sum(above), "below": sum(below)}
+        row: Row = {"model": model, "n": len(stood), "above": int(above.sum()), "below": int(below.sum())}
         for name, outcome, sign in (("help_gap", "helped", 1.0), ("harm_gap", "harmed", -1.0)):
-            marked = [c.outcome == outcome for c in stood]
-            at_above = [m and a for m, a in zip(marked, above, strict=True)]
-            at_below = [m and b for m, b in zip(marked, below, strict=True)]
-            gap = sign * (sum(at_above) / sum(above) - sum(at_below) / sum(below))
-            counts = _standing_counts(problems, marked, above, below)
-            p = standing_gap_p(counts, seed=_cell_seed((model, name), 0))
+            marked = _flags(c.outcome == outcome for c in stood)
+            at_above, at_below = marked & above, marked & below
+            gap = sign * (at_above.sum() / above.sum() - at_below.sum() / below.sum())
+            counts = StandingCounts(*(boot.sums(v).astype(np.int64)
+                                      for v in (np.ones(len(stood)), marked, above, below, at_above, at_below)))
             row |= {
-                name: gap,
+                name: float(gap),
                 f"{name}_ci": boot.interval(lambda ma, a, mb, b, s=sign: s * (ma / a - mb / b),
                                             at_above, above, at_below, below),
-                f"{name}_p": p,
+                f"{name}_p": standing_gap_p(counts, seed=_cell_seed((model, name), 0)),
             }  # fmt: skip
         rows.append(row)
     for key in ("help_gap_p", "harm_gap_p"):
@@ -276,21 +274,8 @@ def standing_gradient(records: Sequence[ComparisonRecord]) -> list[Row]:
     return rows
 
 
-def _standing_counts(
-    problems: Sequence[str], marked: Sequence[bool], above: Sequence[bool], below: Sequence[bool]
-) -> StandingCounts:
-    index, k = cluster_index(problems)
-
-    def per_problem(values: Iterable[bool]) -> np.ndarray:
-        return np.bincount(index, weights=np.fromiter(values, dtype=float, count=len(problems)),
-                           minlength=k).astype(np.int64)  # fmt: skip
-
-    return StandingCounts(
-        n=np.bincount(index, minlength=k).astype(np.int64), marked=per_problem(marked),
-        above=per_problem(above), below=per_problem(below),
-        marked_above=per_problem(m and a for m, a in zip(marked, above, strict=True)),
-        marked_below=per_problem(m and b for m, b in zip(marked, below, strict=True)),
-    )  # fmt: skip
+def _flags(values: Iterable[bool]) -> np.ndarray:
+    return np.fromiter(values, dtype=bool)
 
 
 def sensitivity(records: Sequence[ComparisonRecord]) -> list[Row]:
@@ -390,21 +375,27 @@ def _cells(
     values = operator.attrgetter(*dims)  # callers pass two dimensions or more, so this returns a tuple
     choices = [(d in grouped, d in pooled) for d in dims]
     cells: dict[tuple[str, ...], list[Rec]] = {}
+    targets: dict[tuple[str, ...], list[list[Rec]]] = {}  # a record's values → the cells it joins, made once
     for rec in records:
-        options = [
-            ((v, ALL) if pool else (v,)) if group else (ALL,)
-            for v, (group, pool) in zip(values(rec), choices, strict=True)
-        ]
-        for key in itertools.product(*options):
-            cells.setdefault(key, []).append(rec)
+        key = values(rec)
+        lists = targets.get(key)
+        if lists is None:
+            options = [
+                ((v, ALL) if pool else (v,)) if group else (ALL,)
+                for v, (group, pool) in zip(key, choices, strict=True)
+            ]
+            lists = targets[key] = [cells.setdefault(k, []) for k in itertools.product(*options)]
+        for cell in lists:
+            cell.append(rec)
     return sorted(cells.items(), key=lambda kv: tuple((v != ALL, v) for v in kv[0]))
 
 
 def _by(records: Iterable[ComparisonRecord], *fields: str) -> list[tuple[tuple[str, ...], list[ComparisonRecord]]]:
-    out: dict[tuple[str, ...], list[ComparisonRecord]] = {}
+    values = operator.attrgetter(*fields)
+    out: dict[Any, list[ComparisonRecord]] = {}
     for rec in records:
-        out.setdefault(tuple(getattr(rec, f) for f in fields), []).append(rec)
-    return sorted(out.items())
+        out.setdefault(values(rec), []).append(rec)
+    return sorted((key if len(fields) > 1 else (key,), cell) for key, cell in out.items())
 
 
 def _per_model(records: Sequence[ComparisonRecord]) -> list[tuple[str, list[ComparisonRecord]]]:
