@@ -128,8 +128,10 @@ def sign_flip_p(values: Sequence[float], clusters: Sequence[Hashable], *, seed: 
         bits = (np.arange(2**sums.size)[:, None] >> np.arange(sums.size)) & 1
         flipped = np.abs((1 - 2 * bits) @ sums)
         return float(np.count_nonzero(flipped >= observed) / flipped.size)
-    signs = np.random.default_rng(seed).integers(0, 2, size=(FLIPS, sums.size)) * 2 - 1
-    flipped = np.abs(signs @ sums)
+    # one random bit per problem and draw, from random bytes (drawing ±1 as integers cost 5× the test);
+    # flipping the problems marked 1 turns the total S into S − 2 · (their sum)
+    packed = np.random.default_rng(seed).integers(0, 256, size=(FLIPS, (sums.size + 7) // 8), dtype=np.uint8)
+    flipped = np.abs(sums.sum() - 2.0 * (np.unpackbits(packed, axis=1, count=sums.size) @ sums))
     return float((1 + np.count_nonzero(flipped >= observed)) / (FLIPS + 1))
 
 
