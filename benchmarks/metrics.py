@@ -172,11 +172,13 @@ def metrics_cpu(path: Path) -> None:
     with Lab(path, catch_up=False) as lab:
         read, data = cpu(lambda: lab.transfer.report_data(None))
         read_verdicts, verdicts = cpu(lambda: lab.transfer.verdict_records(None))
+        check = cpu(lab.store.verify_pages)[0]
     assert isinstance(data, ReportData) and isinstance(verdicts, list)
     c, s = data.comparisons, data.solos
     print(f"\nCPU seconds in this process (load average {_load()}); the store's reads, then the metrics:")
     print(f"  read comparisons, solos, controls ({len(c):,} + {len(s):,})  {read:6.2f} s")
     print(f"  read verdict records ({len(verdicts):,})                {read_verdicts:6.2f} s")
+    print(f"  the store's integrity check (every command runs it)  {check:6.2f} s")
     steps: list[tuple[str, Callable[[], object]]] = [
         ("groups (model × direction × family)", lambda: _sections.groups(c, _sections.DEFAULT_BY)),
         ("solo", lambda: _sections.solo(s, _sections.DEFAULT_BY)),
