@@ -3,7 +3,9 @@ problem (models, directions, replicates, campaigns) are resampled or permuted to
 
 - ``ClusterBootstrap``: percentile intervals of any statistic that is a function of per-problem sums
   (rates, shares, lifts, differences of them), from one matrix of resampled problem counts per cell, so
-  every statistic of a cell sees the same resamples;
+  every statistic of a cell sees the same resamples. The matrix depends only on the cell's number of
+  problems and the seed: the report's sections use seed 0 everywhere (common random numbers: cells of
+  one size share a matrix, a cell's interval still does not depend on the other cells);
 - ``cluster_t_interval``: the small-cell interval of the paired lift, a Student t interval on mean log r
   with a cluster-robust (CR1) standard error and (problems − 1) degrees of freedom. At 8–10 problems the
   percentile bootstrap under-covers (its spread is the plug-in one, without the t quantile); BCa does
@@ -17,6 +19,7 @@ problem (models, directions, replicates, campaigns) are resampled or permuted to
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -40,6 +43,17 @@ def cluster_index(clusters: Sequence[Hashable]) -> tuple[np.ndarray, int]:
     return np.fromiter(map(labels.__getitem__, clusters), dtype=np.intp, count=len(clusters)), len(labels)
 
 
+@functools.lru_cache(maxsize=64)
+def resampled_counts(k: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each of k problems is drawn in each resample (read-only: cells of one size and seed
+    share it, so the report's hundreds of cells draw a few dozen matrices)."""
+    draws = np.random.default_rng(seed).integers(0, k, size=(resamples, k))
+    offsets = (draws + k * np.arange(resamples)[:, None]).ravel()
+    counts = np.bincount(offsets, minlength=resamples * k).reshape(resamples, k).astype(float)
+    counts.flags.writeable = False
+    return counts
+
+
 class ClusterBootstrap:
     """Resampled problem counts for one cell: ``resamples`` draws of its k problems with replacement
     (deterministic for a seed). ``sums(values)`` gives per-problem sums; ``interval`` evaluates a
@@ -49,9 +63,7 @@ class ClusterBootstrap:
         if not clusters:
             raise ValueError("a bootstrap needs at least one observation")
         self.index, self.k = cluster_index(clusters)
-        draws = np.random.default_rng(seed).integers(0, self.k, size=(resamples, self.k))
-        offsets = (draws + self.k * np.arange(resamples)[:, None]).ravel()
-        self.counts = np.bincount(offsets, minlength=resamples * self.k).reshape(resamples, self.k).astype(float)
+        self.counts = resampled_counts(self.k, resamples, seed)
 
     def sums(self, values: Sequence[float] | np.ndarray) -> np.ndarray:
         """Per-problem sums of one value per observation."""

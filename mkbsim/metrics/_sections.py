@@ -11,6 +11,8 @@ Uncertainty (DESIGN §6, ``mkbsim.metrics._clusters``): every rate, share and di
 from the cluster bootstrap over problems (replicates, models and directions of a problem drawn
 together); the paired lift of a cell with fewer than SMALL_CELL_PROBLEMS problems has the cluster t
 interval instead (``paired_lift_ci_method``). Each table's p-values carry ``*_holm`` and ``*_bh``.
+The bootstraps use common random numbers (seed 0: cells of one size share their resamples); the
+permutation tests a seed per cell.
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def cell_stats(cell: Sequence[ComparisonRecord], *, seed: int = 0) -> Row:
     log r (one value per problem, so a problem seen by several models, directions or replicates counts once)."""
     logs = [math.log(c.r) for c in cell]
     problems = [c.problem for c in cell]
-    boot = ClusterBootstrap(problems, resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    boot = ClusterBootstrap(problems, resamples=BOOTSTRAP_RESAMPLES)
     helped, harmed = _counts(cell)
     rescues = sum(1 for c in cell if c.verdict_change == "rescue")  # a rescue is always helped (r = 4)
     breaks = sum(1 for c in cell if c.verdict_change == "break")  # a break is always harmed (r = 1/4)
@@ -180,9 +182,9 @@ def _lift(cell: Iterable[ComparisonRecord]) -> float:
     return lift_of_logs([math.log(c.r) for c in cell])
 
 
-def _lift_ci(cell: Sequence[ComparisonRecord], seed: int) -> list[float]:
+def _lift_ci(cell: Sequence[ComparisonRecord]) -> list[float]:
     problems = [c.problem for c in cell]
-    return lift_interval([math.log(c.r) for c in cell], problems, ClusterBootstrap(problems, seed=seed))[0]
+    return lift_interval([math.log(c.r) for c in cell], problems, ClusterBootstrap(problems))[0]
 
 
 def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
@@ -194,7 +196,7 @@ def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
     for key, cell in _cells(records, dims, grouped=grouped, pooled=("dsl", "family")):
         speedups = [s.speedup for s in cell if s.passed and s.speedup]
         passed = sum(1 for s in cell if s.passed)
-        boot = ClusterBootstrap([s.problem for s in cell], resamples=BOOTSTRAP_RESAMPLES, seed=_cell_seed(key, 0))
+        boot = ClusterBootstrap([s.problem for s in cell], resamples=BOOTSTRAP_RESAMPLES)
         counted = [1.0 if s.passed and s.speedup else 0.0 for s in cell]
         rows.append(
             dict(zip(dims, key, strict=True))
@@ -228,7 +230,7 @@ def standing(records: Sequence[ComparisonRecord]) -> list[Row]:
             if not sub:
                 continue
             helped, harmed = _counts(sub)
-            boot = ClusterBootstrap([c.problem for c in sub], seed=_cell_seed((model, tier), 0))
+            boot = ClusterBootstrap([c.problem for c in sub])
             ones = [1.0] * len(sub)
             rows.append({
                 "model": model, "standing": tier, "n": len(sub), "helped": helped, "harmed": harmed,
@@ -254,7 +256,7 @@ def standing_gradient(records: Sequence[ComparisonRecord]) -> list[Row]:
         if not above.any() or not below.any():
             continue
         problems = [c.problem for c in stood]
-        boot = ClusterBootstrap(problems, seed=_cell_seed((model, "gradient"), 0))
+        boot = ClusterBootstrap(problems)
         row: Row = {"model": model, "n": len(stood), "above": int(above.sum()), "below": int(below.sum())}
         for name, outcome, sign in (("help_gap", "helped", 1.0), ("harm_gap", "harmed", -1.0)):
             marked = _flags(c.outcome == outcome for c in stood)
@@ -288,15 +290,14 @@ def sensitivity(records: Sequence[ComparisonRecord]) -> list[Row]:
         rest = [c for c in cell if c.family != best]
         lift = _lift(cell)
         without = _lift(rest) if rest else None
-        seed = _cell_seed((model, direction), 0)
         rows.append({
             "model": model, "direction": direction, "n": len(cell), "paired_lift": lift,
-            "paired_lift_ci": _lift_ci(cell, seed),
+            "paired_lift_ci": _lift_ci(cell),
             "families_positive": sum(1 for v in lifts.values() if v > 0),
             "families_negative": sum(1 for v in lifts.values() if v < 0),
             "best_family": best, "best_family_n": len(families[best]), "best_family_lift": lifts[best],
             "n_without_best": len(rest), "lift_without_best": without,
-            "lift_without_best_ci": _lift_ci(rest, seed) if rest else None,
+            "lift_without_best_ci": _lift_ci(rest) if rest else None,
             "sign_change": None if without is None else lift * without < 0,
         })  # fmt: skip
     return rows
@@ -326,7 +327,7 @@ def asymmetry(records: Sequence[ComparisonRecord]) -> list[Row]:
             "gap": (harmed - helped_back) / len(pairs) if pairs else None,
         }  # fmt: skip
         if pairs:
-            boot = ClusterBootstrap([c.problem for c, _ in pairs], seed=_cell_seed((model, "asymmetry"), 0))
+            boot = ClusterBootstrap([c.problem for c, _ in pairs])
             hurt = [r.outcome == "harmed" for _, r in pairs]
             back = [r.outcome == "helped" for _, r in pairs]
             ones = [1.0] * len(pairs)
@@ -404,7 +405,7 @@ def _per_model(records: Sequence[ComparisonRecord]) -> list[tuple[str, list[Comp
 
 
 def _cell_seed(key: Sequence[str], seed: int) -> int:
-    """A seed per cell, so a cell's interval does not depend on which other cells the report holds."""
+    """A seed per cell, so a cell's p does not depend on which other cells the report holds."""
     return zlib.crc32("\x1f".join(key).encode()) ^ seed
 
 
