@@ -38,8 +38,11 @@ Interval = list[float]
 
 
 def cluster_index(clusters: Sequence[Hashable]) -> tuple[np.ndarray, int]:
-    """Each observation's cluster number (in order of first appearance) and the number of clusters."""
-    labels = {c: i for i, c in enumerate(dict.fromkeys(clusters))}  # C-level passes: the report makes hundreds
+    """Each observation's cluster number and the number of clusters. Clusters are numbered in the order of
+    their labels, not of first appearance, so resamples and flips do not depend on the order the events were
+    stored in (a resumed campaign stores its attempts in another order than an uninterrupted one)."""
+    labels = {label: number for number, label in enumerate(sorted(set(clusters), key=repr))}
+    # one C-level pass (map over the dict's lookup): the report numbers the problems of hundreds of cells
     return np.fromiter(map(labels.__getitem__, clusters), dtype=np.intp, count=len(clusters)), len(labels)
 
 
