@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mkbsim.errors import ConcurrencyError, MkbsimError, NotAStore, PayloadError, StoreMissing, UnknownEventType
-from mkbsim.events._faults import damaged, faults_as_errors, integrity_problem, store_fault
+from mkbsim.events._faults import damaged, faults_as_errors, integrity_problem, store_fault, write_protected
 from mkbsim.events._ids import new_event_ids
 from mkbsim.events._schema import Payload, current_version, upcast, validate
 
@@ -197,16 +197,20 @@ class EventStore:
     def _connect(self, timeout: float) -> sqlite3.Connection:
         if not self.readonly:
             return sqlite3.connect(self.path, isolation_level=None, timeout=timeout, check_same_thread=False)
+        # A WAL store in a folder that cannot or may not be written: its -shm file cannot be made (root
+        # could, and would leave it there). With no unapplied log beside it, the file alone is the whole
+        # store and nobody can change it: it is opened immutable.
+        log = Path(f"{self.path}-wal")
+        settled = not (log.exists() and log.stat().st_size > 0)
         uri = f"{self.path.absolute().as_uri()}?mode=ro"
+        if settled and write_protected(self.path.absolute().parent):
+            uri += "&immutable=1"
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout, check_same_thread=False)
         try:
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError as exc:
             conn.close()
-            # a WAL store in a folder that cannot be written: its -shm file cannot be made; with no
-            # unapplied log beside it, the file alone is the whole store and nobody can change it
-            log = Path(f"{self.path}-wal")
-            if exc.sqlite_errorname != "SQLITE_CANTOPEN" or (log.exists() and log.stat().st_size > 0):
+            if exc.sqlite_errorname != "SQLITE_CANTOPEN" or not settled:
                 raise
             conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None, timeout=timeout,
                                    check_same_thread=False)  # fmt: skip
