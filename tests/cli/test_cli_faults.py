@@ -130,6 +130,23 @@ def test_a_store_without_write_permission_bits_is_not_written_even_by_root(store
     assert store.read_bytes() == before
 
 
+@pytest.mark.parametrize("argv", [["run", "--problems", "p01"], ["label", "--labeler", "heuristic"],
+                                  ["events", "rebuild"]])  # fmt: skip
+def test_commands_that_write_refuse_a_store_without_write_permission_bits(store: Path, argv: list[str]) -> None:
+    """Root could write a ``chmod a-w`` store; the commands that write refuse it all the same."""
+    checkpoint(store)
+    before = store.read_bytes()
+    store.chmod(0o444)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mkbsim", *argv, "--store", str(store)], capture_output=True,
+                              text=True)  # fmt: skip
+    finally:
+        store.chmod(0o644)
+    assert proc.returncode == 4, proc.stderr
+    assert "read-only" in one_line(proc.stderr)
+    assert store.read_bytes() == before and sorted(p.name for p in store.parent.iterdir()) == [store.name]
+
+
 def test_commands_that_write_refuse_a_read_only_store(store: Path) -> None:
     checkpoint(store)
     before = store.read_bytes()
