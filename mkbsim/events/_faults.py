@@ -66,9 +66,20 @@ def faults_as_errors(path: Path, conn: sqlite3.Connection | None = None) -> Iter
 
 
 def writable(path: Path) -> bool:
-    """Whether SQLite can write the store: the file and its folder (which holds the -wal and -shm files)."""
+    """Whether the store may be written: the file and its folder (which holds the -wal and -shm files).
+    A file or folder without any write permission bit (``chmod a-w``) is read-only for root as well,
+    whom the system lets write it: the owner said it must not change."""
     folder = path.absolute().parent
-    return os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+    return _may_write(folder) and (not path.exists() or _may_write(path))
+
+
+def _may_write(path: Path) -> bool:
+    return os.access(path, os.W_OK) and not write_protected(path)
+
+
+def write_protected(path: Path) -> bool:
+    """No write permission bit at all (``chmod a-w``): nobody but root can write it."""
+    return not path.stat().st_mode & 0o222
 
 
 def _cannot_write(name: str, path: Path) -> bool:

@@ -15,8 +15,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from mkbsim.errors import ConcurrencyError, MkbsimError, NotAStore, PayloadError, StoreMissing, UnknownEventType
-from mkbsim.events._faults import damaged, faults_as_errors, integrity_problem, store_fault
+from mkbsim.errors import (
+    ConcurrencyError,
+    MkbsimError,
+    NotAStore,
+    PayloadError,
+    StoreMissing,
+    StoreReadOnly,
+    UnknownEventType,
+)
+from mkbsim.events._faults import (
+    damaged,
+    faults_as_errors,
+    integrity_problem,
+    store_fault,
+    writable,
+    write_protected,
+)
 from mkbsim.events._ids import new_event_ids
 from mkbsim.events._schema import Payload, current_version, upcast, validate
 
@@ -174,6 +189,8 @@ class EventStore:
                 raise StoreMissing(f"{self.path}: no such event store (create one with `mkbsim events init`)")
             if not self.path.parent.exists():
                 raise StoreMissing(f"{self.path.parent}: no such directory")
+        elif not readonly and not writable(self.path):  # refused before anything is planned or run (root too)
+            raise StoreReadOnly(f"{self.path}: the store is read-only and this command writes to it")
         # shared by threads under ``_lock`` (sqlite3 objects are safe to use from any thread when serialized)
         self._lock = threading.RLock()
         try:
@@ -197,16 +214,21 @@ class EventStore:
     def _connect(self, timeout: float) -> sqlite3.Connection:
         if not self.readonly:
             return sqlite3.connect(self.path, isolation_level=None, timeout=timeout, check_same_thread=False)
+        # A WAL store in a folder that cannot be written: its -shm file cannot be made. A store whose file or
+        # folder has no write permission bit (``chmod a-w``) is not to change: no -shm file is made beside it
+        # (root could). Either way, with no unapplied log beside it, the file alone is the whole store and
+        # nobody changes it: it is opened immutable.
+        log = Path(f"{self.path}-wal")
+        settled = not (log.exists() and log.stat().st_size > 0)
         uri = f"{self.path.absolute().as_uri()}?mode=ro"
+        if settled and (write_protected(self.path) or write_protected(self.path.absolute().parent)):
+            uri += "&immutable=1"
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout, check_same_thread=False)
         try:
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError as exc:
             conn.close()
-            # a WAL store in a folder that cannot be written: its -shm file cannot be made; with no
-            # unapplied log beside it, the file alone is the whole store and nobody can change it
-            log = Path(f"{self.path}-wal")
-            if exc.sqlite_errorname != "SQLITE_CANTOPEN" or (log.exists() and log.stat().st_size > 0):
+            if exc.sqlite_errorname != "SQLITE_CANTOPEN" or not settled:
                 raise
             conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None, timeout=timeout,
                                    check_same_thread=False)  # fmt: skip

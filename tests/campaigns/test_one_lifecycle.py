@@ -17,9 +17,9 @@ def _modules(*packages: str) -> dict[str, ast.Module]:
 
 
 def _makers(name: str) -> set[str]:
-    """Modules that call ``name(...)`` (as a bare name or an attribute)."""
+    """Modules of the packages and the benchmarks that call ``name(...)`` (as a bare name or an attribute)."""
     found = set()
-    for module, tree in _modules("mkbsim").items():
+    for module, tree in _modules(*PACKAGES, "benchmarks").items():
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)

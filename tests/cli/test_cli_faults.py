@@ -103,6 +103,50 @@ def test_lagging_projections_of_a_read_only_store_are_computed_apart(store: Path
     assert store.read_bytes() == before
 
 
+def test_a_store_without_write_permission_bits_is_not_written_even_by_root(store: Path) -> None:
+    """``chmod a-w`` on the file and its folder: root could write both, yet the report computes its lagging
+    projections apart and leaves the folder as it was (no -wal or -shm file either)."""
+    more = list(interleave(random.Random(4), random_campaign(4, models=2, problems=6)))
+    with EventStore(store) as s:
+        s.append(more)
+    lagging = store.parent / "lagging.sqlite"
+    shutil.copy(store, lagging)
+    expected = report_json(lagging)
+    lagging.unlink()
+    checkpoint(store)
+    before = store.read_bytes()
+    store.chmod(0o444)
+    store.parent.chmod(0o555)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mkbsim", "report", "--store", str(store), "--format", "json"],
+                              capture_output=True, text=True)  # fmt: skip
+        assert sorted(p.name for p in store.parent.iterdir()) == [store.name]
+    finally:
+        store.parent.chmod(0o755)
+        store.chmod(0o644)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == expected
+    assert f"projections are {len(more):,} events behind; computed from the events" in one_line(proc.stderr)
+    assert store.read_bytes() == before
+
+
+@pytest.mark.parametrize("argv", [["run", "--problems", "p01"], ["label", "--labeler", "heuristic"],
+                                  ["events", "rebuild"]])  # fmt: skip
+def test_commands_that_write_refuse_a_store_without_write_permission_bits(store: Path, argv: list[str]) -> None:
+    """Root could write a ``chmod a-w`` store; the commands that write refuse it all the same."""
+    checkpoint(store)
+    before = store.read_bytes()
+    store.chmod(0o444)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mkbsim", *argv, "--store", str(store)], capture_output=True,
+                              text=True)  # fmt: skip
+    finally:
+        store.chmod(0o644)
+    assert proc.returncode == 4, proc.stderr
+    assert "read-only" in one_line(proc.stderr)
+    assert store.read_bytes() == before and sorted(p.name for p in store.parent.iterdir()) == [store.name]
+
+
 def test_commands_that_write_refuse_a_read_only_store(store: Path) -> None:
     checkpoint(store)
     before = store.read_bytes()
