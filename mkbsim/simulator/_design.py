@@ -98,7 +98,8 @@ def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
         total = 0.0
         for cls, n in work.items():
             if eager_classes:
-                runs_as = eager["compute_class"][cls]
+                # a reference that keeps its bf16 GEMMs in bf16 (the family's `eager_tensor_cores`) runs them there
+                runs_as = cls if cls == "bf16" and family.get("eager_tensor_cores") else eager["compute_class"][cls]
             elif cls in ("fp8", "fp4"):
                 runs_as = "fp8" if native else "bf16"
             else:
