@@ -104,6 +104,7 @@ class _Attempt:
         self.beliefs: dict[str, float] = {}
         self.considered: list[str] = []
         self.inline_cuda = False  # TIRx kernels are being written as CUDA source inside the TIRx module
+        self.truncated: set[str] = set()  # plans the read skill kept out of the search (failure class, DESIGN §7)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -118,6 +119,8 @@ class _Attempt:
             self._read(SKILL_HEADER + self.task.skill)
         self._form_beliefs()
         stop = self._work()
+        if stop in ("capped", "matched"):  # the skill's reported result ended the search: the rest went untried
+            self.truncated |= {k for k in self.considered if not self.logs[k].tries}
         ran_out = stop == "time"
         self.traj.step("note", f"Stopping: {_STOP_NOTES[stop]}.", self.t)
         skill, labels = self._write_skill(satisfied=stop in ("satisfied", "capped", "matched"), ran_out=ran_out)
@@ -170,9 +173,12 @@ class _Attempt:
         competitive = vouched >= max(own[p.kind] for p in candidates) - ANCHOR_MARGIN
         anchoring = self.p.follow * (1.0 - self.p.reverify) if competitive else 0.0
         breadth = self.p.breadth * (1.0 - anchoring)
-        n = int(breadth) + (d.uniform(_CONSIDER, 0) < breadth % 1)
+        extra = d.uniform(_CONSIDER, 0)
+        n = int(breadth) + (extra < breadth % 1)
         chosen = [p.kind for p in candidates[:n]] + sorted(g.considered - {p.kind for p in candidates[:n]})
         self.considered = [k for k in chosen if k not in g.pruned and k != "eager_only"]
+        unanchored = int(self.p.breadth) + (extra < self.p.breadth % 1)
+        self.truncated = (g.pruned | {p.kind for p in candidates[:unanchored]}) - set(self.considered) - {"eager_only"}
         if not self.considered:  # a skill that rules out everything still leaves the most obvious plan
             self.considered = [next((p.kind for p in candidates if p.kind not in g.pruned), "minimal_dsl")]
         self.t += 30.0
@@ -456,10 +462,10 @@ class _Attempt:
                 "not_dsl": "rule_and_precision_failure",
             }.get(verdict.cause or "", "faulty_execution")
         reachable_ms = min(
-            (self.space.plan(k).runtime_ms(self.dsl, self.p.quality) for k in g.pruned), default=math.inf
+            (self.space.plan(k).runtime_ms(self.dsl, self.p.quality) for k in self.truncated), default=math.inf
         )
         if reachable_ms * HELP_AT < (verdict.runtime_ms or 0.0):
-            return "search_truncation"  # a plan the skill ruled out would have helped
+            return "search_truncation"  # a plan the skill kept out of the search (ruled out, anchored away, stopped)
         if any(self.logs[k].failures for k in g.pushed):
             return "unverified_adoption"
         return None

@@ -30,7 +30,8 @@ from mkbsim.simulator._stats import statistic_names
 
 TARGETS_DIR = Path(__file__).with_name("targets")
 MISSING_PENALTY = 25.0  # a statistic no seed could compute counts as a miss of 5 tolerances
-STATEMENT_Z = 1.0  # a statement should hold with a margin of this many seed-to-seed standard deviations
+STATEMENT_Z = 1.0  # a statement should hold with a margin of this many seed-to-seed standard deviations (≈ 84%)
+STATEMENT_WEIGHT = 4.0  # a statement at the coin-flip (z = 0) weighs like a statistic 2 tolerances off
 STATEMENT_CAP = 25.0  # the most one statement adds to the objective
 BASES = ("stated", "assumed")
 OPS: dict[str, Callable[[float, float], float]] = {">": lambda a, b: a - b, "<": lambda a, b: b - a}
@@ -97,7 +98,7 @@ class Target:
             total += MISSING_PENALTY if math.isnan(m) else m * m
         for s in self.statements:
             z = min(ev.z(c) for c in s.conditions)
-            total += min(STATEMENT_CAP, max(0.0, STATEMENT_Z - z) ** 2)
+            total += min(STATEMENT_CAP, STATEMENT_WEIGHT * max(0.0, STATEMENT_Z - z) ** 2)
         return total
 
 
