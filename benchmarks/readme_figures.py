@@ -70,7 +70,8 @@ def render_calibration(campaign_id: str, stats: dict[str, ProfileStats]) -> str:
 def render_report_example(campaign_id: str) -> str:
     return "\n".join([
         "```bash",
-        "mkbsim report                                  # paired lift, help/harm, CIs, tests by model × direction × family",
+        "mkbsim report                                  # paired lift, help/harm, CIs, tests by model × direction"
+        " × family",
         "mkbsim report --by model,direction --format json",
         f"mkbsim report --campaign {campaign_id} --format csv   # the default campaign's id",
         "mkbsim report --export out/ --plots out/       # CSV + Parquet of every table; PNG figures",

@@ -86,7 +86,7 @@ def test_a_fitted_profile_runs_with_run_profiles(capsys: pytest.CaptureFixture[s
     profile = parse_profile(fitted.read_text(), str(fitted))
     assert profile.name == "sim-glm-5.3"
     store = fitted.with_name("e.sqlite")
-    code, out, err = run(capsys, "run", "--store", str(store), "--problems", "p28", "--profiles",
+    code, _, err = run(capsys, "run", "--store", str(store), "--problems", "p28", "--profiles",
                          f"{fitted},sim-gpt-5.6-sol")  # fmt: skip
     assert code == 0, err
     with EventStore(store) as s:

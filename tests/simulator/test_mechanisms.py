@@ -28,7 +28,8 @@ def _inline_share(inline_cuda: float) -> tuple[int, int, float]:
     for a, outcome in simulated:
         if a.arm != "solo_tirx":
             continue
-        final = next(e.payload for e in outcome.events if e.type == "VerifierResult" and e.payload["submission"] == "final")
+        final = next(e.payload for e in outcome.events
+                     if e.type == "VerifierResult" and e.payload["submission"] == "final")  # fmt: skip
         assert final["passed"] == outcome.passed  # AttemptFinished carries the verifier's verdict
         passed += outcome.passed
         inline += bool(final["inline_cuda"])
