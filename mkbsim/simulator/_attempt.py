@@ -40,7 +40,6 @@ SKILL_WRITE_S = 90.0  # kept in reserve for SKILL.md
 PASS_VALUE = 2.5  # log-units an agent without a passing kernel puts on getting one
 BELIEF_SIGMA = 0.6  # spread of an agent's own estimate of a plan's log-speedup
 CONSIDER_SIGMA = 0.7
-QUALITY_SIGMA = 0.25
 PESSIMISM = 0.6  # perceived logit lost per failure on a plan (the agent does not see its own learning)
 MAX_LEARNING_FAILURES = 3
 INSIGHT_FLOOR = 0.4  # share of a read strategy's benefit that even the weakest agent gets
@@ -288,7 +287,7 @@ class _Attempt:
             self._failed(plan, cause)
             return
         self.traj.step("observation", "kernel.py imports and the DSL kernel builds.", self.t)
-        own = self.p.quality * math.exp(QUALITY_SIGMA * d.normal(_QUALITY, plan.index, i))
+        own = self.p.quality * math.exp(self.p.spread * d.normal(_QUALITY, plan.index, i))
         quality = min(1.0, max(0.2, own + self.guidance.craft.get(plan.kind, 0.0)))
         self._submit(Implementation(plan, correct, cause, quality, self.inline_cuda), f"{plan.kind}, try {i + 1}")
 
