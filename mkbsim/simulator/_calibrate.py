@@ -76,6 +76,7 @@ class TargetStatement:
     basis: str
     note: str
     conditions: tuple[Condition, ...]  # all must hold
+    weight: float = 1.0  # relative to the other statements (the shape bar weighs more)
 
     def holds(self, stats: Stats) -> bool:
         margins = [c.margin(stats) for c in self.conditions]
@@ -98,7 +99,7 @@ class Target:
             total += MISSING_PENALTY if math.isnan(m) else m * m
         for s in self.statements:
             z = min(ev.z(c) for c in s.conditions)
-            total += min(STATEMENT_CAP, STATEMENT_WEIGHT * max(0.0, STATEMENT_Z - z) ** 2)
+            total += min(STATEMENT_CAP * s.weight, s.weight * STATEMENT_WEIGHT * max(0.0, STATEMENT_Z - z) ** 2)
         return total
 
 
@@ -178,7 +179,10 @@ def load_target(path: Path) -> Target:
             conditions = tuple(_condition(path, where, c) for c in s["holds"])
             if not conditions:
                 raise UserError(f"{path}: {where}: `holds` lists no condition")
-            statements.append(TargetStatement(str(s["text"]), basis, note, conditions))
+            weight = float(s.get("weight", 1.0))
+            if weight <= 0:
+                raise UserError(f"{path}: {where}: weight must be positive")
+            statements.append(TargetStatement(str(s["text"]), basis, note, conditions, weight))
         raw_fit = data.get("fit", [])
         bad = [n for n in raw_fit if n not in parameter_names()]
         if bad:

@@ -97,6 +97,19 @@ def test_a_statement_is_scored_by_its_margin_over_the_seed_spread() -> None:
     assert plain.objective(steady) == 0.0 and plain.objective(shaky) > 0.1
 
 
+def test_a_statements_weight_scales_its_share_of_the_objective() -> None:
+    """The shape bar's statements weigh more than the others (their target files give ``weight``)."""
+    condition = (Condition("paired_lift.cutedsl2tirx", ">", 0.0),)
+    light = TargetStatement("gains", "assumed", "x", condition)
+    heavy = TargetStatement("gains", "assumed", "x", condition, weight=3.0)
+    target = shipped_targets()["sim-gpt-5.6-sol"]
+    shaky = _evaluation(-0.2, 0.1, 0.28)
+    score = [target.__class__(target.profile, target.study_model, "", {}, (s,), {}).objective(shaky)
+             for s in (light, heavy)]  # fmt: skip
+    assert score[0] > 0 and score[1] == pytest.approx(3 * score[0])
+    assert {s.weight for t in shipped_targets().values() for s in t.statements} == {1.0, 3.0}
+
+
 def test_seeds_run_in_parallel_give_what_one_process_gives() -> None:
     profile, problems = get_profile("sim-glm-5.3"), tuple(select_problems("p28,p36,p62"))
     with SeedPool(1) as one, SeedPool(2) as two:
