@@ -8,8 +8,7 @@ seeds, and the shipped profiles hold the study's shape at most seeds.
 - The shipped profiles, on the default campaign (six profiles × 74 problems × 4 arms) at seeds 0..9: at least 3
   models gain in both directions, at least 1 loses in both, every model × direction cell harms at least 10% of its
   comparisons, every model's TIRx speedup exceeds its CuTe DSL speedup — each at ≥ 80% of seeds (issue bar; the
-  harm statement is still below it: a strict xfail; the share of every other statement is reported by
-  benchmarks/shape_over_seeds.py, misses included).
+  share of every other statement is reported by benchmarks/shape_over_seeds.py, misses included).
 """
 
 from __future__ import annotations
@@ -136,17 +135,9 @@ def shape_over_seeds() -> dict[str, list[bool | None]]:
     return {s.key: [next(v.holds for v in r.verdicts if v.key == s.key) for r in results] for s in STATEMENTS}
 
 
-# harm ≥ 10% in every cell holds at 7 of seeds 0..9 (a different model × direction cell falls under 10% at each
-# miss; benchmarks/RESULTS.md "the study's shape over seeds"): strict, so the day it holds this test says so
-SHAPE_OPEN = {"harm_every_cell"}
-
-
+# at seeds 0..9: harm ≥ 10% in every cell holds at 8 (exactly the bar), the others at 9 (benchmarks/RESULTS.md)
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "key",
-    [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="below the bar")) if k in SHAPE_OPEN else k
-     for k in SHAPE],
-)  # fmt: skip
+@pytest.mark.parametrize("key", SHAPE)
 def test_the_shipped_profiles_hold_the_studys_shape_at_most_seeds(shape_over_seeds: dict[str, list[bool | None]],
                                                                   key: str) -> None:  # fmt: skip
     held = shape_over_seeds[key]
