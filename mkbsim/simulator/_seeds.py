@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from mkbsim.simulator._campaign import CampaignConfig, simulate
 from mkbsim.simulator._profiles import AgentProfile
-from mkbsim.simulator._shape import Verdict, check_all, panel
+from mkbsim.simulator._shape import StatementVerdict, check_all, panel
 from mkbsim.simulator._spaces import all_design_spaces
 from mkbsim.simulator._stats import profile_stats, records
 
@@ -27,7 +27,7 @@ Stats = dict[str, float | None]
 class SeedResult:
     seed: int
     stats: dict[str, Stats]  # profile name -> its statistics (``ProfileStats.flat``)
-    verdicts: tuple[Verdict, ...]  # the study's panel statements (``_shape``) on this campaign
+    verdicts: tuple[StatementVerdict, ...]  # the study's panel statements (``_shape``) on this campaign
 
 
 def run_seed(profiles: tuple[AgentProfile, ...], problems: tuple[str, ...], replicates: int, seed: int

@@ -53,7 +53,7 @@ class Statement:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StatementVerdict:
     key: str
     holds: bool | None  # None: not applicable to this campaign
     value: float | None
@@ -66,14 +66,14 @@ def panel(rec: CampaignRecords, stats: Mapping[str, ProfileStats], study_model: 
     return Panel(by_model, rec, {m: p for p, m in study_model.items()}, problems)
 
 
-def check_all(p: Panel) -> list[Verdict]:
+def check_all(p: Panel) -> list[StatementVerdict]:
     out = []
     for s in STATEMENTS:
         if not all(m in p.stats for m in s.models) or (not s.models and len(p.stats) < 2):
-            out.append(Verdict(s.key, None, None))
+            out.append(StatementVerdict(s.key, None, None))
             continue
         holds, value = s.check(p)
-        out.append(Verdict(s.key, holds, value))
+        out.append(StatementVerdict(s.key, holds, value))
     return out
 
 
