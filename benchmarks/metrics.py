@@ -1,16 +1,20 @@
 """Metrics benchmark: build every analysis projection from a 1,000,000-event campaign store, then time
-`mkbsim report` on it once the projections are current.
+`mkbsim report` on it once the projections are current, the slow sections and `mkbsim power`, and the
+metrics functions' own CPU time apart from the store's reads.
 
 Targets: building ≤ 10 s; the report ≤ 1 s (wall clock of the whole command, interpreter start and the
-store's integrity check included).
+store's integrity check included); `report --section model`, `--section robustness` and `mkbsim power`
+≤ 30 s each, with progress on stderr.
 
     .venv/bin/python benchmarks/metrics.py [--events 1000000] [--keep PATH]
+    .venv/bin/python benchmarks/metrics.py --reuse PATH   # a store this benchmark built (--keep) before
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import random
@@ -21,12 +25,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 from mkbsim.events import EventStore, NewEvent, new_event_ids
 from mkbsim.events._schema import current_version
+from mkbsim.lab import ReportData
 from mkbsim.projections import ProjectionEngine, default_projections
 
 MODELS = ("gpt-5.6-sol", "gemini-3.7-flash", "deepseek-v4-pro", "glm-5.3", "glm-5.3-flash", "qwen3.8-flash")
@@ -142,29 +147,93 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
     conn.execute("COMMIT")
 
 
-def timed_report(path: Path, *extra: str) -> tuple[float, float]:
-    """(wall, CPU) seconds of one whole `mkbsim report` command."""
+def timed_command(path: Path, command: str, *extra: str) -> tuple[float, float, list[str]]:
+    """(wall, CPU seconds, stderr lines) of one whole `mkbsim COMMAND` run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mkbsim", "report", "--store", str(path), *extra], check=True,
-                   stdout=subprocess.DEVNULL)  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "mkbsim", command, "--store", str(path), *extra], check=True,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stderr.splitlines()
+
+
+def metrics_cpu(path: Path) -> None:
+    """CPU seconds of reading the records through the read model (the store's part) and of each metrics
+    function on them (this package's part), in this process, without the integrity check."""
+    from mkbsim.lab import Lab
+    from mkbsim.metrics import _controls, _model, _power, _robustness, _sections
+
+    def cpu(step: Callable[[], object]) -> tuple[float, object]:
+        c0 = time.process_time()
+        out = step()
+        return time.process_time() - c0, out
+
+    with Lab(path, catch_up=False) as lab:
+        read, data = cpu(lambda: lab.transfer.report_data(None))
+        read_verdicts, verdicts = cpu(lambda: lab.transfer.verdict_records(None))
+        check = cpu(lab.store.verify_pages)[0]
+    assert isinstance(data, ReportData) and isinstance(verdicts, list)
+    c, s = data.comparisons, data.solos
+    print(f"\nCPU seconds in this process (load average {_load()}); the store's reads, then the metrics:")
+    print(f"  read comparisons, solos, controls ({len(c):,} + {len(s):,})  {read:6.2f} s")
+    print(f"  read verdict records ({len(verdicts):,})                {read_verdicts:6.2f} s")
+    print(f"  the store's integrity check (every command runs it)  {check:6.2f} s")
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("groups (model × direction × family)", lambda: _sections.groups(c, _sections.DEFAULT_BY)),
+        ("solo", lambda: _sections.solo(s, _sections.DEFAULT_BY)),
+        ("standing", lambda: _sections.standing(c)),
+        ("standing_gradient", lambda: _sections.standing_gradient(c)),
+        ("sensitivity", lambda: _sections.sensitivity(c)),
+        ("asymmetry", lambda: _sections.asymmetry(c)),
+        ("controls", lambda: _controls.control_rows(c, data.controls)),
+    ]
+    total = 0.0
+    for name, step in steps:
+        took = cpu(step)[0]
+        total += took
+        print(f"  {name:<46} {took:6.2f} s")
+    print(f"  {'default sections, all':<46} {total:6.2f} s")
+    for name, step in (("model (MixedLM + flip logits)", lambda: _model.mixed_models(verdicts)),
+                       ("robustness (8 variants)", lambda: _robustness.robustness(verdicts))):  # fmt: skip
+        print(f"  {name:<46} {cpu(step)[0]:6.2f} s")
+    cells: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for r in c:
+        cells.setdefault((r.model, r.direction), []).append((math.log(r.r), r.problem))
+    spreads = [_power.spread(m, d, [v for v, _ in xs], [p for _, p in xs], None)
+               for (m, d), xs in sorted(cells.items())]  # fmt: skip
+    took = cpu(lambda: _power.power_report(spreads, 0.10, simulations=2000))[0]
+    print(f"  {'power (' + str(len(spreads)) + ' cells, 2000 simulations)':<46} {took:6.2f} s")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
-    ap.add_argument("--keep", type=Path, help="write the store here (kept) instead of a temporary directory")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--keep", type=Path, help="write the store here (kept) instead of a temporary directory")
+    where.add_argument("--reuse", type=Path, help="time the reports on this store (built by --keep before)")
     args = ap.parse_args()
-    path = args.keep or Path(tempfile.mkdtemp(prefix="mkbsim-metrics-")) / "campaign.sqlite"
-    if path.exists():
-        sys.exit(f"{path}: exists; choose another --keep path")
     print(f"mkbsim metrics benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
           f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
           f"SQLite {sqlite3.sqlite_version}")  # fmt: skip
-    seconds = fill(path, args.events)
+    if args.reuse is not None:
+        if not args.reuse.is_file():
+            sys.exit(f"{args.reuse}: no such store")
+        path = args.reuse
+    else:
+        path = args.keep or Path(tempfile.mkdtemp(prefix="mkbsim-metrics-")) / "campaign.sqlite"
+        if path.exists():
+            sys.exit(f"{path}: exists; choose another --keep path")
+        build(path, args.events)
+    report_commands(path)
+    metrics_cpu(path)
+    if args.reuse is None:  # it appends events, so a reused store is left as it was
+        catch_up(path)
+
+
+def build(path: Path, n_events: int) -> None:
+    """Fill the store and build every projection from scratch, timed."""
+    seconds = fill(path, n_events)
     store = EventStore(path)
     counts = store.type_counts()
     attempts = counts.get("AttemptStarted", 0)
@@ -187,13 +256,25 @@ def main() -> None:
           f"comparisons, {comparisons[1]:,} resolved")  # fmt: skip
     store.close()
 
+
+def report_commands(path: Path) -> None:
     print(f"\n`mkbsim report` with projections current (whole command, 5 runs; load average {_load()}):")
     for label, extra in (("table", ()), ("json", ("--format", "json"))):
-        runs = [timed_report(path, *extra) for _ in range(5)]
-        walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+        runs = [timed_command(path, "report", *extra) for _ in range(5)]
+        walls, cpus = [w for w, _, _ in runs], [c for _, c, _ in runs]
         print(f"  {label:<6} median {statistics.median(walls):.2f} s wall (max {max(walls):.2f}), "
               f"{statistics.median(cpus):.2f} s CPU  (target ≤ 1 s)")  # fmt: skip
+    print(f"\nslow sections, whole command, once each (load average {_load()}):")
+    for label, command, extra in (("report --section model", "report", ("--section", "model")),
+                                  ("report --section robustness", "report", ("--section", "robustness")),
+                                  ("power", "power", ())):  # fmt: skip
+        wall, cpu, progress = timed_command(path, command, *extra)
+        print(f"  {label:<28} {wall:6.2f} s wall, {cpu:6.2f} s CPU, {len(progress)} progress lines on stderr "
+              f"(target ≤ 30 s)")  # fmt: skip
 
+
+def catch_up(path: Path) -> None:
+    """Median and max time to bring every projection current after one more attempt's events (20 appended)."""
     store = EventStore(path)
     engine = ProjectionEngine(store, default_projections())
     latencies = []

@@ -13,10 +13,18 @@ def pytest_configure(config: pytest.Config) -> None:
         pass
 
 
+#: Markers whose tests run only where their variable is 1, and why they are skipped otherwise.
+OPT_IN_MARKERS = {
+    "gpu": ("MKBSIM_GPU_TESTS", "GPU test: set MKBSIM_GPU_TESTS=1 on a machine with an NVIDIA GPU"),
+    "realmodel": ("MKBSIM_REALMODEL_TESTS", "real-model test (minutes): set MKBSIM_REALMODEL_TESTS=1 to run it"),
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("MKBSIM_GPU_TESTS") == "1":
-        return
-    skip = pytest.mark.skip(reason="GPU test: set MKBSIM_GPU_TESTS=1 on a machine with an NVIDIA GPU")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    for marker, (variable, reason) in OPT_IN_MARKERS.items():
+        if os.environ.get(variable) == "1":
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if item.get_closest_marker(marker) is not None:  # not `in item.keywords`: that holds folder names too
+                item.add_marker(skip)

@@ -27,14 +27,26 @@ from mkbsim.agents._model import (
     BudgetEnded,
     Completion,
     ContextOverflow,
+    FormatRefused,
     ModelClient,
     ModelConfig,
     ModelUnavailable,
+    ReplyFormats,
     RetryNote,
     is_transient,
 )
 from mkbsim.agents._ray import RayVerifiers
-from mkbsim.agents._reply import REPLY_KEYS, Command, Reply, ReplyError, parse_reply, reply_format
+from mkbsim.agents._reply import (
+    REPLY_FORMATS,
+    REPLY_KEYS,
+    REPLY_SCHEMA,
+    Command,
+    Reply,
+    ReplyError,
+    parse_reply,
+    reply_instructions,
+    structured_request,
+)
 from mkbsim.agents._sandbox import (
     CommandResult,
     Isolation,
@@ -43,7 +55,7 @@ from mkbsim.agents._sandbox import (
     SandboxError,
     sandbox_isolation,
 )
-from mkbsim.agents._scoring import Scorer, ScorerFactory, Verdict, VerifierScorers
+from mkbsim.agents._scoring import Scorer, ScorerFactory, Unscorable, Verdict, VerifierScorers, unscorable
 from mkbsim.agents._slots import (
     ScoringSlots,
     SlottedScorers,
@@ -66,7 +78,9 @@ from mkbsim.campaigns._toml import ConfigError
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "DIRECTIONS",
+    "REPLY_FORMATS",
     "REPLY_KEYS",
+    "REPLY_SCHEMA",
     "AttemptSpec",
     "BudgetClock",
     "BudgetEnded",
@@ -77,6 +91,7 @@ __all__ = [
     "ContextOverflow",
     "Conversation",
     "CostLedger",
+    "FormatRefused",
     "Isolation",
     "LlmCampaign",
     "LlmCampaignConfig",
@@ -88,6 +103,7 @@ __all__ = [
     "RayVerifiers",
     "Reply",
     "ReplyError",
+    "ReplyFormats",
     "RetryNote",
     "Sandbox",
     "SandboxConfig",
@@ -98,6 +114,7 @@ __all__ = [
     "SlottedScorers",
     "SourceNotFinished",
     "TransferPair",
+    "Unscorable",
     "Verdict",
     "VerifierScorers",
     "VerifierSlots",
@@ -113,10 +130,12 @@ __all__ = [
     "parse_reply",
     "recorded_skill",
     "replay_requests",
-    "reply_format",
+    "reply_instructions",
     "run_attempt",
     "run_transfer_pair",
     "run_treatment",
     "sandbox_isolation",
+    "structured_request",
+    "unscorable",
     "write_docs_index",
 ]

@@ -1,10 +1,11 @@
 """One attempt by a real model: the terminal-agent loop, its budgets, and its events.
 
-A turn: the model replies (one JSON object, see ``_reply``); its files are written, its commands
-run in the sandbox, ``submit`` sends kernel.py to the scorer; the outputs, the verifier's feedback
-and what is left of the budget come back as the next message. The attempt ends when the model
-says ``done``, when its wall-clock time is used up, or after too many unusable replies in a row;
-then SKILL.md is captured and the final kernel.py is verified (``submission: "final"``).
+A turn: the model replies (one JSON object, see ``_reply``, asked for in the agent's reply format);
+its files are written, its commands run in the sandbox, ``submit`` sends kernel.py to the scorer; the
+outputs, the verifier's feedback and what is left of the budget come back as the next message. The
+attempt ends when the model says ``done``, when its wall-clock time is used up, or after too many
+unusable replies in a row; then SKILL.md is captured and the final kernel.py is verified
+(``submission: "final"``).
 
 Time: the budget is real wall-clock time from the start of the attempt, less the time lost to
 provider faults (failed requests and backoff sleeps), which is recorded as ``infra_stall_s``:
@@ -18,6 +19,12 @@ Stopping: Ctrl-C in the attempt's thread, or ``stop`` set by a campaign running 
 threads (where signals do not arrive), ends it as ``interrupted``. ``stop`` is checked between
 turns, before and after every model request, while a request or a retry's wait is under way (the
 request is abandoned) and while a command runs (which is killed).
+
+Reply formats: the attempt asks in the first of the agent's candidate formats (``ModelConfig.reply_formats``);
+where the provider refuses a structured request and another candidate is left (``auto``), it records
+the refusal (``reply_format_fallback``) and asks again in the next one for the rest of the attempt.
+``AttemptStarted.agent.reply_format`` holds the candidates and why; every turn's ``llm`` step the format it
+was asked in. Summaries are always asked as text.
 
 Secrets (DESIGN §4): every event of the attempt passes a ``Redactor`` before it is stored, and every
 text sent to the model is redacted first (``_secrets``); the same gate makes the agent's text encodable
@@ -47,6 +54,7 @@ from mkbsim.agents._model import (
     BudgetEnded,
     Completion,
     ContextOverflow,
+    FormatRefused,
     ModelClient,
     ModelConfig,
     ModelUnavailable,
@@ -54,9 +62,9 @@ from mkbsim.agents._model import (
     describe_error,
 )
 from mkbsim.agents._record import AttemptRecorder
-from mkbsim.agents._reply import Reply, ReplyError, corrective_message, parse_reply, reply_format
+from mkbsim.agents._reply import Reply, ReplyError, corrective_message, parse_reply, reply_instructions
 from mkbsim.agents._sandbox import Sandbox, SandboxConfig
-from mkbsim.agents._scoring import Scorer, SubmissionIndex, Verdict
+from mkbsim.agents._scoring import Scorer, SubmissionIndex, Unscorable, Verdict
 from mkbsim.agents._secrets import RedactingLog, Redactor, without_credentials
 from mkbsim.campaigns._attempt import AttemptOutcome
 from mkbsim.campaigns._signals import StopFlag
@@ -173,6 +181,9 @@ class _AttemptRun:
         shutil.rmtree(self.snapshots, ignore_errors=True)  # a retried attempt starts from scratch
         self.conv = Conversation()
         self.window = model.context_window()  # imports litellm (seconds): before the clock starts
+        self.formats = model.reply_formats()
+        self.reply_format = self.formats.candidates[0]
+        self.untried_formats = list(self.formats.candidates[1:])
         self.clock = BudgetClock(budget.minutes)
         self.submissions = 0
         self.counted = 0
@@ -231,8 +242,14 @@ class _AttemptRun:
             budget={"minutes": self.budget.minutes, "submissions": self.budget.submissions},
             source_attempt_id=s.source_attempt_id, chain_id=s.chain_id, hop=s.hop, filter=s.filter,
         ).to_dict()  # fmt: skip
-        agent = {"kind": "llm", "model": self.model.model, "params": public_params(self.model.params),
-                 "context_tokens": self.window, "litellm": importlib.metadata.version("litellm")}  # fmt: skip
+        price = self.model.price_per_mtok
+        agent = {
+            "kind": "llm", "model": self.model.model, "params": public_params(self.model.params),
+            "context_tokens": self.window, "litellm": importlib.metadata.version("litellm"),
+            "reply_format": {"configured": self.model.reply_format, "candidates": list(self.formats.candidates),
+                             "reason": self.formats.reason},
+            "price_per_mtok": {"input": price[0], "output": price[1]} if price else None,
+        }  # fmt: skip
         # where the loop runs: on a Ray cluster, the node and worker process (a try whose worker died has no end)
         runner = {"host": socket.gethostname(), "pid": os.getpid()}
         self.rec.append((AttemptStarted.TYPE, {**started, **s.extra, "agent": agent, "sandbox": self.sandbox.facts(),
@@ -245,7 +262,7 @@ class _AttemptRun:
         if not self.sandbox.isolation.isolated:
             self.rec.step("note", f"sandbox NOT isolated: {self.sandbox.isolation.detail}", event="sandbox_isolation")
         cfg = self.sandbox.config
-        self._say("system", _SYSTEM + reply_format(cfg.default_command_timeout_s, cfg.max_command_timeout_s))
+        self._say("system", _SYSTEM + reply_instructions(cfg.default_command_timeout_s, cfg.max_command_timeout_s))
         docs = DSLS[s.dsl].docs_index
         self.task_text = (
             render_task(s.problem, s.dsl, self.budget, skill=s.skill)
@@ -264,18 +281,19 @@ class _AttemptRun:
             self._maybe_summarize()
             prompt_chars = self.conv.chars()
             try:
-                completion = self._complete(self.conv.messages())
+                completion = self._ask()
             except ContextOverflow:
                 if not self._summarize():  # our estimate was off: summarize now and ask again
                     raise
                 prompt_chars = self.conv.chars()
-                completion = self._complete(self.conv.messages())
+                completion = self._ask()
             self.conv.calibrate(completion.prompt_tokens, prompt_chars)
             step = self.rec.step(
                 "llm", completion.text, tokens=completion.tokens, cost_usd=completion.cost_usd, purpose="turn",
-                prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
-                finish_reason=completion.finish_reason, latency_s=round(completion.latency_s, 3),
-                response_model=completion.response_model, **completion.truncation(),
+                reply_format=self.reply_format, prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason,
+                latency_s=round(completion.latency_s, 3), response_model=completion.response_model,
+                **completion.truncation(),
             )  # fmt: skip
             self._apply(step, "llm", completion.text, purpose="turn")
             cut = (f" Your reply had {completion.truncated_from_chars} characters; only the first "
@@ -301,11 +319,28 @@ class _AttemptRun:
                 parts.append("No action in your reply: nothing was run.")
             self._say("user", "\n\n".join([*parts, self._budget_line()]))
 
-    def _complete(self, messages: list[dict[str, str]]) -> Completion:
+    def _ask(self) -> Completion:
+        """The model's next turn, asked in the current reply format; a refused format gives way to the next
+        candidate (recorded), the last one's refusal ends the attempt (``FormatRefused``)."""
+        while True:
+            try:
+                return self._complete(self.conv.messages(), self.reply_format)
+            except FormatRefused as exc:
+                if not self.untried_formats:
+                    raise
+                refused, self.reply_format = self.reply_format, self.untried_formats.pop(0)
+                self.rec.step(
+                    "note", f"the provider refused the {refused} reply format ({exc}); asking in "
+                    f"{self.reply_format} from now on", event="reply_format_fallback", refused=refused,
+                    reply_format=self.reply_format,
+                )  # fmt: skip
+
+    def _complete(self, messages: list[dict[str, str]], reply_format: str = "text") -> Completion:
         """The model's reply, its text redacted and capped at ``max_reply_chars`` (what is stored and sent back)."""
         completion = self.client.complete(
-            messages, time_left=self._time_left, on_retry=self._on_retry, stopped=self.stopped
-        )
+            messages, time_left=self._time_left, on_retry=self._on_retry, stopped=self.stopped,
+            reply_format=reply_format,
+        )  # fmt: skip
         self.check_stop()
         self._charge(completion)
         return completion.capped(self.loop.max_reply_chars, self.redactor.text)
@@ -499,15 +534,18 @@ def run_attempt(
 ) -> AttemptOutcome:
     """Run one attempt to its end, appending its events to ``store``; returns its outcome.
 
-    Provider and verifier failures end it as ``infra_error``; Ctrl-C, or ``stop`` being set, as
-    ``interrupted`` (then ``KeyboardInterrupt`` is raised). Both leave the attempt to be run again
-    under the same id.
+    Provider and verifier failures end it as ``infra_error`` (an ``Unscorable`` scorer at once, before the
+    model is asked); Ctrl-C, or ``stop`` being set, as ``interrupted`` (then ``KeyboardInterrupt`` is
+    raised). Both leave the attempt to be run again under the same id.
     """
     run = _AttemptRun(
         store, spec, model, scorer, sandbox, budget or Budget(), loop or LoopConfig(), ledger or CostLedger(),
         client_factory(model), stop,
     )  # fmt: skip
     run.start()
+    if isinstance(scorer, Unscorable):  # nothing the model does could be verified: it is not asked
+        run.rec.step("note", scorer.reason, event="unscorable")
+        return run.finish("infra_error", scorer.reason, None, None)
     try:
         try:
             reason = run.loop_turns()

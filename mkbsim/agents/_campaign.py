@@ -44,7 +44,7 @@ from mkbsim.agents._cores import NodeCores
 from mkbsim.agents._ledger import CostLedger
 from mkbsim.agents._model import ModelClient, ModelConfig
 from mkbsim.agents._sandbox import SandboxConfig, sandbox_isolation
-from mkbsim.agents._scoring import ScorerFactory
+from mkbsim.agents._scoring import Scorer, ScorerFactory, Unscorable, unscorable
 from mkbsim.agents._secrets import without_credentials
 from mkbsim.agents._slots import ScoringSlots, default_verifier_slots, limit_scoring
 from mkbsim.agents._transfer import attempt_id_for, latest_finish, recorded_skill
@@ -115,6 +115,7 @@ class LlmCampaign:
         ledger = CostLedger.from_store(store, c.campaign_id, c.cost_cap_usd)
         # commands that cannot be isolated as configured: refused here, before anything is stored
         network = sandbox_isolation(c.sandbox)
+        backend = getattr(self.scorers, "backend", None) or c.verifier_backend  # as the verifier resolved it
         stop: StopFlag
         dispatch: Executor
         if executor == "ray":  # refused before anything is stored
@@ -125,7 +126,8 @@ class LlmCampaign:
             stop = RemoteStop(writer)
             # the scorers go to the workers as they are (RayVerifiers: a pool actor limits the verifications);
             # each attempt charges a ledger of its own and sends it back
-            runner = LlmRunner(c, problems, RemoteStore(writer), stop, self.scorers, self.client_factory, None)
+            runner = LlmRunner(c, problems, RemoteStore(writer), stop, self.scorers, self.client_factory, None,
+                               backend)  # fmt: skip
             dispatch = RayExecutor(guarded(runner), c.agents_at_once * cpus, ray_address, str(store.path),
                                    writer=writer, task_cpus=cpus)  # fmt: skip
         else:
@@ -134,7 +136,7 @@ class LlmCampaign:
             if not isinstance(slots, int):  # a factory that does not say how many verifiers it runs
                 slots = default_verifier_slots(c.verifier_backend or "cpu")
             limited = limit_scoring(self.scorers, ScoringSlots(slots))
-            runner = LlmRunner(c, problems, store, stop, limited, self.client_factory, ledger)
+            runner = LlmRunner(c, problems, store, stop, limited, self.client_factory, ledger, backend)
             dispatch = ThreadDispatch(guarded(runner), c.agents_at_once)
 
         def settle(outcome: AttemptOutcome) -> None:
@@ -165,7 +167,9 @@ class LlmRunner:
 
     ``ledger`` None: each attempt charges a ledger of its own and hands it back (``AttemptOutcome.charges``).
     ``cores``: where the sandbox's ``cpus`` is a count, each running attempt's sandbox takes cores of its
-    machine that no other attempt there holds, of this campaign or another (while there are enough).
+    machine that no other attempt there holds, of this campaign or another (while there are enough). ``backend``:
+    the verifier's; with ``[verifier] skip_unverifiable``, an attempt in a DSL it cannot run gets an
+    ``Unscorable`` scorer (it ends as infra_error without asking its model).
     """
 
     config: LlmCampaignConfig
@@ -175,6 +179,7 @@ class LlmRunner:
     scorer_factory: ScorerFactory
     client_factory: Callable[[ModelConfig], ModelClient]
     ledger: CostLedger | None
+    backend: str | None = None
     cores: NodeCores = field(default_factory=NodeCores)
 
     def __call__(self, tasks: list[AttemptTask]) -> list[AttemptOutcome]:
@@ -201,9 +206,13 @@ class LlmRunner:
             hop=a.hop, extra=task.read_fields(),
         )  # fmt: skip
         return run_attempt(
-            self.store, spec, agent, self.scorer_factory(problem, a.dsl), sandbox=sandbox, budget=c.budget,
+            self.store, spec, agent, self._scorer(problem, a.dsl), sandbox=sandbox, budget=c.budget,
             loop=c.loop, ledger=ledger, client_factory=self.client_factory, stop=self.stop,
         )  # fmt: skip
+
+    def _scorer(self, problem: Problem, dsl: str) -> Scorer:
+        why = unscorable(self.backend, dsl) if self.config.skip_unverifiable else None
+        return Unscorable(why) if why else self.scorer_factory(problem, dsl)
 
 
 def _close_unfinished(store: EventLog, attempt_id: str) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from mkbsim.agents._attempt import LoopConfig
 from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
+from mkbsim.agents._reply import REPLY_FORMATS
 from mkbsim.agents._sandbox import GIB, ISOLATIONS, SandboxConfig
 from mkbsim.agents._transfer import DIRECTIONS
 from mkbsim.campaigns._simulated import read_controls
@@ -40,6 +41,8 @@ class LlmCampaignConfig:
     budget: Budget = field(default_factory=Budget)
     verifier_backend: str | None = None
     verifier_protocol: str = "paper"
+    #: attempts in a DSL the verifier cannot run (CuTe DSL on cpu) end as infra_error without asking their model
+    skip_unverifiable: bool = False
     loop: LoopConfig = field(default_factory=LoopConfig)
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: attempts at once (LLM calls wait on the network: threads); 1 runs them one after another
@@ -55,7 +58,7 @@ class LlmCampaignConfig:
 def _agent(path: Path, index: int, data: Any) -> ModelConfig:
     t = Table(path, f"agents[{index}]", data, (
         "model", "name", "params", "api_key_env", "context_tokens", "request_timeout_s", "max_retries",
-        "backoff_initial_s", "backoff_max_s",
+        "backoff_initial_s", "backoff_max_s", "reply_format", "price_per_mtok",
     ))  # fmt: skip
     params = t.get("params", dict, {})
     reserved = sorted(set(params) & RESERVED_PARAMS)
@@ -67,13 +70,29 @@ def _agent(path: Path, index: int, data: Any) -> ModelConfig:
     context = t.get("context_tokens", int)
     if context is not None and context <= 0:
         t.fail("context_tokens", f"must be positive, got {context}")
+    reply_format = t.get("reply_format", str, "auto")
+    if reply_format not in REPLY_FORMATS:
+        t.fail("reply_format", f"use {', '.join(map(repr, REPLY_FORMATS))}, got {reply_format!r}")
     return ModelConfig(
         model=t.get("model", str, required=True), params=params, name=t.get("name", str, ""),
         api_key_env=t.get("api_key_env", str), context_tokens=context,
         request_timeout_s=float(t.positive("request_timeout_s", 600.0)), max_retries=retries,
         backoff_initial_s=float(t.positive("backoff_initial_s", 2.0)),
-        backoff_max_s=float(t.positive("backoff_max_s", 120.0)),
+        backoff_max_s=float(t.positive("backoff_max_s", 120.0)), reply_format=reply_format,
+        price_per_mtok=_price(path, index, t.get("price_per_mtok", dict)),
     )  # fmt: skip
+
+
+def _price(path: Path, index: int, data: dict[str, Any] | None) -> tuple[float, float] | None:
+    """``price_per_mtok = { input = USD, output = USD }`` per million tokens (0 for a local model)."""
+    if data is None:
+        return None
+    t = Table(path, f"agents[{index}].price_per_mtok", data, ("input", "output"))
+    prices = tuple(float(t.get(key, (int, float), required=True)) for key in ("input", "output"))
+    for key, price in zip(("input", "output"), prices, strict=True):
+        if price < 0:
+            t.fail(key, f"must be 0 or more (USD per million tokens), got {price:g}")
+    return prices[0], prices[1]
 
 
 def _sandbox(path: Path, data: Any) -> SandboxConfig:
@@ -162,7 +181,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     b = Table(file, "budget", top.get("budget", dict, {}), ("minutes", "submissions"))
     budget = Budget(b.positive("minutes", 40, integer=True), b.positive("submissions", 10, integer=True))
 
-    v = Table(file, "verifier", top.get("verifier", dict, {}), ("backend", "protocol"))
+    v = Table(file, "verifier", top.get("verifier", dict, {}), ("backend", "protocol", "skip_unverifiable"))
     backend = v.get("backend", str)
     if backend not in (None, "cuda", "cpu"):
         v.fail("backend", f"use cuda or cpu, got {backend!r}")
@@ -186,7 +205,8 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
         sandbox=sandbox, directions=tuple(directions),
         replicates=c.positive("replicates", 1, integer=True), cost_cap_usd=float(cap) if cap is not None else None,
         env_file=Path(env_file), budget=budget, verifier_backend=backend,
-        verifier_protocol=protocol, loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
+        verifier_protocol=protocol, skip_unverifiable=v.get("skip_unverifiable", bool, False),
+        loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
         gpu_verifier_slots=slots, filter=skill_filter, controls=controls,
     )  # fmt: skip
 

@@ -14,6 +14,14 @@ call raises ``KeyboardInterrupt`` and the abandoned request dies with the proces
 
 litellm is imported on first use (it takes seconds); its own retries and the OpenAI SDK's are
 switched off so that every retry is ours and recorded.
+
+Structured replies (``_reply``): a request may ask for the reply object by JSON schema or by a forced tool
+call. A provider that refuses that request outright (HTTP 400 or 422) raises ``FormatRefused``, so that
+an agent on ``reply_format = "auto"`` can ask again in its next candidate format.
+
+Prices: an agent's ``price_per_mtok`` (USD per million input and output tokens, e.g. 0 for a local
+server) replaces litellm's price map through its custom pricing; without it a model litellm has no price
+for costs ``None`` (unknown), never 0.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mkbsim.agents._reply import REPLY_TOOL, structured_request
+
 #: Context window assumed for models litellm has no information about.
 DEFAULT_CONTEXT_TOKENS = 32_768
 
@@ -39,8 +49,11 @@ _STOP_POLL_S = 0.1
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
-#: Parameters the loop owns; a config passing them is refused by the config loader.
-RESERVED_PARAMS = frozenset({"model", "messages", "timeout", "num_retries", "max_retries", "stream"})
+#: Parameters the loop owns (the reply format's included); a config passing them is refused by the config loader.
+RESERVED_PARAMS = frozenset({
+    "model", "messages", "timeout", "num_retries", "max_retries", "stream", "response_format", "tools",
+    "tool_choice", "functions", "function_call",
+})  # fmt: skip
 
 
 def load_litellm() -> Any:
@@ -65,6 +78,18 @@ class BudgetEnded(Exception):
     """The attempt's time ran out while waiting for the model."""
 
 
+class FormatRefused(ModelUnavailable):
+    """The provider refused a request for a structured reply (HTTP 400 or 422): it may not support that format."""
+
+
+@dataclass(frozen=True)
+class ReplyFormats:
+    """The reply formats an agent's attempts try, in order (each refusal moves to the next), and why."""
+
+    candidates: tuple[str, ...]
+    reason: str
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """One agent: a litellm model id and how to call it.
@@ -72,7 +97,9 @@ class ModelConfig:
     ``params`` go to ``litellm.completion`` unchanged (temperature, max_tokens, top_p, api_base,
     reasoning_effort, ...). ``api_key_env`` names an environment variable holding the key, for
     providers whose key litellm would not find by itself. ``name`` labels the agent in events
-    (default: the model id).
+    (default: the model id). ``reply_format`` is how replies are asked for (``_reply``; ``auto``:
+    ``reply_formats``). ``price_per_mtok``: USD per million (input, output) tokens, instead of litellm's
+    price map.
     """
 
     model: str
@@ -84,10 +111,36 @@ class ModelConfig:
     max_retries: int = 6
     backoff_initial_s: float = 2.0
     backoff_max_s: float = 120.0
+    reply_format: str = "auto"
+    price_per_mtok: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:
         return self.name or self.model
+
+    def reply_formats(self) -> ReplyFormats:
+        """The formats to try: the configured one, or for ``auto``:
+
+        - a model litellm knows to support ``response_format`` with a JSON schema: ``json_schema``, then ``text``;
+        - else one litellm knows to support function calling: ``tools``, then ``text``;
+        - else, where ``api_base`` is set (an OpenAI-compatible server litellm knows nothing about: llama.cpp,
+          vLLM, Ollama, LM Studio...): ``tools``, ``json_schema``, then ``text``. A forced tool call is what
+          llama-cpp-python's server constrains (it answers OpenAI's ``json_schema`` response format with
+          HTTP 500, which is retried, not refused); llama.cpp's own server and vLLM constrain both;
+        - else ``text``.
+        """
+        if self.reply_format != "auto":
+            return ReplyFormats((self.reply_format,), "configured")
+        litellm = load_litellm()
+        if _litellm_says(litellm.supports_response_schema, self.model):
+            return ReplyFormats(("json_schema", "text"), "auto: litellm says the model supports response schemas")
+        if _litellm_says(litellm.supports_function_calling, self.model):
+            return ReplyFormats(("tools", "text"), "auto: litellm says the model supports function calling")
+        if "api_base" in self.params:
+            return ReplyFormats(
+                ("tools", "json_schema", "text"), "auto: a server at api_base that litellm knows nothing about"
+            )
+        return ReplyFormats(("text",), "auto: litellm knows of no structured output for the model")
 
     def missing_keys(self) -> list[str]:
         """Environment variables this agent needs for its credentials but lacks (litellm's view
@@ -151,6 +204,13 @@ class RetryNote:
     error: str
     request_s: float
     sleep_s: float
+
+
+def _litellm_says(check: Callable[..., bool], model: str) -> bool:
+    try:
+        return bool(check(model=model))
+    except Exception:  # litellm raises for models and providers it cannot map: it knows nothing then
+        return False
 
 
 def describe_error(exc: BaseException) -> str:
@@ -223,15 +283,17 @@ class ModelClient:
         time_left: Callable[[], float],
         on_retry: Callable[[RetryNote], None],
         stopped: Callable[[], bool] = lambda: False,
+        reply_format: str = "text",
     ) -> Completion:
-        """One completion. ``time_left()`` caps each request's timeout: a request cut short by
-        the attempt's deadline raises ``BudgetEnded`` (not retried). ``stopped()`` turning true while a
-        request or a retry's wait is under way raises ``KeyboardInterrupt`` within ``_STOP_POLL_S``."""
+        """One completion, its reply asked for in ``reply_format`` (``_reply``). ``time_left()`` caps each
+        request's timeout: a request cut short by the attempt's deadline raises ``BudgetEnded`` (not retried).
+        ``stopped()`` turning true while a request or a retry's wait is under way raises ``KeyboardInterrupt``
+        within ``_STOP_POLL_S``. A structured request the provider refuses raises ``FormatRefused``."""
         litellm = load_litellm()
         import tenacity
 
         cfg = self.config
-        kwargs = dict(cfg.params)
+        kwargs = {**cfg.params, **structured_request(reply_format)}
         if cfg.api_key_env:
             key = os.environ.get(cfg.api_key_env)
             if not key:
@@ -302,10 +364,14 @@ class ModelClient:
             raise ModelUnavailable(str(exc)) from exc
         except litellm.ContextWindowExceededError as exc:
             raise ContextOverflow(describe_error(exc)) from exc
+        except (litellm.BadRequestError, litellm.UnprocessableEntityError) as exc:
+            if reply_format != "text":
+                raise FormatRefused(describe_error(exc)) from exc
+            raise ModelUnavailable(describe_error(exc)) from exc
         except Exception as exc:
             tries = "" if not is_transient(exc) else f" after {cfg.max_retries + 1} tries"
             raise ModelUnavailable(describe_error(exc) + tries) from exc
-        return _completion(response, latency_s=last_request_s)
+        return _completion(response, latency_s=last_request_s, price_per_mtok=cfg.price_per_mtok)
 
 
 def _cancellable(call: Callable[[], Any], stopped: Callable[[], bool]) -> Any:
@@ -332,22 +398,44 @@ def _cancellable(call: Callable[[], Any], stopped: Callable[[], bool]) -> Any:
         raise value
 
 
-def _completion(response: Any, *, latency_s: float) -> Completion:
+def _reply_text(message: Any) -> str:
+    """The reply in a response's message: the arguments of its ``reply`` tool call where it made one (a
+    ``tools`` request), else its content (the other formats, and a provider that ignored the tools)."""
+    for call in getattr(message, "tool_calls", None) or ():
+        function = getattr(call, "function", None)
+        if getattr(function, "name", None) == REPLY_TOOL:
+            return str(getattr(function, "arguments", None) or "")
+    return str(message.content or "")
+
+
+def _cost(response: Any, price_per_mtok: tuple[float, float] | None) -> float | None:
+    """The call's price in USD: at the configured price where there is one (litellm's custom pricing), else
+    at litellm's; None where neither is known (unknown, not zero)."""
     litellm = load_litellm()
 
+    custom: dict[str, Any] = {}
+    if price_per_mtok is not None:
+        custom["custom_cost_per_token"] = {"input_cost_per_token": price_per_mtok[0] / 1e6,
+                                           "output_cost_per_token": price_per_mtok[1] / 1e6}  # fmt: skip
+    else:
+        cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+        if cost is not None:
+            return float(cost)
+    try:
+        return float(litellm.completion_cost(completion_response=response, **custom))
+    except Exception:  # no price known for this model
+        return None
+
+
+def _completion(response: Any, *, latency_s: float, price_per_mtok: tuple[float, float] | None = None) -> Completion:
     choice = response.choices[0]
     usage = getattr(response, "usage", None)
-    cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-    if cost is None:
-        try:
-            cost = litellm.completion_cost(completion_response=response)
-        except Exception:  # no price known for this model: the cost stays unknown, not zero
-            cost = None
+    cost = _cost(response, price_per_mtok)
     return Completion(
-        text=choice.message.content or "",
+        text=_reply_text(choice.message),
         prompt_tokens=getattr(usage, "prompt_tokens", None),
         completion_tokens=getattr(usage, "completion_tokens", None),
-        cost_usd=float(cost) if cost is not None else None,
+        cost_usd=cost,
         finish_reason=getattr(choice, "finish_reason", None),
         latency_s=latency_s,
         response_model=getattr(response, "model", None),

@@ -14,6 +14,20 @@
 Every key is optional. A turn's actions run in this order: ``write`` (files inside the working
 directory), ``commands`` (each in a fresh bash), ``submit`` (kernel.py to the verifier), ``done``
 (end the attempt). The JSON may sit in a fenced block or follow some prose; the first object is used.
+
+How the object is asked for (``reply_format``, per agent in the campaign file; DESIGN §4):
+
+- ``text``: only the instructions in the system message; the model may answer anything, and an
+  unusable reply gets a corrective message.
+- ``json_schema``: also OpenAI's ``response_format`` with ``REPLY_SCHEMA``; providers that honour it
+  constrain the reply to the schema.
+- ``tools``: also one function ``reply`` whose parameters are ``REPLY_SCHEMA``, forced by ``tool_choice``;
+  its arguments are the reply. Prior replies go back to the model as plain assistant text, so the
+  conversation (and its replay) is the same in every format.
+- ``auto``: the first of the candidates ``auto_reply_formats`` names that the provider accepts.
+
+The system message is the same in every format, and a reply is parsed the same way whatever its format
+(a provider may ignore the schema), so the malformed-reply handling stays.
 """
 
 from __future__ import annotations
@@ -21,8 +35,58 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 REPLY_KEYS = ("analysis", "plan", "write", "commands", "submit", "done")
+
+#: The values of an agent's ``reply_format``.
+REPLY_FORMATS = ("auto", "json_schema", "tools", "text")
+
+#: The function a ``tools`` request forces the model to call.
+REPLY_TOOL = "reply"
+
+_COMMAND_SCHEMA = {
+    "type": "object",
+    "properties": {"cmd": {"type": "string"}, "timeout_s": {"type": "number"}},
+    "required": ["cmd"],
+    "additionalProperties": False,
+}
+
+#: The reply object as a JSON schema (what ``parse_reply`` accepts, less its value checks). Every key is
+#: required: a model constrained by the schema then decides each action (a small model otherwise takes the
+#: shortest path, an empty object); ``{}``, ``[]`` and ``false`` mean "none".
+REPLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "analysis": {"type": "string"},
+        "plan": {"type": "string"},
+        "write": {"type": "object", "additionalProperties": {"type": "string"}},
+        "commands": {"type": "array", "items": {"anyOf": [{"type": "string"}, _COMMAND_SCHEMA]}},
+        "submit": {"type": "boolean"},
+        "done": {"type": "boolean"},
+    },
+    "required": list(REPLY_KEYS),
+    "additionalProperties": False,
+}
+
+
+def structured_request(reply_format: str) -> dict[str, Any]:
+    """The ``litellm.completion`` arguments that ask for the reply object in ``reply_format``.
+
+    Not strict: OpenAI's strict mode forbids open maps such as ``write``."""
+    if reply_format == "json_schema":
+        schema = {"name": "agent_reply", "schema": REPLY_SCHEMA, "strict": False}
+        return {"response_format": {"type": "json_schema", "json_schema": schema}}
+    if reply_format == "tools":
+        function = {"name": REPLY_TOOL, "description": "Your turn: the actions to run.", "parameters": REPLY_SCHEMA}
+        return {
+            "tools": [{"type": "function", "function": function}],
+            "tool_choice": {"type": "function", "function": {"name": REPLY_TOOL}},
+        }
+    if reply_format == "text":
+        return {}
+    raise ValueError(f"unknown reply format {reply_format!r}; use one of {', '.join(REPLY_FORMATS)}")
+
 
 _REPLY_FORMAT = """\
 Reply with exactly one JSON object (no other text) with these keys, each optional:
@@ -47,8 +111,8 @@ Reply with exactly one JSON object (no other text) with these keys, each optiona
   counted submissions you have left."""
 
 
-def reply_format(default_timeout_s: float, max_timeout_s: float) -> str:
-    """The format description given to the model (part of the system message)."""
+def reply_instructions(default_timeout_s: float, max_timeout_s: float) -> str:
+    """The format description given to the model (part of the system message, in every format)."""
     text = _REPLY_FORMAT.replace("DEFAULT_TIMEOUT", f"{default_timeout_s:g}")
     return text.replace("MAX_TIMEOUT", f"{max_timeout_s:g}")
 
@@ -81,18 +145,23 @@ _FENCE = re.compile(r"```(?:json)?\s*\n(.*?)\n\s*```", re.DOTALL)
 
 
 def _first_object(text: str) -> dict[str, object]:
+    """The first JSON object in the text (a fenced block's first). Control characters inside strings are
+    accepted (models write files with raw newlines); an empty object right after a broken one is that
+    broken object's inside (``"write": {}``), not a reply."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)
     last_error = "no JSON object found"
     for candidate in candidates:
+        broken = False
         start = candidate.find("{")
         while start != -1:
             try:
                 value, _ = decoder.raw_decode(candidate, start)
             except json.JSONDecodeError as exc:
                 last_error = f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+                broken = True
             else:
-                if isinstance(value, dict):
+                if isinstance(value, dict) and (value or not broken):
                     return value
             start = candidate.find("{", start + 1)
     raise ReplyError(last_error)

@@ -46,6 +46,26 @@ class Scorer(Protocol):
 ScorerFactory = Callable[["Problem", str], Scorer]
 
 
+def unscorable(backend: str | None, dsl: str) -> str | None:
+    """Why a verifier on ``backend`` can verify no ``dsl`` kernel at all, or None (DESIGN §5: CuTe DSL runs on
+    the cuda backend only; None is a backend not resolved yet, which may be cuda)."""
+    if dsl == "cutedsl" and backend is not None and backend != "cuda":
+        return f'the {backend} verifier cannot run CuTe DSL kernels (verifier.backend = "cuda" on a GPU machine)'
+    return None
+
+
+@dataclass(frozen=True)
+class Unscorable:
+    """The scorer of an attempt whose kernels the campaign's verifier cannot run (``unscorable``): the attempt
+    ends as ``infra_error`` before its model is asked, since no verdict of it could be anything else (a resume
+    on a machine that can verify it runs it again)."""
+
+    reason: str
+
+    def score(self, kernel_path: Path, *, attempt_id: str, submission: SubmissionIndex) -> Verdict:
+        raise RuntimeError(self.reason)
+
+
 class VerifierScorers:
     """A ``ScorerFactory`` backed by the project's verifier (``mkbsim.verifier``).
 

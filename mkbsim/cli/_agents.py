@@ -69,7 +69,15 @@ def llm_campaign(
     verifiers are Ray actors and the keys this run loaded or names go to every task."""
     import torch
 
-    from mkbsim.agents import LlmCampaign, RayVerifiers, VerifierSlots, attempt_cpus, load_env_file, load_llm_campaign
+    from mkbsim.agents import (
+        LlmCampaign,
+        RayVerifiers,
+        VerifierSlots,
+        attempt_cpus,
+        load_env_file,
+        load_llm_campaign,
+        unscorable,
+    )
     from mkbsim.catalog import load_catalog
 
     config = load_llm_campaign(campaign)
@@ -104,9 +112,8 @@ def llm_campaign(
             scorers = VerifierSlots(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots)
     except ValueError as exc:
         raise UserError(f"{campaign}: verifier: {exc}") from None
-    if scorers.backend != "cuda":
-        sys.stderr.write(
-            f"warning: the {scorers.backend} verifier cannot run CuTe DSL kernels; CuTe DSL attempts will end in "
-            'infra_error (use verifier.backend = "cuda" on a GPU machine)\n'
-        )
+    why = unscorable(scorers.backend, "cutedsl")
+    if why is not None:
+        how = "without asking their model" if config.skip_unverifiable else "(their kernels are not verified)"
+        sys.stderr.write(f"warning: {why}; CuTe DSL attempts will end in infra_error {how}\n")
     return LlmCampaign(config, load_catalog(), scorers), transform, scorers

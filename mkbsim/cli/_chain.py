@@ -27,24 +27,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--similarity", choices=("auto", "minilm", "lexical"), default="auto",
                    help="claim linking: MiniLM embeddings (auto: when installed) or lexical cosine")  # fmt: skip
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--plots", metavar="DIR", type=Path, help="also write the per-hop figure (PNG) to DIR")
     p.set_defaults(handler=_chain)
 
 
 def _chain(args: argparse.Namespace) -> int:
     from mkbsim.campaigns import SimCampaign, run_campaign
+    from mkbsim.cli._report import require_directory
     from mkbsim.cli._run import conclude
     from mkbsim.simulator import CampaignConfig, get_profile, select_problems, shipped_profiles
 
     names = [n.strip() for n in args.profiles.split(",") if n.strip()] if args.profiles else list(shipped_profiles())
     profiles = tuple(get_profile(n) for n in dict.fromkeys(names))
     config = CampaignConfig(profiles, tuple(select_problems(args.problems)), seed=args.seed)
+    require_directory(args.plots, "--plots")
     with open_store(args.store, create=True) as store:
         summary = run_campaign(store, SimCampaign(config, chain=args.hops), progress=args.format == "table")
-    return conclude(summary, args.store, chain=True, similarity=args.similarity, fmt=args.format)
+    return conclude(summary, args.store, chain=True, similarity=args.similarity, fmt=args.format, plots=args.plots)
 
 
-def report_chain(store_path: Path, campaign_id: str, *, similarity: str = "auto", fmt: str = "table") -> int:
-    """The per-hop report of the chain campaign ``campaign_id``."""
+def report_chain(store_path: Path, campaign_id: str, *, similarity: str = "auto", fmt: str = "table",
+                 plots: Path | None = None) -> int:  # fmt: skip
+    """The per-model × hop report of the chain campaign ``campaign_id``; its figure into ``plots``."""
     from mkbsim.claims import linker
     from mkbsim.skills._chain import chain_report, render_chain
 
@@ -55,7 +59,12 @@ def report_chain(store_path: Path, campaign_id: str, *, similarity: str = "auto"
     rows = chain_report(links, skills, records, link)
     if fmt == "json":
         out = {"campaign_id": campaign_id, "similarity": link.method, "threshold": link.threshold, "hops": rows}
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
     else:
         sys.stdout.write(render_chain(rows, campaign_id, link))
+    if plots is not None:
+        from mkbsim.metrics._plots import chain_figure, save_figures
+
+        written = save_figures({"chain_by_hop.png": chain_figure(rows, campaign_id, link.note)}, plots)
+        print(f"wrote {', '.join(map(str, written))}", file=sys.stdout if fmt == "table" else sys.stderr)
     return 0

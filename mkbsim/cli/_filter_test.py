@@ -1,13 +1,14 @@
 """`mkbsim filter-test`: re-run a simulated campaign's skill-conditioned attempts with filtered skills
 (same seeds, same solo baselines, same verifier protocol) as a new linked campaign — a variant of the stored
 campaign's plan, run by the campaign lifecycle (``mkbsim.campaigns.run_campaign``) — and put filtered vs
-unfiltered lift side by side per model × direction with paired tests."""
+unfiltered lift side by side per model × direction with cluster-aware tests and intervals (DESIGN §6)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from mkbsim.cli._common import add_store_option, open_lab, open_store
 from mkbsim.errors import UserError
@@ -20,13 +21,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Re-runs the skill-conditioned attempts of a simulated campaign with each source skill "
         "passed through a skill filter (one of --list; 'a+b' composes), against the same solo "
         "baselines, as a new campaign linked to the original; then reports filtered vs unfiltered paired lift "
-        "on the shared comparisons with paired sign and Wilcoxon tests. Running it again reuses the stored rerun.",
+        "on the shared comparisons, with sign-flip permutation tests over problems (Holm/BH across the table) and "
+        "cluster-bootstrap intervals on the change in lift. Running it again reuses the stored rerun.",
     )
     add_store_option(p)
     p.add_argument("--campaign", metavar="ID", help="the campaign whose treatments are re-run")
     p.add_argument("--filter", metavar="NAME", help="skill filter name, or names joined by '+'")
     p.add_argument("--model", action="append", metavar="NAME", help="report only this model (repeatable)")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--plots", metavar="DIR", type=Path, help="also write the figure (PNG) to DIR")
     p.add_argument("--list", action="store_true", help="list the installed skill filters and exit")
     p.set_defaults(handler=_filter_test)
 
@@ -42,8 +45,10 @@ def _filter_test(args: argparse.Namespace) -> int:
         raise UserError("--campaign and --filter are required (or --list to see the filters)")
     from mkbsim.campaigns import rerun_campaign, run_campaign
     from mkbsim.cli._agents import skill_transform
+    from mkbsim.cli._report import require_directory
     from mkbsim.skills._filter_test import filter_test_report, render_filter_test
 
+    require_directory(args.plots, "--plots")
     chosen = get_filter(args.filter)
     with open_store(args.store) as store:
         campaign = rerun_campaign(store, args.campaign, chosen.name)
@@ -62,7 +67,21 @@ def _filter_test(args: argparse.Namespace) -> int:
     rows = filter_test_report(before, after, args.model)
     if args.format == "json":
         result = {"filter": chosen.name, "base_campaign_id": args.campaign, "campaign_id": rerun, "cells": rows}
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
     else:
         sys.stdout.write(render_filter_test(rows, chosen.name, args.campaign, rerun))
+    if args.plots is not None:
+        from mkbsim.metrics._plots import filter_test_figure, save_figures
+
+        figure = filter_test_figure(rows, chosen.name, args.campaign, rerun)
+        written = save_figures({f"filter_test_{_file_name(chosen.name)}.png": figure}, args.plots)
+        print(f"wrote {', '.join(map(str, written))}", file=sys.stdout if args.format == "table" else sys.stderr)
     return 0
+
+
+def _file_name(filter_name: str) -> str:
+    """A filter's name as a file name part: a composition 'a+b' reads a_then_b; other characters a
+    plugin's name may hold become '_'."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", filter_name.replace("+", "_then_"))

@@ -67,10 +67,8 @@ def _report(args: argparse.Namespace) -> int:
     from mkbsim.metrics._render import controls_table, groups_csv, table
     from mkbsim.metrics._sections import DEFAULT_BY, report
 
-    for option in ("export", "plots"):
-        target = getattr(args, option)
-        if target is not None and target.exists() and not target.is_dir():
-            raise UserError(f"--{option} {target}: exists and is not a directory")
+    require_directory(args.export, "--export")
+    require_directory(args.plots, "--plots")
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
         data = lab.transfer.report_data(args.campaign)
@@ -87,7 +85,7 @@ def _report(args: argparse.Namespace) -> int:
         from mkbsim.metrics._plots import write_plots
 
         by_cell = result if tuple(args.by) == DEFAULT_BY else report(
-            data.campaigns, data.comparisons, data.solos, pending=data.pending
+            data.campaigns, data.comparisons, data.solos, pending=data.pending, controls=data.controls
         )  # fmt: skip
         if by_cell["groups"]:
             notes.append(f"wrote {len(write_plots(by_cell, args.plots))} figures to {args.plots}")
@@ -164,6 +162,12 @@ def _rescored(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text(result))
     return 0
+
+
+def require_directory(target: Path | None, option: str) -> None:
+    """Refuse an output directory that exists as something else, before any work is done."""
+    if target is not None and target.exists() and not target.is_dir():
+        raise UserError(f"{option} {target}: exists and is not a directory")
 
 
 def _require_events(head: int, store: Path) -> None:

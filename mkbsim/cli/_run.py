@@ -114,7 +114,7 @@ def _campaign(
 
 
 def conclude(summary: CampaignSummary, store: Path, *, chain: bool = False, similarity: str = "auto",
-             fmt: str = "table") -> int:  # fmt: skip
+             fmt: str = "table", plots: Path | None = None) -> int:  # fmt: skip
     """Say what the run did; then the campaign's report (per hop for a chain), or why there is none."""
     cid = summary.campaign_id
     if fmt == "table":
@@ -135,7 +135,7 @@ def conclude(summary: CampaignSummary, store: Path, *, chain: bool = False, simi
 
         if summary.already_finished:
             print(f"chain campaign {cid} is already in {store}; reporting it", file=sys.stderr)
-        return report_chain(store, cid, similarity=similarity, fmt=fmt)
+        return report_chain(store, cid, similarity=similarity, fmt=fmt, plots=plots)
     if summary.already_finished:
         print(f"campaign {cid} (same options and seed) is already in {store}; its report:")
     return _report(store, cid)

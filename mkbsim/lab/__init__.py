@@ -13,7 +13,7 @@ from mkbsim.lab._browse import (
     LiftBar,
     Summary,
 )
-from mkbsim.lab._chains import ChainSummary, Hop
+from mkbsim.lab._chains import ChainLinks, ChainSummary, Hop
 from mkbsim.lab._lab import Freshness, Lab
 from mkbsim.lab._monitor import (
     ARM_ORDER,
@@ -41,6 +41,7 @@ __all__ = [
     "ArmProgress",
     "CampaignInfo",
     "CampaignPlan",
+    "ChainLinks",
     "ChainSummary",
     "ComparisonQuery",
     "ComparisonRow",

@@ -19,6 +19,17 @@ class ChainSummary:
 
 
 @dataclass(frozen=True)
+class ChainLinks:
+    """One chain of a chain campaign: its model and problem, and per hop (its attempt, the attempt whose
+    skill it read)."""
+
+    chain_id: str
+    model: str
+    problem: str
+    hops: dict[int, tuple[str, str | None]]
+
+
+@dataclass(frozen=True)
 class Hop:
     hop: int
     attempt_id: str
@@ -69,13 +80,14 @@ class ChainQueries(Queries):
             hops.append(Hop(hop, attempt_id, dsl, status, passed, speedup, r, outcome, skills.get(attempt_id)))
         return hops
 
-    def links(self, campaign: str) -> dict[str, dict[int, tuple[str, str | None]]]:
-        """Per chain of a chain campaign: hop → (its attempt, the attempt whose skill it read)."""
-        chains: dict[str, dict[int, tuple[str, str | None]]] = {}
-        for chain_id, hop, attempt, source in self._all(
-            f"SELECT chain_id, hop, attempt_id, source_attempt_id FROM {self.t.transfer_attempts}"
-            " WHERE campaign_id = ? AND chain_id IS NOT NULL",
+    def links(self, campaign: str) -> list[ChainLinks]:
+        """The chains of a chain campaign, each with hop → (its attempt, the attempt whose skill it read)."""
+        chains: dict[str, ChainLinks] = {}
+        for chain_id, model, problem, hop, attempt, source in self._all(
+            f"SELECT chain_id, model, problem, hop, attempt_id, source_attempt_id FROM {self.t.transfer_attempts}"
+            " WHERE campaign_id = ? AND chain_id IS NOT NULL ORDER BY chain_id, hop, started_position",
             [campaign],
         ):
-            chains.setdefault(chain_id, {})[hop] = (attempt, source)
-        return chains
+            chain = chains.setdefault(chain_id, ChainLinks(chain_id, model, problem, {}))
+            chain.hops[hop] = (attempt, source)  # a retry's later start wins, as the hop's comparison does
+        return list(chains.values())

@@ -132,6 +132,8 @@ def parse_time(text: str) -> datetime:
 def plan_of(config: dict[str, Any]) -> CampaignPlan:
     """The plan a campaign config states: models, arms, attempts per (model, arm)."""
     agents = config.get("profiles") or config.get("models") or config.get("agents") or ()
+    if isinstance(agents, list | tuple):  # an LLM campaign file's [[agents]] tables: their labels
+        agents = [a.get("name") or a.get("model") if isinstance(a, dict) else a for a in agents]
     models = tuple(sorted(agents)) if isinstance(agents, dict | list | tuple) else ()
     arms_named = config.get("arms")
     if isinstance(arms_named, list | tuple) and arms_named:

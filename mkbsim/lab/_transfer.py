@@ -55,13 +55,13 @@ class VerdictRecord:
 
 @dataclass(frozen=True, slots=True)
 class HopRecord:
-    """One resolved comparison of a chain hop."""
+    """One resolved comparison of a chain hop: its chain, hop, the comparison as the report's record,
+    and the hop's scored verdict."""
 
+    chain_id: str
     hop: int
-    direction: str
-    r: float
+    comparison: ComparisonRecord
     treatment_passed: bool
-    skipped: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,11 +160,16 @@ class TransferQueries(Queries):
     def hop_records(self, campaign: str) -> list[HopRecord]:
         """The resolved comparisons of a chain campaign's hops, by hop."""
         rows = self._all(
-            f"SELECT hop, direction, r, treatment_passed, skipped FROM {self.t.comparisons}"
-            " WHERE campaign_id = ? AND chain_id IS NOT NULL AND resolved = 1 ORDER BY hop",
+            f"SELECT chain_id, hop, treatment_passed, {_RECORD_COLUMNS} FROM {self.t.comparisons}"
+            " WHERE campaign_id = ? AND chain_id IS NOT NULL AND resolved = 1"
+            " ORDER BY hop, model, problem, direction, replicate, chain_id",
             [campaign],
         )
-        return [HopRecord(hop, direction, r, bool(passed), bool(skip)) for hop, direction, r, passed, skip in rows]
+        return [
+            HopRecord(chain, hop, ComparisonRecord(c, m, p, f, d, rep, r, out, change, bool(skipped), standing),
+                      bool(passed))
+            for chain, hop, passed, c, m, p, f, d, rep, r, out, change, skipped, standing in rows
+        ]  # fmt: skip
 
     def skill_comparisons(self, campaign: str | None) -> list[SkillComparison]:
         """Resolved plain comparisons (of one campaign or all), by treatment attempt id."""

@@ -33,7 +33,7 @@ def control_rows(treatments: Sequence[ComparisonRecord], arms: Mapping[str, Sequ
             treated = [t for c in cell if (t := by_slot.get(_slot(c))) is not None]
             row = {"model": key[0], "direction": key[1], "family": ALL, "arm": arm}
             row |= cell_stats(cell, seed=_cell_seed((arm, *key), 0))
-            row |= _against(treated, cell, seed=_cell_seed((arm, *key, "difference"), 0))
+            row |= _against(treated, cell)
             rows.append(row)
     add_adjusted(rows, "difference_p")
     return rows
@@ -58,8 +58,9 @@ def _slot(c: ComparisonRecord) -> tuple[str, str, str, int, str]:
     return c.campaign, c.model, c.problem, c.replicate, c.direction
 
 
-def _against(treated: Sequence[ComparisonRecord], control: Sequence[ComparisonRecord], *, seed: int) -> Row:
-    """The treatment's lift, help and harm on the cell, and treatment − control with intervals."""
+def _against(treated: Sequence[ComparisonRecord], control: Sequence[ComparisonRecord]) -> Row:
+    """The treatment's lift, help and harm on the cell, and treatment − control with intervals (the
+    report's common random numbers: seed 0)."""
     if not treated:
         return {"treatment_n": 0, "treatment_paired_lift": None, "treatment_help_rate": None,
                 "treatment_harm_rate": None, "lift_difference": None, "lift_difference_ci": None,
@@ -71,7 +72,7 @@ def _against(treated: Sequence[ComparisonRecord], control: Sequence[ComparisonRe
     logs = np.array([math.log(c.r) for c in both])
     helped = np.array([c.outcome == "helped" for c in both], dtype=float)
     harmed = np.array([c.outcome == "harmed" for c in both], dtype=float)
-    boot = ClusterBootstrap([c.problem for c in both], seed=seed)
+    boot = ClusterBootstrap([c.problem for c in both])
     lift = boot.replicates(lambda lt, nt, lc, nc: np.expm1(lt / nt) - np.expm1(lc / nc),
                            logs * is_t, is_t, logs * is_c, is_c)  # fmt: skip
 

@@ -9,7 +9,10 @@ permutations' count tables (hypergeometric draws): thousands of permutations cos
   (same campaign, problem, replicate). Under the null, a helped comparison's reverse fares like any
   reverse comparison. Statistic: among helped comparisons with a resolved reverse, the reverse's harmed
   share minus its helped share.
-Each p is two-sided about the null's exact expectation, with PERMUTATIONS draws plus the observation.
+Each p is two-sided about the null's exact expectation, with PERMUTATIONS draws plus the observation:
+999, the usual count for a test at 5% (p in steps of 1/1000; Holm over a table's 7 rows still reaches
+0.007). Each draw costs one or two hypergeometric variates per problem and the standing table makes 14
+nulls: on a 1M-event store 4,999 draws took 0.9 s of the report's CPU time, 999 take a fifth of that.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 
 from mkbsim.metrics._clusters import two_sided_p
 
-PERMUTATIONS = 4999
+PERMUTATIONS = 999
 
 
 @dataclass(frozen=True)

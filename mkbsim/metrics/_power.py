@@ -8,7 +8,7 @@ told apart, so ``icc`` is assumed, 1 by default: replicates then add nothing, th
 Each simulated campaign is tested as the report tests small cells: Student t on the problems' mean
 log r (two-sided, alpha 0.05). Power = share of simulations that reject; the same random numbers serve
 every lift (common random numbers), so power rises smoothly with the lift and bisection finds the
-minimum detectable lift.
+minimum detectable lift; the designs of one replicate count share theirs too (nested in problems).
 """
 
 from __future__ import annotations
@@ -58,23 +58,33 @@ def spread(model: str, direction: str, logs: Sequence[float], problems: Sequence
 
 
 def power(cell: CellSpread, lift: float, problems: int, replicates: int, *, simulations: int, seed: int = 0) -> float:
-    return float(_rejections(cell, [lift], problems, replicates, simulations, seed)[0])
+    return _Simulated(problem_means(cell, problems, replicates, simulations, seed)).power(lift)
 
 
-def _rejections(cell: CellSpread, lifts: Sequence[float], problems: int, replicates: int, simulations: int,
-                seed: int) -> np.ndarray:  # fmt: skip
+def problem_means(cell: CellSpread, problems: int, replicates: int, simulations: int, seed: int) -> np.ndarray:
+    """Simulated campaigns' per-problem mean log r before the effect (simulations × problems)."""
     rng = np.random.default_rng(seed)
     b = rng.standard_normal((simulations, problems)) * cell.sd * math.sqrt(cell.icc)
-    e = rng.standard_normal((simulations, problems, replicates)) * cell.sd * math.sqrt(1.0 - cell.icc)
-    means = b + e.mean(axis=2)  # the problems' mean log r, before the effect
-    centred = means - means.mean(axis=1, keepdims=True)
-    se = np.sqrt((centred**2).sum(axis=1) / (problems - 1) / problems)
-    critical = t_quantile(1.0 - ALPHA / 2.0, problems - 1)
-    out = []
-    for lift in lifts:
-        t = (means.mean(axis=1) + math.log1p(lift)) / np.where(se > 0, se, np.inf)
-        out.append(np.mean(np.abs(t) > critical))
-    return np.asarray(out)
+    # the mean of R replicate errors N(0, sd² (1 − icc)) is N(0, sd² (1 − icc) / R): drawn as such
+    e = rng.standard_normal((simulations, problems)) * cell.sd * math.sqrt((1.0 - cell.icc) / replicates)
+    return b + e
+
+
+class _Simulated:
+    """Simulated campaigns of one design before the effect: each one's mean log r over problems and its
+    standard error. The effect only shifts the mean, so one set of draws serves every lift."""
+
+    def __init__(self, means: np.ndarray) -> None:
+        problems = means.shape[1]
+        centred = means - means.mean(axis=1, keepdims=True)
+        se = np.sqrt((centred**2).sum(axis=1) / (problems - 1) / problems)
+        self.mean = means.mean(axis=1)
+        self.se = np.where(se > 0, se, np.inf)
+        self.critical = t_quantile(1.0 - ALPHA / 2.0, problems - 1)
+
+    def power(self, lift: float) -> float:
+        """Share of the simulated campaigns whose t test rejects, with ``lift`` added."""
+        return float(np.mean(np.abs((self.mean + math.log1p(lift)) / self.se) > self.critical))
 
 
 def minimum_detectable_lift(cell: CellSpread, problems: int, replicates: int, *, simulations: int,
@@ -82,12 +92,13 @@ def minimum_detectable_lift(cell: CellSpread, problems: int, replicates: int, *,
     """The smallest positive lift detected with power TARGET (bisection on log(1 + lift), same draws)."""
     if cell.sd == 0 or problems < 2:
         return None
+    simulated = _Simulated(problem_means(cell, problems, replicates, simulations, seed))
     lo, hi = 0.0, 5.0
-    if power(cell, math.expm1(hi), problems, replicates, simulations=simulations, seed=seed) < TARGET:
+    if simulated.power(math.expm1(hi)) < TARGET:
         return None
     for _ in range(30):
         mid = (lo + hi) / 2
-        if power(cell, math.expm1(mid), problems, replicates, simulations=simulations, seed=seed) >= TARGET:
+        if simulated.power(math.expm1(mid)) >= TARGET:
             hi = mid
         else:
             lo = mid
@@ -95,11 +106,13 @@ def minimum_detectable_lift(cell: CellSpread, problems: int, replicates: int, *,
 
 
 def needed(cell: CellSpread, lift: float, *, simulations: int, seed: int = 0) -> dict[int, int | None]:
-    """Per replicates in REPLICATE_GRID: the fewest problems of PROBLEM_GRID reaching TARGET power."""
+    """Per replicates in REPLICATE_GRID: the fewest problems of PROBLEM_GRID reaching TARGET power. The
+    designs of one replicate count share their draws (a design of P problems takes the first P of the
+    largest), so power rises smoothly with the problems and each replicate count is drawn once."""
     out: dict[int, int | None] = {}
     for replicates in REPLICATE_GRID:
-        out[replicates] = next((p for p in PROBLEM_GRID
-                                if power(cell, lift, p, replicates, simulations=simulations, seed=seed) >= TARGET),
+        largest = problem_means(cell, PROBLEM_GRID[-1], replicates, simulations, seed)
+        out[replicates] = next((p for p in PROBLEM_GRID if _Simulated(largest[:, :p]).power(lift) >= TARGET),
                                None)  # fmt: skip
     return out
 

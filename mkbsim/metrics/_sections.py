@@ -11,6 +11,8 @@ Uncertainty (DESIGN §6, ``mkbsim.metrics._clusters``): every rate, share and di
 from the cluster bootstrap over problems (replicates, models and directions of a problem drawn
 together); the paired lift of a cell with fewer than SMALL_CELL_PROBLEMS problems has the cluster t
 interval instead (``paired_lift_ci_method``). Each table's p-values carry ``*_holm`` and ``*_bh``.
+The bootstraps use common random numbers (seed 0: cells of one size share their resamples); the
+permutation tests a seed per cell.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from mkbsim.metrics._clusters import (
     SMALL_CELL_PROBLEMS,
     ClusterBootstrap,
     add_adjusted,
-    cluster_index,
     cluster_t_interval,
     lift_of_sums,
     ratio_of_sums,
@@ -113,7 +114,7 @@ def cell_stats(cell: Sequence[ComparisonRecord], *, seed: int = 0) -> Row:
     log r (one value per problem, so a problem seen by several models, directions or replicates counts once)."""
     logs = [math.log(c.r) for c in cell]
     problems = [c.problem for c in cell]
-    boot = ClusterBootstrap(problems, resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    boot = ClusterBootstrap(problems, resamples=BOOTSTRAP_RESAMPLES)
     helped, harmed = _counts(cell)
     rescues = sum(1 for c in cell if c.verdict_change == "rescue")  # a rescue is always helped (r = 4)
     breaks = sum(1 for c in cell if c.verdict_change == "break")  # a break is always harmed (r = 1/4)
@@ -181,9 +182,9 @@ def _lift(cell: Iterable[ComparisonRecord]) -> float:
     return lift_of_logs([math.log(c.r) for c in cell])
 
 
-def _lift_ci(cell: Sequence[ComparisonRecord], seed: int) -> list[float]:
+def _lift_ci(cell: Sequence[ComparisonRecord]) -> list[float]:
     problems = [c.problem for c in cell]
-    return lift_interval([math.log(c.r) for c in cell], problems, ClusterBootstrap(problems, seed=seed))[0]
+    return lift_interval([math.log(c.r) for c in cell], problems, ClusterBootstrap(problems))[0]
 
 
 def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
@@ -195,7 +196,7 @@ def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
     for key, cell in _cells(records, dims, grouped=grouped, pooled=("dsl", "family")):
         speedups = [s.speedup for s in cell if s.passed and s.speedup]
         passed = sum(1 for s in cell if s.passed)
-        boot = ClusterBootstrap([s.problem for s in cell], resamples=BOOTSTRAP_RESAMPLES, seed=_cell_seed(key, 0))
+        boot = ClusterBootstrap([s.problem for s in cell], resamples=BOOTSTRAP_RESAMPLES)
         counted = [1.0 if s.passed and s.speedup else 0.0 for s in cell]
         rows.append(
             dict(zip(dims, key, strict=True))
@@ -229,7 +230,7 @@ def standing(records: Sequence[ComparisonRecord]) -> list[Row]:
             if not sub:
                 continue
             helped, harmed = _counts(sub)
-            boot = ClusterBootstrap([c.problem for c in sub], seed=_cell_seed((model, tier), 0))
+            boot = ClusterBootstrap([c.problem for c in sub])
             ones = [1.0] * len(sub)
             rows.append({
                 "model": model, "standing": tier, "n": len(sub), "helped": helped, "harmed": harmed,
@@ -250,25 +251,24 @@ def standing_gradient(records: Sequence[ComparisonRecord]) -> list[Row]:
     rows = []
     for model, cell in _per_model(records):
         stood = [c for c in cell if c.standing is not None]
-        above = [c.standing == "above" for c in stood]
-        below = [c.standing == "below" for c in stood]
-        if not any(above) or not any(below):
+        above = _flags(c.standing == "above" for c in stood)
+        below = _flags(c.standing == "below" for c in stood)
+        if not above.any() or not below.any():
             continue
         problems = [c.problem for c in stood]
-        boot = ClusterBootstrap(problems, seed=_cell_seed((model, "gradient"), 0))
-        row: Row = {"model": model, "n": len(stood), "above": sum(above), "below": sum(below)}
+        boot = ClusterBootstrap(problems)
+        row: Row = {"model": model, "n": len(stood), "above": int(above.sum()), "below": int(below.sum())}
         for name, outcome, sign in (("help_gap", "helped", 1.0), ("harm_gap", "harmed", -1.0)):
-            marked = [c.outcome == outcome for c in stood]
-            at_above = [m and a for m, a in zip(marked, above, strict=True)]
-            at_below = [m and b for m, b in zip(marked, below, strict=True)]
-            gap = sign * (sum(at_above) / sum(above) - sum(at_below) / sum(below))
-            counts = _standing_counts(problems, marked, above, below)
-            p = standing_gap_p(counts, seed=_cell_seed((model, name), 0))
+            marked = _flags(c.outcome == outcome for c in stood)
+            at_above, at_below = marked & above, marked & below
+            gap = sign * (at_above.sum() / above.sum() - at_below.sum() / below.sum())
+            counts = StandingCounts(*(boot.sums(v).astype(np.int64)
+                                      for v in (np.ones(len(stood)), marked, above, below, at_above, at_below)))
             row |= {
-                name: gap,
+                name: float(gap),
                 f"{name}_ci": boot.interval(lambda ma, a, mb, b, s=sign: s * (ma / a - mb / b),
                                             at_above, above, at_below, below),
-                f"{name}_p": p,
+                f"{name}_p": standing_gap_p(counts, seed=_cell_seed((model, name), 0)),
             }  # fmt: skip
         rows.append(row)
     for key in ("help_gap_p", "harm_gap_p"):
@@ -276,21 +276,8 @@ def standing_gradient(records: Sequence[ComparisonRecord]) -> list[Row]:
     return rows
 
 
-def _standing_counts(
-    problems: Sequence[str], marked: Sequence[bool], above: Sequence[bool], below: Sequence[bool]
-) -> StandingCounts:
-    index, k = cluster_index(problems)
-
-    def per_problem(values: Iterable[bool]) -> np.ndarray:
-        return np.bincount(index, weights=np.fromiter(values, dtype=float, count=len(problems)),
-                           minlength=k).astype(np.int64)  # fmt: skip
-
-    return StandingCounts(
-        n=np.bincount(index, minlength=k).astype(np.int64), marked=per_problem(marked),
-        above=per_problem(above), below=per_problem(below),
-        marked_above=per_problem(m and a for m, a in zip(marked, above, strict=True)),
-        marked_below=per_problem(m and b for m, b in zip(marked, below, strict=True)),
-    )  # fmt: skip
+def _flags(values: Iterable[bool]) -> np.ndarray:
+    return np.fromiter(values, dtype=bool)
 
 
 def sensitivity(records: Sequence[ComparisonRecord]) -> list[Row]:
@@ -303,15 +290,14 @@ def sensitivity(records: Sequence[ComparisonRecord]) -> list[Row]:
         rest = [c for c in cell if c.family != best]
         lift = _lift(cell)
         without = _lift(rest) if rest else None
-        seed = _cell_seed((model, direction), 0)
         rows.append({
             "model": model, "direction": direction, "n": len(cell), "paired_lift": lift,
-            "paired_lift_ci": _lift_ci(cell, seed),
+            "paired_lift_ci": _lift_ci(cell),
             "families_positive": sum(1 for v in lifts.values() if v > 0),
             "families_negative": sum(1 for v in lifts.values() if v < 0),
             "best_family": best, "best_family_n": len(families[best]), "best_family_lift": lifts[best],
             "n_without_best": len(rest), "lift_without_best": without,
-            "lift_without_best_ci": _lift_ci(rest, seed) if rest else None,
+            "lift_without_best_ci": _lift_ci(rest) if rest else None,
             "sign_change": None if without is None else lift * without < 0,
         })  # fmt: skip
     return rows
@@ -341,7 +327,7 @@ def asymmetry(records: Sequence[ComparisonRecord]) -> list[Row]:
             "gap": (harmed - helped_back) / len(pairs) if pairs else None,
         }  # fmt: skip
         if pairs:
-            boot = ClusterBootstrap([c.problem for c, _ in pairs], seed=_cell_seed((model, "asymmetry"), 0))
+            boot = ClusterBootstrap([c.problem for c, _ in pairs])
             hurt = [r.outcome == "harmed" for _, r in pairs]
             back = [r.outcome == "helped" for _, r in pairs]
             ones = [1.0] * len(pairs)
@@ -390,21 +376,27 @@ def _cells(
     values = operator.attrgetter(*dims)  # callers pass two dimensions or more, so this returns a tuple
     choices = [(d in grouped, d in pooled) for d in dims]
     cells: dict[tuple[str, ...], list[Rec]] = {}
+    targets: dict[tuple[str, ...], list[list[Rec]]] = {}  # a record's values → the cells it joins, made once
     for rec in records:
-        options = [
-            ((v, ALL) if pool else (v,)) if group else (ALL,)
-            for v, (group, pool) in zip(values(rec), choices, strict=True)
-        ]
-        for key in itertools.product(*options):
-            cells.setdefault(key, []).append(rec)
+        key = values(rec)
+        lists = targets.get(key)
+        if lists is None:
+            options = [
+                ((v, ALL) if pool else (v,)) if group else (ALL,)
+                for v, (group, pool) in zip(key, choices, strict=True)
+            ]
+            lists = targets[key] = [cells.setdefault(k, []) for k in itertools.product(*options)]
+        for cell in lists:
+            cell.append(rec)
     return sorted(cells.items(), key=lambda kv: tuple((v != ALL, v) for v in kv[0]))
 
 
 def _by(records: Iterable[ComparisonRecord], *fields: str) -> list[tuple[tuple[str, ...], list[ComparisonRecord]]]:
-    out: dict[tuple[str, ...], list[ComparisonRecord]] = {}
+    values = operator.attrgetter(*fields)
+    out: dict[Any, list[ComparisonRecord]] = {}
     for rec in records:
-        out.setdefault(tuple(getattr(rec, f) for f in fields), []).append(rec)
-    return sorted(out.items())
+        out.setdefault(values(rec), []).append(rec)
+    return sorted((key if len(fields) > 1 else (key,), cell) for key, cell in out.items())
 
 
 def _per_model(records: Sequence[ComparisonRecord]) -> list[tuple[str, list[ComparisonRecord]]]:
@@ -413,7 +405,7 @@ def _per_model(records: Sequence[ComparisonRecord]) -> list[tuple[str, list[Comp
 
 
 def _cell_seed(key: Sequence[str], seed: int) -> int:
-    """A seed per cell, so a cell's interval does not depend on which other cells the report holds."""
+    """A seed per cell, so a cell's p does not depend on which other cells the report holds."""
     return zlib.crc32("\x1f".join(key).encode()) ^ seed
 
 

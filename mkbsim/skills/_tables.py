@@ -34,9 +34,11 @@ def points(x: float | None) -> str:
     return "–" if x is None else f"{x:+.1f}"
 
 
-def interval(ci: Sequence[float] | None, *, percent: bool = False, digits: int = 1) -> str:
-    """``[lo, hi]``: shares shown as percentages with ``percent``, else as they are."""
+def interval(ci: Sequence[float] | None, *, percent: bool = False, digits: int | None = None) -> str:
+    """``[lo, hi]``: shares shown as percentages with ``percent`` (0 decimals unless ``digits``), else as
+    they are (1 decimal unless ``digits``)."""
     if ci is None:
         return "–"
     factor = 100.0 if percent else 1.0
-    return "[" + ", ".join(f"{v * factor:.{0 if percent else digits}f}" for v in ci) + "]"
+    places = digits if digits is not None else 0 if percent else 1
+    return "[" + ", ".join(f"{v * factor:.{places}f}" for v in ci) + "]"

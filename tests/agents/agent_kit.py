@@ -63,6 +63,15 @@ class Received:
     def messages(self) -> list[dict[str, str]]:
         return [{"role": m["role"], "content": m["content"]} for m in self.body["messages"]]
 
+    @property
+    def reply_format(self) -> str:
+        """How the request asked for its reply: ``tools``, ``json_schema`` or ``text``."""
+        if "tools" in self.body:
+            return "tools"
+        if self.body.get("response_format", {}).get("type") == "json_schema":
+            return "json_schema"
+        return "text"
+
 
 @dataclass
 class StubLLM:
@@ -71,6 +80,10 @@ class StubLLM:
     Summary requests (the agent's context management) are answered with ``SUMMARY_TEXT`` without
     consuming the script. When the script runs out the stub answers 400, which the agent treats
     as an infrastructure failure: a test that scripted too little fails loudly.
+
+    Like an OpenAI server, a request that forces a tool call gets the scripted text as that call's
+    arguments (no content); a request asking in one of the ``refuse`` formats gets a 400 without
+    consuming the script.
     """
 
     script: list[Reply | Status | Hang] = field(default_factory=list)
@@ -78,10 +91,13 @@ class StubLLM:
     url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
     hanging: threading.Event = field(default_factory=threading.Event)  # set when a Hang starts
+    refuse: tuple[str, ...] = ()
 
     def next_action(self, body: dict[str, Any]) -> Reply | Status | Hang:
         if body["messages"][0]["content"].startswith("You condense"):
             return Reply(SUMMARY_TEXT)
+        if Received(body, 0).reply_format in self.refuse:
+            return Status(400, "this server does not support that request format")
         with self.lock:
             return self.script.pop(0) if self.script else Status(400, "stub script exhausted")
 
@@ -133,11 +149,16 @@ def _handler(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
             stub.received.append(Received(body, 200, self.headers.get("Authorization", ""), arrived))
             prompt = sum(len(m["content"]) for m in body["messages"]) // 4
             completion = len(action.text) // 4
+            message: dict[str, Any] = {"role": "assistant", "content": action.text}
+            forced = (body.get("tool_choice") or {}) if "tools" in body else {}
+            if isinstance(forced, dict) and forced.get("function"):
+                call = {"name": forced["function"]["name"], "arguments": action.text}
+                tool_calls = [{"id": "call_1", "type": "function", "function": call}]
+                message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
             self._send(200, {
                 "id": f"chatcmpl-{len(stub.received)}", "object": "chat.completion", "created": int(time.time()),
                 "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": action.text},
-                             "finish_reason": action.finish_reason}],
+                "choices": [{"index": 0, "message": message, "finish_reason": action.finish_reason}],
                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                           "total_tokens": prompt + completion},
             })  # fmt: skip

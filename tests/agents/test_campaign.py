@@ -127,3 +127,28 @@ def test_a_stop_signal_ends_the_attempt_in_flight_as_interrupted(
     ends = [e.payload for e in stream(store, ids("solo_cutedsl")) if e.type == "AttemptFinished"]
     assert [e["status"] for e in ends] == ["interrupted"]
     assert signal.getsignal(signal.SIGTERM) is before  # restored
+
+
+def test_skip_unverifiable_ends_the_cutedsl_attempts_on_cpu_without_asking_the_model(
+    tmp_path: Path, stub: StubLLM, store: EventStore, scorers: VerifierScorers
+) -> None:
+    path = campaign_toml(
+        tmp_path / "skip.toml",
+        {"model": "openai/gpt-4o-mini", "name": "mini", "params": {"api_base": stub.url, "api_key": "sk-stub"}},
+        campaign={"id": "camp", "problems": "p36", "directions": ["cutedsl2tirx", "tirx2cutedsl"],
+                  "env_file": tmp_path / "absent.env"},
+        verifier={"backend": "cpu", "skip_unverifiable": True}, sandbox={"root": tmp_path / "sandboxes"},
+    )  # fmt: skip
+    stub.script = [act(write={"kernel.py": "", "SKILL.md": SKILL}, done=True)]  # the TIRx solo's one turn
+    summary = run_file(store, load_catalog(), scorers, path)
+    assert len(stub.received) == 1  # only the TIRx solo asked the model
+    assert summary.statuses == {"infra_error": 2, "finished": 1}
+    assert of_type(stream(store, ids("solo_tirx")), "AttemptFinished")[0]["status"] == "finished"
+    for arm in ("solo_cutedsl", "tirx2cutedsl_skill"):
+        events = stream(store, ids(arm))
+        (end,) = of_type(events, "AttemptFinished")
+        assert end["status"] == "infra_error" and "cpu verifier cannot run CuTe DSL kernels" in end["reason"]
+        assert not [s for s in of_type(events, "AgentStep") if s["kind"] == "llm"]
+    (read,) = of_type(stream(store, ids("tirx2cutedsl_skill")), "SkillRead")  # the skill was handed over
+    assert read["text"].endswith(SKILL)
+    assert not stream(store, ids("cutedsl2tirx_skill"))  # its source never finished

@@ -55,7 +55,8 @@ def test_a_bad_campaign_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pyte
     assert code == 2 and out == ""
     assert (
         err.strip() == f"mkbsim run: error: {campaign}: agents[0].modl: unknown key (known: model, name, params, "
-        "api_key_env, context_tokens, request_timeout_s, max_retries, backoff_initial_s, backoff_max_s)"
+        "api_key_env, context_tokens, request_timeout_s, max_retries, backoff_initial_s, backoff_max_s, reply_format, "
+        "price_per_mtok)"
     )
     assert not (tmp_path / "s.sqlite").exists()
 

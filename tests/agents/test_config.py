@@ -43,6 +43,7 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
     assert config.env_file == Path(".env") and config.agents[0].label == "openai/gpt-4.1-mini"
     # one attempt at a time, the verifier slots from the machine, no filter
     assert (config.agents_at_once, config.gpu_verifier_slots, config.filter) == (1, None, None)
+    assert not config.skip_unverifiable  # CuTe DSL attempts on cpu ask their model as they always did
 
 
 @pytest.mark.parametrize(
@@ -55,6 +56,7 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
         (lambda t: t + "\n[sandbox]\ncpus = true\n", "sandbox.cpus: expected int or list, got bool"),
         (lambda t: t + '\n[budget]\nminutes = "40"\n', "budget.minutes: expected int, got str"),
         (lambda t: t + '\n[verifier]\nbackend = "tpu"\n', "verifier.backend: use cuda or cpu"),
+        (lambda t: t + '\n[verifier]\nskip_unverifiable = "yes"\n', "verifier.skip_unverifiable: expected bool"),
         (lambda t: t + "\n[loop]\nsummarize_at = 1.5\n", "loop.summarize_at: must be a fraction"),
         (lambda t: t.replace('problems = "p36"', 'problems = "p36"\ndirections = ["a2b"]'), "campaign.directions"),
         (lambda t: t.replace('model = "openai/gpt-4.1-mini"', ""), r"agents\[0\].model: required key is missing"),
@@ -73,6 +75,14 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
          'sandbox.require_network_isolation: true needs isolation = "bwrap"'),
         (lambda t: t + "\n[sandbox]\nmax_processes = 0\n", "sandbox.max_processes: must be positive"),
         (lambda t: t + "\n[loop]\nmax_reply_chars = 0\n", "loop.max_reply_chars: must be positive"),
+        (lambda t: t + 'reply_format = "xml"\n', r"agents\[0\].reply_format: use 'auto', 'json_schema', 'tools'"),
+        (lambda t: t + "params = { tool_choice = 'none' }\n", r"agents\[0\].params: 'tool_choice' is set by mkbsim"),
+        (lambda t: t + "price_per_mtok = { input = 0 }\n",
+         r"agents\[0\].price_per_mtok.output: required key is missing"),
+        (lambda t: t + "price_per_mtok = { input = -1, output = 0 }\n",
+         r"agents\[0\].price_per_mtok.input: must be 0 or more"),
+        (lambda t: t + "price_per_mtok = { input = 0, output = 0, cached = 0 }\n",
+         r"agents\[0\].price_per_mtok.cached: unknown key"),
     ],
 )
 def test_mistakes_name_the_key(tmp_path: Path, edit: object, message: str) -> None:

@@ -74,5 +74,9 @@ def test_early_turns_are_summarized_near_the_context_window(
     assert len(after) >= 2  # summarized again later: the earlier summary is folded into the new one
     for request in after:  # system, task + summary, then the 4 most recent messages, still alternating
         assert [m["role"] for m in request] == ["system", "user", "assistant", "user", "assistant", "user"]
+    # turns are asked for as a forced tool call (a server litellm does not know), summaries as plain text
+    summary_requests = [r for r in stub.received if r.messages[0]["content"].startswith("You condense")]
+    assert {r.reply_format for r in summary_requests} == {"text"}
+    assert {r.reply_format for r in stub.received if r not in summary_requests} == {"tools"}
     summary_calls = [s for s in steps(events, "llm") if s.get("purpose") == "summary"]
     assert len(summary_calls) == len(summaries) and all(s["tokens"] for s in summary_calls)

@@ -37,6 +37,15 @@ def test_bootstrap_resamples_problems_and_is_deterministic() -> None:
     assert lift_ci(spread, labels, seed=7) != lift_ci(spread, labels, seed=8)
 
 
+def test_cells_of_one_size_share_a_read_only_resample_matrix() -> None:
+    first = ClusterBootstrap(["a", "b", "a", "c"])
+    second = ClusterBootstrap(["x", "y", "z"])
+    assert first.counts is second.counts  # common random numbers: drawn once per size and seed
+    assert first.counts.sum(axis=1).tolist() == [3.0] * first.counts.shape[0]
+    with pytest.raises(ValueError, match="read-only"):
+        first.counts[0, 0] = 99.0  # a caller cannot change the resamples every other cell uses
+
+
 def test_bootstrap_keeps_a_problems_comparisons_together() -> None:
     # p1 always contributes both of its comparisons: a resample of p1 alone has lift exactly 0
     assert lift_ci([4.0, 0.25, 2.0], ["p1", "p1", "p2"], resamples=4000, seed=1) == pytest.approx([0.0, 1.0], abs=1e-12)

@@ -1,4 +1,5 @@
-"""`mkbsim chain`: a 3-hop chain campaign end to end, and claim linking across skills."""
+"""`mkbsim chain`: a 3-hop chain campaign end to end (per model × hop, with intervals and a figure), the
+report's clusters on hand-built chains, and claim linking across skills."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from skills_kit import cli
 from mkbsim.catalog import SKILL_HEADER
 from mkbsim.claims import extract_claims, lexical_similarity, linker
 from mkbsim.events import EventStore
+from mkbsim.lab import ChainLinks, HopRecord
+from mkbsim.metrics import outcome
+from mkbsim.metrics._sections import ComparisonRecord
+from mkbsim.skills._chain import chain_report
 
 ARGS = ("--problems", "p01,p28,p45,p62", "--profiles", "sim-glm-5.3-flash,sim-gpt-5.6-sol,sim-qwen3.8-flash",
         "--seed", "3", "--hops", "3", "--similarity", "lexical")  # fmt: skip
@@ -21,17 +26,28 @@ def test_a_three_hop_chain_reads_each_previous_hop_and_reports_per_hop(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     store = tmp_path / "chain.sqlite"
-    code, out, err = cli(capsys, "chain", "--store", str(store), *ARGS, "--format", "json")
+    code, out, err = cli(capsys, "chain", "--store", str(store), *ARGS, "--format", "json", "--plots",
+                         str(tmp_path / "figures"))  # fmt: skip
     assert code == 0, err
     report = json.loads(out)
     chains = 3 * 4 * 2
-    assert [r["hop"] for r in report["hops"]] == [1, 2, 3] and all(r["n"] == chains for r in report["hops"])
+    pooled = [r for r in report["hops"] if r["model"] == "all"]
+    assert [r["hop"] for r in pooled] == [1, 2, 3] and all(r["n"] == chains for r in pooled)
     assert report["similarity"] == "lexical"
+    per_model = [r for r in report["hops"] if r["model"] != "all"]
+    assert {(r["model"], r["hop"]) for r in per_model} == {(m, h) for m in ARGS[3].split(",") for h in (1, 2, 3)}
+    assert all(r["n"] == 4 * 2 and r["problems"] == 4 for r in per_model)  # 4 problems, both starting DSLs
     for r in report["hops"]:
         assert 0 <= r["pass_rate"] <= 1 and r["paired_lift"] > -1
-        for key in ("origin_survival", "carried", "unverified_carried"):
+        assert r["pass_rate_ci"][0] <= r["pass_rate"] <= r["pass_rate_ci"][1]
+        assert r["paired_lift_ci"][0] <= r["paired_lift"] <= r["paired_lift_ci"][1]
+        assert r["paired_lift_ci_method"] == ("t" if r["problems"] < 20 else "bootstrap")
+        assert r["p_holm"] is None or r["p_holm"] >= r["p"]
+        for key in ("origin_survival", "carried", "unverified_carried", "help_rate", "harm_rate"):
+            assert r[key] is None or r[f"{key}_ci"][0] <= r[key] <= r[f"{key}_ci"][1]
+        for key in ("origin_survival", "carried"):
             assert 0 <= r[key] <= 1
-    first, last = report["hops"][0], report["hops"][-1]
+    first, last = pooled[0], pooled[-1]
     assert first["origin_survival"] == first["carried"]  # hop 1 reads the origin itself
     assert last["origin_survival"] < first["origin_survival"]  # claims fade along the chain
     assert last["skipped"] >= first["skipped"]  # a hop without a source skill ends its chain
@@ -55,8 +71,43 @@ def test_a_three_hop_chain_reads_each_previous_hop_and_reports_per_hop(
         else:
             assert finished[a["attempt_id"]]["skipped"] and a["attempt_id"] not in written
 
+    assert "wrote" in err and (tmp_path / "figures" / "chain_by_hop.png").read_bytes().startswith(b"\x89PNG")
     code, out, err = cli(capsys, "chain", "--store", str(store), *ARGS)
-    assert code == 0 and "already in" in err and "origin kept" in out
+    assert code == 0 and "already in" in err and "origin kept" in out and "sim-glm-5.3-flash" in out
+
+
+def _hop(chain: str, hop: int, model: str, problem: str, r: float, passed: bool = True) -> HopRecord:
+    record = ComparisonRecord("c", model, problem, "attention", "cutedsl2tirx", 0, r, outcome(r), "none", False, None)
+    return HopRecord(chain, hop, record, passed)
+
+
+def test_a_chain_cell_resamples_problems_not_chains() -> None:
+    """Four chains of one problem are one cluster: every interval of that model's cell is a point; the
+    pooled cell of two problems has a spread. Survival shares are ratios of the cell's claim counts."""
+    origin = "The fused kernel measured 3.2x on the production shape. A split-K variant is not worth pursuing."
+    skills = {
+        "s1": origin,
+        "s2": origin,
+        "h1": "The fused kernel measured 3.2x on the production shape.",
+        "h2": "Nothing carried over here.",
+    }
+    links = [ChainLinks("x1", "m", "p01", {1: ("h1", "s1")}), ChainLinks("x2", "m", "p01", {1: ("h2", "s2")}),
+             ChainLinks("y1", "n", "p02", {1: ("h2", "s1")})]  # fmt: skip
+    records = [_hop("x1", 1, "m", "p01", 2.0), _hop("x2", 1, "m", "p01", 1.0, passed=False),
+               _hop("x3", 1, "m", "p01", 4.0), _hop("x4", 1, "m", "p01", 0.5),
+               _hop("y1", 1, "n", "p02", 0.25, passed=False)]  # fmt: skip
+    rows = {r["model"]: r for r in chain_report(links, skills, records, linker("lexical"))}
+    assert list(rows) == ["all", "m", "n"]
+    m = rows["m"]
+    assert m["n"] == 4 and m["problems"] == 1 and m["chains"] == 2
+    assert m["paired_lift"] == pytest.approx(2**0.5 - 1) and m["pass_rate"] == 0.75
+    assert m["paired_lift_ci"] == pytest.approx([m["paired_lift"]] * 2)  # one cluster: nothing to resample
+    assert m["pass_rate_ci"] == [0.75, 0.75] and m["help_rate_ci"] == [0.5, 0.5]
+    assert m["origin_survival"] == 1 / 4 and m["origin_survival_ci"] == [0.25, 0.25]  # 1 of 2 + 0 of 2 claims
+    pooled = rows["all"]
+    assert pooled["n"] == 5 and pooled["problems"] == 2 and pooled["origin_survival"] == 1 / 6
+    assert pooled["paired_lift_ci"][0] < pooled["paired_lift"] < pooled["paired_lift_ci"][1]
+    assert pooled["paired_lift_ci_method"] == "t"
 
 
 def test_lexical_linking_finds_a_repeated_claim_and_not_an_unrelated_one() -> None:

@@ -3,7 +3,9 @@
 A docstring that merely names a PTX instruction the way CUDA source spells it (e.g. ``mma.sync.`` or
 ``cp.async.`` followed by a dot) reads as inline CUDA to the scan, and an `inline_cuda` submission is
 left out of scored pass rates. Shared `_<helper>.py` modules beside the solutions are imported by them,
-so they are scanned too (a DSL-neutral helper under both DSLs).
+so they are scanned too (a DSL-neutral helper under both DSLs), except the modules that
+`python -m problems._bundle` inlines into solutions: a submission never imports those (their own
+`from problems import ...` would be refused), and their code is scanned inside every bundled solution.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ import pytest
 
 from mkbsim.catalog import problems_root
 from mkbsim.verifier._static import scan_source
+from problems import _bundle
 
-FILES = sorted(problems_root().glob("*/solutions/*.py"))
+SOLUTION_FILES = sorted(problems_root().glob("*/solutions/*.py"))
+BUNDLED = {(_bundle.ROOT / m).resolve() for p in SOLUTION_FILES for m, _ in _bundle.header(p.read_text())}
+FILES = [p for p in SOLUTION_FILES if p.resolve() not in BUNDLED]
 
 
 def _dsls(path: Path) -> tuple[str, ...]:
@@ -34,3 +39,9 @@ def test_solution_source_has_no_static_finding(path: Path) -> None:
 def test_the_scan_flags_an_instruction_spelled_like_cuda_source() -> None:
     report = scan_source('"""Tiles on mma.sync.m16n8k16."""\n', "tirx")
     assert report.of("inline_cuda")
+
+
+def test_bundle_sources_are_left_to_the_solutions_that_inline_them() -> None:
+    names = {p.name for p in SOLUTION_FILES if p.resolve() in BUNDLED}
+    assert {"_moe_cutedsl.py", "_moe_tirx.py"} <= names
+    assert all(p.name not in names for p in FILES)

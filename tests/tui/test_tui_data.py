@@ -41,6 +41,8 @@ def test_plan_of_a_config() -> None:
     rerun = plan_of({"kind": "treatment_rerun", "problems": ["p01"], "profiles": {"a": {}}})
     assert rerun.arms == ("cutedsl2tirx_skill", "tirx2cutedsl_skill") and rerun.total == 2
     assert plan_of({"kind": "chain"}).total is None
+    llm = plan_of({"campaign": {"id": "c"}, "agents": [{"model": "openai/x", "name": "x"}, {"model": "m/y"}]})
+    assert llm.models == ("m/y", "x") and llm.total is None  # the labels of an LLM campaign's [[agents]] tables
 
 
 def test_campaigns_progress_in_flight_and_failures(lab: Lab) -> None:
