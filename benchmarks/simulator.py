@@ -6,8 +6,11 @@ running the campaign into a fresh store (what `mkbsim run` does before its repor
 the local process pool), raw sqlite `executemany` of the same events (benchmarks/store.py's floor), and
 `mkbsim run` end to end in a fresh process, without and with the three control arms (`--controls
 aa,placebo,matched`; target: at most 1.8× the default campaign), each the median of `--cli-repeats` runs.
+`--calibrate PROFILE` instead times `mkbsim calibrate` of that shipped profile against its shipped target with the
+defaults (8 seeds, 74 problems, 120 evaluations, all cores; target: at most 10 minutes), wall and CPU seconds.
 
     .venv/bin/python benchmarks/simulator.py [--replicates 1] [--skip-cli] [--cli-repeats 3]
+    .venv/bin/python benchmarks/simulator.py --calibrate sim-glm-5.3
 """
 
 from __future__ import annotations
@@ -44,11 +47,16 @@ def main() -> None:
     ap.add_argument("--replicates", type=int, default=1)
     ap.add_argument("--skip-cli", action="store_true", help="skip the end-to-end `mkbsim run` in a fresh process")
     ap.add_argument("--cli-repeats", type=int, default=3, help="end-to-end runs of each kind (default 3)")
+    ap.add_argument("--calibrate", metavar="PROFILE", help="only time `mkbsim calibrate` of this shipped profile")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mkbsim-simbench-"))
     machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
     print(f"mkbsim simulator benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {machine}, "
           f"Python {platform.python_version()}")  # fmt: skip
+
+    if args.calibrate:
+        _calibrate(args.calibrate, tmp)
+        return
 
     t0 = time.perf_counter()
     spaces = all_design_spaces()
@@ -100,6 +108,22 @@ def main() -> None:
                      for m in (walls, cpus))  # fmt: skip
         print(f"controls ÷ default, median of the paired runs: {wall:.2f}× wall, {cpu:.2f}× CPU (target ≤ 1.8×); "
               f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+
+def _calibrate(profile: str, tmp: Path) -> None:
+    """`mkbsim calibrate` of a shipped profile with the defaults, in a fresh process: wall and CPU seconds."""
+    target = Path(__file__).resolve().parents[1] / "mkbsim" / "simulator" / "targets" / f"{profile}.json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "mkbsim", "calibrate", "--target", str(target), "--write",
+                           str(tmp / "fitted.toml")], capture_output=True, text=True, check=True)  # fmt: skip
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    summary = next(line for line in proc.stdout.splitlines() if line.startswith("objective"))
+    print(f"`mkbsim calibrate --target {target.name}` (8 seeds × 74 problems per evaluation, default evaluations): "
+          f"{wall / 60:.1f} min wall, {cpu / 60:.1f} CPU min (target ≤ 10 min wall); {summary}; load average "
+          f"{os.getloadavg()[0]:.1f}")  # fmt: skip
+
 
 if __name__ == "__main__":
     main()

@@ -239,7 +239,7 @@ def campaign_kind(path: Path) -> str:
 
 def load_simulated_campaign(path: str | os.PathLike[str]) -> SimCampaign:
     """Read and check a simulated campaign file."""
-    from mkbsim.simulator import CampaignConfig, get_profile, select_problems, shipped_profiles
+    from mkbsim.simulator import CampaignConfig, resolve_profiles, select_problems, shipped_profiles
 
     file = Path(path)
     raw = read_toml(file)
@@ -268,8 +268,8 @@ def load_simulated_campaign(path: str | os.PathLike[str]) -> SimCampaign:
 
     a = Table(file, "agents", top.get("agents", dict, {}), ("profiles",))
     names = a.strings("profiles", list(shipped_profiles()))
-    try:
-        profiles = tuple(get_profile(n) for n in dict.fromkeys(names))
+    try:  # a profile file (FILE.toml) is found relative to the campaign file
+        profiles = resolve_profiles([str(file.parent / n) if n.endswith(".toml") else n for n in names])
     except Exception as exc:
         a.fail("profiles", str(exc))
 

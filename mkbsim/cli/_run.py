@@ -34,7 +34,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_store_option(p)
     p.add_argument("--problems", metavar="SPEC", help="ids, names, families, ranges (p01-p09) or globs (default: all)")
-    p.add_argument("--profiles", metavar="A,B", help="simulated-model profiles, comma-separated (default: all six)")
+    p.add_argument("--profiles", metavar="A,B",
+                   help="simulated-model profiles, comma-separated: shipped names or profile files (FILE.toml, e.g. "
+                   "from `mkbsim calibrate --write`; default: the shipped six)")  # fmt: skip
     p.add_argument("--replicates", type=positive_int, metavar="N", help="replicates per problem (default 1)")
     p.add_argument("--seed", type=non_negative_int, metavar="N", help="campaign seed (default 0)")
     p.add_argument("--controls", type=_controls, metavar="ARMS",
@@ -101,10 +103,9 @@ def _campaign(
                                 ray_address=args.ray_address)  # fmt: skip
         campaign = load_simulated_campaign(args.campaign)
     else:
-        from mkbsim.simulator import CampaignConfig, get_profile, select_problems, shipped_profiles
+        from mkbsim.simulator import CampaignConfig, resolve_profiles, select_problems
 
-        names = [n.strip() for n in (args.profiles or "").split(",") if n.strip()] or list(shipped_profiles())
-        profiles = tuple(get_profile(n) for n in dict.fromkeys(names))
+        profiles = resolve_profiles([n.strip() for n in (args.profiles or "").split(",") if n.strip()])
         config = CampaignConfig(profiles, tuple(select_problems(args.problems)), args.replicates or 1, args.seed or 0)
         campaign = SimCampaign(config, workers=default_workers(), controls=args.controls or ())
     if args.workers is not None:

@@ -16,10 +16,11 @@ from the profile, never from a draw on the outcome.
 
 from mkbsim.simulator._attempt import simulate_attempt
 from mkbsim.simulator._calibrate import (
-    STATISTICS,
+    Evaluation,
     FitResult,
     Target,
     TargetStat,
+    TargetStatement,
     evaluate,
     fit,
     load_target,
@@ -37,26 +38,36 @@ from mkbsim.simulator._campaign import (
 from mkbsim.simulator._chain import chain_attempt_id, chain_seed
 from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, KernelPlan, derive_design_space, solution_plan
 from mkbsim.simulator._device import DeviceProfile, load_device
-from mkbsim.simulator._profiles import AgentProfile, get_profile, parameter_names, parse_profile, shipped_profiles
+from mkbsim.simulator._profiles import (
+    AgentProfile,
+    get_profile,
+    parameter_names,
+    parse_profile,
+    resolve_profiles,
+    shipped_profiles,
+)
 from mkbsim.simulator._scoring import AnalyticVerifier, choose_scorer
+from mkbsim.simulator._seeds import SeedPool
 from mkbsim.simulator._spaces import all_design_spaces, select_problems
-from mkbsim.simulator._stats import ProfileStats, summarize
+from mkbsim.simulator._stats import ProfileStats, statistic_names, summarize
 
 __all__ = [
     "ARMS",
     "PLAN_KINDS",
-    "STATISTICS",
     "AgentProfile",
     "AnalyticVerifier",
     "CampaignConfig",
     "DesignSpace",
     "DeviceProfile",
+    "Evaluation",
     "FitResult",
     "KernelPlan",
     "ProfileStats",
+    "SeedPool",
     "SimulatedRunner",
     "Target",
     "TargetStat",
+    "TargetStatement",
     "all_design_spaces",
     "attempt_id",
     "attempt_seed",
@@ -72,11 +83,13 @@ __all__ = [
     "parameter_names",
     "parse_profile",
     "profile_from_config",
+    "resolve_profiles",
     "select_problems",
     "shipped_profiles",
     "shipped_targets",
     "simulate",
     "simulate_attempt",
     "solution_plan",
+    "statistic_names",
     "summarize",
 ]

@@ -20,7 +20,7 @@ from mkbsim.metrics import HELP_AT
 from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, KernelPlan
 from mkbsim.simulator._phrasing import plan_phrase
 from mkbsim.simulator._profiles import AgentProfile
-from mkbsim.simulator._reader import Guidance, read_skill
+from mkbsim.simulator._reader import ACTIONABLE, FULL_FOLLOW_SHARE, Adoption, Guidance, read_skill
 from mkbsim.simulator._rng import Draws
 from mkbsim.simulator._scoring import SPEEDUP_CAP, AnalyticVerdict, Implementation, choose_scorer
 from mkbsim.simulator._trajectory import TrajectoryWriter, sha256
@@ -40,7 +40,6 @@ SKILL_WRITE_S = 90.0  # kept in reserve for SKILL.md
 PASS_VALUE = 2.5  # log-units an agent without a passing kernel puts on getting one
 BELIEF_SIGMA = 0.6  # spread of an agent's own estimate of a plan's log-speedup
 CONSIDER_SIGMA = 0.7
-QUALITY_SIGMA = 0.25
 PESSIMISM = 0.6  # perceived logit lost per failure on a plan (the agent does not see its own learning)
 MAX_LEARNING_FAILURES = 3
 INSIGHT_FLOOR = 0.4  # share of a read strategy's benefit that even the weakest agent gets
@@ -49,12 +48,16 @@ ANCHOR_MARGIN = math.log(2.0)  # a vouched result within this log-factor of the 
 MATCHED_SATISFICE = 0.3  # log-gain an agent that matched a reported result additionally wants before going on
 FLAKE_RATE = 0.1  # scales the chance that a numerically marginal kernel fails the fresh final draws
 MISSING_SKILL_IN_TIME = 0.3  # relative chance of an unkept SKILL.md when the attempt ended with time to spare
+INLINE_EASE = 1.0  # logit: CUDA source is familiar ground next to TIRx's schedule primitives
+# sentences that point at plans: followed only if the attempt carried one of them through (DESIGN §7 follow levels)
+POINTS_AT_PLANS = frozenset({"evidence_backed_finding", "verified_reformulation", "work_partitioning",
+                             "agenda_handoff", "unverified_claim", "open_question"})  # fmt: skip
 DSL_TITLES = {"cutedsl": "CuTe DSL", "tirx": "TIRx"}
 
 # draw purposes (Draws keys); a treatment rerun reuses its original's seed, so the same plan and try
 # meets the same luck and only the skill text differs
 (_CONSIDER, _BELIEF, _TRY, _CAUSE, _QUALITY, _VERIFY, _LOCAL, _TUNE, _SLIP, _SKILL, _FALLBACK, _FLAKE, _READ,
- _WRITE, _PERSIST) = range(1, 16)  # fmt: skip
+ _WRITE, _PERSIST, _INLINE) = range(1, 17)  # fmt: skip
 
 
 @dataclass
@@ -99,6 +102,8 @@ class _Attempt:
         self.guidance = Guidance()
         self.beliefs: dict[str, float] = {}
         self.considered: list[str] = []
+        self.inline_cuda = False  # TIRx kernels are being written as CUDA source inside the TIRx module
+        self.truncated: set[str] = set()  # plans the read skill kept out of the search (failure class, DESIGN §7)
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -113,6 +118,8 @@ class _Attempt:
             self._read(SKILL_HEADER + self.task.skill)
         self._form_beliefs()
         stop = self._work()
+        if stop in ("capped", "matched"):  # the skill's reported result ended the search: the rest went untried
+            self.truncated |= {k for k in self.considered if not self.logs[k].tries}
         ran_out = stop == "time"
         self.traj.step("note", f"Stopping: {_STOP_NOTES[stop]}.", self.t)
         skill, labels = self._write_skill(satisfied=stop in ("satisfied", "capped", "matched"), ran_out=ran_out)
@@ -152,11 +159,12 @@ class _Attempt:
         own: dict[str, float] = {}
         for plan in self.space.plans:
             own[plan.kind] = math.log(self.space.eager_ms / plan.runtime_ms(self.dsl, self.p.quality))
+            own[plan.kind] -= plan.blind_spot[self.dsl]
             own[plan.kind] += BELIEF_SIGMA * d.normal(_BELIEF, plan.index)
             self.beliefs[plan.kind] = g.belief.get(plan.kind, own[plan.kind]) + g.boost.get(plan.kind, 0.0)
         candidates = [p for p in self.space.plans if p.uses_dsl]
         # an agent enumerates the obvious plans first, and the ones it expects to be fast if it cares about speed
-        candidates.sort(key=lambda p: -(p.salience + self.p.ambition * self.beliefs[p.kind]
+        candidates.sort(key=lambda p: -(p.salience[self.dsl] + self.p.ambition * self.beliefs[p.kind]
                                         + CONSIDER_SIGMA * d.normal(_CONSIDER, p.index)))  # fmt: skip
         # a skill that vouches for a plan with a competitive result anchors the search on it: a close follower
         # explores little else, unless it checks claims for itself
@@ -164,9 +172,12 @@ class _Attempt:
         competitive = vouched >= max(own[p.kind] for p in candidates) - ANCHOR_MARGIN
         anchoring = self.p.follow * (1.0 - self.p.reverify) if competitive else 0.0
         breadth = self.p.breadth * (1.0 - anchoring)
-        n = int(breadth) + (d.uniform(_CONSIDER, 0) < breadth % 1)
+        extra = d.uniform(_CONSIDER, 0)
+        n = int(breadth) + (extra < breadth % 1)
         chosen = [p.kind for p in candidates[:n]] + sorted(g.considered - {p.kind for p in candidates[:n]})
         self.considered = [k for k in chosen if k not in g.pruned and k != "eager_only"]
+        unanchored = int(self.p.breadth) + (extra < self.p.breadth % 1)
+        self.truncated = (g.pruned | {p.kind for p in candidates[:unanchored]}) - set(self.considered) - {"eager_only"}
         if not self.considered:  # a skill that rules out everything still leaves the most obvious plan
             self.considered = [next((p.kind for p in candidates if p.kind not in g.pruned), "minimal_dsl")]
         self.t += 30.0
@@ -216,7 +227,8 @@ class _Attempt:
         # turning a described strategy into a working kernel takes skill: weak agents gain less from it
         insight = g.strategy.get(plan.kind, 0.0) * (INSIGHT_FLOOR + (1.0 - INSIGHT_FLOOR) * _sigmoid(self.p.skill))
         return (self.p.skill + getattr(self.p, self.dsl) - plan.difficulty[self.dsl] + insight
-                + self.p.debugging * min(len(log.failures), MAX_LEARNING_FAILURES) - confusion)  # fmt: skip
+                + self.p.debugging * min(len(log.failures), MAX_LEARNING_FAILURES) - confusion
+                + (INLINE_EASE if self.inline_cuda else 0.0))  # fmt: skip
 
     def _perceived(self, plan: KernelPlan, extra: float = 0.0) -> float:
         log = self.logs[plan.kind]
@@ -275,9 +287,9 @@ class _Attempt:
             self._failed(plan, cause)
             return
         self.traj.step("observation", "kernel.py imports and the DSL kernel builds.", self.t)
-        own = self.p.quality * math.exp(QUALITY_SIGMA * d.normal(_QUALITY, plan.index, i))
+        own = self.p.quality * math.exp(self.p.spread * d.normal(_QUALITY, plan.index, i))
         quality = min(1.0, max(0.2, own + self.guidance.craft.get(plan.kind, 0.0)))
-        self._submit(Implementation(plan, correct, cause, quality), f"{plan.kind}, try {i + 1}")
+        self._submit(Implementation(plan, correct, cause, quality, self.inline_cuda), f"{plan.kind}, try {i + 1}")
 
     def _tune(self, plan: KernelPlan) -> None:
         assert self.best is not None
@@ -291,7 +303,8 @@ class _Attempt:
         quality = min(1.0, q + (1.0 - q) * TUNE_GAIN * (0.5 + d.uniform(_TUNE, i, 1)))
         cause = None if ok else plan.failure_cause(self.dsl, d.uniform(_TUNE, i, 2))
         self.traj.step("command", f"edit kernel.py  # {plan.kind}, tuning pass {i + 1}", self.t)
-        self._submit(Implementation(plan, ok, cause, quality), f"{plan.kind}, tuning pass {i + 1}")
+        self._submit(Implementation(plan, ok, cause, quality, self.best.impl.inline_cuda),
+                     f"{plan.kind}, tuning pass {i + 1}")
 
     def _submit(self, impl: Implementation, label: str) -> None:
         self.submissions += 1
@@ -305,8 +318,9 @@ class _Attempt:
         self.last = (impl, v)
         if v.passed:
             assert v.runtime_ms is not None and v.speedup is not None
+            inline = " (inline CUDA recorded)" if v.inline_cuda else ""
             self.traj.step(
-                "observation", f"Verifier: passed, {v.runtime_ms:.4g} ms, {v.speedup:.2f}x over eager.", self.t
+                "observation", f"Verifier: passed, {v.runtime_ms:.4g} ms, {v.speedup:.2f}x over eager{inline}.", self.t
             )
             log = self.logs[impl.plan.kind]
             log.passed = True
@@ -323,6 +337,12 @@ class _Attempt:
     def _failed(self, plan: KernelPlan, cause: str) -> None:
         log = self.logs[plan.kind]
         log.failures.append(cause)
+        if (self.dsl == "tirx" and cause == "compile_error" and not self.inline_cuda
+                and self.draws.uniform(_INLINE, plan.index, len(log.failures)) < self.p.inline_cuda):  # fmt: skip
+            # the escape hatch from TIRx build errors: the kernel body as a CUDA source string (DESIGN §5)
+            self.inline_cuda = True
+            self.traj.step("llm", "The TIRx build keeps failing; writing the kernel body as CUDA source inside the "
+                           "TIRx module instead.", self.t)  # fmt: skip
         limit = int(self.p.persistence) + (self.draws.uniform(_PERSIST, plan.index) < self.p.persistence % 1)
         if len(log.failures) >= limit:
             log.abandoned = True
@@ -395,7 +415,7 @@ class _Attempt:
             if a.decision == "adopted":
                 adopted[a.category] = adopted.get(a.category, 0) + 1
         return {
-            "follow": g.follow,
+            "follow": self._follow(),
             "adopted": adopted,
             "decisions": [
                 {"sentence": a.index, "category": a.category, "plans": list(a.plans), "decision": a.decision}
@@ -407,9 +427,29 @@ class _Attempt:
             "cause": self._cause(final, verdict),
         }
 
+    def _follow(self) -> str | None:
+        """How fully the attempt followed the read skill (DESIGN §7): over the actionable sentences, the share it
+        adopted AND carried through — a sentence pointing at plans counts only if the attempt tried one of them and
+        did not give it up without a pass. None when nothing actionable was read."""
+        acted = [a for a in self.guidance.adoptions if a.category in ACTIONABLE]
+        if not acted:
+            return None
+        followed = sum(a.decision == "adopted" and self._carried_through(a) for a in acted)
+        if followed >= FULL_FOLLOW_SHARE * len(acted):
+            return "full"
+        return "partial" if followed else "none"
+
+    def _carried_through(self, a: Adoption) -> bool:
+        if a.category not in POINTS_AT_PLANS or not a.plans:
+            return True
+        logs = [self.logs[k] for k in a.plans if k in self.logs]
+        return any(log.tries and (log.passed or not log.abandoned) for log in logs)
+
     def _cause(self, final: Implementation, verdict: AnalyticVerdict) -> str | None:
         """The mechanism that held this attempt back (DESIGN §7 failure taxonomy), if any."""
         g = self.guidance
+        if verdict.inline_cuda:
+            return "rule_and_precision_failure"  # a verifier pass the rules do not score (DESIGN §5)
         if not verdict.passed:
             if final.plan.kind in g.pushed:
                 return "unverified_adoption"
@@ -421,10 +461,10 @@ class _Attempt:
                 "not_dsl": "rule_and_precision_failure",
             }.get(verdict.cause or "", "faulty_execution")
         reachable_ms = min(
-            (self.space.plan(k).runtime_ms(self.dsl, self.p.quality) for k in g.pruned), default=math.inf
+            (self.space.plan(k).runtime_ms(self.dsl, self.p.quality) for k in self.truncated), default=math.inf
         )
         if reachable_ms * HELP_AT < (verdict.runtime_ms or 0.0):
-            return "search_truncation"  # a plan the skill ruled out would have helped
+            return "search_truncation"  # a plan the skill kept out of the search (ruled out, anchored away, stopped)
         if any(self.logs[k].failures for k in g.pushed):
             return "unverified_adoption"
         return None

@@ -36,10 +36,11 @@ class KernelPlan:
     uses_dsl: bool
     difficulty: dict[str, float]  # per DSL: logit subtracted from an implementation try
     build_s: float
-    salience: float
+    salience: dict[str, float]  # per DSL: how obvious the plan is to an agent enumerating options there
     fixed_ms: dict[str, float]
     work_ms: dict[str, float]
     failure_mix: dict[str, dict[str, float]]  # per DSL: failure cause -> probability, given a failed try
+    blind_spot: dict[str, float]  # per DSL: log-factor by which an agent underrates the plan there, unless told
 
     def runtime_ms(self, dsl: str, quality: float) -> float:
         return self.fixed_ms[dsl] + self.work_ms[dsl] / quality
@@ -97,7 +98,8 @@ def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
         total = 0.0
         for cls, n in work.items():
             if eager_classes:
-                runs_as = eager["compute_class"][cls]
+                # a reference that keeps its bf16 GEMMs in bf16 (the family's `eager_tensor_cores`) runs them there
+                runs_as = cls if cls == "bf16" and family.get("eager_tensor_cores") else eager["compute_class"][cls]
             elif cls in ("fp8", "fp4"):
                 runs_as = "fp8" if native else "bf16"
             else:
@@ -135,8 +137,13 @@ def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
         work: dict[str, float] = {}
         difficulty: dict[str, float] = {}
         mix: dict[str, dict[str, float]] = {}
+        blind: dict[str, float] = {}
+        salience: dict[str, float] = {}
         for dsl in DSL_KEYS:
             d = data["dsl"][dsl]
+            shown = d["reformulation_shown"].get(problem.family, 0.0) if reformed else 0.0
+            salience[dsl] = t["salience"] + float(shown)
+            blind[dsl] = float(d["reformulation_blind_spot"].get(problem.family, 0.0)) if reformed else 0.0
             if kind == "eager_only":
                 fixed[dsl], work[dsl] = (device.call_s + eager_s) * 1e3, 0.0
             else:
@@ -157,10 +164,11 @@ def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
                 uses_dsl=bool(t.get("dsl", True)),
                 difficulty=difficulty,
                 build_s=t["build_minutes"] * 60.0,
-                salience=t["salience"],
+                salience=salience,
                 fixed_ms=fixed,
                 work_ms=work,
                 failure_mix=mix,
+                blind_spot=blind,
             )
         )
     return DesignSpace(

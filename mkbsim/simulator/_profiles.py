@@ -18,8 +18,10 @@ from mkbsim.errors import UserError
 PROFILES_DIR = Path(__file__).with_name("profiles")
 
 
-def _param(section: str, lo: float, hi: float, doc: str) -> Any:
-    return field(metadata={"section": section, "range": (lo, hi), "doc": doc})
+def _param(section: str, lo: float, hi: float, doc: str, *, since: float | None = None) -> Any:
+    """A numeric parameter. ``since``: the value a profile file written before the parameter existed gets (the
+    behaviour the simulator had then), so such files stay usable."""
+    return field(metadata={"section": section, "range": (lo, hi), "doc": doc, "since": since})
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,10 @@ class AgentProfile:
     tirx: float = _param("implementation", -2.0, 2.0, "extra logit in TIRx (familiarity)")
     debugging: float = _param("implementation", 0.0, 2.0, "logit gained on a plan per failure diagnosed on it")
     quality: float = _param("implementation", 0.2, 1.0, "median share of a plan's efficiency ceiling reached")
+    spread: float = _param("implementation", 0.05, 0.8, "log-SD of that share from one try to the next", since=0.25)
     local_testing: float = _param("implementation", 0.0, 1.0, "chance a compile error is caught before submitting")
+    inline_cuda: float = _param("implementation", 0.0, 1.0, "chance a TIRx build failure turns the attempt to CUDA "
+                                "source inside the TIRx module (passes the verifier; not a scored pass)", since=0.0)
     # search
     breadth: float = _param("search", 1.0, 6.0, "plans considered (the fraction is the chance of one more)")
     ambition: float = _param("search", 0.0, 2.0, "weight on speed (log-speedup) against simply passing")
@@ -105,7 +110,7 @@ def parse_profile(text: str, origin: str) -> AgentProfile:
     for f in dataclasses.fields(AgentProfile):
         if "section" not in f.metadata:
             continue
-        v = data.get(f.metadata["section"], {}).get(f.name)
+        v = data.get(f.metadata["section"], {}).get(f.name, f.metadata["since"])
         if not isinstance(v, int | float) or isinstance(v, bool):
             missing.append(f"{f.metadata['section']}.{f.name}")
             continue
@@ -126,7 +131,30 @@ def shipped_profiles() -> dict[str, AgentProfile]:
 
 
 def get_profile(name: str) -> AgentProfile:
+    """A shipped profile by name, or a profile file (``*.toml``, e.g. written by `mkbsim calibrate --write`)."""
+    if name.endswith(".toml"):
+        path = Path(name)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise UserError(f"{name}: no such profile file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"{name}: cannot be read: {exc}") from None
+        return parse_profile(text, name)
     profiles = shipped_profiles()
     if name not in profiles:
-        raise UserError(f"unknown profile {name!r} (shipped: {', '.join(profiles)})")
+        raise UserError(f"unknown profile {name!r} (shipped: {', '.join(profiles)}; or give a FILE.toml)")
     return profiles[name]
+
+
+def resolve_profiles(names: list[str] | None) -> tuple[AgentProfile, ...]:
+    """The profiles ``names`` give (shipped names or profile files; None or empty: the shipped six), each name
+    once: a campaign tells its agents apart by profile name."""
+    chosen = [get_profile(n) for n in dict.fromkeys(names or [])] or list(shipped_profiles().values())
+    seen: dict[str, str] = {}
+    for given, profile in zip(dict.fromkeys(names or []), chosen, strict=False):
+        if profile.name in seen:
+            raise UserError(f"{given} and {seen[profile.name]} are both named {profile.name!r}; a campaign needs "
+                            "distinct profile names (edit `name` in the file)")  # fmt: skip
+        seen[profile.name] = given
+    return tuple(chosen)

@@ -2,7 +2,8 @@
 
 The analytic verifier follows the verifier contract's outcome shape (DESIGN §5): a failure name from
 ``mkbsim.verifier.FAILURES``, the plan's roofline runtime and the eager reference's, each times
-lognormal measurement noise, speedup capped at 100. Every result says ``backend = "analytic"``.
+lognormal measurement noise, speedup capped at 100. Every result says ``backend = "analytic"``. A kernel
+written as CUDA source inside a TIRx module passes and is recorded as ``inline_cuda`` (not a scored pass).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Implementation:
     correct: bool
     cause: str | None  # why it is wrong (a key of VERIFIER_FAILURE)
     quality: float
+    inline_cuda: bool = False  # CUDA source inside a TIRx module: it runs, and the verifier records it (DESIGN §5)
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class AnalyticVerdict:
     runtime_ms: float | None
     eager_ms: float
     speedup: float | None
+    inline_cuda: bool = False  # a pass that is not a scored pass
 
 
 class AnalyticVerifier:
@@ -57,7 +60,7 @@ class AnalyticVerifier:
             return AnalyticVerdict(False, VERIFIER_FAILURE[cause], cause, None, eager_ms, None)
         runtime_ms = _measured(impl.plan.runtime_ms(dsl, impl.quality), draws.normal(*key, 2))
         speedup = float(f"{min(SPEEDUP_CAP, eager_ms / runtime_ms):.6g}")
-        return AnalyticVerdict(True, None, None, runtime_ms, eager_ms, speedup)
+        return AnalyticVerdict(True, None, None, runtime_ms, eager_ms, speedup, impl.inline_cuda)
 
 
 def _measured(true_ms: float, z: float) -> float:

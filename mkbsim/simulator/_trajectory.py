@@ -62,7 +62,7 @@ class TrajectoryWriter:
                 attempt_id=self.attempt_id, submission=submission,  # type: ignore[arg-type]
                 backend=BACKEND, protocol=PROTOCOL, passed=v.passed, correct=v.passed or v.failure == "not_dsl",
                 runtime_ms=v.runtime_ms, eager_ms=v.eager_ms, speedup=v.speedup,
-                bypass_ok=v.failure != "not_dsl", forbidden=[], inline_cuda=False, failure=v.failure,
+                bypass_ok=v.failure != "not_dsl", forbidden=[], inline_cuda=v.inline_cuda, failure=v.failure,
                 details=details, env=ENV,
             )
         )  # fmt: skip

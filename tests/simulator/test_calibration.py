@@ -1,96 +1,151 @@
-"""Calibration: the six shipped profiles reproduce the study's headline shape, within stated tolerances.
+"""Calibration (DESIGN §6 metrics on simulated campaigns): targets are honest, the objective is the expectation over
+seeds, and the shipped profiles hold the study's shape at most seeds.
 
-Checked on the default campaign of `mkbsim run` (six profiles × 74 problems × 4 arms, seed 0), simulated
-in memory — no store, events or report — to keep the suite fast. Tolerances:
-- solo pass: the strongest profile passes everything; the weakest (Qwen-like) passes 55-80%;
-- every profile's TIRx passing-only speedup exceeds its CuTe DSL one; the cautious profile's are lowest;
-- paired lift: four profiles positive in both directions, the GLM-5.3-Flash-like one negative in both,
-  the Qwen3.8-Flash-like one mixed (gains from CuTe DSL skills, loses from TIRx skills), the panel
-  spanning at least −12% … +20% (study: −19.1% … +29.3%);
-- every model × direction cell harms 8-45% and helps 18-45% of its comparisons (study: 16-45%, 22-41%);
-- standing, pooled: ≥ 55% helped and ≤ 10% harmed when the source stands above (study 71%, 8%),
-  ≥ 35% harmed and ≤ 15% helped when it stands below (study 54%, 11%);
-- every shipped target statistic within 2 of its tolerances (each target file states them).
+- Every target statistic and statement says whether the study states it (quoting the sentence, which must give the
+  value) or it is assumed (with the reason).
+- The objective scores the MEAN over seeds, and statements by their margin over the seed-to-seed spread; seeds run
+  in a process pool and the results do not depend on the number of workers.
+- The shipped profiles, on the default campaign (six profiles × 74 problems × 4 arms) at seeds 0..9: at least 3
+  models gain in both directions, at least 1 loses in both, every model × direction cell harms at least 10% of its
+  comparisons, every model's TIRx speedup exceeds its CuTe DSL speedup — each at ≥ 80% of seeds (issue bar; the
+  share of every other statement is reported by benchmarks/shape_over_seeds.py, misses included).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
+import re
 
 import pytest
 
 from mkbsim.simulator import (
-    STATISTICS,
-    CampaignConfig,
-    ProfileStats,
+    Evaluation,
+    get_profile,
     parameter_names,
     select_problems,
     shipped_profiles,
     shipped_targets,
-    simulate,
+    statistic_names,
 )
-from mkbsim.simulator._stats import comparisons, pooled_standing, profile_stats, slot_outcomes
+from mkbsim.simulator._calibrate import STATEMENT_Z, Condition, TargetStatement, evaluate
+from mkbsim.simulator._seeds import SeedPool
+from mkbsim.simulator._shape import SHAPE, STATEMENTS
 
-POSITIVE_BOTH = ("sim-gpt-5.6-sol", "sim-deepseek-v4-pro", "sim-glm-5.3", "sim-gemini-3.7-flash")
-NEGATIVE_BOTH = "sim-glm-5.3-flash"
-DIRECTIONS = ("cutedsl2tirx", "tirx2cutedsl")
-
-
-@pytest.fixture(scope="module")
-def default() -> tuple[dict[str, ProfileStats], dict[str, tuple[int, float, float]]]:
-    problems = tuple(select_problems(None))
-    config = CampaignConfig(tuple(shipped_profiles().values()), problems, seed=0)
-    groups = slot_outcomes(config.campaign_id, simulate(config))
-    comps = comparisons(groups)
-    return profile_stats(itertools.chain.from_iterable(groups), comps), pooled_standing(comps)
+SHAPE_SEEDS = 10
+BAR = 0.8
 
 
-def test_targets_name_shipped_profiles_and_known_parameters() -> None:
+def test_targets_name_shipped_profiles_known_parameters_and_statistics() -> None:
     targets = shipped_targets()
     assert set(targets) == set(shipped_profiles())
     for target in targets.values():
         assert target.fit and set(target.fit) <= set(parameter_names())
-        assert set(target.statistics) == set(STATISTICS)
+        assert set(target.statistics) <= set(statistic_names())
+        assert {"paired_lift.cutedsl2tirx", "paired_lift.tirx2cutedsl", "harm_rate.cutedsl2tirx"} <= set(
+            target.statistics
+        )
 
 
-def test_solo_quality_shape(default: tuple[dict[str, ProfileStats], object]) -> None:
-    stats = default[0]
-    assert stats["sim-deepseek-v4-pro"].solo_pass_rate == {"cutedsl": 1.0, "tirx": 1.0}
-    mean_pass = {m: sum(s.solo_pass_rate.values()) / 2 for m, s in stats.items()}
-    weakest = min(mean_pass, key=mean_pass.__getitem__)
-    assert weakest == "sim-qwen3.8-flash" and 0.55 <= mean_pass[weakest] <= 0.80
-    for model, s in stats.items():
-        assert (s.speedup_geomean["tirx"] or 0) > (s.speedup_geomean["cutedsl"] or math.inf), model
-    lowest = min(stats, key=lambda m: stats[m].speedup_geomean["cutedsl"] or 0)
-    assert lowest == "sim-deepseek-v4-pro"
+def _numbers(text: str) -> list[float]:
+    return [float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)]
 
 
-def test_transfer_shape(default: tuple[dict[str, ProfileStats], object]) -> None:
-    stats = default[0]
-    for model in POSITIVE_BOTH:
-        assert all(stats[model].paired_lift[d] > 0 for d in DIRECTIONS), (model, stats[model].paired_lift)
-    assert all(stats[NEGATIVE_BOTH].paired_lift[d] < 0 for d in DIRECTIONS), stats[NEGATIVE_BOTH].paired_lift
-    mixed = stats["sim-qwen3.8-flash"].paired_lift
-    assert mixed["cutedsl2tirx"] > 0 > mixed["tirx2cutedsl"], mixed
-    lifts = [s.paired_lift[d] for s in stats.values() for d in DIRECTIONS]
-    assert min(lifts) <= -0.12 and max(lifts) >= 0.20
-    for model, s in stats.items():
-        for d in DIRECTIONS:
-            assert 0.08 <= s.harm_rate[d] <= 0.45, (model, d, s.harm_rate[d])
-            assert 0.18 <= s.help_rate[d] <= 0.45, (model, d, s.help_rate[d])
+def test_every_stated_target_quotes_a_sentence_that_gives_its_value() -> None:
+    """A stated value must be written in its sentence: as a percentage (0.087 → 8.7%), a factor (1.8×), or as
+    ``(k of n …)`` counts where the study gives a count (21 inline-CUDA passes of 74 solos). Assumed ones say why."""
+    for target in shipped_targets().values():
+        for name, stat in target.statistics.items():
+            assert stat.note.strip(), (target.profile, name)
+            if not stat.stated:
+                continue
+            given = _numbers(stat.note)
+            ratios = [a / b for a, b in re.findall(r"\((\d+) of (\d+)", stat.note) for a, b in [(float(a), float(b))]]
+            candidates = [n / 100 for n in given] + given + ratios
+            assert any(math.isclose(abs(stat.value), c, abs_tol=6e-4) for c in candidates), (target.profile, name)
 
 
-def test_standing_effect(default: tuple[object, dict[str, tuple[int, float, float]]]) -> None:
-    standing = default[1]
-    _, above_help, above_harm = standing["above"]
-    _, below_help, below_harm = standing["below"]
-    assert above_help >= 0.55 and above_harm <= 0.10
-    assert below_harm >= 0.35 and below_help <= 0.15
+def test_every_stated_sentence_names_the_study_model_or_the_whole_panel() -> None:
+    for target in shipped_targets().values():
+        stated = [s.note for s in target.statistics.values() if s.stated]
+        stated += [s.note for s in target.statements if s.basis == "stated"]
+        for note in stated:
+            short = target.study_model.split()[0].split("-")[0]  # GPT, DeepSeek, GLM, Gemini, Qwen3.8
+            assert short in note or re.search(r"[Ee]very model|all six|six models|[Ff]our models|three larger|"
+                                              r"Flash-tier|each model", note), (target.profile, note)  # fmt: skip
 
 
-def test_each_profile_meets_its_target_within_two_tolerances(default: tuple[dict[str, ProfileStats], object]) -> None:
-    for name, target in shipped_targets().items():
-        achieved = default[0][name].flat()
-        misses = {k: round(stat.miss(achieved.get(k)), 2) for k, stat in target.statistics.items()}
-        assert all(abs(m) <= 2 for m in misses.values()), (name, misses)
+def _evaluation(*values: float) -> Evaluation:
+    return Evaluation(tuple(range(len(values))), tuple({"paired_lift.cutedsl2tirx": v} for v in values))
+
+
+def test_the_objective_scores_the_mean_over_seeds_not_one_draw() -> None:
+    target = shipped_targets()["sim-gpt-5.6-sol"]
+    stat = target.statistics["paired_lift.cutedsl2tirx"]
+    lift_only = target.__class__(target.profile, target.study_model, "", {"paired_lift.cutedsl2tirx": stat}, (), {})
+    spread = _evaluation(stat.value - 0.3, stat.value + 0.3)  # neither seed near the target, their mean on it
+    assert lift_only.objective(spread) == pytest.approx(0.0)
+    assert lift_only.objective(_evaluation(stat.value - 0.3)) == pytest.approx((0.3 / stat.tolerance) ** 2)
+
+
+def test_a_statement_is_scored_by_its_margin_over_the_seed_spread() -> None:
+    positive = TargetStatement("gains", "assumed", "x", (Condition("paired_lift.cutedsl2tirx", ">", 0.0),))
+    steady, shaky = _evaluation(0.05, 0.06, 0.07), _evaluation(-0.2, 0.1, 0.28)
+    assert steady.share(positive) == 1.0 and shaky.share(positive) == pytest.approx(2 / 3)
+    assert steady.z(positive.conditions[0]) > STATEMENT_Z > shaky.z(positive.conditions[0])
+    target = shipped_targets()["sim-gpt-5.6-sol"]
+    plain = target.__class__(target.profile, target.study_model, "", {}, (positive,), {})
+    assert plain.objective(steady) == 0.0 and plain.objective(shaky) > 0.1
+
+
+def test_a_statements_weight_scales_its_share_of_the_objective() -> None:
+    """The shape bar's statements weigh more than the others (their target files give ``weight``)."""
+    condition = (Condition("paired_lift.cutedsl2tirx", ">", 0.0),)
+    light = TargetStatement("gains", "assumed", "x", condition)
+    heavy = TargetStatement("gains", "assumed", "x", condition, weight=3.0)
+    target = shipped_targets()["sim-gpt-5.6-sol"]
+    shaky = _evaluation(-0.2, 0.1, 0.28)
+    score = [target.__class__(target.profile, target.study_model, "", {}, (s,), {}).objective(shaky)
+             for s in (light, heavy)]  # fmt: skip
+    assert score[0] > 0 and score[1] == pytest.approx(3 * score[0])
+    assert {s.weight for t in shipped_targets().values() for s in t.statements} == {1.0, 3.0}
+
+
+def test_seeds_run_in_parallel_give_what_one_process_gives() -> None:
+    profile, problems = get_profile("sim-glm-5.3"), tuple(select_problems("p28,p36,p62"))
+    with SeedPool(1) as one, SeedPool(2) as two:
+        assert evaluate(profile, problems, (3, 4, 5), one) == evaluate(profile, problems, (3, 4, 5), two)
+
+
+def test_common_random_numbers_a_parameter_change_moves_only_what_it_touches() -> None:
+    """Same seeds, different candidate: an attempt's luck is its place's, so two profiles that differ only in how
+    they write skills have the same solo outcomes."""
+    profile, problems = get_profile("sim-glm-5.3"), tuple(select_problems("p28,p36,p62,p72"))
+    other = profile.replace({"closure": 0.9, "agenda": 0.05})
+    with SeedPool(1) as pool:
+        a, b = evaluate(profile, problems, (0, 1), pool), evaluate(other, problems, (0, 1), pool)
+    for name in ("solo_pass_rate.cutedsl", "solo_pass_rate.tirx", "speedup_geomean.tirx"):
+        assert a.values(name) == b.values(name)
+
+
+@pytest.fixture(scope="module")
+def shape_over_seeds() -> dict[str, list[bool | None]]:
+    profiles, problems = tuple(shipped_profiles().values()), tuple(select_problems(None))
+    with SeedPool(2) as pool:
+        results = pool.run(profiles, problems, range(SHAPE_SEEDS))
+    return {s.key: [next(v.holds for v in r.verdicts if v.key == s.key) for r in results] for s in STATEMENTS}
+
+
+# at seeds 0..9: harm ≥ 10% in every cell holds at 8 (exactly the bar), the others at 9 (benchmarks/RESULTS.md)
+@pytest.mark.slow
+@pytest.mark.parametrize("key", SHAPE)
+def test_the_shipped_profiles_hold_the_studys_shape_at_most_seeds(shape_over_seeds: dict[str, list[bool | None]],
+                                                                  key: str) -> None:  # fmt: skip
+    held = shape_over_seeds[key]
+    assert None not in held and sum(map(bool, held)) / len(held) >= BAR, (key, held)
+
+
+@pytest.mark.slow
+def test_every_statement_of_the_study_applies_to_the_shipped_panel(
+    shape_over_seeds: dict[str, list[bool | None]],
+) -> None:
+    assert all(None not in held for held in shape_over_seeds.values()), shape_over_seeds

@@ -53,32 +53,87 @@ def test_run_reports_bad_options_in_one_line(
     assert code == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_calibrate_evaluates_a_shipped_target(capsys: pytest.CaptureFixture[str]) -> None:
+def test_calibrate_evaluates_a_shipped_target_over_seeds(capsys: pytest.CaptureFixture[str]) -> None:
     target = TARGETS_DIR / "sim-gpt-5.6-sol.json"
     code, out, _ = run(capsys, "calibrate", "--target", str(target), "--problems", "p28,p36,p62,p72",
-                       "--evaluations", "0")  # fmt: skip
+                       "--evaluations", "0", "--seeds", "3", "--workers", "2")  # fmt: skip
     assert code == 0
-    assert "paired_lift.cutedsl2tirx" in out and "solo_pass_rate.cutedsl" in out and "objective" in out
+    assert "seeds 0..2" in out and "mean ± SD over 3 seeds" in out and "objective" in out
+    row = next(line for line in out.splitlines() if "solo_pass_rate.cutedsl" in line)
+    assert "assumed" in row and "±" in row  # the mean with its seed-to-seed spread; not the study's number
+    assert "share of seeds" in out and "gains in both directions" in out
+    assert "“GPT-5.6 Sol's 8.7% CuTe→TIRx lift comes from the 10 Quantization problems" in out
 
 
-def test_calibrate_fits_and_writes_a_loadable_profile(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    target = json.loads((TARGETS_DIR / "sim-glm-5.3.json").read_text())
-    target["fit"] = ["quality"]
+FITTED_TARGET = {"fit": ["quality"], "statements": []}
+
+
+@pytest.fixture
+def fitted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Path:
+    """A profile written by `mkbsim calibrate --write` (a quick fit of one parameter)."""
+    target = json.loads((TARGETS_DIR / "sim-glm-5.3.json").read_text()) | FITTED_TARGET
     target_file = tmp_path / "target.json"
     target_file.write_text(json.dumps(target))
     out_file = tmp_path / "fitted.toml"
     code, out, _ = run(capsys, "calibrate", "--target", str(target_file), "--problems", "p28,p36",
-                       "--evaluations", "4", "--write", str(out_file))  # fmt: skip
+                       "--evaluations", "4", "--seeds", "2", "--write", str(out_file))  # fmt: skip
     assert code == 0 and "fitted: quality" in out and "before" in out and "after" in out
-    fitted = parse_profile(out_file.read_text(), str(out_file))
-    assert fitted.name == "sim-glm-5.3"
+    assert f"mkbsim run --profiles {out_file}" in out
+    return out_file
 
 
-def test_calibrate_refuses_a_malformed_target(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_a_fitted_profile_runs_with_run_profiles(capsys: pytest.CaptureFixture[str], fitted: Path) -> None:
+    profile = parse_profile(fitted.read_text(), str(fitted))
+    assert profile.name == "sim-glm-5.3"
+    store = fitted.with_name("e.sqlite")
+    code, _, err = run(capsys, "run", "--store", str(store), "--problems", "p28", "--profiles",
+                         f"{fitted},sim-gpt-5.6-sol")  # fmt: skip
+    assert code == 0, err
+    with EventStore(store) as s:
+        config = next(iter(s.read(types=["CampaignStarted"]))).payload["config"]
+    assert config["profiles"]["sim-glm-5.3"]["quality"] == pytest.approx(profile.quality)
+    assert set(config["profiles"]) == {"sim-glm-5.3", "sim-gpt-5.6-sol"}
+
+
+def test_a_fitted_profile_runs_from_a_campaign_file_beside_it(capsys: pytest.CaptureFixture[str], fitted: Path
+                                                               ) -> None:  # fmt: skip
+    campaign = fitted.with_name("campaign.toml")
+    campaign.write_text('[campaign]\nkind = "simulated"\nproblems = ["p28"]\n\n[agents]\nprofiles = ["fitted.toml"]\n')
+    code, _, err = run(capsys, "run", "--store", str(fitted.with_name("c.sqlite")), "--campaign", str(campaign))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("profiles", "message"),
+    [
+        ("missing.toml", "missing.toml: no such profile file"),
+        ("{fitted},sim-glm-5.3", "are both named 'sim-glm-5.3'"),
+    ],
+)
+def test_run_refuses_a_missing_profile_file_or_two_profiles_of_one_name(
+    capsys: pytest.CaptureFixture[str], fitted: Path, profiles: str, message: str
+) -> None:
+    code, _, err = run(capsys, "run", "--store", str(fitted.with_name("e.sqlite")), "--problems", "p28",
+                       "--profiles", profiles.format(fitted=fitted))  # fmt: skip
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"statistics": {"lift": {"value": 1, "tolerance": 1, "assumed": "x"}}}, "unknown statistic 'lift'"),
+        ({"statistics": {"paired_lift.cutedsl2tirx": {"value": 1, "tolerance": 1}}}, "give exactly one of `stated`"),
+        ({"statements": [{"text": "t", "assumed": "x", "holds": [["paired_lift.cutedsl2tirx", "=", 0]]}]},
+         "a condition is [statistic"),
+    ],
+)
+def test_calibrate_refuses_a_malformed_target(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, change: dict[str, object], message: str
+) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"profile": "sim-glm-5.3", "statistics": {"lift": {"value": 1, "tolerance": 1}}}))
+    bad.write_text(json.dumps({"profile": "sim-glm-5.3", "statistics": {}} | change))
     code, _, err = run(capsys, "calibrate", "--target", str(bad))
-    assert code == 2 and "unknown statistics lift" in err
+    assert code == 2 and message in err
 
 
 def test_a_campaign_whose_every_attempt_failed_on_infrastructure_exits_1_with_the_reasons(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -29,7 +30,18 @@ def _verdict(problem: str, dsl: str, passed: bool, runtime: float | None = 0.1, 
             "failure": None if passed else "wrong_output"}  # fmt: skip
 
 
-def test_passed_verdicts_replace_rows_keep_harness_and_failed_ones_are_listed(record: ModuleType) -> None:
+def _tree(root: Path, *stems: str) -> Path:
+    """A checkout holding solution files of these stems (their text is their stem)."""
+    for stem in stems:
+        path = root / "problems" / "family" / "solutions" / f"{stem}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(stem)
+    return root
+
+
+def test_passed_verdicts_replace_rows_keep_harness_and_failed_ones_are_listed(record: ModuleType, tmp_path: Path
+                                                                              ) -> None:  # fmt: skip
+    tree = _tree(tmp_path, "36_fused_tirx", "45_routescanscatter_cutedsl", "21_fused_tirx")
     data = {"date": "d", "rows": [
         {"file": "36_fused_tirx.py", "problem": "p36", "dsl": "tirx", "plan": "fused", "verifier_ms": 0.2,
          "eager_ms": 0.3, "harness_ms": 0.05, "harness_eager_ms": 0.14},
@@ -38,16 +50,17 @@ def test_passed_verdicts_replace_rows_keep_harness_and_failed_ones_are_listed(re
         "36_fused_tirx": _verdict("p36", "tirx", True, 0.0912345),
         "45_routescanscatter_cutedsl": _verdict("p45", "cutedsl", True, 0.17544, 2.5),
         "58_fused_tirx": _verdict("p58", "tirx", False, None),
-    }, "2026-12-01")  # fmt: skip
+    }, "2026-12-01", tree)  # fmt: skip
     assert failed == ["58_fused_tirx: wrong_output"]
     rows = {r["file"]: r for r in data["rows"]}
     assert set(rows) == {"36_fused_tirx.py", "45_routescanscatter_cutedsl.py"}
     assert rows["36_fused_tirx.py"] == {"file": "36_fused_tirx.py", "problem": "p36", "dsl": "tirx", "plan": "fused",
                                         "verifier_ms": 0.0912, "eager_ms": 1.0, "date": "2026-12-01",
+                                        "sha256": hashlib.sha256(b"36_fused_tirx").hexdigest(),
                                         "harness_ms": 0.05, "harness_eager_ms": 0.14}  # fmt: skip
     assert rows["45_routescanscatter_cutedsl.py"]["plan"] == "routescanscatter"
     with pytest.raises(ValueError, match="p36 tirx"):
-        record.merge(data, {"21_fused_tirx": _verdict("p36", "tirx", True)}, "2026-12-01")
+        record.merge(data, {"21_fused_tirx": _verdict("p36", "tirx", True)}, "2026-12-01", tree)
 
 
 def test_harness_lines_fill_passed_solutions_and_the_layout_round_trips(record: ModuleType) -> None:
