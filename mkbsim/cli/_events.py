@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from mkbsim.cli._common import add_store_option, non_negative_int, open_store
 from mkbsim.errors import StoreReadOnly, UserError
+
+if TYPE_CHECKING:
+    from mkbsim.events import RecordedEvent
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,10 +87,8 @@ def _tail(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_event(ev: object) -> None:
-    from dataclasses import asdict
-
-    sys.stdout.write(json.dumps(asdict(ev), ensure_ascii=False) + "\n")  # type: ignore[call-overload]
+def _print_event(ev: RecordedEvent) -> None:
+    sys.stdout.write(json.dumps(ev._asdict(), ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
 
