@@ -35,7 +35,7 @@ import socket
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ from mkbsim.agents._reply import Reply, ReplyError, corrective_message, parse_re
 from mkbsim.agents._sandbox import Sandbox, SandboxConfig
 from mkbsim.agents._scoring import Scorer, SubmissionIndex, Verdict
 from mkbsim.agents._secrets import SECRET_NAME, RedactingLog, Redactor
+from mkbsim.campaigns._attempt import AttemptOutcome
 from mkbsim.campaigns._signals import StopFlag
 from mkbsim.catalog import DSLS, Budget, Problem, render_task
 from mkbsim.events import (
@@ -117,24 +118,8 @@ class AttemptSpec:
     filter: str | None = None
     chain_id: str | None = None
     hop: int | None = None
-
-
-@dataclass(frozen=True)
-class AttemptOutcome:
-    attempt_id: str
-    status: AttemptStatus
-    passed: bool
-    runtime_ms: float | None
-    speedup: float | None
-    skipped: bool
-    reason: str | None
-    skill: str | None
-    counted_submissions: int
-    tokens: int
-    cost_usd: float
-    network_isolated: bool
-    network_detail: str
-    infra_stall_s: float
+    #: fields a campaign adds to ``AttemptStarted`` and ``SkillRead`` (a control arm's, ``AttemptTask.read_fields``)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 class BudgetClock:
@@ -247,14 +232,13 @@ class _AttemptRun:
                  "context_tokens": self.window, "litellm": importlib.metadata.version("litellm")}  # fmt: skip
         # where the loop runs: on a Ray cluster, the node and worker process (a try whose worker died has no end)
         runner = {"host": socket.gethostname(), "pid": os.getpid()}
-        self.rec.append((AttemptStarted.TYPE, {**started, "agent": agent, "sandbox": self.sandbox.facts(),
+        self.rec.append((AttemptStarted.TYPE, {**started, **s.extra, "agent": agent, "sandbox": self.sandbox.facts(),
                                                "runner": runner}))  # fmt: skip
         if s.skill is not None:
             assert s.source_attempt_id is not None, "a transferred skill needs its source attempt"
-            self.rec.append(
-                SkillRead(attempt_id=s.attempt_id, source_attempt_id=s.source_attempt_id, text=s.skill,
-                          sha256=sha256_text(s.skill), filter=s.filter)
-            )  # fmt: skip
+            read = SkillRead(attempt_id=s.attempt_id, source_attempt_id=s.source_attempt_id, text=s.skill,
+                             sha256=sha256_text(s.skill), filter=s.filter)  # fmt: skip
+            self.rec.append((SkillRead.TYPE, {**read.to_dict(), **s.extra}))
         if not self.sandbox.isolation.isolated:
             self.rec.step("note", f"sandbox NOT isolated: {self.sandbox.isolation.detail}", event="sandbox_isolation")
         cfg = self.sandbox.config

@@ -18,6 +18,7 @@ from mkbsim.agents._attempt import LoopConfig
 from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
 from mkbsim.agents._sandbox import GIB, ISOLATIONS, SandboxConfig
 from mkbsim.agents._transfer import DIRECTIONS
+from mkbsim.campaigns._simulated import read_controls
 from mkbsim.campaigns._toml import Table, read_toml
 from mkbsim.catalog import Budget
 from mkbsim.sandbox import DEFAULT_MAX_PROCESSES
@@ -47,6 +48,8 @@ class LlmCampaignConfig:
     gpu_verifier_slots: int | None = None
     #: a skill filter's name (``skill_filters``): treatments read their source's skill through it
     filter: str | None = None
+    #: control arms (DESIGN §4) run beside each direction's treatment: aa, placebo, matched
+    controls: tuple[str, ...] = ()
 
 
 def _agent(path: Path, index: int, data: Any) -> ModelConfig:
@@ -124,7 +127,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     raw = read_toml(file)
     top = Table(file, "", raw, ("campaign", "budget", "verifier", "sandbox", "loop", "limits", "agents"))
     c = Table(file, "campaign", top.get("campaign", dict, required=True), (
-        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file", "filter",
+        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file", "filter", "controls",
     ))  # fmt: skip
     if c.get("kind", str, "llm") != "llm":
         c.fail("kind", 'an LLM campaign file has kind = "llm" (simulated campaigns: examples/simulated.toml)')
@@ -147,6 +150,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     skill_filter = c.get("filter", str)
     if skill_filter is not None and not skill_filter.strip():
         c.fail("filter", "name a skill filter (`mkbsim filter-test --list`), or leave the key out")
+    controls = read_controls(c)
 
     lim = Table(file, "limits", top.get("limits", dict, {}), ("agents", "gpu_verifier_slots"))
     agents_at_once = lim.positive("agents", 1, integer=True)
@@ -182,7 +186,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
         replicates=c.positive("replicates", 1, integer=True), cost_cap_usd=float(cap) if cap is not None else None,
         env_file=Path(env_file), budget=budget, verifier_backend=backend,
         verifier_protocol=protocol, loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
-        gpu_verifier_slots=slots, filter=skill_filter,
+        gpu_verifier_slots=slots, filter=skill_filter, controls=controls,
     )  # fmt: skip
 
 

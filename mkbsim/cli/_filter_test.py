@@ -1,6 +1,7 @@
 """`mkbsim filter-test`: re-run a simulated campaign's skill-conditioned attempts with filtered skills
-(same seeds, same solo baselines, same verifier protocol) as a new linked campaign, and put filtered
-vs unfiltered lift side by side per model × direction with paired tests."""
+(same seeds, same solo baselines, same verifier protocol) as a new linked campaign — a variant of the stored
+campaign's plan, run by the campaign lifecycle (``mkbsim.campaigns.run_campaign``) — and put filtered vs
+unfiltered lift side by side per model × direction with paired tests."""
 
 from __future__ import annotations
 
@@ -39,18 +40,17 @@ def _filter_test(args: argparse.Namespace) -> int:
         return 0
     if not args.campaign or not args.filter:
         raise UserError("--campaign and --filter are required (or --list to see the filters)")
-    chosen = get_filter(args.filter)
-    from mkbsim.simulator import CampaignExists, rerun_treatments
+    from mkbsim.campaigns import rerun_campaign, run_campaign
+    from mkbsim.cli._agents import skill_transform
     from mkbsim.skills._filter_test import filter_test_report, render_filter_test
 
+    chosen = get_filter(args.filter)
     with open_store(args.store) as store:
-        try:
-            rerun = rerun_treatments(store, args.campaign, lambda text: chosen.apply(text).text, name=chosen.name,
-                                     progress=args.format == "table").campaign_id  # fmt: skip
-        except CampaignExists as exc:
-            if not exc.finished:
-                raise
-            rerun = exc.campaign_id
+        campaign = rerun_campaign(store, args.campaign, chosen.name)
+        summary = run_campaign(store, campaign, progress=args.format == "table",
+                               skill_filter=skill_transform(chosen.name))  # fmt: skip
+        rerun = summary.campaign_id
+        if summary.already_finished:
             print(f"the rerun {rerun} is already in {args.store}; reporting it", file=sys.stderr)
     with open_lab(args.store) as lab:
         known = lab.transfer.models(args.campaign)

@@ -52,7 +52,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit codes of a run stopped by SIGINT / SIGTERM (128 + the signal's number, as shells report them).
+STOPPED_BY_SIGNAL = (130, 143)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None and code in STOPPED_BY_SIGNAL:
+        # the program itself (not a caller's main([...])), stopped by a signal: everything was closed on the way
+        # out, so skip the interpreter's teardown of torch/TVM/litellm (seconds on a busy machine) and stop now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -71,11 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, StoreFull(f"{exc.filename or 'a file'}: the disk is full ({exc.strerror})"))
     except KeyboardInterrupt:
         sys.stderr.write("mkbsim: interrupted\n")
-        if argv is None:  # the program itself (not a caller's main([...])): everything was closed on the way
-            # out, so skip the interpreter's teardown of torch/TVM/litellm (seconds) and stop now
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(130)
         return 130
     return int(code or 0)
 

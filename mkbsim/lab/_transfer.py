@@ -9,14 +9,14 @@ from typing import Any
 
 from mkbsim.errors import UserError
 from mkbsim.lab._reader import Queries
-from mkbsim.metrics import AttemptOutcome, choose
+from mkbsim.metrics import TransferAttempt, choose
 from mkbsim.metrics._sections import ComparisonRecord, SoloRecord
 from mkbsim.projections._tables import PROJECTION_TABLES
 
 #: The plain protocol: no skill filter, no chain (filter tests and chains report on their own).
 PLAIN = "filter IS NULL AND chain_id IS NULL AND hop IS NULL"
 _NOT_CHAINED = "chain_id IS NULL AND hop IS NULL"
-_ATTEMPT_COLUMNS = ", ".join(f.name for f in dataclasses.fields(AttemptOutcome))
+_ATTEMPT_COLUMNS = ", ".join(f.name for f in dataclasses.fields(TransferAttempt))
 _RECORD_COLUMNS = (
     "campaign_id, model, problem, family, direction, replicate, r, outcome, verdict_change, skipped, standing"
 )
@@ -71,13 +71,13 @@ class TransferQueries(Queries):
             raise UserError(f"unknown campaign {campaign!r} (known: {', '.join(known) or 'none'})")
         where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign is not None else (PLAIN, [])
         comparisons, pending = self._records(where, params)
-        roles: dict[tuple[str, str, str, int, str], list[AttemptOutcome]] = {}
+        roles: dict[tuple[str, str, str, int, str], list[TransferAttempt]] = {}
         for row in self._all(
             f"SELECT {_ATTEMPT_COLUMNS} FROM {self.t.transfer_attempts}"
             f" WHERE arm IN ('solo_cutedsl', 'solo_tirx') AND {where}",
             params,
         ):
-            a = AttemptOutcome(*row)
+            a = TransferAttempt(*row)
             roles.setdefault((a.campaign_id, a.model, a.problem, a.replicate, a.arm), []).append(a)
         solos = []
         for candidates in roles.values():  # in any order: solo statistics are counts and exact (fsum) means

@@ -9,10 +9,11 @@ from mkbsim.events import CHECKPOINTS
 ATTEMPTS = "attempts"
 TRANSFER_ATTEMPTS = "transfer_attempts"
 COMPARISONS = "comparisons"
+CONTROL_COMPARISONS = "control_comparisons"  # control arms (DESIGN §4), paired like treatments
 CAMPAIGNS = "campaigns"
 SKILLS = "skills"
 #: Every projection table, in the order exports list them.
-PROJECTION_TABLES = (ATTEMPTS, TRANSFER_ATTEMPTS, COMPARISONS, CAMPAIGNS, SKILLS)
+PROJECTION_TABLES = (ATTEMPTS, TRANSFER_ATTEMPTS, COMPARISONS, CONTROL_COMPARISONS, CAMPAIGNS, SKILLS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,10 @@ class Tables:
     @property
     def comparisons(self) -> str:
         return self.physical(COMPARISONS)
+
+    @property
+    def control_comparisons(self) -> str:
+        return self.physical(CONTROL_COMPARISONS)
 
     @property
     def campaigns(self) -> str:

@@ -22,7 +22,8 @@ import pytest
 from agent_kit import Hang, Reply, Status, StubLLM, act, campaign_toml, gone, orphan_name, steps, stream
 
 from mkbsim import sandbox as bwrap
-from mkbsim.agents import VerifierScorers, attempt_id_for, load_env_file, load_llm_campaign, run_llm_campaign
+from mkbsim.agents import LlmCampaign, VerifierScorers, attempt_id_for, load_env_file, load_llm_campaign
+from mkbsim.campaigns import run_campaign
 from mkbsim.catalog import load_catalog
 from mkbsim.events import EventStore
 
@@ -108,7 +109,7 @@ def test_a_hostile_agent_leaks_nothing_writes_nothing_outside_and_leaves_no_proc
     assert load_env_file(config.env_file) == ["MKB_HOSTILE_KEY", "LAB_DB_PASSWORD"]
     (lab / "runs").mkdir()
     with EventStore(lab / "runs" / "llm.sqlite", create=True) as store, abstract:
-        run_llm_campaign(config, store, load_catalog(), scorers)
+        run_campaign(store, LlmCampaign(config, load_catalog(), scorers))
         attempt = attempt_id_for("hostile", "hostile", "p36", "solo_cutedsl", 0)
         events = stream(store, attempt)
         # the store file and its write-ahead log, as bytes, while the store is open

@@ -14,9 +14,10 @@ from agents.agent_kit import Reply, StubLLM, serve
 from scipy import stats
 from skills_kit import cli
 
+from mkbsim.campaigns import SimCampaign, run_campaign
 from mkbsim.claims import CATEGORIES, classify
 from mkbsim.events import EventStore
-from mkbsim.simulator import CampaignConfig, get_profile, run_campaign, select_problems
+from mkbsim.simulator import CampaignConfig, get_profile, select_problems
 from mkbsim.skills._agreement import cohen_kappa, precision_recall
 from mkbsim.skills._report import spearman
 
@@ -123,7 +124,7 @@ def test_the_llm_labeler_records_its_exchanges_and_is_compared_with_the_other_la
     store = tmp_path / "llm.sqlite"
     config = CampaignConfig((get_profile("sim-glm-5.3-flash"),), tuple(select_problems("p01,p28,p45")), seed=2)
     with EventStore(store, create=True) as s:
-        campaign = run_campaign(s, config).campaign_id
+        campaign = run_campaign(s, SimCampaign(config)).campaign_id
     assert cli(capsys, "label", "--store", str(store), "--labeler", "heuristic")[0] == 0
     with serve(RubricStub()) as stub:
         argv = ("--campaign", campaign, "--labeler", "llm:openai/stub-model", "--api-base", stub.url,
