@@ -97,22 +97,27 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _skills(args: argparse.Namespace) -> int:
-    from mkbsim.claims import linker
+    from mkbsim.claims import cache_for, linker
+    from mkbsim.progress import Progress
     from mkbsim.skills._label import GROUND_TRUTH
     from mkbsim.skills._report import render_skills, skills_report
 
     if args.format == "csv" or args.export is not None or args.plots is not None:
         raise UserError("--section skills prints a table or JSON only (no csv, --export or --plots)")
+    progress = Progress()
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
-        material = lab.skills.material(args.campaign)
-        labels = lab.skills.labels([*material.skills, *material.treatments])
+        material = lab.skills.material(args.campaign, trajectories=False, progress=progress)
+        with progress.step("reading the labels"):
+            labels = lab.skills.labels([*material.skills, *material.treatments])
         name = args.labeler or (GROUND_TRUTH if GROUND_TRUTH in labels else "heuristic")
         if args.labeler and args.labeler not in labels:
             raise UserError(f"no labels by {args.labeler!r} (labelers here: {', '.join(sorted(labels)) or 'none'};"
                             " run mkbsim label)")  # fmt: skip
         comparisons = lab.transfer.skill_comparisons(args.campaign)
-    result = skills_report(comparisons, material, labels.get(name), name, linker(args.similarity))
+    link = linker(args.similarity, cache=cache_for(args.store), progress=progress)
+    with progress.step("extracting and linking the claims"):
+        result = skills_report(comparisons, material, labels.get(name), name, link)
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:

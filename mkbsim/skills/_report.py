@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from mkbsim.claims import CATEGORIES, Linker, extract_claims, is_unverified
+from mkbsim.claims import CATEGORIES, UNVERIFIED, Linker, claims_of
 from mkbsim.lab import Labels, Material, SkillComparison
 from mkbsim.metrics import paired_lift
 from mkbsim.skills._label import FAILURE_CLASSES, FOLLOW_LEVELS
@@ -29,7 +29,7 @@ def skills_report(
 ) -> dict[str, Any]:
     """The report's sections over resolved plain comparisons (``lab.transfer.skill_comparisons``)."""
     read = {a: t.skill for a, t in material.treatments.items()}
-    categories = {a: {c.category for c in extract_claims(text)} for a, text in read.items()}
+    categories = {a: {c.category for c in claims_of(text)} for a, text in read.items()}
     labels = labels or Labels()
     return {
         "labeler": labeler,
@@ -73,15 +73,18 @@ def _follow(rows: Sequence[SkillComparison], labels: Labels) -> list[dict[str, A
 def _propagation(
     rows: Sequence[SkillComparison], read: dict[str, str], written: dict[str, str], link: Linker
 ) -> list[dict[str, Any]]:
-    link.warm([c.text for text in (*read.values(), *written.values()) for c in extract_claims(text)])
+    # the sentences of the compared attempts' read and own skills, embedded at once (no other skill's)
+    texts = [t for r in rows for t in (read.get(r.treatment_attempt_id, ""), written.get(r.treatment_attempt_id, ""))]
+    link.warm([c.text for text in dict.fromkeys(texts) for c in claims_of(text)])
     out = []
     for (model, direction), cell in _cells(rows, "model", "direction").items():
         unverified = reappeared = claims = carried = 0
         for r in cell:
-            source = [c.text for c in extract_claims(read.get(r.treatment_attempt_id, ""))]
-            own = [c.text for c in extract_claims(written.get(r.treatment_attempt_id, ""))]
+            source_claims = claims_of(read.get(r.treatment_attempt_id, ""))
+            source = [c.text for c in source_claims]
+            own = [c.text for c in claims_of(written.get(r.treatment_attempt_id, ""))]
             linked = {x.source for x in link.link(source, own)}
-            flags = [is_unverified(s) for s in source]
+            flags = [c.category in UNVERIFIED for c in source_claims]
             claims += len(source)
             carried += len(linked)
             unverified += sum(flags)
