@@ -15,9 +15,10 @@ from typing import Any, NamedTuple, Protocol
 
 from mkbsim.errors import ConcurrencyError, MkbsimError, NotAStore, PayloadError, StoreMissing, UnknownEventType
 from mkbsim.events._codec import CodecError, decode, encode
-from mkbsim.events._faults import damaged, faults_as_errors, integrity_problem, store_fault
+from mkbsim.events._faults import damaged, faults_as_errors, integrity_problem, store_fault, writable
 from mkbsim.events._ids import new_event_ids
 from mkbsim.events._schema import Payload, fast_validators, upcast, validate, versions
+from mkbsim.events._verdicts import file_state, remember, verified
 
 #: Version of the store's own layout (tables, indexes), kept in PRAGMA user_version.
 STORE_SCHEMA = 1
@@ -536,12 +537,18 @@ class EventStore:
 
     # -- integrity ------------------------------------------------------------------------------
 
-    def verify_pages(self) -> None:
-        """Raise ``StoreDamaged`` when SQLite's ``quick_check`` finds damaged pages in the file."""
+    def verify_pages(self, *, again: bool = False) -> None:
+        """Raise ``StoreDamaged`` when SQLite's ``quick_check`` finds damaged pages in the file. A file
+        unchanged since a check found it sound is not read again (``_verdicts``) unless ``again``."""
+        state = file_state(self.path)
+        if not again and verified(self.path, state):
+            return
         with self._lock:
             problem = integrity_problem(self._conn)
         if problem is not None:
             raise damaged(self.path, problem)
+        if self.initialised and writable(self.path):  # nothing beside an empty file or one that cannot be written
+            remember(self.path, state)
 
     def check(self, *, validate_payloads: bool = True) -> CheckReport:
         """Verify the invariants of DESIGN §3; report the first problem found. Damaged pages are not a
@@ -549,7 +556,7 @@ class EventStore:
         from mkbsim.events._schema import known_types
 
         c = self._conn
-        self.verify_pages()
+        self.verify_pages(again=True)
         with self._lock, self.faults():  # validation's paged reads re-enter the lock (an RLock)
             n, lo, hi = c.execute("SELECT COUNT(*), MIN(position), MAX(position) FROM events").fetchone()
             streams = c.execute("SELECT COUNT(DISTINCT stream_id) FROM events").fetchone()[0]
