@@ -39,7 +39,7 @@ def _hop_marks(summary: ChainSummary) -> Text:
 
 
 COLUMNS: list[Column[ChainSummary]] = [
-    Column("chain", "Chain", 10, lambda s: s.chain_id, fit=fmt.middle),
+    Column("chain", "Chain", 10, lambda s: s.chain_id.removeprefix("chain-"), fit=fmt.middle),
     Column("model", "Model", 12, lambda s: s.model, flex=True, max_width=22, fit=fmt.model),
     Column("problem", "Prob", 4, lambda s: s.problem),
     Column("hops", "Hops", 8, _hop_marks),
