@@ -70,6 +70,7 @@ def _fit_with_progress(target: Target, profile: AgentProfile, problems: tuple[st
                        ) -> FitResult:  # fmt: skip
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from mkbsim.progress import stderr_console
     from mkbsim.simulator import fit
 
     columns = (
@@ -78,7 +79,7 @@ def _fit_with_progress(target: Target, profile: AgentProfile, problems: tuple[st
         MofNCompleteColumn(),
         TextColumn("best objective {task.fields[best]}"),
     )
-    with Progress(*columns, transient=True) as bar:
+    with Progress(*columns, transient=True, console=stderr_console()) as bar:  # stdout: only the result
         task = bar.add_task("fit", total=args.evaluations, best="-")
 
         def show(n: int, best: float) -> None:
