@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import Any
 
 
-class Progress:
+class ArmBars:
     def __init__(self, totals: dict[str, int], title: str, enabled: bool, *, lines: bool = False) -> None:
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
@@ -27,7 +27,7 @@ class Progress:
         self._bar.console.print(title)
         self._tasks = {arm: self._bar.add_task(arm, total=n, failed=0) for arm, n in totals.items()}
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ArmBars:
         if self._bar is not None:
             self._bar.start()
         return self
