@@ -197,7 +197,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1000, help="events per append batch (default 1000)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every measurement (default 3)")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="mkbsim-bench-"))
+    scratch = tempfile.TemporaryDirectory(prefix="mkbsim-bench-")  # removed at exit (a million-event copy)
+    tmp = Path(scratch.name)
     print(
         f"mkbsim event store benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
         f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
