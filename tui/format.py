@@ -6,15 +6,14 @@ from datetime import timedelta
 
 from rich.text import Text
 
+from mkbsim.metrics import arm_kind
+
 DSL_NAMES = {"cutedsl": "CuTe DSL", "tirx": "TIRx"}
 DSL_SHORT = {"cutedsl": "CuTe", "tirx": "TIRx"}
 DIRECTION_NAMES = {"cutedsl2tirx": "CuTe→TIRx", "tirx2cutedsl": "TIRx→CuTe"}
-ARM_NAMES = {
-    "solo_cutedsl": "solo CuTe",
-    "solo_tirx": "solo TIRx",
-    "cutedsl2tirx_skill": "CuTe→TIRx",
-    "tirx2cutedsl_skill": "TIRx→CuTe",
-}
+SOLO_NAMES = {"solo_cutedsl": "solo CuTe", "solo_tirx": "solo TIRx"}
+#: control arms (DESIGN §4) after their direction: "CuTe→TIRx A/A"
+CONTROL_NAMES = {"aa": "A/A", "placebo": "placebo", "matched": "matched"}
 #: Short family names for plot axes (DESIGN §8 families).
 FAMILY_SHORT = {
     "attention": "attn",
@@ -45,10 +44,34 @@ CATEGORY_STYLES: dict[str, tuple[str, str]] = {
 }
 
 
+def arm(name: str | None) -> str:
+    """An arm as lists show it: "solo CuTe", "CuTe→TIRx" (the skill-conditioned arm), "CuTe→TIRx A/A"."""
+    if name is None:
+        return "?"
+    if name in SOLO_NAMES:
+        return SOLO_NAMES[name]
+    known = arm_kind(name)
+    if known is None:
+        return name
+    direction, kind = known
+    return DIRECTION_NAMES[direction] + ("" if kind == "skill" else f" {CONTROL_NAMES[kind]}")
+
+
 def percent(x: float | None, *, signed: bool = False) -> str:
     if x is None:
         return "—"
     return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
+
+
+def count(n: int) -> str:
+    """A count in at most five cells: 9,999 then 12.3k, 123k, 1.2M."""
+    if n < 10_000:
+        return f"{n:,}"
+    if n < 100_000:
+        return f"{n / 1000:.1f}k"
+    if n < 1_000_000:
+        return f"{n // 1000}k"
+    return f"{n / 1_000_000:.1f}M"
 
 
 def speedup(x: float | None) -> str:
@@ -119,3 +142,36 @@ def agent_clock(seconds: float | None) -> str:
 
 def short_id(identifier: str, size: int = 8) -> str:
     return identifier[:size]
+
+
+#: Campaign kinds (``CampaignStarted.config["kind"]``) as lists show them.
+KIND_NAMES = {"simulated": "simulated", "simulated_chain": "chain", "treatment_rerun": "filter test", "llm": "LLM"}
+
+
+def kind(name: str) -> str:
+    return KIND_NAMES.get(name, name)
+
+
+def model(name: str, width: int | None = None) -> str:
+    """A model's name as every screen shows it in ``width`` cells: whole where it fits; else without its
+    provider path ("openrouter/meta-llama/llama-3.1-405b" → "llama-3.1-405b"), then without the simulator's
+    "sim-" prefix, then cut in the middle, so that both the family and the variant stay ("glm-5.3-flash" →
+    "glm-…flash")."""
+    if width is None or len(name) <= width:
+        return name
+    short = name.rsplit("/", 1)[-1]
+    for candidate in (short, short.removeprefix("sim-")):
+        if len(candidate) <= width:
+            return candidate
+        short = candidate
+    return middle(short, width)
+
+
+def middle(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, cut in the middle ("sim-b4274596e1422515" → "sim-b4…422515")."""
+    if len(text) <= width:
+        return text
+    if width < 3:
+        return text[:width]
+    head = (width - 1) // 2
+    return f"{text[:head]}…{text[len(text) - (width - 1 - head):]}"

@@ -42,7 +42,7 @@ from mkbsim.campaigns._attempt import (
 )
 from mkbsim.campaigns._executors import Executor, InlineDispatch
 from mkbsim.campaigns._plan import Plan
-from mkbsim.campaigns._progress import Progress
+from mkbsim.campaigns._progress import ArmBars
 from mkbsim.campaigns._reading import prepare
 from mkbsim.campaigns._recorder import CampaignRecorder, Earlier
 from mkbsim.campaigns._signals import StopFlag, StopSignals
@@ -153,7 +153,7 @@ def run_campaign(
             gc.freeze()
             try:
                 title = f"campaign {plan.campaign_id}"
-                with Progress(plan.count_by_arm(), title, progress, lines=execution.live) as bars, \
+                with ArmBars(plan.count_by_arm(), title, progress, lines=execution.live) as bars, \
                         _StopSignals() as signals:  # fmt: skip
                     run.execute(bars, signals)
             finally:
@@ -213,7 +213,7 @@ class _Run:
                 self.ready.append((self.index[a.attempt_id], a))
         heapq.heapify(self.ready)
 
-    def execute(self, bars: Progress, signals: StopSignals) -> None:
+    def execute(self, bars: ArmBars, signals: StopSignals) -> None:
         ex, summary = self.execution, self.summary
         self.bars = bars
         for a, outcome in self.kept:
@@ -305,5 +305,5 @@ def simulate_plan(
     execution = Execution(InlineDispatch(guarded(runner)), workers=1, at_once=1, chunk=_INLINE_CHUNK)
     plan = Plan(campaign_id, {}, {}, tuple(attempts))
     run = _Run(plan, execution, None, {}, lambda events: None, lambda a, outcome: ended.append((a, outcome)))
-    run.execute(Progress(plan.count_by_arm(), "", False), StopSignals())
+    run.execute(ArmBars(plan.count_by_arm(), "", False), StopSignals())
     return ended

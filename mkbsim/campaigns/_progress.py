@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import Any
 
 
-class Progress:
+class ArmBars:
     def __init__(self, totals: dict[str, int], title: str, enabled: bool, *, lines: bool = False) -> None:
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
@@ -18,12 +18,16 @@ class Progress:
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as Bars
 
+        from mkbsim.progress import stderr_console
+
+        # on stderr: stdout carries only the command's result (DESIGN §9)
         self._bar = Bars(TextColumn("[bold]{task.description:<20}"), BarColumn(), MofNCompleteColumn(),
-                         TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn())  # fmt: skip
+                         TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
+                         console=stderr_console())  # fmt: skip
         self._bar.console.print(title)
         self._tasks = {arm: self._bar.add_task(arm, total=n, failed=0) for arm, n in totals.items()}
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ArmBars:
         if self._bar is not None:
             self._bar.start()
         return self

@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 
 from mkbsim.claims._classify import CATEGORIES, Classification, classify, cues, speedups
+from mkbsim.claims._embeddings import EmbeddingCache, cache_for
 from mkbsim.claims._link import UNVERIFIED, Link, Linker, is_unverified, lexical_similarity, linker
 from mkbsim.claims._segment import Segment, segment
 
@@ -30,11 +32,18 @@ class Claim:
 
 def extract_claims(text: str) -> list[Claim]:
     """Every sentence of ``text`` as a classified claim, in order (spans index into ``text``)."""
+    return list(claims_of(text))
+
+
+@lru_cache(maxsize=1 << 15)
+def claims_of(text: str) -> tuple[Claim, ...]:
+    """``extract_claims``, remembered: reports and chains meet the same skill texts again and again (a read
+    skill is its source's written one), and each is segmented and classified once."""
     claims = []
     for i, seg in enumerate(segment(text)):
         c = classify(seg.text)
         claims.append(Claim(i, seg.text, seg.start, seg.end, c.category, c.confidence, speedups(seg.text)))
-    return claims
+    return tuple(claims)
 
 
 _EMPTY_BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]*$\n?", re.MULTILINE)
@@ -67,9 +76,12 @@ __all__ = [
     "UNVERIFIED",
     "Claim",
     "Classification",
+    "EmbeddingCache",
     "Link",
     "Linker",
     "Segment",
+    "cache_for",
+    "claims_of",
     "classify",
     "cues",
     "cut_categories",

@@ -82,9 +82,9 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _fit_with_progress(target: Target, profile: AgentProfile, problems: tuple[str, ...], seeds: tuple[int, ...],
                        pool: SeedPool, args: argparse.Namespace) -> FitResult:  # fmt: skip
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from mkbsim.progress import stderr_console
     from mkbsim.simulator import fit
 
     columns = (
@@ -94,7 +94,7 @@ def _fit_with_progress(target: Target, profile: AgentProfile, problems: tuple[st
         TextColumn("best objective {task.fields[best]}"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, transient=True, console=Console(stderr=True)) as bar:
+    with Progress(*columns, transient=True, console=stderr_console()) as bar:  # stdout: only the result
         task = bar.add_task("fit", total=args.evaluations, best="-")
 
         def show(n: int, best: float) -> None:

@@ -42,21 +42,24 @@ def _chain(args: argparse.Namespace) -> int:
     config = CampaignConfig(profiles, tuple(select_problems(args.problems)), seed=args.seed)
     require_directory(args.plots, "--plots")
     with open_store(args.store, create=True) as store:
-        summary = run_campaign(store, SimCampaign(config, chain=args.hops), progress=args.format == "table")
+        summary = run_campaign(store, SimCampaign(config, chain=args.hops), progress=True)  # on stderr
     return conclude(summary, args.store, chain=True, similarity=args.similarity, fmt=args.format, plots=args.plots)
 
 
 def report_chain(store_path: Path, campaign_id: str, *, similarity: str = "auto", fmt: str = "table",
                  plots: Path | None = None) -> int:  # fmt: skip
     """The per-model × hop report of the chain campaign ``campaign_id``; its figure into ``plots``."""
-    from mkbsim.claims import linker
+    from mkbsim.claims import cache_for, linker
+    from mkbsim.progress import Progress
     from mkbsim.skills._chain import chain_report, render_chain
 
-    with open_lab(store_path) as lab:
+    progress = Progress()
+    with open_lab(store_path) as lab, progress.step("reading the chains' skills"):
         links = lab.chains.links(campaign_id)
         skills, records = lab.skills.campaign_skills(campaign_id), lab.transfer.hop_records(campaign_id)
-    link = linker(similarity)
-    rows = chain_report(links, skills, records, link)
+    link = linker(similarity, cache=cache_for(store_path), progress=progress)
+    with progress.step("linking the claims hop to hop"):
+        rows = chain_report(links, skills, records, link)
     if fmt == "json":
         out = {"campaign_id": campaign_id, "similarity": link.method, "threshold": link.threshold, "hops": rows}
         sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")

@@ -6,9 +6,13 @@ import argparse
 import json
 import re
 import sys
+from typing import TYPE_CHECKING
 
 from mkbsim.cli._common import add_store_option, non_negative_int, open_store
 from mkbsim.errors import StoreReadOnly, UserError
+
+if TYPE_CHECKING:
+    from mkbsim.events import RecordedEvent
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -95,10 +99,8 @@ def terminal_safe(line: str) -> str:
     return _TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
-def _print_event(ev: object) -> None:
-    from dataclasses import asdict
-
-    sys.stdout.write(terminal_safe(json.dumps(asdict(ev), ensure_ascii=False)) + "\n")  # type: ignore[call-overload]
+def _print_event(ev: RecordedEvent) -> None:
+    sys.stdout.write(terminal_safe(json.dumps(ev._asdict(), ensure_ascii=False)) + "\n")
     sys.stdout.flush()
 
 

@@ -52,7 +52,7 @@ def _filter_test(args: argparse.Namespace) -> int:
     chosen = get_filter(args.filter)
     with open_store(args.store) as store:
         campaign = rerun_campaign(store, args.campaign, chosen.name)
-        summary = run_campaign(store, campaign, progress=args.format == "table",
+        summary = run_campaign(store, campaign, progress=True,  # on stderr
                                skill_filter=skill_transform(chosen.name))  # fmt: skip
         rerun = summary.campaign_id
         if summary.already_finished:

@@ -58,6 +58,7 @@ def _model_params(as_json: str | None, pairs: list[str]) -> dict[str, Any]:
 
 
 def _label(args: argparse.Namespace) -> int:
+    from mkbsim.progress import Progress
     from mkbsim.skills._label import GROUND_TRUTH, kappas, label, make_labeler, quality
     from mkbsim.skills._label_render import render_label_report
 
@@ -70,10 +71,13 @@ def _label(args: argparse.Namespace) -> int:
             raise UserError(f"--api-key-env {args.api_key_env}: the variable is unset")
         params["api_key"] = os.environ[args.api_key_env]
     labeler = make_labeler(args.labeler, params)
+    progress = Progress()
     with open_lab(args.store, appends="labels") as lab:  # refused before a labeler (perhaps paid) runs
-        material = lab.skills.material(args.campaign)
-        counts = label(lab.store, lab.skills.labeled(labeler.name), material, labeler)
-        labels = lab.skills.labels([*material.skills, *material.treatments])
+        material = lab.skills.material(args.campaign, progress=progress)
+        counts = label(lab.store, lab.skills.labeled(labeler.name), material, labeler, progress)
+        lab.refresh()  # the labels just appended, in the views
+        with progress.step("reading every labeler's labels"):
+            labels = lab.skills.labels([*material.skills, *material.treatments])
     truth = labels.get(GROUND_TRUTH)
     result = {
         "labeler": labeler.name, "labeled": counts,

@@ -105,7 +105,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _skills(args: argparse.Namespace) -> int:
-    from mkbsim.claims import linker
+    from mkbsim.claims import cache_for, linker
+    from mkbsim.progress import Progress
     from mkbsim.skills._label import GROUND_TRUTH
     from mkbsim.skills._report import render_skills, skills_report
 
@@ -114,16 +115,22 @@ def _skills(args: argparse.Namespace) -> int:
     by = args.by or ("model",)
     if "campaign" in by:
         raise UserError("--section skills groups by model, direction or family (pick one campaign with --campaign)")
+    progress = Progress()
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
-        material = lab.skills.material(args.campaign)
-        labels = lab.skills.labels([*material.skills, *material.treatments])
+        with progress.step("reading the labels"):
+            labels = lab.skills.labels(lab.skills.attempt_ids(args.campaign))
         name = args.labeler or (GROUND_TRUTH if GROUND_TRUTH in labels else "heuristic")
+        # the heuristic labeler, where its labels are not stored, runs here on the trajectories; else the
+        # report reads only the skills' texts (a tenth of the events)
+        material = lab.skills.material(args.campaign, trajectories=name not in labels, progress=progress)
         if args.labeler and args.labeler not in labels and args.labeler != "heuristic":  # heuristic: run here
             raise UserError(f"no labels by {args.labeler!r} (labelers here: {', '.join(sorted(labels)) or 'none'};"
                             " run mkbsim label)")  # fmt: skip
         comparisons = lab.transfer.skill_comparisons(args.campaign)
-    result = skills_report(comparisons, material, labels.get(name), name, linker(args.similarity), by)
+    link = linker(args.similarity, cache=cache_for(args.store), progress=progress)
+    with progress.step("extracting and linking the claims"):
+        result = skills_report(comparisons, material, labels.get(name), name, link, by)
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:

@@ -8,6 +8,7 @@ list of cheap checks, because it runs on every append (the store's hot path).
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -37,6 +38,8 @@ class Payload:
 
 
 _REGISTRY: dict[str, type[Payload]] = {}
+#: event type -> its current schema version (read for every decoded event)
+_VERSIONS: dict[str, int] = {}
 _VALIDATORS: dict[str, list[tuple[str, bool, Check, str]]] = {}
 _FAST: dict[str, Callable[[Any], bool]] = {}
 _MISSING = object()
@@ -48,6 +51,7 @@ def event_type(cls: type[P]) -> type[P]:
     if not cls.TYPE:
         cls.TYPE = cls.__name__
     _REGISTRY[cls.TYPE] = cls
+    _VERSIONS[cls.TYPE] = cls.SCHEMA_VERSION
     hints = typing.get_type_hints(cls)
     fields = [
         (f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING, hints[f.name])
@@ -73,8 +77,18 @@ def known_types() -> dict[str, type[Payload]]:
 
 
 def current_version(type_name: str) -> int:
-    cls = _REGISTRY.get(type_name)
-    return cls.SCHEMA_VERSION if cls else 1
+    return _VERSIONS.get(type_name, 1)
+
+
+def versions() -> dict[str, int]:
+    """The live map of event type -> current schema version (types not in it are at version 1)."""
+    return _VERSIONS
+
+
+def fast_validators() -> dict[str, Callable[[Any], bool]]:
+    """The live map of event type -> its generated check of a valid payload (True: valid). False says
+    only that ``validate`` must look closer (and raise naming the problem)."""
+    return _FAST
 
 
 def validate(type_name: str, payload: Any) -> None:
@@ -89,11 +103,16 @@ def validate(type_name: str, payload: Any) -> None:
         raise PayloadError(f"{type_name} payload must be a JSON object, got {type(payload).__name__}")
     for name, required, check, expected in checks:
         if name in payload:
+            if not finite(payload[name]):
+                raise PayloadError(f"{type_name}.{name}: NaN or infinity is not JSON: {payload[name]!r:.60}")
             if not check(payload[name]):
                 got = type(payload[name]).__name__
                 raise PayloadError(f"{type_name}.{name}: expected {expected}, got {got} {payload[name]!r:.60}")
         elif required:
             raise PayloadError(f"{type_name}.{name}: required field is missing")
+    for name, value in payload.items():  # extra fields: stored as given, as long as JSON can hold them
+        if not finite(value):
+            raise PayloadError(f"{type_name}.{name}: NaN or infinity is not JSON: {value!r:.60}")
 
 
 def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict[str, Any]:
@@ -110,19 +129,49 @@ def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict
 
 # -- validator compilation ------------------------------------------------------------------------
 
+def finite(value: Any) -> bool:
+    """Whether ``value`` holds no NaN or infinity, at any depth (JSON has neither, and the encoder would
+    write them as null)."""
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif kind is float:
+        return bool(value - value == 0.0)  # NaN and ±inf give NaN
+    else:
+        return not isinstance(value, float) or math.isfinite(value)
+    for item in items:  # scalars inline: payloads are mostly flat
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is float:
+            if item - item != 0.0:
+                return False
+        elif not finite(item):
+            return False
+    return True
+
+
 def _fast_validator(fields: list[tuple[str, bool, Any]]) -> Callable[[Any], bool]:
-    """One boolean function for the valid case (the hot path): a dict lookup and a check per field.
+    """One boolean function for the valid case (the hot path): a subscript and a type test per field,
+    then a count of the keys, which says whether extra fields must be walked for NaN.
 
     Only when it says no does ``validate`` walk the per-field checks to name the bad field.
     """
-    env: dict[str, Any] = {"_M": _MISSING}
-    terms = []
+    env: dict[str, Any] = {"_M": _MISSING, "_finite": finite}
+    lines = ["def fast(p):", "    present = 0", "    try:"]
     for i, (name, required, tp) in enumerate(fields):
         test = _inline(tp, f"_c{i}", env)
-        missing = "False" if required else "True"
-        terms.append(f"((x := p.get({name!r}, _M)) is _M and {missing} or x is not _M and ({test}))")
-    src = "def fast(p):\n    return " + (" and ".join(terms) or "True") + "\n"
-    exec(src, env)  # generated once per event type at import; removes per-field call overhead
+        if required:
+            lines += [f"        x = p[{name!r}]", f"        if not ({test}):", "            return False"]
+        else:
+            lines += [f"        x = p.get({name!r}, _M)", "        if x is not _M:", "            present += 1",
+                      f"            if not ({test}):", "                return False"]  # fmt: skip
+    required_count = sum(1 for _, required, _ in fields if required)
+    lines += ["    except KeyError:", "        return False",
+              f"    return len(p) == {required_count} + present or all(map(_finite, p.values()))"]  # fmt: skip
+    exec("\n".join(lines) + "\n", env)  # generated once per event type at import: no per-field calls
     fn: Callable[[Any], bool] = env["fast"]
     return fn
 
@@ -142,11 +191,11 @@ def _inline(tp: Any, key: str, env: dict[str, Any]) -> str:
 
 
 def _is_any(v: Any) -> bool:
-    return True
+    return finite(v)
 
 
 def _is_float(v: Any) -> bool:
-    return type(v) is float or type(v) is int
+    return (type(v) is float and v - v == 0.0) or type(v) is int
 
 
 def _is_int(v: Any) -> bool:
@@ -166,7 +215,7 @@ def _is_none(v: Any) -> bool:
 
 
 def _is_dict(v: Any) -> bool:
-    return type(v) is dict
+    return type(v) is dict and finite(v)
 
 
 _SIMPLE: dict[Any, Check] = {
@@ -175,9 +224,9 @@ _SIMPLE: dict[Any, Check] = {
 }  # fmt: skip
 # the same tests as inline expressions over ``x``, for the generated fast validator
 _INLINE: dict[Check, str] = {
-    _is_any: "True", _is_float: "(type(x) is float or type(x) is int)", _is_int: "type(x) is int",
-    _is_bool: "type(x) is bool", _is_str: "type(x) is str", _is_none: "x is None",
-    _is_dict: "type(x) is dict",
+    _is_any: "_finite(x)", _is_float: "((type(x) is float and x - x == 0.0) or type(x) is int)",
+    _is_int: "type(x) is int", _is_bool: "type(x) is bool", _is_str: "type(x) is str", _is_none: "x is None",
+    _is_dict: "(type(x) is dict and _finite(x))",
 }  # fmt: skip
 
 
@@ -194,9 +243,9 @@ def _compile(tp: Any) -> Check:
     if origin is list or tp is list:
         args = typing.get_args(tp)
         if not args:
-            return lambda v: type(v) is list
+            return lambda v: type(v) is list and finite(v)
         item = _compile(args[0])
-        return lambda v: type(v) is list and all(item(x) for x in v)
+        return lambda v: type(v) is list and all(map(item, v))
     if origin is dict:
         return _is_dict
     raise TypeError(f"unsupported payload field type {tp!r}")

@@ -14,8 +14,9 @@ class ChainSummary:
     campaign_id: str
     model: str
     problem: str
-    #: (hop, status, passed) per hop attempt, in hop order
-    hops: tuple[tuple[int, str, bool | None], ...]
+    #: (hop, status, passed, skipped) per hop attempt, in hop order; a skipped hop read no skill (its source
+    #: left none) and did not run: it neither passed nor failed
+    hops: tuple[tuple[int, str, bool | None, bool], ...]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Hop:
     dsl: str
     status: str
     passed: bool | None
+    skipped: bool
     speedup: float | None
     r: float | None
     outcome: str | None
@@ -44,29 +46,31 @@ class Hop:
 
 class ChainQueries(Queries):
     def summaries(self) -> list[ChainSummary]:
-        grouped: dict[str, list[tuple[str, str, str, int, str, int | None]]] = {}
-        for chain_id, campaign, model, problem, hop, status, passed in self._all(
-            f"SELECT chain_id, campaign_id, model, problem, hop, status, passed FROM {self.t.attempts}"
+        grouped: dict[str, list[tuple[str, str, str, int, str, int | None, int | None]]] = {}
+        for chain_id, campaign, model, problem, hop, status, passed, skipped in self._all(
+            f"SELECT chain_id, campaign_id, model, problem, hop, status, passed, skipped FROM {self.t.attempts}"
             " WHERE chain_id IS NOT NULL ORDER BY chain_id, hop, started_position"
         ):
-            grouped.setdefault(chain_id, []).append((campaign, model, problem, hop or 0, status, passed))
+            grouped.setdefault(chain_id, []).append((campaign, model, problem, hop or 0, status, passed, skipped))
         out = []
         for chain_id, rows in grouped.items():
             campaign, model, problem = rows[0][:3]
-            latest = {hop: (status, None if passed is None else bool(passed)) for *_, hop, status, passed in rows}
-            hops = tuple((hop, status, passed) for hop, (status, passed) in sorted(latest.items()))
+            latest = {hop: (status, None if passed is None else bool(passed), bool(skipped))
+                      for *_, hop, status, passed, skipped in rows}  # fmt: skip
+            hops = tuple((hop, *state) for hop, state in sorted(latest.items()))
             out.append(ChainSummary(chain_id, campaign, model, problem, hops))
         return out
 
     def hops(self, chain_id: str) -> list[Hop]:
         """The chain's hop attempts (the latest per hop) with their comparisons and written skills."""
-        attempts: dict[int, tuple[str, str, str, bool | None, float | None]] = {}
-        for attempt_id, hop, dsl, status, passed, speedup in self._all(
-            f"SELECT attempt_id, hop, dsl, status, passed, speedup FROM {self.t.attempts} WHERE chain_id = ?"
-            " ORDER BY hop, started_position",
+        attempts: dict[int, tuple[str, str, str, bool | None, bool, float | None]] = {}
+        for attempt_id, hop, dsl, status, passed, skipped, speedup in self._all(
+            f"SELECT attempt_id, hop, dsl, status, passed, skipped, speedup FROM {self.t.attempts}"
+            " WHERE chain_id = ? ORDER BY hop, started_position",
             [chain_id],
         ):
-            attempts[hop or 0] = (attempt_id, dsl, status, None if passed is None else bool(passed), speedup)
+            attempts[hop or 0] = (attempt_id, dsl, status, None if passed is None else bool(passed), bool(skipped),
+                                  speedup)  # fmt: skip
         outcomes = {
             treatment: (r, outcome)
             for treatment, r, outcome in self._all(
@@ -75,9 +79,9 @@ class ChainQueries(Queries):
         }
         skills = self._reader.skills.written(a for a, *_ in attempts.values())
         hops = []
-        for hop, (attempt_id, dsl, status, passed, speedup) in sorted(attempts.items()):
+        for hop, (attempt_id, dsl, status, passed, skipped, speedup) in sorted(attempts.items()):
             r, outcome = outcomes.get(attempt_id, (None, None))
-            hops.append(Hop(hop, attempt_id, dsl, status, passed, speedup, r, outcome, skills.get(attempt_id)))
+            hops.append(Hop(hop, attempt_id, dsl, status, passed, skipped, speedup, r, outcome, skills.get(attempt_id)))
         return hops
 
     def links(self, campaign: str) -> list[ChainLinks]:

@@ -13,26 +13,45 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mkbsim.lab._reader import Queries
-from mkbsim.metrics import direction_of_arm
+from mkbsim.metrics import DIRECTIONS, arm_kind
+from mkbsim.metrics._rules import ARM_KINDS
 
-#: Arms in the protocol's order (DESIGN §4); campaigns may use a subset.
+#: The transfer protocol's arms in its order (DESIGN §4); campaigns may use a subset, and add control arms.
 ARM_ORDER = ("solo_cutedsl", "solo_tirx", "cutedsl2tirx_skill", "tirx2cutedsl_skill")
+#: campaign kinds that run only treatments (a filter test re-runs another campaign's)
 _TREATMENT_ONLY_KINDS = frozenset({"treatment_rerun"})
+
+
+def arm_rank(arm: str) -> tuple[int, str, int]:
+    """Sorts arms in the protocol's order: solos, then per direction the treatment and its control arms."""
+    if arm in ARM_ORDER[:2]:
+        return (0, "", ARM_ORDER.index(arm))
+    known = arm_kind(arm)
+    if known is None:
+        return (2, arm, 0)
+    return (1, known[0], ARM_KINDS.index(known[1]))
 
 
 @dataclass(frozen=True)
 class CampaignPlan:
-    """What a campaign's config says it will run, where the config says it (None: not stated)."""
+    """What a campaign's config says it will run, where the config says it."""
 
     models: tuple[str, ...]
-    arms: tuple[str, ...]
-    per_model_arm: int | None
+    #: (arm, attempts planned per model) in the protocol's order; empty where the config does not say
+    per_model: tuple[tuple[str, int], ...]
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        return tuple(arm for arm, _ in self.per_model)
+
+    def planned(self, arm: str) -> int | None:
+        return dict(self.per_model).get(arm)
 
     @property
     def total(self) -> int | None:
-        if self.per_model_arm is None or not self.models:
+        if not self.per_model or not self.models:
             return None
-        return self.per_model_arm * len(self.models) * len(self.arms)
+        return sum(n for _, n in self.per_model) * len(self.models)
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,8 @@ class ArmProgress:
     done: int
     running: int
     passed: int
+    skipped: int
+    infra: int  # infra_error or interrupted: run again on resume
     planned: int | None
 
 
@@ -130,36 +151,46 @@ def parse_time(text: str) -> datetime:
 
 
 def plan_of(config: dict[str, Any]) -> CampaignPlan:
-    """The plan a campaign config states: models, arms, attempts per (model, arm)."""
+    """The plan a campaign config states: its models, and per model how many attempts of each arm. Per problem
+    and replicate, a campaign plans both solos and, per direction, the treatment and each control arm asked
+    for; a filter test plans only treatments; a chain of K hops plans K skill-conditioned hops from each
+    starting DSL, alternating directions (each direction's arm gets K of them)."""
     agents = config.get("profiles") or config.get("models") or config.get("agents") or ()
     if isinstance(agents, list | tuple):  # an LLM campaign file's [[agents]] tables: their labels
         agents = [a.get("name") or a.get("model") if isinstance(a, dict) else a for a in agents]
     models = tuple(sorted(agents)) if isinstance(agents, dict | list | tuple) else ()
-    arms_named = config.get("arms")
-    if isinstance(arms_named, list | tuple) and arms_named:
-        arms = tuple(a for a in ARM_ORDER if a in arms_named) or tuple(arms_named)
+    problems, replicates = config.get("problems"), config.get("replicates", 1)
+    if not isinstance(problems, list) or not isinstance(replicates, int):
+        return CampaignPlan(models, ())
+    cells = len(problems) * replicates
+    directions = [d for d in config.get("directions") or DIRECTIONS if d in DIRECTIONS]
+    named = config.get("arms")
+    if isinstance(named, list | tuple) and named:
+        counts = dict.fromkeys(named, cells)
     elif config.get("kind") in _TREATMENT_ONLY_KINDS:
-        arms = tuple(a for a in ARM_ORDER if direction_of_arm(a))
+        counts = {f"{d}_skill": cells for d in directions}
+    elif isinstance(config.get("hops"), int):  # a chain: each direction's arm holds K hops per problem
+        counts = dict.fromkeys(ARM_ORDER[:2], cells) | {f"{d}_skill": cells * config["hops"] for d in DIRECTIONS}
     else:
-        arms = ARM_ORDER
-    problems = config.get("problems")
-    replicates = config.get("replicates", 1)
-    per_cell = len(problems) * replicates if isinstance(problems, list) and isinstance(replicates, int) else None
-    return CampaignPlan(models, arms, per_cell)
+        controls = [c for c in config.get("controls") or () if c in ARM_KINDS]
+        counts = dict.fromkeys(ARM_ORDER[:2], cells) | {
+            f"{d}_{kind}": cells for d in directions for kind in ("skill", *controls)
+        }  # fmt: skip
+    return CampaignPlan(models, tuple(sorted(counts.items(), key=lambda item: arm_rank(item[0]))))
 
 
 def arm_progress(campaign: CampaignInfo, grid: CountGrid) -> list[ArmProgress]:
     """One row per (model, arm) the plan names or the store holds, in model then protocol order."""
     seen = {(model, arm): c for (cid, model, arm), c in grid.items() if cid == campaign.campaign_id}
     models = sorted(set(campaign.plan.models) | {m for m, _ in seen})
-    arms = [a for a in ARM_ORDER if a in campaign.plan.arms or any(k[1] == a for k in seen)]
-    arms += sorted({a for _, a in seen} - set(arms))
+    arms = sorted(set(campaign.plan.arms) | {a for _, a in seen}, key=arm_rank)
     rows = []
     for model in models:
         for arm in arms:
             c = seen.get((model, arm), Counts())
-            planned = campaign.plan.per_model_arm if model in campaign.plan.models else None
-            rows.append(ArmProgress(model, arm, c.attempts - c.running, c.running, c.passed, planned))
+            planned = campaign.plan.planned(arm) if model in campaign.plan.models else None
+            rows.append(ArmProgress(model, arm, c.attempts - c.running, c.running, c.passed, c.skipped, c.infra,
+                                    planned))  # fmt: skip
     return rows
 
 

@@ -14,6 +14,7 @@ from mkbsim.catalog import SKILL_HEADER
 from mkbsim.errors import UserError
 from mkbsim.events import attempt_stream
 from mkbsim.lab._reader import Queries
+from mkbsim.progress import SILENT, Progress
 
 #: What a labeler reads of a skill-conditioned attempt's stream.
 _TREATMENT_EVENTS = ("SkillRead", "AgentStep", "VerifierResult")
@@ -121,42 +122,66 @@ class SkillQueries(Queries):
         """Skill text by attempt id, for the attempts of one campaign."""
         return self.written(self.attempt_ids(campaign))
 
-    def material(self, campaign: str | None) -> Material:
+    def material(self, campaign: str | None, *, trajectories: bool = True, progress: Progress = SILENT) -> Material:
         """What the labelers see of one campaign (or all): written skills, and for every attempt that read
-        a skill its text, trajectory steps and verifier results; the harmed comparisons that failed."""
+        a skill its text, trajectory steps and verifier results; the harmed comparisons that failed.
+        ``trajectories`` False leaves out the steps and verifier results (the skills report reads only the
+        texts: a tenth of the events)."""
         ids = self.attempt_ids(campaign)
         if campaign and not ids:
             raise UserError(f"no campaign {campaign!r} in {self.store.path}")
-        skills = self.written(ids)
-        treatments: dict[str, Treatment] = {}
-        for attempt in sorted(self._read_skill_attempts(ids)):
-            t: Treatment | None = None  # a retry under the same id reads the skill again and starts over
-            for e in self.store.read(stream_id=attempt_stream(attempt), types=_TREATMENT_EVENTS):
-                if e.type == "SkillRead":
-                    t = treatments[attempt] = Treatment(attempt, e.payload["text"].removeprefix(SKILL_HEADER))
-                elif t is None:
-                    continue
-                elif e.type == "AgentStep":
-                    t.steps.append(str(e.payload["content"]))
-                elif e.payload["submission"] == "final":
-                    t.final_failure = e.payload["failure"]
-                    t.final_passed = bool(e.payload["passed"])
-                else:
-                    t.submissions += 1
-                    t.passed_before = t.passed_before or bool(e.payload["passed"])
+        with progress.step("reading the written skills"):
+            skills = self.written(ids)
+        readers = sorted(self._read_skill_attempts(ids))
+        if trajectories:
+            treatments: dict[str, Treatment] = {}
+            with progress.step("reading the skill-conditioned attempts' trajectories", len(readers)) as advance:
+                for attempt in readers:
+                    self._treatment(attempt, treatments)
+                    advance(1)
+        else:
+            with progress.step("reading the skills the attempts read"):
+                texts = self.read(readers)
+                treatments = {a: Treatment(a, text.removeprefix(SKILL_HEADER)) for a, text in texts.items()}
         harmed = self._reader.transfer.harmed_failures(campaign)
         return Material(skills, treatments, [h for h in harmed if h in treatments])
+
+    def read(self, attempts: Iterable[str]) -> dict[str, str]:
+        """The skill each of ``attempts`` read (its last SkillRead, the protocol's header included), by attempt."""
+        rows = self._in_chunks(
+            f"SELECT attempt_id, MAX(position) FROM {self.t.skill_reads} WHERE attempt_id IN ({{marks}})"
+            " GROUP BY attempt_id",
+            attempts,
+        )
+        texts = {event.position: event.payload["text"] for event in self.store.read_at(p for _, p in rows)}
+        return {attempt: str(texts[position]) for attempt, position in rows if position in texts}
+
+    def _treatment(self, attempt: str, treatments: dict[str, Treatment]) -> None:
+        t: Treatment | None = None  # a retry under the same id reads the skill again and starts over
+        for e in self.store.read(stream_id=attempt_stream(attempt), types=_TREATMENT_EVENTS):
+            if e.type == "SkillRead":
+                t = treatments[attempt] = Treatment(attempt, e.payload["text"].removeprefix(SKILL_HEADER))
+            elif t is None:
+                continue
+            elif e.type == "AgentStep":
+                t.steps.append(str(e.payload["content"]))
+            elif e.payload["submission"] == "final":
+                t.final_failure = e.payload["failure"]
+                t.final_passed = bool(e.payload["passed"])
+            else:
+                t.submissions += 1
+                t.passed_before = t.passed_before or bool(e.payload["passed"])
 
     def labels(self, attempts: Iterable[str]) -> dict[str, Labels]:
         """Every labeler's labels of ``attempts`` (the latest label per subject wins); ground truth's
         comparison ``cause`` counts as its failure class."""
         wanted = set(attempts)
+        positions = [position for position, subject_id in self._all(
+            f"SELECT position, subject_id FROM {self.t.labels} ORDER BY position") if subject_id in wanted]  # fmt: skip
         out: dict[str, Labels] = {}
-        for event in self.store.read(types=["LabelAssigned"]):
+        for event in self.store.read_at(positions):
             p = event.payload
             attempt = p["subject_id"]
-            if attempt not in wanted:
-                continue
             labels = out.setdefault(p["labeler"], Labels())
             if p["subject"] == "skill":
                 for s in p["labels"].get("sentences", []):
@@ -172,8 +197,7 @@ class SkillQueries(Queries):
 
     def labeled(self, labeler: str) -> set[tuple[str, str]]:
         """(subject, subject id) pairs ``labeler`` has labeled."""
-        return {(e.payload["subject"], e.payload["subject_id"]) for e in self.store.read(types=["LabelAssigned"])
-                if e.payload["labeler"] == labeler}  # fmt: skip
+        return set(self._all(f"SELECT subject, subject_id FROM {self.t.labels} WHERE labeler = ?", [labeler]))
 
     def _read_skill_attempts(self, ids: set[str]) -> set[str]:
         """The attempts among ``ids`` that name a source (every skill-conditioned attempt does)."""

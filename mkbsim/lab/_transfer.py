@@ -139,11 +139,11 @@ class TransferQueries(Queries):
 
     def lift_records(self, campaign: str | None) -> tuple[list[ComparisonRecord], int]:
         """Resolved comparisons as the report's records, and the number still pending. One campaign: all its
-        comparisons except chain hops (a filter test is its own campaign, so its filtered comparisons are its
-        lift). All campaigns: the plain protocol only, as ``mkbsim report``."""
+        comparisons (a filter test's are its filtered ones; a chain campaign's are its hops, pooled). All
+        campaigns: the plain protocol only, as ``mkbsim report``."""
         if campaign is None:
             return self._records(PLAIN, [])
-        return self._records(f"campaign_id = ? AND {_NOT_CHAINED}", [campaign])
+        return self._records("campaign_id = ?", [campaign])
 
     def models(self, campaign: str) -> set[str]:
         return set(self._column(f"SELECT DISTINCT model FROM {self.t.comparisons} WHERE campaign_id = ?", [campaign]))

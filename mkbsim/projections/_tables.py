@@ -12,8 +12,11 @@ COMPARISONS = "comparisons"
 CONTROL_COMPARISONS = "control_comparisons"  # control arms (DESIGN §4), paired like treatments
 CAMPAIGNS = "campaigns"
 SKILLS = "skills"
+SKILL_READS = "skill_reads"
+LABELS = "labels"
 #: Every projection table, in the order exports list them.
-PROJECTION_TABLES = (ATTEMPTS, TRANSFER_ATTEMPTS, COMPARISONS, CONTROL_COMPARISONS, CAMPAIGNS, SKILLS)
+PROJECTION_TABLES = (ATTEMPTS, TRANSFER_ATTEMPTS, COMPARISONS, CONTROL_COMPARISONS, CAMPAIGNS, SKILLS, SKILL_READS,
+                     LABELS)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,14 @@ class Tables:
     @property
     def skills(self) -> str:
         return self.physical(SKILLS)
+
+    @property
+    def skill_reads(self) -> str:
+        return self.physical(SKILL_READS)
+
+    @property
+    def labels(self) -> str:
+        return self.physical(LABELS)
 
     @property
     def checkpoints(self) -> str:

@@ -22,6 +22,7 @@ from mkbsim.claims import CATEGORIES, classify, extract_claims, lexical_similari
 from mkbsim.errors import UserError
 from mkbsim.events import EventStore, LabelAssigned, NewEvent, attempt_stream
 from mkbsim.lab import Labels, Material, Treatment
+from mkbsim.progress import SILENT, Progress
 
 GROUND_TRUTH = "ground_truth"
 FOLLOW_LEVELS = ("full", "partial", "none")
@@ -223,7 +224,8 @@ def make_labeler(spec: str, params: dict[str, Any] | None = None) -> Labeler:
 # -- recording labels ---------------------------------------------------------------------------------
 
 
-def label(store: EventStore, done: set[tuple[str, str]], material: Material, labeler: Labeler) -> dict[str, int]:
+def label(store: EventStore, done: set[tuple[str, str]], material: Material, labeler: Labeler,
+          progress: Progress = SILENT) -> dict[str, int]:  # fmt: skip
     """Label every skill, treatment and harmed failure of ``material`` not in ``done`` (the (subject, subject
     id) pairs ``labeler`` labeled before: ``lab.skills.labeled``), appending to ``store``; returns counts."""
     counts = {"skills": 0, "follow": 0, "failure": 0}
@@ -238,24 +240,26 @@ def label(store: EventStore, done: set[tuple[str, str]], material: Material, lab
             store.append(pending)
             pending.clear()
 
-    for attempt, text in sorted(material.skills.items()):
-        if ("skill", attempt) in done:
-            continue
-        sentences = [c.text for c in extract_claims(text)]
-        categories = labeler.categories(sentences)
-        labelled = [{"text": s, "category": c} for s, c in zip(sentences, categories or [], strict=False)]
-        emit("skill", attempt, {"sentences": labelled})
-        counts["skills"] += categories is not None
+    skills = [(a, text) for a, text in sorted(material.skills.items()) if ("skill", a) not in done]
+    with progress.step(f"labeling skills ({labeler.name})", len(skills)) as advance:
+        for attempt, text in skills:
+            sentences = [c.text for c in extract_claims(text)]
+            categories = labeler.categories(sentences)
+            labelled = [{"text": s, "category": c} for s, c in zip(sentences, categories or [], strict=False)]
+            emit("skill", attempt, {"sentences": labelled})
+            counts["skills"] += categories is not None
+            advance(1)
     harmed = set(material.harmed_failures)
-    for attempt, t in sorted(material.treatments.items()):
-        if ("comparison", attempt) in done:
-            continue
-        labels: dict[str, Any] = {"follow": labeler.follow(t)}
-        counts["follow"] += labels["follow"] is not None
-        if attempt in harmed:
-            labels["failure_class"] = labeler.failure(t)
-            counts["failure"] += labels["failure_class"] is not None
-        emit("comparison", attempt, labels)
+    treatments = [(a, t) for a, t in sorted(material.treatments.items()) if ("comparison", a) not in done]
+    with progress.step(f"labeling skill-conditioned attempts ({labeler.name})", len(treatments)) as advance:
+        for attempt, t in treatments:
+            labels: dict[str, Any] = {"follow": labeler.follow(t)}
+            counts["follow"] += labels["follow"] is not None
+            if attempt in harmed:
+                labels["failure_class"] = labeler.failure(t)
+                counts["failure"] += labels["failure_class"] is not None
+            emit("comparison", attempt, labels)
+            advance(1)
     if pending:
         store.append(pending)
     return counts

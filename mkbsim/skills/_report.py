@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mkbsim.claims import CATEGORIES, UNVERIFIED, Linker, extract_claims
+from mkbsim.claims import CATEGORIES, UNVERIFIED, Linker, claims_of
 from mkbsim.lab import Labels, Material, SkillComparison
 from mkbsim.metrics import paired_lift
 from mkbsim.metrics._clusters import ClusterBootstrap, add_adjusted, bootstrap_p, percentile_interval, ratio_of_sums
@@ -78,7 +78,7 @@ def heuristic_labels(material: Material) -> Labels:
     labeler = HeuristicLabeler()
     out = Labels()
     for attempt, text in material.skills.items():
-        sentences = [c.text for c in extract_claims(text)]
+        sentences = [c.text for c in claims_of(text)]
         out.sentences.update(((attempt, s), c) for s, c in zip(sentences, labeler.categories(sentences), strict=True))
     harmed = set(material.harmed_failures)
     for attempt, t in material.treatments.items():
@@ -195,7 +195,7 @@ def _propagation(
     material: Material,
     link: Linker,
 ) -> list[Row]:
-    own = {a: [c.text for c in extract_claims(t)] for a, t in material.skills.items()}
+    own = {a: [c.text for c in claims_of(t)] for a, t in material.skills.items()}
     link.warm([s for texts in own.values() for s in texts] + [t for ss in read.values() for t, _ in ss])
     carried: dict[str, tuple[int, int]] = {}  # treatment → (unverified claims read, of them reappearing)
     for _, cell in groups[:1]:  # the pooled group holds every comparison

@@ -24,7 +24,6 @@ from mkbsim.events import EventStore
 from mkbsim.lab import Lab
 
 ROOT = Path(__file__).parents[2]
-PAGE = 4096
 
 
 def campaign_store(path: Path, *, seed: int = 3, with_projections: bool = True) -> Path:
@@ -48,21 +47,22 @@ def checkpoint(path: Path) -> None:
 
 
 def damage_events(path: Path) -> None:
-    """Overwrite some leaf pages of the `events` table and of its type index with noise; the projections'
+    """Overwrite some leaf pages of the `events` table and of its event-id index with noise; the projections'
     pages stay intact."""
     with EventStore(path) as store:
+        page_size = store.connection.execute("PRAGMA page_size").fetchone()[0]
         pages = {
             name: [r[0] for r in store.connection.execute(
                 "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno", (name,))]
-            for name in ("events", "events_by_type")
+            for name in ("events", "sqlite_autoindex_events_1")
         }  # fmt: skip
     checkpoint(path)
     rng = random.Random(0)
     with path.open("r+b") as f:
         for leaves in pages.values():
             for page in leaves[len(leaves) // 3 : len(leaves) // 3 + 3]:
-                f.seek((page - 1) * PAGE)
-                f.write(rng.randbytes(PAGE))
+                f.seek((page - 1) * page_size)
+                f.write(rng.randbytes(page_size))
 
 
 def namespace_prefix() -> list[str]:

@@ -37,12 +37,22 @@ def test_every_rubric_category_has_a_tag_and_a_colour() -> None:
 def test_plan_of_a_config() -> None:
     simulated = plan_of({"kind": "simulated", "problems": ["p01", "p02"], "replicates": 3,
                                  "profiles": {"b": {}, "a": {}}})  # fmt: skip
-    assert simulated.models == ("a", "b") and simulated.per_model_arm == 6 and simulated.total == 48
+    assert simulated.models == ("a", "b") and simulated.planned("solo_tirx") == 6 and simulated.total == 48
     rerun = plan_of({"kind": "treatment_rerun", "problems": ["p01"], "profiles": {"a": {}}})
     assert rerun.arms == ("cutedsl2tirx_skill", "tirx2cutedsl_skill") and rerun.total == 2
     assert plan_of({"kind": "chain"}).total is None
     llm = plan_of({"campaign": {"id": "c"}, "agents": [{"model": "openai/x", "name": "x"}, {"model": "m/y"}]})
     assert llm.models == ("m/y", "x") and llm.total is None  # the labels of an LLM campaign's [[agents]] tables
+    # a chain of K hops: both solos per problem, and each direction's arm K times (hops alternate DSLs)
+    chain = plan_of({"kind": "simulated_chain", "hops": 3, "problems": ["p01", "p02"], "replicates": 1,
+                     "profiles": {"a": {}, "b": {}}})  # fmt: skip
+    assert dict(chain.per_model) == {"solo_cutedsl": 2, "solo_tirx": 2, "cutedsl2tirx_skill": 6,
+                                     "tirx2cutedsl_skill": 6} and chain.total == 32  # fmt: skip
+    # control arms follow their direction's treatment, in the protocol's order
+    controls = plan_of({"kind": "simulated", "problems": ["p01"], "replicates": 2, "profiles": {"a": {}},
+                        "directions": ["tirx2cutedsl"], "controls": ["placebo", "aa"]})  # fmt: skip
+    assert controls.arms == ("solo_cutedsl", "solo_tirx", "tirx2cutedsl_skill", "tirx2cutedsl_aa",
+                             "tirx2cutedsl_placebo") and controls.total == 10  # fmt: skip
 
 
 def test_campaigns_progress_in_flight_and_failures(lab: Lab) -> None:
@@ -172,7 +182,7 @@ def test_skill_sentences_mark_the_header_decisions_and_citations(lab: Lab) -> No
 
 def test_claim_lineage_links_claims_hop_to_hop(lab: Lab) -> None:
     (summary,) = lab.chains.summaries()
-    assert [hop for hop, _, _ in summary.hops] == [0, 1, 2]
+    assert [hop for hop, *_ in summary.hops] == [0, 1, 2]
     detail = chains.chain_detail(lab, summary)
     assert [h.outcome for h in detail.hops] == [None, "neutral", "harmed"]
     by_category = {lin.category: sorted(lin.sentences) for lin in detail.lineages}
@@ -235,3 +245,25 @@ async def test_paged_table_fetches_only_the_pages_it_draws() -> None:
         assert all(stop - start == 100 for start, stop in source.fetches)
         assert len(source.fetches) <= 3  # the first page, the last page, and at most the one before it
         assert table.cursor == 999_999 - 2 * (table.scrollable_content_region.height - 2) - 1
+
+
+def test_a_skipped_hop_is_neither_passed_nor_failed(tmp_path: Path) -> None:
+    from tui_store_kit import build_store
+
+    build_store(tmp_path / "s.sqlite", skipped_chain=True)
+    with Lab(tmp_path / "s.sqlite") as lab:
+        summary = next(s for s in lab.chains.summaries() if s.chain_id == "chain-0b51d4e8a2")
+        assert [(hop, passed, skipped) for hop, _, passed, skipped in summary.hops] == [
+            (0, False, False), (1, False, True), (2, False, True)]  # fmt: skip
+        hops = chains.chain_detail(lab, summary).hops
+        assert [(h.skipped, h.outcome, h.r) for h in hops[1:]] == [(True, "neutral", 1.0), (True, "neutral", 1.0)]
+    from tui.screens.chains import _hop_marks
+
+    assert _hop_marks(summary).plain == "✗––"  # the failed source, then two skipped hops (not failures)
+
+
+def test_the_monitors_lift_of_a_chain_campaign_pools_its_hops(lab: Lab) -> None:
+    records, pending = lab.transfer.lift_records("chains")
+    assert len(records) == 2 and pending == 0  # hops 1 and 2 (before: none, "no resolved comparisons yet")
+    demo, _ = lab.transfer.lift_records("demo")
+    assert len(demo) == 12

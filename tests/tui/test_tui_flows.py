@@ -222,7 +222,7 @@ async def test_empty_store_opens_the_monitor_when_events_arrive(make_app: MakeAp
     EventStore(path, create=True).close()
     app = make_app(Path("empty.sqlite"))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, EmptyStoreScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, EmptyStoreScreen) and bool(app.screen.query(Static)))
         assert "is empty" in _static_text(app.screen.query_one(Static))
         from tui_store_kit import Writer, fixed_clock
 

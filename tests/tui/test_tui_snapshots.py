@@ -3,6 +3,7 @@ the new SVGs by eye). Sizes are fixed; times come from the fixture's fixed clock
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,9 +12,10 @@ from tui_pilot_kit import idle, settle
 from tui_store_kit import build_store
 
 from tui.app import MkbsimApp
-from tui.data.filters import FilterCatalog
+from tui.data.filters import FilterCatalog, FilterTestResult
+from tui.screens.skills import SkillsScreen
 
-SIZE = (140, 42)
+SIZE = (120, 40)
 
 
 async def _settled(pilot: Pilot[None]) -> None:
@@ -74,6 +76,40 @@ def test_chains_empty(snap_compare: Callable[..., bool], make_app: Callable[...,
     path = Path("no-chains.sqlite")
     build_store(tmp_path / path, chains=False, live=False)
     assert snap_compare(make_app(path), terminal_size=SIZE, run_before=_after("5"))
+
+
+def test_chains_with_a_skipped_hop(
+    snap_compare: Callable[..., bool], make_app: Callable[..., MkbsimApp], tmp_path: Path
+) -> None:
+    path = Path("skipped.sqlite")
+    build_store(tmp_path / path, live=False, skipped_chain=True)
+    assert snap_compare(make_app(path), terminal_size=SIZE, run_before=_after("5"))
+
+
+#: what `mkbsim filter-test --format json` prints (two models, one direction, pooled)
+FILTER_TEST_JSON = json.dumps({"filter": "drop_unsupported_closure", "base_campaign_id": "demo",
+                               "campaign_id": "demo-filtered-drop_unsupported_closure", "cells": [
+    {"model": model, "direction": direction, "n": n, "changed": changed, "lift_unfiltered": lift0,
+     "lift_filtered": lift1, "lift_change": lift1 - lift0, "help_unfiltered": 0.3, "help_filtered": 0.35,
+     "harm_unfiltered": harm0, "harm_filtered": harm1, "sign_p": sign_p, "wilcoxon_p": wilcoxon_p}
+    for model, direction, n, changed, lift0, lift1, harm0, harm1, sign_p, wilcoxon_p in (
+        ("openrouter/meta-llama/llama-3.1-405b-instruct", "cutedsl2tirx", 3, 2, -0.217, 0.05, 0.33, 0.0, 0.5, 0.25),
+        ("sim-glm-5.3-flash", "cutedsl2tirx", 3, 1, 0.26, 0.26, 0.33, 0.33, 1.0, None),
+        ("all", "cutedsl2tirx", 6, 3, -0.007, 0.14, 0.33, 0.17, 0.25, 0.11),
+    )]})  # fmt: skip
+
+
+def test_filter_test_result(snap_compare: Callable[..., bool], make_app: Callable[..., MkbsimApp]) -> None:
+    async def run(pilot: Pilot[None]) -> None:
+        await settle(pilot)
+        await pilot.press("4")
+        await idle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, SkillsScreen)
+        screen._filter_test_ended("filter test on demo", 0, "3 rows", FilterTestResult.parse(FILTER_TEST_JSON))
+        await idle(pilot)
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run)
 
 
 def test_help(snap_compare: Callable[..., bool], make_app: Callable[..., MkbsimApp]) -> None:

@@ -245,7 +245,8 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def build_store(path: Path, *, chains: bool = True, live: bool = True) -> None:
+def build_store(path: Path, *, chains: bool = True, live: bool = True, skipped_chain: bool = False) -> None:
+    """The fixture store; ``skipped_chain`` adds a second chain whose source left no skill (its hops are skipped)."""
     with fixed_clock(), EventStore(path, create=True) as store:
         w = Writer(store)
         config = {"kind": "simulated", "problems": ["p01", "p02", "p03"], "replicates": 1,
@@ -266,6 +267,8 @@ def build_store(path: Path, *, chains: bool = True, live: bool = True) -> None:
         w.campaign_finished("demo", 24)
         if chains:
             _chain(w)
+        if skipped_chain:
+            _skipped_chain(w)
         if live:
             _live(w)
 
@@ -286,6 +289,19 @@ def _chain(w: Writer) -> None:
         )  # fmt: skip
         previous = aid
     w.campaign_finished("chains", 3)
+
+
+def _skipped_chain(w: Writer) -> None:
+    """model-b/p03 from TIRx: the solo fails and leaves no skill, so both hops are skipped (and neutral)."""
+    w.campaign_started("chains-skipped", {"kind": "chain", "hops": 2, "base_campaign_id": "demo"})
+    hop_arms = ("solo_tirx", "tirx2cutedsl_skill", "cutedsl2tirx_skill")
+    outcomes = (fail("compile_error"), Outcome(False, skipped=True), Outcome(False, skipped=True))
+    for hop, (arm, outcome) in enumerate(zip(hop_arms, outcomes, strict=True)):
+        baseline_arm = "solo_tirx" if ARM_DSL[arm] == "tirx" else "solo_cutedsl"
+        w.attempt(attempt_id("chains-skipped", "model-b", "p03", arm, f"hop{hop}"), "chains-skipped", "model-b", "p03",
+                  arm, outcome, chain=("chain-0b51d4e8a2", hop),
+                  baseline=attempt_id("demo", "model-b", "p03", baseline_arm) if hop else None)  # fmt: skip
+    w.campaign_finished("chains-skipped", 3)
 
 
 def _live(w: Writer) -> None:

@@ -7,6 +7,7 @@ the package lists its filters with ``skill_filters.names()``.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import subprocess
 import sys
@@ -84,8 +85,32 @@ def word_diff(original: str, filtered: str) -> list[DiffPiece]:
     return pieces
 
 
-def launch_filter_test(store: Path, campaign_id: str, filter_name: str, log: IO[bytes]) -> subprocess.Popen[bytes]:
-    """Start ``mkbsim filter-test`` in its own process (and session, so closing the TUI leaves it running)."""
+def launch_filter_test(
+    store: Path, campaign_id: str, filter_name: str, result: IO[bytes], log: IO[bytes]
+) -> subprocess.Popen[bytes]:
+    """Start ``mkbsim filter-test --format json`` in its own process (and session, so closing the TUI leaves it
+    running): the report's JSON to ``result``, progress and errors to ``log``."""
     command = [sys.executable, "-m", "mkbsim", "filter-test", "--store", str(store), "--campaign", campaign_id,
-               "--filter", filter_name]  # fmt: skip
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+               "--filter", filter_name, "--format", "json"]  # fmt: skip
+    return subprocess.Popen(command, stdout=result, stderr=log, start_new_session=True)
+
+
+@dataclass(frozen=True)
+class FilterTestResult:
+    """What ``mkbsim filter-test --format json`` reported: per model × direction (and pooled), unfiltered vs
+    filtered lift on the shared comparisons, with paired tests."""
+
+    filter_name: str
+    base_campaign_id: str
+    campaign_id: str
+    cells: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> FilterTestResult:
+        """The report in ``text``; ``ValueError`` when it is not one."""
+        try:
+            data = json.loads(text)
+            return cls(str(data["filter"]), str(data["base_campaign_id"]), str(data["campaign_id"]),
+                       tuple(dict(cell) for cell in data["cells"]))  # fmt: skip
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"not a filter-test report: {exc}") from None

@@ -81,6 +81,7 @@ class StoreWatcher:
         self._lift_for: tuple[str | None] | None = None
         self._lift_requested = False
         self._store: EventStore | None = None  # the read model's store, interrupted by ``stop``
+        self._store_lock = threading.Lock()  # ``stop`` interrupts the store only while it is open
         self._thread = threading.Thread(target=self._run, name="mkbsim-tui-watcher", daemon=True)
 
     def start(self) -> None:
@@ -92,9 +93,9 @@ class StoreWatcher:
         self._wake.set()
         deadline = time.monotonic() + timeout_s
         while self._thread.is_alive() and time.monotonic() < deadline:
-            store = self._store
-            if store is not None:
-                store.interrupt()
+            with self._store_lock:  # the thread closes the store under this lock: never interrupt a closed one
+                if self._store is not None:
+                    self._store.interrupt()
             self._thread.join(0.02)
 
     def follow_campaign(self, campaign_id: str | None) -> None:
@@ -122,9 +123,10 @@ class StoreWatcher:
             if not self._stop.is_set():  # an interrupted statement is how stop() ends a long catch-up
                 self._report(StoreState(0, 0, f"the store watcher stopped: {exc}", synced=False))
         finally:
-            self._store = None
-            if lab is not None:
-                lab.close()
+            with self._store_lock:
+                self._store = None
+                if lab is not None:
+                    lab.close()
 
     def _open(self) -> Lab | None:
         """The read model, checked for damage; None (and the reason reported) while the store cannot be opened."""
@@ -144,7 +146,8 @@ class StoreWatcher:
         except BaseException:
             lab.close()
             raise
-        self._store = lab.store
+        with self._store_lock:
+            self._store = lab.store
         return lab
 
     def _follow(self, lab: Lab) -> None:

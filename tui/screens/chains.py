@@ -26,9 +26,11 @@ from tui.widgets.skill_view import legend
 
 def _hop_marks(summary: ChainSummary) -> Text:
     marks = Text()
-    for _, status, passed in summary.hops:
+    for _, status, passed, skipped in summary.hops:
         if status == "running":
             marks.append("▶", style="yellow")
+        elif skipped:
+            marks.append("–", style="dim")
         elif passed:
             marks.append("✓", style="green")
         else:
@@ -37,8 +39,8 @@ def _hop_marks(summary: ChainSummary) -> Text:
 
 
 COLUMNS: list[Column[ChainSummary]] = [
-    Column("chain", "Chain", 10, lambda s: fmt.short_id(s.chain_id, 10)),
-    Column("model", "Model", 14, lambda s: s.model, flex=True),
+    Column("chain", "Chain", 10, lambda s: s.chain_id.removeprefix("chain-"), fit=fmt.middle),
+    Column("model", "Model", 12, lambda s: s.model, flex=True, max_width=22, fit=fmt.model),
     Column("problem", "Prob", 4, lambda s: s.problem),
     Column("hops", "Hops", 8, _hop_marks),
 ]
@@ -51,7 +53,8 @@ class ChainsScreen(StoreScreen):
 Multi-hop chains (`mkbsim chain --hops K`): each hop's attempt reads the previous hop's skill, A→B→A→….
 For the highlighted chain: every hop's verdict, speedup and comparison against the solo of its DSL,
 and each claim of the hops' skills followed across hops (● present, · absent), linked hop to hop by
-word overlap; colour and tag give the claim's rubric category. `[` and `]` pick a hop; `o` (or Enter
+word overlap; colour and tag give the claim's rubric category. A hop whose source left no skill is
+skipped (–): it did not run, and its comparison is neutral (r = 1). `[` and `]` pick a hop; `o` (or Enter
 on the chain) opens the hop's comparison in Replay.
 """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -82,7 +85,9 @@ on the chain) opens the hop's comparison in Replay.
         self.query_one("#chains", PagedTable).focus()
 
     def reload(self) -> None:
-        summaries = self.lab.chains.summaries()
+        self.query_in_thread(lambda reader: reader.chains.summaries(), self._show_chains, group="chains")
+
+    def _show_chains(self, summaries: list[ChainSummary]) -> None:
         empty = self.query_one("#chains-empty", Static)
         empty.display = not summaries
         self.query_one("#chains-body").display = bool(summaries)
@@ -99,9 +104,12 @@ on the chain) opens the hop's comparison in Replay.
         summary = event.row
         if not isinstance(summary, ChainSummary):
             return
-        if self.detail is None or self.detail.summary.chain_id != summary.chain_id:
+        self.query_in_thread(lambda reader: chain_detail(reader, summary), self._show_detail, group="chain-detail")
+
+    def _show_detail(self, detail: ChainDetail) -> None:
+        if self.detail is None or self.detail.summary.chain_id != detail.summary.chain_id:
             self.hop_cursor = 0
-        self.detail = chain_detail(self.lab, summary)
+        self.detail = detail
         self._draw()
 
     @on(PagedTable.Chosen, "#chains")
@@ -135,11 +143,13 @@ on the chain) opens the hop's comparison in Replay.
             table.add_column(name, no_wrap=True)
         for i, hop in enumerate(detail.hops):
             pointer = Text("▶", style="bold") if i == self.hop_cursor else Text(" ")
-            table.add_row(
-                pointer, str(hop.hop), fmt.DSL_NAMES.get(hop.dsl, hop.dsl), fmt.short_id(hop.attempt_id),
-                fmt.verdict(hop.passed, hop.speedup, resolved=hop.status != "running"), fmt.ratio(hop.r),
-                fmt.outcome(hop.outcome) if hop.hop else Text("source", style="dim"),
-            )  # fmt: skip
+            if hop.skipped:  # its source left no skill: it did not run, and inherits the solo's outcome
+                verdict, outcome = Text("– skipped", style="dim"), Text("skipped (no skill)", style="dim")
+            else:
+                verdict = fmt.verdict(hop.passed, hop.speedup, resolved=hop.status != "running")
+                outcome = fmt.outcome(hop.outcome) if hop.hop else Text("source", style="dim")
+            table.add_row(pointer, str(hop.hop), fmt.DSL_NAMES.get(hop.dsl, hop.dsl), fmt.short_id(hop.attempt_id),
+                          verdict, fmt.ratio(hop.r), outcome)  # fmt: skip
         return table
 
     @staticmethod

@@ -32,7 +32,7 @@ def _variant(row: ComparisonRow) -> str:
 
 
 COLUMNS: list[Column[ComparisonRow]] = [
-    Column("model", "Model", 16, lambda r: r.comparison.model, flex=True),
+    Column("model", "Model", 14, lambda r: r.comparison.model, flex=True, max_width=24, fit=fmt.model),
     Column("direction", "Dir", 9, lambda r: fmt.DIRECTION_NAMES.get(r.comparison.direction, r.comparison.direction)),
     Column("family", "Family", 13, lambda r: r.comparison.family),
     Column("problem", "Prob", 5, lambda r: r.comparison.problem),
@@ -45,7 +45,7 @@ COLUMNS: list[Column[ComparisonRow]] = [
     Column("outcome", "Outcome", 7, lambda r: fmt.outcome(r.comparison.outcome)),
     Column("verdict", "Verdict", 7, lambda r: fmt.verdict_change(r.comparison.verdict_change)),
     Column("standing", "Source", 6, lambda r: fmt.standing(r.comparison.standing)),
-    Column("variant", "Variant", 10, _variant),
+    Column("variant", "Variant", 10, _variant, flex=True, max_width=28, fit=fmt.middle),
 ]
 
 
@@ -102,25 +102,35 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
     # -- loading ------------------------------------------------------------------------------
 
     def reload(self) -> None:
-        """Re-read the campaigns, the ordered rowids of the filtered set and (in a thread) its aggregates."""
-        campaigns = self.lab.comparisons.campaign_ids()
+        """Re-read the campaigns and the filtered set (its ordered rowids, then its aggregates), in threads."""
+        self.query_in_thread(lambda reader: reader.comparisons.campaign_ids(), self._show_campaigns, group="campaigns")
+        self._load_rows()
+
+    def _show_campaigns(self, campaigns: list[str]) -> None:
         if campaigns != self._campaigns:
             self._campaigns = campaigns
             select = self.query_one("#campaign", Select)
             with select.prevent(Select.Changed):
                 select.set_options([("All campaigns", ALL_CAMPAIGNS), *((c, c) for c in campaigns)])
                 select.value = self.query_state.campaign_id or ALL_CAMPAIGNS
-        self._load_rows()
 
     def _load_rows(self, *, keep_cursor: bool = True) -> None:
+        """Sort and filter in a thread (an ORDER BY over every comparison); the table follows when it is done."""
         table: PagedTable[ComparisonRow] = self.query_one("#comparisons", PagedTable)
         cursor = table.cursor if keep_cursor else 0
-        queries = self.lab.comparisons
-        self._rowids = queries.ordered_rowids(self.query_state)
-        table.set_source(KeyedSource(self._rowids, queries.fetch), cursor=cursor)
-        table.set_sort_indicator(self.query_state.sort, self.query_state.descending)
-        self._show_quick_filters()
         query = self.query_state
+        self._show_quick_filters()
+        self.query_one("#comparison-summary", Static).update(Text("sorting and filtering…", style="dim"))
+        self.query_in_thread(lambda reader: reader.comparisons.ordered_rowids(query),
+                             lambda rowids: self._show_rows(query, rowids, cursor), group="rows")  # fmt: skip
+
+    def _show_rows(self, query: ComparisonQuery, rowids: list[int], cursor: int) -> None:
+        if query != self.query_state:
+            return  # a newer filter or sort is on its way
+        self._rowids = rowids
+        table: PagedTable[ComparisonRow] = self.query_one("#comparisons", PagedTable)
+        table.set_source(KeyedSource(rowids, self.lab.comparisons.fetch), cursor=cursor)
+        table.set_sort_indicator(query.sort, query.descending)
         self.query_in_thread(lambda reader: reader.comparisons.aggregate(query), self._show_aggregates,
                              group="aggregates")  # fmt: skip
 

@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Static
 
 from mkbsim import lab as data
-from mkbsim.lab import LabReader
+from mkbsim.lab import ARM_ORDER, LabReader
 from tui import format as fmt
 from tui.data.watcher import LiftUpdate
 from tui.messages import ShowComparisons
@@ -26,6 +26,8 @@ from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, ListSource, PagedTable
 
 IN_FLIGHT_SHOWN = 12
+#: cells a model's name gets in the monitor's tables (``fmt.model`` shortens longer names)
+MODEL_CELLS = 14
 FAILURES_SHOWN = 8
 THROUGHPUT_WINDOW = timedelta(minutes=10)
 
@@ -73,13 +75,13 @@ def _campaign_state(c: data.CampaignInfo) -> Text:
 
 def _campaign_done(c: data.CampaignInfo) -> str:
     total = c.plan.total
-    return f"{c.done:,}/{total:,}" if total else f"{c.done:,}"
+    return f"{fmt.count(c.done)}/{fmt.count(total)}" if total else fmt.count(c.done)
 
 
 CAMPAIGN_COLUMNS: list[Column[data.CampaignInfo]] = [
     Column("state", " ", 1, _campaign_state),
-    Column("campaign", "Campaign", 16, lambda c: c.campaign_id, flex=True),
-    Column("kind", "Kind", 9, lambda c: c.kind),
+    Column("campaign", "Campaign", 16, lambda c: c.campaign_id, flex=True, fit=fmt.middle),
+    Column("kind", "Kind", 11, lambda c: fmt.kind(c.kind)),
     Column("done", "Done", 11, _campaign_done, justify="right"),
 ]
 
@@ -108,6 +110,7 @@ The watcher follows the store by position in a background thread; nothing here b
         #: the campaign whose view is on screen (None until the first background read is drawn)
         self.shown_campaign: str | None = None
         self._lift_for: tuple[str | None] | None = None  # the campaign the watcher computes lift for
+        self._kinds: dict[str, str] = {}  # campaign id → kind, as last read
 
     def compose(self) -> ComposeResult:
         yield NavBar("monitor")
@@ -169,6 +172,7 @@ The watcher follows the store by position in a background thread; nothing here b
         self._follow_lift()  # after the first paint: the cells cost the watcher a second or so on big stores
         cursor = ids.index(self.selected) if self.selected in ids else 0
         table.set_source(ListSource(view.campaigns), cursor=cursor)
+        self._kinds = {c.campaign_id: c.kind for c in view.campaigns}
         self.query_one("#campaign-status", Static).update(self._status(view))
         self.query_one("#progress", Static).update(self._progress(view))
         self.query_one("#in-flight", Static).update(self._in_flight(view))
@@ -179,7 +183,7 @@ The watcher follows the store by position in a background thread; nothing here b
         c = view.selected
         if c is None:
             return Text("No campaigns in this store yet: run one with `mkbsim run`.", style="italic")
-        head = Text.assemble((c.campaign_id, "bold"), " · ", c.kind)
+        head = Text.assemble((c.campaign_id, "bold"), " · ", fmt.kind(c.kind))
         if c.started_at is not None:
             head.append(f" · started {c.started_at:%Y-%m-%d %H:%M:%S} UTC")
         n = c.counts
@@ -212,35 +216,47 @@ The watcher follows the store by position in a background thread; nothing here b
         return text
 
     def _progress(self, view: MonitorView) -> RenderableType:
+        """Models × arms (arms × models when there are control arms: more arms than fit across)."""
         if not view.progress:
             return Text("")
         arms = list(dict.fromkeys(p.arm for p in view.progress))
-        table = Table(title="Progress per model and arm", title_justify="left", expand=True, box=None, padding=(0, 1))
-        table.add_column("model", style="bold", no_wrap=True)
-        for arm in arms:
-            table.add_column(fmt.ARM_NAMES.get(arm, arm), no_wrap=True)
-        cells: dict[str, dict[str, data.ArmProgress]] = {}
-        for p in view.progress:
-            cells.setdefault(p.model, {})[p.arm] = p
-        for model, by_arm in cells.items():
-            table.add_row(model, *(self._progress_cell(by_arm.get(arm)) for arm in arms))
+        models = list(dict.fromkeys(p.model for p in view.progress))
+        cells = {(p.model, p.arm): p for p in view.progress}
+        title = "Progress per model and arm: done/planned, share passed"
+        table = Table(title=title, title_justify="left", expand=True, box=None, padding=(0, 1), collapse_padding=True)
+        if len(arms) <= len(ARM_ORDER):
+            table.add_column("model", style="bold", no_wrap=True)
+            for arm in arms:
+                table.add_column(fmt.arm(arm), no_wrap=True)
+            for model in models:
+                row = (self._progress_cell(cells.get((model, arm))) for arm in arms)
+                table.add_row(fmt.model(model, MODEL_CELLS), *row)
+        else:
+            table.add_column("arm", style="bold", no_wrap=True)
+            for model in models:
+                table.add_column(fmt.model(model, MODEL_CELLS), no_wrap=True)
+            for arm in arms:
+                table.add_row(fmt.arm(arm), *(self._progress_cell(cells.get((m, arm))) for m in models))
         return table
 
     @staticmethod
     def _progress_cell(p: data.ArmProgress | None) -> Text:
         if p is None:
             return Text("·", style="dim")
-        planned = f"/{p.planned:,}" if p.planned is not None else ""
+        planned = f"/{fmt.count(p.planned)}" if p.planned is not None else ""
         complete = p.planned is not None and p.done >= p.planned
-        text = Text(f"{p.done:,}{planned}", style="green" if complete else "")
-        text.append(f" ✓{p.passed:,}", style="dim")
+        text = Text(f"{fmt.count(p.done)}{planned}", style="green" if complete else "")
+        scored = p.done - p.skipped - p.infra  # finished and verified
+        if scored:
+            text.append(f" {p.passed / scored:.0%}", style="dim")
         if p.running:
             text.append(f" ▶{p.running}", style="yellow")
         return text
 
     def _in_flight(self, view: MonitorView) -> RenderableType:
         running = view.selected.running if view.selected else 0
-        table = Table(title=f"In flight ({running:,})", title_justify="left", expand=True, box=None, padding=(0, 1))
+        table = Table(title=f"In flight ({running:,})", title_justify="left", expand=True, box=None, padding=(0, 1),
+                      collapse_padding=True)  # fmt: skip
         for name, justify in (("attempt", "left"), ("model", "left"), ("problem", "left"), ("arm", "left"),
                               ("elapsed", "right"), ("agent", "right"), ("subs", "right")):  # fmt: skip
             table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
@@ -248,7 +264,7 @@ The watcher follows the store by position in a background thread; nothing here b
             elapsed = view.now - a.started_at if a.started_at else None
             limit = f"/{a.submission_limit}" if a.submission_limit is not None else ""
             table.add_row(
-                fmt.short_id(a.attempt_id), a.model, a.problem, fmt.ARM_NAMES.get(a.arm, a.arm),
+                fmt.short_id(a.attempt_id), fmt.model(a.model, MODEL_CELLS), a.problem, fmt.arm(a.arm),
                 fmt.duration(elapsed), fmt.agent_clock(a.agent_clock_s), f"{a.submissions}{limit}",
             )  # fmt: skip
         if not view.in_flight:
@@ -256,14 +272,15 @@ The watcher follows the store by position in a background thread; nothing here b
         return table
 
     def _failures(self, view: MonitorView) -> RenderableType:
-        table = Table(title="Recent failures", title_justify="left", expand=True, box=None, padding=(0, 1))
-        table.add_column("model", no_wrap=True, ratio=2)
+        table = Table(title="Recent failures", title_justify="left", expand=True, box=None, padding=(0, 1),
+                      collapse_padding=True)  # fmt: skip
+        table.add_column("model", no_wrap=True)
         table.add_column("prob", no_wrap=True)
         table.add_column("arm", no_wrap=True)
-        table.add_column("why", no_wrap=True, ratio=3)
+        table.add_column("why", no_wrap=True, ratio=1, overflow="ellipsis")
         for f in view.failures:
             why = (f.reason or "failed") if f.status == "finished" else f"{f.status}: {f.reason or '?'}"
-            table.add_row(f.model, f.problem, fmt.ARM_NAMES.get(f.arm, f.arm), Text(why, style="red"))
+            table.add_row(fmt.model(f.model, 12), f.problem, fmt.arm(f.arm), Text(why, style="red"))
         if not view.failures:
             table.add_row(Text("none", style="dim"))
         return table
@@ -273,10 +290,14 @@ The watcher follows the store by position in a background thread; nothing here b
         if update is None:
             panel.update(Text("Paired lift: waiting for the first comparisons…", style="dim"))
             return
-        scope = "all campaigns, plain protocol" if update.campaign_id is None else update.campaign_id
+        if update.campaign_id is None:
+            scope = "all campaigns, plain protocol"
+        else:
+            kind = self._kinds.get(update.campaign_id)
+            scope = update.campaign_id + (", hops pooled" if kind == "simulated_chain" else "")
         title = f"Paired lift ({scope}) · {update.resolved:,} resolved, {update.pending:,} pending"
-        table = Table(title=title, title_justify="left", expand=True, box=None, padding=(0, 1))
-        table.add_column("model", no_wrap=True, max_width=20)
+        table = Table(title=title, title_justify="left", expand=True, box=None, padding=(0, 1), collapse_padding=True)
+        table.add_column("model", no_wrap=True)
         for name in ("direction", "n", "lift", "95% CI", "help", "harm", "flips"):
             table.add_column(name, justify="left" if name == "direction" else "right", no_wrap=True)
         for row in update.rows:
@@ -289,8 +310,8 @@ The watcher follows the store by position in a background thread; nothing here b
     def _lift_cells(row: dict[str, Any]) -> list[Text | str]:
         lo, hi = row["paired_lift_ci"]
         return [
-            row["model"], fmt.DIRECTION_NAMES.get(row["direction"], row["direction"]), f"{row['n']:,}",
-            fmt.lift(row["paired_lift"]), f"{lo * 100:+.1f}…{hi * 100:+.1f}%",
-            fmt.percent(row["help_rate"]), fmt.percent(row["harm_rate"]),
+            fmt.model(row["model"], MODEL_CELLS), fmt.DIRECTION_NAMES.get(row["direction"], row["direction"]),
+            f"{row['n']:,}", fmt.lift(row["paired_lift"]), f"{lo * 100:+.1f}…{hi * 100:+.1f}%",
+            f"{row['help_rate']:.0%}", f"{row['harm_rate']:.0%}",
             f"+{row['helped_verdict_change']}/−{row['harmed_verdict_change']}",
         ]  # fmt: skip

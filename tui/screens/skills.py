@@ -19,13 +19,15 @@ from textual.worker import get_current_worker
 from mkbsim.errors import MkbsimError
 from mkbsim.lab import SkillRow
 from tui import format as fmt
-from tui.data.filters import FilterPreview, launch_filter_test, word_diff
+from tui.data.filters import FilterPreview, FilterTestResult, launch_filter_test, word_diff
 from tui.screens.base import StoreScreen
+from tui.screens.filter_test import FilterTestResultScreen
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
 from tui.widgets.skill_view import SkillView
 
 ALL_CAMPAIGNS = "*"
+EMPTY = "No skills written yet."
 _IMPACT_PROGRESS_EVERY = 250
 _DIFF_STYLES = {"kept": "", "removed": "strike red", "added": "bold green"}
 
@@ -37,10 +39,10 @@ def _verdict(row: SkillRow) -> Text:
 
 
 COLUMNS: list[Column[SkillRow]] = [
-    Column("model", "Model", 14, lambda r: r.model or "?", flex=True),
+    Column("model", "Model", 12, lambda r: r.model or "?", flex=True, max_width=22, fit=fmt.model),
     Column("problem", "Prob", 4, lambda r: r.problem or "?"),
     Column("dsl", "DSL", 4, lambda r: fmt.DSL_SHORT.get(r.dsl or "", r.dsl or "?")),
-    Column("arm", "Arm", 9, lambda r: fmt.ARM_NAMES.get(r.arm or "", r.arm or "?")),
+    Column("arm", "Arm", 9, lambda r: fmt.arm(r.arm)),
     Column("passed", "✓", 1, _verdict),
     Column("chars", "Chars", 5, lambda r: f"{r.chars:,}", justify="right"),
 ]
@@ -54,13 +56,15 @@ The skills the attempts wrote (left), the highlighted one sentence by sentence w
 category (middle), and the skill filters (right). Pick a filter to see its diff on the skill
 (struck red: removed; green: added) with its reasons, and how many of the campaign's skills it
 changes (counted in the background). `t` launches a filter test, a re-run of the campaign's
-skill-conditioned attempts with filtered skills, and opens the Monitor to watch it.
+skill-conditioned attempts with filtered skills, and opens the Monitor to watch it; when it ends, its report
+opens as a table (`r` shows it again).
 """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "focus_filters", "Filters"),
         Binding("s", "focus_skills", "Skills", show=False),
         Binding("c", "next_campaign", "Campaign"),
         Binding("t", "launch", "Launch filter test"),
+        Binding("r", "last_result", "Last filter test result", show=False),
         Binding("escape", "clear_filter", "No filter", show=False),
     ]
 
@@ -72,6 +76,7 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
         self._text = ""
         self._impact: dict[tuple[str, str | None], tuple[int, int]] = {}
         self.last_filter_test: str | None = None  # how the last launched filter test ended
+        self.last_result: FilterTestResult | None = None
 
     def compose(self) -> ComposeResult:
         yield NavBar("skills")
@@ -79,7 +84,7 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
             yield Select([("All campaigns", ALL_CAMPAIGNS)], value=ALL_CAMPAIGNS, allow_blank=False, id="campaign")
             yield Static(id="filter-status")
         with Horizontal(id="skills-body"):
-            yield PagedTable(COLUMNS, empty_text="No skills written yet.", id="skills")
+            yield PagedTable(COLUMNS, empty_text=EMPTY, id="skills")
             yield SkillView(id="skill-text")
             with Vertical(id="filter-pane"):
                 yield Static("Filters", classes="pane-title")
@@ -102,17 +107,24 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
         self.query_one("#skills", PagedTable).focus()
 
     def reload(self) -> None:
-        campaigns = self.lab.skills.campaign_ids()
+        """Re-read the campaigns and the chosen campaign's skills (their positions), in a thread."""
+        campaign = self.campaign_id
+        self.query_in_thread(lambda reader: (reader.skills.campaign_ids(), reader.skills.positions(campaign)),
+                             lambda found: self._show_skills(campaign, *found), group="skills")  # fmt: skip
+        self._show_launcher()
+
+    def _show_skills(self, campaign: str | None, campaigns: list[str], positions: list[int]) -> None:
         if campaigns != self._campaigns:
             self._campaigns = campaigns
             select = self.query_one("#campaign", Select)
             with select.prevent(Select.Changed):
                 select.set_options([("All campaigns", ALL_CAMPAIGNS), *((c, c) for c in campaigns)])
                 select.value = self.campaign_id or ALL_CAMPAIGNS
+        if campaign != self.campaign_id:
+            return  # another campaign was chosen meanwhile: its skills are on their way
         table: PagedTable[SkillRow] = self.query_one("#skills", PagedTable)
-        skills = self.lab.skills
-        table.set_source(KeyedSource(skills.positions(self.campaign_id), skills.rows), cursor=table.cursor)
-        self._show_launcher()
+        table.empty_text = EMPTY
+        table.set_source(KeyedSource(positions, self.lab.skills.rows), cursor=table.cursor)
 
     # -- actions ------------------------------------------------------------------------------
 
@@ -137,10 +149,15 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
         if self.filter_name is None or self.campaign_id is None or not self.mkbsim.filters.can_launch:
             self.notify(self._launch_hint(), severity="warning")
             return
-        with tempfile.NamedTemporaryFile(prefix="mkbsim-filter-test-", suffix=".log", delete=False) as log:
-            log_path = Path(log.name)
-        self._run_filter_test(self.campaign_id, self.filter_name, log_path)
+        folder = Path(tempfile.mkdtemp(prefix="mkbsim-filter-test-"))
+        self._run_filter_test(self.campaign_id, self.filter_name, folder)
         self.mkbsim.goto_mode("monitor")
+
+    def action_last_result(self) -> None:
+        if self.last_result is None:
+            self.notify("No filter test has finished in this session yet (t launches one).", severity="warning")
+            return
+        self.app.push_screen(FilterTestResultScreen(self.last_result))
 
     def choose_filter(self, name: str | None) -> None:
         self.filter_name = name
@@ -160,7 +177,7 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
     def _skill_highlighted(self, event: PagedTable.Highlighted) -> None:
         row = event.row
         self._text = self.lab.skills.text(row.position) if isinstance(row, SkillRow) else ""
-        title = f"Skill · {row.model} · {row.problem} · {fmt.ARM_NAMES.get(row.arm or '', row.arm)}" if isinstance(
+        title = f"Skill · {row.model} · {row.problem} · {fmt.arm(row.arm)}" if isinstance(
             row, SkillRow) else "Skill"  # fmt: skip
         self.query_one("#skill-text", SkillView).show_text(self._text, title=title)
         self._show_preview()
@@ -176,7 +193,9 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
         select = self.query_one("#campaign", Select)
         with select.prevent(Select.Changed):
             select.value = campaign_id or ALL_CAMPAIGNS
-        self.query_one("#skills", PagedTable).set_source(KeyedSource([], lambda keys: []))
+        table = self.query_one("#skills", PagedTable)
+        table.empty_text = "Reading the campaign's skills…"
+        table.set_source(KeyedSource([], lambda keys: []))
         self.reload()
         self._count_impact()
 
@@ -269,17 +288,31 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
         self.query_one("#filter-test", Static).update(text)
 
     @work(thread=True, group="filter-test", exit_on_error=False)
-    def _run_filter_test(self, campaign_id: str, filter_name: str, log_path: Path) -> None:
-        with log_path.open("wb") as log:
-            process = launch_filter_test(self.mkbsim.store_path, campaign_id, filter_name, log)
+    def _run_filter_test(self, campaign_id: str, filter_name: str, folder: Path) -> None:
+        result_path, log_path = folder / "report.json", folder / "progress.log"
+        with result_path.open("wb") as result, log_path.open("wb") as log:
+            process = launch_filter_test(self.mkbsim.store_path, campaign_id, filter_name, result, log)
             self.app.call_from_thread(
                 self.notify, f"filter test {filter_name} on {campaign_id} started (pid {process.pid}, log {log_path})"
             )
             code = process.wait()
+        name = f"filter test {filter_name} on {campaign_id}"
+        if code == 0:
+            try:
+                report = FilterTestResult.parse(result_path.read_text())
+            except ValueError as exc:
+                self.app.call_from_thread(self._filter_test_ended, name, code, str(exc), None)
+                return
+            self.app.call_from_thread(self._filter_test_ended, name, code, f"{len(report.cells)} rows", report)
+            return
         last = (log_path.read_text(errors="replace").strip().splitlines() or [""])[-1]
-        self.app.call_from_thread(self._filter_test_ended, f"filter test {filter_name} on {campaign_id}", code, last)
+        self.app.call_from_thread(self._filter_test_ended, name, code, last, None)
 
-    def _filter_test_ended(self, name: str, code: int, last_line: str) -> None:
-        self.last_filter_test = f"last {name}: exit {code}: {last_line}"
-        self.notify(self.last_filter_test, severity="information" if code == 0 else "error")
+    def _filter_test_ended(self, name: str, code: int, detail: str, report: FilterTestResult | None) -> None:
+        self.last_filter_test = f"last {name}: exit {code}: {detail}" + (" (r shows it)" if report else "")
+        if report is None:
+            self.notify(self.last_filter_test, severity="error")
+        else:
+            self.last_result = report
+            self.app.push_screen(FilterTestResultScreen(report))
         self._show_launcher()

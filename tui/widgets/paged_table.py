@@ -94,8 +94,12 @@ class Column(Generic[Row]):
     width: int
     cell: Callable[[Row], Cell]
     justify: Literal["left", "center", "right"] = "left"
-    #: takes the width left over by the fixed columns, or gives up width (down to ``_MIN_FLEX``) when short
+    #: takes the width left over by the fixed columns (up to ``max_width``), or gives up width (down to
+    #: ``_MIN_FLEX``) when short
     flex: bool = False
+    max_width: int | None = None
+    #: shortens a text cell to a width (default: cut at the end with an ellipsis)
+    fit: Callable[[str, int], str] | None = None
 
 
 class PagedTable(ScrollView, Generic[Row], can_focus=True):
@@ -324,16 +328,27 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
         widths = [c.width for c in self.columns]
         spare = self.scrollable_content_region.width - sum(widths) - _GAP * len(widths)
         flex = [i for i, c in enumerate(self.columns) if c.flex]
-        if spare and flex:
+        while spare and flex:  # shared out evenly; a column at its maximum leaves the rest to the others
             share, extra = divmod(spare, len(flex))
+            growing = []
             for n, i in enumerate(flex):
-                widths[i] = max(_MIN_FLEX, widths[i] + share + (1 if n < extra else 0))
+                want = max(_MIN_FLEX, widths[i] + share + (1 if n < extra else 0))
+                cap = self.columns[i].max_width
+                widths[i] = want if cap is None else min(want, max(cap, self.columns[i].width))
+                if cap is None or widths[i] < cap:
+                    growing.append(i)
+            spare = self.scrollable_content_region.width - sum(widths) - _GAP * len(widths)
+            if spare <= 0 or growing == flex:
+                break
+            flex = growing
         return widths
 
     def _cells_strip(self, cells: Sequence[Cell], width: int) -> Strip:
         """One line of cells, unstyled beyond the cells' own styles (row styles are applied per repaint)."""
         line = Text(no_wrap=True, end="")
         for column, cell_width, value in zip(self.columns, self._widths(), cells, strict=True):
+            if column.fit is not None and isinstance(value, str):
+                value = column.fit(value, cell_width)
             text = value.copy() if isinstance(value, Text) else Text(value)
             text.truncate(cell_width, overflow="ellipsis")
             text.align(column.justify, cell_width)

@@ -1,0 +1,99 @@
+"""The store's JSON codec, its refusal of NaN, the windowed reads by type, the layout of new and old files,
+and the ids it makes."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kits.store_kit import step
+from mkbsim.events import EventStore, NewEvent, PayloadError, new_event_ids
+from mkbsim.events._store import PAGE_SIZE
+
+
+def _result(attempt: str, **extra: object) -> NewEvent:
+    payload = {"attempt_id": attempt, "submission": 1, "backend": "analytic", "protocol": "paper", "passed": True,
+               "correct": True, "runtime_ms": 1.5, "eager_ms": 3.0, "speedup": 2.0, "bypass_ok": True,
+               "forbidden": [], "inline_cuda": False, "failure": None, "details": {"plan": "fused"}}  # fmt: skip
+    payload.update(extra)
+    return NewEvent(f"attempt-{attempt}", "VerifierResult", payload)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"runtime_ms": math.nan},  # a typed field
+        {"details": {"plan": "fused", "max_error": math.inf}},  # inside a free-form field
+        {"details": {"draws": [{"error": -math.inf}]}},  # deeper
+        {"extra": [1.0, math.nan]},  # an extra field
+        {"extra": np.float64("nan")},  # a float subclass
+    ],
+)
+def test_nan_and_infinity_are_refused_anywhere_and_nothing_is_written(tmp_path: Path, bad: dict[str, object]) -> None:
+    # the encoder would store them as null: validation must catch them first
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        with pytest.raises(PayloadError, match="NaN or infinity is not JSON"):
+            store.append([_result("a"), _result("b", **bad)])
+        assert store.count() == 0
+
+
+def test_payloads_round_trip_as_json_does(tmp_path: Path) -> None:
+    big = 2**70 + 1  # beyond 64 bits: kept exact both ways
+    payload = {"tiny": 1e-05, "huge": 1e300, "big": big, "negative_big": -big, "text": "µs → ×2 ✓",
+               "subclass": np.float64(0.25), "nested": {"t": (1, 2)}}  # fmt: skip
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        store.append([_result("a", **payload)])
+        (event,) = store.read()
+        stored = store.connection.execute("SELECT payload FROM events").fetchone()[0]
+    assert event.payload["big"] == big and type(event.payload["big"]) is int
+    assert event.payload["negative_big"] == -big
+    assert event.payload["tiny"] == 1e-05 and event.payload["huge"] == 1e300
+    assert event.payload["text"] == "µs → ×2 ✓" and "µs → ×2 ✓" in stored  # UTF-8, not escaped
+    assert event.payload["subclass"] == 0.25 and event.payload["nested"] == {"t": [1, 2]}
+    assert ", " not in stored and ": " not in stored  # compact
+
+
+def test_reads_by_type_cross_windows_in_order_with_limits_and_bounds(tmp_path: Path) -> None:
+    events = [step(f"s{i % 7}", i) if i % 5 else _result(f"r{i}") for i in range(1, 400)]
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        store.append(events)
+        every = list(store.read())
+        results = [e.position for e in every if e.type == "VerifierResult"]
+        for window in (1, 3, 17, 1000):
+            assert [e.position for e in store.read(types=["VerifierResult"], window=window)] == results
+            got = [e.position for e in store.read(40, 300, types=["VerifierResult"], window=window, page_size=4)]
+            assert got == [p for p in results if 40 < p <= 300]
+            got = [e.position for e in store.read(types=["VerifierResult"], limit=9, window=window, page_size=4)]
+            assert got == results[:9]
+        both = [e.position for e in store.read(types=["AgentStep", "VerifierResult"], window=13, page_size=7)]
+        assert both == [e.position for e in every]
+        in_stream = [e.position for e in every if e.stream_id == "s3"]
+        assert [e.position for e in store.read(stream_id="s3", types=["AgentStep"], page_size=5)] == in_stream
+        assert list(store.read(types=[])) == []
+
+
+def test_new_stores_have_large_pages_and_old_ones_lose_the_type_index(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with EventStore(path, create=True) as store:
+        store.append([step("a", 0)])
+        assert store.connection.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+        store.connection.execute("CREATE INDEX events_by_type ON events (type, position)")  # as older stores had
+    has_index = "SELECT COUNT(*) FROM sqlite_master WHERE name = 'events_by_type'"
+    with EventStore(path, readonly=True) as reader:  # a reader leaves the file as it is
+        assert reader.connection.execute(has_index).fetchone()[0]
+    EventStore(path).close()  # a writer drops it: it cost appends a fifth of their time
+    with sqlite3.connect(path) as conn:
+        assert not conn.execute(has_index).fetchone()[0]
+
+
+def test_event_ids_are_uuid7_and_strictly_increasing_across_a_counter_overflow() -> None:
+    ids = new_event_ids(5000) + new_event_ids(3)  # 5000 > the 4096 a millisecond's counter holds
+    assert len(set(ids)) == len(ids) and ids == sorted(ids)
+    for text in (ids[0], ids[4500], ids[-1]):
+        parsed = uuid.UUID(text)
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122 and str(parsed) == text
