@@ -79,7 +79,7 @@ def main() -> None:
     print(f"campaign into the store ({summary.events:,} events, batches of at most 5000, process pool): {t_run:.2f} s "
           f"= {summary.attempts / t_run:,.0f} attempts/s, {campaign_rate:,.0f} events/s")  # fmt: skip
 
-    t_raw = _store_bench().bench_raw(tmp / "raw.sqlite", events, 1000)  # type: ignore[attr-defined]
+    t_raw, _ = _store_bench().append_raw(tmp / "raw.sqlite", events, 1000)  # type: ignore[attr-defined]
     raw_rate = len(events) / t_raw
     print(f"raw sqlite executemany of the same events (batches of 1000): {raw_rate:,.0f} events/s")
     print(f"campaign events/s ÷ raw append events/s = {campaign_rate / raw_rate:.2f}")
