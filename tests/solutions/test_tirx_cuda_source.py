@@ -8,6 +8,7 @@ SMOKE shapes the way TVM will (`--use_fast_math`) and reads ptxas's resource rep
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from kernel_emulation import problem
 from test_dsl_solutions import SOLUTION_RE, SOLUTIONS, _load
 
 TIRX = [p for p in SOLUTIONS if p.name.endswith("_tirx.py")]
+ATTEST = Path(__file__).resolve().parents[2] / "benchmarks" / "attest_device_code.py"  # its tirx_sources
 SPILL_RE = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
@@ -31,10 +33,15 @@ def test_tirx_cuda_source_compiles_with_nvcc(path: Path, tmp_path: Path) -> None
     mod = _load(path)
     prob = problem(int(SOLUTION_RE.match(path.name).group(1)))  # type: ignore[union-attr]
     built = mod._build(*mod._shape_key(*prob.make_inputs(prob.smoke, seed=0)))
+    spec = importlib.util.spec_from_file_location("attest_device_code", ATTEST)
+    assert spec is not None and spec.loader is not None
+    attest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(attest)
     modules = built if isinstance(built, tuple) else (built,)
-    for i, module in enumerate(modules):
+    cuda = [text for module in modules for kind, text in attest.tirx_sources(module) if kind == "cuda"]
+    for i, text in enumerate(cuda):
         source = tmp_path / f"{path.stem}_{i}.cu"
-        source.write_text(module.mod.imports[0].inspect_source())
+        source.write_text(text)
         cmd = [nvcc, "-arch=sm_90a", "-cubin", "--use_fast_math", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin")]
         done = subprocess.run([*cmd, str(source)], capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
