@@ -44,9 +44,11 @@ def spawn(policy: Policy, command: list[str], **popen: Any) -> subprocess.Popen[
 
 
 def kill(process: subprocess.Popen[Any]) -> None:
-    """End a sandboxed process and every process of its sandbox, and reap it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)  # bwrap and its own children; the namespace dies with them
+    """End a sandboxed process and every process of its sandbox, and reap it. (A sandbox whose command
+    ended is already empty: bubblewrap's init took the namespace down with it.)"""
+    if process.poll() is None:  # not reaped yet, so its pid (and process group) cannot have been reused
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)  # bwrap; the namespace dies with it (--die-with-parent)
     process.wait()
 
 
