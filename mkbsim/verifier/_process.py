@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
+from mkbsim.verifier._trusted import ThreadClock, Trusted
 
 #: Environment variables a worker inherits; everything else (API keys, tokens) stays behind.
 _ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")
@@ -52,22 +53,11 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
-def main_thread_cpu_ns(pid: int) -> int | None:
-    """CPU time the process's main thread has run (ns), from the scheduler; None if unavailable.
-
-    Unlike a wall clock, it does not grow while the process waits to be scheduled, so it measures
-    the worker's work exactly even on a busy machine."""
-    try:
-        with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 class Zygote:
     """A running zygote (see `mkbsim.verifier._zygote`)."""
 
-    def __init__(self, preload: list[str], cpu_threads: int) -> None:
+    def __init__(self, preload: list[str], cpu_threads: int, device_type: str = "cpu") -> None:
+        self.sandbox = "none"
         ours, theirs = socket.socketpair()
         # Kept open for the zygote's lifetime (its stdout and stderr); closed in close().
         self.log = tempfile.NamedTemporaryFile(prefix="mkbsim-zygote-", suffix=".log", delete=False)  # noqa: SIM115
@@ -122,12 +112,10 @@ class Zygote:
 
 @dataclass(frozen=True)
 class Exchange:
-    """One answer with the verifier's measures of it: the wall-clock round trip, and the CPU time
-    the worker's main thread ran meanwhile (None where the kernel does not report it)."""
+    """One answer with the verifier's own measures of it (``_trusted``)."""
 
     reply: dict[str, Any]
-    round_trip_ms: float
-    cpu_ms: float | None
+    trusted: Trusted
 
 
 class WorkerHandle:
@@ -140,20 +128,36 @@ class WorkerHandle:
         self.workdir = tempfile.mkdtemp(prefix="mkbsim-worker-")
         self.memory_bytes = 0
         self.closed = False
+        self.clock = ThreadClock(pid)
+        self._last_cpu: int | None = None
+        self._sent: tuple[float, int | None] | None = None
 
-    def request(self, msg: dict[str, Any], fds: list[int] | None = None, *, timeout: float) -> Exchange:
-        """Send ``msg`` and wait for the answer, measured by the verifier's own clocks."""
-        cpu0 = main_thread_cpu_ns(self.pid)
-        t0 = time.perf_counter()
+    def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
+        """Send a call, taking the verifier's measures at the moment it leaves."""
+        cpu = self.clock.cpu_ns()
+        self._sent = (time.perf_counter(), cpu)
         try:
             self.chan.send(msg, fds or [])
         except ChannelClosed:
             raise self._died() from None
+
+    def answer(self, timeout: float) -> Exchange:
+        """Wait for the answer to the call just sent, with the verifier's measures of it."""
+        assert self._sent is not None
+        t0, cpu0 = self._sent
         reply = self.wait(timeout)
         round_trip_ms = (time.perf_counter() - t0) * 1e3
-        cpu1 = main_thread_cpu_ns(self.pid)
-        cpu_ms = (cpu1 - cpu0) / 1e6 if cpu0 is not None and cpu1 is not None else None
-        return Exchange(reply, round_trip_ms, cpu_ms)
+        cpu1 = self.clock.cpu_ns()
+        both = cpu0 is not None and cpu1 is not None
+        idle = (cpu0 - self._last_cpu) / 1e6 if cpu0 is not None and self._last_cpu is not None else None
+        self._last_cpu = cpu1
+        cpu_ms = (cpu1 - cpu0) / 1e6 if both else None  # type: ignore[operator]
+        return Exchange(reply, Trusted(round_trip_ms, cpu_ms, idle))
+
+    def request(self, msg: dict[str, Any], fds: list[int] | None = None, *, timeout: float) -> Exchange:
+        """Send ``msg`` and wait for the answer, measured by the verifier's own clocks."""
+        self.send(msg, fds)
+        return self.answer(timeout)
 
     def wait(self, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -196,6 +200,7 @@ class WorkerHandle:
                 send(self.pid, signal.SIGKILL)
 
     def close(self) -> None:
+        self.clock.close()
         if not self.closed:
             try:
                 self.chan.send({"op": "exit"})

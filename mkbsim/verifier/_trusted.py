@@ -1,0 +1,174 @@
+"""The verifier's own measures of a worker (DESIGN §5 "time the submission cannot touch").
+
+The worker's timer writes each call's time to the control page; these measures bound it from outside:
+
+* the wall-clock round trip of every call, on the verifier's clock;
+* the CPU time of every thread of the worker, from the kernel's scheduler statistics
+  (``/proc/PID/task/*/schedstat``): during each call, and between calls (when the worker should be
+  idle in ``recv``). Unlike a wall clock it does not grow while the worker waits for a busy machine;
+* null calls, interleaved with the timed calls in the same worker: the harness times its own trivial
+  function instead of run(), so the worker's overhead around a call is measured in the very process,
+  under the very load, that the submission's calls ran in.
+
+The reported median must be supported by the trusted measure within a relative tolerance (``TOLERANCE``)
+above the null calls' own spread; otherwise the verdict is ``timing_tamper``. Work moved outside the
+timed region (into the harness's post-processing, a finalizer, a thread) shows as trusted time the
+reported one does not account for, or as CPU time between calls (``background_work``).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The reported median may be below the trusted estimate by this share of itself...
+TOLERANCE = 0.25
+#: ...plus this many median absolute deviations of the null calls' overhead (the measurement's own
+#: noise in this worker), plus a floor for the clocks' granularity.
+NOISE_MADS = 4.0
+FLOOR_MS = 0.01
+#: Between calls the worker sleeps in recv; more CPU than this per gap (median) is background work...
+IDLE_FLOOR_MS = 0.05
+#: ...and so is device work still running after the timed stream finished, by more than the null
+#: calls' median plus this many of their deviations (or the floor).
+PENDING_MADS = 4.0
+PENDING_FLOOR_MS = 0.002
+
+
+class ThreadClock:
+    """CPU time (ns) of all threads of one process; threads that ended keep their last reading."""
+
+    def __init__(self, pid: int) -> None:
+        self.dir = f"/proc/{pid}/task"
+        self.fds: dict[str, int] = {}
+        self.last: dict[str, int] = {}
+        self.links = -1
+
+    def _relist(self) -> None:
+        try:
+            links = os.stat(self.dir).st_nlink
+        except OSError:
+            return
+        if links == self.links:
+            return
+        self.links = links
+        try:
+            tasks = os.listdir(self.dir)
+        except OSError:
+            return
+        for tid in tasks:
+            if tid not in self.fds:
+                try:
+                    self.fds[tid] = os.open(f"{self.dir}/{tid}/schedstat", os.O_RDONLY)
+                except OSError:
+                    continue
+
+    def cpu_ns(self) -> int | None:
+        self._relist()
+        if not self.fds:
+            return None
+        for tid, fd in list(self.fds.items()):
+            try:
+                self.last[tid] = int(os.pread(fd, 64, 0).split()[0])
+            except (OSError, ValueError, IndexError):
+                os.close(fd)
+                del self.fds[tid]
+        return sum(self.last.values())
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """The verifier's measures of one call."""
+
+    round_trip_ms: float
+    cpu_ms: float | None  # all threads, from the send to the answer
+    idle_cpu_ms: float | None  # all threads, from the previous answer to this send
+
+
+def _mad(xs: Sequence[float]) -> float:
+    mid = statistics.median(xs)
+    return float(statistics.median(abs(x - mid) for x in xs))
+
+
+def _method(calls: Sequence[Trusted], nulls: Sequence[Trusted], device_type: str) -> str:
+    cpu = device_type == "cpu" and all(t.cpu_ms is not None for t in (*calls, *nulls))
+    return "cpu" if cpu else "wall"
+
+
+def _measure(t: Trusted, method: str) -> float:
+    return float(t.cpu_ms) if method == "cpu" and t.cpu_ms is not None else t.round_trip_ms
+
+
+def cross_check(
+    reported: Sequence[float],
+    calls: Sequence[Trusted],
+    null_reported: Sequence[float],
+    nulls: Sequence[Trusted],
+    device_type: str,
+) -> dict[str, Any]:
+    """Whether the reported call times are supported by the verifier's measures (``tampered`` names why
+    not), with the figures."""
+    out: dict[str, Any] = {"tampered": None}
+    impossible = sum(1 for t, r in zip(calls, reported, strict=True) if r < 0 or r > t.round_trip_ms)
+    if impossible:
+        out["tampered"] = f"{impossible} reported call times exceed the verifier's round trip around them"
+        return out
+    if not nulls:
+        return out
+    method = _method(calls, nulls, device_type)
+    null_over = [_measure(t, method) - r for t, r in zip(nulls, null_reported, strict=True)]
+    harness = float(statistics.median(null_over))
+    noise = _mad(null_over)
+    excess = [_measure(t, method) - r - harness for t, r in zip(calls, reported, strict=True)]
+    median_reported = float(statistics.median(reported))
+    limit = TOLERANCE * median_reported + NOISE_MADS * noise + FLOOR_MS
+    out.update(
+        method=method,
+        harness_ms=harness,
+        harness_mad_ms=noise,
+        excess_median_ms=float(statistics.median(excess)),
+        excess_limit_ms=limit,
+        trusted_estimate_ms=median_reported + float(statistics.median(excess)),
+    )
+    if out["excess_median_ms"] > limit:
+        out["tampered"] = (
+            f"the verifier's {method} clock puts the median call at {out['trusted_estimate_ms']:.4g} ms, the "
+            f"worker reported {median_reported:.4g} ms (tolerance {TOLERANCE:.0%} plus this worker's own noise, "
+            f"{limit:.4g} ms in all)"
+        )
+    return out
+
+
+def idle_check(calls: Sequence[Trusted], median_reported: float) -> str | None:
+    """CPU time the worker spent between calls, when it should have been idle: background work."""
+    idle = [t.idle_cpu_ms for t in calls if t.idle_cpu_ms is not None]
+    if not idle:
+        return None
+    typical = float(statistics.median(idle))
+    limit = max(IDLE_FLOOR_MS, 0.5 * median_reported)
+    if typical > limit:
+        return f"the process used {typical:.3f} ms of CPU between calls (median; idle workers use under {limit:.3f} ms)"
+    return None
+
+
+def pending_check(pending: Sequence[float], null_pending: Sequence[float]) -> str | None:
+    """Device work still running after the timed stream finished, beyond what the null calls show."""
+    if not pending or not null_pending:
+        return None
+    base = float(statistics.median(null_pending))
+    limit = base + max(PENDING_MADS * _mad(null_pending), PENDING_FLOOR_MS)
+    typical = float(statistics.median(pending))
+    if typical > limit:
+        return (
+            f"device work ran on after the timed stream finished: {typical * 1e3:.1f} us per call (median), "
+            f"against {base * 1e3:.1f} us for the harness's own calls"
+        )
+    return None
