@@ -102,7 +102,7 @@ def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, st
 
 
 def _guard_vault(
-    cfg: AttributionConfig, rules: tuple[Any, ...], page: Any, protected_codes: Any, lib: Any, k: Any
+    cfg: AttributionConfig, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, lib: Any, k: Any
 ) -> Any:
     """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
     ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame);
@@ -174,9 +174,12 @@ def _guard_vault(
             cache[filename] = kind
         return kind
 
-    def culprit(frame: Any) -> tuple[int, Any]:
+    def culprit(frame: Any, writing: bool = False) -> tuple[int, Any]:
+        if writing and frame is not None and frame.f_code.co_filename == "<frozen importlib._bootstrap_external>":
+            return k.LIBRARY, frame  # the import machinery writing its bytecode cache, next to a module's source
         while frame is not None:
-            kind = classify(frame.f_code.co_filename)
+            code = frame.f_code
+            kind = k.TRANSPARENT if lib.id(code) in protected_codes else classify(code.co_filename)
             if kind != k.TRANSPARENT:
                 return kind, frame
             frame = frame.f_back
@@ -210,7 +213,7 @@ def _guard_vault(
 
     def anywhere(frame: Any) -> bool:
         while frame is not None:
-            if classify(frame.f_code.co_filename) == k.CANDIDATE:
+            if lib.id(frame.f_code) not in protected_codes and classify(frame.f_code.co_filename) == k.CANDIDATE:
                 return True
             frame = frame.f_back
         return False
@@ -228,7 +231,7 @@ def _guard_vault(
 
     def opens_vault(frame: Any) -> bool:
         while frame is not None:
-            if lib.id(frame.f_code) in protected_codes:
+            if lib.id(frame.f_code) in vault_codes:
                 return True
             frame = frame.f_back
         return False
@@ -265,7 +268,7 @@ def _guard_vault(
         )
         if not writing and (real + "/").startswith(cfg.trusted) and not (real + "/").startswith(cfg.off_limits):
             return None  # the libraries reading their own files
-        kind, who = culprit(frame)
+        kind, who = culprit(frame, writing)
         if kind != k.CANDIDATE:
             return None
         if real.startswith("/proc/") and real.split("/")[2] not in k.PROC_READABLE:
@@ -305,7 +308,7 @@ def _guard_vault(
                 return None
             kind, who = culprit(frame)
             return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
-        kind, who = culprit(frame)
+        kind, who = culprit(frame, event in k.FILE_CHANGE)
         if event.startswith("socket."):
             return refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
         if event.startswith("ctypes.") or event in k.PROCESS:
@@ -375,11 +378,11 @@ def _guard_vault(
 
 
 def _audit_hook(
-    event: str, args: tuple[Any, ...], *, _send: Any, _watched: Any, _attributes: Any, _frame_names: Any,
-    _protected: Any, _id: Any, _ident: Any, _busy: Any, _lock: Any, _getframe: Any, _gc: Any
+    event: str, args: tuple[Any, ...], *, _send: Any, _watched: Any, _prefixes: Any, _attributes: Any,
+    _frame_names: Any, _protected: Any, _id: Any, _ident: Any, _busy: Any, _lock: Any, _getframe: Any, _gc: Any
 ) -> None:  # fmt: skip
     """Called by the interpreter for every audited event; most are turned away at once."""
-    if event not in _watched:
+    if event not in _watched and not event.startswith(_prefixes):
         return
     if event in _attributes and _id(args[0]) not in _protected and args[1] not in _frame_names:
         return
@@ -443,9 +446,13 @@ def _denied(*args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, _
     return _original(*args, **kwargs)
 
 
-def _start_thread(function: Any, args: Any, kwargs: Any = None, *, _ask: Any, _original: Any, _getframe: Any) -> Any:
-    ident = _original(function, args, kwargs or {})
-    _ask(("thread", ident, _getframe(1)))
+def _start_thread(
+    function: Any, args: Any, kwargs: Any = None, *, _ask: Any, _original: Any, _getframe: Any, _lock: Any
+) -> Any:  # fmt: skip
+    # the guards' lock is held until the thread is recorded: its first audited call waits for that
+    with _lock:
+        ident = _original(function, args, kwargs or {})
+        _ask(("thread", ident, _getframe(1)))
     return ident
 
 
@@ -461,8 +468,9 @@ class Guards:
         self._lock = _thread.RLock()
         self._gc = (gc.isenabled, gc.disable, gc.enable)
         # the vault learns the protected code objects when the audit hook is installed (all exist then)
-        self._codes: set[int] = set()
-        send = registry.open(_guard_vault, cfg, _rule_tables(dsl), page, self._codes, _lib(), _constants())
+        self._codes: set[int] = set()  # every vault's and hook's code object (hooks are looked past)
+        self._vault_codes: set[int] = set()
+        send = registry.open(_guard_vault, cfg, _rule_tables(dsl), page, self._codes, self._vault_codes, _lib(), _constants())
         self.ask = registry.protect(_ask, _send=send, _busy=self._busy, _lock=self._lock, _ident=_thread.get_ident, _gc=self._gc)
         self._send = send
 
@@ -491,7 +499,7 @@ class Guards:
             self.deny(builtins, name, f"{name}()", "dynamic code execution is forbidden", how="direct")
         for owner in (threading, _thread):
             attr = "_start_new_thread" if owner is threading else "start_new_thread"
-            hook = protect(_start_thread, _ask=self.ask, _original=getattr(owner, attr), _getframe=sys._getframe)
+            hook = protect(_start_thread, _ask=self.ask, _original=getattr(owner, attr), _getframe=sys._getframe, _lock=self._lock)
             self.replace(owner, attr, hook)
         signal_module = sys.modules.get("_signal")
         for owner in (sys.modules.get("signal"), signal_module):
@@ -545,16 +553,18 @@ class Guards:
     def install_audit_hook(self) -> None:
         """Last: the audit hook, which from now on refuses reading any vault or hook made so far."""
         protected = frozenset(id(obj) for obj in self.registry.objects)
-        self._codes.update(id(code) for code in self.registry.vault_codes)
+        self._vault_codes.update(id(code) for code in self.registry.vault_codes)
+        self._codes.update(id(code) for code in (*self.registry.vault_codes, *self.registry.hook_codes))
         hook = self.registry.protect(
-            _audit_hook, _send=self._send, _watched=_WATCHED, _attributes=_ATTRIBUTE_EVENTS,
+            _audit_hook, _send=self._send, _watched=_WATCHED, _prefixes=("socket.", "ctypes."), _attributes=_ATTRIBUTE_EVENTS,
             _frame_names=_FRAME_ATTRIBUTES, _protected=protected | {id(self._codes)}, _id=id,
             _ident=_thread.get_ident, _busy=self._busy, _lock=self._lock, _getframe=sys._getframe, _gc=self._gc,
         )  # fmt: skip
         # the protected set must cover the audit hook itself, which exists only now
         hook.__kwdefaults__ = {**hook.__kwdefaults__, "_protected": protected | {id(hook), id(self._codes)}}
+        self._codes.add(id(hook.__code__))
         sys.addaudithook(hook)
-        del self._send, self._codes
+        del self._send, self._codes, self._vault_codes
 
     def threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(threads the submission started, those it started between calls)."""

@@ -89,15 +89,14 @@ def correctness(v: Verification) -> Failure | None:
             return answer
         draw = Draw(number, inputs, refs, answer.reply, answer.page)
         v.draws.append(draw)
+        if number != 0:
+            failure = _checked(v, draw, arena, where, first=number == 1)
+            if failure is not None:
+                return failure
+        elif answer.reply.get("ok") and _structure(v, answer.reply, where) is None:
+            draw.outputs = _delivered(v, arena, answer.reply)
         if answer.reply.get("ok") and not answer.page["launches"]:
             return Failure("not_dsl", f"run() launched no {v.dsl} kernel {where}; a submission must run its work in the DSL.")
-        if number == 0:
-            if answer.reply.get("ok") and _structure(v, answer.reply, where) is None:
-                draw.outputs = _delivered(v, arena, answer.reply)
-            continue
-        failure = _checked(v, draw, arena, where, first=number == 1)
-        if failure is not None:
-            return failure
     v.report.correct = True
     v.phases["anchors_s"] = anchor_s
     v.timed("correctness_s", t0)

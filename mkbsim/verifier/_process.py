@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
-from mkbsim.verifier._trusted import ThreadClock, Trusted
+from mkbsim.verifier._trusted import ProcessClock, Trusted
 
 #: Environment variables a worker inherits; everything else (API keys, tokens) stays behind.
 _ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")
@@ -128,7 +128,7 @@ class WorkerHandle:
         self.workdir = tempfile.mkdtemp(prefix="mkbsim-worker-")
         self.memory_bytes = 0
         self.closed = False
-        self.clock = ThreadClock(pid)
+        self.clock = ProcessClock(pid)
         self._last_cpu: int | None = None
         self._sent: tuple[float, int | None] | None = None
 
@@ -200,7 +200,6 @@ class WorkerHandle:
                 send(self.pid, signal.SIGKILL)
 
     def close(self) -> None:
-        self.clock.close()
         if not self.closed:
             try:
                 self.chan.send({"op": "exit"})

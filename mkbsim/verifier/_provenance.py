@@ -32,6 +32,13 @@ from mkbsim.verifier import _control
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
 SAMPLES = 512
+#: Operators that hand out uninitialised memory: on a correctness draw it holds a sentinel (NaN, the
+#: largest integer, True), so that an output a suppressed launch left unwritten is never right by chance.
+_EMPTY_OPS = frozenset(
+    ("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default",
+     "aten.new_empty_strided.default", "aten.empty_permuted.default")
+)  # fmt: skip
+_INTEGER_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
@@ -49,10 +56,11 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
         numel=base.numel, untyped_storage=base.untyped_storage, set_=base.set_, clone=base.clone, copy_=base.copy_,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
-        tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, stride=base.stride, version=base._version.__get__,
+        tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor, stride=base.stride, version=base._version.__get__,
         dtype_of=base.dtype.__get__, device_of=base.device.__get__, is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float64=torch.float64, int64=torch.int64,
-        cpu=torch.device("cpu"), cuda_sync=cuda_sync,
+        cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
+        sentinels={dtype: torch.iinfo(dtype).max for dtype in _INTEGER_DTYPES} | {torch.bool: True},
     )  # fmt: skip
 
 
@@ -100,7 +108,8 @@ def provenance_vault(
             item = stack.pop()
             kind = lib.type(item)
             if kind is lib.Tensor:
-                out.append(item)
+                if lib.device_of(item).type in ("cpu", "cuda"):  # not meta tensors (Python kernels)
+                    out.append(item)
             elif kind is lib.tuple or kind is lib.list:
                 stack.extend(item)
             elif kind is lib.dict:
@@ -114,6 +123,9 @@ def provenance_vault(
         return out
 
     def sample(t: Any, i: int) -> Any:
+        """The values at output i's positions, or None for a tensor without readable memory (lazy zeros)."""
+        if lib.zerotensor(t) or lib.device_of(t).type not in ("cpu", "cuda"):
+            return None
         flat = lib.reshape(t, (-1,))
         where = lib.to(positions[i], lib.device_of(t))
         values = lib.take(flat, where)
@@ -133,7 +145,9 @@ def provenance_vault(
             if key in seen:
                 continue
             seen[key] = True
-            records.append(("candidate", source, i, sample(t, i)))
+            values = sample(t, i)
+            if values is not None:
+                records.append(("candidate", source, i, values))
 
     def fingerprint(t: Any) -> None:
         n = lib.numel(t)
@@ -178,6 +192,10 @@ def provenance_vault(
     def op(func: Any, name: Any, args: Any, kwargs: Any, out: Any) -> None:
         if not audit or lib.type(func) is not lib.OpOverload or lib.type(name) is not lib.str:
             return
+        if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
+            for t in tensors_in(out, []):
+                dtype = lib.dtype_of(t)
+                lib.fill_(t, lib.sentinels.get(dtype, lib.nan))
         inputs = tensors_in((args, kwargs), [])
         derived = lib.any(is_tainted(t) for t in inputs)
         for t in inputs:
@@ -199,6 +217,8 @@ def provenance_vault(
             if lib.type(t) is not lib.Tensor or lib.numel(t) != numels[i]:
                 continue
             values = sample(t, i)
+            if values is None:
+                continue
             known = prints.get((view_of(t), i))
             derived = is_tainted(t) and (known is None or known == values)
             records.append(("result", "returned output" if derived else "returned output (not from a DSL launch)", i, values, derived))

@@ -3,9 +3,9 @@
 The worker's timer writes each call's time to the control page; these measures bound it from outside:
 
 * the wall-clock round trip of every call, on the verifier's clock;
-* the CPU time of every thread of the worker, from the kernel's scheduler statistics
-  (``/proc/PID/task/*/schedstat``): during each call, and between calls (when the worker should be
-  idle in ``recv``). Unlike a wall clock it does not grow while the worker waits for a busy machine;
+* the CPU time of the worker's whole process (every thread, from the kernel's per-process CPU clock):
+  during each call, and between calls (when the worker should be idle in ``recv``). Unlike a wall clock
+  it does not grow while the worker waits for a busy machine;
 * null calls, interleaved with the timed calls in the same worker: the harness times its own trivial
   function instead of run(), so the worker's overhead around a call is measured in the very process,
   under the very load, that the submission's calls ran in.
@@ -18,8 +18,8 @@ reported one does not account for, or as CPU time between calls (``background_wo
 
 from __future__ import annotations
 
-import os
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,50 +38,19 @@ PENDING_MADS = 4.0
 PENDING_FLOOR_MS = 0.002
 
 
-class ThreadClock:
-    """CPU time (ns) of all threads of one process; threads that ended keep their last reading."""
+class ProcessClock:
+    """CPU time of a whole process (every thread, those that already ended included), read from the
+    kernel's per-process CPU clock (``clock_gettime`` on the clock id Linux derives from a pid), with
+    nanosecond resolution; None once the process is gone."""
 
     def __init__(self, pid: int) -> None:
-        self.dir = f"/proc/{pid}/task"
-        self.fds: dict[str, int] = {}
-        self.last: dict[str, int] = {}
-        self.links = -1
-
-    def _relist(self) -> None:
-        try:
-            links = os.stat(self.dir).st_nlink
-        except OSError:
-            return
-        if links == self.links:
-            return
-        self.links = links
-        try:
-            tasks = os.listdir(self.dir)
-        except OSError:
-            return
-        for tid in tasks:
-            if tid not in self.fds:
-                try:
-                    self.fds[tid] = os.open(f"{self.dir}/{tid}/schedstat", os.O_RDONLY)
-                except OSError:
-                    continue
+        self.clock_id = (~pid << 3) | 2  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
 
     def cpu_ns(self) -> int | None:
-        self._relist()
-        if not self.fds:
+        try:
+            return time.clock_gettime_ns(self.clock_id)
+        except OSError:
             return None
-        for tid, fd in list(self.fds.items()):
-            try:
-                self.last[tid] = int(os.pread(fd, 64, 0).split()[0])
-            except (OSError, ValueError, IndexError):
-                os.close(fd)
-                del self.fds[tid]
-        return sum(self.last.values())
-
-    def close(self) -> None:
-        for fd in self.fds.values():
-            os.close(fd)
-        self.fds.clear()
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ class Registry:
     def __init__(self) -> None:
         self.objects: list[Any] = []  # vault generators and hooks: their code and defaults are never read
         self.vault_codes: list[types.CodeType] = []  # a frame running one of these holds a vault's state
+        self.hook_codes: list[types.CodeType] = []  # frames the guards look past, to whoever called the hook
 
     def open(self, body: Callable[..., Generator[Any, Any, None]], *state: Any) -> Send:
         """Start the generator ``body(*state)`` and return its ``send``."""
@@ -71,6 +72,7 @@ class Registry:
         hook = _isolated(fn)  # type: ignore[arg-type]
         hook.__kwdefaults__ = {**(hook.__kwdefaults__ or {}), **kwdefaults}
         self.objects.append(hook)
+        self.hook_codes.append(hook.__code__)
         return hook
 
 

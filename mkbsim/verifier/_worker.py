@@ -60,9 +60,6 @@ _mode_depth = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_
 _push_mode = torch._C._push_on_torch_dispatch_stack
 _pop_mode = torch._C._pop_torch_dispatch_stack
 _top_mode = torch._C._get_dispatch_stack_at
-# torch's C setters: torch.use_deterministic_algorithms and torch.utils.deterministic import TorchDynamo
-_deterministic = torch._C._set_deterministic_algorithms
-_fill_uninitialized = torch._C._set_deterministic_fill_uninitialized_memory
 
 
 def _tensor_facts(t: torch.Tensor) -> dict[str, Any]:
@@ -208,6 +205,7 @@ class Worker:
             self.guards.install_audit_hook()
         registry.objects.clear()
         registry.vault_codes.clear()
+        registry.hook_codes.clear()
         del page
 
     def hide_harness(self) -> None:
@@ -285,8 +283,6 @@ class Worker:
         if self.guards is not None:
             self.guards.between_calls(False)
         if audit:
-            _deterministic(True, warn_only=True)  # fresh allocations filled (NaN, max int) on correctness draws
-            _fill_uninitialized(True)
             _push_mode(self.mode)
         try:
             result = self.timed_call(fn, arena.args)
@@ -316,8 +312,6 @@ class Worker:
             left = _mode_depth[1]() == 0 or _top_mode(_mode_depth[1]() - 1) is not self.mode
             if not left:
                 _pop_mode(None)
-            _fill_uninitialized(False)
-            _deterministic(False)
         if self.guards is not None:
             self.guards.between_calls(True)
         return {"left_mode": left}

@@ -22,8 +22,8 @@ import typing_extensions
 from mkbsim.verifier import Limits, VerifierSession
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
-INTROSPECTING = "import sys\n\n\ndef caller() -> str:\n    return sys._getframe(1).f_code.co_name\n"
-GETFRAME = "sys._getframe (introspection of the verifier's process is forbidden)"
+INTROSPECTING = "import os\n\n\ndef caller() -> None:\n    os.kill(os.getpid(), 0)\n"
+GETFRAME = "os.kill (subprocesses, signals and other threads' frames are forbidden)"
 
 
 @dataclass
@@ -156,7 +156,7 @@ def test_code_a_thread_of_the_submission_runs_with_no_frame_of_its_file_is_the_s
     # code through exec, so no frame on that thread's stack is a file of the submission's
     helper = (
         "import threading\n\n\ndef go():\n"
-        "    t = threading.Thread(target=exec, args=('import sys; sys._getframe(0)',))\n    t.start()\n    t.join()\n"
+        "    t = threading.Thread(target=exec, args=('import os; os.kill(os.getpid(), 0)',))\n    t.start()\n    t.join()\n"
     )
     write = f"open({str(tmp_path / 'thread_helper.py')!r}, 'w').write({helper!r})"
     prologue = f"import sys\n{write}\nsys.path.insert(0, {str(tmp_path)!r})"
