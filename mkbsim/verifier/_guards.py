@@ -283,18 +283,19 @@ def _guard_vault(
         text = raw.decode("utf-8", "surrogateescape") if lib.type(raw) is lib.bytes else raw
         return lib.type(text) is lib.str and text.startswith("/")  # relative: maybe to a dir_fd
 
-    def judge_event(event: str, args: Any, frame: Any) -> Any:
+    def judge_event(event: str, args: Any, frame: Any, protected: bool) -> Any:
         if event in k.ALWAYS:
-            return refuse(event, "introspection of the verifier's process is forbidden", None)
+            return refuse(event, "introspection of the verifier's process is forbidden", culprit(frame)[1])
         if event in k.ATTRIBUTE:
             name = args[1] if lib.len(args) > 1 and lib.type(args[1]) is lib.str else ""
+            if protected:
+                return refuse(f"{event} {name} of a verifier object", "the verifier's objects are off limits", culprit(frame)[1])
             if name in k.FRAME and event == "object.__getattr__":
                 target = args[0]
                 inner = target.tb_frame if name == "tb_frame" else None
                 if inner is not None and opens_vault(inner):
                     return refuse(f"{name} of a harness frame", "the verifier's frames are off limits", None)
-                return None
-            return refuse(f"{event} {name} of a verifier object", "the verifier's objects are off limits", None)
+            return None
         if event == "sys._getframe":
             if lib.len(args) and opens_vault(args[0]):
                 return refuse("sys._getframe", "the verifier's frames are off limits", None)
@@ -336,7 +337,7 @@ def _guard_vault(
         try:
             kind = request[0]
             if kind == "event":
-                reply = judge_event(request[1], request[2], request[3])
+                reply = judge_event(request[1], request[2], request[3], request[4] is True)
             elif kind == "import":
                 name, fromlist, frame = request[1], request[2], request[3]
                 full = [name] + [f"{name}.{item}" for item in fromlist if lib.type(item) is lib.str and item != "*"]
@@ -375,6 +376,7 @@ def _guard_vault(
             exc.__traceback__ = None
             exc.__context__ = None
             reply = exc
+        request = None  # the caller holds its objects: dropping them here is never the last reference
 
 
 def _audit_hook(
@@ -389,12 +391,13 @@ def _audit_hook(
     me = _ident()
     if me in _busy:
         return  # events the vault itself raises while it works
+    protected = event in _attributes and _id(args[0]) in _protected
     with _lock:
         _busy.add(me)
         enabled = _gc[0]()
         _gc[1]()  # no collection (and no finalizer of the submission's) while the vault runs
         try:
-            answer = _send(("event", event, args, _getframe(1)))
+            answer = _send(("event", event, args, _getframe(1), protected))
         finally:
             if enabled:
                 _gc[2]()
@@ -471,6 +474,7 @@ class Guards:
         self._codes: set[int] = set()  # every vault's and hook's code object (hooks are looked past)
         self._vault_codes: set[int] = set()
         send = registry.open(_guard_vault, cfg, _rule_tables(dsl), page, self._codes, self._vault_codes, _lib(), _constants())
+        send = send.__kwdefaults__["_send"]  # the audit hook and _ask switch gc off themselves, under their lock
         self.ask = registry.protect(_ask, _send=send, _busy=self._busy, _lock=self._lock, _ident=_thread.get_ident, _gc=self._gc)
         self._send = send
 

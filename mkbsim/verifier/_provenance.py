@@ -263,6 +263,7 @@ def provenance_vault(
             exc.__context__ = None
             pending.clear()
             reply = exc
+        request = None  # the caller holds its objects: dropping them here is never the last reference
 
 
 def page_layout() -> types.SimpleNamespace:

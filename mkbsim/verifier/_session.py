@@ -152,12 +152,11 @@ class VerifierSession:
         worker = self.zygote().spawn()
         worker.memory_bytes = self.limits.memory_bytes
         control = ControlPage()
-        here = Path(__file__).resolve().parent
         setup = {
             "role": role, "path": str(path), "dsl": dsl, "device": str(self.device), "sync": protocol.sync,
             "cache_flush": protocol.cache_flush, "memory_bytes": self.limits.memory_bytes,
             "file_size_bytes": self.limits.file_size_bytes, "cpu_threads": self.limits.cpu_threads,
-            "off_limits": [str(here.parent), str(_problems_dir())], "workdir": worker.workdir, "inplace": [],
+            "off_limits": [str(_problems_dir())], "workdir": worker.workdir, "inplace": [],
             "sample_positions": [], "output_numels": [], **(extra or {}),
         }  # fmt: skip
         try:

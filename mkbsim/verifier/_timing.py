@@ -104,6 +104,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
             exc.__traceback__ = None
             exc.__context__ = None
             reply = exc
+        request = None  # the caller holds its objects: dropping them here is never the last reference
 
 
 def timer_layout() -> types.SimpleNamespace:

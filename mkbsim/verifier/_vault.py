@@ -29,6 +29,7 @@ change (see the README's threat model).
 from __future__ import annotations
 
 import builtins
+import gc
 import types
 from collections.abc import Callable, Generator
 from typing import Any
@@ -59,13 +60,13 @@ class Registry:
         self.hook_codes: list[types.CodeType] = []  # frames the guards look past, to whoever called the hook
 
     def open(self, body: Callable[..., Generator[Any, Any, None]], *state: Any) -> Send:
-        """Start the generator ``body(*state)`` and return its ``send``."""
+        """Start the generator ``body(*state)`` and return the hook that sends it requests."""
         isolated = _isolated(body)  # type: ignore[arg-type]
         gen = isolated(*state)
         next(gen)
         self.objects += [gen, isolated]
         self.vault_codes.append(isolated.__code__)
-        return gen.send
+        return self.protect(_send, _send=gen.send, _gc=(gc.isenabled, gc.disable, gc.enable))
 
     def protect(self, fn: Callable[..., Any], **kwdefaults: Any) -> Any:
         """A hook: ``fn`` isolated, with these keyword-only defaults (typically a vault's ``send``)."""
@@ -74,6 +75,19 @@ class Registry:
         self.objects.append(hook)
         self.hook_codes.append(hook.__code__)
         return hook
+
+
+def _send(request: Any, *, _send: Any, _gc: Any) -> Any:
+    """One request to a vault. No garbage collection runs meanwhile (a finalizer of the submission's would
+    run inside the vault); the caller holds the request's objects, so no reference the vault drops is the
+    last one either."""
+    enabled = _gc[0]()
+    _gc[1]()
+    try:
+        return _send(request)
+    finally:
+        if enabled:
+            _gc[2]()
 
 
 def unwrap(answer: tuple[int, Any]) -> Any:

@@ -157,10 +157,15 @@ class Verification:
         try:
             exchange = self.worker.answer(self.session.limits.call_timeout_s)
         except WorkerFailed as exc:
+            self.details["worker_output_tail"] = self.worker.output_tail()
             return worker_failed(exc, where, self.details)
         page = self.control.report()
         self.control.end_call()
-        failure = self.absorb(exchange.reply, where) or tampering(exchange.reply, where)
+        reply = exchange.reply
+        failure = self.absorb(reply, where) or tampering(reply, where)
+        if failure is None and reply.get("ran") is False and reply.get("modes"):
+            failure = Failure("lazy_output", f"A torch function or dispatch mode was active before run() {where} "
+                              "(entered between calls); enter and exit modes within run().")  # fmt: skip
         if failure is None and not page["acked"]:
             failure = Failure("harness_tamper", f"The worker's timer did not time the call {where}.")
         return failure or Call(exchange.reply, page, exchange.trusted)

@@ -12,6 +12,7 @@ already imported.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import linecache
 import os
@@ -21,7 +22,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType, TracebackType
 from typing import Any
 
@@ -57,6 +58,17 @@ _is_functional = torch._is_functional_tensor
 _Tensor = torch.Tensor
 _type = type
 _mode_depth = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack)
+_PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
+    torch._C.DispatchKey.PythonTLSSnapshot
+)
+
+
+@contextlib.contextmanager
+def _harness_ops() -> Iterator[None]:
+    """The harness's own tensor operations, out of reach of any torch mode or tensor subclass: a mode a
+    finalizer of the submission's pushes at any moment must not run its code inside them."""
+    with torch._C.DisableTorchFunction(), torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
+        yield
 _push_mode = torch._C._push_on_torch_dispatch_stack
 _pop_mode = torch._C._pop_torch_dispatch_stack
 _top_mode = torch._C._get_dispatch_stack_at
@@ -266,17 +278,20 @@ class Worker:
             self.chan.send(self.call(msg, fds))
 
     def call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        arena = map_arena(msg["arena"], fds, self.reusable)
+        with _harness_ops():
+            arena = map_arena(msg["arena"], fds, self.reusable)
+            if self.flusher is not None and msg["flush"]:
+                self.flusher.flush()
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize()
         _retired = self.reusable  # unmapped when this call returns, never inside the timed region
         if msg["keep"]:
             self.kept.append(arena)  # distinct buffers: no address recurs within the phase
         else:
             self.reusable = arena  # the verifier may refill it for the next call
-        if self.flusher is not None and msg["flush"]:
-            self.flusher.flush()
-            if self.device.type == "cuda":
-                torch.cuda.synchronize()
         modes_before = _mode_depth[0]() + _mode_depth[1]()
+        if modes_before:  # a mode entered between calls (from a finalizer, say): the call is not run
+            return {"ok": True, "ran": False, "modes": modes_before, "left_mode": False, **self.news()}
         fn: Callable[..., Any] = arena.null_run if msg.get("null") else self.fn  # type: ignore[assignment]
         audit = bool(msg.get("audit")) and self.mode is not None and not msg.get("null")
         threads_before = set(sys._current_frames())
@@ -296,12 +311,13 @@ class Worker:
             # operations below: answer without touching the outputs.
             reply.update(structure={}, alias=[], copied=False, **self.news())
             return reply
-        facts, items = describe(result, len(arena.outputs))
-        if audit and self.report_result is not None:
-            self.report_result(items + [arena.args[i] for i in self.setup["inplace"]])
-        reply["structure"] = facts
-        reply["alias"] = self.aliases(items, arena.args)
-        reply["copied"] = self.copy_outputs(facts, items, arena)
+        with _harness_ops():
+            facts, items = describe(result, len(arena.outputs))
+            if audit and self.report_result is not None:
+                self.report_result(items + [arena.args[i] for i in self.setup["inplace"]])
+            reply["structure"] = facts
+            reply["alias"] = self.aliases(items, arena.args)
+            reply["copied"] = self.copy_outputs(facts, items, arena)
         reply.update(self.news())
         return reply
 
