@@ -285,6 +285,7 @@ def cross_check(v: Verification) -> Failure | None:
 
 
 def verdict(v: Verification) -> Failure | None:
+    v.close_worker()  # no candidate worker lives while a reference worker imports its copy of the problems
     t0 = time.perf_counter()
     eager, cached = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol)
     if not cached:

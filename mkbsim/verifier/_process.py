@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
+from mkbsim.verifier._sandboxing import Sandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
 
 #: Environment variables a worker inherits; everything else (API keys, tokens) stays behind.
@@ -56,20 +57,25 @@ def _rss_bytes(pid: int) -> int:
 class Zygote:
     """A running zygote (see `mkbsim.verifier._zygote`)."""
 
-    def __init__(self, preload: list[str], cpu_threads: int, device_type: str = "cpu") -> None:
-        self.sandbox = "none"
+    def __init__(self, preload: list[str], cpu_threads: int, device_type: str = "cpu", sandbox: bool | None = None) -> None:
+        """Start the zygote; ``sandbox``: True requires bubblewrap, False runs without, None uses it where it runs."""
         ours, theirs = socket.socketpair()
         # Kept open for the zygote's lifetime (its stdout and stderr); closed in close().
         self.log = tempfile.NamedTemporaryFile(prefix="mkbsim-zygote-", suffix=".log", delete=False)  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mkbsim.verifier._zygote", str(theirs.fileno()), ",".join(preload)],
-            pass_fds=[theirs.fileno()],
-            env=worker_env(cpu_threads),
-            stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=self.log,
-            start_new_session=True,
-        )
+        command = [sys.executable, "-m", "mkbsim.verifier._zygote", str(theirs.fileno()), ",".join(preload)]
+        io: dict[str, Any] = {"pass_fds": [theirs.fileno()], "stdin": subprocess.DEVNULL, "stdout": self.log, "stderr": self.log}
+        env = worker_env(cpu_threads)
+        made = make_sandbox(env, device_type) if sandbox is not False else "switched off"
+        if isinstance(made, str) and sandbox:
+            raise RuntimeError(f"the verifier's sandbox cannot run here: {made}")
+        self.box: Sandbox | None = None if isinstance(made, str) else made
+        self.sandbox = made.description if self.box is not None else f"none ({made})"  # type: ignore[union-attr]
+        if self.box is not None:
+            from mkbsim.sandbox import spawn
+
+            self.proc = spawn(self.box.policy, command, **io)  # type: ignore[arg-type]
+        else:
+            self.proc = subprocess.Popen(command, env=env, start_new_session=True, **io)
         theirs.close()
         self.ctrl = Channel(ours)
         try:
@@ -81,12 +87,23 @@ class Zygote:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def workdir(self, prefix: str) -> Path:
+        """A new folder the workers can write in (inside the sandbox's folder when there is one)."""
+        folder = Path(tempfile.mkdtemp(prefix=prefix, dir=self.box.root if self.box is not None else None))
+        if self.box is not None:
+            self.box.hand_over(folder)
+        return folder
+
     def spawn(self) -> WorkerHandle:
         ours, theirs = socket.socketpair()
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self.ctrl.send({"op": "spawn"}, fds=[theirs.fileno()])
         theirs.close()
-        reply, _ = self.ctrl.recv(timeout=60)
-        return WorkerHandle(self, int(reply["pid"]), Channel(ours))
+        self.ctrl.recv(timeout=60)
+        chan = Channel(ours)
+        # the worker's pid as the kernel translates it into this process's PID namespace
+        pid = chan.recv_credentials(timeout=60)
+        return WorkerHandle(self, pid, chan, self.workdir("worker-"))
 
     def status(self, pid: int) -> dict[str, Any]:
         """How a finished worker ended; empty if the zygote itself is gone."""
@@ -103,11 +120,18 @@ class Zygote:
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            if self.box is not None:
+                from mkbsim.sandbox import kill
+
+                kill(self.proc)
+            else:
+                self.proc.kill()
+                self.proc.wait()
         self.ctrl.close()
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
+        if self.box is not None:
+            shutil.rmtree(self.box.root, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -121,11 +145,11 @@ class Exchange:
 class WorkerHandle:
     """One worker process; every answer is decoded as untrusted plain data."""
 
-    def __init__(self, zygote: Zygote, pid: int, chan: Channel) -> None:
+    def __init__(self, zygote: Zygote, pid: int, chan: Channel, workdir: Path) -> None:
         self.zygote = zygote
         self.pid = pid
         self.chan = chan
-        self.workdir = tempfile.mkdtemp(prefix="mkbsim-worker-")
+        self.workdir = str(workdir)
         self.memory_bytes = 0
         self.closed = False
         self.clock = ProcessClock(pid)

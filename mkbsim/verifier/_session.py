@@ -4,6 +4,7 @@ by every verification it runs (``_verification``, ``_phases``)."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from mkbsim.verifier._process import WorkerFailed, WorkerHandle, Zygote
 from mkbsim.verifier._protocol import Limits, Protocol, resolve_protocol
 from mkbsim.verifier._result import VerifierReport
 from mkbsim.verifier._rules import DSLS
+from mkbsim.verifier._sandboxing import wanted
 from mkbsim.verifier._timing import _cpu_llc_bytes, median
 from mkbsim.verifier._verification import Shape, Verification
 
@@ -66,7 +68,16 @@ class VerifierSession:
     the next.
     """
 
-    def __init__(self, backend: str | None = None, *, limits: Limits | None = None, preload: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        backend: str | None = None,
+        *,
+        limits: Limits | None = None,
+        preload: Sequence[str] | None = None,
+        sandbox: bool | None = None,
+    ) -> None:
+        """``sandbox``: run the workers in bubblewrap (True: required; False: never; None, the default: where it
+        runs, or as ``MKBSIM_VERIFIER_SANDBOX`` says)."""
         self.backend = backend or default_backend()
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; use one of {BACKENDS}")
@@ -83,6 +94,7 @@ class VerifierSession:
         self._env: dict[str, Any] | None = None
         self._catalog: Catalog | None = None
         self._profile: tuple[str, dict[str, Any]] | None = None
+        self.sandbox = sandbox if sandbox is not None else wanted()
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> VerifierSession:
@@ -103,7 +115,7 @@ class VerifierSession:
             lists = [self.preload, [m for m in self.preload if not m.startswith("cutlass")]]
             lists.append([m for m in self.preload if m in ("torch", "numpy")])
             for preload in dict.fromkeys(tuple(x) for x in lists):
-                zygote = Zygote(list(preload), self.limits.cpu_threads, self.device.type)
+                zygote = Zygote(list(preload), self.limits.cpu_threads, self.device.type, self.sandbox)
                 if not zygote.ready.get("cuda_initialized"):
                     self.preload, self._zygote = list(preload), zygote
                     return zygote
@@ -115,8 +127,7 @@ class VerifierSession:
     def env(self) -> dict[str, Any]:
         if self._env is None:
             self._env = capture(self.device)
-            if self._zygote is not None:
-                self._env["sandbox"] = self._zygote.sandbox
+        self._env["sandbox"] = self.zygote().sandbox
         return self._env
 
     def problem(self, problem: str | Problem) -> Problem:
@@ -148,12 +159,28 @@ class VerifierSession:
     def start_worker(
         self, role: str, path: Path, dsl: str, protocol: Protocol, extra: dict[str, Any] | None = None
     ) -> tuple[WorkerHandle, ControlPage, dict[str, Any]]:
-        """Fork a worker, send its setup and control page, and return them with its first answer (the import)."""
-        worker = self.zygote().spawn()
+        """Fork a worker, send its setup and control page, and return them with its first answer (the import).
+
+        In a sandbox the worker sees only its own folder of the host's files: the submission is copied there,
+        and so is the ``problems`` package for a reference worker, deleted again once it has imported it."""
+        zygote = self.zygote()
+        worker = zygote.spawn()
         worker.memory_bytes = self.limits.memory_bytes
         control = ControlPage()
+        sys_path: list[str] = []
+        if zygote.box is not None:
+            if role == "reference":
+                root = _problems_dir()
+                copy = Path(worker.workdir) / "reference"
+                shutil.copytree(root, copy / root.name, ignore=shutil.ignore_patterns("__pycache__", "solutions"))
+                zygote.box.hand_over(copy)
+                path, sys_path = copy / root.name / path.relative_to(root), [str(copy)]
+            else:
+                shutil.copy(path, Path(worker.workdir) / path.name)
+                path = Path(worker.workdir) / path.name
+                zygote.box.hand_over(path)
         setup = {
-            "role": role, "path": str(path), "dsl": dsl, "device": str(self.device), "sync": protocol.sync,
+            "role": role, "path": str(path), "dsl": dsl, "device": str(self.device), "sync": protocol.sync, "sys_path": sys_path,
             "cache_flush": protocol.cache_flush, "memory_bytes": self.limits.memory_bytes,
             "file_size_bytes": self.limits.file_size_bytes, "cpu_threads": self.limits.cpu_threads,
             "off_limits": [str(_problems_dir())], "workdir": worker.workdir, "inplace": [],
@@ -167,6 +194,9 @@ class VerifierSession:
             worker.close()
             control.close()
             raise
+        finally:
+            if sys_path:
+                shutil.rmtree(sys_path[0], ignore_errors=True)
         return worker, control, hello
 
     def eager_baseline(self, problem: Problem, workload: str, protocol: Protocol) -> tuple[EagerBaseline, bool]:

@@ -226,6 +226,7 @@ class Worker:
             del sys.modules[name]
 
     def import_file(self) -> ModuleType:
+        sys.path[:0] = self.setup.get("sys_path") or []  # a reference worker's copy of the problems package
         name = "submission" if self.candidate else "_mkbsim_reference"
         spec = importlib.util.spec_from_file_location(name, self.path)
         if spec is None or spec.loader is None:
@@ -385,6 +386,7 @@ def serve(sock_fd: int) -> None:
     os.setpgid(0, 0)  # its own process group, so a timeout kills everything it started
     sock = socket.socket(fileno=sock_fd)
     chan = Channel(sock)
+    chan.send_credentials()  # the verifier learns this process's pid in its own PID namespace
     setup, fds = chan.recv()
     os.chdir(setup["workdir"])
     out_fd = os.open(os.path.join(setup["workdir"], ".output"), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)

@@ -61,7 +61,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         for folder in (shadow, target, beside, elsewhere):
             mp.syspath_prepend(str(folder))  # the session's processes inherit this import path
         try:
-            with VerifierSession("cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0)) as session:
+            # modules beside the submission and on the import path: the guards alone, no sandbox
+            with VerifierSession("cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0), sandbox=False) as session:
                 yield Setup(session, shadow, target, elsewhere, beside)
         finally:
             shutil.rmtree(target)
