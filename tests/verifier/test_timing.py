@@ -81,14 +81,14 @@ def test_the_process_clock_counts_a_thread_that_came_and_went_between_two_readin
 
     clock = ProcessClock(os.getpid())
     before = clock.cpu_ns()
-    stop = time.perf_counter() + 0.05
 
-    def spin() -> None:
-        while time.perf_counter() < stop:
+    def spin() -> None:  # 50 ms of its own CPU time, however busy the machine is
+        start = time.thread_time()
+        while time.thread_time() - start < 0.05:
             pass
 
     worker = threading.Thread(target=spin)
     worker.start()
     worker.join()
     after = clock.cpu_ns()
-    assert before is not None and after is not None and (after - before) / 1e6 > 30  # the thread's 50 ms, mostly
+    assert before is not None and after is not None and (after - before) / 1e6 >= 50  # the thread's 50 ms
