@@ -51,7 +51,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
         list=list, dict=dict, range=range, any=any, min=min, BaseException=BaseException, zip=zip,
-        unpack_from=_struct.unpack_from, pack_into=_struct.pack_into, dumps=_control.dumps,
+        u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
         exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys, no_torch_function=torch._C.DisableTorchFunction,
         data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
         numel=base.numel, untyped_storage=base.untyped_storage, set_=base.set_, clone=base.clone, copy_=base.copy_,
@@ -226,15 +226,15 @@ def provenance_vault(
         offset, capacity = layout.RECORDS
         if lib.len(blob) + 8 <= capacity:
             page[offset + 8 : offset + 8 + lib.len(blob)] = blob
-            lib.pack_into("<Q", page, offset, lib.len(blob))
-            lib.pack_into("<Q", page, layout.FLAG, nonce)
+            lib.u64.pack_into(page, offset, lib.len(blob))
+            lib.u64.pack_into(page, layout.FLAG, nonce)
 
     reply: Any = None
     while True:
         request = yield reply
         reply = None
         try:
-            current = lib.unpack_from("<Q", page, layout.NONCE)[0]
+            current = lib.u64.unpack_from(page, layout.NONCE)[0]
             if current != nonce:
                 nonce = current
                 audit = page[layout.AUDIT] == 1
@@ -245,19 +245,21 @@ def provenance_vault(
                 records.clear()
                 pending.clear()
                 launches = 0
-            with lib.exclude(lib.python_keys), lib.no_torch_function():
-                kind = request[0]
-                if kind == 1:  # BEFORE
-                    if request[2]:
-                        launches += 1
-                        lib.pack_into("<Q", page, layout.LAUNCHES, lib.unpack_from("<Q", page, layout.LAUNCHES)[0] + 1)
-                    before(request[1])
-                elif kind == 2:  # AFTER
-                    after()
-                elif kind == 3:  # OP
-                    op(request[1], request[2], request[3], request[4], request[5])
-                elif kind == 4:  # RESULT
-                    result(request[1])
+            kind = request[0]
+            if kind == 1 and request[2]:  # BEFORE a counted launch
+                launches += 1
+                lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
+            if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
+                with lib.exclude(lib.python_keys), lib.no_torch_function():
+                    if kind == 1:
+                        before(request[1])
+                        reply = True  # the gate reports back after the launch
+                    elif kind == 2:  # AFTER
+                        after()
+                    elif kind == 3:  # OP
+                        op(request[1], request[2], request[3], request[4], request[5])
+                    elif kind == 4:  # RESULT
+                        result(request[1])
         except lib.BaseException as exc:  # a fault of ours goes back to the hook, without our frame
             exc.__traceback__ = None
             exc.__context__ = None
@@ -276,9 +278,11 @@ def page_layout() -> types.SimpleNamespace:
 
 def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) -> Any:
     """A DSL launch: counted and, on a correctness draw, watched (see the module docstring)."""
-    failed = _send((1, (args, kwargs), _count))  # BEFORE (hooks have no globals: the kinds are literals)
-    if failed is not None:
-        raise failed
+    answer = _send((1, (args, kwargs), _count))  # BEFORE (hooks have no globals: the kinds are literals)
+    if answer is not None and answer is not True:
+        raise answer
+    if answer is None:  # a timed call: nothing to watch after the launch
+        return _original(*args, **kwargs)
     try:
         return _original(*args, **kwargs)
     finally:

@@ -53,7 +53,7 @@ def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         cuda=device_type == "cuda", device_wide=sync == "device", perf_counter=_perf_counter, Event=_CudaEvent,
         record=_event_record, elapsed=_event_elapsed, event_sync=_event_synchronize, device_sync=_device_synchronize,
-        current_stream=_current_stream, unpack_from=_struct.unpack_from, pack_into=_struct.pack_into,
+        current_stream=_current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"),
         BaseException=BaseException, float=float,
     )  # fmt: skip
 
@@ -70,7 +70,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
         request = yield reply
         reply = None
         try:
-            nonce = lib.unpack_from("<Q", page, layout.NONCE)[0]
+            nonce = lib.u64.unpack_from(page, layout.NONCE)[0]
             if request == 1 and nonce != started:
                 started = nonce
                 if lib.cuda:
@@ -96,10 +96,10 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                     lib.device_sync()  # device work left once the timed stream is done: a side stream
                     pending = (lib.perf_counter() - t1) * 1e3
                     ms = lib.float(lib.elapsed(start_event, end))
-                lib.pack_into("<d", page, layout.CALL_MS, ms)
-                lib.pack_into("<d", page, layout.HOST_MS, host)
-                lib.pack_into("<d", page, layout.PENDING_MS, pending)
-                lib.pack_into("<Q", page, layout.ACK, nonce)
+                lib.f64.pack_into(page, layout.CALL_MS, ms)
+                lib.f64.pack_into(page, layout.HOST_MS, host)
+                lib.f64.pack_into(page, layout.PENDING_MS, pending)
+                lib.u64.pack_into(page, layout.ACK, nonce)
         except lib.BaseException as exc:  # a CUDA fault of the kernel: raised into the call, not our frame
             exc.__traceback__ = None
             exc.__context__ = None
