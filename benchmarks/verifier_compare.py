@@ -30,7 +30,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = [("p36_rmsnorm_tirx.py", "p36"), ("p28_fused_add_rmsnorm_tirx.py", "p28"), ("p25_kv_block_copy_tirx.py", "p25")]
+EXAMPLES = [
+    ("p36_rmsnorm_tirx.py", "p36"),
+    ("p28_fused_add_rmsnorm_tirx.py", "p28"),
+    ("p25_kv_block_copy_tirx.py", "p25"),
+]
 ADVERSARIAL = ROOT / "tests" / "verifier" / "adversarial"
 
 # Runs inside a checkout (its mkbsim first on the import path): verifies files, prints one JSON line each.
@@ -134,7 +138,8 @@ def main() -> None:
     checkouts = {"this": ROOT, "other": a.other.resolve()}
     over = overhead(checkouts, a.warm_runs, a.rounds)
     adv = adversarial(checkouts, new_cases(a.other))
-    machine = f"{platform.node()} · {os.cpu_count()} cpus · load {os.getloadavg()[0]:.1f} · Python {platform.python_version()}"
+    load = os.getloadavg()[0]
+    machine = f"{platform.node()} · {os.cpu_count()} cpus · load {load:.1f} · Python {platform.python_version()}"
     print(f"\nverifier comparison · {machine} · other = {a.other} ({a.ref})\n")
     cols = ["example", "verifier", "passed", "wall_s", "beyond_kernel_s", "runtime_ms", "eager_ms", "harness_wall_ms",
             "harness_cpu_ms"]  # fmt: skip

@@ -74,7 +74,9 @@ def informative_mask(ref: OutputRef, other: OutputRef | None, before: Any | None
     return (anchor != torch.as_tensor(other.anchor).reshape(-1).to(anchor.dtype)).cpu()
 
 
-def suppressed_shares(outs: Sequence[Any], refs: Sequence[OutputRef], masks: Sequence[torch.Tensor]) -> list[OutputCoverage]:
+def suppressed_shares(
+    outs: Sequence[Any], refs: Sequence[OutputRef], masks: Sequence[torch.Tensor]
+) -> list[OutputCoverage]:
     found = []
     for out, ref, mask in zip(outs, refs, masks, strict=True):
         n = int(mask.sum())

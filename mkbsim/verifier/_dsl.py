@@ -49,7 +49,7 @@ def _record_dlpack(
     try:
         _sources[_id(made)] = (_ref(made), _ref(source))
     except _TypeError:  # not a tensor that takes weak references: nothing to restore through it
-        pass
+        return made
     return made
 
 
@@ -110,7 +110,11 @@ class DslGates:
             self._set(cls, "__call__", self.gate_hook(cls.__call__, count=True))
         runtime = importlib.import_module("cutlass.cute.runtime")
         record = self.registry.protect(
-            _record_dlpack, _original=runtime.from_dlpack, _sources=self.dlpack_sources, _ref=weakref.ref, _id=id,
+            _record_dlpack,
+            _original=runtime.from_dlpack,
+            _sources=self.dlpack_sources,
+            _ref=weakref.ref,
+            _id=id,
             _TypeError=TypeError,
         )
         self._set(runtime, "from_dlpack", record)

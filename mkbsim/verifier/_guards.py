@@ -32,7 +32,6 @@ import posix
 import sys
 import threading
 import types
-from collections.abc import Callable
 from typing import Any
 
 from mkbsim.verifier import _control
@@ -289,7 +288,9 @@ def _guard_vault(
         if event in k.ATTRIBUTE:
             name = args[1] if lib.len(args) > 1 and lib.type(args[1]) is lib.str else ""
             if protected:
-                return refuse(f"{event} {name} of a verifier object", "the verifier's objects are off limits", culprit(frame)[1])
+                return refuse(
+                    f"{event} {name} of a verifier object", "the verifier's objects are off limits", culprit(frame)[1]
+                )
             if name in k.FRAME and event == "object.__getattr__":
                 target = args[0]
                 inner = target.tb_frame if name == "tb_frame" else None
@@ -311,7 +312,9 @@ def _guard_vault(
             return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
         kind, who = culprit(frame, event in k.FILE_CHANGE)
         if event.startswith("socket."):
-            return refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
+            return (
+                refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
+            )
         if event.startswith("ctypes.") or event in k.PROCESS:
             if kind == k.LIBRARY:
                 return None
@@ -320,9 +323,9 @@ def _guard_vault(
             return refuse(event, "subprocesses, signals and other threads' frames are forbidden", who)
         if event in k.FILE_CHANGE and kind == k.CANDIDATE:
             changed = lib.list(args[:2] if event in k.TWO_PATH else args[:1])
-            if event == "os.symlink" and lib.len(changed) == 2 and as_path(changed[1]) is not None:
+            link = as_path(changed[1]) if event == "os.symlink" and lib.len(changed) == 2 else None
+            if link is not None:
                 # a relative target is relative to the link's folder, not to the working directory
-                link = as_path(changed[1])
                 target = as_path(changed[0]) if lib.type(changed[0]) is lib.str and changed[0].startswith("/") else None
                 changed[0] = target or link.rsplit("/", 1)[0] + "/" + lib.str(changed[0])
             relative_to_fd = lib.any(i < lib.len(args) and args[i] not in (None, -1) for i in k.DIR_FD.get(event, ()))
@@ -381,7 +384,8 @@ def _guard_vault(
 
 def _audit_hook(
     event: str, args: tuple[Any, ...], *, _send: Any, _watched: Any, _prefixes: Any, _attributes: Any,
-    _frame_names: Any, _protected: Any, _id: Any, _ident: Any, _busy: Any, _lock: Any, _getframe: Any, _gc: Any
+    _frame_names: Any, _protected: Any, _id: Any, _ident: Any, _busy: Any, _lock: Any, _getframe: Any, _gc: Any,
+    _keep: Any = ()
 ) -> None:  # fmt: skip
     """Called by the interpreter for every audited event; most are turned away at once."""
     if event not in _watched and not event.startswith(_prefixes):
@@ -442,7 +446,9 @@ def _guarded_import_module(name: str, package: str | None = None, *, _ask: Any, 
     return _original(name, package)
 
 
-def _denied(*args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, _reason: str, _how: str, **kwargs: Any) -> Any:
+def _denied(
+    *args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, _reason: str, _how: str, **kwargs: Any
+) -> Any:
     refused = _ask((_how, _what, _reason, _getframe(1)))
     if refused is not None:
         raise refused
@@ -473,9 +479,15 @@ class Guards:
         # the vault learns the protected code objects when the audit hook is installed (all exist then)
         self._codes: set[int] = set()  # every vault's and hook's code object (hooks are looked past)
         self._vault_codes: set[int] = set()
-        send = registry.open(_guard_vault, cfg, _rule_tables(dsl), page, self._codes, self._vault_codes, _lib(), _constants())
-        send = send.__kwdefaults__["_send"]  # the audit hook and _ask switch gc off themselves, under their lock
-        self.ask = registry.protect(_ask, _send=send, _busy=self._busy, _lock=self._lock, _ident=_thread.get_ident, _gc=self._gc)
+        send = registry.open(
+            _guard_vault, cfg, _rule_tables(dsl), page, self._codes, self._vault_codes, _lib(), _constants()
+        )
+        send = (send.__kwdefaults__ or {})[
+            "_send"
+        ]  # the audit hook and _ask switch gc off themselves, under their lock
+        self.ask = registry.protect(
+            _ask, _send=send, _busy=self._busy, _lock=self._lock, _ident=_thread.get_ident, _gc=self._gc
+        )
         self._send = send
 
     def replace(self, owner: Any, attr: str, hook: Any) -> None:
@@ -496,19 +508,24 @@ class Guards:
 
     def install(self) -> None:
         protect = self.registry.protect
-        for owner, attr, body in ((builtins, "__import__", _guarded_import), (importlib, "import_module", _guarded_import_module)):
+        for owner, attr, body in (
+            (builtins, "__import__", _guarded_import),
+            (importlib, "import_module", _guarded_import_module),
+        ):
             hook = protect(body, _ask=self.ask, _original=getattr(owner, attr), _getframe=sys._getframe)
             self.replace(owner, attr, hook)
         for name in ("exec", "eval", "compile"):
             self.deny(builtins, name, f"{name}()", "dynamic code execution is forbidden", how="direct")
         for owner in (threading, _thread):
             attr = "_start_new_thread" if owner is threading else "start_new_thread"
-            hook = protect(_start_thread, _ask=self.ask, _original=getattr(owner, attr), _getframe=sys._getframe, _lock=self._lock)
+            hook = protect(
+                _start_thread, _ask=self.ask, _original=getattr(owner, attr), _getframe=sys._getframe, _lock=self._lock
+            )
             self.replace(owner, attr, hook)
-        signal_module = sys.modules.get("_signal")
-        for owner in (sys.modules.get("signal"), signal_module):
-            if owner is not None:
-                self.deny(owner, "signal", "signal.signal", "Python signal handlers are forbidden")
+        for module_name in ("signal", "_signal"):
+            signal_module = sys.modules.get(module_name)
+            if signal_module is not None:
+                self.deny(signal_module, "signal", "signal.signal", "Python signal handlers are forbidden")
         self._install_torch()
         self._install_dsl_callbacks()
 
@@ -532,7 +549,9 @@ class Guards:
         self.deny(type(torch.classes), "load_library", "torch.classes.load_library", native)
         # raw storage at an address, and the dispatch-mode stack (the provenance audit's mode lives there)
         raw = "reading memory at raw addresses is forbidden"
-        self.deny(torch._C, "_construct_storage_from_data_pointer", "torch._C._construct_storage_from_data_pointer", raw)
+        self.deny(
+            torch._C, "_construct_storage_from_data_pointer", "torch._C._construct_storage_from_data_pointer", raw
+        )
         modes = "the verifier's dispatch modes are off limits"
         for name in ("_pop_torch_dispatch_stack", "_set_dispatch_mode", "_unset_dispatch_mode"):
             self.deny(torch._C, name, f"torch._C.{name}", modes)
@@ -556,16 +575,21 @@ class Guards:
 
     def install_audit_hook(self) -> None:
         """Last: the audit hook, which from now on refuses reading any vault or hook made so far."""
-        protected = frozenset(id(obj) for obj in self.registry.objects)
+        # identities of objects that stay alive (held below, in the hook's own defaults): an id is never reused
+        keep = tuple(self.registry.objects)
+        protected = frozenset(id(obj) for obj in keep)
         self._vault_codes.update(id(code) for code in self.registry.vault_codes)
         self._codes.update(id(code) for code in (*self.registry.vault_codes, *self.registry.hook_codes))
         hook = self.registry.protect(
-            _audit_hook, _send=self._send, _watched=_WATCHED, _prefixes=("socket.", "ctypes."), _attributes=_ATTRIBUTE_EVENTS,
+            _audit_hook, _send=self._send, _watched=_WATCHED, _prefixes=("socket.", "ctypes."),
+            _attributes=_ATTRIBUTE_EVENTS,
             _frame_names=_FRAME_ATTRIBUTES, _protected=protected | {id(self._codes)}, _id=id,
             _ident=_thread.get_ident, _busy=self._busy, _lock=self._lock, _getframe=sys._getframe, _gc=self._gc,
         )  # fmt: skip
         # the protected set must cover the audit hook itself, which exists only now
-        hook.__kwdefaults__ = {**hook.__kwdefaults__, "_protected": protected | {id(hook), id(self._codes)}}
+        hook.__kwdefaults__ = {
+            **hook.__kwdefaults__, "_protected": protected | {id(hook), id(self._codes)}, "_keep": keep,
+        }  # fmt: skip
         self._codes.add(id(hook.__code__))
         sys.addaudithook(hook)
         del self._send, self._codes, self._vault_codes

@@ -68,8 +68,13 @@ def tampering(reply: dict[str, Any], where: str) -> Failure | None:
 
 
 def structure(
-    reply: dict[str, Any], where: str, labels: Sequence[str], out_specs: Sequence[Any], device_type: str, input_names: Sequence[str]
-) -> Failure | None:  # fmt: skip
+    reply: dict[str, Any],
+    where: str,
+    labels: Sequence[str],
+    out_specs: Sequence[Any],
+    device_type: str,
+    input_names: Sequence[str],
+) -> Failure | None:
     """Container and tensor types, laziness, device, shape and dtype of every output; aliasing."""
     if reply.get("modes") or reply.get("left_mode"):
         return Failure(
@@ -81,7 +86,9 @@ def structure(
     items = facts.get("items") or []
     if facts.get("container") != expected or len(items) != len(out_specs):
         want = "one tensor" if expected == "single" else f"a tuple of {len(out_specs)} outputs"
-        return Failure("type_mismatch", f"run() returned {facts.get('container')} {where}; the reference returns {want}.")
+        return Failure(
+            "type_mismatch", f"run() returned {facts.get('container')} {where}; the reference returns {want}."
+        )
     for label, fact, spec in zip(labels, items, out_specs, strict=False):
         failure = _item(label, fact, spec, where, device_type)
         if failure is not None:
@@ -89,7 +96,9 @@ def structure(
     if reply.get("alias"):
         out_i, in_j = reply["alias"][0]
         name = input_names[in_j] if in_j < len(input_names) else in_j
-        return Failure("output_alias", f"{labels[out_i]} {where} shares memory with input '{name}'; return a new tensor.")
+        return Failure(
+            "output_alias", f"{labels[out_i]} {where} shares memory with input '{name}'; return a new tensor."
+        )
     if not reply.get("copied"):
         return Failure("harness_tamper", f"The worker did not deliver the outputs {where}.")
     return None
@@ -102,7 +111,9 @@ def _item(label: str, fact: dict[str, Any], spec: Any, where: str, device_type: 
             return Failure("type_mismatch", f"{label} {where} is a {fact.get('type')}, expected a Python number.")
         return None
     if kind == "subclass":
-        return Failure("lazy_output", f"{label} {where} is a tensor subclass ({fact.get('type')}); return a plain torch.Tensor.")
+        return Failure(
+            "lazy_output", f"{label} {where} is a tensor subclass ({fact.get('type')}); return a plain torch.Tensor."
+        )
     if kind != "tensor":
         return Failure("type_mismatch", f"{label} {where} is a {fact.get('type')}, expected a torch.Tensor.")
     if fact.get("lazy"):
@@ -111,14 +122,18 @@ def _item(label: str, fact: dict[str, Any], spec: Any, where: str, device_type: 
         return Failure("device_mismatch", f"{label} {where} is on {fact.get('device')}, expected {device_type}.")
     shape, dtype = spec
     if tuple(fact.get("shape") or ()) != tuple(shape):
-        return Failure("shape_mismatch", f"{label} {where} has shape {tuple(fact.get('shape') or ())}, expected {tuple(shape)}.")
+        return Failure(
+            "shape_mismatch", f"{label} {where} has shape {tuple(fact.get('shape') or ())}, expected {tuple(shape)}."
+        )
     want = str(dtype).removeprefix("torch.")
     if fact.get("dtype") != want:
         return Failure("dtype_mismatch", f"{label} {where} has dtype {fact.get('dtype')}, expected {want}.")
     return None
 
 
-def mutation(arena: Arena, private: Sequence[Any], where: str, names: Sequence[str], inplace: Sequence[int]) -> Failure | None:
+def mutation(
+    arena: Arena, private: Sequence[Any], where: str, names: Sequence[str], inplace: Sequence[int]
+) -> Failure | None:
     for j, (shared, mine) in enumerate(zip(arena.args, private, strict=True)):
         if j in inplace or not isinstance(mine, torch.Tensor):
             continue

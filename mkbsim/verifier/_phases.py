@@ -44,7 +44,7 @@ def static_scan(v: Verification) -> Failure | None:
 
 def start_worker(v: Verification) -> Failure | None:
     t0 = time.perf_counter()
-    v.session.zygote()  # started once per session; its cost is its own phase
+    v.report.env["sandbox"] = v.session.zygote().sandbox  # started once per session; its cost is its own phase
     v.timed("zygote_start_s", t0)
     t0 = time.perf_counter()
     numels = v.shape.numels()
@@ -96,7 +96,9 @@ def correctness(v: Verification) -> Failure | None:
         elif answer.reply.get("ok") and _structure(v, answer.reply, where) is None:
             draw.outputs = _delivered(v, arena, answer.reply)
         if answer.reply.get("ok") and not answer.page["launches"]:
-            return Failure("not_dsl", f"run() launched no {v.dsl} kernel {where}; a submission must run its work in the DSL.")
+            return Failure(
+                "not_dsl", f"run() launched no {v.dsl} kernel {where}; a submission must run its work in the DSL."
+            )
     v.report.correct = True
     v.phases["anchors_s"] = anchor_s
     v.timed("correctness_s", t0)
@@ -112,7 +114,10 @@ def _delivered(v: Verification, arena: Arena, reply: dict[str, Any]) -> list[Any
     """The submission's outputs as delivered (slots, scalars), then the in-place inputs."""
     items = (reply.get("structure") or {}).get("items") or []
     views = iter(arena.out_views)
-    outs = [next(views).clone() if spec is not None else fact.get("value") for fact, spec in zip(items, v.shape.out_specs, strict=True)]
+    outs = [
+        next(views).clone() if spec is not None else fact.get("value")
+        for fact, spec in zip(items, v.shape.out_specs, strict=True)
+    ]
     return outs + [arena.args[i].clone() for i in v.shape.inplace]
 
 
@@ -128,7 +133,12 @@ def _checked(v: Verification, draw: Draw, arena: Arena, where: str, first: bool)
     draw.outputs = _delivered(v, arena, reply)
     checks = [compare(out, ref) for out, ref in zip(draw.outputs, draw.refs, strict=True)]
     v.details["draws"].append(
-        {"draw": draw.number, "launches": draw.page["launches"], "ms": draw.page["ms"], "outputs": [c.as_dict() for c in checks]}
+        {
+            "draw": draw.number,
+            "launches": draw.page["launches"],
+            "ms": draw.page["ms"],
+            "outputs": [c.as_dict() for c in checks],
+        }
     )
     return values(checks, where, v.protocol.allowance_factor)
 
@@ -138,27 +148,29 @@ def _background(reply: dict[str, Any], where: str) -> Failure | None:
     if found:
         return Failure(
             "background_work",
-            f"Work was still running after run() returned {where} ({'; '.join(found)}); finish all work before returning.",
+            f"Work was still running after run() returned {where} ({'; '.join(found)}); "
+            "finish all work before returning.",
         )
     return None
 
 
 def coverage(v: Verification) -> Failure | None:
     """The bypass test as coverage (``_coverage``): suppression, then provenance."""
-    s = v.shape
     normal = [d for d in v.draws if not d.suppressed]
     for sup in (d for d in v.draws if d.suppressed):
         if sup.outputs is None:
-            what = error_text(sup.reply.get("error") or {}) if not sup.reply.get("ok") else "outputs not of the declared form"
+            what = (
+                error_text(sup.reply.get("error") or {})
+                if not sup.reply.get("ok")
+                else "outputs not of the declared form"
+            )
             v.report.bypass_ok = False
             return Failure(
                 "decorative_dsl",
                 f"With DSL launches suppressed, run() did not return its outputs ({what}). A call must return "
                 "whatever its kernels computed: a failure there says nothing about whether the DSL does the work.",
             )
-        other = normal[0].refs
-        masks = [_coverage.informative_mask(ref, oth, sup.inputs[s.inplace[i - s.n_outputs]] if i >= s.n_outputs else None)
-                 for i, (ref, oth) in enumerate(zip(sup.refs, other, strict=True))]  # fmt: skip
+        masks = _masks(v, sup, normal[0])
         found = _coverage.suppressed_shares(sup.outputs, sup.refs, masks)
         for k, d in enumerate(normal):
             failure = _provenance(v, d, normal[(k + 1) % len(normal)], found)
@@ -166,7 +178,11 @@ def coverage(v: Verification) -> Failure | None:
                 return failure
         verdict = _coverage.judge(found)
         v.details.setdefault("bypass", []).append(
-            {"launches": sup.page["launches"], "outputs": [c.as_dict() for c in verdict.outputs], "dsl_share": verdict.total_share}
+            {
+                "launches": sup.page["launches"],
+                "outputs": [c.as_dict() for c in verdict.outputs],
+                "dsl_share": verdict.total_share,
+            }
         )
         if verdict.failure is not None:
             v.report.bypass_ok = False
@@ -176,7 +192,6 @@ def coverage(v: Verification) -> Failure | None:
 
 
 def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.OutputCoverage]) -> Failure | None:
-    s = v.shape
     records = d.page.get("records")
     if not isinstance(records, list):
         return Failure("harness_tamper", f"The worker's provenance records of correctness draw {d.number} are missing.")
@@ -186,11 +201,19 @@ def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.Out
             delivered = d.outputs[record[2]].reshape(-1)[v.positions[record[2]]].to(torch.float64).cpu()
             seen = torch.tensor(record[3], dtype=torch.float64)
             if not bool(((delivered == seen) | (delivered.isnan() & seen.isnan())).all()):
-                return Failure("harness_tamper", f"The outputs delivered in correctness draw {d.number} are not the ones run() returned.")
-    masks = [_coverage.informative_mask(ref, oth, d.inputs[s.inplace[i - s.n_outputs]] if i >= s.n_outputs else None)
-             for i, (ref, oth) in enumerate(zip(d.refs, other.refs, strict=True))]  # fmt: skip
-    _coverage.apply_provenance(found, records, d.refs, masks, v.positions, f"correctness draw {d.number}")
+                return Failure(
+                    "harness_tamper",
+                    f"The outputs delivered in correctness draw {d.number} are not the ones run() returned.",
+                )
+    _coverage.apply_provenance(found, records, d.refs, _masks(v, d, other), v.positions, f"correctness draw {d.number}")
     return None
+
+
+def _masks(v: Verification, d: Draw, other: Draw) -> list[torch.Tensor]:
+    """Each output's input-dependent elements in draw ``d`` (against ``other``; in-place: what changed)."""
+    s = v.shape
+    before = [None] * s.n_outputs + [d.inputs[j] for j in s.inplace]
+    return [_coverage.informative_mask(ref, oth, b) for ref, oth, b in zip(d.refs, other.refs, before, strict=True)]
 
 
 def timing(v: Verification) -> Failure | None:
@@ -198,7 +221,9 @@ def timing(v: Verification) -> Failure | None:
     t0 = time.perf_counter()
     p, s = v.protocol, v.shape
     recheck = set(rng.sample(range(p.timed_calls), min(p.rechecked_timed_calls, p.timed_calls)))
-    plan = ["warmup"] * p.warmup_calls + sorted(["timed"] * p.timed_calls + ["null"] * p.null_calls, key=lambda _: rng.random())
+    plan = ["warmup"] * p.warmup_calls + sorted(
+        ["timed"] * p.timed_calls + ["null"] * p.null_calls, key=lambda _: rng.random()
+    )
     arenas = v.session.arenas(s, p)
     saved: list[tuple[int, list[Any], list[Any]]] = []
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
@@ -221,7 +246,9 @@ def timing(v: Verification) -> Failure | None:
             return call_error(reply, where, first=False)
         failure = _structure(v, reply, where) or _background(reply, where)
         if failure is None and not page["launches"]:
-            failure = Failure("not_dsl", f"run() launched no {v.dsl} kernel {where}; every call must run its work in the DSL.")
+            failure = Failure(
+                "not_dsl", f"run() launched no {v.dsl} kernel {where}; every call must run its work in the DSL."
+            )
         if failure is not None:
             return failure
         if kind == "warmup":
@@ -263,23 +290,30 @@ def cross_check(v: Verification) -> Failure | None:
     """The reported times against the verifier's own measures, and against the speed of light."""
     t = v.timing
     device_type = v.session.device.type
+    runtime = statistics.median(t["timed_ms"])
+    # work off the timed stream or between calls first: it also leaves the trusted clock unexplained
+    busy = (pending_check(t["pending_ms"], t["null_pending"]) if device_type == "cuda" else None) or idle_check(
+        t["trusted"], runtime
+    )
+    if busy:
+        return Failure("background_work", f"Work ran outside the timed calls: {busy}; finish all work inside run().")
     check = trusted_cross_check(t["timed_ms"], t["trusted"], t["null_ms"], t["null_trusted"], device_type)
     v.details["clock_check"] = check
     if check["tampered"]:
-        return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {check['tampered']}.")
-    runtime = statistics.median(t["timed_ms"])
-    busy = idle_check(t["trusted"], runtime) or (pending_check(t["pending_ms"], t["null_pending"]) if device_type == "cuda" else None)
-    if busy:
-        return Failure("background_work", f"Work ran outside the timed calls: {busy}; finish all work inside run().")
-    sol = v.session.speed_of_light(v.problem, v.shape.axes)
+        return Failure(
+            "timing_tamper", f"The reported call times disagree with the verifier's clock: {check['tampered']}."
+        )
+    t0 = time.perf_counter()
+    sol = v.session.speed_of_light(v.problem, v.shape.axes)  # the device's peaks: measured once per session
+    v.timed("sol_s", t0)
     sol["fraction"] = sol["sol_ms"] / runtime if runtime > 0 else math.inf
     v.details["sol"] = sol
     if runtime < sol["sol_ms"]:
         return Failure(
             "timing_tamper",
             f"The reported median {fmt(runtime)} ms is below this problem's speed of light on {sol['device_profile']} "
-            f"({fmt(sol['sol_ms'])} ms: {sol['bytes']} bytes at peak bandwidth, or its FLOPs at peak rate): no kernel runs "
-            "that fast, so the time was not measured from the work.",
+            f"({fmt(sol['sol_ms'])} ms: {sol['bytes']} bytes at peak bandwidth, or its FLOPs at peak rate): no kernel "
+            "runs that fast, so the time was not measured from the work.",
         )
     return None
 
@@ -305,10 +339,11 @@ def verdict(v: Verification) -> Failure | None:
     cap = v.protocol.speedup_cap
     v.report.speedup = min(eager.median_ms / runtime, cap) if runtime > 0 else cap
     launches = t["launches_per_call"]
+    share = v.details["bypass"][0]["dsl_share"]
     v.report.feedback = (
-        f"Correct on {v.protocol.correctness_draws} float64-anchored draws and {len(v.details.get('timing_rechecks', []))} "
-        f"re-checked timed calls; bypass test passed ({min(launches)}-{max(launches)} DSL launches per call, "
-        f"{v.details['bypass'][0]['dsl_share']:.0%} of the outputs produced by the DSL). "
+        f"Correct on {v.protocol.correctness_draws} float64-anchored draws and "
+        f"{len(v.details.get('timing_rechecks', []))} re-checked timed calls; bypass test passed "
+        f"({min(launches)}-{max(launches)} DSL launches per call, {share:.0%} of the outputs produced by the DSL). "
         f"Median {fmt(runtime)} ms vs eager {fmt(eager.median_ms)} ms."
     )
     return None

@@ -57,13 +57,20 @@ def _rss_bytes(pid: int) -> int:
 class Zygote:
     """A running zygote (see `mkbsim.verifier._zygote`)."""
 
-    def __init__(self, preload: list[str], cpu_threads: int, device_type: str = "cpu", sandbox: bool | None = None) -> None:
+    def __init__(
+        self, preload: list[str], cpu_threads: int, device_type: str = "cpu", sandbox: bool | None = None
+    ) -> None:
         """Start the zygote; ``sandbox``: True requires bubblewrap, False runs without, None uses it where it runs."""
         ours, theirs = socket.socketpair()
         # Kept open for the zygote's lifetime (its stdout and stderr); closed in close().
         self.log = tempfile.NamedTemporaryFile(prefix="mkbsim-zygote-", suffix=".log", delete=False)  # noqa: SIM115
         command = [sys.executable, "-m", "mkbsim.verifier._zygote", str(theirs.fileno()), ",".join(preload)]
-        io: dict[str, Any] = {"pass_fds": [theirs.fileno()], "stdin": subprocess.DEVNULL, "stdout": self.log, "stderr": self.log}
+        io: dict[str, Any] = {
+            "pass_fds": [theirs.fileno()],
+            "stdin": subprocess.DEVNULL,
+            "stdout": self.log,
+            "stderr": self.log,
+        }
         env = worker_env(cpu_threads)
         made = make_sandbox(env, device_type) if sandbox is not False else "switched off"
         if isinstance(made, str) and sandbox:

@@ -41,6 +41,11 @@ _EMPTY_OPS = frozenset(
 _INTEGER_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
+def _getter(cls: type, name: str) -> Any:
+    """The C getter of a property of ``cls`` (``cls.name.__get__``), immune to patches of subclasses."""
+    return cls.__dict__[name].__get__
+
+
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     """The C functions the vault calls, bound before the submission exists."""
     base = torch._C.TensorBase
@@ -52,12 +57,14 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
         list=list, dict=dict, range=range, any=any, min=min, BaseException=BaseException, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
-        exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys, no_torch_function=torch._C.DisableTorchFunction,
+        exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys,
+        no_torch_function=torch._C.DisableTorchFunction,
         data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
         numel=base.numel, untyped_storage=base.untyped_storage, set_=base.set_, clone=base.clone, copy_=base.copy_,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
-        tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor, stride=base.stride, version=base._version.__get__,
-        dtype_of=base.dtype.__get__, device_of=base.device.__get__, is_floating=base.is_floating_point,
+        tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor,
+        stride=base.stride, version=_getter(base, "_version"),
+        dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float64=torch.float64, int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         sentinels={dtype: torch.iinfo(dtype).max for dtype in _INTEGER_DTYPES} | {torch.bool: True},
@@ -203,7 +210,7 @@ def provenance_vault(
                 observe(t, f"input of eager {name}")
         for t in tensors_in(out, []):
             lo, hi = span(t)
-            set_taint(lo, hi, derived or is_tainted(t) and lib.any(u is t for u in inputs))
+            set_taint(lo, hi, derived or (is_tainted(t) and lib.any(u is t for u in inputs)))
             if is_tainted(t):
                 fingerprint(t)
             else:
@@ -221,7 +228,15 @@ def provenance_vault(
                 continue
             known = prints.get((view_of(t), i))
             derived = is_tainted(t) and (known is None or known == values)
-            records.append(("result", "returned output" if derived else "returned output (not from a DSL launch)", i, values, derived))
+            records.append(
+                (
+                    "result",
+                    "returned output" if derived else "returned output (not from a DSL launch)",
+                    i,
+                    values,
+                    derived,
+                )
+            )
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
         if lib.len(blob) + 8 <= capacity:

@@ -83,7 +83,9 @@ class VerifierSession:
             raise ValueError(f"unknown backend {self.backend!r}; use one of {BACKENDS}")
         if self.backend == "cuda" and not torch.cuda.is_available():
             raise ValueError("the cuda backend needs an NVIDIA GPU; none is visible")
-        self.device = torch.device("cuda", torch.cuda.current_device()) if self.backend == "cuda" else torch.device("cpu")
+        self.device = (
+            torch.device("cuda", torch.cuda.current_device()) if self.backend == "cuda" else torch.device("cpu")
+        )
         self.limits = limits or Limits.for_backend(self.backend)
         env_preload = os.environ.get("MKBSIM_VERIFIER_PRELOAD")
         self.preload = list(preload) if preload is not None else (
@@ -125,9 +127,11 @@ class VerifierSession:
         return self._zygote
 
     def env(self) -> dict[str, Any]:
+        """The machine and library versions; ``sandbox`` once the zygote runs (how its workers are confined)."""
         if self._env is None:
             self._env = capture(self.device)
-        self._env["sandbox"] = self.zygote().sandbox
+        if self._zygote is not None:
+            self._env["sandbox"] = self._zygote.sandbox
         return self._env
 
     def problem(self, problem: str | Problem) -> Problem:
@@ -180,7 +184,8 @@ class VerifierSession:
                 path = Path(worker.workdir) / path.name
                 zygote.box.hand_over(path)
         setup = {
-            "role": role, "path": str(path), "dsl": dsl, "device": str(self.device), "sync": protocol.sync, "sys_path": sys_path,
+            "role": role, "path": str(path), "sys_path": sys_path, "dsl": dsl, "device": str(self.device),
+            "sync": protocol.sync,
             "cache_flush": protocol.cache_flush, "memory_bytes": self.limits.memory_bytes,
             "file_size_bytes": self.limits.file_size_bytes, "cpu_threads": self.limits.cpu_threads,
             "off_limits": [str(_problems_dir())], "workdir": worker.workdir, "inplace": [],
@@ -219,7 +224,14 @@ class VerifierSession:
                     torch.cuda.synchronize(arena.device)
                 control.begin_call(suppress=False, audit=False)
                 desc, fds = arena.descriptor(reuse=reuse)
-                msg = {"op": "call", "arena": desc, "audit": False, "null": False, "flush": protocol.cache_flush, "keep": keep}
+                msg = {
+                    "op": "call",
+                    "arena": desc,
+                    "audit": False,
+                    "null": False,
+                    "flush": protocol.cache_flush,
+                    "keep": keep,
+                }
                 try:
                     ex = worker.request(msg, fds, timeout=self.limits.call_timeout_s)
                 finally:
@@ -269,7 +281,9 @@ class VerifierSession:
             problem=prob.id, problem_name=prob.name, dsl=dsl, backend=self.backend,
             protocol=proto.name, protocol_hash=proto.hash, workload=workload,
         )  # fmt: skip
-        report.details.update(shape=dict(shape.axes), protocol_params=proto.params(), limits=dict(vars(self.limits)), draws=[])
+        report.details.update(
+            shape=dict(shape.axes), protocol_params=proto.params(), limits=dict(vars(self.limits)), draws=[]
+        )
         verification = Verification(self, path, source, prob, dsl, proto, shape, report, enforce_static=static_scan)
         return verification.run(PHASES)
 

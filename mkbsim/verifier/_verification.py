@@ -199,7 +199,9 @@ class Verification:
                     break
         except Exception as exc:  # the verifier's own failure: never blamed on the submission
             self.report.failure = "infra_error"
-            self.report.feedback = f"The verifier failed ({type(exc).__name__}: {exc}); this is not your submission's fault."
+            self.report.feedback = (
+                f"The verifier failed ({type(exc).__name__}: {exc}); this is not your submission's fault."
+            )
             self.details["infra_traceback"] = traceback.format_exc()
         finally:
             self.close_worker()

@@ -51,9 +51,9 @@ _stride = _Base.stride
 _numel = _Base.numel
 _element_size = _Base.element_size
 _zerotensor = _Base._is_zerotensor
-_dtype = _Base.dtype.__get__
-_device = _Base.device.__get__
-_layout = _Base.layout.__get__
+_dtype = _Base.__dict__["dtype"].__get__
+_device = _Base.__dict__["device"].__get__
+_layout = _Base.__dict__["layout"].__get__
 _is_functional = torch._is_functional_tensor
 _Tensor = torch.Tensor
 _type = type
@@ -69,6 +69,8 @@ def _harness_ops() -> Iterator[None]:
     finalizer of the submission's pushes at any moment must not run its code inside them."""
     with torch._C.DisableTorchFunction(), torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
         yield
+
+
 _push_mode = torch._C._push_on_torch_dispatch_stack
 _pop_mode = torch._C._pop_torch_dispatch_stack
 _top_mode = torch._C._get_dispatch_stack_at
@@ -299,6 +301,7 @@ class Worker:
         if self.guards is not None:
             self.guards.between_calls(False)
         if audit:
+            assert self.mode is not None
             _push_mode(self.mode)
         try:
             result = self.timed_call(fn, arena.args)

@@ -62,7 +62,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             mp.syspath_prepend(str(folder))  # the session's processes inherit this import path
         try:
             # modules beside the submission and on the import path: the guards alone, no sandbox
-            with VerifierSession("cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0), sandbox=False) as session:
+            with VerifierSession(
+                "cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0), sandbox=False
+            ) as session:
                 yield Setup(session, shadow, target, elsewhere, beside)
         finally:
             shutil.rmtree(target)
@@ -157,7 +159,8 @@ def test_code_a_thread_of_the_submission_runs_with_no_frame_of_its_file_is_the_s
     # code through exec, so no frame on that thread's stack is a file of the submission's
     helper = (
         "import threading\n\n\ndef go():\n"
-        "    t = threading.Thread(target=exec, args=('import os; os.kill(os.getpid(), 0)',))\n    t.start()\n    t.join()\n"
+        "    t = threading.Thread(target=exec, args=('import os; os.kill(os.getpid(), 0)',))\n"
+        "    t.start()\n    t.join()\n"
     )
     write = f"open({str(tmp_path / 'thread_helper.py')!r}, 'w').write({helper!r})"
     prologue = f"import sys\n{write}\nsys.path.insert(0, {str(tmp_path)!r})"

@@ -80,7 +80,10 @@ def test_measured_peaks_bound_a_copy_from_below() -> None:
 
     torch.set_num_threads(1)
     profile = measure_profile(torch.device("cpu"), 1 << 20)
-    assert profile["bandwidth_bytes_per_s"] > 0 and profile["cache_bandwidth_bytes_per_s"] >= profile["bandwidth_bytes_per_s"]
+    assert (
+        profile["bandwidth_bytes_per_s"] > 0
+        and profile["cache_bandwidth_bytes_per_s"] >= profile["bandwidth_bytes_per_s"]
+    )
     # what the peaks allow for a 64 MiB copy is faster than the copy itself
     src = torch.ones(64 << 20, dtype=torch.uint8)
     dst = torch.empty_like(src)

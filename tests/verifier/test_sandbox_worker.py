@@ -25,8 +25,8 @@ def _probing(tmp_path: Path, hidden: list[str], read_only: list[str]) -> Path:
         f"_SEEN += ['writable ' + p for p in {read_only!r} if os.access(p, os.W_OK)]\n"
     )
     path = tmp_path / "probe.py"
-    path.write_text(EXAMPLE.read_text() + "\n\n" + probe_code + "_kernel_run = run\n\n\ndef run(*inputs):\n"
-                    "    if _SEEN:\n        raise RuntimeError(f'SEEN {_SEEN}')\n    return _kernel_run(*inputs)\n")  # fmt: skip
+    wrapper = "_kernel_run = run\n\n\ndef run(*inputs):\n    if _SEEN:\n        raise RuntimeError(f'SEEN {_SEEN}')\n"
+    path.write_text(EXAMPLE.read_text() + "\n\n" + probe_code + wrapper + "    return _kernel_run(*inputs)\n")
     return path
 
 

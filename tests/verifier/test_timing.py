@@ -20,8 +20,8 @@ HARNESS_MS = 0.2  # the worker's own CPU time around a call, as its null calls s
 
 
 def _calls(kernel_ms: float, n: int, spread: float = 0.004) -> list[Trusted]:
-    return [Trusted(round_trip_ms=kernel_ms + 1.5, cpu_ms=kernel_ms + HARNESS_MS + spread * (i % 3 - 1), idle_cpu_ms=0.0)
-            for i in range(n)]  # fmt: skip
+    cpu = [kernel_ms + HARNESS_MS + spread * (i % 3 - 1) for i in range(n)]
+    return [Trusted(round_trip_ms=kernel_ms + 1.5, cpu_ms=c, idle_cpu_ms=0.0) for c in cpu]
 
 
 NULLS = _calls(0.01, 10)
