@@ -16,6 +16,8 @@ one vault: violations (``VIOLATIONS``) and provenance records (``RECORDS``).
 
 from __future__ import annotations
 
+import _pickle
+import functools
 import mmap
 import os
 import pickle
@@ -132,5 +134,5 @@ def map_control(fd: int) -> mmap.mmap:
     return buf
 
 
-def dumps(obj: Any) -> bytes:
-    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+#: Pickles a vault's records: the C pickler itself (a Python wrapper's code could be replaced).
+dumps = functools.partial(_pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL)

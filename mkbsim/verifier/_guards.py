@@ -25,6 +25,7 @@ from __future__ import annotations
 import _struct
 import _thread
 import builtins
+import dataclasses
 import gc
 import importlib
 import os
@@ -101,7 +102,7 @@ def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, st
 
 
 def _guard_vault(
-    cfg: AttributionConfig, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, lib: Any, k: Any
+    cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, lib: Any, k: Any
 ) -> Any:
     """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
     ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame);
@@ -327,7 +328,8 @@ def _guard_vault(
             if link is not None:
                 # a relative target is relative to the link's folder, not to the working directory
                 target = as_path(changed[0]) if lib.type(changed[0]) is lib.str and changed[0].startswith("/") else None
-                changed[0] = target or link.rsplit("/", 1)[0] + "/" + lib.str(changed[0])
+                relative = changed[0] if lib.type(changed[0]) is lib.str else ""
+                changed[0] = target or link.rsplit("/", 1)[0] + "/" + relative
             relative_to_fd = lib.any(i < lib.len(args) and args[i] not in (None, -1) for i in k.DIR_FD.get(event, ()))
             if relative_to_fd or not lib.all(writable(path) for path in changed):
                 return refuse(event, "changing files outside the temporary directory is forbidden", who)
@@ -343,6 +345,10 @@ def _guard_vault(
                 reply = judge_event(request[1], request[2], request[3], request[4] is True)
             elif kind == "import":
                 name, fromlist, frame = request[1], request[2], request[3]
+                if lib.type(name) is not lib.str or (
+                    lib.type(fromlist) is not lib.tuple and lib.type(fromlist) is not lib.list
+                ):
+                    name, fromlist = "", ()  # a str subclass's methods would run the submission's code here
                 full = [name] + [f"{name}.{item}" for item in fromlist if lib.type(item) is lib.str and item != "*"]
                 for dotted in full:
                     reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
@@ -385,9 +391,11 @@ def _guard_vault(
 def _audit_hook(
     event: str, args: tuple[Any, ...], *, _send: Any, _watched: Any, _prefixes: Any, _attributes: Any,
     _frame_names: Any, _protected: Any, _id: Any, _ident: Any, _busy: Any, _lock: Any, _getframe: Any, _gc: Any,
-    _keep: Any = ()
+    _type: Any = type, _str: Any = str, _keep: Any = ()
 ) -> None:  # fmt: skip
     """Called by the interpreter for every audited event; most are turned away at once."""
+    if _type(event) is not _str:
+        return  # sys.audit called with a str subclass (whose methods would run in the vault): no real event
     if event not in _watched and not event.startswith(_prefixes):
         return
     if event in _attributes and _id(args[0]) not in _protected and args[1] not in _frame_names:
@@ -479,8 +487,10 @@ class Guards:
         # the vault learns the protected code objects when the audit hook is installed (all exist then)
         self._codes: set[int] = set()  # every vault's and hook's code object (hooks are looked past)
         self._vault_codes: set[int] = set()
+        # a SimpleNamespace, not the dataclass: a property added to a Python class would run inside the vault
+        config = types.SimpleNamespace(**dataclasses.asdict(cfg))
         send = registry.open(
-            _guard_vault, cfg, _rule_tables(dsl), page, self._codes, self._vault_codes, _lib(), _constants()
+            _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, _lib(), _constants()
         )
         send = (send.__kwdefaults__ or {})[
             "_send"

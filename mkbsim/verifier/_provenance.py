@@ -22,6 +22,7 @@ The records go to the control page; the harness's Python never holds them.
 from __future__ import annotations
 
 import _struct
+import operator
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -55,7 +56,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     cuda_sync = getattr(torch._C, "_cuda_synchronize", None) if device.type == "cuda" else None
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
-        list=list, dict=dict, range=range, any=any, min=min, BaseException=BaseException, zip=zip,
+        list=list, dict=dict, range=range, any=any, min=min, max=max, sorted=sorted,
+        first=operator.itemgetter(0), BaseException=BaseException, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
         exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys,
         no_torch_function=torch._C.DisableTorchFunction,
@@ -166,17 +168,26 @@ def provenance_vault(
         if not audit:
             return
         tensors = tensors_in(args, [])
-        done: dict[int, bool] = {}
+        spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
         for t in tensors:
             if not is_tainted(t):
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
-            address = storage_of(t)
-            if address in done:
-                continue
-            done[address] = True
-            whole = lib.empty((0,), dtype=lib.uint8, device=lib.device_of(t))
-            lib.set_(whole, lib.untyped_storage(t))
-            pending.append((whole, lib.clone(whole), address))
+            lo, hi = span(t)
+            if hi > lo:
+                spans.setdefault(storage_of(t), []).append((lo, hi, t))
+        for address, ranges in spans.items():
+            # only the bytes the arguments span are copied aside (one arena holds every input of a call)
+            whole = lib.empty((0,), dtype=lib.uint8, device=lib.device_of(ranges[0][2]))
+            lib.set_(whole, lib.untyped_storage(ranges[0][2]))
+            merged: list[Any] = []
+            for lo, hi, _ in lib.sorted(ranges, key=lib.first):
+                if merged and lo <= merged[-1][1]:
+                    merged[-1][1] = lib.max(merged[-1][1], hi)
+                else:
+                    merged.append([lo, hi])
+            for lo, hi in merged:
+                view = whole[lo - address : hi - address]
+                pending.append((view, lib.clone(view), lo))
         pending.append(("tensors", tensors, 0))
 
     def after() -> None:
