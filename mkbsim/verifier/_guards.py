@@ -260,8 +260,8 @@ def _guard_vault(
                 return refuse("open() of a path object", "pass file names as str", who)
             return None
         if real.startswith("/proc/"):
-            head = real.split("/")
-            if lib.len(head) > 3 and head[3] in k.PROC_MEMORY:  # nobody reads these here
+            parts = real.split("/")[2:]  # /proc/self/maps, /proc/self/task/7/maps, /proc/self/map_files/...
+            if lib.any(part in k.PROC_MEMORY for part in parts):  # nobody reads these here
                 return refuse(f"open({real!r})", "the process's memory is off limits", None)
         writing = (lib.type(mode) is lib.str and lib.any(c in mode for c in "wax+")) or (
             lib.type(flags) is lib.int and (flags & k.WRITE_FLAGS) != 0
@@ -526,12 +526,14 @@ class Guards:
             self.replace(owner, attr, hook)
         for name in ("exec", "eval", "compile"):
             self.deny(builtins, name, f"{name}()", "dynamic code execution is forbidden", how="direct")
-        for owner in (threading, _thread):
-            attr = "_start_new_thread" if owner is threading else "start_new_thread"
-            hook = protect(
-                _start_thread, _ask=self.ask, _original=getattr(owner, attr), _getframe=sys._getframe, _lock=self._lock
-            )
-            self.replace(owner, attr, hook)
+        # every name a thread can be started by (start_new: the old alias of the same function)
+        for owner, attr in ((threading, "_start_new_thread"), (_thread, "start_new_thread"), (_thread, "start_new")):
+            original = getattr(owner, attr, None)
+            if original is not None:
+                hook = protect(
+                    _start_thread, _ask=self.ask, _original=original, _getframe=sys._getframe, _lock=self._lock
+                )
+                self.replace(owner, attr, hook)
         for module_name in ("signal", "_signal"):
             signal_module = sys.modules.get(module_name)
             if signal_module is not None:
