@@ -54,22 +54,30 @@ def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
         cuda=device_type == "cuda", device_wide=sync == "device", perf_counter=_perf_counter, Event=_CudaEvent,
         record=_event_record, elapsed=_event_elapsed, event_sync=_event_synchronize, device_sync=_device_synchronize,
         current_stream=_current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"),
-        BaseException=BaseException, float=float,
+        BaseException=BaseException, float=float, type=type, tuple=tuple, len=len, max=max, min=min,
     )  # fmt: skip
 
 
 def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
     """Times the call of each nonce end to end (synchronise, record, call, synchronise) and writes the
-    measure to the control page. The first START of a nonce starts the clock and every STOP stops it
-    again: a request the submission forges can only make its call longer."""
+    measure to the control page.
+
+    START (1) arms the nonce's call: on cuda it synchronises and records the start event; the vault notes
+    its own clock. STOP ((2, t0, t1)) brings the host times the harness read right around the call, so
+    that no request's own cost falls inside the measure; the vault clamps them to its own notes (t0 no
+    earlier than START's, t1 no later than STOP's arrival) and keeps the widest interval of the nonce, and
+    on cuda records the end event. Only the first START of a nonce counts: a request the submission forges
+    can make its call longer, never shorter."""
     started = -1
-    t0 = 0.0
+    stopped = False
+    mark = lo = hi = 0.0
     start_event: Any = None
     reply: Any = None
     while True:
         request = yield reply
         reply = None
         try:
+            arrived = lib.perf_counter()
             nonce = lib.u64.unpack_from(page, layout.NONCE)[0]
             if request == 1 and nonce != started:
                 started = nonce
@@ -78,26 +86,32 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                     if not lib.device_wide:
                         start_event = lib.Event(enable_timing=True)
                         lib.record(start_event, lib.current_stream())
-                t0 = lib.perf_counter()
-            elif request == 2 and nonce == started:
+                mark = lo = hi = lib.perf_counter()
+                stopped = False
+            elif lib.type(request) is lib.tuple and lib.len(request) == 3 and request[0] == 2 and nonce == started:
+                t0, t1 = request[1], request[2]
+                if lib.type(t0) is not lib.float or lib.type(t1) is not lib.float:
+                    t0 = t1 = arrived
+                lo = lib.min(lo, lib.max(t0, mark)) if stopped else lib.max(t0, mark)
+                hi = lib.max(hi, lib.min(t1, arrived))
+                stopped = True
                 pending = 0.0
                 if not lib.cuda:
-                    host = (lib.perf_counter() - t0) * 1e3
-                    ms = host
+                    ms = (hi - lo) * 1e3
                 elif lib.device_wide:
                     lib.device_sync()
-                    host = ms = (lib.perf_counter() - t0) * 1e3
+                    hi = lib.max(hi, lib.perf_counter())
+                    ms = (hi - lo) * 1e3
                 else:
                     end = lib.Event(enable_timing=True)
                     lib.record(end, lib.current_stream())
                     lib.event_sync(end)
-                    t1 = lib.perf_counter()
-                    host = (t1 - t0) * 1e3
+                    done = lib.perf_counter()
                     lib.device_sync()  # device work left once the timed stream is done: a side stream
-                    pending = (lib.perf_counter() - t1) * 1e3
+                    pending = (lib.perf_counter() - done) * 1e3
                     ms = lib.float(lib.elapsed(start_event, end))
                 lib.f64.pack_into(page, layout.CALL_MS, ms)
-                lib.f64.pack_into(page, layout.HOST_MS, host)
+                lib.f64.pack_into(page, layout.HOST_MS, (hi - lo) * 1e3)
                 lib.f64.pack_into(page, layout.PENDING_MS, pending)
                 lib.u64.pack_into(page, layout.ACK, nonce)
         except lib.BaseException as exc:  # a CUDA fault of the kernel: raised into the call, not our frame
@@ -114,15 +128,18 @@ def timer_layout() -> types.SimpleNamespace:
     )  # fmt: skip
 
 
-def timed_call(fn: Any, args: Any, *, _timer: Any) -> Any:
-    """The harness's call of run(): the timer's vault starts before it and stops after it, whatever happens."""
+def timed_call(fn: Any, args: Any, *, _timer: Any, _clock: Any) -> Any:
+    """The harness's call of run(): the timer's vault starts before it and stops after it, whatever
+    happens; the host clock is read right around the call, outside the vault's requests."""
     failed = _timer(1)
     if failed is not None:
         raise failed
+    t0 = _clock()
     try:
         return fn(*args)
     finally:
-        failed = _timer(2)
+        t1 = _clock()
+        failed = _timer((2, t0, t1))
         if failed is not None:
             raise failed
 

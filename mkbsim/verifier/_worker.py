@@ -36,7 +36,15 @@ from mkbsim.verifier._control import map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._guards import Guards
 from mkbsim.verifier._provenance import dispatch, page_layout, provenance_lib, provenance_vault, report_result
-from mkbsim.verifier._timing import TIMER_ATTRIBUTES, CacheFlusher, timed_call, timer_layout, timer_lib, timer_vault
+from mkbsim.verifier._timing import (
+    TIMER_ATTRIBUTES,
+    CacheFlusher,
+    _perf_counter,
+    timed_call,
+    timer_layout,
+    timer_lib,
+    timer_vault,
+)
 from mkbsim.verifier._vault import Registry
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -199,7 +207,7 @@ class Worker:
         registry = Registry()
         page = map_control(self.control_fd)
         timer = registry.open(timer_vault, page, timer_lib(self.device.type, self.setup["sync"]), timer_layout())
-        self.timed_call = registry.protect(timed_call, _timer=timer)
+        self.timed_call = registry.protect(timed_call, _timer=timer, _clock=_perf_counter)
         if self.candidate:
             cfg = attribution_config(HARNESS_DIR, self.path, self.setup["off_limits"])
             self.guards = Guards(registry, cfg, self.setup["dsl"], page)

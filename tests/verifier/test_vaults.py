@@ -59,17 +59,22 @@ def _arm(page: mmap.mmap, nonce: int, *, suppress: bool = False, audit: bool = F
 def test_a_forged_timer_request_can_only_make_a_call_longer(page: mmap.mmap) -> None:
     registry = Registry()
     timer = registry.open(timer_vault, page, timer_lib("cpu", "stream"), timer_layout())
-    call = registry.protect(timed_call, _timer=timer)
+    call = registry.protect(timed_call, _timer=timer, _clock=time.perf_counter)
 
     def run() -> None:
         time.sleep(0.02)
         timer(1)  # a second START: ignored, the clock started before run()
-        timer(2)  # an early STOP: overwritten by the harness's own, after run() returns
+        now = time.perf_counter()
+        timer((2, now, now))  # a forged STOP of an empty interval: the harness's own comes after run() returns
         time.sleep(0.02)
 
     _arm(page, 7)
     call(run, ())
     assert _control.get(page, _control.ACK) == 7
+    assert _control.get(page, _control.CALL_MS) >= 40.0
+    # a STOP sent after the call (by a thread, say) claiming a shorter call changes nothing either
+    late = time.perf_counter()
+    timer((2, late - 1e-6, late))
     assert _control.get(page, _control.CALL_MS) >= 40.0
 
 
