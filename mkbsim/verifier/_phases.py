@@ -229,9 +229,11 @@ def timing(v: Verification) -> Failure | None:
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     k = 0
+    inputs: list[Any] | None = None
     for kind in plan:
         where = f"in timed call {k + 1} of {p.timed_calls}" if kind == "timed" else f"in a {kind} call"
-        inputs = s.draw()
+        if kind != "null" or inputs is None:  # a null call (run() is not called) reuses the last draw
+            inputs = s.draw()
         arena, reuse, keep = arenas.next(inputs)
         answer = v.call(arena, where, null=kind == "null", keep=keep, reuse=reuse, flush=p.cache_flush)
         if isinstance(answer, Failure):

@@ -18,6 +18,7 @@ reported one does not account for, or as CPU time between calls (``background_wo
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Sequence
@@ -26,9 +27,10 @@ from typing import Any
 
 #: The reported median may be below the trusted estimate by this share of itself...
 TOLERANCE = 0.25
-#: ...plus this many median absolute deviations of the null calls' overhead (the measurement's own
-#: noise in this worker), plus a floor for the clocks' granularity.
-NOISE_MADS = 4.0
+#: ...plus this many standard errors of the estimate (the difference of two medians, each from its
+#: calls' own spread in this worker: 1.85 MAD / sqrt(n) is a median's standard error for normal noise),
+#: plus a floor for the clocks' granularity.
+NOISE_SIGMAS = 4.0
 FLOOR_MS = 0.01
 #: Between calls the worker sleeps in recv; more CPU than this per gap (median) is background work...
 IDLE_FLOOR_MS = 0.05
@@ -95,14 +97,15 @@ def cross_check(
     method = _method(calls, nulls, device_type)
     null_over = [_measure(t, method) - r for t, r in zip(nulls, null_reported, strict=True)]
     harness = float(statistics.median(null_over))
-    noise = _mad(null_over)
     excess = [_measure(t, method) - r - harness for t, r in zip(calls, reported, strict=True)]
+    noise = 1.85 * math.sqrt(_mad(null_over) ** 2 / len(null_over) + _mad(excess) ** 2 / len(excess))
     median_reported = float(statistics.median(reported))
-    limit = TOLERANCE * median_reported + NOISE_MADS * noise + FLOOR_MS
+    limit = TOLERANCE * median_reported + NOISE_SIGMAS * noise + FLOOR_MS
     out.update(
         method=method,
         harness_ms=harness,
-        harness_mad_ms=noise,
+        harness_mad_ms=_mad(null_over),
+        standard_error_ms=noise,
         excess_median_ms=float(statistics.median(excess)),
         excess_limit_ms=limit,
         trusted_estimate_ms=median_reported + float(statistics.median(excess)),

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 import torch
 
 from mkbsim.verifier import VerifierSession
 from mkbsim.verifier._compare import build_refs
+from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._coverage import OUTPUT_SHARE, TOTAL_SHARE, OutputCoverage, informative_mask, judge
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
@@ -68,3 +71,27 @@ def test_a_median_below_the_speed_of_light_is_timing_tamper(cpu_session: Verifie
     assert report.speedup is None and report.runtime_ms is None
     honest = cpu_session.verify(EXAMPLE, "p36", "tirx")
     assert honest.passed and 0 < honest.details["sol"]["fraction"] <= 1
+
+
+def test_times_forged_in_the_control_page_fail_the_trusted_clock(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a kernel that really takes 2 ms of CPU time per call, far above this machine's noise
+    slow = tmp_path / "slow.py"
+    spin = "\n\nimport time\n_kernel_run = run\n\n\ndef run(*inputs):\n    t = time.thread_time()\n"
+    slow.write_text(EXAMPLE.read_text() + spin + "    while time.thread_time() - t < 0.002:\n        pass\n"
+                    "    return _kernel_run(*inputs)\n")  # fmt: skip
+    assert cpu_session.verify(slow, "p36", "tirx").passed  # reported as measured: no false alarm
+    # what a worker could do with native code writing its own memory: report a twentieth of every call
+    honest_report = ControlPage.report
+
+    def forged(page: ControlPage) -> dict[str, Any]:
+        report = honest_report(page)
+        report["ms"] = report["ms"] / 20
+        report["host_ms"] = report["host_ms"] / 20
+        return report
+
+    monkeypatch.setattr(ControlPage, "report", forged)
+    report = cpu_session.verify(slow, "p36", "tirx")
+    assert report.failure == "timing_tamper", report.feedback
+    assert "verifier's cpu clock" in report.feedback

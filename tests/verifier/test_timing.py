@@ -7,7 +7,7 @@ import time
 
 from mkbsim.verifier._trusted import (
     FLOOR_MS,
-    NOISE_MADS,
+    NOISE_SIGMAS,
     TOLERANCE,
     ProcessClock,
     Trusted,
@@ -54,7 +54,7 @@ def test_the_noise_floor_is_this_worker_s_own_spread() -> None:
     noisy = [Trusted(1.0, 0.01 + HARNESS_MS + (0.05 if i % 2 else -0.05), 0.0) for i in range(10)]
     check = cross_check([0.05] * 50, _calls(0.1, 50), NULL_MS, noisy, "cpu")
     assert check["harness_mad_ms"] > 0.04 and check["tampered"] is None  # 50 us missing, within 4 MADs of 50 us
-    assert check["excess_limit_ms"] >= NOISE_MADS * 0.04
+    assert check["standard_error_ms"] > 0.02 and check["excess_limit_ms"] >= NOISE_SIGMAS * check["standard_error_ms"]
 
 
 def test_without_cpu_times_the_wall_clock_decides() -> None:
