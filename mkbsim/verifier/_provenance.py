@@ -200,8 +200,11 @@ def provenance_vault(
             changed = lib.nonzero(lib.ne(whole, copy))
             if lib.numel(changed):  # the bytes from the first to the last the launch changed
                 set_taint(address + lib.int(changed[0]), address + lib.int(changed[-1]) + 1, True)
+            # the same copy either way: a suppressed launch must not take longer to come back than a real one
             if suppress:
                 lib.copy_(whole, copy)
+            else:
+                lib.copy_(copy, whole)
         pending.clear()
         for t in tensors:
             if is_tainted(t):
