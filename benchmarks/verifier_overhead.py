@@ -166,14 +166,8 @@ def measure_worker(rounds: int, backend: str = "cpu") -> list[dict[str, Any]]:
     with VerifierSession(backend) as session:
         for _ in range(rounds):
             report = session.verify(str(FILE), PROBLEM, DSL, protocol="paper")
-            timing = report.details.get("timing", {}) if isinstance(report.details, dict) else {}
             rows.append(
-                {
-                    "passed": report.passed,
-                    "runtime_us": report.runtime_ms * 1e3,
-                    "eager_us": report.eager_ms * 1e3,
-                    "prep_us": _median(timing["worker_prep_ms"]) * 1e3 if timing.get("worker_prep_ms") else None,
-                }
+                {"passed": report.passed, "runtime_us": report.runtime_ms * 1e3, "eager_us": report.eager_ms * 1e3}
             )
     return rows
 
@@ -229,8 +223,7 @@ def main() -> None:
     for w in worker:
         print(
             f"| worker (real verify, paper) | {w['runtime_us']:.1f} | – | {w['runtime_us'] / base['wall_us']:.2f} | – |"
-            f"  eager in trusted worker {w['eager_us']:.1f} µs, worker prep {w['prep_us'] or 0:.1f} µs, "
-            f"passed={w['passed']}"
+            f"  eager in trusted worker {w['eager_us']:.1f} µs, passed={w['passed']}"
         )
 
 
