@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mkbsim.campaigns import Limits, SimCampaign, default_workers, plan_campaign, run_simulated
+from mkbsim.campaigns import SimCampaign, default_workers, run_campaign
 from mkbsim.events import EventStore, NewEvent
 from mkbsim.simulator import CampaignConfig, all_design_spaces, select_problems, shipped_profiles
 
@@ -30,14 +30,14 @@ BATCH = 5000
 
 def _campaign(workers: int, replicates: int) -> SimCampaign:
     config = CampaignConfig(tuple(shipped_profiles().values()), tuple(select_problems(None)), replicates=replicates)
-    return SimCampaign(config, limits=Limits(workers))
+    return SimCampaign(config, workers=workers)
 
 
 def _run(campaign: SimCampaign, executor: str, path: Path) -> tuple[float, float, float]:
     """(wall seconds, events appended per wall second and per CPU second of the writer's appends)."""
     with EventStore(path, create=True) as store:
         t0 = time.perf_counter()
-        result = run_simulated(store, campaign, executor=executor)
+        result = run_campaign(store, campaign, executor=executor)
         wall = time.perf_counter() - t0
     assert result.ran == result.attempts
     return wall, result.events / result.append_s, result.events / result.append_cpu_s
@@ -85,7 +85,7 @@ def main() -> None:
         ray.shutdown()
     store_wall = statistics.median(r[0] for r in store_rates)
     store_cpu = statistics.median(r[1] for r in store_rates)
-    attempts = len(plan_campaign(campaign).attempts)
+    attempts = len(campaign.attempts())
     print(f"{platform.node()} · {args.workers} workers · Python {platform.python_version()} · ray {ray.__version__} · "
           f"{attempts:,} attempts · {args.repeats} rounds: median (range)")  # fmt: skip
     print(f"ray.init (each round, not counted): {_median_and_range(inits)} s")

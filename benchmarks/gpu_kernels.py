@@ -1,6 +1,6 @@
 """Build, check and time every DSL solution under problems/*/solutions/ on the GPU, in one call.
 
-Run on the GPU machine from the repository root, after the DSLs are staged (shared/gpu/README.md):
+Run on the GPU machine from the repository root, after the DSLs are staged (benchmarks/gpu_pack.py):
 
     export PYTHONPATH=$PWD:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages CUDA_PATH=/usr/local/cuda
     python3 benchmarks/gpu_kernels.py --out $OUT            # everything

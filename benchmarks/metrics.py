@@ -1,8 +1,8 @@
 """Metrics benchmark: build every analysis projection from a 1,000,000-event campaign store, then time
 `mkbsim report` on it once the projections are current.
 
-Targets (issue 5): building ≤ 10 s; the report ≤ 1 s (wall clock of the whole command, interpreter
-start included).
+Targets: building ≤ 10 s; the report ≤ 1 s (wall clock of the whole command, interpreter start and the
+store's integrity check included).
 
     .venv/bin/python benchmarks/metrics.py [--events 1000000] [--keep PATH]
 """

@@ -3,12 +3,15 @@
     python3 benchmarks/record_h200.py DIR [DIR ...]
 
     python3 benchmarks/record_h200.py DIR --harness gpu_kernels.jsonl
+    python3 benchmarks/record_h200.py DIR --do-bench do_bench.jsonl --date 2026-12-01
 
 DIR holds `<solution stem>.json` verdicts as written by benchmarks/gpu_solutions.sh. Each passed verdict
-replaces (or adds) the row of its solution file: verifier_ms and eager_ms from the verdict. `--harness`
-adds harness_ms / harness_eager_ms from benchmarks/gpu_kernels.py's JSON lines (passed solutions and the
-eager reference of the same run); a row keeps its earlier harness timings otherwise. Failed verdicts are
-listed, not stored.
+replaces (or adds) the row of its solution file: verifier_ms and eager_ms from the verdict; the file leaves
+`not_measured`. `--harness` adds harness_ms / harness_eager_ms from benchmarks/gpu_kernels.py's JSON lines
+(passed solutions and the eager reference of the same run); a row keeps its earlier harness timings
+otherwise. `--do-bench` adds do_bench_ms (`triton.testing.do_bench` on the same kernel, from
+benchmarks/gpu_verify_many.py). Each row carries the date of the run that measured it (`--date`, default
+today, UTC). Failed verdicts are listed, not stored. Then benchmarks/kernel_tables.py regenerates the tables.
 """
 
 from __future__ import annotations
@@ -16,32 +19,36 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).with_name("h200_measurements.json")
 
 
-def row_of(stem: str, verdict: dict[str, Any]) -> dict[str, Any]:
+def row_of(stem: str, verdict: dict[str, Any], date: str) -> dict[str, Any]:
     number, _, rest = stem.partition("_")
     plan, _, dsl = rest.rpartition("_")
     if verdict["problem"] != f"p{number}" or verdict["dsl"] != dsl:
         raise ValueError(f"{stem}: the verdict is for {verdict['problem']} {verdict['dsl']}")
     return {"file": f"{stem}.py", "problem": verdict["problem"], "dsl": dsl, "plan": plan,
-            "verifier_ms": round(verdict["runtime_ms"], 4), "eager_ms": round(verdict["eager_ms"], 4)}  # fmt: skip
+            "verifier_ms": round(verdict["runtime_ms"], 4), "eager_ms": round(verdict["eager_ms"], 4),
+            "date": date}  # fmt: skip
 
 
-def merge(data: dict[str, Any], verdicts: dict[str, dict[str, Any]]) -> list[str]:
+def merge(data: dict[str, Any], verdicts: dict[str, dict[str, Any]], date: str) -> list[str]:
     """Update ``data`` in place; returns the stems that failed (not stored)."""
     rows = {row["file"]: row for row in data["rows"]}
+    pending = data.get("not_measured", {})  # files not measured yet, with the reason
     failed = []
     for stem, verdict in sorted(verdicts.items()):
         if not verdict.get("passed"):
             failed.append(f"{stem}: {verdict.get('failure')}")
             continue
-        new = row_of(stem, verdict)
+        new = row_of(stem, verdict, date)
         old = rows.get(new["file"], {})
         rows[new["file"]] = {**new, **{k: v for k, v in old.items() if k.startswith("harness")}}
+        pending.pop(new["file"], None)
     data["rows"] = sorted(rows.values(), key=lambda r: r["file"])
     return failed
 
@@ -59,6 +66,17 @@ def merge_harness(data: dict[str, Any], lines: list[dict[str, Any]]) -> int:
     return updated
 
 
+def merge_do_bench(data: dict[str, Any], lines: list[dict[str, Any]]) -> int:
+    """Add do_bench medians of the same kernels (same run as their verdicts); returns rows updated."""
+    bench = {r["file"]: r["do_bench_ms"] for r in lines if "do_bench_ms" in r}
+    updated = 0
+    for row in data["rows"]:
+        if row["file"] in bench:
+            row["do_bench_ms"] = round(bench[row["file"]], 4)
+            updated += 1
+    return updated
+
+
 def dump(data: dict[str, Any]) -> str:
     """The file's layout: the header indented, one row per line (diffs show which solution changed)."""
     head = {k: v for k, v in data.items() if k != "rows"}
@@ -70,6 +88,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", type=Path)
     parser.add_argument("--harness", type=Path, help="gpu_kernels.jsonl of benchmarks/gpu_kernels.py")
+    parser.add_argument("--do-bench", type=Path, help="do_bench.jsonl of benchmarks/gpu_verify_many.py")
+    parser.add_argument("--date", default=datetime.now(UTC).date().isoformat(), help="the run's date")
     args = parser.parse_args()
     verdicts: dict[str, dict[str, Any]] = {}
     for directory in args.dirs:
@@ -79,11 +99,14 @@ def main() -> None:
             except ValueError:
                 print(f"{path}: not a verdict (see {path.stem}.err)", file=sys.stderr)
     data = json.loads(DATA.read_text())
-    failed = merge(data, verdicts)
-    print(f"{len(verdicts) - len(failed)} rows recorded in {DATA.name}")
+    failed = merge(data, verdicts, args.date)
+    print(f"{len(verdicts) - len(failed)} rows recorded in {DATA.name}; now run benchmarks/kernel_tables.py")
     if args.harness is not None:
         lines = [json.loads(line) for line in args.harness.read_text().splitlines() if line.strip()]
         print(f"harness timings for {merge_harness(data, lines)} rows")
+    if args.do_bench is not None:
+        lines = [json.loads(line) for line in args.do_bench.read_text().splitlines() if line.strip()]
+        print(f"do_bench timings for {merge_do_bench(data, lines)} rows")
     DATA.write_text(dump(data))
     for line in failed:
         print(f"not recorded: {line}")

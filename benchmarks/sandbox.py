@@ -11,19 +11,20 @@ Variants, interleaved round by round so that a busy machine weighs on all alike:
 * ``bwrap``: `mkbsim.sandbox.run` with an agent's policy (interpreter and site-packages read-only, the
   attempt's folder writable, 2 cores, 8 GB, 128 processes, new PID/mount/IPC/UTS/net namespaces);
 * ``bwrap-no-limiter``: the same bubblewrap command line running bash directly (what the limiter costs);
-* ``limiter``: the limiter alone, without bubblewrap.
+* ``limiter``: the limiter chain alone (bash's ulimit, taskset; without the uid drop), without bubblewrap.
 
-Wall time per command (median and 90th percentile over all rounds) and the CPU time the command's processes
-used (user + system, from `RUSAGE_CHILDREN`: immune to waiting for a busy machine's cores).
+Wall time per command: median and 90th percentile over all rounds, with the load average (the figures
+scale with it: on a busy 2-core machine every variant waits for a core). Not CPU time: processes of a
+PID namespace are reaped by bubblewrap's init, so `RUSAGE_CHILDREN` here would miss them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -33,7 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mkbsim.sandbox import Policy, probe, python_paths, run, sandbox_argv
+from mkbsim.sandbox import Policy, probe, python_paths, run
 
 # The limiter of the pre-bubblewrap agent sandbox (mkbsim/agents/_sandbox.py before this change), verbatim.
 _OLD_LIMITER = (
@@ -56,8 +57,7 @@ def _variants(folder: Path) -> dict[str, Callable[[], None]]:
     out = folder.parent / "out.txt"
     unshare = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--net"]
     old = [*unshare, sys.executable, "-I", "-S", "-c", _OLD_LIMITER, str(8 << 30), ",".join(map(str, cpus)), *_COMMAND]
-    bare = sandbox_argv(policy, _COMMAND)
-    bare = bare[: bare.index("--") + 1] + _COMMAND
+    bare = [str(probe().bwrap), *policy.bwrap_args(), "--", *_COMMAND]
 
     def popen(argv: list[str]) -> Callable[[], None]:
         def once() -> None:
@@ -70,16 +70,9 @@ def _variants(folder: Path) -> dict[str, Callable[[], None]]:
         with out.open("wb") as f:
             assert run(policy, _COMMAND, timeout_s=30, output=f).exit_code == 0
 
-    limiter = policy.limits().argv(policy.python, _COMMAND)
-    if policy.uid is not None:  # outside a sandbox root would drop for good: keep the uid
-        limiter[limiter.index("-c") + 2] = "-"
-    limiter[limiter.index("-c") + 6] = str(folder)
+    # outside a sandbox the uid drop would lock root out of its own files: the chain without it
+    limiter = dataclasses.replace(policy.limits(), uid=None).argv(_COMMAND)
     return {"unshare": popen(old), "bwrap": sandboxed, "bwrap-no-limiter": popen(bare), "limiter": popen(limiter)}
-
-
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def measure(rounds: int, commands: int) -> dict[str, dict[str, float]]:
@@ -88,22 +81,19 @@ def measure(rounds: int, commands: int) -> dict[str, dict[str, float]]:
     try:
         variants = _variants(folder)
         walls: dict[str, list[float]] = {name: [] for name in variants}
-        cpus: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(rounds):
             for name, once in variants.items():
                 once()  # warm
                 for _ in range(commands):
-                    c0, t0 = _children_cpu_s(), time.perf_counter()
+                    t0 = time.perf_counter()
                     once()
                     walls[name].append(time.perf_counter() - t0)
-                    cpus[name].append(_children_cpu_s() - c0)
     finally:
         shutil.rmtree(folder.parent, ignore_errors=True)
     return {
         name: {
             "median_ms": round(1000 * statistics.median(walls[name]), 1),
             "p90_ms": round(1000 * statistics.quantiles(walls[name], n=10)[-1], 1),
-            "cpu_ms": round(1000 * statistics.median(cpus[name]), 1),
         }
         for name in walls
     }
@@ -125,9 +115,9 @@ def main() -> None:
         print(json.dumps(facts, indent=2))
         return
     print(f"{support.describe()}; {platform.platform()}; load {os.getloadavg()[0]:.1f}")
-    print(f"{'variant':18} {'median ms':>10} {'p90 ms':>8} {'cpu ms':>8}")
+    print(f"{'variant':18} {'median ms':>10} {'p90 ms':>8}")
     for name, r in results.items():
-        print(f"{name:18} {r['median_ms']:>10} {r['p90_ms']:>8} {r['cpu_ms']:>8}")
+        print(f"{name:18} {r['median_ms']:>10} {r['p90_ms']:>8}")
 
 
 if __name__ == "__main__":

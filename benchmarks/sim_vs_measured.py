@@ -40,7 +40,8 @@ class Comparison:
 
 
 def solution_files() -> list[Path]:
-    return sorted(ROOT.glob("problems/*/solutions/*.py"))
+    """The reference solutions `NN_<plan>_<dsl>.py`; `_<helper>.py` modules beside them are shared DSL code."""
+    return sorted(p for p in ROOT.glob("problems/*/solutions/*.py") if not p.name.startswith("_"))
 
 
 def load_measurements() -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """TUI benchmark: drives `mkbsim tui` headless with Textual's Pilot on a store of about a million events
-and prints the times the issue bounds (first screen ≤ 2 s; a comparisons-table scroll and a replay step
+and prints the times the targets bound (first screen ≤ 2 s; a comparisons-table scroll and a replay step
 ≤ 100 ms per action), plus the other actions a researcher repeats (sort, filter, jump, next verdict).
 
     .venv/bin/python benchmarks/tui.py [--store PATH] [--events 1000000] [--json]
@@ -40,15 +40,16 @@ EVENTS_PER_REPLICATE = 52_000  # the default simulated campaign (6 profiles × 7
 
 
 def build_store(path: Path, events: int) -> dict[str, float]:
+    from mkbsim.campaigns import SimCampaign, run_campaign
     from mkbsim.events import EventStore
     from mkbsim.projections import ProjectionEngine, default_projections
-    from mkbsim.simulator import CampaignConfig, run_campaign, select_problems, shipped_profiles
+    from mkbsim.simulator import CampaignConfig, select_problems, shipped_profiles
 
     replicates = max(1, math.ceil(events / EVENTS_PER_REPLICATE))
     config = CampaignConfig(tuple(shipped_profiles().values()), tuple(select_problems(None)), replicates, seed=0)
     t0 = time.perf_counter()
     with EventStore(path, create=True) as store:
-        run_campaign(store, config)
+        run_campaign(store, SimCampaign(config))
         simulated = time.perf_counter() - t0
         t1 = time.perf_counter()
         ProjectionEngine(store, default_projections()).catch_up()

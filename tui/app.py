@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
-import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,13 +16,14 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
 
+from mkbsim.lab import Lab, LabReader
 from tui.commands import ComparisonCommands
-from tui.data.connection import check_store, open_reader
+from tui.data.connection import check_store
 from tui.data.filters import FilterCatalog
 from tui.data.watcher import LiftUpdate, StoreState, StoreWatcher
-from tui.messages import LiftChanged, OpenComparison, ShowComparisons, StoreChanged
+from tui.messages import LabOpened, LiftChanged, OpenComparison, ShowComparisons, StoreChanged
 from tui.screens.monitor import MonitorScreen
-from tui.screens.store_problem import EmptyStoreScreen, StoreProblemScreen
+from tui.screens.store_problem import EmptyStoreScreen, OpeningScreen, StoreProblemScreen
 from tui.widgets.nav_bar import SCREENS
 
 #: A collection of the oldest generation walks every live object, about 1.5 µs each on a 2-core
@@ -85,61 +85,90 @@ class MkbsimApp(App[None]):
         self.filters = filters if filters is not None else FilterCatalog.from_skill_filters()
         self._poll_s = poll_s
         self._lift_every_s = lift_every_s
-        self._db: sqlite3.Connection | None = None
+        self._lab: Lab | None = None
+        self._reader: LabReader | None = None
+        #: counts the read models the app has read through: a screen reloads when it changes
+        self.reader_generation = 0
         self._watcher: StoreWatcher | None = None
         self._gc_thresholds = gc.get_threshold()
 
     @property
-    def db(self) -> sqlite3.Connection:
-        """The UI thread's read connection to the store."""
-        if self._db is None:
+    def lab(self) -> Lab:
+        """The read model (owned by the watcher's thread): ``lab.reader()`` gives a worker thread its reader."""
+        if self._lab is None:
             raise RuntimeError("the store is not open")
-        return self._db
+        return self._lab
+
+    @property
+    def reader(self) -> LabReader:
+        """The UI thread's reader of the store (quick, bounded queries only)."""
+        if self._reader is None:
+            raise RuntimeError("the store is not open")
+        return self._reader
 
     @property
     def store_open(self) -> bool:
-        return self._db is not None
+        """The read model is current and the UI thread has its reader: the screens may open."""
+        return self._reader is not None
 
     def on_mount(self) -> None:
         gc.set_threshold(*GC_THRESHOLDS)
         check = check_store(self.store_path)
+        self.store_state = StoreState(check.head, 0, check.problem, synced=False)
         if check.problem is not None:
             self.push_screen(StoreProblemScreen(str(self.store_path), check.problem))
-            return
-        self._db = open_reader(self.store_path)
-        self.store_state = StoreState(check.head, 0, synced=False)
+        else:
+            if check.head:  # built behind the opening screen while the watcher opens the read model
+                self.switch_mode("monitor")
+            self.push_screen(OpeningScreen(str(self.store_path)))
         self._watcher = StoreWatcher(
             self.store_path,
             lambda state: self._post_from_thread(StoreChanged(state)),
             lambda update: self._post_from_thread(LiftChanged(update)),
+            lambda lab: self._post_from_thread(LabOpened(lab)),
             poll_s=self._poll_s,
             lift_every_s=self._lift_every_s,
         )
         self._watcher.start()
-        if check.head == 0:
-            self.push_screen(EmptyStoreScreen(str(self.store_path)))
-        else:
-            self.goto_mode("monitor")
 
     def on_unmount(self) -> None:
         if self._watcher is not None:
             self._watcher.stop()
-        if self._db is not None:
-            self._db.close()
+        if self._reader is not None:
+            self._reader.close()
         gc.unfreeze()
         gc.set_threshold(*self._gc_thresholds)
 
     def _freeze_heap(self) -> None:
         gc.freeze()
 
-    def _post_from_thread(self, message: StoreChanged | LiftChanged) -> None:
+    def _post_from_thread(self, message: StoreChanged | LiftChanged | LabOpened) -> None:
         with contextlib.suppress(RuntimeError):  # the event loop closed while the watcher was reporting
             self.post_message(message)
 
     # -- messages -----------------------------------------------------------------------------
 
+    def on_lab_opened(self, message: LabOpened) -> None:
+        """The read model is current (or moved its views): read through a new reader from now on."""
+        previous = self._reader
+        self._lab, self._reader = message.lab, message.lab.reader()
+        self.reader_generation += 1
+        if previous is not None:
+            previous.close()
+        if isinstance(self.screen, StoreProblemScreen | OpeningScreen):  # the store is open (or appeared)
+            self.pop_screen()
+            if message.lab.head == 0:
+                self.push_screen(EmptyStoreScreen(str(self.store_path)))
+            elif self.current_mode != "monitor":
+                self.goto_mode("monitor")
+
     def on_store_changed(self, message: StoreChanged) -> None:
-        self.store_state = message.state
+        state = message.state
+        if state.problem is not None and not self.store_open and not isinstance(self.screen, StoreProblemScreen):
+            if isinstance(self.screen, OpeningScreen):
+                self.pop_screen()
+            self.push_screen(StoreProblemScreen(str(self.store_path), state.problem))
+        self.store_state = state
 
     def on_lift_changed(self, message: LiftChanged) -> None:
         first = self.lift is None
@@ -191,3 +220,8 @@ class MkbsimApp(App[None]):
                 yield SystemCommand(f"Go to {label}", f"Open the {label} screen", lambda m=mode: self.goto_mode(m))
             yield SystemCommand("Harmed comparisons", "Comparisons, harmed only, every campaign",
                                 lambda: self.post_message(ShowComparisons(None, harmed_only=True)))  # fmt: skip
+
+
+def run(store_path: Path) -> None:
+    """``mkbsim tui``: the app over ``store_path`` until the user quits (the ``mkbsim.tui`` entry point)."""
+    MkbsimApp(store_path).run()

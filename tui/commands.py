@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from mkbsim.lab import ComparisonQuery
 from tui import format as fmt
-from tui.data import comparisons
 from tui.messages import OpenComparison
 
 if TYPE_CHECKING:
@@ -32,9 +32,8 @@ class ComparisonCommands(Provider):
         """With nothing typed: the most harmed comparisons, the usual place to start explaining."""
         if not self.mkbsim.store_open:
             return
-        db = self.mkbsim.db
-        query = comparisons.ComparisonQuery(harmed_only=True)
-        for row in comparisons.fetch(db, comparisons.ordered_rowids(db, query)[:8]):
+        queries = self.mkbsim.reader.comparisons
+        for row in queries.fetch(queries.ordered_rowids(ComparisonQuery(harmed_only=True))[:8]):
             c = row.comparison
             yield DiscoveryHit(_label(c), partial(self.mkbsim.post_message, OpenComparison(c.treatment_attempt_id)),
                                help=f"r {fmt.ratio(c.r)} · {c.campaign_id}")  # fmt: skip
@@ -44,7 +43,7 @@ class ComparisonCommands(Provider):
         if not self.mkbsim.store_open or not words:
             return
         matcher = self.matcher(query)
-        for c in comparisons.search(self.mkbsim.db, words, _SHOWN):
+        for c in self.mkbsim.reader.comparisons.search(words, _SHOWN):
             label = _label(c)
             score = matcher.match(label)
             if score > 0:

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
 from tui.data.watcher import LiftUpdate, StoreState
+
+if TYPE_CHECKING:
+    from mkbsim.lab import Lab
+
+
+class LabOpened(Message):
+    """The watcher's read model is current (or moved its views): the app reads through it from now on."""
+
+    def __init__(self, lab: Lab) -> None:
+        super().__init__()
+        self.lab = lab
 
 
 class StoreChanged(Message):

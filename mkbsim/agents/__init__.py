@@ -1,21 +1,23 @@
-"""Real LLM agents (issue 7): the terminal-agent loop, its sandbox, budgets, skill capture and transfer.
+"""Real LLM agents: the terminal-agent loop, its sandbox, budgets, skill capture, and the runner of LLM
+campaigns (DESIGN §4).
 
-    from mkbsim.agents import load_llm_campaign, run_llm_campaign, VerifierScorers
+    from mkbsim.agents import LlmCampaign, VerifierSlots, load_llm_campaign
+    from mkbsim.campaigns import run_campaign
 
     config = load_llm_campaign("examples/llm.toml")
     with VerifierSlots(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots) as scorers:
-        summary = run_llm_campaign(config, store, load_catalog(), scorers)
+        summary = run_campaign(store, LlmCampaign(config, load_catalog(), scorers))
 
-With ``executor="ray"`` (and ``RayVerifiers`` as the scorers) the attempts run as Ray tasks.
-
-``run_attempt`` runs one attempt and ``run_transfer_pair`` a solo → skill-conditioned pair, both
-appending every model request and reply, command, observation, submission, verifier result and
-skill to an ``EventStore``; ``replay_requests`` rebuilds the exact requests from those events.
-litellm is imported only when a model is called.
+Campaigns start and are recorded in ``mkbsim.campaigns``; ``LlmCampaign`` gives the lifecycle the plan and
+the execution (threads here, or with ``executor="ray"`` and ``RayVerifiers`` as the scorers, Ray tasks), and
+``LlmRunner`` runs each attempt. ``run_attempt`` runs one attempt and ``run_transfer_pair`` a solo →
+skill-conditioned pair by hand, both appending every model request and reply, command, observation,
+submission, verifier result and skill to an ``EventStore``; ``replay_requests`` rebuilds the exact requests
+from those events. litellm is imported only when a model is called.
 """
 
-from mkbsim.agents._attempt import AttemptOutcome, AttemptSpec, BudgetClock, LoopConfig, run_attempt
-from mkbsim.agents._campaign import CampaignSummary, attempt_cpus, plan_fingerprint, run_llm_campaign
+from mkbsim.agents._attempt import AttemptSpec, BudgetClock, LoopConfig, run_attempt
+from mkbsim.agents._campaign import LlmCampaign, LlmRunner, attempt_cpus
 from mkbsim.agents._config import LlmCampaignConfig, load_env_file, load_llm_campaign
 from mkbsim.agents._conversation import Conversation, replay_requests
 from mkbsim.agents._docs import docs_index_text, write_docs_index
@@ -35,11 +37,11 @@ from mkbsim.agents._ray import RayVerifiers
 from mkbsim.agents._reply import REPLY_KEYS, Command, Reply, ReplyError, parse_reply, reply_format
 from mkbsim.agents._sandbox import (
     CommandResult,
-    NetworkIsolation,
+    Isolation,
     Sandbox,
     SandboxConfig,
     SandboxError,
-    detect_network_isolation,
+    sandbox_isolation,
 )
 from mkbsim.agents._scoring import Scorer, ScorerFactory, Verdict, VerifierScorers
 from mkbsim.agents._slots import (
@@ -51,7 +53,6 @@ from mkbsim.agents._slots import (
 )
 from mkbsim.agents._transfer import (
     DIRECTIONS,
-    SkillFilter,
     SourceNotFinished,
     TransferPair,
     attempt_id_for,
@@ -66,11 +67,9 @@ __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "DIRECTIONS",
     "REPLY_KEYS",
-    "AttemptOutcome",
     "AttemptSpec",
     "BudgetClock",
     "BudgetEnded",
-    "CampaignSummary",
     "Command",
     "CommandResult",
     "Completion",
@@ -78,12 +77,14 @@ __all__ = [
     "ContextOverflow",
     "Conversation",
     "CostLedger",
+    "Isolation",
+    "LlmCampaign",
     "LlmCampaignConfig",
+    "LlmRunner",
     "LoopConfig",
     "ModelClient",
     "ModelConfig",
     "ModelUnavailable",
-    "NetworkIsolation",
     "RayVerifiers",
     "Reply",
     "ReplyError",
@@ -94,7 +95,6 @@ __all__ = [
     "Scorer",
     "ScorerFactory",
     "ScoringSlots",
-    "SkillFilter",
     "SlottedScorers",
     "SourceNotFinished",
     "TransferPair",
@@ -104,7 +104,6 @@ __all__ = [
     "attempt_cpus",
     "attempt_id_for",
     "default_verifier_slots",
-    "detect_network_isolation",
     "docs_index_text",
     "is_transient",
     "latest_finish",
@@ -112,13 +111,12 @@ __all__ = [
     "load_env_file",
     "load_llm_campaign",
     "parse_reply",
-    "plan_fingerprint",
     "recorded_skill",
     "replay_requests",
     "reply_format",
     "run_attempt",
-    "run_llm_campaign",
     "run_transfer_pair",
     "run_treatment",
+    "sandbox_isolation",
     "write_docs_index",
 ]

@@ -16,8 +16,12 @@ agent does wrong is scored as it stands.
 
 Stopping: Ctrl-C in the attempt's thread, or ``stop`` set by a campaign running attempts in worker
 threads (where signals do not arrive), ends it as ``interrupted``. ``stop`` is checked between
-turns, before and after every model request, and while a command runs (which is killed); a model
-request already sent is waited for (at most the agent's ``request_timeout_s``).
+turns, before and after every model request, while a request or a retry's wait is under way (the
+request is abandoned) and while a command runs (which is killed).
+
+Secrets (DESIGN §4): every event of the attempt passes a ``Redactor`` before it is stored, and every
+text sent to the model is redacted first (``_secrets``). A model reply is stored and sent back at most
+``max_reply_chars`` long.
 """
 
 from __future__ import annotations
@@ -26,13 +30,12 @@ import ast
 import hashlib
 import importlib.metadata
 import os
-import re
 import shutil
 import socket
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,8 @@ from mkbsim.agents._record import AttemptRecorder
 from mkbsim.agents._reply import Reply, ReplyError, corrective_message, parse_reply, reply_format
 from mkbsim.agents._sandbox import Sandbox, SandboxConfig
 from mkbsim.agents._scoring import Scorer, SubmissionIndex, Verdict
+from mkbsim.agents._secrets import SECRET_NAME, RedactingLog, Redactor
+from mkbsim.campaigns._attempt import AttemptOutcome
 from mkbsim.campaigns._signals import StopFlag
 from mkbsim.catalog import DSLS, Budget, Problem, render_task
 from mkbsim.events import (
@@ -74,9 +79,6 @@ network here; the verifier runs your kernel on its GPU when you submit.
 
 """
 
-# api_key, aws_secret_access_key, azure_ad_token, vertex_credentials...; not max_tokens
-_SECRET_PARAM = re.compile(r"(^|_)(key|secret|password|token|credentials)$|api_?key", re.IGNORECASE)
-
 _CUT_OFF_HINT = " Your reply hit the output token limit and was cut off: keep replies shorter (one file per turn)."
 
 #: Final verification is retried this often when the verifier itself fails.
@@ -89,12 +91,15 @@ class LoopConfig:
 
     ``summarize_at``: fraction of the context window at which early turns are summarized.
     ``keep_recent_messages``: messages kept verbatim after a summary. ``max_malformed_replies``:
-    unusable replies in a row that end the attempt (an agent failure, scored).
+    unusable replies in a row that end the attempt (an agent failure, scored). ``max_reply_chars``: a
+    model reply is stored and sent back only up to this many characters (the rest is cut, and the cut
+    recorded in its step as ``truncated_from_chars``).
     """
 
     summarize_at: float = 0.8
     keep_recent_messages: int = 6
     max_malformed_replies: int = 8
+    max_reply_chars: int = 100_000
 
 
 @dataclass(frozen=True)
@@ -113,24 +118,8 @@ class AttemptSpec:
     filter: str | None = None
     chain_id: str | None = None
     hop: int | None = None
-
-
-@dataclass(frozen=True)
-class AttemptOutcome:
-    attempt_id: str
-    status: AttemptStatus
-    passed: bool
-    runtime_ms: float | None
-    speedup: float | None
-    skipped: bool
-    reason: str | None
-    skill: str | None
-    counted_submissions: int
-    tokens: int
-    cost_usd: float
-    network_isolated: bool
-    network_detail: str
-    infra_stall_s: float
+    #: fields a campaign adds to ``AttemptStarted`` and ``SkillRead`` (a control arm's, ``AttemptTask.read_fields``)
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 class BudgetClock:
@@ -154,7 +143,7 @@ def sha256_text(text: str) -> str:
 
 def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """Model parameters as recorded in events: anything that looks like a credential is left out."""
-    return {k: v for k, v in params.items() if not _SECRET_PARAM.search(k)}
+    return {k: v for k, v in params.items() if not SECRET_NAME.search(k)}
 
 
 class _AttemptRun:
@@ -173,7 +162,9 @@ class _AttemptRun:
     ) -> None:
         self.spec, self.model, self.scorer, self.budget, self.loop = spec, model, scorer, budget, loop
         self.ledger, self.client, self.stop = ledger, client, stop
-        self.rec = AttemptRecorder(store, spec.attempt_id)
+        # everything stored passes the redactor; what is sent to the model is built from the same texts
+        self.redactor = Redactor.for_agent(model, sandbox_config.secret_env)
+        self.rec = AttemptRecorder(RedactingLog(store, self.redactor), spec.attempt_id)
         self.sandbox = Sandbox.create(sandbox_config, spec.attempt_id, spec.dsl)
         self.snapshots = sandbox_config.root / f"{spec.attempt_id}.submissions"
         shutil.rmtree(self.snapshots, ignore_errors=True)  # a retried attempt starts from scratch
@@ -190,6 +181,7 @@ class _AttemptRun:
 
     def _say(self, role: str, content: str) -> None:
         """Record a message to the model and add it to the conversation."""
+        content = self.redactor.text(content)
         self._apply(self.rec.step("observation", content, role=role), "observation", content, role=role)
 
     def _apply(self, step: int, kind: str, content: str, **extra: Any) -> None:
@@ -207,9 +199,12 @@ class _AttemptRun:
             event="model_retry", request_s=round(note.request_s, 3), sleep_s=round(note.sleep_s, 3),
         )  # fmt: skip
 
+    def stopped(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
     def check_stop(self) -> None:
         """End the attempt as interrupted if its campaign is stopping."""
-        if self.stop is not None and self.stop.is_set():
+        if self.stopped():
             raise KeyboardInterrupt("stopped")
 
     def _time_left(self) -> float:
@@ -237,16 +232,15 @@ class _AttemptRun:
                  "context_tokens": self.window, "litellm": importlib.metadata.version("litellm")}  # fmt: skip
         # where the loop runs: on a Ray cluster, the node and worker process (a try whose worker died has no end)
         runner = {"host": socket.gethostname(), "pid": os.getpid()}
-        self.rec.append((AttemptStarted.TYPE, {**started, "agent": agent, "sandbox": self.sandbox.facts(),
+        self.rec.append((AttemptStarted.TYPE, {**started, **s.extra, "agent": agent, "sandbox": self.sandbox.facts(),
                                                "runner": runner}))  # fmt: skip
         if s.skill is not None:
             assert s.source_attempt_id is not None, "a transferred skill needs its source attempt"
-            self.rec.append(
-                SkillRead(attempt_id=s.attempt_id, source_attempt_id=s.source_attempt_id, text=s.skill,
-                          sha256=sha256_text(s.skill), filter=s.filter)
-            )  # fmt: skip
-        if not self.sandbox.network.isolated:
-            self.rec.step("note", f"network NOT isolated: {self.sandbox.network.detail}", event="sandbox_network")
+            read = SkillRead(attempt_id=s.attempt_id, source_attempt_id=s.source_attempt_id, text=s.skill,
+                             sha256=sha256_text(s.skill), filter=s.filter)  # fmt: skip
+            self.rec.append((SkillRead.TYPE, {**read.to_dict(), **s.extra}))
+        if not self.sandbox.isolation.isolated:
+            self.rec.step("note", f"sandbox NOT isolated: {self.sandbox.isolation.detail}", event="sandbox_isolation")
         cfg = self.sandbox.config
         self._say("system", _SYSTEM + reply_format(cfg.default_command_timeout_s, cfg.max_command_timeout_s))
         docs = DSLS[s.dsl].docs_index
@@ -278,9 +272,11 @@ class _AttemptRun:
                 "llm", completion.text, tokens=completion.tokens, cost_usd=completion.cost_usd, purpose="turn",
                 prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
                 finish_reason=completion.finish_reason, latency_s=round(completion.latency_s, 3),
-                response_model=completion.response_model,
+                response_model=completion.response_model, **completion.truncation(),
             )  # fmt: skip
             self._apply(step, "llm", completion.text, purpose="turn")
+            cut = (f" Your reply had {completion.truncated_from_chars} characters; only the first "
+                   f"{len(completion.text)} were kept.") if completion.truncated_from_chars else ""  # fmt: skip
             try:
                 reply = parse_reply(completion.text)
             except ReplyError as exc:
@@ -288,10 +284,12 @@ class _AttemptRun:
                 if malformed >= self.loop.max_malformed_replies:
                     return f"{malformed} unusable replies in a row"
                 hint = _CUT_OFF_HINT if completion.finish_reason == "length" else ""
-                self._say("user", f"{corrective_message(exc)}{hint}\n\n{self._budget_line()}")
+                self._say("user", f"{corrective_message(exc)}{hint}{cut}\n\n{self._budget_line()}")
                 continue
             malformed = 0
             parts = self._act(reply)
+            if cut:
+                parts.append(cut.strip())
             if reply.done:
                 return "the agent declared it done"
             if self.clock.left_s() <= 0:
@@ -301,10 +299,13 @@ class _AttemptRun:
             self._say("user", "\n\n".join([*parts, self._budget_line()]))
 
     def _complete(self, messages: list[dict[str, str]]) -> Completion:
-        completion = self.client.complete(messages, time_left=self._time_left, on_retry=self._on_retry)
+        """The model's reply, its text redacted and capped at ``max_reply_chars`` (what is stored and sent back)."""
+        completion = self.client.complete(
+            messages, time_left=self._time_left, on_retry=self._on_retry, stopped=self.stopped
+        )
         self.check_stop()
         self._charge(completion)
-        return completion
+        return completion.capped(self.loop.max_reply_chars, self.redactor.text)
 
     def _maybe_summarize(self) -> None:
         # room for the reply: its max_tokens, but never most of a small window
@@ -324,7 +325,7 @@ class _AttemptRun:
         self.rec.step(
             "llm", completion.text, tokens=completion.tokens, cost_usd=completion.cost_usd, purpose="summary",
             request=request, prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
-            latency_s=round(completion.latency_s, 3),
+            latency_s=round(completion.latency_s, 3), **completion.truncation(),
         )  # fmt: skip
         first = self.task_text + SUMMARY_HEADING + completion.text.strip()
         replaced = f"{middle[0][0]}-{middle[-1][0]}"
@@ -450,14 +451,14 @@ class _AttemptRun:
         ).to_dict()  # fmt: skip
         extra = {
             "counted_submissions": self.counted, "tokens": self.tokens, "cost_usd": round(self.cost, 6),
-            "infra_stall_s": round(self.clock.stalled_s, 3), "network_isolated": self.sandbox.network.isolated,
+            "infra_stall_s": round(self.clock.stalled_s, 3), "network_isolated": self.sandbox.isolation.isolated,
         }  # fmt: skip
         self.rec.append((AttemptFinished.TYPE, {**finished, **extra}))
         return AttemptOutcome(
             attempt_id=self.spec.attempt_id, status=status, passed=passed, runtime_ms=finished["runtime_ms"],
             speedup=finished["speedup"], skipped=False, reason=reason, skill=skill, counted_submissions=self.counted,
-            tokens=self.tokens, cost_usd=self.cost, network_isolated=self.sandbox.network.isolated,
-            network_detail=self.sandbox.network.detail, infra_stall_s=self.clock.stalled_s,
+            tokens=self.tokens, cost_usd=self.cost, network_isolated=self.sandbox.isolation.isolated,
+            network_detail=self.sandbox.isolation.detail, infra_stall_s=self.clock.stalled_s,
         )  # fmt: skip
 
 

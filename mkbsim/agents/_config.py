@@ -6,6 +6,7 @@ root, the env file) are relative to the current directory, like the store's path
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -15,10 +16,12 @@ from typing import Any
 
 from mkbsim.agents._attempt import LoopConfig
 from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
-from mkbsim.agents._sandbox import GIB, SandboxConfig
+from mkbsim.agents._sandbox import GIB, ISOLATIONS, SandboxConfig
 from mkbsim.agents._transfer import DIRECTIONS
+from mkbsim.campaigns._simulated import read_controls
 from mkbsim.campaigns._toml import Table, read_toml
 from mkbsim.catalog import Budget
+from mkbsim.sandbox import DEFAULT_MAX_PROCESSES
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -45,6 +48,8 @@ class LlmCampaignConfig:
     gpu_verifier_slots: int | None = None
     #: a skill filter's name (``skill_filters``): treatments read their source's skill through it
     filter: str | None = None
+    #: control arms (DESIGN §4) run beside each direction's treatment: aa, placebo, matched
+    controls: tuple[str, ...] = ()
 
 
 def _agent(path: Path, index: int, data: Any) -> ModelConfig:
@@ -73,8 +78,8 @@ def _agent(path: Path, index: int, data: Any) -> ModelConfig:
 
 def _sandbox(path: Path, data: Any) -> SandboxConfig:
     t = Table(path, "sandbox", data, (
-        "root", "cpus", "memory_gb", "command_timeout_s", "max_command_timeout_s", "output_chars",
-        "require_network_isolation",
+        "root", "cpus", "memory_gb", "max_processes", "command_timeout_s", "max_command_timeout_s", "output_chars",
+        "isolation", "require_network_isolation",
     ))  # fmt: skip
     cpus = t.get("cpus", (int, list), 2)
     if isinstance(cpus, list):
@@ -87,23 +92,33 @@ def _sandbox(path: Path, data: Any) -> SandboxConfig:
     max_timeout = float(t.positive("max_command_timeout_s", 600.0))
     if command_timeout > max_timeout:
         t.fail("command_timeout_s", f"{command_timeout:g} exceeds max_command_timeout_s {max_timeout:g}")
+    isolation = t.get("isolation", str, "bwrap")
+    if isolation not in ISOLATIONS:
+        t.fail("isolation", f"use {' or '.join(map(repr, ISOLATIONS))}, got {isolation!r}")
+    require_network = t.get("require_network_isolation", bool, False)
+    if require_network and isolation == "none":
+        t.fail("require_network_isolation", 'true needs isolation = "bwrap" (commands reach the network without it)')
     return SandboxConfig(
         root=Path(t.get("root", str, "runs/sandboxes")), cpus=cpus,
         memory_bytes=int(t.positive("memory_gb", 8) * GIB), default_command_timeout_s=command_timeout,
         max_command_timeout_s=max_timeout, output_chars=t.positive("output_chars", 10_000, integer=True),
-        require_network_isolation=t.get("require_network_isolation", bool, False),
+        max_processes=t.positive("max_processes", DEFAULT_MAX_PROCESSES, integer=True), isolation=isolation,
+        require_network_isolation=require_network,
     )  # fmt: skip
 
 
 def _loop(path: Path, data: Any) -> LoopConfig:
-    t = Table(path, "loop", data, ("summarize_at", "keep_recent_messages", "max_malformed_replies"))
+    t = Table(path, "loop", data, ("summarize_at", "keep_recent_messages", "max_malformed_replies", "max_reply_chars"))
     summarize_at = float(t.positive("summarize_at", 0.8))
     if summarize_at >= 1:
         t.fail("summarize_at", f"must be a fraction of the context window below 1, got {summarize_at}")
     keep = t.positive("keep_recent_messages", 6, integer=True)
     if keep < 2:
         t.fail("keep_recent_messages", f"must be at least 2, got {keep}")
-    return LoopConfig(summarize_at, keep, t.positive("max_malformed_replies", 8, integer=True))
+    return LoopConfig(
+        summarize_at, keep, t.positive("max_malformed_replies", 8, integer=True),
+        t.positive("max_reply_chars", LoopConfig.max_reply_chars, integer=True),
+    )  # fmt: skip
 
 
 def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
@@ -112,7 +127,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     raw = read_toml(file)
     top = Table(file, "", raw, ("campaign", "budget", "verifier", "sandbox", "loop", "limits", "agents"))
     c = Table(file, "campaign", top.get("campaign", dict, required=True), (
-        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file", "filter",
+        "kind", "id", "problems", "directions", "replicates", "cost_cap_usd", "env_file", "filter", "controls",
     ))  # fmt: skip
     if c.get("kind", str, "llm") != "llm":
         c.fail("kind", 'an LLM campaign file has kind = "llm" (simulated campaigns: examples/simulated.toml)')
@@ -135,6 +150,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     skill_filter = c.get("filter", str)
     if skill_filter is not None and not skill_filter.strip():
         c.fail("filter", "name a skill filter (`mkbsim filter-test --list`), or leave the key out")
+    controls = read_controls(c)
 
     lim = Table(file, "limits", top.get("limits", dict, {}), ("agents", "gpu_verifier_slots"))
     agents_at_once = lim.positive("agents", 1, integer=True)
@@ -161,14 +177,26 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     if len(set(labels)) != len(labels):
         top.fail("agents", f"two agents share the name {next(x for x in labels if labels.count(x) > 1)!r}")
 
+    # the env file's values are secrets wherever they show up (read here: on Ray, workers get the values only)
+    sandbox = _sandbox(file, top.get("sandbox", dict, {}))
+    sandbox = dataclasses.replace(sandbox, secret_env=env_file_names(Path(env_file)))
     return LlmCampaignConfig(
         path=file, campaign_id=campaign_id, problems=problems, agents=agents,
-        sandbox=_sandbox(file, top.get("sandbox", dict, {})), directions=tuple(directions),
+        sandbox=sandbox, directions=tuple(directions),
         replicates=c.positive("replicates", 1, integer=True), cost_cap_usd=float(cap) if cap is not None else None,
         env_file=Path(env_file), budget=budget, verifier_backend=backend,
         verifier_protocol=protocol, loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
-        gpu_verifier_slots=slots, filter=skill_filter,
+        gpu_verifier_slots=slots, filter=skill_filter, controls=controls,
     )  # fmt: skip
+
+
+def env_file_names(path: Path) -> tuple[str, ...]:
+    """The variables a ``.env`` file sets (none for a missing file)."""
+    if not path.is_file():
+        return ()
+    from dotenv import dotenv_values
+
+    return tuple(name for name, value in dotenv_values(path).items() if value is not None)
 
 
 def load_env_file(path: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""Verifier actors for an LLM campaign on Ray (``run_llm_campaign(..., executor="ray")``).
+"""Verifier actors for an LLM campaign on Ray (``run_campaign(store, LlmCampaign(...), executor="ray")``).
 
 On ``cuda``, one actor per GPU (``num_gpus=1``: Ray gives each its own ``CUDA_VISIBLE_DEVICES``, so two
 kernels are never timed on one GPU at once); where the cluster has no GPU (and in CI), ``[limits]

@@ -1,115 +1,107 @@
-"""The agent's sandbox: a working directory per attempt and one limited subprocess per command.
+"""The agent's sandbox: a working directory per attempt, and every command in a bubblewrap sandbox
+(``mkbsim.sandbox``) with DESIGN §4's isolation.
 
-Limits (DESIGN §4): 2 CPU cores by affinity, 8 GB of address space (RLIMIT_AS), no network (a new,
-empty network namespace through ``unshare`` where the kernel permits it), no GPU
-(``CUDA_VISIBLE_DEVICES=""``), a time limit per command with the whole process group killed. The
-environment is built from scratch, so provider API keys never reach the agent's shell.
+A command sees the system's programs, the agent's interpreter with its packages (PyTorch, both DSLs and
+their sources, which are the documentation) read-only, its attempt's directory as the only writable place
+plus a private ``/tmp``, and nothing else of the host: no home directory, project tree, store, ``.env``, other
+attempt or other process. New PID, mount, IPC, UTS and network namespaces: no network, and when the
+command ends every process it started is gone. Limits: its cores, 8 GB of address space, a process limit,
+its time limit. No GPU (``CUDA_VISIBLE_DEVICES=""``, and no device node). The environment is built from
+scratch: no credential of the parent reaches it.
 
-Linux only: affinity, rlimits and namespaces are Linux facilities.
+Where bubblewrap cannot run (no user namespaces and not root), a campaign refuses to start unless its file
+says ``sandbox.isolation = "none"``: then commands run as this user with only the limits and the clean
+environment, and every attempt's events say so.
+
+The parent reads and writes the attempt's files without following links (``_open_inside``): a command
+could otherwise point ``kernel.py`` or ``SKILL.md`` at a host file for the parent to read into the store.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
 import shutil
-import signal
-import subprocess
+import stat
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
+from mkbsim import sandbox
 from mkbsim.agents._docs import write_docs_index
 from mkbsim.campaigns._signals import StopFlag
 from mkbsim.errors import UserError
 
-GIB = 1 << 30
+GIB = sandbox.GIB
 
-# Runs between unshare and bash: applies the limits, then becomes bash. A separate interpreter
-# (instead of preexec_fn) because preexec_fn is unsafe in a process with threads, and litellm's
-# process has them.
-_LIMITER = (
-    "import os, resource, sys\n"
-    "mem, cpus = int(sys.argv[1]), sys.argv[2]\n"
-    "resource.setrlimit(resource.RLIMIT_AS, (mem, mem))\n"
-    "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
-    "if cpus:\n"
-    "    os.sched_setaffinity(0, {int(c) for c in cpus.split(',')})\n"
-    "os.execvp(sys.argv[3], sys.argv[3:])\n"
-)
+#: ``sandbox.isolation``: bubblewrap, or nothing (only where the campaign file says so).
+ISOLATIONS = ("bwrap", "none")
 
-#: How often a running command checks for a stop.
-_STOP_POLL_S = 0.2
+#: What the parent reads of a file the agent wrote (kernel.py, SKILL.md): more is not a kernel or a skill.
+MAX_READ_BYTES = 1 << 20
 
 _INITIAL_KERNEL = "# kernel.py: define run(...) here (see the task). The verifier imports this file.\n"
 
 
 class SandboxError(UserError):
-    """The sandbox cannot be set up as configured (e.g. network isolation required but unavailable)."""
+    """The sandbox cannot be set up as configured (e.g. bubblewrap required but unable to run here)."""
 
 
 @dataclass(frozen=True)
-class NetworkIsolation:
-    """How commands are cut off from the network: the ``unshare`` prefix, or None with the reason."""
+class Isolation:
+    """How commands are isolated: ``isolated`` (bubblewrap), ``method`` (what runs them), ``detail``."""
 
-    prefix: tuple[str, ...] | None
+    isolated: bool
+    method: str | None
     detail: str
-
-    @property
-    def isolated(self) -> bool:
-        return self.prefix is not None
-
-    @property
-    def method(self) -> str | None:
-        return " ".join(self.prefix) if self.prefix else None
-
-
-@lru_cache(maxsize=1)
-def detect_network_isolation() -> NetworkIsolation:
-    """Probe, once per process, whether ``unshare --net`` (as root, or in a user namespace) works here."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return NetworkIsolation(None, "the `unshare` program (util-linux) is not installed")
-    reasons = []
-    for prefix in ((unshare, "--net"), (unshare, "--user", "--map-root-user", "--net")):
-        try:
-            probe = subprocess.run([*prefix, "true"], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            reasons.append(f"{' '.join(prefix[1:])}: {exc}")
-            continue
-        if probe.returncode == 0:
-            return NetworkIsolation(("unshare", *prefix[1:]), f"commands run in a new network namespace ({unshare})")
-        reasons.append(f"{' '.join(prefix[1:])}: {probe.stderr.strip() or f'exit {probe.returncode}'}")
-    return NetworkIsolation(None, "unshare not permitted here: " + "; ".join(reasons))
 
 
 @dataclass(frozen=True)
 class SandboxConfig:
     """Limits and locations of every attempt's sandbox.
 
-    ``root``: where attempt directories go. ``cpus``: how many cores (the first ones of this
-    process's affinity), or an explicit list. ``require_network_isolation``: refuse to run where
-    ``unshare`` is not permitted instead of running with the network reachable (and saying so).
+    ``root``: where attempt directories go. ``cpus``: how many cores (the first ones of this process's
+    affinity), or an explicit list. ``max_processes``: processes and threads of one command's sandbox.
+    ``isolation``: ``"bwrap"`` (default) or ``"none"``. ``require_network_isolation``: refuse ``"none"``.
+    ``secret_env``: variables (the campaign's env file's) whose values are redacted wherever they show up.
     """
 
     root: Path
     cpus: int | tuple[int, ...] = 2
     memory_bytes: int = 8 * GIB
+    max_processes: int = sandbox.DEFAULT_MAX_PROCESSES
     default_command_timeout_s: float = 120.0
     max_command_timeout_s: float = 600.0
     output_chars: int = 10_000
+    isolation: str = "bwrap"
     require_network_isolation: bool = False
     python: str = sys.executable
+    secret_env: tuple[str, ...] = ()
 
     def cpu_set(self) -> tuple[int, ...]:
         if isinstance(self.cpus, tuple):
             return self.cpus
         available = sorted(os.sched_getaffinity(0))
         return tuple(available[: self.cpus])
+
+
+def sandbox_isolation(config: SandboxConfig) -> Isolation:
+    """How ``config``'s commands will be isolated here; raises ``SandboxError`` where they cannot be as asked."""
+    if config.isolation not in ISOLATIONS:
+        raise SandboxError(f"sandbox.isolation: use {' or '.join(ISOLATIONS)}, got {config.isolation!r}")
+    if config.isolation == "none":
+        if config.require_network_isolation:
+            raise SandboxError('sandbox.require_network_isolation = true needs sandbox.isolation = "bwrap"')
+        return Isolation(False, None, 'sandbox.isolation = "none": commands run without bubblewrap, as this user: '
+                                      "they can read its files (keys included), reach the network and leave "
+                                      "processes behind")  # fmt: skip
+    support = sandbox.probe()
+    if not support.ok:
+        raise SandboxError(f"bubblewrap cannot run here: {support.reason}. Agents' commands need it; to run them "
+                           'without any isolation, set sandbox.isolation = "none" in the campaign file')  # fmt: skip
+    return Isolation(True, f"bubblewrap {support.version}", support.describe())
 
 
 @dataclass(frozen=True)
@@ -130,18 +122,17 @@ class Sandbox:
     config: SandboxConfig
     workdir: Path
     dsl: str
-    network: NetworkIsolation = field(default_factory=detect_network_isolation)
+    isolation: Isolation
+    policy: sandbox.Policy = field(repr=False)
 
     @classmethod
     def create(cls, config: SandboxConfig, attempt_id: str, dsl: str) -> Sandbox:
         """A fresh directory for ``attempt_id`` (a retried attempt starts from scratch)."""
-        network = detect_network_isolation()
-        if config.require_network_isolation and not network.isolated:
-            raise SandboxError(f"network isolation is required but unavailable: {network.detail}")
+        isolation = sandbox_isolation(config)
         unavailable = set(config.cpu_set()) - os.sched_getaffinity(0)
         if unavailable:
             raise SandboxError(f"sandbox cpus {sorted(unavailable)} are not available to this process")
-        workdir = config.root / attempt_id
+        workdir = (config.root / attempt_id).absolute()
         if workdir.exists():
             shutil.rmtree(workdir)
         (workdir / ".home").mkdir(parents=True)
@@ -149,104 +140,130 @@ class Sandbox:
         (workdir / "kernel.py").write_text(_INITIAL_KERNEL)
         (workdir / "SKILL.md").write_text("")
         write_docs_index(workdir, dsl)
-        return cls(config, workdir, dsl, network)
+        policy = sandbox.Policy(
+            ro=sandbox.python_paths(config.python) if isolation.isolated else (), rw=(workdir,), cwd=workdir,
+            env=_environment(config, workdir), cpus=config.cpu_set(), memory_bytes=config.memory_bytes,
+            max_processes=config.max_processes, isolated=isolation.isolated,
+        )  # fmt: skip
+        policy.hand_over(workdir)
+        return cls(config, workdir, dsl, isolation, policy)
 
     def facts(self) -> dict[str, object]:
         """What the attempt's events record about its sandbox."""
         return {
             "workdir": str(self.workdir),
+            "isolation": self.config.isolation,
+            "isolated": self.isolation.isolated,
+            "method": self.isolation.method,
+            "detail": self.isolation.detail,
+            "uid": self.policy.uid,
             "cpus": list(self.config.cpu_set()),
             "memory_bytes": self.config.memory_bytes,
-            "network_isolated": self.network.isolated,
-            "network_method": self.network.method,
-            "network_detail": self.network.detail,
-            "gpu": "hidden (CUDA_VISIBLE_DEVICES='')",
-        }
-
-    def environment(self) -> dict[str, str]:
-        """A clean environment: the project's Python first on PATH, no GPU, no credentials."""
-        python_bin = str(Path(self.config.python).parent)
-        threads = str(len(self.config.cpu_set()))
-        return {
-            "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(self.workdir / ".home"),
-            "TMPDIR": str(self.workdir / ".tmp"),
-            "LANG": "C.UTF-8",
-            "TERM": "dumb",
-            "PYTHONUNBUFFERED": "1",
-            "CUDA_VISIBLE_DEVICES": "",
-            "OMP_NUM_THREADS": threads,
-            "MKL_NUM_THREADS": threads,
-            "OPENBLAS_NUM_THREADS": threads,
+            "max_processes": self.config.max_processes if self.isolation.isolated else None,
+            "network_isolated": self.isolation.isolated,
+            "gpu": "hidden (no device nodes, CUDA_VISIBLE_DEVICES='')",
         }
 
     def run(self, command: str, timeout_s: float | None = None, stop: StopFlag | None = None) -> CommandResult:
-        """Run ``command`` with bash in the working directory; kill its process group on timeout.
-
-        ``stop`` (a campaign stopping on a signal) kills the command too and raises ``KeyboardInterrupt``."""
+        """Run ``command`` with bash in the working directory; when it ends (or its time limit, or a stop)
+        nothing it started is left. ``stop`` set (a campaign stopping) raises ``KeyboardInterrupt``."""
         cfg = self.config
         limit = min(cfg.max_command_timeout_s, timeout_s or cfg.default_command_timeout_s)
-        cpus = ",".join(map(str, cfg.cpu_set()))
-        argv = [
-            *(self.network.prefix or ()),
-            cfg.python, "-I", "-S", "-c", _LIMITER, str(cfg.memory_bytes), cpus,
-            "bash", "-c", command,
-        ]  # fmt: skip
         # output goes to a file outside the sandbox: no pipe to drain, and a flood costs disk, not memory
         with tempfile.TemporaryFile() as out:
-            t0 = time.monotonic()
-            proc = subprocess.Popen(
-                argv, cwd=self.workdir, env=self.environment(), stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-            timed_out = stopped = False
-            try:
-                deadline = t0 + limit
-                while True:  # in slices, so that a stop need not wait for a long command
-                    try:
-                        proc.wait(timeout=max(0.0, min(_STOP_POLL_S, deadline - time.monotonic())))
-                        break
-                    except subprocess.TimeoutExpired:
-                        if stop is not None and stop.is_set():
-                            stopped = True
-                            break
-                        if time.monotonic() >= deadline:
-                            timed_out = True
-                            break
-            finally:
-                # also reaps background children the command left behind
-                _kill_group(proc.pid)
-                proc.wait()
-            if stopped:
+            finished = sandbox.run(self.policy, ["bash", "-c", command], timeout_s=limit, output=out,
+                                   stop=stop.is_set if stop is not None else None)  # fmt: skip
+            if finished.stopped:
                 raise KeyboardInterrupt("stopped")
-            duration = time.monotonic() - t0
             size = out.seek(0, os.SEEK_END)
             text = _head_and_tail(out, size, cfg.output_chars)
         return CommandResult(
-            command=command, exit_code=None if timed_out else proc.returncode, output=text,
-            output_bytes=size, duration_s=duration, timed_out=timed_out, timeout_s=limit,
+            command=command, exit_code=finished.exit_code, output=text, output_bytes=size,
+            duration_s=finished.duration_s, timed_out=finished.timed_out, timeout_s=limit,
         )  # fmt: skip
 
     def read_text(self, name: str) -> str | None:
-        """A file of the working directory, or None if it is missing or not UTF-8."""
+        """A regular file of the working directory (no link followed, at most ``MAX_READ_BYTES``), or None
+        if it is missing, something else, too large or not UTF-8."""
         try:
-            return (self.workdir / name).read_text()
-        except (OSError, UnicodeDecodeError):
+            fd = _open_inside(self.workdir, name, os.O_RDONLY)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_READ_BYTES + 1)
+        if len(data) > MAX_READ_BYTES:
+            return None
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
             return None
 
     def write_text(self, relative: str, content: str) -> Path:
-        """Write a file inside the working directory; paths escaping it are refused."""
-        target = (self.workdir / relative).resolve()
-        if not target.is_relative_to(self.workdir.resolve()) or target == self.workdir.resolve():
-            raise ValueError(f"{relative!r} is outside the working directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
-        return target
+        """Write a file inside the working directory, as the sandbox's user; paths leaving it (``..``, an
+        absolute path, a link anywhere on the way) are refused."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        fd = _open_inside(self.workdir, relative, flags, create=True, owner=self.policy.uid)
+        with os.fdopen(fd, "w") as f:
+            f.write(content)
+        return self.workdir / relative
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def _environment(config: SandboxConfig, workdir: Path) -> dict[str, str]:
+    """A clean environment: the agent's Python first on PATH, no GPU, no credentials."""
+    threads = str(len(config.cpu_set()))
+    return {
+        "PATH": f"{Path(config.python).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(workdir / ".home"),
+        "TMPDIR": str(workdir / ".tmp"),
+        "USER": "agent",  # getpass.getuser() (torch's caches) finds no passwd entry for the sandbox's uid
+        "LOGNAME": "agent",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "PYTHONUNBUFFERED": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "OMP_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+    }
+
+
+def _open_inside(root: Path, relative: str, flags: int, *, create: bool = False, owner: int | None = None) -> int:
+    """A descriptor of the regular file ``relative`` under ``root``, reached without following any link
+    (each folder opened with ``O_NOFOLLOW`` relative to the previous one); ``create`` makes missing folders,
+    given with the file to ``owner`` (a uid; None: this process's). Raises ``ValueError`` for a path leaving
+    ``root``, ``OSError`` for a link, a non-regular file or a missing one."""
+    parts = Path(relative).parts
+    if not parts or Path(relative).is_absolute() or ".." in parts:
+        raise ValueError(f"{relative!r} is outside the working directory")
+    nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | nofollow)
+    try:
+        for part in parts[:-1]:
+            if create:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=folder)
+                    _give(part, folder, owner)
+                except FileExistsError:
+                    pass
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        # O_NONBLOCK: a FIFO planted as kernel.py must not hang the parent
+        fd = os.open(parts[-1], flags | nofollow | os.O_NONBLOCK, 0o644, dir_fd=folder)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, f"{relative} is not a regular file")
+        if create:
+            _give(parts[-1], folder, owner)
+        os.set_blocking(fd, True)
+        return fd
+    finally:
+        os.close(folder)
+
+
+def _give(name: str, folder: int, owner: int | None) -> None:
+    if owner is not None:
+        os.chown(name, owner, owner, dir_fd=folder, follow_symlinks=False)
 
 
 def _head_and_tail(stream: IO[bytes], size: int, limit: int) -> str:

@@ -1,10 +1,12 @@
-"""Skill transfer (DESIGN §4): a solo attempt in the source DSL, then a fresh attempt by the same
-model in the target DSL given only the source's skill, verbatim under the neutral header.
+"""Skill transfer by hand (DESIGN §4), outside any campaign: a solo attempt in the source DSL, then a fresh
+attempt by the same model in the target DSL given only the source's skill, verbatim under the neutral header.
+Campaigns (``mkbsim.campaigns.run_campaign`` with ``LlmCampaign``) transfer the same way: what a treatment
+reads, and when it is skipped, is decided by one function, ``mkbsim.campaigns``' ``prepare``.
 
-The treatment reads the skill from the store (the source's ``SkillWritten``), never from memory,
-so a resumed campaign transfers exactly what was recorded. The source's code and trajectory are
-withheld. A missing or empty skill — or one a filter empties — skips the treatment: it is recorded
-as started and finished with ``skipped: true`` and inherits the baseline outcome in the metrics.
+The treatment reads the skill from the store (the source's ``SkillWritten``), so it transfers exactly what
+was recorded. The source's code and trajectory are withheld. A missing or empty skill — or one a filter
+empties — skips the treatment: it is recorded as started and finished with ``skipped: true`` and inherits
+the baseline outcome in the metrics.
 """
 
 from __future__ import annotations
@@ -14,28 +16,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mkbsim.agents._attempt import AttemptOutcome, AttemptSpec, LoopConfig, run_attempt
+from mkbsim.agents._attempt import AttemptSpec, LoopConfig, run_attempt
 from mkbsim.agents._conversation import current_try
 from mkbsim.agents._ledger import CostLedger
 from mkbsim.agents._model import ModelClient, ModelConfig
-from mkbsim.agents._record import AttemptRecorder
 from mkbsim.agents._sandbox import SandboxConfig
 from mkbsim.agents._scoring import ScorerFactory
+from mkbsim.campaigns._attempt import AttemptOutcome, AttemptTask, PlannedAttempt, SkillText, SkillTransform, skipped
+from mkbsim.campaigns._reading import prepare
 from mkbsim.campaigns._signals import StopFlag
 from mkbsim.catalog import Budget, Problem
-from mkbsim.events import AttemptFinished, AttemptStarted, EventLog, attempt_stream
+from mkbsim.events import AttemptFinished, EventLog, attempt_stream
 from mkbsim.events._types import Arm, Dsl
 
 #: Direction name (source DSL → target DSL), as in DESIGN §4.
 DIRECTIONS: dict[str, tuple[Dsl, Dsl]] = {"cutedsl2tirx": ("cutedsl", "tirx"), "tirx2cutedsl": ("tirx", "cutedsl")}
-
-
-@dataclass(frozen=True)
-class SkillFilter:
-    """A named text → text transformation applied to a skill before it is transferred."""
-
-    name: str
-    apply: Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -98,7 +93,7 @@ def run_treatment(
     budget: Budget | None = None,
     loop: LoopConfig | None = None,
     ledger: CostLedger | None = None,
-    skill_filter: SkillFilter | None = None,
+    skill_filter: SkillTransform | None = None,
     client_factory: Callable[[ModelConfig], ModelClient] = ModelClient,
     stop: StopFlag | None = None,
 ) -> AttemptOutcome:
@@ -108,42 +103,21 @@ def run_treatment(
     if finish is None or finish["status"] != "finished":
         state = "has not run" if finish is None else f"ended as {finish['status']}"
         raise SourceNotFinished(f"source attempt {source_attempt_id} {state}")
-    skill = recorded_skill(store, source_attempt_id)
-    filter_name = skill_filter.name if skill_filter else None
-    if skill and skill_filter:
-        skill = skill_filter.apply(skill)
-    spec = AttemptSpec(
-        attempt_id=attempt_id, campaign_id=campaign_id, problem=problem, dsl=target_dsl, arm=skill_arm(direction),
-        replicate=replicate, source_attempt_id=source_attempt_id, skill=skill, filter=filter_name,
-    )  # fmt: skip
-    if not skill or not skill.strip():
-        why = "the source wrote no skill" if not recorded_skill(store, source_attempt_id) else "the filter emptied it"
-        return _skip(store, spec, model, budget or Budget(), why)
+    planned = PlannedAttempt(attempt_id, model.label, problem.id, problem.family, target_dsl, skill_arm(direction),
+                             replicate, source=source_attempt_id, filter=skill_filter.name if skill_filter else None)
+    budget = budget or Budget()
+    skills = {source_attempt_id: SkillText(recorded_skill(store, source_attempt_id))}
+    task = prepare(campaign_id, planned, skills, skill_filter)
+    if isinstance(task, str):
+        outcome = skipped(AttemptTask(campaign_id, planned, source_attempt_id=source_attempt_id), task,
+                          {"minutes": budget.minutes, "submissions": budget.submissions})  # fmt: skip
+        store.append(list(outcome.events), expected_version=len(store.read_stream(attempt_stream(attempt_id))))
+        return outcome
+    spec = AttemptSpec(attempt_id, campaign_id, problem, target_dsl, planned.arm, replicate,  # type: ignore[arg-type]
+                       source_attempt_id=source_attempt_id, skill=task.skill, filter=planned.filter)  # fmt: skip
     return run_attempt(
         store, spec, model, scorer_factory(problem, target_dsl), sandbox=sandbox, budget=budget, loop=loop,
         ledger=ledger, client_factory=client_factory, stop=stop,
-    )  # fmt: skip
-
-
-def _skip(store: EventLog, spec: AttemptSpec, model: ModelConfig, budget: Budget, why: str) -> AttemptOutcome:
-    rec = AttemptRecorder(store, spec.attempt_id)
-    reason = f"treatment skipped: {why}"
-    rec.append(
-        AttemptStarted(
-            attempt_id=spec.attempt_id, campaign_id=spec.campaign_id, model=model.label, problem=spec.problem.id,
-            family=spec.problem.family, dsl=spec.dsl, arm=spec.arm, replicate=spec.replicate,
-            budget={"minutes": budget.minutes, "submissions": budget.submissions},
-            source_attempt_id=spec.source_attempt_id, filter=spec.filter,
-        ),
-        AttemptFinished(
-            attempt_id=spec.attempt_id, status="finished", passed=False, runtime_ms=None, speedup=None,
-            skipped=True, reason=reason,
-        ),
-    )  # fmt: skip
-    return AttemptOutcome(
-        attempt_id=spec.attempt_id, status="finished", passed=False, runtime_ms=None, speedup=None, skipped=True,
-        reason=reason, skill=None, counted_submissions=0, tokens=0, cost_usd=0.0, network_isolated=False,
-        network_detail="no sandbox (skipped)", infra_stall_s=0.0,
     )  # fmt: skip
 
 
@@ -160,7 +134,7 @@ def run_transfer_pair(
     budget: Budget | None = None,
     loop: LoopConfig | None = None,
     ledger: CostLedger | None = None,
-    skill_filter: SkillFilter | None = None,
+    skill_filter: SkillTransform | None = None,
     client_factory: Callable[[ModelConfig], ModelClient] = ModelClient,
 ) -> TransferPair:
     """The source solo attempt of ``direction``, then its skill-conditioned treatment.

@@ -1,7 +1,8 @@
 """Where attempts run: a local process pool or worker threads, or Ray tasks on a cluster. Each runs
-``fn(arg)`` per key and hands back results as they complete (``Dispatch``); the runner decides what
-runs. Simulated attempts return their events and the runner records them (``Executor.append``);
-LLM attempts record their own, on a Ray worker through ``RemoteStore`` (the writer actor)."""
+``fn(arg)`` per key and hands back results as they complete (``Dispatch``); the campaign lifecycle decides
+what runs. Its recorder appends through the executor (``Executor.append``): on Ray through the one writer
+actor on the head node, which also serves the reads and appends of LLM attempts running on the workers
+(``RemoteStore``) and holds the campaign's stop flag (``RemoteStop``)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,19 @@ def _init_worker(parent: int) -> None:
 _PR_SET_PDEATHSIG = 1
 
 
-class LocalExecutor:
+class _AppendsHere:
+    """Appends in this process (the local executors)."""
+
+    _writer: _Writer
+
+    def append(self, store: EventStore, events: Sequence[NewEvent]) -> None:
+        self._writer.append(list(events), store)
+
+    def appended(self) -> tuple[int, float, float]:
+        return self._writer.stats()
+
+
+class LocalExecutor(_AppendsHere):
     """A process pool of ``workers`` processes (forked, so they start with the loaded problem data)."""
 
     def __init__(self, fn: Callable[[Any], Any], workers: int) -> None:
@@ -81,18 +94,31 @@ class LocalExecutor:
         done, _ = cf.wait(self._futures, timeout=timeout, return_when=cf.FIRST_COMPLETED)
         return [(self._futures.pop(f), f.result()) for f in done]
 
-    def append(self, store: EventStore, events: Sequence[NewEvent]) -> None:
-        self._writer.append(list(events), store)
-
-    def appended(self) -> tuple[int, float, float]:
-        return self._writer.stats()
-
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._futures.clear()
 
 
-class ThreadDispatch:
+class InlineDispatch(_AppendsHere):
+    """Runs ``fn(arg)`` in this thread as it is submitted: a campaign simulated in memory."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self._fn = fn
+        self._done: list[tuple[str, Any]] = []
+        self._writer = _Writer()
+
+    def submit(self, key: str, arg: Any) -> None:
+        self._done.append((key, self._fn(arg)))
+
+    def wait(self, timeout: float) -> list[tuple[str, Any]]:
+        done, self._done = self._done, []
+        return done
+
+    def close(self) -> None:
+        self._done.clear()
+
+
+class ThreadDispatch(_AppendsHere):
     """``workers`` threads of this process running ``fn(arg)``: for work that mostly waits (an LLM attempt
     waits on its model, its commands and the verifier) and shares this process's store and ledger.
 
@@ -104,6 +130,7 @@ class ThreadDispatch:
         self._inbox: queue.SimpleQueue[tuple[str, Any] | None] = queue.SimpleQueue()
         self._outbox: queue.SimpleQueue[tuple[str, Any, BaseException | None]] = queue.SimpleQueue()
         self._workers = workers
+        self._writer = _Writer()
         for index in range(workers):
             threading.Thread(target=self._work, name=f"attempt-{index}", daemon=True).start()
 

@@ -1,4 +1,5 @@
-"""Live progress in the terminal: one bar per arm with its ETA, and the failures so far."""
+"""Live progress in the terminal: one bar per arm with its ETA and the failures so far, and for attempts that
+take minutes (LLM attempts) a line as each starts and ends."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from typing import Any
 
 
 class Progress:
-    def __init__(self, totals: dict[str, int], title: str, enabled: bool) -> None:
+    def __init__(self, totals: dict[str, int], title: str, enabled: bool, *, lines: bool = False) -> None:
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
         self._failed = dict.fromkeys(totals, 0)
+        self._lines = enabled and lines
         if not enabled:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
@@ -30,7 +32,13 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
 
-    def done(self, arm: str, passed: bool) -> None:
+    def line(self, text: str) -> None:
+        if self._lines:
+            self._bar.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    def done(self, arm: str, passed: bool, line: str = "") -> None:
         self._failed[arm] += not passed
         if self._bar is not None:
             self._bar.update(self._tasks[arm], advance=1, failed=self._failed[arm])
+        if line:
+            self.line(line)

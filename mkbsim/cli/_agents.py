@@ -1,4 +1,5 @@
-"""Running an LLM campaign file from the command line (`mkbsim run --campaign FILE`)."""
+"""What `mkbsim run --campaign FILE` needs for an LLM campaign file before the lifecycle runs it: the file,
+the keys (its env file, each agent's key), the verifier's scorers, and skill filters resolved by name."""
 
 from __future__ import annotations
 
@@ -9,26 +10,26 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mkbsim.cli._common import open_store
 from mkbsim.errors import UserError
 
 if TYPE_CHECKING:
-    from mkbsim.agents import LlmCampaignConfig, SkillFilter
+    from mkbsim.agents import LlmCampaign, LlmCampaignConfig, RayVerifiers, VerifierSlots
+    from mkbsim.campaigns import SkillTransform
 
 
 class _PluginFilter:
-    """A ``skill_filters`` filter as the text → text callable a campaign applies. It ships to Ray workers by
-    name (each worker gets the filter from its own ``skill_filters``: a filter may hold a model)."""
+    """A skill filter (``mkbsim.plugins``) as the text → text callable a campaign applies. It pickles by name (a
+    process that unpickles it gets the filter from its own installation: a filter may hold a model)."""
 
     def __init__(self, name: str, chosen: Any = None) -> None:
         self.name, self._chosen, self._lock = name, chosen, threading.Lock()
 
     def __call__(self, text: str) -> str:
-        with self._lock:  # attempts run in threads; a filter (and the model it may load) need not be thread-safe
+        with self._lock:  # a filter (and the model it may load) need not be thread-safe
             if self._chosen is None:
-                import skill_filters
+                from mkbsim.plugins import get_filter
 
-                self._chosen = skill_filters.get(self.name)
+                self._chosen = get_filter(self.name)
             result: str = self._chosen.apply(text).text
             return result
 
@@ -36,51 +37,45 @@ class _PluginFilter:
         return _PluginFilter, (self.name,)
 
 
-def resolve_filter(campaign: Path, config: LlmCampaignConfig) -> SkillFilter | None:
-    """The skill filter that ``campaign.filter`` names, as the text → text callable the campaign applies.
+def skill_transform(name: str | None, where: str = "") -> SkillTransform | None:
+    """The skill filter ``name`` (``mkbsim.plugins.get_filter``; "a+b" composes) as the transform a campaign applies.
 
-    Resolved here, in the composition root: ``skill_filters`` depends on mkbsim, never the reverse.
-    """
-    if config.filter is None:
+    Found through its entry point (``mkbsim.plugins``): ``skill_filters`` depends on mkbsim, never the reverse."""
+    if name is None:
         return None
-    import skill_filters
-    from mkbsim.agents import SkillFilter
+    from mkbsim.campaigns import SkillTransform
+    from mkbsim.plugins import get_filter
 
     try:
-        chosen = skill_filters.get(config.filter)
+        chosen = get_filter(name)
     except UserError as exc:
-        raise UserError(f"{campaign}: campaign.filter: {exc}") from None
-    return SkillFilter(config.filter, _PluginFilter(config.filter, chosen))
+        raise UserError(f"{where}{exc}") from None
+    return SkillTransform(name, _PluginFilter(name, chosen))
 
 
-def run_campaign_file(
-    campaign: Path,
-    store_path: Path,
-    *,
-    workers: int | None = None,
-    executor: str = "local",
-    ray_address: str | None = None,
-) -> int:
-    """Run (or resume) the LLM campaign described by ``campaign`` into the store; print its summary.
+def resolve_filter(campaign: Path, config: LlmCampaignConfig) -> SkillTransform | None:
+    """The skill filter that an LLM campaign file's ``campaign.filter`` names."""
+    return skill_transform(config.filter, f"{campaign}: campaign.filter: ")
 
-    ``workers`` overrides the file's ``[limits] agents``; ``executor`` ``ray`` runs the attempts as Ray
-    tasks (on the cluster at ``ray_address``) and the verifiers as Ray actors."""
+
+def llm_campaign(
+    campaign: Path, *, workers: int | None, executor: str, ray_address: str | None
+) -> tuple[LlmCampaign, SkillTransform | None, RayVerifiers | VerifierSlots]:
+    """The LLM campaign ``campaign`` describes, its skill filter, and its scorers (close them when the campaign
+    ends).
+
+    Checked before any model is paid for: the file, its filter, every agent's key (after loading the env file)
+    and the verifier. ``workers`` overrides the file's ``[limits] agents``; on the ``ray`` executor the
+    verifiers are Ray actors and the keys this run loaded or names go to every task."""
     import torch
 
-    from mkbsim.agents import (
-        RayVerifiers,
-        VerifierSlots,
-        attempt_cpus,
-        load_env_file,
-        load_llm_campaign,
-        run_llm_campaign,
-    )
+    from mkbsim.agents import LlmCampaign, RayVerifiers, VerifierSlots, attempt_cpus, load_env_file, load_llm_campaign
     from mkbsim.catalog import load_catalog
 
     config = load_llm_campaign(campaign)
     if workers is not None:
         config = dataclasses.replace(config, agents_at_once=workers)
-    skill_filter = resolve_filter(campaign, config)
+    transform = resolve_filter(campaign, config)
     names = load_env_file(config.env_file)
     if names:
         print(f"loaded {', '.join(sorted(names))} from {config.env_file}")
@@ -94,7 +89,6 @@ def run_campaign_file(
         else:
             raise UserError(f"{where} (export it or put it in {config.env_file})")
     torch.set_num_threads(1)
-    catalog = load_catalog()
     scorers: VerifierSlots | RayVerifiers
     try:  # fail before any model is paid for
         if executor == "ray":
@@ -110,18 +104,9 @@ def run_campaign_file(
             scorers = VerifierSlots(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots)
     except ValueError as exc:
         raise UserError(f"{campaign}: verifier: {exc}") from None
-    with scorers:
-        backend = scorers.backend
-        if backend != "cuda":
-            sys.stderr.write(
-                f"warning: the {backend} verifier cannot run CuTe DSL kernels; CuTe DSL attempts will end in "
-                'infra_error (use verifier.backend = "cuda" on a GPU machine)\n'
-            )
-        with open_store(store_path, create=True) as store:
-            summary = run_llm_campaign(
-                config, store, catalog, scorers, progress=lambda line: print(line, flush=True),
-                skill_filter=skill_filter, executor=executor, ray_address=ray_address,
-            )  # fmt: skip
-    for line in summary.lines():
-        print(line)
-    return 0
+    if scorers.backend != "cuda":
+        sys.stderr.write(
+            f"warning: the {scorers.backend} verifier cannot run CuTe DSL kernels; CuTe DSL attempts will end in "
+            'infra_error (use verifier.backend = "cuda" on a GPU machine)\n'
+        )
+    return LlmCampaign(config, load_catalog(), scorers), transform, scorers

@@ -1,5 +1,5 @@
-"""`mkbsim chain`: simulated multi-hop skill chains (A → B → A → …), then per-hop outcome, lift vs
-solo and claim survival."""
+"""`mkbsim chain`: simulated multi-hop skill chains (A → B → A → …) — a chain campaign run or resumed by the
+campaign lifecycle (``mkbsim.campaigns.run_campaign``) — then per-hop outcome, lift vs solo and claim survival."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from mkbsim.cli._common import add_store_option, non_negative_int, open_store, positive_int
-
-if TYPE_CHECKING:
-    from mkbsim.simulator import ChainConfig
+from mkbsim.cli._common import add_store_option, non_negative_int, open_lab, open_store, positive_int
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,35 +31,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _chain(args: argparse.Namespace) -> int:
-    from mkbsim.simulator import CampaignConfig, ChainConfig, get_profile, select_problems, shipped_profiles
+    from mkbsim.campaigns import SimCampaign, run_campaign
+    from mkbsim.cli._run import conclude
+    from mkbsim.simulator import CampaignConfig, get_profile, select_problems, shipped_profiles
 
     names = [n.strip() for n in args.profiles.split(",") if n.strip()] if args.profiles else list(shipped_profiles())
     profiles = tuple(get_profile(n) for n in dict.fromkeys(names))
-    config = ChainConfig(CampaignConfig(profiles, tuple(select_problems(args.problems)), seed=args.seed), args.hops)
-    return run_and_report_chain(args.store, config, similarity=args.similarity, fmt=args.format)
+    config = CampaignConfig(profiles, tuple(select_problems(args.problems)), seed=args.seed)
+    with open_store(args.store, create=True) as store:
+        summary = run_campaign(store, SimCampaign(config, chain=args.hops), progress=args.format == "table")
+    return conclude(summary, args.store, chain=True, similarity=args.similarity, fmt=args.format)
 
 
-def run_and_report_chain(store_path: Path, config: ChainConfig, *, similarity: str = "auto", fmt: str = "table") -> int:
-    """Run the chain campaign ``config`` into the store, or find it there; print its report."""
+def report_chain(store_path: Path, campaign_id: str, *, similarity: str = "auto", fmt: str = "table") -> int:
+    """The per-hop report of the chain campaign ``campaign_id``."""
     from mkbsim.claims import linker
-    from mkbsim.projections import ProjectionEngine, default_projections
-    from mkbsim.simulator import CampaignExists, run_chains
     from mkbsim.skills._chain import chain_report, render_chain
 
-    with open_store(store_path, create=True) as store:
-        try:
-            cid = run_chains(store, config).campaign_id
-        except CampaignExists as exc:
-            if not exc.finished:
-                raise
-            cid = exc.campaign_id
-            print(f"chain campaign {cid} is already in {store_path}; reporting it", file=sys.stderr)
-        ProjectionEngine(store, default_projections()).catch_up()
-        link = linker(similarity)
-        rows = chain_report(store, cid, link)
+    with open_lab(store_path) as lab:
+        links = lab.chains.links(campaign_id)
+        skills, records = lab.skills.campaign_skills(campaign_id), lab.transfer.hop_records(campaign_id)
+    link = linker(similarity)
+    rows = chain_report(links, skills, records, link)
     if fmt == "json":
-        out = {"campaign_id": cid, "similarity": link.method, "threshold": link.threshold, "hops": rows}
+        out = {"campaign_id": campaign_id, "similarity": link.method, "threshold": link.threshold, "hops": rows}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
     else:
-        sys.stdout.write(render_chain(rows, cid, link))
+        sys.stdout.write(render_chain(rows, campaign_id, link))
     return 0

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mkbsim.events import EventStore
+    from mkbsim.lab import Lab
 
 DEFAULT_STORE = "events.sqlite"
+#: Below this many events to apply, bringing the projections current is quick and not announced.
+ANNOUNCE_PENDING = 20_000
 
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:
@@ -22,11 +28,43 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_store(path: Path, *, create: bool = False) -> EventStore:
+def open_store(path: Path, *, create: bool = False, readonly: bool = False) -> EventStore:
     """Open an existing store (a missing file is a one-line error), or create it when asked."""
     from mkbsim.events import EventStore
 
-    return EventStore(path, create=create)
+    return EventStore(path, create=create, readonly=readonly)
+
+
+@contextlib.contextmanager
+def open_lab(path: Path, *, appends: str | None = None) -> Iterator[Lab]:
+    """The read model of an existing store, its projections brought current (announced on stderr when that
+    takes a while; a read-only store is said so). Print what was read only after the block: leaving it
+    raises ``StoreDamaged`` if SQLite's integrity check finds damaged pages, so no number read from a
+    damaged file is ever printed. The check runs alongside the block's reads when the projections are
+    current, else before they are updated (a damaged file is not written to). ``appends``: what the
+    command will append, refused at once on a read-only store (``StoreReadOnly``)."""
+    from mkbsim.errors import StoreReadOnly
+    from mkbsim.lab import Lab
+
+    lab = Lab(path, catch_up=False)
+    try:
+        if appends is not None and lab.readonly:
+            raise StoreReadOnly(f"{path}: the store is read-only and {appends} are appended to it")
+        pending = lab.pending()
+        if pending or appends is not None:
+            lab.verify()
+        else:
+            lab.start_verify()
+        if pending >= ANNOUNCE_PENDING:
+            print(f"bringing the projections up to date: {pending:,} events to apply…", file=sys.stderr, flush=True)
+        lab.refresh()
+        note = lab.freshness().note()
+        if note is not None:
+            print(note, file=sys.stderr)
+        yield lab
+        lab.verify()
+    finally:
+        lab.close()
 
 
 def positive_int(text: str) -> int:

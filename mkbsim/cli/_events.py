@@ -7,7 +7,7 @@ import json
 import sys
 
 from mkbsim.cli._common import add_store_option, non_negative_int, open_store
-from mkbsim.errors import UserError
+from mkbsim.errors import StoreReadOnly, UserError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("names", nargs="*", help="projection names (default: all)")
     p.set_defaults(handler=_rebuild)
 
-    p = actions.add_parser("projections", help="each projection's checkpoint and lag; --catch-up to update")
+    p = actions.add_parser("projections", help="each stored projection's checkpoint and lag; --catch-up to update")
     add_store_option(p)
     p.add_argument("--catch-up", action="store_true", help="apply pending events first")
     p.set_defaults(handler=_projections)
@@ -58,7 +58,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _count(args: argparse.Namespace) -> int:
-    with open_store(args.store) as store:
+    with open_store(args.store, readonly=True) as store:
         if args.by_type:
             for type_, n in store.type_counts().items():
                 print(f"{n:>12,}  {type_}")
@@ -67,23 +67,19 @@ def _count(args: argparse.Namespace) -> int:
 
 
 def _tail(args: argparse.Namespace) -> int:
-    with open_store(args.store) as store:
-        if args.from_position is not None:
-            start = args.from_position
-        else:
-            start = max(0, store.last_position() - args.lines) if not (args.types or args.stream) else 0
-        if args.types or args.stream:
-            known = store.read(start, stream_id=args.stream, types=args.types)
-            recent = list(known)[-args.lines :] if args.from_position is None else list(known)
-        else:
-            recent = list(store.read(start))
-        last = store.last_position()
+    with open_store(args.store, readonly=True) as store:
+        head = store.last_position()  # first: everything up to it is committed, and following starts there
+        filtered = bool(args.types or args.stream)
+        start = max(0, head - args.lines) if args.from_position is None and not filtered else args.from_position or 0
+        recent = list(store.read(start, head, stream_id=args.stream, types=args.types))
+        if args.from_position is None and filtered:
+            recent = recent[-args.lines :] if args.lines else []
         for ev in recent:
             _print_event(ev)
         if args.follow:
-            for ev in store.tail(last, types=args.types, poll_interval=args.poll, idle_timeout=args.idle_exit):
-                if args.stream is None or ev.stream_id == args.stream:
-                    _print_event(ev)
+            for ev in store.tail(head, types=args.types, stream_id=args.stream, poll_interval=args.poll,
+                                 idle_timeout=args.idle_exit):  # fmt: skip
+                _print_event(ev)
     return 0
 
 
@@ -95,11 +91,14 @@ def _print_event(ev: object) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    with open_store(args.store) as store:
+    with open_store(args.store, readonly=True) as store:
         report = store.check()
+        initialised = store.initialised
     extra = ""
     if report.unknown_types:
         extra = " (unknown types kept: " + ", ".join(f"{t}×{n}" for t, n in report.unknown_types.items()) + ")"
+    if not initialised:
+        extra = " (the file holds no event tables yet; nothing was written to it)"
     if report.ok:
         print(f"ok: {report.events:,} events in {report.streams:,} streams{extra}")
         return 0
@@ -107,29 +106,33 @@ def _check(args: argparse.Namespace) -> int:
     return 1
 
 
-def _engine(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from mkbsim.projections import ProjectionEngine, default_projections
-
-    return ProjectionEngine(open_store(args.store), default_projections())
-
-
 def _rebuild(args: argparse.Namespace) -> int:
-    engine = _engine(args)
-    names = args.names or list(engine.projections)
-    unknown = [n for n in names if n not in engine.projections]
-    if unknown:
-        raise UserError(f"unknown projection(s) {', '.join(unknown)}; known: {', '.join(engine.projections)}")
-    for name in names:
-        n = engine.rebuild(name)
-        print(f"rebuilt {name}: {n:,} events applied")
+    from mkbsim.lab import Lab
+
+    with Lab(args.store, catch_up=False) as lab:
+        known = [p.name for p in lab.projections]
+        names = args.names or known
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise UserError(f"unknown projection(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        if lab.readonly:
+            raise StoreReadOnly(f"{args.store}: the store is read-only; a rebuild writes the projections into it")
+        for name in names:
+            n = lab.engine.rebuild(name)
+            print(f"rebuilt {name}: {n:,} events applied")
     return 0
 
 
 def _projections(args: argparse.Namespace) -> int:
-    engine = _engine(args)
-    if args.catch_up:
-        engine.catch_up()
-    for s in engine.status():
-        at = "never built" if s.position is None else f"at {s.position:,}"
-        print(f"{s.name:<24} v{s.version}  {at}  (head {s.head:,}, lag {s.lag:,})")
+    from mkbsim.lab import Lab
+
+    with Lab(args.store, catch_up=args.catch_up) as lab:
+        for s in lab.stored_status():
+            at = "never built" if s.position is None else f"at {s.position:,}"
+            version = f"v{s.stored_version or s.version}" + ("" if s.stored_version in (None, s.version) else
+                                                             f" (this mkbsim: v{s.version})")  # fmt: skip
+            print(f"{s.name:<24} {version}  {at}  (head {s.head:,}, lag {s.lag:,})")
+        note = lab.freshness().note()
+    if note is not None:
+        print(note, file=sys.stderr)
     return 0

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from mkbsim.cli._common import add_store_option, open_store
+from mkbsim.cli._common import add_store_option, open_lab
 from mkbsim.errors import UserError
 
 
@@ -28,16 +28,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--labeler", required=True, metavar="NAME", help="heuristic, or llm:MODEL (a litellm model id)")
     p.add_argument("--api-base", metavar="URL", help="llm labeler: OpenAI-compatible endpoint (model id openai/NAME)")
     p.add_argument("--api-key-env", metavar="VAR", help="llm labeler: environment variable holding the API key")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="llm labeler: a model parameter for litellm (repeatable; VALUE read as JSON where it "
+                   "parses, e.g. temperature=1, reasoning_effort=low); none by default")
+    p.add_argument("--params", metavar="JSON", help="llm labeler: model parameters as one JSON object")
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(handler=_label)
 
 
+def _model_params(as_json: str | None, pairs: list[str]) -> dict[str, Any]:
+    """``--params JSON`` updated by each ``--param KEY=VALUE`` (VALUE as JSON where it parses, else text)."""
+    params: dict[str, Any] = {}
+    if as_json is not None:
+        try:
+            params = json.loads(as_json)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"--params: not JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(params, dict):
+            raise UserError("--params: give one JSON object, e.g. '{\"temperature\": 1}'")
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--param {pair!r}: use KEY=VALUE, e.g. temperature=1")
+        try:
+            params[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key.strip()] = value
+    return params
+
+
 def _label(args: argparse.Namespace) -> int:
-    from mkbsim.projections import ProjectionEngine, default_projections
-    from mkbsim.skills._label import GROUND_TRUTH, kappas, label, load_material, make_labeler, quality, stored_labels
+    from mkbsim.skills._label import GROUND_TRUTH, kappas, label, make_labeler, quality
     from mkbsim.skills._label_render import render_label_report
 
-    params: dict[str, Any] = {"temperature": 0.0}
+    params = _model_params(args.params, args.param)
     if args.api_base:
         params["api_base"] = args.api_base
         params["api_key"] = "unused"  # a local OpenAI-compatible server needs none, litellm wants one
@@ -46,11 +70,10 @@ def _label(args: argparse.Namespace) -> int:
             raise UserError(f"--api-key-env {args.api_key_env}: the variable is unset")
         params["api_key"] = os.environ[args.api_key_env]
     labeler = make_labeler(args.labeler, params)
-    with open_store(args.store) as store:
-        ProjectionEngine(store, default_projections()).catch_up()
-        material = load_material(store, args.campaign)
-        counts = label(store, material, labeler)
-        labels = stored_labels(store, [*material.skills, *material.treatments])
+    with open_lab(args.store, appends="labels") as lab:  # refused before a labeler (perhaps paid) runs
+        material = lab.skills.material(args.campaign)
+        counts = label(lab.store, lab.skills.labeled(labeler.name), material, labeler)
+        labels = lab.skills.labels([*material.skills, *material.treatments])
     truth = labels.get(GROUND_TRUTH)
     result = {
         "labeler": labeler.name, "labeled": counts,

@@ -1,13 +1,18 @@
-"""Entry point: builds the parser from the command modules and turns user errors into exit 2."""
+"""Entry point: builds the parser from the command modules and turns every foreseeable failure into one
+line on stderr and its exit code (``mkbsim.errors``; README "Exit codes")."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
+import sqlite3
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from mkbsim.errors import UserError
+from mkbsim.errors import MkbsimError, StoreFull
 
 # Module names under mkbsim.cli, each exposing register(subparsers). Order = order in --help.
 COMMAND_MODULES = (
@@ -47,20 +52,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit codes of a run stopped by SIGINT / SIGTERM (128 + the signal's number, as shells report them).
+STOPPED_BY_SIGNAL = (130, 143)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None and code in STOPPED_BY_SIGNAL:
+        # the program itself (not a caller's main([...])), stopped by a signal: everything was closed on the way
+        # out, so skip the interpreter's teardown of torch/TVM/litellm (seconds on a busy machine) and stop now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         code = args.handler(args)
-    except UserError as exc:
-        sys.stderr.write(f"mkbsim {args.command}: error: {exc}\n")
-        return 2
+    except MkbsimError as exc:
+        return _fail(args, exc)
+    except sqlite3.Error as exc:  # a store error some code path did not translate: still one line, its class
+        from mkbsim.events import store_fault
+
+        return _fail(args, store_fault(exc, Path(getattr(args, "store", "the store"))))
+    except BrokenPipeError:  # e.g. `mkbsim events tail | head`
+        return 0
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        return _fail(args, StoreFull(f"{exc.filename or 'a file'}: the disk is full ({exc.strerror})"))
     except KeyboardInterrupt:
         sys.stderr.write("mkbsim: interrupted\n")
         return 130
-    except BrokenPipeError:  # e.g. `mkbsim events tail | head`
-        return 0
     return int(code or 0)
+
+
+def _fail(args: argparse.Namespace, exc: MkbsimError) -> int:
+    message = " ".join(str(exc).split())  # one line, whatever the message holds
+    sys.stderr.write(f"mkbsim {args.command}: error: {message}\n")
+    return exc.exit_code
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from mkbsim.cli._common import add_store_option, open_store
+from mkbsim.cli._common import add_store_option, open_lab
 from mkbsim.errors import UserError
 
 # kept in step with mkbsim.metrics._sections (not imported here: `mkbsim --help` stays light)
@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report",
         help="transfer metrics: paired lift, help/harm, standing, sensitivity, asymmetry, solo quality",
-        description="Brings the projections up to date, then reports the plain-protocol comparisons.",
+        description="Brings the projections up to date (computing them apart from a read-only store), checks the "
+        "store file for damage, then reports the plain-protocol comparisons.",
     )
     add_store_option(p)
     p.add_argument("--campaign", metavar="ID", help="only this campaign (default: every campaign, pooled)")
@@ -56,29 +57,24 @@ def _dimensions(text: str) -> tuple[str, ...]:
 def _report(args: argparse.Namespace) -> int:
     if args.section == "skills":
         return _skills(args)
-    from mkbsim.metrics._load import load
     from mkbsim.metrics._render import groups_csv, table
     from mkbsim.metrics._sections import DEFAULT_BY, report
-    from mkbsim.projections import ProjectionEngine, default_projections
 
     for option in ("export", "plots"):
         target = getattr(args, option)
         if target is not None and target.exists() and not target.is_dir():
             raise UserError(f"--{option} {target}: exists and is not a directory")
-    with open_store(args.store) as store:
-        if store.last_position() == 0:
-            raise UserError(f"{args.store}: the store has no events yet (run a campaign first: mkbsim run)")
-        engine = ProjectionEngine(store, default_projections())
-        engine.catch_up()
-        data = load(store.connection, args.campaign)
+    with open_lab(args.store) as lab:
+        _require_events(lab.head, args.store)
+        data = lab.transfer.report_data(args.campaign)
         result = report(data.campaigns, data.comparisons, data.solos, pending=data.pending, by=args.by)
-        notes = []
-        if args.export is not None:
-            from mkbsim.metrics._export import export
+        tables = lab.transfer.projection_tables() if args.export is not None else None
+    notes = []
+    if tables is not None:
+        from mkbsim.metrics._export import export
 
-            tables = [t for p in engine.projections.values() for t in p.tables]
-            written = export(store.connection, tables, result, args.export)
-            notes.append(f"wrote {len(written)} files (CSV and Parquet) to {args.export}")
+        written = export(tables, result, args.export)
+        notes.append(f"wrote {len(written)} files (CSV and Parquet) to {args.export}")
     if args.plots is not None:
         from mkbsim.metrics._plots import write_plots
 
@@ -102,25 +98,28 @@ def _report(args: argparse.Namespace) -> int:
 
 def _skills(args: argparse.Namespace) -> int:
     from mkbsim.claims import linker
-    from mkbsim.projections import ProjectionEngine, default_projections
-    from mkbsim.skills._label import GROUND_TRUTH, load_material, stored_labels
+    from mkbsim.skills._label import GROUND_TRUTH
     from mkbsim.skills._report import render_skills, skills_report
 
     if args.format == "csv" or args.export is not None or args.plots is not None:
         raise UserError("--section skills prints a table or JSON only (no csv, --export or --plots)")
-    with open_store(args.store) as store:
-        if store.last_position() == 0:
-            raise UserError(f"{args.store}: the store has no events yet (run a campaign first: mkbsim run)")
-        ProjectionEngine(store, default_projections()).catch_up()
-        material = load_material(store, args.campaign)
-        labels = stored_labels(store, [*material.skills, *material.treatments])
+    with open_lab(args.store) as lab:
+        _require_events(lab.head, args.store)
+        material = lab.skills.material(args.campaign)
+        labels = lab.skills.labels([*material.skills, *material.treatments])
         name = args.labeler or (GROUND_TRUTH if GROUND_TRUTH in labels else "heuristic")
         if args.labeler and args.labeler not in labels:
             raise UserError(f"no labels by {args.labeler!r} (labelers here: {', '.join(sorted(labels)) or 'none'};"
                             " run mkbsim label)")  # fmt: skip
-        result = skills_report(store, args.campaign, material, labels.get(name), name, linker(args.similarity))
+        comparisons = lab.transfer.skill_comparisons(args.campaign)
+    result = skills_report(comparisons, material, labels.get(name), name, linker(args.similarity))
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         sys.stdout.write(render_skills(result))
     return 0
+
+
+def _require_events(head: int, store: Path) -> None:
+    if head == 0:
+        raise UserError(f"{store}: the store has no events yet (run a campaign first: mkbsim run)")

@@ -1,11 +1,11 @@
-"""`mkbsim tui`: the Textual terminal UI over an event store (the `tui` package; needs mkbsim[tui])."""
+"""`mkbsim tui`: the Textual terminal UI over an event store (the `tui` package, an entry point of group
+``mkbsim.tui``; needs mkbsim[tui])."""
 
 from __future__ import annotations
 
 import argparse
 
 from mkbsim.cli._common import add_store_option
-from mkbsim.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,9 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _tui(args: argparse.Namespace) -> int:
-    try:  # textual is an optional dependency; `mkbsim --help` must not import it
-        from tui.app import MkbsimApp
-    except ImportError as exc:
-        raise UserError(f"the TUI needs the tui extra: pip install 'mkbsim[tui]' (missing: {exc.name})") from None
-    MkbsimApp(args.store).run()
+    from mkbsim.plugins import tui_app
+
+    tui_app()(args.store)  # the `tui` package, found through its entry point (it imports mkbsim, not the reverse)
     return 0

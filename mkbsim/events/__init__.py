@@ -1,25 +1,25 @@
 """Events: typed payloads, the SQLite event store, and schema upcasting (DESIGN §3)."""
 
+from mkbsim.errors import ConcurrencyError, PayloadError, StoreError, UnknownEventType
+from mkbsim.events._faults import faults_as_errors, store_fault, writable
 from mkbsim.events._ids import new_event_id, new_event_ids
 from mkbsim.events._schema import (
     Payload,
-    PayloadError,
-    UnknownEventType,
     event_type,
     known_types,
     upcaster,
     validate,
 )
 from mkbsim.events._store import (
+    CHECKPOINT_COLUMNS,
+    CHECKPOINTS,
     STORE_SCHEMA,
     AppendResult,
     CheckReport,
-    ConcurrencyError,
     EventLog,
     EventStore,
     NewEvent,
     RecordedEvent,
-    StoreError,
     decode_payload,
 )
 from mkbsim.events._types import (
@@ -38,6 +38,8 @@ from mkbsim.events._types import (
 )
 
 __all__ = [
+    "CHECKPOINTS",
+    "CHECKPOINT_COLUMNS",
     "STORE_SCHEMA",
     "AgentStep",
     "AppendResult",
@@ -64,9 +66,12 @@ __all__ = [
     "campaign_stream",
     "decode_payload",
     "event_type",
+    "faults_as_errors",
     "known_types",
     "new_event_id",
     "new_event_ids",
+    "store_fault",
     "upcaster",
     "validate",
+    "writable",
 ]

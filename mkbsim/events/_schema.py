@@ -13,16 +13,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
-from mkbsim.errors import UserError
-
-
-class PayloadError(UserError, ValueError):
-    """A payload that does not match its event type's schema (names the field)."""
-
-
-class UnknownEventType(UserError, ValueError):
-    """An event type this version of mkbsim does not know (refused on append)."""
-
+from mkbsim.errors import PayloadError, UnknownEventType
 
 Check = Callable[[Any], bool]
 P = TypeVar("P", bound="Payload")

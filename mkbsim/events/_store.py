@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import json.encoder
 import os
@@ -14,14 +15,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from mkbsim.errors import UserError
+from mkbsim.errors import ConcurrencyError, MkbsimError, NotAStore, PayloadError, StoreMissing, UnknownEventType
+from mkbsim.events._faults import damaged, faults_as_errors, integrity_problem, store_fault
 from mkbsim.events._ids import new_event_ids
-from mkbsim.events._schema import Payload, PayloadError, UnknownEventType, current_version, upcast, validate
+from mkbsim.events._schema import Payload, current_version, upcast, validate
 
 #: Version of the store's own layout (tables, indexes), kept in PRAGMA user_version.
 STORE_SCHEMA = 1
 
-_DDL = """
+#: The projections' checkpoints: projection name -> last position applied (DESIGN §3).
+CHECKPOINTS = "projection_checkpoints"
+CHECKPOINT_COLUMNS = (
+    "name TEXT PRIMARY KEY, position INTEGER NOT NULL, version INTEGER NOT NULL, updated_at TEXT NOT NULL"
+)
+
+_TABLES = f"""
 CREATE TABLE IF NOT EXISTS events (
     position       INTEGER PRIMARY KEY,
     event_id       TEXT    NOT NULL UNIQUE,
@@ -33,18 +41,20 @@ CREATE TABLE IF NOT EXISTS events (
     payload        TEXT    NOT NULL,
     UNIQUE (stream_id, version)
 );
+CREATE TABLE IF NOT EXISTS {CHECKPOINTS} ({CHECKPOINT_COLUMNS});
+"""
+_DDL = (
+    _TABLES
+    + """
 CREATE INDEX IF NOT EXISTS events_by_type ON events (type, position);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
     BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
     BEGIN SELECT RAISE(ABORT, 'events are immutable'); END;
-CREATE TABLE IF NOT EXISTS projection_checkpoints (
-    name       TEXT PRIMARY KEY,
-    position   INTEGER NOT NULL,
-    version    INTEGER NOT NULL,
-    updated_at TEXT NOT NULL
-);
 """
+)
+#: An uninitialised file read without writing: the same tables, empty, in the connection's TEMP schema.
+_EMPTY_VIEW = _TABLES.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS")
 
 
 def _make_encoder() -> Callable[[Any], str]:
@@ -60,14 +70,6 @@ def _make_encoder() -> Callable[[Any], str]:
 
 _encode = _make_encoder()
 _COLUMNS = "position, event_id, stream_id, version, type, schema_version, recorded_at, payload"
-
-
-class StoreError(UserError):
-    """The store file cannot be used (missing, locked, corrupt, full, too new)."""
-
-
-class ConcurrencyError(StoreError):
-    """A stream's version is not what the writer expected (another writer got there first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,19 +124,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _translate(exc: sqlite3.Error, path: Path) -> StoreError:
-    msg = str(exc)
-    if "locked" in msg or "busy" in msg:
-        return StoreError(f"{path}: the store is locked by another process (try again later)")
-    if "full" in msg:
-        return StoreError(f"{path}: the disk is full; nothing of this batch was written")
-    if "not a database" in msg or "malformed" in msg or "corrupt" in msg:
-        return StoreError(f"{path}: not a valid event store (file is not a database or is corrupt)")
-    if "readonly" in msg:
-        return StoreError(f"{path}: the store is read-only")
-    return StoreError(f"{path}: {msg}")
-
-
 class EventLog(Protocol):
     """What an attempt needs of the store: its streams, read and appended with optimistic concurrency.
 
@@ -160,6 +149,11 @@ class EventStore:
     interleave and a read never sees half a batch. A paged ``read`` takes the lock per page, not
     for the whole iteration (a long scan must not stall the writers). ``connection`` bypasses the
     lock: it is for one thread at a time (projections and reports, which own their process).
+
+    ``readonly`` opens the file without ever writing to it (``mode=ro``; in a folder that cannot be
+    written and holds no unapplied write-ahead log, as an immutable file): a file without the event
+    tables yet (a zero-length file, a store being created) then reads as an empty store. Every
+    SQLite error is raised as the store fault it stands for (``mkbsim.errors``).
     """
 
     def __init__(
@@ -167,38 +161,83 @@ class EventStore:
         path: str | os.PathLike[str],
         *,
         create: bool = False,
+        readonly: bool = False,
         durable: bool = False,
         busy_timeout_ms: int = 10_000,
     ) -> None:
         self.path = Path(path)
+        self.readonly = readonly
+        if self.path.is_dir():
+            raise NotAStore(f"{self.path}: is a directory, not an event store file")
         if not self.path.exists():
-            if not create:
-                raise StoreError(f"{self.path}: no such event store (create one with `mkbsim events init`)")
+            if not create or readonly:
+                raise StoreMissing(f"{self.path}: no such event store (create one with `mkbsim events init`)")
             if not self.path.parent.exists():
-                raise StoreError(f"{self.path.parent}: no such directory")
+                raise StoreMissing(f"{self.path.parent}: no such directory")
+        # shared by threads under ``_lock`` (sqlite3 objects are safe to use from any thread when serialized)
+        self._lock = threading.RLock()
         try:
-            # shared by threads under ``_lock`` (sqlite3 objects are safe to use from any thread when serialized)
-            self._lock = threading.RLock()
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
-            )
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > STORE_SCHEMA:
-                raise StoreError(
-                    f"{self.path}: store schema {version} is newer than this mkbsim supports "
-                    f"({STORE_SCHEMA}); upgrade mkbsim"
-                )
-            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if version == 0 and tables and "events" not in tables:
-                raise StoreError(f"{self.path}: an SQLite file, but not an mkbsim event store")
-            if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
-            if version < STORE_SCHEMA:
-                self._conn.executescript(_DDL + f"PRAGMA user_version = {STORE_SCHEMA};")
+            self._conn = self._connect(busy_timeout_ms / 1000)
         except sqlite3.Error as exc:
-            raise _translate(exc, self.path) from exc
+            raise self._open_fault(exc) from exc
+        try:
+            self.initialised = self._prepare(durable, busy_timeout_ms)
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise self._open_fault(exc) from exc
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _open_fault(self, exc: sqlite3.Error) -> MkbsimError:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
+            return NotAStore(f"{self.path}: not a valid event store (not an SQLite database, or its header is damaged)")
+        return store_fault(exc, self.path)
+
+    def _connect(self, timeout: float) -> sqlite3.Connection:
+        if not self.readonly:
+            return sqlite3.connect(self.path, isolation_level=None, timeout=timeout, check_same_thread=False)
+        uri = f"{self.path.absolute().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout, check_same_thread=False)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            # a WAL store in a folder that cannot be written: its -shm file cannot be made; with no
+            # unapplied log beside it, the file alone is the whole store and nobody can change it
+            log = Path(f"{self.path}-wal")
+            if exc.sqlite_errorname != "SQLITE_CANTOPEN" or (log.exists() and log.stat().st_size > 0):
+                raise
+            conn = sqlite3.connect(f"{uri}&immutable=1", uri=True, isolation_level=None, timeout=timeout,
+                                   check_same_thread=False)  # fmt: skip
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def _prepare(self, durable: bool, busy_timeout_ms: int) -> bool:
+        """Check the layout (and, for a writer, create it); whether the file holds the event tables."""
+        conn = self._conn
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > STORE_SCHEMA:
+            raise NotAStore(
+                f"{self.path}: store schema {version} is newer than this mkbsim supports ({STORE_SCHEMA});"
+                " upgrade mkbsim"
+            )
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if version == 0 and tables and "events" not in tables:
+            raise NotAStore(f"{self.path}: an SQLite file, but not an mkbsim event store")
+        if self.readonly:
+            if "events" not in tables:
+                conn.executescript(_EMPTY_VIEW)
+            return "events" in tables
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+        if version < STORE_SCHEMA:
+            conn.executescript(_DDL + f"PRAGMA user_version = {STORE_SCHEMA};")
+        return True
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -216,6 +255,14 @@ class EventStore:
     def connection(self) -> sqlite3.Connection:
         """The writer connection (projections write their tables through it, in one transaction)."""
         return self._conn
+
+    def interrupt(self) -> None:
+        """Stop the statement running on this store's connection (from another thread): it fails as interrupted."""
+        self._conn.interrupt()
+
+    def faults(self) -> contextlib.AbstractContextManager[None]:
+        """A context raising SQLite errors of this store's connection as store faults."""
+        return faults_as_errors(self.path, self._conn)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -272,7 +319,7 @@ class EventStore:
         except sqlite3.IntegrityError as exc:
             raise ConcurrencyError(f"{self.path}: concurrent append clashed: {exc}") from exc
         except sqlite3.Error as exc:
-            raise _translate(exc, self.path) from exc
+            raise store_fault(exc, self.path, self._conn) from exc
         finally:
             self._lock.release()
         return result
@@ -366,11 +413,8 @@ class EventStore:
         remaining = limit
         while remaining is None or remaining > 0:
             n = page_size if remaining is None else min(page_size, remaining)
-            try:
-                with self._lock:
-                    rows = self._conn.execute(sql, [cursor, *base, n]).fetchall()
-            except sqlite3.Error as exc:
-                raise _translate(exc, self.path) from exc
+            with self._lock, self.faults():
+                rows = self._conn.execute(sql, [cursor, *base, n]).fetchall()
             for row in rows:
                 yield _decode(row)
             if len(rows) < n:
@@ -381,8 +425,8 @@ class EventStore:
 
     def read_rows(
         self, from_position: int, to_position: int, types: Sequence[str], window: int = 20_000, where: str | None = None
-    ) -> Iterator[list[tuple[int, str, str, int, str]]]:
-        """Raw (position, type, stream_id, schema_version, payload_json) rows for projections.
+    ) -> Iterator[list[tuple[int, str, str, int, str, str]]]:
+        """Raw (position, type, stream_id, schema_version, payload_json, recorded_at) rows for projections.
 
         Walks the primary key in windows of ``window`` positions and filters types row by row
         (``+type`` keeps SQLite off the type index, whose range-then-sort plan costs more per
@@ -391,12 +435,12 @@ class EventStore:
         """
         marks = ",".join("?" * len(types))
         sql = (
-            "SELECT position, type, stream_id, schema_version, payload FROM events"
+            "SELECT position, type, stream_id, schema_version, payload, recorded_at FROM events"
             f" WHERE position > ? AND position <= ? AND +type IN ({marks}){f' AND ({where})' if where else ''}"
             " ORDER BY position"
         )
         for lo in range(from_position, to_position, window):
-            with self._lock:
+            with self._lock, self.faults():
                 rows = self._conn.execute(sql, [lo, min(lo + window, to_position), *types]).fetchall()
             if rows:
                 yield rows
@@ -404,32 +448,53 @@ class EventStore:
     def read_stream(self, stream_id: str) -> list[RecordedEvent]:
         return list(self.read(stream_id=stream_id))
 
+    def read_at(self, positions: Iterable[int]) -> list[RecordedEvent]:
+        """The events at ``positions`` (by primary key), in position order; positions not stored are left out."""
+        wanted = sorted(set(positions))
+        out: list[RecordedEvent] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            sql = f"SELECT {_COLUMNS} FROM events WHERE position IN ({','.join('?' * len(chunk))}) ORDER BY position"
+            with self._lock, self.faults():
+                rows = self._conn.execute(sql, chunk).fetchall()
+            out.extend(_decode(row) for row in rows)
+        return out
+
+    def latest(self, stream_id: str, type: str) -> RecordedEvent | None:
+        """The stream's last event of ``type`` (walks the stream backwards by version)."""
+        sql = f"SELECT {_COLUMNS} FROM events WHERE stream_id = ? AND type = ? ORDER BY version DESC LIMIT 1"
+        with self._lock, self.faults():
+            row = self._conn.execute(sql, (stream_id, type)).fetchone()
+        return None if row is None else _decode(row)
+
     def tail(
         self,
         from_position: int = 0,
         *,
         types: Iterable[str] | None = None,
+        stream_id: str | None = None,
         poll_interval: float = 0.2,
         stop: Callable[[], bool] | None = None,
         idle_timeout: float | None = None,
     ) -> Iterator[RecordedEvent]:
         """Follow the store: yield events after ``from_position`` as other processes append them.
 
+        Each poll first reads the head, then the events up to it: every position up to a head once
+        seen is committed (appends are serialized), so filtering by type or stream skips none.
         Ends when ``stop()`` is true, or after ``idle_timeout`` seconds with nothing new.
         """
         position = from_position
         idle_since = time.monotonic()
         type_list = list(types) if types is not None else None
         while not (stop and stop()):
+            head = self.last_position()
             got = False
-            for ev in self.read(position, types=type_list):
-                position = ev.position
+            for ev in self.read(position, head, stream_id=stream_id, types=type_list):
                 got = True
                 yield ev
                 if stop and stop():
                     return
-            if type_list is not None:
-                position = max(position, self.last_position())
+            position = head
             if got:
                 idle_since = time.monotonic()
             elif idle_timeout is not None and time.monotonic() - idle_since >= idle_timeout:
@@ -440,34 +505,39 @@ class EventStore:
     def count(self, type: str | None = None) -> int:
         if type is None:
             return int(self.last_position())  # positions are gap-free from 1
-        with self._lock:
+        with self._lock, self.faults():
             return int(self._conn.execute("SELECT COUNT(*) FROM events WHERE type = ?", (type,)).fetchone()[0])
 
     def last_position(self) -> int:
-        try:
-            with self._lock:
-                return int(self._conn.execute("SELECT COALESCE(MAX(position), 0) FROM events").fetchone()[0])
-        except sqlite3.Error as exc:
-            raise _translate(exc, self.path) from exc
+        with self._lock, self.faults():
+            return int(self._conn.execute("SELECT COALESCE(MAX(position), 0) FROM events").fetchone()[0])
 
     def stream_version(self, stream_id: str) -> int:
-        with self._lock:
+        with self._lock, self.faults():
             row = self._conn.execute("SELECT MAX(version) FROM events WHERE stream_id = ?", (stream_id,)).fetchone()
         return int(row[0] or 0)
 
     def type_counts(self) -> dict[str, int]:
-        with self._lock:
+        with self._lock, self.faults():
             return dict(self._conn.execute("SELECT type, COUNT(*) FROM events GROUP BY type ORDER BY type").fetchall())
 
     # -- integrity ------------------------------------------------------------------------------
 
+    def verify_pages(self) -> None:
+        """Raise ``StoreDamaged`` when SQLite's ``quick_check`` finds damaged pages in the file."""
+        with self._lock:
+            problem = integrity_problem(self._conn)
+        if problem is not None:
+            raise damaged(self.path, problem)
+
     def check(self, *, validate_payloads: bool = True) -> CheckReport:
-        """Verify the invariants of DESIGN §3; report the first problem found."""
+        """Verify the invariants of DESIGN §3; report the first problem found. Damaged pages are not a
+        report but a ``StoreDamaged`` fault: the file's pages come before its contents."""
         from mkbsim.events._schema import known_types
 
         c = self._conn
-        try:
-            self._lock.acquire()  # released in ``finally``; validation's paged reads re-enter (an RLock)
+        self.verify_pages()
+        with self._lock, self.faults():  # validation's paged reads re-enter the lock (an RLock)
             n, lo, hi = c.execute("SELECT COUNT(*), MIN(position), MAX(position) FROM events").fetchone()
             streams = c.execute("SELECT COUNT(DISTINCT stream_id) FROM events").fetchone()[0]
             counts = self.type_counts()
@@ -476,9 +546,6 @@ class EventStore:
             def report(problem: str | None) -> CheckReport:
                 return CheckReport(problem is None, n, streams, unknown, problem)
 
-            integrity = c.execute("PRAGMA quick_check").fetchone()[0]
-            if integrity != "ok":
-                return report(f"SQLite integrity check failed: {integrity}")
             if n and (lo != 1 or hi != n):
                 gap = c.execute(
                     "SELECT position FROM events e WHERE position > 1 AND NOT EXISTS"
@@ -505,10 +572,6 @@ class EventStore:
                     except PayloadError as exc:
                         return report(f"position {ev.position}: {exc}")
             return report(None)
-        except sqlite3.Error as exc:
-            raise _translate(exc, self.path) from exc
-        finally:
-            self._lock.release()
 
 
 def _decode(row: tuple[Any, ...]) -> RecordedEvent:

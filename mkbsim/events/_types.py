@@ -7,7 +7,12 @@ from typing import Any, Literal
 
 from mkbsim.events._schema import Payload, event_type
 
-Arm = Literal["solo_cutedsl", "solo_tirx", "cutedsl2tirx_skill", "tirx2cutedsl_skill"]
+Arm = Literal[
+    "solo_cutedsl", "solo_tirx", "cutedsl2tirx_skill", "tirx2cutedsl_skill",
+    # control arms (DESIGN §4), optional per campaign
+    "cutedsl2tirx_aa", "tirx2cutedsl_aa", "cutedsl2tirx_placebo", "tirx2cutedsl_placebo",
+    "cutedsl2tirx_matched", "tirx2cutedsl_matched",
+]  # fmt: skip
 Dsl = Literal["cutedsl", "tirx"]
 StepKind = Literal["llm", "command", "observation", "note"]
 AttemptStatus = Literal["finished", "infra_error", "interrupted"]

@@ -4,7 +4,7 @@ Everything here is pure (no store access), so the simulator, the projections and
 with one definition. Store-facing code lives in ``mkbsim.projections`` and the report modules.
 """
 
-from mkbsim.metrics._pairing import COMPARISON_FIELDS, AttemptOutcome, Comparison, choose, pair_slot
+from mkbsim.metrics._pairing import COMPARISON_FIELDS, Comparison, TransferAttempt, choose, pair_slot
 from mkbsim.metrics._rules import (
     BOUNDARY_RTOL,
     CLIP_HIGH,
@@ -15,9 +15,11 @@ from mkbsim.metrics._rules import (
     OUTCOMES,
     STANDINGS,
     TIER_THRESHOLDS,
+    ArmKind,
     Outcome,
     Standing,
     VerdictChange,
+    arm_kind,
     at_most,
     direction_of_arm,
     outcome,
@@ -50,11 +52,13 @@ __all__ = [
     "OUTCOMES",
     "STANDINGS",
     "TIER_THRESHOLDS",
-    "AttemptOutcome",
+    "ArmKind",
     "Comparison",
     "Outcome",
     "Standing",
+    "TransferAttempt",
     "VerdictChange",
+    "arm_kind",
     "at_most",
     "bootstrap_lift_ci",
     "choose",

@@ -1,21 +1,24 @@
-"""``--export DIR``: every projection table and every report section as CSV and Parquet, for notebooks."""
+"""``--export DIR``: projection tables and every report section as CSV and Parquet, for notebooks."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from mkbsim.metrics._render import SECTIONS, flat_rows
 from mkbsim.metrics._sections import Row
 
 
-def export(conn: sqlite3.Connection, tables: Iterable[str], report: Row, directory: Path) -> list[Path]:
-    """Write ``<table>.csv``/``.parquet`` per projection table and ``report_<section>.csv``/``.parquet``."""
+def export(
+    tables: Mapping[str, tuple[Sequence[str], Sequence[Sequence[Any]]]], report: Row, directory: Path
+) -> list[Path]:
+    """Write ``<table>.csv``/``.parquet`` per table (name → (columns, rows)) and ``report_<section>.csv``/
+    ``.parquet`` per report section."""
     import pandas as pd
 
     directory.mkdir(parents=True, exist_ok=True)
-    frames = {table: pd.read_sql_query(f"SELECT * FROM {table}", conn) for table in tables}
+    frames = {name: pd.DataFrame.from_records(list(rows), columns=list(cols)) for name, (cols, rows) in tables.items()}
     for section in SECTIONS:
         frames[f"report_{section}"] = pd.DataFrame(flat_rows(report[section]))
     written = []

@@ -1,13 +1,18 @@
 """Pairing attempts into comparisons (DESIGN §4, §6). Pure: the comparisons projection feeds it the
 attempts of one slot (campaign, model, problem, replicate) and writes what it returns.
 
-Each skill-conditioned attempt group defines one comparison, keyed by its direction and by its
-``filter``, ``chain_id`` and ``hop`` (all None in the plain protocol), so filter tests and chains pair
-through the same rules without mixing with plain comparisons. Its partners:
-- baseline: the attempt named by the treatment's ``baseline_attempt_id`` when it names one (a filter
-  test or chain may reuse the baselines of another campaign), else the plain target-DSL solo of the slot;
-- source: the attempt named by ``source_attempt_id`` (whose skill was read), else the plain
-  source-DSL solo of the slot.
+Each compared attempt group defines one comparison, keyed by its arm — a direction's treatment
+(``<direction>_skill``) or one of its control arms (``<direction>_aa``, ``_placebo``, ``_matched``: ``arm`` is
+``skill``, ``aa``, ``placebo`` or ``matched``) — and by its ``filter``, ``chain_id`` and ``hop`` (all None in the
+plain protocol), so filter tests, chains and controls pair through the same rules without mixing with plain
+comparisons. Its partners:
+- baseline: the attempt named by the attempt's ``baseline_attempt_id`` when it names one (a filter test
+  or chain may reuse the baselines of another campaign), else the plain target-DSL solo of the slot — for
+  a control arm the same baseline as its treatment's;
+- source (what standing compares with the baseline): for a treatment the attempt named by
+  ``source_attempt_id`` (whose skill was read), else the plain source-DSL solo of the slot; for a control
+  arm its treatment's source, the slot's plain source-DSL solo (a placebo read another problem's skill,
+  an A/A attempt none), so each control's standing lines up with its treatment's.
 Where a role has several attempts (a retry after an infrastructure error), the resolved one that
 finished last counts; only attempts that finished with status "finished" are resolved.
 """
@@ -25,7 +30,7 @@ _PLAIN = (None, None, None)
 
 
 @dataclass(frozen=True, slots=True)
-class AttemptOutcome:
+class TransferAttempt:
     """What pairing needs of one attempt: its place in the design and its final outcome."""
 
     attempt_id: str
@@ -77,6 +82,7 @@ class Comparison:
     problem: str
     family: str
     direction: str
+    arm: str  # skill (the treatment) or a control arm: aa, placebo, matched
     replicate: int
     filter: str | None
     chain_id: str | None
@@ -107,7 +113,7 @@ class Comparison:
 COMPARISON_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Comparison))
 
 
-def choose(candidates: Iterable[AttemptOutcome]) -> AttemptOutcome | None:
+def choose(candidates: Iterable[TransferAttempt]) -> TransferAttempt | None:
     """The attempt that counts for one role: the last resolved one, else the last started one."""
     resolved = None
     latest = None
@@ -119,38 +125,44 @@ def choose(candidates: Iterable[AttemptOutcome]) -> AttemptOutcome | None:
     return resolved or latest
 
 
-def pair_slot(slot: Iterable[AttemptOutcome], referenced: Mapping[str, AttemptOutcome]) -> list[Comparison]:
+def pair_slot(slot: Iterable[TransferAttempt], referenced: Mapping[str, TransferAttempt]) -> list[Comparison]:
     """The comparisons of one slot. ``referenced``: attempts a treatment may name by id (those of other
     slots among them)."""
-    roles: dict[tuple[str, tuple[str | None, str | None, int | None]], list[AttemptOutcome]] = {}
+    roles: dict[tuple[str, tuple[str | None, str | None, int | None]], list[TransferAttempt]] = {}
     by_id = dict(referenced)
     for a in slot:
         roles.setdefault((a.arm, a.variant), []).append(a)
         by_id[a.attempt_id] = a
     out = []
     for (arm, _), candidates in sorted(roles.items(), key=lambda kv: (kv[0][0], repr(kv[0][1]))):
-        direction = _rules.direction_of_arm(arm)
-        if direction is None:
+        known = _rules.arm_kind(arm)
+        if known is None:
             continue
+        direction, kind = known
         treatment = choose(candidates)
         assert treatment is not None
         source_dsl, target_dsl = _rules.DIRECTIONS[direction]
         baseline = _partner(treatment.baseline_attempt_id, by_id, roles.get((f"solo_{target_dsl}", _PLAIN)))
-        source = _partner(treatment.source_attempt_id, by_id, roles.get((f"solo_{source_dsl}", _PLAIN)))
-        out.append(_compare(direction, treatment, baseline, source))
+        named_source = treatment.source_attempt_id if kind == "skill" else None
+        source = _partner(named_source, by_id, roles.get((f"solo_{source_dsl}", _PLAIN)))
+        out.append(_compare(direction, kind, treatment, baseline, source))
     return out
 
 
 def _partner(
-    named: str | None, by_id: Mapping[str, AttemptOutcome], solos: list[AttemptOutcome] | None
-) -> AttemptOutcome | None:
+    named: str | None, by_id: Mapping[str, TransferAttempt], solos: list[TransferAttempt] | None
+) -> TransferAttempt | None:
     if named is not None:
         return by_id.get(named)
     return choose(solos or ())
 
 
 def _compare(
-    direction: str, treatment: AttemptOutcome, baseline: AttemptOutcome | None, source: AttemptOutcome | None
+    direction: str,
+    kind: str,
+    treatment: TransferAttempt,
+    baseline: TransferAttempt | None,
+    source: TransferAttempt | None,
 ) -> Comparison:
     done = treatment if treatment.resolved else None
     base = baseline if baseline is not None and baseline.resolved else None
@@ -167,7 +179,8 @@ def _compare(
         standing = _rules.standing(src_tier, base_tier)
     return Comparison(
         campaign_id=treatment.campaign_id, model=treatment.model, problem=treatment.problem,
-        family=treatment.family, direction=direction, replicate=treatment.replicate, filter=treatment.filter,
+        family=treatment.family, direction=direction, arm=kind, replicate=treatment.replicate,
+        filter=treatment.filter,
         chain_id=treatment.chain_id, hop=treatment.hop, treatment_attempt_id=treatment.attempt_id,
         baseline_attempt_id=baseline.attempt_id if baseline else treatment.baseline_attempt_id,
         source_attempt_id=source.attempt_id if source else treatment.source_attempt_id,

@@ -22,6 +22,9 @@ TIER_THRESHOLDS = (0.5, 1.0, 2.0, 4.0)
 BOUNDARY_RTOL = 1e-9
 
 Outcome = Literal["helped", "harmed", "neutral"]
+#: What a compared arm is (DESIGN §4): the treatment (``<direction>_skill``) or one of its control arms
+#: (``<direction>_aa``, ``<direction>_placebo``, ``<direction>_matched``).
+ArmKind = Literal["skill", "aa", "placebo", "matched"]
 VerdictChange = Literal["rescue", "break", "none"]
 Standing = Literal["above", "same", "below"]
 
@@ -30,6 +33,7 @@ DIRECTIONS: dict[str, tuple[str, str]] = {
     "cutedsl2tirx": ("cutedsl", "tirx"),
     "tirx2cutedsl": ("tirx", "cutedsl"),
 }
+ARM_KINDS: tuple[ArmKind, ...] = ("skill", "aa", "placebo", "matched")
 OUTCOMES: tuple[Outcome, ...] = ("helped", "harmed", "neutral")
 STANDINGS: tuple[Standing, ...] = ("above", "same", "below")
 
@@ -106,10 +110,20 @@ def standing(source_tier: int, baseline_tier: int) -> Standing:
     return "below"
 
 
+def arm_kind(arm: str) -> tuple[str, ArmKind] | None:
+    """A compared arm's direction and kind: ``cutedsl2tirx_placebo`` → (``cutedsl2tirx``, ``placebo``); None for
+    solo arms and arms this version does not know."""
+    direction, _, kind = arm.rpartition("_")
+    if direction in DIRECTIONS and kind in ARM_KINDS:
+        return direction, kind
+    return None
+
+
 def direction_of_arm(arm: str) -> str | None:
-    """``cutedsl2tirx_skill`` → ``cutedsl2tirx``; None for solo arms and arms this version does not know."""
-    direction = arm.removesuffix("_skill")
-    return direction if direction != arm and direction in DIRECTIONS else None
+    """``cutedsl2tirx_skill`` → ``cutedsl2tirx``: the direction of a treatment arm; None for solo and control
+    arms and arms this version does not know."""
+    known = arm_kind(arm)
+    return known[0] if known is not None and known[1] == "skill" else None
 
 
 def reverse_direction(direction: str) -> str:

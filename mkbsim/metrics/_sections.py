@@ -1,5 +1,5 @@
-"""The report's sections, computed from resolved comparisons and solo attempts. Pure: the caller loads
-the records (``mkbsim.metrics._load``) and renders the result.
+"""The report's sections, computed from resolved comparisons and solo attempts. Pure: the caller reads
+the records through the read model (``mkbsim.lab``) and renders the result.
 
 Sections: ``groups`` (paired lift, help/harm, verdict changes, bootstrap CI and tests per cell, with
 ``family`` = "all" in the pooled rows), ``solo`` (scored pass rate and passing-only geometric-mean

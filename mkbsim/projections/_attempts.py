@@ -1,4 +1,5 @@
-"""The `attempts` projection: one row per attempt with its final outcome."""
+"""The `attempts` projection: one row per attempt with its place in the design, its progress and its final
+outcome (what the monitor, chains and skills views read, DESIGN §3)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from mkbsim.projections._engine import Projection, ProjectionTx, Row
+from mkbsim.projections._tables import ATTEMPTS
 
 _START_COLUMNS = (
     "attempt_id", "campaign_id", "model", "problem", "family", "dsl", "arm", "replicate",
@@ -15,21 +17,23 @@ _START_COLUMNS = (
 
 
 class AttemptsProjection(Projection):
-    name = "attempts"
-    version = 1
+    name = ATTEMPTS
+    version = 2
     handles = frozenset({"AttemptStarted", "SubmissionMade", "AttemptFinished"})
     tables: ClassVar[dict[str, str]] = {
-        "attempts": """
+        ATTEMPTS: """
             attempt_id TEXT PRIMARY KEY, campaign_id TEXT NOT NULL, model TEXT NOT NULL,
             problem TEXT NOT NULL, family TEXT NOT NULL, dsl TEXT NOT NULL, arm TEXT NOT NULL,
             replicate INTEGER NOT NULL, source_attempt_id TEXT, chain_id TEXT, hop INTEGER,
             filter TEXT, status TEXT NOT NULL DEFAULT 'running', passed INTEGER, runtime_ms REAL,
             speedup REAL, skipped INTEGER, reason TEXT, submissions INTEGER NOT NULL DEFAULT 0,
-            started_position INTEGER NOT NULL, finished_position INTEGER
+            started_position INTEGER NOT NULL, finished_position INTEGER,
+            started_at TEXT NOT NULL, submission_limit INTEGER
         """,
     }
     indexes: ClassVar[dict[str, tuple[str, str]]] = {
-        "by_campaign": ("attempts", "campaign_id, arm, problem"),
+        "by_campaign": (ATTEMPTS, "campaign_id, arm, problem"),
+        "by_chain": (ATTEMPTS, "chain_id, hop"),
     }
 
     def apply(self, tx: ProjectionTx, rows: Sequence[Row]) -> None:
@@ -40,13 +44,15 @@ class AttemptsProjection(Projection):
         finishes: list[tuple[object, ...]] = []
         submissions: Counter[str] = Counter()
         touched: set[str] = set()
-        for position, type_, _, p in rows:
+        for position, type_, _, p, recorded_at in rows:
             attempt = p["attempt_id"]
             if type_ == "AttemptStarted":
                 if attempt in touched:
                     self._write(tx, starts, submissions, finishes)
                     starts, finishes, submissions, touched = [], [], Counter(), set()
-                starts.append([*(p.get(c) for c in _START_COLUMNS), position])
+                limit = (p.get("budget") or {}).get("submissions")
+                starts.append([*(p.get(c) for c in _START_COLUMNS), position, recorded_at,
+                               limit if type(limit) is int else None])  # fmt: skip
                 continue
             touched.add(attempt)
             if type_ == "SubmissionMade":
@@ -65,16 +71,17 @@ class AttemptsProjection(Projection):
         submissions: Counter[str],
         finishes: list[tuple[object, ...]],
     ) -> None:
-        table = tx.t["attempts"]
+        table = tx.t[ATTEMPTS]
         if starts:
             cols = ", ".join(_START_COLUMNS)
-            marks = ", ".join("?" * (len(_START_COLUMNS) + 1))
+            marks = ", ".join("?" * (len(_START_COLUMNS) + 3))
             # a retried attempt (same id) starts over
             tx.conn.executemany(
-                f"INSERT INTO {table} ({cols}, started_position) VALUES ({marks})"
+                f"INSERT INTO {table} ({cols}, started_position, started_at, submission_limit) VALUES ({marks})"
                 f" ON CONFLICT(attempt_id) DO UPDATE SET status='running', passed=NULL, runtime_ms=NULL,"
                 f" speedup=NULL, skipped=NULL, reason=NULL, submissions=0, finished_position=NULL,"
-                f" started_position=excluded.started_position",
+                f" started_position=excluded.started_position, started_at=excluded.started_at,"
+                f" submission_limit=excluded.submission_limit",
                 starts,
             )
         if submissions:

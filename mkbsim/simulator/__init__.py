@@ -1,18 +1,20 @@
-"""The simulator: mechanistic simulated agents, simulated campaigns and their calibration (issue 6).
+"""The simulator: mechanistic simulated agents, the runner of simulated campaigns, and their calibration.
 
-    from mkbsim.simulator import CampaignConfig, run_campaign, shipped_profiles, select_problems
+    from mkbsim.campaigns import SimCampaign, run_campaign
+    from mkbsim.simulator import CampaignConfig, shipped_profiles, select_problems
     config = CampaignConfig(tuple(shipped_profiles().values()), tuple(select_problems(None)))
     with EventStore("events.sqlite", create=True) as store:
-        run_campaign(store, config, progress=True)
+        run_campaign(store, SimCampaign(config), progress=True)
 
-Attempts choose among implementation plans derived from each problem's cost model (``DesignSpace``),
-are scored by an analytic verifier, write natural-language skills, and read the other DSL's skill as
-text through ``mkbsim.claims``. Transfer effects emerge from what the skill text says and from the
-profile, never from a draw on the outcome. ``rerun_treatments`` re-runs a stored campaign's
-skill-conditioned attempts with transformed skills against the same solo baselines.
+Campaigns start and are recorded in ``mkbsim.campaigns``; this package provides their attempts' runner
+(``SimulatedRunner``, an ``AttemptRunner``) and ``simulate``, a campaign simulated in memory (calibration).
+Attempts choose among implementation plans derived from each problem's cost model (``DesignSpace`` of
+``KernelPlan``s), are scored by an analytic verifier, write natural-language skills, and read the other
+DSL's skill as text through ``mkbsim.claims``. Transfer effects emerge from what the skill text says and
+from the profile, never from a draw on the outcome.
 """
 
-from mkbsim.simulator._attempt import AttemptResult, AttemptSpec, simulate_attempt, started_event
+from mkbsim.simulator._attempt import simulate_attempt
 from mkbsim.simulator._calibrate import (
     STATISTICS,
     FitResult,
@@ -26,19 +28,14 @@ from mkbsim.simulator._calibrate import (
 from mkbsim.simulator._campaign import (
     ARMS,
     CampaignConfig,
-    CampaignExists,
-    CampaignSummary,
-    SlotResult,
-    SourceSkill,
+    SimulatedRunner,
     attempt_id,
-    attempt_spec,
-    rerun_treatments,
-    run_campaign,
-    simulate_slots,
-    skill_of_events,
+    attempt_seed,
+    profile_from_config,
+    simulate,
 )
-from mkbsim.simulator._chain import ChainConfig, chain_attempt_id, run_chains
-from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, Plan, derive_design_space, solution_plan
+from mkbsim.simulator._chain import chain_attempt_id, chain_seed
+from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, KernelPlan, derive_design_space, solution_plan
 from mkbsim.simulator._device import DeviceProfile, load_device
 from mkbsim.simulator._profiles import AgentProfile, get_profile, parameter_names, parse_profile, shipped_profiles
 from mkbsim.simulator._scoring import AnalyticVerifier, choose_scorer
@@ -51,25 +48,20 @@ __all__ = [
     "STATISTICS",
     "AgentProfile",
     "AnalyticVerifier",
-    "AttemptResult",
-    "AttemptSpec",
     "CampaignConfig",
-    "CampaignExists",
-    "CampaignSummary",
-    "ChainConfig",
     "DesignSpace",
     "DeviceProfile",
     "FitResult",
-    "Plan",
+    "KernelPlan",
     "ProfileStats",
-    "SlotResult",
-    "SourceSkill",
+    "SimulatedRunner",
     "Target",
     "TargetStat",
     "all_design_spaces",
     "attempt_id",
-    "attempt_spec",
+    "attempt_seed",
     "chain_attempt_id",
+    "chain_seed",
     "choose_scorer",
     "derive_design_space",
     "evaluate",
@@ -79,16 +71,12 @@ __all__ = [
     "load_target",
     "parameter_names",
     "parse_profile",
-    "rerun_treatments",
-    "run_campaign",
-    "run_chains",
+    "profile_from_config",
     "select_problems",
     "shipped_profiles",
     "shipped_targets",
+    "simulate",
     "simulate_attempt",
-    "simulate_slots",
-    "skill_of_events",
     "solution_plan",
-    "started_event",
     "summarize",
 ]

@@ -13,15 +13,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mkbsim.events import AttemptFinished, AttemptStarted, NewEvent, SkillRead, SkillWritten
+from mkbsim.campaigns._attempt import AttemptOutcome, AttemptTask
+from mkbsim.catalog import SKILL_HEADER
+from mkbsim.events import AttemptFinished, AttemptStarted, SkillRead, SkillWritten
 from mkbsim.metrics import HELP_AT
-from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, Plan
+from mkbsim.simulator._design import PLAN_KINDS, DesignSpace, KernelPlan
 from mkbsim.simulator._phrasing import plan_phrase
 from mkbsim.simulator._profiles import AgentProfile
 from mkbsim.simulator._reader import Guidance, read_skill
 from mkbsim.simulator._rng import Draws
-from mkbsim.simulator._scoring import SPEEDUP_CAP, Implementation, Verdict, choose_scorer
-from mkbsim.simulator._trajectory import Trajectory, sha256
+from mkbsim.simulator._scoring import SPEEDUP_CAP, AnalyticVerdict, Implementation, choose_scorer
+from mkbsim.simulator._trajectory import TrajectoryWriter, sha256
 from mkbsim.simulator._writer import Conclusions, PlanRecord, write_skill
 
 BUDGET_S = 40 * 60.0
@@ -47,45 +49,12 @@ ANCHOR_MARGIN = math.log(2.0)  # a vouched result within this log-factor of the 
 MATCHED_SATISFICE = 0.3  # log-gain an agent that matched a reported result additionally wants before going on
 FLAKE_RATE = 0.1  # scales the chance that a numerically marginal kernel fails the fresh final draws
 MISSING_SKILL_IN_TIME = 0.3  # relative chance of an unkept SKILL.md when the attempt ended with time to spare
-TREATMENT_ARMS = ("cutedsl2tirx_skill", "tirx2cutedsl_skill")
 DSL_TITLES = {"cutedsl": "CuTe DSL", "tirx": "TIRx"}
 
 # draw purposes (Draws keys); a treatment rerun reuses its original's seed, so the same plan and try
 # meets the same luck and only the skill text differs
 (_CONSIDER, _BELIEF, _TRY, _CAUSE, _QUALITY, _VERIFY, _LOCAL, _TUNE, _SLIP, _SKILL, _FALLBACK, _FLAKE, _READ,
  _WRITE, _PERSIST) = range(1, 16)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class AttemptSpec:
-    attempt_id: str
-    campaign_id: str
-    profile: AgentProfile
-    space: DesignSpace
-    dsl: str
-    arm: str
-    replicate: int
-    seed: int
-    skill: str | None = None  # for treatments: the source's skill text (None or empty: missing)
-    # the true categories of the source's sentences (text -> category): only for labelling repeated
-    # sentences; the reader never sees them
-    source_labels: dict[str, str] = field(default_factory=dict)
-    source_attempt_id: str | None = None
-    baseline_attempt_id: str | None = None
-    filter: str | None = None
-    chain_id: str | None = None  # set on the hops (1, 2, ...) of a multi-hop chain; its start is a plain solo
-    hop: int | None = None
-
-
-@dataclass(frozen=True)
-class AttemptResult:
-    events: list[NewEvent]
-    passed: bool
-    runtime_ms: float | None
-    speedup: float | None
-    skipped: bool
-    skill: str | None  # the skill this attempt wrote (None: it left none)
-    skill_labels: dict[str, str]  # its sentences' true categories, text -> category
 
 
 @dataclass
@@ -101,77 +70,54 @@ class _PlanLog:
 @dataclass(frozen=True)
 class _Kept:
     impl: Implementation
-    verdict: Verdict
+    verdict: AnalyticVerdict
 
 
-def started_event(spec: AttemptSpec) -> NewEvent:
-    """The attempt's first event (also what an interrupted try of it records before its end)."""
-    traj = Trajectory(spec.attempt_id)
-    _start(traj, spec)
-    return traj.events[0]
-
-
-def _start(traj: Trajectory, spec: AttemptSpec) -> None:
-    traj.add(
-        AttemptStarted(
-            attempt_id=spec.attempt_id, campaign_id=spec.campaign_id, model=spec.profile.name,
-            problem=spec.space.problem, family=spec.space.family, dsl=spec.dsl,  # type: ignore[arg-type]
-            arm=spec.arm, replicate=spec.replicate,  # type: ignore[arg-type]
-            budget={"minutes": int(BUDGET_S // 60), "submissions": MAX_SUBMISSIONS},
-            source_attempt_id=spec.source_attempt_id, filter=spec.filter, chain_id=spec.chain_id, hop=spec.hop,
-        ),
-        # a rerun pairs with the baselines of the campaign it re-runs (mkbsim.metrics pairing)
-        **({"baseline_attempt_id": spec.baseline_attempt_id} if spec.baseline_attempt_id else {}),
-    )  # fmt: skip
-
-
-def simulate_attempt(spec: AttemptSpec) -> AttemptResult:
-    """Run one attempt and return its events (AttemptStarted … AttemptFinished) and outcome."""
-    traj = Trajectory(spec.attempt_id)
-    _start(traj, spec)
-    if spec.arm in TREATMENT_ARMS and not (spec.skill or "").strip():
-        traj.add(AttemptFinished(attempt_id=spec.attempt_id, status="finished", passed=False, runtime_ms=None,
-                                 speedup=None, skipped=True, reason="the source attempt left no skill"))  # fmt: skip
-        return AttemptResult(traj.events, False, None, None, True, None, {})
-    return _Attempt(spec, traj).run()
+def simulate_attempt(task: AttemptTask, profile: AgentProfile, space: DesignSpace) -> AttemptOutcome:
+    """Run one attempt of ``profile`` at ``space``'s problem; its outcome carries all its events
+    (AttemptStarted … AttemptFinished) for the campaign's recorder."""
+    traj = TrajectoryWriter(task.attempt_id)
+    traj.add_raw(AttemptStarted.TYPE, task.started())
+    return _Attempt(task, profile, space, traj).run()
 
 
 class _Attempt:
-    def __init__(self, spec: AttemptSpec, traj: Trajectory) -> None:
-        self.spec = spec
-        self.p = spec.profile
-        self.space = spec.space
-        self.dsl = spec.dsl
-        self.draws = Draws(spec.seed)
+    def __init__(self, task: AttemptTask, profile: AgentProfile, space: DesignSpace, traj: TrajectoryWriter) -> None:
+        self.task = task
+        self.spec = task.attempt
+        self.p = profile
+        self.space = space
+        self.dsl = task.attempt.dsl
+        self.draws = Draws(task.attempt.seed)
         self.traj = traj
         self.t = 0.0
         self.submissions = 0
         self.tunes = 0
         self.logs = {kind: _PlanLog() for kind in PLAN_KINDS}
         self.best: _Kept | None = None
-        self.last: tuple[Implementation, Verdict] | None = None
+        self.last: tuple[Implementation, AnalyticVerdict] | None = None
         self.guidance = Guidance()
         self.beliefs: dict[str, float] = {}
         self.considered: list[str] = []
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def run(self) -> AttemptResult:
+    def run(self) -> AttemptOutcome:
         title = DSL_TITLES[self.dsl]
         self.t += ORIENT_S * 0.4
         self.traj.step("llm", f"Reading the task for {self.space.problem} ({title} variant) and the rules.", self.t)
         self.t += ORIENT_S * 0.6
         self.traj.step("command", f"less docs/{self.dsl}/INDEX.md", self.t)
         self.traj.step("observation", f"{title} documentation index: layouts, kernels, launch, examples.", self.t)
-        if self.spec.skill:
-            self._read(self.spec.skill)
+        if self.task.skill:
+            self._read(SKILL_HEADER + self.task.skill)
         self._form_beliefs()
         stop = self._work()
         ran_out = stop == "time"
         self.traj.step("note", f"Stopping: {_STOP_NOTES[stop]}.", self.t)
         skill, labels = self._write_skill(satisfied=stop in ("satisfied", "capped", "matched"), ran_out=ran_out)
         final, verdict = self._final()
-        if self.spec.arm in TREATMENT_ARMS:
+        if not self.spec.arm.startswith("solo_"):  # a treatment or a control arm: compared with its baseline
             self.traj.label("comparison", self._comparison_labels(final, verdict))
         self.traj.add(
             AttemptFinished(
@@ -180,14 +126,18 @@ class _Attempt:
                 reason=None if verdict.passed else verdict.failure,
             )
         )  # fmt: skip
-        return AttemptResult(self.traj.events, verdict.passed, verdict.runtime_ms, verdict.speedup,
-                             False, skill, labels)  # fmt: skip
+        return AttemptOutcome(
+            self.spec.attempt_id, "finished", verdict.passed, verdict.runtime_ms, verdict.speedup, False,
+            None if verdict.passed else verdict.failure, skill, labels, counted_submissions=self.submissions,
+            events=tuple(self.traj.events),
+        )  # fmt: skip
 
     def _read(self, text: str) -> None:
         g = self.guidance = read_skill(text, self.p, self.draws.child(_READ))
         self.traj.add(
-            SkillRead(attempt_id=self.spec.attempt_id, source_attempt_id=self.spec.source_attempt_id or "",
-                      text=text, sha256=sha256(text), filter=self.spec.filter)
+            SkillRead(attempt_id=self.spec.attempt_id, source_attempt_id=self.task.source_attempt_id or "",
+                      text=text, sha256=sha256(text), filter=self.spec.filter),
+            **self.task.read_fields(),
         )  # fmt: skip
         self.t += g.reading_s
         self.traj.step("command", "less SKILL_FROM_PRIOR_ATTEMPT.md", self.t)
@@ -251,14 +201,14 @@ class _Attempt:
     def _remaining(self) -> float:
         return BUDGET_S - SKILL_WRITE_S - self.t
 
-    def _cost(self, plan: Plan) -> float:
+    def _cost(self, plan: KernelPlan) -> float:
         share = 1.0 if self.logs[plan.kind].tries == 0 else RETRY_SHARE
         return plan.build_s * self.p.speed * share + VERIFY_S
 
     def _cheapest_cost(self) -> float:
         return min(self._cost(self.space.plan(k)) for k in self.considered)
 
-    def _logit(self, plan: Plan) -> float:
+    def _logit(self, plan: KernelPlan) -> float:
         """The true log-odds that the next implementation try of ``plan`` is correct."""
         log = self.logs[plan.kind]
         g = self.guidance
@@ -268,14 +218,14 @@ class _Attempt:
         return (self.p.skill + getattr(self.p, self.dsl) - plan.difficulty[self.dsl] + insight
                 + self.p.debugging * min(len(log.failures), MAX_LEARNING_FAILURES) - confusion)  # fmt: skip
 
-    def _perceived(self, plan: Plan, extra: float = 0.0) -> float:
+    def _perceived(self, plan: KernelPlan, extra: float = 0.0) -> float:
         log = self.logs[plan.kind]
         learned = self.p.debugging * min(len(log.failures), MAX_LEARNING_FAILURES)
         x = (self._logit(plan) - learned + extra + self.p.overconfidence + self.guidance.confidence.get(plan.kind, 0.0)
              - PESSIMISM * len(log.failures))  # fmt: skip
         return _sigmoid(x)
 
-    def _agenda_item(self) -> tuple[float, str, Plan] | None:
+    def _agenda_item(self) -> tuple[float, str, KernelPlan] | None:
         for kind in self.guidance.agenda:
             log = self.logs[kind]
             plan = self.space.plan(kind)
@@ -283,10 +233,10 @@ class _Attempt:
                 return (math.inf, "implement", plan)
         return None
 
-    def _best_option(self) -> tuple[float, str, Plan] | None:
+    def _best_option(self) -> tuple[float, str, KernelPlan] | None:
         # agents compare runtimes, which the speedup cap of the verifier does not flatten
         current = math.log(self.best.verdict.eager_ms / (self.best.verdict.runtime_ms or 1.0)) if self.best else None
-        options: list[tuple[float, str, Plan]] = []
+        options: list[tuple[float, str, KernelPlan]] = []
         for kind in self.considered:
             log = self.logs[kind]
             plan = self.space.plan(kind)
@@ -306,7 +256,7 @@ class _Attempt:
 
     # -- actions ------------------------------------------------------------------------------------
 
-    def _implement(self, plan: Plan) -> None:
+    def _implement(self, plan: KernelPlan) -> None:
         log = self.logs[plan.kind]
         i = log.tries
         self.t += self._cost(plan) - VERIFY_S
@@ -329,7 +279,7 @@ class _Attempt:
         quality = min(1.0, max(0.2, own + self.guidance.craft.get(plan.kind, 0.0)))
         self._submit(Implementation(plan, correct, cause, quality), f"{plan.kind}, try {i + 1}")
 
-    def _tune(self, plan: Plan) -> None:
+    def _tune(self, plan: KernelPlan) -> None:
         assert self.best is not None
         i = self.tunes
         self.tunes += 1
@@ -370,7 +320,7 @@ class _Attempt:
             if impl.plan is not (self.best.impl.plan if self.best else None):
                 self._failed(impl.plan, v.cause or "compile_error")
 
-    def _failed(self, plan: Plan, cause: str) -> None:
+    def _failed(self, plan: KernelPlan, cause: str) -> None:
         log = self.logs[plan.kind]
         log.failures.append(cause)
         limit = int(self.p.persistence) + (self.draws.uniform(_PERSIST, plan.index) < self.p.persistence % 1)
@@ -380,7 +330,7 @@ class _Attempt:
 
     # -- the end ------------------------------------------------------------------------------------
 
-    def _final(self) -> tuple[Implementation, Verdict]:
+    def _final(self) -> tuple[Implementation, AnalyticVerdict]:
         d = self.draws
         impl: Implementation
         if self.best is not None:
@@ -419,7 +369,7 @@ class _Attempt:
         conclusions = Conclusions(
             problem=self.space.problem, dsl=self.dsl, reformulation=self.space.reformulation, plans=records,
             best=self.best.impl.plan.kind if self.best else None, satisfied=satisfied,
-            inherited=[(c.text, self.spec.source_labels.get(c.text, c.category)) for c in self.guidance.inherited],
+            inherited=[(c.text, self.task.source_labels.get(c.text, c.category)) for c in self.guidance.inherited],
         )  # fmt: skip
         text, sentences = write_skill(conclusions, self.p, self.draws.child(_WRITE))
         self.t += SKILL_WRITE_S * 0.5
@@ -438,7 +388,7 @@ class _Attempt:
         )  # fmt: skip
         return text, {s.text: s.category for s in sentences}
 
-    def _comparison_labels(self, final: Implementation, verdict: Verdict) -> dict[str, Any]:
+    def _comparison_labels(self, final: Implementation, verdict: AnalyticVerdict) -> dict[str, Any]:
         g = self.guidance
         adopted: dict[str, int] = {}
         for a in g.adoptions:
@@ -457,7 +407,7 @@ class _Attempt:
             "cause": self._cause(final, verdict),
         }
 
-    def _cause(self, final: Implementation, verdict: Verdict) -> str | None:
+    def _cause(self, final: Implementation, verdict: AnalyticVerdict) -> str | None:
         """The mechanism that held this attempt back (DESIGN §7 failure taxonomy), if any."""
         g = self.guidance
         if not verdict.passed:

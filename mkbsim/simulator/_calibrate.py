@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mkbsim.errors import UserError
-from mkbsim.simulator._campaign import CampaignConfig, simulate_slots
+from mkbsim.simulator._campaign import CampaignConfig, simulate
 from mkbsim.simulator._profiles import AgentProfile, parameter_names, parameter_range
 from mkbsim.simulator._stats import summarize
 
@@ -108,7 +108,8 @@ def shipped_targets() -> dict[str, Target]:
 
 def evaluate(profile: AgentProfile, problems: tuple[str, ...], replicates: int, seed: int) -> dict[str, float | None]:
     """The statistics of ``profile`` on a seeded campaign over ``problems`` (no store involved)."""
-    stats = summarize(simulate_slots(CampaignConfig((profile,), problems, replicates, seed)))
+    config = CampaignConfig((profile,), problems, replicates, seed)
+    stats = summarize(config.campaign_id, simulate(config))
     return stats[profile.name].flat()
 
 

@@ -26,7 +26,7 @@ _MATMUL_INTENSITY = 20.0  # fp32 FLOPs per byte above which fp32 work is GEMM-li
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class KernelPlan:
     """One way to implement a problem. Runtime in a DSL at implementation quality q in (0, 1]:
     ``fixed_ms[dsl] + work_ms[dsl] / q``."""
 
@@ -60,9 +60,9 @@ class DesignSpace:
     family: str
     eager_ms: float
     reformulation: str
-    plans: tuple[Plan, ...]
+    plans: tuple[KernelPlan, ...]
 
-    def plan(self, kind: str) -> Plan:
+    def plan(self, kind: str) -> KernelPlan:
         return self.plans[PLAN_KINDS.index(kind)]
 
 
@@ -150,7 +150,7 @@ def derive_design_space(problem: Any, device: DeviceProfile) -> DesignSpace:
             weights = {m: d["failure_mix"][m] * family["failure_mix"][m] for m in FAILURE_MODES}
             mix[dsl] = {m: w / sum(weights.values()) for m, w in weights.items()}
         plans.append(
-            Plan(
+            KernelPlan(
                 index=index,
                 kind=kind,
                 reformulation=family["reformulation"] if reformed else None,

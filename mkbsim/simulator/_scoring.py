@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mkbsim.simulator._design import DesignSpace, Plan
+from mkbsim.simulator._design import DesignSpace, KernelPlan
 from mkbsim.simulator._rng import Draws
 
 BACKEND = "analytic"
@@ -31,14 +31,14 @@ VERIFIER_FAILURE = {
 class Implementation:
     """A simulated kernel: the plan it implements, whether the implementation is right, how well tuned."""
 
-    plan: Plan
+    plan: KernelPlan
     correct: bool
     cause: str | None  # why it is wrong (a key of VERIFIER_FAILURE)
     quality: float
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AnalyticVerdict:
     passed: bool
     failure: str | None
     cause: str | None
@@ -50,13 +50,14 @@ class Verdict:
 class AnalyticVerifier:
     backend = BACKEND
 
-    def verify(self, space: DesignSpace, dsl: str, impl: Implementation, draws: Draws, *key: int) -> Verdict:
+    def verify(self, space: DesignSpace, dsl: str, impl: Implementation, draws: Draws, *key: int) -> AnalyticVerdict:
         eager_ms = _measured(space.eager_ms, draws.normal(*key, 1))
         cause = impl.cause if not impl.correct else (None if impl.plan.uses_dsl else "not_dsl")
         if cause is not None:
-            return Verdict(False, VERIFIER_FAILURE[cause], cause, None, eager_ms, None)
+            return AnalyticVerdict(False, VERIFIER_FAILURE[cause], cause, None, eager_ms, None)
         runtime_ms = _measured(impl.plan.runtime_ms(dsl, impl.quality), draws.normal(*key, 2))
-        return Verdict(True, None, None, runtime_ms, eager_ms, float(f"{min(SPEEDUP_CAP, eager_ms / runtime_ms):.6g}"))
+        speedup = float(f"{min(SPEEDUP_CAP, eager_ms / runtime_ms):.6g}")
+        return AnalyticVerdict(True, None, None, runtime_ms, eager_ms, speedup)
 
 
 def _measured(true_ms: float, z: float) -> float:
@@ -64,7 +65,7 @@ def _measured(true_ms: float, z: float) -> float:
     return float(f"{true_ms * math.exp(NOISE_SIGMA * z):.6g}")
 
 
-def choose_scorer(space: DesignSpace, plan: Plan, dsl: str) -> AnalyticVerifier:
+def choose_scorer(space: DesignSpace, plan: KernelPlan, dsl: str) -> AnalyticVerifier:
     """The scorer for a simulated implementation of ``plan`` in ``dsl``.
 
     This is the seam for real solutions: where ``problems/<family>/solutions/`` holds a verified

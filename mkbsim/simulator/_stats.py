@@ -1,8 +1,8 @@
 """Headline statistics of simulated attempts, scored by the metric rules of ``mkbsim.metrics``.
 
-Calibration and tests need them without an event store, so attempts are turned into the metrics
-package's ``AttemptOutcome`` records and paired with its ``pair_slot`` — one definition of r,
-standing and the aggregates for simulated and stored campaigns alike.
+Calibration and tests need them without an event store, so simulated attempts (``simulate``) are turned
+into the metrics package's ``TransferAttempt`` records and paired with its ``pair_slot`` — one definition
+of r, standing and the aggregates for simulated and stored campaigns alike. Only treatments count here.
 """
 
 from __future__ import annotations
@@ -12,19 +12,18 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from mkbsim.campaigns import AttemptOutcome, PlannedAttempt
 from mkbsim.metrics import (
     DIRECTIONS,
     STANDINGS,
-    AttemptOutcome,
     Comparison,
+    TransferAttempt,
     geometric_mean,
     harm_rate,
     help_rate,
     pair_slot,
     paired_lift,
 )
-from mkbsim.simulator._attempt import AttemptResult, AttemptSpec
-from mkbsim.simulator._campaign import SlotResult
 
 DSLS = ("cutedsl", "tirx")
 
@@ -52,35 +51,42 @@ class ProfileStats:
         return out
 
 
-def outcome_of(spec: AttemptSpec, result: AttemptResult, position: int) -> AttemptOutcome:
-    return AttemptOutcome(
-        attempt_id=spec.attempt_id, campaign_id=spec.campaign_id, model=spec.profile.name,
-        problem=spec.space.problem, family=spec.space.family, dsl=spec.dsl, arm=spec.arm,
-        replicate=spec.replicate, source_attempt_id=spec.source_attempt_id,
-        baseline_attempt_id=spec.baseline_attempt_id, chain_id=None, hop=None, filter=spec.filter,
-        status="finished", passed=result.passed, inline_cuda=False, runtime_ms=result.runtime_ms,
-        speedup=result.speedup, skipped=result.skipped, started_position=position, finished_position=position,
+def outcome_of(campaign_id: str, a: PlannedAttempt, outcome: AttemptOutcome, position: int) -> TransferAttempt:
+    return TransferAttempt(
+        attempt_id=a.attempt_id, campaign_id=campaign_id, model=a.model, problem=a.problem, family=a.family,
+        dsl=a.dsl, arm=a.arm, replicate=a.replicate, source_attempt_id=a.source,
+        baseline_attempt_id=a.baseline if a.names_baseline else None, chain_id=a.chain_id, hop=a.hop,
+        filter=a.filter, status=outcome.status, passed=outcome.passed, inline_cuda=False,
+        runtime_ms=outcome.runtime_ms, speedup=outcome.speedup, skipped=outcome.skipped, started_position=position,
+        finished_position=position,
     )  # fmt: skip
 
 
-def slot_outcomes(slots: Iterable[SlotResult]) -> list[list[AttemptOutcome]]:
+def slot_outcomes(
+    campaign_id: str, simulated: Iterable[tuple[PlannedAttempt, AttemptOutcome]]
+) -> list[list[TransferAttempt]]:
+    """The simulated attempts as pairing records, grouped by slot (model, problem, replicate)."""
     counter = itertools.count(1)
-    return [[outcome_of(spec, result, next(counter)) for spec, result in s.attempts.values()] for s in slots]
+    slots: dict[tuple[str, str, int], list[TransferAttempt]] = {}
+    for a, outcome in simulated:
+        record = outcome_of(campaign_id, a, outcome, next(counter))
+        slots.setdefault((a.model, a.problem, a.replicate), []).append(record)
+    return list(slots.values())
 
 
 def comparisons(
-    groups: Iterable[list[AttemptOutcome]], referenced: Mapping[str, AttemptOutcome] | None = None
+    groups: Iterable[list[TransferAttempt]], referenced: Mapping[str, TransferAttempt] | None = None
 ) -> list[Comparison]:
     out: list[Comparison] = []
     for group in groups:
-        out.extend(c for c in pair_slot(group, referenced or {}) if c.resolved)
+        out.extend(c for c in pair_slot(group, referenced or {}) if c.resolved and c.arm == "skill")
     return out
 
 
-def profile_stats(solos: Iterable[AttemptOutcome], comps: Iterable[Comparison]) -> dict[str, ProfileStats]:
+def profile_stats(solos: Iterable[TransferAttempt], comps: Iterable[Comparison]) -> dict[str, ProfileStats]:
     """Statistics per model from solo attempts and resolved comparisons."""
     stats: dict[str, ProfileStats] = {}
-    by_model_dsl: dict[tuple[str, str], list[AttemptOutcome]] = {}
+    by_model_dsl: dict[tuple[str, str], list[TransferAttempt]] = {}
     for a in solos:
         if a.arm.startswith("solo_"):
             by_model_dsl.setdefault((a.model, a.dsl), []).append(a)
@@ -108,9 +114,9 @@ def profile_stats(solos: Iterable[AttemptOutcome], comps: Iterable[Comparison]) 
     return stats
 
 
-def summarize(slots: Iterable[SlotResult]) -> dict[str, ProfileStats]:
-    """Per-profile statistics of simulated slots (two solos and two treatments each)."""
-    groups = slot_outcomes(slots)
+def summarize(campaign_id: str, simulated: Iterable[tuple[PlannedAttempt, AttemptOutcome]]) -> dict[str, ProfileStats]:
+    """Per-profile statistics of simulated attempts (``simulate``)."""
+    groups = slot_outcomes(campaign_id, simulated)
     return profile_stats(itertools.chain.from_iterable(groups), comparisons(groups))
 
 

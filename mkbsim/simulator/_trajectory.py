@@ -14,7 +14,7 @@ from mkbsim.events import (
     VerifierResult,
     attempt_stream,
 )
-from mkbsim.simulator._scoring import BACKEND, PROTOCOL, Verdict
+from mkbsim.simulator._scoring import BACKEND, PROTOCOL, AnalyticVerdict
 
 ENV = {"simulator": "mkbsim.simulator", "device": "h200"}
 _TOKENS_PER_CHAR = 0.3
@@ -25,7 +25,7 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class Trajectory:
+class TrajectoryWriter:
     def __init__(self, attempt_id: str) -> None:
         self.attempt_id = attempt_id
         self.stream = attempt_stream(attempt_id)
@@ -39,21 +39,24 @@ class Trajectory:
             event.payload.update(extra)
         self.events.append(event)
 
+    def add_raw(self, type_: str, payload: dict[str, Any]) -> None:
+        """Append an event whose payload is already a dict (``AttemptTask.started``)."""
+        self.events.append(NewEvent(self.stream, type_, payload))
+
     def step(self, kind: str, content: str, elapsed_s: float) -> None:
         tokens = _PROMPT_TOKENS + int(len(content) / _TOKENS_PER_CHAR) if kind == "llm" else None
-        self.add(
-            AgentStep(
-                attempt_id=self.attempt_id, step=self._step, kind=kind,  # type: ignore[arg-type]
-                content=content, elapsed_s=round(elapsed_s, 1), tokens=tokens,
-            )
-        )  # fmt: skip
+        # the ``AgentStep`` payload as a dict, in its fields' order: two thirds of a simulated campaign's events are
+        # steps, and building the dataclass to turn it into this dict costs more than simulating the step
+        payload = {"attempt_id": self.attempt_id, "step": self._step, "kind": kind, "content": content,
+                   "elapsed_s": round(elapsed_s, 1), "tokens": tokens, "cost_usd": None}  # fmt: skip
+        self.events.append(NewEvent(self.stream, AgentStep.TYPE, payload))
         self._step += 1
 
     def submission(self, number: int, code: str) -> None:
         self.add(SubmissionMade(attempt_id=self.attempt_id, submission=number, counted=True,
                                 code_sha256=sha256(code), code=code))  # fmt: skip
 
-    def verdict(self, submission: int | str, v: Verdict, details: dict[str, Any]) -> None:
+    def verdict(self, submission: int | str, v: AnalyticVerdict, details: dict[str, Any]) -> None:
         self.add(
             VerifierResult(
                 attempt_id=self.attempt_id, submission=submission,  # type: ignore[arg-type]

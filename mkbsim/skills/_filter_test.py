@@ -5,33 +5,23 @@ Wilcoxon signed-rank tests on the per-comparison change of log r."""
 from __future__ import annotations
 
 import math
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mkbsim.metrics import harm_rate, help_rate, paired_lift, sign_test_p, wilcoxon_signed_rank_p
 from mkbsim.skills._tables import pvalue, render, share, signed
 
 ALL = "all"
+#: (model, problem, direction, replicate)
 Key = tuple[str, str, str, int]
 
 
-def _ratios(conn: sqlite3.Connection, campaign: str, filter_name: str | None) -> dict[Key, float]:
-    rows = conn.execute(
-        "SELECT model, problem, direction, replicate, r FROM comparisons WHERE campaign_id = ? AND resolved = 1"
-        " AND filter IS ? AND chain_id IS NULL AND hop IS NULL",
-        (campaign, filter_name),
-    )
-    return {(m, p, d, rep): r for m, p, d, rep, r in rows}
-
-
 def filter_test_report(
-    conn: sqlite3.Connection, base_campaign: str, filtered_campaign: str, filter_name: str,
-    models: Sequence[str] | None = None,
-) -> list[dict[str, Any]]:  # fmt: skip
-    """One row per model × direction, per model over both directions, and over everything."""
-    before = _ratios(conn, base_campaign, None)
-    after = _ratios(conn, filtered_campaign, filter_name)
+    before: Mapping[Key, float], after: Mapping[Key, float], models: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per model × direction, per model over both directions, and over everything, on the
+    comparisons both sides resolved: r unfiltered (``before``) and filtered (``after``), from
+    ``lab.transfer.ratios``."""
     shared = sorted(k for k in before.keys() & after.keys() if models is None or k[0] in models)
     cells: dict[tuple[str, str], list[Key]] = {}
     for key in shared:

@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mkbsim.catalog import SKILL_HEADER
 from mkbsim.claims import CATEGORIES, classify, extract_claims, lexical_similarity
 from mkbsim.errors import UserError
 from mkbsim.events import EventStore, LabelAssigned, NewEvent, attempt_stream
+from mkbsim.lab import Labels, Material, Treatment
 
 GROUND_TRUTH = "ground_truth"
 FOLLOW_LEVELS = ("full", "partial", "none")
@@ -38,25 +37,6 @@ _REJECTS = re.compile(
 _ADOPTS = re.compile(r"\badopt\w*|\bfollow\w*|\busing\b|\bapply\w*|\bwill try\b|\bas the skill\b|\bper the skill\b",
                      re.IGNORECASE)  # fmt: skip
 _UNVERIFIED_PUSH = frozenset({"agenda_handoff", "unverified_claim"})
-
-
-@dataclass
-class Treatment:
-    """What a labeler sees of one skill-conditioned attempt."""
-
-    attempt_id: str
-    skill: str  # the text it read
-    steps: list[str] = field(default_factory=list)  # its trajectory (llm, command, observation, note)
-    passed_before: bool = False  # some counted submission passed
-    submissions: int = 0
-    final_failure: str | None = None
-
-
-@dataclass
-class Material:
-    skills: dict[str, str]  # attempt id -> the skill it wrote
-    treatments: dict[str, Treatment]  # attempts that read a skill
-    harmed_failures: list[str]  # treatments of harmed comparisons that failed
 
 
 class Labeler(Protocol):
@@ -211,53 +191,32 @@ class LlmLabeler:
 
 
 def make_labeler(spec: str, params: dict[str, Any] | None = None) -> Labeler:
+    """The labeler ``spec`` names. An LLM labeler's ``params`` go to litellm as they are (no temperature
+    unless given: some models, e.g. gpt-5-mini, accept only their default); its credentials are checked
+    here, before any call, as ``mkbsim run`` does."""
     if spec == "heuristic":
         return HeuristicLabeler()
     if spec.startswith("llm:") and len(spec) > 4:
+        from mkbsim.agents._model import RESERVED_PARAMS, ModelConfig
+
+        params = dict(params or {})
+        reserved = sorted(set(params) & (RESERVED_PARAMS | {"response_format"}))
+        if reserved:
+            raise UserError(f"labeler {spec}: parameter {reserved[0]!r} is set by mkbsim itself")
+        missing = [] if "api_base" in params else ModelConfig(spec[4:], params).missing_keys()
+        if missing:
+            raise UserError(f"labeler {spec}: {', '.join(missing)} not set (export it, or name the variable "
+                            "with --api-key-env)")  # fmt: skip
         return LlmLabeler(spec[4:], params)
     raise UserError(f"unknown labeler {spec!r}: expected heuristic or llm:MODEL")
 
 
-# -- reading the material and recording labels -------------------------------------------------------
+# -- recording labels ---------------------------------------------------------------------------------
 
 
-def load_material(store: EventStore, campaign: str | None) -> Material:
-    """What the labelers see, from a store whose projections are current."""
-    conn = store.connection
-    where, params = ("WHERE campaign_id = ?", [campaign]) if campaign else ("", [])
-    ids = {r[0] for r in conn.execute(f"SELECT attempt_id FROM transfer_attempts {where}", params)}
-    if campaign and not ids:
-        raise UserError(f"no campaign {campaign!r} in {store.path}")
-    skills: dict[str, str] = {}
-    treatments: dict[str, Treatment] = {}
-    for ev in store.read(types=["SkillWritten", "SkillRead", "AgentStep", "VerifierResult"]):
-        p = ev.payload
-        a = p["attempt_id"]
-        if a not in ids:
-            continue
-        if ev.type == "SkillWritten":
-            skills[a] = p["text"]
-        elif ev.type == "SkillRead":
-            treatments[a] = Treatment(a, p["text"].removeprefix(SKILL_HEADER))  # the neutral header is no claim
-        elif a in treatments and ev.type == "AgentStep":
-            treatments[a].steps.append(str(p["content"]))
-        elif a in treatments and ev.type == "VerifierResult":
-            t = treatments[a]
-            if p["submission"] == "final":
-                t.final_failure = p["failure"]
-            else:
-                t.submissions += 1
-                t.passed_before = t.passed_before or bool(p["passed"])
-    harmed_failed = "outcome = 'harmed' AND treatment_passed = 0 AND skipped = 0"
-    sql = f"SELECT treatment_attempt_id FROM comparisons {where} {'AND' if where else 'WHERE'} {harmed_failed}"
-    harmed = [r[0] for r in conn.execute(sql + " ORDER BY treatment_attempt_id", params)]
-    return Material(skills, treatments, [h for h in harmed if h in treatments])
-
-
-def label(store: EventStore, material: Material, labeler: Labeler) -> dict[str, int]:
-    """Label every skill, treatment and harmed failure not yet labeled by ``labeler``; returns counts."""
-    done = {(ev.payload["subject"], ev.payload["subject_id"]) for ev in store.read(types=["LabelAssigned"])
-            if ev.payload["labeler"] == labeler.name}  # fmt: skip
+def label(store: EventStore, done: set[tuple[str, str]], material: Material, labeler: Labeler) -> dict[str, int]:
+    """Label every skill, treatment and harmed failure of ``material`` not in ``done`` (the (subject, subject
+    id) pairs ``labeler`` labeled before: ``lab.skills.labeled``), appending to ``store``; returns counts."""
     counts = {"skills": 0, "follow": 0, "failure": 0}
     pending: list[NewEvent] = []
 
@@ -294,39 +253,6 @@ def label(store: EventStore, material: Material, labeler: Labeler) -> dict[str, 
 
 
 # -- quality and agreement ---------------------------------------------------------------------------
-
-
-@dataclass
-class Labels:
-    """One labeler's labels, keyed for comparison across labelers."""
-
-    sentences: dict[tuple[str, str], str] = field(default_factory=dict)  # (attempt, text) -> category
-    follow: dict[str, str] = field(default_factory=dict)
-    failure: dict[str, str] = field(default_factory=dict)
-
-
-def stored_labels(store: EventStore, attempts: Iterable[str]) -> dict[str, Labels]:
-    """Every labeler's labels of ``attempts`` (the latest label per subject wins); ground truth's
-    comparison ``cause`` counts as its failure class."""
-    wanted = set(attempts)
-    out: dict[str, Labels] = {}
-    for ev in store.read(types=["LabelAssigned"]):
-        p = ev.payload
-        a = p["subject_id"]
-        if a not in wanted:
-            continue
-        labels = out.setdefault(p["labeler"], Labels())
-        if p["subject"] == "skill":
-            for s in p["labels"].get("sentences", []):
-                labels.sentences[(a, s["text"])] = s["category"]
-        elif p["subject"] == "comparison":
-            follow = p["labels"].get("follow")
-            failure = p["labels"].get("failure_class", p["labels"].get("cause"))
-            if follow is not None:
-                labels.follow[a] = follow
-            if failure is not None:
-                labels.failure[a] = failure
-    return out
 
 
 def quality(truth: Labels, labeled: Labels, harmed: Iterable[str]) -> dict[str, Any]:

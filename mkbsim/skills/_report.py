@@ -18,38 +18,33 @@ from collections.abc import Sequence
 from typing import Any
 
 from mkbsim.claims import CATEGORIES, Linker, extract_claims, is_unverified
-from mkbsim.events import EventStore
+from mkbsim.lab import Labels, Material, SkillComparison
 from mkbsim.metrics import paired_lift
-from mkbsim.skills._label import FAILURE_CLASSES, FOLLOW_LEVELS, Labels, Material
+from mkbsim.skills._label import FAILURE_CLASSES, FOLLOW_LEVELS
 from mkbsim.skills._tables import number, render, share, signed
-
-_PLAIN = "filter IS NULL AND chain_id IS NULL AND hop IS NULL AND resolved = 1"
 
 
 def skills_report(
-    store: EventStore, campaign: str | None, material: Material, labels: Labels | None, labeler: str, link: Linker
+    comparisons: Sequence[SkillComparison], material: Material, labels: Labels | None, labeler: str, link: Linker
 ) -> dict[str, Any]:
-    where, params = (f"{_PLAIN} AND campaign_id = ?", [campaign]) if campaign else (_PLAIN, [])
-    rows = list(store.connection.execute(
-        f"SELECT treatment_attempt_id, model, direction, family, r, outcome, treatment_passed FROM comparisons"
-        f" WHERE {where} ORDER BY treatment_attempt_id", params))  # fmt: skip
+    """The report's sections over resolved plain comparisons (``lab.transfer.skill_comparisons``)."""
     read = {a: t.skill for a, t in material.treatments.items()}
     categories = {a: {c.category for c in extract_claims(text)} for a, text in read.items()}
     labels = labels or Labels()
     return {
         "labeler": labeler,
         "similarity": link.note,
-        "prevalence": _prevalence(rows, categories),
-        "follow": _follow(rows, labels),
-        "propagation": _propagation(rows, read, material.skills, link),
-        "failures": _failures(rows, labels),
-        "correlation": _correlation(rows, labels),
+        "prevalence": _prevalence(comparisons, categories),
+        "follow": _follow(comparisons, labels),
+        "propagation": _propagation(comparisons, read, material.skills, link),
+        "failures": _failures(comparisons, labels),
+        "correlation": _correlation(comparisons, labels),
     }
 
 
-def _prevalence(rows: Sequence[tuple[Any, ...]], categories: dict[str, set[str]]) -> list[dict[str, Any]]:
-    helped = [categories.get(r[0], set()) for r in rows if r[5] == "helped"]
-    harmed = [categories.get(r[0], set()) for r in rows if r[5] == "harmed"]
+def _prevalence(rows: Sequence[SkillComparison], categories: dict[str, set[str]]) -> list[dict[str, Any]]:
+    helped = [categories.get(r.treatment_attempt_id, set()) for r in rows if r.outcome == "helped"]
+    harmed = [categories.get(r.treatment_attempt_id, set()) for r in rows if r.outcome == "harmed"]
     out = []
     for category in CATEGORIES:
         a = sum(category in c for c in helped) / len(helped) if helped else None
@@ -59,32 +54,32 @@ def _prevalence(rows: Sequence[tuple[Any, ...]], categories: dict[str, set[str]]
     return out
 
 
-def _cells(rows: Sequence[tuple[Any, ...]], *columns: int) -> dict[tuple[str, ...], list[tuple[Any, ...]]]:
-    cells: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+def _cells(rows: Sequence[SkillComparison], *fields: str) -> dict[tuple[str, ...], list[SkillComparison]]:
+    cells: dict[tuple[str, ...], list[SkillComparison]] = {}
     for r in rows:
-        cells.setdefault(tuple(r[c] for c in columns), []).append(r)
+        cells.setdefault(tuple(getattr(r, f) for f in fields), []).append(r)
     return dict(sorted(cells.items()))
 
 
-def _follow(rows: Sequence[tuple[Any, ...]], labels: Labels) -> list[dict[str, Any]]:
+def _follow(rows: Sequence[SkillComparison], labels: Labels) -> list[dict[str, Any]]:
     out = []
-    for (model, direction), cell in _cells(rows, 1, 2).items():
-        levels = [labels.follow[r[0]] for r in cell if r[0] in labels.follow]
+    for (model, direction), cell in _cells(rows, "model", "direction").items():
+        levels = [labels.follow[r.treatment_attempt_id] for r in cell if r.treatment_attempt_id in labels.follow]
         out.append({"model": model, "direction": direction, "n": len(levels),
                     **{lvl: levels.count(lvl) / len(levels) if levels else None for lvl in FOLLOW_LEVELS}})  # fmt: skip
     return out
 
 
 def _propagation(
-    rows: Sequence[tuple[Any, ...]], read: dict[str, str], written: dict[str, str], link: Linker
+    rows: Sequence[SkillComparison], read: dict[str, str], written: dict[str, str], link: Linker
 ) -> list[dict[str, Any]]:
     link.warm([c.text for text in (*read.values(), *written.values()) for c in extract_claims(text)])
     out = []
-    for (model, direction), cell in _cells(rows, 1, 2).items():
+    for (model, direction), cell in _cells(rows, "model", "direction").items():
         unverified = reappeared = claims = carried = 0
         for r in cell:
-            source = [c.text for c in extract_claims(read.get(r[0], ""))]
-            own = [c.text for c in extract_claims(written.get(r[0], ""))]
+            source = [c.text for c in extract_claims(read.get(r.treatment_attempt_id, ""))]
+            own = [c.text for c in extract_claims(written.get(r.treatment_attempt_id, ""))]
             linked = {x.source for x in link.link(source, own)}
             flags = [is_unverified(s) for s in source]
             claims += len(source)
@@ -97,19 +92,19 @@ def _propagation(
     return out
 
 
-def _failures(rows: Sequence[tuple[Any, ...]], labels: Labels) -> dict[str, Any]:
-    harmed = [r[0] for r in rows if r[5] == "harmed" and r[6] == 0]
+def _failures(rows: Sequence[SkillComparison], labels: Labels) -> dict[str, Any]:
+    harmed = [r.treatment_attempt_id for r in rows if r.outcome == "harmed" and not r.treatment_passed]
     classes = [labels.failure[a] for a in harmed if a in labels.failure]
     return {"harmed_target_failures": len(harmed), "labeled": len(classes),
             "shares": {c: classes.count(c) / len(classes) if classes else None for c in FAILURE_CLASSES}}  # fmt: skip
 
 
-def _correlation(rows: Sequence[tuple[Any, ...]], labels: Labels) -> dict[str, Any]:
+def _correlation(rows: Sequence[SkillComparison], labels: Labels) -> dict[str, Any]:
     points: list[dict[str, Any]] = []
-    for (model, family), cell in _cells(rows, 1, 3).items():
-        levels = [labels.follow[r[0]] for r in cell if r[0] in labels.follow]
+    for (model, family), cell in _cells(rows, "model", "family").items():
+        levels = [labels.follow[r.treatment_attempt_id] for r in cell if r.treatment_attempt_id in labels.follow]
         if levels:
-            full, lift = levels.count("full") / len(levels), paired_lift([r[4] for r in cell])
+            full, lift = levels.count("full") / len(levels), paired_lift([r.r for r in cell])
             points.append({"model": model, "family": family, "n": len(cell), "full_share": full, "lift": lift})
     rho = spearman([p["full_share"] for p in points], [p["lift"] for p in points])
     return {"cells": len(points), "spearman_rho": rho, "points": points}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,10 +33,11 @@ class Reply:
 
 @dataclass(frozen=True)
 class Status:
-    """An HTTP error answer, e.g. 429 or 500."""
+    """An HTTP error answer, e.g. 429 or 500, with extra response headers (e.g. ``Retry-After``)."""
 
     code: int
     message: str = "scripted failure"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Received:
     body: dict[str, Any]
     status: int
     authorization: str = ""
+    at: float = field(default_factory=time.monotonic)  # when the request arrived
 
     @property
     def messages(self) -> list[dict[str, str]]:
@@ -74,6 +77,7 @@ class StubLLM:
     received: list[Received] = field(default_factory=list)
     url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    hanging: threading.Event = field(default_factory=threading.Event)  # set when a Hang starts
 
     def next_action(self, body: dict[str, Any]) -> Reply | Status | Hang:
         if body["messages"][0]["content"].startswith("You condense"):
@@ -102,26 +106,31 @@ def _handler(stub: StubLLM) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def _send(self, code: int, payload: dict[str, Any]) -> None:
+        def _send(self, code: int, payload: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()) -> None:
             data = json.dumps(payload).encode()
             self.send_response(code)
+            for name, value in headers:
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
 
         def do_POST(self) -> None:
+            arrived = time.monotonic()
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             action = stub.next_action(body)
             if isinstance(action, Hang):
+                stub.hanging.set()
                 time.sleep(action.seconds)
-                stub.received.append(Received(body, 0, self.headers.get("Authorization", "")))
+                stub.received.append(Received(body, 0, self.headers.get("Authorization", ""), arrived))
                 return
             if isinstance(action, Status):
-                stub.received.append(Received(body, action.code, self.headers.get("Authorization", "")))
-                self._send(action.code, {"error": {"message": action.message, "type": "scripted", "code": None}})
+                stub.received.append(Received(body, action.code, self.headers.get("Authorization", ""), arrived))
+                error = {"error": {"message": action.message, "type": "scripted", "code": None}}
+                self._send(action.code, error, action.headers)
                 return
-            stub.received.append(Received(body, 200, self.headers.get("Authorization", "")))
+            stub.received.append(Received(body, 200, self.headers.get("Authorization", ""), arrived))
             prompt = sum(len(m["content"]) for m in body["messages"]) // 4
             completion = len(action.text) // 4
             self._send(200, {
@@ -147,6 +156,35 @@ def serve(stub: StubLLM) -> Iterator[StubLLM]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# -- processes -------------------------------------------------------------------------------------
+
+
+def orphan_name() -> str:
+    """A unique process name for a test's background process (``exec -a NAME``)."""
+    return f"mkbsim-orphan-{uuid.uuid4().hex[:10]}"
+
+
+def named(name: str) -> list[int]:
+    """Host processes whose argv[0] is ``name``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().split(b"\0")[0] == name.encode():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def gone(name: str, seconds: float = 5.0) -> bool:
+    """Whether no process named ``name`` is left (waiting up to ``seconds`` for the kernel's teardown)."""
+    deadline = time.monotonic() + seconds
+    while named(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not named(name)
 
 
 # -- campaign files ----------------------------------------------------------------------------

@@ -111,3 +111,20 @@ def test_a_campaign_filter_reaches_the_treatment_through_the_cli(
         started = [e.payload for e in s.read(types=["CampaignStarted"])]
     assert read["filter"] == "identity" and read["text"] == "- a finding (measured)\n"
     assert started[0]["config"]["campaign"]["filter"] == "identity"
+
+
+def test_a_campaign_whose_every_attempt_failed_on_infrastructure_exits_1_with_the_reasons(
+    tmp_path: Path, stub: StubLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    campaign = campaign_toml(
+        tmp_path / "llm.toml",
+        {"model": "openai/gpt-4o-mini", "params": {"api_base": stub.url, "api_key": "sk-stub"}, "max_retries": 0},
+        campaign={"id": "down", "problems": "p36", "directions": ["tirx2cutedsl"], "env_file": tmp_path / "none.env"},
+        sandbox={"root": tmp_path / "sandboxes"},
+    )  # fmt: skip
+    stub.script = []  # every request is refused: the provider is down for this campaign
+    code, _, err = run_cli(capsys, "run", "--campaign", str(campaign), "--store", str(tmp_path / "runs.sqlite"))
+    assert code == 1 and "Traceback" not in err
+    assert "campaign down: every attempt ended in infra_error, nothing was measured" in err
+    reasons = [line for line in err.splitlines() if "× model unavailable" in line]
+    assert len(reasons) == 1 and reasons[0].strip().startswith("2 × ")  # both solos, one reason

@@ -21,12 +21,12 @@ from agent_kit import campaign_toml
 
 from mkbsim.agents import (
     Completion,
+    LlmCampaign,
     ModelClient,
     Verdict,
     load_llm_campaign,
-    run_llm_campaign,
 )
-from mkbsim.agents._transfer import SkillFilter
+from mkbsim.campaigns import SkillTransform, run_campaign
 from mkbsim.catalog import Problem, load_catalog
 from mkbsim.errors import UserError
 from mkbsim.events import EventStore, RecordedEvent
@@ -105,8 +105,8 @@ def campaign_file(tmp_path: Path, name: str, *, agents: int, slots: int, **campa
 def run(tmp_path: Path, name: str, log: Log, **kwargs: Any) -> tuple[EventStore, Any]:
     config = load_llm_campaign(campaign_file(tmp_path, name, **kwargs))
     store = EventStore(tmp_path / f"{name}.sqlite", create=True)
-    summary = run_llm_campaign(
-        config, store, load_catalog(), lambda p, d: FakeScorer(log, p, d), client_factory=client_factory(log)
+    summary = run_campaign(
+        store, LlmCampaign(config, load_catalog(), lambda p, d: FakeScorer(log, p, d), client_factory(log))
     )
     return store, summary
 
@@ -204,17 +204,19 @@ def test_concurrent_attempts_overlap_respect_slots_and_sources_and_match_a_seque
 def test_a_stop_signal_interrupts_the_attempts_in_flight_and_the_campaign_resumes(tmp_path: Path) -> None:
     log = Log(interrupt_at_call=2)
     before = signal.getsignal(signal.SIGINT)
-    with pytest.raises(KeyboardInterrupt):
-        run(tmp_path, "stopped", log, agents=3, slots=2)
+    stopped, summary = run(tmp_path, "stopped", log, agents=3, slots=2)
+    stopped.close()
+    assert summary.stopped_by == "SIGINT"
     assert signal.getsignal(signal.SIGINT) is before  # restored
     with EventStore(tmp_path / "stopped.sqlite") as store:
         streams = attempt_events(store)
         latest = {s: [e.payload for e in evs if e.type == "AttemptFinished"] for s, evs in streams.items()}
     assert 1 <= len(latest) <= 3  # only what was in flight had started; nothing new started after the signal
-    assert all(ends and ends[-1]["status"] == "interrupted" for ends in latest.values())  # each recorded its end
+    # each recorded its end
+    assert all(ends and ends[-1]["status"] == "interrupted" for ends in latest.values()), latest
 
     store, summary = run(tmp_path, "stopped", Log(), agents=3, slots=2)
-    assert summary.statuses == {"finished": ATTEMPTS} and summary.reused == 0
+    assert summary.statuses == {"finished": ATTEMPTS} and summary.kept == 0
     reference, _ = run(tmp_path, "reference", Log(), agents=3, slots=2)
     assert normalized(store, latest_try_only=True) == normalized(reference)
     assert store.check().ok
@@ -223,7 +225,7 @@ def test_a_stop_signal_interrupts_the_attempts_in_flight_and_the_campaign_resume
 
 
 def test_a_campaign_filter_transforms_the_transferred_skill_and_is_part_of_the_plan(tmp_path: Path) -> None:
-    shout = SkillFilter("shout", lambda text: text.upper())
+    shout = SkillTransform("shout", lambda text: text.upper())
     config = load_llm_campaign(
         campaign_file(tmp_path, "filtered", agents=2, slots=1, filter="shout", directions=["cutedsl2tirx"])
     )
@@ -231,9 +233,9 @@ def test_a_campaign_filter_transforms_the_transferred_skill_and_is_part_of_the_p
     log = Log()
     with EventStore(tmp_path / "filtered.sqlite", create=True) as store:
         with pytest.raises(UserError, match=r"campaign\.filter is shout but the filter given is none"):
-            run_llm_campaign(config, store, load_catalog(), lambda p, d: FakeScorer(log, p, d))
-        summary = run_llm_campaign(config, store, load_catalog(), lambda p, d: FakeScorer(log, p, d),
-                                   client_factory=client_factory(log), skill_filter=shout)  # fmt: skip
+            run_campaign(store, LlmCampaign(config, load_catalog(), lambda p, d: FakeScorer(log, p, d)))
+        summary = run_campaign(store, LlmCampaign(config, load_catalog(), lambda p, d: FakeScorer(log, p, d),
+                                                  client_factory(log)), skill_filter=shout)  # fmt: skip
         assert summary.statuses == {"finished": 6}
         reads = [e.payload for e in store.read(types=["SkillRead"])]
         assert len(reads) == 2 and all(r["text"] == SKILL.upper() and r["filter"] == "shout" for r in reads)
@@ -242,4 +244,4 @@ def test_a_campaign_filter_transforms_the_transferred_skill_and_is_part_of_the_p
         # the filter is part of the plan: another filter (or none) under the same id is refused
         plain = load_llm_campaign(campaign_file(tmp_path, "plain", agents=2, slots=1, directions=["cutedsl2tirx"]))
         with pytest.raises(UserError, match="different plan"):
-            run_llm_campaign(plain, store, load_catalog(), lambda p, d: FakeScorer(log, p, d))
+            run_campaign(store, LlmCampaign(plain, load_catalog(), lambda p, d: FakeScorer(log, p, d)))

@@ -26,6 +26,8 @@ def test_the_example_loads_with_the_study_protocol() -> None:
     assert config.campaign_id == "llm-demo" and config.problems == "p36,p28"
     assert (config.budget.minutes, config.budget.submissions) == (40, 10)
     assert config.sandbox.cpus == 2 and config.sandbox.memory_bytes == 8 << 30
+    sandbox, loop = config.sandbox, config.loop
+    assert (sandbox.isolation, sandbox.max_processes, loop.max_reply_chars) == ("bwrap", 128, 100_000)
     assert config.directions == ("cutedsl2tirx", "tirx2cutedsl") and config.cost_cap_usd == 25.0
     (agent,) = config.agents
     assert agent.model == "openai/gpt-4.1" and agent.label == "gpt-4.1"
@@ -66,6 +68,11 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
         (lambda t: t + "\n[limits]\nworkers = 2\n", "limits.workers: unknown key"),
         (lambda t: t.replace('problems = "p36"', 'problems = "p36"\nfilter = " "'), "campaign.filter: name a skill"),
         (lambda t: t + "[[[", "not valid TOML"),
+        (lambda t: t + '\n[sandbox]\nisolation = "docker"\n', "sandbox.isolation: use 'bwrap' or 'none'"),
+        (lambda t: t + '\n[sandbox]\nisolation = "none"\nrequire_network_isolation = true\n',
+         'sandbox.require_network_isolation: true needs isolation = "bwrap"'),
+        (lambda t: t + "\n[sandbox]\nmax_processes = 0\n", "sandbox.max_processes: must be positive"),
+        (lambda t: t + "\n[loop]\nmax_reply_chars = 0\n", "loop.max_reply_chars: must be positive"),
     ],
 )
 def test_mistakes_name_the_key(tmp_path: Path, edit: object, message: str) -> None:
@@ -92,3 +99,10 @@ def test_env_file_fills_only_unset_variables(tmp_path: Path, monkeypatch: pytest
     finally:
         os.environ.pop("MKB_TEST_NEW", None)
     assert load_env_file(tmp_path / "missing.env") == []
+
+
+def test_the_env_files_variables_are_the_sandboxs_secrets(tmp_path: Path) -> None:
+    (tmp_path / "keys.env").write_text("A_KEY=sk-1234567890\nLAB_PASSWORD=pw-1234567890\n")
+    path = tmp_path / "c.toml"
+    path.write_text(MINIMAL.replace('problems = "p36"', f'problems = "p36"\nenv_file = "{tmp_path / "keys.env"}"'))
+    assert load_llm_campaign(path).sandbox.secret_env == ("A_KEY", "LAB_PASSWORD")

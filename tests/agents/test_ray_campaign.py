@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from agent_kit import TIRX_KERNEL, Hang, StubLLM, act, campaign_toml
 
-from mkbsim.agents import CostLedger, RayVerifiers, VerifierSlots, load_llm_campaign, run_llm_campaign
+from mkbsim.agents import CostLedger, LlmCampaign, RayVerifiers, VerifierSlots, load_llm_campaign
+from mkbsim.campaigns import run_campaign
 from mkbsim.catalog import load_catalog
 from mkbsim.cli import main
 from mkbsim.cli._agents import resolve_filter
@@ -55,7 +56,7 @@ def run(tmp_path: Path, stub: StubLLM, name: str, executor: str, agents: int = 2
     store = EventStore(tmp_path / f"{name}.sqlite", create=True)
     scorers = RayVerifiers("cpu", "paper", 1) if executor == "ray" else VerifierSlots("cpu", "paper", 1)
     with scorers:
-        run_llm_campaign(config, store, load_catalog(), scorers, executor=executor)
+        run_campaign(store, LlmCampaign(config, load_catalog(), scorers), executor=executor)
     return store
 
 
@@ -138,11 +139,11 @@ def test_a_stop_signal_reaches_the_attempts_on_the_workers(tmp_path: Path, stub:
 
     signaller = threading.Thread(target=interrupt_once_started)
     signaller.start()
-    with pytest.raises(KeyboardInterrupt):
-        run(tmp_path, stub, "stopped", "ray", agents=1, timeout_s=2)
+    run(tmp_path, stub, "stopped", "ray", agents=1, timeout_s=2).close()
     signaller.join()
     with EventStore(tmp_path / "stopped.sqlite") as store:
         statuses = {a: s for a, (_, s) in shape(store).items()}
+        assert store.count("CampaignFinished") == 0  # the run stopped
     assert statuses == {"stub.p36.solo_cutedsl.r0": ["interrupted"]}  # it recorded its end; nothing else started
 
 
@@ -172,5 +173,5 @@ def test_a_scorer_factory_that_cannot_travel_is_refused_before_anything_is_store
     config = load_llm_campaign(campaign_file(tmp_path, stub, "local-slots", 1, 60))
     with EventStore(tmp_path / "s.sqlite", create=True) as store, VerifierSlots("cpu", "paper", 1) as slots:
         with pytest.raises(UserError, match=r"scorer factory .* VerifierSlots cannot be pickled.*RayVerifiers"):
-            run_llm_campaign(config, store, load_catalog(), slots, executor="ray")
+            run_campaign(store, LlmCampaign(config, load_catalog(), slots), executor="ray")
         assert store.count() == 0

@@ -1,5 +1,6 @@
-"""The agent sandbox holds its limits: memory, time (the whole process group), network where
-permitted, cores, a clean environment; and the DSLs stay importable under those limits."""
+"""The agent sandbox holds its limits: memory, time (the whole tree), no network, cores, a clean environment,
+files read and written without following the agent's links; and the DSLs stay importable under those limits.
+The escapes of a hostile agent through a whole campaign are in test_escapes.py."""
 
 from __future__ import annotations
 
@@ -11,20 +12,19 @@ import time
 from pathlib import Path
 
 import pytest
+from agent_kit import gone, orphan_name
 
-from mkbsim.agents import (
-    NetworkIsolation,
-    Sandbox,
-    SandboxConfig,
-    SandboxError,
-    detect_network_isolation,
-    docs_index_text,
-)
+from mkbsim import sandbox as bwrap
+from mkbsim.agents import Sandbox, SandboxConfig, SandboxError, docs_index_text, sandbox_isolation
 from mkbsim.catalog import DSLS
+
+needs_bwrap = pytest.mark.skipif(not bwrap.probe().ok, reason=f"bubblewrap cannot run here: {bwrap.probe().reason}")
 
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Sandbox:
+    if not bwrap.probe().ok:
+        pytest.skip(f"bubblewrap cannot run here: {bwrap.probe().reason}")
     return Sandbox.create(SandboxConfig(root=tmp_path), "attempt-1", "tirx")
 
 
@@ -51,24 +51,20 @@ def test_memory_limit_holds(sandbox: Sandbox) -> None:
     assert small.exit_code == 0 and "allocated" in small.output
 
 
-def test_time_limit_kills_the_whole_process_group(sandbox: Sandbox) -> None:
+def test_time_limit_kills_the_whole_tree(sandbox: Sandbox) -> None:
+    token = orphan_name()
     t0 = time.monotonic()
-    result = sandbox.run("sleep 60 & echo $! > bg.pid; sleep 60", 1.0)
+    result = sandbox.run(f"(setsid bash -c 'exec -a {token} sleep 60' &); exec -a {token} sleep 60", 1.0)
     assert result.timed_out and result.exit_code is None
     assert time.monotonic() - t0 < 10
-    background = int((sandbox.workdir / "bg.pid").read_text())
-    deadline = time.monotonic() + 5
-    while Path(f"/proc/{background}").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)  # killed at once; reaping by init can take a moment
-    assert not Path(f"/proc/{background}").exists() or "Z" in Path(f"/proc/{background}/stat").read_text().split()[2]
+    assert gone(token)
 
 
 def test_a_finished_command_leaves_no_background_process(sandbox: Sandbox) -> None:
-    result = sandbox.run("sleep 60 & echo $!", 10)
-    assert result.exit_code == 0 and result.duration_s < 5
-    pid = int(result.output.strip())
-    time.sleep(0.2)
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    token = orphan_name()
+    result = sandbox.run(f"(setsid bash -c 'exec -a {token} sleep 60' &); sleep 0.2; echo started", 10)
+    assert result.exit_code == 0 and result.duration_s < 5 and result.output == "started\n"
+    assert gone(token)
 
 
 def _listener() -> tuple[socket.socket, int]:
@@ -82,17 +78,14 @@ def _listener() -> tuple[socket.socket, int]:
 CONNECT = 'python -c \'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 3); print("ok")\''
 
 
-def test_network_is_blocked_where_unshare_is_permitted(tmp_path: Path) -> None:
-    isolation = detect_network_isolation()
-    if not isolation.isolated:
-        pytest.skip(f"network isolation not permitted on this machine: {isolation.detail}")
+@needs_bwrap
+def test_network_is_blocked(tmp_path: Path) -> None:
     server, port = _listener()
     with server:
         blocked = Sandbox.create(SandboxConfig(root=tmp_path), "isolated", "tirx").run(f"{CONNECT} {port}", 30)
         assert blocked.exit_code != 0 and "ok" not in blocked.output.split()
-        # the same command without the namespace reaches the listener: the block is what stops it
-        open_box = Sandbox.create(SandboxConfig(root=tmp_path), "open", "tirx")
-        open_box.network = NetworkIsolation(None, "test control")
+        # the same command without the sandbox reaches the listener: the sandbox is what stops it
+        open_box = Sandbox.create(SandboxConfig(root=tmp_path, isolation="none"), "open", "tirx")
         reached = open_box.run(f"{CONNECT} {port}", 30)
         assert reached.exit_code == 0 and reached.output.split() == ["ok"]
 
@@ -129,15 +122,55 @@ def test_writes_stay_inside_the_working_directory(sandbox: Sandbox) -> None:
             sandbox.write_text(escape, "no")
 
 
+@needs_bwrap
+def test_the_agent_can_change_what_the_parent_wrote(sandbox: Sandbox) -> None:
+    sandbox.write_text("sub/kernel_v2.py", "x = 1\n")
+    result = sandbox.run("echo 'x = 2' > sub/kernel_v2.py && echo more > sub/new.txt && cat sub/kernel_v2.py", 30)
+    assert result.exit_code == 0 and result.output.strip() == "x = 2", result.output
+
+
+def test_the_parent_follows_no_link_the_agent_planted(sandbox: Sandbox, tmp_path: Path) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    # what an agent's command could leave behind: links to host files and folders, a FIFO
+    (sandbox.workdir / "SKILL.md").unlink()
+    (sandbox.workdir / "SKILL.md").symlink_to(secret)
+    (sandbox.workdir / "out").symlink_to(outside)
+    os.mkfifo(sandbox.workdir / "kernel.py.fifo")
+    assert sandbox.read_text("SKILL.md") is None
+    assert sandbox.read_text("out/x") is None
+    assert sandbox.read_text("kernel.py.fifo") is None  # returns at once: a FIFO does not block the parent
+    for target in ("SKILL.md", "out/x.py"):
+        with pytest.raises(OSError):
+            sandbox.write_text(target, "overwritten")
+    assert secret.read_text() == "PRIVATE KEY" and list(outside.iterdir()) == []
+
+
+def test_a_huge_file_is_not_read_into_the_parent(sandbox: Sandbox) -> None:
+    (sandbox.workdir / "kernel.py").write_bytes(b"#" * (2 << 20))
+    assert sandbox.read_text("kernel.py") is None
+
+
 def test_cores_must_exist(tmp_path: Path) -> None:
     with pytest.raises(SandboxError, match=r"cpus \[4096\] are not available"):
         Sandbox.create(SandboxConfig(root=tmp_path, cpus=(0, 4096)), "a", "tirx")
 
 
-def test_required_network_isolation_is_enforced(tmp_path: Path) -> None:
-    config = SandboxConfig(root=tmp_path, require_network_isolation=True)
-    if detect_network_isolation().isolated:
-        assert Sandbox.create(config, "a", "tirx").network.isolated
-    else:
-        with pytest.raises(SandboxError, match="network isolation is required"):
-            Sandbox.create(config, "a", "tirx")
+def test_without_bubblewrap_the_sandbox_is_refused_unless_the_user_said_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MKBSIM_BWRAP", "/bin/false")  # as where bubblewrap cannot run
+    bwrap.probe.cache_clear()
+    try:
+        with pytest.raises(SandboxError, match=r'bubblewrap cannot run here.*sandbox\.isolation = "none"'):
+            Sandbox.create(SandboxConfig(root=tmp_path), "a", "tirx")
+        box = Sandbox.create(SandboxConfig(root=tmp_path, isolation="none"), "b", "tirx")
+        assert not box.isolation.isolated and box.facts()["isolated"] is False
+        assert box.run("echo hi", 10).output == "hi\n"  # limits and the clean environment still hold
+        with pytest.raises(SandboxError, match="require_network_isolation"):
+            sandbox_isolation(SandboxConfig(root=tmp_path, isolation="none", require_network_isolation=True))
+    finally:
+        monkeypatch.delenv("MKBSIM_BWRAP")
+        bwrap.probe.cache_clear()

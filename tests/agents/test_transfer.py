@@ -9,13 +9,13 @@ from agent_kit import TIRX_KERNEL, StubLLM, act, assert_verified_correct, of_typ
 from mkbsim.agents import (
     CostLedger,
     SandboxConfig,
-    SkillFilter,
     SourceNotFinished,
     VerifierScorers,
     attempt_id_for,
     run_transfer_pair,
     run_treatment,
 )
+from mkbsim.campaigns import SkillTransform
 from mkbsim.catalog import SKILL_HEADER, Problem
 from mkbsim.events import EventStore
 
@@ -38,7 +38,7 @@ def test_transfer_pair_hands_the_skill_to_the_other_arm(
         act(analysis="tirx attempt with the skill", write={"kernel.py": TIRX_KERNEL, "SKILL.md": "mine"}, done=True),
     ]
     ledger = CostLedger()
-    drop = SkillFilter("drop-open-questions", lambda text: text.replace(OPEN_QUESTION, ""))
+    drop = SkillTransform("drop-open-questions", lambda text: text.replace(OPEN_QUESTION, ""))
     pair = run_transfer_pair(
         store, campaign_id="c1", problem=p36, direction="cutedsl2tirx", model=stub.model("openai/gpt-4o-mini"),
         scorer_factory=scorers, sandbox=sandbox_config, ledger=ledger,

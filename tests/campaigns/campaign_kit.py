@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from mkbsim.campaigns import Limits, SimCampaign
+from mkbsim.campaigns import SimCampaign
 from mkbsim.simulator import CampaignConfig, get_profile, select_problems
 
 PROBLEMS = "p01-p40"  # with six profiles: 960 attempts, a run of a few flushes
@@ -19,7 +19,7 @@ PROFILES = ("sim-gpt-5.6-sol", "sim-glm-5.3")
 
 def small_campaign(seed: int = 3, problems: str = "p28,p36") -> SimCampaign:
     config = CampaignConfig(tuple(get_profile(p) for p in PROFILES), tuple(select_problems(problems)), seed=seed)
-    return SimCampaign(config, limits=Limits(2))
+    return SimCampaign(config, workers=2)
 
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}

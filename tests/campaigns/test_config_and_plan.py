@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from campaign_kit import small_campaign
 
-from mkbsim.campaigns import ConfigError, campaign_kind, load_simulated_campaign, plan_campaign
+from mkbsim.campaigns import ConfigError, campaign_kind, load_simulated_campaign
 from mkbsim.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "simulated.toml"
@@ -17,8 +17,8 @@ def test_the_shipped_example_loads() -> None:
     campaign = load_simulated_campaign(EXAMPLE)
     assert campaign_kind(EXAMPLE) == "simulated"
     assert [p.name for p in campaign.sim.profiles] == ["sim-gpt-5.6-sol", "sim-glm-5.3"]
-    assert "p28" in campaign.sim.problems and campaign.sim.replicates == 2 and campaign.limits.agents == 4
-    plan = plan_campaign(campaign)
+    assert "p28" in campaign.sim.problems and campaign.sim.replicates == 2 and campaign.workers == 4
+    plan = campaign.plan()
     assert len(plan.attempts) == 2 * len(campaign.sim.problems) * 2 * 4
 
 
@@ -59,8 +59,8 @@ def test_run_options_do_not_mix_with_a_campaign_file(tmp_path: Path, capsys: pyt
 
 def test_the_plan_is_deterministic_and_orders_treatments_after_their_solos() -> None:
     campaign = small_campaign()
-    plan = plan_campaign(campaign)
-    assert plan == plan_campaign(campaign)
+    plan = campaign.plan()
+    assert plan == campaign.plan()
     assert plan.campaign_id == campaign.sim.campaign_id  # the plain campaign keeps the simulator's id
     seen: set[str] = set()
     for a in plan.attempts:
@@ -76,19 +76,19 @@ def test_protocol_directions_and_seed_change_the_fingerprint_or_the_id() -> None
     import dataclasses
 
     base = small_campaign()
-    plan = plan_campaign(base)
-    hardened = plan_campaign(dataclasses.replace(base, protocol="hardened"))
+    plan = base.plan()
+    hardened = dataclasses.replace(base, protocol="hardened").plan()
     assert (
         hardened.fingerprint != plan.fingerprint
         and hardened.parts["problem_definitions"] == plan.parts["problem_definitions"]
     )
-    one_way = plan_campaign(dataclasses.replace(base, directions=("tirx2cutedsl",)))
+    one_way = dataclasses.replace(base, directions=("tirx2cutedsl",)).plan()
     assert one_way.campaign_id != plan.campaign_id and {a.arm for a in one_way.attempts} == {
         "solo_cutedsl", "solo_tirx", "tirx2cutedsl_skill"
     }  # fmt: skip
-    assert plan_campaign(small_campaign(seed=4)).campaign_id != plan.campaign_id
-    workers = dataclasses.replace(base, limits=dataclasses.replace(base.limits, agents=7))
-    assert plan_campaign(workers) == plan  # how many run at once decides nothing measured
+    assert small_campaign(seed=4).plan().campaign_id != plan.campaign_id
+    workers = dataclasses.replace(base, workers=7)
+    assert workers.plan() == plan  # how many run at once decides nothing measured
 
 
 def test_options_an_llm_campaign_cannot_use_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

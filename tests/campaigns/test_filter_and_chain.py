@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from campaign_kit import mkbsim, small_campaign
 
-from mkbsim.campaigns import run_simulated
+from mkbsim.campaigns import run_campaign
 from mkbsim.errors import UserError
 from mkbsim.events import EventStore
 
@@ -69,7 +69,7 @@ def _skills_read(store: Path) -> list[str]:
 def test_the_library_refuses_a_filter_name_without_its_transform(tmp_path: Path) -> None:
     campaign = dataclasses.replace(small_campaign(), filter="identity")
     with EventStore(tmp_path / "s.sqlite", create=True) as store, pytest.raises(UserError, match=r"campaign\.filter"):
-        run_simulated(store, campaign)
+        run_campaign(store, campaign)
     assert EventStore(tmp_path / "s.sqlite").count() == 0
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from campaign_kit import small_campaign
 
-from mkbsim.campaigns import RayExecutor, run_simulated
+from mkbsim.campaigns import RayExecutor, run_campaign
 from mkbsim.events import CampaignFinished, EventStore, NewEvent, UnknownEventType, campaign_stream
 
 ray = pytest.importorskip("ray")
@@ -39,7 +39,7 @@ def test_the_ray_executor_records_the_same_events_as_the_local_one(tmp_path: Pat
     results = {}
     for executor in ("ray", "local"):
         with EventStore(tmp_path / f"{executor}.sqlite", create=True) as store:
-            results[executor] = run_simulated(store, campaign, executor=executor)
+            results[executor] = run_campaign(store, campaign, executor=executor)
     assert results["ray"].ran == results["local"].ran == 24
     assert _attempt_payloads(tmp_path / "ray.sqlite") == _attempt_payloads(tmp_path / "local.sqlite")
 

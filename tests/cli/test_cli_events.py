@@ -115,3 +115,37 @@ def test_tail_follows_appends_from_another_process(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", writer], check=True, cwd=Path(__file__).parents[2])
     out, _ = follower.communicate(timeout=30)
     assert [json.loads(x)["type"] for x in out.splitlines()] == ["AttemptStarted"] * 3
+
+
+WRITER = """
+import sys
+from mkbsim.events import AgentStep, EventStore, NewEvent, SubmissionMade
+path, name, batches = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with EventStore(path) as store:
+    for i in range(batches):
+        stream = f"attempt-{name}"
+        step = AgentStep(attempt_id=name, step=i, kind="note", content=f"{name} {i}", elapsed_s=float(i))
+        made = SubmissionMade(attempt_id=name, submission=i, counted=True, code_sha256="0" * 64, code="pass")
+        store.append([NewEvent.of(stream, made), NewEvent.of(stream, step)])
+"""
+
+
+def test_tail_follow_by_type_misses_nothing_under_three_writer_processes(tmp_path: Path) -> None:
+    """Each poll reads the head first, then the events up to it: events committed between the two reads
+    of the old loop (the filtered page, then the head) were skipped."""
+    store = tmp_path / "s.sqlite"
+    EventStore(store, create=True).close()
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "mkbsim", "events", "tail", "--store", str(store), "-f", "--poll", "0.01",
+         "--idle-exit", "4", "--type", "AgentStep"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(1.5)  # the follower is polling
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(store), f"w{n}", "400"]) for n in range(3)]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0, 0]
+    out, _ = follower.communicate(timeout=60)
+    followed = [json.loads(line) for line in out.splitlines()]
+    with EventStore(store) as s:
+        stored = [e.event_id for e in s.read(types=["AgentStep"])]
+    assert len(stored) == 1200
+    assert [e["event_id"] for e in followed] == stored  # all of them, once each, in order

@@ -11,6 +11,7 @@ from typing import ClassVar
 import pytest
 
 from kits.store_kit import EventStoreContract, MakeStore, file_store, step
+from mkbsim.errors import NotAStore, StoreBusy, StoreFull, StoreMissing, StoreReadOnly, UserError
 from mkbsim.events import EventStore, NewEvent, Payload, StoreError, event_type, upcaster
 
 
@@ -24,24 +25,31 @@ class TestSqliteStore(EventStoreContract):
 
 
 def test_missing_store_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="no such event store"):
+    with pytest.raises(StoreMissing, match="no such event store"):
         EventStore(tmp_path / "missing.sqlite")
+    with pytest.raises(StoreMissing, match="no such event store"):
+        EventStore(tmp_path / "missing.sqlite", create=True, readonly=True)
     assert not (tmp_path / "missing.sqlite").exists()
-    with pytest.raises(StoreError, match="no such directory"):
+    with pytest.raises(StoreMissing, match="no such directory"):
         EventStore(tmp_path / "nodir" / "s.sqlite", create=True)
 
 
 def test_corrupt_and_foreign_files_are_refused(tmp_path: Path) -> None:
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"this is not a database at all" * 100)
-    with pytest.raises(StoreError, match="not a valid event store"):
+    with pytest.raises(NotAStore, match="not a valid event store"):
         EventStore(junk)
+    with pytest.raises(NotAStore, match="not a valid event store"):
+        EventStore(junk, readonly=True)
     assert junk.read_bytes().startswith(b"this is not")
     other = tmp_path / "other.sqlite"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
-    with pytest.raises(StoreError, match="not an mkbsim event store"):
+    with pytest.raises(NotAStore, match="not an mkbsim event store"):
         EventStore(other)
+    with pytest.raises(NotAStore, match="is a directory"):
+        EventStore(tmp_path)
+    assert issubclass(NotAStore, UserError) and not issubclass(StoreError, UserError)
 
 
 def test_newer_store_schema_is_refused(tmp_path: Path) -> None:
@@ -49,7 +57,7 @@ def test_newer_store_schema_is_refused(tmp_path: Path) -> None:
     EventStore(path, create=True).close()
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA user_version = 99")
-    with pytest.raises(StoreError, match="schema 99 is newer"):
+    with pytest.raises(NotAStore, match="schema 99 is newer"):
         EventStore(path)
 
 
@@ -59,7 +67,7 @@ def test_locked_store_gives_a_clear_error_and_keeps_data(tmp_path: Path) -> None
     store.append([step("a", 0)])
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
-    with pytest.raises(StoreError, match="locked by another process"):
+    with pytest.raises(StoreBusy, match="locked by another process"):
         store.append([step("a", 1)])
     other.execute("ROLLBACK")
     other.close()
@@ -73,12 +81,33 @@ def test_full_disk_loses_nothing_already_stored(tmp_path: Path) -> None:
     pages = store.connection.execute("PRAGMA page_count").fetchone()[0]
     store.connection.execute(f"PRAGMA max_page_count = {pages + 2}")  # the disk fills up
     big = [NewEvent("a", "AgentStep", step("a", i).payload | {"content": "x" * 4000}) for i in range(200)]
-    with pytest.raises(StoreError, match="disk is full"):
+    with pytest.raises(StoreFull, match="disk is full"):
         store.append(big)
     assert store.count() == 10 and store.check().ok
     store.connection.execute("PRAGMA max_page_count = 1073741823")
     store.append(big)
     assert store.count() == 210
+
+
+def test_readonly_store_reads_without_writing(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with EventStore(path, create=True) as store:
+        store.append([step("a", i) for i in range(3)])
+    before = path.read_bytes()
+    with EventStore(path, readonly=True) as store:
+        assert [e.version for e in store.read()] == [1, 2, 3] and store.check().ok
+        with pytest.raises(StoreReadOnly, match="read-only"):
+            store.append([step("a", 3)])
+    assert path.read_bytes() == before
+
+
+def test_zero_length_file_reads_as_an_empty_store_and_stays_empty(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite"
+    path.touch()
+    with EventStore(path, readonly=True) as store:
+        assert not store.initialised and store.last_position() == 0 and list(store.read()) == []
+        assert store.type_counts() == {} and store.check().ok
+    assert path.stat().st_size == 0 and [p.name for p in tmp_path.iterdir()] == ["empty.sqlite"]
 
 
 def test_events_are_immutable(tmp_path: Path) -> None:

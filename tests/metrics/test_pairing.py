@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mkbsim.metrics import AttemptOutcome, choose, pair_slot
+from mkbsim.metrics import TransferAttempt, choose, pair_slot
 
 _position = iter(range(1, 10**9))
 
 
-def make(attempt_id: str, arm: str, **kw: object) -> AttemptOutcome:
+def make(attempt_id: str, arm: str, **kw: object) -> TransferAttempt:
     dsl = "tirx" if arm in ("solo_tirx", "cutedsl2tirx_skill") else "cutedsl"
     started = next(_position)
     fields: dict[str, object] = dict(
@@ -19,10 +19,10 @@ def make(attempt_id: str, arm: str, **kw: object) -> AttemptOutcome:
         started_position=started, finished_position=started + 1000,
     )  # fmt: skip
     fields.update(kw)
-    return AttemptOutcome(**fields)  # type: ignore[arg-type]
+    return TransferAttempt(**fields)  # type: ignore[arg-type]
 
 
-def by_direction(slot: list[AttemptOutcome], referenced: dict[str, AttemptOutcome] | None = None) -> dict:
+def by_direction(slot: list[TransferAttempt], referenced: dict[str, TransferAttempt] | None = None) -> dict:
     return {(c.direction, c.filter, c.chain_id, c.hop): c for c in pair_slot(slot, referenced or {})}
 
 
@@ -111,3 +111,26 @@ def test_filters_and_chains_never_mix_with_plain_attempts() -> None:
 
 def test_a_slot_without_treatments_has_no_comparisons() -> None:
     assert pair_slot([make("c", "solo_cutedsl"), make("t", "solo_tirx")], {}) == []
+
+
+def test_control_arms_pair_with_their_treatments_baseline_and_stand_beside_its_source() -> None:
+    """DESIGN §4: each control arm is compared with the same baseline as its direction's treatment; its standing
+    is measured against the treatment's source (a placebo read another problem's solo, an A/A attempt nothing)."""
+    slot = [
+        make("c", "solo_cutedsl", runtime_ms=2.0, speedup=2.0),
+        make("t", "solo_tirx", dsl="tirx", runtime_ms=4.0, speedup=1.0),
+        make("ct", "cutedsl2tirx_skill", dsl="tirx", source_attempt_id="c", runtime_ms=1.0, speedup=4.0),
+        make("aa", "cutedsl2tirx_aa", dsl="tirx", runtime_ms=8.0, speedup=0.5),
+        make("pl", "cutedsl2tirx_placebo", dsl="tirx", source_attempt_id="other", runtime_ms=4.0, speedup=1.0),
+        make("ma", "cutedsl2tirx_matched", dsl="tirx", source_attempt_id="c", passed=False, runtime_ms=None,
+             speedup=None),
+    ]  # fmt: skip
+    other = make("other", "solo_cutedsl", problem="p02", runtime_ms=9.0, speedup=0.2)
+    got = {c.arm: c for c in pair_slot(slot, {"other": other})}
+    assert set(got) == {"skill", "aa", "placebo", "matched"}
+    assert {c.direction for c in got.values()} == {"cutedsl2tirx"}
+    assert {c.baseline_attempt_id for c in got.values()} == {"t"}
+    assert {c.source_attempt_id for c in got.values()} == {"c"}  # not the placebo's donor
+    assert [got[k].treatment_attempt_id for k in ("skill", "aa", "placebo", "matched")] == ["ct", "aa", "pl", "ma"]
+    assert (got["aa"].r, got["placebo"].r, got["matched"].r) == (0.5, 1.0, 0.25)  # scored exactly like a treatment
+    assert got["aa"].standing == got["skill"].standing == "above"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from mkbsim.campaigns import CampaignSummary, SimCampaign, run_campaign
 from mkbsim.events import EventStore
-from mkbsim.simulator import CampaignConfig, CampaignSummary, run_campaign, select_problems, shipped_profiles
+from mkbsim.simulator import CampaignConfig, select_problems, shipped_profiles
 
 # two problems per family: every family's plans and reformulation take part
 SMALL_PROBLEMS = "p01,p04,p19,p23,p28,p33,p45,p49,p52,p58,p62,p72"
@@ -26,7 +27,7 @@ def small_campaign(
 ) -> tuple[Path, CampaignSummary]:
     path = tmp_path_factory.mktemp("sim") / "events.sqlite"
     with EventStore(path, create=True) as store:
-        summary = run_campaign(store, small_config)
+        summary = run_campaign(store, SimCampaign(small_config))
     return path, summary
 
 

@@ -28,7 +28,7 @@ from mkbsim.simulator import (
     select_problems,
     shipped_profiles,
     shipped_targets,
-    simulate_slots,
+    simulate,
 )
 from mkbsim.simulator._stats import comparisons, pooled_standing, profile_stats, slot_outcomes
 
@@ -40,7 +40,8 @@ DIRECTIONS = ("cutedsl2tirx", "tirx2cutedsl")
 @pytest.fixture(scope="module")
 def default() -> tuple[dict[str, ProfileStats], dict[str, tuple[int, float, float]]]:
     problems = tuple(select_problems(None))
-    groups = slot_outcomes(simulate_slots(CampaignConfig(tuple(shipped_profiles().values()), problems, seed=0)))
+    config = CampaignConfig(tuple(shipped_profiles().values()), problems, seed=0)
+    groups = slot_outcomes(config.campaign_id, simulate(config))
     comps = comparisons(groups)
     return profile_stats(itertools.chain.from_iterable(groups), comps), pooled_standing(comps)
 

@@ -79,3 +79,21 @@ def test_calibrate_refuses_a_malformed_target(capsys: pytest.CaptureFixture[str]
     bad.write_text(json.dumps({"profile": "sim-glm-5.3", "statistics": {"lift": {"value": 1, "tolerance": 1}}}))
     code, _, err = run(capsys, "calibrate", "--target", str(bad))
     assert code == 2 and "unknown statistics lift" in err
+
+
+def test_a_campaign_whose_every_attempt_failed_on_infrastructure_exits_1_with_the_reasons(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: object) -> None:
+        raise RuntimeError("design data unreadable")
+
+    monkeypatch.setattr("mkbsim.simulator._attempt._Attempt.run", broken)  # the pool's forked workers see it too
+    argv = ("run", "--store", str(tmp_path / "e.sqlite"), "--problems", "p28,p36", "--profiles", "sim-gpt-5.6-sol",
+            "--workers", "2")  # fmt: skip
+    code, _, err = run(capsys, *argv)
+    assert code == 1 and "Traceback" not in err
+    assert "every attempt ended in infra_error, nothing was measured" in err
+    assert "4 × internal error: RuntimeError: design data unreadable" in err  # the four solos; no treatment started
+    monkeypatch.undo()
+    code, out, _ = run(capsys, *argv)  # the fault fixed, the same command resumes: the four solos run again
+    assert code == 0 and "attempts 8 finished" in out

@@ -6,9 +6,10 @@ import hashlib
 from collections import defaultdict
 from pathlib import Path
 
+from mkbsim.campaigns import CampaignSummary
 from mkbsim.claims import segment
 from mkbsim.events import EventStore, RecordedEvent, campaign_stream
-from mkbsim.simulator import CampaignConfig, CampaignSummary
+from mkbsim.simulator import CampaignConfig
 
 CORE_TYPES = {
     "CampaignStarted", "AttemptStarted", "AgentStep", "SubmissionMade", "VerifierResult", "SkillWritten",
@@ -123,3 +124,15 @@ def test_repeated_claims_keep_the_source_sentence_and_its_true_category(
     assert inherited  # unverified claims do propagate into the reader's own skill
     for attempt, sentence in inherited:
         assert labels[sources[attempt]][sentence["text"]] == sentence["category"]
+
+
+def test_a_simulated_step_is_an_agent_step_field_for_field(small_campaign: tuple[Path, CampaignSummary]) -> None:
+    """The simulator writes step payloads as dicts (they are most of its events): they keep AgentStep's fields
+    in AgentStep's order."""
+    from mkbsim.events import AgentStep
+
+    for events in list(_attempts(small_campaign[0]).values())[:20]:
+        for ev in events:
+            if ev.type == "AgentStep":
+                assert ev.payload == AgentStep(**ev.payload).to_dict()
+                assert list(ev.payload) == list(AgentStep(**ev.payload).to_dict())

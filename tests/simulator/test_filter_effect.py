@@ -20,11 +20,12 @@ import math
 import sqlite3
 from pathlib import Path
 
+from mkbsim.campaigns import SimCampaign, SkillTransform, rerun_campaign, run_campaign
 from mkbsim.claims import extract_claims, remove_categories
 from mkbsim.events import EventStore
 from mkbsim.metrics import harm_rate, paired_lift
 from mkbsim.projections import ProjectionEngine, default_projections
-from mkbsim.simulator import CampaignConfig, rerun_treatments, run_campaign, select_problems, shipped_profiles
+from mkbsim.simulator import CampaignConfig, select_problems, shipped_profiles
 
 FILTER = "drop_unsupported_closure"
 Key = tuple[str, str, str, int]
@@ -43,10 +44,9 @@ def test_removing_unsupported_closures_raises_lift_where_skills_had_them(tmp_pat
     problems = tuple(select_problems(None)[::2])
     config = CampaignConfig(tuple(shipped_profiles().values()), problems, seed=0)
     with EventStore(tmp_path / "events.sqlite", create=True) as store:
-        original = run_campaign(store, config)
-        filtered = rerun_treatments(
-            store, original.campaign_id, lambda text: remove_categories(text, {"unsupported_closure"}), name=FILTER
-        )
+        original = run_campaign(store, SimCampaign(config))
+        drop = SkillTransform(FILTER, lambda text: remove_categories(text, {"unsupported_closure"}))
+        filtered = run_campaign(store, rerun_campaign(store, original.campaign_id, FILTER), skill_filter=drop)
         ProjectionEngine(store, default_projections()).catch_up()
         before = _ratios(store.connection, original.campaign_id)
         after = _ratios(store.connection, filtered.campaign_id)

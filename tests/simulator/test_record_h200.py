@@ -38,16 +38,16 @@ def test_passed_verdicts_replace_rows_keep_harness_and_failed_ones_are_listed(re
         "36_fused_tirx": _verdict("p36", "tirx", True, 0.0912345),
         "45_routescanscatter_cutedsl": _verdict("p45", "cutedsl", True, 0.17544, 2.5),
         "58_fused_tirx": _verdict("p58", "tirx", False, None),
-    })  # fmt: skip
+    }, "2026-12-01")  # fmt: skip
     assert failed == ["58_fused_tirx: wrong_output"]
     rows = {r["file"]: r for r in data["rows"]}
     assert set(rows) == {"36_fused_tirx.py", "45_routescanscatter_cutedsl.py"}
     assert rows["36_fused_tirx.py"] == {"file": "36_fused_tirx.py", "problem": "p36", "dsl": "tirx", "plan": "fused",
-                                        "verifier_ms": 0.0912, "eager_ms": 1.0, "harness_ms": 0.05,
-                                        "harness_eager_ms": 0.14}  # fmt: skip
+                                        "verifier_ms": 0.0912, "eager_ms": 1.0, "date": "2026-12-01",
+                                        "harness_ms": 0.05, "harness_eager_ms": 0.14}  # fmt: skip
     assert rows["45_routescanscatter_cutedsl.py"]["plan"] == "routescanscatter"
     with pytest.raises(ValueError, match="p36 tirx"):
-        record.merge(data, {"21_fused_tirx": _verdict("p36", "tirx", True)})
+        record.merge(data, {"21_fused_tirx": _verdict("p36", "tirx", True)}, "2026-12-01")
 
 
 def test_harness_lines_fill_passed_solutions_and_the_layout_round_trips(record: ModuleType) -> None:
@@ -62,3 +62,12 @@ def test_harness_lines_fill_passed_solutions_and_the_layout_round_trips(record: 
     assert data["rows"][0]["harness_ms"] == 0.1701 and data["rows"][0]["harness_eager_ms"] == 2.3781
     text = record.dump(data)
     assert json.loads(text) == data and text.count("\n    {") == 1  # one row per line
+
+
+def test_do_bench_lines_fill_rows_of_the_same_files(record: ModuleType) -> None:
+    data = {"date": "d", "rows": [{"file": "29_fused_tirx.py", "problem": "p29", "dsl": "tirx", "plan": "fused",
+                                   "verifier_ms": 14.7281, "eager_ms": 12.04}]}  # fmt: skip
+    lines = [{"file": "29_fused_tirx.py", "do_bench_ms": 14.732160091, "verifier_ms": 14.728, "ratio": 0.9997},
+             {"file": "32_fused_tirx.py", "do_bench_ms": 2.5}]  # no row: ignored
+    assert record.merge_do_bench(data, lines) == 1
+    assert data["rows"][0]["do_bench_ms"] == 14.7322

@@ -7,9 +7,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from mkbsim.campaigns import CampaignSummary
 from mkbsim.claims import CATEGORIES, classify, remove_categories
 from mkbsim.events import EventStore
-from mkbsim.simulator import CampaignSummary, get_profile
+from mkbsim.simulator import get_profile
 from mkbsim.simulator._reader import read_skill
 from mkbsim.simulator._rng import Draws
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mkbsim.campaigns import CampaignSummary, SimCampaign, run_campaign
 from mkbsim.events import EventStore
-from mkbsim.simulator import CampaignConfig, CampaignSummary, run_campaign, select_problems, shipped_profiles
+from mkbsim.simulator import CampaignConfig, select_problems, shipped_profiles
 
 # two problems per family
 PROBLEMS = "p01,p04,p19,p23,p28,p33,p45,p49,p52,p58,p62,p72"
@@ -19,7 +20,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CampaignSu
     config = CampaignConfig(tuple(shipped_profiles().values()), tuple(select_problems(PROBLEMS)), seed=7)
     path = tmp_path_factory.mktemp("skills") / "events.sqlite"
     with EventStore(path, create=True) as store:
-        summary = run_campaign(store, config)
+        summary = run_campaign(store, SimCampaign(config))
     return path, summary
 
 

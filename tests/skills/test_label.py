@@ -14,9 +14,10 @@ from agents.agent_kit import Reply, StubLLM, serve
 from scipy import stats
 from skills_kit import cli
 
+from mkbsim.campaigns import SimCampaign, run_campaign
 from mkbsim.claims import CATEGORIES, classify
 from mkbsim.events import EventStore
-from mkbsim.simulator import CampaignConfig, get_profile, run_campaign, select_problems
+from mkbsim.simulator import CampaignConfig, get_profile, select_problems
 from mkbsim.skills._agreement import cohen_kappa, precision_recall
 from mkbsim.skills._report import spearman
 
@@ -123,7 +124,7 @@ def test_the_llm_labeler_records_its_exchanges_and_is_compared_with_the_other_la
     store = tmp_path / "llm.sqlite"
     config = CampaignConfig((get_profile("sim-glm-5.3-flash"),), tuple(select_problems("p01,p28,p45")), seed=2)
     with EventStore(store, create=True) as s:
-        campaign = run_campaign(s, config).campaign_id
+        campaign = run_campaign(s, SimCampaign(config)).campaign_id
     assert cli(capsys, "label", "--store", str(store), "--labeler", "heuristic")[0] == 0
     with serve(RubricStub()) as stub:
         argv = ("--campaign", campaign, "--labeler", "llm:openai/stub-model", "--api-base", stub.url,
@@ -156,3 +157,37 @@ def test_an_llm_labeler_whose_model_never_answers_stops_with_one_line(
         code, _, err = cli(capsys, "label", "--store", str(store), *argv)
     assert len(stub.received) == 1 and code == 2 and "labeler llm:openai/stub-model: the model call failed" in err
     assert _labels(store, "llm:openai/stub-model") == []
+
+
+def test_an_llm_labeler_without_its_key_fails_at_once_with_one_line(
+    capsys: pytest.CaptureFixture[str], store_copy: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, campaign = store_copy
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, out, err = cli(capsys, "label", "--store", str(store), "--campaign", campaign,
+                         "--labeler", "llm:openai/gpt-5-mini")  # fmt: skip
+    assert code == 2 and out == ""
+    assert err == "mkbsim label: error: labeler llm:openai/gpt-5-mini: OPENAI_API_KEY not set (export it, or name " \
+                  "the variable with --api-key-env)\n"  # fmt: skip
+    assert _labels(store, "llm:openai/gpt-5-mini") == []
+
+
+def test_an_llm_labeler_sends_the_parameters_asked_for_and_no_temperature_by_default(
+    capsys: pytest.CaptureFixture[str], store_copy: tuple[Path, str]
+) -> None:
+    store, campaign = store_copy
+    base = ("label", "--store", str(store), "--campaign", campaign, "--labeler", "llm:openai/stub-model")
+    with serve(RubricStub()) as stub:
+        assert cli(capsys, *base, "--api-base", stub.url, "--format", "json")[0] == 0
+        assert stub.received and all("temperature" not in r.body for r in stub.received)
+        stub.received.clear()
+        args = ("--params", '{"top_p": 0.5, "temperature": 0}', "--param", "temperature=1", "--param", "seed=7")
+        code, _, err = cli(capsys, *base, "--labeler", "llm:openai/stub-2",
+                           "--api-base", stub.url, *args)  # fmt: skip
+    assert code == 0, err
+    assert stub.received and all((r.body["temperature"], r.body["top_p"], r.body["seed"]) == (1, 0.5, 7)
+                                 for r in stub.received)  # fmt: skip
+    for bad, message in ((("--param", "temperature"), "use KEY=VALUE"), (("--params", "[1]"), "one JSON object"),
+                         (("--param", "model=x"), "'model' is set by mkbsim itself")):  # fmt: skip
+        code, _, err = cli(capsys, *base, "--api-base", "http://127.0.0.1:9/v1", *bad)
+        assert code == 2 and message in err, err

@@ -1,10 +1,10 @@
-"""The TUI's reads and helpers, without the UI: plans, throughput, comparison queries, replay timelines,
-skill sentences, claim lineage, filter diffs, and the paged table's fetching."""
+"""The TUI's reads (through the read model, ``mkbsim.lab``) and helpers, without the UI: plans, throughput,
+comparison queries, replay timelines, skill sentences, claim lineage, filter diffs, and the paged table's
+fetching."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,20 +13,18 @@ from textual.app import App, ComposeResult
 from tui_store_kit import FIXED_START, SKILLS, fixture_now
 
 from mkbsim.claims import extract_claims
-from mkbsim.events import EventStore
-from mkbsim.projections import ProjectionEngine, default_projections
+from mkbsim.lab import ComparisonQuery, Counts, Lab, plan_of
 from tui import format as fmt
-from tui.data import chains, comparisons, monitor, replay
-from tui.data.comparisons import ComparisonQuery
+from tui.data import chains, replay
 from tui.data.filters import word_diff
+from tui.data.watcher import lift_rows
 from tui.widgets.paged_table import Column, PagedTable
 
 
 @pytest.fixture
-def conn(store: Path) -> sqlite3.Connection:
-    with EventStore(store) as events:
-        ProjectionEngine(events, default_projections()).catch_up()
-    return sqlite3.connect(store)
+def lab(store: Path) -> Iterator[Lab]:
+    with Lab(store) as opened:
+        yield opened
 
 
 def test_every_rubric_category_has_a_tag_and_a_colour() -> None:
@@ -37,71 +35,77 @@ def test_every_rubric_category_has_a_tag_and_a_colour() -> None:
 
 
 def test_plan_of_a_config() -> None:
-    simulated = monitor.plan_of({"kind": "simulated", "problems": ["p01", "p02"], "replicates": 3,
+    simulated = plan_of({"kind": "simulated", "problems": ["p01", "p02"], "replicates": 3,
                                  "profiles": {"b": {}, "a": {}}})  # fmt: skip
     assert simulated.models == ("a", "b") and simulated.per_model_arm == 6 and simulated.total == 48
-    rerun = monitor.plan_of({"kind": "treatment_rerun", "problems": ["p01"], "profiles": {"a": {}}})
+    rerun = plan_of({"kind": "treatment_rerun", "problems": ["p01"], "profiles": {"a": {}}})
     assert rerun.arms == ("cutedsl2tirx_skill", "tirx2cutedsl_skill") and rerun.total == 2
-    assert monitor.plan_of({"kind": "chain"}).total is None
+    assert plan_of({"kind": "chain"}).total is None
 
 
-def test_campaigns_progress_in_flight_and_failures(conn: sqlite3.Connection) -> None:
-    grid = monitor.attempt_counts(conn)
-    listed = monitor.campaigns(conn, grid)
+def test_campaigns_progress_in_flight_and_failures(lab: Lab) -> None:
+    from mkbsim.lab import arm_progress
+
+    monitor = lab.monitor
+    grid = monitor.attempt_counts()
+    listed = monitor.campaigns(grid)
     assert [c.campaign_id for c in listed] == ["live", "chains", "demo"]  # newest first
     by_id = {c.campaign_id: c for c in listed}
     demo, live = by_id["demo"], by_id["live"]
-    assert demo.finished and demo.counts == monitor.Counts(attempts=24, passed=15, failed=8, skipped=1)
+    assert demo.finished and demo.counts == Counts(attempts=24, passed=15, failed=8, skipped=1)
     assert not live.finished and (live.running, live.counts.infra, live.plan.total) == (1, 1, 4)
-    progress = {(p.model, p.arm): p for p in monitor.arm_progress(live, grid)}
+    progress = {(p.model, p.arm): p for p in arm_progress(live, grid)}
     assert progress[("model-a", "cutedsl2tirx_skill")].running == 1
     assert progress[("model-a", "tirx2cutedsl_skill")].done == 0  # planned, not started
-    (flight,) = monitor.in_flight(conn, "live", 10)
+    (flight,) = monitor.in_flight("live", 10)
     assert (flight.arm, flight.submissions, flight.submission_limit) == ("cutedsl2tirx_skill", 2, 10)
     assert flight.agent_clock_s is not None and flight.agent_clock_s > 0
-    (failure,) = monitor.recent_failures(conn, "live", 10)
+    (failure,) = monitor.recent_failures("live", 10)
     assert (failure.status, failure.reason) == ("infra_error", "GPU verifier lost")
-    demo_failures = monitor.recent_failures(conn, "demo", 20)
+    demo_failures = monitor.recent_failures("demo", 20)
     assert len(demo_failures) == 8 and all(f.reason for f in demo_failures)  # the final verdict's failure name
 
 
-def test_first_position_at_and_throughput(conn: sqlite3.Connection, store: Path) -> None:
+def test_first_position_at_and_throughput(lab: Lab, store: Path) -> None:
     step = timedelta(seconds=30)  # the fixture appends one batch every 30 s
-    assert monitor.first_position_at(conn, FIXED_START) == 1
-    second_batch = conn.execute("SELECT MIN(position) FROM events WHERE recorded_at > ?",
-                                (FIXED_START.isoformat(timespec="microseconds"),)).fetchone()[0]  # fmt: skip
-    assert monitor.first_position_at(conn, FIXED_START + step / 2) == second_batch
-    head = conn.execute("SELECT MAX(position) FROM events").fetchone()[0]
-    assert monitor.first_position_at(conn, fixture_now(store)) == head + 1
-    live = next(c for c in monitor.campaigns(conn, monitor.attempt_counts(conn)) if c.campaign_id == "live")
+    monitor = lab.monitor
+    assert monitor.first_position_at(FIXED_START) == 1
+    first = FIXED_START.isoformat(timespec="microseconds")
+    second_batch = next(e.position for e in lab.store.read() if e.recorded_at > first)
+    assert monitor.first_position_at(FIXED_START + step / 2) == second_batch
+    assert monitor.first_position_at(fixture_now(store)) == lab.head + 1
+    live = next(c for c in monitor.campaigns(monitor.attempt_counts()) if c.campaign_id == "live")
     assert live.started_at is not None
     # live's appends: start, then one attempt each 30 s; the last (in flight) 10 minutes before "now"
     window = timedelta(minutes=10, seconds=30)  # reaches back to the infra failure, finished 30 s before the end
-    recent = monitor.throughput(conn, live, fixture_now(store), window)
+    recent = monitor.throughput(live, fixture_now(store), window)
     assert not recent.since_start and recent.per_minute == pytest.approx(1 / 10.5)
-    stalled = monitor.throughput(conn, live, fixture_now(store), timedelta(minutes=5))
+    stalled = monitor.throughput(live, fixture_now(store), timedelta(minutes=5))
     assert stalled.since_start  # nothing finished in the last five minutes: judged over the whole run
     assert stalled.per_minute == pytest.approx(live.done / ((fixture_now(store) - live.started_at).seconds / 60))
     assert stalled.eta is not None
 
 
-def test_comparison_queries_filter_sort_and_summarize(conn: sqlite3.Connection) -> None:
-    everything = comparisons.ordered_rowids(conn, ComparisonQuery())
-    rows = comparisons.fetch(conn, everything)
+def test_comparison_queries_filter_sort_and_summarize(lab: Lab) -> None:
+    comparisons = lab.comparisons
+    everything = comparisons.ordered_rowids(ComparisonQuery())
+    rows = comparisons.fetch(everything)
     assert len(rows) == 15
     rs = [r.comparison.r for r in rows]
     resolved = [r for r in rs if r is not None]
     assert resolved == sorted(resolved) and rs[-1] is None  # by r, unresolved last
-    harmed = comparisons.ordered_rowids(conn, ComparisonQuery(harmed_only=True, campaign_id="demo"))
-    assert {r.comparison.outcome for r in comparisons.fetch(conn, harmed)} == {"harmed"} and len(harmed) == 4
-    flips = comparisons.fetch(conn, comparisons.ordered_rowids(conn, ComparisonQuery(verdict_flips=True)))
+    harmed = comparisons.ordered_rowids(ComparisonQuery(harmed_only=True, campaign_id="demo"))
+    assert {r.comparison.outcome for r in comparisons.fetch(harmed)} == {"harmed"} and len(harmed) == 4
+    flips = comparisons.fetch(comparisons.ordered_rowids(ComparisonQuery(verdict_flips=True)))
     assert {r.comparison.verdict_change for r in flips} == {"rescue", "break"}
-    assert comparisons.fetch(conn, list(reversed(harmed)))[0].rowid == harmed[-1]  # fetch keeps the given order
+    assert comparisons.fetch(list(reversed(harmed)))[0].rowid == harmed[-1]  # fetch keeps the given order
+    first_harmed = comparisons.first(ComparisonQuery(harmed_only=True))
+    assert first_harmed is not None and first_harmed.outcome == "harmed"
     query = ComparisonQuery()
     assert query.sorted_by("r").descending and query.sorted_by("model").sort == "model"
     with pytest.raises(ValueError):
         query.sorted_by("payload")
-    demo = comparisons.aggregate(conn, ComparisonQuery(campaign_id="demo"))
+    demo = comparisons.aggregate(ComparisonQuery(campaign_id="demo"))
     assert (demo.summary.total, demo.summary.resolved) == (12, 12)
     assert demo.summary.help_rate == pytest.approx(4 / 12) and demo.summary.harm_rate == pytest.approx(4 / 12)
     by_family = {(b.label, b.direction): b for b in demo.by_family}
@@ -110,28 +114,28 @@ def test_comparison_queries_filter_sort_and_summarize(conn: sqlite3.Connection) 
     assert (
         sum(by_tier.values()) == 12 and by_tier[("0", "cutedsl2tirx")] == 2
     )  # failed sources: p02 and p03 of model-a/b
-    found = comparisons.search(conn, ["p02", "model-b"], 10)
+    found = comparisons.search(["p02", "model-b"], 10)
     assert {(c.problem, c.model) for c in found} == {("p02", "model-b")} and len(found) == 2
 
 
-def test_lift_rows_reuse_the_report_cells(conn: sqlite3.Connection) -> None:
-    records, pending = comparisons.comparison_records(conn, "demo")
-    rows = comparisons.lift_rows(records)
+def test_lift_rows_reuse_the_report_cells(lab: Lab) -> None:
+    records, pending = lab.transfer.lift_records("demo")
+    rows = lift_rows(records)
     assert pending == 0 and len(records) == 12
     cells = {(r["model"], r["direction"]): r for r in rows}
     assert cells[("model-a", "tirx2cutedsl")]["n"] == 3
     assert cells[("all", "cutedsl2tirx")]["helped"] == 2
-    plain, _ = comparisons.comparison_records(conn, None)
+    plain, _ = lab.transfer.lift_records(None)
     assert len(plain) == 12  # all campaigns: plain protocol only (the chain's hops are left out)
 
 
-def test_replay_timeline_merges_on_the_agents_clocks(conn: sqlite3.Connection) -> None:
+def test_replay_timeline_merges_on_the_agents_clocks(lab: Lab) -> None:
     treatment = next(
-        c for c in (r.comparison for r in comparisons.fetch(conn, comparisons.ordered_rowids(conn, ComparisonQuery())))
+        c for c in (r.comparison for r in lab.comparisons.fetch(lab.comparisons.ordered_rowids(ComparisonQuery())))
         if c.campaign_id == "demo" and c.outcome == "harmed" and c.verdict_change == "break"
     )  # fmt: skip
-    sides = (replay.load_trajectory(conn, treatment.baseline_attempt_id),
-             replay.load_trajectory(conn, treatment.treatment_attempt_id))  # fmt: skip
+    sides = (lab.trajectories.load(treatment.baseline_attempt_id),
+             lab.trajectories.load(treatment.treatment_attempt_id))  # fmt: skip
     assert sides[0] is not None and sides[1] is not None
     timeline = replay.merge_timeline(sides)
     assert len(timeline) == len(sides[0].events) + len(sides[1].events)
@@ -143,15 +147,16 @@ def test_replay_timeline_merges_on_the_agents_clocks(conn: sqlite3.Connection) -
     verdicts = sum(e.type == "VerifierResult" for t in sides for e in t.events)  # type: ignore[union-attr]
     assert len(stops) == verdicts
     assert "comparison" in sides[1].labels and sides[1].skill_read is not None
-    assert replay.load_trajectory(conn, "no-such-attempt") is None
+    assert lab.trajectories.load("no-such-attempt") is None
 
 
-def test_skill_sentences_mark_the_header_decisions_and_citations(conn: sqlite3.Connection) -> None:
-    aid = conn.execute(
-        "SELECT treatment_attempt_id FROM comparisons WHERE campaign_id = 'demo' AND model = 'model-a'"
-        " AND problem = 'p01' AND direction = 'cutedsl2tirx'"
-    ).fetchone()[0]
-    treatment = replay.load_trajectory(conn, aid)
+def test_skill_sentences_mark_the_header_decisions_and_citations(lab: Lab) -> None:
+    (aid,) = [
+        c.treatment_attempt_id
+        for c in lab.comparisons.search(["demo", "model-a", "p01", "cutedsl2tirx"], 10)
+        if c.campaign_id == "demo" and c.chain_id is None
+    ]
+    treatment = lab.trajectories.load(aid)
     assert treatment is not None
     sentences = replay.skill_sentences(treatment)
     assert sentences[0].header and not any(s.header for s in sentences[1:])
@@ -163,10 +168,10 @@ def test_skill_sentences_mark_the_header_decisions_and_citations(conn: sqlite3.C
     assert [s.claim.text for s in sentences[1:]] == [c.text for c in extract_claims(source_text)]
 
 
-def test_claim_lineage_links_claims_hop_to_hop(conn: sqlite3.Connection) -> None:
-    (summary,) = chains.chains(conn)
+def test_claim_lineage_links_claims_hop_to_hop(lab: Lab) -> None:
+    (summary,) = lab.chains.summaries()
     assert [hop for hop, _, _ in summary.hops] == [0, 1, 2]
-    detail = chains.chain_detail(conn, summary)
+    detail = chains.chain_detail(lab, summary)
     assert [h.outcome for h in detail.hops] == [None, "neutral", "harmed"]
     by_category = {lin.category: sorted(lin.sentences) for lin in detail.lineages}
     assert by_category["unsupported_closure"] == [0, 1, 2]

@@ -231,6 +231,21 @@ async def test_empty_store_opens_the_monitor_when_events_arrive(make_app: MakeAp
         await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen))
 
 
+async def test_a_store_created_after_the_tui_opened_is_opened(make_app: MakeApp, tmp_path: Path) -> None:
+    app = make_app(Path("later.sqlite"))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, StoreProblemScreen))
+        assert "no such event store" in app.screen.problem  # type: ignore[attr-defined]
+        from tui_store_kit import Writer, fixed_clock
+
+        with fixed_clock(), EventStore(tmp_path / "later.sqlite", create=True) as store:
+            Writer(store).campaign_started("first", {"kind": "simulated", "problems": ["p01"], "profiles": ["m"]})
+        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        await settle(pilot)
+        campaigns = _table_rows(app.screen.query_one("#campaigns", PagedTable))
+        assert [c.campaign_id for c in campaigns] == ["first"]  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     ("name", "make", "says"),
     [

@@ -1,6 +1,4 @@
-"""What the TUI reads from the store: SQL over the events table and the projections' tables.
-
-Every function takes the calling thread's own sqlite3 connection (connections are never shared
-between threads) and reads only a bounded page or an aggregate, so a screen stays responsive on
-stores of millions of events. Nothing here imports Textual.
+"""What the TUI computes from the rows it reads through the read model (``mkbsim.lab``): claim lineage,
+replay timelines, filter previews, and the store watcher. No SQL and no event payload parsing here;
+nothing here imports Textual.
 """

@@ -1,43 +1,17 @@
-"""Replay reads: an attempt's stream as a trajectory, two trajectories merged on the agents' clock, and
-the transferred skill's sentences with how the skill-conditioned attempt used them.
+"""Replay views: two trajectories (read through ``mkbsim.lab``) merged on the agents' clocks, and the
+transferred skill's sentences with how the skill-conditioned attempt used them.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from mkbsim.catalog import SKILL_HEADER
 from mkbsim.claims import Claim, extract_claims
-from mkbsim.events import decode_payload
+from mkbsim.lab import Trajectory
 
-#: Event types shown as steps of a trajectory (labels are annotations about it, not steps).
-STEP_TYPES = frozenset(
-    {"AttemptStarted", "AgentStep", "SkillRead", "SubmissionMade", "VerifierResult", "SkillWritten", "AttemptFinished"}
-)
 BASELINE, TREATMENT = 0, 1
-
-
-@dataclass(frozen=True)
-class TrajectoryEvent:
-    version: int
-    type: str
-    payload: dict[str, Any]
-    #: the agent's clock (seconds since its start) at this event: an AgentStep's own, else the last one's
-    clock_s: float
-
-
-@dataclass
-class Trajectory:
-    attempt_id: str
-    events: list[TrajectoryEvent]
-    started: dict[str, Any] | None = None
-    finished: dict[str, Any] | None = None
-    skill_read: dict[str, Any] | None = None
-    #: LabelAssigned labels on this attempt's stream, by subject ("skill", "comparison", ...), latest wins
-    labels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -58,37 +32,6 @@ class SkillSentence:
     def followed(self) -> bool:
         """Quoted by a step and, where a labeller decided, adopted (a quoted sentence may be set aside)."""
         return self.cited_at is not None and self.decision in (None, "adopted")
-
-
-def load_trajectory(conn: sqlite3.Connection, attempt_id: str | None) -> Trajectory | None:
-    """The attempt's stream (a few dozen to a few hundred events) decoded and upcast."""
-    if attempt_id is None:
-        return None
-    rows = conn.execute(
-        "SELECT version, type, schema_version, payload FROM events WHERE stream_id = ? ORDER BY version",
-        (f"attempt-{attempt_id}",),
-    ).fetchall()
-    if not rows:
-        return None
-    trajectory = Trajectory(attempt_id, [])
-    clock = 0.0
-    for version, type_, schema_version, payload_json in rows:
-        payload = decode_payload(type_, schema_version, payload_json)
-        if type_ == "LabelAssigned":
-            trajectory.labels[str(payload.get("subject"))] = payload.get("labels") or {}
-            continue
-        if type_ not in STEP_TYPES:
-            continue  # unknown types are preserved in the store and skipped here (DESIGN §3)
-        if type_ == "AgentStep":
-            clock = max(clock, float(payload.get("elapsed_s") or 0.0))
-        elif type_ == "AttemptStarted":
-            trajectory.started = payload
-        elif type_ == "AttemptFinished":
-            trajectory.finished = payload
-        elif type_ == "SkillRead":
-            trajectory.skill_read = payload
-        trajectory.events.append(TrajectoryEvent(version, type_, payload, clock))
-    return trajectory
 
 
 def merge_timeline(sides: tuple[Trajectory | None, Trajectory | None]) -> list[tuple[int, int]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
@@ -12,7 +11,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from tui.data.connection import open_reader
+from mkbsim.errors import MkbsimError
+from mkbsim.lab import LabReader
 from tui.data.watcher import StoreState
 
 if TYPE_CHECKING:
@@ -24,7 +24,8 @@ FOLLOW_EVERY_S = 1.0
 
 
 class StoreScreen(Screen[None]):
-    """A screen over the store. Subclasses implement ``reload`` (re-read what they show)."""
+    """A screen over the store. Subclasses implement ``reload`` (re-read what they show); it runs once the
+    read model is ready, and again when the store moves or the app reads through a new read model."""
 
     #: Markdown shown by `?`, above the screen's key bindings.
     HELP: ClassVar[str] = ""
@@ -32,7 +33,7 @@ class StoreScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self._stale = False
-        self._loaded_head = -1
+        self._loaded: tuple[int, int] = (-1, -1)  # (head, reader generation) last loaded
         self._followed_at = -FOLLOW_EVERY_S  # when the store last made this screen reload
         self._follow_timer: Timer | None = None
 
@@ -41,17 +42,18 @@ class StoreScreen(Screen[None]):
         return cast("MkbsimApp", self.app)
 
     @property
-    def db(self) -> sqlite3.Connection:
-        """The UI thread's read connection (quick, bounded queries only)."""
-        return self.mkbsim.db
+    def lab(self) -> LabReader:
+        """The UI thread's reader (quick, bounded queries only)."""
+        return self.mkbsim.reader
 
     def on_mount(self) -> None:
         self.watch(self.app, "store_state", self._store_moved, init=False)
-        self._loaded_head = self.mkbsim.store_state.head
-        self.reload()
+        if self.mkbsim.store_open:
+            self._loaded = (self.mkbsim.store_state.head, self.mkbsim.reader_generation)
+            self.reload()
 
     def on_screen_resume(self) -> None:
-        if self._stale:
+        if self._stale and self.mkbsim.store_open:
             self._stale = False
             self.reload()
 
@@ -59,15 +61,17 @@ class StoreScreen(Screen[None]):
         raise NotImplementedError
 
     def _store_moved(self, state: StoreState) -> None:
-        if state.head == self._loaded_head and not state.applied:
-            return  # nothing this screen reads has changed
-        self._loaded_head = state.head
+        loaded = (state.head, self.mkbsim.reader_generation)
+        if not self.mkbsim.store_open or (loaded == self._loaded and not state.applied):
+            return  # nothing this screen reads has changed (or nothing can be read yet)
+        first = self._loaded[1] != loaded[1]
+        self._loaded = loaded
         if not self.is_current:
             self._stale = True
             return
         # a running campaign moves the head at every poll: reload at most once a second
         wait = self._followed_at + FOLLOW_EVERY_S - time.monotonic()
-        if wait <= 0:
+        if wait <= 0 or first:
             self._follow_store()
         elif self._follow_timer is None:
             self._follow_timer = self.set_timer(wait, self._follow_store)
@@ -78,23 +82,20 @@ class StoreScreen(Screen[None]):
         self.reload()
 
     def query_in_thread(
-        self, work: Callable[[sqlite3.Connection], Result], done: Callable[[Result], None], *, group: str
+        self, work: Callable[[LabReader], Result], done: Callable[[Result], None], *, group: str
     ) -> None:
-        """Run ``work`` on its own connection in a worker thread, then ``done(result)`` on the UI thread.
+        """Run ``work`` on a reader of its own in a worker thread, then ``done(result)`` on the UI thread.
 
         A newer call in the same group supersedes an older one, whose result is dropped.
         """
-        path = self.mkbsim.store_path
+        lab = self.mkbsim.lab
 
         def job() -> None:
             worker = get_current_worker()
             try:
-                conn = open_reader(path)
-                try:
-                    result = work(conn)
-                finally:
-                    conn.close()
-            except sqlite3.Error as exc:
+                with lab.reader() as reader:
+                    result = work(reader)
+            except MkbsimError as exc:
                 self._deliver(worker.is_cancelled, self.notify, f"reading the store failed: {exc}", severity="error")
                 return
             self._deliver(worker.is_cancelled, done, result)

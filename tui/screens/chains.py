@@ -14,8 +14,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Static
 
+from mkbsim.lab import ChainSummary
 from tui import format as fmt
-from tui.data import chains as data
+from tui.data.chains import ChainDetail, chain_detail
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
 from tui.widgets.nav_bar import NavBar
@@ -23,7 +24,7 @@ from tui.widgets.paged_table import Column, ListSource, PagedTable
 from tui.widgets.skill_view import legend
 
 
-def _hop_marks(summary: data.ChainSummary) -> Text:
+def _hop_marks(summary: ChainSummary) -> Text:
     marks = Text()
     for _, status, passed in summary.hops:
         if status == "running":
@@ -35,7 +36,7 @@ def _hop_marks(summary: data.ChainSummary) -> Text:
     return marks
 
 
-COLUMNS: list[Column[data.ChainSummary]] = [
+COLUMNS: list[Column[ChainSummary]] = [
     Column("chain", "Chain", 10, lambda s: fmt.short_id(s.chain_id, 10)),
     Column("model", "Model", 14, lambda s: s.model, flex=True),
     Column("problem", "Prob", 4, lambda s: s.problem),
@@ -61,7 +62,7 @@ on the chain) opens the hop's comparison in Replay.
 
     def __init__(self) -> None:
         super().__init__()
-        self.detail: data.ChainDetail | None = None
+        self.detail: ChainDetail | None = None
         self.hop_cursor = 0
 
     def compose(self) -> ComposeResult:
@@ -81,7 +82,7 @@ on the chain) opens the hop's comparison in Replay.
         self.query_one("#chains", PagedTable).focus()
 
     def reload(self) -> None:
-        summaries = data.chains(self.db)
+        summaries = self.lab.chains.summaries()
         empty = self.query_one("#chains-empty", Static)
         empty.display = not summaries
         self.query_one("#chains-body").display = bool(summaries)
@@ -90,17 +91,17 @@ on the chain) opens the hop's comparison in Replay.
             "A chain is a run of attempts where each hop reads the previous hop's skill (A→B→A→…); "
             "create one with `mkbsim chain --hops K` and it appears here as it runs.",
         ))  # fmt: skip
-        table: PagedTable[data.ChainSummary] = self.query_one("#chains", PagedTable)
+        table: PagedTable[ChainSummary] = self.query_one("#chains", PagedTable)
         table.set_source(ListSource(summaries), cursor=table.cursor)
 
     @on(PagedTable.Highlighted, "#chains")
     def _chain_highlighted(self, event: PagedTable.Highlighted) -> None:
         summary = event.row
-        if not isinstance(summary, data.ChainSummary):
+        if not isinstance(summary, ChainSummary):
             return
         if self.detail is None or self.detail.summary.chain_id != summary.chain_id:
             self.hop_cursor = 0
-        self.detail = data.chain_detail(self.db, summary)
+        self.detail = chain_detail(self.lab, summary)
         self._draw()
 
     @on(PagedTable.Chosen, "#chains")
@@ -126,7 +127,7 @@ on the chain) opens the hop's comparison in Replay.
         self.query_one("#chain-hops", Static).update(self._hops(self.detail))
         self.query_one("#chain-lineage", Static).update(self._lineage(self.detail))
 
-    def _hops(self, detail: data.ChainDetail) -> RenderableType:
+    def _hops(self, detail: ChainDetail) -> RenderableType:
         s = detail.summary
         table = Table(title=f"Chain {s.chain_id} · {s.model} · {s.problem} · {s.campaign_id}", title_justify="left",
                       expand=True, box=None, padding=(0, 1))  # fmt: skip
@@ -142,7 +143,7 @@ on the chain) opens the hop's comparison in Replay.
         return table
 
     @staticmethod
-    def _lineage(detail: data.ChainDetail) -> RenderableType:
+    def _lineage(detail: ChainDetail) -> RenderableType:
         hops = [h.hop for h in detail.hops]
         table = Table(title="Claim lineage across hops", title_justify="left", expand=True, box=None, padding=(0, 1))
         table.add_column("claim (as first written)", ratio=1, no_wrap=True, overflow="ellipsis")

@@ -14,9 +14,8 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Input, Select, Static
 from textual_plotext import PlotextPlot
 
+from mkbsim.lab import SORT_COLUMNS, Aggregates, ComparisonQuery, ComparisonRow, LiftBar
 from tui import format as fmt
-from tui.data import comparisons as data
-from tui.data.comparisons import Aggregates, ComparisonQuery, ComparisonRow, LiftBar
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
 from tui.widgets.nav_bar import NavBar
@@ -104,7 +103,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
 
     def reload(self) -> None:
         """Re-read the campaigns, the ordered rowids of the filtered set and (in a thread) its aggregates."""
-        campaigns = data.campaign_ids(self.db)
+        campaigns = self.lab.comparisons.campaign_ids()
         if campaigns != self._campaigns:
             self._campaigns = campaigns
             select = self.query_one("#campaign", Select)
@@ -116,13 +115,14 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
     def _load_rows(self, *, keep_cursor: bool = True) -> None:
         table: PagedTable[ComparisonRow] = self.query_one("#comparisons", PagedTable)
         cursor = table.cursor if keep_cursor else 0
-        self._rowids = data.ordered_rowids(self.db, self.query_state)
-        db = self.db
-        table.set_source(KeyedSource(self._rowids, lambda keys: data.fetch(db, keys)), cursor=cursor)
+        queries = self.lab.comparisons
+        self._rowids = queries.ordered_rowids(self.query_state)
+        table.set_source(KeyedSource(self._rowids, queries.fetch), cursor=cursor)
         table.set_sort_indicator(self.query_state.sort, self.query_state.descending)
         self._show_quick_filters()
         query = self.query_state
-        self.query_in_thread(lambda conn: data.aggregate(conn, query), self._show_aggregates, group="aggregates")
+        self.query_in_thread(lambda reader: reader.comparisons.aggregate(query), self._show_aggregates,
+                             group="aggregates")  # fmt: skip
 
     def set_query(self, query: ComparisonQuery) -> None:
         if query != self.query_state:
@@ -149,7 +149,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         self.set_query(replace(self.query_state, standing=None if self.query_state.standing == standing else standing))
 
     def action_next_sort(self) -> None:
-        keys = list(data.SORT_COLUMNS)
+        keys = list(SORT_COLUMNS)
         following = keys[(keys.index(self.query_state.sort) + 1) % len(keys)]
         self.set_query(replace(self.query_state, sort=following, descending=False))
 
@@ -192,7 +192,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
 
     @on(PagedTable.HeaderClicked, "#comparisons")
     def _header_clicked(self, event: PagedTable.HeaderClicked) -> None:
-        if event.column in data.SORT_COLUMNS:
+        if event.column in SORT_COLUMNS:
             self.set_query(self.query_state.sorted_by(event.column))
 
     @on(PagedTable.Chosen, "#comparisons")

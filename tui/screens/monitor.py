@@ -3,7 +3,6 @@ flight, throughput and ETA, recent failures, and the paired-lift cells as compar
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -17,8 +16,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Static
 
+from mkbsim import lab as data
+from mkbsim.lab import LabReader
 from tui import format as fmt
-from tui.data import monitor as data
 from tui.data.watcher import LiftUpdate
 from tui.messages import ShowComparisons
 from tui.screens.base import StoreScreen
@@ -43,9 +43,10 @@ class MonitorView:
     now: datetime
 
 
-def read_view(conn: sqlite3.Connection, wanted: str | None, now: datetime) -> MonitorView:
-    grid = data.attempt_counts(conn)
-    campaigns = data.campaigns(conn, grid)
+def read_view(reader: LabReader, wanted: str | None, now: datetime) -> MonitorView:
+    monitor = reader.monitor
+    grid = monitor.attempt_counts()
+    campaigns = monitor.campaigns(grid)
     selected = next((c for c in campaigns if c.campaign_id == wanted), campaigns[0] if campaigns else None)
     if selected is None:
         return MonitorView(campaigns, None, [], [], [], None, now)
@@ -54,10 +55,10 @@ def read_view(conn: sqlite3.Connection, wanted: str | None, now: datetime) -> Mo
         campaigns=campaigns,
         selected=selected,
         progress=data.arm_progress(selected, grid),
-        in_flight=data.in_flight(conn, selected.campaign_id, IN_FLIGHT_SHOWN) if counts.running else [],
-        failures=data.recent_failures(conn, selected.campaign_id, FAILURES_SHOWN) if counts.failed + counts.infra
+        in_flight=monitor.in_flight(selected.campaign_id, IN_FLIGHT_SHOWN) if counts.running else [],
+        failures=monitor.recent_failures(selected.campaign_id, FAILURES_SHOWN) if counts.failed + counts.infra
         else [],
-        throughput=None if selected.finished else data.throughput(conn, selected, now, THROUGHPUT_WINDOW),
+        throughput=None if selected.finished else monitor.throughput(selected, now, THROUGHPUT_WINDOW),
         now=now,
     )  # fmt: skip
 
@@ -129,7 +130,7 @@ The watcher follows the store by position in a background thread; nothing here b
 
     def reload(self) -> None:
         wanted, now = self.selected, self.mkbsim.clock()
-        self.query_in_thread(lambda conn: read_view(conn, wanted, now), self._show, group="monitor")
+        self.query_in_thread(lambda reader: read_view(reader, wanted, now), self._show, group="monitor")
 
     # -- events -------------------------------------------------------------------------------
 

@@ -14,15 +14,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
+from mkbsim.lab import ComparisonQuery, Trajectory
 from mkbsim.metrics import DIRECTIONS, Comparison
 from tui import format as fmt
-from tui.data import comparisons as comparison_data
 from tui.data.replay import (
     BASELINE,
     TREATMENT,
     SkillSentence,
-    Trajectory,
-    load_trajectory,
     merge_timeline,
     skill_sentences,
     submission_stops,
@@ -88,14 +86,15 @@ expands them all; `o` opens the same problem's comparison in the other direction
             self._draw()
 
     def open(self, treatment_attempt_id: str, *, keep_cursor: bool = False) -> None:
-        comparison = comparison_data.get(self.db, treatment_attempt_id)
+        comparison = self.lab.comparisons.get(treatment_attempt_id)
         if comparison is None:
             self.notify(f"no comparison for attempt {treatment_attempt_id}", severity="warning")
             return
         same = self.comparison is not None and self.comparison.treatment_attempt_id == treatment_attempt_id
         self.comparison = comparison
-        self.sides = (load_trajectory(self.db, comparison.baseline_attempt_id),
-                      load_trajectory(self.db, comparison.treatment_attempt_id))  # fmt: skip
+        trajectories = self.lab.trajectories
+        self.sides = (trajectories.load(comparison.baseline_attempt_id),
+                      trajectories.load(comparison.treatment_attempt_id))  # fmt: skip
         self.timeline = merge_timeline(self.sides)
         self.stops = submission_stops(self.timeline, self.sides)
         treatment = self.sides[TREATMENT]
@@ -154,17 +153,16 @@ expands them all; `o` opens the same problem's comparison in the other direction
     def action_reverse(self) -> None:
         if self.comparison is None:
             return
-        other = comparison_data.reverse_of(self.db, self.comparison)
+        other = self.lab.comparisons.reverse_of(self.comparison)
         if other is None:
             self.notify("no comparison in the other direction", severity="warning")
         else:
             self.open(other.treatment_attempt_id)
 
     def action_first_harmed(self) -> None:
-        query = comparison_data.ComparisonQuery(harmed_only=True)
-        first = comparison_data.fetch(self.db, comparison_data.ordered_rowids(self.db, query)[:1])
-        if first:
-            self.post_message(OpenComparison(first[0].comparison.treatment_attempt_id))
+        first = self.lab.comparisons.first(ComparisonQuery(harmed_only=True))
+        if first is not None:
+            self.post_message(OpenComparison(first.treatment_attempt_id))
         else:
             self.notify("no harmed comparison in this store", severity="information")
 

@@ -3,7 +3,6 @@ and how many of the campaign's skills it changes, and launch a filter test (``mk
 
 from __future__ import annotations
 
-import sqlite3
 import tempfile
 from pathlib import Path
 from typing import ClassVar
@@ -17,11 +16,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, OptionList, Select, Static
 from textual.worker import get_current_worker
 
+from mkbsim.errors import MkbsimError
+from mkbsim.lab import SkillRow
 from tui import format as fmt
-from tui.data import skills as data
-from tui.data.connection import open_reader
 from tui.data.filters import FilterPreview, launch_filter_test, word_diff
-from tui.data.skills import SkillRow
 from tui.screens.base import StoreScreen
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
@@ -104,7 +102,7 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
         self.query_one("#skills", PagedTable).focus()
 
     def reload(self) -> None:
-        campaigns = data.campaign_ids(self.db)
+        campaigns = self.lab.skills.campaign_ids()
         if campaigns != self._campaigns:
             self._campaigns = campaigns
             select = self.query_one("#campaign", Select)
@@ -112,9 +110,8 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
                 select.set_options([("All campaigns", ALL_CAMPAIGNS), *((c, c) for c in campaigns)])
                 select.value = self.campaign_id or ALL_CAMPAIGNS
         table: PagedTable[SkillRow] = self.query_one("#skills", PagedTable)
-        db = self.db
-        positions = data.skill_positions(db, self.campaign_id)
-        table.set_source(KeyedSource(positions, lambda keys: data.fetch(db, keys)), cursor=table.cursor)
+        skills = self.lab.skills
+        table.set_source(KeyedSource(skills.positions(self.campaign_id), skills.rows), cursor=table.cursor)
         self._show_launcher()
 
     # -- actions ------------------------------------------------------------------------------
@@ -162,7 +159,7 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
     @on(PagedTable.Highlighted, "#skills")
     def _skill_highlighted(self, event: PagedTable.Highlighted) -> None:
         row = event.row
-        self._text = data.skill_text(self.db, row.position) if isinstance(row, SkillRow) else ""
+        self._text = self.lab.skills.text(row.position) if isinstance(row, SkillRow) else ""
         title = f"Skill · {row.model} · {row.problem} · {fmt.ARM_NAMES.get(row.arm or '', row.arm)}" if isinstance(
             row, SkillRow) else "Skill"  # fmt: skip
         self.query_one("#skill-text", SkillView).show_text(self._text, title=title)
@@ -204,21 +201,21 @@ skill-conditioned attempts with filtered skills, and opens the Monitor to watch 
     def _impact_worker(self, name: str, campaign: str | None) -> None:
         worker = get_current_worker()
         catalog = self.mkbsim.filters
-        conn = open_reader(self.mkbsim.store_path)
+        reader = self.mkbsim.lab.reader()
         try:
             changed = total = 0
-            for text in data.iter_skill_texts(conn, campaign):
+            for text in reader.skills.texts(campaign):
                 if worker.is_cancelled:
                     return
                 total += 1
                 changed += catalog.apply(name, text).changed
                 if total % _IMPACT_PROGRESS_EVERY == 0:
                     self.app.call_from_thread(self._show_impact, name, campaign, (changed, total), final=False)
-        except sqlite3.Error as exc:
+        except MkbsimError as exc:
             self.app.call_from_thread(self.notify, f"reading skills failed: {exc}", severity="error")
             return
         finally:
-            conn.close()
+            reader.close()
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_impact, name, campaign, (changed, total), final=True)
 

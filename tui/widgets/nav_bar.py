@@ -43,6 +43,8 @@ class NavBar(Static):
             status = Content.from_markup("[b $warning]building views: $n events to apply…[/]", n=f"{state.behind:,}")
         elif not state.synced:
             status = Content.from_markup("[$text-muted]○ syncing…[/]")
+        elif state.note:  # a read-only store: nothing is written to it (the note says how its views were made)
+            status = Content.from_markup("[$success]● live[/] [$warning]read-only[/]")
         else:
             status = Content.from_markup("[$success]● live[/]")
         tabs = []

@@ -17,8 +17,8 @@ from textual import events
 from textual.strip import Strip
 from textual.widget import Widget
 
+from mkbsim.lab import Trajectory, TrajectoryEvent
 from tui import format as fmt
-from tui.data.replay import Trajectory, TrajectoryEvent
 
 _KIND_STYLES = {"llm": "cyan", "command": "bold", "observation": "dim", "note": "italic yellow"}
 _KIND_TAGS = {"llm": "llm ", "command": "cmd ", "observation": "obs ", "note": "note"}

@@ -1,0 +1,89 @@
+"""On the GPU machine: many solution files through one warm verifier session, each also timed by do_bench.
+
+    export PYTHONPATH=$PWD:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages CUDA_PATH=/usr/local/cuda
+    python3 benchmarks/gpu_verify_many.py problems/mlp_norm/solutions/29_fused_*.py ... --out $OUT
+
+For each file: `mkbsim verify --backend cuda --protocol paper --workload production` in one warm
+`VerifierSession` (one zygote start for the whole batch, instead of one per file as in gpu_solutions.sh),
+its payload written to OUT/verdicts/<stem>.json; then every passed file is timed by
+`triton.testing.do_bench` (L2 flushed between repetitions, median) on one production draw, one JSON line
+per file in OUT/do_bench.jsonl. Back here: `python3 benchmarks/record_h200.py OUT/verdicts --do-bench
+OUT/do_bench.jsonl`, then `python3 benchmarks/kernel_tables.py`. `--budget` seconds bounds the whole run:
+what is left when it is spent is skipped and named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _verify_all(files: list[Path], out: Path, deadline: float) -> None:
+    from mkbsim.catalog import load_catalog
+    from mkbsim.verifier import VerifierSession
+
+    catalog = load_catalog()
+    (out / "verdicts").mkdir(parents=True, exist_ok=True)
+    with VerifierSession("cuda") as session:
+        for path in files:
+            if time.monotonic() > deadline:
+                print(f"{path.stem}: skipped (budget spent)", flush=True)
+                continue
+            number, dsl = path.stem.split("_")[0], path.stem.rsplit("_", 1)[1]
+            started = time.monotonic()
+            try:
+                report = session.verify(path, catalog.get(f"p{number}"), dsl, protocol="paper", workload="production")
+                payload: dict[str, Any] = report.to_payload(None, "final")
+            except Exception as exc:  # a harness fault on one file must not lose the others' verdicts
+                payload = {"passed": False, "failure": f"harness error: {type(exc).__name__}: {exc}"}
+            (out / "verdicts" / f"{path.stem}.json").write_text(json.dumps(payload, indent=1))
+            sol = ((payload.get("details") or {}).get("sol") or {}).get("fraction")
+            print(f"{path.stem}: passed={payload.get('passed')} failure={payload.get('failure')} "
+                  f"runtime_ms={payload.get('runtime_ms')} sol={sol} ({time.monotonic() - started:.1f} s)",
+                  flush=True)  # fmt: skip
+
+
+def _do_bench_all(files: list[Path], out: Path, deadline: float) -> None:
+    import triton.testing
+
+    from mkbsim.catalog import load_catalog
+
+    catalog = load_catalog()
+    with open(out / "do_bench.jsonl", "w") as lines:
+        for path in files:
+            verdict = json.loads((out / "verdicts" / f"{path.stem}.json").read_text())
+            if not verdict.get("passed") or time.monotonic() > deadline:
+                continue
+            problem = catalog.get(f"p{path.stem.split('_')[0]}")
+            spec = importlib.util.spec_from_file_location(f"solution_{path.stem}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            inputs = problem.module.make_inputs(problem.workload, seed=7, device="cuda")
+            ms = float(triton.testing.do_bench(lambda m=module, x=inputs: m.run(*x), warmup=25, rep=100,
+                                               return_mode="median"))  # fmt: skip
+            row = {"file": path.name, "do_bench_ms": ms, "verifier_ms": verdict["runtime_ms"],
+                   "ratio": verdict["runtime_ms"] / ms}  # fmt: skip
+            lines.write(json.dumps(row) + "\n")
+            print(row, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/mkbsim-gpu"))
+    parser.add_argument("--budget", type=float, default=480.0, help="seconds for the whole run")
+    parser.add_argument("--no-do-bench", action="store_true")
+    args = parser.parse_args()
+    deadline = time.monotonic() + args.budget
+    _verify_all(args.files, args.out, deadline)
+    if not args.no_do_bench:
+        _do_bench_all(args.files, args.out, deadline)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Transfer queries over the `comparisons` projection (DESIGN §6): the report's records, the records the
+monitor's lift cells and the filter-test and chain reports use, and the tables ``--export`` writes."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from mkbsim.errors import UserError
+from mkbsim.lab._reader import Queries
+from mkbsim.metrics import TransferAttempt, choose
+from mkbsim.metrics._sections import ComparisonRecord, SoloRecord
+from mkbsim.projections._tables import PROJECTION_TABLES
+
+#: The plain protocol: no skill filter, no chain (filter tests and chains report on their own).
+PLAIN = "filter IS NULL AND chain_id IS NULL AND hop IS NULL"
+_NOT_CHAINED = "chain_id IS NULL AND hop IS NULL"
+_ATTEMPT_COLUMNS = ", ".join(f.name for f in dataclasses.fields(TransferAttempt))
+_RECORD_COLUMNS = (
+    "campaign_id, model, problem, family, direction, replicate, r, outcome, verdict_change, skipped, standing"
+)
+
+#: (model, problem, direction, replicate): one comparison of a campaign's protocol
+Key = tuple[str, str, str, int]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """What ``mkbsim report`` computes its sections from."""
+
+    campaigns: list[str]
+    comparisons: list[ComparisonRecord]
+    pending: int
+    solos: list[SoloRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class HopRecord:
+    """One resolved comparison of a chain hop."""
+
+    hop: int
+    direction: str
+    r: float
+    treatment_passed: bool
+    skipped: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SkillComparison:
+    """One resolved plain comparison, as the skills report groups it."""
+
+    treatment_attempt_id: str
+    model: str
+    direction: str
+    family: str
+    r: float
+    outcome: str
+    treatment_passed: bool
+
+
+class TransferQueries(Queries):
+    def campaigns(self) -> list[str]:
+        """Every campaign with attempts, sorted."""
+        return self._column(f"SELECT DISTINCT campaign_id FROM {self.t.transfer_attempts} ORDER BY campaign_id")
+
+    def report_data(self, campaign: str | None = None) -> ReportData:
+        """Plain-protocol resolved comparisons and solo attempts, of one campaign or of all."""
+        known = self.campaigns()
+        if campaign is not None and campaign not in known:
+            raise UserError(f"unknown campaign {campaign!r} (known: {', '.join(known) or 'none'})")
+        where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign is not None else (PLAIN, [])
+        comparisons, pending = self._records(where, params)
+        roles: dict[tuple[str, str, str, int, str], list[TransferAttempt]] = {}
+        for row in self._all(
+            f"SELECT {_ATTEMPT_COLUMNS} FROM {self.t.transfer_attempts}"
+            f" WHERE arm IN ('solo_cutedsl', 'solo_tirx') AND {where}",
+            params,
+        ):
+            a = TransferAttempt(*row)
+            roles.setdefault((a.campaign_id, a.model, a.problem, a.replicate, a.arm), []).append(a)
+        solos = []
+        for candidates in roles.values():  # in any order: solo statistics are counts and exact (fsum) means
+            chosen = choose(candidates)  # the attempt that counts, as pairing picks it
+            if chosen is not None and chosen.resolved:
+                solos.append(
+                    SoloRecord(chosen.campaign_id, chosen.model, chosen.problem, chosen.family, chosen.dsl,
+                               chosen.scored_pass, bool(chosen.passed) and bool(chosen.inline_cuda), chosen.speedup)
+                )  # fmt: skip
+        return ReportData(known if campaign is None else [campaign], comparisons, pending, solos)
+
+    def lift_records(self, campaign: str | None) -> tuple[list[ComparisonRecord], int]:
+        """Resolved comparisons as the report's records, and the number still pending. One campaign: all its
+        comparisons except chain hops (a filter test is its own campaign, so its filtered comparisons are its
+        lift). All campaigns: the plain protocol only, as ``mkbsim report``."""
+        if campaign is None:
+            return self._records(PLAIN, [])
+        return self._records(f"campaign_id = ? AND {_NOT_CHAINED}", [campaign])
+
+    def models(self, campaign: str) -> set[str]:
+        return set(self._column(f"SELECT DISTINCT model FROM {self.t.comparisons} WHERE campaign_id = ?", [campaign]))
+
+    def ratios(self, campaign: str, filter_name: str | None) -> dict[Key, float]:
+        """r of each resolved unchained comparison of ``campaign`` read through ``filter_name`` (None: none)."""
+        rows = self._all(
+            f"SELECT model, problem, direction, replicate, r FROM {self.t.comparisons} WHERE campaign_id = ?"
+            f" AND resolved = 1 AND filter IS ? AND {_NOT_CHAINED}",
+            [campaign, filter_name],
+        )
+        return {(m, p, d, rep): r for m, p, d, rep, r in rows}
+
+    def hop_records(self, campaign: str) -> list[HopRecord]:
+        """The resolved comparisons of a chain campaign's hops, by hop."""
+        rows = self._all(
+            f"SELECT hop, direction, r, treatment_passed, skipped FROM {self.t.comparisons}"
+            " WHERE campaign_id = ? AND chain_id IS NOT NULL AND resolved = 1 ORDER BY hop",
+            [campaign],
+        )
+        return [HopRecord(hop, direction, r, bool(passed), bool(skip)) for hop, direction, r, passed, skip in rows]
+
+    def skill_comparisons(self, campaign: str | None) -> list[SkillComparison]:
+        """Resolved plain comparisons (of one campaign or all), by treatment attempt id."""
+        where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign else (PLAIN, [])
+        rows = self._all(
+            "SELECT treatment_attempt_id, model, direction, family, r, outcome, treatment_passed"
+            f" FROM {self.t.comparisons} WHERE resolved = 1 AND {where} ORDER BY treatment_attempt_id",
+            params,
+        )
+        return [SkillComparison(a, m, d, f, r, o, bool(passed)) for a, m, d, f, r, o, passed in rows]
+
+    def harmed_failures(self, campaign: str | None) -> list[str]:
+        """Treatments of harmed comparisons that failed without being skipped (a target-side failure)."""
+        where, params = ("campaign_id = ? AND ", [campaign]) if campaign else ("", [])
+        return self._column(
+            f"SELECT treatment_attempt_id FROM {self.t.comparisons} WHERE {where}outcome = 'harmed'"
+            " AND treatment_passed = 0 AND skipped = 0 ORDER BY treatment_attempt_id",
+            params,
+        )
+
+    def projection_tables(self) -> dict[str, tuple[list[str], list[tuple[Any, ...]]]]:
+        """Every projection table's columns and rows (``mkbsim report --export``), by table name."""
+        out = {}
+        for name in PROJECTION_TABLES:
+            columns = [r[1] for r in self._all(f"PRAGMA {self.t.schema}.table_info({name})")]
+            out[name] = (columns, self._all(f"SELECT * FROM {self.t.physical(name)}"))
+        return out
+
+    def _records(self, where: str, params: list[Any]) -> tuple[list[ComparisonRecord], int]:
+        records = [
+            ComparisonRecord(c, m, p, f, d, rep, r, out, change, bool(skipped), standing)
+            for c, m, p, f, d, rep, r, out, change, skipped, standing in self._all(
+                f"SELECT {_RECORD_COLUMNS} FROM {self.t.comparisons} WHERE resolved = 1 AND {where}"
+                " ORDER BY campaign_id, model, problem, direction, replicate",
+                params,
+            )
+        ]
+        row = self._one(f"SELECT COUNT(*) FROM {self.t.comparisons} WHERE resolved = 0 AND {where}", params)
+        return records, int(row[0]) if row else 0

@@ -1,0 +1,47 @@
+"""p06 gqa_paged_prefill_causal_h24_kv8_d128_ps64_bf16 — plan `fused`, TIRx: flash attention (mma.sync).
+
+Plan: the shared TIRx template `_flash_prefill_tirx.py` (FlashAttention-2 forward; index math in
+`_flash_prefill.py`) instantiated for 24 query / 8 KV heads, head dim 128, page size 64. One CTA of 4 warps
+per (sequence, query tile of 128 rows, query head): a grid of 72 query tiles at most x 24 heads, heads fastest
+so the 3 query heads of a KV head read its K/V tiles while they are in L2. K/V tiles of 64 tokens (one tile =
+one page: one page-table read a tile) are copied with 16-byte cp.async into swizzled shared memory (V(n) while
+Q·K(n)ᵀ runs, K(n-1) while the softmax and P·V(n) run); Q·Kᵀ and P·V on mma.sync m16n8k16 (bf16 -> fp32) fed
+by ldmatrix.x4; base-2 online softmax in fp32 with the end-aligned causal mask only on the tiles crossing the
+diagonal; O / l rounded to bf16 and written as 16-byte row stores; lse = m + log2(l). Compute-bound: 151 GFLOP
+of bf16 matmul at WORKLOAD.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared template beside this file
+from _flash_prefill import Tiling
+from _flash_prefill_tirx import FlashPrefill
+
+_PREFILL = FlashPrefill(Tiling(hq=24, hkv=8, d=128, page=64))
+
+
+def _shape_key(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, qo_indptr: torch.Tensor, kv_indptr: torch.Tensor,
+    kv_indices: torch.Tensor, kv_last_page_len: torch.Tensor, *_: object,
+) -> tuple[int, int, int, int, int]:  # fmt: skip
+    return _PREFILL.shape_key(q, k_cache, qo_indptr, kv_indices, kv_last_page_len)
+
+
+def _build(*key: int):
+    return _PREFILL.build(*key)
+
+
+def run(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    qo_indptr: torch.Tensor,
+    kv_indptr: torch.Tensor,
+    kv_indices: torch.Tensor,
+    kv_last_page_len: torch.Tensor,
+    sm_scale: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return _PREFILL(q, k_cache, v_cache, qo_indptr, kv_indptr, kv_indices, kv_last_page_len, sm_scale)

@@ -1,0 +1,351 @@
+"""CuTe DSL flash-attention causal prefill template, instantiated by the p04-p09 `NN_fused_cutedsl.py` solutions.
+
+The same kernel as `_flash_prefill_tirx.py`, with the same index math (`_flash_prefill.py`): one CTA of
+4 warps per (sequence, query tile, query head), heads fastest; each CTA walks its sequence's KV tiles
+from the last to the first. cp.async copies (CopyG2SOp, 16 bytes) stage the Q tile and one K and one V
+tile of 64 tokens in XOR-swizzled shared memory, K/V rows through the page table (staged per tile in
+shared memory) or straight from ragged K/V; V(n) is copied while Q·K(n)ᵀ runs and K(n-1) while the
+softmax and P·V(n) run. ldmatrix.x4 (LdMatrix8x8x16bOp, .trans for V) feeds the warp MMA atom
+16x8x16 bf16 -> fp32 (cute.gemm on one atom at a time); the S accumulators become P's A fragments in
+registers. Base-2 online softmax in fp32 (masked logits -3e38, a row whose max is still -3e38 uses 0),
+the causal mask only on tiles crossing the diagonal, P rounded to bf16 for P·V; the epilogue writes
+O / l through shared memory as 16-byte stores and lse = m + log2(l).
+
+Symbolic sizes: one compilation per instantiation, cached, called with torch tensors through TVM FFI.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cutlass
+import cutlass.cute as cute
+import torch
+from _flash_prefill import (
+    BN,
+    NEG_BIG,
+    THREADS,
+    Tiling,
+    acc_col,
+    acc_row,
+    copy_row,
+    kv_row,
+    ldsm_n_pairs,
+    ldsm_rows_then_k,
+    swizzled_chunk,
+)
+from cutlass.cute.nvgpu import cpasync, warp
+from cutlass.cute.runtime import make_fake_compact_tensor
+from cutlass.memory.smem import SmemAllocator
+
+LOG2E = 1.0 / math.log(2.0)
+
+
+@cute.jit
+def _quad_max(x: cutlass.Float32) -> cutlass.Float32:
+    # the 4 lanes of a quad hold one accumulator row
+    x = cute.arch.fmax(x, cute.arch.shuffle_sync_bfly(x, offset=2))
+    return cute.arch.fmax(x, cute.arch.shuffle_sync_bfly(x, offset=1))
+
+
+@cute.jit
+def _quad_sum(x: cutlass.Float32) -> cutlass.Float32:
+    x = x + cute.arch.shuffle_sync_bfly(x, offset=2)
+    return x + cute.arch.shuffle_sync_bfly(x, offset=1)
+
+
+class FlashPrefill:
+    """The template for one `Tiling`; ``__call__`` runs it on (q, k, v, qo_indptr, kv_indptr, table, last)."""
+
+    def __init__(self, tiling: Tiling) -> None:
+        self.t = tiling
+        self._kernel: list = []
+
+    # --- device code -------------------------------------------------------------------------------
+    @cute.jit
+    def fill_rows(self, sRows: cute.Tensor, mTable: cute.Tensor, kv0, lk, n):
+        # pool rows of tile n, one thread a token; tokens past the KV end re-read the last one
+        tidx, _, _ = cute.arch.thread_idx()
+        if tidx < BN:
+            sRows[n % 2, tidx] = kv_row(mTable, kv0, cutlass.min(n * BN + tidx, lk - 1), self.t.page)
+
+    @cute.jit
+    def copy_tile(self, atom: cute.CopyAtom, sDst: cute.Tensor, gSrc: cute.Tensor, sRows: cute.Tensor, kvh, n):
+        t = self.t
+        tidx, _, _ = cute.arch.thread_idx()
+        cc = tidx % t.chunks
+        for i in cutlass.range_constexpr(t.kv_loads):
+            r = copy_row(tidx, i, t.row_step, t.chunks)
+            cute.copy(
+                atom, gSrc[(0, 0, None), (sRows[n % 2, r], kvh, cc)], sDst[(None,), (swizzled_chunk(r, cc, t.chunks),)]
+            )
+
+    @cute.kernel
+    def kernel(
+        self,
+        mQ: cute.Tensor,
+        mK: cute.Tensor,
+        mV: cute.Tensor,
+        mQO: cute.Tensor,
+        mKVP: cute.Tensor,
+        mTable: cute.Tensor,
+        mLast: cute.Tensor,
+        mO: cute.Tensor,
+        mLse: cute.Tensor,
+        scale2: cutlass.Float32,
+    ):
+        t = self.t
+        hq, d, page, mt, bm, chunks = t.hq, t.d, t.page, t.mt, t.bm, t.chunks
+        s_tiles = BN // 8
+        o_tiles = d // 8
+        tidx, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        h = bid % hq
+        kvh = h // t.group
+        wq = tidx // 32 * 16 * mt  # first query row of this warp
+        lane = tidx % 32
+        cc = tidx % chunks
+        a_row, a_k = ldsm_rows_then_k(lane)
+        b_row, b_k = ldsm_n_pairs(lane)
+        smem = SmemAllocator()
+        sQ = smem.allocate_tensor(cutlass.BFloat16, cute.make_layout((bm * d,)), byte_alignment=128)
+        sK = smem.allocate_tensor(cutlass.BFloat16, cute.make_layout((BN * d,)), byte_alignment=128)
+        sV = smem.allocate_tensor(cutlass.BFloat16, cute.make_layout((BN * d,)), byte_alignment=128)
+        sRows = smem.allocate_tensor(cutlass.Int32, cute.make_layout((2, BN), stride=(BN, 1)), byte_alignment=16)
+        # 16-byte chunk views: ((8,), (chunks,)) of shared tiles, ((1, 1, 8), (rows, heads, chunks)) of globals
+        sQc = cute.zipped_divide(sQ, (8,))
+        sKc = cute.zipped_divide(sK, (8,))
+        sVc = cute.zipped_divide(sV, (8,))
+        gQ = cute.zipped_divide(mQ, (1, 1, 8))
+        gK = cute.zipped_divide(mK, (1, 1, 8))
+        gV = cute.zipped_divide(mV, (1, 1, 8))
+        gO = cute.zipped_divide(mO, (1, 1, 8))
+        g2s = cute.make_copy_atom(
+            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), cutlass.BFloat16, num_bits_per_copy=128
+        )
+        ldsm = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), cutlass.BFloat16)
+        ldsm_t = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), cutlass.BFloat16)
+        mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.BFloat16, cutlass.Float32, (16, 8, 16)))
+        rA = [mma.make_fragment_A(mma.partition_shape_A((16, 16))) for _ in range(mt)]
+        rB = [mma.make_fragment_B(mma.partition_shape_B((8, 16))) for _ in range(2)]
+        rA32 = [cute.recast_tensor(x, cutlass.Uint32) for x in rA]
+        rB32 = [cute.recast_tensor(x, cutlass.Uint32) for x in rB]
+        acc_s = [[mma.make_fragment_C(mma.partition_shape_C((16, 8))) for _ in range(s_tiles)] for _ in range(mt)]
+        acc_o = [[mma.make_fragment_C(mma.partition_shape_C((16, 8))) for _ in range(o_tiles)] for _ in range(mt)]
+        frag = cute.make_rmem_tensor((8,), cutlass.BFloat16)  # ldmatrix.x4 lands here, then moves to rA / rB
+        frag32 = cute.recast_tensor(frag, cutlass.Uint32)
+        m_run = cute.make_rmem_tensor((mt * 2,), cutlass.Float32)
+        l_run = cute.make_rmem_tensor((mt * 2,), cutlass.Float32)
+        out8 = cute.make_rmem_tensor((8,), cutlass.BFloat16)
+
+        # this CTA's (sequence, query tile): tiles of a sequence are numbered from its last one
+        batch = cute.size(mQO, mode=[0]) - 1
+        seq = cutlass.Int32(-1)
+        mblk = cutlass.Int32(0)
+        rem = cutlass.Int32(bid // hq)
+        for b in cutlass.range(batch):
+            ntb = (mQO[b + 1] - mQO[b] + bm - 1) // bm
+            if seq < 0:
+                if rem < ntb:
+                    seq = cutlass.Int32(b)
+                    mblk = ntb - 1 - rem
+                else:
+                    rem = rem - ntb
+        if seq >= 0:
+            q0 = mQO[seq]
+            lq = mQO[seq + 1] - q0
+            kv0 = mKVP[seq]
+            lk = mKVP[seq + 1] - kv0
+            if cutlass.const_expr(page > 1):
+                lk = (mKVP[seq + 1] - kv0 - 1) * page + mLast[seq]
+            m0 = mblk * bm
+            nrows = cutlass.min(lq - m0, bm)
+            delta = lk - lq  # query i sees KV tokens j <= i + delta
+            ntile = (m0 + nrows + delta + BN - 1) // BN
+            for i in cutlass.range_constexpr(t.q_loads):
+                r = copy_row(tidx, i, t.row_step, chunks)
+                cute.copy(
+                    g2s,
+                    gQ[(0, 0, None), (q0 + cutlass.min(m0 + r, lq - 1), h, cc)],
+                    sQc[(None,), (swizzled_chunk(r, cc, chunks),)],
+                )
+            self.fill_rows(sRows, mTable, kv0, lk, ntile - 1)
+            cute.arch.sync_threads()
+            self.copy_tile(g2s, sKc, gK, sRows, kvh, ntile - 1)
+            cute.arch.cp_async_commit_group()
+            m_run.fill(NEG_BIG)
+            l_run.fill(0.0)
+            for mi in cutlass.range_constexpr(mt):
+                for j in cutlass.range_constexpr(o_tiles):
+                    acc_o[mi][j].fill(0.0)
+            for it in cutlass.range(ntile):
+                n = ntile - 1 - it
+                # K(n) landed, and every warp is done reading V(n+1) and sRows[(n+1) % 2]
+                cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_threads()
+                self.copy_tile(g2s, sVc, gV, sRows, kvh, n)
+                cute.arch.cp_async_commit_group()
+                if n > 0:
+                    self.fill_rows(sRows, mTable, kv0, lk, n - 1)
+                # S = Q K(n)^T
+                for mi in cutlass.range_constexpr(mt):
+                    for j in cutlass.range_constexpr(s_tiles):
+                        acc_s[mi][j].fill(0.0)
+                for kk in cutlass.range_constexpr(d // 16):
+                    for mi in cutlass.range_constexpr(mt):
+                        row = wq + mi * 16 + a_row
+                        cute.copy(ldsm, sQc[(None,), (swizzled_chunk(row, 2 * kk + a_k, chunks),)], frag)
+                        for q in cutlass.range_constexpr(4):
+                            rA32[mi][q] = frag32[q]
+                    for np in cutlass.range_constexpr(s_tiles // 2):
+                        cute.copy(ldsm, sKc[(None,), (swizzled_chunk(np * 16 + b_row, 2 * kk + b_k, chunks),)], frag)
+                        for half in cutlass.range_constexpr(2):
+                            rB32[half][0] = frag32[2 * half]
+                            rB32[half][1] = frag32[2 * half + 1]
+                        for mi in cutlass.range_constexpr(mt):
+                            for half in cutlass.range_constexpr(2):
+                                acc = acc_s[mi][2 * np + half]
+                                cute.gemm(mma, acc, rA[mi], rB[half], acc)
+                # V(n) landed, sRows[(n-1) % 2] is written, and every warp is done reading K(n)
+                cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_threads()
+                if n > 0:
+                    self.copy_tile(g2s, sKc, gK, sRows, kvh, n - 1)
+                    cute.arch.cp_async_commit_group()
+                for mi in cutlass.range_constexpr(mt):
+                    for j in cutlass.range_constexpr(s_tiles):
+                        for c in cutlass.range_constexpr(4):
+                            acc_s[mi][j][c] = acc_s[mi][j][c] * scale2
+                if (n + 1) * BN > m0 + delta + 1:  # the tile crosses the causal diagonal of row m0
+                    for mi in cutlass.range_constexpr(mt):
+                        for j in cutlass.range_constexpr(s_tiles):
+                            for c in cutlass.range_constexpr(4):
+                                qi = m0 + wq + mi * 16 + acc_row(lane, c)
+                                if n * BN + j * 8 + acc_col(lane, c) > qi + delta:
+                                    acc_s[mi][j][c] = cutlass.Float32(NEG_BIG)
+                for mi in cutlass.range_constexpr(mt):
+                    for hf in cutlass.range_constexpr(2):
+                        mx = m_run[mi * 2 + hf]
+                        for j in cutlass.range_constexpr(s_tiles):
+                            for e in cutlass.range_constexpr(2):
+                                mx = cute.arch.fmax(mx, acc_s[mi][j][2 * hf + e])
+                        mx = _quad_max(mx)
+                        # a row with every logit masked so far keeps p = 0 (2^(-3e38 - 0))
+                        m_use = cutlass.select_(mx == cutlass.Float32(NEG_BIG), cutlass.Float32(0.0), mx)
+                        alpha = cute.math.exp2(m_run[mi * 2 + hf] - m_use, fastmath=True)
+                        rs = cutlass.Float32(0.0)
+                        for j in cutlass.range_constexpr(s_tiles):
+                            for e in cutlass.range_constexpr(2):
+                                p = cute.math.exp2(acc_s[mi][j][2 * hf + e] - m_use, fastmath=True)
+                                acc_s[mi][j][2 * hf + e] = p
+                                rs = rs + p
+                        l_run[mi * 2 + hf] = l_run[mi * 2 + hf] * alpha + rs
+                        m_run[mi * 2 + hf] = mx
+                        for j in cutlass.range_constexpr(o_tiles):
+                            for e in cutlass.range_constexpr(2):
+                                acc_o[mi][j][2 * hf + e] = acc_o[mi][j][2 * hf + e] * alpha
+                # O += P V(n): the S accumulators of n8 tiles 2kk, 2kk + 1 are P's A fragment
+                for kk in cutlass.range_constexpr(BN // 16):
+                    for mi in cutlass.range_constexpr(mt):
+                        for e in cutlass.range_constexpr(8):
+                            frag[e] = acc_s[mi][2 * kk + e // 4][e % 4].to(cutlass.BFloat16)
+                        for q in cutlass.range_constexpr(4):
+                            rA32[mi][q] = frag32[q]
+                    for dp in cutlass.range_constexpr(o_tiles // 2):
+                        cute.copy(ldsm_t, sVc[(None,), (swizzled_chunk(kk * 16 + a_row, 2 * dp + a_k, chunks),)], frag)
+                        for half in cutlass.range_constexpr(2):
+                            rB32[half][0] = frag32[2 * half]
+                            rB32[half][1] = frag32[2 * half + 1]
+                        for mi in cutlass.range_constexpr(mt):
+                            for half in cutlass.range_constexpr(2):
+                                acc = acc_o[mi][2 * dp + half]
+                                cute.gemm(mma, acc, rA[mi], rB[half], acc)
+            # epilogue: every warp writes only its own rows of sQ, which only it has read
+            for mi in cutlass.range_constexpr(mt):
+                for hf in cutlass.range_constexpr(2):
+                    row = wq + mi * 16 + acc_row(lane, 2 * hf)
+                    total = _quad_sum(l_run[mi * 2 + hf])
+                    inv = cutlass.Float32(1.0) / total
+                    for j in cutlass.range_constexpr(o_tiles):
+                        for e in cutlass.range_constexpr(2):
+                            sQ[swizzled_chunk(row, j, chunks) * 8 + acc_col(lane, e)] = (
+                                acc_o[mi][j][2 * hf + e] * inv
+                            ).to(cutlass.BFloat16)
+                    if lane % 4 == 0:  # noqa: SIM102 (dynamic conditions, one per if)
+                        if row < nrows:
+                            mLse[q0 + m0 + row, h] = m_run[mi * 2 + hf] + cute.math.log2(total)
+            cute.arch.sync_threads()
+            for i in cutlass.range_constexpr(t.q_loads):
+                r = copy_row(tidx, i, t.row_step, chunks)
+                if r < nrows:
+                    cute.autovec_copy(sQc[(None,), (swizzled_chunk(r, cc, chunks),)], out8)
+                    cute.autovec_copy(out8, gO[(0, 0, None), (q0 + m0 + r, h, cc)])
+
+    # --- host code ---------------------------------------------------------------------------------
+    @cute.jit
+    def launch(
+        self,
+        mQ: cute.Tensor,
+        mK: cute.Tensor,
+        mV: cute.Tensor,
+        mQO: cute.Tensor,
+        mKVP: cute.Tensor,
+        mTable: cute.Tensor,
+        mLast: cute.Tensor,
+        mO: cute.Tensor,
+        mLse: cute.Tensor,
+        scale2: cutlass.Float32,
+    ):
+        total_q = cute.size(mQ, mode=[0])
+        batch = cute.size(mQO, mode=[0]) - 1
+        tiles = (total_q + self.t.bm - 1) // self.t.bm + batch
+        self.kernel(mQ, mK, mV, mQO, mKVP, mTable, mLast, mO, mLse, scale2).launch(
+            grid=[tiles * self.t.hq, 1, 1], block=[THREADS, 1, 1]
+        )
+
+    def compiled(self):
+        """The kernel compiled once for symbolic sizes (sm_90a)."""
+        if not self._kernel:
+            t = self.t
+            total_q, rows, batch1, n_table, n_last = (cute.sym_int() for _ in range(5))
+            bf16 = cutlass.BFloat16
+            q = make_fake_compact_tensor(bf16, (total_q, t.hq, t.d), stride_order=(2, 1, 0), assumed_align=16)
+            kv = make_fake_compact_tensor(bf16, (rows, t.hkv, t.d), stride_order=(2, 1, 0), assumed_align=16)
+            indptr = make_fake_compact_tensor(cutlass.Int32, (batch1,), assumed_align=4)
+            table = make_fake_compact_tensor(cutlass.Int32, (n_table,), assumed_align=4)
+            last = make_fake_compact_tensor(cutlass.Int32, (n_last,), assumed_align=4)
+            lse = make_fake_compact_tensor(cutlass.Float32, (total_q, t.hq), stride_order=(1, 0), assumed_align=4)
+            args = (q, kv, kv, indptr, indptr, table, last, q, lse, cutlass.Float32(1.0))
+            self._kernel.append(cute.compile(self.launch, *args, options="--enable-tvm-ffi"))
+        return self._kernel[0]
+
+    def __call__(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        qo_indptr: torch.Tensor,
+        kv_indptr: torch.Tensor,
+        table: torch.Tensor,
+        last: torch.Tensor,
+        sm_scale: float,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Paged K/V arrive as [pages, page size, Hkv, D] and run as the [pages · page size, Hkv, D] view;
+        ragged K/V pass ``kv_indptr`` as the unused ``table``/``last`` (likewise ``last`` at page size 1)."""
+        kernel = self.compiled()
+        rows = k.shape[0] * (k.shape[1] if k.dim() == 4 else 1)
+        out = torch.empty_like(q)
+        lse = torch.empty(q.shape[:2], dtype=torch.float32, device=q.device)
+        kernel(
+            q.contiguous(),
+            k.reshape(rows, self.t.hkv, self.t.d),
+            v.reshape(rows, self.t.hkv, self.t.d),
+            qo_indptr.contiguous(),
+            kv_indptr.contiguous(),
+            table.contiguous(),
+            last.contiguous(),
+            out,
+            lse,
+            float(sm_scale) * LOG2E,
+        )
+        return out, lse

@@ -1,0 +1,115 @@
+"""benchmarks/kernel_tables.py: the README/RESULTS kernel counts and tables cannot drift from the records."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tables() -> ModuleType:
+    return _load("kernel_tables")
+
+
+@pytest.fixture(scope="module")
+def data(tables: ModuleType) -> dict[str, Any]:
+    return json.loads(tables.DATA.read_text())
+
+
+@pytest.fixture(scope="module")
+def recs(tables: ModuleType, data: dict[str, Any]) -> list[Any]:
+    return tables.records(tables.solution_files(), data)
+
+
+def test_the_checked_in_tables_are_what_the_records_generate(tables: ModuleType) -> None:
+    assert tables.stale() == [], "run: .venv/bin/python benchmarks/kernel_tables.py"
+
+
+def test_every_solution_file_is_measured_or_listed_as_not_measured(tables: ModuleType, recs: list[Any]) -> None:
+    assert [r.file for r in recs] == [p.name for p in tables.solution_files()]
+    pending = [r for r in recs if r.row is None]
+    assert pending and all(r.not_measured for r in pending)
+
+
+def test_a_new_solution_file_without_a_record_is_refused(tables: ModuleType, data: dict[str, Any]) -> None:
+    files = tables.solution_files()
+    new = files[0].parent.parent.parent / "mlp_norm" / "solutions" / "27_fused_tirx.py"
+    assert not new.exists()
+    with pytest.raises(tables.RecordError, match=r"27_fused_tirx\.py: no row and no not_measured entry"):
+        tables.records([*files, new], data)
+
+
+def test_a_record_of_a_missing_file_is_refused(tables: ModuleType, data: dict[str, Any]) -> None:
+    files = [p for p in tables.solution_files() if p.name != "36_fused_tirx.py"]
+    with pytest.raises(tables.RecordError, match=r"36_fused_tirx\.py: in h200_measurements\.json but not on disk"):
+        tables.records(files, data)
+    twice = copy.deepcopy(data)
+    twice["not_measured"]["36_fused_tirx.py"] = "x"
+    with pytest.raises(tables.RecordError, match="both measured and listed"):
+        tables.records(tables.solution_files(), twice)
+
+
+def test_a_changed_measurement_makes_the_blocks_stale(tables: ModuleType, data: dict[str, Any]) -> None:
+    readme, results = tables.README.read_text(), tables.RESULTS.read_text()
+    changed = copy.deepcopy(data)
+    row = next(r for r in changed["rows"] if r["file"] == "36_fused_tirx.py")
+    row["verifier_ms"] *= 2
+    recs = tables.records(tables.solution_files(), changed)
+    new_readme, new_results = tables.generate(readme, results, recs, changed)
+    assert new_readme == readme  # the README has no runtimes
+    assert new_results != results
+    # measuring the pending file changes the counts in both
+    measured = copy.deepcopy(data)
+    file = next(iter(measured["not_measured"]))
+    measured["not_measured"].pop(file)
+    measured["rows"].append({"file": file, "problem": f"p{file[:2]}", "dsl": file.rsplit("_", 1)[1][:-3],
+                             "plan": "fused", "verifier_ms": 0.1, "eager_ms": 1.0})  # fmt: skip
+    new_readme, _ = tables.generate(readme, results, tables.records(tables.solution_files(), measured), measured)
+    assert new_readme != readme
+
+
+def test_summary_counts(tables: ModuleType, recs: list[Any]) -> None:
+    text = tables.summary(recs)
+    full = [r for r in recs if r.full]
+    assert text.startswith(f"{len(recs)} solution files: {len(full)} full-plan kernels")
+    assert f"{sum(r.row is not None for r in recs)} of them are measured" in text
+
+
+def test_counts_written_by_hand_outside_the_blocks_are_refused(tables: ModuleType) -> None:
+    block = "<!-- kernel-tables:readme begin (x) -->\n53 solution files\n<!-- kernel-tables:readme end -->"
+    assert tables.hand_counts(f"intro\n{block}\nmore", "README.md") == []
+    found = tables.hand_counts(f"The README says 41 solution files.\n{block}", "README.md")
+    assert found == ["README.md: '41 solution files' written by hand; counts come from the generated block"]
+
+
+def test_blocks_need_their_markers(tables: ModuleType) -> None:
+    with pytest.raises(tables.RecordError, match=r"README\.md: no '<!-- kernel-tables:readme begin"):
+        tables.replace_block("no markers here", "readme", "x", "README.md")
+    text = "a\n<!-- kernel-tables:readme begin -->\nold\n<!-- kernel-tables:readme end -->\nb"
+    assert tables.replace_block(text, "readme", "new", "README.md").splitlines()[2] == "new"
+
+
+def test_recording_a_run_takes_the_file_off_not_measured() -> None:
+    record = _load("record_h200")
+    data = {"not_measured": {"31_fused_tirx.py": "failed"}, "rows": []}
+    verdict = {"problem": "p31", "dsl": "tirx", "passed": True, "runtime_ms": 0.07, "eager_ms": 0.15}
+    assert record.merge(data, {"31_fused_tirx": verdict}, "2026-12-01") == []
+    assert data["not_measured"] == {} and [r["file"] for r in data["rows"]] == ["31_fused_tirx.py"]
