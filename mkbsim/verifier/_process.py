@@ -78,9 +78,7 @@ class Zygote:
         self.box: Sandbox | None = None if isinstance(made, str) else made
         self.sandbox = made.description if self.box is not None else f"none ({made})"  # type: ignore[union-attr]
         if self.box is not None:
-            from mkbsim.sandbox import spawn
-
-            self.proc = spawn(self.box.policy, command, **io)  # type: ignore[arg-type]
+            self.proc = self.box.spawn(command, **io)
         else:
             self.proc = subprocess.Popen(command, env=env, start_new_session=True, **io)
         theirs.close()
@@ -138,6 +136,7 @@ class Zygote:
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
         if self.box is not None:
+            self.box.release()
             shutil.rmtree(self.box.root, ignore_errors=True)
 
 

@@ -20,10 +20,14 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import queue
+import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: Top-level packages whose installation folders the zygote must see (found without importing them).
 _PACKAGES = ("torch", "numpy", "tvm", "tvm_ffi", "cutlass", "cuda", "nvidia_cutlass_dsl", "triton")
@@ -66,9 +70,36 @@ class Sandbox:
     policy: object  # mkbsim.sandbox.Policy
     root: Path
     description: str
+    released: threading.Event = field(default_factory=threading.Event)
 
     def hand_over(self, path: Path) -> None:
         self.policy.hand_over(path)  # type: ignore[attr-defined]
+
+    def spawn(self, command: list[str], **popen: Any) -> subprocess.Popen[Any]:
+        """Start ``command`` in the sandbox from a thread of its own that lives until ``release``: bubblewrap's
+        ``--die-with-parent`` follows the thread that started it, and a session is used from whichever thread
+        (a campaign's attempt threads) happens to verify first."""
+        from mkbsim.sandbox import spawn
+
+        started: queue.SimpleQueue[subprocess.Popen[Any] | BaseException] = queue.SimpleQueue()
+
+        def keep() -> None:
+            try:
+                started.put(spawn(self.policy, command, **popen))  # type: ignore[arg-type]
+            except BaseException as exc:  # handed to the caller
+                started.put(exc)
+                return
+            self.released.wait()
+
+        threading.Thread(target=keep, name="verifier-sandbox", daemon=True).start()
+        result = started.get()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def release(self) -> None:
+        """The sandboxed process has ended: its keeper thread may end too."""
+        self.released.set()
 
 
 def make_sandbox(env: dict[str, str], device_type: str) -> Sandbox | str:

@@ -5,12 +5,15 @@ watches (``os.stat``, ``os.access``)."""
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from mkbsim.sandbox import probe
 from mkbsim.verifier import VerifierSession
+from mkbsim.verifier._process import Zygote
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
@@ -46,3 +49,20 @@ def test_the_worker_sees_no_reference_checkout_or_home_and_writes_only_its_folde
     with VerifierSession("cpu", sandbox=False) as bare:
         seen = bare.verify(_probing(tmp_path, hidden, read_only), "p36", "tirx")
     assert seen.failure == "exception" and "SEEN" in seen.feedback and "problems" in seen.feedback
+
+
+def test_the_sandboxed_zygote_outlives_the_thread_that_started_it() -> None:
+    # bubblewrap's --die-with-parent follows the starting thread; a campaign's attempt thread may be the first
+    # to verify, and the session outlives it
+    started: list[Zygote] = []
+    thread = threading.Thread(target=lambda: started.append(Zygote([], 1, "cpu", sandbox=True)))
+    thread.start()
+    thread.join()
+    zygote = started[0]
+    try:
+        time.sleep(0.5)
+        assert zygote.alive()
+        assert zygote.status(0) != {}  # it still answers
+    finally:
+        zygote.close()
+    assert not zygote.alive()
