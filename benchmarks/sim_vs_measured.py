@@ -40,8 +40,8 @@ class Comparison:
 
 
 def solution_files() -> list[Path]:
-    """The reference solutions `NN_<plan>_<dsl>.py`; `_<helper>.py` modules beside them are shared DSL code."""
-    return sorted(p for p in ROOT.glob("problems/*/solutions/*.py") if not p.name.startswith("_"))
+    # NN_<plan>_<dsl>.py; the `_<helper>.py` modules beside them are shared kernel code, not solutions
+    return sorted(ROOT.glob("problems/*/solutions/[0-9]*_*.py"))
 
 
 def load_measurements() -> dict[str, Any]:

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "problems",
     "verify",
     "report",
+    "power",
     "calibrate",
     "filter-test",
     "chain",

@@ -13,6 +13,7 @@ from mkbsim.errors import UserError
 
 # kept in step with mkbsim.metrics._sections (not imported here: `mkbsim --help` stays light)
 _DIMENSIONS = ("campaign", "model", "direction", "family")
+_DEFAULT_BY = ("model", "direction", "family")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,20 +28,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--by",
         type=_dimensions,
-        default=("model", "direction", "family"),
         metavar="DIMS",
-        help="comma-separated grouping from campaign,model,direction,family (default model,direction,family)",
+        help="comma-separated grouping from campaign,model,direction,family (default: model,direction,family; "
+        "the skills section: model, from model,direction,family)",
     )
     p.add_argument("--format", choices=("table", "json", "csv"), default="table",
                    help="table (80 columns), json (every section) or csv (the groups)")  # fmt: skip
     p.add_argument("--export", metavar="DIR", type=Path,
                    help="also write every projection table and report section as CSV and Parquet")  # fmt: skip
     p.add_argument("--plots", metavar="DIR", type=Path, help="also write PNG figures")
-    p.add_argument("--section", choices=("transfer", "skills"), default="transfer",
-                   help="transfer (default: the metrics above) or skills (category prevalence, follow levels, "
-                   "claim propagation, failure classes, follow-lift correlation)")  # fmt: skip
+    p.add_argument("--section", choices=("transfer", "skills", "controls", "model", "robustness"), default="transfer",
+                   help="transfer (default: the metrics above); skills (category prevalence, follow levels, "
+                   "claim propagation, failure classes, follow-lift correlation); controls (control arms beside the "
+                   "treatment); model (mixed-effects model of log r, logistic model of verdict flips); robustness "
+                   "(conclusions under other metric settings)")  # fmt: skip
     p.add_argument("--labeler", metavar="NAME",
-                   help="skills section: whose labels (default: ground_truth if present, else heuristic)")  # fmt: skip
+                   help="skills section: whose labels, in every table (default: ground_truth if present, else "
+                   "heuristic; heuristic without stored labels runs the heuristic labeler)")  # fmt: skip
     p.add_argument("--similarity", choices=("auto", "minilm", "lexical"), default="auto",
                    help="skills section: claim linking (auto: MiniLM when installed, else lexical)")  # fmt: skip
     p.set_defaults(handler=_report)
@@ -57,7 +61,10 @@ def _dimensions(text: str) -> tuple[str, ...]:
 def _report(args: argparse.Namespace) -> int:
     if args.section == "skills":
         return _skills(args)
-    from mkbsim.metrics._render import groups_csv, table
+    if args.section in ("model", "robustness"):
+        return _rescored(args)
+    args.by = args.by or _DEFAULT_BY
+    from mkbsim.metrics._render import controls_table, groups_csv, table
     from mkbsim.metrics._sections import DEFAULT_BY, report
 
     for option in ("export", "plots"):
@@ -67,7 +74,8 @@ def _report(args: argparse.Namespace) -> int:
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
         data = lab.transfer.report_data(args.campaign)
-        result = report(data.campaigns, data.comparisons, data.solos, pending=data.pending, by=args.by)
+        result = report(data.campaigns, data.comparisons, data.solos, pending=data.pending, by=args.by,
+                        controls=data.controls)  # fmt: skip
         tables = lab.transfer.projection_tables() if args.export is not None else None
     notes = []
     if tables is not None:
@@ -89,6 +97,8 @@ def _report(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
     elif args.format == "csv":
         sys.stdout.write(groups_csv(result))
+    elif args.section == "controls":
+        sys.stdout.write(controls_table(result, store=str(args.store)))
     else:
         sys.stdout.write(table(result, store=str(args.store)))
     for note in notes:  # on stderr under json/csv, so stdout stays machine-readable
@@ -103,20 +113,56 @@ def _skills(args: argparse.Namespace) -> int:
 
     if args.format == "csv" or args.export is not None or args.plots is not None:
         raise UserError("--section skills prints a table or JSON only (no csv, --export or --plots)")
+    by = args.by or ("model",)
+    if "campaign" in by:
+        raise UserError("--section skills groups by model, direction or family (pick one campaign with --campaign)")
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
         material = lab.skills.material(args.campaign)
         labels = lab.skills.labels([*material.skills, *material.treatments])
         name = args.labeler or (GROUND_TRUTH if GROUND_TRUTH in labels else "heuristic")
-        if args.labeler and args.labeler not in labels:
+        if args.labeler and args.labeler not in labels and args.labeler != "heuristic":  # heuristic: run here
             raise UserError(f"no labels by {args.labeler!r} (labelers here: {', '.join(sorted(labels)) or 'none'};"
                             " run mkbsim label)")  # fmt: skip
         comparisons = lab.transfer.skill_comparisons(args.campaign)
-    result = skills_report(comparisons, material, labels.get(name), name, linker(args.similarity))
+    result = skills_report(comparisons, material, labels.get(name), name, linker(args.similarity), by)
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
         sys.stdout.write(render_skills(result))
+    return 0
+
+
+def _rescored(args: argparse.Namespace) -> int:
+    """``--section model`` and ``--section robustness``: models and rescorings of the verdicts and runtimes."""
+    from mkbsim.metrics._render import model_table, robustness_table
+
+    if args.format == "csv" or args.export is not None or args.plots is not None:
+        raise UserError(f"--section {args.section} prints a table or JSON only (no csv, --export or --plots)")
+    with open_lab(args.store) as lab:
+        _require_events(lab.head, args.store)
+        records = lab.transfer.verdict_records(args.campaign) if args.campaign is None or \
+            args.campaign in lab.transfer.campaigns() else None
+    if records is None:
+        raise UserError(f"unknown campaign {args.campaign!r}")
+
+    def progress(step: str) -> None:
+        print(f"{args.section}: {step}…", file=sys.stderr, flush=True)
+
+    if args.section == "model":
+        from mkbsim.metrics._model import mixed_models
+
+        result = mixed_models(records, progress)
+        text = model_table
+    else:
+        from mkbsim.metrics._robustness import robustness
+
+        result = robustness(records, progress)
+        text = robustness_table
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(text(result))
     return 0
 
 

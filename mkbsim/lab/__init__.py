@@ -31,7 +31,7 @@ from mkbsim.lab._monitor import (
 from mkbsim.lab._reader import LabReader
 from mkbsim.lab._skills import Labels, Material, SkillRow, Treatment
 from mkbsim.lab._trajectories import STEP_TYPES, Trajectory, TrajectoryEvent
-from mkbsim.lab._transfer import HopRecord, ReportData, SkillComparison
+from mkbsim.lab._transfer import HopRecord, ReportData, SkillComparison, VerdictRecord
 
 __all__ = [
     "ARM_ORDER",
@@ -64,6 +64,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryEvent",
     "Treatment",
+    "VerdictRecord",
     "arm_progress",
     "plan_of",
 ]

@@ -42,13 +42,14 @@ class Treatment:
     passed_before: bool = False  # some counted submission passed
     submissions: int = 0
     final_failure: str | None = None
+    final_passed: bool | None = None  # the final verdict (None: none recorded)
 
 
 @dataclass
 class Material:
     skills: dict[str, str]  # attempt id -> the skill it wrote
     treatments: dict[str, Treatment]  # attempts that read a skill
-    harmed_failures: list[str]  # treatments of harmed comparisons that failed
+    harmed_failures: list[str]  # treatments of harmed comparisons (a break or a runtime-only harm)
 
 
 @dataclass
@@ -139,6 +140,7 @@ class SkillQueries(Queries):
                     t.steps.append(str(e.payload["content"]))
                 elif e.payload["submission"] == "final":
                     t.final_failure = e.payload["failure"]
+                    t.final_passed = bool(e.payload["passed"])
                 else:
                     t.submissions += 1
                     t.passed_before = t.passed_before or bool(e.payload["passed"])

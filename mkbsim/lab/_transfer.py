@@ -33,6 +33,24 @@ class ReportData:
     comparisons: list[ComparisonRecord]
     pending: int
     solos: list[SoloRecord]
+    controls: dict[str, list[ComparisonRecord]]  # control arm → its resolved comparisons
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRecord:
+    """One resolved plain comparison's verdicts and runtimes: what r is computed from (DESIGN §6), for
+    rescoring it under other metric settings."""
+
+    model: str
+    problem: str
+    family: str
+    direction: str
+    baseline_passed: bool
+    baseline_runtime_ms: float | None
+    treatment_passed: bool
+    treatment_runtime_ms: float | None
+    skipped: bool
+    verdict_change: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +69,15 @@ class SkillComparison:
     """One resolved plain comparison, as the skills report groups it."""
 
     treatment_attempt_id: str
+    source_attempt_id: str | None  # whose skill was read (its labels are the read skill's)
     model: str
+    problem: str
     direction: str
     family: str
     r: float
     outcome: str
     treatment_passed: bool
+    verdict_change: str
 
 
 class TransferQueries(Queries):
@@ -87,7 +108,34 @@ class TransferQueries(Queries):
                     SoloRecord(chosen.campaign_id, chosen.model, chosen.problem, chosen.family, chosen.dsl,
                                chosen.scored_pass, bool(chosen.passed) and bool(chosen.inline_cuda), chosen.speedup)
                 )  # fmt: skip
-        return ReportData(known if campaign is None else [campaign], comparisons, pending, solos)
+        controls = self.control_records(campaign)
+        return ReportData(known if campaign is None else [campaign], comparisons, pending, solos, controls)
+
+    def verdict_records(self, campaign: str | None = None) -> list[VerdictRecord]:
+        """Resolved plain comparisons with the verdicts and runtimes r is computed from."""
+        where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign is not None else (PLAIN, [])
+        rows = self._all(
+            "SELECT model, problem, family, direction, baseline_passed, baseline_runtime_ms, treatment_passed,"
+            f" treatment_runtime_ms, skipped, verdict_change FROM {self.t.comparisons} WHERE resolved = 1 AND {where}"
+            " ORDER BY campaign_id, model, problem, direction, replicate",
+            params,
+        )
+        return [VerdictRecord(m, p, f, d, bool(bp), br, bool(tp), tr, bool(sk), v)
+                for m, p, f, d, bp, br, tp, tr, sk, v in rows]  # fmt: skip
+
+    def control_records(self, campaign: str | None = None) -> dict[str, list[ComparisonRecord]]:
+        """Resolved plain-protocol control comparisons (DESIGN §4) by arm (aa, placebo, matched)."""
+        where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign is not None else (PLAIN, [])
+        out: dict[str, list[ComparisonRecord]] = {}
+        for arm, *row in self._all(
+            f"SELECT arm, {_RECORD_COLUMNS} FROM {self.t.control_comparisons} WHERE resolved = 1 AND {where}"
+            " ORDER BY arm, campaign_id, model, problem, direction, replicate",
+            params,
+        ):
+            c, m, p, f, d, rep, r, result, change, skipped, standing = row
+            record = ComparisonRecord(c, m, p, f, d, rep, r, result, change, bool(skipped), standing)
+            out.setdefault(arm, []).append(record)
+        return out
 
     def lift_records(self, campaign: str | None) -> tuple[list[ComparisonRecord], int]:
         """Resolved comparisons as the report's records, and the number still pending. One campaign: all its
@@ -122,18 +170,20 @@ class TransferQueries(Queries):
         """Resolved plain comparisons (of one campaign or all), by treatment attempt id."""
         where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign else (PLAIN, [])
         rows = self._all(
-            "SELECT treatment_attempt_id, model, direction, family, r, outcome, treatment_passed"
-            f" FROM {self.t.comparisons} WHERE resolved = 1 AND {where} ORDER BY treatment_attempt_id",
+            "SELECT treatment_attempt_id, source_attempt_id, model, problem, direction, family, r, outcome,"
+            f" treatment_passed, verdict_change FROM {self.t.comparisons} WHERE resolved = 1 AND {where}"
+            " ORDER BY treatment_attempt_id",
             params,
         )
-        return [SkillComparison(a, m, d, f, r, o, bool(passed)) for a, m, d, f, r, o, passed in rows]
+        return [SkillComparison(a, s, m, p, d, f, r, o, bool(passed), v) for a, s, m, p, d, f, r, o, passed, v in rows]
 
     def harmed_failures(self, campaign: str | None) -> list[str]:
-        """Treatments of harmed comparisons that failed without being skipped (a target-side failure)."""
+        """Treatments of harmed comparisons (not skipped): each has a target-side failure (DESIGN §7), a
+        break (the treatment failed) or a runtime-only harm (it passed but fell short of its solo)."""
         where, params = ("campaign_id = ? AND ", [campaign]) if campaign else ("", [])
         return self._column(
             f"SELECT treatment_attempt_id FROM {self.t.comparisons} WHERE {where}outcome = 'harmed'"
-            " AND treatment_passed = 0 AND skipped = 0 ORDER BY treatment_attempt_id",
+            " AND skipped = 0 ORDER BY treatment_attempt_id",
             params,
         )
 

@@ -32,7 +32,6 @@ from mkbsim.metrics._rules import (
     verdict_change,
 )
 from mkbsim.metrics._stats import (
-    bootstrap_lift_ci,
     geometric_mean,
     harm_rate,
     help_rate,
@@ -60,7 +59,6 @@ __all__ = [
     "VerdictChange",
     "arm_kind",
     "at_most",
-    "bootstrap_lift_ci",
     "choose",
     "direction_of_arm",
     "geometric_mean",

@@ -19,8 +19,8 @@ def flat_rows(rows: Sequence[Row]) -> list[Row]:
     for row in rows:
         flat: Row = {}
         for key, value in row.items():
-            if isinstance(value, list):
-                flat[f"{key}_lo"], flat[f"{key}_hi"] = value
+            if key.endswith("_ci"):
+                flat[f"{key}_lo"], flat[f"{key}_hi"] = value if value is not None else (None, None)
             else:
                 flat[key] = value
         out.append(flat)
@@ -30,7 +30,7 @@ def flat_rows(rows: Sequence[Row]) -> list[Row]:
 def groups_csv(report: Row) -> str:
     """The groups section as CSV; floats keep every digit (Python's shortest round-trip repr)."""
     columns = [*group_dimensions(report["by"]), *GROUP_STATS]
-    fields = [c for name in columns for c in ((f"{name}_lo", f"{name}_hi") if name == "paired_lift_ci" else (name,))]
+    fields = [c for name in columns for c in ((f"{name}_lo", f"{name}_hi") if name.endswith("_ci") else (name,))]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
@@ -52,8 +52,93 @@ def table(report: Row, *, store: str) -> str:
         lines += _groups(report)
         lines += _sensitivity(report["sensitivity"])
         lines += _standing(report["standing"])
+        lines += _gradient(report["standing_gradient"])
         lines += _asymmetry(report["asymmetry"])
     lines += _solo(report["solo"])
+    return "\n".join(lines) + "\n"
+
+
+def controls_table(report: Row, *, store: str) -> str:
+    """``--section controls``: each control arm beside the treatment, per model × direction."""
+    lines = [_fit(f"Controls · {store} · campaign{'s' * (len(report['campaigns']) != 1)} "
+                  f"{', '.join(report['campaigns'][:3]) or 'none'}")]  # fmt: skip
+    rows = report["controls"]
+    if not rows:
+        return "\n".join([*lines, "No resolved control comparison (run with --controls aa,placebo,matched)."]) + "\n"
+    lines += ["Per model × direction: the treatment (skill) on the control's slots, then each",
+              "control arm; Δ = treatment − control, 95% cluster-bootstrap CI over problems;",
+              "pHolm: Δlift's bootstrap p, Holm-adjusted across the table"]  # fmt: skip
+    sections: dict[tuple[str, str], list[Row]] = {}
+    for row in rows:
+        sections.setdefault((row["model"], row["direction"]), []).append(row)
+    headers = ["arm", "n", "lift", "help", "harm", "Δlift", "95% CI", "Δhelp", "Δharm", "pHolm"]
+    for (model, direction), cell in sections.items():
+        lines += ["", _fit(f"{model} · {_label('direction', direction)}")]
+        body = [["skill", str(cell[0]["treatment_n"]), _signed(cell[0]["treatment_paired_lift"]),
+                 _share(cell[0]["treatment_help_rate"]), _share(cell[0]["treatment_harm_rate"]), "", "", "", "", ""]]
+        body += [
+            [r["arm"], str(r["n"]), _signed(r["paired_lift"]), _share(r["help_rate"]), _share(r["harm_rate"]),
+             _signed(r["lift_difference"]), _interval(r["lift_difference_ci"]), _signed(r["help_difference"]),
+             _signed(r["harm_difference"]), _p(r["difference_p_holm"])]
+            for r in cell
+        ]  # fmt: skip
+        lines += _format(headers, body, "lrrrrrrrrr")
+    aa = report["aa_standing"]
+    if aa["standing"]:
+        lines += ["", "A/A arm (a second solo, no skill): how much of the standing gradient is",
+                  "regression to the mean"]  # fmt: skip
+        lines += _standing(aa["standing"])[3:]
+        lines += _gradient(aa["standing_gradient"])
+    return "\n".join(lines) + "\n"
+
+
+def model_table(result: Row) -> str:
+    """``--section model``: the runtime mixed model's cells and variances, then the flip models."""
+    lines = [f"Mixed-effects models over {result['n']:,} resolved comparisons"]
+    rt = result["runtime"]
+    if rt is None:
+        lines.append("runtime model: too few problems with both arms passing")
+    else:
+        lines += [_fit(f"runtime: {rt['formula']}"),
+                  f"  on {rt['n']:,} comparisons where both arms passed, {rt['problems']} problems; "
+                  f"converged: {'yes' if rt['converged'] else 'no'}",
+                  f"  variance: problem {_decimal(rt['problem_variance'], 4)}, residual "
+                  f"{_decimal(rt['residual_variance'], 4)}",
+                  "  predicted lift per cell (families averaged), 95% Wald CI:"]  # fmt: skip
+        body = [[c["model"], _label("direction", c["direction"]), _signed(c["lift"]), _interval(c["lift_ci"])]
+                for c in rt["cells"]]  # fmt: skip
+        lines += _format(["model", "direction", "lift", "95% CI"], body, "llrr")
+    for flip in result["flips"]:
+        lines += ["", f"{flip['flip']} model: logistic, model + direction, SE clustered by problem; "
+                      f"{flip['events']} of {flip['n']}"]  # fmt: skip
+        if flip["terms"] is None:
+            lines.append(f"  {flip['note']}")
+            continue
+        body = [[t["term"], _decimal(t["log_odds"], 3), _decimal(t["se"], 3), _p(t["p"])] for t in flip["terms"]]
+        lines += _format(["term", "log odds", "se", "p"], body, "lrrr")
+    return "\n".join(lines) + "\n"
+
+
+def robustness_table(result: Row) -> str:
+    """``--section robustness``: what keeps its sign under each metric variant."""
+    lines = ["Robustness of the metric: each variant rescored from the verdicts and runtimes", "",
+             "sign kept: model × direction lifts with the default's sign; +both/−both: models",
+             "with lift above/below 0 in both directions; CI>0, CI<0: cells whose 95% CI excludes 0"]  # fmt: skip
+    body = [[s["variant"], f"{s['cells_keeping_sign']}/{s['cells']}", str(s["models_positive_both"]),
+             str(s["models_negative_both"]), str(s["cells_ci_above_zero"]), str(s["cells_ci_below_zero"])]
+            for s in result["summary"]]  # fmt: skip
+    lines += _format(["variant", "sign kept", "+both", "−both", "CI>0", "CI<0"], body, "lrrrrr")
+    lines += ["", "lift per cell and variant (a trailing ! marks a sign the default does not have)"]
+    cells: dict[tuple[str, str], dict[str, Row]] = {}
+    for c in result["cells"]:
+        cells.setdefault((c["model"], c["direction"]), {})[c["variant"]] = c
+    short = {v: f"v{i}" for i, v in enumerate(result["variants"])}
+    legend = [f"{k}: {v}" for v, k in short.items()]
+    lines += ["  " + ", ".join(legend[i : i + 3]) for i in range(0, len(legend), 3)]
+    body = [[m, _label("direction", d), *(_signed(row[v]["paired_lift"]) + ("" if row[v]["keeps_sign"] else "!")
+                                          if v in row else "–" for v in result["variants"])]
+            for (m, d), row in cells.items()]  # fmt: skip
+    lines += _format(["model", "dir", *short.values()], body, "ll" + "r" * len(short))
     return "\n".join(lines) + "\n"
 
 
@@ -64,21 +149,22 @@ def _groups(report: Row) -> list[str]:
     lines = [
         "",
         "Paired lift (geometric mean of r − 1) by " + (" × ".join(by) or "nothing (all pooled)"),
-        "CI: 95% bootstrap over problems · resc, brk: verdict changes among helped,",
-        "harmed · pW, pS: Wilcoxon signed-rank and sign test p on log r",
+        "CI: 95% over problems (bootstrap; t on log r under 20 problems*) · resc, brk:",
+        "verdict changes among helped, harmed · p: sign flips of problems' log r, pHolm",
     ]
     sections: dict[tuple[str, ...], list[Row]] = {}
     for row in report["groups"]:
         sections.setdefault(tuple(row[d] for d in heading_dims), []).append(row)
-    headers = [label_dim, "n", "lift", "95% CI", "help", "harm", "resc", "brk", "pW", "pS"]
+    headers = [label_dim, "n", "lift", "95% CI", "help", "harm", "resc", "brk", "p", "pHolm"]
     for heading, rows in sections.items():
         lines.append("")
         if heading:
             lines.append(_fit(" · ".join(_label(d, v) for d, v in zip(heading_dims, heading, strict=True))))
         body = [
-            [_label(label_dim, r[label_dim]), str(r["n"]), _signed(r["paired_lift"]), _interval(r["paired_lift_ci"]),
+            [_label(label_dim, r[label_dim]), str(r["n"]), _signed(r["paired_lift"]),
+             _interval(r["paired_lift_ci"]) + "*" * (r["paired_lift_ci_method"] == "t"),
              _share(r["help_rate"]), _share(r["harm_rate"]), str(r["helped_verdict_change"]),
-             str(r["harmed_verdict_change"]), _p(r["wilcoxon_p"]), _p(r["sign_p"])]
+             str(r["harmed_verdict_change"]), _p(r["p"]), _p(r["p_holm"])]
             for r in rows
         ]  # fmt: skip
         lines += _format(headers, body, "lrrrrrrrrr")
@@ -116,6 +202,20 @@ def _standing(rows: Sequence[Row]) -> list[str]:
     return [*lines, *_format(headers, body, align)]
 
 
+def _gradient(rows: Sequence[Row]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["", "Standing gradient: help above − below, harm below − above (points, 95% CI);",
+             "p: standing labels shuffled within problems, Holm-adjusted over the table"]  # fmt: skip
+    headers = ["model", "help gap", "95% CI", "pHolm", "harm gap", "95% CI", "pHolm"]
+    body = [
+        [r["model"], _signed(r["help_gap"]), _interval(r["help_gap_ci"]), _p(r["help_gap_p_holm"]),
+         _signed(r["harm_gap"]), _interval(r["harm_gap_ci"]), _p(r["harm_gap_p_holm"])]
+        for r in rows
+    ]  # fmt: skip
+    return [*lines, *_format(headers, body, "lrrrrrr")]
+
+
 def _sensitivity(rows: Sequence[Row]) -> list[str]:
     lines = ["", "Family sensitivity: each cell's lift without its best family;",
              "fam+, fam-: families with positive, negative lift"]  # fmt: skip
@@ -132,15 +232,16 @@ def _sensitivity(rows: Sequence[Row]) -> list[str]:
 
 def _asymmetry(rows: Sequence[Row]) -> list[str]:
     lines = ["", "Direction asymmetry: how the reverse direction (same model, problem,",
-             "replicate) fared for helped comparisons: share of those resolved (count)"]  # fmt: skip
-    headers = ["model", "helped", "reverse n", "rev harmed", "rev helped", "rev neutral"]
+             "replicate) fared for helped comparisons: share of those resolved (count);",
+             "gap = harmed − helped share; p: reverse outcomes shuffled within model, Holm"]  # fmt: skip
+    headers = ["model", "helped", "reverse n", "rev harmed", "rev helped", "gap", "pHolm"]
     body = [
         [r["model"], str(r["helped"]), str(r["reverse_resolved"]),
          _share_of(r["reverse_harmed"], r["reverse_resolved"]), _share_of(r["reverse_helped"], r["reverse_resolved"]),
-         _share_of(r["reverse_neutral"], r["reverse_resolved"])]
+         _signed(r["gap"]), _p(r["p_holm"])]
         for r in rows
     ]  # fmt: skip
-    return [*lines, *_format(headers, body, "lrrrrr")]
+    return [*lines, *_format(headers, body, "lrrrrrr")]
 
 
 # -- formatting ----------------------------------------------------------------------------------
@@ -191,7 +292,9 @@ def _share_of(count: int, total: int) -> str:
     return f"{_share(count / total)} ({count})" if total else "–"
 
 
-def _interval(ci: Sequence[float]) -> str:
+def _interval(ci: Sequence[float] | None) -> str:
+    if ci is None:
+        return "–"
     lo, hi = ci
     return f"[{lo * 100:+.1f}, {hi * 100:+.1f}]"
 
@@ -200,6 +303,10 @@ def _p(p: Any) -> str:
     if p is None:
         return "–"
     return "<.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _decimal(x: Any, digits: int) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
 
 
 def _times(x: Any) -> str:

@@ -59,26 +59,29 @@ def ratio(
     treatment_runtime_ms: float | None,
     *,
     skipped: bool = False,
+    clip: tuple[float, float] = (CLIP_LOW, CLIP_HIGH),
+    flips: tuple[float, float] = (CLIP_LOW, CLIP_HIGH),
 ) -> float:
     """r of one comparison: clipped runtime ratio when both pass, 4 for a rescue, 1/4 for a break,
-    1 for a joint failure or a skipped treatment (which inherits the baseline outcome)."""
+    1 for a joint failure or a skipped treatment (which inherits the baseline outcome). ``clip`` and
+    ``flips`` (break, rescue) exist for the robustness section; DESIGN §6's values are the defaults."""
     if skipped:
         return 1.0
     if baseline_passed and treatment_passed:
         if not (baseline_runtime_ms and treatment_runtime_ms and min(baseline_runtime_ms, treatment_runtime_ms) > 0):
             raise ValueError(f"passing attempts need positive runtimes: {baseline_runtime_ms}, {treatment_runtime_ms}")
-        return min(CLIP_HIGH, max(CLIP_LOW, baseline_runtime_ms / treatment_runtime_ms))
+        return min(clip[1], max(clip[0], baseline_runtime_ms / treatment_runtime_ms))
     if treatment_passed:
-        return CLIP_HIGH
+        return flips[1]
     if baseline_passed:
-        return CLIP_LOW
+        return flips[0]
     return 1.0
 
 
-def outcome(r: float) -> Outcome:
-    if reaches(r, HELP_AT):
+def outcome(r: float, *, help_at: float = HELP_AT, harm_at: float = HARM_AT) -> Outcome:
+    if reaches(r, help_at):
         return "helped"
-    if at_most(r, HARM_AT):
+    if at_most(r, harm_at):
         return "harmed"
     return "neutral"
 

@@ -1,11 +1,16 @@
 """The report's sections, computed from resolved comparisons and solo attempts. Pure: the caller reads
 the records through the read model (``mkbsim.lab``) and renders the result.
 
-Sections: ``groups`` (paired lift, help/harm, verdict changes, bootstrap CI and tests per cell, with
+Sections: ``groups`` (paired lift, help/harm, verdict changes, intervals and tests per cell, with
 ``family`` = "all" in the pooled rows), ``solo`` (scored pass rate and passing-only geometric-mean
 speedup per DSL), ``standing`` (help/harm when the source stands above/same/below the target solo),
-``sensitivity`` (each model × direction lift without its best family) and ``asymmetry`` (how the
-reverse direction fared for helped comparisons).
+``standing_gradient`` (above vs below, with permutation nulls), ``sensitivity`` (each model × direction
+lift without its best family) and ``asymmetry`` (how the reverse direction fared for helped comparisons).
+
+Uncertainty (DESIGN §6, ``mkbsim.metrics._clusters``): every rate, share and difference has a ``*_ci``
+from the cluster bootstrap over problems (replicates, models and directions of a problem drawn
+together); the paired lift of a cell with fewer than SMALL_CELL_PROBLEMS problems has the cluster t
+interval instead (``paired_lift_ci_method``). Each table's p-values carry ``*_holm`` and ``*_bh``.
 """
 
 from __future__ import annotations
@@ -14,13 +19,25 @@ import itertools
 import math
 import operator
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mkbsim.metrics._rules import STANDINGS, reverse_direction
+import numpy as np
+
+from mkbsim.metrics._clusters import (
+    SMALL_CELL_PROBLEMS,
+    ClusterBootstrap,
+    add_adjusted,
+    cluster_index,
+    cluster_t_interval,
+    lift_of_sums,
+    ratio_of_sums,
+    sign_flip_p,
+)
+from mkbsim.metrics._nulls import PairTables, StandingCounts, asymmetry_p, standing_gap_p
+from mkbsim.metrics._rules import DIRECTIONS, OUTCOMES, STANDINGS, reverse_direction
 from mkbsim.metrics._stats import (
-    bootstrap_lift_ci,
     geometric_mean,
     lift_of_logs,
     sign_test_p,
@@ -33,9 +50,10 @@ DIMENSIONS = ("campaign", "model", "direction", "family")
 DEFAULT_BY = ("model", "direction", "family")
 #: Every groups row has these keys after its dimension keys.
 GROUP_STATS = (
-    "n", "problems", "paired_lift", "paired_lift_ci", "help_rate", "harm_rate", "helped", "harmed", "neutral",
-    "skipped", "helped_verdict_change", "helped_runtime_only", "harmed_verdict_change", "harmed_runtime_only",
-    "wilcoxon_p", "sign_p",
+    "n", "problems", "paired_lift", "paired_lift_ci", "paired_lift_ci_method", "help_rate", "help_rate_ci",
+    "harm_rate", "harm_rate_ci", "helped", "harmed", "neutral", "skipped", "helped_verdict_change",
+    "helped_runtime_only", "harmed_verdict_change", "harmed_runtime_only", "p", "wilcoxon_p", "sign_p",
+    "p_holm", "p_bh",
 )  # fmt: skip
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -81,27 +99,37 @@ def group_dimensions(by: Sequence[str]) -> tuple[str, ...]:
 
 def groups(records: Sequence[ComparisonRecord], by: Sequence[str], *, seed: int = 0) -> list[Row]:
     """One row per cell of ``by`` (a subset of DIMENSIONS), plus family-pooled rows when grouping by
-    family. Dimensions not grouped read "all"."""
+    family. Dimensions not grouped read "all". ``p`` is adjusted across every row of the table."""
     dims = group_dimensions(by)
     cells = _cells(records, dims, grouped=by, pooled=("family",))
-    return [dict(zip(dims, key, strict=True)) | cell_stats(cell, seed=_cell_seed(key, seed)) for key, cell in cells]
+    rows = [dict(zip(dims, key, strict=True)) | cell_stats(cell, seed=_cell_seed(key, seed)) for key, cell in cells]
+    add_adjusted(rows)
+    return rows
 
 
 def cell_stats(cell: Sequence[ComparisonRecord], *, seed: int = 0) -> Row:
-    """One cell's row. The interval resamples problems; the two tests take comparisons as independent."""
-    ratios = [c.r for c in cell]
-    logs = [math.log(r) for r in ratios]
-    lo, hi = bootstrap_lift_ci(ratios, [c.problem for c in cell], resamples=BOOTSTRAP_RESAMPLES, seed=seed)
+    """One cell's row: the metrics, their intervals (problems resampled together), and the tests:
+    ``p`` the sign-flip permutation over problems; ``wilcoxon_p`` and ``sign_p`` on the problems' mean
+    log r (one value per problem, so a problem seen by several models, directions or replicates counts once)."""
+    logs = [math.log(c.r) for c in cell]
+    problems = [c.problem for c in cell]
+    boot = ClusterBootstrap(problems, resamples=BOOTSTRAP_RESAMPLES, seed=seed)
     helped, harmed = _counts(cell)
     rescues = sum(1 for c in cell if c.verdict_change == "rescue")  # a rescue is always helped (r = 4)
     breaks = sum(1 for c in cell if c.verdict_change == "break")  # a break is always harmed (r = 1/4)
+    lift_ci, method = lift_interval(logs, problems, boot)
+    per_problem = problem_means(logs, problems)
+    ones = [1.0] * len(cell)
     return {
         "n": len(cell),
-        "problems": len({c.problem for c in cell}),
+        "problems": boot.k,
         "paired_lift": lift_of_logs(logs),
-        "paired_lift_ci": [lo, hi],
+        "paired_lift_ci": lift_ci,
+        "paired_lift_ci_method": method,
         "help_rate": helped / len(cell),
+        "help_rate_ci": boot.interval(ratio_of_sums, [c.outcome == "helped" for c in cell], ones),
         "harm_rate": harmed / len(cell),
+        "harm_rate_ci": boot.interval(ratio_of_sums, [c.outcome == "harmed" for c in cell], ones),
         "helped": helped,
         "harmed": harmed,
         "neutral": len(cell) - helped - harmed,
@@ -110,9 +138,32 @@ def cell_stats(cell: Sequence[ComparisonRecord], *, seed: int = 0) -> Row:
         "helped_runtime_only": helped - rescues,
         "harmed_verdict_change": breaks,
         "harmed_runtime_only": harmed - breaks,
-        "wilcoxon_p": wilcoxon_signed_rank_p(logs),
-        "sign_p": sign_test_p(logs),
+        "p": sign_flip_p(logs, problems, seed=seed),
+        "wilcoxon_p": wilcoxon_signed_rank_p(per_problem),
+        "sign_p": sign_test_p(per_problem),
     }
+
+
+def lift_interval(
+    logs: Sequence[float], problems: Sequence[str], boot: ClusterBootstrap
+) -> tuple[list[float], str]:
+    """The paired lift's interval and how it was made: the cluster t interval below SMALL_CELL_PROBLEMS
+    problems (2 or more), else the cluster bootstrap (with one problem: the degenerate resampling)."""
+    if 2 <= boot.k < SMALL_CELL_PROBLEMS:
+        interval = cluster_t_interval(logs, problems)
+        assert interval is not None
+        return interval, "t"
+    interval = boot.interval(lift_of_sums, logs, [1.0] * len(logs))
+    assert interval is not None  # the lift is defined in every resample
+    return interval, "bootstrap"
+
+
+def problem_means(values: Sequence[float], problems: Sequence[str]) -> list[float]:
+    """Each problem's mean of ``values``, in order of first appearance."""
+    sums: dict[str, list[float]] = {}
+    for v, p in zip(values, problems, strict=True):
+        sums.setdefault(p, []).append(v)
+    return [math.fsum(vs) / len(vs) for vs in sums.values()]
 
 
 def _counts(cell: Iterable[ComparisonRecord]) -> tuple[int, int]:
@@ -130,30 +181,47 @@ def _lift(cell: Iterable[ComparisonRecord]) -> float:
     return lift_of_logs([math.log(c.r) for c in cell])
 
 
+def _lift_ci(cell: Sequence[ComparisonRecord], seed: int) -> list[float]:
+    problems = [c.problem for c in cell]
+    return lift_interval([math.log(c.r) for c in cell], problems, ClusterBootstrap(problems, seed=seed))[0]
+
+
 def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
     """Scored pass rate and passing-only geometric-mean speedup per DSL, by the report's dimensions
-    (direction becomes the DSL), with DSL- and family-pooled rows."""
+    (direction becomes the DSL), with DSL- and family-pooled rows; intervals resample problems."""
     dims = ("campaign",) * ("campaign" in by) + ("model", "dsl", "family")
     grouped = [d for d in dims if d == "dsl" or d in by]
     rows = []
     for key, cell in _cells(records, dims, grouped=grouped, pooled=("dsl", "family")):
         speedups = [s.speedup for s in cell if s.passed and s.speedup]
         passed = sum(1 for s in cell if s.passed)
+        boot = ClusterBootstrap([s.problem for s in cell], resamples=BOOTSTRAP_RESAMPLES, seed=_cell_seed(key, 0))
+        counted = [1.0 if s.passed and s.speedup else 0.0 for s in cell]
         rows.append(
             dict(zip(dims, key, strict=True))
             | {
                 "n": len(cell),
                 "passed": passed,
                 "pass_rate": passed / len(cell),
+                "pass_rate_ci": boot.interval(ratio_of_sums, [float(s.passed) for s in cell], [1.0] * len(cell)),
                 "inline_cuda_excluded": sum(1 for s in cell if s.inline_cuda_excluded),
                 "speedup_geomean": geometric_mean(speedups) if speedups else None,
+                "speedup_geomean_ci": boot.interval(
+                    _exp_ratio, [math.log(s.speedup or 1.0) if c else 0.0 for s, c in zip(cell, counted, strict=True)],
+                    counted,
+                ) if speedups else None,
             }
-        )
+        )  # fmt: skip
     return rows
 
 
+def _exp_ratio(log_sum: np.ndarray, count: np.ndarray) -> np.ndarray:
+    return np.exp(log_sum / count)
+
+
 def standing(records: Sequence[ComparisonRecord]) -> list[Row]:
-    """Help and harm shares by the source's standing, pooled over models and directions and per model."""
+    """Help and harm shares by the source's standing, pooled over models and directions and per model,
+    with intervals over problems."""
     rows = []
     for model, cell in _per_model(records):
         for tier in STANDINGS:
@@ -161,11 +229,68 @@ def standing(records: Sequence[ComparisonRecord]) -> list[Row]:
             if not sub:
                 continue
             helped, harmed = _counts(sub)
+            boot = ClusterBootstrap([c.problem for c in sub], seed=_cell_seed((model, tier), 0))
+            ones = [1.0] * len(sub)
             rows.append({
                 "model": model, "standing": tier, "n": len(sub), "helped": helped, "harmed": harmed,
-                "help_rate": helped / len(sub), "harm_rate": harmed / len(sub), "paired_lift": _lift(sub),
+                "help_rate": helped / len(sub),
+                "help_rate_ci": boot.interval(ratio_of_sums, [c.outcome == "helped" for c in sub], ones),
+                "harm_rate": harmed / len(sub),
+                "harm_rate_ci": boot.interval(ratio_of_sums, [c.outcome == "harmed" for c in sub], ones),
+                "paired_lift": _lift(sub),
+                "paired_lift_ci": lift_interval([math.log(c.r) for c in sub], [c.problem for c in sub], boot)[0],
             })  # fmt: skip
     return rows
+
+
+def standing_gradient(records: Sequence[ComparisonRecord]) -> list[Row]:
+    """Per model and pooled: help share above − below and harm share below − above, each with an
+    interval over problems and a permutation p (standing labels shuffled within problems), Holm/BH
+    adjusted across the table (``help_gap_p_holm`` …)."""
+    rows = []
+    for model, cell in _per_model(records):
+        stood = [c for c in cell if c.standing is not None]
+        above = [c.standing == "above" for c in stood]
+        below = [c.standing == "below" for c in stood]
+        if not any(above) or not any(below):
+            continue
+        problems = [c.problem for c in stood]
+        boot = ClusterBootstrap(problems, seed=_cell_seed((model, "gradient"), 0))
+        row: Row = {"model": model, "n": len(stood), "above": sum(above), "below": sum(below)}
+        for name, outcome, sign in (("help_gap", "helped", 1.0), ("harm_gap", "harmed", -1.0)):
+            marked = [c.outcome == outcome for c in stood]
+            at_above = [m and a for m, a in zip(marked, above, strict=True)]
+            at_below = [m and b for m, b in zip(marked, below, strict=True)]
+            gap = sign * (sum(at_above) / sum(above) - sum(at_below) / sum(below))
+            counts = _standing_counts(problems, marked, above, below)
+            p = standing_gap_p(counts, seed=_cell_seed((model, name), 0))
+            row |= {
+                name: gap,
+                f"{name}_ci": boot.interval(lambda ma, a, mb, b, s=sign: s * (ma / a - mb / b),
+                                            at_above, above, at_below, below),
+                f"{name}_p": p,
+            }  # fmt: skip
+        rows.append(row)
+    for key in ("help_gap_p", "harm_gap_p"):
+        add_adjusted(rows, key)
+    return rows
+
+
+def _standing_counts(
+    problems: Sequence[str], marked: Sequence[bool], above: Sequence[bool], below: Sequence[bool]
+) -> StandingCounts:
+    index, k = cluster_index(problems)
+
+    def per_problem(values: Iterable[bool]) -> np.ndarray:
+        return np.bincount(index, weights=np.fromiter(values, dtype=float, count=len(problems)),
+                           minlength=k).astype(np.int64)  # fmt: skip
+
+    return StandingCounts(
+        n=np.bincount(index, minlength=k).astype(np.int64), marked=per_problem(marked),
+        above=per_problem(above), below=per_problem(below),
+        marked_above=per_problem(m and a for m, a in zip(marked, above, strict=True)),
+        marked_below=per_problem(m and b for m, b in zip(marked, below, strict=True)),
+    )  # fmt: skip
 
 
 def sensitivity(records: Sequence[ComparisonRecord]) -> list[Row]:
@@ -178,38 +303,78 @@ def sensitivity(records: Sequence[ComparisonRecord]) -> list[Row]:
         rest = [c for c in cell if c.family != best]
         lift = _lift(cell)
         without = _lift(rest) if rest else None
+        seed = _cell_seed((model, direction), 0)
         rows.append({
             "model": model, "direction": direction, "n": len(cell), "paired_lift": lift,
+            "paired_lift_ci": _lift_ci(cell, seed),
             "families_positive": sum(1 for v in lifts.values() if v > 0),
             "families_negative": sum(1 for v in lifts.values() if v < 0),
             "best_family": best, "best_family_n": len(families[best]), "best_family_lift": lifts[best],
             "n_without_best": len(rest), "lift_without_best": without,
+            "lift_without_best_ci": _lift_ci(rest, seed) if rest else None,
             "sign_change": None if without is None else lift * without < 0,
         })  # fmt: skip
     return rows
 
 
 def asymmetry(records: Sequence[ComparisonRecord]) -> list[Row]:
-    """For helped comparisons, how the reverse direction (same campaign, model, problem, replicate) fared."""
+    """For helped comparisons, how the reverse direction (same campaign, model, problem, replicate) fared:
+    shares with intervals over problems, and ``gap`` (reverse harmed − reverse helped share) with a
+    permutation p (reverse outcomes shuffled within the model), Holm/BH adjusted across the table."""
     index = {(c.campaign, c.model, c.problem, c.replicate, c.direction): c for c in records}
     rows = []
     for model, cell in _per_model(records):
         helped = [c for c in cell if c.outcome == "helped"]
-        reverse = [
-            r
+        pairs = [
+            (c, r)
             for c in helped
             if (r := index.get((c.campaign, c.model, c.problem, c.replicate, reverse_direction(c.direction))))
         ]
-        harmed = sum(1 for r in reverse if r.outcome == "harmed")
-        helped_back = sum(1 for r in reverse if r.outcome == "helped")
-        rows.append({
-            "model": model, "helped": len(helped), "reverse_resolved": len(reverse),
+        harmed = sum(1 for _, r in pairs if r.outcome == "harmed")
+        helped_back = sum(1 for _, r in pairs if r.outcome == "helped")
+        row: Row = {
+            "model": model, "helped": len(helped), "reverse_resolved": len(pairs),
             "reverse_harmed": harmed, "reverse_helped": helped_back,
-            "reverse_neutral": len(reverse) - harmed - helped_back,
-            "reverse_harmed_share": harmed / len(reverse) if reverse else None,
-            "reverse_helped_share": helped_back / len(reverse) if reverse else None,
-        })  # fmt: skip
+            "reverse_neutral": len(pairs) - harmed - helped_back,
+            "reverse_harmed_share": harmed / len(pairs) if pairs else None,
+            "reverse_helped_share": helped_back / len(pairs) if pairs else None,
+            "gap": (harmed - helped_back) / len(pairs) if pairs else None,
+        }  # fmt: skip
+        if pairs:
+            boot = ClusterBootstrap([c.problem for c, _ in pairs], seed=_cell_seed((model, "asymmetry"), 0))
+            hurt = [r.outcome == "harmed" for _, r in pairs]
+            back = [r.outcome == "helped" for _, r in pairs]
+            ones = [1.0] * len(pairs)
+            row |= {
+                "reverse_harmed_share_ci": boot.interval(ratio_of_sums, hurt, ones),
+                "reverse_helped_share_ci": boot.interval(ratio_of_sums, back, ones),
+                "gap_ci": boot.interval(lambda a, b, n: (a - b) / n, hurt, back, ones),
+            }
+        else:
+            row |= {"reverse_harmed_share_ci": None, "reverse_helped_share_ci": None, "gap_ci": None}
+        row["p"] = asymmetry_p(_pair_tables(cell, index), seed=_cell_seed((model, "asymmetry"), 0)) if pairs else None
+        rows.append(row)
+    add_adjusted(rows)
     return rows
+
+
+def _pair_tables(cell: Sequence[ComparisonRecord], index: dict[tuple[Any, ...], ComparisonRecord]) -> PairTables:
+    """Per model, the 3 × 3 outcome table of pairs (the first direction's outcome by the second's)."""
+    first, second = sorted(DIRECTIONS)
+    tables: dict[str, np.ndarray] = {}
+    for c in cell:
+        r = index.get((c.campaign, c.model, c.problem, c.replicate, second))
+        if c.direction != first or r is None:
+            continue
+        table = tables.setdefault(c.model, np.zeros((3, 3), dtype=np.int64))
+        table[OUTCOMES.index(c.outcome), OUTCOMES.index(r.outcome)] += 1
+    t = np.stack(list(tables.values())) if tables else np.zeros((0, 3, 3), dtype=np.int64)
+    h, m = OUTCOMES.index("helped"), OUTCOMES.index("harmed")
+    return PairTables(
+        pairs=t.sum(axis=(1, 2)), rows_helped=t[:, h].sum(axis=1), rows_harmed=t[:, m].sum(axis=1),
+        cols_helped=t[:, :, h].sum(axis=1), cols_harmed=t[:, :, m].sum(axis=1),
+        helped_helped=t[:, h, h], helped_harmed=t[:, h, m], harmed_helped=t[:, m, h],
+    )  # fmt: skip
 
 
 # -- grouping helpers ----------------------------------------------------------------------------
@@ -259,14 +424,20 @@ def report(
     *,
     pending: int,
     by: Sequence[str] = DEFAULT_BY,
+    controls: Mapping[str, Sequence[ComparisonRecord]] | None = None,
 ) -> Row:
-    """Every section, as the JSON report (DESIGN §9) carries them."""
+    """Every section, as the JSON report (DESIGN §9) carries them; ``controls``: control arm → records."""
+    from mkbsim.metrics._controls import aa_standing, control_rows
+
     return {
         "groups": groups(comparisons, by),
         "solo": solo(solos, by),
         "standing": standing(comparisons),
+        "standing_gradient": standing_gradient(comparisons),
         "sensitivity": sensitivity(comparisons),
         "asymmetry": asymmetry(comparisons),
+        "controls": control_rows(comparisons, controls or {}),
+        "aa_standing": aa_standing(controls or {}),
         "by": list(by),
         "campaigns": list(campaigns),
         "comparisons": {"resolved": len(comparisons), "pending": pending},

@@ -1,5 +1,6 @@
-"""Aggregate statistics over comparison ratios: paired lift, help/harm rates, a problem-resampling
-bootstrap, and paired sign / Wilcoxon signed-rank tests. Pure functions, no store access.
+"""Aggregate statistics over comparison ratios: paired lift, help/harm rates, and paired sign /
+Wilcoxon signed-rank tests (intervals and cluster-aware tests: ``mkbsim.metrics._clusters``). Pure
+functions, no store access.
 
 The two tests mirror ``scipy.stats.binomtest(k, n, 0.5)`` and ``scipy.stats.wilcoxon(x)`` (defaults:
 zeros dropped, no continuity correction, exact null distribution for small samples) and are checked
@@ -10,7 +11,7 @@ the project's machine, more than the whole report's budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 from mkbsim.metrics._rules import outcome
 
@@ -52,35 +53,6 @@ def _count(values: Sequence[float]) -> int:
     if not values:
         raise ValueError("a rate over no comparisons")
     return len(values)
-
-
-def bootstrap_lift_ci(
-    ratios: Sequence[float],
-    clusters: Sequence[Hashable],
-    *,
-    resamples: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the paired lift, resampling whole clusters (problems).
-
-    Comparisons of one problem (replicates, both directions, several campaigns) are not independent,
-    so they are drawn together. Deterministic for a given seed.
-    """
-    import numpy as np
-
-    if len(ratios) != len(clusters) or not ratios:
-        raise ValueError("bootstrap needs one cluster label per ratio, and at least one ratio")
-    labels = {c: i for i, c in enumerate(dict.fromkeys(clusters))}
-    index = np.fromiter((labels[c] for c in clusters), dtype=np.intp, count=len(clusters))
-    logs = np.log(np.asarray(ratios, dtype=np.float64))
-    sums = np.bincount(index, weights=logs, minlength=len(labels))
-    counts = np.bincount(index, minlength=len(labels)).astype(np.float64)
-    draws = np.random.default_rng(seed).integers(0, len(labels), size=(resamples, len(labels)))
-    lifts = np.expm1(sums[draws].sum(axis=1) / counts[draws].sum(axis=1))
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(lifts, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
 
 
 def sign_test_p(values: Sequence[float]) -> float | None:

@@ -36,7 +36,7 @@ def tool(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class Limits:
+class ProcessLimits:
     """What the limiter applies: the uid to drop to (root only), address space, processes, cores, cwd."""
 
     uid: int | None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from mkbsim.sandbox._limiter import Limits
+from mkbsim.sandbox._limiter import ProcessLimits
 
 GIB = 1 << 30
 
@@ -82,8 +82,8 @@ class Policy:
         if not self.isolated:  # outside bubblewrap a uid change would lock it out of root's own files
             object.__setattr__(self, "uid", None)
 
-    def limits(self) -> Limits:
-        return Limits(self.uid, self.memory_bytes, self.max_processes, self.cpus, str(self.cwd))
+    def limits(self) -> ProcessLimits:
+        return ProcessLimits(self.uid, self.memory_bytes, self.max_processes, self.cpus, str(self.cwd))
 
     def hand_over(self, path: Path) -> None:
         """Give ``path`` (a file, or a folder and everything in it) to the sandbox's uid, so that it can

@@ -1,9 +1,11 @@
 """Labeling (DESIGN §7): rubric categories for every sentence of a written skill, a follow level for
 every skill-conditioned attempt that read a skill, and one failure class for every harmed comparison
-whose treatment failed (a target-side failure). Labels are appended as ``LabelAssigned`` events on the
-attempt's stream, ``labeler`` naming who assigned them; an LLM labeler's prompts and replies go into
-the same events (``labels["exchanges"]``). Quality is measured against the simulator's ground truth
-(labeler "ground_truth") and agreement between labelers as Cohen's kappa.
+(a target-side failure: the treatment broke, or passed but ran slower than its solo; a runtime-only
+harm gets a skill-side class, search truncation or unverified adoption, or none). Labels are appended
+as ``LabelAssigned`` events on the attempt's stream, ``labeler`` naming who assigned them; an LLM
+labeler's prompts and replies go into the same events (``labels["exchanges"]``). Quality is measured
+against the simulator's ground truth (labeler "ground_truth") and agreement between labelers as Cohen's
+kappa.
 
 Labelers read what a researcher could read: the skill text, the attempt's trajectory steps and its
 verifier results — never the ground-truth labels.
@@ -37,6 +39,7 @@ _REJECTS = re.compile(
 _ADOPTS = re.compile(r"\badopt\w*|\bfollow\w*|\busing\b|\bapply\w*|\bwill try\b|\bas the skill\b|\bper the skill\b",
                      re.IGNORECASE)  # fmt: skip
 _UNVERIFIED_PUSH = frozenset({"agenda_handoff", "unverified_claim"})
+_CLOSING = frozenset({"unsupported_closure", "ambition_capping"})  # sentences that stop a search early
 
 
 class Labeler(Protocol):
@@ -71,7 +74,12 @@ class HeuristicLabeler:
         share = sum(1 for _, acted in decisions if acted) / len(decisions)
         return "full" if share >= FULL_FOLLOW_SHARE else "partial" if share > 0 else "none"
 
-    def failure(self, t: Treatment) -> str:
+    def failure(self, t: Treatment) -> str | None:
+        if t.final_passed:  # a runtime-only harm: only a skill-side mechanism explains it, else no cause
+            acted = {category for category, acted in discussed(t) if acted}
+            if acted & _CLOSING:
+                return "search_truncation"
+            return "unverified_adoption" if acted & _UNVERIFIED_PUSH else None
         if t.passed_before or t.submissions == 0:
             return "budget_or_artifact_mismanagement"  # a kept pass was lost, or nothing was ever submitted
         if any(acted and category in _UNVERIFIED_PUSH for category, acted in discussed(t)):
@@ -113,7 +121,8 @@ _RUBRIC = (
 _FOLLOW = ("Follow levels of a skill read by a later attempt: full (it acted on nearly every actionable "
            "sentence), partial (on some), none (on none).")  # fmt: skip
 _FAILURES = (
-    "Failure classes of an attempt that failed after reading a skill: search_truncation (the skill ruled out "
+    "Failure classes of an attempt that did worse than the same model's solo attempt after reading a skill "
+    "(it failed, or passed but ran slower): search_truncation (the skill ruled out "
     "the plan that would have worked), unverified_adoption (it adopted an unverified suggestion that then "
     "failed), faulty_execution (wrong results), toolchain_friction (build or compiler trouble), "
     "budget_or_artifact_mismanagement (a passing kernel was lost, or nothing was submitted in time), "

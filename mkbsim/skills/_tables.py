@@ -22,8 +22,21 @@ def share(x: float | None) -> str:
 
 
 def pvalue(x: float | None) -> str:
-    return "–" if x is None else f"{x:.3g}"
+    return "–" if x is None else "<0.001" if x < 0.001 else f"{x:.3g}"
 
 
 def number(x: float | None) -> str:
     return "–" if x is None else f"{x:.3f}"
+
+
+def points(x: float | None) -> str:
+    """A difference already in percentage points."""
+    return "–" if x is None else f"{x:+.1f}"
+
+
+def interval(ci: Sequence[float] | None, *, percent: bool = False, digits: int = 1) -> str:
+    """``[lo, hi]``: shares shown as percentages with ``percent``, else as they are."""
+    if ci is None:
+        return "–"
+    factor = 100.0 if percent else 1.0
+    return "[" + ", ".join(f"{v * factor:.{0 if percent else digits}f}" for v in ci) + "]"

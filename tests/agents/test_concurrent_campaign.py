@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -152,7 +153,12 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
-def test_concurrent_attempts_overlap_respect_slots_and_sources_and_match_a_sequential_run(tmp_path: Path) -> None:
+def test_concurrent_attempts_overlap_respect_slots_and_sources_and_match_a_sequential_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the core locks in a folder of this test's own: other processes on a shared machine may hold every core of
+    # the per-user folder, and then all attempts (rightly) share (holding across processes: test_cores.py)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     log = Log()
     store, summary = run(tmp_path, "conc", log, agents=3, slots=2)
     assert summary.statuses == {"finished": ATTEMPTS} and summary.passed == 4  # the tirx-target attempts

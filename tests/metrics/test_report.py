@@ -95,6 +95,24 @@ LOGS = {  # the log r of each cell, for the scipy cross-check
 }
 
 
+# r per (model, direction, problem), from the comments above
+R = {("alpha", CT): (4.0, 0.25, 1.0), ("alpha", TC): (1.25, 4.0, 0.8), ("beta", CT): (4.0, 1.0, 4.0),
+     ("beta", TC): (0.25, 1.0, R_B3TC)}  # fmt: skip
+
+
+def t_interval(key: tuple[str, str, str]) -> tuple[float, float]:
+    """The 95% Student t interval of a cell's lift, computed independently with scipy."""
+    from scipy import stats
+
+    model, direction, family = key
+    chosen = {"all": (0, 1, 2), "attention": (0, 1), "moe": (2,)}[family]
+    logs = [math.log(R[model, direction][i]) for i in chosen]
+    k = len(logs)
+    mean, sd = sum(logs) / k, stats.tstd(logs)
+    half = stats.t.ppf(0.975, k - 1) * sd / math.sqrt(k)
+    return math.expm1(mean - half), math.expm1(mean + half)
+
+
 def approx(x: float) -> Any:
     return pytest.approx(x, rel=1e-12, abs=1e-12)
 
@@ -129,11 +147,22 @@ def test_json_reproduces_the_hand_computed_groups(capsys: pytest.CaptureFixture[
         g = rows[key]
         assert (g["n"], g["skipped"]) == (n, skipped), key
         assert g["paired_lift"] == approx(lift), key
-        assert g["paired_lift_ci"] == [approx(ci[0]), approx(ci[1])], key
+        if g["problems"] == 1:  # one problem: the bootstrap's degenerate interval
+            assert g["paired_lift_ci_method"] == "bootstrap", key
+            assert g["paired_lift_ci"] == [approx(ci[0]), approx(ci[1])], key
+        else:  # under 20 problems: Student t on mean log r (one comparison per problem here)
+            assert g["paired_lift_ci_method"] == "t", key
+            assert g["paired_lift_ci"] == [approx(v) for v in t_interval(key)], key
+        if g["p"] is None:  # every problem's log r is 0: nothing to flip
+            assert g["p_holm"] is None and g["p_bh"] is None and g["paired_lift"] == 0, key
+        else:
+            assert 0 < g["p"] <= g["p_bh"] <= g["p_holm"] <= 1, key
         assert (g["help_rate"], g["harm_rate"]) == (approx(help_), approx(harm)), key
         assert (g["helped_verdict_change"], g["helped_runtime_only"]) == helped, key
         assert (g["harmed_verdict_change"], g["harmed_runtime_only"]) == harmed, key
         assert g["helped"] + g["harmed"] + g["neutral"] == n
+    # exact sign flips: alpha CT's problems sum to log 4, log 1/4 (p 1); beta CT's to log 4, 0, log 4 (p 2/4)
+    assert (rows["alpha", CT, "all"]["p"], rows["beta", CT, "all"]["p"]) == (1.0, 0.5)
     for key, (wilcoxon, sign) in EXPECTED_P.items():
         if wilcoxon is not None or key[2] == "moe":
             assert rows[key]["wilcoxon_p"] == wilcoxon, key
@@ -227,14 +256,19 @@ def test_table_shows_the_hand_computed_numbers(capsys: pytest.CaptureFixture[str
             rows[line.split()[0]] = line.split()[1:]
         return rows
 
+    def t_cells(key: tuple[str, str, str]) -> list[str]:  # a t interval as the table prints it (starred)
+        lo, hi = t_interval(key)
+        return [f"[{lo * 100:+.1f},", f"{hi * 100:+.1f}]*"]
+
     alpha_ct = section("alpha · cutedsl→tirx")
-    assert alpha_ct["all"] == ["3", "+0.0%", "[-75.0,", "+300.0]", "33.3%", "33.3%", "0", "1", "1.000", "1.000"]
+    assert alpha_ct["all"] == ["3", "+0.0%", *t_cells(("alpha", CT, "all")), "33.3%", "33.3%", "0", "1", "1.000",
+                               "1.000"]  # fmt: skip
     assert alpha_ct["moe"] == ["1", "+0.0%", "[+0.0,", "+0.0]", "0.0%", "0.0%", "0", "0", "–", "–"]
     alpha_tc = section("alpha · tirx→cutedsl")
-    assert alpha_tc["all"][:8] == ["3", "+58.7%", "[-20.0,", "+300.0]", "66.7%", "33.3%", "1", "0"]
-    assert alpha_tc["attention"][:6] == ["2", "+123.6%", "[+25.0,", "+300.0]", "100.0%", "0.0%"]
+    assert alpha_tc["all"][:8] == ["3", "+58.7%", *t_cells(("alpha", TC, "all")), "66.7%", "33.3%", "1", "0"]
+    assert alpha_tc["attention"][:6] == ["2", "+123.6%", *t_cells(("alpha", TC, "attention")), "100.0%", "0.0%"]
     beta_tc = section("beta · tirx→cutedsl")
-    assert beta_tc["all"][:6] == ["3", "-39.0%", "[-75.0,", "+0.0]", "0.0%", "33.3%"]
+    assert beta_tc["all"][:6] == ["3", "-39.0%", *t_cells(("beta", TC, "all")), "0.0%", "33.3%"]
     standing = [line.split() for line in lines if line.startswith("all ") and ("above" in line or "below" in line)]
     assert standing == [["all", "above", "4", "75.0%", "0.0%", "+182.8%"], ["all", "below", "4", "25.0%", "50.0%",
                                                                              "-31.0%"]]  # fmt: skip
@@ -272,7 +306,7 @@ def test_exports_and_plots(capsys: pytest.CaptureFixture[str], store_path: Path,
     assert len(pd.read_parquet(tmp_path / "x" / "attempts.parquet")) == 27
     groups = pd.read_parquet(tmp_path / "x" / "report_groups.parquet")
     assert list(groups.columns[:5]) == ["model", "direction", "family", "n", "problems"]
-    assert groups["paired_lift_ci_lo"].iloc[0] == pytest.approx(-0.75)
+    assert groups["paired_lift_ci_lo"].iloc[0] == pytest.approx(t_interval(("alpha", CT, "all"))[0])
     for section in ("solo", "standing", "sensitivity", "asymmetry"):
         assert len(pd.read_csv(tmp_path / "x" / f"report_{section}.csv")) > 0
 

@@ -1,4 +1,4 @@
-"""Aggregate statistics: paired lift, help/harm rates, bootstrap intervals, sign and Wilcoxon tests
+"""Aggregate statistics: paired lift, help/harm rates, sign and Wilcoxon tests
 (hand-computed, and against scipy)."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mkbsim.metrics import (
-    bootstrap_lift_ci,
     geometric_mean,
     harm_rate,
     help_rate,
@@ -46,25 +45,6 @@ def test_help_and_harm_rates_count_the_boundaries() -> None:
 def test_lift_of_identical_comparisons_is_r_minus_one_and_zero_for_r_1(r: float, n: int) -> None:
     assert paired_lift([r] * n) == pytest.approx(r - 1, rel=1e-12, abs=1e-15)
     assert paired_lift([1.0] * n) == 0.0
-
-
-def test_bootstrap_resamples_problems_and_is_deterministic() -> None:
-    ratios = [4.0, 4.0, 0.25, 1.0]
-    problems = ["p1", "p1", "p2", "p3"]
-    lo, hi = bootstrap_lift_ci(ratios, problems, seed=7)
-    # the extremes are the single-problem lifts: all p2 (-75%) and all p1 (+300%), each drawn with p = 1/27
-    assert lo == pytest.approx(-0.75) and hi == pytest.approx(3.0)
-    assert bootstrap_lift_ci([1.25, 1.25], ["p", "p"]) == pytest.approx((0.25, 0.25))  # one problem: no spread
-    spread = [0.3 + 0.1 * i for i in range(30)]
-    labels = [f"p{i}" for i in range(30)]
-    assert bootstrap_lift_ci(spread, labels, seed=7) == bootstrap_lift_ci(spread, labels, seed=7)
-    assert bootstrap_lift_ci(spread, labels, seed=7) != bootstrap_lift_ci(spread, labels, seed=8)
-
-
-def test_bootstrap_keeps_a_problems_comparisons_together() -> None:
-    # p1 always contributes both of its comparisons: a resample of p1 alone has lift exactly 0
-    lo, hi = bootstrap_lift_ci([4.0, 0.25, 2.0], ["p1", "p1", "p2"], resamples=4000, seed=1)
-    assert lo == pytest.approx(0.0, abs=1e-12) and hi == pytest.approx(1.0)
 
 
 def test_sign_test_hand_computed() -> None:

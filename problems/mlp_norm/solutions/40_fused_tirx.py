@@ -4,7 +4,7 @@ Plan: (1) the three unembed GEMMs p_i = stream_{i+1} W_i^T (bf16 in, float32 acc
 as the reference's bmm) run on tensor cores as one grid of 3 × 64 × 16 CTAs, each a 128 × 128 tile of
 one p_i over K = 2048 in steps of 32: mma.sync m16n8k16 (bf16 → f32); 8 warps as 2 × 4, each a 64 × 32
 sub-tile (4 × 4 MMAs per k16, 64 accumulators per thread). Tiles move global → shared with 16-byte
-cp.async (no register staging) in a 3-stage pipeline (cp.async.wait_group 1 + one barrier per step),
+cp.async (no register staging) in a 3-stage pipeline (a wait for all but the newest copy group + one barrier per step),
 rows padded to 40 bf16 so the ldmatrix.x4 reads of A and B fragments are conflict-free (both operands
 are K-contiguous: no transposes). The epilogue rounds the tile to bf16, stages it in shared memory for
 16-byte coalesced stores, and writes each row's partial sum of squares of the rounded values (quad

@@ -13,51 +13,62 @@ e4m3 (nearest even); the codes leave as one 16-byte store per lane (latent) and 
 per-group rescaling and this epilogue fused behind it. Token count symbolic: one compilation, cached.
 """
 
+from types import SimpleNamespace
+
 import cutlass
 import cutlass.cute as cute
 import torch
 from cutlass.cute.runtime import make_fake_compact_tensor
 
-HIDDEN = 7168
-N = 576
-RANK = 512
-ROPE = 64
-GROUP = 128
-PER_LANE = RANK // 32  # latent columns per lane
-ROPE_VEC = 4  # rope values per rope lane
-ROPE_LANES = ROPE // ROPE_VEC
-THREADS = 256
-TOKENS_PER_CTA = THREADS // 32
-FP8_MAX = 448.0
-EPS = 1e-6
+# bundle: problems/quantization/solutions/_mla_epilogue_cutedsl.py as E
+
+# ---- bundled shared kernel code (python -m problems._bundle; edit the source modules) ----
+
+# problems/quantization/solutions/_mla_epilogue_cutedsl.py
+_E_N = 576
+_E_RANK = 512
+_E_ROPE = 64
+_E_GROUP = 128
+_E_PER_LANE = _E_RANK // 32  # latent columns per lane
+_E_ROPE_VEC = 4  # rope values per rope lane
+_E_ROPE_LANES = _E_ROPE // _E_ROPE_VEC
+_E_THREADS = 256
+_E_TOKENS_PER_CTA = _E_THREADS // 32
+_E_FP8_MAX = 448.0
+_E_EPS = 1e-6
 
 
 @cute.jit
-def _to_fp8(rF: cute.Tensor, dst: cute.Tensor, n: cutlass.Constexpr):
+def _E__to_fp8(rF: cute.Tensor, dst: cute.Tensor, n: cutlass.Constexpr):
     for i in cutlass.range_constexpr(n):
-        rF[i] = cute.arch.fmin(cute.arch.fmax(rF[i], cutlass.Float32(-FP8_MAX)), cutlass.Float32(FP8_MAX))
+        rF[i] = cute.arch.fmin(cute.arch.fmax(rF[i], cutlass.Float32(-_E_FP8_MAX)), cutlass.Float32(_E_FP8_MAX))
     rQ = cute.make_rmem_tensor((n,), cutlass.Float8E4M3FN)
     rQ.store(rF.load().to(cutlass.Float8E4M3FN))
     cute.autovec_copy(cute.recast_tensor(rQ, cutlass.Uint8), dst)
 
 
 @cute.kernel
-def _epilogue_kernel(
-    mKV: cute.Tensor, mW: cute.Tensor, mPos: cute.Tensor, mCS: cute.Tensor, mSC: cute.Tensor, mOut: cute.Tensor
+def _E__epilogue_kernel(
+    mKV: cute.Tensor,
+    mW: cute.Tensor,
+    mPos: cute.Tensor,
+    mCS: cute.Tensor,
+    mSC: cute.Tensor,
+    mOut: cute.Tensor,
 ):
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
     tokens = cute.size(mKV, mode=[0])
-    tok = bidx * TOKENS_PER_CTA + tidx // 32
+    tok = bidx * _E_TOKENS_PER_CTA + tidx // 32
     lane = tidx % 32
     # ((1, 16), (rows, 36)) latent tiles and ((1, 4), (rows, 144)) rope tiles of a row of 576
-    gKV = cute.zipped_divide(mKV, (1, PER_LANE))
-    gKVr = cute.zipped_divide(mKV, (1, ROPE_VEC))
-    gW = cute.zipped_divide(mW, (1, PER_LANE))
-    gOut = cute.zipped_divide(mOut, (1, PER_LANE))
-    gOutr = cute.zipped_divide(mOut, (1, ROPE_VEC))
-    rC = cute.make_rmem_tensor((PER_LANE,), cutlass.Float32)
-    rW = cute.make_rmem_tensor((PER_LANE,), cutlass.BFloat16)
+    gKV = cute.zipped_divide(mKV, (1, _E_PER_LANE))
+    gKVr = cute.zipped_divide(mKV, (1, _E_ROPE_VEC))
+    gW = cute.zipped_divide(mW, (1, _E_PER_LANE))
+    gOut = cute.zipped_divide(mOut, (1, _E_PER_LANE))
+    gOutr = cute.zipped_divide(mOut, (1, _E_ROPE_VEC))
+    rC = cute.make_rmem_tensor((_E_PER_LANE,), cutlass.Float32)
+    rW = cute.make_rmem_tensor((_E_PER_LANE,), cutlass.BFloat16)
     rC.fill(0.0)
     if tok < tokens:
         cute.autovec_copy(gKV[(0, None), (tok, lane)], rC)
@@ -67,50 +78,108 @@ def _epilogue_kernel(
     # every lane shuffles (rows past the end carry zeros), so full-mask shuffles are safe
     for i in cutlass.range_constexpr(5):
         ss = ss + cute.arch.shuffle_sync_bfly(ss, offset=16 >> i)
-    inv = cute.math.rsqrt(ss * cutlass.Float32(1.0 / RANK) + cutlass.Float32(EPS))
+    inv = cute.math.rsqrt(ss * cutlass.Float32(1.0 / _E_RANK) + cutlass.Float32(_E_EPS))
     scale = mSC[0]
-    rF = cute.make_rmem_tensor((PER_LANE,), cutlass.Float32)
+    rF = cute.make_rmem_tensor((_E_PER_LANE,), cutlass.Float32)
     rF.store(c * inv * rW.load().to(cutlass.Float32) / scale)
     if tok < tokens:
-        _to_fp8(rF, gOut[(0, None), (tok, lane)], PER_LANE)
-        if lane < ROPE_LANES:
+        _E__to_fp8(rF, gOut[(0, None), (tok, lane)], _E_PER_LANE)
+        if lane < _E_ROPE_LANES:
             pos = cutlass.Int32(mPos[tok])
-            rR = cute.make_rmem_tensor((ROPE_VEC,), cutlass.Float32)
-            cute.autovec_copy(gKVr[(0, None), (tok, RANK // ROPE_VEC + lane)], rR)
-            rE = cute.make_rmem_tensor((ROPE_VEC,), cutlass.Float32)
+            rR = cute.make_rmem_tensor((_E_ROPE_VEC,), cutlass.Float32)
+            cute.autovec_copy(gKVr[(0, None), (tok, _E_RANK // _E_ROPE_VEC + lane)], rR)
+            rE = cute.make_rmem_tensor((_E_ROPE_VEC,), cutlass.Float32)
             # pairs (2i, 2i+1) for i = 2·lane and 2·lane + 1: x' = x cos − y sin, y' = y cos + x sin
             for p in cutlass.range_constexpr(2):
                 cs = mCS[pos, lane * 2 + p]
-                sn = mCS[pos, ROPE // 2 + lane * 2 + p]
+                sn = mCS[pos, _E_ROPE // 2 + lane * 2 + p]
                 rE[p * 2] = (rR[p * 2] * cs - rR[p * 2 + 1] * sn) / scale
                 rE[p * 2 + 1] = (rR[p * 2 + 1] * cs + rR[p * 2] * sn) / scale
-            _to_fp8(rE, gOutr[(0, None), (tok, RANK // ROPE_VEC + lane)], ROPE_VEC)
+            _E__to_fp8(rE, gOutr[(0, None), (tok, _E_RANK // _E_ROPE_VEC + lane)], _E_ROPE_VEC)
 
 
 @cute.jit
-def _epilogue(
-    mKV: cute.Tensor, mW: cute.Tensor, mPos: cute.Tensor, mCS: cute.Tensor, mSC: cute.Tensor, mOut: cute.Tensor
+def _E__epilogue(
+    mKV: cute.Tensor,
+    mW: cute.Tensor,
+    mPos: cute.Tensor,
+    mCS: cute.Tensor,
+    mSC: cute.Tensor,
+    mOut: cute.Tensor,
 ):
     tokens = cute.size(mKV, mode=[0])
-    _epilogue_kernel(mKV, mW, mPos, mCS, mSC, mOut).launch(
-        grid=[(tokens + TOKENS_PER_CTA - 1) // TOKENS_PER_CTA, 1, 1], block=[THREADS, 1, 1]
+    _E__epilogue_kernel(mKV, mW, mPos, mCS, mSC, mOut).launch(
+        grid=[(tokens + _E_TOKENS_PER_CTA - 1) // _E_TOKENS_PER_CTA, 1, 1], block=[_E_THREADS, 1, 1]
     )
 
 
-_COMPILED: list = []
+_E__COMPILED: list = []
+
+
+def _E_compiled():
+    """The epilogue (token count symbolic), compiled once."""
+    if not _E__COMPILED:
+        tokens, max_pos = cute.sym_int(), cute.sym_int()
+        kv = make_fake_compact_tensor(cutlass.Float32, (tokens, _E_N), stride_order=(1, 0), assumed_align=16)
+        w = make_fake_compact_tensor(cutlass.BFloat16, (1, _E_RANK), stride_order=(1, 0), assumed_align=16)
+        pos = make_fake_compact_tensor(cutlass.Int64, (tokens,), assumed_align=8)
+        cs = make_fake_compact_tensor(cutlass.Float32, (max_pos, _E_ROPE), stride_order=(1, 0), assumed_align=16)
+        sc = make_fake_compact_tensor(cutlass.Float32, (1,), assumed_align=4)
+        out = make_fake_compact_tensor(cutlass.Uint8, (tokens, _E_N), stride_order=(1, 0), assumed_align=16)
+        _E__COMPILED.append(cute.compile(_E__epilogue, kv, w, pos, cs, sc, out, options="--enable-tvm-ffi"))
+    return _E__COMPILED[0]
+
+
+def _E_cache_row(
+    kv: torch.Tensor,
+    kv_norm_weight: torch.Tensor,
+    positions: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    kv_cache_scale: torch.Tensor,
+) -> torch.Tensor:
+    """The fp8 cache rows [tokens, 576] of kv [tokens, 576] float32."""
+    out = torch.empty((kv.shape[0], _E_N), dtype=torch.float8_e4m3fn, device=kv.device)
+    # the scale stays on the device (no .item() sync); the fp8 row is written through a uint8 view
+    _E_compiled()(
+        kv,
+        kv_norm_weight.contiguous().view(1, _E_RANK),
+        positions.contiguous(),
+        cos_sin_cache.contiguous(),
+        kv_cache_scale.float().reshape(1),
+        out.view(torch.uint8),
+    )
+    return out
+
+
+E = SimpleNamespace(
+    N=_E_N,
+    RANK=_E_RANK,
+    ROPE=_E_ROPE,
+    GROUP=_E_GROUP,
+    PER_LANE=_E_PER_LANE,
+    ROPE_VEC=_E_ROPE_VEC,
+    ROPE_LANES=_E_ROPE_LANES,
+    THREADS=_E_THREADS,
+    TOKENS_PER_CTA=_E_TOKENS_PER_CTA,
+    FP8_MAX=_E_FP8_MAX,
+    EPS=_E_EPS,
+    _to_fp8=_E__to_fp8,
+    _epilogue_kernel=_E__epilogue_kernel,
+    _epilogue=_E__epilogue,
+    _COMPILED=_E__COMPILED,
+    compiled=_E_compiled,
+    cache_row=_E_cache_row,
+)
+
+# ---- end of bundle ----
+
+
+GROUP = 128
+FP8_MAX = 448.0
 
 
 def _compiled():
-    if not _COMPILED:
-        tokens, max_pos = cute.sym_int(), cute.sym_int()
-        kv = make_fake_compact_tensor(cutlass.Float32, (tokens, N), stride_order=(1, 0), assumed_align=16)
-        w = make_fake_compact_tensor(cutlass.BFloat16, (1, RANK), stride_order=(1, 0), assumed_align=16)
-        pos = make_fake_compact_tensor(cutlass.Int64, (tokens,), assumed_align=8)
-        cs = make_fake_compact_tensor(cutlass.Float32, (max_pos, ROPE), stride_order=(1, 0), assumed_align=16)
-        sc = make_fake_compact_tensor(cutlass.Float32, (1,), assumed_align=4)
-        out = make_fake_compact_tensor(cutlass.Uint8, (tokens, N), stride_order=(1, 0), assumed_align=16)
-        _COMPILED.append(cute.compile(_epilogue, kv, w, pos, cs, sc, out, options="--enable-tvm-ffi"))
-    return _COMPILED[0]
+    return E.compiled()
 
 
 def _kv_eager(hidden_states: torch.Tensor, kv_a_weight: torch.Tensor, kv_a_scale: torch.Tensor) -> torch.Tensor:
@@ -136,17 +205,6 @@ def run(
     cos_sin_cache: torch.Tensor,
     kv_cache_scale: torch.Tensor,
 ) -> torch.Tensor:
-    kernel = _compiled()
-    tokens = hidden_states.shape[0]
-    kv = _kv_eager(hidden_states, kv_a_weight, kv_a_scale)
-    out = torch.empty((tokens, N), dtype=torch.float8_e4m3fn, device=hidden_states.device)
-    # the scale stays on the device (no .item() sync); the fp8 row is written through a uint8 view
-    kernel(
-        kv,
-        kv_norm_weight.contiguous().view(1, RANK),
-        positions.contiguous(),
-        cos_sin_cache.contiguous(),
-        kv_cache_scale.float().reshape(1),
-        out.view(torch.uint8),
+    return E.cache_row(
+        _kv_eager(hidden_states, kv_a_weight, kv_a_scale), kv_norm_weight, positions, cos_sin_cache, kv_cache_scale
     )
-    return out

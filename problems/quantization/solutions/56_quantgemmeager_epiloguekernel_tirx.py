@@ -14,102 +14,178 @@ plan: the FP8 tensor-core GEMM with per-group rescaling and this epilogue fused 
 Compiled once per token count.
 """
 
+from types import SimpleNamespace
+
 import torch
 import tvm
 from tvm.script import tirx as T
 
-HIDDEN = 7168
-N = 576
-RANK = 512
-ROPE = 64
-GROUP = 128
-PER_LANE = RANK // 32  # latent columns per lane
-ROPE_LANES = ROPE // 4  # lanes that own 4 rope values
-THREADS = 256
-TOKENS_PER_CTA = THREADS // 32
-FP8_MAX = 448.0
-EPS = 1e-6
+# bundle: problems/quantization/solutions/_mla_epilogue_tirx.py as E
 
-_KERNELS: dict[tuple[int, int], tvm.runtime.Module] = {}
+# ---- bundled shared kernel code (python -m problems._bundle; edit the source modules) ----
+
+# problems/quantization/solutions/_mla_epilogue_tirx.py
+_E_N = 576
+_E_RANK = 512
+_E_ROPE = 64
+_E_GROUP = 128
+_E_PER_LANE = _E_RANK // 32  # latent columns per lane
+_E_ROPE_LANES = _E_ROPE // 4  # lanes that own 4 rope values
+_E_THREADS = 256
+_E_TOKENS_PER_CTA = _E_THREADS // 32
+_E_FP8_MAX = 448.0
+_E_EPS = 1e-6
+
+_E__KERNELS: dict[tuple[int, int], tvm.runtime.Module] = {}
 
 
-def _build(tokens: int, max_pos: int) -> tvm.runtime.Module:
-    grid = (tokens + TOKENS_PER_CTA - 1) // TOKENS_PER_CTA
+def _E_build(tokens: int, max_pos: int) -> tvm.runtime.Module:
+    """The epilogue kernel for `tokens` rows and a rope cache of `max_pos` positions."""
+    grid = (tokens + _E_TOKENS_PER_CTA - 1) // _E_TOKENS_PER_CTA
 
     @T.prim_func
     def epilogue(
-        kv_ptr: T.handle, w_ptr: T.handle, pos_ptr: T.handle, cs_ptr: T.handle, sc_ptr: T.handle, o_ptr: T.handle
+        kv_ptr: T.handle,
+        w_ptr: T.handle,
+        pos_ptr: T.handle,
+        cs_ptr: T.handle,
+        sc_ptr: T.handle,
+        o_ptr: T.handle,
     ):
-        KV = T.match_buffer(kv_ptr, (tokens, N), "float32")
-        W = T.match_buffer(w_ptr, (RANK,), "bfloat16")
+        KV = T.match_buffer(kv_ptr, (tokens, _E_N), "float32")
+        W = T.match_buffer(w_ptr, (_E_RANK,), "bfloat16")
         POS = T.match_buffer(pos_ptr, (tokens,), "int64")
-        CS = T.match_buffer(cs_ptr, (max_pos, ROPE), "float32")
+        CS = T.match_buffer(cs_ptr, (max_pos, _E_ROPE), "float32")
         SC = T.match_buffer(sc_ptr, (1,), "float32")
-        OUT = T.match_buffer(o_ptr, (tokens, N // 4), "int32")
+        OUT = T.match_buffer(o_ptr, (tokens, _E_N // 4), "int32")
         T.device_entry()
         bx = T.cta_id([grid])
-        tx = T.thread_id([THREADS])
-        tok = T.meta_var(bx * TOKENS_PER_CTA + tx // 32)
+        tx = T.thread_id([_E_THREADS])
+        tok = T.meta_var(bx * _E_TOKENS_PER_CTA + tx // 32)
         lane = T.meta_var(tx % 32)
-        cv = T.alloc_local((PER_LANE,), "float32")
-        wv = T.alloc_local((PER_LANE,), "bfloat16")
+        cv = T.alloc_local((_E_PER_LANE,), "float32")
+        wv = T.alloc_local((_E_PER_LANE,), "bfloat16")
         rv = T.alloc_local((4,), "float32")
         ev = T.alloc_local((4,), "float32")
-        qc = T.alloc_local((PER_LANE // 4,), "int32")
+        qc = T.alloc_local((_E_PER_LANE // 4,), "int32")
         qr = T.alloc_local((1,), "int32")
         if tok < tokens:
-            for j in T.unroll(PER_LANE // 4):
+            for j in T.unroll(_E_PER_LANE // 4):
                 for i in T.vectorized(4):
-                    cv[j * 4 + i] = KV[tok, lane * PER_LANE + j * 4 + i]
+                    cv[j * 4 + i] = KV[tok, lane * _E_PER_LANE + j * 4 + i]
         else:
-            for i in T.unroll(PER_LANE):
+            for i in T.unroll(_E_PER_LANE):
                 cv[i] = T.float32(0)
-        for j in T.unroll(PER_LANE // 8):
+        for j in T.unroll(_E_PER_LANE // 8):
             for i in T.vectorized(8):
-                wv[j * 8 + i] = W[lane * PER_LANE + j * 8 + i]
+                wv[j * 8 + i] = W[lane * _E_PER_LANE + j * 8 + i]
         ss: T.f32 = T.float32(0)
-        for i in T.unroll(PER_LANE):
+        for i in T.unroll(_E_PER_LANE):
             ss = ss + cv[i] * cv[i]
         # every lane shuffles (rows past the end carry zeros), so full-mask shuffles are safe
         ss = T.cuda.warp_sum(ss)
-        inv: T.f32 = T.rsqrt(ss * T.float32(1.0 / RANK) + T.float32(EPS))
+        inv: T.f32 = T.rsqrt(ss * T.float32(1.0 / _E_RANK) + T.float32(_E_EPS))
         scale: T.f32 = SC[0]
-        for j in T.unroll(PER_LANE // 4):
+        for j in T.unroll(_E_PER_LANE // 4):
             qc[j] = T.reinterpret(
                 "int32",
                 T.cuda.fp8x4_e4m3_from_float4(
-                    T.min(T.max(cv[j * 4 + 0] * inv * T.Cast("float32", wv[j * 4 + 0]) / scale, -FP8_MAX), FP8_MAX),
-                    T.min(T.max(cv[j * 4 + 1] * inv * T.Cast("float32", wv[j * 4 + 1]) / scale, -FP8_MAX), FP8_MAX),
-                    T.min(T.max(cv[j * 4 + 2] * inv * T.Cast("float32", wv[j * 4 + 2]) / scale, -FP8_MAX), FP8_MAX),
-                    T.min(T.max(cv[j * 4 + 3] * inv * T.Cast("float32", wv[j * 4 + 3]) / scale, -FP8_MAX), FP8_MAX),
+                    T.min(
+                        T.max(cv[j * 4 + 0] * inv * T.Cast("float32", wv[j * 4 + 0]) / scale, -_E_FP8_MAX),
+                        _E_FP8_MAX,
+                    ),
+                    T.min(
+                        T.max(cv[j * 4 + 1] * inv * T.Cast("float32", wv[j * 4 + 1]) / scale, -_E_FP8_MAX),
+                        _E_FP8_MAX,
+                    ),
+                    T.min(
+                        T.max(cv[j * 4 + 2] * inv * T.Cast("float32", wv[j * 4 + 2]) / scale, -_E_FP8_MAX),
+                        _E_FP8_MAX,
+                    ),
+                    T.min(
+                        T.max(cv[j * 4 + 3] * inv * T.Cast("float32", wv[j * 4 + 3]) / scale, -_E_FP8_MAX),
+                        _E_FP8_MAX,
+                    ),
                 ),
             )
         if tok < tokens:
-            for j in T.vectorized(PER_LANE // 4):
-                OUT[tok, lane * (PER_LANE // 4) + j] = qc[j]
-            if lane < ROPE_LANES:
+            for j in T.vectorized(_E_PER_LANE // 4):
+                OUT[tok, lane * (_E_PER_LANE // 4) + j] = qc[j]
+            if lane < _E_ROPE_LANES:
                 pos: T.int32 = T.Cast("int32", POS[tok])
                 for i in T.vectorized(4):
-                    rv[i] = KV[tok, RANK + lane * 4 + i]
+                    rv[i] = KV[tok, _E_RANK + lane * 4 + i]
                 # pairs (2i, 2i+1) for i = 2·lane and 2·lane + 1: x' = x cos − y sin, y' = y cos + x sin
                 for p in T.unroll(2):
                     c: T.f32 = CS[pos, lane * 2 + p]
-                    s: T.f32 = CS[pos, ROPE // 2 + lane * 2 + p]
+                    s: T.f32 = CS[pos, _E_ROPE // 2 + lane * 2 + p]
                     ev[p * 2] = rv[p * 2] * c - rv[p * 2 + 1] * s
                     ev[p * 2 + 1] = rv[p * 2 + 1] * c + rv[p * 2] * s
                 qr[0] = T.reinterpret(
                     "int32",
                     T.cuda.fp8x4_e4m3_from_float4(
-                        T.min(T.max(ev[0] / scale, -FP8_MAX), FP8_MAX),
-                        T.min(T.max(ev[1] / scale, -FP8_MAX), FP8_MAX),
-                        T.min(T.max(ev[2] / scale, -FP8_MAX), FP8_MAX),
-                        T.min(T.max(ev[3] / scale, -FP8_MAX), FP8_MAX),
+                        T.min(T.max(ev[0] / scale, -_E_FP8_MAX), _E_FP8_MAX),
+                        T.min(T.max(ev[1] / scale, -_E_FP8_MAX), _E_FP8_MAX),
+                        T.min(T.max(ev[2] / scale, -_E_FP8_MAX), _E_FP8_MAX),
+                        T.min(T.max(ev[3] / scale, -_E_FP8_MAX), _E_FP8_MAX),
                     ),
                 )
-                OUT[tok, RANK // 4 + lane] = qr[0]
+                OUT[tok, _E_RANK // 4 + lane] = qr[0]
 
     mod = tvm.IRModule({"main": epilogue})
     return tvm.compile(mod, target={"kind": "cuda", "arch": "sm_90a"}, tir_pipeline="tirx")
+
+
+def _E_cache_row(
+    kv: torch.Tensor,
+    kv_norm_weight: torch.Tensor,
+    positions: torch.Tensor,
+    cos_sin_cache: torch.Tensor,
+    kv_cache_scale: torch.Tensor,
+) -> torch.Tensor:
+    """The fp8 cache rows [tokens, 576] of kv [tokens, 576] float32 (kernel compiled per (tokens, max_pos))."""
+    key = (kv.shape[0], cos_sin_cache.shape[0])
+    kernel = _E__KERNELS.get(key)
+    if kernel is None:
+        kernel = _E__KERNELS[key] = _E_build(*key)
+    out = torch.empty((kv.shape[0], _E_N), dtype=torch.float8_e4m3fn, device=kv.device)
+    # the scale stays on the device (no .item() sync); the fp8 row is written through an int32 view
+    kernel(
+        kv,
+        kv_norm_weight.contiguous(),
+        positions.contiguous(),
+        cos_sin_cache.contiguous(),
+        kv_cache_scale.float().reshape(1),
+        out.view(torch.int32),
+    )
+    return out
+
+
+E = SimpleNamespace(
+    N=_E_N,
+    RANK=_E_RANK,
+    ROPE=_E_ROPE,
+    GROUP=_E_GROUP,
+    PER_LANE=_E_PER_LANE,
+    ROPE_LANES=_E_ROPE_LANES,
+    THREADS=_E_THREADS,
+    TOKENS_PER_CTA=_E_TOKENS_PER_CTA,
+    FP8_MAX=_E_FP8_MAX,
+    EPS=_E_EPS,
+    _KERNELS=_E__KERNELS,
+    build=_E_build,
+    cache_row=_E_cache_row,
+)
+
+# ---- end of bundle ----
+
+
+GROUP = 128
+FP8_MAX = 448.0
+
+
+def _build(tokens: int, max_pos: int) -> tvm.runtime.Module:
+    return E.build(tokens, max_pos)
 
 
 def _shape_key(
@@ -142,20 +218,6 @@ def run(
     cos_sin_cache: torch.Tensor,
     kv_cache_scale: torch.Tensor,
 ) -> torch.Tensor:
-    key = _shape_key(hidden_states, kv_a_weight, kv_a_scale, kv_norm_weight, positions, cos_sin_cache)
-    kernel = _KERNELS.get(key)
-    if kernel is None:
-        kernel = _KERNELS[key] = _build(*key)
-    tokens = key[0]
-    kv = _kv_eager(hidden_states, kv_a_weight, kv_a_scale)
-    out = torch.empty((tokens, N), dtype=torch.float8_e4m3fn, device=hidden_states.device)
-    # the scale stays on the device (no .item() sync); the fp8 row is written through an int32 view
-    kernel(
-        kv,
-        kv_norm_weight.contiguous(),
-        positions.contiguous(),
-        cos_sin_cache.contiguous(),
-        kv_cache_scale.float().reshape(1),
-        out.view(torch.int32),
+    return E.cache_row(
+        _kv_eager(hidden_states, kv_a_weight, kv_a_scale), kv_norm_weight, positions, cos_sin_cache, kv_cache_scale
     )
-    return out
