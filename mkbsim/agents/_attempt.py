@@ -20,8 +20,10 @@ turns, before and after every model request, while a request or a retry's wait i
 request is abandoned) and while a command runs (which is killed).
 
 Secrets (DESIGN §4): every event of the attempt passes a ``Redactor`` before it is stored, and every
-text sent to the model is redacted first (``_secrets``). A model reply is stored and sent back at most
-``max_reply_chars`` long.
+text sent to the model is redacted first (``_secrets``); the same gate makes the agent's text encodable
+(a lone surrogate becomes U+FFFD), and a command no program can take (a NUL byte) is refused as an
+observation: what the agent writes cannot end its attempt as ``infra_error``. A model reply is stored and
+sent back at most ``max_reply_chars`` long.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from mkbsim.agents._record import AttemptRecorder
 from mkbsim.agents._reply import Reply, ReplyError, corrective_message, parse_reply, reply_format
 from mkbsim.agents._sandbox import Sandbox, SandboxConfig
 from mkbsim.agents._scoring import Scorer, SubmissionIndex, Verdict
-from mkbsim.agents._secrets import SECRET_NAME, RedactingLog, Redactor
+from mkbsim.agents._secrets import RedactingLog, Redactor, without_credentials
 from mkbsim.campaigns._attempt import AttemptOutcome
 from mkbsim.campaigns._signals import StopFlag
 from mkbsim.catalog import DSLS, Budget, Problem, render_task
@@ -142,8 +144,9 @@ def sha256_text(text: str) -> str:
 
 
 def public_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Model parameters as recorded in events: anything that looks like a credential is left out."""
-    return {k: v for k, v in params.items() if not SECRET_NAME.search(k)}
+    """Model parameters as recorded in events: every credential replaced by ``[REDACTED]``."""
+    out: dict[str, Any] = without_credentials(params)
+    return out
 
 
 class _AttemptRun:
@@ -351,13 +354,18 @@ class _AttemptRun:
                 break
             timeout = min(command.timeout_s or self.sandbox.config.default_command_timeout_s, self.clock.left_s())
             self.check_stop()
-            r = self.sandbox.run(command.cmd, max(timeout, 1.0), stop=self.stop)
-            status = f"timed out after {r.timeout_s:g} s; killed" if r.timed_out else f"exit {r.exit_code}"
+            try:
+                r = self.sandbox.run(command.cmd, max(timeout, 1.0), stop=self.stop)
+            except ValueError as exc:  # the agent's own text: told, not an infrastructure failure
+                self.rec.step("command", command.cmd, action="run", exit_code=None, refused=str(exc))
+                parts.append(f"$ {command.cmd}\n(not run: {exc})")
+                continue
+            quota: dict[str, Any] = {"over_quota": r.over_quota} if r.over_quota else {}
             self.rec.step(
                 "command", command.cmd, action="run", exit_code=r.exit_code, timed_out=r.timed_out,
-                duration_s=round(r.duration_s, 3), output=r.output, output_bytes=r.output_bytes,
+                duration_s=round(r.duration_s, 3), output=r.output, output_bytes=r.output_bytes, **quota,
             )  # fmt: skip
-            parts.append(f"$ {command.cmd}\n{r.output.rstrip()}\n[{status}, {r.duration_s:.1f} s]")
+            parts.append(f"$ {command.cmd}\n{r.output.rstrip()}\n[{r.status()}, {r.duration_s:.1f} s]")
         if reply.submit:
             parts.append(self._submit())
         return parts

@@ -45,6 +45,7 @@ from mkbsim.agents._ledger import CostLedger
 from mkbsim.agents._model import ModelClient, ModelConfig
 from mkbsim.agents._sandbox import SandboxConfig, sandbox_isolation
 from mkbsim.agents._scoring import ScorerFactory
+from mkbsim.agents._secrets import without_credentials
 from mkbsim.agents._slots import ScoringSlots, default_verifier_slots, limit_scoring
 from mkbsim.agents._transfer import attempt_id_for, latest_finish, recorded_skill
 from mkbsim.campaigns import (
@@ -104,7 +105,8 @@ class LlmCampaign:
         }  # fmt: skip
         measured.update({k: v for k, v in (("filter", c.filter), ("controls", list(c.controls))) if v})
         parts = fingerprint_parts([p.id for p in problems], c.verifier_protocol, _json(measured))
-        return Plan(cid, _json(dict(c.raw)), parts, attempts)
+        # what CampaignStarted records of the file: its credentials (an agent's api_key, headers) left out
+        return Plan(cid, without_credentials(_json(dict(c.raw))), parts, attempts)
 
     @contextmanager
     def execution(self, store: EventStore, executor: str, ray_address: str | None) -> Iterator[Execution]:

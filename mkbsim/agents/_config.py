@@ -21,7 +21,7 @@ from mkbsim.agents._transfer import DIRECTIONS
 from mkbsim.campaigns._simulated import read_controls
 from mkbsim.campaigns._toml import Table, read_toml
 from mkbsim.catalog import Budget
-from mkbsim.sandbox import DEFAULT_MAX_PROCESSES
+from mkbsim.sandbox import DEFAULT_DISK_BYTES, DEFAULT_MAX_PROCESSES
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -78,8 +78,8 @@ def _agent(path: Path, index: int, data: Any) -> ModelConfig:
 
 def _sandbox(path: Path, data: Any) -> SandboxConfig:
     t = Table(path, "sandbox", data, (
-        "root", "cpus", "memory_gb", "max_processes", "command_timeout_s", "max_command_timeout_s", "output_chars",
-        "isolation", "require_network_isolation",
+        "root", "cpus", "memory_gb", "max_processes", "disk_gb", "command_timeout_s", "max_command_timeout_s",
+        "output_chars", "isolation", "require_network_isolation",
     ))  # fmt: skip
     cpus = t.get("cpus", (int, list), 2)
     if isinstance(cpus, list):
@@ -102,7 +102,8 @@ def _sandbox(path: Path, data: Any) -> SandboxConfig:
         root=Path(t.get("root", str, "runs/sandboxes")), cpus=cpus,
         memory_bytes=int(t.positive("memory_gb", 8) * GIB), default_command_timeout_s=command_timeout,
         max_command_timeout_s=max_timeout, output_chars=t.positive("output_chars", 10_000, integer=True),
-        max_processes=t.positive("max_processes", DEFAULT_MAX_PROCESSES, integer=True), isolation=isolation,
+        max_processes=t.positive("max_processes", DEFAULT_MAX_PROCESSES, integer=True),
+        disk_bytes=int(t.positive("disk_gb", DEFAULT_DISK_BYTES / GIB) * GIB), isolation=isolation,
         require_network_isolation=require_network,
     )  # fmt: skip
 

@@ -5,9 +5,12 @@ A command sees the system's programs, the agent's interpreter with its packages 
 their sources, which are the documentation) read-only, its attempt's directory as the only writable place
 plus a private ``/tmp``, and nothing else of the host: no home directory, project tree, store, ``.env``, other
 attempt or other process. New PID, mount, IPC, UTS and network namespaces: no network, and when the
-command ends every process it started is gone. Limits: its cores, 8 GB of address space, a process limit,
+command ends every process it started is gone. Limits: its cores (which it cannot change), 8 GB of memory
+(1 GiB each for the private ``/tmp`` and ``/dev/shm``, 6 GiB of address space per process), a process limit,
+a disk quota of its directory (4 GiB, 100,000 entries; a command that goes over is stopped and the agent told),
 its time limit. No GPU (``CUDA_VISIBLE_DEVICES=""``, and no device node). The environment is built from
-scratch: no credential of the parent reaches it.
+scratch: no credential of the parent reaches it. Its output comes back through a pipe, only its head and
+tail kept (``output_chars``).
 
 Where bubblewrap cannot run (no user namespaces and not root), a campaign refuses to start unless its file
 says ``sandbox.isolation = "none"``: then commands run as this user with only the limits and the clean
@@ -24,10 +27,8 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from mkbsim import sandbox
 from mkbsim.agents._docs import write_docs_index
@@ -63,7 +64,9 @@ class SandboxConfig:
     """Limits and locations of every attempt's sandbox.
 
     ``root``: where attempt directories go. ``cpus``: how many cores (the first ones of this process's
-    affinity), or an explicit list. ``max_processes``: processes and threads of one command's sandbox.
+    affinity), or an explicit list. ``memory_bytes``: memory of one command's sandbox (its tmpfs included).
+    ``max_processes``: processes and threads of one command's sandbox. ``disk_bytes``: the attempt directory's
+    quota (and the largest file a command may write).
     ``isolation``: ``"bwrap"`` (default) or ``"none"``. ``require_network_isolation``: refuse ``"none"``.
     ``secret_env``: variables (the campaign's env file's) whose values are redacted wherever they show up.
     """
@@ -72,6 +75,7 @@ class SandboxConfig:
     cpus: int | tuple[int, ...] = 2
     memory_bytes: int = 8 * GIB
     max_processes: int = sandbox.DEFAULT_MAX_PROCESSES
+    disk_bytes: int = sandbox.DEFAULT_DISK_BYTES
     default_command_timeout_s: float = 120.0
     max_command_timeout_s: float = 600.0
     output_chars: int = 10_000
@@ -107,12 +111,19 @@ def sandbox_isolation(config: SandboxConfig) -> Isolation:
 @dataclass(frozen=True)
 class CommandResult:
     command: str
-    exit_code: int | None  # None when killed on timeout
+    exit_code: int | None  # None when killed (time limit, disk quota)
     output: str  # stdout and stderr interleaved, truncated to head and tail
     output_bytes: int  # size before truncation
     duration_s: float
     timed_out: bool
     timeout_s: float
+    over_quota: str | None = None  # what the attempt's directory held when found over its disk quota
+
+    def status(self) -> str:
+        """How the command ended, for the agent."""
+        if self.over_quota is not None:
+            return f"failed: {self.over_quota}; delete files to go on"
+        return f"timed out after {self.timeout_s:g} s; killed" if self.timed_out else f"exit {self.exit_code}"
 
 
 @dataclass
@@ -143,7 +154,7 @@ class Sandbox:
         policy = sandbox.Policy(
             ro=sandbox.python_paths(config.python) if isolation.isolated else (), rw=(workdir,), cwd=workdir,
             env=_environment(config, workdir), cpus=config.cpu_set(), memory_bytes=config.memory_bytes,
-            max_processes=config.max_processes, isolated=isolation.isolated,
+            max_processes=config.max_processes, disk_bytes=config.disk_bytes, isolated=isolation.isolated,
         )  # fmt: skip
         policy.hand_over(workdir)
         return cls(config, workdir, dsl, isolation, policy)
@@ -159,27 +170,37 @@ class Sandbox:
             "uid": self.policy.uid,
             "cpus": list(self.config.cpu_set()),
             "memory_bytes": self.config.memory_bytes,
+            "memory_limit": "per process (RLIMIT_AS), no cgroup",
+            "address_space_bytes": self.policy.address_space_bytes(),
+            "tmpfs_bytes": self.policy.tmpfs_bytes() if self.isolation.isolated else None,
+            "disk_bytes": self.config.disk_bytes,
             "max_processes": self.config.max_processes if self.isolation.isolated else None,
             "network_isolated": self.isolation.isolated,
             "gpu": "hidden (no device nodes, CUDA_VISIBLE_DEVICES='')",
         }
 
     def run(self, command: str, timeout_s: float | None = None, stop: StopFlag | None = None) -> CommandResult:
-        """Run ``command`` with bash in the working directory; when it ends (or its time limit, or a stop)
-        nothing it started is left. ``stop`` set (a campaign stopping) raises ``KeyboardInterrupt``."""
+        """Run ``command`` with bash in the working directory; when it ends (or its time limit, its disk quota,
+        or a stop) nothing it started is left. ``stop`` set (a campaign stopping) raises ``KeyboardInterrupt``;
+        a command no program can be given (a NUL byte, a lone surrogate) raises ``ValueError``."""
+        if "\0" in command:
+            raise ValueError("it holds a NUL byte, which no command line can")
+        try:
+            command.encode()
+        except UnicodeEncodeError:
+            raise ValueError("it holds a lone surrogate (not a character), which no command line can") from None
         cfg = self.config
         limit = min(cfg.max_command_timeout_s, timeout_s or cfg.default_command_timeout_s)
-        # output goes to a file outside the sandbox: no pipe to drain, and a flood costs disk, not memory
-        with tempfile.TemporaryFile() as out:
-            finished = sandbox.run(self.policy, ["bash", "-c", command], timeout_s=limit, output=out,
-                                   stop=stop.is_set if stop is not None else None)  # fmt: skip
-            if finished.stopped:
-                raise KeyboardInterrupt("stopped")
-            size = out.seek(0, os.SEEK_END)
-            text = _head_and_tail(out, size, cfg.output_chars)
+        finished = sandbox.run(self.policy, ["bash", "-c", command], timeout_s=limit,
+                               keep_bytes=max(cfg.output_chars // 2, 1),
+                               stop=stop.is_set if stop is not None else None)  # fmt: skip
+        if finished.stopped:
+            raise KeyboardInterrupt("stopped")
+        over = finished.over_quota.describe(cfg.disk_bytes) if finished.over_quota is not None else None
         return CommandResult(
-            command=command, exit_code=finished.exit_code, output=text, output_bytes=size,
-            duration_s=finished.duration_s, timed_out=finished.timed_out, timeout_s=limit,
+            command=command, exit_code=None if over else finished.exit_code, output=_head_and_tail(finished.output),
+            output_bytes=finished.output.size, duration_s=finished.duration_s, timed_out=finished.timed_out,
+            timeout_s=limit, over_quota=over,
         )  # fmt: skip
 
     def read_text(self, name: str) -> str | None:
@@ -266,13 +287,9 @@ def _give(name: str, folder: int, owner: int | None) -> None:
         os.chown(name, owner, owner, dir_fd=folder, follow_symlinks=False)
 
 
-def _head_and_tail(stream: IO[bytes], size: int, limit: int) -> str:
-    """The whole output if it fits in ``limit`` bytes, else its head and tail with a marker."""
-    half = max(limit // 2, 1)
-    stream.seek(0)
-    if size <= limit:
-        return stream.read().decode("utf-8", "replace")
-    head = stream.read(half).decode("utf-8", "replace")
-    stream.seek(size - half)
-    tail = stream.read(half).decode("utf-8", "replace")
-    return f"{head}\n[... {size - 2 * half} bytes omitted ...]\n{tail}"
+def _head_and_tail(output: sandbox.Output) -> str:
+    """The whole output if none of it was dropped, else its head and tail with a marker."""
+    if not output.omitted:
+        return (output.head + output.tail).decode("utf-8", "replace")
+    head, tail = output.head.decode("utf-8", "replace"), output.tail.decode("utf-8", "replace")
+    return f"{head}\n[... {output.omitted} bytes omitted ...]\n{tail}"

@@ -4,10 +4,18 @@ attempt stores or sends to its model is replaced by ``[REDACTED]`` first.
 The sandbox already keeps every secret out of the agent's reach (no inherited environment, no view of the
 parent or its files); redaction covers what that cannot: a key echoed in a provider's error message, or a
 secret that reached an observation some way nobody foresaw. Secret values: the agent's ``api_key_env``
-variable and credential-like ``params`` (``api_key``...), every variable of the campaign's env file, and
-every environment variable whose name says it holds a credential (``OPENAI_API_KEY``, ``HF_TOKEN``,
-``AWS_SECRET_ACCESS_KEY``...). Values shorter than ``MIN_SECRET_CHARS`` are left alone: redacting ``1`` or
-``true`` everywhere would garble every observation and protect nothing.
+variable and its ``params``' credentials (``credentials``: ``api_key``..., every value of a headers table),
+every variable of the campaign's env file, and every environment variable whose name says it holds a
+credential (``OPENAI_API_KEY``, ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``...). Values shorter than
+``MIN_SECRET_CHARS`` are left alone: redacting ``1`` or ``true`` everywhere would garble every observation
+and protect nothing.
+
+A campaign file's credentials are not stored either: ``without_credentials`` is what ``CampaignStarted`` and
+``AttemptStarted`` record of its configuration and an agent's ``params``.
+
+What an attempt stores or sends passes the same gate for another reason: a lone surrogate (a model's JSON
+``"\\ud800"``, a kernel's exception message) is not a character, and neither SQLite nor a provider can encode
+it; it becomes U+FFFD, so that the agent's text cannot make its attempt fail as infrastructure.
 """
 
 from __future__ import annotations
@@ -27,6 +35,32 @@ MIN_SECRET_CHARS = 8
 #: vertex_credentials, HF_TOKEN, ...; not max_tokens).
 SECRET_NAME = re.compile(r"(^|_)(key|secret|password|passwd|token|credentials?)$|api_?key|secret|private_key",
                          re.IGNORECASE)  # fmt: skip
+#: Tables whose every value is a credential whatever its name (``extra_headers``: Authorization, X-Api-Key...).
+CREDENTIAL_TABLE = re.compile(r"headers$", re.IGNORECASE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def credentials(value: Any, *, inside: bool = False) -> list[str]:
+    """The credentials in a configuration ``value``: every string under a credential-like name, or in a
+    headers table, at any depth."""
+    if isinstance(value, Mapping):
+        return [c for k, v in value.items() for c in credentials(v, inside=inside or _credential_name(k))]
+    if isinstance(value, list | tuple):
+        return [c for v in value for c in credentials(v, inside=inside)]
+    return [value] if inside and isinstance(value, str) else []
+
+
+def without_credentials(value: Any, *, inside: bool = False) -> Any:
+    """``value`` (a configuration) with every credential (see ``credentials``) replaced by ``[REDACTED]``."""
+    if isinstance(value, Mapping):
+        return {k: without_credentials(v, inside=inside or _credential_name(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_credentials(v, inside=inside) for v in value]
+    return REDACTED if inside and isinstance(value, str) else value
+
+
+def _credential_name(name: object) -> bool:
+    return isinstance(name, str) and bool(SECRET_NAME.search(name) or CREDENTIAL_TABLE.search(name))
 
 
 class Redactor:
@@ -42,7 +76,7 @@ class Redactor:
                   environ: Mapping[str, str] = os.environ) -> Redactor:  # fmt: skip
         """The secrets an attempt of ``model`` must never store or send (see the module's docstring);
         ``env_names``: the variables of the campaign's env file."""
-        values = [str(v) for k, v in model.params.items() if SECRET_NAME.search(k) and isinstance(v, str)]
+        values = credentials(model.params)
         names = {*env_names, *(n for n in environ if SECRET_NAME.search(n))}
         if model.api_key_env:
             names.add(model.api_key_env)
@@ -50,6 +84,8 @@ class Redactor:
         return cls(values)
 
     def text(self, text: str) -> str:
+        """``text`` with every secret replaced, and every lone surrogate (see the module's docstring)."""
+        text = _SURROGATE.sub("\ufffd", text)
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from mkbsim.cli._common import add_store_option, non_negative_int, open_store
@@ -83,10 +84,21 @@ def _tail(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What a terminal acts on or reorders beyond the C0 controls JSON escapes: DEL and the C1 controls (U+009B
+#: is CSI, like ESC [), and the bidirectional marks, embeddings, overrides and isolates (U+202E shows text
+#: reversed). Stored text (command output, skills, feedback) is the agents' and carries them verbatim.
+_TERMINAL_CONTROLS = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(line: str) -> str:
+    """A JSON line with every terminal control in it escaped (``\\u009b``): still the same JSON."""
+    return _TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+
+
 def _print_event(ev: object) -> None:
     from dataclasses import asdict
 
-    sys.stdout.write(json.dumps(asdict(ev), ensure_ascii=False) + "\n")  # type: ignore[call-overload]
+    sys.stdout.write(terminal_safe(json.dumps(asdict(ev), ensure_ascii=False)) + "\n")  # type: ignore[call-overload]
     sys.stdout.flush()
 
 

@@ -15,7 +15,7 @@ from mkbsim.errors import UserError
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "power",
-        help="problems × replicates needed to detect a lift at 80% power; a campaign's minimum detectable lift",
+        help="problems × replicates needed to detect a lift at 80%% power; a campaign's minimum detectable lift",
         description="Simulates campaigns with each cell's spread of log r (from the store, or --sd for an assumed "
         "effect) and tests them as the report tests small cells (t on problems' mean log r, alpha 0.05).",
     )

@@ -6,9 +6,18 @@ A sandbox has new PID, mount, IPC, UTS, cgroup and (by default) network namespac
 parent; its filesystem holds only the system's programs, the paths a ``Policy`` binds read-only (an
 interpreter and its packages, ``python_paths``) or writable (an attempt's directory), a private ``/tmp``, its
 own ``/proc`` and a minimal ``/dev``; its environment is exactly the policy's; a seccomp filter closes
-user namespaces and a few exploit-prone kernel interfaces (``_seccomp``). Limits: cores (affinity),
-address space (``RLIMIT_AS``), processes (``RLIMIT_NPROC``), wall time (``run``'s timeout, the whole tree
-killed).
+user namespaces, keyrings, affinity changes and a few exploit-prone kernel interfaces (``_seccomp``). Limits:
+cores (affinity, set before bubblewrap starts), memory (the private tmpfs take their share of the budget, and
+each process may map the rest: ``RLIMIT_AS``, per process — no cgroup), processes (``RLIMIT_NPROC``), disk
+(``RLIMIT_FSIZE`` per file, and ``run`` stops a command whose writable folders go over their quota: ``_quota``),
+wall time (``run``'s timeout, the whole tree killed). ``run`` reads a command's output through a pipe and keeps
+its head and tail only.
+
+Why memory is bounded per process: a cgroup (``memory.max`` for the sandbox as a whole) needs a cgroup v2
+hierarchy with the memory controller that this process may write; the development VM (kernel 6.18, the
+controllers on cgroup v1 in the hierarchy of the machine's own service) offers none, and an ordinary user's
+session is not delegated one. So ``N`` processes of one sandbox may map ``N`` times the address space
+(``max_processes`` bounds ``N``).
 
 How the process limit binds: the kernel never applies ``RLIMIT_NPROC`` to the host's uid 0, so a sandbox
 started by root drops to a fresh unprivileged uid (``sandbox_uid``; the paths it must write are handed to
@@ -23,7 +32,8 @@ API (stable; the verifier uses it)::
     support = probe()                     # cached: Support(ok, bwrap, version, mode, reason)
     policy = Policy(ro=python_paths(), rw=(folder,), cwd=folder, env={...}, cpus=(0, 1))
     policy.hand_over(folder)              # as root: the sandbox's uid may write there
-    finished = run(policy, ["bash", "-c", "make"], timeout_s=60, output=file, stop=flag.is_set)
+    finished = run(policy, ["bash", "-c", "make"], timeout_s=60, keep_bytes=5000, stop=flag.is_set)
+    finished.output.head, finished.output.tail, finished.over_quota   # what it printed, its disk
     process = spawn(policy, [python, "-m", "worker"], stdin=PIPE, stdout=PIPE)   # long-lived, pipes
     kill(process)                         # it and everything it started
 
@@ -33,6 +43,7 @@ address space than it uses). Start long-lived sandboxes from a thread that outli
 """
 
 from mkbsim.sandbox._policy import (
+    DEFAULT_DISK_BYTES,
     DEFAULT_MAX_PROCESSES,
     DEFAULT_MEMORY_BYTES,
     DEFAULT_TMP_BYTES,
@@ -41,18 +52,24 @@ from mkbsim.sandbox._policy import (
     python_paths,
     sandbox_uid,
 )
-from mkbsim.sandbox._process import Finished, kill, run, spawn
+from mkbsim.sandbox._process import DEFAULT_KEEP_BYTES, Finished, Output, kill, run, spawn
+from mkbsim.sandbox._quota import MAX_ENTRIES, Usage
 from mkbsim.sandbox._support import SandboxUnavailable, Support, find_bwraps, probe, require
 
 __all__ = [
+    "DEFAULT_DISK_BYTES",
+    "DEFAULT_KEEP_BYTES",
     "DEFAULT_MAX_PROCESSES",
     "DEFAULT_MEMORY_BYTES",
     "DEFAULT_TMP_BYTES",
     "GIB",
+    "MAX_ENTRIES",
     "Finished",
+    "Output",
     "Policy",
     "SandboxUnavailable",
     "Support",
+    "Usage",
     "find_bwraps",
     "kill",
     "probe",

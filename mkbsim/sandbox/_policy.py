@@ -26,7 +26,11 @@ GIB = 1 << 30
 #: Default limits of DESIGN §4.
 DEFAULT_MEMORY_BYTES = 8 * GIB
 DEFAULT_MAX_PROCESSES = 128  # threads count too (the kernel counts tasks): a DSL build needs a few dozen
-DEFAULT_TMP_BYTES = 1 * GIB  # the private /tmp is memory: bounded, or it would bypass the memory limit
+DEFAULT_TMP_BYTES = 1 * GIB  # each private tmpfs (/tmp, /dev/shm) where there is no memory budget to share
+DEFAULT_DISK_BYTES = 4 * GIB  # the writable folders' quota, and the size of any one file written
+#: Each private tmpfs (/tmp, /dev/shm) takes this share of the memory budget (1 GiB of 8): their files are
+#: memory, so they come out of it, and the processes' address space is what is left (6 GiB of 8).
+TMPFS_SHARE = 8
 
 #: Top-level system folders: bound read-only where they are folders, recreated where they are links
 #: (``/bin -> usr/bin`` on merged-/usr systems).
@@ -54,11 +58,16 @@ class Policy:
     ``ro``/``rw``: host paths bound at the same path, read-only or writable. ``devices``: device nodes
     bound with device access (e.g. ``/dev/nvidia0``; nothing by default). ``env``: the complete
     environment (nothing is inherited). ``cwd``: the working directory (inside a bound path).
-    ``cpus``: cores by affinity (None: this process's). ``memory_bytes``: address space (RLIMIT_AS; None
-    for CUDA processes, which reserve far more than they use). ``max_processes``: tasks of the sandbox's
-    uid (RLIMIT_NPROC). ``network``: keep the host's network (default: a new, empty network namespace).
-    ``share``: namespaces kept from the host ("ipc", "pid"; by default every one is new). ``uid``: see
-    ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``.
+    ``cpus``: cores by affinity, set before bubblewrap starts and not changeable inside (None: this
+    process's). ``memory_bytes``: the memory budget (None for CUDA processes, which reserve far more address
+    space than they use): each private tmpfs takes ``tmp_bytes`` of it (default: an eighth) and every process
+    may map the rest (``address_space_bytes``, RLIMIT_AS) — a bound per process, not per sandbox, where no
+    cgroup is used (DESIGN §4). ``max_processes``: tasks of the sandbox's uid (RLIMIT_NPROC). ``disk_bytes``:
+    the largest file a process may write (RLIMIT_FSIZE) and the quota of the ``rw`` folders, which ``run``
+    checks while and after a command runs (None: neither). ``network``: keep the host's network (default: a
+    new, empty network namespace). ``share``: namespaces kept from the host ("ipc", "pid"; by default every one
+    is new).
+    ``uid``: see ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``.
     ``isolated`` False: no bubblewrap at all, only the limits and the environment, as this process's user
     (for machines where bubblewrap cannot run and the user said so; ``ro``, ``rw``, ``devices``, ``network``
     and ``uid`` then mean nothing: the process sees what this user sees).
@@ -71,7 +80,8 @@ class Policy:
     cpus: tuple[int, ...] | None = None
     memory_bytes: int | None = DEFAULT_MEMORY_BYTES
     max_processes: int | None = DEFAULT_MAX_PROCESSES
-    tmp_bytes: int = DEFAULT_TMP_BYTES
+    tmp_bytes: int | None = None
+    disk_bytes: int | None = DEFAULT_DISK_BYTES
     devices: tuple[str, ...] = ()
     network: bool = False
     share: tuple[str, ...] = ()  # "ipc" and/or "pid": keep the host's namespace (CUDA IPC may need them)
@@ -81,9 +91,26 @@ class Policy:
     def __post_init__(self) -> None:
         if not self.isolated:  # outside bubblewrap a uid change would lock it out of root's own files
             object.__setattr__(self, "uid", None)
+        space = self.address_space_bytes()
+        if space is not None and space <= 0:
+            raise ValueError(f"a memory budget of {self.memory_bytes} bytes leaves nothing to the processes "
+                             f"beside two tmpfs of {self.tmpfs_bytes()} bytes")  # fmt: skip
+
+    def tmpfs_bytes(self) -> int:
+        """The size of each private tmpfs, ``/tmp`` and ``/dev/shm``."""
+        if self.tmp_bytes is not None:
+            return self.tmp_bytes
+        return DEFAULT_TMP_BYTES if self.memory_bytes is None else self.memory_bytes // TMPFS_SHARE
+
+    def address_space_bytes(self) -> int | None:
+        """RLIMIT_AS of every process: the memory budget less what both tmpfs may hold (without bubblewrap
+        there is no private tmpfs: all of it)."""
+        if self.memory_bytes is None or not self.isolated:
+            return self.memory_bytes
+        return self.memory_bytes - 2 * self.tmpfs_bytes()
 
     def limits(self) -> ProcessLimits:
-        return ProcessLimits(self.uid, self.memory_bytes, self.max_processes, self.cpus, str(self.cwd))
+        return ProcessLimits(self.uid, self.address_space_bytes(), self.max_processes, self.disk_bytes, str(self.cwd))
 
     def hand_over(self, path: Path) -> None:
         """Give ``path`` (a file, or a folder and everything in it) to the sandbox's uid, so that it can
@@ -107,7 +134,7 @@ class Policy:
         else:  # root: the limiter needs these two capabilities to drop to the sandbox's uid, then has none
             args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         # the private /tmp first: a bound path under the host's /tmp (a test's folder) then shows through it
-        args += ["--tmpfs", "/", "--perms", "1777", "--size", str(self.tmp_bytes), "--tmpfs", "/tmp"]
+        args += ["--tmpfs", "/", "--perms", "1777", "--size", str(self.tmpfs_bytes()), "--tmpfs", "/tmp"]
         for top in _SYSTEM_DIRS:
             if os.path.islink(top):
                 args += ["--symlink", os.readlink(top), top]
@@ -122,9 +149,11 @@ class Policy:
             args += ["--ro-bind", str(path), str(path)]
         for path in self.rw:
             args += ["--bind", str(path), str(path)]
-        # /dev/shm as its own bounded tmpfs: POSIX semaphores (multiprocessing's locks) live there
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(self.tmp_bytes),
-                 "--tmpfs", "/dev/shm"]  # fmt: skip
+        # /proc/keys lists the keys of the parent's session keyring, which the sandbox possesses (the seccomp
+        # filter refuses every keyring call); /dev/shm as its own bounded tmpfs: POSIX semaphores
+        # (multiprocessing's locks) live there
+        args += ["--proc", "/proc", "--ro-bind", "/dev/null", "/proc/keys", "--dev", "/dev", "--perms", "1777",
+                 "--size", str(self.tmpfs_bytes()), "--tmpfs", "/dev/shm"]  # fmt: skip
         for node in self.devices:
             args += ["--dev-bind", node, node]
         # the limiter enters ``cwd`` once it runs as the sandbox's uid (bubblewrap's root, without

@@ -91,7 +91,8 @@ def test_full_scripted_attempt_writes_submits_twice_and_leaves_a_skill(
     task = stub.ok_requests()[0][1]["content"]
     assert task.startswith("# Task p36") and DSLS["tirx"].docs_index in task
     dump = json.dumps([e.payload for e in events])
-    assert "sk-stub-secret" not in dump and started["agent"]["params"] == {"api_base": stub.url, "temperature": 0.0}
+    assert "sk-stub-secret" not in dump
+    assert started["agent"]["params"] == {"api_base": stub.url, "api_key": "[REDACTED]", "temperature": 0.0}
 
 
 def test_submissions_beyond_the_budget_and_unparsable_files_are_not_counted(

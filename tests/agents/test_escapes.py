@@ -177,3 +177,30 @@ def test_sigterm_stops_a_campaign_whose_model_request_hangs_within_2_s(tmp_path:
         ends = [e.payload for e in s.read_stream(f"attempt-{attempt_id_for('hang', 'hang', 'p36', 'solo_cutedsl', 0)}")
                 if e.type == "AttemptFinished"]  # fmt: skip
     assert [e["status"] for e in ends] == ["interrupted"], output
+
+
+def test_credentials_in_the_campaign_file_are_stored_nowhere(
+    tmp_path: Path, stub: StubLLM, scorers: VerifierScorers
+) -> None:
+    tag = uuid.uuid4().hex[:12]
+    api_key, header_key, header_auth = f"sk-file-{tag}", f"hdr-key-{tag}", f"hdr-auth-{tag}"
+    stub.script = [act(write={"kernel.py": ""}, done=True) for _ in range(2)]  # both solos; no skill: no treatment
+    params = {"api_base": stub.url, "api_key": api_key, "temperature": 0.0,
+              "extra_headers": {"X-Api-Key": header_key, "X-Custom-Auth": header_auth}}  # fmt: skip
+    campaign = campaign_toml(
+        tmp_path / "llm.toml", {"model": "openai/stub", "name": "keyed", "params": params},
+        campaign={"id": "keyed", "problems": "p36", "directions": ["cutedsl2tirx"], "env_file": "absent.env"},
+        sandbox={"root": str(tmp_path / "sandboxes")},
+    )  # fmt: skip
+    with EventStore(tmp_path / "keyed.sqlite", create=True) as store:
+        run_campaign(store, LlmCampaign(load_llm_campaign(campaign), load_catalog(), scorers))
+        started = next(e.payload for e in store.read() if e.type == "CampaignStarted")
+        agents = [e.payload["agent"] for e in store.read() if e.type == "AttemptStarted" and "agent" in e.payload]
+        stored = b"".join(p.read_bytes() for p in tmp_path.glob("keyed.sqlite*"))
+    assert stub.received[0].authorization == f"Bearer {api_key}"  # the credentials were used
+    for secret in (api_key, header_key, header_auth):
+        assert secret.encode() not in stored, secret
+    recorded = started["config"]["agents"][0]["params"]
+    assert recorded["api_key"] == "[REDACTED]" and recorded["extra_headers"] == {
+        "X-Api-Key": "[REDACTED]", "X-Custom-Auth": "[REDACTED]"}  # fmt: skip
+    assert len(agents) == 2 and all(a["params"] == {**recorded, "api_base": stub.url} for a in agents), agents

@@ -4,6 +4,7 @@ The escapes of a hostile agent through a whole campaign are in test_escapes.py."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -174,3 +175,52 @@ def test_without_bubblewrap_the_sandbox_is_refused_unless_the_user_said_none(
     finally:
         monkeypatch.delenv("MKBSIM_BWRAP")
         bwrap.probe.cache_clear()
+
+
+def _open_files() -> set[str]:
+    """What this process's descriptors point at, by path (pipes and sockets say so)."""
+    found = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):  # the descriptor iterdir itself used
+            found.add(os.readlink(fd))
+    return found
+
+
+@needs_bwrap
+def test_a_flood_of_output_goes_to_no_file(tmp_path: Path) -> None:
+    box = Sandbox.create(SandboxConfig(root=tmp_path, output_chars=1000), "a", "tirx")
+    before, seen, done = _open_files(), set(), threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            seen.update(_open_files())
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = box.run("head -c 300M /dev/zero | tr '\\0' x; echo; echo END", 60)
+    finally:
+        done.set()
+        watcher.join()
+    assert result.output_bytes == 300 * 2**20 + 5 and result.output.rstrip().endswith("END")
+    assert len(result.output) < 1100
+    # before: an unlinked temporary file in the parent's /tmp took the whole flood (the seccomp filter's
+    # memfd is not a file of the disk)
+    assert [f for f in seen - before if f.startswith("/") and not f.startswith(("/proc", "/memfd:"))] == []
+
+
+@needs_bwrap
+def test_the_agent_is_told_when_its_directory_goes_over_its_quota(tmp_path: Path) -> None:
+    box = Sandbox.create(SandboxConfig(root=tmp_path, disk_bytes=64 << 20), "a", "tirx")
+    full = box.run("for f in a b c; do head -c 30M /dev/zero > $f; done", 60)
+    assert full.exit_code is None and full.over_quota is not None
+    assert full.status().startswith("failed: the working directory holds at least 0.09 GiB, over its quota of 0.06")
+    assert "delete files" in full.status()
+    assert box.run("rm a b c && echo cleaned", 60).status() == "exit 0"
+
+
+@pytest.mark.parametrize(("command", "why"), [("echo a\0b", "NUL byte"), ("echo \ud800", "lone surrogate")])
+def test_a_command_no_program_can_take_is_refused_with_the_reason(sandbox: Sandbox, command: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        sandbox.run(command, 10)

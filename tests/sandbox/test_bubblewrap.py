@@ -4,6 +4,7 @@ written, no process outlives its sandbox, the limits bind (processes too, as roo
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 from mkbsim.sandbox import (
     Policy,
     SandboxUnavailable,
+    _quota,
     _seccomp,
     _support,
     kill,
@@ -50,10 +52,9 @@ def policy(folder: Path) -> Policy:
 
 def sh(policy: Policy, command: str, timeout_s: float = 60) -> tuple[int | None, str]:
     """Run ``command`` with bash in the sandbox: its exit code (None when killed) and output."""
-    out = policy.cwd.parent / f"out-{uuid.uuid4().hex}.txt"
-    with out.open("wb") as f:
-        finished = run(policy, ["bash", "-c", command], timeout_s=timeout_s, output=f)
-    return finished.exit_code, out.read_text()
+    finished = run(policy, ["bash", "-c", command], timeout_s=timeout_s, keep_bytes=1 << 20)
+    assert not finished.output.omitted
+    return finished.exit_code, (finished.output.head + finished.output.tail).decode()
 
 
 def alive(token: str) -> list[int]:
@@ -239,7 +240,7 @@ def test_no_new_user_namespace_and_threads_still_start(policy: Policy, monkeypat
 def test_seccomp_program_is_whole_instructions_for_known_machines() -> None:
     for machine in ("x86_64", "aarch64"):
         code = _seccomp.program(machine)
-        assert code is not None and len(code) % 8 == 0 and len(code) // 8 == 17
+        assert code is not None and len(code) % 8 == 0 and len(code) // 8 == 21
     assert _seccomp.program("riscv64") is None
 
 
@@ -263,3 +264,118 @@ def test_a_newer_bwrap_that_cannot_run_here_gives_way_to_one_that_can(
     finally:
         monkeypatch.undo()
         probe.cache_clear()
+
+
+# -- memory, disk, keyrings and cores: what an independent red team got past, each closed ---------------
+
+
+def test_the_private_tmpfs_come_out_of_the_memory_budget(policy: Policy) -> None:
+    budget = 2 << 30
+    fill = "ulimit -v; df -B1 --output=size /tmp /dev/shm | tail -2; head -c 300M /dev/zero > /tmp/fill"
+    _, out = sh(dataclasses.replace(policy, memory_bytes=budget), fill)
+    address_space_kib, tmp, shm = (int(x) for x in out.split()[:3])
+    # one process and both tmpfs filled together stay within the budget (before: 2 + 1 + 1 GiB)
+    assert address_space_kib * 1024 + tmp + shm <= budget, out
+    assert tmp == shm == budget // 8 and "No space left on device" in out, out
+
+
+def test_output_comes_through_a_pipe_with_its_head_and_tail_only(policy: Policy) -> None:
+    flood = "echo HEAD; head -c 50M /dev/zero | tr '\\0' x; echo; echo TAIL"
+    finished = run(policy, ["bash", "-c", flood], timeout_s=60, keep_bytes=100)
+    out = finished.output
+    assert out.size == 5 + 50 * 2**20 + 1 + 5 and out.omitted == out.size - 200
+    assert out.head.startswith(b"HEAD\nxxx") and out.tail.endswith(b"xxx\nTAIL\n") and len(out.tail) == 100
+
+
+def test_no_file_beyond_the_disk_quota_and_a_command_filling_the_folder_is_stopped(
+    policy: Policy, folder: Path
+) -> None:
+    limited = dataclasses.replace(policy, disk_bytes=64 << 20)
+    _, out = sh(limited, "head -c 100M /dev/zero > big; echo exit $?")
+    assert (folder / "big").stat().st_size <= 64 << 20 and "exit 153" in out, out  # SIGXFSZ
+    (folder / "big").unlink()
+    # many files each below the limit: the folder's quota stops the command (checked every second)
+    t0 = time.monotonic()
+    writes = "for i in $(seq 50); do head -c 8M /dev/zero > f$i; sleep 0.1; done; echo all-written"
+    finished = run(limited, ["bash", "-c", writes], timeout_s=60)
+    assert finished.over_quota is not None and finished.over_quota.bytes > 64 << 20, finished
+    assert finished.exit_code is None and b"all-written" not in finished.output.tail
+    assert len(list(folder.glob("f*"))) < 50 and time.monotonic() - t0 < 30
+    for f in folder.glob("f*"):
+        f.unlink()
+    # the check after the command: a quick one that went over has exited, its result says so all the same
+    finished = run(limited, ["bash", "-c", "for f in a b c; do head -c 30M /dev/zero > $f; done"], timeout_s=60)
+    assert finished.over_quota is not None and finished.exit_code == 0
+    assert run(limited, ["bash", "-c", "rm a b c"], timeout_s=60).over_quota is None
+
+
+def test_the_quota_counts_entries_and_what_a_folder_made_unreadable_holds(
+    policy: Policy, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_quota, "MAX_ENTRIES", 200)
+    finished = run(policy, ["bash", "-c", "mkdir d && touch d/f{1..300}"], timeout_s=60)
+    assert finished.over_quota is not None and finished.over_quota.entries > 200
+    limited = dataclasses.replace(policy, disk_bytes=16 << 20)
+    finished = run(limited, ["bash", "-c", "rm -r d; mkdir h; head -c 20M /dev/zero > h/x; chmod 000 h"], timeout_s=60)
+    assert finished.over_quota is not None and finished.over_quota.bytes > 16 << 20
+
+
+KEYRING = """
+import ctypes, json, platform, sys
+from pathlib import Path
+from mkbsim.sandbox import Policy, python_paths, run
+KEYCTL, ADD_KEY = {"x86_64": (250, 248), "aarch64": (219, 217)}[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+secret = sys.argv[2].encode()
+libc.syscall(KEYCTL, 1, None)  # a session keyring of its own, as a login session or a service has
+assert libc.syscall(ADD_KEY, b"user", b"mkbsim-decoy", secret, len(secret), -3) > 0
+probe = '''
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+buf = ctypes.create_string_buffer(4096)
+n = libc.syscall(%d, 11, -3, buf, 4096)
+print("read", n, ctypes.get_errno())
+for i in range(0, max(n, 0), 4):
+    key = ctypes.create_string_buffer(256)
+    m = libc.syscall(%d, 11, int.from_bytes(buf.raw[i:i + 4], "little"), key, 256)
+    print("key", key.raw[: max(m, 0)])
+print("add", libc.syscall(%d, b"user", b"planted", b"x", 1, -3), ctypes.get_errno())
+try:
+    print("listed", open("/proc/keys").read())
+except OSError as e:
+    print("listed", e.errno)
+''' % (KEYCTL, KEYCTL, ADD_KEY)
+folder = Path(sys.argv[1])
+policy = Policy(ro=python_paths(), rw=(folder,), cwd=folder, env={"PATH": "/usr/bin:/bin"})
+policy.hand_over(folder)
+out = run(policy, [sys.executable, "-c", probe], timeout_s=60).output
+buf = ctypes.create_string_buffer(4096)
+n = libc.syscall(KEYCTL, 11, -3, buf, 4096)
+print(json.dumps({"inside": (out.head + out.tail).decode(), "keys_after": n // 4}))
+"""
+
+
+def test_the_parents_session_keyring_is_out_of_reach(folder: Path) -> None:
+    secret = f"DECOY-KEY-{uuid.uuid4().hex}"
+    done = subprocess.run([sys.executable, "-c", KEYRING, str(folder), secret], capture_output=True, text=True,
+                          timeout=120, cwd=PROJECT)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    inside = found["inside"]
+    assert secret not in inside and "mkbsim-decoy" not in inside, inside
+    assert "read -1 1" in inside and "add -1 1" in inside, inside  # EPERM: keyctl and add_key refused
+    assert found["keys_after"] == 1, found  # nothing planted in the parent's keyring
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a second core to widen to")
+def test_a_command_cannot_widen_its_cores(policy: Policy) -> None:
+    core = min(os.sched_getaffinity(0))
+    widen = (
+        "taskset -pc 0-1023 $$ >/dev/null 2>&1; python -c 'import os\ntry:\n    os.sched_setaffinity(0, "
+        'range(os.cpu_count()))\nexcept OSError as e:\n    print("refused", e.errno)\'; grep Cpus_allowed_list '
+        "/proc/self/status"
+    )
+    _, out = sh(dataclasses.replace(policy, cpus=(core,)), widen)
+    assert "refused 1" in out and out.split()[-1] == str(core), out

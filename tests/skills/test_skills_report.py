@@ -10,7 +10,7 @@ import pytest
 from skills.skills_kit import cli
 
 from mkbsim.lab import Lab
-from mkbsim.simulator import CampaignSummary
+from mkbsim.campaigns import CampaignSummary
 
 
 def _report(capsys: pytest.CaptureFixture[str], store: Path, *extra: str) -> dict:  # type: ignore[type-arg]
