@@ -44,7 +44,7 @@ def static_scan(v: Verification) -> Failure | None:
 
 def start_worker(v: Verification) -> Failure | None:
     t0 = time.perf_counter()
-    v.report.env["sandbox"] = v.session.zygote().sandbox  # started once per session; its cost is its own phase
+    v.report.env.update(v.session.zygote().confinement())  # started once per session; its cost is its own phase
     v.timed("zygote_start_s", t0)
     t0 = time.perf_counter()
     numels = v.shape.numels()

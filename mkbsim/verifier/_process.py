@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,16 @@ from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, Unt
 from mkbsim.verifier._sandboxing import Sandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
 
-#: Environment variables a worker inherits; everything else (API keys, tokens) stays behind.
-_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")
-_ENV_KEEP_PREFIXES = ("CUDA_", "NVIDIA_", "TVM_", "CUTE_DSL_", "CUTLASS_", "NCCL_", "TORCH_SYMM", "NVSHMEM_")
+#: The only variables of the verifier's environment a worker gets, by exact name (DESIGN §4, §5): what
+#: torch, the CUDA driver, TVM and the CuTe DSL need to find their libraries and the GPU this slot may use.
+#: No prefix: ``mkbsim run`` loads a campaign's ``.env`` into its environment (``NVIDIA_API_KEY``, ...).
+WORKER_ENV_NAMES = frozenset((
+    "PATH", "HOME", "LANG", "LC_ALL", "LD_LIBRARY_PATH",
+    "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+    "TVM_HOME", "TVM_LIBRARY_PATH", "CUTE_DSL_ARCH",
+))  # fmt: skip
+#: A name holding one of these never reaches a worker, even if allow-listed.
+_CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE")
 _WATCH_INTERVAL_S = 0.05
 
 
@@ -35,8 +43,15 @@ class WorkerFailed(Exception):
         self.status = status or {}
 
 
-def worker_env(cpu_threads: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith(_ENV_KEEP_PREFIXES)}
+def looks_like_credential(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in _CREDENTIAL_WORDS)
+
+
+def worker_env(cpu_threads: int, source: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The complete environment of the zygote and its workers: ``source``'s allow-listed variables that do not
+    look like credentials, plus the verifier's own settings (import path, thread counts)."""
+    env = {k: v for k, v in source.items() if k in WORKER_ENV_NAMES and not looks_like_credential(k)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["PYTHONNOUSERSITE"] = "1"
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = env["TVM_NUM_THREADS"] = str(cpu_threads)
@@ -77,6 +92,8 @@ class Zygote:
             raise RuntimeError(f"the verifier's sandbox cannot run here: {made}")
         self.box: Sandbox | None = None if isinstance(made, str) else made
         self.sandbox = made.description if self.box is not None else f"none ({made})"  # type: ignore[union-attr]
+        #: the names (never the values) of the environment the workers got, for the result's ``env``
+        self.env_names = sorted(self.box.env if self.box is not None else env)
         if self.box is not None:
             self.proc = self.box.spawn(command, **io)
         else:
@@ -91,6 +108,10 @@ class Zygote:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def confinement(self) -> dict[str, Any]:
+        """How the workers are confined, for a result's ``env``: the sandbox and their environment's names."""
+        return {"sandbox": self.sandbox, "worker_env": self.env_names}
 
     def workdir(self, prefix: str) -> Path:
         """A new folder the workers can write in (inside the sandbox's folder when there is one)."""

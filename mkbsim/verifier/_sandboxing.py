@@ -68,6 +68,7 @@ class Sandbox:
     """A session's sandbox: the bubblewrap policy of its zygote and the folder its workers write in."""
 
     policy: object  # mkbsim.sandbox.Policy
+    env: dict[str, str]  # the zygote's complete environment
     root: Path
     description: str
     released: threading.Event = field(default_factory=threading.Event)
@@ -125,4 +126,4 @@ def make_sandbox(env: dict[str, str], device_type: str) -> Sandbox | str:
     )  # fmt: skip
     policy.hand_over(root)
     shared = f", sharing the host's {'/'.join(policy.share)} namespace" if policy.share else ""
-    return Sandbox(policy, root, support.describe() + shared)
+    return Sandbox(policy, sandbox_env, root, support.describe() + shared)

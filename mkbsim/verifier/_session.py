@@ -127,11 +127,12 @@ class VerifierSession:
         return self._zygote
 
     def env(self) -> dict[str, Any]:
-        """The machine and library versions; ``sandbox`` once the zygote runs (how its workers are confined)."""
+        """The machine and library versions; once the zygote runs, how its workers are confined (``sandbox``,
+        ``worker_env``: the names of their environment variables)."""
         if self._env is None:
             self._env = capture(self.device)
         if self._zygote is not None:
-            self._env["sandbox"] = self._zygote.sandbox
+            self._env.update(self._zygote.confinement())
         return self._env
 
     def problem(self, problem: str | Problem) -> Problem:
