@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from skills.skills_kit import cli
 
-from mkbsim.lab import Lab
 from mkbsim.campaigns import CampaignSummary
+from mkbsim.lab import Lab
 
 
 def _report(capsys: pytest.CaptureFixture[str], store: Path, *extra: str) -> dict:  # type: ignore[type-arg]
