@@ -6,7 +6,9 @@
 Sources: the solution files on disk (`problems/<family>/solutions/NN_<plan>_<dsl>.py`) and
 `benchmarks/h200_measurements.json` (one row per measured file, written by `record_h200.py`; files not
 measured yet are named with the reason under `not_measured`). A solution file with neither is an error,
-and so is a row or entry naming no file. Each generated block sits between marker comments
+and so is a row or entry naming no file. A row holds the SHA-256 of the file it measured (plus any attested
+to build the same device code, `same_device_code_sha256`); a file changed since is listed as not measured,
+with that reason, until it is run again. Each generated block sits between marker comments
 (`<!-- kernel-tables:NAME begin ... -->` and `<!-- kernel-tables:NAME end -->`) and is rewritten whole;
 counts of solution files written by hand elsewhere in the README are refused, because they drift.
 SOL fraction = the problem's cost-model time on the h200 device profile (DESIGN §5) / verifier runtime.
@@ -15,6 +17,7 @@ SOL fraction = the problem's cost-model time on the h200 device profile (DESIGN 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import re
@@ -86,7 +89,16 @@ def records(files: list[Path], data: dict[str, Any]) -> list[Record]:
     errors += [f"{name}: both measured and listed under not_measured" for name in sorted(set(rows) & set(pending))]
     out = []
     for path in files:
-        if path.name not in rows and path.name not in pending:
+        row = rows.get(path.name)
+        reason = pending.get(path.name)
+        if row is not None:
+            if "sha256" not in row:
+                errors.append(f"{path.name}: its row has no sha256 of the file it measured")
+                continue
+            accepted = {row["sha256"], *row.get("same_device_code_sha256", [])}
+            if hashlib.sha256(path.read_bytes()).hexdigest() not in accepted:
+                row, reason = None, f"changed since it passed on the H200 {row.get('date', data['date'])}; not re-run"
+        elif reason is None:
             errors.append(f"{path.name}: no row and no not_measured entry in h200_measurements.json")
             continue
         problem_id, dsl, kind = solution_plan(path)
@@ -94,7 +106,7 @@ def records(files: list[Path], data: dict[str, Any]) -> list[Record]:
         sol = speed_of_light(problem.cost(problem.workload), h200)
         plan = SOLUTION_RE.match(path.name).group(2)  # type: ignore[union-attr]
         out.append(Record(path.name, problem_id, problem.family, dsl, plan, kind not in partial_kinds,
-                          sol["sol_ms"], rows.get(path.name), pending.get(path.name)))  # fmt: skip
+                          sol["sol_ms"], row, reason))  # fmt: skip
     if errors:
         raise RecordError("\n".join(errors))
     return out

@@ -17,6 +17,7 @@ today, UTC). Failed verdicts are listed, not stored. Then benchmarks/kernel_tabl
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from datetime import UTC, datetime
@@ -26,18 +27,33 @@ from typing import Any
 DATA = Path(__file__).with_name("h200_measurements.json")
 
 
-def row_of(stem: str, verdict: dict[str, Any], date: str) -> dict[str, Any]:
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def verified_file(tree: Path, stem: str) -> Path:
+    """The solution file the verdict is about, in the checkout the GPU run verified."""
+    found = sorted(tree.glob(f"problems/*/solutions/{stem}.py"))
+    if len(found) != 1:
+        raise ValueError(f"{stem}: {len(found)} files named {stem}.py under {tree}/problems/*/solutions")
+    return found[0]
+
+
+def row_of(stem: str, verdict: dict[str, Any], date: str, sha256: str) -> dict[str, Any]:
     number, _, rest = stem.partition("_")
     plan, _, dsl = rest.rpartition("_")
     if verdict["problem"] != f"p{number}" or verdict["dsl"] != dsl:
         raise ValueError(f"{stem}: the verdict is for {verdict['problem']} {verdict['dsl']}")
     return {"file": f"{stem}.py", "problem": verdict["problem"], "dsl": dsl, "plan": plan,
             "verifier_ms": round(verdict["runtime_ms"], 4), "eager_ms": round(verdict["eager_ms"], 4),
-            "date": date}  # fmt: skip
+            "date": date, "sha256": sha256}  # fmt: skip
 
 
-def merge(data: dict[str, Any], verdicts: dict[str, dict[str, Any]], date: str) -> list[str]:
-    """Update ``data`` in place; returns the stems that failed (not stored)."""
+def merge(data: dict[str, Any], verdicts: dict[str, dict[str, Any]], date: str, tree: Path) -> list[str]:
+    """Update ``data`` in place; returns the stems that failed (not stored).
+
+    Each row keeps the SHA-256 of the file as verified (from ``tree``, the checkout the GPU run used), so
+    kernel_tables.py can tell a measurement from a file that changed after it."""
     rows = {row["file"]: row for row in data["rows"]}
     pending = data.get("not_measured", {})  # files not measured yet, with the reason
     failed = []
@@ -45,7 +61,7 @@ def merge(data: dict[str, Any], verdicts: dict[str, dict[str, Any]], date: str) 
         if not verdict.get("passed"):
             failed.append(f"{stem}: {verdict.get('failure')}")
             continue
-        new = row_of(stem, verdict, date)
+        new = row_of(stem, verdict, date, file_sha256(verified_file(tree, stem)))
         old = rows.get(new["file"], {})
         rows[new["file"]] = {**new, **{k: v for k, v in old.items() if k.startswith("harness")}}
         pending.pop(new["file"], None)
@@ -90,6 +106,8 @@ def main() -> None:
     parser.add_argument("--harness", type=Path, help="gpu_kernels.jsonl of benchmarks/gpu_kernels.py")
     parser.add_argument("--do-bench", type=Path, help="do_bench.jsonl of benchmarks/gpu_verify_many.py")
     parser.add_argument("--date", default=datetime.now(UTC).date().isoformat(), help="the run's date")
+    parser.add_argument("--tree", type=Path, default=DATA.parents[1],
+                        help="the checkout whose solution files the GPU run verified (default: this one)")  # fmt: skip
     args = parser.parse_args()
     verdicts: dict[str, dict[str, Any]] = {}
     for directory in args.dirs:
@@ -99,7 +117,7 @@ def main() -> None:
             except ValueError:
                 print(f"{path}: not a verdict (see {path.stem}.err)", file=sys.stderr)
     data = json.loads(DATA.read_text())
-    failed = merge(data, verdicts, args.date)
+    failed = merge(data, verdicts, args.date, args.tree)
     print(f"{len(verdicts) - len(failed)} rows recorded in {DATA.name}; now run benchmarks/kernel_tables.py")
     if args.harness is not None:
         lines = [json.loads(line) for line in args.harness.read_text().splitlines() if line.strip()]

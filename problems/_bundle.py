@@ -10,7 +10,9 @@ in header lines after its imports, in dependency order:
 
 Each module's top-level names are renamed `_W_name` (no clashes between modules) and gathered in the
 namespace `W = SimpleNamespace(name=_W_name, ...)`, so the solution (and a module bundled after it)
-keeps writing `W.name` exactly as when it imports the module; the code stays at module level, where
+keeps writing `W.name` exactly as when it imports the module. A bundled module may use one bundled
+before it either way: `from problems.x import mod as A` (then `A.name`) or `from problems.x.mod import
+name` (renamed to `_A_name`). The code stays at module level, where
 the DSLs' source-based front ends (TVMScript, the CuTe DSL preprocessor) handle it as usual. The
 bundled modules' imports join the solution's own in one sorted block, and `ruff format` lays the
 result out (renamed lines grow). The generated region sits between two marker lines and is never
@@ -102,8 +104,13 @@ def _top_level_names(tree: ast.Module) -> list[str]:
 
 
 def _check_renamable(path: str, tree: ast.Module, names: set[str]) -> None:
-    """Renaming by token is safe only if no top-level name is a keyword or sits inside an f-string."""
+    """Renaming by token is safe only if no top-level name is a keyword, sits inside an f-string or names
+    a class member (read as `obj.name`, which keeps the old name)."""
     for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            members = set(_top_level_names(ast.Module(body=node.body, type_ignores=[]))) & names
+            if members:
+                raise BundleError(f"{path}: the top-level name {min(members)!r} is also a member of {node.name}")
         if isinstance(node, ast.keyword) and node.arg in names:
             raise BundleError(f"{path}: the top-level name {node.arg!r} is also a keyword argument")
         if isinstance(node, ast.JoinedStr):
@@ -117,6 +124,7 @@ def module_code(path: str, alias: str, aliases: dict[str, str]) -> tuple[str, se
     source = (ROOT / path).read_text()
     tree = ast.parse(source)
     imports: set[str] = set()
+    imported: dict[str, str] = {}  # name bound by a `from problems... import name` -> its bundled name
     drop: set[int] = set()  # 1-based lines of imports and of the module docstring
     for node in tree.body:
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -126,9 +134,7 @@ def module_code(path: str, alias: str, aliases: dict[str, str]) -> tuple[str, se
                 if line.startswith("from __future__"):
                     continue
                 if _is_problems(line):
-                    module, name = line.rsplit(" import ", 1)[1].split(" as ")
-                    if aliases.get(module) != name:
-                        raise BundleError(f"{path} imports {module} as {name}; bundle it before, under that alias")
+                    imported[_bound_name(line)] = _bundled_name(path, line, aliases)
                     continue
                 imports.add(line)
     first = tree.body[0] if tree.body else None
@@ -136,14 +142,15 @@ def module_code(path: str, alias: str, aliases: dict[str, str]) -> tuple[str, se
         assert first.end_lineno is not None
         drop.update(range(first.lineno, first.end_lineno + 1))
     names = _top_level_names(tree)
-    _check_renamable(path, tree, set(names))
     prefix = f"_{alias}_"
+    rename = {n: new for n, new in imported.items() if n != new} | {n: prefix + n for n in names}
+    _check_renamable(path, tree, set(rename))
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     renamed = []
     prev = None
     for tok in tokens:
-        if tok.type == tokenize.NAME and tok.string in names and not (prev is not None and prev.string == "."):
-            tok = tok._replace(string=prefix + tok.string)
+        if tok.type == tokenize.NAME and tok.string in rename and not (prev is not None and prev.string == "."):
+            tok = tok._replace(string=rename[tok.string])
         renamed.append(tok)
         if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
             prev = tok
@@ -156,6 +163,24 @@ def module_code(path: str, alias: str, aliases: dict[str, str]) -> tuple[str, se
     members = "".join(f"    {n}={prefix}{n},\n" for n in names)
     code = "\n".join([f"# {path}", *body, "", f"{alias} = SimpleNamespace(\n{members})"])
     return code, imports
+
+
+def _bundled_name(path: str, line: str, aliases: dict[str, str]) -> str:
+    """What a bundled module's `problems` import line names in the bundle: `from problems.x import mod as
+    A` the namespace A of mod bundled before under alias A, `from problems.x.mod import name` its renamed
+    definition `_A_name`."""
+    if line.startswith("import "):
+        raise BundleError(f"{path}: {line!r} (import a bundled module as `from problems.x import mod as A`)")
+    module, name = line[5:].split(" import ", 1)
+    if " as " in name:
+        name, alias = name.split(" as ")
+        if aliases.get(name) != alias:
+            raise BundleError(f"{path} imports {name} as {alias}; bundle it before, under that alias")
+        return alias
+    stem = module.rsplit(".", 1)[-1]
+    if stem not in aliases:
+        raise BundleError(f"{path} imports {name} from {module}; bundle that module before it")
+    return f"_{aliases[stem]}_{name}"
 
 
 def _bound_name(line: str) -> str:

@@ -22,8 +22,8 @@ Block-scaled fp8 (DeepGEMM style): each k-tile's WGMMAs accumulate into a fresh 
 acc += tmp * scale(kt, row) on the CUDA cores after the k-tile, so each tensor-core accumulation chain
 is only 128 products long (Hopper's fp8 MMA accumulates with ~14 mantissa bits) and every block's
 scale is applied exactly once. Without scales the WGMMAs accumulate into acc and one k-tile of WGMMAs
-stays in flight. Epilogues get `coords`, the identity-tensor partition naming the (row, column) of
-every accumulator element in the tile, so they need no fragment formula.
+stays in flight. Epilogues get `coords`, the thread's own identity-tensor partition naming the (row,
+column) of each of its accumulator elements in the tile, so they need no fragment formula.
 """
 
 from collections.abc import Callable, Sequence
@@ -73,8 +73,8 @@ class GemmConfig:
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.ab_dtype,
             self.ab_dtype,
-            warpgroup.OperandMajorMode.K,
-            warpgroup.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
             cutlass.Float32,
             (1, 1, 1) if self.split_n else (2, 1, 1),
             tiler_mn=(64, self.bn),
@@ -193,14 +193,16 @@ def gemm_persistent(
     sBs = [b_ring(i) for i in range(cfg.n_b)]
     xch = storage.xch.get_tensor(cute.make_layout((max(cfg.xch_elems, 1),)))
     wg = cute.arch.make_warp_uniform(tidx // WG_THREADS)
+    # the shared-memory operands are partitioned per warpgroup (every thread of a warpgroup sees its
+    # whole A and B tiles); the accumulators per thread (`accumulator_coords`)
     if cutlass.const_expr(cfg.split_n):
-        thr_mma = tiled_mma.get_slice(tidx % WG_THREADS)
+        thr_mma = tiled_mma.get_slice(0)
         tCrBs = [tiled_mma.make_fragment_B(thr_mma.partition_B(b_ring(wg)))]
     else:
         thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=WG_THREADS)(wg))
         tCrBs = [tiled_mma.make_fragment_B(thr_mma.partition_B(sB)) for sB in sBs]
     tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
-    coords = thr_mma.partition_C(cute.make_identity_tensor((cfg.bm, cfg.bn)))
+    coords = accumulator_coords(tiled_mma, tidx, cfg.bm, cfg.bn)
     accs = [cute.make_rmem_tensor(coords.shape, cutlass.Float32) for _ in tCrBs]
     tmps = [cute.make_rmem_tensor(coords.shape, cutlass.Float32) for _ in tCrBs]
     half = row_halves(tiled_mma, cfg.bm, cfg.bn)
@@ -286,6 +288,17 @@ def _b_part(cfg: GemmConfig, tma: Any, m_b: cute.Tensor, sB: cute.Tensor, coord:
     return cpasync.tma_partition(
         tma, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(g, 0, 2)
     )
+
+
+def accumulator_coords(tiled_mma: Any, tidx: Any, bm: int, bn: int) -> cute.Tensor:
+    """(row, column) in the bm x bn tile of each accumulator element of thread `tidx`.
+
+    The thread's own slice of the tiled MMA: WGMMA's accumulator layout differs from thread to thread.
+    (The warpgroup slice that partitions the shared-memory operands, whose layout maps all 128 threads
+    of a warpgroup to the same tile, would give every thread its warpgroup's thread-0 coordinates.)
+    A split_n MMA spans one warpgroup, so both warpgroups take the slice of tidx % 128.
+    """
+    return tiled_mma.get_slice(tidx % cute.size(tiled_mma)).partition_C(cute.make_identity_tensor((bm, bn)))
 
 
 def row_halves(tiled_mma: Any, bm: int, bn: int) -> list[int]:

@@ -35,9 +35,11 @@ Interval = list[float]
 
 
 def cluster_index(clusters: Sequence[Hashable]) -> tuple[np.ndarray, int]:
-    """Each observation's cluster number (in order of first appearance) and the number of clusters."""
-    labels: dict[Hashable, int] = {}
-    index = np.fromiter((labels.setdefault(c, len(labels)) for c in clusters), dtype=np.intp, count=len(clusters))
+    """Each observation's cluster number and the number of clusters. Clusters are numbered in the order of
+    their labels, not of first appearance, so resamples and flips do not depend on the order the events were
+    stored in (a resumed campaign stores its attempts in another order than an uninterrupted one)."""
+    labels = {label: number for number, label in enumerate(sorted(set(clusters), key=repr))}
+    index = np.fromiter((labels[c] for c in clusters), dtype=np.intp, count=len(clusters))
     return index, len(labels)
 
 

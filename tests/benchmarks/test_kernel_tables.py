@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib.util
 import json
 import sys
@@ -80,10 +81,37 @@ def test_a_changed_measurement_makes_the_blocks_stale(tables: ModuleType, data: 
     measured = copy.deepcopy(data)
     file = next(iter(measured["not_measured"]))
     measured["not_measured"].pop(file)
+    path = next(p for p in tables.solution_files() if p.name == file)
     measured["rows"].append({"file": file, "problem": f"p{file[:2]}", "dsl": file.rsplit("_", 1)[1][:-3],
-                             "plan": "fused", "verifier_ms": 0.1, "eager_ms": 1.0})  # fmt: skip
+                             "plan": "fused", "verifier_ms": 0.1, "eager_ms": 1.0,
+                             "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})  # fmt: skip
     new_readme, _ = tables.generate(readme, results, tables.records(tables.solution_files(), measured), measured)
     assert new_readme != readme
+
+
+def test_a_file_changed_after_its_measurement_no_longer_counts(
+    tables: ModuleType, data: dict[str, Any], tmp_path: Path
+) -> None:
+    files = tables.solution_files()
+    path = next(p for p in files if p.name == "36_fused_tirx.py")
+    edited = tmp_path / "problems" / "mlp_norm" / "solutions" / path.name
+    edited.parent.mkdir(parents=True)
+    edited.write_bytes(path.read_bytes() + b"# one more line\n")
+    swapped = [edited if p == path else p for p in files]
+    rec = next(r for r in tables.records(swapped, data) if r.file == path.name)
+    assert rec.row is None and rec.not_measured.startswith("changed since it passed on the H200")
+    assert f"{sum(r.row is not None for r in tables.records(files, data)) - 1} files pass" in tables.summary(
+        tables.records(swapped, data)
+    )
+    # a version attested to build the same device code counts as the measured one
+    attested = copy.deepcopy(data)
+    row = next(r for r in attested["rows"] if r["file"] == path.name)
+    row["same_device_code_sha256"] = [hashlib.sha256(edited.read_bytes()).hexdigest()]
+    assert next(r for r in tables.records(swapped, attested) if r.file == path.name).row is not None
+    unsigned = copy.deepcopy(data)
+    next(r for r in unsigned["rows"] if r["file"] == path.name).pop("sha256")
+    with pytest.raises(tables.RecordError, match=r"36_fused_tirx\.py: its row has no sha256"):
+        tables.records(files, unsigned)
 
 
 def test_summary_counts(tables: ModuleType, recs: list[Any]) -> None:
@@ -114,9 +142,15 @@ def test_blocks_need_their_markers(tables: ModuleType) -> None:
     assert tables.replace_block(text, "readme", "new", "README.md").splitlines()[2] == "new"
 
 
-def test_recording_a_run_takes_the_file_off_not_measured() -> None:
+def test_recording_a_run_takes_the_file_off_not_measured_and_keeps_the_verified_file_hash(tmp_path: Path) -> None:
     record = _load("record_h200")
+    verified = tmp_path / "problems" / "mlp_norm" / "solutions" / "31_fused_tirx.py"
+    verified.parent.mkdir(parents=True)
+    verified.write_text("# the file the GPU run verified\n")
     data = {"not_measured": {"31_fused_tirx.py": "failed"}, "rows": []}
     verdict = {"problem": "p31", "dsl": "tirx", "passed": True, "runtime_ms": 0.07, "eager_ms": 0.15}
-    assert record.merge(data, {"31_fused_tirx": verdict}, "2026-12-01") == []
+    assert record.merge(data, {"31_fused_tirx": verdict}, "2026-12-01", tmp_path) == []
     assert data["not_measured"] == {} and [r["file"] for r in data["rows"]] == ["31_fused_tirx.py"]
+    assert data["rows"][0]["sha256"] == hashlib.sha256(verified.read_bytes()).hexdigest()
+    with pytest.raises(ValueError, match=r"0 files named 32_fused_tirx\.py"):
+        record.merge(data, {"32_fused_tirx": {**verdict, "problem": "p32"}}, "2026-12-01", tmp_path)

@@ -168,3 +168,16 @@ def test_asymmetry_null_is_the_shuffle_of_reverse_outcomes() -> None:
         helped_harmed=np.array([cell["helped", "harmed"]]), harmed_helped=np.array([cell["harmed", "helped"]]),
     )  # fmt: skip
     assert asymmetry_p(tables, seed=1) == pytest.approx(_shuffled_p(stat(second), draws), abs=0.02)
+
+
+def test_intervals_do_not_depend_on_the_order_observations_arrive_in() -> None:
+    # a resumed campaign stores its attempts in another order than an uninterrupted run of the same seed
+    rng = np.random.default_rng(5)
+    problems = [f"p{i:02d}" for i in rng.integers(0, 15, size=120)]
+    logs = rng.normal(0.1, 0.5, size=120)
+    order = rng.permutation(120)
+    shuffled_problems = [problems[i] for i in order]
+    first = ClusterBootstrap(problems).interval(lift_of_sums, logs, np.ones(120))
+    second = ClusterBootstrap(shuffled_problems).interval(lift_of_sums, logs[order], np.ones(120))
+    assert first is not None and second == pytest.approx(first, rel=1e-12)
+    assert sign_flip_p(list(logs), problems) == sign_flip_p(list(logs[order]), shuffled_problems)

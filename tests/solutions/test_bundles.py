@@ -65,6 +65,36 @@ def test_bundler_refuses_a_top_level_name_used_as_a_keyword(tmp_path: Path, monk
         _bundle.module_code("helper.py", "H", {})
 
 
+def test_a_bundled_module_uses_names_imported_from_one_bundled_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`from problems.x.mod import name` in a bundled module reads mod's bundled definition `_A_name`."""
+    (tmp_path / "base.py").write_text("SCALE = 3\n\n\ndef twice(x):\n    return 2 * x\n")
+    (tmp_path / "user.py").write_text(
+        "from problems.fam.base import SCALE, twice\n\n\ndef scaled(x):\n    return twice(x) * SCALE\n"
+    )
+    monkeypatch.setattr(_bundle, "ROOT", tmp_path)
+    base, _ = _bundle.module_code("base.py", "B", {})
+    user, _ = _bundle.module_code("user.py", "U", {"base": "B"})
+    assert "return _B_twice(x) * _B_SCALE" in user
+    namespace: dict[str, object] = {"SimpleNamespace": __import__("types").SimpleNamespace}
+    exec(compile(base + "\n" + user, "bundle", "exec"), namespace)  # the bundle under test
+    assert namespace["U"].scaled(5) == 30  # type: ignore[attr-defined]
+    with pytest.raises(_bundle.BundleError, match="bundle that module before it"):
+        _bundle.module_code("user.py", "U", {})
+
+
+def test_bundler_refuses_a_top_level_name_that_is_also_a_class_member(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`obj.build` keeps its name while the token renaming would rename the method's `def build`."""
+    helper = tmp_path / "helper.py"
+    helper.write_text("def build():\n    return 1\n\n\nclass Kernel:\n    def build(self):\n        return build()\n")
+    monkeypatch.setattr(_bundle, "ROOT", tmp_path)
+    with pytest.raises(_bundle.BundleError, match="'build' is also a member of Kernel"):
+        _bundle.module_code("helper.py", "H", {})
+
+
 TIRX_FULL_PLANS = [p for p in BUNDLED if p.stem.endswith("_fused_tirx")]
 
 

@@ -1,8 +1,9 @@
 """CPU emulation of the tensor-core attention kernels: the flash-attention prefill template behind
 p04-p09's `NN_fused_{cutedsl,tirx}.py` and the split-KV MLA decode of p14 (`14_splitkv_{cutedsl,tirx}.py`).
 
-Both DSL kernels trace their index math from `problems/attention/solutions/_flash_prefill.py`; this test
-calls the same functions:
+Both DSL kernels trace their index math from `problems/attention/solutions/_flash_prefill.py`
+(bundled into every solution file by `python -m problems._bundle`; `test_bundles.py` fails when a
+solution file drifts from it); this test calls the same functions:
 
 - data movement, exactly: the Q/K/V tiles as the cp.async copies lay them into swizzled shared memory,
   the per-lane registers ldmatrix.x4 (.trans) hands out from those addresses, decoded with the PTX
@@ -16,32 +17,20 @@ calls the same functions:
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
 
 from mkbsim.catalog import anchor_inputs, load_problem, problems_root
+from problems.attention.solutions import _flash_prefill as FP
 
 SOLUTIONS = problems_root() / "attention" / "solutions"
 PREFILL = ("04", "05", "06", "07", "08", "09")
 
 
-def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_flash_prefill_emulated", SOLUTIONS / "_flash_prefill.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(mod)
-    return mod
-
-
-FP = _module()
 
 
 def _problem(nn: str) -> Any:
@@ -158,34 +147,33 @@ def _kernel_fragments(t: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         s_all = torch.zeros(t.bm, 64)
         o_all = torch.zeros(t.bm, t.d)
         for w in range(FP.WARPS):
-            wq = w * 16 * t.mt
-            for mi in range(t.mt):
-                acc_s = torch.zeros(8, 32, 4)  # n8 tile j, lane, c
-                for kk in range(t.d // 16):
-                    fa = _ldmatrix_x4(sq, wq + mi * 16 + a_row, 2 * kk + a_k, t.chunks, trans=False)
-                    a = _a_matrix(fa).float()
-                    assert torch.equal(a, q[wq + mi * 16 : wq + mi * 16 + 16, 16 * kk : 16 * kk + 16].float())
-                    for np_ in range(4):
-                        fb = _ldmatrix_x4(sk, np_ * 16 + b_row, 2 * kk + b_k, t.chunks, trans=False)
-                        for half in range(2):
-                            b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
-                            acc = _acc_matrix(acc_s[2 * np_ + half]) + a @ b
-                            acc_s[2 * np_ + half] = _acc_of(acc)
-                for j in range(8):
-                    s_all[wq + mi * 16 : wq + mi * 16 + 16, 8 * j : 8 * j + 8] = _acc_matrix(acc_s[j])
-                # P = S (rounded to bf16) as the A fragment of P V: registers e // 2 of n8 tiles 2kk, 2kk + 1
-                acc_o = torch.zeros(t.d // 8, 32, 4)
-                for kk in range(4):
-                    pf = torch.cat([acc_s[2 * kk], acc_s[2 * kk + 1]], dim=1).to(torch.bfloat16).reshape(32, 4, 2)
-                    p = _a_matrix(pf).float()
-                    for dp in range(t.d // 16):
-                        fb = _ldmatrix_x4(sv, kk * 16 + a_row, 2 * dp + a_k, t.chunks, trans=True)
-                        for half in range(2):
-                            b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
-                            acc = _acc_matrix(acc_o[2 * dp + half]) + p @ b
-                            acc_o[2 * dp + half] = _acc_of(acc)
-                for j in range(t.d // 8):
-                    o_all[wq + mi * 16 : wq + mi * 16 + 16, 8 * j : 8 * j + 8] = _acc_matrix(acc_o[j])
+            wq = w * 16
+            acc_s = torch.zeros(8, 32, 4)  # n8 tile j, lane, c
+            for kk in range(t.d // 16):
+                fa = _ldmatrix_x4(sq, wq + a_row, 2 * kk + a_k, t.chunks, trans=False)
+                a = _a_matrix(fa).float()
+                assert torch.equal(a, q[wq : wq + 16, 16 * kk : 16 * kk + 16].float())
+                for np_ in range(4):
+                    fb = _ldmatrix_x4(sk, np_ * 16 + b_row, 2 * kk + b_k, t.chunks, trans=False)
+                    for half in range(2):
+                        b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
+                        acc = _acc_matrix(acc_s[2 * np_ + half]) + a @ b
+                        acc_s[2 * np_ + half] = _acc_of(acc)
+            for j in range(8):
+                s_all[wq : wq + 16, 8 * j : 8 * j + 8] = _acc_matrix(acc_s[j])
+            # P = S (rounded to bf16) as the A fragment of P V: registers e // 2 of n8 tiles 2kk, 2kk + 1
+            acc_o = torch.zeros(t.d // 8, 32, 4)
+            for kk in range(4):
+                pf = torch.cat([acc_s[2 * kk], acc_s[2 * kk + 1]], dim=1).to(torch.bfloat16).reshape(32, 4, 2)
+                p = _a_matrix(pf).float()
+                for dp in range(t.d // 16):
+                    fb = _ldmatrix_x4(sv, kk * 16 + a_row, 2 * dp + a_k, t.chunks, trans=True)
+                    for half in range(2):
+                        b = _b_matrix(fb[:, 2 * half : 2 * half + 2]).float()
+                        acc = _acc_matrix(acc_o[2 * dp + half]) + p @ b
+                        acc_o[2 * dp + half] = _acc_of(acc)
+            for j in range(t.d // 8):
+                o_all[wq : wq + 16, 8 * j : 8 * j + 8] = _acc_matrix(acc_o[j])
     finally:
         FP.swizzled_chunk = swizzled
     return s_all, o_all
@@ -213,12 +201,11 @@ def test_epilogue_writes_come_back_as_output_rows(d: int) -> None:
     o = torch.arange(t.bm * d, dtype=torch.float64).reshape(t.bm, d)
     smem = torch.full((t.bm * d,), -1.0, dtype=torch.float64)
     for w in range(FP.WARPS):
-        for mi in range(t.mt):
-            for j in range(d // 8):
-                for c in range(4):
-                    row = w * 16 * t.mt + mi * 16 + FP.acc_row(LANES, c)
-                    col = FP.acc_col(LANES, c)
-                    smem[FP.swizzled_chunk(row, j, t.chunks) * 8 + col] = o[row, 8 * j + col]
+        for j in range(d // 8):
+            for c in range(4):
+                row = w * 16 + FP.acc_row(LANES, c)
+                col = FP.acc_col(LANES, c)
+                smem[FP.swizzled_chunk(row, j, t.chunks) * 8 + col] = o[row, 8 * j + col]
     out = torch.full_like(o, -1.0)
     tid = torch.arange(FP.THREADS)
     for i in range(t.q_loads):
@@ -380,7 +367,7 @@ P14_V_TILES = P14_DC // FP.WARPS // 8  # output n8 tiles of a warp
 def test_p14_solutions_use_these_constants() -> None:
     for dsl in ("cutedsl", "tirx"):
         text = (SOLUTIONS / f"14_splitkv_{dsl}.py").read_text()
-        lines = ("H = 16 ", "DC = 512 ", "DP = 64 ", "BT = 32 ", "K_STEPS = DK // 16 // WARPS ", "CTAS_PER_SM = 2 ")
+        lines = ("H = 16 ", "DC = 512 ", "DP = 64 ", "BT = 32 ", "K_STEPS = DK // 16 // FP.WARPS ", "CTAS_PER_SM = 2 ")
         for line in lines:
             assert line in text, f"{dsl}: {line!r}"
 

@@ -18,24 +18,143 @@ workspace adds ~7%). Compiled once per (batch, pool pages, page-table length, gr
 """
 
 import math
-import sys
-from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 import tvm
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared index math beside this file
-from _flash_prefill import (
-    NEG_BIG,
-    THREADS,
-    acc_col,
-    acc_row,
-    flat_copy,
-    ldsm_n_pairs,
-    ldsm_rows_then_k,
-    swizzled_chunk,
-)
 from tvm.script import tirx as T
+
+# bundle: problems/attention/solutions/_flash_prefill.py as FP
+
+# ---- bundled shared kernel code (python -m problems._bundle; edit the source modules) ----
+
+# problems/attention/solutions/_flash_prefill.py
+_FP_BN = 64  # KV tokens per tile (also page size 64: one tile is one page)
+_FP_THREADS = 128  # 4 warps
+_FP_WARPS = _FP_THREADS // 32
+_FP_NEG_BIG = -3.0e38  # finite "minus infinity" for masked logits: 2^(NEG_BIG - m) is 0 and never NaN
+
+
+class _FP_Tiling:
+    """The compile-time shape of one instantiation: heads, head dim and page size (0 = ragged K/V).
+
+    A plain class: `dataclasses` generates its methods as dynamic code, which the verifier refuses in a submission."""
+
+    def __init__(self, hq: int, hkv: int, d: int, page: int) -> None:
+        if hq % hkv or d % 64 or page not in (0, 1, _FP_BN):
+            raise ValueError(f"unsupported prefill tiling hq={hq} hkv={hkv} d={d} page={page}")
+        self.hq, self.hkv, self.d, self.page = hq, hkv, d, page
+
+    @property
+    def group(self) -> int:
+        """Query heads per KV head."""
+        return self.hq // self.hkv
+
+    @property
+    def bm(self) -> int:
+        """Query rows per CTA: one m16 tile a warp (two spill registers in both DSLs even at head dim 128)."""
+        return _FP_WARPS * 16
+
+    @property
+    def chunks(self) -> int:
+        """16-byte chunks per row of a Q/K/V tile."""
+        return self.d // 8
+
+    @property
+    def row_step(self) -> int:
+        """Rows one pass of the CTA's 16-byte copies covers (a thread copies one chunk a row)."""
+        return _FP_THREADS // self.chunks
+
+    @property
+    def kv_loads(self) -> int:
+        """16-byte copies per thread for one K or V tile."""
+        return _FP_BN // self.row_step
+
+    @property
+    def q_loads(self) -> int:
+        """16-byte copies per thread for the Q tile (and for the output tile)."""
+        return self.bm // self.row_step
+
+    @property
+    def smem_bytes(self) -> int:
+        """Q tile + one K tile + one V tile, bf16."""
+        return (self.bm + 2 * _FP_BN) * self.d * 2
+
+    def grid_tiles(self, total_q: int, batch: int) -> int:
+        """Query tiles the grid covers: at most ceil(total_q / bm) plus one partial tile per sequence."""
+        return (total_q + self.bm - 1) // self.bm + batch
+
+
+def _FP_swizzled_chunk(row, chunk, chunks):
+    """Shared-memory chunk index of 16-byte chunk ``chunk`` of tile row ``row``: the low three chunk bits
+    are XOR-ed with row % 8, so the 8 rows one ldmatrix matrix reads fall in 8 different bank groups."""
+    return row * chunks + (chunk ^ (row % 8))
+
+
+def _FP_copy_row(tid, i, row_step, chunks):
+    """Tile row of a thread's ``i``-th 16-byte copy (its chunk is ``tid % chunks``)."""
+    return tid // chunks + row_step * i
+
+
+def _FP_flat_copy(tid, i, chunks):
+    """(row, chunk) of a thread's ``i``-th 16-byte copy when a row's chunks do not divide the CTA: the
+    CTA's copies walk the tile's chunks in row-major order, THREADS at a time."""
+    f = tid + _FP_THREADS * i
+    return f // chunks, f % chunks
+
+
+def _FP_ldsm_rows_then_k(lane):
+    """(row, chunk) offsets of the address ``lane`` gives ldmatrix.x4 for a 16x16 block whose matrices
+    are rows 0-7 | rows 8-15 | rows 0-7, k + 8 | rows 8-15, k + 8: the mma A fragment a0..a3 (Q, P·V's
+    V read with .trans, whose 'rows' are KV tokens and k the output dims)."""
+    return lane % 8 + 8 * (lane // 8 % 2), lane // 16
+
+
+def _FP_ldsm_n_pairs(lane):
+    """(row, chunk) offsets for ldmatrix.x4 of K rows n 0-7 | n 0-7, k + 8 | n 8-15 | n 8-15, k + 8:
+    b0, b1 of the n-tile n0 and b0, b1 of the n-tile n0 + 8 of Q·Kᵀ."""
+    return lane % 8 + 8 * (lane // 16), lane // 8 % 2
+
+
+def _FP_acc_row(lane, c):
+    """Row of accumulator register ``c`` (0..3) of an m16n8 tile: rows g and g + 8, g = lane // 4."""
+    return lane // 4 + 8 * (c // 2)
+
+
+def _FP_acc_col(lane, c):
+    """Column of accumulator register ``c`` of an m16n8 tile: 2·(lane % 4) and the next one."""
+    return 2 * (lane % 4) + c % 2
+
+
+def _FP_kv_row(table, kv_start, token, page):
+    """Row of the [pool rows, Hkv, D] K/V view holding token ``token`` of a sequence: ragged (page 0)
+    rows are contiguous from ``kv_start``; page size 1 reads the page table ``table`` at ``kv_start``;
+    page size 64 reads it once per page and adds the slot."""
+    if page == 0:
+        return kv_start + token
+    if page == 1:
+        return table[kv_start + token]
+    return table[kv_start + token // page] * page + token % page
+
+
+FP = SimpleNamespace(
+    BN=_FP_BN,
+    THREADS=_FP_THREADS,
+    WARPS=_FP_WARPS,
+    NEG_BIG=_FP_NEG_BIG,
+    Tiling=_FP_Tiling,
+    swizzled_chunk=_FP_swizzled_chunk,
+    copy_row=_FP_copy_row,
+    flat_copy=_FP_flat_copy,
+    ldsm_rows_then_k=_FP_ldsm_rows_then_k,
+    ldsm_n_pairs=_FP_ldsm_n_pairs,
+    acc_row=_FP_acc_row,
+    acc_col=_FP_acc_col,
+    kv_row=_FP_kv_row,
+)
+
+# ---- end of bundle ----
+
 
 H = 16  # query heads: one m16 tile
 DC = 512  # latent (ckv) dims: the value, and the first part of the key
@@ -44,12 +163,11 @@ DK = DC + DP
 CHUNKS = DK // 8  # 16-byte chunks of a query or cache row
 CKV_CHUNKS = DC // 8
 BT = 32  # tokens per KV tile
-WARPS = THREADS // 32
-K_STEPS = DK // 16 // WARPS  # Q·Kᵀ k-steps of a warp (144 dims)
-V_TILES = DC // WARPS // 8  # n8 output tiles of a warp (128 dims)
+K_STEPS = DK // 16 // FP.WARPS  # Q·Kᵀ k-steps of a warp (144 dims)
+V_TILES = DC // FP.WARPS // 8  # n8 output tiles of a warp (128 dims)
 S_TILES = BT // 8
-Q_COPIES = H * CHUNKS // THREADS
-KV_COPIES = BT * CHUNKS // THREADS
+Q_COPIES = H * CHUNKS // FP.THREADS
+KV_COPIES = BT * CHUNKS // FP.THREADS
 CTAS_PER_SM = 2  # 98 KiB of shared memory a CTA
 MERGE_THREADS = 256
 MERGE_VEC = H * DC // MERGE_THREADS  # dims a merge thread owns
@@ -84,11 +202,11 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
         PL = T.match_buffer(pl_ptr, (slots, H), "float32")
         T.device_entry()
         c = T.cta_id([grid])
-        tx = T.thread_id([THREADS])
+        tx = T.thread_id([FP.THREADS])
         pool = T.SMEMPool()
         sq = pool.alloc((H * DK,), "bfloat16", align=128)
         skv = pool.alloc((2, BT * DK), "bfloat16", align=128)
-        ss = pool.alloc((WARPS * S_TILES * 4 * 32,), "float32", align=16)  # partial scores [warp, tile, c, lane]
+        ss = pool.alloc((FP.WARPS * S_TILES * 4 * 32,), "float32", align=16)  # partial scores [warp, tile, c, lane]
         srows = pool.alloc((2, BT), "int32", align=16)  # pool rows of tile t in srows[t % 2]
         pool.commit()
         qa = T.alloc_local((K_STEPS, 4), "uint32")
@@ -101,8 +219,8 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
         l_run = T.alloc_local((2,), "float32")
         warp = T.meta_var(tx // 32)
         lane = T.meta_var(tx % 32)
-        a_row, a_k = ldsm_rows_then_k(lane)
-        b_row, b_k = ldsm_n_pairs(lane)
+        a_row, a_k = FP.ldsm_rows_then_k(lane)
+        b_row, b_k = FP.ldsm_n_pairs(lane)
 
         @T.inline
         def fill_rows(t, s0, s1):
@@ -113,8 +231,8 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
         @T.inline
         def copy_tile(t):
             for i in T.unroll(KV_COPIES):
-                r, ch = flat_copy(tx, i, CHUNKS)
-                dst = T.meta_var(skv.ptr_to([t % 2, swizzled_chunk(r, ch, CHUNKS) * 8]))
+                r, ch = FP.flat_copy(tx, i, CHUNKS)
+                dst = T.meta_var(skv.ptr_to([t % 2, FP.swizzled_chunk(r, ch, CHUNKS) * 8]))
                 if ch < CKV_CHUNKS:
                     T.ptx.cp.async_.cg.shared.global_(dst, CKV.ptr_to([srows[t % 2, r], ch * 8]), 16)
                 else:
@@ -139,8 +257,8 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
             n: T.int32 = s1 - s0
             ntiles: T.int32 = (n + BT - 1) // BT
             for i in T.unroll(Q_COPIES):
-                r, ch = flat_copy(tx, i, CHUNKS)
-                dst = T.meta_var(sq.ptr_to([swizzled_chunk(r, ch, CHUNKS) * 8]))
+                r, ch = FP.flat_copy(tx, i, CHUNKS)
+                dst = T.meta_var(sq.ptr_to([FP.swizzled_chunk(r, ch, CHUNKS) * 8]))
                 if ch < CKV_CHUNKS:
                     T.ptx.cp.async_.cg.shared.global_(dst, QN.ptr_to([bb, r, ch * 8]), 16)
                 else:
@@ -155,10 +273,10 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
             for ks in T.unroll(K_STEPS):
                 T.ptx.ldmatrix.sync.aligned.m8n8.x4.shared.b16(
                     qa[ks, 0], qa[ks, 1], qa[ks, 2], qa[ks, 3],
-                    sq.ptr_to([swizzled_chunk(a_row, 2 * (warp * K_STEPS + ks) + a_k, CHUNKS) * 8]),
+                    sq.ptr_to([FP.swizzled_chunk(a_row, 2 * (warp * K_STEPS + ks) + a_k, CHUNKS) * 8]),
                 )  # fmt: skip
             for hf in T.unroll(2):
-                m_run[hf] = T.float32(NEG_BIG)
+                m_run[hf] = T.float32(FP.NEG_BIG)
                 l_run[hf] = T.float32(0)
             for j in T.unroll(V_TILES):
                 for e in T.unroll(4):
@@ -183,7 +301,7 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
                     for np in T.unroll(S_TILES // 2):
                         T.ptx.ldmatrix.sync.aligned.m8n8.x4.shared.b16(
                             fb[0], fb[1], fb[2], fb[3],
-                            skv.ptr_to([it % 2, swizzled_chunk(np * 16 + b_row, 2 * (warp * K_STEPS + ks) + b_k,
+                            skv.ptr_to([it % 2, FP.swizzled_chunk(np * 16 + b_row, 2 * (warp * K_STEPS + ks) + b_k,
                                                                CHUNKS) * 8]),
                         )  # fmt: skip
                         for half in T.unroll(2):
@@ -201,14 +319,14 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
                 for j in T.unroll(S_TILES):
                     for e in T.unroll(4):
                         acc: T.float32 = T.float32(0)
-                        for w in T.unroll(WARPS):
+                        for w in T.unroll(FP.WARPS):
                             acc = acc + ss[((w * S_TILES + j) * 4 + e) * 32 + lane]
                         s[j, e] = acc * scale2
                 if (it + 1) * BT > n:  # the segment ends inside this tile
                     for j in T.unroll(S_TILES):
                         for e in T.unroll(4):
-                            if it * BT + j * 8 + acc_col(lane, e) >= n:
-                                s[j, e] = T.float32(NEG_BIG)
+                            if it * BT + j * 8 + FP.acc_col(lane, e) >= n:
+                                s[j, e] = T.float32(FP.NEG_BIG)
                 for hf in T.unroll(2):
                     mx: T.float32 = m_run[hf]
                     for j in T.unroll(S_TILES):
@@ -235,7 +353,7 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
                     for dp in T.unroll(V_TILES // 2):
                         T.ptx.ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16(
                             fb[0], fb[1], fb[2], fb[3],
-                            skv.ptr_to([it % 2, swizzled_chunk(kk * 16 + a_row, warp * V_TILES + 2 * dp + a_k,
+                            skv.ptr_to([it % 2, FP.swizzled_chunk(kk * 16 + a_row, warp * V_TILES + 2 * dp + a_k,
                                                                CHUNKS) * 8]),
                         )  # fmt: skip
                         for half in T.unroll(2):
@@ -247,12 +365,12 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
                             )  # fmt: skip
             # the segment's normalised O and lse, in slot CTA + sequence
             for hf in T.unroll(2):
-                head = T.meta_var(acc_row(lane, 2 * hf))
+                head = T.meta_var(FP.acc_row(lane, 2 * hf))
                 lsum: T.float32 = T.cuda.warp_sum(l_run[hf], width=4)
                 inv: T.float32 = T.float32(1) / lsum
                 for j in T.unroll(V_TILES):
                     for e in T.unroll(2):
-                        PO[c + bb, head, warp * V_TILES * 8 + j * 8 + acc_col(lane, e)] = o[j, 2 * hf + e] * inv
+                        PO[c + bb, head, warp * V_TILES * 8 + j * 8 + FP.acc_col(lane, e)] = o[j, 2 * hf + e] * inv
                 if warp == 0 and lane % 4 == 0:
                     PL[c + bb, head] = m_run[hf] + T.log2(lsum)
             T.cuda.cta_sync()  # every warp is done with sq and skv before the next segment's copies
@@ -275,7 +393,7 @@ def _build(batch: int, pages: int, n_idx: int, grid: int) -> tuple[tvm.runtime.M
         span: T.int32 = (IP[batch] + grid - 1) // grid
         c0: T.int32 = IP[b] // span
         pieces: T.int32 = (IP[b + 1] - 1) // span - c0 + 1
-        big: T.float32 = T.float32(NEG_BIG)
+        big: T.float32 = T.float32(FP.NEG_BIG)
         for k in T.serial(pieces):
             big = T.max(big, PL[c0 + k + b, h])
         wsum: T.float32 = T.float32(0)

@@ -3,19 +3,18 @@ the MLA decode (p14).
 
 The CuTe DSL kernels (`_flash_prefill_cutedsl.py`, `14_splitkv_cutedsl.py`), the TIRx kernels
 (`_flash_prefill_tirx.py`, `14_splitkv_tirx.py`) and the CPU emulations in `tests/solutions/` all call
-these functions, so the index math they trace is one piece of code. Every function is plain integer
+these functions, so the index math they trace is one piece of code (`python -m problems._bundle` copies
+it into each solution file: DESIGN §5, a submission is one file). Every function is plain integer
 arithmetic (+, *, //, %, ^ and indexing) on whatever it is given: DSL values while a kernel is traced,
 ints or torch tensors in tests.
 
 The prefill plan (DESIGN §5: one kernel does all of the operator's work): a CTA of 4 warps owns one
-(sequence, query tile of `bm` rows, query head); warp w owns `mt` m16 row tiles. K/V tiles of 64 tokens
+(sequence, query tile of `bm` = 64 rows, query head); warp w owns m16 row tile w. K/V tiles of 64 tokens
 are gathered through the page table with 16-byte cp.async into XOR-swizzled shared memory;
 Q·Kᵀ and P·V run on mma.sync m16n8k16 (bf16 in, fp32 accumulate) fed by ldmatrix.x4 (.trans for V).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 BN = 64  # KV tokens per tile (also page size 64: one tile is one page)
 THREADS = 128  # 4 warps
@@ -23,18 +22,15 @@ WARPS = THREADS // 32
 NEG_BIG = -3.0e38  # finite "minus infinity" for masked logits: 2^(NEG_BIG - m) is 0 and never NaN
 
 
-@dataclass(frozen=True)
 class Tiling:
-    """The compile-time shape of one instantiation: heads, head dim and page size (0 = ragged K/V)."""
+    """The compile-time shape of one instantiation: heads, head dim and page size (0 = ragged K/V).
 
-    hq: int
-    hkv: int
-    d: int
-    page: int
+    A plain class: `dataclasses` generates its methods as dynamic code, which the verifier refuses in a submission."""
 
-    def __post_init__(self) -> None:
-        if self.hq % self.hkv or self.d % 64 or self.page not in (0, 1, BN):
-            raise ValueError(f"unsupported prefill tiling {self}")
+    def __init__(self, hq: int, hkv: int, d: int, page: int) -> None:
+        if hq % hkv or d % 64 or page not in (0, 1, BN):
+            raise ValueError(f"unsupported prefill tiling hq={hq} hkv={hkv} d={d} page={page}")
+        self.hq, self.hkv, self.d, self.page = hq, hkv, d, page
 
     @property
     def group(self) -> int:
@@ -42,14 +38,9 @@ class Tiling:
         return self.hq // self.hkv
 
     @property
-    def mt(self) -> int:
-        """m16 row tiles per warp: two at head dim 128 (fp32 O is 128 registers a thread), one at 256."""
-        return 2 if self.d <= 128 else 1
-
-    @property
     def bm(self) -> int:
-        """Query rows per CTA."""
-        return WARPS * 16 * self.mt
+        """Query rows per CTA: one m16 tile a warp (two spill registers in both DSLs even at head dim 128)."""
+        return WARPS * 16
 
     @property
     def chunks(self) -> int:

@@ -21,7 +21,11 @@ import math
 import cutlass
 import cutlass.cute as cute
 import torch
-from _flash_prefill import (
+from cutlass.cute.nvgpu import cpasync, warp
+from cutlass.cute.runtime import make_fake_compact_tensor
+from cutlass.memory.smem import SmemAllocator
+
+from problems.attention.solutions._flash_prefill import (
     BN,
     NEG_BIG,
     THREADS,
@@ -34,9 +38,6 @@ from _flash_prefill import (
     ldsm_rows_then_k,
     swizzled_chunk,
 )
-from cutlass.cute.nvgpu import cpasync, warp
-from cutlass.cute.runtime import make_fake_compact_tensor
-from cutlass.memory.smem import SmemAllocator
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -95,14 +96,14 @@ class FlashPrefill:
         scale2: cutlass.Float32,
     ):
         t = self.t
-        hq, d, page, mt, bm, chunks = t.hq, t.d, t.page, t.mt, t.bm, t.chunks
+        hq, d, page, bm, chunks = t.hq, t.d, t.page, t.bm, t.chunks
         s_tiles = BN // 8
         o_tiles = d // 8
         tidx, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         h = bid % hq
         kvh = h // t.group
-        wq = tidx // 32 * 16 * mt  # first query row of this warp
+        wq = tidx // 32 * 16  # first query row of this warp
         lane = tidx % 32
         cc = tidx % chunks
         a_row, a_k = ldsm_rows_then_k(lane)
@@ -126,16 +127,16 @@ class FlashPrefill:
         ldsm = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4), cutlass.BFloat16)
         ldsm_t = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=True, num_matrices=4), cutlass.BFloat16)
         mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.BFloat16, cutlass.Float32, (16, 8, 16)))
-        rA = [mma.make_fragment_A(mma.partition_shape_A((16, 16))) for _ in range(mt)]
+        rA = mma.make_fragment_A(mma.partition_shape_A((16, 16)))
         rB = [mma.make_fragment_B(mma.partition_shape_B((8, 16))) for _ in range(2)]
-        rA32 = [cute.recast_tensor(x, cutlass.Uint32) for x in rA]
+        rA32 = cute.recast_tensor(rA, cutlass.Uint32)
         rB32 = [cute.recast_tensor(x, cutlass.Uint32) for x in rB]
-        acc_s = [[mma.make_fragment_C(mma.partition_shape_C((16, 8))) for _ in range(s_tiles)] for _ in range(mt)]
-        acc_o = [[mma.make_fragment_C(mma.partition_shape_C((16, 8))) for _ in range(o_tiles)] for _ in range(mt)]
+        acc_s = [mma.make_fragment_C(mma.partition_shape_C((16, 8))) for _ in range(s_tiles)]
+        acc_o = [mma.make_fragment_C(mma.partition_shape_C((16, 8))) for _ in range(o_tiles)]
         frag = cute.make_rmem_tensor((8,), cutlass.BFloat16)  # ldmatrix.x4 lands here, then moves to rA / rB
         frag32 = cute.recast_tensor(frag, cutlass.Uint32)
-        m_run = cute.make_rmem_tensor((mt * 2,), cutlass.Float32)
-        l_run = cute.make_rmem_tensor((mt * 2,), cutlass.Float32)
+        m_run = cute.make_rmem_tensor((2,), cutlass.Float32)
+        l_run = cute.make_rmem_tensor((2,), cutlass.Float32)
         out8 = cute.make_rmem_tensor((8,), cutlass.BFloat16)
 
         # this CTA's (sequence, query tile): tiles of a sequence are numbered from its last one
@@ -175,9 +176,8 @@ class FlashPrefill:
             cute.arch.cp_async_commit_group()
             m_run.fill(NEG_BIG)
             l_run.fill(0.0)
-            for mi in cutlass.range_constexpr(mt):
-                for j in cutlass.range_constexpr(o_tiles):
-                    acc_o[mi][j].fill(0.0)
+            for j in cutlass.range_constexpr(o_tiles):
+                acc_o[j].fill(0.0)
             for it in cutlass.range(ntile):
                 n = ntile - 1 - it
                 # K(n) landed, and every warp is done reading V(n+1) and sRows[(n+1) % 2]
@@ -188,92 +188,83 @@ class FlashPrefill:
                 if n > 0:
                     self.fill_rows(sRows, mTable, kv0, lk, n - 1)
                 # S = Q K(n)^T
-                for mi in cutlass.range_constexpr(mt):
-                    for j in cutlass.range_constexpr(s_tiles):
-                        acc_s[mi][j].fill(0.0)
+                for j in cutlass.range_constexpr(s_tiles):
+                    acc_s[j].fill(0.0)
                 for kk in cutlass.range_constexpr(d // 16):
-                    for mi in cutlass.range_constexpr(mt):
-                        row = wq + mi * 16 + a_row
-                        cute.copy(ldsm, sQc[(None,), (swizzled_chunk(row, 2 * kk + a_k, chunks),)], frag)
-                        for q in cutlass.range_constexpr(4):
-                            rA32[mi][q] = frag32[q]
+                    row = wq + a_row
+                    cute.copy(ldsm, sQc[(None,), (swizzled_chunk(row, 2 * kk + a_k, chunks),)], frag)
+                    for q in cutlass.range_constexpr(4):
+                        rA32[q] = frag32[q]
                     for np in cutlass.range_constexpr(s_tiles // 2):
                         cute.copy(ldsm, sKc[(None,), (swizzled_chunk(np * 16 + b_row, 2 * kk + b_k, chunks),)], frag)
                         for half in cutlass.range_constexpr(2):
                             rB32[half][0] = frag32[2 * half]
                             rB32[half][1] = frag32[2 * half + 1]
-                        for mi in cutlass.range_constexpr(mt):
-                            for half in cutlass.range_constexpr(2):
-                                acc = acc_s[mi][2 * np + half]
-                                cute.gemm(mma, acc, rA[mi], rB[half], acc)
+                        for half in cutlass.range_constexpr(2):
+                            acc = acc_s[2 * np + half]
+                            cute.gemm(mma, acc, rA, rB[half], acc)
                 # V(n) landed, sRows[(n-1) % 2] is written, and every warp is done reading K(n)
                 cute.arch.cp_async_wait_group(0)
                 cute.arch.sync_threads()
                 if n > 0:
                     self.copy_tile(g2s, sKc, gK, sRows, kvh, n - 1)
                     cute.arch.cp_async_commit_group()
-                for mi in cutlass.range_constexpr(mt):
+                for j in cutlass.range_constexpr(s_tiles):
+                    for c in cutlass.range_constexpr(4):
+                        acc_s[j][c] = acc_s[j][c] * scale2
+                if (n + 1) * BN > m0 + delta + 1:  # the tile crosses the causal diagonal of row m0
                     for j in cutlass.range_constexpr(s_tiles):
                         for c in cutlass.range_constexpr(4):
-                            acc_s[mi][j][c] = acc_s[mi][j][c] * scale2
-                if (n + 1) * BN > m0 + delta + 1:  # the tile crosses the causal diagonal of row m0
-                    for mi in cutlass.range_constexpr(mt):
-                        for j in cutlass.range_constexpr(s_tiles):
-                            for c in cutlass.range_constexpr(4):
-                                qi = m0 + wq + mi * 16 + acc_row(lane, c)
-                                if n * BN + j * 8 + acc_col(lane, c) > qi + delta:
-                                    acc_s[mi][j][c] = cutlass.Float32(NEG_BIG)
-                for mi in cutlass.range_constexpr(mt):
-                    for hf in cutlass.range_constexpr(2):
-                        mx = m_run[mi * 2 + hf]
-                        for j in cutlass.range_constexpr(s_tiles):
-                            for e in cutlass.range_constexpr(2):
-                                mx = cute.arch.fmax(mx, acc_s[mi][j][2 * hf + e])
-                        mx = _quad_max(mx)
-                        # a row with every logit masked so far keeps p = 0 (2^(-3e38 - 0))
-                        m_use = cutlass.select_(mx == cutlass.Float32(NEG_BIG), cutlass.Float32(0.0), mx)
-                        alpha = cute.math.exp2(m_run[mi * 2 + hf] - m_use, fastmath=True)
-                        rs = cutlass.Float32(0.0)
-                        for j in cutlass.range_constexpr(s_tiles):
-                            for e in cutlass.range_constexpr(2):
-                                p = cute.math.exp2(acc_s[mi][j][2 * hf + e] - m_use, fastmath=True)
-                                acc_s[mi][j][2 * hf + e] = p
-                                rs = rs + p
-                        l_run[mi * 2 + hf] = l_run[mi * 2 + hf] * alpha + rs
-                        m_run[mi * 2 + hf] = mx
-                        for j in cutlass.range_constexpr(o_tiles):
-                            for e in cutlass.range_constexpr(2):
-                                acc_o[mi][j][2 * hf + e] = acc_o[mi][j][2 * hf + e] * alpha
+                            qi = m0 + wq + acc_row(lane, c)
+                            if n * BN + j * 8 + acc_col(lane, c) > qi + delta:
+                                acc_s[j][c] = cutlass.Float32(NEG_BIG)
+                for hf in cutlass.range_constexpr(2):
+                    mx = m_run[hf]
+                    for j in cutlass.range_constexpr(s_tiles):
+                        for e in cutlass.range_constexpr(2):
+                            mx = cute.arch.fmax(mx, acc_s[j][2 * hf + e])
+                    mx = _quad_max(mx)
+                    # a row with every logit masked so far keeps p = 0 (2^(-3e38 - 0))
+                    m_use = cutlass.select_(mx == cutlass.Float32(NEG_BIG), cutlass.Float32(0.0), mx)
+                    alpha = cute.math.exp2(m_run[hf] - m_use, fastmath=True)
+                    rs = cutlass.Float32(0.0)
+                    for j in cutlass.range_constexpr(s_tiles):
+                        for e in cutlass.range_constexpr(2):
+                            p = cute.math.exp2(acc_s[j][2 * hf + e] - m_use, fastmath=True)
+                            acc_s[j][2 * hf + e] = p
+                            rs = rs + p
+                    l_run[hf] = l_run[hf] * alpha + rs
+                    m_run[hf] = mx
+                    for j in cutlass.range_constexpr(o_tiles):
+                        for e in cutlass.range_constexpr(2):
+                            acc_o[j][2 * hf + e] = acc_o[j][2 * hf + e] * alpha
                 # O += P V(n): the S accumulators of n8 tiles 2kk, 2kk + 1 are P's A fragment
                 for kk in cutlass.range_constexpr(BN // 16):
-                    for mi in cutlass.range_constexpr(mt):
-                        for e in cutlass.range_constexpr(8):
-                            frag[e] = acc_s[mi][2 * kk + e // 4][e % 4].to(cutlass.BFloat16)
-                        for q in cutlass.range_constexpr(4):
-                            rA32[mi][q] = frag32[q]
+                    for e in cutlass.range_constexpr(8):
+                        frag[e] = acc_s[2 * kk + e // 4][e % 4].to(cutlass.BFloat16)
+                    for q in cutlass.range_constexpr(4):
+                        rA32[q] = frag32[q]
                     for dp in cutlass.range_constexpr(o_tiles // 2):
                         cute.copy(ldsm_t, sVc[(None,), (swizzled_chunk(kk * 16 + a_row, 2 * dp + a_k, chunks),)], frag)
                         for half in cutlass.range_constexpr(2):
                             rB32[half][0] = frag32[2 * half]
                             rB32[half][1] = frag32[2 * half + 1]
-                        for mi in cutlass.range_constexpr(mt):
-                            for half in cutlass.range_constexpr(2):
-                                acc = acc_o[mi][2 * dp + half]
-                                cute.gemm(mma, acc, rA[mi], rB[half], acc)
+                        for half in cutlass.range_constexpr(2):
+                            acc = acc_o[2 * dp + half]
+                            cute.gemm(mma, acc, rA, rB[half], acc)
             # epilogue: every warp writes only its own rows of sQ, which only it has read
-            for mi in cutlass.range_constexpr(mt):
-                for hf in cutlass.range_constexpr(2):
-                    row = wq + mi * 16 + acc_row(lane, 2 * hf)
-                    total = _quad_sum(l_run[mi * 2 + hf])
-                    inv = cutlass.Float32(1.0) / total
-                    for j in cutlass.range_constexpr(o_tiles):
-                        for e in cutlass.range_constexpr(2):
-                            sQ[swizzled_chunk(row, j, chunks) * 8 + acc_col(lane, e)] = (
-                                acc_o[mi][j][2 * hf + e] * inv
-                            ).to(cutlass.BFloat16)
-                    if lane % 4 == 0:  # noqa: SIM102 (dynamic conditions, one per if)
-                        if row < nrows:
-                            mLse[q0 + m0 + row, h] = m_run[mi * 2 + hf] + cute.math.log2(total)
+            for hf in cutlass.range_constexpr(2):
+                row = wq + acc_row(lane, 2 * hf)
+                total = _quad_sum(l_run[hf])
+                inv = cutlass.Float32(1.0) / total
+                for j in cutlass.range_constexpr(o_tiles):
+                    for e in cutlass.range_constexpr(2):
+                        sQ[swizzled_chunk(row, j, chunks) * 8 + acc_col(lane, e)] = (
+                            acc_o[j][2 * hf + e] * inv
+                        ).to(cutlass.BFloat16)
+                if lane % 4 == 0:  # noqa: SIM102 (dynamic conditions, one per if)
+                    if row < nrows:
+                        mLse[q0 + m0 + row, h] = m_run[hf] + cute.math.log2(total)
             cute.arch.sync_threads()
             for i in cutlass.range_constexpr(t.q_loads):
                 r = copy_row(tidx, i, t.row_step, chunks)

@@ -27,7 +27,9 @@ import math
 
 import torch
 import tvm
-from _flash_prefill import (
+from tvm.script import tirx as T
+
+from problems.attention.solutions._flash_prefill import (
     BN,
     NEG_BIG,
     THREADS,
@@ -40,7 +42,6 @@ from _flash_prefill import (
     ldsm_rows_then_k,
     swizzled_chunk,
 )
-from tvm.script import tirx as T
 
 LOG2E = 1.0 / math.log(2.0)
 
@@ -65,7 +66,7 @@ class FlashPrefill:
     def build(self, total_q: int, kv_rows: int, batch: int, n_table: int, n_last: int) -> tvm.runtime.Module:
         t = self.t
         hq, hkv, group, d, page = t.hq, t.hkv, t.group, t.d, t.page
-        mt, bm, chunks, row_step = t.mt, t.bm, t.chunks, t.row_step
+        bm, chunks, row_step = t.bm, t.chunks, t.row_step
         kv_loads, q_loads = t.kv_loads, t.q_loads
         k_steps = d // 16  # Q·Kᵀ k-steps
         s_tiles = BN // 8  # n8 tiles of S
@@ -97,20 +98,22 @@ class FlashPrefill:
             T.device_entry()
             bid = T.cta_id([grid])
             tx = T.thread_id([THREADS])
+            # two CTAs an SM: for 128 threads ptxas otherwise aims at three (168 registers) and spills (p08)
+            T.attr(0, "tirx.launch_bounds_min_blocks_per_sm", 2)
             pool = T.SMEMPool()
             sq = pool.alloc((bm * d,), "bfloat16", align=128)
             sk = pool.alloc((BN * d,), "bfloat16", align=128)
             sv = pool.alloc((BN * d,), "bfloat16", align=128)
             srows = pool.alloc((2, BN), "int32", align=16)  # pool rows of tile n in srows[n % 2]
             pool.commit()
-            qa = T.alloc_local((mt, 4), "uint32")  # A fragments of Q
+            qa = T.alloc_local((4,), "uint32")  # A fragments of Q
             fb = T.alloc_local((4,), "uint32")  # B fragments of two n8 tiles (K or V)
-            pa = T.alloc_local((mt, 8), "bfloat16")  # A fragments of P
+            pa = T.alloc_local((8,), "bfloat16")  # A fragments of P
             pw = pa.view("uint32")
-            s = T.alloc_local((mt, s_tiles, 4), "float32")
-            o = T.alloc_local((mt, o_tiles, 4), "float32")
-            m_run = T.alloc_local((mt, 2), "float32")
-            l_run = T.alloc_local((mt, 2), "float32")
+            s = T.alloc_local((s_tiles, 4), "float32")
+            o = T.alloc_local((o_tiles, 4), "float32")
+            m_run = T.alloc_local((2,), "float32")
+            l_run = T.alloc_local((2,), "float32")
             h = T.meta_var(bid % hq)
             kvh = T.meta_var(bid % hq // group)
             warp = T.meta_var(tx // 32)
@@ -167,13 +170,12 @@ class FlashPrefill:
                 T.cuda.cta_sync()
                 copy_tile(sk, K, ntile - 1)
                 T.ptx.cp.async_.commit_group()
-                for mi in T.unroll(mt):
-                    for hf in T.unroll(2):
-                        m_run[mi, hf] = T.float32(NEG_BIG)
-                        l_run[mi, hf] = T.float32(0)
-                    for j in T.unroll(o_tiles):
-                        for c in T.unroll(4):
-                            o[mi, j, c] = T.float32(0)
+                for hf in T.unroll(2):
+                    m_run[hf] = T.float32(NEG_BIG)
+                    l_run[hf] = T.float32(0)
+                for j in T.unroll(o_tiles):
+                    for c in T.unroll(4):
+                        o[j, c] = T.float32(0)
                 for it in T.serial(ntile):
                     n = T.meta_var(ntile - 1 - it)
                     # K(n) landed, and every warp is done reading V(n+1) and srows[(n+1) % 2]
@@ -184,102 +186,93 @@ class FlashPrefill:
                     if n > 0:
                         fill_rows(n - 1, kv0, lk)
                     # S = Q K(n)^T
-                    for mi in T.unroll(mt):
-                        for j in T.unroll(s_tiles):
-                            for c in T.unroll(4):
-                                s[mi, j, c] = T.float32(0)
+                    for j in T.unroll(s_tiles):
+                        for c in T.unroll(4):
+                            s[j, c] = T.float32(0)
                     for kk in T.unroll(k_steps):
-                        for mi in T.unroll(mt):
-                            T.ptx.ldmatrix.sync.aligned.m8n8.x4.shared.b16(
-                                qa[mi, 0], qa[mi, 1], qa[mi, 2], qa[mi, 3],
-                                sq.ptr_to([swizzled_chunk(warp * 16 * mt + mi * 16 + a_row, 2 * kk + a_k, chunks) * 8]),
-                            )  # fmt: skip
+                        T.ptx.ldmatrix.sync.aligned.m8n8.x4.shared.b16(
+                            qa[0], qa[1], qa[2], qa[3],
+                            sq.ptr_to([swizzled_chunk(warp * 16 + a_row, 2 * kk + a_k, chunks) * 8]),
+                        )  # fmt: skip
                         for np in T.unroll(s_tiles // 2):
                             T.ptx.ldmatrix.sync.aligned.m8n8.x4.shared.b16(
                                 fb[0], fb[1], fb[2], fb[3],
                                 sk.ptr_to([swizzled_chunk(np * 16 + b_row, 2 * kk + b_k, chunks) * 8]),
                             )  # fmt: skip
-                            for mi in T.unroll(mt):
-                                for half in T.unroll(2):
-                                    T.ptx.mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32(
-                                        s[mi, 2 * np + half, 0], s[mi, 2 * np + half, 1],
-                                        s[mi, 2 * np + half, 2], s[mi, 2 * np + half, 3],
-                                        qa[mi, 0], qa[mi, 1], qa[mi, 2], qa[mi, 3],
-                                        fb[2 * half], fb[2 * half + 1],
-                                        s[mi, 2 * np + half, 0], s[mi, 2 * np + half, 1],
-                                        s[mi, 2 * np + half, 2], s[mi, 2 * np + half, 3],
-                                    )  # fmt: skip
+                            for half in T.unroll(2):
+                                T.ptx.mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32(
+                                    s[2 * np + half, 0], s[2 * np + half, 1],
+                                    s[2 * np + half, 2], s[2 * np + half, 3],
+                                    qa[0], qa[1], qa[2], qa[3],
+                                    fb[2 * half], fb[2 * half + 1],
+                                    s[2 * np + half, 0], s[2 * np + half, 1],
+                                    s[2 * np + half, 2], s[2 * np + half, 3],
+                                )  # fmt: skip
                     # V(n) landed, srows[(n-1) % 2] is written, and every warp is done reading K(n)
                     T.ptx.cp.async_.wait_group(0)
                     T.cuda.cta_sync()
                     if n > 0:
                         copy_tile(sk, K, n - 1)
                         T.ptx.cp.async_.commit_group()
-                    for mi in T.unroll(mt):
+                    for j in T.unroll(s_tiles):
+                        for c in T.unroll(4):
+                            s[j, c] = s[j, c] * scale2
+                    if (n + 1) * BN > m0 + delta + 1:  # the tile crosses the causal diagonal of row m0
                         for j in T.unroll(s_tiles):
                             for c in T.unroll(4):
-                                s[mi, j, c] = s[mi, j, c] * scale2
-                    if (n + 1) * BN > m0 + delta + 1:  # the tile crosses the causal diagonal of row m0
-                        for mi in T.unroll(mt):
-                            for j in T.unroll(s_tiles):
-                                for c in T.unroll(4):
-                                    qi = T.meta_var(m0 + warp * 16 * mt + mi * 16 + acc_row(lane, c))
-                                    if n * BN + j * 8 + acc_col(lane, c) > qi + delta:
-                                        s[mi, j, c] = T.float32(NEG_BIG)
-                    for mi in T.unroll(mt):
-                        for hf in T.unroll(2):
-                            mx: T.float32 = m_run[mi, hf]
-                            for j in T.unroll(s_tiles):
-                                for e in T.unroll(2):
-                                    mx = T.max(mx, s[mi, j, 2 * hf + e])
-                            mx = T.cuda.warp_max(mx, width=4)
-                            # a row with every logit masked so far keeps p = 0 (2^(-3e38 - 0))
-                            m_use: T.float32 = T.Select(mx == T.float32(NEG_BIG), T.float32(0), mx)
-                            alpha: T.float32 = T.exp2(m_run[mi, hf] - m_use)
-                            rs: T.float32 = T.float32(0)
-                            for j in T.unroll(s_tiles):
-                                for e in T.unroll(2):
-                                    p: T.float32 = T.exp2(s[mi, j, 2 * hf + e] - m_use)
-                                    s[mi, j, 2 * hf + e] = p
-                                    rs = rs + p
-                            l_run[mi, hf] = l_run[mi, hf] * alpha + rs
-                            m_run[mi, hf] = mx
-                            for j in T.unroll(o_tiles):
-                                for e in T.unroll(2):
-                                    o[mi, j, 2 * hf + e] = o[mi, j, 2 * hf + e] * alpha
+                                qi = T.meta_var(m0 + warp * 16 + acc_row(lane, c))
+                                if n * BN + j * 8 + acc_col(lane, c) > qi + delta:
+                                    s[j, c] = T.float32(NEG_BIG)
+                    for hf in T.unroll(2):
+                        mx: T.float32 = m_run[hf]
+                        for j in T.unroll(s_tiles):
+                            for e in T.unroll(2):
+                                mx = T.max(mx, s[j, 2 * hf + e])
+                        mx = T.cuda.warp_max(mx, width=4)
+                        # a row with every logit masked so far keeps p = 0 (2^(-3e38 - 0))
+                        m_use: T.float32 = T.Select(mx == T.float32(NEG_BIG), T.float32(0), mx)
+                        alpha: T.float32 = T.exp2(m_run[hf] - m_use)
+                        rs: T.float32 = T.float32(0)
+                        for j in T.unroll(s_tiles):
+                            for e in T.unroll(2):
+                                p: T.float32 = T.exp2(s[j, 2 * hf + e] - m_use)
+                                s[j, 2 * hf + e] = p
+                                rs = rs + p
+                        l_run[hf] = l_run[hf] * alpha + rs
+                        m_run[hf] = mx
+                        for j in T.unroll(o_tiles):
+                            for e in T.unroll(2):
+                                o[j, 2 * hf + e] = o[j, 2 * hf + e] * alpha
                     # O += P V(n): the S accumulators of n8 tiles 2kk, 2kk + 1 are P's A fragment
                     for kk in T.unroll(BN // 16):
-                        for mi in T.unroll(mt):
-                            for e in T.unroll(8):
-                                pa[mi, e] = T.Cast("bfloat16", s[mi, 2 * kk + e // 4, e % 4])
+                        for e in T.unroll(8):
+                            pa[e] = T.Cast("bfloat16", s[2 * kk + e // 4, e % 4])
                         for dp in T.unroll(o_tiles // 2):
                             T.ptx.ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16(
                                 fb[0], fb[1], fb[2], fb[3],
                                 sv.ptr_to([swizzled_chunk(kk * 16 + a_row, 2 * dp + a_k, chunks) * 8]),
                             )  # fmt: skip
-                            for mi in T.unroll(mt):
-                                for half in T.unroll(2):
-                                    T.ptx.mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32(
-                                        o[mi, 2 * dp + half, 0], o[mi, 2 * dp + half, 1],
-                                        o[mi, 2 * dp + half, 2], o[mi, 2 * dp + half, 3],
-                                        pw[mi, 0], pw[mi, 1], pw[mi, 2], pw[mi, 3],
-                                        fb[2 * half], fb[2 * half + 1],
-                                        o[mi, 2 * dp + half, 0], o[mi, 2 * dp + half, 1],
-                                        o[mi, 2 * dp + half, 2], o[mi, 2 * dp + half, 3],
-                                    )  # fmt: skip
+                            for half in T.unroll(2):
+                                T.ptx.mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32(
+                                    o[2 * dp + half, 0], o[2 * dp + half, 1],
+                                    o[2 * dp + half, 2], o[2 * dp + half, 3],
+                                    pw[0], pw[1], pw[2], pw[3],
+                                    fb[2 * half], fb[2 * half + 1],
+                                    o[2 * dp + half, 0], o[2 * dp + half, 1],
+                                    o[2 * dp + half, 2], o[2 * dp + half, 3],
+                                )  # fmt: skip
                 # epilogue: every warp writes only its own rows of sq, which only it has read
-                for mi in T.unroll(mt):
-                    for hf in T.unroll(2):
-                        row = T.meta_var(warp * 16 * mt + mi * 16 + acc_row(lane, 2 * hf))
-                        total: T.float32 = T.cuda.warp_sum(l_run[mi, hf], width=4)
-                        inv: T.float32 = T.float32(1) / total
-                        for j in T.unroll(o_tiles):
-                            for e in T.unroll(2):
-                                sq[swizzled_chunk(row, j, chunks) * 8 + acc_col(lane, e)] = T.Cast(
-                                    "bfloat16", o[mi, j, 2 * hf + e] * inv
-                                )
-                        if lane % 4 == 0 and row < nrows:
-                            LSE[q0 + m0 + row, h] = m_run[mi, hf] + T.log2(total)
+                for hf in T.unroll(2):
+                    row = T.meta_var(warp * 16 + acc_row(lane, 2 * hf))
+                    total: T.float32 = T.cuda.warp_sum(l_run[hf], width=4)
+                    inv: T.float32 = T.float32(1) / total
+                    for j in T.unroll(o_tiles):
+                        for e in T.unroll(2):
+                            sq[swizzled_chunk(row, j, chunks) * 8 + acc_col(lane, e)] = T.Cast(
+                                "bfloat16", o[j, 2 * hf + e] * inv
+                            )
+                    if lane % 4 == 0 and row < nrows:
+                        LSE[q0 + m0 + row, h] = m_run[hf] + T.log2(total)
                 T.cuda.cta_sync()
                 for i in T.unroll(q_loads):
                     r = T.meta_var(copy_row(tx, i, row_step, chunks))

@@ -160,8 +160,8 @@ class _W_GemmConfig:
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
             self.ab_dtype,
             self.ab_dtype,
-            warpgroup.OperandMajorMode.K,
-            warpgroup.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
             cutlass.Float32,
             (1, 1, 1) if self.split_n else (2, 1, 1),
             tiler_mn=(64, self.bn),
@@ -272,14 +272,16 @@ def _W_gemm_persistent(
     sBs = [b_ring(i) for i in range(cfg.n_b)]
     xch = storage.xch.get_tensor(cute.make_layout((max(cfg.xch_elems, 1),)))
     wg = cute.arch.make_warp_uniform(tidx // _W_WG_THREADS)
+    # the shared-memory operands are partitioned per warpgroup (every thread of a warpgroup sees its
+    # whole A and B tiles); the accumulators per thread (`accumulator_coords`)
     if cutlass.const_expr(cfg.split_n):
-        thr_mma = tiled_mma.get_slice(tidx % _W_WG_THREADS)
+        thr_mma = tiled_mma.get_slice(0)
         tCrBs = [tiled_mma.make_fragment_B(thr_mma.partition_B(b_ring(wg)))]
     else:
         thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=_W_WG_THREADS)(wg))
         tCrBs = [tiled_mma.make_fragment_B(thr_mma.partition_B(sB)) for sB in sBs]
     tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
-    coords = thr_mma.partition_C(cute.make_identity_tensor((cfg.bm, cfg.bn)))
+    coords = _W_accumulator_coords(tiled_mma, tidx, cfg.bm, cfg.bn)
     accs = [cute.make_rmem_tensor(coords.shape, cutlass.Float32) for _ in tCrBs]
     tmps = [cute.make_rmem_tensor(coords.shape, cutlass.Float32) for _ in tCrBs]
     half = _W_row_halves(tiled_mma, cfg.bm, cfg.bn)
@@ -357,6 +359,17 @@ def _W__b_part(cfg: _W_GemmConfig, tma: Any, m_b: cute.Tensor, sB: cute.Tensor, 
     """TMA partition (smem, gmem) of the B tile at (n tile, L index) coord."""
     g = cute.local_tile(m_b, cfg.tile_mnk, (0, coord[0], None, coord[1]), proj=(None, 1, 1))
     return cpasync.tma_partition(tma, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(g, 0, 2))
+
+
+def _W_accumulator_coords(tiled_mma: Any, tidx: Any, bm: int, bn: int) -> cute.Tensor:
+    """(row, column) in the bm x bn tile of each accumulator element of thread `tidx`.
+
+    The thread's own slice of the tiled MMA: WGMMA's accumulator layout differs from thread to thread.
+    (The warpgroup slice that partitions the shared-memory operands, whose layout maps all 128 threads
+    of a warpgroup to the same tile, would give every thread its warpgroup's thread-0 coordinates.)
+    A split_n MMA spans one warpgroup, so both warpgroups take the slice of tidx % 128.
+    """
+    return tiled_mma.get_slice(tidx % cute.size(tiled_mma)).partition_C(cute.make_identity_tensor((bm, bn)))
 
 
 def _W_row_halves(tiled_mma: Any, bm: int, bn: int) -> list[int]:
@@ -465,6 +478,7 @@ W = SimpleNamespace(
     Tile=_W_Tile,
     gemm_persistent=_W_gemm_persistent,
     _b_part=_W__b_part,
+    accumulator_coords=_W_accumulator_coords,
     row_halves=_W_row_halves,
     _produce=_W__produce,
     raster=_W_raster,

@@ -1,0 +1,64 @@
+"""The PTX the attention CuTe DSL solutions compile to assembles for sm_90a without register spills.
+
+CuTe DSL lowers to PTX on the CPU (`CUTE_DSL_KEEP=ptx` keeps it); ptxas, where a CUDA toolkit is installed,
+reports what the GPU will run: registers a thread and spill traffic (`test_tirx_cuda_source.py` does the
+same for the TIRx solutions' CUDA source). A spill in a flash-attention inner loop costs local-memory
+traffic on every KV tile.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mkbsim.catalog import problems_root
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = sorted((problems_root() / "attention" / "solutions").glob("[0-9]*_cutedsl.py"))
+SPILL_RE = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+# p09 keeps a 16 x 256 fp32 O tile a warp (128 registers a thread): CuTe DSL's code for it needs a few more
+# registers than the 255 there are (60 bytes spill; the TIRx kernel of the same plan fits)
+KNOWN_SPILLS = {"09_fused_cutedsl": "O is 128 fp32 registers a thread at head dim 256 on mma.sync"}
+COMPILE = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("solution", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+module._compiled()
+"""
+
+
+def _params() -> list[object]:
+    return [
+        pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN_SPILLS[p.stem], strict=True))
+        if p.stem in KNOWN_SPILLS
+        else p
+        for p in FILES
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _params(), ids=lambda p: p.stem)
+def test_cutedsl_ptx_assembles_without_spills(path: Path, tmp_path: Path) -> None:
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("no CUDA toolkit (ptxas) on this machine")
+    pytest.importorskip("cutlass")
+    env = {**os.environ, "CUTE_DSL_ARCH": "sm_90a", "CUTE_DSL_KEEP": "ptx", "CUTE_DSL_DUMP_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", COMPILE, str(path)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = sorted(tmp_path.glob("*.ptx"))
+    assert ptx, "CuTe DSL kept no PTX"
+    for kernel in ptx:
+        out = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", str(tmp_path / "k.cubin"), str(kernel)],
+                             capture_output=True, text=True, timeout=900)  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        spills = [(int(a), int(b)) for a, b in SPILL_RE.findall(out.stderr)]
+        assert spills and all(s == (0, 0) for s in spills), out.stderr[-2000:]
