@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The verifier's cuda backend on the H200, from the repo root, in stages of under 9 minutes each:
 #
-#     bash benchmarks/gpu_verifier.sh quick        # ~7.5 min: sandbox, then tests, then the risky solutions, budgeted
+#     bash benchmarks/gpu_verifier.sh quick        # <8 min: sandbox, then tests, then the risky solutions, budgeted
 #     bash benchmarks/gpu_verifier.sh sandbox      # bwrap works with CUDA? the first namespace setting that passes
 #     bash benchmarks/gpu_verifier.sh tests        # tests/verifier/test_gpu.py: examples, adversarial_cuda, hardened
-#     bash benchmarks/gpu_verifier.sh solutions-1  # the first half of problems/*/solutions/*.py, one warm session
-#     bash benchmarks/gpu_verifier.sh solutions-2  # the second half (none may regress)
+#     bash benchmarks/gpu_verifier.sh solutions-1  # the first third of problems/*/solutions/*.py, one warm session
+#     bash benchmarks/gpu_verifier.sh solutions-2  # the second third, then solutions-3 (none may regress)
 #     bash benchmarks/gpu_verifier.sh p58          # the p58 finding: do_bench vs the verifier, step by step
 #     bash benchmarks/gpu_verifier.sh bench        # verifier medians vs do_bench (examples); overhead per verification
 #
@@ -26,7 +26,7 @@ export CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} PYTHONUNBUFFERED=1 MKBSIM_GPU_TES
 OUT=${OUT:-/tmp/mkbsim-gpu}
 CHOICE=.gpu/verifier_sandbox.env
 SOLUTIONS=(problems/*/solutions/[0-9]*_*.py)
-HALF=$(( (${#SOLUTIONS[@]} + 1) / 2 ))
+THIRD=$(( (${#SOLUTIONS[@]} + 2) / 3 ))
 # partial plans (part of the work eager: the coverage rule's edge), p58, and one full plan per family
 RISKY=(problems/*/solutions/*eager*_*.py problems/quantization/solutions/58_fused_*.py
        problems/attention/solutions/01_splitkv_tirx.py problems/kv_cache/solutions/25_fused_cutedsl.py
@@ -87,10 +87,8 @@ run_stage() {
       use_choice > "$OUT/tests/sandbox.txt"; cat "$OUT/tests/sandbox.txt"
       timeout "$budget" python3 -m pytest tests/verifier/test_gpu.py -v -p no:cacheprovider -rA 2>&1 \
         | tee "$OUT/tests/pytest_gpu.log" ;;
-    solutions-1)
-      use_choice; verify_many "$OUT/$name" "$budget" "${SOLUTIONS[@]:0:$HALF}" ;;
-    solutions-2)
-      use_choice; verify_many "$OUT/$name" "$budget" "${SOLUTIONS[@]:$HALF}" ;;
+    solutions-[123])  # each third's files, in one warm session: what the budget leaves out is named in run.log
+      use_choice; verify_many "$OUT/$name" "$budget" "${SOLUTIONS[@]:$(( (${name#solutions-} - 1) * THIRD )):$THIRD}" ;;
     solutions-risky)
       use_choice; verify_many "$OUT/$name" "$budget" "${RISKY[@]}" ;;
     p58)
