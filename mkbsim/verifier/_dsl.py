@@ -2,9 +2,13 @@
 
 A launch is a call into code the DSL compiled. TIRx: every function taken from a TVM runtime module,
 at its call into the TVM FFI (``tvm_ffi.Function.__call__``, a Cython call straight into native code).
-CuTe DSL: every run of a JIT-compiled program (``JitExecutor.run_compiled_program``, where the arguments
-already are C pointers) and every call of a TVM-FFI compiled function; the executor's ``__call__``, where
-the arguments are still tensors, is watched on correctness draws without being counted. A call that
+CuTe DSL: every run of a JIT-compiled program (``JitExecutor.run_compiled_program``, which calls the
+host function into native code with arguments that already are C pointers) and every call of a TVM-FFI
+compiled function. The calls above it, where the arguments are still tensors, are watched on correctness
+draws without being counted: ``JitCompiledFunction.__call__`` (what ``cute.compile`` returns; the CUDA
+dialect's subclass ends in ``super().__call__`` and reaches its executor's ``run_compiled_program``
+directly, never the executor's ``__call__``), ``JitExecutor.__call__`` and ``BaseDSL._func`` (a
+``@cute.jit`` function called directly). Only the outermost gate of a call watches. A call that
 avoids the gate is not counted and not suppressed, so a submission can only lose by it: an uncounted
 kernel looks like no DSL at all (``not_dsl``), and real work hidden from suppression leaves the outputs
 right with launches suppressed (``decorative_dsl``).
@@ -41,16 +45,17 @@ def _wrap_counted(func: Any, *, _cls: Any) -> Any:
 
 
 def _record_dlpack(
-    source: Any, *args: Any, _original: Any, _sources: Any, _ref: Any, _id: Any, _TypeError: Any, **kwargs: Any
-) -> Any:  # fmt: skip
-    """CuTe DSL's ``from_dlpack``: remember which torch tensor a CuTe tensor views (weakly), so that the
-    gate can copy and restore its memory."""
-    made = _original(source, *args, **kwargs)
+    made: Any, source: Any, *args: Any, _original: Any, _sources: Any, _ref: Any, _id: Any, _TypeError: Any,
+    **kwargs: Any
+) -> None:  # fmt: skip
+    """CuTe DSL's DLPack tensor constructor (``cute.runtime._Tensor.__init__``, behind every
+    ``from_dlpack`` name): remember which torch tensor a CuTe tensor views (weakly), so that the gate can
+    copy and restore its memory."""
+    _original(made, source, *args, **kwargs)
     try:
         _sources[_id(made)] = (_ref(made), _ref(source))
     except _TypeError:  # not a tensor that takes weak references: nothing to restore through it
-        return made
-    return made
+        return
 
 
 def _recording(*args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, **kwargs: Any) -> Any:
@@ -103,21 +108,27 @@ class DslGates:
         jit_executor = importlib.import_module("cutlass.base_dsl.jit_executor")
         executor = jit_executor.JitExecutor
         self._set(executor, "run_compiled_program", self.gate_hook(executor.run_compiled_program, count=True))
-        self._set(executor, "__call__", self.gate_hook(executor.__call__, count=False))
+        # where the arguments are still CuTe/torch tensors: the compiled function a submission calls (its
+        # CUDA-dialect subclass ends in super().__call__), an executor, and a @cute.jit function run directly
+        compiled = jit_executor.JitCompiledFunction
+        base_dsl = importlib.import_module("cutlass.base_dsl.dsl").BaseDSL
+        for owner, attr in ((compiled, "__call__"), (executor, "__call__"), (base_dsl, "_func")):
+            self._set(owner, attr, self.gate_hook(getattr(owner, attr), count=False))
         provider = importlib.import_module("cutlass.cutlass_dsl.tvm_ffi_provider")
         for cls_name in ("TVMFFIJitCompiledFunction", "TVMFFIJitCompiledFunctionWithKwargs"):
             cls = getattr(provider, cls_name)
             self._set(cls, "__call__", self.gate_hook(cls.__call__, count=True))
-        runtime = importlib.import_module("cutlass.cute.runtime")
+        # the constructor, not one of the names it is imported under (cute.from_dlpack, cutlass.torch, ...)
+        dlpack_tensor = importlib.import_module("cutlass.cute.runtime")._Tensor
         record = self.registry.protect(
             _record_dlpack,
-            _original=runtime.from_dlpack,
+            _original=dlpack_tensor.__init__,
             _sources=self.dlpack_sources,
             _ref=weakref.ref,
             _id=id,
             _TypeError=TypeError,
         )
-        self._set(runtime, "from_dlpack", record)
+        self._set(dlpack_tensor, "__init__", record)
         llvm = importlib.import_module("cutlass._mlir.dialects.llvm")
         self._record(llvm, "inline_asm", "llvm.inline_asm (inline PTX)")
 

@@ -87,6 +87,7 @@ def provenance_vault(
     records: list[Any] = []
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
     launches = 0
+    depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
 
     def storage_of(t: Any) -> int:
         return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
@@ -165,7 +166,7 @@ def provenance_vault(
                 prints[(view_of(t), i)] = sample(t, i)
 
     def before(args: Any) -> None:
-        if not audit:
+        if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
             return
         tensors = tensors_in(args, [])
         spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
@@ -191,7 +192,7 @@ def provenance_vault(
         pending.append(("tensors", tensors, 0))
 
     def after() -> None:
-        if not pending:
+        if depth > 0 or not pending:
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
@@ -273,7 +274,7 @@ def provenance_vault(
                 seen.clear()
                 records.clear()
                 pending.clear()
-                launches = 0
+                launches = depth = 0
             kind = request[0]
             if kind == 1 and request[2]:  # BEFORE a counted launch
                 launches += 1
@@ -281,9 +282,11 @@ def provenance_vault(
             if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1:
+                        depth += 1
                         before(request[1])
                         reply = True  # the gate reports back after the launch
                     elif kind == 2:  # AFTER
+                        depth = lib.max(depth - 1, 0)
                         after()
                     elif kind == 3:  # OP
                         op(request[1], request[2], request[3], request[4], request[5])
@@ -293,6 +296,7 @@ def provenance_vault(
             exc.__traceback__ = None
             exc.__context__ = None
             pending.clear()
+            depth = 0
             reply = exc
         request = None  # the caller holds its objects: dropping them here is never the last reference
 
