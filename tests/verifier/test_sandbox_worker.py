@@ -66,3 +66,22 @@ def test_the_sandboxed_zygote_outlives_the_thread_that_started_it() -> None:
     finally:
         zygote.close()
     assert not zygote.alive()
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "bare"])
+def test_a_worker_that_dies_says_how_and_what_it_wrote(sandbox: bool) -> None:
+    # the H200's sandboxed runs said only "exit code None": the zygote was asked by the pid of another PID
+    # namespace, and the worker's traceback stayed in a log nobody read
+    from mkbsim.verifier._process import WorkerFailed
+
+    zygote = Zygote([], 1, "cpu", sandbox=sandbox)
+    try:
+        worker = zygote.spawn()
+        worker.chan.send({"no": "workdir"}, [])  # its setup lacks every key: serve() raises, the child exits 70
+        with pytest.raises(WorkerFailed) as died:
+            worker.wait(30)
+        assert died.value.kind == "crash"
+        assert "exit code 70" in str(died.value), died.value
+        assert "KeyError: 'workdir'" in str(died.value) and "KeyError" in died.value.status["stderr_tail"]
+    finally:
+        zygote.close()
