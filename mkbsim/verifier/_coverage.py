@@ -12,7 +12,11 @@ and padding say nothing about who computed them:
   size that no DSL launch wrote nor derived from (eager results and inputs, launch arguments before the
   launch, returned outputs not written by a launch). Where such a tensor already matches an output's
   anchor, those values existed without the DSL: a kernel that copies or merely gates an eager answer
-  does not produce them, however the submission behaves when its launches are suppressed.
+  does not produce them, however the submission behaves when its launches are suppressed. The same
+  vault also checks layouts it cannot line up: when a floating tensor that eager code made during the
+  call (not an input) and passed to a DSL launch holds at least 95% of a returned output's elements by
+  value, counted with their multiplicity (``COPY_SHARE``: padded, transposed, strided or gathered, the
+  values are the same), the output's positions whose values it holds existed without the DSL.
 
 An output's DSL share is the smaller of the two. The rule: at least one output at least half
 produced by the DSL (``OUTPUT_SHARE``), and the DSL's share of all outputs' input-dependent elements at
@@ -107,7 +111,10 @@ def apply_provenance(
         n = int(informative.sum())
         if n == 0:
             continue
-        hit = matches(record[3], refs[i], positions[i])
+        if kind == "contains":  # an eager-made tensor holds the output's values: the positions it covers
+            hit = torch.tensor(record[3], dtype=torch.bool)
+        else:
+            hit = matches(record[3], refs[i], positions[i])
         share = float((hit & informative).sum()) / n
         if share > coverage[i].eager_match:
             coverage[i].eager_match = share

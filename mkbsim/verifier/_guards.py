@@ -33,6 +33,7 @@ import posix
 import sys
 import threading
 import types
+import weakref
 from typing import Any
 
 from mkbsim.verifier import _control
@@ -538,8 +539,29 @@ class Guards:
             signal_module = sys.modules.get(module_name)
             if signal_module is not None:
                 self.deny(signal_module, "signal", "signal.signal", "Python signal handlers are forbidden")
+        deferred = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
+        for name in ("enable", "set_threshold", "freeze", "unfreeze"):
+            self.deny(gc, name, f"gc.{name}", deferred)
+        self.deny(weakref, "finalize", "weakref.finalize", deferred)
         self._install_torch()
+        self._install_numpy()
         self._install_dsl_callbacks()
+
+    def _install_numpy(self) -> None:
+        """numpy's constructors of arrays over foreign memory (an object's ``__array_interface__`` holds
+        any address; ``as_strided`` steps anywhere from an array): refused to the submission's own calls."""
+        numpy = sys.modules.get("numpy")
+        if numpy is None:
+            return
+        raw = "reading or writing memory at raw addresses is forbidden"
+        for owner, names in (
+            (numpy, ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite",
+                     "require", "frombuffer", "from_dlpack", "copyto")),
+            (getattr(numpy.lib, "stride_tricks", None), ("as_strided", "sliding_window_view")),
+            (getattr(numpy, "ctypeslib", None), ("as_array", "as_ctypes")),
+        ):  # fmt: skip
+            for name in names if owner is not None else ():
+                self.deny(owner, name, f"numpy.{name}", raw)
 
     def _install_torch(self) -> None:
         import torch

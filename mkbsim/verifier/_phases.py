@@ -17,8 +17,8 @@ from mkbsim.verifier._judge import Failure, call_error, error_text, fmt, mutatio
 from mkbsim.verifier._process import WorkerFailed
 from mkbsim.verifier._provenance import SAMPLES
 from mkbsim.verifier._static import scan_source
+from mkbsim.verifier._trusted import calibration_check, idle_check, pending_check
 from mkbsim.verifier._trusted import cross_check as trusted_cross_check
-from mkbsim.verifier._trusted import idle_check, pending_check
 from mkbsim.verifier._verification import Draw, Verification, rng
 
 #: On cuda, device work still running this long after the timed stream finished is charged to the call.
@@ -195,6 +195,13 @@ def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.Out
     records = d.page.get("records")
     if not isinstance(records, list):
         return Failure("harness_tamper", f"The worker's provenance records of correctness draw {d.number} are missing.")
+    faults = [str(record[1]) for record in records if record[0] == "fault"]
+    if faults:
+        return Failure(
+            "infra_error",
+            f"The verifier's provenance audit failed in correctness draw {d.number} ({faults[0]}): the draw cannot "
+            "be judged.",
+        )
     assert d.outputs is not None
     for record in records:  # the outputs the vault saw returned are the ones delivered to the verifier
         if record[0] == "result" and 0 <= record[2] < len(d.outputs) and isinstance(d.outputs[record[2]], torch.Tensor):
@@ -327,6 +334,9 @@ def verdict(v: Verification) -> Failure | None:
     if not cached:
         v.timed("eager_s", t0)
     t = v.timing
+    slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.timed_ms, eager.round_trip_ms)
+    if slowed:
+        return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
     runtime = statistics.median(t["timed_ms"])
     v.details["timing"] = {
         **{k: t[k] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")},

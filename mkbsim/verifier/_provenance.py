@@ -33,6 +33,9 @@ from mkbsim.verifier import _control
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
 SAMPLES = 512
+#: An output at least this share of whose elements (values counted with their multiplicity) a DSL-free
+#: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
+COPY_SHARE = 0.95
 #: Operators that hand out uninitialised memory: on a correctness draw it holds a sentinel (NaN, the
 #: largest integer, True), so that an output a suppressed launch left unwritten is never right by chance.
 _EMPTY_OPS = frozenset(
@@ -65,7 +68,10 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         numel=base.numel, untyped_storage=base.untyped_storage, set_=base.set_, clone=base.clone, copy_=base.copy_,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
         tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor,
-        stride=base.stride, version=_getter(base, "_version"),
+        stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
+        unique=torch._C._VariableFunctions._unique2, searchsorted=torch._C._VariableFunctions.searchsorted,
+        zeros=torch._C._VariableFunctions.zeros, index_add=base.index_add, clamp=base.clamp, sum=base.sum,
+        mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float64=torch.float64, int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
@@ -87,6 +93,8 @@ def provenance_vault(
     records: list[Any] = []
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
     launches = 0
+    made: list[Any] = []  # [start, end) address ranges eager operators wrote during the call
+    held: list[Any] = []  # (source, byte range, distinct values, their counts) of eager-made launch arguments
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
 
     def storage_of(t: Any) -> int:
@@ -151,10 +159,12 @@ def provenance_vault(
         for i in lib.range(lib.len(numels)):
             if numels[i] != n:
                 continue
-            key = (view_of(t), lib.version(t), i)
-            if key in seen:
-                continue
-            seen[key] = True
+            # an inference tensor has no version counter: its samples are taken each time it is seen
+            if not lib.is_inference(t):
+                key = (view_of(t), lib.version(t), i)
+                if key in seen:
+                    continue
+                seen[key] = True
             values = sample(t, i)
             if values is not None:
                 records.append(("candidate", source, i, values))
@@ -165,6 +175,43 @@ def provenance_vault(
             if numels[i] == n:
                 prints[(view_of(t), i)] = sample(t, i)
 
+    def hold(t: Any, source: str) -> None:
+        """Keep the value counts of a floating tensor eager code made during the call (not an input, whose
+        values a gather or a cache update legitimately copies), for the layout-free copy check."""
+        lo, hi = span(t)
+        if not lib.is_floating(t) or hi <= lo or not lib.any(a <= lo and hi <= b for a, b in made):
+            return
+        key = ("held", view_of(t), None if lib.is_inference(t) else lib.version(t))
+        if key in seen:
+            return
+        seen[key] = True
+        values, _, counts = lib.unique(lib.reshape(t, (-1,)), True, False, True)
+        held.append((source, lo, hi, values, counts))
+
+    def copied(t: Any, i: int) -> None:
+        """Record each held tensor that holds nearly all of output i's values with their multiplicity
+        (padded, transposed, strided or gathered: the values, not the layout), with which sampled
+        positions it covers."""
+        lo, hi = span(t)
+        distinct, where, need = lib.unique(lib.reshape(t, (-1,)), True, True, True)
+        wanted = lib.to(distinct, lib.float64)
+        at = lib.take(where, lib.to(positions[i], lib.device_of(t)))
+        for source, a, b, values, counts in held:
+            if a < hi and lo < b:
+                continue  # the output's own memory before a launch updated it in place
+            cast, back, _ = lib.unique(lib.to(values, lib.dtype_of(t)), True, True, False)
+            have = lib.index_add(
+                lib.zeros((lib.numel(cast),), dtype=lib.int64, device=lib.device_of(t)), 0, back, counts
+            )
+            cast = lib.to(cast, lib.float64)
+            idx = lib.clamp(lib.searchsorted(cast, wanted), 0, lib.numel(cast) - 1)
+            hit = lib.logical_and(lib.eq(lib.take(cast, idx), wanted), lib.ge(lib.take(have, idx), need))
+            share = lib.float(lib.sum(lib.mul(need, hit))) / lib.numel(t)
+            if share >= lib.copy_share:
+                records.append(
+                    ("contains", f"{source}, holding {share:.1%} of its values", i, lib.tolist(lib.take(hit, at)))
+                )
+
     def before(args: Any) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
             return
@@ -173,6 +220,7 @@ def provenance_vault(
         for t in tensors:
             if not is_tainted(t):
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
+                hold(t, f"argument of DSL launch {launches} (before it ran)")
             lo, hi = span(t)
             if hi > lo:
                 spans.setdefault(storage_of(t), []).append((lo, hi, t))
@@ -225,6 +273,7 @@ def provenance_vault(
                 observe(t, f"input of eager {name}")
         for t in tensors_in(out, []):
             lo, hi = span(t)
+            made.append((lo, hi))
             set_taint(lo, hi, derived or (is_tainted(t) and lib.any(u is t for u in inputs)))
             if is_tainted(t):
                 fingerprint(t)
@@ -243,6 +292,8 @@ def provenance_vault(
                 continue
             known = prints.get((view_of(t), i))
             derived = is_tainted(t) and (known is None or known == values)
+            if derived and lib.is_floating(t):
+                copied(t, i)
             records.append(
                 (
                     "result",
@@ -274,6 +325,8 @@ def provenance_vault(
                 seen.clear()
                 records.clear()
                 pending.clear()
+                made.clear()
+                held.clear()
                 launches = depth = 0
             kind = request[0]
             if kind == 1 and request[2]:  # BEFORE a counted launch
@@ -297,6 +350,9 @@ def provenance_vault(
             exc.__context__ = None
             pending.clear()
             depth = 0
+            # and fails the draw closed: the verifier finds it among the records, whatever the submission
+            # does with the exception
+            records.append(("fault", lib.str(lib.type(exc).__name__) + ": " + lib.str(exc)))
             reply = exc
         request = None  # the caller holds its objects: dropping them here is never the last reference
 

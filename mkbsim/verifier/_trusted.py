@@ -38,6 +38,11 @@ IDLE_FLOOR_MS = 0.05
 #: calls' median plus this many of their deviations (or the floor).
 PENDING_MADS = 4.0
 PENDING_FLOOR_MS = 0.002
+#: The null calls' overhead (round trip minus reported time) may exceed the overhead of the eager
+#: reference's calls, timed by the same harness in a worker that runs no submission, by this factor plus
+#: the floor; more means the submission slowed the null calls to widen the trusted check's allowance.
+CALIBRATION_FACTOR = 4.0
+CALIBRATION_FLOOR_MS = 0.25
 
 
 class ProcessClock:
@@ -110,7 +115,12 @@ def cross_check(
         excess_limit_ms=limit,
         trusted_estimate_ms=median_reported + float(statistics.median(excess)),
     )
-    if out["excess_median_ms"] > limit:
+    if out["trusted_estimate_ms"] < 0:  # the null calls cost more than the submission's: they were slowed
+        out["tampered"] = (
+            f"with the null calls' harness overhead ({harness:.4g} ms) taken off, the verifier's {method} clock "
+            f"leaves {out['trusted_estimate_ms']:.4g} ms for the median call: something slowed the null calls"
+        )
+    elif out["excess_median_ms"] > limit:
         out["tampered"] = (
             f"the verifier's {method} clock puts the median call at {out['trusted_estimate_ms']:.4g} ms, the "
             f"worker reported {median_reported:.4g} ms (tolerance {TOLERANCE:.0%} plus this worker's own noise, "
@@ -142,5 +152,25 @@ def pending_check(pending: Sequence[float], null_pending: Sequence[float]) -> st
         return (
             f"device work ran on after the timed stream finished: {typical * 1e3:.1f} us per call (median), "
             f"against {base * 1e3:.1f} us for the harness's own calls"
+        )
+    return None
+
+
+def calibration_check(
+    null_reported: Sequence[float], nulls: Sequence[Trusted], eager_reported: Sequence[float],
+    eager_trips: Sequence[float],
+) -> str | None:  # fmt: skip
+    """The null calls' harness overhead against the same harness's overhead around the eager reference's
+    calls (a worker the submission never ran in): the calibration the submission cannot influence."""
+    if not nulls or not eager_trips:
+        return None
+    null_over = float(statistics.median(t.round_trip_ms - r for t, r in zip(nulls, null_reported, strict=True)))
+    eager_over = float(statistics.median(t - r for t, r in zip(eager_trips, eager_reported, strict=True)))
+    limit = CALIBRATION_FACTOR * max(eager_over, 0.0) + CALIBRATION_FLOOR_MS
+    if null_over > limit:
+        return (
+            f"the null calls' harness overhead ({null_over:.4g} ms a call) is far above the same harness's overhead "
+            f"around the eager reference's calls ({eager_over:.4g} ms; at most {limit:.4g} ms allowed): something "
+            "slowed the null calls"
         )
     return None

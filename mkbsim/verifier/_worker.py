@@ -13,6 +13,7 @@ already imported.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import linecache
 import os
@@ -77,6 +78,20 @@ def _harness_ops() -> Iterator[None]:
     finalizer of the submission's pushes at any moment must not run its code inside them."""
     with torch._C.DisableTorchFunction(), torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
         yield
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No automatic garbage collection during a call and the harness's work on its result: a collection
+    there would run the submission's finalizers or collector callbacks after the timer stopped (between
+    calls a collection is the worker's CPU time between calls, which the verifier measures)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _push_mode = torch._C._push_on_torch_dispatch_stack
@@ -182,6 +197,10 @@ class Worker:
         self.reusable: MappedArena | None = None
         self.fn: Callable[..., Any] | None = None
         self.timed_call: Callable[..., Any] = timed_call  # replaced by the vault's hook in open_vaults
+        # the collector callbacks the libraries registered; the submission may add none (gc.callbacks is
+        # the interpreter's own list, whatever name it is reached by)
+        self.gc_callbacks = gc.callbacks
+        self.library_callbacks = list(gc.callbacks)
 
     # --- setup -------------------------------------------------------------------------------------
     def limit_resources(self) -> None:
@@ -279,6 +298,10 @@ class Worker:
         if self.gates is not None:
             tampered += [attr for owner, attr, ours in self.gates.patched if getattr(owner, attr, None) is not ours]
         timers = [attr for owner, attr, orig in self.timers if getattr(owner, attr, None) is not orig]
+        added = [cb for cb in self.gc_callbacks if not any(cb is ours for ours in self.library_callbacks)]
+        if self.candidate and added:
+            tampered.append(f"gc.callbacks (a collector callback runs work outside the timed call: {len(added)} added)")
+            self.gc_callbacks[:] = self.library_callbacks
         return {"tampered": tampered, "timer_tampered": timers}
 
     def serve(self) -> None:
@@ -286,7 +309,9 @@ class Worker:
             msg, fds = self.chan.recv()
             if msg["op"] == "exit":
                 return
-            self.chan.send(self.call(msg, fds))
+            with _collector_paused():
+                reply = self.call(msg, fds)
+            self.chan.send(reply)
 
     def call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         with _harness_ops():

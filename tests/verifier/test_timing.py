@@ -11,6 +11,7 @@ from mkbsim.verifier._trusted import (
     TOLERANCE,
     ProcessClock,
     Trusted,
+    calibration_check,
     cross_check,
     idle_check,
     pending_check,
@@ -92,3 +93,20 @@ def test_the_process_clock_counts_a_thread_that_came_and_went_between_two_readin
     worker.join()
     after = clock.cpu_ns()
     assert before is not None and after is not None and (after - before) / 1e6 >= 50  # the thread's 50 ms
+
+
+def test_null_calls_slowed_past_the_submission_s_own_calls_leave_a_negative_estimate_and_fail() -> None:
+    # the submission burns CPU while the harness runs its null calls: the overhead taken off each call
+    # exceeds the call, which would widen the allowance for work moved out of the timer
+    slowed = _calls(3.0, 10)
+    check = cross_check([0.1] * 50, _calls(0.1, 50), NULL_MS, slowed, "cpu")
+    assert check["trusted_estimate_ms"] < 0 and "slowed the null calls" in check["tampered"]
+
+
+def test_null_calls_far_costlier_than_the_reference_s_calls_fail_the_calibration() -> None:
+    eager_ms, eager_trips = [1.0] * 50, [1.3] * 50  # the harness costs 0.3 ms around the reference's calls
+    honest = [Trusted(round_trip_ms=0.01 + 0.5, cpu_ms=None, idle_cpu_ms=None)] * 10
+    assert calibration_check(NULL_MS, honest, eager_ms, eager_trips) is None
+    slowed = [Trusted(round_trip_ms=0.01 + 3.0, cpu_ms=None, idle_cpu_ms=None)] * 10
+    assert "slowed the null calls" in (calibration_check(NULL_MS, slowed, eager_ms, eager_trips) or "")
+

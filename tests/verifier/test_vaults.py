@@ -110,3 +110,23 @@ def test_a_kernel_error_is_the_same_whether_or_not_the_launch_is_suppressed(page
         _arm(page, nonce, suppress=suppress, audit=True)
         with pytest.raises(ValueError, match="bad shape"):
             launch(torch.zeros(2))
+
+
+def test_inference_tensors_are_audited_and_a_fault_of_the_vault_is_recorded() -> None:
+    control = _control.ControlPage()
+    registry = Registry()
+    send = registry.open(
+        provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(4)], [4], {}
+    )
+    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    control.begin_call(suppress=False, audit=True)
+    # an inference tensor has no version counter: the audit samples it instead of failing the op
+    with torch.inference_mode():
+        x = torch.ones(4)
+        assert torch.equal(op(None, torch.ops.aten.mul.Tensor, (), (x, x)), x)
+    # a fault inside the vault reaches the verifier as a record, whatever the submission does with the exception
+    assert isinstance(send((4, None)), TypeError)  # RESULT of something that is not a sequence
+    registry.protect(_provenance.report_result, _send=send)([torch.ones(4)])
+    records = control.report()["records"]
+    control.close()
+    assert any(r[0] == "fault" and "TypeError" in r[1] for r in records), records

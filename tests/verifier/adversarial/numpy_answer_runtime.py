@@ -1,12 +1,14 @@
-"""Gates an answer computed in numpy (outside torch) with a canary."""
+"""Gates an answer computed in numpy (outside torch) with a canary: numpy, reached through a torch module,
+is refused at run time (it reads and writes memory at raw addresses) before the canary matters."""
 
-# expect: decorative_dsl
+# expect: forbidden_api
 # problem: p36
 # static-scan: off
-import numpy as np
 import torch
 import tvm
 from tvm.script import tirx as T
+
+np = torch.storage.np  # numpy reached through a torch module: importing it is refused
 
 
 @T.prim_func
