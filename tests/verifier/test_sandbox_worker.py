@@ -85,3 +85,14 @@ def test_a_worker_that_dies_says_how_and_what_it_wrote(sandbox: bool) -> None:
         assert "KeyError: 'workdir'" in str(died.value) and "KeyError" in died.value.status["stderr_tail"]
     finally:
         zygote.close()
+
+
+def test_a_cuda_zygote_is_unsandboxed_unless_asked_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every sandboxed cuda verification died on the H200: a campaign must not fail them all silently
+    monkeypatch.delenv("MKBSIM_VERIFIER_SANDBOX", raising=False)
+    zygote = Zygote([], 1, "cuda", sandbox=None)
+    try:
+        assert zygote.box is None
+        assert zygote.confinement()["sandbox"].startswith("none (off by default on cuda"), zygote.sandbox
+    finally:
+        zygote.close()
