@@ -14,10 +14,10 @@ the file through the worker's own import path and times each call with the harne
 * ``bare``: one input set, calls back to back (what a plain timing loop does);
 * ``fresh``: new inputs for every call (`make_inputs`), still back to back;
 * ``arena``: new inputs delivered as the worker gets them (a memfd arena mapped per call);
-* ``guards``: arena + every runtime guard and the DSL launch counter, installed as the worker does;
-* ``guards-no-audit`` / ``-no-imports`` / ``-no-counter`` / ``-no-patches``: the same without one piece
-  (the audit hook; the `__import__`/`import_module` hooks; the launch counter; the patched entry
-  points: exec/eval/compile, threads, torch.compile/jit/graphs, DSL callbacks);
+* ``guards``: arena + everything the worker opens before it loads a submission (the guards and their
+  audit hook, the DSL gate, the timer's and the provenance audit's vaults, the control page); wall = the
+  call as the harness's timer vault measures it (what the verifier reports), CPU = the whole
+  ``timed_call``, the vault's requests included;
 * ``fresh-gap`` / ``guards-gap``: an idle gap of ``--gap-ms`` (the process sleeps) before each call,
   as the worker sleeps in `recv` while the verifier prepares the next call.
 
@@ -49,10 +49,6 @@ VARIANTS = (
     "arena-new",
     "arena",
     "guards",
-    "guards-no-audit",
-    "guards-no-imports",
-    "guards-no-counter",
-    "guards-no-patches",
     "fresh-gap",
     "fresh-spin-gap",
     "guards-gap",
@@ -72,11 +68,9 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
 
     torch.set_num_threads(threads)
     from mkbsim.catalog import load_catalog
-    from mkbsim.verifier import _guards
     from mkbsim.verifier._arena import Arena, map_arena
-    from mkbsim.verifier._dsl import DslHooks
-    from mkbsim.verifier._timing import Clock
-    from mkbsim.verifier._worker import HARNESS_DIR, Worker
+    from mkbsim.verifier._control import ControlPage
+    from mkbsim.verifier._worker import Worker
 
     problem = load_catalog().get(PROBLEM)
     axes = problem.smoke if backend == "cpu" else problem.workload
@@ -88,31 +82,29 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
     eager = variant.startswith("eager")
     guarded = variant.startswith("guards")
 
+    control = ControlPage()
+    setup = {
+        "role": "reference" if eager else "candidate", "path": str(FILE), "dsl": DSL, "device": backend,
+        "sync": "stream", "off_limits": [], "inplace": [], "sample_positions": [], "output_numels": [],
+    }  # fmt: skip
+    worker = Worker(None, setup, os.dup(control.take_fd()))  # type: ignore[arg-type]
     if guarded:
-        guard = _guards.Guard(str(FILE), DSL, HARNESS_DIR, [])
-        skip = variant.removeprefix("guards").removesuffix("-gap")
-        if skip != "-no-counter":
-            DslHooks(DSL, guard.attribution).install()
-        if skip == "-no-imports":
-            guard._install_imports = lambda: None  # type: ignore[method-assign]
-        if skip == "-no-patches":
-            for name in ("_install_builtins", "_install_threads", "_install_torch", "_install_dsl_callbacks"):
-                setattr(guard, name, lambda: None)
-        if skip == "-no-audit":
-            real_add = sys.addaudithook
-            sys.addaudithook = lambda hook: None  # the guard's only call; restored below
-            guard.install()
-            sys.addaudithook = real_add
-        else:
-            guard.install()
-
-    class _Setup:
-        path = str(FILE)
-        candidate = True
-
+        worker.open_vaults()  # the audit hook stays in this process: every variant runs in its own
     # The submission is imported from the harness's frame, as the worker does.
-    fn = problem.reference if eager else Worker.import_file(_Setup()).run  # type: ignore[arg-type]
-    clock = Clock(backend, "stream")
+    fn = problem.reference if eager else worker.import_file().run
+
+    def measure(args: list[Any]) -> tuple[float, float]:
+        """(wall µs, CPU µs) of one call. Guarded: the call as the verifier sees it, timed by the harness's
+        timer vault (its measure from the control page), and the CPU time of the whole timed_call."""
+        control.begin_call(suppress=False, audit=False)
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+        if guarded:
+            worker.timed_call(fn, args)
+            cpu_us = (time.thread_time_ns() - c0) / 1e3
+            return control.report()["ms"] * 1e3, cpu_us
+        fn(*args)
+        return (time.perf_counter_ns() - t0) / 1e3, (time.thread_time_ns() - c0) / 1e3
+
     fixed = list(problem.make_inputs(axes, seed=1, device=backend))
     # The worker's arenas (CPU only: CUDA IPC cannot map an allocation into its own process):
     # `arena-new` maps a new one before every call (the verifier before this change), the others
@@ -149,12 +141,10 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
                 os.sched_yield()
         elif gap:
             time.sleep(gap)
-        c0 = time.thread_time_ns()
-        m = clock.measure(fn, args)
-        c1 = time.thread_time_ns()
+        wall_us, cpu_us = measure(args)
         if i >= warmup:
-            wall.append(m.ms * 1e3)
-            cpu.append((c1 - c0) / 1e3)
+            wall.append(wall_us)
+            cpu.append(cpu_us)
     return {"variant": variant, "calls": calls, "wall_us": _median(wall), "cpu_us": _median(cpu)}
 
 
@@ -176,14 +166,8 @@ def measure_worker(rounds: int, backend: str = "cpu") -> list[dict[str, Any]]:
     with VerifierSession(backend) as session:
         for _ in range(rounds):
             report = session.verify(str(FILE), PROBLEM, DSL, protocol="paper")
-            timing = report.details.get("timing", {}) if isinstance(report.details, dict) else {}
             rows.append(
-                {
-                    "passed": report.passed,
-                    "runtime_us": report.runtime_ms * 1e3,
-                    "eager_us": report.eager_ms * 1e3,
-                    "prep_us": _median(timing["worker_prep_ms"]) * 1e3 if timing.get("worker_prep_ms") else None,
-                }
+                {"passed": report.passed, "runtime_us": report.runtime_ms * 1e3, "eager_us": report.eager_ms * 1e3}
             )
     return rows
 
@@ -239,8 +223,7 @@ def main() -> None:
     for w in worker:
         print(
             f"| worker (real verify, paper) | {w['runtime_us']:.1f} | – | {w['runtime_us'] / base['wall_us']:.2f} | – |"
-            f"  eager in trusted worker {w['eager_us']:.1f} µs, worker prep {w['prep_us'] or 0:.1f} µs, "
-            f"passed={w['passed']}"
+            f"  eager in trusted worker {w['eager_us']:.1f} µs, passed={w['passed']}"
         )
 
 

@@ -19,9 +19,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "verify",
         help="verify a kernel submission against a problem's reference",
         description=(
-            "Run a submission (a Python file defining run(*inputs)) through the verifier: five "
-            "float64-anchored correctness draws, the bypass test, forbidden-API checks, then 10 "
-            "warmup and 50 timed calls against the eager reference. Exit 0 on pass, 1 on fail."
+            "Run a submission (a Python file defining run(*inputs)) through the verifier, in a sandbox: "
+            "five float64-anchored correctness draws, the bypass test (the share of the outputs the DSL "
+            "kernels produce), forbidden-API checks, then 10 warmup and 50 timed calls against the eager "
+            "reference, bounded by the verifier's own clock and the speed of light. Exit 0 on pass, 1 on fail. "
+            "MKBSIM_VERIFIER_SANDBOX=0 runs without the sandbox."
         ),
     )
     p.add_argument("file", type=Path, help="the submission file")

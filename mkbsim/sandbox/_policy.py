@@ -65,7 +65,8 @@ class Policy:
     cgroup is used (DESIGN §4). ``max_processes``: tasks of the sandbox's uid (RLIMIT_NPROC). ``disk_bytes``:
     the largest file a process may write (RLIMIT_FSIZE) and the quota of the ``rw`` folders, which ``run``
     checks while and after a command runs (None: neither). ``network``: keep the host's network (default: a
-    new, empty network namespace).
+    new, empty network namespace). ``share``: namespaces kept from the host ("ipc", "pid"; by default every one
+    is new).
     ``uid``: see ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``.
     ``isolated`` False: no bubblewrap at all, only the limits and the environment, as this process's user
     (for machines where bubblewrap cannot run and the user said so; ``ro``, ``rw``, ``devices``, ``network``
@@ -83,6 +84,7 @@ class Policy:
     disk_bytes: int | None = DEFAULT_DISK_BYTES
     devices: tuple[str, ...] = ()
     network: bool = False
+    share: tuple[str, ...] = ()  # "ipc" and/or "pid": keep the host's namespace (CUDA IPC may need them)
     uid: int | None = field(default_factory=sandbox_uid)
     isolated: bool = True
 
@@ -123,8 +125,8 @@ class Policy:
 
     def bwrap_args(self) -> list[str]:
         """bubblewrap's options for this policy (without the program and the command)."""
-        args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                "--unshare-cgroup-try", "--hostname", "sandbox"]  # fmt: skip
+        args = ["--die-with-parent", "--new-session", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+        args += [f"--unshare-{ns}" for ns in ("pid", "ipc") if ns not in self.share]
         if not self.network:
             args.append("--unshare-net")
         if self.uid is None:  # unprivileged: a user namespace, and no nested one inside

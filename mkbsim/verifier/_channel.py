@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import array
 import io
+import os
 import pickle
 import select
 import socket
@@ -102,6 +103,22 @@ class Channel:
             chunks.append(data)
             got += len(data)
         return b"".join(chunks)
+
+    def send_credentials(self) -> None:
+        """Send this process's pid, uid and gid as the kernel vouches for them (SCM_CREDENTIALS)."""
+        creds = struct.pack("3i", os.getpid(), os.getuid(), os.getgid())
+        self.sock.sendmsg([b"c"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+
+    def recv_credentials(self, timeout: float) -> int:
+        """The pid the other side sent with ``send_credentials``, in this process's PID namespace
+        (``SO_PASSCRED`` must be set on this socket before it was sent)."""
+        if not self.wait_readable(timeout):
+            raise ChannelTimeout("no credentials within the time limit")
+        _, ancdata, _, _ = self.sock.recvmsg(1, socket.CMSG_SPACE(struct.calcsize("3i")))
+        for level, kind, raw in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                return int(struct.unpack("3i", raw[: struct.calcsize("3i")])[0])
+        raise UntrustedMessage("the other side sent no credentials")
 
     def close(self) -> None:
         self.sock.close()

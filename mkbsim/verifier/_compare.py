@@ -192,3 +192,31 @@ def compare(out: Any, ref: OutputRef) -> Check:
     got = float(out_t[first]) if first is not None else None
     expected = float(anc_t[first]) if first is not None else None
     return Check(ref.label, False, False, math.inf, 0.0, 0.0, 0.0, True, int(wrong.sum()), first, got, expected)
+
+
+def wrong_mask(out: Any, ref: OutputRef) -> torch.Tensor:
+    """Elementwise: where ``out`` breaks the rule ``compare`` applies (flattened; NaN is always wrong)."""
+    out_t = _as_tensor(out).reshape(-1)
+    anc_t = _as_tensor(ref.anchor, out_t.device).reshape(-1)
+    if ref.is_float:
+        diff = _abs_diff(out_t, anc_t)
+        return torch.isnan(out_t.to(torch.float64)) | (diff > ref.allowance)
+    nat_t = _as_tensor(ref.native, out_t.device).reshape(-1)
+    return (out_t != anc_t.to(out_t.dtype)) & (out_t != nat_t.to(out_t.dtype))
+
+
+#: Sampled values "are" the answer where they agree with the anchor to a few roundings of the output dtype,
+#: relatively (an absolute allowance would let any small value match a small anchor element).
+MATCH_ULPS = 2
+MATCH_RTOL_FLOOR = 1e-4
+
+
+def matches(values: Any, ref: OutputRef, positions: torch.Tensor) -> torch.Tensor:
+    """Elementwise: whether sampled ``values`` (at flat ``positions``) are the anchor's values."""
+    got = torch.tensor(values, dtype=torch.float64)
+    anchor = _as_tensor(ref.anchor).reshape(-1)[positions].to(torch.float64).cpu()
+    if ref.is_float:
+        rtol = max(MATCH_ULPS * eps_of(ref.dtype), MATCH_RTOL_FLOOR)
+        return ~torch.isnan(got) & ((got == anchor) | ((got - anchor).abs() <= rtol * anchor.abs()))
+    native = _as_tensor(ref.native).reshape(-1)[positions].to(torch.float64).cpu()
+    return (got == anchor) | (got == native)

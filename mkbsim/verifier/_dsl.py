@@ -1,45 +1,81 @@
-"""Counting, and on demand suppressing, the launches of a submission's DSL kernels.
+"""Where the gate (``_provenance``) sits in each DSL, and the inline-CUDA recorders (DESIGN §5).
 
-A launch is a call into code the DSL compiled: for TIRx a function taken from a TVM runtime
-module; for CuTe DSL a run of a JIT-compiled program (directly or through its TVM-FFI wrapper).
-The hooks sit where every such call passes. A call that avoids them is simply not counted, so a
-submission can only lose by it: an uncounted kernel looks like no DSL at all (`not_dsl`), and
-real work hidden from suppression makes a counted kernel look decorative.
+A launch is a call into code the DSL compiled. TIRx: every function taken from a TVM runtime module,
+at its call into the TVM FFI (``tvm_ffi.Function.__call__``, a Cython call straight into native code).
+CuTe DSL: every run of a JIT-compiled program (``JitExecutor.run_compiled_program``, which calls the
+host function into native code with arguments that already are C pointers) and every call of a TVM-FFI
+compiled function. The calls above it, where the arguments are still tensors, are watched on correctness
+draws without being counted: ``JitCompiledFunction.__call__`` (what ``cute.compile`` returns; the CUDA
+dialect's subclass ends in ``super().__call__`` and reaches its executor's ``run_compiled_program``
+directly, never the executor's ``__call__``), ``JitExecutor.__call__`` and ``BaseDSL._func`` (a
+``@cute.jit`` function called directly). Only the outermost gate of a call watches. A call that
+avoids the gate is not counted and not suppressed, so a submission can only lose by it: an uncounted
+kernel looks like no DSL at all (``not_dsl``), and real work hidden from suppression leaves the outputs
+right with launches suppressed (``decorative_dsl``).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
+import weakref
 from typing import Any
 
-from mkbsim.verifier._guards import CANDIDATE, Attribution
+from mkbsim.verifier._guards import Guards
+from mkbsim.verifier._provenance import gate
+from mkbsim.verifier._vault import Registry
 
 # TVM's own helper functions, fetched from modules while exporting or linking: not kernels.
 _TVM_INTERNAL_PREFIXES = ("__tvm", "_get_target_string")
 
 
-class LaunchCounter:
-    def __init__(self) -> None:
-        self.launches = 0
-        self.suppress = False
-
-    def admit(self) -> bool:
-        """Count one launch; False when it must be skipped (the bypass test)."""
-        self.launches += 1
-        return not self.suppress
+def _counted_get_function(
+    module: Any, name: str, query_imports: bool = False, *, _original: Any, _internal: Any, _wrap: Any
+) -> Any:  # fmt: skip
+    func = _original(module, name, query_imports)
+    if name.startswith(_internal):
+        return func
+    return _wrap(func)
 
 
-class DslHooks:
-    """The launch hooks and inline-CUDA detectors of one worker."""
+def _wrap_counted(func: Any, *, _cls: Any) -> Any:
+    counted = _cls.__new__(_cls)
+    counted.__move_handle_from__(func)
+    return counted
 
-    def __init__(self, dsl: str, attribution: Attribution) -> None:
+
+def _record_dlpack(
+    made: Any, source: Any, *args: Any, _original: Any, _sources: Any, _ref: Any, _id: Any, _TypeError: Any,
+    **kwargs: Any
+) -> None:  # fmt: skip
+    """CuTe DSL's DLPack tensor constructor (``cute.runtime._Tensor.__init__``, behind every
+    ``from_dlpack`` name): remember which torch tensor a CuTe tensor views (weakly), so that the gate can
+    copy and restore its memory."""
+    _original(made, source, *args, **kwargs)
+    try:
+        _sources[_id(made)] = (_ref(made), _ref(source))
+    except _TypeError:  # not a tensor that takes weak references: nothing to restore through it
+        return
+
+
+def _recording(*args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, **kwargs: Any) -> Any:
+    _ask(("inline", _what, _getframe(1)))
+    return _original(*args, **kwargs)
+
+
+class DslGates:
+    """Installs the gate for one DSL; ``patched`` lists the hooks (replacing one is tampering)."""
+
+    def __init__(self, registry: Registry, guards: Guards, send: Any, dsl: str) -> None:
+        self.registry = registry
+        self.guards = guards
+        self.send = send
         self.dsl = dsl
-        self.attribution = attribution
-        self.counter = LaunchCounter()
-        self.inline_cuda: list[str] = []
+        self.dlpack_sources: dict[int, Any] = {}
         self.patched: list[tuple[Any, str, Any]] = []
+
+    def gate_hook(self, original: Any, count: bool) -> Any:
+        return self.registry.protect(gate, _send=self.send, _original=original, _count=count)
 
     def _set(self, owner: Any, attr: str, value: Any) -> None:
         setattr(owner, attr, value)
@@ -54,76 +90,50 @@ class DslHooks:
     def _install_tirx(self) -> None:
         import tvm_ffi
 
-        counter = self.counter
         base_call = tvm_ffi.Function.__call__
-        original_get = tvm_ffi.Module.get_function
 
         class CountedFunction(tvm_ffi.Function):
-            """A compiled TVM function whose calls pass the launch counter."""
+            """A compiled TVM function whose calls pass the gate."""
 
-            def __call__(self, *args: Any) -> Any:
-                # counter.admit() inlined: one Python frame per launch, not two.
-                counter.launches += 1
-                if counter.suppress:
-                    return None
-                return base_call(self, *args)
-
-        def get_function(module: Any, name: str, query_imports: bool = False) -> Any:
-            func = original_get(module, name, query_imports)
-            if name.startswith(_TVM_INTERNAL_PREFIXES):
-                return func
-            counted = CountedFunction.__new__(CountedFunction)
-            counted.__move_handle_from__(func)
-            return counted
-
+        CountedFunction.__call__ = self.gate_hook(base_call, count=True)  # type: ignore[method-assign]
+        wrap = self.registry.protect(_wrap_counted, _cls=CountedFunction)
+        get_function = self.registry.protect(
+            _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap
+        )
         self._set(tvm_ffi.Module, "get_function", get_function)
-
         external = importlib.import_module("tvm.tirx.script.builder.external_kernel")
-        source_init = external.SourceKernel.__init__
-
-        def recording_init(kernel: Any, source_code: str) -> None:
-            if self.attribution.anywhere(sys._getframe(1)):
-                self.inline_cuda.append("T.call_kernel with a CUDA source string")
-            source_init(kernel, source_code)
-
-        self._set(external.SourceKernel, "__init__", recording_init)
+        self._record(external.SourceKernel, "__init__", "T.call_kernel with a CUDA source string")
 
     def _install_cutedsl(self) -> None:
-        counter = self.counter
         jit_executor = importlib.import_module("cutlass.base_dsl.jit_executor")
-        original_run = jit_executor.JitExecutor.run_compiled_program
-
-        def run_compiled_program(executor: Any, exe_args: list[Any]) -> Any:
-            counter.launches += 1
-            if counter.suppress:
-                return None
-            return original_run(executor, exe_args)
-
-        self._set(jit_executor.JitExecutor, "run_compiled_program", run_compiled_program)
-
+        executor = jit_executor.JitExecutor
+        self._set(executor, "run_compiled_program", self.gate_hook(executor.run_compiled_program, count=True))
+        # where the arguments are still CuTe/torch tensors: the compiled function a submission calls (its
+        # CUDA-dialect subclass ends in super().__call__), an executor, and a @cute.jit function run directly
+        compiled = jit_executor.JitCompiledFunction
+        base_dsl = importlib.import_module("cutlass.base_dsl.dsl").BaseDSL
+        for owner, attr in ((compiled, "__call__"), (executor, "__call__"), (base_dsl, "_func")):
+            self._set(owner, attr, self.gate_hook(getattr(owner, attr), count=False))
         provider = importlib.import_module("cutlass.cutlass_dsl.tvm_ffi_provider")
         for cls_name in ("TVMFFIJitCompiledFunction", "TVMFFIJitCompiledFunctionWithKwargs"):
             cls = getattr(provider, cls_name)
-            self._set(cls, "__call__", self._gated(cls.__call__))
-
+            self._set(cls, "__call__", self.gate_hook(cls.__call__, count=True))
+        # the constructor, not one of the names it is imported under (cute.from_dlpack, cutlass.torch, ...)
+        dlpack_tensor = importlib.import_module("cutlass.cute.runtime")._Tensor
+        record = self.registry.protect(
+            _record_dlpack,
+            _original=dlpack_tensor.__init__,
+            _sources=self.dlpack_sources,
+            _ref=weakref.ref,
+            _id=id,
+            _TypeError=TypeError,
+        )
+        self._set(dlpack_tensor, "__init__", record)
         llvm = importlib.import_module("cutlass._mlir.dialects.llvm")
-        original_asm = llvm.inline_asm
+        self._record(llvm, "inline_asm", "llvm.inline_asm (inline PTX)")
 
-        def inline_asm(*args: Any, **kwargs: Any) -> Any:
-            kind, _ = self.attribution.culprit(sys._getframe(1))
-            if kind == CANDIDATE:
-                self.inline_cuda.append("llvm.inline_asm (inline PTX)")
-            return original_asm(*args, **kwargs)
-
-        self._set(llvm, "inline_asm", inline_asm)
-
-    def _gated(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        counter = self.counter
-
-        def gated(*args: Any, **kwargs: Any) -> Any:
-            counter.launches += 1
-            if counter.suppress:
-                return None
-            return original(*args, **kwargs)
-
-        return gated
+    def _record(self, owner: Any, attr: str, what: str) -> None:
+        hook = self.registry.protect(
+            _recording, _ask=self.guards.ask, _original=getattr(owner, attr), _getframe=sys._getframe, _what=what
+        )
+        self._set(owner, attr, hook)

@@ -1,210 +1,57 @@
-"""Runtime guards installed in a submission's process before its file is imported.
+"""Runtime guards installed in a submission's process before its file is imported (DESIGN §5).
 
-Static scanning cannot see names built at run time, so the worker also watches what the
-submission's own code does: every import (`builtins.__import__`, `importlib.import_module`), every
-audited event (`sys.addaudithook`: processes, sockets, ctypes, frame and gc introspection, file
-access outside the temporary directory), dynamic code (`exec`/`eval`/`compile`), other compilers
-(`torch.compile`, `torch.jit`), CUDA graph capture and the registration of Python callbacks.
+The static scan cannot see names built at run time, so the worker also watches what the submission's
+code does: every audited event (``sys.addaudithook``: imports, processes, signals, sockets, ctypes, file
+access, ``gc`` introspection, frames that would lead into a vault), dynamic code called directly by the
+submission (``exec``/``eval``/``compile``), other compilers (``torch.compile``, ``torch.jit``), CUDA graph
+capture, Python callbacks registered for kernels and Python signal handlers.
 
 A call is the submission's when the innermost frame outside the standard library belongs to the
-submission (any file outside the installed libraries and this harness). Libraries may do what they
-need (TVM runs compilers, CuTe DSL uses ctypes); the same call made directly by the submission is
-refused with `ForbiddenError` and recorded, even if the submission catches the error.
+submission (any file outside the installed libraries and this harness). Libraries may do what they need
+(TVM runs compilers, CuTe DSL uses ctypes); the same call made by the submission is refused with
+``PermissionError`` (``ImportError`` for imports) and recorded, even if the submission catches it.
+
+Everything the guards decide with lives in a vault (``_vault``): their configuration, their cache, the
+threads the submission started and the violations, which go straight to the control page. The hooks
+installed in modules hold only the vault's ``send``. Some refusals hold for every caller, libraries
+included, because nothing in the worker needs them once the submission is loaded and each would open a
+vault: ``gc`` introspection, trace and profile functions, new audit hooks, reading a vault's code or
+defaults, a frame whose callers include a running vault, and ``/proc`` files that expose the process's
+memory map or memory.
 """
 
 from __future__ import annotations
 
+import _struct
 import _thread
 import builtins
-import csv
-import functools
-import glob
+import dataclasses
+import gc
 import importlib
-import importlib.util
 import os
-import site
+import posix
 import sys
-import sysconfig
-import tempfile
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from types import FrameType, ModuleType
+import types
+import weakref
 from typing import Any
 
-from mkbsim.verifier._rules import module_rule, name_rule
+from mkbsim.verifier import _control
+from mkbsim.verifier._attribution import AttributionConfig
+from mkbsim.verifier._rules import FORBIDDEN_MODULES, FORBIDDEN_NAMES, FORBIDDEN_SUFFIXES, OTHER_DSL_MODULES
+from mkbsim.verifier._vault import Registry
 
-CANDIDATE, LIBRARY, TRANSPARENT = "candidate", "library", "transparent"
-
-
-class ForbiddenError(PermissionError):
-    """Raised into the submission when it uses a forbidden API."""
-
-
-class ForbiddenImport(ImportError):
-    """Raised into the submission for a forbidden import (an ImportError, as import failures are)."""
-
-
-@dataclass(frozen=True)
-class Violation:
-    what: str
-    reason: str
-    line: int | None  # in the submission's file
-    elsewhere: str | None = None  # or the file and line blamed outside it (a module it wrote, or an untrusted path)
-
-    def text(self) -> str:
-        where = f"line {self.line}: " if self.line else ""
-        return f"{where}{self.what} ({self.reason})" + (f" in {self.elsewhere}" if self.elsewhere else "")
-
-
-def _package_roots(names: Iterable[str]) -> list[str]:
-    """The directories holding these top-level packages, found without importing them.
-
-    A package not preloaded (e.g. a DSL left out of the zygote because it initialises CUDA) must
-    still count as library code when the submission imports it later.
-    """
-    roots = []
-    for name in names:
-        mod = sys.modules.get(name)
-        path = getattr(mod, "__file__", None)
-        if not path:
-            try:
-                spec = importlib.util.find_spec(name)
-            except (ImportError, ValueError):
-                spec = None
-            path = spec.origin if spec is not None and spec.origin not in (None, "namespace") else None
-        if path:
-            roots.append(os.path.dirname(os.path.dirname(os.path.abspath(path))))
-    return roots
-
-
-def _writable_prefixes() -> tuple[str, ...]:
-    """The folders a submission may write in (resolved, each ending in a separator)."""
-    return tuple({os.path.realpath(p) + os.sep for p in (tempfile.gettempdir(), "/tmp", "/dev/shm")})
-
-
-def _loaded_modules(outside: str) -> tuple[list[str], list[str]]:
-    """Where the top-level modules already imported live, as real paths: (package folders, single-file
-    modules), leaving out any in the folder ``outside`` or holding it."""
-    folders, files = [], []
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None) if "." not in name and name != "__main__" else None
-        if not isinstance(path, str) or not path.endswith(".py"):
-            continue
-        real = os.path.realpath(path)
-        if os.path.basename(real) == "__init__.py":
-            folder = os.path.dirname(real) + os.sep
-            if not (outside.startswith(folder) or folder.startswith(outside)):
-                folders.append(folder)
-        elif not real.startswith(outside):
-            files.append(real)
-    return folders, files
-
-
-def _installed_files(folder: str) -> list[str]:
-    """The Python files installed into ``folder`` by pip (each distribution's RECORD), as real paths; only
-    entries inside the folder count (a RECORD naming files elsewhere is not pip's)."""
-    files = []
-    for record in glob.glob(os.path.join(glob.escape(folder), "*.dist-info", "RECORD")):
-        with open(record, newline="") as rows:
-            for row in csv.reader(rows):
-                real = os.path.realpath(os.path.join(folder, row[0])) if row and row[0].endswith(".py") else ""
-                if real.startswith(folder) and not os.path.isabs(row[0]):
-                    files.append(real)
-    return files
-
-
-class Attribution:
-    """Decides whose code a frame stack is running on behalf of.
-
-    Library code: site-packages, the harness, the DSLs' and torch's installation folders, the files pip
-    installed into any other folder on the import path (a ``--target`` folder on PYTHONPATH, which may shadow
-    site-packages), and every module imported before the submission (this is created before it is loaded).
-    Anything else the submission imports, or loads from its own folder, is its own.
-    Paths are compared once resolved, so a symbolic link into a library folder changes nothing.
-    """
-
-    def __init__(self, harness_dir: str, candidate_file: str) -> None:
-        trusted = [*site.getsitepackages(), site.getusersitepackages()]
-        paths = sysconfig.get_paths()
-        trusted += [paths["purelib"], paths["platlib"], harness_dir]
-        # Where the DSLs and torch really live (e.g. a --target directory on PYTHONPATH).
-        trusted += _package_roots(("torch", "numpy", "tvm", "tvm_ffi", "cutlass", "cuda", "nvidia_cutlass_dsl"))
-        # the standard library stays transparent: its frames are looked past, to whoever called it
-        self.stdlib = tuple({os.path.realpath(p) + os.sep for p in (paths["stdlib"], paths["platstdlib"]) if p})
-        candidate = os.path.realpath(candidate_file)
-        folders, files = _loaded_modules(os.path.dirname(candidate) + os.sep)
-        trusted += [folder for folder in folders if not folder.startswith(self.stdlib)]
-        self.trusted = tuple(sorted({os.path.realpath(p) + os.sep for p in trusted if p}, key=len, reverse=True))
-        # other installation folders (pip --target): exactly the files pip put there; never a folder the
-        # submission could have written a RECORD into (its own, or one under the temporary directory)
-        untrusted = (os.path.dirname(candidate) + os.sep, *_writable_prefixes())
-        for entry in sys.path:
-            folder = os.path.realpath(entry or os.curdir) + os.sep
-            skip = folder.startswith((*self.trusted, *self.stdlib, *untrusted)) or untrusted[0].startswith(folder)
-            if os.path.isdir(folder) and not skip:
-                files += _installed_files(folder)
-        self.trusted_files = frozenset(f for f in files if not f.startswith(self.stdlib))
-        self._cache = dict.fromkeys((candidate_file, os.path.abspath(candidate_file), candidate), CANDIDATE)
-
-    def is_library_path(self, real: str) -> bool:
-        """Whether this resolved path is library code (or a library's folder)."""
-        return real in self.trusted_files or (real + os.sep).startswith(self.trusted)
-
-    def is_library_code(self, real: str) -> bool:
-        """Whether a frame's resolved file is library code: a library path that exists (a loader may name
-        its code after a file that is not there)."""
-        return self.is_library_path(real) and os.path.isfile(real)
-
-    def classify(self, filename: str) -> str:
-        kind = self._cache.get(filename)
-        if kind is None:
-            if filename.startswith("<"):
-                kind = TRANSPARENT  # frozen importlib, exec'd snippets of libraries
-            else:
-                path = os.path.realpath(filename)
-                if self._cache.get(path) == CANDIDATE:
-                    kind = CANDIDATE
-                elif self.is_library_code(path):
-                    kind = LIBRARY
-                elif path.startswith(self.stdlib):
-                    kind = TRANSPARENT
-                elif not path.endswith(".py"):
-                    # frames a library synthesises from a native backtrace (tvm_ffi names them after C/C++
-                    # sources, e.g. Objects/descrobject.c): look past them to whoever called that library.
-                    # A .py name that is no file (a zip import, a custom loader) stays the submission's.
-                    kind = TRANSPARENT
-                else:
-                    kind = CANDIDATE
-            self._cache[filename] = kind
-        return kind
-
-    def culprit(self, frame: FrameType | None) -> tuple[str, FrameType | None]:
-        """(CANDIDATE | LIBRARY | TRANSPARENT, the deciding frame) for the innermost non-stdlib frame."""
-        while frame is not None:
-            kind = self.classify(frame.f_code.co_filename)
-            if kind != TRANSPARENT:
-                return kind, frame
-            frame = frame.f_back
-        return TRANSPARENT, None
-
-    def anywhere(self, frame: FrameType | None) -> bool:
-        """Whether any frame of the stack is the submission's."""
-        while frame is not None:
-            if self.classify(frame.f_code.co_filename) == CANDIDATE:
-                return True
-            frame = frame.f_back
-        return False
-
+CANDIDATE, LIBRARY, TRANSPARENT = 1, 2, 3
 
 _PROCESS_EVENTS = frozenset(
     ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
      "os.kill", "os.killpg", "pty.spawn", "os.startfile", "resource.setrlimit", "resource.prlimit",
-     "sys.addaudithook", "signal.pthread_kill")
+     "signal.pthread_kill", "sys._current_frames", "sys.monitoring.register_callback")
 )  # fmt: skip
-_INTROSPECTION_EVENTS = frozenset(
-    ("sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-     "code.__new__", "function.__new__", "marshal.loads", "marshal.load", "sys.setprofile", "sys.settrace")
+#: Refused whoever asks, once the submission is loaded: each would lead into a vault.
+_ALWAYS_REFUSED = frozenset(
+    ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
+     "sys.addaudithook")
 )  # fmt: skip
 _FILE_CHANGE_EVENTS = frozenset(
     ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "shutil.move", "os.truncate", "os.chmod",
@@ -216,166 +63,532 @@ _DIR_FD_ARGS = {
     "os.remove": (1,), "os.rmdir": (1,), "os.rename": (2, 3), "os.link": (2, 3), "os.symlink": (2,),
     "os.mkdir": (2,), "os.chmod": (2,), "os.chown": (3,), "os.utime": (3,), "shutil.rmtree": (1,),
 }  # fmt: skip
-_FRAME_ATTRS = frozenset(
-    ("f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame")
+_ATTRIBUTE_EVENTS = frozenset(("object.__getattr__", "object.__setattr__", "object.__delattr__"))
+_FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
+_WATCHED = frozenset(
+    _PROCESS_EVENTS | _ALWAYS_REFUSED | _FILE_CHANGE_EVENTS | _ATTRIBUTE_EVENTS | {"open", "import", "sys._getframe"}
 )
-_FUNCTION_ATTRS = frozenset(("__code__", "__defaults__", "__kwdefaults__", "__globals__", "__bases__", "__class__"))
-_WATCHED = _PROCESS_EVENTS | _INTROSPECTION_EVENTS | _FILE_CHANGE_EVENTS | {
-    "open", "object.__getattr__", "object.__setattr__", "object.__delattr__",
-}  # fmt: skip
+#: /proc entries that show a process's memory or its map: nobody in the worker reads them.
+_PROC_MEMORY = frozenset(("mem", "maps", "smaps", "smaps_rollup", "map_files", "pagemap", "numa_maps", "environ"))
+_PROC_READABLE = ("self", "thread-self", "cpuinfo", "meminfo", "stat", "loadavg", "sys", "version")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
-class Guard:
-    """The guards of one worker; `violations` lists what the submission was refused."""
+def _lib() -> types.SimpleNamespace:
+    """The C functions and types the guards' vault calls, bound before the submission exists."""
+    return types.SimpleNamespace(
+        getframe=sys._getframe, ident=_thread.get_ident, stat=posix.stat, lstat=posix.lstat,
+        readlink=posix.readlink, type=type, len=len, id=id, str=str, bytes=bytes, int=int, tuple=tuple,
+        list=list, isinstance=isinstance, sorted=sorted, min=min, PermissionError=PermissionError,
+        ImportError=ImportError, OSError=OSError, BaseException=BaseException, range=range, any=any,
+        all=all, pack_into=_struct.pack_into, dumps=_control.dumps,
+    )  # fmt: skip
 
-    def __init__(self, candidate_file: str, dsl: str, harness_dir: str, off_limits: Iterable[str]) -> None:
-        self.candidate_file = os.path.abspath(candidate_file)
-        self.dsl = dsl
-        self.attribution = Attribution(harness_dir, self.candidate_file)
-        self.violations: list[Violation] = []
-        self.candidate_threads: set[int] = set()
-        # Threads the submission starts while no call runs (from a finalizer, say): they could watch
-        # the shared arena, which the verifier refills with the next call's inputs before it sends the
-        # call, and do that call's work untimed. Any such thread is background work.
-        self.between_calls = False
-        self.stray_threads: list[int] = []
-        self.off_limits = tuple(os.path.abspath(p) + os.sep for p in off_limits)
-        self.writable = (*_writable_prefixes(), "/dev/null")
-        self._local = threading.local()
-        self.patched: list[tuple[Any, str, Any]] = []  # (owner, attribute, our replacement)
-        self._pid = str(os.getpid())
 
-    # --- recording -----------------------------------------------------------------------------
-    def refuse(self, what: str, reason: str, frame: FrameType | None, exc: type[Exception] = ForbiddenError) -> None:
-        line, elsewhere = None, None
-        if frame is not None:
-            path = os.path.abspath(frame.f_code.co_filename)
-            if path == self.candidate_file:
-                line = frame.f_lineno
+def _constants() -> types.SimpleNamespace:
+    """The event sets and layout the guards' vault needs (it has no globals of its own)."""
+    return types.SimpleNamespace(
+        CANDIDATE=CANDIDATE, LIBRARY=LIBRARY, TRANSPARENT=TRANSPARENT, PROCESS=_PROCESS_EVENTS,
+        ALWAYS=_ALWAYS_REFUSED, FILE_CHANGE=_FILE_CHANGE_EVENTS, TWO_PATH=_TWO_PATH_EVENTS,
+        DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
+        PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
+        VIOLATION_COUNT=_control.VIOLATION_COUNT[0],
+    )  # fmt: skip
+
+
+def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Private copies of the rule tables (module prefixes, dotted names, last components)."""
+    modules = {**FORBIDDEN_MODULES, **OTHER_DSL_MODULES.get(dsl, {})}
+    return dict(modules), dict(FORBIDDEN_NAMES), dict(FORBIDDEN_SUFFIXES)
+
+
+def _guard_vault(
+    cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, lib: Any, k: Any
+) -> Any:
+    """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
+    ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame);
+    ("culprit", what, reason, frame); ("thread", ident, frame); ("inline", what, frame); ("between", flag);
+    ("threads",). Violations and inline CUDA go to the control page."""
+    modules, names, suffixes = rules
+    cache: dict[str, int] = {}
+    violations: list[str] = []
+    inline: list[str] = []
+    candidate_threads: list[int] = []
+    stray_threads: list[int] = []
+    state = {"between": False}
+
+    def resolve(path: str) -> str:
+        # a symbolic link changes nothing: walk the path one component at a time (os.path.realpath,
+        # being Python, could be patched by the submission)
+        if not path.startswith("/"):
+            path = cfg.cwd + "/" + path
+        parts: list[str] = []
+        pending = path.split("/")
+        hops = 0
+        while pending:
+            part = pending.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if parts:
+                    parts.pop()
+                continue
+            here = "/" + "/".join([*parts, part])
+            try:
+                target = lib.readlink(here)
+            except lib.OSError:
+                parts.append(part)
+                continue
+            hops += 1
+            if hops > 40:
+                return here
+            if target.startswith("/"):
+                parts = []
+            pending = target.split("/") + pending
+        return "/" + "/".join(parts)
+
+    def is_library_path(real: str) -> bool:
+        return real in cfg.trusted_files or (real + "/").startswith(cfg.trusted)
+
+    def is_file(real: str) -> bool:
+        try:
+            return (lib.stat(real).st_mode & 0o170000) == 0o100000
+        except lib.OSError:
+            return False
+
+    def classify(filename: str) -> int:
+        kind = cache.get(filename)
+        if kind is None:
+            if lib.type(filename) is not lib.str or filename.startswith("<"):
+                kind = k.TRANSPARENT  # frozen importlib, code compiled from strings by libraries
             else:
-                elsewhere = f"{path}:{frame.f_lineno}"
-        self.violations.append(Violation(what, reason, line, elsewhere))
-        raise exc(f"mkbsim verifier: {what} is forbidden ({reason})")
+                real = resolve(filename)
+                if filename in cfg.candidate or real in cfg.candidate:
+                    kind = k.CANDIDATE
+                elif is_library_path(real) and is_file(real):
+                    kind = k.LIBRARY
+                elif real.startswith(cfg.stdlib) or not real.endswith(".py"):
+                    # the standard library, and frames a library synthesises from native backtraces
+                    kind = k.TRANSPARENT
+                else:
+                    kind = k.CANDIDATE  # a .py name that is no library file: the submission's
+            cache[filename] = kind
+        return kind
 
-    def culprit(self, frame: FrameType | None) -> tuple[str, FrameType | None]:
-        """``Attribution.culprit``, except that a stack with nothing but stdlib and synthetic frames in a thread
-        the submission started is the submission's (``Thread(target=exec, args=(code,))`` runs its code with
-        no frame of its file)."""
-        kind, culprit = self.attribution.culprit(frame)
-        if kind == TRANSPARENT and threading.get_ident() in self.candidate_threads:
-            return CANDIDATE, culprit
-        return kind, culprit
+    def culprit(frame: Any, writing: bool = False) -> tuple[int, Any]:
+        if writing and frame is not None and frame.f_code.co_filename == "<frozen importlib._bootstrap_external>":
+            return k.LIBRARY, frame  # the import machinery writing its bytecode cache, next to a module's source
+        while frame is not None:
+            code = frame.f_code
+            kind = k.TRANSPARENT if lib.id(code) in protected_codes else classify(code.co_filename)
+            if kind != k.TRANSPARENT:
+                return kind, frame
+            frame = frame.f_back
+        # a thread the submission started runs its code even with no frame of its files on the stack
+        if lib.ident() in candidate_threads:
+            return k.CANDIDATE, None
+        return k.TRANSPARENT, None
 
-    def is_candidate(self, frame: FrameType | None) -> tuple[bool, FrameType | None]:
-        kind, culprit = self.culprit(frame)
-        return kind == CANDIDATE, culprit
+    def refuse(what: str, reason: str, frame: Any, exc: Any = None) -> Any:
+        where = ""
+        if frame is not None:
+            path = frame.f_code.co_filename
+            if path in cfg.candidate:
+                where = f"line {frame.f_lineno}: "
+                suffix = ""
+            else:
+                suffix = f" in {path}:{frame.f_lineno}"
+        else:
+            suffix = ""
+        violations.append(f"{where}{what} ({reason}){suffix}")
+        publish()
+        return (exc or lib.PermissionError)(f"mkbsim verifier: {what} is forbidden ({reason})")
 
-    # --- installation ------------------------------------------------------------------------------
-    def install(self) -> None:
-        self._install_imports()
-        self._install_builtins()
-        self._install_threads()
-        self._install_torch()
-        self._install_dsl_callbacks()
-        sys.addaudithook(self._audit_hook())
+    def publish() -> None:
+        blob = lib.dumps({"violations": violations[-200:], "inline": inline[-50:]})
+        offset, capacity = k.VIOLATIONS
+        if lib.len(blob) + 8 <= capacity:
+            page[offset + 8 : offset + 8 + lib.len(blob)] = blob
+            lib.pack_into("<Q", page, offset, lib.len(blob))
+        lib.pack_into("<Q", page, k.VIOLATION_COUNT, lib.len(violations))
 
-    def replace(self, owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
+    def anywhere(frame: Any) -> bool:
+        while frame is not None:
+            if lib.id(frame.f_code) not in protected_codes and classify(frame.f_code.co_filename) == k.CANDIDATE:
+                return True
+            frame = frame.f_back
+        return False
+
+    def lookup(table: dict[str, str], dotted: str) -> str | None:
+        parts = dotted.split(".")
+        for i in lib.range(lib.len(parts), 0, -1):
+            reason = table.get(".".join(parts[:i]))
+            if reason is not None:
+                return reason
+        return None
+
+    def name_reason(dotted: str) -> str | None:
+        return lookup(names, dotted) or suffixes.get(dotted.rsplit(".", 1)[-1])
+
+    def opens_vault(frame: Any) -> bool:
+        while frame is not None:
+            if lib.id(frame.f_code) in vault_codes:
+                return True
+            frame = frame.f_back
+        return False
+
+    def as_path(raw: Any) -> str | None:
+        if lib.type(raw) is lib.bytes:
+            raw = raw.decode("utf-8", "surrogateescape")
+        if lib.type(raw) is not lib.str:
+            return None
+        return resolve(raw)
+
+    def writable(raw: Any) -> bool:
+        real = as_path(raw)
+        if real is None:
+            return lib.type(raw) is lib.int or raw is None  # a descriptor: judged where it was opened
+        return (real + "/").startswith(cfg.writable) and not is_library_path(real)
+
+    def judge_open(args: Any, frame: Any) -> Any:
+        raw, mode, flags = (*args, None, None, None)[:3]
+        if lib.type(raw) is lib.int:
+            return None
+        real = as_path(raw)
+        if real is None:
+            kind, who = culprit(frame)
+            if kind == k.CANDIDATE:
+                return refuse("open() of a path object", "pass file names as str", who)
+            return None
+        if real.startswith("/proc/"):
+            parts = real.split("/")[2:]  # /proc/self/maps, /proc/self/task/7/maps, /proc/self/map_files/...
+            if lib.any(part in k.PROC_MEMORY for part in parts):  # nobody reads these here
+                return refuse(f"open({real!r})", "the process's memory is off limits", None)
+        writing = (lib.type(mode) is lib.str and lib.any(c in mode for c in "wax+")) or (
+            lib.type(flags) is lib.int and (flags & k.WRITE_FLAGS) != 0
+        )
+        if not writing and (real + "/").startswith(cfg.trusted) and not (real + "/").startswith(cfg.off_limits):
+            return None  # the libraries reading their own files
+        kind, who = culprit(frame, writing)
+        if kind != k.CANDIDATE:
+            return None
+        if real.startswith("/proc/") and real.split("/")[2] not in k.PROC_READABLE:
+            return refuse(f"open({real!r})", "reading other processes is forbidden", who)
+        if real.startswith(("/dev/mem", "/dev/kmem", "/dev/port")) or (real + "/").startswith(cfg.off_limits):
+            return refuse(f"open({real!r})", "the reference and the verifier are off limits", who)
+        if writing and not (raw_is_absolute(raw) and writable(raw)):
+            return refuse(f"open({real!r}) for writing", "writing outside the temporary directory is forbidden", who)
+        return None
+
+    def raw_is_absolute(raw: Any) -> bool:
+        text = raw.decode("utf-8", "surrogateescape") if lib.type(raw) is lib.bytes else raw
+        return lib.type(text) is lib.str and text.startswith("/")  # relative: maybe to a dir_fd
+
+    def judge_event(event: str, args: Any, frame: Any, protected: bool) -> Any:
+        if event in k.ALWAYS:
+            return refuse(event, "introspection of the verifier's process is forbidden", culprit(frame)[1])
+        if event in k.ATTRIBUTE:
+            name = args[1] if lib.len(args) > 1 and lib.type(args[1]) is lib.str else ""
+            if protected:
+                return refuse(
+                    f"{event} {name} of a verifier object", "the verifier's objects are off limits", culprit(frame)[1]
+                )
+            if name in k.FRAME and event == "object.__getattr__":
+                target = args[0]
+                inner = target.tb_frame if name == "tb_frame" else None
+                if inner is not None and opens_vault(inner):
+                    return refuse(f"{name} of a harness frame", "the verifier's frames are off limits", None)
+            return None
+        if event == "sys._getframe":
+            if lib.len(args) and opens_vault(args[0]):
+                return refuse("sys._getframe", "the verifier's frames are off limits", None)
+            return None
+        if event == "open":
+            return judge_open(args, frame)
+        if event == "import":
+            name = args[0] if lib.len(args) and lib.type(args[0]) is lib.str else ""
+            reason = lookup(modules, name)
+            if reason is None:
+                return None
+            kind, who = culprit(frame)
+            return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
+        kind, who = culprit(frame, event in k.FILE_CHANGE)
+        if event.startswith("socket."):
+            return (
+                refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
+            )
+        if event.startswith("ctypes.") or event in k.PROCESS:
+            if kind == k.LIBRARY:
+                return None
+            if event.startswith("ctypes."):
+                return refuse(event, "ctypes loads native code", who)
+            return refuse(event, "subprocesses, signals and other threads' frames are forbidden", who)
+        if event in k.FILE_CHANGE and kind == k.CANDIDATE:
+            changed = lib.list(args[:2] if event in k.TWO_PATH else args[:1])
+            link = as_path(changed[1]) if event == "os.symlink" and lib.len(changed) == 2 else None
+            if link is not None:
+                # a relative target is relative to the link's folder, not to the working directory
+                target = as_path(changed[0]) if lib.type(changed[0]) is lib.str and changed[0].startswith("/") else None
+                relative = changed[0] if lib.type(changed[0]) is lib.str else ""
+                changed[0] = target or link.rsplit("/", 1)[0] + "/" + relative
+            relative_to_fd = lib.any(i < lib.len(args) and args[i] not in (None, -1) for i in k.DIR_FD.get(event, ()))
+            if relative_to_fd or not lib.all(writable(path) for path in changed):
+                return refuse(event, "changing files outside the temporary directory is forbidden", who)
+        return None
+
+    reply: Any = None
+    while True:
+        request = yield reply
+        reply = None
+        try:
+            kind = request[0]
+            if kind == "event":
+                reply = judge_event(request[1], request[2], request[3], request[4] is True)
+            elif kind == "import":
+                name, fromlist, frame = request[1], request[2], request[3]
+                if lib.type(name) is not lib.str or (
+                    lib.type(fromlist) is not lib.tuple and lib.type(fromlist) is not lib.list
+                ):
+                    name, fromlist = "", ()  # a str subclass's methods would run the submission's code here
+                full = [name] + [f"{name}.{item}" for item in fromlist if lib.type(item) is lib.str and item != "*"]
+                for dotted in full:
+                    reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
+                    if reason is not None:
+                        who_kind, who = culprit(frame)
+                        if who_kind == k.CANDIDATE:
+                            reply = refuse(f"import of {dotted}", reason, who, lib.ImportError)
+                        break
+            elif kind == "direct":
+                # only the submission's own call site counts: the standard library's dataclasses,
+                # namedtuple and enum run exec on its behalf, and what that code does is guarded anyway
+                frame = request[3]
+                if frame is not None and classify(frame.f_code.co_filename) == k.CANDIDATE:
+                    reply = refuse(request[1], request[2], frame)
+            elif kind == "culprit":
+                who_kind, who = culprit(request[3])
+                if who_kind == k.CANDIDATE:
+                    reply = refuse(request[1], request[2], who)
+            elif kind == "thread":
+                who_kind, _ = culprit(request[2])
+                if who_kind == k.CANDIDATE:
+                    candidate_threads.append(request[1])
+                    if state["between"]:
+                        stray_threads.append(request[1])
+            elif kind == "inline":
+                if anywhere(request[2]) and request[1] not in inline:
+                    inline.append(request[1])
+                    publish()
+            elif kind == "between":
+                state["between"] = request[1] is True
+            elif kind == "threads":
+                reply = (lib.tuple(candidate_threads), lib.tuple(stray_threads))
+        except lib.BaseException as exc:  # a fault of ours fails closed, without a traceback into the vault
+            exc.__traceback__ = None
+            exc.__context__ = None
+            reply = exc
+        request = None  # the caller holds its objects: dropping them here is never the last reference
+
+
+def _audit_hook(
+    event: str, args: tuple[Any, ...], *, _send: Any, _watched: Any, _prefixes: Any, _attributes: Any,
+    _frame_names: Any, _protected: Any, _id: Any, _ident: Any, _busy: Any, _lock: Any, _getframe: Any, _gc: Any,
+    _type: Any = type, _str: Any = str, _keep: Any = ()
+) -> None:  # fmt: skip
+    """Called by the interpreter for every audited event; most are turned away at once."""
+    if _type(event) is not _str:
+        return  # sys.audit called with a str subclass (whose methods would run in the vault): no real event
+    if event not in _watched and not event.startswith(_prefixes):
+        return
+    if event in _attributes and _id(args[0]) not in _protected and args[1] not in _frame_names:
+        return
+    me = _ident()
+    if me in _busy:
+        return  # events the vault itself raises while it works
+    protected = event in _attributes and _id(args[0]) in _protected
+    with _lock:
+        _busy.add(me)
+        enabled = _gc[0]()
+        _gc[1]()  # no collection (and no finalizer of the submission's) while the vault runs
+        try:
+            answer = _send(("event", event, args, _getframe(1), protected))
+        finally:
+            if enabled:
+                _gc[2]()
+            _busy.discard(me)
+    if answer is not None:
+        raise answer
+
+
+def _ask(request: Any, *, _send: Any, _busy: Any, _lock: Any, _ident: Any, _gc: Any) -> Any:
+    """One request to the guards' vault from a hook (with the audit hook's exclusion of nested events)."""
+    me = _ident()
+    if me in _busy:
+        return None
+    with _lock:
+        _busy.add(me)
+        enabled = _gc[0]()
+        _gc[1]()
+        try:
+            return _send(request)
+        finally:
+            if enabled:
+                _gc[2]()
+            _busy.discard(me)
+
+
+def _guarded_import(
+    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0, *, _ask: Any,
+    _original: Any, _getframe: Any
+) -> Any:  # fmt: skip
+    if level == 0:
+        refused = _ask(("import", name, fromlist or (), _getframe(1)))
+        if refused is not None:
+            raise refused
+    return _original(name, globals, locals, fromlist, level)
+
+
+def _guarded_import_module(name: str, package: str | None = None, *, _ask: Any, _original: Any, _getframe: Any) -> Any:
+    if not name.startswith("."):
+        refused = _ask(("import", name, (), _getframe(1)))
+        if refused is not None:
+            raise refused
+    return _original(name, package)
+
+
+def _denied(
+    *args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, _reason: str, _how: str, **kwargs: Any
+) -> Any:
+    refused = _ask((_how, _what, _reason, _getframe(1)))
+    if refused is not None:
+        raise refused
+    return _original(*args, **kwargs)
+
+
+def _start_thread(
+    function: Any, args: Any, kwargs: Any = None, *, _ask: Any, _original: Any, _getframe: Any, _lock: Any
+) -> Any:  # fmt: skip
+    # the guards' lock is held until the thread is recorded: its first audited call waits for that
+    with _lock:
+        ident = _original(function, args, kwargs or {})
+        _ask(("thread", ident, _getframe(1)))
+    return ident
+
+
+class Guards:
+    """The installed guards of one worker: ``ask`` talks to their vault; ``patched`` lists the hooks put
+    into modules (replacing one is tampering)."""
+
+    def __init__(self, registry: Registry, cfg: AttributionConfig, dsl: str, page: Any) -> None:
+        self.registry = registry
+        self.dsl = dsl
+        self.patched: list[tuple[Any, str, Any]] = []
+        self._busy: set[int] = set()
+        self._lock = _thread.RLock()
+        self._gc = (gc.isenabled, gc.disable, gc.enable)
+        # the vault learns the protected code objects when the audit hook is installed (all exist then)
+        self._codes: set[int] = set()  # every vault's and hook's code object (hooks are looked past)
+        self._vault_codes: set[int] = set()
+        # a SimpleNamespace, not the dataclass: a property added to a Python class would run inside the vault
+        config = types.SimpleNamespace(**dataclasses.asdict(cfg))
+        send = registry.open(
+            _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, _lib(), _constants()
+        )
+        send = (send.__kwdefaults__ or {})[
+            "_send"
+        ]  # the audit hook and _ask switch gc off themselves, under their lock
+        self.ask = registry.protect(
+            _ask, _send=send, _busy=self._busy, _lock=self._lock, _ident=_thread.get_ident, _gc=self._gc
+        )
+        self._send = send
+
+    def replace(self, owner: Any, attr: str, hook: Any) -> None:
+        if getattr(owner, attr, None) is None:
+            return
+        setattr(owner, attr, hook)
+        self.patched.append((owner, attr, hook))
+
+    def deny(self, owner: Any, attr: str, what: str, reason: str, how: str = "culprit") -> None:
+        """Replace ``owner.attr`` by a hook that refuses calls the submission makes (``how="direct"``:
+        only calls written in the submission's own code)."""
         original = getattr(owner, attr, None)
         if original is None:
             return
-        replacement = make(original)
-        setattr(owner, attr, replacement)
-        self.patched.append((owner, attr, replacement))
+        hook = self.registry.protect(_denied, _ask=self.ask, _original=original, _getframe=sys._getframe,
+                                     _what=what, _reason=reason, _how=how)  # fmt: skip
+        self.replace(owner, attr, hook)
 
-    def deny_for_candidate(self, owner: Any, attr: str, what: str, reason: str) -> None:
-        """Replace ``owner.attr`` by a wrapper that refuses calls made by the submission."""
-
-        def make(original: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(original)
-            def guarded(*args: Any, **kwargs: Any) -> Any:
-                mine, frame = self.is_candidate(sys._getframe(1))
-                if mine:
-                    self.refuse(what, reason, frame)
-                return original(*args, **kwargs)
-
-            del guarded.__wrapped__  # functools.wraps would hand out the unguarded original
-            return guarded
-
-        self.replace(owner, attr, make)
-
-    def _check_import(self, name: str, fromlist: Iterable[str], frame: FrameType | None) -> None:
-        candidates = [name] + [f"{name}.{item}" for item in fromlist if isinstance(item, str) and item != "*"]
-        for full in candidates:
-            hit = module_rule(full, self.dsl) or (name_rule(full) if full != name else None)
-            if hit:
-                mine, culprit = self.is_candidate(frame)
-                if mine:
-                    self.refuse(f"import of {full}", hit[1], culprit, ForbiddenImport)
-                return
-
-    def _install_imports(self) -> None:
-        def make_import(original: Callable[..., Any]) -> Callable[..., Any]:
-            def guarded_import(
-                name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-            ) -> Any:
-                if level == 0:
-                    self._check_import(name, fromlist or (), sys._getframe(1))
-                return original(name, globals, locals, fromlist, level)
-
-            return guarded_import
-
-        def make_import_module(original: Callable[..., ModuleType]) -> Callable[..., ModuleType]:
-            @functools.wraps(original)
-            def guarded_import_module(name: str, package: str | None = None) -> ModuleType:
-                if not name.startswith("."):
-                    self._check_import(name, (), sys._getframe(1))
-                return original(name, package)
-
-            del guarded_import_module.__wrapped__
-            return guarded_import_module
-
-        self.replace(builtins, "__import__", make_import)
-        self.replace(importlib, "import_module", make_import_module)
-
-    def _install_builtins(self) -> None:
+    def install(self) -> None:
+        protect = self.registry.protect
+        for owner, attr, body in (
+            (builtins, "__import__", _guarded_import),
+            (importlib, "import_module", _guarded_import_module),
+        ):
+            hook = protect(body, _ask=self.ask, _original=getattr(owner, attr), _getframe=sys._getframe)
+            self.replace(owner, attr, hook)
         for name in ("exec", "eval", "compile"):
-            self.deny_for_candidate(builtins, name, f"{name}()", "dynamic code execution is forbidden")
+            self.deny(builtins, name, f"{name}()", "dynamic code execution is forbidden", how="direct")
+        # every name a thread can be started by (start_new: the old alias of the same function)
+        for owner, attr in ((threading, "_start_new_thread"), (_thread, "start_new_thread"), (_thread, "start_new")):
+            original = getattr(owner, attr, None)
+            if original is not None:
+                hook = protect(
+                    _start_thread, _ask=self.ask, _original=original, _getframe=sys._getframe, _lock=self._lock
+                )
+                self.replace(owner, attr, hook)
+        for module_name in ("signal", "_signal"):
+            signal_module = sys.modules.get(module_name)
+            if signal_module is not None:
+                self.deny(signal_module, "signal", "signal.signal", "Python signal handlers are forbidden")
+        deferred = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
+        for name in ("enable", "set_threshold", "freeze", "unfreeze"):
+            self.deny(gc, name, f"gc.{name}", deferred)
+        self.deny(weakref, "finalize", "weakref.finalize", deferred)
+        self._install_torch()
+        self._install_numpy()
+        self._install_dsl_callbacks()
 
-    def _install_threads(self) -> None:
-        def make(original: Callable[..., int]) -> Callable[..., int]:
-            def start_new_thread(function: Callable[..., Any], args: tuple[Any, ...], kwargs: Any = None) -> int:
-                mine, _ = self.is_candidate(sys._getframe(1))
-                ident = original(function, args, kwargs or {})
-                if mine:
-                    self.candidate_threads.add(ident)
-                    if self.between_calls:
-                        self.stray_threads.append(ident)
-                return ident
-
-            return start_new_thread
-
-        self.replace(threading, "_start_new_thread", make)
-        self.replace(_thread, "start_new_thread", make)
+    def _install_numpy(self) -> None:
+        """numpy's constructors of arrays over foreign memory (an object's ``__array_interface__`` holds
+        any address; ``as_strided`` steps anywhere from an array): refused to the submission's own calls."""
+        numpy = sys.modules.get("numpy")
+        if numpy is None:
+            return
+        raw = "reading or writing memory at raw addresses is forbidden"
+        for owner, names in (
+            (numpy, ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite",
+                     "require", "frombuffer", "from_dlpack", "copyto")),
+            (getattr(numpy.lib, "stride_tricks", None), ("as_strided", "sliding_window_view")),
+            (getattr(numpy, "ctypeslib", None), ("as_array", "as_ctypes")),
+        ):  # fmt: skip
+            for name in names if owner is not None else ():
+                self.deny(owner, name, f"numpy.{name}", raw)
 
     def _install_torch(self) -> None:
         import torch
 
         other = "another kernel language or compiler"
-        self.deny_for_candidate(torch, "compile", "torch.compile", "torch.compile is " + other)
+        self.deny(torch, "compile", "torch.compile", "torch.compile is " + other)
         for name in ("script", "trace", "trace_module", "load", "freeze", "fork", "optimize_for_inference"):
-            self.deny_for_candidate(torch.jit, name, f"torch.jit.{name}", "TorchScript is " + other)
+            self.deny(torch.jit, name, f"torch.jit.{name}", "TorchScript is " + other)
         graphs = "CUDA Graphs are forbidden"
         for name in ("__new__", "capture_begin"):
-            self.deny_for_candidate(torch.cuda.graphs.CUDAGraph, name, "torch.cuda.CUDAGraph", graphs)
-        self.deny_for_candidate(torch.cuda.graphs.graph, "__init__", "torch.cuda.graph", graphs)
+            self.deny(torch.cuda.graphs.CUDAGraph, name, "torch.cuda.CUDAGraph", graphs)
+        self.deny(torch.cuda.graphs.graph, "__init__", "torch.cuda.graph", graphs)
         for owner in (torch.cuda, torch.cuda.graphs):
-            self.deny_for_candidate(owner, "make_graphed_callables", "torch.cuda.make_graphed_callables", graphs)
+            self.deny(owner, "make_graphed_callables", "torch.cuda.make_graphed_callables", graphs)
         for name in ("_create_jit_fn", "_create_multi_output_jit_fn"):
-            self.deny_for_candidate(torch.cuda.jiterator, name, "torch.cuda.jiterator", "jiterator compiles CUDA C")
+            self.deny(torch.cuda.jiterator, name, "torch.cuda.jiterator", "jiterator compiles CUDA C")
         native = "loading native libraries is forbidden"
-        self.deny_for_candidate(type(torch.ops), "load_library", "torch.ops.load_library", native)
-        self.deny_for_candidate(type(torch.classes), "load_library", "torch.classes.load_library", native)
+        self.deny(type(torch.ops), "load_library", "torch.ops.load_library", native)
+        self.deny(type(torch.classes), "load_library", "torch.classes.load_library", native)
+        # raw storage at an address, and the dispatch-mode stack (the provenance audit's mode lives there)
+        raw = "reading memory at raw addresses is forbidden"
+        self.deny(
+            torch._C, "_construct_storage_from_data_pointer", "torch._C._construct_storage_from_data_pointer", raw
+        )
+        modes = "the verifier's dispatch modes are off limits"
+        for name in ("_pop_torch_dispatch_stack", "_set_dispatch_mode", "_unset_dispatch_mode"):
+            self.deny(torch._C, name, f"torch._C.{name}", modes)
 
     def _install_dsl_callbacks(self) -> None:
         reason = "Python callbacks registered for kernels are forbidden"
@@ -383,124 +596,59 @@ class Guard:
             mod = sys.modules.get(modname)
             for name in ("register_global_func", "register_func"):
                 if mod is not None and hasattr(mod, name):
-                    self.deny_for_candidate(mod, name, f"{modname}.{name}", reason)
+                    self.deny(mod, name, f"{modname}.{name}", reason)
         for modname in ("cuda.bindings.driver", "cuda.bindings.runtime", "cuda.bindings.nvrtc"):
             mod = sys.modules.get(modname)
             if mod is None:
                 continue
             for name in dir(mod):
-                hit = name_rule(f"{modname}.{name}")
+                dotted = f"{modname}.{name}"
+                hit = _name_reason(dotted)
                 if hit:
-                    self.deny_for_candidate(mod, name, f"{modname}.{name}", hit[1])
+                    self.deny(mod, name, dotted, hit)
 
-    # --- the audit hook ----------------------------------------------------------------------------
-    def _audit_hook(self) -> Callable[[str, tuple[Any, ...]], None]:
-        """The hook: every audited event of the process passes it, so the events it ignores (most of
-        them) and attribute events on harmless names are turned away with local lookups only,
-        before any per-thread state or frame is touched; the rest go to `_judge`."""
-        watched, prefixes = _WATCHED, ("socket.", "ctypes.")
-        frame_attrs, function_attrs = _FRAME_ATTRS, _FUNCTION_ATTRS
-        local, judge = self._local, self._judge
+    def install_audit_hook(self) -> None:
+        """Last: the audit hook, which from now on refuses reading any vault or hook made so far."""
+        # identities of objects that stay alive (held below, in the hook's own defaults): an id is never reused
+        keep = tuple(self.registry.objects)
+        protected = frozenset(id(obj) for obj in keep)
+        self._vault_codes.update(id(code) for code in self.registry.vault_codes)
+        self._codes.update(id(code) for code in (*self.registry.vault_codes, *self.registry.hook_codes))
+        hook = self.registry.protect(
+            _audit_hook, _send=self._send, _watched=_WATCHED, _prefixes=("socket.", "ctypes."),
+            _attributes=_ATTRIBUTE_EVENTS,
+            _frame_names=_FRAME_ATTRIBUTES, _protected=protected | {id(self._codes)}, _id=id,
+            _ident=_thread.get_ident, _busy=self._busy, _lock=self._lock, _getframe=sys._getframe, _gc=self._gc,
+        )  # fmt: skip
+        # the protected set must cover the audit hook itself, which exists only now
+        hook.__kwdefaults__ = {
+            **hook.__kwdefaults__, "_protected": protected | {id(hook), id(self._codes)}, "_keep": keep,
+        }  # fmt: skip
+        self._codes.add(id(hook.__code__))
+        sys.addaudithook(hook)
+        del self._send, self._codes, self._vault_codes
 
-        def audit(event: str, args: tuple[Any, ...]) -> None:
-            if event not in watched and not event.startswith(prefixes):
-                return
-            if event == "object.__getattr__" or event == "object.__delattr__":
-                if len(args) < 2 or args[1] not in frame_attrs:
-                    return
-            elif event == "object.__setattr__" and (len(args) < 2 or args[1] not in function_attrs):
-                return
-            if getattr(local, "busy", False):
-                return  # our own sys._getframe in _judge raises an event too
-            local.busy = True
-            try:
-                judge(event, args)
-            finally:
-                local.busy = False
+    def threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(threads the submission started, those it started between calls)."""
+        answer = self.ask(("threads",))
+        return answer if isinstance(answer, tuple) else ((), ())
 
-        return audit
+    def between_calls(self, flag: bool) -> None:
+        self.ask(("between", flag))
 
-    def _judge(self, event: str, args: tuple[Any, ...]) -> None:
-        if event == "open":
-            self._judge_open(args)
-            return
-        if event in ("object.__getattr__", "object.__delattr__"):
-            if len(args) < 2 or args[1] not in _FRAME_ATTRS:
-                return
-        elif event == "object.__setattr__" and (len(args) < 2 or args[1] not in _FUNCTION_ATTRS):
-            return
-        kind, frame = self.culprit(sys._getframe(2))
-        if event.startswith("socket."):
-            if kind != LIBRARY:
-                self.refuse(f"network access ({event})", "network access is forbidden", frame)
-        elif event.startswith("ctypes.") or event in _PROCESS_EVENTS:
-            if kind != LIBRARY:
-                reason = (
-                    "ctypes loads native code"
-                    if event.startswith("ctypes.")
-                    else "subprocesses and signals are forbidden"
-                )
-                self.refuse(event, reason, frame)
-        elif event in _FILE_CHANGE_EVENTS:
-            # a rename, move or link changes its destination too (for a symlink: where the link is made)
-            changed = list(args[:2] if event in _TWO_PATH_EVENTS else args[:1])
-            if event == "os.symlink" and len(changed) == 2 and self._path(changed[1]) is not None:
-                # a relative target is relative to the link's folder, not to the working directory
-                changed[0] = os.path.join(os.path.dirname(str(self._path(changed[1]))), os.fsdecode(changed[0]))
-            # a path relative to a directory descriptor cannot be judged from its name
-            relative_to_fd = any(i < len(args) and args[i] not in (None, -1) for i in _DIR_FD_ARGS.get(event, ()))
-            if kind == CANDIDATE and (relative_to_fd or not all(self._writable(path) for path in changed)):
-                self.refuse(event, "changing files outside the temporary directory is forbidden", frame)
-        elif kind == CANDIDATE:
-            what = f"{event} {args[1]}" if event.startswith("object.") else event
-            self.refuse(what, "introspection of the verifier's process is forbidden", frame)
-
-    def _path(self, raw: Any) -> str | None:
-        if isinstance(raw, int) or raw is None:
-            return None
-        try:
-            path = os.fsdecode(os.fspath(raw))
-        except TypeError:
-            return None
-        return os.path.abspath(path)
-
-    def _writable(self, raw: Any) -> bool:
-        """Whether the submission may create or change this path: under the temporary directory, and not
-        inside library code (a virtual environment may live there too) where it would be trusted."""
-        path = self._path(raw)
-        if path is None:
-            return True
-        real = os.path.realpath(path)
-        return real.startswith(self.writable) and not self.attribution.is_library_path(real)
-
-    def _judge_open(self, args: tuple[Any, ...]) -> None:
-        raw, mode, flags = (*args, None, None, None)[:3]
-        path = self._path(raw)
-        if path is None:
-            return
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
-        )
-        if not writing and path.startswith(self.attribution.trusted) and not path.startswith(self.off_limits):
-            return  # the libraries reading their own files
-        kind, frame = self.culprit(sys._getframe(3))
-        if kind != CANDIDATE:
-            return
-        real = os.path.realpath(path)
-        if real.startswith("/proc/"):
-            head = real.split("/")[2]
-            if head not in ("self", "thread-self", self._pid, "cpuinfo", "meminfo"):
-                self.refuse(f"open({path!r})", "reading other processes is forbidden", frame)
-        if real.startswith(("/dev/mem", "/dev/kmem", "/dev/port")) or (real + os.sep).startswith(self.off_limits):
-            self.refuse(f"open({path!r})", "the reference and the verifier are off limits", frame)
-        if writing and not (os.path.isabs(os.fsdecode(raw)) and self._writable(path)):  # relative: maybe to a dir_fd
-            self.refuse(f"open({path!r}) for writing", "writing outside the temporary directory is forbidden", frame)
-
-    # --- after each call -------------------------------------------------------------------------
     def tampered(self) -> list[str]:
-        """The guards and hooks that are no longer in place."""
+        """The hooks that are no longer in place."""
         return [
             f"{getattr(owner, '__name__', owner)}.{attr}"
             for owner, attr, ours in self.patched
             if getattr(owner, attr, None) is not ours
         ]
+
+
+def _name_reason(dotted: str) -> str | None:
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        reason = FORBIDDEN_NAMES.get(".".join(parts[:i]))
+        if reason is not None:
+            return reason
+    return FORBIDDEN_SUFFIXES.get(parts[-1])

@@ -12,16 +12,27 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
+from mkbsim.verifier._sandboxing import CUDA_OFF_BY_DEFAULT, Sandbox, make_sandbox
+from mkbsim.verifier._trusted import ProcessClock, Trusted
 
-#: Environment variables a worker inherits; everything else (API keys, tokens) stays behind.
-_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")
-_ENV_KEEP_PREFIXES = ("CUDA_", "NVIDIA_", "TVM_", "CUTE_DSL_", "CUTLASS_", "NCCL_", "TORCH_SYMM", "NVSHMEM_")
+#: The only variables of the verifier's environment a worker gets, by exact name (DESIGN §4, §5): what
+#: torch, the CUDA driver, TVM and the CuTe DSL need to find their libraries and the GPU this slot may use.
+#: No prefix: ``mkbsim run`` loads a campaign's ``.env`` into its environment (``NVIDIA_API_KEY``, ...).
+WORKER_ENV_NAMES = frozenset((
+    "PATH", "HOME", "LANG", "LC_ALL", "LD_LIBRARY_PATH",
+    "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+    "TVM_HOME", "TVM_LIBRARY_PATH", "CUTE_DSL_ARCH",
+))  # fmt: skip
+#: A name holding one of these never reaches a worker, even if allow-listed.
+_CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE")
 _WATCH_INTERVAL_S = 0.05
+_EXIT_GRACE_S = 1.0
 
 
 class WorkerFailed(Exception):
@@ -33,8 +44,15 @@ class WorkerFailed(Exception):
         self.status = status or {}
 
 
-def worker_env(cpu_threads: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith(_ENV_KEEP_PREFIXES)}
+def looks_like_credential(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in _CREDENTIAL_WORDS)
+
+
+def worker_env(cpu_threads: int, source: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The complete environment of the zygote and its workers: ``source``'s allow-listed variables that do not
+    look like credentials, plus the verifier's own settings (import path, thread counts)."""
+    env = {k: v for k, v in source.items() if k in WORKER_ENV_NAMES and not looks_like_credential(k)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["PYTHONNOUSERSITE"] = "1"
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = env["TVM_NUM_THREADS"] = str(cpu_threads)
@@ -52,34 +70,47 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
-def main_thread_cpu_ns(pid: int) -> int | None:
-    """CPU time the process's main thread has run (ns), from the scheduler; None if unavailable.
-
-    Unlike a wall clock, it does not grow while the process waits to be scheduled, so it measures
-    the worker's work exactly even on a busy machine."""
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` has finished (gone, or a zombie waiting for its parent)."""
     try:
-        with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 class Zygote:
     """A running zygote (see `mkbsim.verifier._zygote`)."""
 
-    def __init__(self, preload: list[str], cpu_threads: int) -> None:
+    def __init__(
+        self, preload: list[str], cpu_threads: int, device_type: str = "cpu", sandbox: bool | None = None
+    ) -> None:
+        """Start the zygote; ``sandbox``: True requires bubblewrap, False runs without, None uses it where it runs."""
         ours, theirs = socket.socketpair()
         # Kept open for the zygote's lifetime (its stdout and stderr); closed in close().
         self.log = tempfile.NamedTemporaryFile(prefix="mkbsim-zygote-", suffix=".log", delete=False)  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mkbsim.verifier._zygote", str(theirs.fileno()), ",".join(preload)],
-            pass_fds=[theirs.fileno()],
-            env=worker_env(cpu_threads),
-            stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=self.log,
-            start_new_session=True,
-        )
+        command = [sys.executable, "-m", "mkbsim.verifier._zygote", str(theirs.fileno()), ",".join(preload)]
+        io: dict[str, Any] = {
+            "pass_fds": [theirs.fileno()],
+            "stdin": subprocess.DEVNULL,
+            "stdout": self.log,
+            "stderr": self.log,
+        }
+        env = worker_env(cpu_threads)
+        if sandbox is None and device_type == "cuda":
+            made: Sandbox | str = CUDA_OFF_BY_DEFAULT
+        else:
+            made = make_sandbox(env, device_type) if sandbox is not False else "switched off"
+        if isinstance(made, str) and sandbox:
+            raise RuntimeError(f"the verifier's sandbox cannot run here: {made}")
+        self.box: Sandbox | None = None if isinstance(made, str) else made
+        self.sandbox = made.description if self.box is not None else f"none ({made})"  # type: ignore[union-attr]
+        #: the names (never the values) of the environment the workers got, for the result's ``env``
+        self.env_names = sorted(self.box.env if self.box is not None else env)
+        if self.box is not None:
+            self.proc = self.box.spawn(command, **io)
+        else:
+            self.proc = subprocess.Popen(command, env=env, start_new_session=True, **io)
         theirs.close()
         self.ctrl = Channel(ours)
         try:
@@ -91,21 +122,55 @@ class Zygote:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def confinement(self) -> dict[str, Any]:
+        """How the workers are confined, for a result's ``env``: the sandbox and their environment's names."""
+        return {"sandbox": self.sandbox, "worker_env": self.env_names}
+
+    def workdir(self, prefix: str) -> Path:
+        """A new folder the workers can write in (inside the sandbox's folder when there is one)."""
+        folder = Path(tempfile.mkdtemp(prefix=prefix, dir=self.box.root if self.box is not None else None))
+        if self.box is not None:
+            self.box.hand_over(folder)
+        return folder
+
     def spawn(self) -> WorkerHandle:
         ours, theirs = socket.socketpair()
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        log_offset = self.log_size()
         self.ctrl.send({"op": "spawn"}, fds=[theirs.fileno()])
         theirs.close()
-        reply, _ = self.ctrl.recv(timeout=60)
-        return WorkerHandle(self, int(reply["pid"]), Channel(ours))
+        spawned, _ = self.ctrl.recv(timeout=60)
+        chan = Channel(ours)
+        # the worker's pid as the kernel translates it into this process's PID namespace; the zygote knows
+        # it by its pid in the sandbox's namespace, which is what its exit status is asked by
+        pid = chan.recv_credentials(timeout=60)
+        return WorkerHandle(self, pid, chan, self.workdir("worker-"), int(spawned["pid"]), log_offset)
 
-    def status(self, pid: int) -> dict[str, Any]:
-        """How a finished worker ended; empty if the zygote itself is gone."""
+    def status(self, zygote_pid: int) -> dict[str, Any]:
+        """How a finished worker ended (asked by its pid in the zygote's namespace); when the zygote itself
+        is gone, how it ended."""
         try:
-            self.ctrl.send({"op": "status", "pid": pid})
+            self.ctrl.send({"op": "status", "pid": zygote_pid})
             reply, _ = self.ctrl.recv(timeout=60)
         except (ChannelClosed, ChannelTimeout, OSError):
-            return {}
+            return {"zygote_exit_code": self.proc.poll()}
         return dict(reply)
+
+    def log_size(self) -> int:
+        try:
+            return os.path.getsize(self.log.name)
+        except OSError:
+            return 0
+
+    def log_since(self, offset: int, n: int = 1500) -> str:
+        """The zygote's stdout and stderr written since ``offset`` (a forked worker's own until it redirects
+        them, a traceback of its death included), its last ``n`` characters."""
+        try:
+            with open(self.log.name, "rb") as f:
+                f.seek(max(offset, os.path.getsize(self.log.name) - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def close(self) -> None:
         with contextlib.suppress(ChannelClosed, OSError):
@@ -113,47 +178,73 @@ class Zygote:
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            if self.box is not None:
+                from mkbsim.sandbox import kill
+
+                kill(self.proc)
+            else:
+                self.proc.kill()
+                self.proc.wait()
         self.ctrl.close()
         self.log.close()
         Path(self.log.name).unlink(missing_ok=True)
+        if self.box is not None:
+            self.box.release()
+            shutil.rmtree(self.box.root, ignore_errors=True)
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """One answer with the verifier's measures of it: the wall-clock round trip, and the CPU time
-    the worker's main thread ran meanwhile (None where the kernel does not report it)."""
+    """One answer with the verifier's own measures of it (``_trusted``)."""
 
     reply: dict[str, Any]
-    round_trip_ms: float
-    cpu_ms: float | None
+    trusted: Trusted
 
 
 class WorkerHandle:
     """One worker process; every answer is decoded as untrusted plain data."""
 
-    def __init__(self, zygote: Zygote, pid: int, chan: Channel) -> None:
+    def __init__(
+        self, zygote: Zygote, pid: int, chan: Channel, workdir: Path, zygote_pid: int, log_offset: int = 0
+    ) -> None:
         self.zygote = zygote
         self.pid = pid
+        self.zygote_pid = zygote_pid
+        self.log_offset = log_offset
         self.chan = chan
-        self.workdir = tempfile.mkdtemp(prefix="mkbsim-worker-")
+        self.workdir = str(workdir)
         self.memory_bytes = 0
         self.closed = False
+        self.clock = ProcessClock(pid)
+        self._last_cpu: int | None = None
+        self._sent: tuple[float, int | None] | None = None
 
-    def request(self, msg: dict[str, Any], fds: list[int] | None = None, *, timeout: float) -> Exchange:
-        """Send ``msg`` and wait for the answer, measured by the verifier's own clocks."""
-        cpu0 = main_thread_cpu_ns(self.pid)
-        t0 = time.perf_counter()
+    def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
+        """Send a call, taking the verifier's measures at the moment it leaves."""
+        cpu = self.clock.cpu_ns()
+        self._sent = (time.perf_counter(), cpu)
         try:
             self.chan.send(msg, fds or [])
         except ChannelClosed:
             raise self._died() from None
+
+    def answer(self, timeout: float) -> Exchange:
+        """Wait for the answer to the call just sent, with the verifier's measures of it."""
+        assert self._sent is not None
+        t0, cpu0 = self._sent
         reply = self.wait(timeout)
         round_trip_ms = (time.perf_counter() - t0) * 1e3
-        cpu1 = main_thread_cpu_ns(self.pid)
-        cpu_ms = (cpu1 - cpu0) / 1e6 if cpu0 is not None and cpu1 is not None else None
-        return Exchange(reply, round_trip_ms, cpu_ms)
+        cpu1 = self.clock.cpu_ns()
+        both = cpu0 is not None and cpu1 is not None
+        idle = (cpu0 - self._last_cpu) / 1e6 if cpu0 is not None and self._last_cpu is not None else None
+        self._last_cpu = cpu1
+        cpu_ms = (cpu1 - cpu0) / 1e6 if both else None  # type: ignore[operator]
+        return Exchange(reply, Trusted(round_trip_ms, cpu_ms, idle))
+
+    def request(self, msg: dict[str, Any], fds: list[int] | None = None, *, timeout: float) -> Exchange:
+        """Send ``msg`` and wait for the answer, measured by the verifier's own clocks."""
+        self.send(msg, fds)
+        return self.answer(timeout)
 
     def wait(self, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
@@ -177,11 +268,24 @@ class WorkerHandle:
         return reply
 
     def _died(self) -> WorkerFailed:
+        # its channel closes while it is still exiting: a moment's grace, so it is its own exit status we read
+        deadline = time.monotonic() + _EXIT_GRACE_S
+        while not _exited(self.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.kill()
-        status = self.zygote.status(self.pid)
+        status = self.zygote.status(self.zygote_pid)
         self.closed = True
-        how = f"signal {status['signal']}" if status.get("signal") else f"exit code {status.get('exit_code')}"
-        return WorkerFailed("crash", f"the process ended ({how})", status)
+        # before its setup a worker writes to the zygote's log, after it to its own folder's .output
+        status["stderr_tail"] = (self.zygote.log_since(self.log_offset) + self.output_tail(1500))[-1500:]
+        if "zygote_exit_code" in status:
+            how = f"its zygote is gone too, exit status {status['zygote_exit_code']}"
+        elif status.get("signal"):
+            how = f"signal {status['signal']}"
+        else:
+            how = f"exit code {status.get('exit_code')}"
+        stderr = status["stderr_tail"].strip()
+        said = f"; its stderr ended with:\n{stderr[-600:]}" if stderr else "; it wrote nothing to stderr"
+        return WorkerFailed("crash", f"the process ended ({how}){said}", status)
 
     def output_tail(self, n: int = 2000) -> str:
         try:
@@ -203,7 +307,7 @@ class WorkerHandle:
             except (ChannelClosed, OSError):
                 pass
             self.kill()
-            self.zygote.status(self.pid)
+            self.zygote.status(self.zygote_pid)
             self.closed = True
         self.chan.close()
         shutil.rmtree(self.workdir, ignore_errors=True)

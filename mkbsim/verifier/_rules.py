@@ -18,6 +18,8 @@ _REFERENCE = "the reference and the input generator are off limits"
 _LIBRARY = "a kernel library (kernels must be written in the DSL)"
 _CALLBACK = "Python callbacks registered for kernels are forbidden"
 _GRAPHS = "CUDA Graphs are forbidden"
+RAW_MEMORY = "reading or writing memory at raw addresses is forbidden"
+DEFERRED = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
 
 #: Module prefixes forbidden in every submission.
 FORBIDDEN_MODULES: dict[str, str] = {
@@ -47,6 +49,8 @@ FORBIDDEN_MODULES: dict[str, str] = {
         _INTROSPECTION,
     ),
     **dict.fromkeys(("problems", "mkbsim"), _REFERENCE),
+    # numpy builds arrays over any address (__array_interface__, as_strided, ctypeslib): use torch
+    "numpy": RAW_MEMORY,
     **dict.fromkeys(
         ("tvm.topi", "tvm.relax", "tvm.relay", "tvm.contrib", "tvm.rpc", "flashinfer", "flash_attn",
          "quack", "sgl_kernel", "vllm", "xformers", "apex", "liger_kernel", "transformer_engine",
@@ -91,6 +95,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
          "sys.gettrace", "sys.getprofile", "sys.exc_info", "sys.exception", "sys.last_traceback"),
         _INTROSPECTION,
     ),
+    "weakref.finalize": DEFERRED,
     **dict.fromkeys(
         ("tvm.register_global_func", "tvm.register_func", "tvm_ffi.register_global_func",
          "tvm_ffi.register_func", "tvm.ffi.register_func", "tvm.ffi.register_global_func"),
@@ -122,7 +127,7 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
 #: Builtins that execute code or expose namespaces.
 FORBIDDEN_BUILTINS: dict[str, str] = {
     **dict.fromkeys(("exec", "eval", "compile", "__import__"), "dynamic code execution is forbidden"),
-    **dict.fromkeys(("globals", "vars", "breakpoint"), _INTROSPECTION),
+    **dict.fromkeys(("globals", "vars", "locals", "breakpoint"), _INTROSPECTION),
 }
 
 #: Attributes that reach frames, closures or module globals, whatever object they are read from.
@@ -131,6 +136,17 @@ INTROSPECTION_ATTRS = frozenset(
      "__getattribute__", "cell_contents", "f_back", "f_globals", "f_locals", "f_builtins", "f_code",
      "gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next", "__traceback__")
 )  # fmt: skip
+
+#: Names refused wherever they appear (attribute, definition, keyword or string): the array protocols
+#: that hand numpy or torch a raw address, and the finalizer a dropped object runs after the timed call.
+RAW_NAMES: dict[str, str] = {
+    **dict.fromkeys(
+        ("__array_interface__", "__array_struct__", "__cuda_array_interface__", "stride_tricks", "ctypeslib",
+         "from_address", "from_buffer", "from_buffer_copy"),
+        RAW_MEMORY,
+    ),
+    "__del__": DEFERRED,
+}  # fmt: skip
 
 #: Calls whose attribute-name argument must be a string literal, so the scan can see the name.
 DYNAMIC_ATTRIBUTE_CALLS = frozenset(("getattr", "setattr", "delattr", "hasattr"))

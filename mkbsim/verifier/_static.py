@@ -18,6 +18,7 @@ from mkbsim.verifier._rules import (
     INLINE_CUDA_CALLS,
     INLINE_CUDA_PATTERN,
     INTROSPECTION_ATTRS,
+    RAW_NAMES,
     TIMER_ATTRS,
     module_rule,
     name_rule,
@@ -96,6 +97,19 @@ class _Scanner(ast.NodeVisitor):
     def check_attr_name(self, node: ast.AST, attr: str) -> None:
         if attr in INTROSPECTION_ATTRS:
             self.add(node, "forbidden", f"access to .{attr}", _INTROSPECTION)
+        if attr in RAW_NAMES:
+            self.add(node, "forbidden", f"the name {attr}", RAW_NAMES[attr])
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.check_attr_name(node, node.name)
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg is not None:
+            self.check_attr_name(node, node.arg)
+        self.generic_visit(node)
 
     # --- imports -----------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
@@ -156,6 +170,8 @@ class _Scanner(ast.NodeVisitor):
                     self.check_dotted(node, f"{base}.{attr}")
                 if func.id in ("setattr", "delattr") and self.is_module_rooted(node.args[0]):
                     self.patched(node, f"{base}.{attr}", attr)
+        if isinstance(func, ast.Name) and func.id == "type" and "type" not in self.defined and len(node.args) == 3:
+            self.add(node, "forbidden", "type() with three arguments", _DYNAMIC_NAMES + " (a class built at run time)")
         if any(k.arg == "source_code" for k in node.keywords):
             self.add(node, "inline_cuda", "a kernel call with source_code=", "inline CUDA inside a DSL kernel")
         dotted = self.dotted(func)
@@ -201,6 +217,9 @@ class _Scanner(ast.NodeVisitor):
             return
         if node.value in INTROSPECTION_ATTRS:
             self.add(node, "forbidden", f"the name {node.value!r}", _INTROSPECTION)
+        for name, reason in RAW_NAMES.items():
+            if name in node.value:
+                self.add(node, "forbidden", f"the name {name} in a string", reason)
         if INLINE_CUDA_PATTERN.search(node.value):
             self.add(node, "inline_cuda", "CUDA/PTX source in a string", "inline CUDA inside a DSL kernel")
 

@@ -1,16 +1,19 @@
-"""Timers captured before any candidate code exists, cache flushing, and the verifier's
-cross-check of the times a worker reports against its own clock."""
+"""The worker's timer (a vault: clocks captured before any candidate code exists, the measure written to
+the control page) and the cache flush of the hardened protocol (DESIGN §5)."""
 
 from __future__ import annotations
 
+import _struct
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import types
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from mkbsim.verifier import _control
 
 # Captured when the harness is imported (in the zygote, long before a submission is loaded): a
 # submission that replaces time.perf_counter or torch.cuda.Event changes nothing the harness uses.
@@ -42,49 +45,103 @@ TIMER_ATTRIBUTES: tuple[tuple[Any, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Measurement:
-    result: Any
-    ms: float  # the protocol's measure of one end-to-end call
-    host_ms: float  # host wall clock around the call (equal to ms on CPU)
-    pending_ms: float  # device work still running after the measured region (side streams)
+START, STOP = 1, 2
 
 
-class Clock:
-    """End-to-end timing of one call: synchronise, record, call, synchronise."""
+def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
+    """What the timer's vault calls: the clocks captured when the harness was imported."""
+    return types.SimpleNamespace(
+        cuda=device_type == "cuda", device_wide=sync == "device", perf_counter=_perf_counter, Event=_CudaEvent,
+        record=_event_record, elapsed=_event_elapsed, event_sync=_event_synchronize, device_sync=_device_synchronize,
+        current_stream=_current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"),
+        BaseException=BaseException, float=float, type=type, tuple=tuple, len=len, max=max, min=min,
+    )  # fmt: skip
 
-    def __init__(self, device_type: str, sync: str) -> None:
-        self.cuda = device_type == "cuda"
-        self.device_wide = sync == "device"
 
-    def measure(self, fn: Callable[..., Any], args: Sequence[Any]) -> Measurement:
-        if not self.cuda:
-            t0 = _perf_counter()
-            result = fn(*args)
-            t1 = _perf_counter()
-            ms = (t1 - t0) * 1e3
-            return Measurement(result, ms, ms, 0.0)
-        _device_synchronize()
-        if self.device_wide:
-            t0 = _perf_counter()
-            result = fn(*args)
-            _device_synchronize()
-            host_ms = (_perf_counter() - t0) * 1e3
-            return Measurement(result, host_ms, host_ms, 0.0)
-        stream = _current_stream()
-        start, end = _CudaEvent(enable_timing=True), _CudaEvent(enable_timing=True)
-        _event_record(start, stream)
-        t0 = _perf_counter()
-        result = fn(*args)
-        _event_record(end, stream)
-        _event_synchronize(end)
-        t1 = _perf_counter()
-        _device_synchronize()
-        pending_ms = (_perf_counter() - t1) * 1e3
-        return Measurement(result, float(_event_elapsed(start, end)), (t1 - t0) * 1e3, pending_ms)
+def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
+    """Times the call of each nonce end to end (synchronise, record, call, synchronise) and writes the
+    measure to the control page.
 
-    def now(self) -> float:
-        return _perf_counter()
+    START (1) arms the nonce's call: on cuda it synchronises and records the start event; the vault notes
+    its own clock. STOP ((2, t0, t1)) brings the host times the harness read right around the call, so
+    that no request's own cost falls inside the measure; the vault clamps them to its own notes (t0 no
+    earlier than START's, t1 no later than STOP's arrival) and keeps the widest interval of the nonce, and
+    on cuda records the end event. Only the first START of a nonce counts: a request the submission forges
+    can make its call longer, never shorter."""
+    started = -1
+    stopped = False
+    mark = lo = hi = 0.0
+    start_event: Any = None
+    reply: Any = None
+    while True:
+        request = yield reply
+        reply = None
+        try:
+            arrived = lib.perf_counter()
+            nonce = lib.u64.unpack_from(page, layout.NONCE)[0]
+            if request == 1 and nonce != started:
+                started = nonce
+                if lib.cuda:
+                    lib.device_sync()
+                    if not lib.device_wide:
+                        start_event = lib.Event(enable_timing=True)
+                        lib.record(start_event, lib.current_stream())
+                mark = lo = hi = lib.perf_counter()
+                stopped = False
+            elif lib.type(request) is lib.tuple and lib.len(request) == 3 and request[0] == 2 and nonce == started:
+                t0, t1 = request[1], request[2]
+                if lib.type(t0) is not lib.float or lib.type(t1) is not lib.float:
+                    t0 = t1 = arrived
+                lo = lib.min(lo, lib.max(t0, mark)) if stopped else lib.max(t0, mark)
+                hi = lib.max(hi, lib.min(t1, arrived))
+                stopped = True
+                pending = 0.0
+                if not lib.cuda:
+                    ms = (hi - lo) * 1e3
+                elif lib.device_wide:
+                    lib.device_sync()
+                    hi = lib.max(hi, lib.perf_counter())
+                    ms = (hi - lo) * 1e3
+                else:
+                    end = lib.Event(enable_timing=True)
+                    lib.record(end, lib.current_stream())
+                    lib.event_sync(end)
+                    done = lib.perf_counter()
+                    lib.device_sync()  # device work left once the timed stream is done: a side stream
+                    pending = (lib.perf_counter() - done) * 1e3
+                    ms = lib.float(lib.elapsed(start_event, end))
+                lib.f64.pack_into(page, layout.CALL_MS, ms)
+                lib.f64.pack_into(page, layout.HOST_MS, (hi - lo) * 1e3)
+                lib.f64.pack_into(page, layout.PENDING_MS, pending)
+                lib.u64.pack_into(page, layout.ACK, nonce)
+        except lib.BaseException as exc:  # a CUDA fault of the kernel: raised into the call, not our frame
+            exc.__traceback__ = None
+            exc.__context__ = None
+            reply = exc
+        request = None  # the caller holds its objects: dropping them here is never the last reference
+
+
+def timer_layout() -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        NONCE=_control.NONCE[0], ACK=_control.ACK[0], CALL_MS=_control.CALL_MS[0], HOST_MS=_control.HOST_MS[0],
+        PENDING_MS=_control.PENDING_MS[0],
+    )  # fmt: skip
+
+
+def timed_call(fn: Any, args: Any, *, _timer: Any, _clock: Any) -> Any:
+    """The harness's call of run(): the timer's vault starts before it and stops after it, whatever
+    happens; the host clock is read right around the call, outside the vault's requests."""
+    failed = _timer(1)
+    if failed is not None:
+        raise failed
+    t0 = _clock()
+    try:
+        return fn(*args)
+    finally:
+        t1 = _clock()
+        failed = _timer((2, t0, t1))
+        if failed is not None:
+            raise failed
 
 
 def _cpu_llc_bytes() -> int:
@@ -118,68 +175,3 @@ class CacheFlusher:
 
 def median(xs: Sequence[float]) -> float:
     return float(statistics.median(xs))
-
-
-#: How much more harness work per call (the worker's CPU time around a call minus the call's
-#: reported time) a submission's worker may show than the trusted reference worker before its
-#: reported times are called inconsistent with the verifier's clocks. CPU time does not count the
-#: waits of a busy machine, so the margin can be small; the wall-clock fallback (for kernels that
-#: do not report per-thread CPU time) must absorb scheduling delays and is far looser. The check is
-#: a backstop against a subverted harness that under-reports; the in-process guards come first.
-CPU_SLACK_MS = 1.0  # 0.25 ms failed correct kernels on a machine loaded 4x past its cores
-WALL_SLACK_MS = 2.0
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """The reference worker's median overheads per call: wall round trip and main-thread CPU time."""
-
-    wall_ms: float
-    cpu_ms: float | None
-
-
-def overheads(measure_ms: Sequence[float | None], reported_ms: Sequence[float]) -> list[float] | None:
-    if any(m is None for m in measure_ms):
-        return None
-    return [float(m) - t for m, t in zip(measure_ms, reported_ms, strict=True) if m is not None]
-
-
-def cross_check(
-    reported_ms: Sequence[float],
-    round_trip_ms: Sequence[float],
-    cpu_ms: Sequence[float | None],
-    calibration: Calibration,
-) -> dict[str, Any]:
-    """Compare a worker's reported call times with the verifier's clocks around them.
-
-    A call cannot take longer than the round trip that contains it; and the worker's CPU time
-    around each call minus the reported time (the harness's own work) must be about what the
-    trusted reference worker showed. A worker that under-reports its calls shows more.
-    Returns the figures and, under ``tampered``, the reason when the times are inconsistent.
-    """
-    result: dict[str, Any] = {"tampered": None, "calibration": vars(calibration)}
-    impossible = sum(1 for rt, t in zip(round_trip_ms, reported_ms, strict=True) if t < 0 or t > rt)
-    if impossible:
-        result["tampered"] = f"{impossible} reported call times exceed the verifier's round trip around them"
-        return result
-    cpu_over = overheads(cpu_ms, reported_ms)
-    if cpu_over and calibration.cpu_ms is not None:
-        method, over, base, slack = "cpu", cpu_over, calibration.cpu_ms, CPU_SLACK_MS
-    else:
-        method, over, base, slack = (
-            "wall",
-            overheads(round_trip_ms, reported_ms) or [0.0],
-            calibration.wall_ms,
-            WALL_SLACK_MS,
-        )
-    # A long call can lose CPU time to other processes, making the reference's CPU overhead
-    # negative; that only ever favours the submission, so the base is never below zero.
-    base = max(base, 0.0)
-    limit = base + max(slack, base)
-    result.update(method=method, overhead_median_ms=median(over), overhead_limit_ms=limit)
-    if median(over) > limit:
-        result["tampered"] = (
-            f"the verifier's {method} clock sees {median(over):.3f} ms per call that the reported times do not "
-            f"account for (the reference shows {base:.3f} ms)"
-        )
-    return result

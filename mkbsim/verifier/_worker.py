@@ -1,9 +1,19 @@
-"""The harness inside a submission's process: it loads the file behind the guards, runs calls on
-shared inputs, times them with clocks captured before the file was loaded, and answers with plain
-data only. It is forked from the zygote, so torch and the DSLs are already imported."""
+"""The harness inside a submission's process (DESIGN §5): it opens the vaults, installs the guards and
+the DSL gates, loads the file, then runs calls on shared inputs and answers with plain data.
+
+Nothing here is trusted by the verifier. What decides a verdict reaches the verifier without passing
+through this code's Python objects: the outputs (copied into the shared arena, read by the verifier),
+the launch count, the timer's measure and the provenance records (written by vaults into the control
+page), and the worker's CPU time (read by the verifier from ``/proc``). The facts this code reports
+(types, shapes, threads still running, violations) give precise feedback; forging them gains nothing
+the verifier's own checks would not catch. It is forked from the zygote, so torch and the DSLs are
+already imported.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib.util
 import linecache
 import os
@@ -11,45 +21,100 @@ import resource
 import signal
 import socket
 import sys
+import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType, TracebackType
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from mkbsim.verifier._arena import MappedArena, dtype_from_name, map_arena
+from mkbsim.verifier._attribution import attribution_config
 from mkbsim.verifier._channel import Channel
-from mkbsim.verifier._dsl import DslHooks
-from mkbsim.verifier._guards import Guard
-from mkbsim.verifier._timing import TIMER_ATTRIBUTES, CacheFlusher, Clock
+from mkbsim.verifier._control import map_control
+from mkbsim.verifier._dsl import DslGates
+from mkbsim.verifier._guards import Guards
+from mkbsim.verifier._provenance import dispatch, page_layout, provenance_lib, provenance_vault, report_result
+from mkbsim.verifier._timing import (
+    TIMER_ATTRIBUTES,
+    CacheFlusher,
+    _perf_counter,
+    timed_call,
+    timer_layout,
+    timer_lib,
+    timer_vault,
+)
+from mkbsim.verifier._vault import Registry
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 
-# The harness inspects outputs through the C base class, which a submission cannot patch, and
-# compares identities with `is`; a Python-level change to torch.Tensor cannot mislead it.
-_TensorBase = torch._C.TensorBase
-_copy = _TensorBase.copy_
+# The harness inspects outputs through the C base class, which a submission cannot patch (a method it
+# replaces on torch.Tensor, such as data_ptr, never runs here), and compares identities with `is`.
+_Base = torch._C.TensorBase
+_copy = _Base.copy_
+_data_ptr = _Base.data_ptr
+_size = _Base.size
+_stride = _Base.stride
+_numel = _Base.numel
+_element_size = _Base.element_size
+_zerotensor = _Base._is_zerotensor
+_dtype = _Base.__dict__["dtype"].__get__
+_device = _Base.__dict__["device"].__get__
+_layout = _Base.__dict__["layout"].__get__
+_is_functional = torch._is_functional_tensor
 _Tensor = torch.Tensor
 _type = type
+_mode_depth = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack)
+_PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
+    torch._C.DispatchKey.PythonTLSSnapshot
+)
+
+
+@contextlib.contextmanager
+def _harness_ops() -> Iterator[None]:
+    """The harness's own tensor operations, out of reach of any torch mode or tensor subclass: a mode a
+    finalizer of the submission's pushes at any moment must not run its code inside them."""
+    with torch._C.DisableTorchFunction(), torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
+        yield
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No automatic garbage collection during a call and the harness's work on its result: a collection
+    there would run the submission's finalizers or collector callbacks after the timer stopped (between
+    calls a collection is the worker's CPU time between calls, which the verifier measures)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+_push_mode = torch._C._push_on_torch_dispatch_stack
+_pop_mode = torch._C._pop_torch_dispatch_stack
+_top_mode = torch._C._get_dispatch_stack_at
 
 
 def _tensor_facts(t: torch.Tensor) -> dict[str, Any]:
     return {
         "kind": "tensor",
-        "dtype": str(t.dtype).removeprefix("torch."),
-        "shape": list(t.shape),
-        "device": t.device.type,
-        "layout": str(t.layout).removeprefix("torch."),
+        "dtype": str(_dtype(t)).removeprefix("torch."),
+        "shape": list(_size(t)),
+        "device": _device(t).type,
+        "layout": str(_layout(t)).removeprefix("torch."),
     }
 
 
 def _lazy_reason(t: torch.Tensor) -> str | None:
-    if t.layout != torch.strided:
-        return f"a {t.layout} tensor"
-    if torch._is_functional_tensor(t):
+    if _layout(t) != torch.strided:
+        return f"a {_layout(t)} tensor"
+    if _is_functional(t):
         return "a functional (lazy) tensor"
-    if t._is_zerotensor():
+    if _zerotensor(t):
         return "a lazy zero tensor"
     return None
 
@@ -81,9 +146,10 @@ def describe(result: Any, n_outputs: int) -> tuple[dict[str, Any], list[Any]]:
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:
-    start = t.data_ptr()
-    extent = 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) if t.numel() else 0
-    return start, start + extent * t.element_size()
+    start = _data_ptr(t)
+    shape, stride = _size(t), _stride(t)
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True)) if _numel(t) else 0
+    return start, start + extent * _element_size(t)
 
 
 def _frames(tb: TracebackType | None, path: str) -> list[list[Any]]:
@@ -109,23 +175,32 @@ def error_facts(exc: BaseException, path: str) -> dict[str, Any]:
     }
 
 
+class _ProvenanceMode(TorchDispatchMode):
+    """Pushed by the harness on correctness draws; its ``__torch_dispatch__`` is a vault hook."""
+
+
 class Worker:
-    def __init__(self, chan: Channel, setup: dict[str, Any]) -> None:
+    def __init__(self, chan: Channel, setup: dict[str, Any], control_fd: int) -> None:
         self.chan = chan
         self.setup = setup
         self.path = os.path.abspath(setup["path"])
         self.device = torch.device(setup["device"])
         self.candidate = setup["role"] == "candidate"
-        self.clock = Clock(self.device.type, setup["sync"])
+        self.control_fd = control_fd
         self.timers = [(owner, attr, getattr(owner, attr)) for owner, attr in TIMER_ATTRIBUTES]
-        self.guard: Guard | None = None
-        self.hooks: DslHooks | None = None
+        self.guards: Guards | None = None
+        self.gates: DslGates | None = None
+        self.mode: _ProvenanceMode | None = None
+        self.report_result: Callable[[Any], None] | None = None
         self.flusher: CacheFlusher | None = None
         self.kept: list[MappedArena] = []
         self.reusable: MappedArena | None = None
         self.fn: Callable[..., Any] | None = None
-        self.reported_violations = 0
-        self.reported_inline = 0
+        self.timed_call: Callable[..., Any] = timed_call  # replaced by the vault's hook in open_vaults
+        # the collector callbacks the libraries registered; the submission may add none (gc.callbacks is
+        # the interpreter's own list, whatever name it is reached by)
+        self.gc_callbacks = gc.callbacks
+        self.library_callbacks = list(gc.callbacks)
 
     # --- setup -------------------------------------------------------------------------------------
     def limit_resources(self) -> None:
@@ -145,16 +220,42 @@ class Worker:
             total = torch.cuda.get_device_properties(self.device).total_memory
             torch.cuda.set_per_process_memory_fraction(min(1.0, s["memory_bytes"] / total), self.device)
 
-    def install_guards(self) -> None:
-        self.guard = Guard(self.path, self.setup["dsl"], HARNESS_DIR, self.setup["off_limits"])
-        self.hooks = DslHooks(self.setup["dsl"], self.guard.attribution)
-        self.hooks.install()
-        self.guard.install()
+    def open_vaults(self) -> None:
+        """The timer (every worker) and, for a submission, the guards, the DSL gates and the provenance
+        audit. Only vaults keep the control page; the audit hook comes last and protects all of them."""
+        registry = Registry()
+        page = map_control(self.control_fd)
+        timer = registry.open(timer_vault, page, timer_lib(self.device.type, self.setup["sync"]), timer_layout())
+        self.timed_call = registry.protect(timed_call, _timer=timer, _clock=_perf_counter)
+        if self.candidate:
+            cfg = attribution_config(HARNESS_DIR, self.path, self.setup["off_limits"])
+            self.guards = Guards(registry, cfg, self.setup["dsl"], page)
+            sources: dict[int, Any] = {}
+            positions = [torch.tensor(p, dtype=torch.int64) for p in self.setup["sample_positions"]]
+            send = registry.open(
+                provenance_vault, page, provenance_lib(self.device), page_layout(), positions,
+                list(self.setup["output_numels"]), sources,
+            )  # fmt: skip
+            self.gates = DslGates(registry, self.guards, send, self.setup["dsl"])
+            self.gates.dlpack_sources = sources
+            self.gates.install()
+            self.guards.install()
+            _ProvenanceMode.__torch_dispatch__ = registry.protect(dispatch, _send=send, _str=str)  # type: ignore[method-assign]
+            self.mode = _ProvenanceMode()
+            self.report_result = registry.protect(report_result, _send=send)
+            self.guards.install_audit_hook()
+        registry.objects.clear()
+        registry.vault_codes.clear()
+        registry.hook_codes.clear()
+        del page
+
+    def hide_harness(self) -> None:
         # The verifier's own modules stay loaded (the harness runs on them) but out of reach by name.
         for name in [n for n in sys.modules if n == "mkbsim" or n.startswith(("mkbsim.", "problems"))]:
             del sys.modules[name]
 
     def import_file(self) -> ModuleType:
+        sys.path[:0] = self.setup.get("sys_path") or []  # a reference worker's copy of the problems package
         name = "submission" if self.candidate else "_mkbsim_reference"
         spec = importlib.util.spec_from_file_location(name, self.path)
         if spec is None or spec.loader is None:
@@ -165,13 +266,14 @@ class Worker:
         return module
 
     def start(self) -> None:
-        """Apply the limits, install the guards, import the file, and answer with the outcome."""
+        """Apply the limits, open the vaults, install the guards, import the file, and answer."""
         self.limit_resources()
         if self.setup["cache_flush"]:
             self.flusher = CacheFlusher(self.device)
+        self.open_vaults()
         if self.candidate:
-            self.install_guards()
-        t0 = self.clock.now()
+            self.hide_harness()
+        t0 = time.perf_counter()
         try:
             module = self.import_file()
             entry = "run" if self.candidate else "reference"
@@ -182,110 +284,107 @@ class Worker:
         except BaseException as exc:  # the submission's failure, reported; never ours to raise
             self.chan.send({"ok": False, "error": error_facts(exc, self.path), **self.news()})
             return
-        self.chan.send({"ok": True, "import_s": self.clock.now() - t0, **self.news()})
-        if self.guard is not None:
-            self.guard.between_calls = True
+        self.chan.send({"ok": True, "import_s": time.perf_counter() - t0, **self.news()})
+        if self.guards is not None:
+            self.guards.between_calls(True)
         self.serve()
 
     # --- calls ---------------------------------------------------------------------------------------
     def news(self) -> dict[str, Any]:
-        """Violations, inline CUDA and tampering found since the last answer."""
-        out: dict[str, Any] = {"violations": [], "inline_cuda": [], "tampered": [], "timer_tampered": []}
-        if self.guard is not None:
-            out["violations"] = [v.text() for v in self.guard.violations[self.reported_violations :]]
-            self.reported_violations = len(self.guard.violations)
-            out["tampered"] = self.guard.tampered()
-        if self.hooks is not None:
-            out["inline_cuda"] = self.hooks.inline_cuda[self.reported_inline :]
-            self.reported_inline = len(self.hooks.inline_cuda)
-            out["tampered"] += [
-                f"{attr}" for owner, attr, ours in self.hooks.patched if getattr(owner, attr, None) is not ours
-            ]
-        out["timer_tampered"] = [attr for owner, attr, orig in self.timers if getattr(owner, attr, None) is not orig]
-        return out
+        """Tampering found since the last answer (violations and inline CUDA: in the control page)."""
+        tampered: list[str] = []
+        if self.guards is not None:
+            tampered += self.guards.tampered()
+        if self.gates is not None:
+            tampered += [attr for owner, attr, ours in self.gates.patched if getattr(owner, attr, None) is not ours]
+        timers = [attr for owner, attr, orig in self.timers if getattr(owner, attr, None) is not orig]
+        added = [cb for cb in self.gc_callbacks if not any(cb is ours for ours in self.library_callbacks)]
+        if self.candidate and added:
+            tampered.append(f"gc.callbacks (a collector callback runs work outside the timed call: {len(added)} added)")
+            self.gc_callbacks[:] = self.library_callbacks
+        return {"tampered": tampered, "timer_tampered": timers}
 
     def serve(self) -> None:
         while True:
             msg, fds = self.chan.recv()
             if msg["op"] == "exit":
                 return
-            self.chan.send(self.call(msg, fds))
+            with _collector_paused():
+                reply = self.call(msg, fds)
+            self.chan.send(reply)
 
     def call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        t_received = self.clock.now()
-        arena = map_arena(msg["arena"], fds, self.reusable)
+        with _harness_ops():
+            arena = map_arena(msg["arena"], fds, self.reusable)
+            if self.flusher is not None and msg["flush"]:
+                self.flusher.flush()
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize()
         _retired = self.reusable  # unmapped when this call returns, never inside the timed region
         if msg["keep"]:
             self.kept.append(arena)  # distinct buffers: no address recurs within the phase
         else:
             self.reusable = arena  # the verifier may refill it for the next call
-        if self.flusher is not None and msg["flush"]:
-            self.flusher.flush()
-            if self.device.type == "cuda":
-                torch.cuda.synchronize()
-        counter = self.hooks.counter if self.hooks is not None else None
-        if counter is not None:
-            counter.launches = 0
-            counter.suppress = bool(msg["suppress"])
+        modes_before = _mode_depth[0]() + _mode_depth[1]()
+        if modes_before:  # a mode entered between calls (from a finalizer, say): the call is not run
+            return {"ok": True, "ran": False, "modes": modes_before, "left_mode": False, **self.news()}
+        fn: Callable[..., Any] = arena.null_run if msg.get("null") else self.fn  # type: ignore[assignment]
+        audit = bool(msg.get("audit")) and self.mode is not None and not msg.get("null")
         threads_before = set(sys._current_frames())
-        assert self.fn is not None
-        guard = self.guard
-        if guard is not None:
-            guard.between_calls = False
-        t_ready = self.clock.now()
+        if self.guards is not None:
+            self.guards.between_calls(False)
+        if audit:
+            assert self.mode is not None
+            _push_mode(self.mode)
         try:
-            m = self.clock.measure(self.fn, arena.args)
-        except BaseException as exc:  # the submission's exception, reported as data
-            if counter is not None:
-                counter.suppress = False
-            if guard is not None:
-                guard.between_calls = True
-            return {"ok": False, "error": error_facts(exc, self.path), **self.news()}
-        if guard is not None:
-            guard.between_calls = True
-        if counter is not None:
-            counter.suppress = False
-        t_returned = self.clock.now()
-        reply: dict[str, Any] = {
-            "ok": True,
-            "prep_ms": (t_ready - t_received) * 1e3,
-            "ms": m.ms,
-            "host_ms": m.host_ms,
-            "pending_ms": m.pending_ms,
-            "launches": counter.launches if counter is not None else None,
-            "background": self.background(threads_before),
-            "modes": torch._C._len_torch_function_stack() + torch._C._len_torch_dispatch_stack(),
-        }
-        if reply["modes"]:
-            # A mode left active would run the submission's code inside the harness's own tensor
+            result = self.timed_call(fn, arena.args)
+        except BaseException as exc:  # the submission's exception (SystemExit too), reported as data
+            return {"ok": False, "error": error_facts(exc, self.path), **self.after_call(audit), **self.news()}
+        reply: dict[str, Any] = {"ok": True, **self.after_call(audit)}
+        reply["background"] = self.background(threads_before)
+        reply["modes"] = modes_before + _mode_depth[0]() + _mode_depth[1]()
+        if reply["modes"] or reply["left_mode"]:
+            # A mode active now would run the submission's code inside the harness's own tensor
             # operations below: answer without touching the outputs.
             reply.update(structure={}, alias=[], copied=False, **self.news())
             return reply
-        facts, items = describe(m.result, len(arena.outputs))
-        reply["structure"] = facts
-        reply["alias"] = self.aliases(items, arena.args)
-        reply["copied"] = self.copy_outputs(facts, items, arena)
+        with _harness_ops():
+            facts, items = describe(result, len(arena.outputs))
+            if audit and self.report_result is not None:
+                self.report_result(items + [arena.args[i] for i in self.setup["inplace"]])
+            reply["structure"] = facts
+            reply["alias"] = self.aliases(items, arena.args)
+            reply["copied"] = self.copy_outputs(facts, items, arena)
         reply.update(self.news())
-        reply["post_ms"] = (self.clock.now() - t_returned) * 1e3
         return reply
+
+    def after_call(self, audit: bool) -> dict[str, Any]:
+        """Undo what a correctness draw armed; whether the submission left its own mode on the stack."""
+        left = False
+        if audit:
+            left = _mode_depth[1]() == 0 or _top_mode(_mode_depth[1]() - 1) is not self.mode
+            if not left:
+                _pop_mode(None)
+        if self.guards is not None:
+            self.guards.between_calls(True)
+        return {"left_mode": left}
 
     def background(self, before: set[int]) -> list[str]:
         """Threads still running the submission's work after run() returned."""
         frames = sys._current_frames()
-        found = []
-        if self.guard is not None:
-            found += [f"thread {ident} started between calls" for ident in dict.fromkeys(self.guard.stray_threads)]
+        if self.guards is None:
+            return []
+        started, stray = self.guards.threads()
+        found = [f"thread {ident} started between calls" for ident in dict.fromkeys(stray)]
         for ident, frame in frames.items():
-            started_by_candidate = self.guard is not None and ident in self.guard.candidate_threads
-            new = ident not in before
-            if started_by_candidate or (new and self.guard is not None and self.guard.attribution.anywhere(frame)):
+            if ident in started or ident not in before:
                 found.append(f"thread {ident} in {frame.f_code.co_name} (line {frame.f_lineno})")
         return found
 
     def aliases(self, items: list[Any], args: list[Any]) -> list[list[int]]:
         pairs = []
         for i, out in enumerate(items):
-            if _type(out) is not _Tensor or out.device.type != self.device.type:
+            if _type(out) is not _Tensor or _device(out).type != self.device.type:
                 continue
             o0, o1 = _span(out)
             for j, arg in enumerate(args):
@@ -306,8 +405,8 @@ class Worker:
                 fact.get("kind") != "tensor"
                 or "lazy" in fact
                 or fact["device"] != self.device.type
-                or dtype_from_name(fact["dtype"]) != slot.dtype
-                or tuple(fact["shape"]) != tuple(slot.shape)
+                or dtype_from_name(fact["dtype"]) != _dtype(slot)
+                or tuple(fact["shape"]) != tuple(_size(slot))
             ):
                 return False
         for item, slot in zip(items, arena.outputs, strict=True):
@@ -323,10 +422,11 @@ def serve(sock_fd: int) -> None:
     os.setpgid(0, 0)  # its own process group, so a timeout kills everything it started
     sock = socket.socket(fileno=sock_fd)
     chan = Channel(sock)
-    setup, _ = chan.recv()
+    chan.send_credentials()  # the verifier learns this process's pid in its own PID namespace
+    setup, fds = chan.recv()
     os.chdir(setup["workdir"])
     out_fd = os.open(os.path.join(setup["workdir"], ".output"), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
     os.close(out_fd)
-    Worker(chan, setup).start()
+    Worker(chan, setup, fds[0]).start()

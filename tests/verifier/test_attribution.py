@@ -22,8 +22,8 @@ import typing_extensions
 from mkbsim.verifier import Limits, VerifierSession
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
-INTROSPECTING = "import sys\n\n\ndef caller() -> str:\n    return sys._getframe(1).f_code.co_name\n"
-GETFRAME = "sys._getframe (introspection of the verifier's process is forbidden)"
+INTROSPECTING = "import os\n\n\ndef caller() -> None:\n    os.kill(os.getpid(), 0)\n"
+GETFRAME = "os.kill (subprocesses, signals and other threads' frames are forbidden)"
 
 
 @dataclass
@@ -61,7 +61,10 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         for folder in (shadow, target, beside, elsewhere):
             mp.syspath_prepend(str(folder))  # the session's processes inherit this import path
         try:
-            with VerifierSession("cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0)) as session:
+            # modules beside the submission and on the import path: the guards alone, no sandbox
+            with VerifierSession(
+                "cpu", limits=Limits.for_backend("cpu").with_(call_timeout_s=8.0), sandbox=False
+            ) as session:
                 yield Setup(session, shadow, target, elsewhere, beside)
         finally:
             shutil.rmtree(target)
@@ -156,7 +159,8 @@ def test_code_a_thread_of_the_submission_runs_with_no_frame_of_its_file_is_the_s
     # code through exec, so no frame on that thread's stack is a file of the submission's
     helper = (
         "import threading\n\n\ndef go():\n"
-        "    t = threading.Thread(target=exec, args=('import sys; sys._getframe(0)',))\n    t.start()\n    t.join()\n"
+        "    t = threading.Thread(target=exec, args=('import os; os.kill(os.getpid(), 0)',))\n"
+        "    t.start()\n    t.join()\n"
     )
     write = f"open({str(tmp_path / 'thread_helper.py')!r}, 'w').write({helper!r})"
     prologue = f"import sys\n{write}\nsys.path.insert(0, {str(tmp_path)!r})"

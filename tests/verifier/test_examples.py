@@ -38,14 +38,16 @@ def test_legitimate_tirx_submission_passes(cpu_session: VerifierSession, file: s
         assert draw["launches"] >= 1
         for out in draw["outputs"]:
             assert out["ok"] and out["max_error"] <= out["allowance"]
-    assert len(d["bypass"]) == PAPER.suppressed_draws and not d["bypass"][0]["still_correct"]
+    assert len(d["bypass"]) == PAPER.suppressed_draws and d["bypass"][0]["dsl_share"] >= 0.5
+    assert all(o["suppressed_wrong"] == 1.0 for o in d["bypass"][0]["outputs"])  # fused: nothing right without it
     assert len(d["timing"]["warmup_ms"]) == PAPER.warmup_calls
     assert len(d["timing"]["timed_ms"]) == PAPER.timed_calls
     assert len(d["timing_rechecks"]) == PAPER.rechecked_timed_calls
     assert len(d["eager"]["timed_ms"]) == PAPER.timed_calls
     assert report.runtime_ms == statistics.median(d["timing"]["timed_ms"])
     assert report.speedup == pytest.approx(min(report.eager_ms / report.runtime_ms, 100.0))
-    assert d["sol"]["fraction"] > 0 and d["sol"]["device_profile"] == "cpu"
+    assert 0 < d["sol"]["fraction"] <= 1 and d["sol"]["device_profile"] == "cpu (measured)"
+    assert len(d["timing"]["null_ms"]) == PAPER.null_calls
     assert d["clock_check"]["tampered"] is None
     payload = report.to_payload("attempt-1", 3)
     assert set(payload) >= PAYLOAD_FIELDS
@@ -67,7 +69,7 @@ def test_hardened_protocol_flushes_and_uses_distinct_buffers(cpu_session: Verifi
     assert report.passed, report.feedback
     assert report.protocol == "hardened" and report.protocol_hash == HARDENED.hash != PAPER.hash
     timing = report.details["timing"]
-    assert timing["unique_input_buffers"] == HARDENED.warmup_calls + HARDENED.timed_calls
+    assert timing["unique_input_buffers"] == HARDENED.warmup_calls + HARDENED.timed_calls + HARDENED.null_calls
     assert report.details["protocol_params"]["cache_flush"] is True
 
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from dataclasses import replace
 
 import pytest
 
 from mkbsim.verifier import FAILURES, HARDENED, PAPER, PROTOCOLS, VerifierReport
-from mkbsim.verifier._devices import profile_for, profiles, speed_of_light
+from mkbsim.verifier._devices import measure_profile, profile_for, profiles, speed_of_light
 from problems._common import Cost
 
 
 def test_paper_protocol_is_the_study_s() -> None:
     assert (PAPER.correctness_draws, PAPER.warmup_calls, PAPER.timed_calls) == (5, 10, 50)
+    assert PAPER.suppressed_draws == 1 and PAPER.null_calls == 25
     assert (PAPER.rechecked_timed_calls, PAPER.allowance_factor, PAPER.speedup_cap) == (3, 3.0, 100.0)
     assert not PAPER.cache_flush and not PAPER.unique_input_buffers and PAPER.sync == "stream"
     assert HARDENED.cache_flush and HARDENED.unique_input_buffers and HARDENED.sync == "device"
@@ -58,13 +60,34 @@ def test_payload_is_json_and_nulls_non_finite_figures() -> None:
 
 def test_device_profiles_and_speed_of_light() -> None:
     assert {"h200", "cpu"} <= set(profiles())
-    key, h200 = profile_for("cuda", "NVIDIA H200")  # type: ignore[misc]
+    key, h200 = profile_for("NVIDIA H200")  # type: ignore[misc]
     assert key == "h200" and h200["bandwidth_bytes_per_s"] == 4.3e12
     assert h200["peak_flops_per_s"]["fp4"] == h200["peak_flops_per_s"]["fp8"]
-    assert profile_for("cuda", "Some Other GPU") is None
-    assert profile_for("cpu", "anything")[0] == "cpu"  # type: ignore[index]
+    assert profile_for("Some Other GPU") is None
+    assert profile_for("cpu") is None  # the cpu entry is the simulator's; a cpu session measures its own peaks
 
     # 1 ms of memory traffic and 2 ms of bf16 tensor-core work on the H200.
     sol = speed_of_light(Cost(bytes=4_300_000_000, flops={"bf16": 7.9e11 * 2}), h200)
     assert sol["memory_ms"] == pytest.approx(1.0) and sol["compute_ms"] == pytest.approx(2.0)
     assert sol["sol_ms"] == pytest.approx(2.0) and sol["bound"] == "compute"
+    # data that fits in the L2 may move at the cache's bandwidth: the bound is lower, never higher
+    small = speed_of_light(Cost(bytes=43_000_000, flops={}), h200)
+    assert small["sol_ms"] == pytest.approx(43e6 / h200["cache_bandwidth_bytes_per_s"] * 1e3)
+
+
+def test_measured_peaks_bound_a_copy_from_below() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    profile = measure_profile(torch.device("cpu"), 1 << 20)
+    assert (
+        profile["bandwidth_bytes_per_s"] > 0
+        and profile["cache_bandwidth_bytes_per_s"] >= profile["bandwidth_bytes_per_s"]
+    )
+    # what the peaks allow for a 64 MiB copy is faster than the copy itself
+    src = torch.ones(64 << 20, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    t0 = time.perf_counter()
+    dst.copy_(src)
+    took_ms = (time.perf_counter() - t0) * 1e3
+    assert speed_of_light(Cost(bytes=2 * src.numel(), flops={}), profile)["sol_ms"] < took_ms

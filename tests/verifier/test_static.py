@@ -50,6 +50,18 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "import tvm\nimport torch\ntorch.foo = 1",
         "import tvm_ffi\ntvm_ffi.Module.get_function = None",
         "from tvm.script import tirx as T\nT.call_packed('tvm.contrib.cblas.matmul')",
+        # raw memory: numpy, the array protocols (as attributes, definitions, keywords or strings)
+        "import numpy as np",
+        "class R:\n    def __init__(self, a): self.__array_interface__ = {'data': (a, False)}",
+        "class R:\n    __cuda_array_interface__ = None",
+        "r = dict(__array_struct__=1)",
+        "key = 'x__array_interface__'",
+        "import torch\nv = torch.storage.np.lib.stride_tricks.as_strided",
+        "A = type('A', (), {})",
+        "def f(): return locals()",
+        # work after the timed call: finalizers
+        "class L:\n    def __del__(self): pass",
+        "import weakref\nweakref.finalize(object(), print)",
     ],
 )
 def test_forbidden(source: str) -> None:

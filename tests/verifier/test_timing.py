@@ -1,44 +1,112 @@
-"""The verifier's cross-check of a worker's reported call times against its own clocks."""
+"""The verifier's cross-check of the reported call times against its own measures (``_trusted``)."""
 
 from __future__ import annotations
 
-from mkbsim.verifier._timing import CPU_SLACK_MS, WALL_SLACK_MS, Calibration, cross_check
+import threading
+import time
 
-CALIBRATION = Calibration(wall_ms=0.3, cpu_ms=0.2)
+from mkbsim.verifier._trusted import (
+    FLOOR_MS,
+    NOISE_SIGMAS,
+    TOLERANCE,
+    ProcessClock,
+    Trusted,
+    calibration_check,
+    cross_check,
+    idle_check,
+    pending_check,
+)
+
+HARNESS_MS = 0.2  # the worker's own CPU time around a call, as its null calls show it
+
+
+def _calls(kernel_ms: float, n: int, spread: float = 0.004) -> list[Trusted]:
+    cpu = [kernel_ms + HARNESS_MS + spread * (i % 3 - 1) for i in range(n)]
+    return [Trusted(round_trip_ms=kernel_ms + 1.5, cpu_ms=c, idle_cpu_ms=0.0) for c in cpu]
+
+
+NULLS = _calls(0.01, 10)
+NULL_MS = [0.01] * 10
 
 
 def test_consistent_times_pass_even_when_the_machine_is_busy() -> None:
-    reported = [0.10, 0.11, 0.09] * 10
-    cpu = [t + 0.2 for t in reported]
-    trips = [t + 1.5 for t in reported]  # long scheduling waits: not the worker's work
-    check = cross_check(reported, trips, cpu, CALIBRATION)
+    # long scheduling waits inflate the round trips, not the worker's CPU time
+    check = cross_check([0.1] * 50, _calls(0.1, 50), NULL_MS, NULLS, "cpu")
     assert check["tampered"] is None and check["method"] == "cpu"
-    assert abs(check["overhead_median_ms"] - 0.2) < 1e-9
+    assert abs(check["trusted_estimate_ms"] - 0.1) < 0.005
 
 
 def test_a_call_longer_than_its_round_trip_is_impossible() -> None:
-    check = cross_check([0.1, 0.5], [0.4, 0.4], [0.3, 0.3], CALIBRATION)
+    check = cross_check([0.1, 5.0], _calls(0.1, 2), NULL_MS, NULLS, "cpu")
     assert check["tampered"] and "exceed" in check["tampered"]
 
 
-def test_under_reported_calls_show_up_as_cpu_time() -> None:
-    # The kernel really runs 2 ms on the worker's main thread; the worker claims 0.01 ms.
-    reported = [0.01] * 50
-    check = cross_check(reported, [2.4] * 50, [2.2] * 50, CALIBRATION)
-    assert check["tampered"] and "reference shows 0.200 ms" in check["tampered"]
-    near = cross_check([1.0] * 50, [1.5] * 50, [1.2 + CPU_SLACK_MS * 0.9] * 50, CALIBRATION)
-    assert near["tampered"] is None
+def test_the_tolerance_is_relative_to_the_kernel_not_an_absolute_slack() -> None:
+    # a 50 us kernel reported at a tenth of its time: the missing 45 us are far below the old 1 ms slack
+    check = cross_check([0.005] * 50, _calls(0.05, 50), NULL_MS, NULLS, "cpu")
+    assert check["tampered"] and "reported 0.005" in check["tampered"]
+    # the same kernel reported within the tolerance passes
+    honest = cross_check([0.05 / (1 + TOLERANCE / 2)] * 50, _calls(0.05, 50), NULL_MS, NULLS, "cpu")
+    assert honest["tampered"] is None
+    assert check["excess_limit_ms"] < 0.05 and FLOOR_MS < 0.05
 
 
-def test_without_cpu_times_the_wall_clock_decides_loosely() -> None:
-    reported = [0.01] * 50
-    check = cross_check(reported, [5.0] * 50, [None] * 50, Calibration(wall_ms=0.3, cpu_ms=None))
+def test_the_noise_floor_is_this_worker_s_own_spread() -> None:
+    noisy = [Trusted(1.0, 0.01 + HARNESS_MS + (0.05 if i % 2 else -0.05), 0.0) for i in range(10)]
+    check = cross_check([0.05] * 50, _calls(0.1, 50), NULL_MS, noisy, "cpu")
+    assert check["harness_mad_ms"] > 0.04 and check["tampered"] is None  # 50 us missing, within 4 MADs of 50 us
+    assert check["standard_error_ms"] > 0.02 and check["excess_limit_ms"] >= NOISE_SIGMAS * check["standard_error_ms"]
+
+
+def test_without_cpu_times_the_wall_clock_decides() -> None:
+    calls = [Trusted(0.1 + 0.3, None, None) for _ in range(50)]
+    nulls = [Trusted(0.01 + 0.3, None, None) for _ in range(10)]
+    check = cross_check([0.01] * 50, calls, NULL_MS, nulls, "cuda")
     assert check["method"] == "wall" and check["tampered"]
-    noisy = cross_check(reported, [0.31 + WALL_SLACK_MS * 0.9] * 50, [None] * 50, Calibration(wall_ms=0.3, cpu_ms=None))
-    assert noisy["tampered"] is None
 
 
-def test_a_reference_that_lost_cpu_time_does_not_make_the_limit_negative() -> None:
-    # Long calls on a busy machine: CPU time below wall time, for the reference and the submission.
-    check = cross_check([19.0] * 50, [20.0] * 50, [15.6] * 50, Calibration(wall_ms=0.6, cpu_ms=-5.4))
-    assert check["tampered"] is None and check["overhead_limit_ms"] == CPU_SLACK_MS
+def test_cpu_time_between_calls_is_background_work() -> None:
+    busy = [Trusted(1.0, 0.3, 0.08) for _ in range(50)]
+    assert idle_check(busy, 0.1) and "between calls" in str(idle_check(busy, 0.1))
+    assert idle_check(_calls(0.1, 50), 0.1) is None
+
+
+def test_device_work_after_the_timed_stream_is_caught_at_any_duration() -> None:
+    null_pending = [0.003, 0.0031, 0.0029, 0.003] * 3
+    assert pending_check([0.013] * 50, null_pending)  # a 10 us kernel on a side stream
+    assert pending_check([0.0032] * 50, null_pending) is None
+
+
+def test_the_process_clock_counts_a_thread_that_came_and_went_between_two_readings() -> None:
+    import os
+
+    clock = ProcessClock(os.getpid())
+    before = clock.cpu_ns()
+
+    def spin() -> None:  # 50 ms of its own CPU time, however busy the machine is
+        start = time.thread_time()
+        while time.thread_time() - start < 0.05:
+            pass
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    worker.join()
+    after = clock.cpu_ns()
+    assert before is not None and after is not None and (after - before) / 1e6 >= 50  # the thread's 50 ms
+
+
+def test_null_calls_slowed_past_the_submission_s_own_calls_leave_a_negative_estimate_and_fail() -> None:
+    # the submission burns CPU while the harness runs its null calls: the overhead taken off each call
+    # exceeds the call, which would widen the allowance for work moved out of the timer
+    slowed = _calls(3.0, 10)
+    check = cross_check([0.1] * 50, _calls(0.1, 50), NULL_MS, slowed, "cpu")
+    assert check["trusted_estimate_ms"] < 0 and "slowed the null calls" in check["tampered"]
+
+
+def test_null_calls_far_costlier_than_the_reference_s_calls_fail_the_calibration() -> None:
+    eager_ms, eager_trips = [1.0] * 50, [1.3] * 50  # the harness costs 0.3 ms around the reference's calls
+    honest = [Trusted(round_trip_ms=0.01 + 0.5, cpu_ms=None, idle_cpu_ms=None)] * 10
+    assert calibration_check(NULL_MS, honest, eager_ms, eager_trips) is None
+    slowed = [Trusted(round_trip_ms=0.01 + 3.0, cpu_ms=None, idle_cpu_ms=None)] * 10
+    assert "slowed the null calls" in (calibration_check(NULL_MS, slowed, eager_ms, eager_trips) or "")
+

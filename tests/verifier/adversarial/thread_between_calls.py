@@ -1,4 +1,4 @@
-"""Starts a thread between calls (from a finalizer the harness triggers when it drops a call's
+"""Starts a thread between calls (from a weak reference's callback the harness triggers when it drops a call's
 inputs) that keeps a view of the shared arena: the verifier refills that memory with the next
 call's inputs before sending the call, so such a thread could do the next call's work untimed and
 be gone before run() returns. The worker flags any thread the submission starts between calls."""
@@ -33,6 +33,9 @@ _kernel = tvm.compile(rmsnorm, target="llvm")
 _views: list[torch.Tensor] = []
 
 
+_refs: list = []
+
+
 def _peek(view: torch.Tensor) -> None:
     view.sum()  # a real attack would wait here for the next inputs and compute ahead
 
@@ -46,5 +49,6 @@ def run(hidden_states, weight):
     _kernel(hidden_states, weight, out)
     view = hidden_states.view(hidden_states.shape)  # another tensor over the same shared memory
     _views[:] = [view]
-    weakref.finalize(hidden_states, _start_watcher, view)
+    # a weak reference's callback (weakref.finalize itself is refused): it runs when the harness drops the inputs
+    _refs.append(weakref.ref(hidden_states, lambda _ref: _start_watcher(view)))
     return out

@@ -1,0 +1,138 @@
+"""The control page: memory the verifier shares with the worker's vaults, and with nothing else there.
+
+The verifier creates it (an anonymous memfd) and hands it to the worker at start; the worker's vaults
+map it and close the descriptor, so no file descriptor and no Python object outside a vault leads to
+it. Through it flow the facts a verdict rests on and the submission must neither read nor forge:
+
+* verifier → vaults: the call's nonce, whether DSL launches are suppressed on this call (never sent
+  on the channel the worker's Python reads), whether this is a correctness draw (audit);
+* vaults → verifier: the launches counted, the call's timing marks, the acknowledgement that the
+  timer stopped this very call, the violations the guards refused, and the provenance records of a
+  correctness draw (``_provenance``).
+
+Layout (little-endian): a fixed header, then two regions, each a length-prefixed pickle written by
+one vault: violations (``VIOLATIONS``) and provenance records (``RECORDS``).
+"""
+
+from __future__ import annotations
+
+import _pickle
+import functools
+import mmap
+import os
+import pickle
+import struct
+from typing import Any
+
+#: Header fields: offset, struct format.
+NONCE = (0, "<Q")  # verifier: a fresh value per call
+LAUNCHES = (8, "<Q")  # gate vault: DSL launches of the current call (the verifier zeroes it)
+SUPPRESS = (16, "<B")  # verifier: skip the effect of every DSL launch of this call
+AUDIT = (17, "<B")  # verifier: correctness draw (snapshots, provenance records)
+ACK = (24, "<Q")  # timer vault: the nonce of the last call it stopped
+CALL_MS = (32, "<d")  # timer vault: the protocol's measure of the call
+HOST_MS = (40, "<d")  # timer vault: host clock around the call
+PENDING_MS = (48, "<d")  # timer vault: device work left after the timed stream finished (cuda)
+STARTS = (56, "<Q")  # timer vault: calls started (a START after the first of a nonce does nothing)
+VIOLATION_COUNT = (64, "<Q")  # guards vault: violations recorded so far
+RECORDS_FLAG = (72, "<Q")  # provenance vault: records written for this nonce (0 if none)
+
+HEADER_BYTES = 4096
+VIOLATIONS = (HEADER_BYTES, 1 << 20)  # offset, capacity
+RECORDS = (HEADER_BYTES + (1 << 20), 31 << 20)
+SIZE = RECORDS[0] + RECORDS[1]
+
+
+def put(buf: Any, field: tuple[int, str], value: Any) -> None:
+    struct.pack_into(field[1], buf, field[0], value)
+
+
+def get(buf: Any, field: tuple[int, str]) -> Any:
+    return struct.unpack_from(field[1], buf, field[0])[0]
+
+
+def write_region(buf: Any, region: tuple[int, int], blob: bytes) -> bool:
+    """Write ``blob`` into ``region`` (8-byte length first); False (and nothing written) if it does not fit."""
+    offset, capacity = region
+    if len(blob) + 8 > capacity:
+        return False
+    buf[offset + 8 : offset + 8 + len(blob)] = blob
+    struct.pack_into("<Q", buf, offset, len(blob))
+    return True
+
+
+class ControlPage:
+    """The verifier's side: owns the memory, writes the call's orders, reads the vaults' reports."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = os.memfd_create("mkbsim-control", os.MFD_CLOEXEC)
+        os.ftruncate(self.fd, SIZE)
+        self.buf = mmap.mmap(self.fd, SIZE)
+        self.nonce = 0
+
+    def take_fd(self) -> int:
+        """The descriptor to send to the worker once; closed here after sending (``release_fd``)."""
+        assert self.fd is not None
+        return self.fd
+
+    def release_fd(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def begin_call(self, *, suppress: bool, audit: bool) -> int:
+        """Arm the page for the next call and return its nonce."""
+        self.nonce += 1
+        put(self.buf, LAUNCHES, 0)
+        put(self.buf, RECORDS_FLAG, 0)
+        put(self.buf, SUPPRESS, int(suppress))
+        put(self.buf, AUDIT, int(audit))
+        put(self.buf, NONCE, self.nonce)
+        return self.nonce
+
+    def end_call(self) -> None:
+        """Nothing is suppressed between calls (the worker may run library code meanwhile)."""
+        put(self.buf, SUPPRESS, 0)
+        put(self.buf, AUDIT, 0)
+
+    def report(self) -> dict[str, Any]:
+        """What the vaults wrote about the last call."""
+        return {
+            "launches": get(self.buf, LAUNCHES),
+            "acked": get(self.buf, ACK) == self.nonce,
+            "ms": get(self.buf, CALL_MS),
+            "host_ms": get(self.buf, HOST_MS),
+            "pending_ms": get(self.buf, PENDING_MS),
+            "records": self._region(RECORDS) if get(self.buf, RECORDS_FLAG) == self.nonce else None,
+        }
+
+    def guard_records(self) -> tuple[list[str], list[str]]:
+        """(violations, inline CUDA sites) the guards recorded so far (whole lists, newest last)."""
+        found = self._region(VIOLATIONS)
+        if not isinstance(found, dict):
+            return [], []
+        return [str(v) for v in found.get("violations") or []], [str(v) for v in found.get("inline") or []]
+
+    def _region(self, region: tuple[int, int]) -> Any:
+        from mkbsim.verifier._channel import decode_untrusted
+
+        offset, capacity = region
+        (length,) = struct.unpack_from("<Q", self.buf, offset)
+        if length == 0 or length + 8 > capacity:
+            return None
+        return decode_untrusted(bytes(self.buf[offset + 8 : offset + 8 + length]))
+
+    def close(self) -> None:
+        self.release_fd()
+        self.buf.close()
+
+
+def map_control(fd: int) -> mmap.mmap:
+    """The worker's side: map the page and close the descriptor (no path leads to it afterwards)."""
+    buf = mmap.mmap(fd, SIZE)
+    os.close(fd)
+    return buf
+
+
+#: Pickles a vault's records: the C pickler itself (a Python wrapper's code could be replaced).
+dumps = functools.partial(_pickle.dumps, protocol=pickle.HIGHEST_PROTOCOL)

@@ -1,0 +1,151 @@
+"""The bypass test measured as coverage (DESIGN §5): how much of each output the DSL kernels produce.
+
+Two kinds of evidence, both about the *input-dependent* elements of an output (those whose anchor
+changes from one draw to another; for an in-place input, those the operator changes), since constants
+and padding say nothing about who computed them:
+
+* suppression: in one correctness draw, chosen at random after the first, the effect of every DSL
+  launch is undone (``_provenance``) and fresh allocations hold a sentinel (NaN, or the largest
+  integer). The share of an output's elements that are then wrong is the share that depends on the
+  kernels;
+* provenance: in the other correctness draws the worker's vault samples every tensor of an output's
+  size that no DSL launch wrote nor derived from (eager results and inputs, launch arguments before the
+  launch, returned outputs not written by a launch). Where such a tensor already matches an output's
+  anchor, those values existed without the DSL: a kernel that copies or merely gates an eager answer
+  does not produce them, however the submission behaves when its launches are suppressed. The same
+  vault also checks layouts it cannot line up: when a floating tensor that eager code made during the
+  call (not an input) and passed to a DSL launch holds at least 95% of a returned output's elements by
+  value, counted with their multiplicity (``COPY_SHARE``: padded, transposed, strided or gathered, the
+  values are the same), the output's positions whose values it holds existed without the DSL.
+
+An output's DSL share is the smaller of the two. The rule: at least one output at least half
+produced by the DSL (``OUTPUT_SHARE``), and the DSL's share of all outputs' input-dependent elements at
+least 1/64 (``TOTAL_SHARE``). Both hold for the study's partial plans (p49: the DSL computes the routing
+outputs, 5.9% of the elements, eager the router logits; p52: a DSL quantisation whose result the eager
+GEMM consumes, 100% dependent) and fail a kernel computing 1 of 64 rows or 1 of 32 layers of the only
+output. A raise with launches suppressed is no evidence of anything: it fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from mkbsim.verifier._compare import OutputRef, matches, wrong_mask
+
+OUTPUT_SHARE = 0.5
+TOTAL_SHARE = 1 / 64
+
+
+@dataclass
+class OutputCoverage:
+    label: str
+    informative: int  # input-dependent elements in the suppressed draw
+    suppressed_wrong: float | None = None  # share of them wrong with launches suppressed
+    eager_match: float = 0.0  # the largest share any DSL-free tensor matched, in any draw
+    eager_source: str | None = None
+
+    @property
+    def dsl_share(self) -> float:
+        wrong = self.suppressed_wrong if self.suppressed_wrong is not None else 0.0
+        return min(wrong, 1.0 - self.eager_match)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "output": self.label, "informative_elements": self.informative, "suppressed_wrong": self.suppressed_wrong,
+            "eager_match": self.eager_match, "eager_source": self.eager_source, "dsl_share": self.dsl_share,
+        }  # fmt: skip
+
+
+@dataclass
+class Verdict:
+    outputs: list[OutputCoverage] = field(default_factory=list)
+    total_share: float = 0.0
+    failure: str | None = None  # the feedback when the rule is broken
+
+
+def informative_mask(ref: OutputRef, other: OutputRef | None, before: Any | None) -> torch.Tensor:
+    """Input-dependent elements: changed by the operator (in-place: ``before`` is the input as given), or
+    different in another draw's anchor."""
+    anchor = torch.as_tensor(ref.anchor).reshape(-1)
+    if before is not None:
+        return (anchor != torch.as_tensor(before).reshape(-1).to(anchor.dtype)).cpu()
+    if other is None:
+        return torch.ones(anchor.numel(), dtype=torch.bool)
+    return (anchor != torch.as_tensor(other.anchor).reshape(-1).to(anchor.dtype)).cpu()
+
+
+def suppressed_shares(
+    outs: Sequence[Any], refs: Sequence[OutputRef], masks: Sequence[torch.Tensor]
+) -> list[OutputCoverage]:
+    found = []
+    for out, ref, mask in zip(outs, refs, masks, strict=True):
+        n = int(mask.sum())
+        cov = OutputCoverage(ref.label, n)
+        if n:
+            wrong = wrong_mask(out, ref).cpu()
+            cov.suppressed_wrong = float((wrong & mask).sum()) / n
+        found.append(cov)
+    return found
+
+
+def apply_provenance(
+    coverage: Sequence[OutputCoverage],
+    records: Sequence[Any],
+    refs: Sequence[OutputRef],
+    masks: Sequence[torch.Tensor],
+    positions: Sequence[torch.Tensor],
+    where: str,
+) -> None:
+    """Lower each output's DSL share by the best match of a DSL-free tensor of one draw."""
+    for record in records:
+        kind, source, i = record[0], record[1], record[2]
+        if kind == "result" and record[4]:
+            continue  # written by a DSL launch (or computed from such data) and not touched since
+        if not (0 <= i < len(refs)):
+            continue
+        informative = masks[i][positions[i]]
+        n = int(informative.sum())
+        if n == 0:
+            continue
+        if kind == "contains":  # an eager-made tensor holds the output's values: the positions it covers
+            hit = torch.tensor(record[3], dtype=torch.bool)
+        else:
+            hit = matches(record[3], refs[i], positions[i])
+        share = float((hit & informative).sum()) / n
+        if share > coverage[i].eager_match:
+            coverage[i].eager_match = share
+            coverage[i].eager_source = f"{source}, {where}"
+
+
+def judge(coverage: Sequence[OutputCoverage]) -> Verdict:
+    counted = [c for c in coverage if c.informative]
+    verdict = Verdict(list(coverage))
+    total = sum(c.informative for c in counted)
+    produced = [c for c in counted if c.dsl_share >= OUTPUT_SHARE]
+    verdict.total_share = sum(c.dsl_share * c.informative for c in produced) / total if total else 0.0
+    if produced and verdict.total_share >= TOTAL_SHARE:
+        return verdict
+    worst = max(counted, key=lambda c: c.dsl_share, default=None)
+    if worst is None:
+        verdict.failure = "no output has input-dependent elements to measure; the bypass test cannot pass."
+        return verdict
+    why = [_explain(c) for c in counted]
+    verdict.failure = (
+        "The DSL kernels do not produce the outputs: " + "; ".join(why) + ". A DSL kernel must produce at least "
+        f"{OUTPUT_SHARE:.0%} of one output and {TOTAL_SHARE:.1%} of all outputs' input-dependent elements; do the "
+        "operator's work in the DSL, not in eager code around it."
+    )
+    return verdict
+
+
+def _explain(c: OutputCoverage) -> str:
+    parts = []
+    if c.suppressed_wrong is not None:
+        parts.append(f"with every DSL launch's effect undone, {1 - c.suppressed_wrong:.1%} of it stayed correct")
+    if c.eager_match > 0:
+        parts.append(f"{c.eager_match:.1%} of it existed outside the DSL ({c.eager_source})")
+    return f"{c.label}: " + ", ".join(parts) if parts else f"{c.label}: no evidence"

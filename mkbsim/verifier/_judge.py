@@ -1,0 +1,168 @@
+"""The rules one answer is judged by (DESIGN §5), each returning the ``Failure`` it finds or None:
+the worker's fate, errors, the returned structure, input mutation and the values against the anchor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from mkbsim.verifier._arena import Arena
+from mkbsim.verifier._compare import Check
+from mkbsim.verifier._process import WorkerFailed
+
+_DSL_ERROR_MODULES = ("tvm", "tvm_ffi", "cutlass")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A broken rule: its code (``FAILURES``) and the feedback an agent acts on."""
+
+    code: str
+    feedback: str
+
+
+def fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def error_text(error: dict[str, Any]) -> str:
+    text = f"{error.get('type', 'Exception')}: {error.get('message', '')}".strip()
+    frames = error.get("frames") or []
+    if frames:
+        lineno, func, code = frames[-1]
+        text += f"\n  at line {lineno} in {func}: {code}"
+    return text
+
+
+def worker_failed(exc: WorkerFailed, where: str, details: dict[str, Any]) -> Failure:
+    if exc.kind == "timeout":
+        return Failure("timeout", f"No answer {where}: {exc} (the process was killed).")
+    if exc.kind == "memory":
+        return Failure("memory", f"Memory limit exceeded {where}: {exc} (the process was killed).")
+    if exc.kind == "crash":
+        details["crash_status"] = exc.status
+        return Failure("crash", f"The process died {where}: {exc}.")
+    return Failure("harness_tamper", f"The worker's answer {where} was not well-formed: {exc}.")
+
+
+def call_error(reply: dict[str, Any], where: str, first: bool) -> Failure:
+    error = reply.get("error") or {}
+    if error.get("memory"):
+        return Failure("memory", f"run() ran out of memory {where}: {error_text(error)}")
+    if first and str(error.get("type", "")).startswith(_DSL_ERROR_MODULES):
+        return Failure("compile_error", f"The DSL failed {where} (first call): {error_text(error)}")
+    return Failure("exception", f"run() raised {where}: {error_text(error)}")
+
+
+def tampering(reply: dict[str, Any], where: str) -> Failure | None:
+    timers = [str(t) for t in reply.get("timer_tampered") or []]
+    if timers:
+        return Failure("timing_tamper", f"Timing functions were replaced {where}: {', '.join(timers)}.")
+    hooks = [str(t) for t in reply.get("tampered") or []]
+    if hooks:
+        return Failure("harness_tamper", f"The verifier's hooks were replaced {where}: {', '.join(hooks)}.")
+    return None
+
+
+def structure(
+    reply: dict[str, Any],
+    where: str,
+    labels: Sequence[str],
+    out_specs: Sequence[Any],
+    device_type: str,
+    input_names: Sequence[str],
+) -> Failure | None:
+    """Container and tensor types, laziness, device, shape and dtype of every output; aliasing."""
+    if reply.get("modes") or reply.get("left_mode"):
+        return Failure(
+            "lazy_output",
+            f"A torch function or dispatch mode was active around run() {where}; enter and exit modes within run().",
+        )
+    facts = reply.get("structure") or {}
+    expected = "single" if len(out_specs) == 1 else "tuple"
+    items = facts.get("items") or []
+    if facts.get("container") != expected or len(items) != len(out_specs):
+        want = "one tensor" if expected == "single" else f"a tuple of {len(out_specs)} outputs"
+        return Failure(
+            "type_mismatch", f"run() returned {facts.get('container')} {where}; the reference returns {want}."
+        )
+    for label, fact, spec in zip(labels, items, out_specs, strict=False):
+        failure = _item(label, fact, spec, where, device_type)
+        if failure is not None:
+            return failure
+    if reply.get("alias"):
+        out_i, in_j = reply["alias"][0]
+        name = input_names[in_j] if in_j < len(input_names) else in_j
+        return Failure(
+            "output_alias", f"{labels[out_i]} {where} shares memory with input '{name}'; return a new tensor."
+        )
+    if not reply.get("copied"):
+        return Failure("harness_tamper", f"The worker did not deliver the outputs {where}.")
+    return None
+
+
+def _item(label: str, fact: dict[str, Any], spec: Any, where: str, device_type: str) -> Failure | None:
+    kind = fact.get("kind")
+    if spec is None:
+        if kind != "scalar":
+            return Failure("type_mismatch", f"{label} {where} is a {fact.get('type')}, expected a Python number.")
+        return None
+    if kind == "subclass":
+        return Failure(
+            "lazy_output", f"{label} {where} is a tensor subclass ({fact.get('type')}); return a plain torch.Tensor."
+        )
+    if kind != "tensor":
+        return Failure("type_mismatch", f"{label} {where} is a {fact.get('type')}, expected a torch.Tensor.")
+    if fact.get("lazy"):
+        return Failure("lazy_output", f"{label} {where} is {fact['lazy']}; return a materialized tensor.")
+    if fact.get("device") != device_type:
+        return Failure("device_mismatch", f"{label} {where} is on {fact.get('device')}, expected {device_type}.")
+    shape, dtype = spec
+    if tuple(fact.get("shape") or ()) != tuple(shape):
+        return Failure(
+            "shape_mismatch", f"{label} {where} has shape {tuple(fact.get('shape') or ())}, expected {tuple(shape)}."
+        )
+    want = str(dtype).removeprefix("torch.")
+    if fact.get("dtype") != want:
+        return Failure("dtype_mismatch", f"{label} {where} has dtype {fact.get('dtype')}, expected {want}.")
+    return None
+
+
+def mutation(
+    arena: Arena, private: Sequence[Any], where: str, names: Sequence[str], inplace: Sequence[int]
+) -> Failure | None:
+    for j, (shared, mine) in enumerate(zip(arena.args, private, strict=True)):
+        if j in inplace or not isinstance(mine, torch.Tensor):
+            continue
+        if not torch.equal(shared, mine):
+            allowed = ", ".join(f"'{names[i]}'" for i in inplace)
+            rule = f"only {allowed} may be updated in place" if allowed else "this operator updates no input in place"
+            return Failure("input_mutation", f"run() modified input '{names[j]}' {where}; {rule}.")
+    return None
+
+
+def values(checks: Sequence[Check], where: str, factor: float) -> Failure | None:
+    for c in checks:
+        if c.nan:
+            return Failure("nan", f"{c.label} {where} contains NaN (the anchor has none).")
+    for c in checks:
+        if c.ok:
+            continue
+        at = f" at index {c.worst_index}" if c.worst_index is not None else ""
+        if c.exact:
+            return Failure(
+                "wrong_output",
+                f"{c.label} {where} differs from the reference in {c.mismatches} elements "
+                f"(first{at}: got {c.got}, expected {c.expected}); integer outputs must match exactly.",
+            )
+        return Failure(
+            "wrong_output",
+            f"{c.label} {where}: max |out - anchor| = {fmt(c.max_error)} exceeds the allowance {fmt(c.allowance)}{at} "
+            f"(got {fmt(c.got or 0.0)}, expected {fmt(c.expected or 0.0)}; {c.mismatches} elements over; "
+            f"allowance = {fmt(factor)} x max(reference error {fmt(c.ref_error)}, "
+            f"eps(dtype) x max|anchor| {fmt(c.eps_term)})).",
+        )
+    return None

@@ -1,0 +1,372 @@
+"""The phases of a verification, one to one with DESIGN §5: static scan → worker → correctness →
+bypass/coverage → timing → cross-check → verdict. Each returns the ``Failure`` it finds, or None."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from mkbsim.verifier import _coverage
+from mkbsim.verifier._arena import Arena
+from mkbsim.verifier._compare import compare
+from mkbsim.verifier._judge import Failure, call_error, error_text, fmt, mutation, structure, values, worker_failed
+from mkbsim.verifier._process import WorkerFailed
+from mkbsim.verifier._provenance import SAMPLES
+from mkbsim.verifier._static import scan_source
+from mkbsim.verifier._trusted import calibration_check, idle_check, pending_check
+from mkbsim.verifier._trusted import cross_check as trusted_cross_check
+from mkbsim.verifier._verification import Draw, Verification, rng
+
+#: On cuda, device work still running this long after the timed stream finished is charged to the call.
+PENDING_CHARGE_MS = 0.1
+
+
+def static_scan(v: Verification) -> Failure | None:
+    scan = scan_source(v.source, v.dsl, str(v.path))
+    if scan.syntax_error:
+        return Failure("compile_error", f"The file does not parse: {scan.syntax_error}.")
+    v.inline += [f.text() for f in scan.of("inline_cuda")]
+    v.details["static"] = {k: [f.text() for f in scan.of(k)] for k in ("forbidden", "timing_tamper", "inline_cuda")}
+    if not v.enforce_static:
+        return None
+    for kind, code, intro in (("timing_tamper", "timing_tamper", "Timing functions must not be replaced"),
+                              ("forbidden", "forbidden_api", "Forbidden APIs found by the static scan")):  # fmt: skip
+        found = scan.of(kind)  # type: ignore[arg-type]
+        if found:
+            v.report.forbidden = [f.text() for f in found]
+            return Failure(code, f"{intro}:\n" + "\n".join(f"- {f.text()}" for f in found))
+    return None
+
+
+def start_worker(v: Verification) -> Failure | None:
+    t0 = time.perf_counter()
+    v.report.env.update(v.session.zygote().confinement())  # started once per session; its cost is its own phase
+    v.timed("zygote_start_s", t0)
+    t0 = time.perf_counter()
+    numels = v.shape.numels()
+    v.positions = [torch.tensor(sorted(rng.sample(range(n), min(n, SAMPLES))), dtype=torch.int64) for n in numels]
+    extra = {"sample_positions": [p.tolist() for p in v.positions], "output_numels": numels, "inplace": v.shape.inplace}
+    try:
+        v.worker, v.control, hello = v.session.start_worker("candidate", v.path, v.dsl, v.protocol, extra)
+    except WorkerFailed as exc:
+        return worker_failed(exc, "while importing the file", v.details)
+    v.timed("spawn_import_s", t0)
+    v.details["import_s"] = hello.get("import_s")
+    failure = v.absorb(hello, "while importing the file")
+    if failure is not None or hello.get("ok"):
+        return failure
+    error = hello.get("error") or {}
+    if error.get("memory"):
+        return Failure("memory", f"The import ran out of memory: {error_text(error)}")
+    tail = v.worker.output_tail() if v.worker else ""
+    more = f"\n  output:\n{tail}" if tail.strip() else ""
+    return Failure("compile_error", f"Importing the file failed: {error_text(error)}{more}")
+
+
+def correctness(v: Verification) -> Failure | None:
+    """5 float64-anchored draws, and one more with every DSL launch suppressed (judged by ``coverage``)."""
+    t0 = time.perf_counter()
+    p, s = v.protocol, v.shape
+    later = [i for i in range(2, p.correctness_draws + 1)] + [0] * p.suppressed_draws
+    rng.shuffle(later)
+    anchor_s = 0.0
+    for number in [1, *later]:  # the first call compiles: a suppressed launch there could break the build
+        inputs = s.draw()
+        arena = Arena(inputs, s.out_specs, v.session.device)
+        where = f"in correctness draw {number} of {p.correctness_draws}" if number else "with DSL launches suppressed"
+        failure = v.send(arena, suppress=number == 0, audit=True)
+        if failure is not None:
+            return failure
+        ta = time.perf_counter()
+        refs = s.refs(inputs)  # computed while the worker runs the call
+        anchor_s += time.perf_counter() - ta
+        answer = v.receive(where)
+        if isinstance(answer, Failure):
+            return answer
+        draw = Draw(number, inputs, refs, answer.reply, answer.page)
+        v.draws.append(draw)
+        if number != 0:
+            failure = _checked(v, draw, arena, where, first=number == 1)
+            if failure is not None:
+                return failure
+        elif answer.reply.get("ok") and _structure(v, answer.reply, where) is None:
+            draw.outputs = _delivered(v, arena, answer.reply)
+        if answer.reply.get("ok") and not answer.page["launches"]:
+            return Failure(
+                "not_dsl", f"run() launched no {v.dsl} kernel {where}; a submission must run its work in the DSL."
+            )
+    v.report.correct = True
+    v.phases["anchors_s"] = anchor_s
+    v.timed("correctness_s", t0)
+    return None
+
+
+def _structure(v: Verification, reply: dict[str, Any], where: str) -> Failure | None:
+    s = v.shape
+    return structure(reply, where, s.labels, s.out_specs, v.session.device.type, s.input_names)
+
+
+def _delivered(v: Verification, arena: Arena, reply: dict[str, Any]) -> list[Any]:
+    """The submission's outputs as delivered (slots, scalars), then the in-place inputs."""
+    items = (reply.get("structure") or {}).get("items") or []
+    views = iter(arena.out_views)
+    outs = [
+        next(views).clone() if spec is not None else fact.get("value")
+        for fact, spec in zip(items, v.shape.out_specs, strict=True)
+    ]
+    return outs + [arena.args[i].clone() for i in v.shape.inplace]
+
+
+def _checked(v: Verification, draw: Draw, arena: Arena, where: str, first: bool) -> Failure | None:
+    reply = draw.reply
+    if not reply.get("ok"):
+        return call_error(reply, where, first=first)
+    failure = _structure(v, reply, where)
+    failure = failure or _background(reply, where)
+    failure = failure or mutation(arena, draw.inputs, where, v.shape.input_names, v.shape.inplace)
+    if failure is not None:
+        return failure
+    draw.outputs = _delivered(v, arena, reply)
+    checks = [compare(out, ref) for out, ref in zip(draw.outputs, draw.refs, strict=True)]
+    v.details["draws"].append(
+        {
+            "draw": draw.number,
+            "launches": draw.page["launches"],
+            "ms": draw.page["ms"],
+            "outputs": [c.as_dict() for c in checks],
+        }
+    )
+    return values(checks, where, v.protocol.allowance_factor)
+
+
+def _background(reply: dict[str, Any], where: str) -> Failure | None:
+    found = reply.get("background") or []
+    if found:
+        return Failure(
+            "background_work",
+            f"Work was still running after run() returned {where} ({'; '.join(found)}); "
+            "finish all work before returning.",
+        )
+    return None
+
+
+def coverage(v: Verification) -> Failure | None:
+    """The bypass test as coverage (``_coverage``): suppression, then provenance."""
+    normal = [d for d in v.draws if not d.suppressed]
+    for sup in (d for d in v.draws if d.suppressed):
+        if sup.outputs is None:
+            what = (
+                error_text(sup.reply.get("error") or {})
+                if not sup.reply.get("ok")
+                else "outputs not of the declared form"
+            )
+            v.report.bypass_ok = False
+            return Failure(
+                "decorative_dsl",
+                f"With DSL launches suppressed, run() did not return its outputs ({what}). A call must return "
+                "whatever its kernels computed: a failure there says nothing about whether the DSL does the work.",
+            )
+        masks = _masks(v, sup, normal[0])
+        found = _coverage.suppressed_shares(sup.outputs, sup.refs, masks)
+        for k, d in enumerate(normal):
+            failure = _provenance(v, d, normal[(k + 1) % len(normal)], found)
+            if failure is not None:
+                return failure
+        verdict = _coverage.judge(found)
+        v.details.setdefault("bypass", []).append(
+            {
+                "launches": sup.page["launches"],
+                "outputs": [c.as_dict() for c in verdict.outputs],
+                "dsl_share": verdict.total_share,
+            }
+        )
+        if verdict.failure is not None:
+            v.report.bypass_ok = False
+            return Failure("decorative_dsl", verdict.failure)
+    v.report.bypass_ok = True
+    return None
+
+
+def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.OutputCoverage]) -> Failure | None:
+    records = d.page.get("records")
+    if not isinstance(records, list):
+        return Failure("harness_tamper", f"The worker's provenance records of correctness draw {d.number} are missing.")
+    faults = [str(record[1]) for record in records if record[0] == "fault"]
+    if faults:
+        return Failure(
+            "infra_error",
+            f"The verifier's provenance audit failed in correctness draw {d.number} ({faults[0]}): the draw cannot "
+            "be judged.",
+        )
+    assert d.outputs is not None
+    for record in records:  # the outputs the vault saw returned are the ones delivered to the verifier
+        if record[0] == "result" and 0 <= record[2] < len(d.outputs) and isinstance(d.outputs[record[2]], torch.Tensor):
+            delivered = d.outputs[record[2]].reshape(-1)[v.positions[record[2]]].to(torch.float64).cpu()
+            seen = torch.tensor(record[3], dtype=torch.float64)
+            if not bool(((delivered == seen) | (delivered.isnan() & seen.isnan())).all()):
+                return Failure(
+                    "harness_tamper",
+                    f"The outputs delivered in correctness draw {d.number} are not the ones run() returned.",
+                )
+    _coverage.apply_provenance(found, records, d.refs, _masks(v, d, other), v.positions, f"correctness draw {d.number}")
+    return None
+
+
+def _masks(v: Verification, d: Draw, other: Draw) -> list[torch.Tensor]:
+    """Each output's input-dependent elements in draw ``d`` (against ``other``; in-place: what changed)."""
+    s = v.shape
+    before = [None] * s.n_outputs + [d.inputs[j] for j in s.inplace]
+    return [_coverage.informative_mask(ref, oth, b) for ref, oth, b in zip(d.refs, other.refs, before, strict=True)]
+
+
+def timing(v: Verification) -> Failure | None:
+    """Warmup and timed calls on fresh inputs, null calls interleaved, 3 timed outputs re-checked."""
+    t0 = time.perf_counter()
+    p, s = v.protocol, v.shape
+    recheck = set(rng.sample(range(p.timed_calls), min(p.rechecked_timed_calls, p.timed_calls)))
+    plan = ["warmup"] * p.warmup_calls + sorted(
+        ["timed"] * p.timed_calls + ["null"] * p.null_calls, key=lambda _: rng.random()
+    )
+    arenas = v.session.arenas(s, p)
+    saved: list[tuple[int, list[Any], list[Any]]] = []
+    t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
+    t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
+    k = 0
+    inputs: list[Any] | None = None
+    for kind in plan:
+        where = f"in timed call {k + 1} of {p.timed_calls}" if kind == "timed" else f"in a {kind} call"
+        if kind != "null" or inputs is None:  # a null call (run() is not called) reuses the last draw
+            inputs = s.draw()
+        arena, reuse, keep = arenas.next(inputs)
+        answer = v.call(arena, where, null=kind == "null", keep=keep, reuse=reuse, flush=p.cache_flush)
+        if isinstance(answer, Failure):
+            return answer
+        page, reply = answer.page, answer.reply
+        if kind == "null":
+            t["null_ms"].append(page["ms"])
+            t["null_trusted"].append(answer.trusted)
+            t["null_pending"].append(page["pending_ms"])
+            continue
+        if not reply.get("ok"):
+            return call_error(reply, where, first=False)
+        failure = _structure(v, reply, where) or _background(reply, where)
+        if failure is None and not page["launches"]:
+            failure = Failure(
+                "not_dsl", f"run() launched no {v.dsl} kernel {where}; every call must run its work in the DSL."
+            )
+        if failure is not None:
+            return failure
+        if kind == "warmup":
+            t["warmup_ms"].append(page["ms"])
+            continue
+        # device work that ran past the call is charged to it: hiding work on a few calls then gains nothing
+        pending = page["pending_ms"]
+        t["timed_ms"].append(page["ms"] + (pending if pending > PENDING_CHARGE_MS else 0.0))
+        t["host_ms"].append(page["host_ms"])
+        t["pending_ms"].append(pending)
+        t["launches_per_call"].append(page["launches"])
+        t["trusted"].append(answer.trusted)
+        if k in recheck:
+            failure = mutation(arena, inputs, where, s.input_names, s.inplace)
+            if failure is not None:
+                return failure
+            saved.append((k, inputs, _delivered(v, arena, reply)))
+        k += 1
+    t["unique"] = arenas.unique if p.unique_input_buffers else None
+    arenas.release()
+    v.timed("timing_s", t0)
+    return _rechecked(v, saved)
+
+
+def _rechecked(v: Verification, saved: list[tuple[int, list[Any], list[Any]]]) -> Failure | None:
+    ta = time.perf_counter()
+    rechecked = v.details["timing_rechecks"] = []
+    for k, inputs, outs in saved:
+        checks = [compare(out, ref) for out, ref in zip(outs, v.shape.refs(inputs), strict=True)]
+        rechecked.append({"call": k + 1, "outputs": [c.as_dict() for c in checks]})
+        failure = values(checks, f"in timed call {k + 1} (re-checked)", v.protocol.allowance_factor)
+        if failure is not None:
+            return failure
+    v.phases["anchors_s"] = v.phases.get("anchors_s", 0.0) + time.perf_counter() - ta
+    return None
+
+
+def cross_check(v: Verification) -> Failure | None:
+    """The reported times against the verifier's own measures, and against the speed of light."""
+    t = v.timing
+    device_type = v.session.device.type
+    runtime = statistics.median(t["timed_ms"])
+    # work off the timed stream or between calls first: it also leaves the trusted clock unexplained
+    busy = (pending_check(t["pending_ms"], t["null_pending"]) if device_type == "cuda" else None) or idle_check(
+        t["trusted"], runtime
+    )
+    if busy:
+        return Failure("background_work", f"Work ran outside the timed calls: {busy}; finish all work inside run().")
+    check = trusted_cross_check(t["timed_ms"], t["trusted"], t["null_ms"], t["null_trusted"], device_type)
+    v.details["clock_check"] = check
+    if check["tampered"]:
+        return Failure(
+            "timing_tamper", f"The reported call times disagree with the verifier's clock: {check['tampered']}."
+        )
+    t0 = time.perf_counter()
+    sol = v.session.speed_of_light(v.problem, v.shape.axes)  # the device's peaks: measured once per session
+    v.timed("sol_s", t0)
+    sol["fraction"] = sol["sol_ms"] / runtime if runtime > 0 else math.inf
+    v.details["sol"] = sol
+    if runtime < sol["sol_ms"]:
+        return Failure(
+            "timing_tamper",
+            f"The reported median {fmt(runtime)} ms is below this problem's speed of light on {sol['device_profile']} "
+            f"({fmt(sol['sol_ms'])} ms: {sol['bytes']} bytes at peak bandwidth, or its FLOPs at peak rate): no kernel "
+            "runs that fast, so the time was not measured from the work.",
+        )
+    return None
+
+
+def verdict(v: Verification) -> Failure | None:
+    v.close_worker()  # no candidate worker lives while a reference worker imports its copy of the problems
+    t0 = time.perf_counter()
+    eager, cached = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol)
+    if not cached:
+        v.timed("eager_s", t0)
+    t = v.timing
+    slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.timed_ms, eager.round_trip_ms)
+    if slowed:
+        return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
+    runtime = statistics.median(t["timed_ms"])
+    v.details["timing"] = {
+        **{k: t[k] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")},
+        "median_ms": runtime,
+        "round_trip_ms": [c.round_trip_ms for c in t["trusted"]],
+        "worker_cpu_ms": [c.cpu_ms for c in t["trusted"]],
+        "idle_cpu_ms": [c.idle_cpu_ms for c in t["trusted"]],
+        "unique_input_buffers": t.get("unique"),
+    }
+    v.details["eager"] = eager.as_dict(cached)
+    v.report.runtime_ms, v.report.eager_ms = runtime, eager.median_ms
+    cap = v.protocol.speedup_cap
+    v.report.speedup = min(eager.median_ms / runtime, cap) if runtime > 0 else cap
+    launches = t["launches_per_call"]
+    share = v.details["bypass"][0]["dsl_share"]
+    v.report.feedback = (
+        f"Correct on {v.protocol.correctness_draws} float64-anchored draws and "
+        f"{len(v.details.get('timing_rechecks', []))} re-checked timed calls; bypass test passed "
+        f"({min(launches)}-{max(launches)} DSL launches per call, {share:.0%} of the outputs produced by the DSL). "
+        f"Median {fmt(runtime)} ms vs eager {fmt(eager.median_ms)} ms."
+    )
+    return None
+
+
+PHASES = (
+    ("static_scan", static_scan),
+    ("worker", start_worker),
+    ("correctness", correctness),
+    ("coverage", coverage),
+    ("timing", timing),
+    ("cross_check", cross_check),
+    ("verdict", verdict),
+)

@@ -1,0 +1,176 @@
+"""The verifier's own measures of a worker (DESIGN §5 "time the submission cannot touch").
+
+The worker's timer writes each call's time to the control page; these measures bound it from outside:
+
+* the wall-clock round trip of every call, on the verifier's clock;
+* the CPU time of the worker's whole process (every thread, from the kernel's per-process CPU clock):
+  during each call, and between calls (when the worker should be idle in ``recv``). Unlike a wall clock
+  it does not grow while the worker waits for a busy machine;
+* null calls, interleaved with the timed calls in the same worker: the harness times its own trivial
+  function instead of run(), so the worker's overhead around a call is measured in the very process,
+  under the very load, that the submission's calls ran in.
+
+The reported median must be supported by the trusted measure within a relative tolerance (``TOLERANCE``)
+above the null calls' own spread; otherwise the verdict is ``timing_tamper``. Work moved outside the
+timed region (into the harness's post-processing, a finalizer, a thread) shows as trusted time the
+reported one does not account for, or as CPU time between calls (``background_work``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The reported median may be below the trusted estimate by this share of itself...
+TOLERANCE = 0.25
+#: ...plus this many standard errors of the estimate (the difference of two medians, each from its
+#: calls' own spread in this worker: 1.85 MAD / sqrt(n) is a median's standard error for normal noise),
+#: plus a floor for the clocks' granularity.
+NOISE_SIGMAS = 4.0
+FLOOR_MS = 0.01
+#: Between calls the worker sleeps in recv; more CPU than this per gap (median) is background work...
+IDLE_FLOOR_MS = 0.05
+#: ...and so is device work still running after the timed stream finished, by more than the null
+#: calls' median plus this many of their deviations (or the floor).
+PENDING_MADS = 4.0
+PENDING_FLOOR_MS = 0.002
+#: The null calls' overhead (round trip minus reported time) may exceed the overhead of the eager
+#: reference's calls, timed by the same harness in a worker that runs no submission, by this factor plus
+#: the floor; more means the submission slowed the null calls to widen the trusted check's allowance.
+CALIBRATION_FACTOR = 4.0
+CALIBRATION_FLOOR_MS = 0.25
+
+
+class ProcessClock:
+    """CPU time of a whole process (every thread, those that already ended included), read from the
+    kernel's per-process CPU clock (``clock_gettime`` on the clock id Linux derives from a pid), with
+    nanosecond resolution; None once the process is gone."""
+
+    def __init__(self, pid: int) -> None:
+        self.clock_id = (~pid << 3) | 2  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+
+    def cpu_ns(self) -> int | None:
+        try:
+            return time.clock_gettime_ns(self.clock_id)
+        except OSError:
+            return None
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """The verifier's measures of one call."""
+
+    round_trip_ms: float
+    cpu_ms: float | None  # all threads, from the send to the answer
+    idle_cpu_ms: float | None  # all threads, from the previous answer to this send
+
+
+def _mad(xs: Sequence[float]) -> float:
+    mid = statistics.median(xs)
+    return float(statistics.median(abs(x - mid) for x in xs))
+
+
+def _method(calls: Sequence[Trusted], nulls: Sequence[Trusted], device_type: str) -> str:
+    cpu = device_type == "cpu" and all(t.cpu_ms is not None for t in (*calls, *nulls))
+    return "cpu" if cpu else "wall"
+
+
+def _measure(t: Trusted, method: str) -> float:
+    return float(t.cpu_ms) if method == "cpu" and t.cpu_ms is not None else t.round_trip_ms
+
+
+def cross_check(
+    reported: Sequence[float],
+    calls: Sequence[Trusted],
+    null_reported: Sequence[float],
+    nulls: Sequence[Trusted],
+    device_type: str,
+) -> dict[str, Any]:
+    """Whether the reported call times are supported by the verifier's measures (``tampered`` names why
+    not), with the figures."""
+    out: dict[str, Any] = {"tampered": None}
+    impossible = sum(1 for t, r in zip(calls, reported, strict=True) if r < 0 or r > t.round_trip_ms)
+    if impossible:
+        out["tampered"] = f"{impossible} reported call times exceed the verifier's round trip around them"
+        return out
+    if not nulls:
+        return out
+    method = _method(calls, nulls, device_type)
+    null_over = [_measure(t, method) - r for t, r in zip(nulls, null_reported, strict=True)]
+    harness = float(statistics.median(null_over))
+    excess = [_measure(t, method) - r - harness for t, r in zip(calls, reported, strict=True)]
+    noise = 1.85 * math.sqrt(_mad(null_over) ** 2 / len(null_over) + _mad(excess) ** 2 / len(excess))
+    median_reported = float(statistics.median(reported))
+    limit = TOLERANCE * median_reported + NOISE_SIGMAS * noise + FLOOR_MS
+    out.update(
+        method=method,
+        harness_ms=harness,
+        harness_mad_ms=_mad(null_over),
+        standard_error_ms=noise,
+        excess_median_ms=float(statistics.median(excess)),
+        excess_limit_ms=limit,
+        trusted_estimate_ms=median_reported + float(statistics.median(excess)),
+    )
+    if out["trusted_estimate_ms"] < 0:  # the null calls cost more than the submission's: they were slowed
+        out["tampered"] = (
+            f"with the null calls' harness overhead ({harness:.4g} ms) taken off, the verifier's {method} clock "
+            f"leaves {out['trusted_estimate_ms']:.4g} ms for the median call: something slowed the null calls"
+        )
+    elif out["excess_median_ms"] > limit:
+        out["tampered"] = (
+            f"the verifier's {method} clock puts the median call at {out['trusted_estimate_ms']:.4g} ms, the "
+            f"worker reported {median_reported:.4g} ms (tolerance {TOLERANCE:.0%} plus this worker's own noise, "
+            f"{limit:.4g} ms in all)"
+        )
+    return out
+
+
+def idle_check(calls: Sequence[Trusted], median_reported: float) -> str | None:
+    """CPU time the worker spent between calls, when it should have been idle: background work."""
+    idle = [t.idle_cpu_ms for t in calls if t.idle_cpu_ms is not None]
+    if not idle:
+        return None
+    typical = float(statistics.median(idle))
+    limit = max(IDLE_FLOOR_MS, 0.5 * median_reported)
+    if typical > limit:
+        return f"the process used {typical:.3f} ms of CPU between calls (median; idle workers use under {limit:.3f} ms)"
+    return None
+
+
+def pending_check(pending: Sequence[float], null_pending: Sequence[float]) -> str | None:
+    """Device work still running after the timed stream finished, beyond what the null calls show."""
+    if not pending or not null_pending:
+        return None
+    base = float(statistics.median(null_pending))
+    limit = base + max(PENDING_MADS * _mad(null_pending), PENDING_FLOOR_MS)
+    typical = float(statistics.median(pending))
+    if typical > limit:
+        return (
+            f"device work ran on after the timed stream finished: {typical * 1e3:.1f} us per call (median), "
+            f"against {base * 1e3:.1f} us for the harness's own calls"
+        )
+    return None
+
+
+def calibration_check(
+    null_reported: Sequence[float], nulls: Sequence[Trusted], eager_reported: Sequence[float],
+    eager_trips: Sequence[float],
+) -> str | None:  # fmt: skip
+    """The null calls' harness overhead against the same harness's overhead around the eager reference's
+    calls (a worker the submission never ran in): the calibration the submission cannot influence."""
+    if not nulls or not eager_trips:
+        return None
+    null_over = float(statistics.median(t.round_trip_ms - r for t, r in zip(nulls, null_reported, strict=True)))
+    eager_over = float(statistics.median(t - r for t, r in zip(eager_trips, eager_reported, strict=True)))
+    limit = CALIBRATION_FACTOR * max(eager_over, 0.0) + CALIBRATION_FLOOR_MS
+    if null_over > limit:
+        return (
+            f"the null calls' harness overhead ({null_over:.4g} ms a call) is far above the same harness's overhead "
+            f"around the eager reference's calls ({eager_over:.4g} ms; at most {limit:.4g} ms allowed): something "
+            "slowed the null calls"
+        )
+    return None

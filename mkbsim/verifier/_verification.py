@@ -1,0 +1,223 @@
+"""One verification (DESIGN §5): its state, and the exchange of one call with the worker.
+
+The phases themselves (``_phases``) read and extend this state and return a ``Failure`` or None; the
+first failure ends the verification. Everything secret stays in this process: the seeds (fresh from
+``random.SystemRandom`` for every draw, never stored), the reference, the anchors, which draw is
+suppressed and which timed calls are re-checked.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from mkbsim.catalog import Problem
+from mkbsim.verifier._arena import Arena
+from mkbsim.verifier._compare import OutputRef, anchor_outputs, build_refs
+from mkbsim.verifier._control import ControlPage
+from mkbsim.verifier._judge import Failure, tampering, worker_failed
+from mkbsim.verifier._process import WorkerFailed, WorkerHandle
+from mkbsim.verifier._protocol import Protocol
+from mkbsim.verifier._result import VerifierReport
+from mkbsim.verifier._trusted import Trusted
+
+if TYPE_CHECKING:
+    from mkbsim.verifier._session import VerifierSession
+
+rng = random.SystemRandom()
+
+
+class Shape:
+    """A problem at one workload: the call signature the verifier and the worker agree on."""
+
+    def __init__(self, problem: Problem, workload: str, device: torch.device, factor: float) -> None:
+        self.problem = problem
+        self.workload = workload
+        self.axes = problem.smoke if workload == "smoke" else problem.workload
+        self.device = device
+        self.factor = factor
+        self.input_names = list(problem.inputs)
+        self.inplace = [self.input_names.index(n) for n in problem.inplace]
+        self.out_specs: list[tuple[tuple[int, ...], torch.dtype] | None] = []
+        for spec in problem.outputs.values():
+            shape = problem.shape_of(spec, self.axes)
+            self.out_specs.append(None if shape is None else (shape, getattr(torch, spec[1])))
+        self.labels = [f"output '{n}'" for n in problem.outputs] + [f"in-place input '{n}'" for n in problem.inplace]
+        self.out_dtypes: list[torch.dtype | None] = [s[1] if s else None for s in self.out_specs]
+        self.out_dtypes += [getattr(torch, problem.inputs[n][1]) for n in problem.inplace]
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self.out_specs)
+
+    def draw(self) -> list[Any]:
+        """Fresh inputs from a fresh 63-bit seed; the seed is forgotten at once."""
+        return list(self.problem.make_inputs(self.axes, seed=rng.getrandbits(63), device=str(self.device)))
+
+    def numels(self) -> list[int]:
+        """Elements of every output (scalars count one), then of every in-place input."""
+        outs = [1 if s is None else int(torch.Size(s[0]).numel()) for s in self.out_specs]
+        inputs = self.problem.inputs
+        for j in self.inplace:
+            shape = self.problem.shape_of(inputs[self.input_names[j]], self.axes)
+            outs.append(int(torch.Size(shape or ()).numel()))
+        return outs
+
+    def refs(self, inputs: Sequence[Any]) -> list[OutputRef]:
+        reference = self.problem.reference
+        native = anchor_outputs(reference, inputs, self.n_outputs, self.inplace, promote=False)
+        anchor = anchor_outputs(reference, inputs, self.n_outputs, self.inplace, promote=True)
+        for spec, out, label in zip(self.out_specs, native, self.labels, strict=False):
+            if spec is not None and (
+                not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(spec[0]) or out.dtype != spec[1]
+            ):
+                raise RuntimeError(f"{self.problem.id}: the reference's {label} does not match OUTPUTS {spec}")
+        return build_refs(self.labels, native, anchor, self.out_dtypes, self.factor)
+
+
+@dataclass
+class Draw:
+    """One correctness draw: its inputs (private copies), anchors and what the submission returned."""
+
+    number: int  # 1.. for the checked draws, 0 for the suppressed one
+    inputs: list[Any]
+    refs: list[OutputRef]
+    reply: dict[str, Any]
+    page: dict[str, Any]
+    outputs: list[Any] | None = None  # outputs, then in-place inputs, as delivered
+
+    @property
+    def suppressed(self) -> bool:
+        return self.number == 0
+
+
+@dataclass
+class Call:
+    """One answer: the worker's reply, what its vaults wrote to the control page, the verifier's measures."""
+
+    reply: dict[str, Any]
+    page: dict[str, Any]
+    trusted: Trusted
+
+
+@dataclass
+class Verification:
+    session: VerifierSession
+    path: Path
+    source: str
+    problem: Problem
+    dsl: str
+    protocol: Protocol
+    shape: Shape
+    report: VerifierReport
+    enforce_static: bool = True
+    phases: dict[str, float] = field(default_factory=dict)
+    inline: list[str] = field(default_factory=list)
+    worker: WorkerHandle | None = None
+    control: ControlPage | None = None
+    positions: list[torch.Tensor] = field(default_factory=list)
+    draws: list[Draw] = field(default_factory=list)
+    timing: dict[str, Any] = field(default_factory=dict)
+    _violations_seen: int = 0
+
+    @property
+    def details(self) -> dict[str, Any]:
+        return self.report.details
+
+    def timed(self, name: str, t0: float) -> None:
+        self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
+
+    # --- one call ---------------------------------------------------------------------------------------
+    def send(self, arena: Arena, *, suppress: bool = False, audit: bool = False, null: bool = False,
+             keep: bool = False, reuse: bool = False, flush: bool = False) -> Failure | None:  # fmt: skip
+        """Arm the control page and send a call; the answer comes with ``receive``."""
+        assert self.worker is not None and self.control is not None
+        if arena.device.type == "cuda":
+            torch.cuda.synchronize(arena.device)
+        self.control.begin_call(suppress=suppress, audit=audit)
+        desc, fds = arena.descriptor(reuse=reuse)
+        msg = {"op": "call", "arena": desc, "audit": audit, "null": null, "flush": flush, "keep": keep}
+        try:
+            self.worker.send(msg, fds)
+        except WorkerFailed as exc:
+            return worker_failed(exc, "while sending a call", self.details)
+        finally:
+            arena.release_fd()
+        return None
+
+    def receive(self, where: str) -> Call | Failure:
+        assert self.worker is not None and self.control is not None
+        try:
+            exchange = self.worker.answer(self.session.limits.call_timeout_s)
+        except WorkerFailed as exc:
+            self.details["worker_output_tail"] = self.worker.output_tail()
+            return worker_failed(exc, where, self.details)
+        page = self.control.report()
+        self.control.end_call()
+        reply = exchange.reply
+        failure = self.absorb(reply, where) or tampering(reply, where)
+        if failure is None and reply.get("ran") is False and reply.get("modes"):
+            failure = Failure("lazy_output", f"A torch function or dispatch mode was active before run() {where} "
+                              "(entered between calls); enter and exit modes within run().")  # fmt: skip
+        if failure is None and not page["acked"]:
+            failure = Failure("harness_tamper", f"The worker's timer did not time the call {where}.")
+        return failure or Call(exchange.reply, page, exchange.trusted)
+
+    def call(self, arena: Arena, where: str, **flags: bool) -> Call | Failure:
+        return self.send(arena, **flags) or self.receive(where)
+
+    def absorb(self, reply: dict[str, Any], where: str) -> Failure | None:
+        """Violations the guards recorded (in the control page, not the reply) since the last answer."""
+        assert self.control is not None
+        violations, inline = self.control.guard_records()
+        self.inline += [s for s in inline if s not in self.inline]
+        new = violations[self._violations_seen :]
+        self._violations_seen = len(violations)
+        if new:
+            self.report.forbidden += new
+            return Failure("forbidden_api", f"Forbidden APIs used {where}:\n" + "\n".join(f"- {v}" for v in new))
+        return None
+
+    # --- the driver --------------------------------------------------------------------------------------------
+    def run(self, phases: Sequence[tuple[str, Any]]) -> VerifierReport:
+        t0 = time.perf_counter()
+        self.details["started_at"] = time.time()  # when, on the host's clock (spans ``overhead.total_s``)
+        try:
+            self.report.env = self.session.env()
+            for name, phase in phases:
+                failure = phase(self)
+                self.details.setdefault("phases_run", []).append(name)
+                if failure is not None:
+                    self.report.failure, self.report.feedback = failure.code, failure.feedback
+                    break
+        except Exception as exc:  # the verifier's own failure: never blamed on the submission
+            self.report.failure = "infra_error"
+            self.report.feedback = (
+                f"The verifier failed ({type(exc).__name__}: {exc}); this is not your submission's fault."
+            )
+            self.details["infra_traceback"] = traceback.format_exc()
+        finally:
+            self.close_worker()
+            self.report.inline_cuda = self.report.inline_cuda or bool(self.inline)
+            self.details["inline_cuda_sites"] = sorted(set(self.inline))
+            self.phases["total_s"] = time.perf_counter() - t0
+            self.details["overhead"] = self.phases
+        self.report.passed = self.report.failure is None
+        if not self.report.passed:
+            self.report.runtime_ms = self.report.speedup = None
+        return self.report
+
+    def close_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+        if self.control is not None:
+            self.control.close()
+            self.control = None

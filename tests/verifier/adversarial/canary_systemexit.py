@@ -1,0 +1,30 @@
+"""Raises SystemExit when its canary shows the launches were suppressed: a BaseException must not count
+as the DSL being needed either."""
+
+# expect: decorative_dsl
+# problem: p36
+import torch
+import tvm
+from tvm.script import tirx as T
+
+
+@T.prim_func
+def set_flag(flag_ptr: T.handle):
+    flag = T.match_buffer(flag_ptr, (1,), "float32")
+    flag[0] = T.float32(1)
+
+
+_flag = tvm.compile(set_flag, target="llvm")
+
+
+def _eager(x, w):
+    inv = torch.rsqrt(x.float().pow(2).mean(dim=-1, keepdim=True) + 1e-6)
+    return (x.float() * inv * w.float()).to(x.dtype)
+
+
+def run(hidden_states, weight):
+    flag = torch.empty(1, dtype=torch.float32)
+    _flag(flag)
+    if flag.item() != 1.0:
+        raise SystemExit(0)
+    return _eager(hidden_states, weight)

@@ -1,0 +1,97 @@
+"""The coverage rule of the bypass test (``_coverage``) and the speed-of-light bound, on their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from mkbsim.verifier import VerifierSession
+from mkbsim.verifier._compare import build_refs
+from mkbsim.verifier._control import ControlPage
+from mkbsim.verifier._coverage import OUTPUT_SHARE, TOTAL_SHARE, OutputCoverage, informative_mask, judge
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
+
+
+def _cov(label: str, n: int, wrong: float, eager: float = 0.0) -> OutputCoverage:
+    return OutputCoverage(label, n, suppressed_wrong=wrong, eager_match=eager, eager_source="x" if eager else None)
+
+
+def test_the_study_s_partial_plans_pass() -> None:
+    # p49 at its production shape: the DSL computes the top-k weights and ids (8 per token), eager the 256 logits
+    tokens = 16384
+    p49 = judge(
+        [_cov("weights", 8 * tokens, 1.0), _cov("ids", 8 * tokens, 1.0), _cov("logits", 256 * tokens, 0.0, 1.0)]
+    )
+    assert p49.failure is None and p49.total_share > TOTAL_SHARE
+    # p52: the DSL quantises, the eager GEMM consumes it: every output element depends on the kernel
+    assert judge([_cov("out", 4096, 1.0)]).failure is None
+
+
+def test_a_sliver_of_the_work_in_the_dsl_fails() -> None:
+    one_row = judge([_cov("out", 64 * 128, 1 / 64)])
+    assert one_row.failure and "stayed correct" in one_row.failure
+    one_layer = judge([_cov("out", 32 * 4096, 1 / 32)])
+    assert one_layer.failure
+    # the small output of a two-output problem wholly in the DSL, the large one eager
+    lse = judge([_cov("output", 128 * 1000, 0.0, 1.0), _cov("lse", 1000, 1.0)])
+    assert lse.failure and TOTAL_SHARE > 1000 / 129000
+
+
+def test_an_answer_that_existed_outside_the_dsl_is_not_the_dsl_s() -> None:
+    # wrong everywhere with launches suppressed (a canary), yet its values were an eager tensor's
+    canary = judge([_cov("out", 8192, 1.0, eager=0.97)])
+    assert canary.failure and "existed outside the DSL" in canary.failure
+    assert canary.outputs[0].dsl_share < OUTPUT_SHARE
+
+
+def test_only_input_dependent_elements_count() -> None:
+    a = torch.tensor([0.0, 1.0, 2.0, 0.0])
+    b = torch.tensor([0.0, 3.0, 5.0, 0.0])  # another draw: the zeros are padding
+    ref_a, ref_b = build_refs(["o", "o"], [a, b], [a.double(), b.double()], [torch.float32] * 2, 3.0)
+    assert informative_mask(ref_a, ref_b, None).tolist() == [False, True, True, False]
+    # in place: the elements the operator changed
+    cache_before = torch.tensor([1.0, 1.0, 1.0, 1.0])
+    assert informative_mask(ref_a, None, cache_before).tolist() == [True, False, True, True]
+
+
+def test_a_median_below_the_speed_of_light_is_timing_tamper(cpu_session: VerifierSession) -> None:
+    saved = cpu_session._profile
+    # a device so slow that the honest kernel's measured median beats its speed of light
+    slow = {"bandwidth_bytes_per_s": 1.0, "peak_flops_per_s": {k: 1.0 for k in ("fp32", "bf16", "fp8", "fp4", "int")}}
+    cpu_session._profile = ("a slow device", slow)
+    try:
+        report = cpu_session.verify(EXAMPLE, "p36", "tirx")
+    finally:
+        cpu_session._profile = saved
+    assert report.failure == "timing_tamper" and "speed of light" in report.feedback
+    assert report.speedup is None and report.runtime_ms is None
+    honest = cpu_session.verify(EXAMPLE, "p36", "tirx")
+    assert honest.passed and 0 < honest.details["sol"]["fraction"] <= 1, (honest.failure, honest.feedback)
+
+
+def test_times_forged_in_the_control_page_fail_the_trusted_clock(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a kernel that really takes 2 ms of CPU time per call, far above this machine's noise
+    slow = tmp_path / "slow.py"
+    spin = "\n\nimport time\n_kernel_run = run\n\n\ndef run(*inputs):\n    t = time.thread_time()\n"
+    slow.write_text(EXAMPLE.read_text() + spin + "    while time.thread_time() - t < 0.002:\n        pass\n"
+                    "    return _kernel_run(*inputs)\n")  # fmt: skip
+    assert cpu_session.verify(slow, "p36", "tirx").passed  # reported as measured: no false alarm
+    # what a worker could do with native code writing its own memory: report a twentieth of every call
+    honest_report = ControlPage.report
+
+    def forged(page: ControlPage) -> dict[str, Any]:
+        report = honest_report(page)
+        report["ms"] = report["ms"] / 20
+        report["host_ms"] = report["host_ms"] / 20
+        return report
+
+    monkeypatch.setattr(ControlPage, "report", forged)
+    report = cpu_session.verify(slow, "p36", "tirx")
+    assert report.failure == "timing_tamper", report.feedback
+    assert "verifier's cpu clock" in report.feedback

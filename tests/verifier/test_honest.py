@@ -1,0 +1,22 @@
+"""Honest submissions pass: partial plans whose DSL kernel produces an intermediate the eager code
+consumes, and code written with the standard library's usual tools (dataclasses, namedtuple, enum,
+functools, closures, warnings, logging), which run exec and frame introspection internally."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mkbsim.verifier import VerifierSession
+
+HONEST = Path(__file__).with_name("honest")
+CASES = sorted(HONEST.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_honest_submission_passes(cpu_session: VerifierSession, path: Path) -> None:
+    report = cpu_session.verify(path, "p36", "tirx")
+    assert report.passed, report.feedback
+    assert report.bypass_ok and not report.forbidden
+    assert report.details["bypass"][0]["dsl_share"] >= 0.5

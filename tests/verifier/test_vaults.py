@@ -1,0 +1,132 @@
+"""The vaults hold the harness's state out of the submission's reach by construction (DESIGN §5)."""
+
+from __future__ import annotations
+
+import dis
+import mmap
+import time
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+
+from mkbsim.verifier import _control, _dsl, _guards, _provenance, _timing, _vault
+from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
+from mkbsim.verifier._timing import timed_call, timer_layout, timer_lib, timer_vault
+from mkbsim.verifier._vault import Registry
+
+# Every function that runs as a vault or is installed as a hook.
+PROTECTED = [
+    _guards._guard_vault, _guards._audit_hook, _guards._ask, _guards._guarded_import, _guards._guarded_import_module,
+    _guards._denied, _guards._start_thread, _provenance.provenance_vault, _provenance.gate, _provenance.dispatch,
+    _provenance.report_result, _timing.timer_vault, _timing.timed_call, _dsl._counted_get_function,
+    _dsl._wrap_counted, _dsl._record_dlpack, _dsl._recording, _vault._send,
+]  # fmt: skip
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+@pytest.mark.parametrize("fn", PROTECTED, ids=[f.__qualname__ for f in PROTECTED])
+def test_vaults_and_hooks_look_up_no_global_and_no_builtin(fn: Any) -> None:
+    # whatever a submission patches in a module or in builtins, a vault or hook calls only what it was given
+    loads = {(i.opname, i.argval) for c in _codes(fn.__code__) for i in dis.get_instructions(c)
+             if i.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL")}  # fmt: skip
+    assert not loads, loads
+    assert fn.__closure__ is None  # nothing is held in a closure cell, the red team's way in
+
+
+@pytest.fixture
+def page() -> Iterator[mmap.mmap]:
+    control = _control.ControlPage()
+    yield control.buf
+    control.close()
+
+
+def _arm(page: mmap.mmap, nonce: int, *, suppress: bool = False, audit: bool = False) -> None:
+    _control.put(page, _control.LAUNCHES, 0)
+    _control.put(page, _control.SUPPRESS, int(suppress))
+    _control.put(page, _control.AUDIT, int(audit))
+    _control.put(page, _control.NONCE, nonce)
+
+
+def test_a_forged_timer_request_can_only_make_a_call_longer(page: mmap.mmap) -> None:
+    registry = Registry()
+    timer = registry.open(timer_vault, page, timer_lib("cpu", "stream"), timer_layout())
+    call = registry.protect(timed_call, _timer=timer, _clock=time.perf_counter)
+
+    def run() -> None:
+        time.sleep(0.02)
+        timer(1)  # a second START: ignored, the clock started before run()
+        now = time.perf_counter()
+        timer((2, now, now))  # a forged STOP of an empty interval: the harness's own comes after run() returns
+        time.sleep(0.02)
+
+    _arm(page, 7)
+    call(run, ())
+    assert _control.get(page, _control.ACK) == 7
+    assert _control.get(page, _control.CALL_MS) >= 40.0
+    # a STOP sent after the call (by a thread, say) claiming a shorter call changes nothing either
+    late = time.perf_counter()
+    timer((2, late - 1e-6, late))
+    assert _control.get(page, _control.CALL_MS) >= 40.0
+
+
+def test_a_suppressed_launch_runs_but_leaves_nothing_behind(page: mmap.mmap) -> None:
+    registry = Registry()
+    send = registry.open(provenance_vault, page, provenance_lib(torch.device("cpu")), page_layout(), [], [], {})
+
+    def kernel(out: torch.Tensor, flag: torch.Tensor) -> int:
+        out.fill_(7.0)
+        flag[0] = 1
+        return 3
+
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    out, flag = torch.zeros(4), torch.zeros(1, dtype=torch.int32)
+    _arm(page, 1, suppress=True, audit=True)
+    assert launch(out, flag) == 3  # the kernel ran and returned as it would
+    assert torch.equal(out, torch.zeros(4)) and int(flag[0]) == 0  # its writes were undone
+    assert _control.get(page, _control.LAUNCHES) == 1
+    _arm(page, 2, audit=True)
+    launch(out, flag)
+    assert torch.equal(out, torch.full((4,), 7.0)) and int(flag[0]) == 1
+
+
+def test_a_kernel_error_is_the_same_whether_or_not_the_launch_is_suppressed(page: mmap.mmap) -> None:
+    registry = Registry()
+    send = registry.open(provenance_vault, page, provenance_lib(torch.device("cpu")), page_layout(), [], [], {})
+
+    def kernel(x: torch.Tensor) -> None:
+        raise ValueError(f"bad shape {tuple(x.shape)}")
+
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    for nonce, suppress in ((1, False), (2, True)):
+        _arm(page, nonce, suppress=suppress, audit=True)
+        with pytest.raises(ValueError, match="bad shape"):
+            launch(torch.zeros(2))
+
+
+def test_inference_tensors_are_audited_and_a_fault_of_the_vault_is_recorded() -> None:
+    control = _control.ControlPage()
+    registry = Registry()
+    send = registry.open(
+        provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(4)], [4], {}
+    )
+    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    control.begin_call(suppress=False, audit=True)
+    # an inference tensor has no version counter: the audit samples it instead of failing the op
+    with torch.inference_mode():
+        x = torch.ones(4)
+        assert torch.equal(op(None, torch.ops.aten.mul.Tensor, (), (x, x)), x)
+    # a fault inside the vault reaches the verifier as a record, whatever the submission does with the exception
+    assert isinstance(send((4, None)), TypeError)  # RESULT of something that is not a sequence
+    registry.protect(_provenance.report_result, _send=send)([torch.ones(4)])
+    records = control.report()["records"]
+    control.close()
+    assert any(r[0] == "fault" and "TypeError" in r[1] for r in records), records
