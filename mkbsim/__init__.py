@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mkbsim._version import __version__
+
 if TYPE_CHECKING:
     from mkbsim.lab import Lab
 
-__version__ = "0.1.0"
 __all__ = ["Lab", "__version__"]
 
 

@@ -25,7 +25,7 @@ FLUSH_S = 0.25  # and at least this often while attempts finish
 
 
 def code_version() -> str:
-    from mkbsim import __version__
+    from mkbsim._version import __version__
 
     return f"mkbsim {__version__}"
 

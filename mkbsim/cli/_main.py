@@ -39,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mkbsim import __version__
+    from mkbsim._version import __version__
 
     parser = _Parser(
         prog="mkbsim",

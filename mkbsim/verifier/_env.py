@@ -57,7 +57,7 @@ def _nvidia_driver() -> str | None:
 
 
 def capture(device: torch.device) -> dict[str, Any]:
-    from mkbsim import __version__
+    from mkbsim._version import __version__
 
     env: dict[str, Any] = {
         "python": platform.python_version(),
