@@ -98,10 +98,19 @@ def model_table(result: Row) -> str:
     rt = result["runtime"]
     if rt is None:
         lines.append("runtime model: too few problems with both arms passing")
+    elif rt["terms"] is None:
+        lines += [_fit(f"runtime: {rt['formula']}"), "  no optimiser could fit it:",
+                  *(_fit(f"    {f['method']}: {f['error']}") for f in rt["fits"])]  # fmt: skip
     else:
+        tried = ", ".join(f"{f['method']} " + ("failed" if f["log_likelihood"] is None else
+                          f"{_decimal(f['log_likelihood'], 2)}{'' if f['converged'] else '*'}")
+                          for f in rt["fits"])  # fmt: skip
         lines += [_fit(f"runtime: {rt['formula']}"),
-                  f"  on {rt['n']:,} comparisons where both arms passed, {rt['problems']} problems; "
-                  f"converged: {'yes' if rt['converged'] else 'no'}",
+                  f"  on {rt['n']:,} comparisons where both arms passed, {rt['problems']} problems",
+                  f"  fit: {rt['method']}, REML log-likelihood {_decimal(rt['log_likelihood'], 2)}, "
+                  f"converged: {'yes' if rt['converged'] else 'NO'}",
+                  *([] if rt["converged"] else ["  no optimiser converged: the estimates below are not reliable"]),
+                  "  optimisers tried, REML log-likelihood (* not converged):", _fit(f"    {tried}"),
                   f"  variance: problem {_decimal(rt['problem_variance'], 4)}, residual "
                   f"{_decimal(rt['residual_variance'], 4)}",
                   "  predicted lift per cell (families averaged), 95% Wald CI:"]  # fmt: skip
@@ -111,8 +120,11 @@ def model_table(result: Row) -> str:
     for flip in result["flips"]:
         lines += ["", f"{flip['flip']} model: logistic, model + direction, SE clustered by problem; "
                       f"{flip['events']} of {flip['n']}"]  # fmt: skip
+        lines += [_fit(f"  separated, left out of the fit: {s['factor']} {s['level']} ({s['events']} of {s['n']})")
+                  for s in flip["separated"]]  # fmt: skip
+        if flip["note"] is not None:
+            lines.append(_fit(f"  {flip['note']}"))
         if flip["terms"] is None:
-            lines.append(f"  {flip['note']}")
             continue
         body = [[t["term"], _decimal(t["log_odds"], 3), _decimal(t["se"], 3), _p(t["p"])] for t in flip["terms"]]
         lines += _format(["term", "log odds", "se", "p"], body, "lrrr")

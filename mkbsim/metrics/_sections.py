@@ -17,6 +17,7 @@ permutation tests a seed per cell.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import operator
@@ -347,13 +348,15 @@ def asymmetry(records: Sequence[ComparisonRecord]) -> list[Row]:
 def _pair_tables(cell: Sequence[ComparisonRecord], index: dict[tuple[Any, ...], ComparisonRecord]) -> PairTables:
     """Per model, the 3 × 3 outcome table of pairs (the first direction's outcome by the second's)."""
     first, second = sorted(DIRECTIONS)
+    # counted in a dict, then placed: indexing a numpy table once per pair cost 30× as much
+    counts = collections.Counter(
+        (c.model, c.outcome, r.outcome) for c in cell
+        if c.direction == first and (r := index.get((c.campaign, c.model, c.problem, c.replicate, second)))
+    )  # fmt: skip
     tables: dict[str, np.ndarray] = {}
-    for c in cell:
-        r = index.get((c.campaign, c.model, c.problem, c.replicate, second))
-        if c.direction != first or r is None:
-            continue
-        table = tables.setdefault(c.model, np.zeros((3, 3), dtype=np.int64))
-        table[OUTCOMES.index(c.outcome), OUTCOMES.index(r.outcome)] += 1
+    for (model, outcome, reverse), count in counts.items():
+        table = tables.setdefault(model, np.zeros((3, 3), dtype=np.int64))
+        table[OUTCOMES.index(outcome), OUTCOMES.index(reverse)] = count
     t = np.stack(list(tables.values())) if tables else np.zeros((0, 3, 3), dtype=np.int64)
     h, m = OUTCOMES.index("helped"), OUTCOMES.index("harmed")
     return PairTables(
