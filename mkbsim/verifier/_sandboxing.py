@@ -2,9 +2,9 @@
 
 The zygote runs in a bubblewrap sandbox (``mkbsim.sandbox``): new PID, mount, IPC, UTS and network
 namespaces, an unprivileged uid, a private ``/tmp``. Read-only: the interpreter and its packages, the
-folders the DSLs and torch are installed in, and of the project only ``mkbsim/__init__.py`` and the
-verifier's own package (the harness). Writable: one folder of the session's, holding each worker's
-working directory; a submission is copied into its worker's directory, a problem's reference (the
+folders the DSLs and torch are installed in, and of the project only ``mkbsim/__init__.py``,
+``mkbsim/_version.py`` and the verifier's own package (the harness). Writable: one folder of the session's,
+holding each worker's working directory; a submission is copied into its worker's directory, a problem's reference (the
 ``problems`` package) into the reference worker's for as long as it imports it, and no candidate worker
 runs meanwhile. Nothing else of the host exists inside: no ``problems/``, no other checkout, no home
 directory, no store, so no call whatever (``open``, ``os.rename``, a DSL kernel reading memory at an
@@ -120,7 +120,8 @@ def make_sandbox(env: dict[str, str], device_type: str) -> Sandbox | str:
         return support.describe()
     verifier = Path(__file__).resolve().parent
     root = Path(tempfile.mkdtemp(prefix="mkbsim-verifier-"))
-    ro = [*python_paths(), *_install_folders(), verifier.parent / "__init__.py", verifier]
+    package = [verifier.parent / "__init__.py", verifier.parent / "_version.py", verifier]
+    ro = [*python_paths(), *_install_folders(), *package]
     devices: tuple[str, ...] = ()
     if device_type == "cuda":
         devices = tuple(sorted(p for p in glob.glob("/dev/nvidia*") if not os.path.isdir(p)))
