@@ -40,7 +40,7 @@ def test_run_campaign_file_until_the_cost_cap(
         os.environ.pop("MKB_STUB_KEY", None)
     assert code == 0, err
     assert "loaded MKB_STUB_KEY from" in out
-    assert "cli.openai-gpt-4o-mini.p36.solo_cutedsl.r0: finished, failed" in out
+    assert "cli.openai-gpt-4o-mini.p36.solo_cutedsl.r0: finished, failed" in err  # progress: stderr
     assert "stopped: the cost cap of $1e-06 was reached" in out
     assert "cannot run CuTe DSL kernels" in err
     assert stub.received[0].authorization == "Bearer sk-from-env-file"  # the env file's key reached the provider
