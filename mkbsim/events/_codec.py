@@ -32,6 +32,17 @@ def encode(payload: Any) -> str:
     return _encoder.encode(payload).decode()
 
 
+def encode_many(payloads: list[Any]) -> list[str]:
+    """``encode`` of each payload, in one call to the encoder for the whole list (a batch append).
+
+    The encoder writes the values one a line; JSON escapes every newline inside a string, so the text
+    splits back into exactly one piece per payload.
+    """
+    pieces = _encoder.encode_lines(payloads).decode().split("\n")
+    pieces.pop()  # the text ends with a newline: the last piece is empty
+    return pieces
+
+
 def decode(text: str | bytes) -> Any:
     """The value of JSON ``text``."""
     return _decoder.decode(text)
