@@ -7,7 +7,8 @@ campaign's payload mix and interleaving of streams; they are appended without id
 Appends (the first ``--append-events``, batches of ``--batch``), each into a fresh file, in
 ``--rounds`` rounds whose order rotates, timed by wall clock and by the process's CPU time:
 - mkbsim ``EventStore.append``: validation, time-ordered ids, stream versions, one transaction a batch;
-- raw ``executemany`` into the same table (same DDL and pragmas, same JSON codec and ids, no checks);
+- raw ``executemany`` into the same table (same DDL, page size and pragmas, same JSON codec and ids, no
+  checks);
 - the ``eventsourcing`` library's SQLite application recorder, given the same JSON bytes; the one UUID
   per stream it needs is made before the clock starts.
 Reads, on a fresh store filled with every source event by ``EventStore.append``: ``read()`` of every
@@ -16,7 +17,7 @@ mkbsim's decoder, the floor of its own work); ``read(types=[T])`` for one rare t
 ``SELECT … WHERE type = ?``; the rebuild of the ``attempts`` projection; catch-up after each of 50
 attempts' worth of held-back events.
 
-    .venv/bin/python benchmarks/store.py [--source STORE] [--append-events 200000] [--rounds 3]
+    .venv/bin/python benchmarks/store.py [--source STORE] [--append-events 200000] [--rounds 3] [--appends-only]
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 
 from mkbsim.events import EventStore, NewEvent, new_event_ids
 from mkbsim.events._codec import decode, encode
-from mkbsim.events._store import _DDL
+from mkbsim.events._store import _DDL, PAGE_SIZE
 from mkbsim.projections import AttemptsProjection, ProjectionEngine
 
 #: (wall seconds, CPU seconds of this process)
@@ -93,6 +94,7 @@ def append_raw(path: Path, events: Sequence[NewEvent], batch: int) -> Times:
     """The floor: the same rows (same codec, time-ordered ids, versions counted in memory) through
     executemany into the same table, with the same pragmas, and no checks."""
     conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.executescript(_DDL)
@@ -196,6 +198,7 @@ def main() -> None:
     ap.add_argument("--append-events", type=int, default=200_000, help="events per append run (default 200,000)")
     ap.add_argument("--batch", type=int, default=1000, help="events per append batch (default 1000)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every measurement (default 3)")
+    ap.add_argument("--appends-only", action="store_true", help="measure the batched appends only")
     args = ap.parse_args()
     scratch = tempfile.TemporaryDirectory(prefix="mkbsim-bench-")  # removed at exit (a million-event copy)
     tmp = Path(scratch.name)
@@ -223,6 +226,8 @@ def main() -> None:
             per_round = ", ".join(f"{o[1] / m[1]:.2f}" for o, m in zip(samples, results["mkbsim"], strict=False))
             line += f"   mkbsim/{name}: {wall / mk[0]:.2f} wall, {cpu / mk[1]:.2f} CPU (CPU per round {per_round})"
         print(line)
+    if args.appends_only:
+        return
 
     durable = EventStore(tmp / "durable.sqlite", create=True, durable=True)
     singles = events[:2000]

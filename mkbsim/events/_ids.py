@@ -22,29 +22,34 @@ def new_event_id() -> str:
     return new_event_ids(1)[0]
 
 
-#: the version nibble and the 12-bit counter as text, and a hex digit's variant form (``10xx``), made once
+#: the version nibble and the 12-bit counter as text, made once
 _COUNTERS = [f"7{i:03x}" for i in range(0x1000)]
-_VARIANT = {d: "89ab"[int(d, 16) & 3] for d in "0123456789abcdef"}
+#: the fourth group (variant ``10`` then 14 random bits) as text for every 16-bit random number: 2**14
+#: strings, each listed four times, so a random unsigned short picks one by indexing alone
+_VARIANT_GROUPS = [f"{'89ab'[i >> 12]}{i & 0xFFF:03x}" for i in range(0x4000)] * 4
 
 
 def new_event_ids(n: int) -> list[str]:
-    """``n`` increasing UUIDv7 strings under one lock and one clock read (batch appends). The random tail
-    comes as one block of bytes for the batch, so an id costs a few slices and one format."""
+    """``n`` increasing UUIDv7 strings under one lock and one clock read (batch appends). The random
+    parts come as two blocks of bytes for the batch, turned into text per id in C (a table lookup and a
+    separated hex), so each id costs one format."""
     global _last_ms, _seq
-    out = []
-    tail = _rng.randbytes(8 * n).hex()
+    groups = list(map(_VARIANT_GROUPS.__getitem__, memoryview(_rng.randbytes(2 * n)).cast("H")))
+    nodes = _rng.randbytes(6 * n).hex(" ", 6).split(" ") if n else []
+    out: list[str] = []
     with _lock:
         ms = time.time_ns() // 1_000_000
         if ms > _last_ms:
             _last_ms, _seq = ms, _rng.getrandbits(10) - 1  # random start leaves room to count up
-        prefix = _prefix(_last_ms)
-        for i in range(n):
-            _seq += 1
-            if _seq > 0xFFF:  # counter exhausted within one millisecond: borrow the next one
-                _last_ms, _seq = _last_ms + 1, 0
-                prefix = _prefix(_last_ms)
-            r = tail[16 * i : 16 * i + 16]
-            out.append(f"{prefix}{_COUNTERS[_seq]}-{_VARIANT[r[0]]}{r[1:4]}-{r[4:]}")
+        while len(out) < n:
+            if _seq >= 0xFFF:  # counter exhausted within one millisecond: borrow the next one
+                _last_ms, _seq = _last_ms + 1, -1
+            done, prefix = len(out), _prefix(_last_ms)
+            take = min(n - done, 0xFFF - _seq)
+            parts = zip(_COUNTERS[_seq + 1 : _seq + 1 + take], groups[done : done + take], nodes[done : done + take],
+                        strict=True)  # fmt: skip
+            out += [f"{prefix}{c}-{g}-{t}" for c, g, t in parts]
+            _seq += take
     return out
 
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -20,9 +21,8 @@ from mkbsim.errors import (
     PayloadError,
     StoreMissing,
     StoreReadOnly,
-    UnknownEventType,
 )
-from mkbsim.events._codec import CodecError, decode, encode
+from mkbsim.events._codec import CodecError, decode, encode, encode_many
 from mkbsim.events._faults import (
     damaged,
     faults_as_errors,
@@ -133,6 +133,49 @@ class CheckReport:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class _Rows(NamedTuple):
+    """A batch's columns, ready to insert (versions are counted under the lock)."""
+
+    ids: list[str]
+    streams: list[str]
+    types: list[str]
+    texts: list[str]
+    recorded_at: str
+
+    def without(self, ids: set[str]) -> _Rows:
+        keep = [i for i, event_id in enumerate(self.ids) if event_id not in ids]
+        ids_, streams, types_, texts = ([column[i] for i in keep] for column in self[:4])
+        return _Rows(ids_, streams, types_, texts, self.recorded_at)
+
+
+def _checked_json(batch: Sequence[NewEvent], types_: Sequence[str]) -> list[str]:
+    """Every payload checked against its type's schema, NaN refused (DESIGN §3), then the JSON texts.
+
+    The generated per-type check decides the common, valid case; ``validate`` looks closer only when it
+    says no, and raises naming the event and its field.
+    """
+    fast = fast_validators()
+    payloads = [ev.payload for ev in batch]
+    for i, (type_, payload) in enumerate(zip(types_, payloads, strict=True)):
+        check = fast.get(type_)
+        if check is None or type(payload) is not dict or not check(payload):
+            try:
+                validate(type_, payload)  # raises UnknownEventType for a type no payload class declares
+            except PayloadError as exc:
+                raise PayloadError(f"event {i} ({batch[i].stream_id}): {exc}") from None
+    try:
+        return encode_many(payloads)
+    except CodecError as batch_error:
+        for i, payload in enumerate(payloads):  # a value JSON cannot hold: name the first event with one
+            try:
+                encode(payload)
+            except CodecError as exc:
+                raise PayloadError(
+                    f"event {i} ({batch[i].stream_id}) {types_[i]}: payload is not JSON: {exc}"
+                ) from None
+        raise PayloadError(f"the batch's payloads are not JSON: {batch_error}") from None
 
 
 class EventLog(Protocol):
@@ -304,31 +347,18 @@ class EventStore:
         batch = list(events)
         if not batch:
             return AppendResult(0, 0, None, None)
-        recorded_at = _now()
-        fast, version_of = fast_validators(), versions()
-        rows: list[list[Any]] = []
-        # an id for every event (a caller's own id wins): one call, and no second pass to count
-        for ev, fresh_id in zip(batch, new_event_ids(len(batch)), strict=True):
-            type_, payload = ev.type, ev.payload
-            check = fast.get(type_)
-            try:
-                if check is None or type(payload) is not dict or not check(payload):
-                    validate(type_, payload)  # the slow path: raises naming the field
-                payload_json = encode(payload)
-            except UnknownEventType:
-                raise
-            except PayloadError as exc:
-                raise PayloadError(f"event {batch.index(ev)} ({ev.stream_id}): {exc}") from None
-            except CodecError as exc:
-                raise PayloadError(
-                    f"event {batch.index(ev)} ({ev.stream_id}) {type_}: payload is not JSON: {exc}"
-                ) from None
-            event_id = fresh_id if ev.event_id is None else ev.event_id
-            rows.append([event_id, ev.stream_id, 0, type_, version_of.get(type_, 1), recorded_at, payload_json])
+        # column by column: one pass per column in C where it can be, and no per-event row objects to patch
+        streams = [ev.stream_id for ev in batch]
+        types_ = [ev.type for ev in batch]
+        texts = _checked_json(batch, types_)
         caller_ids = [ev.event_id for ev in batch if ev.event_id is not None]
-        if len(set(caller_ids)) != len(caller_ids):
-            twice = next(i for i in caller_ids if caller_ids.count(i) > 1)
-            raise PayloadError(f"event_id {twice!r} appears twice in one batch")
+        ids = new_event_ids(len(batch))
+        if caller_ids:  # a caller's own id wins
+            if len(set(caller_ids)) != len(caller_ids):
+                twice = next(i for i in caller_ids if caller_ids.count(i) > 1)
+                raise PayloadError(f"event_id {twice!r} appears twice in one batch")
+            ids = [fresh if ev.event_id is None else ev.event_id for ev, fresh in zip(batch, ids, strict=True)]
+        rows = _Rows(ids, streams, types_, texts, _now())
         conn = self._conn
         try:
             self._lock.acquire()
@@ -351,7 +381,7 @@ class EventStore:
     def _append_locked(
         self,
         conn: sqlite3.Connection,
-        rows: list[list[Any]],
+        rows: _Rows,
         caller_ids: list[str],
         expected_version: int | Mapping[str, int] | None,
     ) -> AppendResult:
@@ -359,11 +389,11 @@ class EventStore:
         if caller_ids:
             stored = self._existing_ids(conn, caller_ids)
             if stored:
-                rows = [r for r in rows if r[0] not in stored]
+                rows = rows.without(stored)
                 duplicates = sum(1 for i in caller_ids if i in stored)
-                if not rows:
+                if not rows.ids:
                     return AppendResult(0, duplicates, None, None)
-        heads = self._heads(conn, {r[1] for r in rows})
+        heads = self._heads(conn, dict.fromkeys(rows.streams))
         if expected_version is not None:
             if isinstance(expected_version, int):
                 if len(heads) != 1:
@@ -376,16 +406,19 @@ class EventStore:
                 have = heads[stream] if stream in heads else others[stream]
                 if have != want:
                     raise ConcurrencyError(f"stream {stream!r} is at version {have}, expected {want}")
-        for r in rows:
-            heads[r[1]] += 1
-            r[2] = heads[r[1]]
+        stream_versions = []
+        for stream in rows.streams:  # each event one past its stream's head, in batch order
+            heads[stream] = version = heads[stream] + 1
+            stream_versions.append(version)
         first = (conn.execute("SELECT MAX(position) FROM events").fetchone()[0] or 0) + 1
         conn.executemany(
             "INSERT INTO events (event_id, stream_id, version, type, schema_version, recorded_at, payload)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        return AppendResult(len(rows), duplicates, first, first + len(rows) - 1)
+            zip(rows.ids, rows.streams, stream_versions, rows.types, map(versions().get, rows.types, repeat(1)),
+                repeat(rows.recorded_at), rows.texts),
+        )  # fmt: skip
+        n = len(rows.ids)
+        return AppendResult(n, duplicates, first, first + n - 1)
 
     @staticmethod
     def _heads(conn: sqlite3.Connection, streams: Iterable[str]) -> dict[str, int]:

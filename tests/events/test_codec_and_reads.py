@@ -13,6 +13,7 @@ import pytest
 
 from kits.store_kit import step
 from mkbsim.events import EventStore, NewEvent, PayloadError, new_event_ids
+from mkbsim.events._codec import encode_many
 from mkbsim.events._store import PAGE_SIZE
 
 
@@ -94,6 +95,39 @@ def test_new_stores_have_large_pages_and_old_ones_lose_the_type_index(tmp_path: 
 def test_event_ids_are_uuid7_and_strictly_increasing_across_a_counter_overflow() -> None:
     ids = new_event_ids(5000) + new_event_ids(3)  # 5000 > the 4096 a millisecond's counter holds
     assert len(set(ids)) == len(ids) and ids == sorted(ids)
-    for text in (ids[0], ids[4500], ids[-1]):
+    for text in ids:
         parsed = uuid.UUID(text)
         assert parsed.version == 7 and parsed.variant == uuid.RFC_4122 and str(parsed) == text
+    # the random bits reach every position: all four variant digits, and no two tails alike
+    assert {text[19] for text in ids} == set("89ab") and len({text[19:] for text in ids}) == len(ids)
+
+
+def test_a_batch_encodes_to_one_text_per_payload_whatever_its_strings_hold(tmp_path: Path) -> None:
+    tricky = {"text": "line 1\nline 2\r\n\u2028end", "key\nwith newline": "\n", "nested": {"a\nb": ["\n\n"]}}
+    events = [_result(f"a{i}", **(tricky if i % 2 else {})) for i in range(5)]
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        store.append(events)
+        stored = [e.payload for e in store.read()]
+    assert stored == [e.payload for e in events]
+    assert encode_many([]) == []
+
+
+def test_a_value_json_cannot_hold_names_its_event_and_nothing_is_written(tmp_path: Path) -> None:
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        with pytest.raises(PayloadError, match=r"^event 2 \(attempt-c\) VerifierResult: payload is not JSON"):
+            store.append([_result("a"), _result("b"), _result("c", extra=object()), _result("d", extra={1, 2})])
+        assert store.count() == 0
+
+
+def test_a_batch_mixing_stored_given_and_missing_ids_appends_the_rest_in_order(tmp_path: Path) -> None:
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        store.append([step("a", 0, "first"), step("b", 0)])
+        result = store.append([step("a", 1), step("a", 0, "first"), step("b", 1, "mine"), step("a", 2)])
+        events = list(store.read())
+    assert (result.appended, result.duplicates, result.first_position, result.last_position) == (3, 1, 3, 5)
+    assert [(e.stream_id, e.version, e.payload["step"]) for e in events] == [
+        ("a", 1, 0), ("b", 1, 0), ("a", 2, 1), ("b", 2, 1), ("a", 3, 2),
+    ]  # fmt: skip
+    assert events[0].event_id == "first" and events[3].event_id == "mine"
+    made = [events[i].event_id for i in (1, 2, 4)]
+    assert all(uuid.UUID(i).version == 7 for i in made) and made == sorted(made)
