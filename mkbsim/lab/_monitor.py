@@ -126,7 +126,7 @@ class InFlight:
 
 
 @dataclass(frozen=True)
-class Failure:
+class FailedAttempt:
     attempt_id: str
     model: str
     problem: str
@@ -247,7 +247,7 @@ class MonitorQueries(Queries):
             )  # fmt: skip
         return out
 
-    def recent_failures(self, campaign_id: str, limit: int) -> list[Failure]:
+    def recent_failures(self, campaign_id: str, limit: int) -> list[FailedAttempt]:
         """The latest attempts that finished without passing (skipped treatments are not failures), with the
         last verifier result's failure name where the attempt's own finish gives no reason."""
         out = []
@@ -260,7 +260,7 @@ class MonitorQueries(Queries):
             if reason is None:
                 verdict = self._latest(attempt_id, "VerifierResult")
                 reason = verdict.payload.get("failure") if verdict else None
-            out.append(Failure(attempt_id, model, problem, arm, status, reason))
+            out.append(FailedAttempt(attempt_id, model, problem, arm, status, reason))
         return out
 
     def throughput(self, campaign: CampaignInfo, now: datetime, window: timedelta) -> Throughput:

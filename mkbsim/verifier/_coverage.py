@@ -61,7 +61,7 @@ class OutputCoverage:
 
 
 @dataclass
-class Verdict:
+class CoverageVerdict:
     outputs: list[OutputCoverage] = field(default_factory=list)
     total_share: float = 0.0
     failure: str | None = None  # the feedback when the rule is broken
@@ -121,9 +121,9 @@ def apply_provenance(
             coverage[i].eager_source = f"{source}, {where}"
 
 
-def judge(coverage: Sequence[OutputCoverage]) -> Verdict:
+def judge(coverage: Sequence[OutputCoverage]) -> CoverageVerdict:
     counted = [c for c in coverage if c.informative]
-    verdict = Verdict(list(coverage))
+    verdict = CoverageVerdict(list(coverage))
     total = sum(c.informative for c in counted)
     produced = [c for c in counted if c.dsl_share >= OUTPUT_SHARE]
     verdict.total_share = sum(c.dsl_share * c.informative for c in produced) / total if total else 0.0

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
-from mkbsim.verifier._sandboxing import CUDA_OFF_BY_DEFAULT, Sandbox, make_sandbox
+from mkbsim.verifier._sandboxing import CUDA_OFF_BY_DEFAULT, WorkerSandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
 
 #: The only variables of the verifier's environment a worker gets, by exact name (DESIGN §4, §5): what
@@ -98,12 +98,12 @@ class Zygote:
         }
         env = worker_env(cpu_threads)
         if sandbox is None and device_type == "cuda":
-            made: Sandbox | str = CUDA_OFF_BY_DEFAULT
+            made: WorkerSandbox | str = CUDA_OFF_BY_DEFAULT
         else:
             made = make_sandbox(env, device_type) if sandbox is not False else "switched off"
         if isinstance(made, str) and sandbox:
             raise RuntimeError(f"the verifier's sandbox cannot run here: {made}")
-        self.box: Sandbox | None = None if isinstance(made, str) else made
+        self.box: WorkerSandbox | None = None if isinstance(made, str) else made
         self.sandbox = made.description if self.box is not None else f"none ({made})"  # type: ignore[union-attr]
         #: the names (never the values) of the environment the workers got, for the result's ``env``
         self.env_names = sorted(self.box.env if self.box is not None else env)

@@ -72,7 +72,7 @@ def wanted() -> bool | None:
 
 
 @dataclass
-class Sandbox:
+class WorkerSandbox:
     """A session's sandbox: the bubblewrap policy of its zygote and the folder its workers write in."""
 
     policy: object  # mkbsim.sandbox.Policy
@@ -111,7 +111,7 @@ class Sandbox:
         self.released.set()
 
 
-def make_sandbox(env: dict[str, str], device_type: str) -> Sandbox | str:
+def make_sandbox(env: dict[str, str], device_type: str) -> WorkerSandbox | str:
     """The sandbox of a new zygote, or why there is none."""
     from mkbsim.sandbox import Policy, probe, python_paths
 
@@ -135,4 +135,4 @@ def make_sandbox(env: dict[str, str], device_type: str) -> Sandbox | str:
     )  # fmt: skip
     policy.hand_over(root)
     shared = f", sharing the host's {'/'.join(policy.share)} namespace" if policy.share else ""
-    return Sandbox(policy, sandbox_env, root, support.describe() + shared)
+    return WorkerSandbox(policy, sandbox_env, root, support.describe() + shared)

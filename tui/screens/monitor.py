@@ -40,7 +40,7 @@ class MonitorView:
     selected: data.CampaignInfo | None
     progress: list[data.ArmProgress]
     in_flight: list[data.InFlight]
-    failures: list[data.Failure]
+    failures: list[data.FailedAttempt]
     throughput: data.Throughput | None
     now: datetime
 
