@@ -73,7 +73,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         zeros=torch._C._VariableFunctions.zeros, index_add=base.index_add, clamp=base.clamp, sum=base.sum,
         mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
-        empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float64=torch.float64, int64=torch.int64,
+        empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
+        int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         sentinels={dtype: torch.iinfo(dtype).max for dtype in _INTEGER_DTYPES} | {torch.bool: True},
     )  # fmt: skip
@@ -175,6 +176,10 @@ def provenance_vault(
             if numels[i] == n:
                 prints[(view_of(t), i)] = sample(t, i)
 
+    def countable(t: Any) -> Any:
+        """``t`` as a dtype ``unique`` takes: one-byte floats (fp8) widened to float32, which holds each exactly."""
+        return lib.to(t, lib.float32) if lib.element_size(t) == 1 else t
+
     def hold(t: Any, source: str) -> None:
         """Keep the value counts of a floating tensor eager code made during the call (not an input, whose
         values a gather or a cache update legitimately copies), for the layout-free copy check."""
@@ -185,7 +190,7 @@ def provenance_vault(
         if key in seen:
             return
         seen[key] = True
-        values, _, counts = lib.unique(lib.reshape(t, (-1,)), True, False, True)
+        values, _, counts = lib.unique(lib.reshape(countable(t), (-1,)), True, False, True)
         held.append((source, lo, hi, values, counts))
 
     def copied(t: Any, i: int) -> None:
@@ -193,13 +198,13 @@ def provenance_vault(
         (padded, transposed, strided or gathered: the values, not the layout), with which sampled
         positions it covers."""
         lo, hi = span(t)
-        distinct, where, need = lib.unique(lib.reshape(t, (-1,)), True, True, True)
+        distinct, where, need = lib.unique(lib.reshape(countable(t), (-1,)), True, True, True)
         wanted = lib.to(distinct, lib.float64)
         at = lib.take(where, lib.to(positions[i], lib.device_of(t)))
         for source, a, b, values, counts in held:
             if a < hi and lo < b:
                 continue  # the output's own memory before a launch updated it in place
-            cast, back, _ = lib.unique(lib.to(values, lib.dtype_of(t)), True, True, False)
+            cast, back, _ = lib.unique(countable(lib.to(values, lib.dtype_of(t))), True, True, False)
             have = lib.index_add(
                 lib.zeros((lib.numel(cast),), dtype=lib.int64, device=lib.device_of(t)), 0, back, counts
             )
