@@ -9,7 +9,8 @@ its payload written to OUT/verdicts/<stem>.json; then every passed file is timed
 `triton.testing.do_bench` (L2 flushed between repetitions, median) on one production draw, one JSON line
 per file in OUT/do_bench.jsonl. Back here: `python3 benchmarks/record_h200.py OUT/verdicts --do-bench
 OUT/do_bench.jsonl`, then `python3 benchmarks/kernel_tables.py`. `--budget` seconds bounds the whole run:
-what is left when it is spent is skipped and named.
+what is left when it is spent is skipped and named;
+`--resume` continues such a run in a later call (same OUT on the warm machine's disk).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 
-def _verify_all(files: list[Path], out: Path, deadline: float) -> None:
+def _verify_all(files: list[Path], out: Path, deadline: float, resume: bool) -> None:
     from mkbsim.catalog import load_catalog
     from mkbsim.verifier import VerifierSession
 
@@ -30,6 +31,8 @@ def _verify_all(files: list[Path], out: Path, deadline: float) -> None:
     (out / "verdicts").mkdir(parents=True, exist_ok=True)
     with VerifierSession("cuda") as session:
         for path in files:
+            if resume and (out / "verdicts" / f"{path.stem}.json").exists():
+                continue  # verified by an earlier run into the same folder
             if time.monotonic() > deadline:
                 print(f"{path.stem}: skipped (budget spent)", flush=True)
                 continue
@@ -47,15 +50,22 @@ def _verify_all(files: list[Path], out: Path, deadline: float) -> None:
                   flush=True)  # fmt: skip
 
 
-def _do_bench_all(files: list[Path], out: Path, deadline: float) -> None:
+def _do_bench_all(files: list[Path], out: Path, deadline: float, resume: bool) -> None:
     import triton.testing
 
     from mkbsim.catalog import load_catalog
 
     catalog = load_catalog()
-    with open(out / "do_bench.jsonl", "w") as lines:
+    bench_file = out / "do_bench.jsonl"
+    done = set()
+    if resume and bench_file.exists():
+        done = {json.loads(line)["file"] for line in bench_file.read_text().splitlines() if line.strip()}
+    with open(bench_file, "a" if resume else "w") as lines:
         for path in files:
-            verdict = json.loads((out / "verdicts" / f"{path.stem}.json").read_text())
+            verdict_file = out / "verdicts" / f"{path.stem}.json"
+            if path.name in done or not verdict_file.exists():
+                continue
+            verdict = json.loads(verdict_file.read_text())
             if not verdict.get("passed") or time.monotonic() > deadline:
                 continue
             problem = catalog.get(f"p{path.stem.split('_')[0]}")
@@ -69,6 +79,7 @@ def _do_bench_all(files: list[Path], out: Path, deadline: float) -> None:
             row = {"file": path.name, "do_bench_ms": ms, "verifier_ms": verdict["runtime_ms"],
                    "ratio": verdict["runtime_ms"] / ms}  # fmt: skip
             lines.write(json.dumps(row) + "\n")
+            lines.flush()
             print(row, flush=True)
 
 
@@ -78,11 +89,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/mkbsim-gpu"))
     parser.add_argument("--budget", type=float, default=480.0, help="seconds for the whole run")
     parser.add_argument("--no-do-bench", action="store_true")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip files OUT already holds a verdict (and do_bench line) for: a run spread over calls",
+    )
     args = parser.parse_args()
     deadline = time.monotonic() + args.budget
-    _verify_all(args.files, args.out, deadline)
+    # a fifth of the budget is kept for do_bench, so a resumed run never ends with verdicts and no do_bench times
+    verify_deadline = deadline if args.no_do_bench else deadline - args.budget / 5
+    _verify_all(args.files, args.out, verify_deadline, args.resume)
     if not args.no_do_bench:
-        _do_bench_all(args.files, args.out, deadline)
+        _do_bench_all(args.files, args.out, deadline, args.resume)
 
 
 if __name__ == "__main__":
