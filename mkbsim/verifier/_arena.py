@@ -2,8 +2,11 @@
 outputs into.
 
 CPU: an anonymous memfd passed over the socket, so no file name exists that another process could
-open. CUDA: one device allocation shared through CUDA IPC. Inputs keep their shapes and strides;
-output slots are contiguous in the shapes the problem declares.
+open. CUDA: one device allocation shared through CUDA IPC; or, for a sandboxed worker (CUDA IPC fails
+across the sandbox's boundary: "mapping of buffer object failed" on the H200), *staged*: each side holds
+its own device copy and the bytes travel through a memfd, copied in before and out after every call,
+outside the timed region. Inputs keep their shapes and strides; output slots are contiguous in the
+shapes the problem declares.
 """
 
 from __future__ import annotations
@@ -82,25 +85,38 @@ def _shareable_stride(x: torch.Tensor) -> tuple[int, ...]:
     return tuple(x.stride())
 
 
+def _memfd(nbytes: int) -> tuple[int, mmap.mmap, torch.Tensor]:
+    fd = os.memfd_create("mkbsim-arena", os.MFD_CLOEXEC)
+    os.ftruncate(fd, nbytes)
+    mm = mmap.mmap(fd, nbytes)
+    return fd, mm, torch.frombuffer(mm, dtype=torch.uint8)
+
+
 class Arena:
-    """Verifier side: owns the memory, writes the inputs, reads the outputs back."""
+    """Verifier side: owns the memory, writes the inputs, reads the outputs back.
+
+    ``staged``: the worker gets the bytes through a memfd (``host``) instead of sharing ``base``; the
+    verifier copies ``base`` there before each call (``descriptor``) and back after it (``arrived``).
+    """
 
     def __init__(
         self,
         inputs: Sequence[Any],
         outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None],
         device: torch.device,
+        staged: bool = False,
     ) -> None:
         tensor_specs = [(tuple(x.shape), _shareable_stride(x), x.dtype) for x in inputs if isinstance(x, torch.Tensor)]
         out_specs = [(shape, contiguous_stride(shape), dtype) for shape, dtype in (o for o in outputs if o is not None)]
         slots, self.nbytes = _layout(tensor_specs + out_specs)
         self.device = device
         self._fd: int | None = None
-        if device.type == "cpu":
-            self._fd = os.memfd_create("mkbsim-arena", os.MFD_CLOEXEC)
-            os.ftruncate(self._fd, self.nbytes)
-            self._mm = mmap.mmap(self._fd, self.nbytes)
-            self.base = torch.frombuffer(self._mm, dtype=torch.uint8)
+        self.host: torch.Tensor | None = None
+        if staged:
+            self._fd, self._mm, self.host = _memfd(self.nbytes)
+            self.base = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)  # output slots start zeroed
+        elif device.type == "cpu":
+            self._fd, self._mm, self.base = _memfd(self.nbytes)
         else:
             self.base = torch.empty(self.nbytes, dtype=torch.uint8, device=device)
         n_in = len(tensor_specs)
@@ -170,6 +186,9 @@ class Arena:
             "out_positions": self.out_positions,
             "n_outputs": self.n_outputs,
         }
+        if self.host is not None:
+            self.host.copy_(self.base)  # the draw the worker copies in (a synchronous copy: pageable memory)
+            desc["staged"] = True
         if reuse:
             desc["reuse"] = True
             return desc, []
@@ -179,6 +198,11 @@ class Arena:
 
         desc["cuda_ipc"] = reduce_tensor(self.base)
         return desc, []
+
+    def arrived(self) -> None:
+        """The worker has answered: a staged arena takes back what it wrote (outputs, in-place inputs)."""
+        if self.host is not None:
+            self.base.copy_(self.host)
 
     def release_fd(self) -> None:
         """Close the memfd once the worker holds its own copy (the mapping stays valid)."""
@@ -195,6 +219,19 @@ class MappedArena:
     outputs: list[torch.Tensor | None]
     keepalive: Any
     base: torch.Tensor | None = None
+    host: torch.Tensor | None = None  # staged: the memfd the bytes travel through (``base`` is this process's own)
+
+    def stage_in(self) -> None:
+        """Staged: this call's draw into the worker's own memory (before the call, outside the timed region)."""
+        if self.host is not None and self.base is not None:
+            _Base.copy_(self.base, self.host)
+            if self.base.is_cuda:
+                torch.cuda.synchronize(self.base.device)
+
+    def stage_out(self) -> None:
+        """Staged: the outputs and in-place inputs back to the verifier (after the call)."""
+        if self.host is not None and self.base is not None:
+            _Base.copy_(self.host, self.base)
 
     def null_run(self, *args: Any) -> Any:
         """The harness's own trivial "kernel" (outputs of the declared form, copied from the slots), timed
@@ -203,13 +240,28 @@ class MappedArena:
         return made[0] if len(made) == 1 else tuple(made)
 
 
-def map_arena(desc: dict[str, Any], fds: list[int], previous: MappedArena | None = None) -> MappedArena:
-    """Map the arena the verifier sent, or (``reuse``) view the previous one again with new scalars."""
+def map_arena(
+    desc: dict[str, Any], fds: list[int], previous: MappedArena | None = None, device: torch.device | None = None
+) -> MappedArena:
+    """Map the arena the verifier sent, or (``reuse``) view the previous one again with new scalars.
+
+    A staged arena maps the memfd as ``host`` and copies it into memory of this process's own on ``device``.
+    """
+    host: torch.Tensor | None = None
     if desc.get("reuse"):
         if previous is None or previous.base is None or previous.base.numel() != desc["nbytes"]:
             raise ValueError("the verifier asked to reuse an arena this worker does not hold")
-        base = previous.base
+        if bool(desc.get("staged")) != (previous.host is not None):
+            raise ValueError("the verifier asked to reuse an arena of another kind")
+        base, host = previous.base, previous.host
         keepalive: Any = previous.keepalive
+    elif desc.get("staged"):
+        fd = fds[0]
+        mm = mmap.mmap(fd, desc["nbytes"], flags=mmap.MAP_SHARED | _MAP_POPULATE)
+        os.close(fd)
+        host = torch.frombuffer(mm, dtype=torch.uint8)
+        base = torch.empty(desc["nbytes"], dtype=torch.uint8, device=device)
+        keepalive = mm
     elif "cuda_ipc" in desc:
         rebuild, rebuild_args = desc["cuda_ipc"]
         base = rebuild(*rebuild_args)
@@ -230,7 +282,9 @@ def map_arena(desc: dict[str, Any], fds: list[int], previous: MappedArena | None
     outputs: list[torch.Tensor | None] = [None] * desc["n_outputs"]
     for pos, view in zip(desc["out_positions"], out_views, strict=True):
         outputs[pos] = view
-    return MappedArena(args=args, outputs=outputs, keepalive=keepalive, base=base)
+    arena = MappedArena(args=args, outputs=outputs, keepalive=keepalive, base=base, host=host)
+    arena.stage_in()
+    return arena
 
 
 class ArenaPlan:
@@ -245,9 +299,10 @@ class ArenaPlan:
     """
 
     def __init__(self, out_specs: Sequence[tuple[tuple[int, ...], torch.dtype] | None], device: torch.device,
-                 unique_buffers: bool, budget_bytes: int) -> None:  # fmt: skip
+                 unique_buffers: bool, budget_bytes: int, staged: bool = False) -> None:  # fmt: skip
         self.out_specs = out_specs
         self.device = device
+        self.staged = staged
         self.unique_buffers = unique_buffers
         self.budget_bytes = budget_bytes
         self.held: list[Arena] = []  # kept inputs stay allocated while the worker keeps them mapped
@@ -261,7 +316,7 @@ class ArenaPlan:
         if self.reusable is not None and not self.unique_buffers and self.reusable.refill(inputs):
             arena, reuse = self.reusable, True
         else:
-            arena = Arena(inputs, self.out_specs, self.device)
+            arena = Arena(inputs, self.out_specs, self.device, self.staged)
         keep = self.unique_buffers and self.kept_bytes + arena.nbytes <= self.budget_bytes
         if keep:
             self.kept_bytes += arena.nbytes

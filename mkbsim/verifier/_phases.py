@@ -76,7 +76,7 @@ def correctness(v: Verification) -> Failure | None:
     anchor_s = 0.0
     for number in [1, *later]:  # the first call compiles: a suppressed launch there could break the build
         inputs = s.draw()
-        arena = Arena(inputs, s.out_specs, v.session.device)
+        arena = Arena(inputs, s.out_specs, v.session.device, v.session.staged_arenas)
         where = f"in correctness draw {number} of {p.correctness_draws}" if number else "with DSL launches suppressed"
         failure = v.send(arena, suppress=number == 0, audit=True)
         if failure is not None:

@@ -126,6 +126,14 @@ class VerifierSession:
             raise RuntimeError(f"preloading {self.preload} initialises CUDA; set MKBSIM_VERIFIER_PRELOAD")
         return self._zygote
 
+    @property
+    def staged_arenas(self) -> bool:
+        """Whether call memory travels staged (``mkbsim.verifier._arena``): CUDA IPC handles cannot be mapped by a
+        sandboxed cuda worker; ``MKBSIM_VERIFIER_STAGED_ARENAS=1`` asks for it anywhere (how CI tests that path)."""
+        if os.environ.get("MKBSIM_VERIFIER_STAGED_ARENAS") == "1":
+            return True
+        return self.device.type == "cuda" and self.zygote().box is not None
+
     def env(self) -> dict[str, Any]:
         """The machine and library versions; once the zygote runs, how its workers are confined (``sandbox``,
         ``worker_env``: the names of their environment variables)."""
@@ -158,7 +166,8 @@ class VerifierSession:
         return sol
 
     def arenas(self, shape: Shape, protocol: Protocol) -> ArenaPlan:
-        return ArenaPlan(shape.out_specs, shape.device, protocol.unique_input_buffers, self.limits.unique_buffer_bytes)
+        return ArenaPlan(shape.out_specs, shape.device, protocol.unique_input_buffers, self.limits.unique_buffer_bytes,
+                         self.staged_arenas)  # fmt: skip
 
     # --- workers -------------------------------------------------------------------------------------
     def start_worker(

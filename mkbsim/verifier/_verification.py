@@ -126,6 +126,7 @@ class Verification:
     draws: list[Draw] = field(default_factory=list)
     timing: dict[str, Any] = field(default_factory=dict)
     _violations_seen: int = 0
+    _in_flight: Arena | None = None  # the arena of the call sent and not yet answered
 
     @property
     def details(self) -> dict[str, Any]:
@@ -144,6 +145,7 @@ class Verification:
         self.control.begin_call(suppress=suppress, audit=audit)
         desc, fds = arena.descriptor(reuse=reuse)
         msg = {"op": "call", "arena": desc, "audit": audit, "null": null, "flush": flush, "keep": keep}
+        self._in_flight = arena
         try:
             self.worker.send(msg, fds)
         except WorkerFailed as exc:
@@ -161,6 +163,9 @@ class Verification:
             return worker_failed(exc, where, self.details)
         page = self.control.report()
         self.control.end_call()
+        if self._in_flight is not None:
+            self._in_flight.arrived()
+            self._in_flight = None
         reply = exchange.reply
         failure = self.absorb(reply, where) or tampering(reply, where)
         if failure is None and reply.get("ran") is False and reply.get("modes"):

@@ -315,7 +315,15 @@ class Worker:
 
     def call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         with _harness_ops():
-            arena = map_arena(msg["arena"], fds, self.reusable)
+            arena = map_arena(msg["arena"], fds, self.reusable, self.device)
+        try:
+            return self.call_on(arena, msg)
+        finally:
+            with _harness_ops():
+                arena.stage_out()
+
+    def call_on(self, arena: MappedArena, msg: dict[str, Any]) -> dict[str, Any]:
+        with _harness_ops():
             if self.flusher is not None and msg["flush"]:
                 self.flusher.flush()
                 if self.device.type == "cuda":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import torch
 
 from mkbsim.verifier._arena import Arena, map_arena
@@ -66,3 +67,40 @@ def test_reusing_an_arena_the_worker_does_not_hold_fails() -> None:
     except ValueError:
         return
     raise AssertionError("a reuse request without a mapped arena must fail")
+
+
+def test_a_staged_arena_copies_the_draw_in_and_what_the_worker_wrote_back() -> None:
+    # a sandboxed cuda worker cannot map CUDA IPC handles: each side keeps its own copy, the bytes travel by memfd
+    arena = Arena([torch.arange(6.0).reshape(2, 3), 1.5], [((2, 3), torch.float32)], torch.device("cpu"), staged=True)
+    desc, fds = arena.descriptor()
+    assert desc["staged"] and "cuda_ipc" not in desc
+    mapped = map_arena(desc, [os.dup(fds[0])], device=torch.device("cpu"))
+    arena.release_fd()
+    assert mapped.base is not None and mapped.host is not None
+    assert mapped.base.data_ptr() != mapped.host.data_ptr()  # the worker's own memory, not the shared bytes
+    x, s = mapped.args
+    assert torch.equal(x, torch.arange(6.0).reshape(2, 3)) and s == 1.5
+    assert mapped.outputs[0] is not None
+    mapped.outputs[0].fill_(4)
+    x.add_(1)  # an in-place update
+    assert not arena.out_views[0].any(), "nothing reaches the verifier before the worker stages out"
+    mapped.stage_out()
+    arena.arrived()
+    assert torch.equal(arena.out_views[0], torch.full((2, 3), 4.0))
+    assert torch.equal(arena.args[0], torch.arange(6.0).reshape(2, 3) + 1)
+    # the next draw: refilled on the verifier's side, copied in again when the worker reuses its memory
+    assert arena.refill([torch.full((2, 3), -1.0), 0.5])
+    desc, fds = arena.descriptor(reuse=True)
+    again = map_arena(desc, fds, mapped, device=torch.device("cpu"))
+    assert torch.equal(again.args[0], torch.full((2, 3), -1.0)) and again.args[1] == 0.5
+    assert again.outputs[0] is not None and not again.outputs[0].any()
+    assert again.base is mapped.base
+
+
+def test_an_arena_of_another_kind_is_not_reused() -> None:
+    arena = Arena([torch.zeros(4)], [((4,), torch.float32)], torch.device("cpu"))
+    desc, fds = arena.descriptor()
+    shared = map_arena(desc, [os.dup(fds[0])])
+    arena.release_fd()
+    with pytest.raises(ValueError, match="another kind"):
+        map_arena({**desc, "reuse": True, "staged": True}, [], shared)

@@ -103,3 +103,20 @@ def test_inline_cuda_is_recorded_and_does_not_fail(cpu_session: VerifierSession,
     report = cpu_session.verify(path, "p36", "tirx")
     assert report.passed and report.inline_cuda
     assert report.details["inline_cuda_sites"] and report.to_payload("a", 1)["inline_cuda"] is True
+
+
+@pytest.mark.parametrize(("file", "problem"), [("p36_rmsnorm_tirx.py", "p36"), ("p25_kv_block_copy_tirx.py", "p25")])
+def test_staged_call_memory_verifies_like_shared_memory(
+    monkeypatch: pytest.MonkeyPatch, file: str, problem: str
+) -> None:
+    # how a sandboxed cuda worker gets its draws (CUDA IPC fails across the sandbox on the H200), on cpu;
+    # p25 updates its inputs in place: those updates must travel back too, or its check fails
+    from tests.verifier.conftest import TEST_LIMITS
+
+    monkeypatch.setenv("MKBSIM_VERIFIER_STAGED_ARENAS", "1")
+    with VerifierSession("cpu", limits=TEST_LIMITS) as session:
+        assert session.staged_arenas
+        report = session.verify(EXAMPLES / file, problem, "tirx")
+        assert report.passed, report.feedback
+        wrong = session.verify(EXAMPLES / "p36_rmsnorm_tirx_wrong.py", "p36", "tirx")
+        assert wrong.failure == "wrong_output"
