@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -144,8 +143,7 @@ class Sandbox:
         if unavailable:
             raise SandboxError(f"sandbox cpus {sorted(unavailable)} are not available to this process")
         workdir = (config.root / attempt_id).absolute()
-        if workdir.exists():
-            shutil.rmtree(workdir)
+        sandbox.remove_tree(workdir)
         (workdir / ".home").mkdir(parents=True)
         (workdir / ".tmp").mkdir()
         (workdir / "kernel.py").write_text(_INITIAL_KERNEL)

@@ -42,6 +42,7 @@ address space than it uses). Start long-lived sandboxes from a thread that outli
 (``--die-with-parent`` follows the starting thread).
 """
 
+from mkbsim.sandbox._cleanup import remove_tree
 from mkbsim.sandbox._policy import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_PROCESSES,
@@ -74,6 +75,7 @@ __all__ = [
     "kill",
     "probe",
     "python_paths",
+    "remove_tree",
     "require",
     "run",
     "sandbox_uid",

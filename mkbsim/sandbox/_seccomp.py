@@ -14,6 +14,8 @@ become "root" there and reach kernel code (mounts, netfilter, ...) that is other
 * ``sched_setaffinity`` (EPERM): the sandbox's cores are set before bubblewrap starts (``_process``), and a
   command may not widen them to the cores other attempts hold (the mask is out of a filter's reach, so
   narrowing is refused too; thread pools that pin their threads carry on unpinned);
+* ``fallocate`` (EOPNOTSUPP): it reserves gigabytes of disk in a moment, long before the once-a-second quota
+  check sees them; the C library's ``posix_fallocate`` then writes the zeros itself, at the disk's speed;
 * every system call of another ABI (i386 ``int 0x80``, x32): their numbers differ and would dodge the rules.
 
 The filter is classic BPF (``struct sock_filter``) built here for x86_64 and aarch64; on other machines
@@ -37,17 +39,17 @@ _X32_BIT = 0x40000000
 class _Abi:
     """A machine's audit architecture and the numbers of the system calls the filter looks at."""
 
-    def __init__(self, arch: int, clone: int, clone3: int, refused: dict[str, int]) -> None:
-        self.arch, self.clone, self.clone3, self.refused = arch, clone, clone3, refused
+    def __init__(self, arch: int, clone: int, clone3: int, fallocate: int, refused: dict[str, int]) -> None:
+        self.arch, self.clone, self.clone3, self.fallocate, self.refused = arch, clone, clone3, fallocate, refused
 
 
 #: System calls refused with EPERM outright, by name (the names say what the numbers are).
 _ABIS = {
-    "x86_64": _Abi(0xC000003E, clone=56, clone3=435, refused={
+    "x86_64": _Abi(0xC000003E, clone=56, clone3=435, fallocate=285, refused={
         "unshare": 272, "io_uring_setup": 425, "userfaultfd": 323, "add_key": 248, "request_key": 249,
         "keyctl": 250, "sched_setaffinity": 203,
     }),
-    "aarch64": _Abi(0xC00000B7, clone=220, clone3=435, refused={
+    "aarch64": _Abi(0xC00000B7, clone=220, clone3=435, fallocate=47, refused={
         "unshare": 97, "io_uring_setup": 425, "userfaultfd": 282, "add_key": 217, "request_key": 218,
         "keyctl": 219, "sched_setaffinity": 122,
     }),
@@ -63,7 +65,7 @@ def program(machine: str | None = None) -> bytes | None:
     abi = _ABIS.get(machine or platform.machine())
     if abi is None:
         return None
-    eperm, enosys = _ERRNO | errno.EPERM, _ERRNO | errno.ENOSYS
+    eperm, enosys, unsupported = _ERRNO | errno.EPERM, _ERRNO | errno.ENOSYS, _ERRNO | errno.EOPNOTSUPP
     refused = list(abi.refused.values())
     ops = [
         _op(_LD_ABS, _ARCH),
@@ -74,6 +76,8 @@ def program(machine: str | None = None) -> bytes | None:
         _op(_RET, enosys),
         _op(_JEQ, abi.clone3, jt=0, jf=1),
         _op(_RET, enosys),
+        _op(_JEQ, abi.fallocate, jt=0, jf=1),
+        _op(_RET, unsupported),
         _op(_JEQ, abi.clone, jt=0, jf=3),
         _op(_LD_ABS, _ARG0),
         _op(_JSET, _CLONE_NEWUSER, jt=0, jf=len(refused) + 1),  # clone without a new user namespace: allowed

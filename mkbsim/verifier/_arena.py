@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from mkbsim.verifier._mapping import map_shared
+
 _ALIGN = 256
 _Base = torch._C.TensorBase
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux
@@ -256,9 +258,7 @@ def map_arena(
         base, host = previous.base, previous.host
         keepalive: Any = previous.keepalive
     elif desc.get("staged"):
-        fd = fds[0]
-        mm = mmap.mmap(fd, desc["nbytes"], flags=mmap.MAP_SHARED | _MAP_POPULATE)
-        os.close(fd)
+        mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
         host = torch.frombuffer(mm, dtype=torch.uint8)
         base = torch.empty(desc["nbytes"], dtype=torch.uint8, device=device)
         keepalive = mm
@@ -267,12 +267,10 @@ def map_arena(
         base = rebuild(*rebuild_args)
         keepalive = base
     else:
-        fd = fds[0]
         # MAP_POPULATE faults the whole mapping in now, before the timed region: otherwise the
         # first touch of every page of a fresh arena (a minor fault each) would be timed as the
         # submission's work, which a plain process reusing its own memory never pays.
-        mm = mmap.mmap(fd, desc["nbytes"], flags=mmap.MAP_SHARED | _MAP_POPULATE)
-        os.close(fd)
+        mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
         base = torch.frombuffer(mm, dtype=torch.uint8)
         keepalive = mm
     inputs = iter(Slot(**s).view(base) for s in desc["inputs"])

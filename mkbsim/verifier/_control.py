@@ -24,6 +24,8 @@ import pickle
 import struct
 from typing import Any
 
+from mkbsim.verifier._mapping import map_shared
+
 #: Header fields: offset, struct format.
 NONCE = (0, "<Q")  # verifier: a fresh value per call
 LAUNCHES = (8, "<Q")  # gate vault: DSL launches of the current call (the verifier zeroes it)
@@ -128,10 +130,8 @@ class ControlPage:
 
 
 def map_control(fd: int) -> mmap.mmap:
-    """The worker's side: map the page and close the descriptor (no path leads to it afterwards)."""
-    buf = mmap.mmap(fd, SIZE)
-    os.close(fd)
-    return buf
+    """The worker's side: map the page, leaving no descriptor of it open (no path leads to it afterwards)."""
+    return map_shared(fd, SIZE)
 
 
 #: Pickles a vault's records: the C pickler itself (a Python wrapper's code could be replaced).

@@ -38,7 +38,13 @@ from typing import Any
 
 from mkbsim.verifier import _control
 from mkbsim.verifier._attribution import AttributionConfig
-from mkbsim.verifier._rules import FORBIDDEN_MODULES, FORBIDDEN_NAMES, FORBIDDEN_SUFFIXES, OTHER_DSL_MODULES
+from mkbsim.verifier._rules import (
+    DISPATCH_KEY_CONTROLS,
+    FORBIDDEN_MODULES,
+    FORBIDDEN_NAMES,
+    FORBIDDEN_SUFFIXES,
+    OTHER_DSL_MODULES,
+)
 from mkbsim.verifier._vault import Registry
 
 CANDIDATE, LIBRARY, TRANSPARENT = 1, 2, 3
@@ -587,7 +593,7 @@ class Guards:
             torch._C, "_construct_storage_from_data_pointer", "torch._C._construct_storage_from_data_pointer", raw
         )
         modes = "the verifier's dispatch modes are off limits"
-        for name in ("_pop_torch_dispatch_stack", "_set_dispatch_mode", "_unset_dispatch_mode"):
+        for name in ("_pop_torch_dispatch_stack", "_set_dispatch_mode", "_unset_dispatch_mode", *DISPATCH_KEY_CONTROLS):
             self.deny(torch._C, name, f"torch._C.{name}", modes)
 
     def _install_dsl_callbacks(self) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mkbsim.sandbox import remove_tree
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
 from mkbsim.verifier._sandboxing import CUDA_OFF_BY_DEFAULT, WorkerSandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
@@ -190,7 +190,8 @@ class Zygote:
         Path(self.log.name).unlink(missing_ok=True)
         if self.box is not None:
             self.box.release()
-            shutil.rmtree(self.box.root, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(self.box.root)  # however deep a submission nested its folders
 
 
 @dataclass(frozen=True)
@@ -310,4 +311,5 @@ class WorkerHandle:
             self.zygote.status(self.zygote_pid)
             self.closed = True
         self.chan.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(Path(self.workdir))

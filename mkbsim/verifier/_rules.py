@@ -69,6 +69,14 @@ OTHER_DSL_MODULES: dict[str, dict[str, str]] = {
     "cutedsl": {"tvm": "TIRx/TVM is the other variant's DSL; this is a CuTe DSL submission"},
 }
 
+#: torch's switches that take the Python dispatch key (where the verifier's dispatch modes see every eager op)
+#: out of the ops that follow: eager work done under them would be invisible to the provenance audit.
+DISPATCH_KEY_CONTROLS = (
+    "_ExcludeDispatchKeyGuard", "ExcludeDispatchKeyGuard", "_SetExcludeDispatchKeyGuard", "_IncludeDispatchKeyGuard",
+    "_ForceDispatchKeyGuard", "_DisableTorchDispatch", "_DisablePythonDispatcher",
+    "_dispatch_tls_set_dispatch_key_excluded", "_dispatch_tls_set_dispatch_key_included",
+)  # fmt: skip
+
 #: Dotted names (matched as prefixes) whose use is forbidden wherever they appear.
 FORBIDDEN_NAMES: dict[str, str] = {
     "torch.compile": "torch.compile is " + _OTHER_LANGUAGE,
@@ -96,6 +104,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
         _INTROSPECTION,
     ),
     "weakref.finalize": DEFERRED,
+    **{f"torch._C.{name}": "the verifier's dispatch modes are off limits" for name in DISPATCH_KEY_CONTROLS},
     **dict.fromkeys(
         ("tvm.register_global_func", "tvm.register_func", "tvm_ffi.register_global_func",
          "tvm_ffi.register_func", "tvm.ffi.register_func", "tvm.ffi.register_global_func"),

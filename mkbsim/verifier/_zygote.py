@@ -6,6 +6,11 @@ scrubbed environment and knows neither seeds nor references.
 Run as ``python -m mkbsim.verifier._zygote CONTROL_FD PRELOAD``; it answers requests on the control
 socket: ``spawn`` (with the worker's socket attached) → ``{"pid"}``, ``status`` → the exit status
 of a finished worker, ``exit``.
+
+Nothing a worker started outlives it: the zygote is its workers' *child subreaper*, so a process a
+submission detached (a new session, a double fork) is re-parented to the zygote when its parent dies,
+and every such orphan is killed before the next worker starts and when a worker's status is asked
+(otherwise it would wait, in the workers' uid and namespaces, for the next reference to be copied in).
 """
 
 from __future__ import annotations
@@ -41,6 +46,48 @@ def _cuda_initialized() -> bool:
         return False
 
 
+def _become_subreaper() -> bool:
+    """PR_SET_CHILD_SUBREAPER (Linux): orphans of this process's descendants become its children."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(36, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> set[int]:
+    """The processes whose parent is this one (read from /proc: no library keeps count of orphans)."""
+    me, found = os.getpid(), set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            found.add(int(name))
+    return found
+
+
+def _kill_orphans(workers: set[int]) -> None:
+    """Kill and reap every child that is not a live worker, until none is left (a dying orphan's own
+    children are re-parented here in turn)."""
+    for _ in range(100):
+        orphans = _children() - workers
+        if not orphans:
+            return
+        for pid in orphans:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in orphans:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
 def main(argv: list[str]) -> None:
     from mkbsim.verifier._channel import Channel, ChannelClosed
 
@@ -65,6 +112,7 @@ def main(argv: list[str]) -> None:
         }
     )
     children: set[int] = set()
+    subreaper = _become_subreaper()
     while True:
         try:
             msg, fds = ctrl.recv()
@@ -72,6 +120,8 @@ def main(argv: list[str]) -> None:
             break
         op = msg.get("op")
         if op == "spawn":
+            if subreaper:
+                _kill_orphans(children)
             pid = os.fork()
             if pid == 0:
                 code = 0
@@ -92,6 +142,8 @@ def main(argv: list[str]) -> None:
             if pid in children:
                 _, status = os.waitpid(pid, 0)
                 children.discard(pid)
+                if subreaper:
+                    _kill_orphans(children)
                 ctrl.send(_decode_status(status))
             else:
                 ctrl.send({"signal": None, "exit_code": None})
@@ -100,6 +152,8 @@ def main(argv: list[str]) -> None:
     for pid in children:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
+    if subreaper:
+        _kill_orphans(set())
 
 
 if __name__ == "__main__":
