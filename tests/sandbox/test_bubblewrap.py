@@ -384,7 +384,7 @@ def test_a_command_cannot_widen_its_cores(policy: Policy) -> None:
 def test_a_command_cannot_reserve_disk_faster_than_it_writes(policy: Policy) -> None:
     # fallocate reserved 2 GiB in 0.1 s, long before the once-a-second quota check; refused, posix_fallocate
     # falls back to writing (and so to the disk's speed and RLIMIT_FSIZE)
-    code, out = sh(policy, "fallocate -l 64M big; echo rc=$?; python -c 'import os\ntry:\n    "
+    _, out = sh(policy, "fallocate -l 64M big; echo rc=$?; python -c 'import os\ntry:\n    "
                    "os.posix_fallocate(os.open(\"small\", os.O_CREAT | os.O_WRONLY), 0, 4096); print(\"emulated\")\n"
                    "except OSError as e:\n    print(\"failed\", e.errno)'; stat -c %s small")  # fmt: skip
     assert "rc=1" in out and "emulated" in out and out.split()[-1] == "4096", out
