@@ -396,6 +396,8 @@ class _AttemptRun:
                 parts.append(f"$ {command.cmd}\n(not run: {exc})")
                 continue
             quota: dict[str, Any] = {"over_quota": r.over_quota} if r.over_quota else {}
+            if r.over_memory:
+                quota["over_memory"] = r.over_memory
             self.rec.step(
                 "command", command.cmd, action="run", exit_code=r.exit_code, timed_out=r.timed_out,
                 duration_s=round(r.duration_s, 3), output=r.output, output_bytes=r.output_bytes, **quota,

@@ -117,11 +117,14 @@ class CommandResult:
     timed_out: bool
     timeout_s: float
     over_quota: str | None = None  # what the attempt's directory held when found over its disk quota
+    over_memory: str | None = None  # what the command's processes held when found over the memory budget
 
     def status(self) -> str:
         """How the command ended, for the agent."""
         if self.over_quota is not None:
             return f"failed: {self.over_quota}; delete files to go on"
+        if self.over_memory is not None:
+            return f"killed: {self.over_memory}"
         return f"timed out after {self.timeout_s:g} s; killed" if self.timed_out else f"exit {self.exit_code}"
 
 
@@ -195,10 +198,15 @@ class Sandbox:
         if finished.stopped:
             raise KeyboardInterrupt("stopped")
         over = finished.over_quota.describe(cfg.disk_bytes) if finished.over_quota is not None else None
+        memory = None
+        if finished.over_memory is not None:
+            memory = (f"its processes held {finished.over_memory / (1 << 30):.2f} GiB, over the sandbox's memory "
+                      f"budget of {(self.policy.memory_bytes or 0) / (1 << 30):.2f} GiB")  # fmt: skip
         return CommandResult(
-            command=command, exit_code=None if over else finished.exit_code, output=_head_and_tail(finished.output),
-            output_bytes=finished.output.size, duration_s=finished.duration_s, timed_out=finished.timed_out,
-            timeout_s=limit, over_quota=over,
+            command=command, exit_code=None if over or memory else finished.exit_code,
+            output=_head_and_tail(finished.output), output_bytes=finished.output.size,
+            duration_s=finished.duration_s, timed_out=finished.timed_out, timeout_s=limit, over_quota=over,
+            over_memory=memory,
         )  # fmt: skip
 
     def read_text(self, name: str) -> str | None:

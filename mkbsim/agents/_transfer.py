@@ -103,8 +103,17 @@ def run_treatment(
     if finish is None or finish["status"] != "finished":
         state = "has not run" if finish is None else f"ended as {finish['status']}"
         raise SourceNotFinished(f"source attempt {source_attempt_id} {state}")
-    planned = PlannedAttempt(attempt_id, model.label, problem.id, problem.family, target_dsl, skill_arm(direction),
-                             replicate, source=source_attempt_id, filter=skill_filter.name if skill_filter else None)
+    planned = PlannedAttempt(
+        attempt_id,
+        model.label,
+        problem.id,
+        problem.family,
+        target_dsl,
+        skill_arm(direction),
+        replicate,
+        source=source_attempt_id,
+        filter=skill_filter.name if skill_filter else None,
+    )
     budget = budget or Budget()
     skills = {source_attempt_id: SkillText(recorded_skill(store, source_attempt_id))}
     task = prepare(campaign_id, planned, skills, skill_filter)

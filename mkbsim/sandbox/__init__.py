@@ -8,16 +8,17 @@ interpreter and its packages, ``python_paths``) or writable (an attempt's direct
 own ``/proc`` and a minimal ``/dev``; its environment is exactly the policy's; a seccomp filter closes
 user namespaces, keyrings, affinity changes and a few exploit-prone kernel interfaces (``_seccomp``). Limits:
 cores (affinity, set before bubblewrap starts), memory (the private tmpfs take their share of the budget, and
-each process may map the rest: ``RLIMIT_AS``, per process — no cgroup), processes (``RLIMIT_NPROC``), disk
+each process may map the rest: ``RLIMIT_AS``; ``run`` sums the whole sandbox's memory a few times a second and
+stops a command over the budget: ``_memory``), processes (``RLIMIT_NPROC``), disk
 (``RLIMIT_FSIZE`` per file, and ``run`` stops a command whose writable folders go over their quota: ``_quota``),
 wall time (``run``'s timeout, the whole tree killed). ``run`` reads a command's output through a pipe and keeps
 its head and tail only.
 
-Why memory is bounded per process: a cgroup (``memory.max`` for the sandbox as a whole) needs a cgroup v2
+Why memory is bounded per process and watched as a whole: a cgroup (``memory.max`` for the sandbox as a whole) needs a cgroup v2
 hierarchy with the memory controller that this process may write; the development VM (kernel 6.18, the
 controllers on cgroup v1 in the hierarchy of the machine's own service) offers none, and an ordinary user's
 session is not delegated one. So ``N`` processes of one sandbox may map ``N`` times the address space
-(``max_processes`` bounds ``N``).
+(``max_processes`` bounds ``N``) for as long as ``run``'s watch takes to see them (``_memory``).
 
 How the process limit binds: the kernel never applies ``RLIMIT_NPROC`` to the host's uid 0, so a sandbox
 started by root drops to a fresh unprivileged uid (``sandbox_uid``; the paths it must write are handed to

@@ -9,7 +9,8 @@ of the thread that started it: start long-lived sandboxes from a thread that out
 Output of ``run``: read through a pipe as it comes, keeping only its head and tail (``Output``): a flood costs
 neither the parent's memory nor its disk. Disk: every file is bounded by ``RLIMIT_FSIZE`` and the writable
 folders by the policy's quota (``_quota``), checked every second while the command runs and once after it:
-a command that goes over is stopped and its ``Finished`` says so.
+a command that goes over is stopped and its ``Finished`` says so. Memory: the whole sandbox's, checked a few
+times a second against the policy's budget (``_memory``); likewise stopped and said.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from mkbsim.sandbox import _seccomp
 from mkbsim.sandbox._limiter import pinned
+from mkbsim.sandbox._memory import used_bytes
 from mkbsim.sandbox._policy import Policy
 from mkbsim.sandbox._quota import Usage, usage
 from mkbsim.sandbox._support import require
@@ -35,6 +37,8 @@ from mkbsim.sandbox._support import require
 _POLL_S = 0.1
 #: How often ``run`` checks the disk quota while the command runs.
 _QUOTA_EVERY_S = 1.0
+#: How often ``run`` sums the memory of the command's processes.
+_MEMORY_EVERY_S = 0.25
 #: How long ``run`` keeps reading output after the command's end (its sandbox is gone by then, so the pipe
 #: ends at once; without bubblewrap a process left behind could hold it open).
 _DRAIN_S = 1.0
@@ -188,8 +192,9 @@ class Output:
 
 @dataclass(frozen=True)
 class Finished:
-    """How a ``run`` ended: the exit code (None when killed), whether the time limit, a stop or the disk quota
-    (``over_quota``: the writable folders' usage when it was found over) ended it, and its output."""
+    """How a ``run`` ended: the exit code (None when killed), whether the time limit, a stop, the disk quota
+    (``over_quota``: the writable folders' usage when it was found over) or the memory budget (``over_memory``)
+    ended it, and its output."""
 
     exit_code: int | None
     timed_out: bool
@@ -197,6 +202,7 @@ class Finished:
     duration_s: float
     output: Output
     over_quota: Usage | None = None
+    over_memory: int | None = None  # bytes the sandbox's processes held when found over the memory budget
 
 
 def run(
@@ -211,11 +217,12 @@ def run(
     folders go over the policy's disk quota; then nothing it started is left. stdin is closed; of stdout and
     stderr, read through one pipe, the first and last ``keep_bytes`` are kept."""
     t0 = time.monotonic()
-    deadline, quota_due = t0 + timeout_s, t0 + _QUOTA_EVERY_S
+    deadline, quota_due, memory_due = t0 + timeout_s, t0 + _QUOTA_EVERY_S, t0 + _MEMORY_EVERY_S
     capture = _Capture(keep_bytes)
     process = spawn(policy, command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     timed_out = stopped = False
     over: Usage | None = None
+    over_memory: int | None = None
     try:
         with _Watch(process, capture) as watch:
             try:
@@ -227,6 +234,10 @@ def run(
                     if now >= deadline:
                         timed_out = True
                         break
+                    if now >= memory_due:
+                        memory_due = now + _MEMORY_EVERY_S
+                        if (over_memory := _over_memory(policy, process.pid)) is not None:
+                            break
                     if now >= quota_due:
                         quota_due = now + _QUOTA_EVERY_S
                         if (over := _over_quota(policy)) is not None:
@@ -237,11 +248,19 @@ def run(
     finally:
         assert process.stdout is not None
         process.stdout.close()
-    killed = timed_out or stopped or over is not None
+    killed = timed_out or stopped or over is not None or over_memory is not None
     if over is None:
         over = _over_quota(policy)
     return Finished(None if killed else process.returncode, timed_out, stopped, time.monotonic() - t0,
-                    capture.result(), over)  # fmt: skip
+                    capture.result(), over, over_memory)  # fmt: skip
+
+
+def _over_memory(policy: Policy, root: int) -> int | None:
+    """What the sandbox's processes hold if it is over the policy's memory budget."""
+    if policy.memory_bytes is None:
+        return None
+    held = used_bytes(root)
+    return held if held > policy.memory_bytes else None
 
 
 def _over_quota(policy: Policy) -> Usage | None:

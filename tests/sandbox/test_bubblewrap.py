@@ -388,3 +388,14 @@ def test_a_command_cannot_reserve_disk_faster_than_it_writes(policy: Policy) -> 
                    "os.posix_fallocate(os.open(\"small\", os.O_CREAT | os.O_WRONLY), 0, 4096); print(\"emulated\")\n"
                    "except OSError as e:\n    print(\"failed\", e.errno)'; stat -c %s small")  # fmt: skip
     assert "rc=1" in out and "emulated" in out and out.split()[-1] == "4096", out
+
+
+def test_the_memory_budget_holds_for_the_sandbox_not_each_process(policy: Policy) -> None:
+    # RLIMIT_AS bounds each process: four processes of 300 MiB each held 1.2 GiB under a 512 MiB budget
+    budget = 1536 << 20  # the smallest the policy accepts with its tmpfs share; four of 600 MiB go over it
+    hog = "python -c 'import time\nb = bytearray(600 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\ntime.sleep(20)'"
+    command = f"for i in 1 2 3 4; do {hog} & done; wait; echo finished"
+    finished = run(dataclasses.replace(policy, memory_bytes=budget), ["bash", "-c", command], timeout_s=60)
+    assert finished.over_memory is not None and finished.over_memory > budget, finished
+    assert finished.exit_code is None and finished.duration_s < 15, finished
+    assert b"finished" not in finished.output.head + finished.output.tail
