@@ -15,7 +15,10 @@ is timed three ways: by the verifier's own timer (`mkbsim.verifier._timing.timer
 `timed_call`, the code that times every verified call: synchronise, start event, call, end event,
 event synchronise; 10 warm-up and 50 timed calls, median), by `triton.testing.do_bench` (median), and,
 for the verifier's timer only, with a call that launches nothing (the verifier's null calls) and with
-two launches (the cost of each further launch). DESIGN §5.
+two launches (the cost of each further launch). As an anchor through the whole verifier (worker,
+guards, launch counter): p26's solutions, whose speed of light is 0.1 µs, verified with
+`VerifierSession("cuda")` under the paper protocol at the production workload: their medians and
+the median of the verifier's own null calls in those runs. DESIGN §5.
 
 The table then puts every row of h200_measurements.json against its DSL's floor: SOL fraction = the
 cost model's time at the h200 profile / the verifier's median (as benchmarks/kernel_tables.py), and
@@ -80,6 +83,26 @@ def paper_ms(timed: Callable[[Callable[[], object]], float], fn: Callable[[], ob
     return statistics.median(timed(fn) for _ in range(TIMED))
 
 
+ANCHORS = ("problems/kv_cache/solutions/26_fused_cutedsl.py", "problems/kv_cache/solutions/26_fused_tirx.py")
+
+
+def verifier_anchors() -> list[dict[str, Any]]:
+    """p26's solutions (speed of light 0.1 µs) through the whole verifier: what its path adds to a tiny call."""
+    from mkbsim.verifier import VerifierSession
+
+    out = []
+    with VerifierSession("cuda") as session:
+        for name in ANCHORS:
+            path = Path(__file__).resolve().parents[1] / name
+            dsl = path.stem.rsplit("_", 1)[1]
+            report = session.verify(path, "p26", dsl, protocol="paper", workload="production")
+            nulls = report.details.get("timing", {}).get("null_ms") or [float("nan")]
+            out.append({"file": path.name, "passed": report.passed, "runtime_ms": report.runtime_ms,
+                        "null_ms": statistics.median(nulls), "failure": report.failure})  # fmt: skip
+            print(f"verifier anchor: {out[-1]}", file=sys.stderr, flush=True)
+    return out
+
+
 def measure_floors() -> dict[str, Any]:
     """The floors of both DSLs on this GPU (see the module docstring)."""
     import torch
@@ -100,6 +123,7 @@ def measure_floors() -> dict[str, Any]:
                                               return_mode="median"))  # fmt: skip
         out[dsl] = {"paper_ms": one, "do_bench_ms": bench, "extra_launch_ms": two - one}
         print(f"{dsl}: {out[dsl]}", file=sys.stderr, flush=True)
+    out["verifier_anchors"] = verifier_anchors()
     return out
 
 
@@ -150,6 +174,10 @@ def floor_rows(floors: dict[str, Any], data: dict[str, Any]) -> list[FloorRow]:
     return sorted(out, key=lambda r: (r.bound, r.sol_ms, r.file))
 
 
+def _us(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms * 1e3:.1f}"
+
+
 def render(floors: dict[str, Any], rows: list[FloorRow]) -> str:
     """The floors and the per-row table, in markdown."""
     lines = [
@@ -159,6 +187,11 @@ def render(floors: dict[str, Any], rows: list[FloorRow]) -> str:
             f"{dsl} {floors[dsl]['paper_ms'] * 1e3:.1f} µs (do_bench {floors[dsl]['do_bench_ms'] * 1e3:.1f} µs, "
             f"+{floors[dsl]['extra_launch_ms'] * 1e3:.1f} µs a further launch)"
             for dsl in DSLS
+        ),
+        *(
+            f"Through the verifier: {a['file']} (SOL 0.1 µs) {_us(a['runtime_ms'])} µs, the verifier's null calls "
+            f"{_us(a['null_ms'])} µs (passed: {a['passed']})"
+            for a in floors.get("verifier_anchors", [])
         ),
         "",
         "| solution file | bound | SOL µs | runtime µs | SOL fraction | floor µs | attainable | target reachable |",

@@ -17,6 +17,7 @@ FLOORS = {
     "null_ms": 0.004,
     "tirx": {"paper_ms": 0.010, "do_bench_ms": 0.004, "extra_launch_ms": 0.003},
     "cutedsl": {"paper_ms": 0.006, "do_bench_ms": 0.003, "extra_launch_ms": 0.002},
+    "verifier_anchors": [{"file": "26_fused_cutedsl.py", "passed": True, "runtime_ms": 0.0068, "null_ms": 0.0051}],
 }
 
 
@@ -62,6 +63,7 @@ def test_every_measured_row_is_tabled_against_its_dsls_floor(floor: ModuleType) 
     table = floor.render(FLOORS, rows)
     assert table.count("\n| ") == len(rows) + 1  # the header's separator row, then one line per row
     assert "memory-bound:" in table and "compute-bound:" in table
+    assert "Through the verifier: 26_fused_cutedsl.py (SOL 0.1 µs) 6.8 µs, the verifier's null calls 5.1 µs" in table
 
 
 def test_table_from_a_floors_file_and_a_clear_error_on_a_bad_one(
