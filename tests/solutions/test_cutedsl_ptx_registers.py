@@ -31,8 +31,10 @@ KNOWN_SPILLS = {
     # the round-one decode kernels, measured as they are (passing on the H200 at SOL 0.34-0.41): ptxas
     # spills at their register caps; not re-tuned yet
     "01_ctaperseqhead_cutedsl": "decode kernel capped at 128 registers: 104 bytes spill stores",
+    "01_pageprefetch_cutedsl": "the same kernel plus its next step's 4 page indices: 140 bytes spill stores",
     "02_splitkv_cutedsl": "partial kernel at 168 registers: 24 bytes spill stores",
     "03_ctaperseqhead_cutedsl": "decode kernel capped at 128 registers: 92 bytes spill stores",
+    "03_pageprefetch_cutedsl": "the same kernel plus its next page's entry: 116 bytes spill stores",
 }
 COMPILE = """
 import importlib.util, sys

@@ -55,6 +55,18 @@ def _sort_ids(c: dict[str, Any], ids: torch.Tensor) -> tuple[torch.Tensor, torch
     return offsets, order
 
 
+def _row_gradient(c: dict[str, Any], e: torch.Tensor, w: torch.Tensor, acc: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """p43 kernel 2, one non-empty row: (grad_embed row, its ee_v D_v term) from D_v = ``acc``; thread t's
+    features 8t.. and 2048 + 8t.., warp butterflies, then the 8 warp partials summed in order."""
+    D = e.numel()
+    feat = torch.arange(D).reshape(2, c["ROW_THREADS"], c["VEC"]).permute(1, 0, 2).reshape(c["ROW_THREADS"], -1)
+    ss = butterfly((e[feat] ** 2).sum(1).reshape(-1, 32), 32)[:, 0].sum()  # threads, warps, 8 warp partials
+    sge = butterfly((w[feat] * acc[feat] * e[feat]).sum(1).reshape(-1, 32), 32)[:, 0].sum()
+    r = torch.rsqrt(ss / D + c["EPS"])
+    m = r * r * sge / D
+    return r * (w * acc - e * m), e * r * acc
+
+
 def _emulate_p43(c: dict[str, Any], input_ids, embed_weight, norm_weight, grad_output):
     ids = input_ids.reshape(-1)
     vocab, D = embed_weight.shape
@@ -70,14 +82,48 @@ def _emulate_p43(c: dict[str, Any], input_ids, embed_weight, norm_weight, grad_o
         acc = torch.zeros(D)
         for k in range(start, stop):  # UNROLL rows in flight, added in order
             acc += dy[order[k]]
-        e = embed_weight[v].float()
-        feat = torch.arange(D).reshape(2, c["ROW_THREADS"], c["VEC"]).permute(1, 0, 2).reshape(c["ROW_THREADS"], -1)
-        ss = butterfly((e[feat] ** 2).sum(1).reshape(-1, 32), 32)[:, 0].sum()  # threads, warps, 8 warp partials
-        sge = butterfly((w[feat] * acc[feat] * e[feat]).sum(1).reshape(-1, 32), 32)[:, 0].sum()
-        r = torch.rsqrt(ss / D + c["EPS"])
-        m = r * r * sge / D
-        grad[v] = r * (w * acc - e * m)
-        part[v % c["ROW_CTAS"]] += e * r * acc
+        grad[v], gn = _row_gradient(c, embed_weight[v].float(), w, acc)
+        part[v % c["ROW_CTAS"]] += gn
+    return grad.to(embed_weight.dtype), part.sum(0).to(norm_weight.dtype)
+
+
+def _emulate_p43_prefetched(c: dict[str, Any], input_ids, embed_weight, norm_weight, grad_output):
+    """Plan `prefetched`: CTA bx stages the spans of all its rows bx + j ROW_CTAS (thread j: row j), then
+    stages each row's sorted tokens PIECE at a time and sums them UNROLL per round. Every table row must
+    be written once and every sorted position read once."""
+    ids = input_ids.reshape(-1)
+    vocab, D = embed_weight.shape
+    offsets, order = _sort_ids(c, ids)
+    dy = grad_output.reshape(-1, D).float()
+    w = norm_weight.float()
+    grad = torch.full((vocab, D), float("nan"))  # a row no CTA writes stays NaN
+    part = torch.zeros(c["ROW_CTAS"], D)
+    visits = torch.zeros(vocab, dtype=torch.int64)
+    reads = torch.zeros(ids.numel(), dtype=torch.int64)
+    for bx in range(c["ROW_CTAS"]):
+        n_rows = (vocab - bx + c["ROW_CTAS"] - 1) // c["ROW_CTAS"]
+        assert n_rows <= c["ROW_THREADS"], "one staging holds every row of the CTA"
+        span = [(int(offsets[bx + t * c["ROW_CTAS"]]), int(offsets[bx + t * c["ROW_CTAS"] + 1])) for t in range(n_rows)]
+        for j in range(n_rows):
+            v = bx + j * c["ROW_CTAS"]
+            visits[v] += 1
+            start, stop = span[j]
+            if start == stop:
+                grad[v] = 0.0
+                continue
+            acc = torch.zeros(D)
+            for p0 in range(start, stop, c["PIECE"]):
+                n = min(c["PIECE"], stop - p0)
+                toks = [int(order[p0 + t]) for t in range(c["ROW_THREADS"]) if t < n]
+                reads[p0 : p0 + len(toks)] += 1
+                for k0 in range(0, n, c["UNROLL"]):
+                    for u in range(c["UNROLL"]):
+                        if k0 + u < n:
+                            acc += dy[toks[k0 + u]]
+            grad[v], gn = _row_gradient(c, embed_weight[v].float(), w, acc)
+            part[bx] += gn
+    assert int(visits.min()) == 1 and int(visits.max()) == 1, "table rows missed or written twice"
+    assert int(reads.min()) == 1 and int(reads.max()) == 1, "sorted tokens missed or summed twice"
     return grad.to(embed_weight.dtype), part.sum(0).to(norm_weight.dtype)
 
 
@@ -89,11 +135,26 @@ def _emulate_p43(c: dict[str, Any], input_ids, embed_weight, norm_weight, grad_o
         pytest.param({"vocab_size": 8192}, id="production-like", marks=pytest.mark.slow),
     ],
 )
-def test_p43_embedding_rmsnorm_backward_plan_matches_reference(which) -> None:
+@pytest.mark.parametrize("plan", ["fused", "prefetched"])
+def test_p43_embedding_rmsnorm_backward_plan_matches_reference(which, plan) -> None:
     prob = problem(43)
-    c = _plan(43)
+    c = _plan(43, plan)
     args = inputs(prob, prob.smoke if which == "smoke" else {**prob.workload, **which})
-    assert worst_error(prob, args, _emulate_p43(c, *args)) < 1
+    emulate = _emulate_p43 if plan == "fused" else _emulate_p43_prefetched
+    assert worst_error(prob, args, emulate(c, *args)) < 1
+
+
+@pytest.mark.slow
+def test_p43_prefetched_hot_id_spans_several_pieces_at_the_largest_vocabulary() -> None:
+    # vocab 65536 (the sort's limit): CTA 0 stages 249 rows; id 0 has 2 PIECE + 5 tokens (three pieces)
+    c = _plan(43, "prefetched")
+    prob = problem(43)
+    hot = 2 * c["PIECE"] + 5
+    ids = torch.cat([torch.zeros(hot, dtype=torch.int64), torch.randint(1, c["VOCAB_MAX"], (hot + 1,))])
+    _, embed, weight, _ = inputs(prob, {**prob.smoke, "vocab_size": c["VOCAB_MAX"]})
+    dy = torch.randn(1, ids.numel(), embed.shape[1]).to(torch.bfloat16)
+    args = (ids.reshape(1, -1), embed, weight, dy)
+    assert worst_error(prob, args, _emulate_p43_prefetched(c, *args)) < 1
 
 
 def _fma_gemm(a: torch.Tensor, b: torch.Tensor, stage: int) -> torch.Tensor:
