@@ -35,12 +35,18 @@ def _counted_get_function(
     func = _original(module, name, query_imports)
     if name.startswith(_internal):
         return func
-    return _wrap(func)
+    return _wrap(func, module, name)
 
 
-def _wrap_counted(func: Any, *, _cls: Any) -> Any:
+def _wrap_counted(func: Any, module: Any, name: str, *, _cls: Any, _send: Any, _keep: Any) -> Any:
+    """``func`` (``name`` in ``module``) as a function whose calls pass the gate, registered with the gate's
+    vault (with its native handle, and a TVM FFI array holding the native function so that its address is
+    never reused)."""
     counted = _cls.__new__(_cls)
     counted.__move_handle_from__(func)
+    failed = _send((6, counted, _keep(counted), module, name))  # REGISTER a function
+    if failed is not None:
+        raise failed
     return counted
 
 
@@ -74,7 +80,11 @@ class DslGates:
         self.dlpack_sources: dict[int, Any] = {}
         self.patched: list[tuple[Any, str, Any]] = []
 
-    def gate_hook(self, original: Any, count: bool) -> Any:
+    def gate_hook(self, original: Any, count: bool, functions: bool = False) -> Any:
+        """The gate over ``original``; a counted one's original is registered with the vault (``functions``:
+        its launches are calls of functions the gate took from modules, see ``_wrap_counted``)."""
+        if count:
+            self.send((0, original, functions))  # REGISTER an original
         return self.registry.protect(gate, _send=self.send, _original=original, _count=count)
 
     def _set(self, owner: Any, attr: str, value: Any) -> None:
@@ -86,6 +96,7 @@ class DslGates:
             self._install_tirx()
         else:
             self._install_cutedsl()
+        self.send((0, None, False))  # SEAL: no original is registered after this
 
     def _install_tirx(self) -> None:
         import tvm_ffi
@@ -95,8 +106,9 @@ class DslGates:
         class CountedFunction(tvm_ffi.Function):
             """A compiled TVM function whose calls pass the gate."""
 
-        CountedFunction.__call__ = self.gate_hook(base_call, count=True)  # type: ignore[method-assign]
-        wrap = self.registry.protect(_wrap_counted, _cls=CountedFunction)
+        CountedFunction.__call__ = self.gate_hook(base_call, count=True, functions=True)  # type: ignore[method-assign]
+        keep = tvm_ffi.get_global_func("ffi.Array")  # a native constructor: the array holds a reference
+        wrap = self.registry.protect(_wrap_counted, _cls=CountedFunction, _send=self.send, _keep=keep)
         get_function = self.registry.protect(
             _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap
         )

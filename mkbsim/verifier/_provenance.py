@@ -17,12 +17,23 @@ every tensor of an output's size that is not: eager results, eager inputs, launc
 launch, and the returned outputs. The verifier compares those samples with its anchors: an output whose
 values existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
+
+On every call, audited or timed, the vault also times the DSL launches themselves (DESIGN §5, "audits
+cannot be told apart"): from the end of a counted launch's BEFORE to the start of its AFTER, the native
+call and nothing of the harness's (cpu: the host clock, the call is synchronous; cuda: events recorded on
+the current stream around the launch, read once the call is over). The harness's END of the call writes
+the sum to the control page. Only a launch the vault knows is genuine is counted and timed: its hook's
+original must be one registered before the submission loaded, and a TIRx launch must be a function the
+gate itself took from a runtime module (its native handle unchanged since), with plain arguments (tensors,
+numbers, strings, TVM FFI values: no object whose conversion runs the submission's Python inside the
+window). Anything else runs unwatched by the count and the clock, which can only cost the submission.
 """
 
 from __future__ import annotations
 
 import _struct
 import operator
+import sys
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +41,7 @@ from typing import Any
 import torch
 
 from mkbsim.verifier import _control
+from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
 SAMPLES = 512
@@ -57,6 +69,10 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         torch._C.DispatchKey.PythonTLSSnapshot
     )
     cuda_sync = getattr(torch._C, "_cuda_synchronize", None) if device.type == "cuda" else None
+    ffi = sys.modules.get("tvm_ffi")  # imported by the zygote for TIRx (and by the CuTe DSL's TVM FFI provider)
+    plain: tuple[Any, ...] = (torch.Tensor, int, float, bool, type(None), str)
+    if ffi is not None:
+        plain += tuple(getattr(ffi, name) for name in ("Tensor", "Shape", "Device", "dtype") if hasattr(ffi, name))
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
         list=list, dict=dict, range=range, any=any, min=min, max=max, sorted=sorted,
@@ -77,6 +93,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         sentinels={dtype: torch.iinfo(dtype).max for dtype in _INTEGER_DTYPES} | {torch.bool: True},
+        bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
+        Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream, plain=plain,
+        chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
     )  # fmt: skip
 
 
@@ -97,6 +116,18 @@ def provenance_vault(
     made: list[Any] = []  # [start, end) address ranges eager operators wrote during the call
     held: list[Any] = []  # (source, byte range, distinct values, their counts) of eager-made launch arguments
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
+    originals: dict[int, Any] = {}  # id -> (a counted hook's original, whether its launches are TIRx functions)
+    sealed = False  # no original is registered once the submission may send requests
+    functions: dict[int, Any] = {}  # id -> (a TIRx function the gate took from a module, its handle, its key, keepers)
+    signatures: dict[Any, int] = {}  # a launch's kernel and argument shapes -> its number (in order of appearance)
+    kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
+    called: dict[int, bool] = {}  # the signatures launched in this call
+    opened: list[bool] = []  # the gates awaiting their AFTER: whether each is a timed launch
+    running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
+    clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
+    marks: list[Any] = []  # cuda: (start, end) events of the call's timed launches
+    events: list[Any] = []  # cuda: every event made so far, reused call after call
+    used = 0  # cuda: events recorded in this call
 
     def storage_of(t: Any) -> int:
         return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
@@ -285,6 +316,89 @@ def provenance_vault(
             else:
                 observe(t, f"output of eager {name}")
 
+    def genuine(original: Any, args: Any) -> bool:
+        """A launch of a compiled DSL function, nothing else: see the module docstring."""
+        entry = originals.get(lib.id(original))
+        if entry is None or entry[0] is not original:
+            return False
+        if not entry[1]:
+            return True
+        positional, named = args
+        if not positional or named:
+            return False
+        fn = positional[0]
+        known = functions.get(lib.id(fn))
+        if known is None or known[0] is not fn or lib.chandle(fn) != known[1]:
+            return False
+        for arg in positional[1:]:
+            kind = lib.type(arg)
+            if not lib.any(kind is allowed for allowed in lib.plain):
+                return False
+        return True
+
+    def signature(original: Any, args: Any) -> None:
+        """Note the launch's signature: the kernel (a TIRx function's module and name; a CuTe executor or
+        compiled function) and its arguments' shapes, dtypes and plain values."""
+        positional = args[0]
+        target = positional[0] if positional else None
+        known = functions.get(lib.id(target))
+        own = known is not None and known[0] is target
+        parts = [known[2] if own and known is not None else (lib.id(original), lib.id(target))]
+        for arg in positional[1:]:
+            kind = lib.type(arg)
+            if kind is lib.Tensor:
+                parts.append((lib.tuple(lib.size(arg)), lib.dtype_of(arg)))
+            elif kind is lib.int or kind is lib.float or kind is lib.bool or kind is lib.str:
+                parts.append(arg)
+            elif kind is lib.list or kind is lib.tuple:
+                parts.append(("sequence", lib.len(arg)))
+            else:
+                parts.append(("object", lib.id(kind)))
+        key = lib.tuple(parts)
+        number = signatures.get(key)
+        if number is None:
+            number = signatures[key] = lib.len(signatures)
+            kept.append((original, target))
+        called[number] = True
+
+    def event() -> Any:
+        nonlocal used
+        if used == lib.len(events):
+            events.append(lib.Event(enable_timing=True))
+        made = events[used]
+        used += 1
+        lib.record(made, lib.current_stream())
+        return made
+
+    def launch_started() -> None:
+        nonlocal clock
+        if lib.cuda:
+            marks.append((event(), None))
+        else:
+            clock = lib.perf_counter()
+
+    def launch_ended() -> None:
+        nonlocal dsl_s
+        if lib.cuda:
+            marks[-1] = (marks[-1][0], event())
+        else:
+            dsl_s += lib.perf_counter() - clock
+
+    def end_of_call() -> None:
+        total = dsl_s * 1e3
+        if lib.cuda:  # the timer synchronised the device: every recorded event is complete
+            total = 0.0
+            for start, end in marks:
+                if end is not None:
+                    total += lib.elapsed(start, end)
+        lib.f64.pack_into(page, layout.DSL_MS, total)
+        offset, capacity = layout.SIGNATURES
+        numbers = lib.list(called)[:capacity]
+        lib.u64.pack_into(page, offset, lib.len(numbers))
+        for k in lib.range(lib.len(numbers)):
+            lib.u32.pack_into(page, offset + 8 + 4 * k, numbers[k])
+        lib.u64.pack_into(page, layout.DSL_ACK, nonce)
+
     def result(outputs: Any) -> None:
         if not audit:
             return
@@ -332,11 +446,33 @@ def provenance_vault(
                 pending.clear()
                 made.clear()
                 held.clear()
-                launches = depth = 0
+                opened.clear()
+                marks.clear()
+                called.clear()
+                launches = depth = running = used = 0
+                dsl_s = 0.0
             kind = request[0]
-            if kind == 1 and request[2]:  # BEFORE a counted launch
+            timed = False
+            if kind == 0:  # the harness registers a counted hook's original, then seals (None)
+                if not sealed and request[1] is None:
+                    sealed = True
+                elif not sealed:
+                    originals[lib.id(request[1])] = (request[1], request[2])
+            elif kind == 6:  # the TIRx gate took function (1) named (4) from module (3) (only its hook sends this)
+                fn, module, name = request[1], request[3], request[4]
+                key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
+                functions[lib.id(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
+            elif kind == 1 and request[2] and genuine(request[3], request[1]):  # BEFORE a counted launch
+                timed = True
+                signature(request[3], request[1])
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
+            elif kind == 2 and opened and opened.pop():  # AFTER a timed launch: its time ends first
+                running -= 1
+                if running == 0:
+                    launch_ended()
+            elif kind == 5:  # END of the call (the harness, once the timer stopped)
+                end_of_call()
             if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1:
@@ -350,11 +486,19 @@ def provenance_vault(
                         op(request[1], request[2], request[3], request[4], request[5])
                     elif kind == 4:  # RESULT
                         result(request[1])
+            if kind == 1 and (audit or timed):  # the launch's time starts last, after its copies
+                reply = True
+                opened.append(timed)
+                if timed:
+                    if running == 0:
+                        launch_started()
+                    running += 1
         except lib.BaseException as exc:  # a fault of ours goes back to the hook, without our frame
             exc.__traceback__ = None
             exc.__context__ = None
             pending.clear()
-            depth = 0
+            opened.clear()
+            depth = running = 0
             # and fails the draw closed: the verifier finds it among the records, whatever the submission
             # does with the exception
             records.append(("fault", lib.str(lib.type(exc).__name__) + ": " + lib.str(exc)))
@@ -367,12 +511,14 @@ def page_layout() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], LAUNCHES=_control.LAUNCHES[0], AUDIT=_control.AUDIT[0],
         SUPPRESS=_control.SUPPRESS[0], FLAG=_control.RECORDS_FLAG[0], RECORDS=_control.RECORDS,
+        DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
     )  # fmt: skip
 
 
 def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) -> Any:
-    """A DSL launch: counted and, on a correctness draw, watched (see the module docstring)."""
-    answer = _send((1, (args, kwargs), _count))  # BEFORE (hooks have no globals: the kinds are literals)
+    """A DSL launch: counted, timed and, on a correctness draw, watched (see the module docstring). The
+    original goes with the request: a caller passing its own ``_original`` is neither counted nor timed."""
+    answer = _send((1, (args, kwargs), _count, _original))  # BEFORE (hooks have no globals: kinds are literals)
     if answer is not None and answer is not True:
         raise answer
     if answer is None:  # a timed call: nothing to watch after the launch
@@ -393,6 +539,13 @@ def dispatch(self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = Non
     if failed is not None:
         raise failed
     return out
+
+
+def report_end(*, _send: Any) -> None:
+    """The harness, once the timer stopped the call: the vault writes the call's DSL time."""
+    failed = _send((5,))  # END
+    if failed is not None:
+        raise failed
 
 
 def report_result(outputs: Any, *, _send: Any) -> None:

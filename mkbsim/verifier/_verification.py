@@ -168,6 +168,8 @@ class Verification:
                               "(entered between calls); enter and exit modes within run().")  # fmt: skip
         if failure is None and not page["acked"]:
             failure = Failure("harness_tamper", f"The worker's timer did not time the call {where}.")
+        if failure is None and page["dsl_ms"] is None:
+            failure = Failure("harness_tamper", f"The worker's launch gate did not time the DSL launches {where}.")
         return failure or Call(exchange.reply, page, exchange.trusted)
 
     def call(self, arena: Arena, where: str, **flags: bool) -> Call | Failure:
