@@ -81,10 +81,9 @@ class DslGates:
         self.patched: list[tuple[Any, str, Any]] = []
 
     def gate_hook(self, original: Any, count: bool, functions: bool = False) -> Any:
-        """The gate over ``original``; a counted one's original is registered with the vault (``functions``:
-        its launches are calls of functions the gate took from modules, see ``_wrap_counted``)."""
-        if count:
-            self.send((0, original, functions))  # REGISTER an original
+        """The gate over ``original``, registered with the vault as genuine: a counted launch (``functions``:
+        a call of a function the gate took from a module, see ``_wrap_counted``) or a call above one."""
+        self.send((0, original, "function" if functions else "launch" if count else "outer"))  # REGISTER
         return self.registry.protect(gate, _send=self.send, _original=original, _count=count)
 
     def _set(self, owner: Any, attr: str, value: Any) -> None:
@@ -96,7 +95,7 @@ class DslGates:
             self._install_tirx()
         else:
             self._install_cutedsl()
-        self.send((0, None, False))  # SEAL: no original is registered after this
+        self.send((0, None, None))  # SEAL: no original is registered after this
 
     def _install_tirx(self) -> None:
         import tvm_ffi

@@ -116,13 +116,14 @@ def provenance_vault(
     made: list[Any] = []  # [start, end) address ranges eager operators wrote during the call
     held: list[Any] = []  # (source, byte range, distinct values, their counts) of eager-made launch arguments
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
-    originals: dict[int, Any] = {}  # id -> (a counted hook's original, whether its launches are TIRx functions)
+    originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
+    outer: list[Any] = []  # the arguments of the last genuine call above a launch (CuTe: still tensors there)
     sealed = False  # no original is registered once the submission may send requests
     functions: dict[int, Any] = {}  # id -> (a TIRx function the gate took from a module, its handle, its key, keepers)
     signatures: dict[Any, int] = {}  # a launch's kernel and argument shapes -> its number (in order of appearance)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the signatures launched in this call
-    opened: list[bool] = []  # the gates awaiting their AFTER: whether each is a timed launch
+    opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
     running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
     clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
     marks: list[Any] = []  # cuda: (start, end) events of the call's timed launches
@@ -319,9 +320,9 @@ def provenance_vault(
     def genuine(original: Any, args: Any) -> bool:
         """A launch of a compiled DSL function, nothing else: see the module docstring."""
         entry = originals.get(lib.id(original))
-        if entry is None or entry[0] is not original:
+        if entry is None or entry[0] is not original or entry[1] == "outer":
             return False
-        if not entry[1]:
+        if entry[1] == "launch":
             return True
         positional, named = args
         if not positional or named:
@@ -344,8 +345,15 @@ def provenance_vault(
         known = functions.get(lib.id(target))
         own = known is not None and known[0] is target
         parts = [known[2] if own and known is not None else (lib.id(original), lib.id(target))]
+        if outer:  # a CuTe launch: its arguments as the call above it had them (tensors, not C pointers)
+            positional = outer[0][0]
+            outer.clear()
         for arg in positional[1:]:
             kind = lib.type(arg)
+            source = None if kind is lib.Tensor else dlpack_sources.get(lib.id(arg))
+            if source is not None and source[0]() is arg:  # a CuTe tensor made from a torch tensor
+                arg = source[1]()
+                kind = lib.type(arg)
             if kind is lib.Tensor:
                 parts.append((lib.tuple(lib.size(arg)), lib.dtype_of(arg)))
             elif kind is lib.int or kind is lib.float or kind is lib.bool or kind is lib.str:
@@ -398,6 +406,7 @@ def provenance_vault(
         for k in lib.range(lib.len(numbers)):
             lib.u32.pack_into(page, offset + 8 + 4 * k, numbers[k])
         lib.u64.pack_into(page, layout.DSL_ACK, nonce)
+        outer.clear()  # the submission's tensors are not kept past its call
 
     def result(outputs: Any) -> None:
         if not audit:
@@ -449,11 +458,12 @@ def provenance_vault(
                 opened.clear()
                 marks.clear()
                 called.clear()
+                outer.clear()
                 launches = depth = running = used = 0
                 dsl_s = 0.0
             kind = request[0]
-            timed = False
-            if kind == 0:  # the harness registers a counted hook's original, then seals (None)
+            role = 0  # of a BEFORE: 0 watched only on a correctness draw, 1 a timed launch, 2 a call above one
+            if kind == 0:  # the harness registers a gate's original, then seals (None)
                 if not sealed and request[1] is None:
                     sealed = True
                 elif not sealed:
@@ -463,14 +473,23 @@ def provenance_vault(
                 key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
                 functions[lib.id(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
             elif kind == 1 and request[2] and genuine(request[3], request[1]):  # BEFORE a counted launch
-                timed = True
+                role = 1
                 signature(request[3], request[1])
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
-            elif kind == 2 and opened and opened.pop():  # AFTER a timed launch: its time ends first
-                running -= 1
-                if running == 0:
-                    launch_ended()
+            elif kind == 1 and not request[2] and not running:  # BEFORE a call above a launch
+                entry = originals.get(lib.id(request[3]))
+                if entry is not None and entry[0] is request[3] and entry[1] == "outer":
+                    role = 2
+                    outer[:] = [request[1]]
+            elif kind == 2 and opened:  # AFTER: a timed launch's time ends first
+                ended = opened.pop()
+                if ended == 1:
+                    running -= 1
+                    if running == 0:
+                        launch_ended()
+                elif ended == 2:
+                    outer.clear()  # a launch's description is the call's it runs inside, never a stale one
             elif kind == 5:  # END of the call (the harness, once the timer stopped)
                 end_of_call()
             if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
@@ -478,7 +497,6 @@ def provenance_vault(
                     if kind == 1:
                         depth += 1
                         before(request[1])
-                        reply = True  # the gate reports back after the launch
                     elif kind == 2:  # AFTER
                         depth = lib.max(depth - 1, 0)
                         after()
@@ -486,10 +504,10 @@ def provenance_vault(
                         op(request[1], request[2], request[3], request[4], request[5])
                     elif kind == 4:  # RESULT
                         result(request[1])
-            if kind == 1 and (audit or timed):  # the launch's time starts last, after its copies
+            if kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
                 reply = True
-                opened.append(timed)
-                if timed:
+                opened.append(role)
+                if role == 1:
                     if running == 0:
                         launch_started()
                     running += 1
