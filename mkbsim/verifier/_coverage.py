@@ -53,7 +53,7 @@ TOTAL_SHARE = 1 / 64
 #: pages or caches the timed calls find warm, on cuda an idle GPU's clocks and the launch latency left in
 #: the measure when the draw's launch finds the stream empty), so the draws' least time is the fair one,
 #: and the share leaves room for that inflation (wider on cuda).
-DSL_TIME_SHARE = {"cpu": 0.5, "cuda": 0.25}
+DSL_TIME_SHARE = {"cpu": 0.25, "cuda": 0.25}
 #: Below the clocks' resolution (CUDA events: 0.5 µs) nothing is measured.
 DSL_TIME_SLACK_MS = 0.002
 #: The share of timed calls that must launch every kernel signature (kernel, argument shapes and plain
