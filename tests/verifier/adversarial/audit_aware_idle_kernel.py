@@ -22,7 +22,7 @@ def scale_rows(x_ptr: T.handle, inv_ptr: T.handle, w_ptr: T.handle, out_ptr: T.h
     w = T.match_buffer(w_ptr, (HIDDEN,), "bfloat16")
     out = T.match_buffer(out_ptr, (rows, HIDDEN), "bfloat16")
     work = T.match_buffer(work_ptr, (2,), "int32")
-    for r in T.serial(work[1]):
+    for _repeat in T.serial(work[1]):
         for i in T.serial(work[0]):
             for j in range(HIDDEN):
                 out[i, j] = T.Cast("bfloat16", T.Cast("float32", x[i, j]) * inv[i] * T.Cast("float32", w[j]))
