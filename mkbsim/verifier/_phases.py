@@ -306,8 +306,8 @@ def cross_check(v: Verification) -> Failure | None:
     device_type = v.session.device.type
     runtime = statistics.median(t["timed_ms"])
     # work off the timed stream or between calls first: it also leaves the trusted clock unexplained
-    busy = (pending_check(t["pending_ms"], t["null_pending"]) if device_type == "cuda" else None) or idle_check(
-        t["trusted"], runtime
+    busy = (pending_check(t["pending_ms"], t["null_pending"], runtime) if device_type == "cuda" else None) or (
+        idle_check(t["trusted"], runtime, device_type)
     )
     if busy:
         return Failure("background_work", f"Work ran outside the timed calls: {busy}; finish all work inside run().")
