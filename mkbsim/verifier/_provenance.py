@@ -81,7 +81,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys,
         no_torch_function=torch._C.DisableTorchFunction,
         data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
-        numel=base.numel, untyped_storage=base.untyped_storage, set_=base.set_, clone=base.clone, copy_=base.copy_,
+        numel=base.numel, untyped_storage=base.untyped_storage, view=base.view, set_=base.set_, clone=base.clone,
+        copy_=base.copy_,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
         tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor,
         stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
@@ -179,6 +180,9 @@ def provenance_vault(
             return None
         flat = lib.reshape(t, (-1,))
         where = lib.to(positions[i], lib.device_of(t))
+        if lib.element_size(t) == 1 and lib.is_floating(t):  # fp8: CUDA has no take for it, its bytes are taken
+            values = lib.view(lib.take(lib.view(flat, lib.uint8), where), lib.dtype_of(t))
+            return lib.tolist(lib.to(lib.to(values, lib.cpu), lib.float64))
         values = lib.take(flat, where)
         kind = lib.float64 if lib.is_floating(t) else lib.int64
         return lib.tolist(lib.to(values, lib.cpu, kind))
@@ -308,9 +312,14 @@ def provenance_vault(
         for t in inputs:
             if not is_tainted(t):
                 observe(t, f"input of eager {name}")
+        parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
+        writes = lib.len(parts) > 2 and (parts[1].endswith("_") or parts[2].startswith("out"))
         for t in tensors_in(out, []):
             lo, hi = span(t)
-            made.append((lo, hi))
+            # made by eager code: fresh memory, or memory an in-place or out= operator wrote; never a view of
+            # its input (a reshape of a large input holds, by value, every value of a low-precision output)
+            if writes or not lib.any(storage_of(u) == storage_of(t) for u in inputs):
+                made.append((lo, hi))
             set_taint(lo, hi, derived or (is_tainted(t) and lib.any(u is t for u in inputs)))
             if is_tainted(t):
                 fingerprint(t)
