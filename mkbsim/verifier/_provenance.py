@@ -49,7 +49,9 @@ SAMPLES = 512
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
 #: Operators that hand out uninitialised memory: on a correctness draw it holds a sentinel (NaN, the
-#: largest integer, True), so that an output a suppressed launch left unwritten is never right by chance.
+#: largest integer, True), so that an output a launch left unwritten is never right by chance; on the
+#: suppressed draw integers and booleans hold zero instead (a count or an offset a suppressed kernel did
+#: not write must send the kernels after it nowhere, not out of bounds), floats still NaN.
 _EMPTY_OPS = frozenset(
     ("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default",
      "aten.new_empty_strided.default", "aten.empty_permuted.default")
@@ -305,8 +307,12 @@ def provenance_vault(
             return
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
-                dtype = lib.dtype_of(t)
-                lib.fill_(t, lib.sentinels.get(dtype, lib.nan))
+                value = lib.sentinels.get(lib.dtype_of(t), lib.nan)
+                if suppress and value is not lib.nan:
+                    # integers are counts, offsets and indices that later kernels follow: with launches
+                    # suppressed they stay zero (no work), never the largest integer (out of bounds)
+                    value = 0
+                lib.fill_(t, value)
         inputs = tensors_in((args, kwargs), [])
         derived = lib.any(is_tainted(t) for t in inputs)
         for t in inputs:
