@@ -72,9 +72,12 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     )
     cuda_sync = getattr(torch._C, "_cuda_synchronize", None) if device.type == "cuda" else None
     ffi = sys.modules.get("tvm_ffi")  # imported by the zygote for TIRx (and by the CuTe DSL's TVM FFI provider)
-    plain: tuple[Any, ...] = (torch.Tensor, int, float, bool, type(None), str)
+    # arguments whose conversion into a TVM FFI call runs no Python of the submission's
+    plain: tuple[Any, ...] = (torch.Tensor, torch.dtype, torch.device, int, float, bool, complex, str, bytes)
+    plain += (type(None),)
     if ffi is not None:
-        plain += tuple(getattr(ffi, name) for name in ("Tensor", "Shape", "Device", "dtype") if hasattr(ffi, name))
+        names = ("Tensor", "Shape", "Device", "dtype", "String", "Bytes", "Function", "Module", "Object")
+        plain += tuple(getattr(ffi, name) for name in names if isinstance(getattr(ffi, name, None), type))
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
         list=list, dict=dict, range=range, any=any, min=min, max=max, sorted=sorted,
@@ -131,6 +134,7 @@ def provenance_vault(
     clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
     marks: list[Any] = []  # cuda: (start, end) events of the call's timed launches
     events: list[Any] = []  # cuda: every event made so far, reused call after call
+    stream: list[Any] = []  # cuda: the current stream at the call's first timed launch
     used = 0  # cuda: events recorded in this call
 
     def storage_of(t: Any) -> int:
@@ -390,7 +394,9 @@ def provenance_vault(
             events.append(lib.Event(enable_timing=True))
         made = events[used]
         used += 1
-        lib.record(made, lib.current_stream())
+        if not stream:
+            stream.append(lib.current_stream())
+        lib.record(made, stream[0])
         return made
 
     def launch_started() -> None:
@@ -474,6 +480,7 @@ def provenance_vault(
                 marks.clear()
                 called.clear()
                 outer.clear()
+                stream.clear()
                 launches = depth = running = used = 0
                 dsl_s = 0.0
             kind = request[0]
