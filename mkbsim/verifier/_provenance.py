@@ -358,7 +358,8 @@ def provenance_vault(
 
     def signature(original: Any, args: Any) -> None:
         """Note the launch's signature: the kernel (a TIRx function's module and name; a CuTe executor or
-        compiled function) and its arguments' shapes, dtypes and plain values."""
+        compiled function) and its arguments' shapes and dtypes (other arguments: their type; a value such
+        as a scale or a count drawn from the data may differ from call to call)."""
         positional = args[0]
         target = positional[0] if positional else None
         known = functions.get(lib.id(target))
@@ -375,8 +376,6 @@ def provenance_vault(
                 kind = lib.type(arg)
             if kind is lib.Tensor:
                 parts.append((lib.tuple(lib.size(arg)), lib.dtype_of(arg)))
-            elif kind is lib.int or kind is lib.float or kind is lib.bool or kind is lib.str:
-                parts.append(arg)
             elif kind is lib.list or kind is lib.tuple:
                 parts.append(("sequence", lib.len(arg)))
             else:
