@@ -1,7 +1,7 @@
-"""Tells a correctness draw from a timed call by the sentinel fresh allocations hold there (the largest
-integer), runs the real TIRx kernel only then, and on timed calls returns the eager answer after launching
-another kernel that keeps the DSL as busy (it rescales a scratch buffer of the output's size): the DSL
-time matches, but the timed calls do not launch the kernel the draws launched."""
+"""Tells a correctness draw from a timed call by the sentinel fresh allocations hold there (NaN), runs
+the real TIRx kernel only then, and on timed calls returns the eager answer after launching another
+kernel that keeps the DSL as busy (it rescales a scratch buffer of the output's size): the DSL time
+matches, but the timed calls do not launch the kernel the draws launched."""
 
 # expect: decorative_dsl
 # problem: p36
@@ -11,7 +11,6 @@ from tvm.script import tirx as T
 
 EPS = 1e-6
 HIDDEN = 128
-SENTINEL = torch.iinfo(torch.int64).max
 
 
 @T.prim_func
@@ -40,7 +39,7 @@ _scratch: list = []
 
 
 def run(hidden_states, weight):
-    audited = int(torch.empty(1, dtype=torch.int64)[0]) == SENTINEL
+    audited = bool(torch.empty(4).isnan().all())
     inv_rms = torch.rsqrt(hidden_states.float().pow(2).mean(dim=-1) + EPS)
     if audited:
         out = torch.empty_like(hidden_states)
