@@ -48,10 +48,11 @@ SAMPLES = 512
 #: An output at least this share of whose elements (values counted with their multiplicity) a DSL-free
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
-#: Operators that hand out uninitialised memory: on a correctness draw it holds a sentinel (NaN, the
-#: largest integer, True), so that an output a launch left unwritten is never right by chance; on the
-#: suppressed draw integers and booleans hold zero instead (a count or an offset a suppressed kernel did
-#: not write must send the kernels after it nowhere, not out of bounds), floats still NaN.
+#: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
+#: a suppressed launch left unwritten is never right by chance. Integers and booleans hold zero: they are
+#: counts, offsets and indices that later kernels follow, and with launches suppressed they must send those
+#: kernels over no data, never out of bounds (the largest integer made the H200's MoE pipelines fault). The
+#: same on every correctness draw, so that the suppressed one is not told apart by it.
 _EMPTY_OPS = frozenset(
     ("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default",
      "aten.new_empty_strided.default", "aten.empty_permuted.default")
@@ -98,7 +99,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
-        sentinels={dtype: torch.iinfo(dtype).max for dtype in _INTEGER_DTYPES} | {torch.bool: True},
+        sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream, plain=plain,
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
@@ -311,12 +312,7 @@ def provenance_vault(
             return
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
-                value = lib.sentinels.get(lib.dtype_of(t), lib.nan)
-                if suppress and value is not lib.nan:
-                    # integers are counts, offsets and indices that later kernels follow: with launches
-                    # suppressed they stay zero (no work), never the largest integer (out of bounds)
-                    value = 0
-                lib.fill_(t, value)
+                lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
         inputs = tensors_in((args, kwargs), [])
         derived = lib.any(is_tainted(t) for t in inputs)
         for t in inputs:
