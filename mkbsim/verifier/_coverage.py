@@ -6,8 +6,8 @@ and padding say nothing about who computed them:
 
 * suppression: in one correctness draw, chosen at random after the first, the effect of every DSL
   launch is undone (``_provenance``) and fresh allocations hold a sentinel (NaN; zero for integers,
-  which later kernels may follow as counts or offsets). The share of an output's elements that are then wrong is the share that depends on the
-  kernels;
+  which later kernels may follow as counts or offsets). The share of an output's elements that are
+  then wrong is the share that depends on the kernels;
 * provenance: in the other correctness draws the worker's vault samples every tensor of an output's
   size that no DSL launch wrote nor derived from (eager results and inputs, launch arguments before the
   launch, returned outputs not written by a launch). Where such a tensor already matches an output's

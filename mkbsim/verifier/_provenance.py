@@ -32,8 +32,8 @@ window). Anything else runs unwatched by the count and the clock, which can only
 from __future__ import annotations
 
 import _struct
+import importlib
 import operator
-import sys
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -72,7 +72,10 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         torch._C.DispatchKey.PythonTLSSnapshot
     )
     cuda_sync = getattr(torch._C, "_cuda_synchronize", None) if device.type == "cuda" else None
-    ffi = sys.modules.get("tvm_ffi")  # imported by the zygote for TIRx (and by the CuTe DSL's TVM FFI provider)
+    try:  # TIRx's runtime (and the CuTe DSL's TVM FFI provider's): the zygote has imported it already
+        ffi: Any = importlib.import_module("tvm_ffi")
+    except ImportError:
+        ffi = None
     # arguments whose conversion into a TVM FFI call runs no Python of the submission's
     plain: tuple[Any, ...] = (torch.Tensor, torch.dtype, torch.device, int, float, bool, complex, str, bytes)
     plain += (type(None),)
