@@ -104,7 +104,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
-        Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream, plain=plain,
+        Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
+        plain=frozenset(id(kind) for kind in plain),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
     )  # fmt: skip
 
@@ -335,55 +336,47 @@ def provenance_vault(
             else:
                 observe(t, f"output of eager {name}")
 
-    def genuine(original: Any, args: Any) -> bool:
-        """A launch of a compiled DSL function, nothing else: see the module docstring."""
+    def launch_signature(original: Any, args: Any) -> Any:
+        """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
+        (a TIRx function's module and name; a CuTe executor or compiled function) and its arguments'
+        shapes and element sizes (other arguments: their type; a value such as a scale or a count drawn
+        from the data may differ from call to call). One pass over the arguments: it runs on every launch."""
         entry = originals.get(lib.id(original))
         if entry is None or entry[0] is not original or entry[1] == "outer":
-            return False
-        if entry[1] == "launch":
-            return True
-        positional, named = args
-        if not positional or named:
-            return False
-        fn = positional[0]
-        known = functions.get(lib.id(fn))
-        if known is None or known[0] is not fn or lib.chandle(fn) != known[1]:
-            return False
-        for arg in positional[1:]:
-            kind = lib.type(arg)
-            if not lib.any(kind is allowed for allowed in lib.plain):
-                return False
-        return True
-
-    def signature(original: Any, args: Any) -> None:
-        """Note the launch's signature: the kernel (a TIRx function's module and name; a CuTe executor or
-        compiled function) and its arguments' shapes and dtypes (other arguments: their type; a value such
-        as a scale or a count drawn from the data may differ from call to call)."""
+            return None
         positional = args[0]
         target = positional[0] if positional else None
-        known = functions.get(lib.id(target))
-        own = known is not None and known[0] is target
-        parts = [known[2] if own and known is not None else (lib.id(original), lib.id(target))]
-        if outer:  # a CuTe launch: its arguments as the call above it had them (tensors, not C pointers)
-            positional = outer[0][0]
-            outer.clear()
+        tirx = entry[1] == "function"
+        if tirx:  # a function the gate registered, its handle unchanged, plain arguments only
+            known = functions.get(lib.id(target))
+            if args[1] or known is None or known[0] is not target or lib.chandle(target) != known[1]:
+                return None
+            parts = [known[2]]
+        else:
+            parts = [(lib.id(original), lib.id(target))]
+            if outer:  # a CuTe launch: its arguments as the call above it had them (tensors, not pointers)
+                positional = outer[0][0]
+                outer.clear()
         for arg in positional[1:]:
             kind = lib.type(arg)
-            source = None if kind is lib.Tensor else dlpack_sources.get(lib.id(arg))
-            if source is not None and source[0]() is arg:  # a CuTe tensor made from a torch tensor
-                arg = source[1]()
-                kind = lib.type(arg)
+            if kind is not lib.Tensor and not tirx:
+                source = dlpack_sources.get(lib.id(arg))
+                if source is not None and source[0]() is arg:  # a CuTe tensor made from a torch tensor
+                    arg = source[1]()
+                    kind = lib.type(arg)
             if kind is lib.Tensor:
-                parts.append((lib.tuple(lib.size(arg)), lib.dtype_of(arg)))
-            elif kind is lib.list or kind is lib.tuple:
-                parts.append(("sequence", lib.len(arg)))
+                parts.append((lib.size(arg), lib.element_size(arg)))  # torch.Size: a tuple, hashed in C
+            elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
+                return None
             else:
-                parts.append(("object", lib.id(kind)))
-        key = lib.tuple(parts)
+                parts.append(lib.id(kind))
+        return lib.tuple(parts)
+
+    def note(key: Any, original: Any, target: Any) -> None:
         number = signatures.get(key)
         if number is None:
             number = signatures[key] = lib.len(signatures)
-            kept.append((original, target))
+            kept.append((original, target))  # their ids are in the key: never reused while it is known
         called[number] = True
 
     def event() -> Any:
@@ -492,9 +485,9 @@ def provenance_vault(
                 fn, module, name = request[1], request[3], request[4]
                 key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
                 functions[lib.id(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
-            elif kind == 1 and request[2] and genuine(request[3], request[1]):  # BEFORE a counted launch
-                role = 1
-                signature(request[3], request[1])
+            elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None:
+                role = 1  # BEFORE a counted launch
+                note(key, request[3], request[1][0][0] if request[1][0] else None)
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
             elif kind == 1 and not request[2] and not running:  # BEFORE a call above a launch
