@@ -56,8 +56,8 @@ TOTAL_SHARE = 1 / 64
 DSL_TIME_SHARE = {"cpu": 0.25, "cuda": 0.25}
 #: Below the clocks' resolution (CUDA events: 0.5 µs) nothing is measured.
 DSL_TIME_SLACK_MS = 0.002
-#: The share of timed calls that must launch every kernel signature (kernel, argument shapes and dtypes)
-#: that each correctness draw launched. More than half, so that the median call is one of them;
+#: The share of timed calls that must launch every kernel signature (kernel, argument shapes and element
+#: sizes) that each correctness draw launched. More than half, so that the median call is one of them;
 #: short of all, for kernels an honest plan launches depending on the data (a skipped empty expert).
 KERNELS_SHARE = 0.75
 

@@ -139,11 +139,10 @@ def test_a_launch_whose_original_was_not_registered_is_neither_counted_nor_timed
     send = registry.open(provenance_vault, page, provenance_lib(torch.device("cpu")), page_layout(), [], [], {})
 
     def kernel(out: torch.Tensor) -> None:
-        time.sleep(0.002)
         out.fill_(1.0)
 
     def forged(out: torch.Tensor) -> None:  # what a submission passes as the gate's _original
-        time.sleep(0.002)
+        time.sleep(0.2)  # eager work it would have timed as the DSL's
 
     send((0, kernel, "launch"))
     send((0, None, None))  # sealed: a later registration is ignored
@@ -156,7 +155,7 @@ def test_a_launch_whose_original_was_not_registered_is_neither_counted_nor_timed
     end()
     assert _control.get(page, _control.LAUNCHES) == 1
     assert _control.get(page, _control.DSL_ACK) == 1
-    assert 2.0 <= _control.get(page, _control.DSL_MS) < 4.0  # the genuine launch's time only
+    assert 0.0 < _control.get(page, _control.DSL_MS) < 200.0  # the genuine launch's time only
 
 
 def _fp8_without_take(lib: types.SimpleNamespace) -> types.SimpleNamespace:
