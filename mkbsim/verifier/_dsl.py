@@ -30,12 +30,21 @@ _TVM_INTERNAL_PREFIXES = ("__tvm", "_get_target_string")
 
 
 def _counted_get_function(
-    module: Any, name: str, query_imports: bool = False, *, _original: Any, _internal: Any, _wrap: Any
+    module: Any, name: str, query_imports: bool = False, *, _original: Any, _internal: Any, _wrap: Any, _cache: Any,
+    _id: Any
 ) -> Any:  # fmt: skip
+    """``module.get_function``: a kernel as a counted function, made once per module and name (a TVM
+    executable looks its entry up on every call)."""
+    key = (_id(module), name, query_imports)
+    cached = _cache.get(key)
+    if cached is not None and cached[0] is module:  # the module is held: its id is not reused
+        return cached[1]
     func = _original(module, name, query_imports)
     if name.startswith(_internal):
         return func
-    return _wrap(func, module, name)
+    counted = _wrap(func, module, name)
+    _cache[key] = (module, counted)
+    return counted
 
 
 def _wrap_counted(func: Any, module: Any, name: str, *, _cls: Any, _send: Any, _keep: Any) -> Any:
@@ -109,8 +118,9 @@ class DslGates:
         keep = tvm_ffi.get_global_func("ffi.Array")  # a native constructor: the array holds a reference
         wrap = self.registry.protect(_wrap_counted, _cls=CountedFunction, _send=self.send, _keep=keep)
         get_function = self.registry.protect(
-            _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap
-        )
+            _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap,
+            _cache={}, _id=id,
+        )  # fmt: skip
         self._set(tvm_ffi.Module, "get_function", get_function)
         external = importlib.import_module("tvm.tirx.script.builder.external_kernel")
         self._record(external.SourceKernel, "__init__", "T.call_kernel with a CUDA source string")
