@@ -7,8 +7,9 @@ it. Through it flow the facts a verdict rests on and the submission must neither
 * verifier → vaults: the call's nonce, whether DSL launches are suppressed on this call (never sent
   on the channel the worker's Python reads), whether this is a correctness draw (audit);
 * vaults → verifier: the launches counted, the call's timing marks, the acknowledgement that the
-  timer stopped this very call, the violations the guards refused, and the provenance records of a
-  correctness draw (``_provenance``).
+  timer stopped this very call, the time the call spent inside DSL launches (and the gate's
+  acknowledgement of this very call), the violations the guards refused, and the provenance records of
+  a correctness draw (``_provenance``).
 
 Layout (little-endian): a fixed header, then two regions, each a length-prefixed pickle written by
 one vault: violations (``VIOLATIONS``) and provenance records (``RECORDS``).
@@ -38,6 +39,11 @@ PENDING_MS = (48, "<d")  # timer vault: device work left after the timed stream 
 STARTS = (56, "<Q")  # timer vault: calls started (a START after the first of a nonce does nothing)
 VIOLATION_COUNT = (64, "<Q")  # guards vault: violations recorded so far
 RECORDS_FLAG = (72, "<Q")  # provenance vault: records written for this nonce (0 if none)
+DSL_MS = (80, "<d")  # gate vault: time inside the call's DSL launches (cpu: host clock; cuda: launch events)
+DSL_ACK = (88, "<Q")  # gate vault: the nonce of the last call whose DSL time it wrote
+#: Gate vault, with DSL_MS: the call's distinct launch signatures (kernel and argument shapes), as numbers
+#: the vault assigns in order of first appearance: a count, then that many little-endian u32.
+SIGNATURES = (96, 64)  # offset, capacity (signatures beyond it are not listed)
 
 HEADER_BYTES = 4096
 VIOLATIONS = (HEADER_BYTES, 1 << 20)  # offset, capacity
@@ -105,8 +111,15 @@ class ControlPage:
             "ms": get(self.buf, CALL_MS),
             "host_ms": get(self.buf, HOST_MS),
             "pending_ms": get(self.buf, PENDING_MS),
+            "dsl_ms": get(self.buf, DSL_MS) if get(self.buf, DSL_ACK) == self.nonce else None,
+            "signatures": self._signatures() if get(self.buf, DSL_ACK) == self.nonce else None,
             "records": self._region(RECORDS) if get(self.buf, RECORDS_FLAG) == self.nonce else None,
         }
+
+    def _signatures(self) -> frozenset[int]:
+        offset, capacity = SIGNATURES
+        (count,) = struct.unpack_from("<Q", self.buf, offset)
+        return frozenset(struct.unpack_from(f"<{min(count, capacity)}I", self.buf, offset + 8))
 
     def guard_records(self) -> tuple[list[str], list[str]]:
         """(violations, inline CUDA sites) the guards recorded so far (whole lists, newest last)."""

@@ -5,9 +5,9 @@ changes from one draw to another; for an in-place input, those the operator chan
 and padding say nothing about who computed them:
 
 * suppression: in one correctness draw, chosen at random after the first, the effect of every DSL
-  launch is undone (``_provenance``) and fresh allocations hold a sentinel (NaN, or the largest
-  integer). The share of an output's elements that are then wrong is the share that depends on the
-  kernels;
+  launch is undone (``_provenance``) and fresh allocations hold a sentinel (NaN; zero for integers,
+  which later kernels may follow as counts or offsets). The share of an output's elements that are
+  then wrong is the share that depends on the kernels;
 * provenance: in the other correctness draws the worker's vault samples every tensor of an output's
   size that no DSL launch wrote nor derived from (eager results and inputs, launch arguments before the
   launch, returned outputs not written by a launch). Where such a tensor already matches an output's
@@ -24,10 +24,20 @@ least 1/64 (``TOTAL_SHARE``). Both hold for the study's partial plans (p49: the 
 outputs, 5.9% of the elements, eager the router logits; p52: a DSL quantisation whose result the eager
 GEMM consumes, 100% dependent) and fail a kernel computing 1 of 64 rows or 1 of 32 layers of the only
 output. A raise with launches suppressed is no evidence of anything: it fails.
+
+The correctness draws are observable (the provenance mode, the sentinel fill, their place first), so the
+coverage they measure must be shown to hold on the timed calls too, with evidence the submission cannot
+see or forge there: the time spent inside its DSL launches, measured by the gate's vault at the native
+launch boundary (``_provenance``). An honest submission runs the same kernels on same-shaped inputs in
+both, so the timed calls launch the same kernels with arguments of the same shapes, and their DSL time is
+about the draws'. One that runs its kernels only when audited and an eager answer with a token launch
+otherwise launches another kernel, or the same on other shapes (``kernels_check``), or, with the same
+launches doing less work, has its DSL time collapse (``dsl_time_check``).
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +48,18 @@ from mkbsim.verifier._compare import OutputRef, matches, wrong_mask
 
 OUTPUT_SHARE = 0.5
 TOTAL_SHARE = 1 / 64
+#: The timed calls' median DSL time must be at least this share of the least DSL time of a correctness
+#: draw. The draws' time can only be inflated against the timed calls' (a cold first launch, argument
+#: pages or caches the timed calls find warm, on cuda an idle GPU's clocks and the launch latency left in
+#: the measure when the draw's launch finds the stream empty), so the draws' least time is the fair one,
+#: and the share leaves room for that inflation (wider on cuda).
+DSL_TIME_SHARE = {"cpu": 0.25, "cuda": 0.25}
+#: Below the clocks' resolution (CUDA events: 0.5 µs) nothing is measured.
+DSL_TIME_SLACK_MS = 0.002
+#: The share of timed calls that must launch every kernel signature (kernel, argument shapes and element
+#: sizes) that each correctness draw launched. More than half, so that the median call is one of them;
+#: short of all, for kernels an honest plan launches depending on the data (a skipped empty expert).
+KERNELS_SHARE = 0.75
 
 
 @dataclass
@@ -149,3 +171,43 @@ def _explain(c: OutputCoverage) -> str:
     if c.eager_match > 0:
         parts.append(f"{c.eager_match:.1%} of it existed outside the DSL ({c.eager_source})")
     return f"{c.label}: " + ", ".join(parts) if parts else f"{c.label}: no evidence"
+
+
+def dsl_time_check(
+    audited_ms: Sequence[float], timed_ms: Sequence[float], device_type: str
+) -> tuple[dict[str, Any], str | None]:
+    """The timed calls' DSL time against the correctness draws' (DESIGN §5, "audits cannot be told apart"):
+    its figures, and the feedback when the timed calls ran too little DSL work."""
+    audited = min(audited_ms)
+    timed = float(statistics.median(timed_ms))
+    share = DSL_TIME_SHARE[device_type]
+    found = {
+        "audited_ms": list(audited_ms),
+        "timed_median_ms": timed,
+        "ratio": timed / audited if audited > 0 else None,
+        "required_ratio": share,
+    }
+    if timed >= share * audited - DSL_TIME_SLACK_MS:
+        return found, None
+    return found, (
+        f"The timed calls spent {timed * 1e3:.1f} µs per call (median) inside DSL launches, the correctness draws "
+        f"at least {audited * 1e3:.1f} µs: the timed calls do not run the kernels the correctness draws checked "
+        f"(at least {share:.0%} of their DSL time is required). Run the same DSL work on every call."
+    )
+
+
+def kernels_check(
+    audited: Sequence[frozenset[int]], timed: Sequence[frozenset[int]]
+) -> tuple[dict[str, Any], str | None]:
+    """The timed calls launch the kernels every correctness draw launched, with the same argument shapes."""
+    required = frozenset.intersection(*audited) if audited else frozenset()
+    missing = [k + 1 for k, launched in enumerate(timed) if not required <= launched]
+    found = {"required_signatures": len(required), "timed_calls_missing_them": len(missing)}
+    if len(timed) - len(missing) >= KERNELS_SHARE * len(timed):
+        return found, None
+    return found, (
+        f"{len(missing)} of {len(timed)} timed calls (calls {', '.join(map(str, missing[:5]))}"
+        f"{', ...' if len(missing) > 5 else ''}) did not launch the DSL kernels, with the argument shapes, that every "
+        "correctness draw launched: the timed calls do not run the kernels the correctness draws checked. Run the "
+        "same DSL work on every call."
+    )

@@ -30,17 +30,32 @@ _TVM_INTERNAL_PREFIXES = ("__tvm", "_get_target_string")
 
 
 def _counted_get_function(
-    module: Any, name: str, query_imports: bool = False, *, _original: Any, _internal: Any, _wrap: Any
+    module: Any, name: str, query_imports: bool = False, *, _original: Any, _internal: Any, _wrap: Any, _cache: Any,
+    _id: Any
 ) -> Any:  # fmt: skip
+    """``module.get_function``: a kernel as a counted function, made once per module and name (a TVM
+    executable looks its entry up on every call)."""
+    key = (_id(module), name, query_imports)
+    cached = _cache.get(key)
+    if cached is not None and cached[0] is module:  # the module is held: its id is not reused
+        return cached[1]
     func = _original(module, name, query_imports)
     if name.startswith(_internal):
         return func
-    return _wrap(func)
+    counted = _wrap(func, module, name)
+    _cache[key] = (module, counted)
+    return counted
 
 
-def _wrap_counted(func: Any, *, _cls: Any) -> Any:
+def _wrap_counted(func: Any, module: Any, name: str, *, _cls: Any, _send: Any, _keep: Any) -> Any:
+    """``func`` (``name`` in ``module``) as a function whose calls pass the gate, registered with the gate's
+    vault (with its native handle, and a TVM FFI array holding the native function so that its address is
+    never reused)."""
     counted = _cls.__new__(_cls)
     counted.__move_handle_from__(func)
+    failed = _send((6, counted, _keep(counted), module, name))  # REGISTER a function
+    if failed is not None:
+        raise failed
     return counted
 
 
@@ -74,7 +89,10 @@ class DslGates:
         self.dlpack_sources: dict[int, Any] = {}
         self.patched: list[tuple[Any, str, Any]] = []
 
-    def gate_hook(self, original: Any, count: bool) -> Any:
+    def gate_hook(self, original: Any, count: bool, functions: bool = False) -> Any:
+        """The gate over ``original``, registered with the vault as genuine: a counted launch (``functions``:
+        a call of a function the gate took from a module, see ``_wrap_counted``) or a call above one."""
+        self.send((0, original, "function" if functions else "launch" if count else "outer"))  # REGISTER
         return self.registry.protect(gate, _send=self.send, _original=original, _count=count)
 
     def _set(self, owner: Any, attr: str, value: Any) -> None:
@@ -86,6 +104,7 @@ class DslGates:
             self._install_tirx()
         else:
             self._install_cutedsl()
+        self.send((0, None, None))  # SEAL: no original is registered after this
 
     def _install_tirx(self) -> None:
         import tvm_ffi
@@ -95,11 +114,13 @@ class DslGates:
         class CountedFunction(tvm_ffi.Function):
             """A compiled TVM function whose calls pass the gate."""
 
-        CountedFunction.__call__ = self.gate_hook(base_call, count=True)  # type: ignore[method-assign]
-        wrap = self.registry.protect(_wrap_counted, _cls=CountedFunction)
+        CountedFunction.__call__ = self.gate_hook(base_call, count=True, functions=True)  # type: ignore[method-assign]
+        keep = tvm_ffi.get_global_func("ffi.Array")  # a native constructor: the array holds a reference
+        wrap = self.registry.protect(_wrap_counted, _cls=CountedFunction, _send=self.send, _keep=keep)
         get_function = self.registry.protect(
-            _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap
-        )
+            _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap,
+            _cache={}, _id=id,
+        )  # fmt: skip
         self._set(tvm_ffi.Module, "get_function", get_function)
         external = importlib.import_module("tvm.tirx.script.builder.external_kernel")
         self._record(external.SourceKernel, "__init__", "T.call_kernel with a CUDA source string")

@@ -233,7 +233,10 @@ def timing(v: Verification) -> Failure | None:
     )
     arenas = v.session.arenas(s, p)
     saved: list[tuple[int, list[Any], list[Any]]] = []
-    t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
+    t = v.timing = {
+        k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "dsl_ms", "null_ms")
+    }
+    t["signatures"] = []
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     k = 0
     inputs: list[Any] | None = None
@@ -269,6 +272,8 @@ def timing(v: Verification) -> Failure | None:
         t["host_ms"].append(page["host_ms"])
         t["pending_ms"].append(pending)
         t["launches_per_call"].append(page["launches"])
+        t["dsl_ms"].append(page["dsl_ms"])
+        t["signatures"].append(page["signatures"])
         t["trusted"].append(answer.trusted)
         if k in recheck:
             failure = mutation(arena, inputs, where, s.input_names, s.inplace)
@@ -301,11 +306,14 @@ def cross_check(v: Verification) -> Failure | None:
     device_type = v.session.device.type
     runtime = statistics.median(t["timed_ms"])
     # work off the timed stream or between calls first: it also leaves the trusted clock unexplained
-    busy = (pending_check(t["pending_ms"], t["null_pending"]) if device_type == "cuda" else None) or idle_check(
-        t["trusted"], runtime
+    busy = (pending_check(t["pending_ms"], t["null_pending"], runtime) if device_type == "cuda" else None) or (
+        idle_check(t["trusted"], runtime, device_type)
     )
     if busy:
         return Failure("background_work", f"Work ran outside the timed calls: {busy}; finish all work inside run().")
+    failure = _timed_as_audited(v)
+    if failure is not None:
+        return failure
     check = trusted_cross_check(t["timed_ms"], t["trusted"], t["null_ms"], t["null_trusted"], device_type)
     v.details["clock_check"] = check
     if check["tampered"]:
@@ -327,6 +335,23 @@ def cross_check(v: Verification) -> Failure | None:
     return None
 
 
+def _timed_as_audited(v: Verification) -> Failure | None:
+    """The coverage the correctness draws measured holds on the timed calls: they launch the same kernels
+    on the same shapes, for about as long (``_coverage``)."""
+    audited = [d for d in v.draws if not d.suppressed]
+    t = v.timing
+    kernels, failure = _coverage.kernels_check([d.page["signatures"] for d in audited], t["signatures"])
+    v.details["timed_kernels"] = kernels
+    if failure is None:
+        audited_ms = [d.page["dsl_ms"] for d in audited]
+        found, failure = _coverage.dsl_time_check(audited_ms, t["dsl_ms"], v.session.device.type)
+        v.details["dsl_time"] = found
+    if failure is not None:
+        v.report.bypass_ok = False
+        return Failure("decorative_dsl", failure)
+    return None
+
+
 def verdict(v: Verification) -> Failure | None:
     v.close_worker()  # no candidate worker lives while a reference worker imports its copy of the problems
     t0 = time.perf_counter()
@@ -339,7 +364,8 @@ def verdict(v: Verification) -> Failure | None:
         return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
     runtime = statistics.median(t["timed_ms"])
     v.details["timing"] = {
-        **{k: t[k] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")},
+        **{k: t[k] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "dsl_ms")},
+        "null_ms": t["null_ms"],
         "median_ms": runtime,
         "round_trip_ms": [c.round_trip_ms for c in t["trusted"]],
         "worker_cpu_ms": [c.cpu_ms for c in t["trusted"]],

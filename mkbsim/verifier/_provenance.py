@@ -17,11 +17,22 @@ every tensor of an output's size that is not: eager results, eager inputs, launc
 launch, and the returned outputs. The verifier compares those samples with its anchors: an output whose
 values existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
+
+On every call, audited or timed, the vault also times the DSL launches themselves (DESIGN §5, "audits
+cannot be told apart"): from the end of a counted launch's BEFORE to the start of its AFTER, the native
+call and nothing of the harness's (cpu: the host clock, the call is synchronous; cuda: events recorded on
+the current stream around the launch, read once the call is over). The harness's END of the call writes
+the sum to the control page. Only a launch the vault knows is genuine is counted and timed: its hook's
+original must be one registered before the submission loaded, and a TIRx launch must be a function the
+gate itself took from a runtime module (its native handle unchanged since), with plain arguments (tensors,
+numbers, strings, TVM FFI values: no object whose conversion runs the submission's Python inside the
+window). Anything else runs unwatched by the count and the clock, which can only cost the submission.
 """
 
 from __future__ import annotations
 
 import _struct
+import importlib
 import operator
 import types
 from collections.abc import Sequence
@@ -30,14 +41,18 @@ from typing import Any
 import torch
 
 from mkbsim.verifier import _control
+from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
 SAMPLES = 512
 #: An output at least this share of whose elements (values counted with their multiplicity) a DSL-free
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
-#: Operators that hand out uninitialised memory: on a correctness draw it holds a sentinel (NaN, the
-#: largest integer, True), so that an output a suppressed launch left unwritten is never right by chance.
+#: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
+#: a suppressed launch left unwritten is never right by chance. Integers and booleans hold zero: they are
+#: counts, offsets and indices that later kernels follow, and with launches suppressed they must send those
+#: kernels over no data, never out of bounds (the largest integer made the H200's MoE pipelines fault). The
+#: same on every correctness draw, so that the suppressed one is not told apart by it.
 _EMPTY_OPS = frozenset(
     ("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default",
      "aten.new_empty_strided.default", "aten.empty_permuted.default")
@@ -57,6 +72,16 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         torch._C.DispatchKey.PythonTLSSnapshot
     )
     cuda_sync = getattr(torch._C, "_cuda_synchronize", None) if device.type == "cuda" else None
+    try:  # TIRx's runtime (and the CuTe DSL's TVM FFI provider's): the zygote has imported it already
+        ffi: Any = importlib.import_module("tvm_ffi")
+    except ImportError:
+        ffi = None
+    # arguments whose conversion into a TVM FFI call runs no Python of the submission's
+    plain: tuple[Any, ...] = (torch.Tensor, torch.dtype, torch.device, int, float, bool, complex, str, bytes)
+    plain += (type(None),)
+    if ffi is not None:
+        names = ("Tensor", "Shape", "Device", "dtype", "String", "Bytes", "Function", "Module", "Object")
+        plain += tuple(getattr(ffi, name) for name in names if isinstance(getattr(ffi, name, None), type))
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
         list=list, dict=dict, range=range, any=any, min=min, max=max, sorted=sorted,
@@ -65,7 +90,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys,
         no_torch_function=torch._C.DisableTorchFunction,
         data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
-        numel=base.numel, untyped_storage=base.untyped_storage, set_=base.set_, clone=base.clone, copy_=base.copy_,
+        numel=base.numel, untyped_storage=base.untyped_storage, view=base.view, set_=base.set_, clone=base.clone,
+        copy_=base.copy_,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
         tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor,
         stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
@@ -76,7 +102,11 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
-        sentinels={dtype: torch.iinfo(dtype).max for dtype in _INTEGER_DTYPES} | {torch.bool: True},
+        sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
+        bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
+        Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
+        plain=frozenset(id(kind) for kind in plain),
+        chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
     )  # fmt: skip
 
 
@@ -97,6 +127,20 @@ def provenance_vault(
     made: list[Any] = []  # [start, end) address ranges eager operators wrote during the call
     held: list[Any] = []  # (source, byte range, distinct values, their counts) of eager-made launch arguments
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
+    originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
+    outer: list[Any] = []  # the arguments of the last genuine call above a launch (CuTe: still tensors there)
+    sealed = False  # no original is registered once the submission may send requests
+    functions: dict[int, Any] = {}  # id -> (a TIRx function the gate took from a module, its handle, its key, keepers)
+    signatures: dict[Any, int] = {}  # a launch's kernel and argument shapes -> its number (in order of appearance)
+    kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
+    called: dict[int, bool] = {}  # the signatures launched in this call
+    opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
+    running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
+    clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
+    marks: list[Any] = []  # cuda: (start, end) events of the call's timed launches
+    events: list[Any] = []  # cuda: every event made so far, reused call after call
+    stream: list[Any] = []  # cuda: the current stream at the call's first timed launch
+    used = 0  # cuda: events recorded in this call
 
     def storage_of(t: Any) -> int:
         return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
@@ -147,6 +191,9 @@ def provenance_vault(
             return None
         flat = lib.reshape(t, (-1,))
         where = lib.to(positions[i], lib.device_of(t))
+        if lib.element_size(t) == 1 and lib.is_floating(t):  # fp8: CUDA has no take for it, its bytes are taken
+            values = lib.view(lib.take(lib.view(flat, lib.uint8), where), lib.dtype_of(t))
+            return lib.tolist(lib.to(lib.to(values, lib.cpu), lib.float64))
         values = lib.take(flat, where)
         kind = lib.float64 if lib.is_floating(t) else lib.int64
         return lib.tolist(lib.to(values, lib.cpu, kind))
@@ -269,21 +316,109 @@ def provenance_vault(
             return
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
-                dtype = lib.dtype_of(t)
-                lib.fill_(t, lib.sentinels.get(dtype, lib.nan))
+                lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
         inputs = tensors_in((args, kwargs), [])
         derived = lib.any(is_tainted(t) for t in inputs)
         for t in inputs:
             if not is_tainted(t):
                 observe(t, f"input of eager {name}")
+        parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
+        writes = lib.len(parts) > 2 and (parts[1].endswith("_") or parts[2].startswith("out"))
         for t in tensors_in(out, []):
             lo, hi = span(t)
-            made.append((lo, hi))
+            # made by eager code: fresh memory, or memory an in-place or out= operator wrote; never a view of
+            # its input (a reshape of a large input holds, by value, every value of a low-precision output)
+            if writes or not lib.any(storage_of(u) == storage_of(t) for u in inputs):
+                made.append((lo, hi))
             set_taint(lo, hi, derived or (is_tainted(t) and lib.any(u is t for u in inputs)))
             if is_tainted(t):
                 fingerprint(t)
             else:
                 observe(t, f"output of eager {name}")
+
+    def launch_signature(original: Any, args: Any) -> Any:
+        """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
+        (a TIRx function's module and name; a CuTe executor or compiled function) and its arguments'
+        shapes and element sizes (other arguments: their type; a value such as a scale or a count drawn
+        from the data may differ from call to call). One pass over the arguments: it runs on every launch."""
+        entry = originals.get(lib.id(original))
+        if entry is None or entry[0] is not original or entry[1] == "outer":
+            return None
+        positional = args[0]
+        target = positional[0] if positional else None
+        tirx = entry[1] == "function"
+        if tirx:  # a function the gate registered, its handle unchanged, plain arguments only
+            known = functions.get(lib.id(target))
+            if args[1] or known is None or known[0] is not target or lib.chandle(target) != known[1]:
+                return None
+            parts = [known[2]]
+        else:
+            parts = [(lib.id(original), lib.id(target))]
+            if outer:  # a CuTe launch: its arguments as the call above it had them (tensors, not pointers)
+                positional = outer[0][0]
+                outer.clear()
+        for arg in positional[1:]:
+            kind = lib.type(arg)
+            if kind is not lib.Tensor and not tirx:
+                source = dlpack_sources.get(lib.id(arg))
+                if source is not None and source[0]() is arg:  # a CuTe tensor made from a torch tensor
+                    arg = source[1]()
+                    kind = lib.type(arg)
+            if kind is lib.Tensor:
+                parts.append((lib.size(arg), lib.element_size(arg)))  # torch.Size: a tuple, hashed in C
+            elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
+                return None
+            else:
+                parts.append(lib.id(kind))
+        return lib.tuple(parts)
+
+    def note(key: Any, original: Any, target: Any) -> None:
+        number = signatures.get(key)
+        if number is None:
+            number = signatures[key] = lib.len(signatures)
+            kept.append((original, target))  # their ids are in the key: never reused while it is known
+        called[number] = True
+
+    def event() -> Any:
+        nonlocal used
+        if used == lib.len(events):
+            events.append(lib.Event(enable_timing=True))
+        made = events[used]
+        used += 1
+        if not stream:
+            stream.append(lib.current_stream())
+        lib.record(made, stream[0])
+        return made
+
+    def launch_started() -> None:
+        nonlocal clock
+        if lib.cuda:
+            marks.append((event(), None))
+        else:
+            clock = lib.perf_counter()
+
+    def launch_ended() -> None:
+        nonlocal dsl_s
+        if lib.cuda:
+            marks[-1] = (marks[-1][0], event())
+        else:
+            dsl_s += lib.perf_counter() - clock
+
+    def end_of_call() -> None:
+        total = dsl_s * 1e3
+        if lib.cuda:  # the timer synchronised the device: every recorded event is complete
+            total = 0.0
+            for start, end in marks:
+                if end is not None:
+                    total += lib.elapsed(start, end)
+        lib.f64.pack_into(page, layout.DSL_MS, total)
+        offset, capacity = layout.SIGNATURES
+        numbers = lib.list(called)[:capacity]
+        lib.u64.pack_into(page, offset, lib.len(numbers))
+        for k in lib.range(lib.len(numbers)):
+            lib.u32.pack_into(page, offset + 8 + 4 * k, numbers[k])
+        lib.u64.pack_into(page, layout.DSL_ACK, nonce)
+        outer.clear()  # the submission's tensors are not kept past its call
 
     def result(outputs: Any) -> None:
         if not audit:
@@ -332,17 +467,49 @@ def provenance_vault(
                 pending.clear()
                 made.clear()
                 held.clear()
-                launches = depth = 0
+                opened.clear()
+                marks.clear()
+                called.clear()
+                outer.clear()
+                stream.clear()
+                launches = depth = running = used = 0
+                dsl_s = 0.0
             kind = request[0]
-            if kind == 1 and request[2]:  # BEFORE a counted launch
+            role = 0  # of a BEFORE: 0 watched only on a correctness draw, 1 a timed launch, 2 a call above one
+            if kind == 0:  # the harness registers a gate's original, then seals (None)
+                if not sealed and request[1] is None:
+                    sealed = True
+                elif not sealed:
+                    originals[lib.id(request[1])] = (request[1], request[2])
+            elif kind == 6:  # the TIRx gate took function (1) named (4) from module (3) (only its hook sends this)
+                fn, module, name = request[1], request[3], request[4]
+                key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
+                functions[lib.id(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
+            elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None:
+                role = 1  # BEFORE a counted launch
+                note(key, request[3], request[1][0][0] if request[1][0] else None)
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
+            elif kind == 1 and not request[2] and not running:  # BEFORE a call above a launch
+                entry = originals.get(lib.id(request[3]))
+                if entry is not None and entry[0] is request[3] and entry[1] == "outer":
+                    role = 2
+                    outer[:] = [request[1]]
+            elif kind == 2 and opened:  # AFTER: a timed launch's time ends first
+                ended = opened.pop()
+                if ended == 1:
+                    running -= 1
+                    if running == 0:
+                        launch_ended()
+                elif ended == 2:
+                    outer.clear()  # a launch's description is the call's it runs inside, never a stale one
+            elif kind == 5:  # END of the call (the harness, once the timer stopped)
+                end_of_call()
             if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1:
                         depth += 1
                         before(request[1])
-                        reply = True  # the gate reports back after the launch
                     elif kind == 2:  # AFTER
                         depth = lib.max(depth - 1, 0)
                         after()
@@ -350,11 +517,19 @@ def provenance_vault(
                         op(request[1], request[2], request[3], request[4], request[5])
                     elif kind == 4:  # RESULT
                         result(request[1])
+            if kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
+                reply = True
+                opened.append(role)
+                if role == 1:
+                    if running == 0:
+                        launch_started()
+                    running += 1
         except lib.BaseException as exc:  # a fault of ours goes back to the hook, without our frame
             exc.__traceback__ = None
             exc.__context__ = None
             pending.clear()
-            depth = 0
+            opened.clear()
+            depth = running = 0
             # and fails the draw closed: the verifier finds it among the records, whatever the submission
             # does with the exception
             records.append(("fault", lib.str(lib.type(exc).__name__) + ": " + lib.str(exc)))
@@ -367,12 +542,14 @@ def page_layout() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], LAUNCHES=_control.LAUNCHES[0], AUDIT=_control.AUDIT[0],
         SUPPRESS=_control.SUPPRESS[0], FLAG=_control.RECORDS_FLAG[0], RECORDS=_control.RECORDS,
+        DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
     )  # fmt: skip
 
 
 def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) -> Any:
-    """A DSL launch: counted and, on a correctness draw, watched (see the module docstring)."""
-    answer = _send((1, (args, kwargs), _count))  # BEFORE (hooks have no globals: the kinds are literals)
+    """A DSL launch: counted, timed and, on a correctness draw, watched (see the module docstring). The
+    original goes with the request: a caller passing its own ``_original`` is neither counted nor timed."""
+    answer = _send((1, (args, kwargs), _count, _original))  # BEFORE (hooks have no globals: kinds are literals)
     if answer is not None and answer is not True:
         raise answer
     if answer is None:  # a timed call: nothing to watch after the launch
@@ -393,6 +570,13 @@ def dispatch(self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = Non
     if failed is not None:
         raise failed
     return out
+
+
+def report_end(*, _send: Any) -> None:
+    """The harness, once the timer stopped the call: the vault writes the call's DSL time."""
+    failed = _send((5,))  # END
+    if failed is not None:
+        raise failed
 
 
 def report_result(outputs: Any, *, _send: Any) -> None:

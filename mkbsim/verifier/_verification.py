@@ -171,8 +171,12 @@ class Verification:
         if failure is None and reply.get("ran") is False and reply.get("modes"):
             failure = Failure("lazy_output", f"A torch function or dispatch mode was active before run() {where} "
                               "(entered between calls); enter and exit modes within run().")  # fmt: skip
-        if failure is None and not page["acked"]:
+        # a call that raised may have stopped the timer's vault too (a CUDA fault surfacing in its
+        # synchronisation): its error is the answer, judged as the submission's
+        if failure is None and reply.get("ok") and not page["acked"]:
             failure = Failure("harness_tamper", f"The worker's timer did not time the call {where}.")
+        if failure is None and reply.get("ok") and page["dsl_ms"] is None:
+            failure = Failure("harness_tamper", f"The worker's launch gate did not time the DSL launches {where}.")
         return failure or Call(exchange.reply, page, exchange.trusted)
 
     def call(self, arena: Arena, where: str, **flags: bool) -> Call | Failure:

@@ -36,7 +36,14 @@ from mkbsim.verifier._channel import Channel
 from mkbsim.verifier._control import map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._guards import Guards
-from mkbsim.verifier._provenance import dispatch, page_layout, provenance_lib, provenance_vault, report_result
+from mkbsim.verifier._provenance import (
+    dispatch,
+    page_layout,
+    provenance_lib,
+    provenance_vault,
+    report_end,
+    report_result,
+)
 from mkbsim.verifier._timing import (
     TIMER_ATTRIBUTES,
     CacheFlusher,
@@ -192,6 +199,7 @@ class Worker:
         self.gates: DslGates | None = None
         self.mode: _ProvenanceMode | None = None
         self.report_result: Callable[[Any], None] | None = None
+        self.report_end: Callable[[], None] | None = None
         self.flusher: CacheFlusher | None = None
         self.kept: list[MappedArena] = []
         self.reusable: MappedArena | None = None
@@ -243,6 +251,7 @@ class Worker:
             _ProvenanceMode.__torch_dispatch__ = registry.protect(dispatch, _send=send, _str=str)  # type: ignore[method-assign]
             self.mode = _ProvenanceMode()
             self.report_result = registry.protect(report_result, _send=send)
+            self.report_end = registry.protect(report_end, _send=send)
             self.guards.install_audit_hook()
         registry.objects.clear()
         registry.vault_codes.clear()
@@ -367,7 +376,10 @@ class Worker:
         return reply
 
     def after_call(self, audit: bool) -> dict[str, Any]:
-        """Undo what a correctness draw armed; whether the submission left its own mode on the stack."""
+        """Undo what a correctness draw armed; whether the submission left its own mode on the stack. The
+        gate's vault writes the call's DSL time (the timer has stopped: on cuda the device is idle)."""
+        if self.report_end is not None:
+            self.report_end()
         left = False
         if audit:
             left = _mode_depth[1]() == 0 or _top_mode(_mode_depth[1]() - 1) is not self.mode

@@ -61,20 +61,42 @@ def test_the_noise_floor_is_this_worker_s_own_spread() -> None:
 def test_without_cpu_times_the_wall_clock_decides() -> None:
     calls = [Trusted(0.1 + 0.3, None, None) for _ in range(50)]
     nulls = [Trusted(0.01 + 0.3, None, None) for _ in range(10)]
-    check = cross_check([0.01] * 50, calls, NULL_MS, nulls, "cuda")
+    check = cross_check([0.01] * 50, calls, NULL_MS, nulls, "cpu")
     assert check["method"] == "wall" and check["tampered"]
+
+
+def test_on_cuda_the_wall_clock_bounds_the_device_time_from_above_only() -> None:
+    # the H200 on 2026-12-01: host-heavy calls (argument conversion, Python) take 0.45 ms of wall time around
+    # 0.126 ms of device time, and their null calls more than some calls: both are normal on cuda
+    calls = [Trusted(0.4454 + 0.3, None, None) for _ in range(50)]
+    nulls = [Trusted(0.01 + 0.3, None, None) for _ in range(10)]
+    assert cross_check([0.126] * 50, calls, NULL_MS, nulls, "cuda")["tampered"] is None
+    assert (
+        cross_check([0.126] * 50, _calls(0.01, 50), NULL_MS, [Trusted(0.2, None, None)] * 10, "cuda")["tampered"]
+        is None
+    )
+    # a reported time longer than the round trip around it is impossible on any backend
+    assert cross_check([0.5] * 50, [Trusted(0.4, None, None)] * 50, NULL_MS, nulls, "cuda")["tampered"]
 
 
 def test_cpu_time_between_calls_is_background_work() -> None:
     busy = [Trusted(1.0, 0.3, 0.08) for _ in range(50)]
-    assert idle_check(busy, 0.1) and "between calls" in str(idle_check(busy, 0.1))
-    assert idle_check(_calls(0.1, 50), 0.1) is None
+    assert idle_check(busy, 0.1, "cpu") and "between calls" in str(idle_check(busy, 0.1, "cpu"))
+    assert idle_check(_calls(0.1, 50), 0.1, "cpu") is None
+    # an honest cuda worker's own cleanup between calls (p26 on the H200: 0.08-0.1 ms), and more is caught
+    assert idle_check([Trusted(1.0, 0.3, 0.098)] * 50, 0.05, "cuda") is None
+    assert idle_check([Trusted(1.0, 0.3, 0.5)] * 50, 0.05, "cuda")
 
 
 def test_device_work_after_the_timed_stream_is_caught_at_any_duration() -> None:
     null_pending = [0.003, 0.0031, 0.0029, 0.003] * 3
-    assert pending_check([0.013] * 50, null_pending)  # a 10 us kernel on a side stream
-    assert pending_check([0.0032] * 50, null_pending) is None
+    assert pending_check([0.013] * 50, null_pending, 0.0013)  # a 10 us kernel on a side stream, 1.3 us call
+    assert pending_check([0.0032] * 50, null_pending, 0.0013) is None
+    # honest multi-launch calls of several ms on the H200 leave 12-76 us there: a small share of the call
+    assert pending_check([0.0684] * 50, [0.0079] * 12, 58.2) is None
+    assert pending_check([0.0275] * 50, [0.0144] * 12, 46.5) is None
+    # a tail over 5% of a 1 ms call is still caught
+    assert pending_check([0.07] * 50, [0.0079] * 12, 1.0)
 
 
 def test_the_process_clock_counts_a_thread_that_came_and_went_between_two_readings() -> None:
@@ -109,4 +131,3 @@ def test_null_calls_far_costlier_than_the_reference_s_calls_fail_the_calibration
     assert calibration_check(NULL_MS, honest, eager_ms, eager_trips) is None
     slowed = [Trusted(round_trip_ms=0.01 + 3.0, cpu_ms=None, idle_cpu_ms=None)] * 10
     assert "slowed the null calls" in (calibration_check(NULL_MS, slowed, eager_ms, eager_trips) or "")
-

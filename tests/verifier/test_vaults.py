@@ -21,8 +21,8 @@ from mkbsim.verifier._vault import Registry
 PROTECTED = [
     _guards._guard_vault, _guards._audit_hook, _guards._ask, _guards._guarded_import, _guards._guarded_import_module,
     _guards._denied, _guards._start_thread, _provenance.provenance_vault, _provenance.gate, _provenance.dispatch,
-    _provenance.report_result, _timing.timer_vault, _timing.timed_call, _dsl._counted_get_function,
-    _dsl._wrap_counted, _dsl._record_dlpack, _dsl._recording, _vault._send,
+    _provenance.report_result, _provenance.report_end, _timing.timer_vault, _timing.timed_call,
+    _dsl._counted_get_function, _dsl._wrap_counted, _dsl._record_dlpack, _dsl._recording, _vault._send,
 ]  # fmt: skip
 
 
@@ -87,6 +87,7 @@ def test_a_suppressed_launch_runs_but_leaves_nothing_behind(page: mmap.mmap) -> 
         flag[0] = 1
         return 3
 
+    send((0, kernel, "launch"))  # registered as a genuine launch, as the DSL gates register theirs
     launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
     out, flag = torch.zeros(4), torch.zeros(1, dtype=torch.int32)
     _arm(page, 1, suppress=True, audit=True)
@@ -105,6 +106,7 @@ def test_a_kernel_error_is_the_same_whether_or_not_the_launch_is_suppressed(page
     def kernel(x: torch.Tensor) -> None:
         raise ValueError(f"bad shape {tuple(x.shape)}")
 
+    send((0, kernel, "launch"))
     launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
     for nonce, suppress in ((1, False), (2, True)):
         _arm(page, nonce, suppress=suppress, audit=True)
@@ -130,3 +132,88 @@ def test_inference_tensors_are_audited_and_a_fault_of_the_vault_is_recorded() ->
     records = control.report()["records"]
     control.close()
     assert any(r[0] == "fault" and "TypeError" in r[1] for r in records), records
+
+
+def test_a_launch_whose_original_was_not_registered_is_neither_counted_nor_timed(page: mmap.mmap) -> None:
+    registry = Registry()
+    send = registry.open(provenance_vault, page, provenance_lib(torch.device("cpu")), page_layout(), [], [], {})
+
+    def kernel(out: torch.Tensor) -> None:
+        out.fill_(1.0)
+
+    def forged(out: torch.Tensor) -> None:  # what a submission passes as the gate's _original
+        time.sleep(0.2)  # eager work it would have timed as the DSL's
+
+    send((0, kernel, "launch"))
+    send((0, None, None))  # sealed: a later registration is ignored
+    send((0, forged, "launch"))
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    end = registry.protect(_provenance.report_end, _send=send)
+    _arm(page, 1)
+    launch(torch.zeros(4))
+    launch(torch.zeros(4), _original=forged)
+    end()
+    assert _control.get(page, _control.LAUNCHES) == 1
+    assert _control.get(page, _control.DSL_ACK) == 1
+    assert 0.0 < _control.get(page, _control.DSL_MS) < 200.0  # the genuine launch's time only
+
+
+def _fp8_without_take(lib: types.SimpleNamespace) -> types.SimpleNamespace:
+    """The vault's functions as on a CUDA device, which has no take kernel for one-byte floats."""
+    take = lib.take
+
+    def cuda_take(t: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+        if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            raise RuntimeError(f'"take_cuda" not implemented for {t.dtype}')
+        return take(t, where)
+
+    lib.take = cuda_take
+    return lib
+
+
+def test_fp8_outputs_are_sampled_where_the_device_cannot_take_them() -> None:
+    control = _control.ControlPage()
+    registry = Registry()
+    positions = torch.arange(0, 64, 3)
+    lib = _fp8_without_take(provenance_lib(torch.device("cpu")))
+    send = registry.open(provenance_vault, control.buf, lib, page_layout(), [positions], [64], {})
+    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        control.begin_call(suppress=False, audit=True)
+        made = op(None, torch.ops.aten.empty.memory_format, (), ([64],), {"dtype": dtype})
+        assert made.float().isnan().all()  # the sentinel, in fp8 too
+        x = torch.randn(64).to(dtype)
+        registry.protect(_provenance.report_result, _send=send)([x])
+        records = control.report()["records"]
+        assert not [r for r in records if r[0] == "fault"], records
+        returned = [r for r in records if r[0] == "result"]
+        assert returned and returned[0][3] == x.float()[positions].double().tolist()
+    control.close()
+
+
+def test_a_view_of_a_large_input_is_not_an_eager_copy_of_the_output() -> None:
+    """A launch reading a reshape of a large bf16 input (the H200's decode attention reads its KV cache so)
+    writes an output all of whose values that input holds with their multiplicity: not a copy."""
+    control = _control.ControlPage()
+    registry = Registry()
+    n = 512
+    send = registry.open(
+        provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(n)], [n], {}
+    )
+    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+
+    def kernel(cache: torch.Tensor, out: torch.Tensor) -> None:
+        out.copy_(cache[:n])  # values of the cache's own set, each as many times over in the cache
+
+    send((0, kernel, "launch"))
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    cache = torch.randn(64 * n).to(torch.bfloat16)
+    control.begin_call(suppress=False, audit=True)
+    pool = op(None, torch.ops.aten.view.default, (), (cache, [64, n]))
+    out = op(None, torch.ops.aten.empty.memory_format, (), ([n],), {"dtype": torch.bfloat16})
+    launch(pool.reshape(-1), out)
+    registry.protect(_provenance.report_result, _send=send)([out])
+    records = control.report()["records"]
+    control.close()
+    assert not [r for r in records if r[0] in ("contains", "fault")], [r[:2] for r in records]
+    assert [r[4] for r in records if r[0] == "result"] == [True]  # the output is the launch's
