@@ -14,10 +14,10 @@ stops a command over the budget: ``_memory``), processes (``RLIMIT_NPROC``), dis
 wall time (``run``'s timeout, the whole tree killed). ``run`` reads a command's output through a pipe and keeps
 its head and tail only.
 
-Why memory is bounded per process and watched as a whole: a cgroup (``memory.max`` for the sandbox as a whole) needs a cgroup v2
-hierarchy with the memory controller that this process may write; the development VM (kernel 6.18, the
-controllers on cgroup v1 in the hierarchy of the machine's own service) offers none, and an ordinary user's
-session is not delegated one. So ``N`` processes of one sandbox may map ``N`` times the address space
+Why memory is bounded per process and watched as a whole: a cgroup (``memory.max`` for the sandbox as a whole)
+needs a cgroup v2 hierarchy with the memory controller that this process may write; the development VM (kernel
+6.18, the controllers on cgroup v1 in the hierarchy of the machine's own service) offers none, and an ordinary
+user's session is not delegated one. So ``N`` processes of one sandbox may map ``N`` times the address space
 (``max_processes`` bounds ``N``) for as long as ``run``'s watch takes to see them (``_memory``).
 
 How the process limit binds: the kernel never applies ``RLIMIT_NPROC`` to the host's uid 0, so a sandbox
