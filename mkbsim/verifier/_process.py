@@ -18,7 +18,7 @@ from typing import Any
 
 from mkbsim.sandbox import remove_tree
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
-from mkbsim.verifier._sandboxing import CUDA_OFF_BY_DEFAULT, WorkerSandbox, make_sandbox
+from mkbsim.verifier._sandboxing import WorkerSandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
 
 #: The only variables of the verifier's environment a worker gets, by exact name (DESIGN §4, §5): what
@@ -97,10 +97,7 @@ class Zygote:
             "stderr": self.log,
         }
         env = worker_env(cpu_threads)
-        if sandbox is None and device_type == "cuda":
-            made: WorkerSandbox | str = CUDA_OFF_BY_DEFAULT
-        else:
-            made = make_sandbox(env, device_type) if sandbox is not False else "switched off"
+        made: WorkerSandbox | str = make_sandbox(env, device_type) if sandbox is not False else "switched off"
         if isinstance(made, str) and sandbox:
             raise RuntimeError(f"the verifier's sandbox cannot run here: {made}")
         self.box: WorkerSandbox | None = None if isinstance(made, str) else made

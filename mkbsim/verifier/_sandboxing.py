@@ -12,7 +12,8 @@ address) reaches a reference or writes outside the worker's folder.
 
 Where bubblewrap cannot run, the zygote runs unsandboxed and every result says why
 (``env["sandbox"]``); ``MKBSIM_VERIFIER_SANDBOX=0`` asks for that explicitly, ``=1`` makes a missing
-sandbox an error. A cuda zygote is unsandboxed unless ``=1`` (``CUDA_OFF_BY_DEFAULT``).
+sandbox an error. A cuda worker's call memory is staged through a memfd (``_arena``): CUDA IPC handles cannot
+be mapped across the sandbox (the H200, 2026-12-01).
 """
 
 from __future__ import annotations
@@ -55,14 +56,6 @@ def shared_namespaces() -> tuple[str, ...]:
     CUDA IPC between the verifier and its workers need them on a machine (benchmarks/gpu_verifier.sh finds out)."""
     value = os.environ.get("MKBSIM_VERIFIER_SANDBOX_SHARE", "")
     return tuple(ns for ns in value.split(",") if ns in ("ipc", "pid"))
-
-
-#: Why a cuda zygote runs unsandboxed unless ``MKBSIM_VERIFIER_SANDBOX=1`` asks for the sandbox: on the H200
-#: (2026-12-01) every sandboxed cuda verification died in its first correctness draw, whatever namespaces it
-#: shared; ``benchmarks/gpu_verifier.sh sandbox`` tries each setting and now prints how the workers died.
-CUDA_OFF_BY_DEFAULT = (
-    "off by default on cuda (sandboxed cuda workers died on the H200; MKBSIM_VERIFIER_SANDBOX=1 asks for it)"
-)
 
 
 def wanted() -> bool | None:

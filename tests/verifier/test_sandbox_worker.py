@@ -87,12 +87,12 @@ def test_a_worker_that_dies_says_how_and_what_it_wrote(sandbox: bool) -> None:
         zygote.close()
 
 
-def test_a_cuda_zygote_is_unsandboxed_unless_asked_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    # every sandboxed cuda verification died on the H200: a campaign must not fail them all silently
+def test_a_cuda_zygote_is_sandboxed_by_default_and_stages_its_call_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # sandboxed cuda workers died on the H200 while call memory went through CUDA IPC; staged, they pass there
     monkeypatch.delenv("MKBSIM_VERIFIER_SANDBOX", raising=False)
     zygote = Zygote([], 1, "cuda", sandbox=None)
     try:
-        assert zygote.box is None
-        assert zygote.confinement()["sandbox"].startswith("none (off by default on cuda"), zygote.sandbox
+        assert zygote.box is not None
+        assert zygote.confinement()["sandbox"].startswith("bubblewrap"), zygote.sandbox
     finally:
         zygote.close()
