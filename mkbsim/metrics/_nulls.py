@@ -52,10 +52,11 @@ def standing_gap_p(c: StandingCounts, *, seed: int = 0) -> float | None:
     if sizes.sum() <= TABLE_MAX:
         # inverse CDF: one uniform per problem and permutation picks that problem's (above, below) counts
         values, cumulative, starts, ends = _marked_above_below(c, above, below)
-        u = rng.random((PERMUTATIONS, c.n.size))
-        low, high = cumulative[starts], cumulative[ends]
-        picked = np.minimum(np.searchsorted(cumulative, low + u * (high - low), side="right") - 1, ends - 1)
-        null = values[picked].sum(axis=1)
+        # a problem's draws side by side: the searches stay within its stretch of the table (in cache)
+        u = rng.random((c.n.size, PERMUTATIONS))
+        low, high = cumulative[starts, None], cumulative[ends, None]
+        picked = np.minimum(np.searchsorted(cumulative, low + u * (high - low), side="right") - 1, ends[:, None] - 1)
+        null = values[picked].sum(axis=0)
     else:
         size = (PERMUTATIONS, c.n.size)
         in_above = rng.hypergeometric(c.marked, c.n - c.marked, c.above, size=size)

@@ -216,3 +216,13 @@ def test_standing_null_tables_are_the_exact_joint_of_marked_above_and_below() ->
         for v, p in zip(values[start:end], probability[start:end], strict=True):
             tabled[v] = tabled.get(v, 0.0) + p
         assert {v: p for v, p in tabled.items() if p > 0} == pytest.approx({v: c / total for v, c in exact.items()})
+
+
+def test_linear_quantiles_are_numpys_bit_for_bit() -> None:
+    from mkbsim.metrics._clusters import linear_quantiles
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 7, 40, 1999, 2000):
+        for values in (rng.normal(size=n), rng.integers(0, 5, size=n).astype(float), np.full(n, 0.3)):
+            for quantiles in ((0.025, 0.975), (0.0, 1.0), (0.5,), (0.1, 0.1)):
+                assert linear_quantiles(values.copy(), quantiles) == list(np.quantile(values, quantiles))
