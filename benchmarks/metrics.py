@@ -8,6 +8,9 @@ store's integrity check included); `report --section model`, `--section robustne
 
     .venv/bin/python benchmarks/metrics.py [--events 1000000] [--keep PATH]
     .venv/bin/python benchmarks/metrics.py --reuse PATH   # a store this benchmark built (--keep) before
+    .venv/bin/python benchmarks/metrics.py --reuse PATH --before DIR [--runs 7]
+        # only `mkbsim report`, alternated between another source tree DIR (e.g. main, from `git archive`)
+        # and this one: CPU and wall medians of each, and whether their JSON reports are byte-identical
 """
 
 from __future__ import annotations
@@ -147,12 +150,17 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
     conn.execute("COMMIT")
 
 
-def timed_command(path: Path, command: str, *extra: str) -> tuple[float, float, list[str]]:
-    """(wall, CPU seconds, stderr lines) of one whole `mkbsim COMMAND` run."""
+def timed_command(path: Path, command: str, *extra: str, source: Path | None = None,
+                  stdout: int | None = subprocess.DEVNULL) -> tuple[float, float, list[str]]:  # fmt: skip
+    """(wall, CPU seconds, stderr lines) of one whole `mkbsim COMMAND` run (of the mkbsim in ``source``
+    when given, else this one)."""
+    # run from the source tree: `python -m` puts the working directory first on the path
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source.resolve())}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mkbsim", command, "--store", str(path), *extra], check=True,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "mkbsim", command, "--store", str(path.resolve()), *extra],
+                          check=True, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env,
+                          cwd=source)  # fmt: skip
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stderr.splitlines()
@@ -212,6 +220,13 @@ def main() -> None:
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--keep", type=Path, help="write the store here (kept) instead of a temporary directory")
     where.add_argument("--reuse", type=Path, help="time the reports on this store (built by --keep before)")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="with --reuse: time only `mkbsim report`, alternating the mkbsim in DIR and this one",
+    )
+    ap.add_argument("--runs", type=int, default=7, help="with --before: runs of each (default 7)")
     args = ap.parse_args()
     print(f"mkbsim metrics benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
           f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
@@ -220,6 +235,9 @@ def main() -> None:
         if not args.reuse.is_file():
             sys.exit(f"{args.reuse}: no such store")
         path = args.reuse
+        if args.before is not None:
+            side_by_side(path, args.before, args.runs)
+            return
     else:
         path = args.keep or Path(tempfile.mkdtemp(prefix="mkbsim-metrics-")) / "campaign.sqlite"
         if path.exists():
@@ -271,6 +289,34 @@ def report_commands(path: Path) -> None:
         wall, cpu, progress = timed_command(path, command, *extra)
         print(f"  {label:<28} {wall:6.2f} s wall, {cpu:6.2f} s CPU, {len(progress)} progress lines on stderr "
               f"(target ≤ 30 s)")  # fmt: skip
+
+
+def side_by_side(path: Path, before: Path, runs: int) -> None:
+    """`mkbsim report` (table, default sections) of ``before``'s mkbsim and this one, alternated run by run
+    so both see the same load; then whether their `--format json` outputs are byte-identical."""
+    if not (before / "mkbsim" / "__init__.py").is_file():
+        sys.exit(f"{before}: no mkbsim source tree (expected {before}/mkbsim/__init__.py)")
+    print(f"\n`mkbsim report` on {path}, {runs} runs each, alternated (load average {_load()}):")
+    times: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+    for _ in range(runs):
+        for label, source in (("before", before), ("after", None)):
+            wall, cpu, _ = timed_command(path, "report", source=source)
+            times[label].append((wall, cpu))
+    for label, runs_of in times.items():
+        walls, cpus = sorted(w for w, _ in runs_of), sorted(c for _, c in runs_of)
+        print(f"  {label:<6} CPU median {statistics.median(cpus):.2f} s [{cpus[0]:.2f}–{cpus[-1]:.2f}], wall median "
+              f"{statistics.median(walls):.2f} s [{walls[0]:.2f}–{walls[-1]:.2f}]")  # fmt: skip
+    print(f"  (load average {_load()} at the end)")
+    outputs = []
+    for source in (before, None):
+        with tempfile.TemporaryFile() as out:
+            timed_command(path, "report", "--format", "json", source=source, stdout=out.fileno())
+            out.seek(0)
+            outputs.append(out.read())
+    print(
+        f"  JSON reports byte-identical: {'yes' if outputs[0] == outputs[1] else 'NO'} "
+        f"({len(outputs[0]):,} bytes before, {len(outputs[1]):,} after)"
+    )
 
 
 def catch_up(path: Path) -> None:
