@@ -62,7 +62,9 @@ BOOTSTRAP_RESAMPLES = 2000
 Row = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass sets each field through object.__setattr__ (10x the cost of creating
+# one); reads make one per row, tens of thousands per report. Nothing changes them after.
+@dataclass(slots=True)
 class ComparisonRecord:
     """One resolved comparison, as the report needs it."""
 
@@ -79,7 +81,9 @@ class ComparisonRecord:
     standing: str | None
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass sets each field through object.__setattr__ (10x the cost of creating
+# one); reads make one per row, tens of thousands per report. Nothing changes them after.
+@dataclass(slots=True)
 class SoloRecord:
     """One resolved solo attempt. ``passed`` is the scored verdict; ``inline_cuda_excluded`` marks a
     verifier pass that used inline CUDA (not a scored pass)."""
