@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from mkbsim.metrics import _nulls
 from mkbsim.metrics._clusters import (
     ClusterBootstrap,
     adjust,
@@ -18,7 +19,6 @@ from mkbsim.metrics._clusters import (
     ratio_of_sums,
     sign_flip_p,
 )
-from mkbsim.metrics import _nulls
 from mkbsim.metrics._nulls import PairTables, StandingCounts, asymmetry_p, standing_gap_p
 from mkbsim.metrics._tdist import t_quantile
 

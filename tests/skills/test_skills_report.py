@@ -64,7 +64,8 @@ def test_runtime_only_harms_get_causes_and_by_splits_or_refuses(
     skill_side = sum(pooled["shares"][c]["count"] for c in ("search_truncation", "unverified_adoption"))
     assert pooled["skill_side"] == pytest.approx(skill_side / pooled["assigned"])
     assert pooled["largest_of_comparisons"] == pytest.approx(
-        pooled["shares"][pooled["largest"]]["count"] / pooled["comparisons"])
+        pooled["shares"][pooled["largest"]]["count"] / pooled["comparisons"]
+    )
     code, _, err = cli(capsys, "report", "--store", str(store), "--section", "skills", "--by", "campaign")
     assert code == 2 and "groups by model, direction or family" in err
 
