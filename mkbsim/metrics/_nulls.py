@@ -11,8 +11,10 @@ permutations' count tables (hypergeometric draws): thousands of permutations cos
   share minus its helped share.
 Each p is two-sided about the null's exact expectation, with PERMUTATIONS draws plus the observation:
 999, the usual count for a test at 5% (p in steps of 1/1000; Holm over a table's 7 rows still reaches
-0.007). Each draw costs one or two hypergeometric variates per problem and the standing table makes 14
-nulls: on a 1M-event store 4,999 draws took 0.9 s of the report's CPU time, 999 take a fifth of that.
+0.007). The standing table makes 14 nulls, each of 999 draws per problem: a draw is one uniform into a
+table of that problem's exact joint null (multivariate hypergeometric) where the tables are small (the
+per-model rows), else two hypergeometric variates (the pooled row, whose tables would be large). Either
+way the draws are exact permutations' counts; the two differ only in which random numbers they use.
 """
 
 from __future__ import annotations
