@@ -365,15 +365,14 @@ def asymmetry(records: Comparisons) -> list[Row]:
 def _pair_tables(columns: ComparisonColumns, cell: np.ndarray, reverse: np.ndarray) -> PairTables:
     """Per model, in order of the cell's first pair of it, the 3 × 3 outcome table of pairs (the first
     direction's outcome by the second's)."""
-    first = columns.direction.labels.index(sorted(DIRECTIONS)[0]) if sorted(DIRECTIONS)[0] in \
-        columns.direction.labels else -1  # fmt: skip
-    at = cell[(columns.direction.codes[cell] == first) & (reverse[cell] >= 0)]
+    directions, first = columns.direction.labels, sorted(DIRECTIONS)[0]
+    first_code = directions.index(first) if first in directions else -1  # -1: the cell has none of it
+    at = cell[(columns.direction.codes[cell] == first_code) & (reverse[cell] >= 0)]
     models = columns.model.codes[at]
-    cells = columns.outcome[at] * 3 + columns.outcome[reverse[at]]
+    cells = columns.outcome[at] * len(OUTCOMES) + columns.outcome[reverse[at]]
     present, seen = np.unique(models, return_index=True)
-    in_order = present[np.argsort(seen)]
-    t = np.stack([np.bincount(cells[models == m], minlength=9).reshape(3, 3) for m in in_order]) if at.size \
-        else np.zeros((0, 3, 3), dtype=np.int64)  # fmt: skip
+    tables = [np.bincount(cells[models == model], minlength=9).reshape(3, 3) for model in present[np.argsort(seen)]]
+    t = np.stack(tables) if tables else np.zeros((0, 3, 3), dtype=np.int64)
     h, m = OUTCOMES.index("helped"), OUTCOMES.index("harmed")
     return PairTables(
         pairs=t.sum(axis=(1, 2)), rows_helped=t[:, h].sum(axis=1), rows_harmed=t[:, m].sum(axis=1),
