@@ -112,7 +112,6 @@ class Lab(LabReader):
         """Begin the integrity check on a connection of its own, in a thread (SQLite works without the GIL),
         so it overlaps the caller's reads; ``verify`` gives its verdict. Only while nothing is written:
         a damaged file must not be written to."""
-
         def check() -> None:
             try:
                 with EventStore(self.path, readonly=True) as store:

@@ -53,15 +53,8 @@ def spread(model: str, direction: str, logs: Sequence[float], problems: Sequence
         m0 = (n - sum(len(g) ** 2 for g in groups.values()) / n) / (k - 1)
         component = max(0.0, (between - within) / m0)
         estimated = component / (component + within) if component + within > 0 else 1.0
-    return CellSpread(
-        model,
-        direction,
-        n,
-        k,
-        round(n / k) if k else 0,
-        sd,
-        estimated if icc is None and estimated is not None else (1.0 if icc is None else icc),
-    )
+    return CellSpread(model, direction, n, k, round(n / k) if k else 0, sd,
+                      estimated if icc is None and estimated is not None else (1.0 if icc is None else icc))
 
 
 def power(cell: CellSpread, lift: float, problems: int, replicates: int, *, simulations: int, seed: int = 0) -> float:

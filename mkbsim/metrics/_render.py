@@ -74,20 +74,8 @@ def controls_table(report: Row, *, store: str) -> str:
     headers = ["arm", "n", "lift", "help", "harm", "Δlift", "95% CI", "Δhelp", "Δharm", "pHolm"]
     for (model, direction), cell in sections.items():
         lines += ["", _fit(f"{model} · {_label('direction', direction)}")]
-        body = [
-            [
-                "skill",
-                str(cell[0]["treatment_n"]),
-                _signed(cell[0]["treatment_paired_lift"]),
-                _share(cell[0]["treatment_help_rate"]),
-                _share(cell[0]["treatment_harm_rate"]),
-                "",
-                "",
-                "",
-                "",
-                "",
-            ]
-        ]
+        body = [["skill", str(cell[0]["treatment_n"]), _signed(cell[0]["treatment_paired_lift"]),
+                 _share(cell[0]["treatment_help_rate"]), _share(cell[0]["treatment_harm_rate"]), "", "", "", "", ""]]
         body += [
             [r["arm"], str(r["n"]), _signed(r["paired_lift"]), _share(r["help_rate"]), _share(r["harm_rate"]),
              _signed(r["lift_difference"]), _interval(r["lift_difference_ci"]), _signed(r["help_difference"]),
