@@ -8,24 +8,28 @@ store's integrity check included); `report --section model`, `--section robustne
 
     .venv/bin/python benchmarks/metrics.py [--events 1000000] [--keep PATH]
     .venv/bin/python benchmarks/metrics.py --reuse PATH   # a store this benchmark built (--keep) before
+    .venv/bin/python benchmarks/metrics.py --reuse PATH --before DIR [--runs 7] [--report-args ARGS]
+        # only `mkbsim report [ARGS]`, alternated between another source tree DIR (e.g. main, from
+        # `git archive`) and this one: CPU, wall and peak memory of each, and whether their JSON reports
+        # are byte-identical
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import os
 import platform
 import random
-import resource
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -147,15 +151,24 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
     conn.execute("COMMIT")
 
 
-def timed_command(path: Path, command: str, *extra: str) -> tuple[float, float, list[str]]:
-    """(wall, CPU seconds, stderr lines) of one whole `mkbsim COMMAND` run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mkbsim", command, "--store", str(path), *extra], check=True,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, done.stderr.splitlines()
+def timed_command(path: Path, command: str, *extra: str, source: Path | None = None,
+                  stdout: int | None = subprocess.DEVNULL) -> tuple[float, float, list[str], int]:  # fmt: skip
+    """(wall, CPU seconds, stderr lines, max RSS in KB) of one whole `mkbsim COMMAND` run (of the mkbsim
+    in ``source`` when given, else this one)."""
+    # run from the source tree: `python -m` puts the working directory first on the path
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source.resolve())}
+    with tempfile.TemporaryFile(mode="w+") as err:
+        t0 = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-m", "mkbsim", command, "--store", str(path.resolve()), *extra],
+                                 stdout=stdout, stderr=err, env=env, cwd=source)  # fmt: skip
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own CPU time and peak memory
+        wall = time.perf_counter() - t0
+        child.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        lines = err.read().splitlines()
+    if child.returncode != 0:
+        sys.exit(f"mkbsim {command} failed ({child.returncode}): {lines[-1:] or ''}")
+    return wall, usage.ru_utime + usage.ru_stime, lines, usage.ru_maxrss
 
 
 def metrics_cpu(path: Path) -> None:
@@ -212,6 +225,19 @@ def main() -> None:
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--keep", type=Path, help="write the store here (kept) instead of a temporary directory")
     where.add_argument("--reuse", type=Path, help="time the reports on this store (built by --keep before)")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="with --reuse: time only `mkbsim report`, alternating the mkbsim in DIR and this one",
+    )
+    ap.add_argument("--runs", type=int, default=7, help="with --before: runs of each (default 7)")
+    ap.add_argument(
+        "--report-args",
+        default="",
+        metavar="ARGS",
+        help="with --before: arguments of the timed report, e.g. '--section skills --similarity minilm'",
+    )
     args = ap.parse_args()
     print(f"mkbsim metrics benchmark — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
           f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
@@ -220,6 +246,9 @@ def main() -> None:
         if not args.reuse.is_file():
             sys.exit(f"{args.reuse}: no such store")
         path = args.reuse
+        if args.before is not None:
+            side_by_side(path, args.before, args.runs, args.report_args.split())
+            return
     else:
         path = args.keep or Path(tempfile.mkdtemp(prefix="mkbsim-metrics-")) / "campaign.sqlite"
         if path.exists():
@@ -261,16 +290,62 @@ def report_commands(path: Path) -> None:
     print(f"\n`mkbsim report` with projections current (whole command, 5 runs; load average {_load()}):")
     for label, extra in (("table", ()), ("json", ("--format", "json"))):
         runs = [timed_command(path, "report", *extra) for _ in range(5)]
-        walls, cpus = [w for w, _, _ in runs], [c for _, c, _ in runs]
+        walls, cpus = [r[0] for r in runs], [r[1] for r in runs]
         print(f"  {label:<6} median {statistics.median(walls):.2f} s wall (max {max(walls):.2f}), "
               f"{statistics.median(cpus):.2f} s CPU  (target ≤ 1 s)")  # fmt: skip
     print(f"\nslow sections, whole command, once each (load average {_load()}):")
     for label, command, extra in (("report --section model", "report", ("--section", "model")),
                                   ("report --section robustness", "report", ("--section", "robustness")),
                                   ("power", "power", ())):  # fmt: skip
-        wall, cpu, progress = timed_command(path, command, *extra)
+        wall, cpu, progress, _ = timed_command(path, command, *extra)
         print(f"  {label:<28} {wall:6.2f} s wall, {cpu:6.2f} s CPU, {len(progress)} progress lines on stderr "
               f"(target ≤ 30 s)")  # fmt: skip
+
+
+def side_by_side(path: Path, before: Path, runs: int, extra: Sequence[str]) -> None:
+    """`mkbsim report EXTRA` of ``before``'s mkbsim and this one, alternated run by run so both see the same
+    load; then whether their `--format json` outputs are byte-identical."""
+    if not (before / "mkbsim" / "__init__.py").is_file():
+        sys.exit(f"{before}: no mkbsim source tree (expected {before}/mkbsim/__init__.py)")
+    what = " ".join(["mkbsim report", *extra])
+    print(f"\n`{what}` on {path}, {runs} runs each, alternated (load average {_load()}):")
+    times: dict[str, list[tuple[float, float, int]]] = {"before": [], "after": []}
+    for _ in range(runs):
+        for label, source in (("before", before), ("after", None)):
+            wall, cpu, _, rss = timed_command(path, "report", *extra, source=source)
+            times[label].append((wall, cpu, rss))
+    for label, runs_of in times.items():
+        walls, cpus = sorted(r[0] for r in runs_of), sorted(r[1] for r in runs_of)
+        peak = max(r[2] for r in runs_of) / 1024
+        print(f"  {label:<6} CPU median {statistics.median(cpus):.2f} s [{cpus[0]:.2f}–{cpus[-1]:.2f}], wall median "
+              f"{statistics.median(walls):.2f} s [{walls[0]:.2f}–{walls[-1]:.2f}], max RSS {peak:.0f} MB")  # fmt: skip
+    print(f"  (load average {_load()} at the end)")
+    outputs = []
+    for source in (before, None):
+        with tempfile.TemporaryFile() as out:
+            timed_command(path, "report", *extra, "--format", "json", source=source, stdout=out.fileno())
+            out.seek(0)
+            outputs.append(out.read())
+    print(
+        f"  JSON reports byte-identical: {'yes' if outputs[0] == outputs[1] else 'NO'} "
+        f"({len(outputs[0]):,} bytes before, {len(outputs[1]):,} after)"
+    )
+    if outputs[0] != outputs[1]:
+        changed = collections.Counter(_differences(json.loads(outputs[0]), json.loads(outputs[1]), ""))
+        print(
+            "  values that differ (list positions as []):", ", ".join(f"{k} ×{n}" for k, n in sorted(changed.items()))
+        )
+
+
+def _differences(a: object, b: object, where: str) -> Iterator[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in a.keys() | b.keys():
+            yield from _differences(a.get(key), b.get(key), f"{where}.{key}")
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for x, y in zip(a, b, strict=True):
+            yield from _differences(x, y, f"{where}[]")
+    elif a != b:
+        yield where
 
 
 def catch_up(path: Path) -> None:

@@ -118,19 +118,21 @@ def _skills(args: argparse.Namespace) -> int:
     progress = Progress()
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
-        with progress.step("reading the labels"):
-            labels = lab.skills.labels(lab.skills.attempt_ids(args.campaign))
-        name = args.labeler or (GROUND_TRUTH if GROUND_TRUTH in labels else "heuristic")
+        attempts = lab.skills.attempt_ids(args.campaign)
+        labelers = lab.skills.labelers(attempts)
+        name = args.labeler or (GROUND_TRUTH if GROUND_TRUTH in labelers else "heuristic")
+        if args.labeler and args.labeler not in labelers and args.labeler != "heuristic":  # heuristic: run here
+            raise UserError(f"no labels by {args.labeler!r} (labelers here: {', '.join(sorted(labelers)) or 'none'};"
+                            " run mkbsim label)")  # fmt: skip
+        with progress.step(f"reading the labels by {name}"):
+            labels = lab.skills.labels(attempts, [name]).get(name)  # only the labeler every table uses
         # the heuristic labeler, where its labels are not stored, runs here on the trajectories; else the
         # report reads only the skills' texts (a tenth of the events)
-        material = lab.skills.material(args.campaign, trajectories=name not in labels, progress=progress)
-        if args.labeler and args.labeler not in labels and args.labeler != "heuristic":  # heuristic: run here
-            raise UserError(f"no labels by {args.labeler!r} (labelers here: {', '.join(sorted(labels)) or 'none'};"
-                            " run mkbsim label)")  # fmt: skip
+        material = lab.skills.material(args.campaign, trajectories=labels is None, progress=progress)
         comparisons = lab.transfer.skill_comparisons(args.campaign)
     link = linker(args.similarity, cache=cache_for(args.store), progress=progress)
     with progress.step("extracting and linking the claims"):
-        result = skills_report(comparisons, material, labels.get(name), name, link, by)
+        result = skills_report(comparisons, material, labels, name, link, by)
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
@@ -146,8 +148,11 @@ def _rescored(args: argparse.Namespace) -> int:
         raise UserError(f"--section {args.section} prints a table or JSON only (no csv, --export or --plots)")
     with open_lab(args.store) as lab:
         _require_events(lab.head, args.store)
-        records = lab.transfer.verdict_records(args.campaign) if args.campaign is None or \
-            args.campaign in lab.transfer.campaigns() else None
+        records = (
+            lab.transfer.verdict_records(args.campaign)
+            if args.campaign is None or args.campaign in lab.transfer.campaigns()
+            else None
+        )
     if records is None:
         raise UserError(f"unknown campaign {args.campaign!r}")
 

@@ -6,11 +6,20 @@ one thread at a time (the connection is not shared); ``Lab.reader()`` gives anot
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mkbsim.events import EventStore, RecordedEvent, attempt_stream
 from mkbsim.projections import Tables
+
+if TYPE_CHECKING:
+    from mkbsim.lab._browse import ComparisonQueries
+    from mkbsim.lab._chains import ChainQueries
+    from mkbsim.lab._monitor import MonitorQueries
+    from mkbsim.lab._skills import SkillQueries
+    from mkbsim.lab._trajectories import TrajectoryQueries
+    from mkbsim.lab._transfer import TransferQueries
 
 
 class Queries:
@@ -59,21 +68,45 @@ class LabReader:
     their texts, labels and what labelers read), ``chains`` and ``trajectories``."""
 
     def __init__(self, store: EventStore, tables: Tables) -> None:
-        from mkbsim.lab._browse import ComparisonQueries
-        from mkbsim.lab._chains import ChainQueries
-        from mkbsim.lab._monitor import MonitorQueries
-        from mkbsim.lab._skills import SkillQueries
-        from mkbsim.lab._trajectories import TrajectoryQueries
-        from mkbsim.lab._transfer import TransferQueries
-
         self.store = store
         self.t = tables
-        self.transfer = TransferQueries(self)
-        self.comparisons = ComparisonQueries(self)
-        self.monitor = MonitorQueries(self)
-        self.skills = SkillQueries(self)
-        self.chains = ChainQueries(self)
-        self.trajectories = TrajectoryQueries(self)
+
+    # each group is made (and its module imported) when first used: a report reads one or two of them
+    @functools.cached_property
+    def transfer(self) -> TransferQueries:
+        from mkbsim.lab._transfer import TransferQueries
+
+        return TransferQueries(self)
+
+    @functools.cached_property
+    def comparisons(self) -> ComparisonQueries:
+        from mkbsim.lab._browse import ComparisonQueries
+
+        return ComparisonQueries(self)
+
+    @functools.cached_property
+    def monitor(self) -> MonitorQueries:
+        from mkbsim.lab._monitor import MonitorQueries
+
+        return MonitorQueries(self)
+
+    @functools.cached_property
+    def skills(self) -> SkillQueries:
+        from mkbsim.lab._skills import SkillQueries
+
+        return SkillQueries(self)
+
+    @functools.cached_property
+    def chains(self) -> ChainQueries:
+        from mkbsim.lab._chains import ChainQueries
+
+        return ChainQueries(self)
+
+    @functools.cached_property
+    def trajectories(self) -> TrajectoryQueries:
+        from mkbsim.lab._trajectories import TrajectoryQueries
+
+        return TrajectoryQueries(self)
 
     @property
     def head(self) -> int:

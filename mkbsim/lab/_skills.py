@@ -172,12 +172,22 @@ class SkillQueries(Queries):
                 t.submissions += 1
                 t.passed_before = t.passed_before or bool(e.payload["passed"])
 
-    def labels(self, attempts: Iterable[str]) -> dict[str, Labels]:
-        """Every labeler's labels of ``attempts`` (the latest label per subject wins); ground truth's
-        comparison ``cause`` counts as its failure class."""
+    def labelers(self, attempts: Iterable[str]) -> set[str]:
+        """The labelers with a label of some of ``attempts`` (their labels are not read)."""
         wanted = set(attempts)
-        positions = [position for position, subject_id in self._all(
-            f"SELECT position, subject_id FROM {self.t.labels} ORDER BY position") if subject_id in wanted]  # fmt: skip
+        return {labeler for labeler, subject_id in self._all(f"SELECT labeler, subject_id FROM {self.t.labels}")
+                if subject_id in wanted}  # fmt: skip
+
+    def labels(self, attempts: Iterable[str], labelers: Iterable[str] | None = None) -> dict[str, Labels]:
+        """The labels of ``attempts`` by each of ``labelers`` (None: every labeler), the latest label per
+        subject winning; ground truth's comparison ``cause`` counts as its failure class."""
+        wanted = set(attempts)
+        if labelers is None:
+            rows = self._all(f"SELECT position, subject_id FROM {self.t.labels} ORDER BY position")
+        else:  # only their label events are read: each labeler's labels of a large campaign are ~100 MB decoded
+            rows = self._in_chunks(f"SELECT position, subject_id FROM {self.t.labels} WHERE labeler IN ({{marks}})"
+                                   " ORDER BY position", sorted(set(labelers)))  # fmt: skip
+        positions = [position for position, subject_id in rows if subject_id in wanted]
         out: dict[str, Labels] = {}
         for event in self.store.read_at(positions):
             p = event.payload

@@ -4,6 +4,8 @@ monitor's lift cells and the filter-test and chain reports use, and the tables `
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,16 +95,18 @@ class TransferQueries(Queries):
         where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign is not None else (PLAIN, [])
         comparisons, pending = self._records(where, params)
         roles: dict[tuple[str, str, str, int, str], list[TransferAttempt]] = {}
-        for row in self._all(
+        role = operator.attrgetter("campaign_id", "model", "problem", "replicate", "arm")
+        for a in itertools.starmap(TransferAttempt, self._all(
             f"SELECT {_ATTEMPT_COLUMNS} FROM {self.t.transfer_attempts}"
             f" WHERE arm IN ('solo_cutedsl', 'solo_tirx') AND {where}",
             params,
-        ):
-            a = TransferAttempt(*row)
-            roles.setdefault((a.campaign_id, a.model, a.problem, a.replicate, a.arm), []).append(a)
+        )):  # fmt: skip
+            roles.setdefault(role(a), []).append(a)
         solos = []
-        for candidates in roles.values():  # in any order: solo statistics are counts and exact (fsum) means
-            chosen = choose(candidates)  # the attempt that counts, as pairing picks it
+        # in the order the roles were first read: the intervals' float sums depend on it in their last bits
+        for candidates in roles.values():
+            # the attempt that counts, as pairing picks it (a role read once: that attempt)
+            chosen = candidates[0] if len(candidates) == 1 else choose(candidates)
             if chosen is not None and chosen.resolved:
                 solos.append(
                     SoloRecord(chosen.campaign_id, chosen.model, chosen.problem, chosen.family, chosen.dsl,

@@ -29,7 +29,9 @@ from mkbsim.metrics import _rules
 _PLAIN = (None, None, None)
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen: a frozen dataclass sets each field through object.__setattr__ (10x the cost of creating
+# one); reads make one per row, tens of thousands per report. Nothing changes them after.
+@dataclass(slots=True)
 class TransferAttempt:
     """What pairing needs of one attempt: its place in the design and its final outcome."""
 

@@ -4,6 +4,7 @@ second on the project's machine, the whole report's budget). Checked against sci
 
 from __future__ import annotations
 
+import functools
 import math
 
 
@@ -28,6 +29,7 @@ def t_within(t: float, df: int) -> float:
     return 2.0 / math.pi * (theta + s * total)
 
 
+@functools.lru_cache(maxsize=256)  # the report asks for the same few (level, problems − 1) in many cells
 def t_quantile(q: float, df: int) -> float:
     """The q-quantile (0.5 < q < 1) of Student's t, by bisection of ``t_within`` to machine precision."""
     if not 0.5 < q < 1.0:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mkbsim.claims import CATEGORIES, UNVERIFIED, Linker, claims_of
+from mkbsim.claims import CATEGORIES, UNVERIFIED, Linker, claims_of, segment
 from mkbsim.lab import Labels, Material, SkillComparison
 from mkbsim.metrics import paired_lift
 from mkbsim.metrics._clusters import ClusterBootstrap, add_adjusted, bootstrap_p, percentile_interval, ratio_of_sums
@@ -195,15 +195,19 @@ def _propagation(
     material: Material,
     link: Linker,
 ) -> list[Row]:
-    own = {a: [c.text for c in claims_of(t)] for a, t in material.skills.items()}
-    link.warm([s for texts in own.values() for s in texts] + [t for ss in read.values() for t, _ in ss])
-    carried: dict[str, tuple[int, int]] = {}  # treatment → (unverified claims read, of them reappearing)
+    read_unverified: list[tuple[str, list[str]]] = []  # treatment → the unverified claims it read
     for _, cell in groups[:1]:  # the pooled group holds every comparison
         for c in cell:
             unverified = [t for t, category in read.get(c.source_attempt_id or "", []) if category in UNVERIFIED]
             if unverified:
-                linked = {x.source for x in link.link(unverified, own.get(c.treatment_attempt_id, []))}
-                carried[c.treatment_attempt_id] = (len(unverified), len(linked))
+                read_unverified.append((c.treatment_attempt_id, unverified))
+    # the claims of those treatments' own skills: their sentences only (segmented, not classified again)
+    own = {a: [s.text for s in segment(material.skills[a])] for a, _ in read_unverified if a in material.skills}
+    link.warm([s for texts in own.values() for s in texts] + [t for _, ts in read_unverified for t in ts])
+    carried: dict[str, tuple[int, int]] = {}  # treatment → (unverified claims read, of them reappearing)
+    for treatment, unverified in read_unverified:
+        linked = {x.source for x in link.link(unverified, own.get(treatment, []))}
+        carried[treatment] = (len(unverified), len(linked))
     rows = []
     for key, cell in groups:
         sub = [c for c in cell if c.treatment_attempt_id in carried]
@@ -232,8 +236,9 @@ def _failures(groups: Groups, labels: Labels) -> list[Row]:
             "runtime_only": sum(1 for c in harmed if c.verdict_change != "break"),
             "assigned": len(assigned), "unassigned": len(harmed) - len(assigned),
         }  # fmt: skip
-        boot = ClusterBootstrap([c.problem for c in assigned], seed=_seed(*key.values(), "failures")) if assigned \
-            else None
+        boot = (
+            ClusterBootstrap([c.problem for c in assigned], seed=_seed(*key.values(), "failures")) if assigned else None
+        )
         row["shares"] = {}
         for cause in FAILURE_CLASSES:
             value, ci = _share_of(boot, [x == cause for x in causes])
@@ -284,8 +289,9 @@ def _rho_interval(cells: list[list[SkillComparison]], labels: Labels) -> list[fl
         return out
 
     def follow_is(level: str | None) -> Callable[[SkillComparison], float]:
-        return lambda r: float(r.treatment_attempt_id in labels.follow
-                               and level in (None, labels.follow[r.treatment_attempt_id]))
+        return lambda r: float(
+            r.treatment_attempt_id in labels.follow and level in (None, labels.follow[r.treatment_attempt_id])
+        )
 
     full, labeled = per_cell(follow_is("full")), per_cell(follow_is(None))
     logs, n = per_cell(lambda r: math.log(r.r)), per_cell(lambda r: 1.0)

@@ -37,6 +37,22 @@ def test_mkbsim_exports_the_lab_lazily() -> None:
         _ = mkbsim.Nope  # type: ignore[attr-defined]
 
 
+def test_the_report_loads_only_the_query_groups_it_reads(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = _store(tmp_path / "events.sqlite", 1)
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys; from mkbsim.cli._main import main; sys.argv = ['mkbsim', 'report', "
+         f"'--store', {str(store)!r}]; main()\nprint(*sorted(m for m in sys.modules if m.startswith('mkbsim.lab')))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert "mkbsim.lab._transfer" in loaded
+    assert not {"mkbsim.lab._monitor", "mkbsim.lab._browse", "mkbsim.lab._skills"} & set(loaded)
+    with pytest.raises(AttributeError):
+        _ = mkbsim.lab.Nope  # type: ignore[attr-defined]
+
+
 def test_a_writable_store_is_brought_current_once(tmp_path: Path) -> None:
     path = _store(tmp_path / "s.sqlite", 1)
     with Lab(path) as lab:

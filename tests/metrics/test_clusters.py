@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from mkbsim.metrics import _nulls
 from mkbsim.metrics._clusters import (
     ClusterBootstrap,
     adjust,
@@ -136,7 +137,9 @@ def _shuffled_p(observed: float, draws: list[float]) -> float:
     return (1 + sum(abs(d - center) >= abs(observed - center) - 1e-12 for d in draws)) / (len(draws) + 1)
 
 
-def test_standing_null_is_the_within_problem_shuffle() -> None:
+@pytest.mark.parametrize("table_max", [_nulls.TABLE_MAX, 0])  # tables of the joint null, hypergeometric variates
+def test_standing_null_is_the_within_problem_shuffle(table_max: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_nulls, "TABLE_MAX", table_max)
     rng = np.random.default_rng(0)
     # three problems: labels (a above, s same, b below) and outcomes (1 = marked)
     labels = [list("aabsb"), list("abbs"), list("aaasbbb")]
@@ -190,3 +193,36 @@ def test_intervals_do_not_depend_on_the_order_observations_arrive_in() -> None:
     second = ClusterBootstrap(shuffled_problems).interval(lift_of_sums, logs[order], np.ones(120))
     assert first is not None and second == pytest.approx(first, rel=1e-12)
     assert sign_flip_p(list(logs), problems) == sign_flip_p(list(logs[order]), shuffled_problems)
+
+
+def test_standing_null_tables_are_the_exact_joint_of_marked_above_and_below() -> None:
+    from itertools import combinations
+
+    from mkbsim.metrics._nulls import _marked_above_below
+
+    # per problem: comparisons, marked, above, below (the rest stand the same)
+    problems = [(5, 2, 2, 2), (4, 3, 1, 2), (7, 0, 3, 3), (6, 6, 2, 1), (8, 3, 4, 0)]
+    counts = StandingCounts(*(np.array(v) for v in zip(*[(n, m, a, b, 0, 0) for n, m, a, b in problems],
+                                                      strict=True)))  # fmt: skip
+    values, cumulative, starts, ends = _marked_above_below(counts, above=12, below=8)
+    probability = np.diff(cumulative)
+    for (n, m, a, b), start, end in zip(problems, starts, ends, strict=True):
+        exact: dict[float, float] = {}
+        for chosen in combinations(range(n), m):  # marked positions; 0..a-1 above, a..a+b-1 below
+            x, y = sum(i < a for i in chosen), sum(a <= i < a + b for i in chosen)
+            exact[x / 12 - y / 8] = exact.get(x / 12 - y / 8, 0.0) + 1.0
+        total = sum(exact.values())
+        tabled: dict[float, float] = {}
+        for v, p in zip(values[start:end], probability[start:end], strict=True):
+            tabled[v] = tabled.get(v, 0.0) + p
+        assert {v: p for v, p in tabled.items() if p > 0} == pytest.approx({v: c / total for v, c in exact.items()})
+
+
+def test_linear_quantiles_are_numpys_bit_for_bit() -> None:
+    from mkbsim.metrics._clusters import linear_quantiles
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 7, 40, 1999, 2000):
+        for values in (rng.normal(size=n), rng.integers(0, 5, size=n).astype(float), np.full(n, 0.3)):
+            for quantiles in ((0.025, 0.975), (0.0, 1.0), (0.5,), (0.1, 0.1)):
+                assert linear_quantiles(values.copy(), quantiles) == list(np.quantile(values, quantiles))

@@ -4,12 +4,14 @@ and reads every harmed comparison as having a target-side failure."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from skills.skills_kit import cli
 
 from mkbsim.campaigns import CampaignSummary
+from mkbsim.events import EventStore, RecordedEvent
 from mkbsim.lab import Lab
 
 
@@ -62,6 +64,31 @@ def test_runtime_only_harms_get_causes_and_by_splits_or_refuses(
     skill_side = sum(pooled["shares"][c]["count"] for c in ("search_truncation", "unverified_adoption"))
     assert pooled["skill_side"] == pytest.approx(skill_side / pooled["assigned"])
     assert pooled["largest_of_comparisons"] == pytest.approx(
-        pooled["shares"][pooled["largest"]]["count"] / pooled["comparisons"])
+        pooled["shares"][pooled["largest"]]["count"] / pooled["comparisons"]
+    )
     code, _, err = cli(capsys, "report", "--store", str(store), "--section", "skills", "--by", "campaign")
     assert code == 2 and "groups by model, direction or family" in err
+
+
+def test_only_the_chosen_labelers_label_events_are_read(
+    capsys: pytest.CaptureFixture[str], store_copy: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = store_copy[0]
+    assert cli(capsys, "label", "--labeler", "heuristic", "--store", str(store))[0] == 0  # beside ground truth
+    before = _report(capsys, store)
+    with Lab(store) as lab:
+        attempts = lab.skills.attempt_ids(None)
+        assert lab.skills.labelers(attempts) == {"ground_truth", "heuristic"}
+        both = lab.skills.labels(attempts)
+        assert lab.skills.labels(attempts, ["heuristic"]) == {"heuristic": both["heuristic"]}
+    read_at = EventStore.read_at
+    labelers: set[str] = set()
+
+    def counting(self: EventStore, positions: Iterable[int]) -> list[RecordedEvent]:
+        events = read_at(self, positions)
+        labelers.update(e.payload["labeler"] for e in events if e.type == "LabelAssigned")
+        return events
+
+    monkeypatch.setattr(EventStore, "read_at", counting)
+    assert _report(capsys, store) == before
+    assert labelers == {"ground_truth"}  # the default labeler's; the heuristic's labels stay unread
