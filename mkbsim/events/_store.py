@@ -32,7 +32,7 @@ from mkbsim.events._faults import (
     write_protected,
 )
 from mkbsim.events._ids import new_event_ids
-from mkbsim.events._schema import Payload, fast_validators, upcast, validate, versions
+from mkbsim.events._schema import Payload, all_valid, upcast, validate, versions
 from mkbsim.events._verdicts import file_state, remember, verified
 
 #: Version of the store's own layout (tables, indexes), kept in PRAGMA user_version.
@@ -153,14 +153,12 @@ class _Rows(NamedTuple):
 def _checked_json(batch: Sequence[NewEvent], types_: Sequence[str]) -> list[str]:
     """Every payload checked against its type's schema, NaN refused (DESIGN §3), then the JSON texts.
 
-    The generated per-type check decides the common, valid case; ``validate`` looks closer only when it
-    says no, and raises naming the event and its field.
+    msgspec decides the common, valid batch in C; ``validate`` looks at each payload only when it says
+    no, and raises naming the event and its field.
     """
-    fast = fast_validators()
     payloads = [ev.payload for ev in batch]
-    for i, (type_, payload) in enumerate(zip(types_, payloads, strict=True)):
-        check = fast.get(type_)
-        if check is None or type(payload) is not dict or not check(payload):
+    if not all_valid(types_, payloads):
+        for i, (type_, payload) in enumerate(zip(types_, payloads, strict=True)):
             try:
                 validate(type_, payload)  # raises UnknownEventType for a type no payload class declares
             except PayloadError as exc:
