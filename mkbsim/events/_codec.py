@@ -9,6 +9,7 @@ refused by payload validation (``mkbsim.events._schema.finite``) before anything
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -32,7 +33,7 @@ def encode(payload: Any) -> str:
     return _encoder.encode(payload).decode()
 
 
-def encode_many(payloads: list[Any]) -> list[str]:
+def encode_many(payloads: Sequence[Any]) -> list[str]:
     """``encode`` of each payload (a batch append): the encoder's own method called in one comprehension,
     without a Python call per payload around it."""
     encode_one = _encoder.encode

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sqlite3
 import threading
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -131,6 +133,10 @@ class CheckReport:
     problem: str | None
 
 
+#: a ``NewEvent``'s columns as one tuple
+_EVENT_COLUMNS = attrgetter("stream_id", "type", "payload", "event_id")
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
@@ -138,10 +144,10 @@ def _now() -> str:
 class _Rows(NamedTuple):
     """A batch's columns, ready to insert (versions are counted under the lock)."""
 
-    ids: list[str]
-    streams: list[str]
-    types: list[str]
-    texts: list[str]
+    ids: Sequence[str]
+    streams: Sequence[str]
+    types: Sequence[str]
+    texts: Sequence[str]
     recorded_at: str
 
     def without(self, ids: set[str]) -> _Rows:
@@ -150,13 +156,12 @@ class _Rows(NamedTuple):
         return _Rows(ids_, streams, types_, texts, self.recorded_at)
 
 
-def _checked_json(batch: Sequence[NewEvent], types_: Sequence[str]) -> list[str]:
+def _checked_json(batch: Sequence[NewEvent], types_: Sequence[str], payloads: Sequence[Any]) -> list[str]:
     """Every payload checked against its type's schema, NaN refused (DESIGN §3), then the JSON texts.
 
     msgspec decides the common, valid batch in C; ``validate`` looks at each payload only when it says
     no, and raises naming the event and its field.
     """
-    payloads = [ev.payload for ev in batch]
     if not all_valid(types_, payloads):
         for i, (type_, payload) in enumerate(zip(types_, payloads, strict=True)):
             try:
@@ -345,17 +350,16 @@ class EventStore:
         batch = list(events)
         if not batch:
             return AppendResult(0, 0, None, None)
-        # column by column: one pass per column in C where it can be, and no per-event row objects to patch
-        streams = [ev.stream_id for ev in batch]
-        types_ = [ev.type for ev in batch]
-        texts = _checked_json(batch, types_)
-        caller_ids = [ev.event_id for ev in batch if ev.event_id is not None]
-        ids = new_event_ids(len(batch))
+        # column by column, transposed in C: no Python step per event, and no per-event row objects to patch
+        streams, types_, payloads, given_ids = zip(*map(_EVENT_COLUMNS, batch), strict=True)
+        texts = _checked_json(batch, types_, payloads)
+        ids: Sequence[str] = new_event_ids(len(batch))
+        caller_ids = [i for i in given_ids if i is not None] if given_ids.count(None) != len(batch) else []
         if caller_ids:  # a caller's own id wins
             if len(set(caller_ids)) != len(caller_ids):
                 twice = next(i for i in caller_ids if caller_ids.count(i) > 1)
                 raise PayloadError(f"event_id {twice!r} appears twice in one batch")
-            ids = [fresh if ev.event_id is None else ev.event_id for ev, fresh in zip(batch, ids, strict=True)]
+            ids = [fresh if given is None else given for given, fresh in zip(given_ids, ids, strict=True)]
         rows = _Rows(ids, streams, types_, texts, _now())
         conn = self._conn
         try:
@@ -404,10 +408,9 @@ class EventStore:
                 have = heads[stream] if stream in heads else others[stream]
                 if have != want:
                     raise ConcurrencyError(f"stream {stream!r} is at version {have}, expected {want}")
-        stream_versions = []
-        for stream in rows.streams:  # each event one past its stream's head, in batch order
-            heads[stream] = version = heads[stream] + 1
-            stream_versions.append(version)
+        # each event one past its stream's head, in batch order: a counter per stream, drawn in C
+        counters = {stream: itertools.count(head + 1) for stream, head in heads.items()}
+        stream_versions = map(next, map(counters.__getitem__, rows.streams))
         first = (conn.execute("SELECT MAX(position) FROM events").fetchone()[0] or 0) + 1
         conn.executemany(
             "INSERT INTO events (event_id, stream_id, version, type, schema_version, recorded_at, payload)"
