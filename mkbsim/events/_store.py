@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import repeat
-from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -131,10 +130,6 @@ class CheckReport:
     streams: int
     unknown_types: dict[str, int]
     problem: str | None
-
-
-#: a ``NewEvent``'s columns as one tuple
-_EVENT_COLUMNS = attrgetter("stream_id", "type", "payload", "event_id")
 
 
 def _now() -> str:
@@ -350,8 +345,12 @@ class EventStore:
         batch = list(events)
         if not batch:
             return AppendResult(0, 0, None, None)
-        # column by column, transposed in C: no Python step per event, and no per-event row objects to patch
-        streams, types_, payloads, given_ids = zip(*map(_EVENT_COLUMNS, batch), strict=True)
+        # column by column (a comprehension's attribute read is specialised for slots: cheaper than attrgetter
+        # in C), and no per-event row objects to patch
+        streams = [ev.stream_id for ev in batch]
+        types_ = [ev.type for ev in batch]
+        payloads = [ev.payload for ev in batch]
+        given_ids = [ev.event_id for ev in batch]
         texts = _checked_json(batch, types_, payloads)
         ids: Sequence[str] = new_event_ids(len(batch))
         caller_ids = [i for i in given_ids if i is not None] if given_ids.count(None) != len(batch) else []
