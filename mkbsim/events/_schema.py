@@ -124,7 +124,9 @@ def validate(type_name: str, payload: Any) -> None:
         raise UnknownEventType(f"unknown event type {type_name!r} (known: {', '.join(sorted(_REGISTRY))})")
     if type(payload) is not dict:
         raise PayloadError(f"{type_name} payload must be a JSON object, got {type(payload).__name__}")
-    if not all_valid((type_name,), (payload,)):
+    try:
+        msgspec.convert(payload, _STRUCTS[type_name])
+    except msgspec.ValidationError:
         _check_fields(type_name, payload)
 
 

@@ -139,10 +139,10 @@ def _now() -> str:
 class _Rows(NamedTuple):
     """A batch's columns, ready to insert (versions are counted under the lock)."""
 
-    ids: Sequence[str]
-    streams: Sequence[str]
-    types: Sequence[str]
-    texts: Sequence[str]
+    ids: list[str]
+    streams: list[str]
+    types: list[str]
+    texts: list[str]
     recorded_at: str
 
     def without(self, ids: set[str]) -> _Rows:
@@ -352,7 +352,7 @@ class EventStore:
         payloads = [ev.payload for ev in batch]
         given_ids = [ev.event_id for ev in batch]
         texts = _checked_json(batch, types_, payloads)
-        ids: Sequence[str] = new_event_ids(len(batch))
+        ids = new_event_ids(len(batch))
         caller_ids = [i for i in given_ids if i is not None] if given_ids.count(None) != len(batch) else []
         if caller_ids:  # a caller's own id wins
             if len(set(caller_ids)) != len(caller_ids):
