@@ -3,16 +3,16 @@
 A payload class declares the fields other parts may rely on; payloads are stored as JSON objects
 and may carry extra fields (add freely, never rename). Validation runs on every append (the store's
 hot path), so each class is mirrored once, at registration, by a msgspec ``Struct`` whose types
-accept exactly the JSON the class allows (floats finite, free-form values made of JSON values):
+accept only what the class allows (floats finite, free-form values made of JSON values):
 ``msgspec.convert`` then decides a whole batch in C. Only a payload it refuses, or one with extra
 fields (the structs forbid them, for extras must still be walked for NaN), is looked at field by
 field in Python, which accepts it or names the problem.
 
-Both follow msgspec's type rules, so they agree on every payload (the check in C is only ever the
-faster path to the same verdict): a ``str`` or ``int`` subclass counts as one (it is written as its
-value), an array may be a list, tuple or set and an object any mapping (the encoder decides whether it
-can write one). The stored JSON does not depend on the structs: payloads are encoded from the dicts
-given (``mkbsim.events._codec``).
+The Python check follows msgspec's type rules and accepts everything the structs accept (more, too:
+extra fields, values nested deeper), so the verdict never depends on which path decided it: a ``str``
+or ``int`` subclass counts as one (it is written as its plain value), an array may be a list, tuple or
+set and an object any mapping (the encoder decides whether it can write one). The stored JSON does not
+depend on the structs: payloads are encoded from the dicts given (``mkbsim.events._codec``).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ for _ in range(4):
 
 
 def _json_type(tp: Any) -> Any:
-    """The msgspec type accepting what ``_compile(tp)`` accepts, NaN and infinities refused."""
+    """A msgspec type accepting no more than ``_compile(tp)`` accepts (NaN and infinities refused)."""
     if tp is float:
         return _FINITE_FLOAT
     if tp in (int, str, bool, type(None)):
