@@ -57,6 +57,8 @@ word overlap; colour and tag give the claim's rubric category. A hop whose sourc
 skipped (–): it did not run, and its comparison is neutral (r = 1). `[` and `]` pick a hop; `o` (or Enter
 on the chain) opens the hop's comparison in Replay.
 """
+    #: focused as the screen is built (focusing it later would restyle the widgets focused first)
+    AUTO_FOCUS = "#chains"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "open_hop", "Replay hop"),
         Binding("right_square_bracket", "hop(1)", "Next hop"),
@@ -79,10 +81,6 @@ on the chain) opens the hop's comparison in Replay.
                 yield Static(id="chain-hops")
                 yield Static(id="chain-lineage")
         yield Footer()
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.query_one("#chains", PagedTable).focus()
 
     def reload(self) -> None:
         self.query_in_thread(lambda reader: reader.chains.summaries(), self._show_chains, group="chains")

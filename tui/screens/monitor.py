@@ -97,6 +97,8 @@ the latest failures, and the paired lift per model and direction (DESIGN §6) as
 resolve, with its 95% bootstrap interval and the verdict flips among them (+rescues/−breaks).
 The watcher follows the store by position in a background thread; nothing here blocks typing.
 """
+    #: focused as the screen is built (focusing it later would restyle the widgets focused first)
+    AUTO_FOCUS = "#campaigns"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter,c", "comparisons", "Comparisons of campaign"),
         Binding("h", "harmed", "Harmed comparisons"),
@@ -129,7 +131,6 @@ The watcher follows the store by position in a background thread; nothing here b
     def on_mount(self) -> None:
         super().on_mount()
         self.watch(self.app, "lift", self._show_lift)
-        self.query_one("#campaigns", PagedTable).focus()
 
     def reload(self) -> None:
         wanted, now = self.selected, self.mkbsim.clock()

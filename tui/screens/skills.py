@@ -59,6 +59,8 @@ changes (counted in the background). `t` launches a filter test, a re-run of the
 skill-conditioned attempts with filtered skills, and opens the Monitor to watch it; when it ends, its report
 opens as a table (`r` shows it again).
 """
+    #: focused as the screen is built (focusing it later would restyle the widgets focused first)
+    AUTO_FOCUS = "#skills"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "focus_filters", "Filters"),
         Binding("s", "focus_skills", "Skills", show=False),
@@ -104,7 +106,6 @@ opens as a table (`r` shows it again).
             self.query_one("#filter-diff").display = False
         super().on_mount()
         self._count_impact()
-        self.query_one("#skills", PagedTable).focus()
 
     def reload(self) -> None:
         """Re-read the campaigns and the chosen campaign's skills (their positions), in a thread."""
