@@ -28,6 +28,7 @@ from tui.screens.monitor import MonitorScreen
 from tui.screens.replay import ReplayScreen
 from tui.screens.skills import SkillsScreen
 from tui.screens.store_problem import EmptyStoreScreen, StoreProblemScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.paged_table import PagedTable
 from tui.widgets.skill_view import SkillView
 from tui.widgets.trajectory import TrajectoryView
@@ -271,6 +272,23 @@ async def test_a_bad_store_path_gets_a_clear_screen(
         assert app.screen is screen
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_the_key_bar_shows_the_screen_s_keys_and_a_click_presses_one(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one(KeyBar).render().plain.startswith(" c Comparisons of campaign  h Harmed ")
+        await pilot.press("2")
+        await idle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ComparisonsScreen)
+        bar = screen.query_one(KeyBar)
+        shown = bar.render().plain
+        assert shown.startswith(" h Harmed only  v Verdict flips ") and shown.rstrip().endswith("▏^p palette")
+        await pilot.click(KeyBar, offset=(shown.index("v Verdict"), 0))
+        await idle(pilot)
+        assert screen.query_state.verdict_flips and not screen.query_state.harmed_only
 
 
 async def test_command_palette_opens_a_comparison(make_app: MakeApp) -> None:

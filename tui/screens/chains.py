@@ -12,13 +12,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from mkbsim.lab import ChainSummary
 from tui import format as fmt
 from tui.data.chains import ChainDetail, chain_detail
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, ListSource, PagedTable
 from tui.widgets.skill_view import legend
@@ -80,7 +81,7 @@ on the chain) opens the hop's comparison in Replay.
             with VerticalScroll(id="chain-detail"):
                 yield Static(id="chain-hops")
                 yield Static(id="chain-lineage")
-        yield Footer()
+        yield KeyBar()
 
     def reload(self) -> None:
         self.query_in_thread(lambda reader: reader.chains.summaries(), self._show_chains, group="chains")

@@ -11,13 +11,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input, Select, Static
+from textual.widgets import Input, Select, Static
 from textual_plotext import PlotextPlot
 
 from mkbsim.lab import SORT_COLUMNS, Aggregates, ComparisonQuery, ComparisonRow, LiftBar
 from tui import format as fmt
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
 
@@ -93,7 +94,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         yield Static(id="comparison-summary")
         yield PagedTable(COLUMNS, empty_text="No comparisons match.", id="comparisons")
         yield Horizontal(id="plots")  # the plots come with their first data (an empty plot costs as much to draw)
-        yield Footer()
+        yield KeyBar()
 
     # -- loading ------------------------------------------------------------------------------
 

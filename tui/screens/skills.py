@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, OptionList, Select, Static
+from textual.widgets import OptionList, Select, Static
 from textual.worker import get_current_worker
 
 from mkbsim.errors import MkbsimError
@@ -22,6 +22,7 @@ from tui import format as fmt
 from tui.data.filters import FilterPreview, FilterTestResult, launch_filter_test, word_diff
 from tui.screens.base import StoreScreen
 from tui.screens.filter_test import FilterTestResultScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
 from tui.widgets.skill_view import SkillView
@@ -95,7 +96,7 @@ opens as a table (`r` shows it again).
                 with VerticalScroll(id="filter-diff"):
                     yield Static(id="filter-diff-body")
                 yield Static(id="filter-test")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         catalog = self.mkbsim.filters
