@@ -158,18 +158,19 @@ async def time_actions(store: Path) -> tuple[dict[str, list[float]], dict[str, l
                     times.setdefault(f"{name}: data shown", []).append(time.perf_counter() - t0)
                 await pilot.pause()  # let background work (the summary line, plots) finish, untimed
 
-        async def act_while_loading(name: str, key: str, repeat: int = 6) -> None:
-            """``key`` pressed every 20 ms while the reads the previous key started are still running or
-            being drawn (the worst case a reader meets), then wait until they are done (untimed)."""
+        async def act_while_loading(name: str, key: str, repeat: int = 6, *, during: str = "data loads") -> None:
+            """``key`` pressed every 20 ms while the work the previous action started in threads (reads, or
+            the screens' imports) still runs or is drawn (the worst case a reader meets), then wait until
+            it is done (untimed)."""
             for _ in range(repeat):
-                await act(f"{name} (while data loads)", key)
+                await act(f"{name} (while {during})", key)
                 await asyncio.sleep(0.02)
             await app.workers.wait_for_complete()
             await pilot.pause()
 
         while app.lift is None:  # the monitor is up: the app now imports the other screens in a thread
             await pilot.pause(0.01)
-        await act_while_loading("monitor: next campaign", "down")
+        await act_while_loading("monitor: next campaign", "down", during="screens import")
         await settle()
         await act("open comparisons screen", "2")
         await act_while_loading("comparisons: cursor down", "down")
