@@ -24,6 +24,7 @@ from tui.app import MkbsimApp
 from tui.data.filters import FilterCatalog
 from tui.screens.chains import ChainsScreen
 from tui.screens.comparisons import ComparisonsScreen
+from tui.screens.help import HelpScreen
 from tui.screens.monitor import MonitorScreen
 from tui.screens.replay import ReplayScreen
 from tui.screens.skills import SkillsScreen
@@ -272,6 +273,26 @@ async def test_a_bad_store_path_gets_a_clear_screen(
         assert app.screen is screen
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_a_screen_keeps_its_state_between_visits_and_going_to_one_closes_help(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await idle(pilot)
+        comparisons = app.screen
+        assert isinstance(comparisons, ComparisonsScreen)
+        await pilot.press("h", "1", "question_mark")
+        await idle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        await app.goto_mode("comparisons")  # what the command palette's "Go to Comparisons" does
+        await idle(pilot)
+        assert app.screen is comparisons and comparisons.query_state.harmed_only
+        assert not any(isinstance(screen, HelpScreen) for screen in app.screen_stack)
+        await pilot.press("1")
+        await idle(pilot)
+        assert isinstance(app.screen, MonitorScreen)
 
 
 async def test_the_key_bar_shows_the_screen_s_keys_and_a_click_presses_one(make_app: MakeApp) -> None:
