@@ -211,12 +211,13 @@ class MkbsimApp(App[None]):
 
     def _show_mode(self, mode: str) -> AwaitComplete | AwaitMount:
         """The stack holds Textual's default screen, then the one shown (installed: kept when another is
-        shown), then any help, report or notice over it."""
+        shown) or a notice (the store opening, empty), then any help or report over it."""
         if not self.is_screen_installed(mode):
             self.install_screen(_screen_class(mode)(), name=mode)
-        while len(self.screen_stack) > (1 if self.shown_mode is None else 2):
+        while len(self.screen_stack) > 2:
             self.pop_screen()
-        shown = self.push_screen(mode) if self.shown_mode is None else self.switch_screen(mode)
+        # over a notice, switch_screen: it mounts the screen before it removes the notice
+        shown = self.push_screen(mode) if len(self.screen_stack) == 1 else self.switch_screen(mode)
         self.shown_mode = mode
         return shown
 
@@ -225,6 +226,8 @@ class MkbsimApp(App[None]):
         """Import the other screens' modules off the UI thread, so that a screen's first visit only builds it."""
         for mode in SCREEN_CLASSES:
             _screen_class(mode)
+        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+            self.call_from_thread(self._freeze_heap)  # the modules are long-lived objects too
 
     def action_goto(self, mode: str) -> None:
         self.goto_mode(mode)

@@ -230,7 +230,9 @@ async def test_empty_store_opens_the_monitor_when_events_arrive(make_app: MakeAp
 
         with fixed_clock(), EventStore(path) as store:
             Writer(store).campaign_started("first", {"kind": "simulated", "problems": ["p01"], "profiles": ["m"]})
-        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        # the monitor drawn with the campaign (the screen is current before it is mounted: closing the app
+        # then would cut its mount short)
+        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.shown_campaign == "first")
 
 
 async def test_a_store_created_after_the_tui_opened_is_opened(make_app: MakeApp, tmp_path: Path) -> None:
@@ -242,7 +244,9 @@ async def test_a_store_created_after_the_tui_opened_is_opened(make_app: MakeApp,
 
         with fixed_clock(), EventStore(tmp_path / "later.sqlite", create=True) as store:
             Writer(store).campaign_started("first", {"kind": "simulated", "problems": ["p01"], "profiles": ["m"]})
-        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        # the monitor drawn with the campaign (the screen is current before it is mounted: closing the app
+        # then would cut its mount short)
+        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.shown_campaign == "first")
         await settle(pilot)
         campaigns = _table_rows(app.screen.query_one("#campaigns", PagedTable))
         assert [c.campaign_id for c in campaigns] == ["first"]  # type: ignore[attr-defined]
