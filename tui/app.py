@@ -11,10 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import work
 from textual.app import App, SystemCommand
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widget import AwaitMount
 
 from mkbsim.lab import Lab, LabReader
 from tui.commands import ComparisonCommands
@@ -22,7 +25,6 @@ from tui.data.connection import check_store
 from tui.data.filters import FilterCatalog
 from tui.data.watcher import LiftUpdate, StoreState, StoreWatcher
 from tui.messages import LabOpened, LiftChanged, OpenComparison, ShowComparisons, StoreChanged
-from tui.screens.monitor import MonitorScreen
 from tui.screens.store_problem import EmptyStoreScreen, OpeningScreen, StoreProblemScreen
 from tui.widgets.nav_bar import SCREENS
 
@@ -37,27 +39,29 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _screen_from(module: str, name: str) -> Callable[[], Screen[Any]]:
-    """A factory of a mode's screen whose module is imported when the mode is first opened: the first
-    paint needs only the monitor, and the other screens' imports (plots, claims) cost a few hundred ms."""
+#: Each screen of the nav bar (mode) by the module and class that define it. The first paint needs only
+#: the monitor; the others' modules (plots, claims) are imported in a thread once it is up.
+SCREEN_CLASSES: dict[str, tuple[str, str]] = {
+    "monitor": ("monitor", "MonitorScreen"),
+    "comparisons": ("comparisons", "ComparisonsScreen"),
+    "replay": ("replay", "ReplayScreen"),
+    "skills": ("skills", "SkillsScreen"),
+    "chains": ("chains", "ChainsScreen"),
+}
 
-    def make() -> Screen[Any]:
-        screen: Screen[Any] = getattr(importlib.import_module(f"tui.screens.{module}"), name)()
-        return screen
 
-    return make
+def _screen_class(mode: str) -> type[Screen[Any]]:
+    module, name = SCREEN_CLASSES[mode]
+    screen_class: type[Screen[Any]] = getattr(importlib.import_module(f"tui.screens.{module}"), name)
+    return screen_class
 
 
 class MkbsimApp(App[None]):
+    """The nav bar's screens are installed (built once, kept while another is shown) and pushed over Textual's
+    default screen: Textual's modes would restyle every widget of every screen, twice, at a mode's first visit."""
+
     TITLE = "mkbsim"
     CSS_PATH = "app.tcss"
-    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
-        "monitor": MonitorScreen,
-        "comparisons": _screen_from("comparisons", "ComparisonsScreen"),
-        "replay": _screen_from("replay", "ReplayScreen"),
-        "skills": _screen_from("skills", "SkillsScreen"),
-        "chains": _screen_from("chains", "ChainsScreen"),
-    }
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(str(n), f"goto('{mode}')", label, show=False) for n, (mode, label) in enumerate(SCREENS, 1)),
         Binding("question_mark", "help", "Help"),
@@ -91,6 +95,8 @@ class MkbsimApp(App[None]):
         self.reader_generation = 0
         self._watcher: StoreWatcher | None = None
         self._gc_thresholds = gc.get_threshold()
+        #: the nav bar's screen on show (under any help or report over it); None before the store opens
+        self.shown_mode: str | None = None
 
     @property
     def lab(self) -> Lab:
@@ -119,7 +125,7 @@ class MkbsimApp(App[None]):
             self.push_screen(StoreProblemScreen(str(self.store_path), check.problem))
         else:
             if check.head:  # built behind the opening screen while the watcher opens the read model
-                self.switch_mode("monitor")
+                self._show_mode("monitor")
             self.push_screen(OpeningScreen(str(self.store_path)))
         self._watcher = StoreWatcher(
             self.store_path,
@@ -159,7 +165,7 @@ class MkbsimApp(App[None]):
             self.pop_screen()
             if message.lab.head == 0:
                 self.push_screen(EmptyStoreScreen(str(self.store_path)))
-            elif self.current_mode != "monitor":
+            elif self.shown_mode != "monitor":
                 self.goto_mode("monitor")
 
     def on_store_changed(self, message: StoreChanged) -> None:
@@ -175,11 +181,12 @@ class MkbsimApp(App[None]):
         self.lift = message.update
         if first:  # the monitor is drawn and the watcher's first work is done
             self.call_after_refresh(self._freeze_heap)
+            self._import_screens()
 
     async def on_open_comparison(self, message: OpenComparison) -> None:
         from tui.screens.replay import ReplayScreen
 
-        await self.switch_mode("replay")
+        await self.goto_mode("replay")
         self.call_after_refresh(self._freeze_heap)
         if isinstance(self.screen, ReplayScreen):
             self.screen.open(message.treatment_attempt_id)
@@ -187,17 +194,40 @@ class MkbsimApp(App[None]):
     async def on_show_comparisons(self, message: ShowComparisons) -> None:
         from tui.screens.comparisons import ComparisonsScreen
 
-        await self.switch_mode("comparisons")
+        await self.goto_mode("comparisons")
         self.call_after_refresh(self._freeze_heap)
         if isinstance(self.screen, ComparisonsScreen):
             self.screen.show_campaign(message.campaign_id, harmed_only=message.harmed_only)
 
     # -- actions ------------------------------------------------------------------------------
 
-    def goto_mode(self, mode: str) -> None:
-        if self.store_open and mode in self.MODES and self.current_mode != mode:
-            self.switch_mode(mode)
-            self.call_after_refresh(self._freeze_heap)  # a screen's first visit builds its widgets
+    def goto_mode(self, mode: str) -> AwaitComplete | AwaitMount:
+        """Show ``mode``'s screen (closing any help or report over the current one) once the store is open."""
+        if not self.store_open or mode not in SCREEN_CLASSES or self.shown_mode == mode:
+            return AwaitComplete.nothing()
+        shown = self._show_mode(mode)
+        self.call_after_refresh(self._freeze_heap)  # a screen's first visit builds its widgets
+        return shown
+
+    def _show_mode(self, mode: str) -> AwaitComplete | AwaitMount:
+        """The stack holds Textual's default screen, then the one shown (installed: kept when another is
+        shown) or a notice (the store opening, empty), then any help or report over it."""
+        if not self.is_screen_installed(mode):
+            self.install_screen(_screen_class(mode)(), name=mode)
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        # over a notice, switch_screen: it mounts the screen before it removes the notice
+        shown = self.push_screen(mode) if len(self.screen_stack) == 1 else self.switch_screen(mode)
+        self.shown_mode = mode
+        return shown
+
+    @work(thread=True, group="import-screens", exit_on_error=False)
+    def _import_screens(self) -> None:
+        """Import the other screens' modules off the UI thread, so that a screen's first visit only builds it."""
+        for mode in SCREEN_CLASSES:
+            _screen_class(mode)
+        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+            self.call_from_thread(self._freeze_heap)  # the modules are long-lived objects too
 
     def action_goto(self, mode: str) -> None:
         self.goto_mode(mode)

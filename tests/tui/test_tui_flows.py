@@ -24,10 +24,12 @@ from tui.app import MkbsimApp
 from tui.data.filters import FilterCatalog
 from tui.screens.chains import ChainsScreen
 from tui.screens.comparisons import ComparisonsScreen
+from tui.screens.help import HelpScreen
 from tui.screens.monitor import MonitorScreen
 from tui.screens.replay import ReplayScreen
 from tui.screens.skills import SkillsScreen
 from tui.screens.store_problem import EmptyStoreScreen, StoreProblemScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.paged_table import PagedTable
 from tui.widgets.skill_view import SkillView
 from tui.widgets.trajectory import TrajectoryView
@@ -228,7 +230,9 @@ async def test_empty_store_opens_the_monitor_when_events_arrive(make_app: MakeAp
 
         with fixed_clock(), EventStore(path) as store:
             Writer(store).campaign_started("first", {"kind": "simulated", "problems": ["p01"], "profiles": ["m"]})
-        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        # the monitor drawn with the campaign (the screen is current before it is mounted: closing the app
+        # then would cut its mount short)
+        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.shown_campaign == "first")
 
 
 async def test_a_store_created_after_the_tui_opened_is_opened(make_app: MakeApp, tmp_path: Path) -> None:
@@ -240,7 +244,9 @@ async def test_a_store_created_after_the_tui_opened_is_opened(make_app: MakeApp,
 
         with fixed_clock(), EventStore(tmp_path / "later.sqlite", create=True) as store:
             Writer(store).campaign_started("first", {"kind": "simulated", "problems": ["p01"], "profiles": ["m"]})
-        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        # the monitor drawn with the campaign (the screen is current before it is mounted: closing the app
+        # then would cut its mount short)
+        await wait_for(pilot, lambda: isinstance(app.screen, MonitorScreen) and app.screen.shown_campaign == "first")
         await settle(pilot)
         campaigns = _table_rows(app.screen.query_one("#campaigns", PagedTable))
         assert [c.campaign_id for c in campaigns] == ["first"]  # type: ignore[attr-defined]
@@ -271,6 +277,43 @@ async def test_a_bad_store_path_gets_a_clear_screen(
         assert app.screen is screen
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_a_screen_keeps_its_state_between_visits_and_going_to_one_closes_help(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await idle(pilot)
+        comparisons = app.screen
+        assert isinstance(comparisons, ComparisonsScreen)
+        await pilot.press("h", "1", "question_mark")
+        await idle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        await app.goto_mode("comparisons")  # what the command palette's "Go to Comparisons" does
+        await idle(pilot)
+        assert app.screen is comparisons and comparisons.query_state.harmed_only
+        assert not any(isinstance(screen, HelpScreen) for screen in app.screen_stack)
+        await pilot.press("1")
+        await idle(pilot)
+        assert isinstance(app.screen, MonitorScreen)
+
+
+async def test_the_key_bar_shows_the_screen_s_keys_and_a_click_presses_one(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one(KeyBar).render().plain.startswith(" c Comparisons of campaign  h Harmed ")
+        await pilot.press("2")
+        await idle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ComparisonsScreen)
+        bar = screen.query_one(KeyBar)
+        shown = bar.render().plain
+        assert shown.startswith(" h Harmed only  v Verdict flips ") and shown.rstrip().endswith("▏^p palette")
+        await pilot.click(KeyBar, offset=(shown.index("v Verdict"), 0))
+        await idle(pilot)
+        assert screen.query_state.verdict_flips and not screen.query_state.harmed_only
 
 
 async def test_command_palette_opens_a_comparison(make_app: MakeApp) -> None:

@@ -12,13 +12,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from mkbsim.lab import ChainSummary
 from tui import format as fmt
 from tui.data.chains import ChainDetail, chain_detail
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, ListSource, PagedTable
 from tui.widgets.skill_view import legend
@@ -57,6 +58,8 @@ word overlap; colour and tag give the claim's rubric category. A hop whose sourc
 skipped (–): it did not run, and its comparison is neutral (r = 1). `[` and `]` pick a hop; `o` (or Enter
 on the chain) opens the hop's comparison in Replay.
 """
+    #: focused as the screen is built (focusing it later would restyle the widgets focused first)
+    AUTO_FOCUS = "#chains"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "open_hop", "Replay hop"),
         Binding("right_square_bracket", "hop(1)", "Next hop"),
@@ -78,11 +81,7 @@ on the chain) opens the hop's comparison in Replay.
             with VerticalScroll(id="chain-detail"):
                 yield Static(id="chain-hops")
                 yield Static(id="chain-lineage")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.query_one("#chains", PagedTable).focus()
+        yield KeyBar()
 
     def reload(self) -> None:
         self.query_in_thread(lambda reader: reader.chains.summaries(), self._show_chains, group="chains")

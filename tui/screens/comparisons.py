@@ -11,13 +11,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input, Select, Static
+from textual.widgets import Input, Select, Static
 from textual_plotext import PlotextPlot
 
 from mkbsim.lab import SORT_COLUMNS, Aggregates, ComparisonQuery, ComparisonRow, LiftBar
 from tui import format as fmt
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
 
@@ -61,6 +62,8 @@ plots show its paired lift by family and by the source attempt's tier (DESIGN §
 speedup thresholds 0.5×, 1×, 2×, 4× it reaches).
 Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
 """
+    #: focused as the screen is built (focusing it later would restyle the widgets focused first)
+    AUTO_FOCUS = "#comparisons"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("h", "harmed_only", "Harmed only"),
         Binding("v", "verdict_flips", "Verdict flips"),
@@ -90,14 +93,8 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         yield Static(id="quick-filters")
         yield Static(id="comparison-summary")
         yield PagedTable(COLUMNS, empty_text="No comparisons match.", id="comparisons")
-        with Horizontal(id="plots"):
-            yield PlotextPlot(id="by-family")
-            yield PlotextPlot(id="by-tier")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.query_one("#comparisons", PagedTable).focus()
+        yield Horizontal(id="plots")  # the plots come with their first data (an empty plot costs as much to draw)
+        yield KeyBar()
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -233,6 +230,9 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         text.append_text(fmt.lift(s.paired_lift))
         text.append(f" · help {fmt.percent(s.help_rate)} · harm {fmt.percent(s.harm_rate)}")
         self.query_one("#comparison-summary", Static).update(text)
+        plots = self.query_one("#plots", Horizontal)
+        if not plots.children:
+            plots.mount(PlotextPlot(id="by-family"), PlotextPlot(id="by-tier"))
         self._plot(self.query_one("#by-family", PlotextPlot), aggregates.by_family, "Paired lift by family (%)")
         self._plot(self.query_one("#by-tier", PlotextPlot), aggregates.by_tier, "Paired lift by source tier (%)")
 

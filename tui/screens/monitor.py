@@ -14,7 +14,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from mkbsim import lab as data
 from mkbsim.lab import ARM_ORDER, LabReader
@@ -22,6 +22,7 @@ from tui import format as fmt
 from tui.data.watcher import LiftUpdate
 from tui.messages import ShowComparisons
 from tui.screens.base import StoreScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, ListSource, PagedTable
 
@@ -97,6 +98,8 @@ the latest failures, and the paired lift per model and direction (DESIGN §6) as
 resolve, with its 95% bootstrap interval and the verdict flips among them (+rescues/−breaks).
 The watcher follows the store by position in a background thread; nothing here blocks typing.
 """
+    #: focused as the screen is built (focusing it later would restyle the widgets focused first)
+    AUTO_FOCUS = "#campaigns"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter,c", "comparisons", "Comparisons of campaign"),
         Binding("h", "harmed", "Harmed comparisons"),
@@ -124,12 +127,11 @@ The watcher follows the store by position in a background thread; nothing here b
                 yield Static(id="progress")
                 yield Static(id="in-flight")
                 yield Static(id="lift")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         super().on_mount()
         self.watch(self.app, "lift", self._show_lift)
-        self.query_one("#campaigns", PagedTable).focus()
 
     def reload(self) -> None:
         wanted, now = self.selected, self.mkbsim.clock()

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from mkbsim.lab import ComparisonQuery, Trajectory
 from mkbsim.metrics import DIRECTIONS, Comparison
@@ -27,6 +27,7 @@ from tui.data.replay import (
 )
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.skill_view import SkillView
 from tui.widgets.trajectory import TrajectoryView
@@ -76,7 +77,7 @@ expands them all; `o` opens the same problem's comparison in the other direction
             yield TrajectoryView(BASELINE, id="baseline")
             yield TrajectoryView(TREATMENT, id="treatment")
             yield SkillView(id="skill")
-        yield Footer()
+        yield KeyBar()
 
     def reload(self) -> None:
         """A replay shows finished history; when the store moves only the open comparison's row may change."""

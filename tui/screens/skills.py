@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, OptionList, Select, Static
+from textual.widgets import OptionList, Select, Static
 from textual.worker import get_current_worker
 
 from mkbsim.errors import MkbsimError
@@ -22,6 +22,7 @@ from tui import format as fmt
 from tui.data.filters import FilterPreview, FilterTestResult, launch_filter_test, word_diff
 from tui.screens.base import StoreScreen
 from tui.screens.filter_test import FilterTestResultScreen
+from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
 from tui.widgets.skill_view import SkillView
@@ -59,6 +60,8 @@ changes (counted in the background). `t` launches a filter test, a re-run of the
 skill-conditioned attempts with filtered skills, and opens the Monitor to watch it; when it ends, its report
 opens as a table (`r` shows it again).
 """
+    #: focused as the screen is built (focusing it later would restyle the widgets focused first)
+    AUTO_FOCUS = "#skills"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "focus_filters", "Filters"),
         Binding("s", "focus_skills", "Skills", show=False),
@@ -93,7 +96,7 @@ opens as a table (`r` shows it again).
                 with VerticalScroll(id="filter-diff"):
                     yield Static(id="filter-diff-body")
                 yield Static(id="filter-test")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         catalog = self.mkbsim.filters
@@ -104,7 +107,6 @@ opens as a table (`r` shows it again).
             self.query_one("#filter-diff").display = False
         super().on_mount()
         self._count_impact()
-        self.query_one("#skills", PagedTable).focus()
 
     def reload(self) -> None:
         """Re-read the campaigns and the chosen campaign's skills (their positions), in a thread."""

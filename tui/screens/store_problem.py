@@ -9,9 +9,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Center, Middle
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.data.watcher import StoreState
+from tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from tui.app import MkbsimApp
@@ -35,7 +36,7 @@ class StoreProblemScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Middle(), Center():
             yield Static(self._text(), classes="notice")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.watch(self.app, "store_state", self._store_moved, init=False)
@@ -68,7 +69,7 @@ class OpeningScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Middle(), Center():
             yield Static(self._text(0), classes="notice")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.watch(self.app, "store_state", self._store_moved, init=False)
@@ -103,7 +104,7 @@ class EmptyStoreScreen(Screen[None]):
                 ),
                 classes="notice",
             )
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.watch(self.app, "store_state", self._store_moved)

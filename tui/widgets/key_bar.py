@@ -1,0 +1,69 @@
+"""The bottom bar: the keys the focused widget and its screen answer (click one to press it), and the
+command palette's key on the right."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+from textual.content import Content
+from textual.screen import Screen
+from textual.widget import Widget
+
+
+class KeyBar(Widget):
+    """What Textual's Footer shows, drawn as one line of text. The Footer builds a widget per key and
+    builds them all again whenever the bindings change (each switch of screen, each move of focus):
+    about as long as a whole key's budget on a 2-core machine. This one redraws a line."""
+
+    DEFAULT_CSS = """
+    KeyBar {
+        dock: bottom;
+        height: 1;
+        color: $footer-foreground;
+        background: $footer-background;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._keys = Content()
+        self._palette = Content()
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._show_keys()
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, screen: Screen[object]) -> None:
+        if screen is self.screen:
+            self._show_keys()
+
+    def _show_keys(self) -> None:
+        keys: list[Content] = []
+        actions: set[str] = set()
+        self._palette = Content()
+        for key, active in self.screen.active_bindings.items():
+            binding = active.binding
+            if key == self.app.COMMAND_PALETTE_BINDING and self.app.ENABLE_COMMAND_PALETTE:
+                # the Footer's separator takes the key's left padding
+                self._palette = Content.assemble(("▏", "$foreground 20%"), self._key(binding, active.enabled)[1:])
+            elif binding.show and binding.action not in actions:  # one entry per action, as the Footer
+                actions.add(binding.action)
+                keys.append(self._key(binding, active.enabled))
+        self._keys = Content("").join(keys)
+        self.refresh()
+
+    def _key(self, binding: Binding, enabled: bool) -> Content:
+        markup = (
+            f"[@click=app.simulate_key('{binding.key}')]"
+            "[b $footer-key-foreground on $footer-key-background] $key [/]"
+            "[$footer-description-foreground on $footer-description-background]$description [/][/]"
+        )
+        key = Content.from_markup(markup, key=self.app.get_key_display(binding), description=binding.description)
+        return key if enabled else key.stylize("dim")
+
+    def render(self) -> Content:
+        """The keys, cut where the command palette's key starts at the right edge."""
+        room = max(0, self.size.width - self._palette.cell_length)
+        return Content.assemble(self._keys.truncate(room, pad=True), self._palette)
