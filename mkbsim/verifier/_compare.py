@@ -213,7 +213,7 @@ MATCH_RTOL_FLOOR = 1e-4
 
 def matches(values: Any, ref: OutputRef, positions: torch.Tensor) -> torch.Tensor:
     """Elementwise: whether sampled ``values`` (at flat ``positions``) are the anchor's values."""
-    got = torch.tensor(values, dtype=torch.float64)
+    got = torch.as_tensor(values, dtype=torch.float64)
     anchor = _as_tensor(ref.anchor).reshape(-1)[positions].to(torch.float64).cpu()
     if ref.is_float:
         rtol = max(MATCH_ULPS * eps_of(ref.dtype), MATCH_RTOL_FLOOR)

@@ -114,6 +114,20 @@ def suppressed_shares(
     return found
 
 
+def _beyond_chance(values: Any, ref: OutputRef, positions: torch.Tensor, informative: torch.Tensor) -> float:
+    """The share of informative sampled positions where a DSL-free tensor holds the answer, beyond coincidence.
+
+    A low-precision output agrees with unrelated values of its own dtype at many positions (fp8 has 256 values:
+    an in-place KV append's fresh entries equalled the old cache's at 13% of them on the H200). The same values
+    paired with the answers of other sampled positions (rolled by one) give the chance rate; only agreement
+    beyond it counts, rescaled to [0, 1]."""
+    n = int(informative.sum())
+    same = float((matches(values, ref, positions) & informative).sum()) / n
+    rolled = torch.roll(torch.as_tensor(values, dtype=torch.float64), 1)
+    chance = float((matches(rolled, ref, positions) & informative).sum()) / n
+    return max(0.0, (same - chance) / (1.0 - chance)) if chance < 1.0 else 0.0
+
+
 def apply_provenance(
     coverage: Sequence[OutputCoverage],
     records: Sequence[Any],
@@ -134,10 +148,9 @@ def apply_provenance(
         if n == 0:
             continue
         if kind == "contains":  # an eager-made tensor holds the output's values: the positions it covers
-            hit = torch.tensor(record[3], dtype=torch.bool)
+            share = float((torch.tensor(record[3], dtype=torch.bool) & informative).sum()) / n
         else:
-            hit = matches(record[3], refs[i], positions[i])
-        share = float((hit & informative).sum()) / n
+            share = _beyond_chance(record[3], refs[i], positions[i], informative)
         if share > coverage[i].eager_match:
             coverage[i].eager_match = share
             coverage[i].eager_source = f"{source}, {where}"

@@ -95,3 +95,28 @@ def test_times_forged_in_the_control_page_fail_the_trusted_clock(
     report = cpu_session.verify(slow, "p36", "tirx")
     assert report.failure == "timing_tamper", report.feedback
     assert "verifier's cpu clock" in report.feedback
+
+
+def test_coincidence_of_low_precision_values_is_not_eager_work() -> None:
+    # an fp8 in-place KV append: the old cache holds each fresh entry's value at ~13% of positions by chance (256
+    # values), which read as "13% existed outside the DSL" and rejected both honest p21 solutions on the H200
+    from mkbsim.verifier._compare import build_refs
+    from mkbsim.verifier._coverage import _beyond_chance
+
+    gen = torch.Generator().manual_seed(0)
+    answer = (torch.randint(0, 6, (4096,), generator=gen).float() - 3).to(torch.float8_e4m3fn)
+    ref = build_refs(["cache"], [answer], [answer.double()], [torch.float8_e4m3fn], 3.0)[0]
+    positions = torch.randperm(4096, generator=gen)[:512]
+    informative = torch.ones(512, dtype=torch.bool)
+    unrelated = (torch.randint(0, 6, (4096,), generator=gen).float() - 3)[positions].tolist()
+    plain = float(matches_share(unrelated, ref, positions))
+    assert plain > 0.1, "the premise: unrelated fp8 values agree often by chance"
+    assert _beyond_chance(unrelated, ref, positions, informative) < 0.05
+    copy = answer.float()[positions].tolist()
+    assert _beyond_chance(copy, ref, positions, informative) > 0.95
+
+
+def matches_share(values: list[float], ref: object, positions: torch.Tensor) -> float:
+    from mkbsim.verifier._compare import matches
+
+    return float(matches(values, ref, positions).float().mean())  # type: ignore[arg-type]
