@@ -197,10 +197,12 @@ def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.Out
         return Failure("harness_tamper", f"The worker's provenance records of correctness draw {d.number} are missing.")
     faults = [str(record[1]) for record in records if record[0] == "fault"]
     if faults:
+        # not infra_error: campaigns retry those and do not count them, so a submission able to upset the audit
+        # (as one did with an unsigned dtype the sentinel fill refused) would get unlimited uncounted tries
         return Failure(
-            "infra_error",
-            f"The verifier's provenance audit failed in correctness draw {d.number} ({faults[0]}): the draw cannot "
-            "be judged.",
+            "decorative_dsl",
+            f"The verifier could not audit which code produced the outputs in correctness draw {d.number} "
+            f"({faults[0]}), so the DSL's share of the work cannot be shown and the bypass test fails.",
         )
     assert d.outputs is not None
     for record in records:  # the outputs the vault saw returned are the ones delivered to the verifier

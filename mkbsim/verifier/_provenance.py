@@ -57,7 +57,10 @@ _EMPTY_OPS = frozenset(
     ("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default",
      "aten.new_empty_strided.default", "aten.empty_permuted.default")
 )  # fmt: skip
-_INTEGER_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+#: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
+_INTEGER_DTYPES = (
+    torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
+)  # fmt: skip
 
 
 def _getter(cls: type, name: str) -> Any:
@@ -103,6 +106,10 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
+        # dtypes whose values are taken through a signed integer view of their width: fp8 (CUDA has no take for
+        # it) and the unsigned 16/32/64-bit ones (no take kernel on either device)
+        by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
+                 torch.uint32: torch.int32, torch.uint64: torch.int64},
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
@@ -191,12 +198,12 @@ def provenance_vault(
             return None
         flat = lib.reshape(t, (-1,))
         where = lib.to(positions[i], lib.device_of(t))
-        if lib.element_size(t) == 1 and lib.is_floating(t):  # fp8: CUDA has no take for it, its bytes are taken
-            values = lib.view(lib.take(lib.view(flat, lib.uint8), where), lib.dtype_of(t))
-            return lib.tolist(lib.to(lib.to(values, lib.cpu), lib.float64))
-        values = lib.take(flat, where)
         kind = lib.float64 if lib.is_floating(t) else lib.int64
-        return lib.tolist(lib.to(values, lib.cpu, kind))
+        bits = lib.by_bits.get(lib.dtype_of(t))
+        if bits is not None:  # see lib.by_bits: taken as integers of the same width, then read as what they are
+            values = lib.view(lib.take(lib.view(flat, bits), where), lib.dtype_of(t))
+            return lib.tolist(lib.to(lib.to(values, lib.cpu), kind))
+        return lib.tolist(lib.to(lib.take(flat, where), lib.cpu, kind))
 
     def view_of(t: Any) -> Any:
         return (lib.data_ptr(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t)), lib.str(lib.dtype_of(t)))
