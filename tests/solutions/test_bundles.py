@@ -5,7 +5,8 @@
 - No solution file imports `problems` or trips another static rule of `mkbsim verify` (DESIGN §5).
 - A bundled namespace carries every top-level name of its module, bound to the bundled definition.
 - The bundler refuses a module whose token renaming would be unsafe.
-- Slow: each bundled TIRx full plan gets through `mkbsim verify` on CPU as far as a GPU-less machine allows.
+- Slow: each bundled TIRx full plan gets through `mkbsim verify` on CPU as far as a GPU-less machine allows
+  (an ordinary run: one plan of each family; MKBSIM_ALL_SOLUTIONS=1: every plan; `solution_sample`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from solution_sample import sampled
 
 from mkbsim.verifier import VerifierSession
 from mkbsim.verifier._static import scan_source
@@ -105,7 +107,7 @@ def cpu_verifier() -> Iterator[VerifierSession]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", TIRX_FULL_PLANS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sampled(TIRX_FULL_PLANS))
 def test_tirx_solution_gets_through_the_verifier_up_to_the_gpu(path: Path, cpu_verifier: VerifierSession) -> None:
     """The verifier on cpu (as `mkbsim verify --backend cpu --workload smoke`) imports the file under the
     runtime guards, builds its kernels for sm_90a and calls run(): the only failure left on a machine without

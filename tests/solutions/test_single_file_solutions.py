@@ -3,7 +3,8 @@
 Solutions that share kernel code get it copied in by `python -m problems._bundle` (its drift test is
 `test_bundles.py`); these tests fail when any solution imports a module beside it or touches `sys.path`,
 and (slow) when a bundled solution does not import and build its kernels for sm_90a under the verifier's
-runtime guards (they once refused `@dataclass`, whose methods the standard library generates with `exec`).
+runtime guards (they once refused `@dataclass`, whose methods the standard library generates with `exec`);
+an ordinary run builds one file of each plan × DSL there, MKBSIM_ALL_SOLUTIONS=1 all (`solution_sample`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from solution_sample import sampled
 
 from problems import _bundle
 
@@ -91,7 +93,7 @@ def _guarded_compile(path: Path, dsl: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", ATTENTION_BUNDLED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sampled(ATTENTION_BUNDLED))
 def test_bundled_solution_imports_and_compiles_under_the_verifier_guards(path: Path) -> None:
     done = _guarded_compile(path, path.stem.rsplit("_", 1)[1])
     assert done.returncode == 0 and done.stdout.strip().endswith("clean"), done.stderr[-3000:]
