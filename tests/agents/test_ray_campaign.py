@@ -25,7 +25,8 @@ from mkbsim.events import EventStore
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.slow
+# one local Ray cluster at a time: under pytest-xdist every Ray module runs in one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 # every attempt writes a TIRx kernel and a skill and ends; the cpu verifier passes it as TIRx and cannot
 # run CuTe DSL, so a campaign of p36 has a finished solo, two infra_error attempts (a solo and the

@@ -17,7 +17,8 @@ from mkbsim.events import CampaignFinished, EventStore, NewEvent, UnknownEventTy
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.slow
+# one local Ray cluster at a time: under pytest-xdist every Ray module runs in one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -135,8 +135,13 @@ def shape_over_seeds() -> dict[str, list[bool | None]]:
     return {s.key: [next(v.holds for v in r.verdicts if v.key == s.key) for r in results] for s in STATEMENTS}
 
 
+# one pytest-xdist worker computes shape_over_seeds for all of them (a worker each would compute it twice)
+SHAPE_GROUP = pytest.mark.xdist_group("shape_over_seeds")
+
+
 # at seeds 0..9: harm ≥ 10% in every cell holds at 8 (exactly the bar), the others at 9 (benchmarks/RESULTS.md)
 @pytest.mark.slow
+@SHAPE_GROUP
 @pytest.mark.parametrize("key", SHAPE)
 def test_the_shipped_profiles_hold_the_studys_shape_at_most_seeds(shape_over_seeds: dict[str, list[bool | None]],
                                                                   key: str) -> None:  # fmt: skip
@@ -145,6 +150,7 @@ def test_the_shipped_profiles_hold_the_studys_shape_at_most_seeds(shape_over_see
 
 
 @pytest.mark.slow
+@SHAPE_GROUP
 def test_every_statement_of_the_study_applies_to_the_shipped_panel(
     shape_over_seeds: dict[str, list[bool | None]],
 ) -> None:

@@ -5,19 +5,19 @@
 - No solution file imports `problems` or trips another static rule of `mkbsim verify` (DESIGN §5).
 - A bundled namespace carries every top-level name of its module, bound to the bundled definition.
 - The bundler refuses a module whose token renaming would be unsafe.
-- Slow: each bundled TIRx full plan gets through `mkbsim verify` on CPU as far as a GPU-less machine allows.
+- Slow: each bundled TIRx full plan gets through `mkbsim verify` on CPU as far as a GPU-less machine allows
+  (an ordinary run: one plan of each family; MKBSIM_ALL_SOLUTIONS=1: every plan; `solution_sample`).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from solution_sample import sampled
 
+from mkbsim.verifier import VerifierSession
 from mkbsim.verifier._static import scan_source
 from problems import _bundle
 
@@ -98,19 +98,22 @@ def test_bundler_refuses_a_top_level_name_that_is_also_a_class_member(
 TIRX_FULL_PLANS = [p for p in BUNDLED if p.stem.endswith("_fused_tirx")]
 
 
+@pytest.fixture(scope="module")
+def cpu_verifier() -> Iterator[VerifierSession]:
+    """The session `mkbsim verify --backend cpu` opens (default limits), warm once for every plan: a fresh
+    interpreter and zygote a plan cost most of each check's time and none of what it catches."""
+    with VerifierSession("cpu") as session:
+        yield session
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("path", TIRX_FULL_PLANS, ids=lambda p: p.stem)
-def test_tirx_solution_gets_through_the_verifier_up_to_the_gpu(path: Path) -> None:
-    """`mkbsim verify --backend cpu` imports the file under the runtime guards, builds its kernels for
-    sm_90a and calls run(): the only failure left on a machine without a GPU is the device check of the
-    first CUDA kernel (a forbidden API, a wrong shape key or an import error would show instead)."""
+@pytest.mark.parametrize("path", sampled(TIRX_FULL_PLANS))
+def test_tirx_solution_gets_through_the_verifier_up_to_the_gpu(path: Path, cpu_verifier: VerifierSession) -> None:
+    """The verifier on cpu (as `mkbsim verify --backend cpu --workload smoke`) imports the file under the
+    runtime guards, builds its kernels for sm_90a and calls run(): the only failure left on a machine without
+    a GPU is the device check of the first CUDA kernel (a forbidden API, a wrong shape key or an import error
+    would show instead)."""
     number = path.name.split("_")[0]
-    done = subprocess.run(
-        [sys.executable, "-m", "mkbsim", "verify", str(path), "--problem", f"p{number}", "--dsl", "tirx",
-         "--backend", "cpu", "--workload", "smoke", "--json"],
-        capture_output=True, text=True, timeout=600, check=False, cwd=_bundle.ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-    )  # fmt: skip
-    verdict = json.loads(done.stdout)
-    assert verdict["failure"] == "exception", verdict
-    assert "expected cuda" in verdict["feedback"], verdict["feedback"]
+    verdict = cpu_verifier.verify(path, f"p{number}", "tirx", protocol="paper", workload="smoke")
+    assert verdict.failure == "exception", verdict.to_payload(None, "final")
+    assert "expected cuda" in verdict.feedback, verdict.feedback

@@ -3,7 +3,8 @@
 CuTe DSL lowers to PTX on the CPU (`CUTE_DSL_KEEP=ptx` keeps it); ptxas, where a CUDA toolkit is installed,
 reports what the GPU will run: registers a thread and spill traffic (`test_tirx_cuda_source.py` does the
 same for the TIRx solutions' CUDA source). A spill in a flash-attention inner loop costs local-memory
-traffic on every KV tile.
+traffic on every KV tile. An ordinary run assembles one file of each plan, MKBSIM_ALL_SOLUTIONS=1 all
+(`solution_sample`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from solution_sample import sampled
 
 from mkbsim.catalog import problems_root
 
@@ -45,17 +47,12 @@ module._compiled()
 """
 
 
-def _params() -> list[object]:
-    return [
-        pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN_SPILLS[p.stem], strict=True))
-        if p.stem in KNOWN_SPILLS
-        else p
-        for p in FILES
-    ]
+def _known_spill(path: Path) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.xfail(reason=KNOWN_SPILLS[path.stem], strict=True)] if path.stem in KNOWN_SPILLS else []
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", _params(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sampled(FILES, _known_spill))
 def test_cutedsl_ptx_assembles_without_spills(path: Path, tmp_path: Path) -> None:
     ptxas = shutil.which("ptxas")
     if ptxas is None:

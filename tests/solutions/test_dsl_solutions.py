@@ -5,24 +5,26 @@
   verifier's allowance (DESIGN §5: float64 anchor, 3 · max(ref_error, eps(out dtype) · max|anchor|),
   INPLACE inputs compared after the call, integer outputs exact, no NaN).
 - Anywhere the DSL is installed (slow): every solution's kernel compiles for sm_90a on the CPU
-  (TIRx emits CUDA source; CuTe DSL lowers to PTX), so a broken kernel is caught without a GPU.
+  (TIRx emits CUDA source; CuTe DSL lowers to PTX), so a broken kernel is caught without a GPU. An
+  ordinary run builds one file of each family × plan × DSL; MKBSIM_ALL_SOLUTIONS=1 builds them all
+  (`solution_sample`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import random
-import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
+from solution_sample import SOLUTION_RE, sampled
 
 from mkbsim.catalog import anchor_inputs, load_problem, problems_root
 
-SOLUTION_RE = re.compile(r"^(\d{2,3})_([a-z0-9_]+)_(cutedsl|tirx)\.py$")
 SOLUTIONS = sorted(p for p in problems_root().glob("*/solutions/*.py") if SOLUTION_RE.match(p.name))
 
 
@@ -37,6 +39,16 @@ def _load(path: Path) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@functools.cache
+def tirx_smoke_build(path: Path) -> Any:
+    """What a TIRx solution's `_build` returns at its problem's SMOKE shapes, built once per test process:
+    the sm_90a compile check and the nvcc check of one file (one xdist group) share it."""
+    number = int(SOLUTION_RE.match(path.name).group(1))  # type: ignore[union-attr]
+    mod = _load(path)
+    problem = load_problem(_problem_path(number))
+    return mod._build(*mod._shape_key(*problem.make_inputs(problem.smoke, seed=0)))
 
 
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -83,11 +95,11 @@ def test_solution_matches_reference_on_cuda(path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sampled(SOLUTIONS))
 def test_solution_kernel_compiles_for_sm90a(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     m = SOLUTION_RE.match(path.name)
     assert m is not None
-    number, dsl = int(m.group(1)), m.group(3)
+    dsl = m.group(3)
     if dsl == "cutedsl":
         monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")  # no GPU to query here
     pytest.importorskip("cutlass" if dsl == "cutedsl" else "tvm")
@@ -97,10 +109,7 @@ def test_solution_kernel_compiles_for_sm90a(path: Path, monkeypatch: pytest.Monk
         # the DSL reads CUTE_DSL_ARCH when it is first imported, which may have been before this test;
         # without it the arch defaults to sm_100a, where Hopper's WGMMA atoms refuse to build
         monkeypatch.setattr(CuTeDSL._get_dsl().envar, "arch", "sm_90a")
-    mod = _load(path)
     if dsl == "cutedsl":
-        assert mod._compiled() is not None
+        assert _load(path)._compiled() is not None
     else:
-        problem = load_problem(_problem_path(number))
-        inputs = problem.make_inputs(problem.smoke, seed=0)
-        assert mod._build(*mod._shape_key(*inputs)) is not None
+        assert tirx_smoke_build(path) is not None

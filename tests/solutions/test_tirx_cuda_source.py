@@ -3,7 +3,9 @@
 TVM builds the source on the CPU but compiles it with NVRTC only at the first call on a GPU, so a
 kernel that TVM accepts can still fail there (a type TVM prints that CUDA rejects, an array that
 spills). Where a CUDA toolkit is installed this test compiles each solution's source at its problem's
-SMOKE shapes the way TVM will (`--use_fast_math`) and reads ptxas's resource report.
+SMOKE shapes the way TVM will (`--use_fast_math`) and reads ptxas's resource report. It reuses the
+build of `test_dsl_solutions.py`'s compile check; an ordinary run checks one file of each family × plan
+(MKBSIM_ALL_SOLUTIONS=1: every file; `solution_sample`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernel_emulation import problem
-from test_dsl_solutions import SOLUTION_RE, SOLUTIONS, _load
+from solution_sample import sampled
+from test_dsl_solutions import SOLUTIONS, tirx_smoke_build
 
 TIRX = [p for p in SOLUTIONS if p.name.endswith("_tirx.py")]
 ATTEST = Path(__file__).resolve().parents[2] / "benchmarks" / "attest_device_code.py"  # its tirx_sources
@@ -24,15 +26,13 @@ SPILL_RE = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", TIRX, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sampled(TIRX))
 def test_tirx_cuda_source_compiles_with_nvcc(path: Path, tmp_path: Path) -> None:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("no CUDA toolkit (nvcc) on this machine")
     pytest.importorskip("tvm")
-    mod = _load(path)
-    prob = problem(int(SOLUTION_RE.match(path.name).group(1)))  # type: ignore[union-attr]
-    built = mod._build(*mod._shape_key(*prob.make_inputs(prob.smoke, seed=0)))
+    built = tirx_smoke_build(path)
     spec = importlib.util.spec_from_file_location("attest_device_code", ATTEST)
     assert spec is not None and spec.loader is not None
     attest = importlib.util.module_from_spec(spec)

@@ -188,6 +188,10 @@ def _cutlass_include() -> Path | None:
     return include if (include / "cute" / "atom" / "mma_traits_sm90_gmma.hpp").exists() else None
 
 
+# the tests reading the oracle run in one pytest-xdist worker, which compiles and runs it once
+ORACLE_GROUP = pytest.mark.xdist_group("wgmma_oracle")
+
+
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[int]]:
     nvcc, include = shutil.which("nvcc"), _cutlass_include()
@@ -209,6 +213,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[int]]:
 
 
 @pytest.mark.slow
+@ORACLE_GROUP
 @pytest.mark.parametrize(("rows", "d"), [(128, 128), (128, 256), (64, 256)])
 def test_k_major_tile_layout_is_cutlass(oracle: dict[str, list[int]], rows: int, d: int) -> None:
     r, c = torch.arange(rows)[:, None], torch.arange(d)[None, :]
@@ -217,6 +222,7 @@ def test_k_major_tile_layout_is_cutlass(oracle: dict[str, list[int]], rows: int,
 
 
 @pytest.mark.slow
+@ORACLE_GROUP
 @pytest.mark.parametrize(("d", "bn"), [(128, 128), (256, 64)])
 def test_mn_major_v_layout_is_cutlass(oracle: dict[str, list[int]], d: int, bn: int) -> None:
     n, k = torch.arange(d)[:, None], torch.arange(bn)[None, :]
@@ -225,6 +231,7 @@ def test_mn_major_v_layout_is_cutlass(oracle: dict[str, list[int]], d: int, bn: 
 
 
 @pytest.mark.slow
+@ORACLE_GROUP
 @pytest.mark.parametrize(("rows", "d", "slice_rows"), [(128, 128, 64), (128, 128, 128), (128, 256, 64), (64, 256, 64)])
 def test_k_major_descriptors_are_cutlass(oracle: dict[str, list[int]], rows: int, d: int, slice_rows: int) -> None:
     """Start byte, leading / stride byte offsets (16-byte units) and layout type (1: 128-byte swizzle)."""
@@ -236,6 +243,7 @@ def test_k_major_descriptors_are_cutlass(oracle: dict[str, list[int]], rows: int
 
 
 @pytest.mark.slow
+@ORACLE_GROUP
 @pytest.mark.parametrize(("d", "bn"), [(128, 128), (256, 64)])
 def test_mn_major_descriptors_are_cutlass(oracle: dict[str, list[int]], d: int, bn: int) -> None:
     for kk in range(bn // 16):
@@ -244,6 +252,7 @@ def test_mn_major_descriptors_are_cutlass(oracle: dict[str, list[int]], d: int, 
 
 
 @pytest.mark.slow
+@ORACLE_GROUP
 @pytest.mark.parametrize("n", [64, 128, 256])
 def test_accumulator_placement_is_cutlass(oracle: dict[str, list[int]], n: int) -> None:
     """CLayout_64xN maps (thread, value) to m + 64 n."""
@@ -252,6 +261,7 @@ def test_accumulator_placement_is_cutlass(oracle: dict[str, list[int]], n: int) 
 
 
 @pytest.mark.slow
+@ORACLE_GROUP
 def test_p_register_placement_is_cutlass(oracle: dict[str, list[int]]) -> None:
     """ALayout_64x16 maps (thread, value) to m + 64 k."""
     row, k = _p_place()
