@@ -24,9 +24,10 @@ def _cpu_us(variant: str) -> float:
 
 
 def _within_bounds(best: dict[str, float]) -> bool:
-    # Every guard and the launch counter, on top of the same arena: a few µs measured, 1.5x + 10 µs allowed.
-    # And the harness's whole in-process path against a plain loop on fresh inputs.
-    return best["guards"] <= 1.5 * best["arena"] + 10.0 and best["guards"] <= 2.5 * best["fresh"] + 15.0
+    # Every guard, the launch gate and its per-launch evidence (kernel signature, DSL time), on top of the same arena:
+    # tens of µs measured (benchmarks/verifier_launch_overhead.py), 2x + 20 µs allowed: under CI's two workers on two
+    # cores one run measured 112 µs against 63. And the harness's whole in-process path against a plain loop.
+    return best["guards"] <= 2.0 * best["arena"] + 20.0 and best["guards"] <= 3.0 * best["fresh"] + 20.0
 
 
 def test_guards_and_launch_counter_add_little_per_call() -> None:
