@@ -131,3 +131,15 @@ def test_null_calls_far_costlier_than_the_reference_s_calls_fail_the_calibration
     assert calibration_check(NULL_MS, honest, eager_ms, eager_trips) is None
     slowed = [Trusted(round_trip_ms=0.01 + 3.0, cpu_ms=None, idle_cpu_ms=None)] * 10
     assert "slowed the null calls" in (calibration_check(NULL_MS, slowed, eager_ms, eager_trips) or "")
+
+
+def test_a_load_spike_on_the_null_calls_within_the_subtraction_s_precision_is_not_tampering() -> None:
+    # a CI run under load: each null call cost 9.6 ms of CPU, the honest 0.1 ms calls as much, and the
+    # subtraction left the median call a hair below zero (-0.1 ms): noise, not a slowed harness
+    spiked_nulls = [Trusted(round_trip_ms=12.0, cpu_ms=9.6 + 0.01 * (i % 3), idle_cpu_ms=0.0) for i in range(10)]
+    spiked_calls = [Trusted(round_trip_ms=12.0, cpu_ms=9.3 + 0.01 * (i % 3), idle_cpu_ms=0.0) for i in range(50)]
+    check = cross_check([0.1] * 50, spiked_calls, [0.2] * 10, spiked_nulls, "cpu")
+    assert -0.2 < check["trusted_estimate_ms"] < 0 and check["tampered"] is None
+    # the same spike on the null calls alone still fails: they cost far more than the calls around them
+    check = cross_check([0.1] * 50, _calls(0.1, 50), [0.2] * 10, spiked_nulls, "cpu")
+    assert check["trusted_estimate_ms"] < check["negative_limit_ms"] and "slowed the null calls" in check["tampered"]
