@@ -11,18 +11,17 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Static
 from textual_plotext import PlotextPlot
 
 from mkbsim.lab import SORT_COLUMNS, Aggregates, ComparisonQuery, ComparisonRow, LiftBar
 from tui import format as fmt
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
+from tui.widgets.campaign_picker import CampaignPicker
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
-
-ALL_CAMPAIGNS = "*"
 
 
 def _variant(row: ComparisonRow) -> str:
@@ -82,13 +81,12 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
     def __init__(self) -> None:
         super().__init__()
         self.query_state = ComparisonQuery()
-        self._campaigns: list[str] = []
         self._rowids: list[int] = []
 
     def compose(self) -> ComposeResult:
         yield NavBar("comparisons")
         with Horizontal(id="comparison-filters"):
-            yield Select([("All campaigns", ALL_CAMPAIGNS)], value=ALL_CAMPAIGNS, allow_blank=False, id="campaign")
+            yield CampaignPicker(id="campaign")
             yield Input(placeholder="/ search model, problem, family, direction", id="search")
         yield Static(id="quick-filters")
         yield Static(id="comparison-summary")
@@ -104,12 +102,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         self._load_rows()
 
     def _show_campaigns(self, campaigns: list[str]) -> None:
-        if campaigns != self._campaigns:
-            self._campaigns = campaigns
-            select = self.query_one("#campaign", Select)
-            with select.prevent(Select.Changed):
-                select.set_options([("All campaigns", ALL_CAMPAIGNS), *((c, c) for c in campaigns)])
-                select.value = self.query_state.campaign_id or ALL_CAMPAIGNS
+        self.query_one("#campaign", CampaignPicker).show(self.query_state.campaign_id, campaigns)
 
     def _load_rows(self, *, keep_cursor: bool = True) -> None:
         """Sort and filter in a thread (an ORDER BY over every comparison); the table follows when it is done."""
@@ -139,9 +132,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
     def show_campaign(self, campaign_id: str | None, *, harmed_only: bool) -> None:
         """Filter to one campaign (from the monitor), clearing the other filters."""
         self.set_query(ComparisonQuery(campaign_id=campaign_id, harmed_only=harmed_only))
-        select = self.query_one("#campaign", Select)
-        with select.prevent(Select.Changed):
-            select.value = campaign_id if campaign_id in self._campaigns else ALL_CAMPAIGNS
+        self.query_one("#campaign", CampaignPicker).show(campaign_id)
         self.query_one("#search", Input).value = ""
 
     # -- actions ------------------------------------------------------------------------------
@@ -164,8 +155,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         self.set_query(replace(self.query_state, descending=not self.query_state.descending))
 
     def action_next_campaign(self) -> None:
-        options = [None, *self._campaigns]
-        following = options[(options.index(self.query_state.campaign_id) + 1) % len(options)]
+        following = self.query_one("#campaign", CampaignPicker).next_campaign()
         self.show_campaign(following, harmed_only=self.query_state.harmed_only)
 
     def action_search(self) -> None:
@@ -184,10 +174,9 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
 
     # -- events -------------------------------------------------------------------------------
 
-    @on(Select.Changed, "#campaign")
-    def _campaign_chosen(self, event: Select.Changed) -> None:
-        value = None if event.value == ALL_CAMPAIGNS else str(event.value)
-        self.set_query(replace(self.query_state, campaign_id=value))
+    @on(CampaignPicker.Changed, "#campaign")
+    def _campaign_chosen(self, event: CampaignPicker.Changed) -> None:
+        self.set_query(replace(self.query_state, campaign_id=event.campaign_id))
 
     @on(Input.Changed, "#search")
     def _search_changed(self, event: Input.Changed) -> None:
