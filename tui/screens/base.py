@@ -52,7 +52,11 @@ class StoreScreen(Screen[None]):
         self.watch(self.app, "store_state", self._store_moved, init=False)
         if self.mkbsim.store_open:
             self._loaded = (self.mkbsim.store_state.head, self.mkbsim.reader_generation)
-            self.reload()
+            # shown, the screen paints first: its reads' threads would hold the GIL while it is laid out
+            if self.is_current:
+                self.call_after_refresh(self.reload)
+            else:
+                self.reload()
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         if not self._resumed:  # its widgets were styled as they mounted: restyling them all again is a wasted pass

@@ -110,7 +110,8 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         cursor = table.cursor if keep_cursor else 0
         query = self.query_state
         self._show_quick_filters()
-        self.query_one("#comparison-summary", Static).update(Text("sorting and filtering…", style="dim"))
+        # one line each, of a fixed size: updating them needs no layout
+        self.query_one("#comparison-summary", Static).update(Text("sorting and filtering…", style="dim"), layout=False)
         self.query_in_thread(lambda reader: reader.comparisons.ordered_rowids(query),
                              lambda rowids: self._show_rows(query, rowids, cursor), group="rows")  # fmt: skip
 
@@ -211,14 +212,14 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
             flag("a", "source above", q.standing == "above"), flag("b", "source below", q.standing == "below"),
             flag("e", "source same", q.standing == "same"), Text(sort, style="dim"),
         ]  # fmt: skip
-        self.query_one("#quick-filters", Static).update(Text("  ").join(flags))
+        self.query_one("#quick-filters", Static).update(Text("  ").join(flags), layout=False)
 
     def _show_aggregates(self, aggregates: Aggregates) -> None:
         s = aggregates.summary
         text = Text(f"{len(self._rowids):,} comparisons shown · {s.resolved:,} resolved · paired lift ")
         text.append_text(fmt.lift(s.paired_lift))
         text.append(f" · help {fmt.percent(s.help_rate)} · harm {fmt.percent(s.harm_rate)}")
-        self.query_one("#comparison-summary", Static).update(text)
+        self.query_one("#comparison-summary", Static).update(text, layout=False)
         plots = self.query_one("#plots", Horizontal)
         if not plots.children:
             plots.mount(PlotextPlot(id="by-family"), PlotextPlot(id="by-tier"))

@@ -106,13 +106,13 @@ opens as a table (`r` shows it again).
             self.query_one("#filter-diff").display = False
         super().on_mount()
         self._count_impact()
+        self._show_launcher()
 
     def reload(self) -> None:
         """Re-read the campaigns and the chosen campaign's skills (their positions), in a thread."""
         campaign = self.campaign_id
         self.query_in_thread(lambda reader: (reader.skills.campaign_ids(), reader.skills.positions(campaign)),
                              lambda found: self._show_skills(campaign, *found), group="skills")  # fmt: skip
-        self._show_launcher()
 
     def _show_skills(self, campaign: str | None, campaigns: list[str], positions: list[int]) -> None:
         self.query_one("#campaign", CampaignPicker).show(self.campaign_id, campaigns)
@@ -190,6 +190,7 @@ opens as a table (`r` shows it again).
         table.set_source(KeyedSource([], lambda keys: []))
         self.reload()
         self._count_impact()
+        self._show_launcher()
 
     def _count_impact(self) -> None:
         name, campaign = self.filter_name, self.campaign_id

@@ -213,6 +213,7 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
 
     def set_sort_indicator(self, column: str | None, descending: bool = False) -> None:
         self._sort = (column, descending) if column else None
+        self._strips.pop((-1, self.scrollable_content_region.width), None)
         self.refresh()
 
     def row_at(self, index: int) -> Row | None:
@@ -280,8 +281,11 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
 
     # -- rendering ----------------------------------------------------------------------------
 
+    def on_mount(self) -> None:
+        self._update_virtual_size()  # before the first layout: the header's line
+
     def on_resize(self) -> None:
-        self._update_virtual_size()
+        self._strips.clear()  # the column widths may have changed
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # component styles cost a CSS lookup each: look them up once per repaint, not once per line
@@ -298,7 +302,10 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
         styles = self._styles
         width = self.scrollable_content_region.width
         if y == 0:
-            return _styled(self._cells_strip(self._header_cells(), width), styles.base + styles.header, None, width)
+            header = self._strips.get((-1, width))  # the header's line (row -1), cleared with the rows'
+            if header is None:
+                header = self._strips[(-1, width)] = self._cells_strip(self._header_cells(), width)
+            return _styled(header, styles.base + styles.header, None, width)
         index = int(self.scroll_y) + y - 1
         if not len(self._source):
             if y == 1:
@@ -368,8 +375,9 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
         return None
 
     def _update_virtual_size(self) -> None:
-        self._strips.clear()  # the column widths may have changed
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self._source) + 1)
+        # no width: the table never scrolls sideways, and a virtual size that follows the widget's width
+        # would have Textual lay the whole screen out again after each resize (a screen's first paint included)
+        self.virtual_size = Size(0, len(self._source) + 1)
 
     def _body_height(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)
