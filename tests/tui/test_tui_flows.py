@@ -173,6 +173,25 @@ async def test_the_campaign_picker_lists_the_campaigns_and_filters_to_the_picked
         assert picker.campaign_id == screen.query_state.campaign_id == [*sorted(campaigns), None][2]
 
 
+@pytest.mark.parametrize(("key", "screen"), [("1", MonitorScreen), ("2", ComparisonsScreen), ("4", SkillsScreen),
+                                            ("5", ChainsScreen)])  # fmt: skip
+async def test_a_screen_reads_its_data_once_when_it_opens(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch, key: str, screen: type[MonitorScreen]
+) -> None:
+    reloads: list[object] = []
+    reload = screen.reload
+    monkeypatch.setattr(screen, "reload", lambda self: (reloads.append(self), reload(self))[1])
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        if key != "1":
+            reloads.clear()  # the monitor's own, at startup
+            await pilot.press(key)
+            await idle(pilot)
+        assert isinstance(app.screen, screen)
+        assert reloads == [app.screen]
+
+
 async def test_filter_preview_diff_and_campaign_impact(make_app: MakeApp, store: Path) -> None:
     from tui_store_kit import drop_closures
 

@@ -104,7 +104,7 @@ opens as a table (`r` shows it again).
         else:
             self.query_one("#filters").display = False
             self.query_one("#filter-diff").display = False
-        super().on_mount()
+        # (Textual then runs StoreScreen's on_mount, which reads the skills: each class's handler runs once)
         self._count_impact()
         self._show_launcher()
 
