@@ -59,7 +59,8 @@ and where the source attempt stood (above/same/below the solo's tier). Rows are 
 so scrolling stays fast on any store. The line above the table summarises the filtered set; the
 plots show its paired lift by family and by the source attempt's tier (DESIGN §6: 0 = failed, then 1 + the
 speedup thresholds 0.5×, 1×, 2×, 4× it reaches).
-Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
+Enter opens the comparison in Replay. Click a header (or press `s`) to sort. `c` steps to the next
+campaign; a click on the campaign box lists them.
 """
     #: focused as the screen is built (focusing it later would restyle the widgets focused first)
     AUTO_FOCUS = "#comparisons"

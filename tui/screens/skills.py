@@ -58,7 +58,7 @@ category (middle), and the skill filters (right). Pick a filter to see its diff 
 (struck red: removed; green: added) with its reasons, and how many of the campaign's skills it
 changes (counted in the background). `t` launches a filter test, a re-run of the campaign's
 skill-conditioned attempts with filtered skills, and opens the Monitor to watch it; when it ends, its report
-opens as a table (`r` shows it again).
+opens as a table (`r` shows it again). `c` steps to the next campaign; a click on the campaign box lists them.
 """
     #: focused as the screen is built (focusing it later would restyle the widgets focused first)
     AUTO_FOCUS = "#skills"
