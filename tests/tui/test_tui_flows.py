@@ -192,6 +192,19 @@ async def test_a_screen_reads_its_data_once_when_it_opens(
         assert reloads == [app.screen]
 
 
+async def test_a_resized_terminal_lays_the_screen_out_again(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await idle(pilot)
+        table = app.screen.query_one(PagedTable)
+        assert table.size.width == SIZE[0]
+        await pilot.resize_terminal(100, 30)
+        await idle(pilot)
+        assert table.size.width == 100 and app.screen.outer_size == (100, 30)
+
+
 async def test_filter_preview_diff_and_campaign_impact(make_app: MakeApp, store: Path) -> None:
     from tui_store_kit import drop_closures
 
