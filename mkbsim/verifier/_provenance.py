@@ -559,7 +559,8 @@ def page_layout() -> types.SimpleNamespace:
     """The control page's offsets, for the vault (which has no globals)."""
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], LAUNCHES=_control.LAUNCHES[0], AUDIT=_control.AUDIT[0],
-        SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0], RECORDS=_control.RECORDS,
+        SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
+        RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
     )  # fmt: skip
 
