@@ -21,8 +21,9 @@ _DSL_ERROR_MODULES = ("tvm", "tvm_ffi", "cutlass")
 #: verifier_launch_overhead.py, load 8 on 2 cores), allowed 5x; cuda: an event pair and the round trip.
 EVIDENCE_COST_MS = {"cpu": 0.02, "cuda": 0.03}
 #: The share of the evidence calls' median by which the scored calls' median may fall short beyond that
-#: cost: the noise of a median of 10 calls against one of 50 under load.
-EVIDENCE_NOISE = 0.2
+#: cost: the noise of a median of 10 calls against one of 50 under load (the p36 example, one launch, load ~11:
+#: evidence medians 0.98-1.25x the scored one).
+EVIDENCE_NOISE = 0.25
 
 
 @dataclass(frozen=True)
