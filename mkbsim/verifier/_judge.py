@@ -199,7 +199,8 @@ def scored_launches(scored: Sequence[int], evidence: Sequence[int]) -> Failure |
 def scored_time(
     scored_ms: Sequence[float], evidence_ms: Sequence[float], launches: Sequence[int], device_type: str
 ) -> Failure | None:
-    """The scored timed calls are no faster than the evidence calls beyond what the evidence itself costs
+    """The scored timed calls cost no less than the evidence calls beyond what the evidence itself costs
+    (each call's cost: on cpu the worker's CPU time the verifier reads, on cuda the reported time)
     (DESIGN §5, "audits cannot be told apart"): a submission that does its DSL work only on the calls it
     guesses are evidence, and something faster otherwise, gains at most ``EVIDENCE_COST_MS`` per launch
     and ``EVIDENCE_NOISE`` of the time."""
@@ -211,7 +212,7 @@ def scored_time(
         return None
     return Failure(
         "decorative_dsl",
-        f"The timed calls took {fmt(scored)} ms (median), the calls the verifier watched {fmt(watched)} ms: more "
+        f"The timed calls cost {fmt(scored)} ms (median), the calls the verifier watched {fmt(watched)} ms: more "
         "than the watching costs (at most "
         f"{fmt(watched - allowed)} ms): run() does other work when it is watched. Run the same DSL work on every call.",
     )

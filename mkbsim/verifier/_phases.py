@@ -254,7 +254,7 @@ def timing(v: Verification) -> Failure | None:
     arenas = v.session.arenas(s, p)
     saved: list[tuple[int, list[Any], list[Any]]] = []
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
-    t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures")}
+    t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     k = 0
     inputs: list[Any] | None = None
@@ -292,7 +292,7 @@ def timing(v: Verification) -> Failure | None:
         ms = page["ms"] + (pending if pending > PENDING_CHARGE_MS else 0.0)
         if kind == "evidence":
             for key, value in (("ms", ms), ("launches", page["launches"]), ("dsl_ms", page["dsl_ms"]),
-                               ("signatures", page["signatures"])):  # fmt: skip
+                               ("signatures", page["signatures"]), ("trusted", answer.trusted)):  # fmt: skip
                 t["evidence"][key].append(value)
             continue
         t["timed_ms"].append(ms)
@@ -374,12 +374,25 @@ def _timed_as_audited(v: Verification) -> Failure | None:
         v.details["dsl_time"] = found
     v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "dsl_ms")}
     scored = scored_launches(t["launches_per_call"], evidence["launches"]) or scored_time(
-        t["timed_ms"], evidence["ms"], evidence["launches"], v.session.device.type
+        *_call_costs(t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], v.session.device.type),
+        evidence["launches"],
+        v.session.device.type,
     )
     judged = Failure("decorative_dsl", failure) if failure else scored
     if judged is not None:
         v.report.bypass_ok = False
     return judged
+
+
+def _call_costs(
+    scored_ms: list[float], scored: list[Any], evidence_ms: list[float], evidence: list[Any], device_type: str
+) -> tuple[list[float], list[float]]:
+    """What the scored and the evidence calls cost, to compare them: on cpu the worker's CPU time per call as
+    the verifier reads it (waiting for a loaded machine's cores inflates wall times unevenly, and the
+    submission cannot touch it), else the reported times."""
+    if device_type == "cpu" and scored and evidence and all(c.cpu_ms is not None for c in (*scored, *evidence)):
+        return [c.cpu_ms for c in scored], [c.cpu_ms for c in evidence]
+    return scored_ms, evidence_ms
 
 
 def verdict(v: Verification) -> Failure | None:
