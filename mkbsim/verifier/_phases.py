@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _coverage
+from mkbsim.verifier import _coverage, _eagerwork
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._compare import compare
 from mkbsim.verifier._judge import Failure, call_error, error_text, fmt, mutation, structure, values, worker_failed
@@ -187,8 +187,29 @@ def coverage(v: Verification) -> Failure | None:
         if verdict.failure is not None:
             v.report.bypass_ok = False
             return Failure("decorative_dsl", verdict.failure)
+    failure = _eager_work(v, normal)
+    if failure is not None:
+        v.report.bypass_ok = False
+        return failure
     v.report.bypass_ok = True
     return None
+
+
+def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
+    """The submission's eager work against the reference's on each checked draw (``_eagerwork``)."""
+    found = []
+    for d in normal:
+        ops = next((r[1] for r in d.page["records"] if r[0] == "eager_ops"), None)
+        try:
+            eager = _eagerwork.total_work(ops)
+        except (TypeError, ValueError, IndexError):
+            missing = f"The worker's eager-operator records of correctness draw {d.number} are missing."
+            return Failure("harness_tamper", missing)
+        reference = _eagerwork.total_work(_eagerwork.reference_ops(v.shape.problem.reference, d.inputs))
+        found.append(_eagerwork.compare(d.number, eager, reference))
+    v.details["eager_work"] = [f.as_dict() for f in found]
+    covering = next((f for f in found if f.covers), None)
+    return Failure("decorative_dsl", _eagerwork.explain(covering)) if covering is not None else None
 
 
 def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.OutputCoverage]) -> Failure | None:
