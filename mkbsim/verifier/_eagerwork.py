@@ -44,6 +44,8 @@ import torch
 
 #: The eager code covers a kind of the reference's work from this share of its amount on.
 EAGER_SHARE = 0.75
+#: ... and from this share of the reference's passes (operators, fused ones counted as the passes they make).
+PASS_SHARE = 0.75
 KINDS = ("matmul", "pointwise", "movement")
 
 #: Operators that only move, convert or allocate data (base names: in-place and ``out=`` forms alike). The
@@ -72,6 +74,8 @@ _WEIGHTS = {
 }  # fmt: skip
 
 Sizes = tuple[tuple[int, ...], ...]
+#: One kind of work done in equal passes: (kind, amount per pass, passes).
+Pass = tuple[str, float, int]
 #: One recorded operator: (name, sizes of the tensors it was given, sizes of the tensors it returned), count.
 OpRecord = tuple[tuple[str, Sizes, Sizes], int]
 
@@ -101,42 +105,66 @@ def _matmul_flops(base: str, ins: Sizes, outs: Sizes) -> float | None:
     return 2.0 * _numel(a)  # matrix-vector, vector-vector
 
 
-def _attention(ins: Sizes) -> tuple[float, float]:
-    """(matmul FLOPs, element operations) of scaled dot-product attention: q [.., Lq, D], k [.., Lk, D], v."""
+def _attention(ins: Sizes) -> list[Pass]:
+    """Scaled dot-product attention, q [.., Lq, D], k [.., Lk, D], v: two products and a softmax's passes."""
     q, k, v = ins[0], ins[1], ins[2]
     scores = _numel(q[:-1]) * k[-2]
-    return 2.0 * scores * (q[-1] + v[-1]), 5.0 * scores
+    return [("matmul", 2.0 * scores * q[-1], 1), ("matmul", 2.0 * scores * v[-1], 1), ("pointwise", scores, 4)]
 
 
-def op_work(name: str, ins: Sizes, outs: Sizes) -> dict[str, float]:
-    """The work of one operator call, by kind (see the module docstring)."""
+def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
+    """The work of one operator call: (kind, amount, passes), amount per pass (see the module docstring)."""
     parts = name.split(".")
     base = parts[1] if len(parts) > 1 else name
     if base.endswith("_") and not base.endswith("__"):  # in place
         base = base[:-1]
     if "scaled_dot_product" in base:
-        mm, pw = _attention(ins)
-        return {"matmul": mm, "pointwise": pw}
+        return _attention(ins)
     flops = _matmul_flops(base, ins, outs)
     if flops is not None:
-        return {"matmul": flops}
+        return [("matmul", flops, 1)]
     if base in _FREE:
-        return {}
+        return []
     if base in _MOVEMENT:  # the elements written: the output, or the values an in-place scatter puts
         written = max((_numel(s) for s in outs), default=0)
         if base in ("index_put", "_index_put_impl", "scatter", "index_copy", "masked_scatter") and len(ins) > 1:
             written = min(written, _numel(ins[-1]))  # into a larger tensor: the values given
-        return {"movement": float(written)}
+        return [("movement", float(written), 1)]
     largest = max((_numel(s) for s in (*ins, *outs)), default=0)
-    return {"pointwise": float(_WEIGHTS.get(base, 1) * largest)}
+    return [("pointwise", float(largest), _WEIGHTS.get(base, 1))]
 
 
-def total_work(ops: Iterable[OpRecord]) -> dict[str, float]:
-    total = dict.fromkeys(KINDS, 0.0)
+@dataclass
+class Work:
+    """A call's eager work: the amount of each kind, and its passes (amount, how many) for the stage count."""
+
+    amounts: dict[str, float]
+    passes: dict[str, list[tuple[float, int]]]
+
+
+def work_of(ops: Iterable[OpRecord]) -> Work:
+    found = Work(dict.fromkeys(KINDS, 0.0), {kind: [] for kind in KINDS})
     for (name, ins, outs), count in ops:
-        for kind, amount in op_work(name, ins, outs).items():
-            total[kind] += amount * count
-    return total
+        for kind, amount, passes in op_work(name, ins, outs):
+            found.amounts[kind] += amount * passes * count
+            if amount > 0:
+                found.passes[kind].append((amount, passes * count))
+    return found
+
+
+def _matched(reference: list[tuple[float, int]], eager: list[tuple[float, int]]) -> int:
+    """How many of the reference's passes an eager pass at least as large stands for (a maximum matching:
+    the largest first on both sides)."""
+    ref = sorted(reference, reverse=True)
+    mine = [list(p) for p in sorted(eager, reverse=True)]
+    j = matched = 0
+    for amount, count in ref:
+        while count and j < len(mine) and mine[j][0] >= amount:
+            take = min(count, mine[j][1])
+            matched, count, mine[j][1] = matched + take, count - take, mine[j][1] - take
+            if mine[j][1] == 0:
+                j += 1
+    return matched
 
 
 def _tensor_sizes(obj: Any) -> Sizes:
@@ -175,41 +203,49 @@ def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[
 
 @dataclass
 class EagerWork:
-    """One correctness draw: the submission's eager work against the reference's, by kind."""
+    """One correctness draw: the submission's eager work against the reference's."""
 
     draw: int
     eager: dict[str, float]
     reference: dict[str, float]
     shares: dict[str, float] = field(default_factory=dict)  # per judged kind: the eager share, stand-ins included
+    passes: float = 0.0  # the share of the reference's passes an eager pass at least as large stands for
 
     @property
     def covers(self) -> bool:
-        return bool(self.shares) and all(share >= EAGER_SHARE for share in self.shares.values())
+        amounts = bool(self.shares) and all(share >= EAGER_SHARE for share in self.shares.values())
+        return amounts and self.passes >= PASS_SHARE
 
     def as_dict(self) -> dict[str, Any]:
         return {"draw": self.draw, "eager": self.eager, "reference": self.reference, "shares": self.shares,
-                "covers": self.covers}  # fmt: skip
+                "passes": self.passes, "covers": self.covers}  # fmt: skip
 
 
 #: Which kinds of work stand in for which (compute for movement; matmul and pointwise for each other).
 _STAND_INS = {"matmul": ("pointwise",), "pointwise": ("matmul",), "movement": ("matmul", "pointwise")}
 
 
-def compare(draw: int, eager: dict[str, float], reference: dict[str, float]) -> EagerWork:
-    """The eager code's share of each kind of the reference's work (movement judged only where the
-    reference computes nothing else: a cast or a copy is never the answer to a problem that computes)."""
-    found = EagerWork(draw, eager, reference)
-    computes = reference["matmul"] > 0 or reference["pointwise"] > 0
-    for kind in KINDS:
-        if reference[kind] <= 0 or (kind == "movement" and computes):
+def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
+    """The eager code's share of each kind of the reference's work, and of its passes (movement judged only
+    where the reference computes nothing else: a cast or a copy is never the answer to a problem that computes)."""
+    found = EagerWork(draw, eager.amounts, reference.amounts)
+    computes = reference.amounts["matmul"] > 0 or reference.amounts["pointwise"] > 0
+    judged = ("matmul", "pointwise") if computes else ("movement",)
+    for kind in judged:
+        if reference.amounts[kind] <= 0:
             continue
-        extra = sum(max(0.0, eager[other] - reference[other]) for other in _STAND_INS[kind])
-        found.shares[kind] = (eager[kind] + extra) / reference[kind]
+        extra = sum(max(0.0, eager.amounts[o] - reference.amounts[o]) for o in _STAND_INS[kind])
+        found.shares[kind] = (eager.amounts[kind] + extra) / reference.amounts[kind]
+    wanted = [p for kind in judged for p in reference.passes[kind]]
+    doing = [p for kind in (judged if computes else KINDS) for p in eager.passes[kind]]
+    total = sum(count for _, count in wanted)
+    found.passes = _matched(wanted, doing) / total if total else 0.0
     return found
 
 
 def explain(found: EagerWork) -> str:
     shares = ", ".join(f"{share:.0%} of its {kind} work" for kind, share in found.shares.items())
+    shares += f" and {found.passes:.0%} of its passes over the data"
     return (
         f"In correctness draw {found.draw} the eager PyTorch code did {shares} (the reference's own operators priced "
         f"the same way; at least {EAGER_SHARE:.0%} of every kind means the eager code computed the answer): the DSL "
