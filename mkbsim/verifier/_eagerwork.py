@@ -43,9 +43,9 @@ from typing import Any
 import torch
 
 #: The eager code covers a kind of the reference's work from this share of its amount on.
-EAGER_SHARE = 0.75
+EAGER_SHARE = 0.65
 #: ... and from this share of the reference's passes (operators, fused ones counted as the passes they make).
-PASS_SHARE = 0.75
+PASS_SHARE = 0.65
 KINDS = ("matmul", "pointwise", "movement")
 
 #: Operators that only move, convert or allocate data (base names: in-place and ``out=`` forms alike). The
@@ -70,7 +70,8 @@ _WEIGHTS = {
     "_softmax": 4, "_log_softmax": 4, "softmax": 4, "log_softmax": 4, "native_layer_norm": 6,
     "_fused_rms_norm": 5, "rms_norm": 5, "native_group_norm": 6, "native_batch_norm": 6,
     "_native_batch_norm_legit": 6, "_native_batch_norm_legit_no_training": 6, "logsumexp": 3, "silu": 2,
-    "gelu": 2, "mish": 3, "softplus": 2, "log_sigmoid_forward": 2,
+    "gelu": 2, "mish": 3, "softplus": 2, "log_sigmoid_forward": 2, "linalg_vector_norm": 2, "norm": 2, "var": 3,
+    "std": 3, "var_mean": 3, "std_mean": 3, "addcmul": 2, "addcdiv": 2, "lerp": 2,
 }  # fmt: skip
 
 Sizes = tuple[tuple[int, ...], ...]
