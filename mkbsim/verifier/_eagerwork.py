@@ -57,7 +57,8 @@ _FREE = frozenset(
      "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted", "zeros",
      "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill", "zero",
      "scalar_tensor", "arange", "resize", "set", "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel",
-     "is_same_size", "_has_compatible_shallow_copy_type", "record_stream")
+     "is_same_size", "_has_compatible_shallow_copy_type", "record_stream", "is_contiguous", "is_strides_like_format",
+     "is_non_overlapping_and_dense", "stride", "size", "numel", "dim", "storage_offset")
 )  # fmt: skip
 _MOVEMENT = _FREE | frozenset(
     ("copy", "_copy_from", "_copy_from_and_resize", "_to_copy", "to", "clone", "contiguous", "lift_fresh_copy",
@@ -116,6 +117,8 @@ def _attention(ins: Sizes) -> list[Pass]:
 def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
     """The work of one operator call: (kind, amount, passes), amount per pass (see the module docstring)."""
     parts = name.split(".")
+    if parts[0] == "prim":  # metadata queries (a tensor's device, sizes): no data read
+        return []
     base = parts[1] if len(parts) > 1 else name
     if base.endswith("_") and not base.endswith("__"):  # in place
         base = base[:-1]
