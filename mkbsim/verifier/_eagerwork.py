@@ -159,14 +159,14 @@ def work_of(ops: Iterable[OpRecord]) -> Work:
 def _matched(reference: list[tuple[float, int]], eager: list[tuple[float, int]]) -> int:
     """How many of the reference's passes an eager pass at least as large stands for (a maximum matching:
     the largest first on both sides)."""
-    ref = sorted(reference, reverse=True)
-    mine = [list(p) for p in sorted(eager, reverse=True)]
+    mine = sorted(eager, reverse=True)
+    left = [count for _, count in mine]  # the passes of each eager group not yet standing for one of the reference's
     j = matched = 0
-    for amount, count in ref:
+    for amount, count in sorted(reference, reverse=True):
         while count and j < len(mine) and mine[j][0] >= amount:
-            take = min(count, mine[j][1])
-            matched, count, mine[j][1] = matched + take, count - take, mine[j][1] - take
-            if mine[j][1] == 0:
+            take = min(count, left[j])
+            matched, count, left[j] = matched + take, count - take, left[j] - take
+            if left[j] == 0:
                 j += 1
     return matched
 
