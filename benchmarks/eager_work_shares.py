@@ -7,9 +7,9 @@ what is measured is the eager PyTorch around the kernels, which is all the rule 
 price, not values, except where the eager code follows a kernel's result (a count an MoE pipeline reads back):
 there the stubbed kernel's empty output changes the path, so those rows are estimates (``data-dependent``).
 At SMOKE the inputs are real CPU tensors; at the production workload they are fake tensors (no memory, no
-compute), which data-dependent eager code cannot run on (``-``).
+compute), which data-dependent eager code cannot run on (``-``), unless ``--real`` asks for real ones.
 
-    python benchmarks/eager_work_shares.py [--workload smoke|workload|both] [--match PATTERN]
+    python benchmarks/eager_work_shares.py [--workload smoke|workload|both] [--match PATTERN] [--real]
 """
 
 from __future__ import annotations
@@ -83,14 +83,14 @@ def _work(fn: Any, inputs: list[Any]) -> _eagerwork.Work:
     return _eagerwork.work_of(_eagerwork.reference_ops(fn, inputs))
 
 
-def shares(path: Path, workload: str) -> dict[str, float]:
+def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
     number = int(SOLUTION.match(path.name).group(1))  # type: ignore[union-attr]
     (problem_path,) = sorted(problems_root().glob(f"*/{number:02d}_*.py"))
     problem = load_problem(problem_path)
     axes = problem.smoke if workload == "smoke" else problem.workload
     mod = _load(path)
     with contextlib.ExitStack() as stack:
-        if workload == "smoke":
+        if workload == "smoke" or real:
             inputs = list(problem.make_inputs(axes, seed=0))
         else:
             from torch._subclasses.fake_tensor import FakeTensorMode
@@ -109,6 +109,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", choices=("smoke", "workload", "both"), default="both")
     parser.add_argument("--match", default="", help="only solution files whose name contains this")
+    parser.add_argument("--real", action="store_true", help="real tensors at the production workload (memory!)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     workloads = ("smoke", "workload") if args.workload == "both" else (args.workload,)
@@ -121,7 +122,7 @@ def main() -> None:
             cells = []
             for workload in workloads:
                 try:
-                    found = shares(path, workload)
+                    found = shares(path, workload, args.real)
                     cell = " ".join(f"{k[:2]}={v:.3f}" for k, v in found.items())
                 except Exception as exc:  # a row per solution, whatever breaks
                     print(f"  {path.name} {workload}: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)

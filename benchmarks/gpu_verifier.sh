@@ -59,9 +59,9 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
     d = r.get("details") or {}
     fmt = lambda v, p=4: "" if v is None else f"{v:.{p}g}"
     share = ((d.get("bypass") or [{}])[0]).get("dsl_share")
-    work = d.get("eager_work") or []  # the highest over the checked draws (README "Eager work")
-    amounts = max((min(w["shares"].values()) for w in work if w["shares"]), default=None)
-    passes = max((w["passes"] for w in work), default=None)
+    work = d.get("eager_work") or {}  # one checked draw's (README "Eager work")
+    amounts = min(work["shares"].values()) if work.get("shares") else None
+    passes = work.get("passes")
     print(f"| {f.stem} | {r.get('passed')} | {r.get('failure') or ''} | {fmt(r.get('runtime_ms'))} "
           f"| {fmt(r.get('eager_ms'))} | {fmt(r.get('speedup'), 3)} | {fmt((d.get('sol') or {}).get('fraction'), 2)} "
           f"| {fmt(share, 3)} | {fmt((d.get('dsl_time') or {}).get('ratio'), 3)} | {fmt(amounts, 3)} | {fmt(passes, 3)} |")

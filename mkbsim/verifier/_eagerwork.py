@@ -6,8 +6,8 @@ from the DSL"; a kernel decoding an answer that eager code computed and encoded 
 element. Both do none of the problem's work in the DSL. What they cannot avoid is doing that work in
 eager code, which the provenance mode sees operator by operator. So on every correctness draw the worker's
 vault records each eager aten operator the call dispatched (its name and its tensors' sizes, counted), and
-the verifier prices them with the cost model below, against the same model applied to the reference run
-on the same draw's inputs.
+the verifier prices one checked draw's, chosen at random, with the cost model below, against the same model
+applied to the reference run on that draw's inputs.
 
 Cost model, in three kinds of work (the reference's decide which are judged):
 
@@ -27,7 +27,9 @@ kind beyond the reference's own counts towards the others (FLOP for element oper
 movement, never movement towards compute).
 
 Rule: the eager code covers the problem when, for every kind of work the reference does, it does at least
-``EAGER_SHARE`` of the reference's amount (with the stand-ins above). A submission whose eager code covers
+``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the
+reference's passes over the data have an eager pass at least as large (a stage the DSL took over is missing
+from them however small its cost). A submission whose eager code covers
 the problem has its DSL doing none of the problem's work, whatever its outputs depend on, and fails as
 ``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
 the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is

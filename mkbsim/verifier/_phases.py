@@ -196,19 +196,18 @@ def coverage(v: Verification) -> Failure | None:
 
 
 def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
-    """The submission's eager work against the reference's on each checked draw (``_eagerwork``)."""
-    found = []
-    for d in normal:
-        ops = next((r[1] for r in d.page["records"] if r[0] == "eager_ops"), None)
-        if ops is None:
-            missing = f"The worker's eager-operator records of correctness draw {d.number} are missing."
-            return Failure("harness_tamper", missing)
-        eager = _eagerwork.work_of(ops)
-        reference = _eagerwork.work_of(_eagerwork.reference_ops(v.shape.problem.reference, d.inputs))
-        found.append(_eagerwork.compare(d.number, eager, reference))
-    v.details["eager_work"] = [f.as_dict() for f in found]
-    covering = next((f for f in found if f.covers), None)
-    return Failure("decorative_dsl", _eagerwork.explain(covering)) if covering is not None else None
+    """The submission's eager work against the reference's (``_eagerwork``), on one checked draw chosen at random:
+    the reference runs once more under the recorder (0.3 s on p44 at SMOKE), and a call cannot tell which draw."""
+    d = rng.choice(normal)
+    ops = next((r[1] for r in d.page["records"] if r[0] == "eager_ops"), None)
+    if ops is None:
+        return Failure(
+            "harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are missing."
+        )
+    reference = _eagerwork.work_of(_eagerwork.reference_ops(v.shape.problem.reference, d.inputs))
+    found = _eagerwork.compare(d.number, _eagerwork.work_of(ops), reference)
+    v.details["eager_work"] = found.as_dict()
+    return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
 
 
 def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.OutputCoverage]) -> Failure | None:

@@ -129,9 +129,10 @@ def test_the_study_s_partial_plans_leave_the_dsl_real_work(path: Path) -> None:
 def test_without_the_rule_the_eager_answers_pass(
     cpu_session: VerifierSession, path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The adversarial eagerwork_* cases pass every other check: the eager-work rule is what rejects them."""
+    """The adversarial eagerwork_* cases are correct and pass the coverage test: the eager-work rule is what
+    rejects them (what follows, timing, is judged by itself: a load spike there is not this rule's business)."""
     problem = next(line.split()[-1] for line in path.read_text().splitlines() if line.startswith("# problem:"))
     monkeypatch.setattr(_eagerwork, "EAGER_SHARE", math.inf)
     report = cpu_session.verify(path, problem, "tirx")
-    assert report.passed, report.feedback
-    assert report.details["eager_work"][0]["shares"], report.details["eager_work"]
+    assert report.correct and report.bypass_ok, report.feedback
+    assert report.failure != "decorative_dsl" and report.details["eager_work"]["shares"], report.feedback
