@@ -187,12 +187,25 @@ def coverage(v: Verification) -> Failure | None:
         if verdict.failure is not None:
             v.report.bypass_ok = False
             return Failure("decorative_dsl", verdict.failure)
-    failure = _eager_work(v, normal)
+    failure = _audited_threads(normal) or _eager_work(v, normal)
     if failure is not None:
         v.report.bypass_ok = False
         return failure
     v.report.bypass_ok = True
     return None
+
+
+def _audited_threads(normal: list[Draw]) -> Failure | None:
+    """Threads run() started during a checked draw: the audit's dispatch mode follows the calling thread only."""
+    threaded = next((d for d in normal if d.reply.get("audit_threads")), None)
+    if threaded is None:
+        return None
+    return Failure(
+        "decorative_dsl",
+        f"run() started {threaded.reply['audit_threads']} thread(s) in correctness draw {threaded.number}: the audit "
+        "of which code computes the outputs follows the calling thread only, so the DSL's share of the work cannot "
+        "be shown. Do the call's work in the thread that calls run().",
+    )
 
 
 def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:

@@ -348,6 +348,8 @@ class Worker:
         fn: Callable[..., Any] = arena.null_run if msg.get("null") else self.fn  # type: ignore[assignment]
         audit = bool(msg.get("audit")) and self.mode is not None and not msg.get("null")
         threads_before = set(sys._current_frames())
+        # the audit's dispatch mode is thread-local: torch work in a thread run() starts is invisible to it
+        started_before = set(self.guards.threads()[0]) if audit and self.guards is not None else set()
         if self.guards is not None:
             self.guards.between_calls(False)
         if audit:
@@ -359,6 +361,8 @@ class Worker:
             return {"ok": False, "error": error_facts(exc, self.path), **self.after_call(audit), **self.news()}
         reply: dict[str, Any] = {"ok": True, **self.after_call(audit)}
         reply["background"] = self.background(threads_before)
+        if audit and self.guards is not None:
+            reply["audit_threads"] = len(set(self.guards.threads()[0]) - started_before)
         reply["modes"] = modes_before + _mode_depth[0]() + _mode_depth[1]()
         if reply["modes"] or reply["left_mode"]:
             # A mode active now would run the submission's code inside the harness's own tensor

@@ -15,7 +15,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mkbsim.catalog import load_problem, problems_root
-from mkbsim.verifier import VerifierSession, _control, _eagerwork, _provenance
+from mkbsim.verifier import VerifierSession, _control, _eagerwork, _phases, _provenance
 from mkbsim.verifier._eagerwork import Work, compare, op_work, reference_ops, work_of
 from mkbsim.verifier._vault import Registry
 
@@ -136,3 +136,14 @@ def test_without_the_rule_the_eager_answers_pass(
     report = cpu_session.verify(path, problem, "tirx")
     assert report.correct and report.bypass_ok, report.feedback
     assert report.failure != "decorative_dsl" and report.details["eager_work"]["shares"], report.feedback
+
+
+def test_without_the_thread_check_an_answer_computed_in_a_thread_passes(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """adversarial/thread_answer_during_draw.py: the audit cannot see a thread's eager work, which is why a thread
+    started during a correctness draw fails it."""
+    monkeypatch.setattr(_phases, "_audited_threads", lambda normal: None)
+    report = cpu_session.verify(ADVERSARIAL / "thread_answer_during_draw.py", "p36", "tirx")
+    assert report.correct and report.bypass_ok, report.feedback
+    assert report.details["eager_work"]["shares"] == {"pointwise": 0.0}
