@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _coverage
+from mkbsim.verifier import _coverage, _eagerwork
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._compare import compare
 from mkbsim.verifier._judge import (
@@ -204,8 +204,40 @@ def coverage(v: Verification) -> Failure | None:
         if verdict.failure is not None:
             v.report.bypass_ok = False
             return Failure("decorative_dsl", verdict.failure)
+    failure = _audited_threads(normal) or _eager_work(v, normal)
+    if failure is not None:
+        v.report.bypass_ok = False
+        return failure
     v.report.bypass_ok = True
     return None
+
+
+def _audited_threads(normal: list[Draw]) -> Failure | None:
+    """Threads run() started during a checked draw: the audit's dispatch mode follows the calling thread only."""
+    threaded = next((d for d in normal if d.reply.get("audit_threads")), None)
+    if threaded is None:
+        return None
+    return Failure(
+        "decorative_dsl",
+        f"run() started {threaded.reply['audit_threads']} thread(s) in correctness draw {threaded.number}: the audit "
+        "of which code computes the outputs follows the calling thread only, so the DSL's share of the work cannot "
+        "be shown. Do the call's work in the thread that calls run().",
+    )
+
+
+def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
+    """The submission's eager work against the reference's (``_eagerwork``), on one checked draw chosen at random:
+    the reference runs once more under the recorder (0.3 s on p44 at SMOKE), and a call cannot tell which draw."""
+    d = rng.choice(normal)
+    ops = next((r[1] for r in d.page["records"] if r[0] == "eager_ops"), None)
+    if ops is None:
+        return Failure(
+            "harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are missing."
+        )
+    reference = _eagerwork.work_of(_eagerwork.reference_ops(v.shape.problem.reference, d.inputs))
+    found = _eagerwork.compare(d.number, _eagerwork.work_of(ops), reference)
+    v.details["eager_work"] = found.as_dict()
+    return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
 
 
 def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.OutputCoverage]) -> Failure | None:

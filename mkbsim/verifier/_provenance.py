@@ -90,7 +90,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         plain += tuple(getattr(ffi, name) for name in names if isinstance(getattr(ffi, name, None), type))
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
-        list=list, dict=dict, range=range, any=any, min=min, max=max, sorted=sorted,
+        list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
         exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys,
@@ -136,6 +136,7 @@ def provenance_vault(
     launches = 0
     made: list[Any] = []  # [start, end) address ranges eager operators wrote during the call
     held: list[Any] = []  # (source, byte range, distinct values, their counts) of eager-made launch arguments
+    eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
     outer: list[Any] = []  # the arguments of the last genuine call above a launch (CuTe: still tensors there)
@@ -210,6 +211,21 @@ def provenance_vault(
 
     def view_of(t: Any) -> Any:
         return (lib.data_ptr(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t)), lib.str(lib.dtype_of(t)))
+
+    def sizes(obj: Any) -> Any:
+        """The sizes of the tensors in ``obj``, depth first in order (``_eagerwork._tensor_sizes``)."""
+        found = []
+        stack = [obj]
+        while stack:
+            item = stack.pop()
+            kind = lib.type(item)
+            if kind is lib.Tensor:
+                found.append(lib.tuple(lib.size(item)))
+            elif kind is lib.tuple or kind is lib.list:
+                stack.extend(lib.reversed(item))
+            elif kind is lib.dict:
+                stack.extend(lib.reversed(lib.list(item.values())))
+        return lib.tuple(found)
 
     def observe(t: Any, source: str) -> None:
         """Record samples of an untainted tensor of an output's size (each version once)."""
@@ -327,6 +343,8 @@ def provenance_vault(
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
+        key = (name, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
+        eager_ops[key] = eager_ops.get(key, 0) + 1
         inputs = tensors_in((args, kwargs), [])
         derived = lib.any(is_tainted(t) for t in inputs)
         for t in inputs:
@@ -459,6 +477,7 @@ def provenance_vault(
                     derived,
                 )
             )
+        records.append(("eager_ops", lib.list(eager_ops.items())))
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
         if lib.len(blob) + 8 <= capacity:
@@ -484,6 +503,7 @@ def provenance_vault(
                 pending.clear()
                 made.clear()
                 held.clear()
+                eager_ops.clear()
                 opened.clear()
                 marks.clear()
                 called.clear()
