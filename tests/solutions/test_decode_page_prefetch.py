@@ -1,8 +1,8 @@
-"""Plan `pageprefetch` of p01 and p03 (both DSLs): the K/V rows its steps read from page indices loaded a
-step ahead are the rows plan `ctaperseqhead` reads (p01, one token a page: kv_indices[kv_indptr[b] + t];
-p03: kv_indices[kv_indptr[b] + t / 64]·64 + t % 64), every token of every sequence exactly once, and
-every kv_indices load stays inside the sequence's own entries. Replayed on the SMOKE and production
-draws' page tables (CPU, index math only)."""
+"""Plan `pageprefetch` of p01 and p03 and plan `splitkvprefetch` of p02 (both DSLs): the K/V rows their steps
+read from page indices loaded a step ahead are the rows plans `ctaperseqhead` and `splitkv` read (p01, p02:
+one token a page, kv_indices[kv_indptr[b] + t]; p03: kv_indices[kv_indptr[b] + t / 64]·64 + t % 64), every
+token of every sequence exactly once, and every kv_indices load stays inside the CTA's own entries (p02: its
+slice of the sequence). Replayed on the SMOKE and production draws' page tables (CPU, index math only)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,9 @@ def test_p03_pageprefetch_reads_the_rows_of_ctaperseqhead(dsl: str, which: str) 
         assert all(start <= i < stop for i in loaded), f"sequence {b}: a kv_indices load outside its entries"
 
 
-def _p01_step_rows(c: dict, indices: torch.Tensor, start: int, length: int) -> tuple[list[int], list[int]]:
-    """(rows read, kv_indices positions loaded) by one CTA of p01's plan `pageprefetch`, in the kernel's order."""
+def _lane_ahead_rows(c: dict, indices: torch.Tensor, start: int, length: int) -> tuple[list[int], list[int]]:
+    """(rows read, kv_indices positions loaded) by one CTA of page size 1 whose lane (u, half-warp row) keeps its
+    next step's page index (p01's `pageprefetch`, p02's `splitkvprefetch`), in the kernel's order."""
     rows, loaded = [], []
     lanes = [(u, row) for u in range(c["UNROLL"]) for row in range(c["ROWS"])]
     ahead = {lane: 0 for lane in lanes}
@@ -75,6 +76,26 @@ def test_p01_pageprefetch_reads_the_rows_of_ctaperseqhead(dsl: str, which: str) 
     indptr, indices = args["kv_indptr"], args["kv_indices"]
     for b in range(indptr.numel() - 1):
         start, stop = int(indptr[b]), int(indptr[b + 1])
-        rows, loaded = _p01_step_rows(c, indices, start, stop - start)
+        rows, loaded = _lane_ahead_rows(c, indices, start, stop - start)
         assert sorted(rows) == sorted(int(i) for i in indices[start:stop]), f"sequence {b}"
         assert all(start <= i < stop for i in loaded), f"sequence {b}: a kv_indices load outside its entries"
+
+
+@pytest.mark.parametrize("dsl", ["tirx", "cutedsl"])
+@pytest.mark.parametrize("which", ["smoke", "production"])
+def test_p02_splitkvprefetch_reads_the_rows_of_splitkv(dsl: str, which: str) -> None:
+    c = constants(solution("attention", f"02_splitkvprefetch_{dsl}.py"))
+    assert c == constants(solution("attention", f"02_splitkv_{dsl}.py"))
+    prob = problem(2)
+    args = dict(zip(prob.inputs, inputs(prob, prob.smoke if which == "smoke" else prob.workload), strict=True))
+    indptr, indices = args["kv_indptr"], args["kv_indices"]
+    for b in range(indptr.numel() - 1):
+        seq_start, seq_len = int(indptr[b]), int(indptr[b + 1]) - int(indptr[b])
+        per_split = (seq_len + c["SPLITS"] - 1) // c["SPLITS"]
+        rows: list[int] = []
+        for sp in range(c["SPLITS"]):  # the CTAs of the sequence's slices
+            lo, hi = min(sp * per_split, seq_len), min((sp + 1) * per_split, seq_len)
+            slice_rows, loaded = _lane_ahead_rows(c, indices, seq_start + lo, hi - lo)
+            assert all(seq_start + lo <= i < seq_start + hi for i in loaded), f"sequence {b} slice {sp}"
+            rows += slice_rows
+        assert sorted(rows) == sorted(int(i) for i in indices[seq_start : seq_start + seq_len]), f"sequence {b}"
