@@ -1,8 +1,9 @@
-"""Plan `pageprefetch` of p01 and p03 and plan `splitkvprefetch` of p02 (both DSLs): the K/V rows their steps
-read from page indices loaded a step ahead are the rows plans `ctaperseqhead` and `splitkv` read (p01, p02:
-one token a page, kv_indices[kv_indptr[b] + t]; p03: kv_indices[kv_indptr[b] + t / 64]·64 + t % 64), every
-token of every sequence exactly once, and every kv_indices load stays inside the CTA's own entries (p02: its
-slice of the sequence). Replayed on the SMOKE and production draws' page tables (CPU, index math only)."""
+"""Plans `pageprefetch` (p01, p03; both DSLs) and `splitkvprefetch` (p02 in both DSLs, p01 in TIRx): the K/V
+rows their steps read from page indices loaded a step ahead are the rows plans `ctaperseqhead` and `splitkv`
+read (p01, p02: one token a page, kv_indices[kv_indptr[b] + t]; p03: kv_indices[kv_indptr[b] + t / 64]·64
++ t % 64), every token of every sequence exactly once, and every kv_indices load stays inside the CTA's own
+entries (split-KV: its slice of the sequence). Replayed on the SMOKE and production draws' page tables (CPU,
+index math only)."""
 
 from __future__ import annotations
 
@@ -81,19 +82,22 @@ def test_p01_pageprefetch_reads_the_rows_of_ctaperseqhead(dsl: str, which: str) 
         assert all(start <= i < stop for i in loaded), f"sequence {b}: a kv_indices load outside its entries"
 
 
-@pytest.mark.parametrize("dsl", ["tirx", "cutedsl"])
+SPLITKV_PREFETCH = ["01_splitkvprefetch_tirx.py", "02_splitkvprefetch_tirx.py", "02_splitkvprefetch_cutedsl.py"]
+
+
+@pytest.mark.parametrize("name", SPLITKV_PREFETCH)
 @pytest.mark.parametrize("which", ["smoke", "production"])
-def test_p02_splitkvprefetch_reads_the_rows_of_splitkv(dsl: str, which: str) -> None:
-    c = constants(solution("attention", f"02_splitkvprefetch_{dsl}.py"))
-    assert c == constants(solution("attention", f"02_splitkv_{dsl}.py"))
-    prob = problem(2)
+def test_splitkvprefetch_reads_the_rows_of_splitkv(name: str, which: str) -> None:
+    c = constants(solution("attention", name))
+    assert c == constants(solution("attention", name.replace("splitkvprefetch", "splitkv")))
+    prob = problem(int(name[:2]))
     args = dict(zip(prob.inputs, inputs(prob, prob.smoke if which == "smoke" else prob.workload), strict=True))
     indptr, indices = args["kv_indptr"], args["kv_indices"]
     for b in range(indptr.numel() - 1):
         seq_start, seq_len = int(indptr[b]), int(indptr[b + 1]) - int(indptr[b])
         per_split = (seq_len + c["SPLITS"] - 1) // c["SPLITS"]
         rows: list[int] = []
-        for sp in range(c["SPLITS"]):  # the CTAs of the sequence's slices
+        for sp in range(c["SPLITS"]):  # the CTAs of the sequence's slices (each KV head's CTAs read the same rows)
             lo, hi = min(sp * per_split, seq_len), min((sp + 1) * per_split, seq_len)
             slice_rows, loaded = _lane_ahead_rows(c, indices, seq_start + lo, hi - lo)
             assert all(seq_start + lo <= i < seq_start + hi for i in loaded), f"sequence {b} slice {sp}"
