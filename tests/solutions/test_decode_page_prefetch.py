@@ -103,3 +103,26 @@ def test_splitkvprefetch_reads_the_rows_of_splitkv(name: str, which: str) -> Non
             assert all(seq_start + lo <= i < seq_start + hi for i in loaded), f"sequence {b} slice {sp}"
             rows += slice_rows
         assert sorted(rows) == sorted(int(i) for i in indices[seq_start : seq_start + seq_len]), f"sequence {b}"
+
+
+@pytest.mark.parametrize("which", ["smoke", "production"])
+def test_p03_splitkvprefetch_reads_the_rows_of_pageprefetch(which: str) -> None:
+    c = constants(solution("attention", "03_splitkvprefetch_tirx.py"))
+    page_plan = constants(solution("attention", "03_pageprefetch_tirx.py"))
+    assert {k: v for k, v in c.items() if k in page_plan} == page_plan
+    prob = problem(3)
+    args = dict(zip(prob.inputs, inputs(prob, prob.smoke if which == "smoke" else prob.workload), strict=True))
+    indptr, indices, last = args["kv_indptr"], args["kv_indices"], args["kv_last_page_len"]
+    for b in range(indptr.numel() - 1):
+        first, n_pages = int(indptr[b]), int(indptr[b + 1]) - int(indptr[b])
+        seq_len = (n_pages - 1) * c["PS"] + int(last[b])
+        per_split = (n_pages + c["SPLITS"] - 1) // c["SPLITS"]
+        rows: list[int] = []
+        for sp in range(c["SPLITS"]):  # slices of the sequence's pages
+            p0 = min(sp * per_split, n_pages)
+            p1 = min(p0 + per_split, n_pages)
+            slice_rows, loaded = _step_rows(c, indices, first + p0, max(min(p1 * c["PS"], seq_len) - p0 * c["PS"], 0))
+            assert all(first + p0 <= i < first + p1 for i in loaded), f"sequence {b} slice {sp}"
+            rows += slice_rows
+        expected = sorted(int(indices[first + t // c["PS"]]) * c["PS"] + t % c["PS"] for t in range(seq_len))
+        assert sorted(rows) == expected, f"sequence {b}"
