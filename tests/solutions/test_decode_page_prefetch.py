@@ -1,4 +1,4 @@
-"""Plans `pageprefetch` (p01, p03; both DSLs) and `splitkvprefetch` (p02 in both DSLs, p01 in TIRx): the K/V
+"""Plans `pageprefetch` (p01, p03; both DSLs) and `splitkvprefetch` (p02, p03 in both DSLs, p01 in TIRx): the K/V
 rows their steps read from page indices loaded a step ahead are the rows plans `ctaperseqhead` and `splitkv`
 read (p01, p02: one token a page, kv_indices[kv_indptr[b] + t]; p03: kv_indices[kv_indptr[b] + t / 64]·64
 + t % 64), every token of every sequence exactly once, and every kv_indices load stays inside the CTA's own
@@ -105,10 +105,11 @@ def test_splitkvprefetch_reads_the_rows_of_splitkv(name: str, which: str) -> Non
         assert sorted(rows) == sorted(int(i) for i in indices[seq_start : seq_start + seq_len]), f"sequence {b}"
 
 
+@pytest.mark.parametrize("dsl", ["tirx", "cutedsl"])
 @pytest.mark.parametrize("which", ["smoke", "production"])
-def test_p03_splitkvprefetch_reads_the_rows_of_pageprefetch(which: str) -> None:
-    c = constants(solution("attention", "03_splitkvprefetch_tirx.py"))
-    page_plan = constants(solution("attention", "03_pageprefetch_tirx.py"))
+def test_p03_splitkvprefetch_reads_the_rows_of_pageprefetch(dsl: str, which: str) -> None:
+    c = constants(solution("attention", f"03_splitkvprefetch_{dsl}.py"))
+    page_plan = constants(solution("attention", f"03_pageprefetch_{dsl}.py"))
     assert {k: v for k, v in c.items() if k in page_plan} == page_plan
     prob = problem(3)
     args = dict(zip(prob.inputs, inputs(prob, prob.smoke if which == "smoke" else prob.workload), strict=True))
