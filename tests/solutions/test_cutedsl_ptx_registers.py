@@ -34,9 +34,12 @@ KNOWN_SPILLS = {
     # spills at their register caps; not re-tuned yet
     "01_ctaperseqhead_cutedsl": "decode kernel capped at 128 registers: 104 bytes spill stores",
     "01_pageprefetch_cutedsl": "the same kernel plus its next step's 4 page indices: 140 bytes spill stores",
+    "01_splitkvprefetch_cutedsl": "plan pageprefetch's kernel over a slice of the tokens: 140 bytes spill stores",
     "02_splitkv_cutedsl": "partial kernel at 168 registers: 24 bytes spill stores",
+    "02_splitkvprefetch_cutedsl": "the same partial kernel plus its next step's 4 page indices: 28 bytes spill stores",
     "03_ctaperseqhead_cutedsl": "decode kernel capped at 128 registers: 92 bytes spill stores",
     "03_pageprefetch_cutedsl": "the same kernel plus its next page's entry: 116 bytes spill stores",
+    "03_splitkvprefetch_cutedsl": "plan pageprefetch's kernel over a slice of the pages: 116 bytes spill stores",
 }
 COMPILE = """
 import importlib.util, sys

@@ -1,0 +1,256 @@
+"""p02 gqa_paged_decode_h5_kv1_d128_ps1_bf16 — plan `splitkvprefetch`, TIRx: `splitkv`, page indices a step ahead.
+
+Plan `splitkv` loaded a step's page indices and only then its K and V rows: two dependent memory round
+trips per step of 32 tokens, and a slice is about four steps (128 tokens at the production shape), so
+the CTA spent most of its life waiting. Here each lane loads the page indices of its next step's 4
+tokens while this step's K and V loads are in flight (4 registers, first used a step later), so a step
+waits on one round trip. Everything else is plan `splitkv`: with one KV head, one CTA per (sequence, KV
+head) would be only batch = 128 CTAs for 132 SMs, so every sequence is cut into SPLITS = 16 equal
+slices: the grid is batch × 16 = 2048 CTAs of 128 threads (about five waves of three per SM, which the
+block scheduler balances across sequences of unequal length). Kernel 1: one CTA per (sequence, slice)
+serves the slice's tokens for all 5 query heads, so every K/V row is read once from HBM. Its 8
+half-warps stream tokens four at a time (K and V 16-byte loads, all issued before any
+math); a lane owns 8 of the 128 dims and holds the 5 query rows in float32, pre-scaled by
+sm_scale·log2(e) so the logits are base 2; q·k is reduced over the 16 lanes with butterfly shuffles;
+each half-warp keeps a base-2 online softmax (running max, sum, 5×8 float32 accumulators per lane),
+rescaled once per 4 tokens. The 8 partial states are merged through shared memory (20 KiB; thread = dim)
+into the slice's normalised float32 output and base-2 lse (an empty slice, in a sequence shorter than 16
+tokens, writes zeros and lse = −3e38). Kernel 2: one CTA of 5 warps per sequence, a warp per query head,
+a lane owning 4 dims: M = max lse_s, w_s = 2^(lse_s − M), out = Σ w_s·O_s / Σ w_s (bf16), lse = M +
+log2(Σ w_s). The float32 partials (5.2 MB) are small beside the 134 MB of K/V. Float32 throughout; only
+the output is rounded to bf16. Compiled once per (batch, pool pages, page-table length) and cached.
+"""
+
+import math
+
+import torch
+import tvm
+from tvm.script import tirx as T
+
+HQ = 5
+HKV = 1
+GROUP = HQ // HKV  # query heads per KV head
+D = 128
+VEC = 8  # bf16 per 16-byte load
+LANES = D // VEC  # lanes per token row
+THREADS = 128  # == D: in the in-CTA merge a thread owns one dim
+ROWS = THREADS // LANES  # half-warps per CTA
+UNROLL = 4  # tokens per half-warp per step
+STEP = ROWS * UNROLL  # tokens per CTA per step
+SPLITS = 16  # slices per (sequence, KV head)
+MERGE_VEC = D // 32  # dims per lane in the merge kernel
+LOG2E = 1.0 / math.log(2.0)
+NEG_BIG = -3.0e38  # finite "minus infinity": 2^(NEG_BIG - s) is 0 and never NaN
+
+_KERNELS: dict[tuple[int, int, int], tuple[tvm.runtime.Module, tvm.runtime.Module]] = {}
+
+
+def _build(batch: int, pages: int, num_indices: int) -> tuple[tvm.runtime.Module, tvm.runtime.Module]:
+    @T.prim_func
+    def decode(
+        q_ptr: T.handle,
+        k_ptr: T.handle,
+        v_ptr: T.handle,
+        indptr_ptr: T.handle,
+        indices_ptr: T.handle,
+        o_ptr: T.handle,
+        lse_ptr: T.handle,
+        scale2: T.float32,
+    ):
+        Q = T.match_buffer(q_ptr, (batch, HQ, D), "bfloat16")
+        K = T.match_buffer(k_ptr, (pages, HKV, D), "bfloat16")
+        V = T.match_buffer(v_ptr, (pages, HKV, D), "bfloat16")
+        INDPTR = T.match_buffer(indptr_ptr, (batch + 1,), "int32")
+        INDICES = T.match_buffer(indices_ptr, (num_indices,), "int32")
+        # partials: [batch, HQ, SPLITS, D] normalised outputs and [batch, HQ, SPLITS] base-2 lse
+        OUT = T.match_buffer(o_ptr, (batch, HQ, SPLITS, D), "float32")
+        LSE = T.match_buffer(lse_ptr, (batch, HQ, SPLITS), "float32")
+        T.device_entry()
+        bhs = T.cta_id([batch * HKV * SPLITS])
+        tx = T.thread_id([THREADS])
+        b = T.meta_var(bhs // (HKV * SPLITS))
+        kvh = T.meta_var(bhs // SPLITS % HKV)
+        sp = T.meta_var(bhs % SPLITS)
+        row = T.meta_var(tx // LANES)
+        lane = T.meta_var(tx % LANES)
+        sm_m = T.alloc_shared((ROWS, GROUP), "float32")
+        sm_l = T.alloc_shared((ROWS, GROUP), "float32")
+        sm_acc = T.alloc_shared((ROWS, GROUP, D), "float32")
+        qv = T.alloc_local((VEC,), "bfloat16")
+        qf = T.alloc_local((GROUP, VEC), "float32")
+        kv = T.alloc_local((UNROLL, VEC), "bfloat16")
+        vv = T.alloc_local((UNROLL, VEC), "bfloat16")
+        s = T.alloc_local((UNROLL, GROUP), "float32")
+        m = T.alloc_local((GROUP,), "float32")
+        lsum = T.alloc_local((GROUP,), "float32")
+        acc = T.alloc_local((GROUP, VEC), "float32")
+        page = T.alloc_local((UNROLL,), "int32")
+        ahead = T.alloc_local((UNROLL,), "int32")  # page indices of the next step's tokens (-1: past the end)
+        for h in T.unroll(GROUP):
+            for i in T.vectorized(VEC):
+                qv[i] = Q[b, kvh * GROUP + h, lane * VEC + i]
+            for i in T.unroll(VEC):
+                qf[h, i] = T.Cast("float32", qv[i]) * scale2
+                acc[h, i] = T.float32(0)
+            m[h] = T.float32(NEG_BIG)
+            lsum[h] = T.float32(0)
+        seq_len: T.int32 = INDPTR[b + 1] - INDPTR[b]
+        per_split: T.int32 = (seq_len + SPLITS - 1) // SPLITS
+        start: T.int32 = INDPTR[b] + T.min(sp * per_split, seq_len)
+        length: T.int32 = T.min((sp + 1) * per_split, seq_len) - T.min(sp * per_split, seq_len)
+        for u in T.unroll(UNROLL):
+            ahead[u] = -1
+            if u * ROWS + row < length:
+                ahead[u] = INDICES[start + u * ROWS + row]
+        for it in T.serial((length + STEP - 1) // STEP):
+            # page indices loaded a step ahead, then both K and V rows
+            for u in T.unroll(UNROLL):
+                page[u] = ahead[u]
+            for u in T.unroll(UNROLL):
+                if page[u] >= 0:
+                    for i in T.vectorized(VEC):
+                        kv[u, i] = K[page[u], kvh, lane * VEC + i]
+                    for i in T.vectorized(VEC):
+                        vv[u, i] = V[page[u], kvh, lane * VEC + i]
+                else:
+                    for i in T.vectorized(VEC):
+                        kv[u, i] = T.bfloat16(0)
+                    for i in T.vectorized(VEC):
+                        vv[u, i] = T.bfloat16(0)
+            # the next step's page indices, in flight with this step's K and V (used a step later)
+            for u in T.unroll(UNROLL):
+                t = T.meta_var((it + 1) * STEP + u * ROWS + row)
+                ahead[u] = -1
+                if t < length:
+                    ahead[u] = INDICES[start + t]
+            for u in T.unroll(UNROLL):
+                for h in T.unroll(GROUP):
+                    dot: T.f32 = T.float32(0)
+                    for i in T.unroll(VEC):
+                        dot = dot + qf[h, i] * T.Cast("float32", kv[u, i])
+                    # every lane shuffles (rows past the end carry zeros), so full-mask shuffles are safe
+                    s[u, h] = T.cuda.warp_sum(dot, width=LANES)
+            for h in T.unroll(GROUP):
+                m_new: T.f32 = m[h]
+                for u in T.unroll(UNROLL):
+                    if page[u] >= 0:
+                        m_new = T.max(m_new, s[u, h])
+                alpha: T.f32 = T.exp2(m[h] - m_new)
+                lsum[h] = lsum[h] * alpha
+                for i in T.unroll(VEC):
+                    acc[h, i] = acc[h, i] * alpha
+                for u in T.unroll(UNROLL):
+                    if page[u] >= 0:
+                        p: T.f32 = T.exp2(s[u, h] - m_new)
+                        lsum[h] = lsum[h] + p
+                        for i in T.unroll(VEC):
+                            acc[h, i] = acc[h, i] + p * T.Cast("float32", vv[u, i])
+                m[h] = m_new
+        for h in T.unroll(GROUP):
+            for i in T.vectorized(VEC):
+                sm_acc[row, h, lane * VEC + i] = acc[h, i]
+            if lane == 0:
+                sm_m[row, h] = m[h]
+                sm_l[row, h] = lsum[h]
+        T.cuda.cta_sync()
+        # merge the 8 half-warps: thread tx owns dim tx of every head
+        for h in T.unroll(GROUP):
+            big: T.f32 = T.float32(NEG_BIG)
+            for g in T.unroll(ROWS):
+                big = T.max(big, sm_m[g, h])
+            total: T.f32 = T.float32(0)
+            o: T.f32 = T.float32(0)
+            for g in T.unroll(ROWS):
+                w: T.f32 = T.exp2(sm_m[g, h] - big)
+                total = total + sm_l[g, h] * w
+                o = o + sm_acc[g, h, tx] * w
+            # an empty slice (a sequence shorter than SPLITS tokens) has total == 0: zeros, lse = NEG_BIG
+            inv: T.f32 = T.float32(0)
+            part_lse: T.f32 = T.float32(NEG_BIG)
+            if total > T.float32(0):
+                inv = T.float32(1) / total
+                part_lse = big + T.log2(total)
+            OUT[b, kvh * GROUP + h, sp, tx] = o * inv
+            if tx == 0:
+                LSE[b, kvh * GROUP + h, sp] = part_lse
+
+    @T.prim_func
+    def merge(p_ptr: T.handle, pl_ptr: T.handle, o_ptr: T.handle, lse_ptr: T.handle):
+        PART = T.match_buffer(p_ptr, (batch, HQ, SPLITS, D), "float32")
+        PLSE = T.match_buffer(pl_ptr, (batch, HQ, SPLITS), "float32")
+        OUT = T.match_buffer(o_ptr, (batch, HQ, D), "bfloat16")
+        LSE = T.match_buffer(lse_ptr, (batch, HQ), "float32")
+        T.device_entry()
+        b = T.cta_id([batch])
+        tx = T.thread_id([HQ * 32])
+        h = T.meta_var(tx // 32)
+        lane = T.meta_var(tx % 32)
+        pv = T.alloc_local((MERGE_VEC,), "float32")
+        acc = T.alloc_local((MERGE_VEC,), "float32")
+        ov = T.alloc_local((MERGE_VEC,), "bfloat16")
+        big: T.f32 = T.float32(NEG_BIG)
+        for s in T.unroll(SPLITS):
+            big = T.max(big, PLSE[b, h, s])
+        wsum: T.f32 = T.float32(0)
+        for i in T.unroll(MERGE_VEC):
+            acc[i] = T.float32(0)
+        for s in T.unroll(SPLITS):
+            w: T.f32 = T.exp2(PLSE[b, h, s] - big)
+            wsum = wsum + w
+            for i in T.vectorized(MERGE_VEC):
+                pv[i] = PART[b, h, s, lane * MERGE_VEC + i]
+            for i in T.unroll(MERGE_VEC):
+                acc[i] = acc[i] + w * pv[i]
+        inv: T.f32 = T.float32(1) / wsum
+        for i in T.unroll(MERGE_VEC):
+            ov[i] = T.Cast("bfloat16", acc[i] * inv)
+        for i in T.vectorized(MERGE_VEC):
+            OUT[b, h, lane * MERGE_VEC + i] = ov[i]
+        if lane == 0:
+            LSE[b, h] = big + T.log2(wsum)
+
+    target = {"kind": "cuda", "arch": "sm_90a"}
+    return (
+        tvm.compile(tvm.IRModule({"main": decode}), target=target, tir_pipeline="tirx"),
+        tvm.compile(tvm.IRModule({"main": merge}), target=target, tir_pipeline="tirx"),
+    )
+
+
+def _shape_key(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, kv_indptr: torch.Tensor, kv_indices: torch.Tensor,
+    *_: object,
+) -> tuple[int, int, int]:  # fmt: skip
+    return q.shape[0], k_cache.shape[0], kv_indices.shape[0]
+
+
+def run(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    kv_indptr: torch.Tensor,
+    kv_indices: torch.Tensor,
+    sm_scale: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    key = _shape_key(q, k_cache, v_cache, kv_indptr, kv_indices)
+    kernels = _KERNELS.get(key)
+    if kernels is None:
+        kernels = _KERNELS[key] = _build(*key)
+    partial, merge = kernels
+    batch, pages = key[0], key[1]
+    out = torch.empty_like(q)
+    lse = torch.empty((batch, HQ), dtype=torch.float32, device=q.device)
+    part = torch.empty((batch, HQ, SPLITS, D), dtype=torch.float32, device=q.device)
+    part_lse = torch.empty((batch, HQ, SPLITS), dtype=torch.float32, device=q.device)
+    # page size 1: the pool is [pages, HKV, D]; the scale carries log2(e) so the kernel works in base 2
+    partial(
+        q.contiguous(),
+        k_cache.reshape(pages, HKV, D),
+        v_cache.reshape(pages, HKV, D),
+        kv_indptr.contiguous(),
+        kv_indices.contiguous(),
+        part,
+        part_lse,
+        float(sm_scale) * LOG2E,
+    )
+    merge(part, part_lse, out, lse)
+    return out, lse
