@@ -100,7 +100,9 @@ def main(argv: list[str]) -> None:
             importlib.import_module(name)
         except Exception as exc:  # a missing optional DSL only slows its submissions down
             errors[name] = f"{type(exc).__name__}: {exc}"
-    from mkbsim.verifier import _worker
+    from mkbsim.verifier import _guards, _worker
+
+    _guards.remember_preloaded()
 
     ctrl.send(
         {
