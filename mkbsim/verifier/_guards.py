@@ -129,7 +129,8 @@ def _guard_vault(
     """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
     ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame);
     ("culprit", what, reason, frame); ("thread", ident, frame); ("inline", what, frame); ("between", flag);
-    ("threads",); ("seal",): from now on only known code objects are judged by their file name. Violations and inline CUDA go to the control page."""
+    ("threads",); ("seal",): from now on only known code objects are judged by their file name. Violations
+    and inline CUDA go to the control page."""
     modules, names, suffixes = rules
     cache: dict[str, int] = {}
     generated: dict[int, Any] = {}  # id -> a code object a library compiled from a string and ran at once

@@ -187,12 +187,12 @@ class VerifierSession:
                 root = _problems_dir()
                 copy = Path(worker.workdir) / "reference"
                 shutil.copytree(root, copy / root.name, ignore=shutil.ignore_patterns("__pycache__", "solutions"))
-                zygote.box.hand_over(copy)
+                zygote.box.hand_over(copy, worker.uid)
                 path, sys_path = copy / root.name / path.relative_to(root), [str(copy)]
             else:
                 shutil.copy(path, Path(worker.workdir) / path.name)
                 path = Path(worker.workdir) / path.name
-                zygote.box.hand_over(path)
+                zygote.box.hand_over(path, worker.uid)
         setup = {
             "role": role, "path": str(path), "sys_path": sys_path, "dsl": dsl, "device": str(self.device),
             "sync": protocol.sync,
