@@ -44,6 +44,7 @@ from mkbsim.verifier._provenance import (
     report_end,
     report_result,
 )
+from mkbsim.verifier._threads import working
 from mkbsim.verifier._timing import (
     TIMER_ATTRIBUTES,
     CacheFlusher,
@@ -390,14 +391,18 @@ class Worker:
         return {"left_mode": left}
 
     def background(self, before: set[int]) -> list[str]:
-        """Threads still running the submission's work after run() returned."""
+        """Threads still running the submission's work after run() returned: started by the call and
+        still alive, started between calls, or started before the call and working now (an idle pool
+        thread waiting on its queue is no work: ``_threads``)."""
         frames = sys._current_frames()
         if self.guards is None:
             return []
         started, stray = self.guards.threads()
         found = [f"thread {ident} started between calls" for ident in dict.fromkeys(stray)]
+        earlier = [ident for ident in frames if ident in started and ident in before]
+        busy = working(earlier) if earlier else set()
         for ident, frame in frames.items():
-            if ident in started or ident not in before:
+            if ident not in before or ident in busy:
                 found.append(f"thread {ident} in {frame.f_code.co_name} (line {frame.f_lineno})")
         return found
 
