@@ -34,6 +34,7 @@ from __future__ import annotations
 import _struct
 import importlib
 import operator
+import sys
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -85,6 +86,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     if ffi is not None:
         names = ("Tensor", "Shape", "Device", "dtype", "String", "Bytes", "Function", "Module", "Object")
         plain += tuple(getattr(ffi, name) for name in names if isinstance(getattr(ffi, name, None), type))
+    # TVM's own tensors (tvm.runtime.from_dlpack, tvm.runtime.empty): watched as torch views of their memory
+    ffi_tensors = (ffi.core.Tensor, getattr(sys.modules.get("tvm.runtime"), "Tensor", None)) if ffi is not None else ()
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
         list=list, dict=dict, range=range, any=any, min=min, max=max, sorted=sorted,
@@ -114,6 +117,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
+        ffi_tensors=frozenset(id(kind) for kind in ffi_tensors if isinstance(kind, type)),
+        dlpack=ffi.core.Tensor.__dlpack__ if ffi is not None else None, from_capsule=torch._C._from_dlpack,
     )  # fmt: skip
 
 
@@ -172,6 +177,14 @@ def provenance_vault(
         if derived:
             tainted.append((lo, hi))
 
+    def ffi_view(item: Any) -> Any:
+        """A TVM tensor (of a type TVM itself makes) as a torch tensor over the same memory, through the
+        base class's DLPack export (no method of the submission's runs); None where torch cannot take it."""
+        try:
+            return lib.from_capsule(lib.dlpack(item))
+        except lib.BaseException:
+            return None
+
     def tensors_in(obj: Any, out: list[Any]) -> list[Any]:
         stack = [obj]
         while stack:
@@ -184,6 +197,10 @@ def provenance_vault(
                 stack.extend(item)
             elif kind is lib.dict:
                 stack.extend(item.values())
+            elif lib.id(kind) in lib.ffi_tensors:
+                view = ffi_view(item)
+                if view is not None:
+                    out.append(view)
             else:
                 source = dlpack_sources.get(lib.id(item))
                 if source is not None and source[0]() is item:
@@ -366,6 +383,11 @@ def provenance_vault(
                 outer.clear()
         for arg in positional[1:]:
             kind = lib.type(arg)
+            if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
+                arg = ffi_view(arg)
+                kind = lib.type(arg)
+                if kind is not lib.Tensor:
+                    return None
             if kind is not lib.Tensor and not tirx:
                 source = dlpack_sources.get(lib.id(arg))
                 if source is not None and source[0]() is arg:  # a CuTe tensor made from a torch tensor
