@@ -249,7 +249,12 @@ class Worker:
             self.gates.dlpack_sources = sources
             self.gates.install()
             self.guards.install()
-            _ProvenanceMode.__torch_dispatch__ = registry.protect(dispatch, _send=send, _str=str)  # type: ignore[method-assign]
+            backend = torch._C.DispatchKeySet(
+                torch._C.DispatchKey.CUDA if self.device.type == "cuda" else torch._C.DispatchKey.CPU
+            )
+            _ProvenanceMode.__torch_dispatch__ = registry.protect(  # type: ignore[method-assign]
+                dispatch, _send=send, _str=str, _push=_push_mode, _pop=_pop_mode, _backend=backend
+            )
             self.mode = _ProvenanceMode()
             self.report_result = registry.protect(report_result, _send=send)
             self.report_end = registry.protect(report_end, _send=send)
