@@ -142,4 +142,5 @@ def make_sandbox(env: dict[str, str], device_type: str) -> WorkerSandbox | str:
     else:
         policy.hand_over(root)
     shared = f", sharing the host's {'/'.join(policy.share)} namespace" if policy.share else ""
+    shared += ", a uid of its own for every worker" if policy.child_uids else ""
     return WorkerSandbox(policy, sandbox_env, root, support.describe() + shared)
