@@ -325,8 +325,10 @@ def _guard_vault(
             if path in cfg.candidate:
                 where = f"line {frame.f_lineno}: "
                 suffix = ""
-            else:
+            elif lib.id(frame.f_code) in genuine or lib.id(frame.f_code) in generated:
                 suffix = f" in {path}:{frame.f_lineno}"
+            else:  # a code object the submission made, whatever it calls itself
+                suffix = f" in code made at run time that names itself {path!r}"
         else:
             suffix = ""
         violations.append(f"{where}{what} ({reason}){suffix}")
