@@ -137,3 +137,45 @@ def test_a_worker_cannot_read_or_signal_another_workers_files_or_processes(
     finally:
         first.close()
         second.close()
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{name}/status").read_text()
+        except OSError:
+            continue
+        if any(line.split()[1:2] == [str(uid)] for line in status.splitlines() if line.startswith("Uid:")):
+            found.append(int(name))
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="workers get uids of their own where the sandbox starts as root")
+def test_the_zygote_ends_what_a_worker_of_another_uid_left_behind(tmp_path: Path) -> None:
+    # the zygote keeps CAP_KILL for this: without it, a detached process of a worker's uid outlives it
+    from mkbsim.verifier._control import ControlPage
+
+    zygote = Zygote([], 1, "cpu", sandbox=True)
+    try:
+        worker = zygote.spawn()
+        assert worker.uid is not None
+        script = Path(worker.workdir) / "detach.py"
+        script.write_text("import subprocess\nsubprocess.run(['sh', '-c', 'setsid sleep 300 >/dev/null 2>&1 &'])\n")
+        zygote.box.hand_over(script, worker.uid)  # type: ignore[union-attr]
+        control = ControlPage()
+        setup = {"role": "reference", "path": str(script), "sys_path": [], "dsl": "tirx", "device": "cpu",
+                 "sync": "stream", "cache_flush": False, "memory_bytes": 2 << 30, "file_size_bytes": 1 << 20,
+                 "cpu_threads": 1, "off_limits": [], "workdir": worker.workdir, "inplace": [],
+                 "sample_positions": [], "output_numels": []}  # fmt: skip
+        worker.chan.send(setup, [control.take_fd()])
+        worker.wait(60)  # the reference worker imported the file: its sleeper runs, detached
+        assert _processes_of(worker.uid), "the detached sleeper should be running"
+        worker.close()
+        control.close()
+        deadline = time.monotonic() + 5
+        while _processes_of(worker.uid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _processes_of(worker.uid)
+    finally:
+        zygote.close()
