@@ -290,7 +290,7 @@ def _guard_vault(
             if lib.len(args) > 1 and lib.type(args[1]) is lib.str and culprit(frame)[0] != k.CANDIDATE:
                 compiling[lib.ident()] = (frame, args[1])
             return
-        code = args[0] if lib.len(args) else None
+        code: Any = args[0] if lib.len(args) else None
         if lib.type(code) is not lib.CodeType or lib.id(code) in genuine or lib.id(code) in generated:
             return
         if witnessed is not None and witnessed[0] is frame and witnessed[1] == code.co_filename:
