@@ -68,6 +68,10 @@ class Policy:
     new, empty network namespace). ``share``: namespaces kept from the host ("ipc", "pid"; by default every one
     is new).
     ``uid``: see ``sandbox_uid``; paths the sandbox must write are handed to it with ``hand_over``.
+    ``child_uids`` (as root only): the sandbox's first process is not dropped to ``uid`` but stays root
+    holding only CAP_SETUID, CAP_SETGID and CAP_KILL, so that it can start each child under a fresh uid of
+    its own (``sandbox_uid``; a fork server such as the verifier's zygote, which runs no untrusted code
+    itself) and end them; a child that changed uid has no capability left.
     ``isolated`` False: no bubblewrap at all, only the limits and the environment, as this process's user
     (for machines where bubblewrap cannot run and the user said so; ``ro``, ``rw``, ``devices``, ``network``
     and ``uid`` then mean nothing: the process sees what this user sees).
@@ -87,10 +91,13 @@ class Policy:
     share: tuple[str, ...] = ()  # "ipc" and/or "pid": keep the host's namespace (CUDA IPC may need them)
     uid: int | None = field(default_factory=sandbox_uid)
     isolated: bool = True
+    child_uids: bool = False
 
     def __post_init__(self) -> None:
         if not self.isolated:  # outside bubblewrap a uid change would lock it out of root's own files
             object.__setattr__(self, "uid", None)
+        if self.uid is None:  # a user namespace maps one uid: children cannot get others
+            object.__setattr__(self, "child_uids", False)
         space = self.address_space_bytes()
         if space is not None and space <= 0:
             raise ValueError(f"a memory budget of {self.memory_bytes} bytes leaves nothing to the processes "
@@ -110,18 +117,21 @@ class Policy:
         return self.memory_bytes - 2 * self.tmpfs_bytes()
 
     def limits(self) -> ProcessLimits:
-        return ProcessLimits(self.uid, self.address_space_bytes(), self.max_processes, self.disk_bytes, str(self.cwd))
+        drop = None if self.child_uids else self.uid
+        return ProcessLimits(drop, self.address_space_bytes(), self.max_processes, self.disk_bytes, str(self.cwd))
 
-    def hand_over(self, path: Path) -> None:
-        """Give ``path`` (a file, or a folder and everything in it) to the sandbox's uid, so that it can
-        write there; nothing to do when the sandbox runs as this process's own user. Links are not followed."""
-        if self.uid is None:
+    def hand_over(self, path: Path, uid: int | None = None) -> None:
+        """Give ``path`` (a file, or a folder and everything in it) to the sandbox's uid (or to ``uid``, a
+        child's: see ``child_uids``), so that it can write there; nothing to do when the sandbox runs as
+        this process's own user. Links are not followed."""
+        owner = self.uid if uid is None else uid
+        if owner is None:
             return
-        os.chown(path, self.uid, self.uid, follow_symlinks=False)
+        os.chown(path, owner, owner, follow_symlinks=False)
         if path.is_dir() and not path.is_symlink():
             for folder, dirs, files in os.walk(path):
                 for name in dirs + files:
-                    os.chown(os.path.join(folder, name), self.uid, self.uid, follow_symlinks=False)
+                    os.chown(os.path.join(folder, name), owner, owner, follow_symlinks=False)
 
     def bwrap_args(self) -> list[str]:
         """bubblewrap's options for this policy (without the program and the command)."""
@@ -133,6 +143,8 @@ class Policy:
             args += ["--unshare-user", "--disable-userns"]
         else:  # root: the limiter needs these two capabilities to drop to the sandbox's uid, then has none
             args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            if self.child_uids:  # it ends children that run under other uids
+                args += ["--cap-add", "CAP_KILL"]
         # the private /tmp first: a bound path under the host's /tmp (a test's folder) then shows through it
         args += ["--tmpfs", "/", "--perms", "1777", "--size", str(self.tmpfs_bytes()), "--tmpfs", "/tmp"]
         for top in _SYSTEM_DIRS:

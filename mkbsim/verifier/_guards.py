@@ -7,7 +7,14 @@ submission (``exec``/``eval``/``compile``), other compilers (``torch.compile``, 
 capture, Python callbacks registered for kernels and Python signal handlers.
 
 A call is the submission's when the innermost frame outside the standard library belongs to the
-submission (any file outside the installed libraries and this harness). Libraries may do what they need
+submission (any file outside the installed libraries and this harness). Which code a frame runs is
+judged by the identity of its code object, never by its name alone (``co_filename`` is the
+submission's to choose: ``code.replace``, ``types.CodeType``, ``marshal``): a file name is believed only
+for code objects that existed before the submission was loaded (every function's, nested ones
+included: ``remember_preloaded`` in the zygote, topped up in the worker), for a module the import
+system executes later whose code compiles identically from its library file, and, never as a
+library's own, for code a library compiles from a string and runs at once (``@dataclass``,
+``namedtuple``). Any other code object is the submission's. Libraries may do what they need
 (TVM runs compilers, CuTe DSL uses ctypes); the same call made by the submission is refused with
 ``PermissionError`` (``ImportError`` for imports) and recorded, even if the submission catches it.
 
@@ -28,6 +35,8 @@ import builtins
 import dataclasses
 import gc
 import importlib
+import importlib.util
+import marshal
 import os
 import posix
 import sys
@@ -72,7 +81,11 @@ _DIR_FD_ARGS = {
 _ATTRIBUTE_EVENTS = frozenset(("object.__getattr__", "object.__setattr__", "object.__delattr__"))
 _FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 _WATCHED = frozenset(
-    _PROCESS_EVENTS | _ALWAYS_REFUSED | _FILE_CHANGE_EVENTS | _ATTRIBUTE_EVENTS | {"open", "import", "sys._getframe"}
+    _PROCESS_EVENTS
+    | _ALWAYS_REFUSED
+    | _FILE_CHANGE_EVENTS
+    | _ATTRIBUTE_EVENTS
+    | {"open", "import", "sys._getframe", "compile", "exec"}
 )
 #: /proc entries that show a process's memory or its map: nobody in the worker reads them.
 _PROC_MEMORY = frozenset(("mem", "maps", "smaps", "smaps_rollup", "map_files", "pagemap", "numa_maps", "environ"))
@@ -87,7 +100,12 @@ def _lib() -> types.SimpleNamespace:
         readlink=posix.readlink, type=type, len=len, id=id, str=str, bytes=bytes, int=int, tuple=tuple,
         list=list, isinstance=isinstance, sorted=sorted, min=min, PermissionError=PermissionError,
         ImportError=ImportError, OSError=OSError, BaseException=BaseException, range=range, any=any,
-        all=all, pack_into=_struct.pack_into, dumps=_control.dumps,
+        all=all, pack_into=_struct.pack_into, dumps=_control.dumps, compile=builtins.compile, open=posix.open,
+        read=posix.read, close=posix.close, O_RDONLY=os.O_RDONLY, CodeType=types.CodeType, frozenset=frozenset,
+        loads=marshal.loads, magic=importlib.util.MAGIC_NUMBER, cache_tag=sys.implementation.cache_tag,
+        opt_suffix=f".opt-{sys.flags.optimize}" if sys.flags.optimize else "",
+        plain=frozenset(id(t) for t in (str, bytes, int, float, complex, bool, type(None), type(...), tuple,
+                                        frozenset, types.CodeType)),
     )  # fmt: skip
 
 
@@ -109,19 +127,23 @@ def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, st
 
 
 def _guard_vault(
-    cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, lib: Any, k: Any
-) -> Any:
+    cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, genuine: Any, lib: Any,
+    k: Any
+) -> Any:  # fmt: skip
     """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
     ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame);
     ("culprit", what, reason, frame); ("thread", ident, frame); ("inline", what, frame); ("between", flag);
-    ("threads",). Violations and inline CUDA go to the control page."""
+    ("threads",); ("seal",): from now on only known code objects are judged by their file name. Violations
+    and inline CUDA go to the control page."""
     modules, names, suffixes = rules
     cache: dict[str, int] = {}
+    generated: dict[int, Any] = {}  # id -> a code object a library compiled from a string and ran at once
+    compiling: dict[int, Any] = {}  # thread -> (frame, file name) of a library's compile() just audited
     violations: list[str] = []
     inline: list[str] = []
     candidate_threads: list[int] = []
     stray_threads: list[int] = []
-    state = {"between": False}
+    state = {"between": False, "sealed": False}  # sealed: the code objects alive are known (see "seal")
 
     def resolve(path: str) -> str:
         # a symbolic link changes nothing: walk the path one component at a time (os.path.realpath,
@@ -181,12 +203,113 @@ def _guard_vault(
             cache[filename] = kind
         return kind
 
+    def classify_code(code: Any) -> int:
+        """A frame's code: by its file name if the code object is genuine (see the module docstring)."""
+        ident = lib.id(code)
+        if ident in protected_codes:
+            return k.TRANSPARENT  # the hooks: looked past, to whoever called them
+        if ident in genuine or not state["sealed"]:  # before the seal, nothing of the submission exists
+            return classify(code.co_filename)
+        if ident in generated:  # compiled from a string by a library: never the library's own code
+            kind = classify(code.co_filename)
+            return k.TRANSPARENT if kind == k.LIBRARY else kind
+        return k.CANDIDATE
+
+    def remember(code: Any, table: dict[int, Any]) -> None:
+        pending = [code]
+        while pending:
+            code = pending.pop()
+            if lib.id(code) not in table:
+                table[lib.id(code)] = code  # held: its id is never reused
+                pending += [c for c in code.co_consts if lib.type(c) is lib.CodeType]
+
+    def plain_constants(code: Any) -> bool:
+        """Whether every constant (nested ones included) is of a built-in constant type, so that
+        comparing two code objects runs no code of the submission's."""
+        pending = [code]
+        while pending:
+            item = pending.pop()
+            if lib.id(lib.type(item)) not in lib.plain:
+                return False
+            if lib.type(item) is lib.CodeType:
+                pending += lib.list(item.co_consts)
+            elif lib.type(item) is lib.tuple or lib.type(item) is lib.frozenset:
+                pending += lib.list(item)
+        return True
+
+    def read(path: str) -> bytes:
+        fd = lib.open(path, lib.O_RDONLY)
+        try:
+            chunks = []
+            while True:
+                chunk = lib.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            lib.close(fd)
+        return b"".join(chunks)
+
+    def cached_code(source: str) -> Any:
+        """The code in ``source``'s bytecode cache where the cache is current (what the import system
+        loaded it from, read-only here), else None. Unmarshalling costs a tenth of compiling."""
+        folder, name = source.rsplit("/", 1)
+        try:
+            data = read(f"{folder}/__pycache__/{name[:-3]}.{lib.cache_tag}{lib.opt_suffix}.pyc")
+            info = lib.stat(source)
+        except lib.OSError:
+            return None
+        stamp = (info.st_mtime_ns // 1_000_000_000 & 0xFFFFFFFF).to_bytes(4, "little")
+        size = (info.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+        if data[:4] != lib.magic or data[4:8] != b"\0\0\0\0" or data[8:12] != stamp or data[12:16] != size:
+            return None  # another version's, hash-based or stale: compiled instead
+        return lib.loads(data[16:])
+
+    def library_module(code: Any) -> bool:
+        """Whether ``code`` is a module of the libraries or the standard library, as its file holds it."""
+        filename = code.co_filename
+        if lib.type(filename) is not lib.str or not filename.endswith(".py") or not filename.startswith("/"):
+            return False
+        real = resolve(filename)
+        if filename in cfg.candidate or real in cfg.candidate:
+            return False
+        if not ((is_library_path(real) or real.startswith(cfg.stdlib)) and is_file(real)):
+            return False
+        if not plain_constants(code):
+            return False
+        genuine_code = cached_code(filename)
+        if genuine_code is None:
+            genuine_code = lib.compile(read(real), filename, "exec", 0, True)
+        return genuine_code == code
+
+    def compiled(event: str, args: Any, frame: Any) -> None:
+        """compile() by a library, then exec of that very code in the same frame: a generated code
+        object; exec of a module's code: a genuine library module (see the module docstring)."""
+        witnessed = compiling.pop(lib.ident(), None)
+        if event == "compile":
+            if lib.len(args) > 1 and lib.type(args[1]) is lib.str and culprit(frame)[0] != k.CANDIDATE:
+                compiling[lib.ident()] = (frame, args[1])
+            return
+        code: Any = args[0] if lib.len(args) else None
+        if lib.type(code) is not lib.CodeType or lib.id(code) in genuine or lib.id(code) in generated:
+            return
+        if witnessed is not None and witnessed[0] is frame and witnessed[1] == code.co_filename:
+            remember(code, generated)
+            return
+        try:
+            if library_module(code):
+                remember(code, genuine)
+        except lib.BaseException:  # unreadable or not compilable here: not known to be the library's
+            return
+
     def culprit(frame: Any, writing: bool = False) -> tuple[int, Any]:
-        if writing and frame is not None and frame.f_code.co_filename == "<frozen importlib._bootstrap_external>":
+        if (
+            writing and frame is not None and lib.id(frame.f_code) in genuine
+            and frame.f_code.co_filename == "<frozen importlib._bootstrap_external>"
+        ):  # fmt: skip
             return k.LIBRARY, frame  # the import machinery writing its bytecode cache, next to a module's source
         while frame is not None:
-            code = frame.f_code
-            kind = k.TRANSPARENT if lib.id(code) in protected_codes else classify(code.co_filename)
+            kind = classify_code(frame.f_code)
             if kind != k.TRANSPARENT:
                 return kind, frame
             frame = frame.f_back
@@ -202,8 +325,10 @@ def _guard_vault(
             if path in cfg.candidate:
                 where = f"line {frame.f_lineno}: "
                 suffix = ""
-            else:
+            elif lib.id(frame.f_code) in genuine or lib.id(frame.f_code) in generated:
                 suffix = f" in {path}:{frame.f_lineno}"
+            else:  # a code object the submission made, whatever it calls itself
+                suffix = f" in code made at run time that names itself {path!r}"
         else:
             suffix = ""
         violations.append(f"{where}{what} ({reason}){suffix}")
@@ -220,7 +345,7 @@ def _guard_vault(
 
     def anywhere(frame: Any) -> bool:
         while frame is not None:
-            if lib.id(frame.f_code) not in protected_codes and classify(frame.f_code.co_filename) == k.CANDIDATE:
+            if classify_code(frame.f_code) == k.CANDIDATE:
                 return True
             frame = frame.f_back
         return False
@@ -291,6 +416,10 @@ def _guard_vault(
         return lib.type(text) is lib.str and text.startswith("/")  # relative: maybe to a dir_fd
 
     def judge_event(event: str, args: Any, frame: Any, protected: bool) -> Any:
+        if event == "compile" or event == "exec":
+            compiled(event, args, frame)
+            return None
+        compiling.pop(lib.ident(), None)
         if event in k.ALWAYS:
             return refuse(event, "introspection of the verifier's process is forbidden", culprit(frame)[1])
         if event in k.ATTRIBUTE:
@@ -368,7 +497,7 @@ def _guard_vault(
                 # only the submission's own call site counts: the standard library's dataclasses,
                 # namedtuple and enum run exec on its behalf, and what that code does is guarded anyway
                 frame = request[3]
-                if frame is not None and classify(frame.f_code.co_filename) == k.CANDIDATE:
+                if frame is not None and classify_code(frame.f_code) == k.CANDIDATE:
                     reply = refuse(request[1], request[2], frame)
             elif kind == "culprit":
                 who_kind, who = culprit(request[3])
@@ -384,6 +513,8 @@ def _guard_vault(
                 if anywhere(request[2]) and request[1] not in inline:
                     inline.append(request[1])
                     publish()
+            elif kind == "seal":
+                state["sealed"] = True
             elif kind == "between":
                 state["between"] = request[1] is True
             elif kind == "threads":
@@ -494,11 +625,14 @@ class Guards:
         # the vault learns the protected code objects when the audit hook is installed (all exist then)
         self._codes: set[int] = set()  # every vault's and hook's code object (hooks are looked past)
         self._vault_codes: set[int] = set()
+        # the code objects alive when the audit hook (which sees later imports) is installed
+        self._genuine: dict[int, types.CodeType] = dict(_PRELOADED)
         # a SimpleNamespace, not the dataclass: a property added to a Python class would run inside the vault
         config = types.SimpleNamespace(**dataclasses.asdict(cfg))
         send = registry.open(
-            _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, _lib(), _constants()
-        )
+            _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, self._genuine, _lib(),
+            _constants(),
+        )  # fmt: skip
         send = (send.__kwdefaults__ or {})[
             "_send"
         ]  # the audit hook and _ask switch gc off themselves, under their lock
@@ -631,8 +765,10 @@ class Guards:
             **hook.__kwdefaults__, "_protected": protected | {id(hook), id(self._codes)}, "_keep": keep,
         }  # fmt: skip
         self._codes.add(id(hook.__code__))
+        self._genuine.update(_live_codes(self._genuine))
         sys.addaudithook(hook)
-        del self._send, self._codes, self._vault_codes
+        self.ask(("seal",))
+        del self._send, self._codes, self._vault_codes, self._genuine
 
     def threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(threads the submission started, those it started between calls)."""
@@ -649,6 +785,30 @@ class Guards:
             for owner, attr, ours in self.patched
             if getattr(owner, attr, None) is not ours
         ]
+
+
+#: The code objects of the zygote's libraries (``remember_preloaded``), which every worker inherits.
+_PRELOADED: dict[int, types.CodeType] = {}
+
+
+def _live_codes(known: dict[int, types.CodeType]) -> dict[int, types.CodeType]:
+    """The code objects of every function the collector lists, nested ones included, less ``known``."""
+    found: dict[int, types.CodeType] = {}
+    pending = [f.__code__ for f in gc.get_objects() if type(f) is types.FunctionType]
+    while pending:
+        code = pending.pop()
+        if id(code) not in known and id(code) not in found:
+            found[id(code)] = code
+            pending += [c for c in code.co_consts if type(c) is types.CodeType]
+    return found
+
+
+def remember_preloaded() -> None:
+    """In the zygote, once its libraries are imported: remember their code objects (the genuine ones a
+    worker trusts by file name, see the module docstring), then move every object out of the collector's
+    generations (``gc.freeze``) so that a worker's own scan lists only what it made since the fork."""
+    _PRELOADED.update(_live_codes(_PRELOADED))
+    gc.freeze()
 
 
 def _name_reason(dotted: str) -> str | None:

@@ -123,25 +123,27 @@ class Zygote:
         """How the workers are confined, for a result's ``env``: the sandbox and their environment's names."""
         return {"sandbox": self.sandbox, "worker_env": self.env_names}
 
-    def workdir(self, prefix: str) -> Path:
-        """A new folder the workers can write in (inside the sandbox's folder when there is one)."""
+    def workdir(self, prefix: str, uid: int | None = None) -> Path:
+        """A new folder a worker (of uid ``uid``, where each has its own) can write in (inside the sandbox's
+        folder when there is one)."""
         folder = Path(tempfile.mkdtemp(prefix=prefix, dir=self.box.root if self.box is not None else None))
         if self.box is not None:
-            self.box.hand_over(folder)
+            self.box.hand_over(folder, uid)
         return folder
 
     def spawn(self) -> WorkerHandle:
         ours, theirs = socket.socketpair()
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         log_offset = self.log_size()
-        self.ctrl.send({"op": "spawn"}, fds=[theirs.fileno()])
+        uid = self.box.worker_uid() if self.box is not None else None
+        self.ctrl.send({"op": "spawn", "uid": uid}, fds=[theirs.fileno()])
         theirs.close()
         spawned, _ = self.ctrl.recv(timeout=60)
         chan = Channel(ours)
         # the worker's pid as the kernel translates it into this process's PID namespace; the zygote knows
         # it by its pid in the sandbox's namespace, which is what its exit status is asked by
         pid = chan.recv_credentials(timeout=60)
-        return WorkerHandle(self, pid, chan, self.workdir("worker-"), int(spawned["pid"]), log_offset)
+        return WorkerHandle(self, pid, chan, self.workdir("worker-", uid), int(spawned["pid"]), log_offset, uid)
 
     def status(self, zygote_pid: int) -> dict[str, Any]:
         """How a finished worker ended (asked by its pid in the zygote's namespace); when the zygote itself
@@ -203,14 +205,16 @@ class WorkerHandle:
     """One worker process; every answer is decoded as untrusted plain data."""
 
     def __init__(
-        self, zygote: Zygote, pid: int, chan: Channel, workdir: Path, zygote_pid: int, log_offset: int = 0
-    ) -> None:
+        self, zygote: Zygote, pid: int, chan: Channel, workdir: Path, zygote_pid: int, log_offset: int = 0,
+        uid: int | None = None,
+    ) -> None:  # fmt: skip
         self.zygote = zygote
         self.pid = pid
         self.zygote_pid = zygote_pid
         self.log_offset = log_offset
         self.chan = chan
         self.workdir = str(workdir)
+        self.uid = uid  # its own, where each worker has one (a sandbox started as root)
         self.memory_bytes = 0
         self.closed = False
         self.clock = ProcessClock(pid)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import _struct
 import importlib
 import operator
+import sys
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -88,6 +89,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     if ffi is not None:
         names = ("Tensor", "Shape", "Device", "dtype", "String", "Bytes", "Function", "Module", "Object")
         plain += tuple(getattr(ffi, name) for name in names if isinstance(getattr(ffi, name, None), type))
+    # TVM's own tensors (tvm.runtime.from_dlpack, tvm.runtime.empty): watched as torch views of their memory
+    ffi_tensors = (ffi.core.Tensor, getattr(sys.modules.get("tvm.runtime"), "Tensor", None)) if ffi is not None else ()
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
         list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
@@ -117,6 +120,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
+        ffi_tensors=frozenset(id(kind) for kind in ffi_tensors if isinstance(kind, type)),
+        dlpack=ffi.core.Tensor.__dlpack__ if ffi is not None else None, from_capsule=torch._C._from_dlpack,
     )  # fmt: skip
 
 
@@ -176,6 +181,14 @@ def provenance_vault(
         if derived:
             tainted.append((lo, hi))
 
+    def ffi_view(item: Any) -> Any:
+        """A TVM tensor (of a type TVM itself makes) as a torch tensor over the same memory, through the
+        base class's DLPack export (no method of the submission's runs); None where torch cannot take it."""
+        try:
+            return lib.from_capsule(lib.dlpack(item))
+        except lib.BaseException:
+            return None
+
     def tensors_in(obj: Any, out: list[Any]) -> list[Any]:
         stack = [obj]
         while stack:
@@ -188,6 +201,10 @@ def provenance_vault(
                 stack.extend(item)
             elif kind is lib.dict:
                 stack.extend(item.values())
+            elif lib.id(kind) in lib.ffi_tensors:
+                view = ffi_view(item)
+                if view is not None:
+                    out.append(view)
             else:
                 source = dlpack_sources.get(lib.id(item))
                 if source is not None and source[0]() is item:
@@ -393,6 +410,11 @@ def provenance_vault(
                 outer.clear()
         for arg in positional[1:]:
             kind = lib.type(arg)
+            if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
+                arg = ffi_view(arg)
+                kind = lib.type(arg)
+                if kind is not lib.Tensor:
+                    return None
             if kind is not lib.Tensor and not tirx:
                 source = dlpack_sources.get(lib.id(arg))
                 if source is not None and source[0]() is arg:  # a CuTe tensor made from a torch tensor
@@ -601,9 +623,23 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) ->
             raise failed
 
 
-def dispatch(self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _str: Any) -> Any:
+def dispatch(
+    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _str: Any, _push: Any,
+    _pop: Any, _backend: Any
+) -> Any:  # fmt: skip
     """The provenance mode's ``__torch_dispatch__``: run the operator, then report it (its name is
-    made here, outside the vault: an operator's ``__str__`` is Python a submission could replace)."""
+    made here, outside the vault: an operator's ``__str__`` is Python a submission could replace).
+
+    An operator outside torch's own namespaces (a custom operator, ``torch.library.custom_op``, whose kernel
+    may be the submission's Python) is no single eager operator: it runs below the Python dispatch key with
+    this mode pushed again, so that what it does inside (allocations, eager operators, DSL launches) is
+    watched one by one, and is not reported itself."""
+    if func._schema.name.split("::")[0] not in ("aten", "prims"):
+        _push(self)
+        try:
+            return func.redispatch(_backend, *args, **(kwargs or {}))
+        finally:
+            _pop(None)
     out = func(*args, **(kwargs or {}))
     failed = _send((3, func, _str(func), args, kwargs, out))  # OP
     if failed is not None:

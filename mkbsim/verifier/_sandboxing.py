@@ -1,14 +1,19 @@
 """What the verifier's zygote, and so every worker it forks, sees of the machine (DESIGN §4, §5).
 
 The zygote runs in a bubblewrap sandbox (``mkbsim.sandbox``): new PID, mount, IPC, UTS and network
-namespaces, an unprivileged uid, a private ``/tmp``. Read-only: the interpreter and its packages, the
-folders the DSLs and torch are installed in, and of the project only ``mkbsim/__init__.py``,
-``mkbsim/_version.py`` and the verifier's own package (the harness). Writable: one folder of the session's,
-holding each worker's working directory; a submission is copied into its worker's directory, a problem's reference (the
-``problems`` package) into the reference worker's for as long as it imports it, and no candidate worker
-runs meanwhile. Nothing else of the host exists inside: no ``problems/``, no other checkout, no home
-directory, no store, so no call whatever (``open``, ``os.rename``, a DSL kernel reading memory at an
-address) reaches a reference or writes outside the worker's folder.
+namespaces, a private ``/tmp``. Started as root, the zygote keeps only the capabilities to change uid and
+to end its workers (``Policy.child_uids``) and forks every worker under a fresh unprivileged uid of its
+own, with its own folder (0700) and a umask that keeps its other files private: no worker can read, write
+or signal another's files or processes, a reference worker's included. Started by an ordinary user, the
+sandbox is a user namespace that maps one uid, which all its workers share. Read-only: the interpreter and
+its packages, the folders the DSLs and torch are installed in, and of the project only
+``mkbsim/__init__.py``, ``mkbsim/_version.py`` and the verifier's own package (the harness). Writable: one
+folder of the session's, holding each worker's working directory; a submission is copied into its worker's
+directory, a problem's reference (the ``problems`` package) into the reference worker's for as long as it
+imports it, and no candidate worker runs meanwhile. Nothing else of the host exists inside: no
+``problems/``, no other checkout, no home directory, no store, so no call whatever (``open``,
+``os.rename``, a DSL kernel reading memory at an address) reaches a reference or writes outside the
+worker's folder.
 
 Where bubblewrap cannot run, the zygote runs unsandboxed and every result says why
 (``env["sandbox"]``); ``MKBSIM_VERIFIER_SANDBOX=0`` asks for that explicitly, ``=1`` makes a missing
@@ -74,8 +79,14 @@ class WorkerSandbox:
     description: str
     released: threading.Event = field(default_factory=threading.Event)
 
-    def hand_over(self, path: Path) -> None:
-        self.policy.hand_over(path)  # type: ignore[attr-defined]
+    def hand_over(self, path: Path, uid: int | None = None) -> None:
+        self.policy.hand_over(path, uid)  # type: ignore[attr-defined]
+
+    def worker_uid(self) -> int | None:
+        """A fresh uid for the next worker (None where the workers share the sandbox's)."""
+        from mkbsim.sandbox import sandbox_uid
+
+        return sandbox_uid() if self.policy.child_uids else None  # type: ignore[attr-defined]
 
     def spawn(self, command: list[str], **popen: Any) -> subprocess.Popen[Any]:
         """Start ``command`` in the sandbox from a thread of its own that lives until ``release``: bubblewrap's
@@ -124,8 +135,12 @@ def make_sandbox(env: dict[str, str], device_type: str) -> WorkerSandbox | str:
     policy = Policy(
         ro=tuple(p for p in dict.fromkeys(ro) if p.exists()), rw=(root,), cwd=root, env=sandbox_env,
         memory_bytes=None, max_processes=MAX_PROCESSES, devices=devices,
-        share=shared_namespaces() if device_type == "cuda" else (),
+        share=shared_namespaces() if device_type == "cuda" else (), child_uids=True,
     )  # fmt: skip
-    policy.hand_over(root)
+    if policy.child_uids:  # the zygote (root, without CAP_DAC_OVERRIDE) owns it; workers only pass through
+        os.chmod(root, 0o711)
+    else:
+        policy.hand_over(root)
     shared = f", sharing the host's {'/'.join(policy.share)} namespace" if policy.share else ""
+    shared += ", a uid of its own for every worker" if policy.child_uids else ""
     return WorkerSandbox(policy, sandbox_env, root, support.describe() + shared)

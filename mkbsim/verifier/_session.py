@@ -29,9 +29,11 @@ from mkbsim.verifier._verification import Shape, Verification
 
 BACKENDS = ("cpu", "cuda")
 WORKLOADS = ("smoke", "production")
+#: torch._dynamo: what the first call of a custom operator (torch.library.custom_op) imports, some 800
+#: modules (20-45 s inside that call on a loaded 2-core machine, past a call's timeout), once per session here.
 _PRELOAD = {
-    "cpu": ["torch", "numpy", "tvm", "tvm.script.tirx", "tvm_ffi"],
-    "cuda": ["torch", "numpy", "tvm", "tvm.script.tirx", "tvm_ffi", "cutlass", "cutlass.cute",
+    "cpu": ["torch", "torch._dynamo", "numpy", "tvm", "tvm.script.tirx", "tvm_ffi"],
+    "cuda": ["torch", "torch._dynamo", "numpy", "tvm", "tvm.script.tirx", "tvm_ffi", "cutlass", "cutlass.cute",
              "cutlass.torch", "cutlass.base_dsl.jit_executor", "cutlass.cutlass_dsl.tvm_ffi_provider",
              "cutlass._mlir.dialects.llvm"],
 }  # fmt: skip
@@ -187,12 +189,12 @@ class VerifierSession:
                 root = _problems_dir()
                 copy = Path(worker.workdir) / "reference"
                 shutil.copytree(root, copy / root.name, ignore=shutil.ignore_patterns("__pycache__", "solutions"))
-                zygote.box.hand_over(copy)
+                zygote.box.hand_over(copy, worker.uid)
                 path, sys_path = copy / root.name / path.relative_to(root), [str(copy)]
             else:
                 shutil.copy(path, Path(worker.workdir) / path.name)
                 path = Path(worker.workdir) / path.name
-                zygote.box.hand_over(path)
+                zygote.box.hand_over(path, worker.uid)
         setup = {
             "role": role, "path": str(path), "sys_path": sys_path, "dsl": dsl, "device": str(self.device),
             "sync": protocol.sync,

@@ -7,6 +7,9 @@ Run as ``python -m mkbsim.verifier._zygote CONTROL_FD PRELOAD``; it answers requ
 socket: ``spawn`` (with the worker's socket attached) → ``{"pid"}``, ``status`` → the exit status
 of a finished worker, ``exit``.
 
+Each worker is forked under the uid the verifier names in ``spawn`` (a fresh one per worker, where the
+sandbox runs as root: ``_sandboxing``), with a umask keeping its files to itself.
+
 Nothing a worker started outlives it: the zygote is its workers' *child subreaper*, so a process a
 submission detached (a new session, a double fork) is re-parented to the zygote when its parent dies,
 and every such orphan is killed before the next worker starts and when a worker's status is asked
@@ -44,6 +47,15 @@ def _cuda_initialized() -> bool:
         return bool(err != driver.CUresult.CUDA_ERROR_NOT_INITIALIZED)
     except Exception:  # no driver or no bindings: nothing can have been initialised
         return False
+
+
+def _become(uid: int | None) -> None:
+    """A new worker: its own uid (every capability goes with the change) and private files."""
+    os.umask(0o077)
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
 
 
 def _become_subreaper() -> bool:
@@ -100,7 +112,9 @@ def main(argv: list[str]) -> None:
             importlib.import_module(name)
         except Exception as exc:  # a missing optional DSL only slows its submissions down
             errors[name] = f"{type(exc).__name__}: {exc}"
-    from mkbsim.verifier import _worker
+    from mkbsim.verifier import _guards, _worker
+
+    _guards.remember_preloaded()
 
     ctrl.send(
         {
@@ -128,6 +142,7 @@ def main(argv: list[str]) -> None:
                 try:
                     ctrl.close()
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    _become(msg.get("uid"))
                     _worker.serve(fds[0])
                 except BaseException:
                     traceback.print_exc()

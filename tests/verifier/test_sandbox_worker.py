@@ -4,9 +4,11 @@ watches (``os.stat``, ``os.access``)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,5 +96,86 @@ def test_a_cuda_zygote_is_sandboxed_by_default_and_stages_its_call_memory(monkey
     try:
         assert zygote.box is not None
         assert zygote.confinement()["sandbox"].startswith("bubblewrap"), zygote.sandbox
+    finally:
+        zygote.close()
+
+
+def _as_uid(uid: int, action: Callable[[], object]) -> bool:
+    """Whether ``action`` succeeds in a child process running as ``uid`` (the kernel's own checks)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            action()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="workers get uids of their own where the sandbox starts as root")
+def test_a_worker_cannot_read_or_signal_another_workers_files_or_processes(
+    cpu_session: VerifierSession, tmp_path: Path
+) -> None:
+    zygote = cpu_session.zygote()
+    assert zygote.box is not None
+    first, second = zygote.spawn(), zygote.spawn()  # both alive, waiting for their setup
+    try:
+        secret = Path(first.workdir) / "secret"
+        secret.write_text("the first worker's")
+        zygote.box.hand_over(secret, first.uid)
+        assert first.uid is not None and second.uid is not None and first.uid != second.uid
+        # the kernel's checks as the second worker's uid, against the first (and, as itself, allowed)
+        for uid, allowed in ((first.uid, True), (second.uid, False)):
+            assert _as_uid(uid, lambda: os.kill(first.pid, 0)) is allowed
+            assert _as_uid(uid, secret.read_text) is allowed
+        # a submission in a third worker, sandboxed like every one, sees nothing of the first's folder
+        report = cpu_session.verify(_probing(tmp_path, [str(secret)], [first.workdir]), "p36", "tirx")
+        assert report.passed, report.feedback
+    finally:
+        first.close()
+        second.close()
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{name}/status").read_text()
+        except OSError:
+            continue
+        if any(line.split()[1:2] == [str(uid)] for line in status.splitlines() if line.startswith("Uid:")):
+            found.append(int(name))
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="workers get uids of their own where the sandbox starts as root")
+def test_the_zygote_ends_what_a_worker_of_another_uid_left_behind(tmp_path: Path) -> None:
+    # the zygote keeps CAP_KILL for this: without it, a detached process of a worker's uid outlives it
+    from mkbsim.verifier._control import ControlPage
+
+    zygote = Zygote([], 1, "cpu", sandbox=True)
+    try:
+        worker = zygote.spawn()
+        assert worker.uid is not None
+        script = Path(worker.workdir) / "detach.py"
+        script.write_text("import subprocess\nsubprocess.run(['sh', '-c', 'setsid sleep 300 >/dev/null 2>&1 &'])\n")
+        zygote.box.hand_over(script, worker.uid)  # type: ignore[union-attr]
+        control = ControlPage()
+        setup = {"role": "reference", "path": str(script), "sys_path": [], "dsl": "tirx", "device": "cpu",
+                 "sync": "stream", "cache_flush": False, "memory_bytes": 2 << 30, "file_size_bytes": 1 << 20,
+                 "cpu_threads": 1, "off_limits": [], "workdir": worker.workdir, "inplace": [],
+                 "sample_positions": [], "output_numels": []}  # fmt: skip
+        worker.chan.send(setup, [control.take_fd()])
+        worker.wait(60)  # the reference worker imported the file: its sleeper runs, detached
+        assert _processes_of(worker.uid), "the detached sleeper should be running"
+        worker.close()
+        control.close()
+        deadline = time.monotonic() + 5
+        while _processes_of(worker.uid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _processes_of(worker.uid)
     finally:
         zygote.close()

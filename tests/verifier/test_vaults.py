@@ -121,7 +121,10 @@ def test_inference_tensors_are_audited_and_a_fault_of_the_vault_is_recorded() ->
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(4)], [4], {}
     )
-    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
+        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
+    )  # fmt: skip
     control.begin_call(suppress=False, audit=True)
     # an inference tensor has no version counter: the audit samples it instead of failing the op
     with torch.inference_mode():
@@ -212,7 +215,10 @@ def test_fp8_outputs_are_sampled_where_the_device_cannot_take_them() -> None:
     positions = torch.arange(0, 64, 3)
     lib = _fp8_without_take(provenance_lib(torch.device("cpu")))
     send = registry.open(provenance_vault, control.buf, lib, page_layout(), [positions], [64], {})
-    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
+        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
+    )  # fmt: skip
     for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
         control.begin_call(suppress=False, audit=True)
         made = op(None, torch.ops.aten.empty.memory_format, (), ([64],), {"dtype": dtype})
@@ -235,7 +241,10 @@ def test_a_view_of_a_large_input_is_not_an_eager_copy_of_the_output() -> None:
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(n)], [n], {}
     )
-    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
+        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
+    )  # fmt: skip
 
     def kernel(cache: torch.Tensor, out: torch.Tensor) -> None:
         out.copy_(cache[:n])  # values of the cache's own set, each as many times over in the cache
