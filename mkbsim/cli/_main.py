@@ -38,7 +38,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of ``command`` when it names one (each command module is
+    compiled and run to register it: a command run needs only its own)."""
     from mkbsim._version import __version__
 
     parser = _Parser(
@@ -48,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mkbsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
+    for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module(f"mkbsim.cli._{name.replace('-', '_')}").register(sub)
     return parser
 
@@ -69,8 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words[0] if words else None)  # `mkbsim --help` and bad usage: every command
+    args = parser.parse_args(words)
     try:
         code = args.handler(args)
     except MkbsimError as exc:
