@@ -13,6 +13,7 @@ from mkbsim.errors import UserError
 from mkbsim.lab._reader import Queries
 from mkbsim.metrics import TransferAttempt, choose
 from mkbsim.metrics._sections import ComparisonRecord, SoloRecord
+from mkbsim.projections._comparisons import REPORT_ORDER
 from mkbsim.projections._tables import PROJECTION_TABLES
 
 #: The plain protocol: no skill filter, no chain (filter tests and chains report on their own).
@@ -133,7 +134,7 @@ class TransferQueries(Queries):
         out: dict[str, list[ComparisonRecord]] = {}
         for arm, *row in self._all(
             f"SELECT arm, {_RECORD_COLUMNS} FROM {self.t.control_comparisons} WHERE resolved = 1 AND {where}"
-            " ORDER BY arm, campaign_id, model, problem, direction, replicate",
+            f" ORDER BY arm, {REPORT_ORDER}",
             params,
         ):
             c, m, p, f, d, rep, r, result, change, skipped, standing = row
@@ -209,7 +210,7 @@ class TransferQueries(Queries):
             ComparisonRecord(c, m, p, f, d, rep, r, out, change, bool(skipped), standing)
             for c, m, p, f, d, rep, r, out, change, skipped, standing in self._all(
                 f"SELECT {_RECORD_COLUMNS} FROM {self.t.comparisons} WHERE resolved = 1 AND {where}"
-                " ORDER BY campaign_id, model, problem, direction, replicate",
+                f" ORDER BY {REPORT_ORDER}",
                 params,
             )
         ]
