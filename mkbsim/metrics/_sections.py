@@ -206,10 +206,10 @@ def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
     passed_all = np.fromiter(map(operator.attrgetter("passed"), records), dtype=bool, count=n)
     inline_all = np.fromiter(map(operator.attrgetter("inline_cuda_excluded"), records), dtype=bool, count=n)
     # a speedup counts where the attempt passed with one (its log; 0 elsewhere, weighted out)
-    speedups = list(map(operator.attrgetter("speedup"), records))
-    counted_all = passed_all & np.fromiter(map(bool, speedups), dtype=bool, count=n)
+    speedup_of = list(map(operator.attrgetter("speedup"), records))
+    counted_all = passed_all & np.fromiter(map(bool, speedup_of), dtype=bool, count=n)
     log_speedup = np.zeros(n)
-    log_speedup[counted_all] = list(map(math.log, itertools.compress(speedups, counted_all.tolist())))
+    log_speedup[counted_all] = list(map(math.log, itertools.compress(speedup_of, counted_all.tolist())))
     problems = _Codes([s.problem for s in records], key=repr)
     fields = {d: _Codes(list(map(operator.attrgetter(d), records))) for d in grouped}
     rows = []
