@@ -9,8 +9,10 @@ store's integrity check included); `report --section model`, `--section robustne
     .venv/bin/python benchmarks/metrics.py [--events 1000000] [--keep PATH]
     .venv/bin/python benchmarks/metrics.py --reuse PATH   # a store this benchmark built (--keep) before
     .venv/bin/python benchmarks/metrics.py --reuse PATH --before DIR [--runs 7] [--report-args ARGS]
+                                           [--bytecode uncached|cached|both] [--before-store COPY]
         # only `mkbsim report [ARGS]`, alternated between another source tree DIR (e.g. main, from
-        # `git archive`) and this one: CPU, wall and peak memory of each, and whether their JSON reports
+        # `git archive`) and this one: CPU (user + sys of the whole process), wall and peak memory of each,
+        # with mkbsim compiled on every run and/or from cached bytecode, and whether their JSON reports
         # are byte-identical
 """
 
@@ -152,11 +154,20 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
 
 
 def timed_command(path: Path, command: str, *extra: str, source: Path | None = None,
-                  stdout: int | None = subprocess.DEVNULL) -> tuple[float, float, list[str], int]:  # fmt: skip
+                  stdout: int | None = subprocess.DEVNULL,
+                  bytecode: Path | None = None) -> tuple[float, float, list[str], int]:  # fmt: skip
     """(wall, CPU seconds, stderr lines, max RSS in KB) of one whole `mkbsim COMMAND` run (of the mkbsim
-    in ``source`` when given, else this one)."""
+    in ``source`` when given, else this one). ``bytecode``: a folder of cached bytecode (written by a
+    first run, read by later ones) instead of the environment's (see ``bytecode_modes``)."""
     # run from the source tree: `python -m` puts the working directory first on the path
-    env = None if source is None else {**os.environ, "PYTHONPATH": str(source.resolve())}
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = str(source.resolve())
+    if bytecode is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryFile(mode="w+") as err:
         t0 = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-m", "mkbsim", command, "--store", str(path.resolve()), *extra],
@@ -232,6 +243,13 @@ def main() -> None:
         help="with --reuse: time only `mkbsim report`, alternating the mkbsim in DIR and this one",
     )
     ap.add_argument("--runs", type=int, default=7, help="with --before: runs of each (default 7)")
+    ap.add_argument("--before-store", type=Path, metavar="PATH",
+                    help="with --before: a copy of the store for DIR's mkbsim, when its projections are of another "
+                    "version than this tree's (on one store each run would rebuild them in turn)")  # fmt: skip
+    ap.add_argument("--bytecode", choices=("uncached", "cached", "both"), default="both",
+                    help="with --before: time with mkbsim compiled from source on every run (as this environment "
+                    "runs it: PYTHONDONTWRITEBYTECODE=1), with cached bytecode (as an installed package runs), or "
+                    "both (default)")  # fmt: skip
     ap.add_argument(
         "--report-args",
         default="",
@@ -247,7 +265,7 @@ def main() -> None:
             sys.exit(f"{args.reuse}: no such store")
         path = args.reuse
         if args.before is not None:
-            side_by_side(path, args.before, args.runs, args.report_args.split())
+            side_by_side(path, args.before, args.runs, args.report_args.split(), args.bytecode, args.before_store)
             return
     else:
         path = args.keep or Path(tempfile.mkdtemp(prefix="mkbsim-metrics-")) / "campaign.sqlite"
@@ -302,28 +320,47 @@ def report_commands(path: Path) -> None:
               f"(target ≤ 30 s)")  # fmt: skip
 
 
-def side_by_side(path: Path, before: Path, runs: int, extra: Sequence[str]) -> None:
+def side_by_side(path: Path, before: Path, runs: int, extra: Sequence[str], bytecode: str,
+                 before_store: Path | None = None) -> None:  # fmt: skip
     """`mkbsim report EXTRA` of ``before``'s mkbsim and this one, alternated run by run so both see the same
-    load; then whether their `--format json` outputs are byte-identical."""
+    load, with and/or without cached bytecode (``bytecode_modes``); then whether their `--format json`
+    outputs are byte-identical. ``before_store``: a copy of the store for ``before`` (where the two trees'
+    projections differ in version, one store would be rebuilt by each run in turn)."""
+    stores = {"before": before_store or path, "after": path}
     if not (before / "mkbsim" / "__init__.py").is_file():
         sys.exit(f"{before}: no mkbsim source tree (expected {before}/mkbsim/__init__.py)")
+    stale = [tree for tree in (before, Path(__file__).parent.parent) if next((tree / "mkbsim").rglob("*.pyc"), None)]
+    if bytecode != "cached" and stale:
+        sys.exit(f"{', '.join(map(str, stale))}: holds cached bytecode under mkbsim/ (remove it to time compiling)")
     what = " ".join(["mkbsim report", *extra])
-    print(f"\n`{what}` on {path}, {runs} runs each, alternated (load average {_load()}):")
-    times: dict[str, list[tuple[float, float, int]]] = {"before": [], "after": []}
-    for _ in range(runs):
-        for label, source in (("before", before), ("after", None)):
-            wall, cpu, _, rss = timed_command(path, "report", *extra, source=source)
-            times[label].append((wall, cpu, rss))
+    on = str(path) if before_store is None else f"{before_store} (before) and {path} (after)"
+    print(f"\n`{what}` on {on}, {runs} runs each, alternated (load average {_load()}); CPU = user + sys of the "
+          "whole process:")  # fmt: skip
+    for label, source in (("before", before), ("after", None)):  # projections brought current, untimed
+        timed_command(stores[label], "report", *extra, source=source)
+    with tempfile.TemporaryDirectory(prefix="mkbsim-bytecode-") as caches:
+        variants = [(f"{label} {mode}", stores[label], source, cache)
+                    for mode, folder in bytecode_modes(bytecode, Path(caches))
+                    for label, source in (("before", before), ("after", None))
+                    for cache in [None if folder is None else folder / label]]  # fmt: skip
+        for _, store, source, cache in variants:
+            if cache is not None:  # the first run writes the bytecode every later run reads
+                timed_command(store, "report", *extra, source=source, bytecode=cache)
+        times: dict[str, list[tuple[float, float, int]]] = {label: [] for label, *_ in variants}
+        for _ in range(runs):
+            for label, store, source, cache in variants:
+                wall, cpu, _, rss = timed_command(store, "report", *extra, source=source, bytecode=cache)
+                times[label].append((wall, cpu, rss))
     for label, runs_of in times.items():
         walls, cpus = sorted(r[0] for r in runs_of), sorted(r[1] for r in runs_of)
         peak = max(r[2] for r in runs_of) / 1024
-        print(f"  {label:<6} CPU median {statistics.median(cpus):.2f} s [{cpus[0]:.2f}–{cpus[-1]:.2f}], wall median "
+        print(f"  {label:<16} CPU median {statistics.median(cpus):.2f} s [{cpus[0]:.2f}–{cpus[-1]:.2f}], wall median "
               f"{statistics.median(walls):.2f} s [{walls[0]:.2f}–{walls[-1]:.2f}], max RSS {peak:.0f} MB")  # fmt: skip
     print(f"  (load average {_load()} at the end)")
     outputs = []
-    for source in (before, None):
+    for label, source in (("before", before), ("after", None)):
         with tempfile.TemporaryFile() as out:
-            timed_command(path, "report", *extra, "--format", "json", source=source, stdout=out.fileno())
+            timed_command(stores[label], "report", *extra, "--format", "json", source=source, stdout=out.fileno())
             out.seek(0)
             outputs.append(out.read())
     print(
@@ -335,6 +372,15 @@ def side_by_side(path: Path, before: Path, runs: int, extra: Sequence[str]) -> N
         print(
             "  values that differ (list positions as []):", ", ".join(f"{k} ×{n}" for k, n in sorted(changed.items()))
         )
+
+
+def bytecode_modes(bytecode: str, caches: Path) -> list[tuple[str, Path | None]]:
+    """How the timed commands get mkbsim's bytecode: "uncached" as this environment runs them
+    (PYTHONDONTWRITEBYTECODE=1: every run compiles the mkbsim modules it imports from source), "cached"
+    as an installed package or any environment without that variable runs them (every module's bytecode
+    read from a cache folder a first run wrote)."""
+    modes = ("uncached", "cached") if bytecode == "both" else (bytecode,)
+    return [(mode, caches if mode == "cached" else None) for mode in modes]
 
 
 def _differences(a: object, b: object, where: str) -> Iterator[str]:

@@ -3,28 +3,55 @@ monitor's lift cells and the filter-test and chain reports use, and the tables `
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import operator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from mkbsim.errors import UserError
 from mkbsim.lab._reader import Queries
-from mkbsim.metrics import TransferAttempt, choose
+from mkbsim.metrics import choose, scored_pass
+from mkbsim.metrics._pairing import resolved
 from mkbsim.metrics._sections import ComparisonRecord, SoloRecord
+from mkbsim.projections._comparisons import REPORT_ORDER
 from mkbsim.projections._tables import PROJECTION_TABLES
 
 #: The plain protocol: no skill filter, no chain (filter tests and chains report on their own).
 PLAIN = "filter IS NULL AND chain_id IS NULL AND hop IS NULL"
 _NOT_CHAINED = "chain_id IS NULL AND hop IS NULL"
-_ATTEMPT_COLUMNS = ", ".join(f.name for f in dataclasses.fields(TransferAttempt))
 _RECORD_COLUMNS = (
     "campaign_id, model, problem, family, direction, replicate, r, outcome, verdict_change, skipped, standing"
 )
 
 #: (model, problem, direction, replicate): one comparison of a campaign's protocol
 Key = tuple[str, str, str, int]
+
+
+class SoloOutcome(NamedTuple):
+    """What the report reads of a plain solo attempt: its role (the first five fields), what ``choose``
+    looks at and its outcome (each column read costs the report: it reads one row per solo attempt)."""
+
+    campaign_id: str
+    model: str
+    problem: str
+    replicate: int
+    arm: str
+    family: str
+    dsl: str
+    status: str
+    passed: bool | None
+    inline_cuda: bool
+    runtime_ms: float | None
+    speedup: float | None
+    skipped: bool | None
+    started_position: int
+    finished_position: int | None
+
+    @property
+    def resolved(self) -> bool:
+        return resolved(self.status, self.passed, self.skipped, self.runtime_ms)
+
+
+_SOLO_COLUMNS = ", ".join(SoloOutcome._fields)
 
 
 @dataclass(frozen=True)
@@ -94,24 +121,22 @@ class TransferQueries(Queries):
             raise UserError(f"unknown campaign {campaign!r} (known: {', '.join(known) or 'none'})")
         where, params = (f"{PLAIN} AND campaign_id = ?", [campaign]) if campaign is not None else (PLAIN, [])
         comparisons, pending = self._records(where, params)
-        roles: dict[tuple[str, str, str, int, str], list[TransferAttempt]] = {}
-        role = operator.attrgetter("campaign_id", "model", "problem", "replicate", "arm")
-        for a in itertools.starmap(TransferAttempt, self._all(
-            f"SELECT {_ATTEMPT_COLUMNS} FROM {self.t.transfer_attempts}"
+        roles: dict[tuple[Any, ...], list[SoloOutcome]] = {}
+        for a in itertools.starmap(SoloOutcome, self._all(
+            f"SELECT {_SOLO_COLUMNS} FROM {self.t.transfer_attempts}"
             f" WHERE arm IN ('solo_cutedsl', 'solo_tirx') AND {where}",
             params,
         )):  # fmt: skip
-            roles.setdefault(role(a), []).append(a)
+            roles.setdefault(a[:5], []).append(a)
         solos = []
         # in the order the roles were first read: the intervals' float sums depend on it in their last bits
         for candidates in roles.values():
             # the attempt that counts, as pairing picks it (a role read once: that attempt)
             chosen = candidates[0] if len(candidates) == 1 else choose(candidates)
             if chosen is not None and chosen.resolved:
-                solos.append(
-                    SoloRecord(chosen.campaign_id, chosen.model, chosen.problem, chosen.family, chosen.dsl,
-                               chosen.scored_pass, bool(chosen.passed) and bool(chosen.inline_cuda), chosen.speedup)
-                )  # fmt: skip
+                passed, inline = bool(chosen.passed), bool(chosen.inline_cuda)
+                solos.append(SoloRecord(chosen.campaign_id, chosen.model, chosen.problem, chosen.family, chosen.dsl,
+                                        scored_pass(passed, inline), passed and inline, chosen.speedup))  # fmt: skip
         controls = self.control_records(campaign)
         return ReportData(known if campaign is None else [campaign], comparisons, pending, solos, controls)
 
@@ -133,7 +158,7 @@ class TransferQueries(Queries):
         out: dict[str, list[ComparisonRecord]] = {}
         for arm, *row in self._all(
             f"SELECT arm, {_RECORD_COLUMNS} FROM {self.t.control_comparisons} WHERE resolved = 1 AND {where}"
-            " ORDER BY arm, campaign_id, model, problem, direction, replicate",
+            f" ORDER BY arm, {REPORT_ORDER}",
             params,
         ):
             c, m, p, f, d, rep, r, result, change, skipped, standing = row
@@ -209,7 +234,7 @@ class TransferQueries(Queries):
             ComparisonRecord(c, m, p, f, d, rep, r, out, change, bool(skipped), standing)
             for c, m, p, f, d, rep, r, out, change, skipped, standing in self._all(
                 f"SELECT {_RECORD_COLUMNS} FROM {self.t.comparisons} WHERE resolved = 1 AND {where}"
-                " ORDER BY campaign_id, model, problem, direction, replicate",
+                f" ORDER BY {REPORT_ORDER}",
                 params,
             )
         ]

@@ -25,9 +25,10 @@ CONTROL_ARMS = ("aa", "placebo", "matched")
 
 def control_rows(treatments: Sequence[ComparisonRecord], arms: Mapping[str, Sequence[ComparisonRecord]]) -> list[Row]:
     """One row per control arm × (model, direction) cell, pooled cells included."""
-    rows = []
-    by_slot = {_slot(c): c for c in treatments}
-    for arm in (a for a in CONTROL_ARMS if arms.get(a)):
+    rows: list[Row] = []
+    present = [a for a in CONTROL_ARMS if arms.get(a)]
+    by_slot = {_slot(c): c for c in treatments} if present else {}  # most campaigns have no control arm
+    for arm in present:
         for key, cell in _cells(arms[arm]):
             # the treatment on the same slots (a control may cover fewer models, problems or replicates)
             treated = [t for c in cell if (t := by_slot.get(_slot(c))) is not None]

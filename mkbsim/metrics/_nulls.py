@@ -54,10 +54,15 @@ def standing_gap_p(c: StandingCounts, *, seed: int = 0) -> float | None:
     if sizes.sum() <= TABLE_MAX:
         # inverse CDF: one uniform per problem and permutation picks that problem's (above, below) counts
         values, cumulative, starts, ends = _marked_above_below(c, above, below)
-        # a problem's draws side by side: the searches stay within its stretch of the table (in cache)
         u = rng.random((c.n.size, PERMUTATIONS))
         low, high = cumulative[starts, None], cumulative[ends, None]
-        picked = np.minimum(np.searchsorted(cumulative, low + u * (high - low), side="right") - 1, ends[:, None] - 1)
+        targets = low + u * (high - low)
+        # each problem's draws searched in its own stretch of the table (the same positions as one search
+        # of the whole table: a target lies between its stretch's first and last running sums)
+        picked = np.empty(targets.shape, dtype=np.intp)
+        for row, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            picked[row] = np.searchsorted(cumulative[start : end + 1], targets[row], side="right")
+        picked = np.minimum(picked + (starts - 1)[:, None], ends[:, None] - 1)
         null = values[picked].sum(axis=0)
     else:
         size = (PERMUTATIONS, c.n.size)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from mkbsim.metrics import _rules
 
@@ -59,10 +60,7 @@ class TransferAttempt:
 
     @property
     def resolved(self) -> bool:
-        """Finished normally, with a runtime when it passed (a pass without one cannot be scored)."""
-        if self.status != "finished":
-            return False
-        return bool(self.skipped) or not self.passed or (self.runtime_ms is not None and self.runtime_ms > 0)
+        return resolved(self.status, self.passed, self.skipped, self.runtime_ms)
 
     @property
     def scored_pass(self) -> bool:
@@ -115,7 +113,29 @@ class Comparison:
 COMPARISON_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Comparison))
 
 
-def choose(candidates: Iterable[TransferAttempt]) -> TransferAttempt | None:
+def resolved(status: str, passed: bool | None, skipped: bool | None, runtime_ms: float | None) -> bool:
+    """Whether an attempt finished normally, with a runtime when it passed (a pass without one cannot be
+    scored)."""
+    if status != "finished":
+        return False
+    return bool(skipped) or not passed or (runtime_ms is not None and runtime_ms > 0)
+
+
+class Candidate(Protocol):
+    """What ``choose`` reads of an attempt (a ``TransferAttempt``, or a read of fewer of its columns)."""
+
+    @property
+    def resolved(self) -> bool: ...
+    @property
+    def started_position(self) -> int: ...
+    @property
+    def finished_position(self) -> int | None: ...
+
+
+C = TypeVar("C", bound=Candidate)
+
+
+def choose(candidates: Iterable[C]) -> C | None:
     """The attempt that counts for one role: the last resolved one, else the last started one."""
     resolved = None
     latest = None

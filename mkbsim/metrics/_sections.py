@@ -182,7 +182,8 @@ def problem_means(values: Sequence[float] | np.ndarray, problems: Sequence[str] 
     order = np.argsort(numbered.index, kind="stable")  # a problem's values together, each in their order
     sizes = np.bincount(numbered.index, minlength=numbered.k)
     ends = np.cumsum(sizes)
-    means = [math.fsum(part.tolist()) / part.size for part in np.split(x[order], ends[:-1])]
+    grouped, bounds = x[order].tolist(), zip((ends - sizes).tolist(), ends.tolist(), strict=True)
+    means = [math.fsum(grouped[start:end]) / (end - start) for start, end in bounds]
     first = order[ends - sizes]  # a stable sort puts each problem's first appearance first
     return [means[i] for i in np.argsort(first)]
 
@@ -202,12 +203,13 @@ def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
     dims = ("campaign",) * ("campaign" in by) + ("model", "dsl", "family")
     grouped = [d for d in dims if d == "dsl" or d in by]
     n = len(records)
-    passed_all = np.fromiter((s.passed for s in records), dtype=bool, count=n)
-    inline_all = np.fromiter((s.inline_cuda_excluded for s in records), dtype=bool, count=n)
+    passed_all = np.fromiter(map(operator.attrgetter("passed"), records), dtype=bool, count=n)
+    inline_all = np.fromiter(map(operator.attrgetter("inline_cuda_excluded"), records), dtype=bool, count=n)
     # a speedup counts where the attempt passed with one (its log; 0 elsewhere, weighted out)
-    counted_all = np.fromiter((bool(s.passed and s.speedup) for s in records), dtype=bool, count=n)
-    log_speedup = np.fromiter((math.log(s.speedup) if s.passed and s.speedup else 0.0 for s in records),
-                              dtype=np.float64, count=n)  # fmt: skip
+    speedup_of = list(map(operator.attrgetter("speedup"), records))
+    counted_all = passed_all & np.fromiter(map(bool, speedup_of), dtype=bool, count=n)
+    log_speedup = np.zeros(n)
+    log_speedup[counted_all] = list(map(math.log, itertools.compress(speedup_of, counted_all.tolist())))
     problems = _Codes([s.problem for s in records], key=repr)
     fields = {d: _Codes(list(map(operator.attrgetter(d), records))) for d in grouped}
     rows = []

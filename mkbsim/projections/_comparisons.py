@@ -49,9 +49,15 @@ _COMPARISON_COLUMNS = """
         """
 
 
+#: the columns the report reads of a plain resolved comparison, in the order it reads them
+#: (``mkbsim.lab``); with the filter before them, an index on these is the report's whole read
+REPORT_ORDER = "campaign_id, model, problem, direction, replicate"
+REPORT_COLUMNS = "family, r, outcome, verdict_change, skipped, standing"
+
+
 class ComparisonsProjection(Projection):
     name = COMPARISONS
-    version = 3
+    version = 4
     handles = frozenset({"AttemptStarted", "VerifierResult", "AttemptFinished"})
     # only the final verdict's inline-CUDA flag matters; per-submission results are most of the events
     event_filter = "type != 'VerifierResult' OR json_extract(payload, '$.submission') = 'final'"
@@ -76,7 +82,11 @@ class ComparisonsProjection(Projection):
         "by_treatment": (COMPARISONS, "treatment_attempt_id"),
         "by_chain": (COMPARISONS, "chain_id, hop"),
         "controls_by_treatment": (CONTROL_COMPARISONS, "treatment_attempt_id"),
-    }
+        # covering, in the report's order: its read is one range of the index (no row lookups, no sort)
+        "for_report": (COMPARISONS, f"resolved, filter, chain_id, hop, {REPORT_ORDER}, {REPORT_COLUMNS}"),
+        "controls_for_report": (CONTROL_COMPARISONS,
+                                f"resolved, filter, chain_id, hop, arm, {REPORT_ORDER}, {REPORT_COLUMNS}"),
+    }  # fmt: skip
 
     def apply(self, tx: ProjectionTx, rows: Sequence[Row]) -> None:
         started: dict[str, list[object]] = {}  # full rows of attempts (re)started in this page

@@ -43,8 +43,8 @@ def test_the_report_loads_only_the_query_groups_it_reads(tmp_path: Path) -> None
 
     store = _store(tmp_path / "events.sqlite", 1)
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys; from mkbsim.cli._main import main; sys.argv = ['mkbsim', 'report', "
-         f"'--store', {str(store)!r}]; main()\nprint(*sorted(m for m in sys.modules if m.startswith('mkbsim.lab')))"],
+        [sys.executable, "-c", "import sys; from mkbsim.cli._main import main; main(['report', "
+         f"'--store', {str(store)!r}])\nprint(*sorted(m for m in sys.modules if m.startswith('mkbsim.lab')))"],
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     assert "mkbsim.lab._transfer" in loaded

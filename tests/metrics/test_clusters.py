@@ -12,6 +12,7 @@ import pytest
 from mkbsim.metrics import _nulls
 from mkbsim.metrics._clusters import (
     ClusterBootstrap,
+    _marked_sums,
     adjust,
     cluster_t_interval,
     lift_of_sums,
@@ -120,6 +121,27 @@ def test_sign_flips_exact_and_monte_carlo() -> None:
     exact = sum(abs(sum(s * v for s, v in zip(signs, values, strict=True))) >= sum(values) - 1e-12
                 for signs in itertools.product((1, -1), repeat=len(values))) / 2 ** len(values)  # fmt: skip
     assert sign_flip_p(values, [str(i) for i in range(14)], seed=5) == pytest.approx(exact, abs=0.006)
+
+
+def test_marked_sums_by_byte_tables_equal_the_unpacked_bits_product() -> None:
+    rng = np.random.default_rng(4)
+    for k in (13, 16, 17, 74):  # whole bytes and a last byte partly used
+        sums = rng.normal(size=k)
+        packed = rng.integers(0, 256, size=(500, (k + 7) // 8), dtype=np.uint8)
+        expected = np.unpackbits(packed, axis=1, count=k) @ sums
+        assert _marked_sums(packed, sums) == pytest.approx(expected, rel=0, abs=1e-12)
+
+
+def test_bootstrap_totals_are_the_resample_products_remembered_per_column() -> None:
+    problems = [f"p{i % 9}" for i in range(40)]
+    boot = ClusterBootstrap(problems, resamples=300, seed=2)
+    values = np.linspace(-1.0, 2.0, 40)
+    ones, sums = boot.sums(np.ones(40)), boot.sums(values)
+    first, again, other = boot.totals([ones, ones.copy(), sums])
+    assert first is again  # equal sums: one product
+    assert np.array_equal(first, boot.counts @ ones) and np.array_equal(other, boot.counts @ sums)
+    with pytest.raises(ValueError, match="read-only"):
+        other[0] = 0.0  # shared between the cell's statistics
 
 
 def test_holm_and_bh_match_statsmodels() -> None:

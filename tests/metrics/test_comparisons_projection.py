@@ -92,3 +92,22 @@ def test_table_columns_are_the_comparison_fields(tmp_path: Path) -> None:
     ProjectionEngine(store, [ComparisonsProjection()]).catch_up()
     columns = [r[1] for r in store.connection.execute("PRAGMA table_info(comparisons)")]
     assert tuple(columns) == COMPARISON_FIELDS
+
+
+def test_the_report_reads_comparisons_from_one_range_of_a_covering_index(tmp_path: Path) -> None:
+    from mkbsim.lab import Lab
+
+    path = tmp_path / "s.sqlite"
+    with EventStore(path, create=True) as store:
+        store.append(list(interleave(random.Random(3), random_campaign(3))))
+    statements: list[str] = []
+    with Lab(path) as lab:
+        lab.store.connection.set_trace_callback(statements.append)
+        data = lab.transfer.report_data()
+        lab.store.connection.set_trace_callback(None)
+        reads = [s for s in statements if "comparisons" in s and s.lstrip().startswith("SELECT")]
+        plans = {s: " ".join(r[3] for r in lab.store.connection.execute(f"EXPLAIN QUERY PLAN {s}")) for s in reads}
+    assert data.comparisons and len(plans) == 3  # the records, the pending count, the control arms
+    for statement, plan in plans.items():
+        assert "USING COVERING INDEX" in plan and "_for_report" in plan, (statement, plan)
+        assert "TEMP B-TREE" not in plan, (statement, plan)  # read in the report's order, not sorted after

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 import warnings
@@ -362,3 +363,17 @@ def test_the_report_module_imports_nothing_heavy() -> None:
     probe = f"import sys, mkbsim.cli._report; print(sorted({heavy} & set(sys.modules)))"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_program_prints_the_whole_report_and_stops_without_teardown(
+    capsys: pytest.CaptureFixture[str], store_path: Path
+) -> None:
+    # `python -m mkbsim report` skips the interpreter's teardown once it has written everything: its output
+    # into a pipe (block-buffered) must still be whole, and equal to the report of an in-process call
+    in_process = run(capsys, "report", "--store", str(store_path), "--format", "json")[1]
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    for extra in (("--format", "json"), ()):
+        program = subprocess.run([sys.executable, "-m", "mkbsim", "report", "--store", str(store_path), *extra],
+                                 capture_output=True, text=True, check=True, env=buffered)  # fmt: skip
+        assert program.stdout == (in_process if extra else run(capsys, "report", "--store", str(store_path))[1])
+        assert program.stderr == ""
