@@ -50,7 +50,8 @@ def insert_events(
     for i, column in enumerate((ids, streams, versions, types, schema_versions, payloads)):
         values[i::_PER_ROW] = column
     # an SQLite built with a lower limit on bound values than today's default (32,766) gets smaller statements
-    most = (conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - 1) // _PER_ROW
+    # (one row a statement at the least: below that, SQLite's own error)
+    most = max(1, (conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - 1) // _PER_ROW)
     at = 0
     for rows in ROWS_PER_STATEMENT:
         if rows > most:
