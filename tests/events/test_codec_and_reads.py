@@ -163,3 +163,20 @@ def test_stream_heads_are_found_whatever_characters_name_the_stream(tmp_path: Pa
         with pytest.raises(ConcurrencyError, match="is at version 2, expected 1"):
             store.append([step(streams[2], 2)], expected_version=1)
         assert [store.stream_version(s) for s in streams] == [2] * len(streams)
+
+
+def test_a_clash_inside_the_insert_rolls_back_the_whole_batch_and_the_store_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        store.append([step("late", 0)])
+        # stale heads (as a writer that skipped the lock would see): the batch's last row clashes with a
+        # stored one after three earlier statements' rows went in
+        monkeypatch.setattr(EventStore, "_heads", staticmethod(lambda conn, streams: dict.fromkeys(streams, 0)))
+        batch = [step(f"s{i % 5}", i) for i in range(300)] + [step("late", 1)]
+        with pytest.raises(ConcurrencyError, match="concurrent append clashed"):
+            store.append(batch)
+        assert store.count() == 1 and not store.connection.in_transaction
+        monkeypatch.undo()
+        assert store.append(batch).first_position == 2 and store.count() == 302
+        assert store.check().ok
