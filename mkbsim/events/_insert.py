@@ -48,9 +48,10 @@ def insert_events(
     types: Sequence[str],
     schema_versions: Sequence[int],
     payloads: Sequence[str],
-) -> None:
-    """Insert the rows given column by column, in their order (their positions follow it), inside the
-    caller's transaction. The columns are interleaved into one list of values in C (slice assignment)."""
+) -> int:
+    """Insert the rows given column by column, in their order, inside the caller's transaction; the
+    position of the last one (the positions of a batch are consecutive: the table's largest plus one,
+    row after row). The columns are interleaved into one list of values in C (slice assignment)."""
     n = len(ids)
     values: list[Any] = [None] * (_PER_ROW * n)
     for i, column in enumerate((ids, streams, versions, types, schema_versions, payloads)):
@@ -58,10 +59,12 @@ def insert_events(
     # an SQLite built with a lower limit on bound values than today's default (32,766) gets smaller statements
     # (one row a statement at the least: below that, SQLite's own error)
     most = max(1, (conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - 1) // _PER_ROW)
-    at = 0
+    at, last = 0, 0
     for rows in ROWS_PER_STATEMENT:
         if rows > most:
             continue
         while n - at >= rows:
-            conn.execute(_statement(rows), [recorded_at, *values[_PER_ROW * at : _PER_ROW * (at + rows)]])
+            inserted = conn.execute(_statement(rows), [recorded_at, *values[_PER_ROW * at : _PER_ROW * (at + rows)]])
             at += rows
+            last = inserted.lastrowid or 0
+    return last

@@ -413,12 +413,11 @@ class EventStore:
         # each event one past its stream's head, in batch order: a counter per stream, drawn in C
         counters = {stream: itertools.count(head + 1) for stream, head in heads.items()}
         stream_versions = list(map(next, map(counters.__getitem__, rows.streams)))
-        first = (conn.execute("SELECT MAX(position) FROM events").fetchone()[0] or 0) + 1
         schema_versions = list(map(versions().get, rows.types, repeat(1)))
-        insert_events(conn, rows.recorded_at, rows.ids, rows.streams, stream_versions, rows.types, schema_versions,
-                      rows.texts)  # fmt: skip
+        last = insert_events(conn, rows.recorded_at, rows.ids, rows.streams, stream_versions, rows.types,
+                             schema_versions, rows.texts)  # fmt: skip
         n = len(rows.ids)
-        return AppendResult(n, duplicates, first, first + n - 1)
+        return AppendResult(n, duplicates, last - n + 1, last)
 
     @staticmethod
     def _heads(conn: sqlite3.Connection, streams: Iterable[str]) -> dict[str, int]:

@@ -3,6 +3,7 @@ and the ids it makes."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import sqlite3
 import uuid
@@ -141,11 +142,14 @@ def test_batches_of_any_size_keep_their_order_whatever_the_statements_they_are_c
         if bound_values is not None:
             store.connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, bound_values)
         sizes = [1, 3, 255, 256, 257, 1000]
-        for size in sizes:
-            store.append([step(f"s{i % 7}", i) for i in range(size)])
+        results = [store.append([step(f"s{i % 7}", i) for i in range(size)]) for size in sizes]
         events = list(store.read())
         assert store.check().ok
     assert [e.position for e in events] == list(range(1, sum(sizes) + 1))
+    ends = list(itertools.accumulate(sizes))
+    assert [(r.first_position, r.last_position) for r in results] == [
+        (e - k + 1, e) for e, k in zip(ends, sizes, strict=True)
+    ]
     expected = [(f"s{i % 7}", i) for size in sizes for i in range(size)]
     assert [(e.stream_id, e.payload["step"]) for e in events] == expected
     seen: dict[str, int] = {}
