@@ -8,7 +8,9 @@ Appends (the first ``--append-events``, batches of ``--batch``), each into a fre
 ``--rounds`` rounds whose order rotates, timed by wall clock and by the process's CPU time:
 - mkbsim ``EventStore.append``: validation, time-ordered ids, stream versions, one transaction a batch;
 - raw ``executemany`` into the same table (same DDL, page size and pragmas, same JSON codec and ids, no
-  checks);
+  checks): the issue's anchor;
+- "raw VALUES": the same rows by the store's own multi-row ``INSERT … VALUES`` statements, the floor of
+  the way mkbsim now inserts;
 - the ``eventsourcing`` library's SQLite application recorder, given the same JSON bytes; the one UUID
   per stream it needs is made before the clock starts.
 Reads, on a fresh store filled with every source event by ``EventStore.append``: ``read()`` of every
@@ -23,6 +25,7 @@ attempts' worth of held-back events.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import platform
@@ -39,6 +42,7 @@ from pathlib import Path
 
 from mkbsim.events import EventStore, NewEvent, new_event_ids
 from mkbsim.events._codec import decode, encode
+from mkbsim.events._insert import insert_events
 from mkbsim.events._store import _DDL, PAGE_SIZE
 from mkbsim.projections import AttemptsProjection, ProjectionEngine
 
@@ -90,9 +94,11 @@ def append_mkbsim(path: Path, events: Sequence[NewEvent], batch: int) -> Times:
         store.close()
 
 
-def append_raw(path: Path, events: Sequence[NewEvent], batch: int) -> Times:
-    """The floor: the same rows (same codec, time-ordered ids, versions counted in memory) through
-    executemany into the same table, with the same pragmas, and no checks."""
+def append_raw(path: Path, events: Sequence[NewEvent], batch: int, *, multirow: bool = False) -> Times:
+    """The floor: the same rows (same codec, time-ordered ids, versions counted in memory) into the same
+    table, with the same pragmas, and no checks: by ``executemany`` (one statement run a row), or with
+    ``multirow`` by the store's own multi-row ``INSERT … VALUES`` statements (the rows transposed into
+    columns first)."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
     conn.execute("PRAGMA journal_mode = WAL")
@@ -108,7 +114,11 @@ def append_raw(path: Path, events: Sequence[NewEvent], batch: int) -> Times:
                 v = versions[ev.stream_id] = versions.get(ev.stream_id, 0) + 1
                 rows.append((event_id, ev.stream_id, v, ev.type, 1, now, encode(ev.payload)))
             conn.execute("BEGIN")
-            conn.executemany(_INSERT, rows)
+            if multirow:
+                ids, streams, versions_, types_, schema_versions, _, texts = zip(*rows, strict=True)
+                insert_events(conn, now, ids, streams, versions_, types_, schema_versions, texts)
+            else:
+                conn.executemany(_INSERT, rows)
             conn.execute("COMMIT")
 
     try:
@@ -145,7 +155,8 @@ def append_eventsourcing(path: Path, events: Sequence[NewEvent], batch: int) -> 
 
 def compare_appends(events: Sequence[NewEvent], batch: int, rounds: int, tmp: Path) -> dict[str, list[Times]]:
     runners: dict[str, Callable[[Path, Sequence[NewEvent], int], Times | None]] = {
-        "mkbsim": append_mkbsim, "raw": append_raw, "eventsourcing": append_eventsourcing,
+        "mkbsim": append_mkbsim, "raw": append_raw, "raw VALUES": functools.partial(append_raw, multirow=True),
+        "eventsourcing": append_eventsourcing,
     }  # fmt: skip
     names = list(runners)
     out: dict[str, list[Times]] = {}

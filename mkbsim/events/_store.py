@@ -33,6 +33,7 @@ from mkbsim.events._faults import (
     write_protected,
 )
 from mkbsim.events._ids import new_event_ids
+from mkbsim.events._insert import insert_events
 from mkbsim.events._schema import Payload, all_valid, upcast, validate, versions
 from mkbsim.events._verdicts import file_state, remember, verified
 
@@ -78,6 +79,8 @@ _EMPTY_VIEW = _TABLES.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE I
 
 
 _COLUMNS = "position, event_id, stream_id, version, type, schema_version, recorded_at, payload"
+#: each stream of a JSON array with its version (0 for a new one)
+_HEADS = "SELECT value, COALESCE((SELECT MAX(version) FROM events WHERE stream_id = value), 0) FROM json_each(?)"
 #: the largest position SQLite can hold: "no upper bound"
 _LAST = 2**63 - 1
 
@@ -409,29 +412,18 @@ class EventStore:
                     raise ConcurrencyError(f"stream {stream!r} is at version {have}, expected {want}")
         # each event one past its stream's head, in batch order: a counter per stream, drawn in C
         counters = {stream: itertools.count(head + 1) for stream, head in heads.items()}
-        stream_versions = map(next, map(counters.__getitem__, rows.streams))
-        first = (conn.execute("SELECT MAX(position) FROM events").fetchone()[0] or 0) + 1
-        conn.executemany(
-            "INSERT INTO events (event_id, stream_id, version, type, schema_version, recorded_at, payload)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            zip(rows.ids, rows.streams, stream_versions, rows.types, map(versions().get, rows.types, repeat(1)),
-                repeat(rows.recorded_at), rows.texts),
-        )  # fmt: skip
+        stream_versions = list(map(next, map(counters.__getitem__, rows.streams)))
+        schema_versions = list(map(versions().get, rows.types, repeat(1)))
+        last = insert_events(conn, rows.recorded_at, rows.ids, rows.streams, stream_versions, rows.types,
+                             schema_versions, rows.texts)  # fmt: skip
         n = len(rows.ids)
-        return AppendResult(n, duplicates, first, first + n - 1)
+        return AppendResult(n, duplicates, last - n + 1, last)
 
     @staticmethod
     def _heads(conn: sqlite3.Connection, streams: Iterable[str]) -> dict[str, int]:
-        """Each stream's current version (0 for a new one), 500 streams a statement."""
-        wanted = list(streams)
-        heads = dict.fromkeys(wanted, 0)
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            heads.update(conn.execute(
-                f"SELECT stream_id, MAX(version) FROM events WHERE stream_id IN ({marks}) GROUP BY stream_id", chunk
-            ).fetchall())  # fmt: skip
-        return heads
+        """Each stream's current version (0 for a new one), in one statement whatever their number (the
+        streams as one JSON array): each stream's head is the last entry of the (stream_id, version) index."""
+        return dict(conn.execute(_HEADS, (encode(list(streams)),)).fetchall())
 
     @staticmethod
     def _existing_ids(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:

@@ -3,6 +3,7 @@ and the ids it makes."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import sqlite3
 import uuid
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from kits.store_kit import step
-from mkbsim.events import EventStore, NewEvent, PayloadError, new_event_ids
+from mkbsim.events import ConcurrencyError, EventStore, NewEvent, PayloadError, new_event_ids
 from mkbsim.events._codec import encode_many
 from mkbsim.events._store import PAGE_SIZE
 
@@ -131,3 +132,55 @@ def test_a_batch_mixing_stored_given_and_missing_ids_appends_the_rest_in_order(t
     assert events[0].event_id == "first" and events[3].event_id == "mine"
     made = [events[i].event_id for i in (1, 2, 4)]
     assert all(uuid.UUID(i).version == 7 for i in made) and made == sorted(made)
+
+
+@pytest.mark.parametrize("bound_values", [None, 999, 20])  # today's default (32,766), older SQLite's, a tiny one
+def test_batches_of_any_size_keep_their_order_whatever_the_statements_they_are_cut_into(
+    tmp_path: Path, bound_values: int | None
+) -> None:
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        if bound_values is not None:
+            store.connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, bound_values)
+        sizes = [1, 3, 255, 256, 257, 1000]
+        results = [store.append([step(f"s{i % 7}", i) for i in range(size)]) for size in sizes]
+        events = list(store.read())
+        assert store.check().ok
+    assert [e.position for e in events] == list(range(1, sum(sizes) + 1))
+    ends = list(itertools.accumulate(sizes))
+    assert [(r.first_position, r.last_position) for r in results] == [
+        (e - k + 1, e) for e, k in zip(ends, sizes, strict=True)
+    ]
+    expected = [(f"s{i % 7}", i) for size in sizes for i in range(size)]
+    assert [(e.stream_id, e.payload["step"]) for e in events] == expected
+    seen: dict[str, int] = {}
+    for e in events:
+        seen[e.stream_id] = seen.get(e.stream_id, 0) + 1
+        assert e.version == seen[e.stream_id]
+    assert len({e.recorded_at for e in events}) == len(sizes)  # one timestamp a batch
+
+
+def test_stream_heads_are_found_whatever_characters_name_the_stream(tmp_path: Path) -> None:
+    streams = ['a"b', "back\\slash", "ü-ß-€-𝄞", "tab\there", "new\nline", "[1,2]"]
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        store.append([step(s, 0) for s in streams], expected_version=dict.fromkeys(streams, 0))
+        store.append([step(s, 1) for s in streams], expected_version=dict.fromkeys(streams, 1))
+        with pytest.raises(ConcurrencyError, match="is at version 2, expected 1"):
+            store.append([step(streams[2], 2)], expected_version=1)
+        assert [store.stream_version(s) for s in streams] == [2] * len(streams)
+
+
+def test_a_clash_inside_the_insert_rolls_back_the_whole_batch_and_the_store_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with EventStore(tmp_path / "s.sqlite", create=True) as store:
+        store.append([step("late", 0)])
+        # stale heads (as a writer that skipped the lock would see): the batch's last row clashes with a
+        # stored one after three earlier statements' rows went in
+        monkeypatch.setattr(EventStore, "_heads", staticmethod(lambda conn, streams: dict.fromkeys(streams, 0)))
+        batch = [step(f"s{i % 5}", i) for i in range(300)] + [step("late", 1)]
+        with pytest.raises(ConcurrencyError, match="concurrent append clashed"):
+            store.append(batch)
+        assert store.count() == 1 and not store.connection.in_transaction
+        monkeypatch.undo()
+        assert store.append(batch).first_position == 2 and store.count() == 302
+        assert store.check().ok
