@@ -23,7 +23,18 @@ def test_kernels_every_draw_launched_are_required_on_most_timed_calls() -> None:
     # an honest kernel the data skips now and then (a quarter of the calls at most)
     assert _coverage.kernels_check(audited, timed[:6] + [frozenset({0})] * 2)[1] is None
     found, failure = _coverage.kernels_check(audited, timed[:5] + [frozenset({0, 3})] * 3)
-    assert failure and "3 of 8 timed calls" in failure and found["required_signatures"] == 2
+    assert failure and "3 of 8 timed calls" in failure and found["shared_by_all_draws"] == 2
+
+
+def test_draws_made_to_disagree_leave_every_kernel_required() -> None:
+    """Each draw launches its kernel with a scratch argument of another shape, so no signature is shared by
+    all draws; the timed calls' token launch (the same kernel on one row) matches no draw's launches."""
+    audited = [frozenset({k}) for k in range(5)]
+    found, failure = _coverage.kernels_check(audited, [frozenset({9})] * 10)
+    assert failure and "10 of 10 timed calls" in failure
+    assert found == {"draw_signatures": [1] * 5, "shared_by_all_draws": 0, "timed_calls_missing_them": 10}
+    # a call repeating any one draw's complete launches is what that draw checked
+    assert _coverage.kernels_check(audited, [frozenset({3, 9})] * 10)[1] is None
 
 
 def test_dsl_time_must_stay_near_the_draws() -> None:
@@ -40,7 +51,7 @@ def test_an_honest_kernel_s_launches_are_timed_alike(cpu_session: VerifierSessio
     report = cpu_session.verify(EXAMPLE, "p36", "tirx")
     assert report.passed, report.feedback
     kernels, dsl = report.details["timed_kernels"], report.details["dsl_time"]
-    assert kernels == {"required_signatures": 1, "timed_calls_missing_them": 0}
+    assert kernels == {"draw_signatures": [1] * 5, "shared_by_all_draws": 1, "timed_calls_missing_them": 0}
     assert all(ms > 0 for ms in dsl["audited_ms"]) and dsl["ratio"] >= _coverage.DSL_TIME_SHARE["cpu"]
     evidence = report.details["evidence_calls"]
     assert len(evidence["dsl_ms"]) == _phases.EVIDENCE_CALLS and evidence["launches"] == [1] * _phases.EVIDENCE_CALLS
