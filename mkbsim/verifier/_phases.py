@@ -40,6 +40,12 @@ PENDING_CHARGE_MS = 0.1
 #: cannot fail them, and an attacker behaving only when it guesses a call is scored has 10 chances to guess
 #: wrong once (verifier README, "Evidence calls"); 10 calls add a fifth to the 50 scored ones.
 EVIDENCE_CALLS = 10
+#: The scored calls re-checked are drawn after all of them ran (their outputs kept, the choice never sent to
+#: the worker), as many as it takes for a submission returning wrong outputs on this share of them to escape
+#: with at most this probability (18 of 50). The median moves only when half the calls do less work, so a
+#: cheat on fewer gains nothing; the protocol's own count is the floor.
+RECHECK_CHEAT_SHARE = 0.25
+RECHECK_MISS = 1e-3
 
 
 def static_scan(v: Verification) -> Failure | None:
@@ -244,15 +250,15 @@ def _masks(v: Verification, d: Draw, other: Draw) -> list[torch.Tensor]:
 
 def timing(v: Verification) -> Failure | None:
     """Warmup and timed calls on fresh inputs, null calls and unscored evidence calls interleaved (the
-    evidence flag goes to the control page only), 3 timed outputs re-checked."""
+    evidence flag goes to the control page only); every scored call's outputs kept and a random subset of
+    them re-checked once all ran."""
     t0 = time.perf_counter()
     p, s = v.protocol, v.shape
-    recheck = set(rng.sample(range(p.timed_calls), min(p.rechecked_timed_calls, p.timed_calls)))
     plan = ["warmup"] * p.warmup_calls + sorted(
         ["timed"] * p.timed_calls + ["evidence"] * EVIDENCE_CALLS + ["null"] * p.null_calls, key=lambda _: rng.random()
     )
     arenas = v.session.arenas(s, p)
-    saved: list[tuple[int, list[Any], list[Any]]] = []
+    kept: list[tuple[int, list[Any]]] = []  # each scored call's seed and delivered outputs
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
     t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
@@ -262,7 +268,8 @@ def timing(v: Verification) -> Failure | None:
         # an evidence call is named as a timed call: the feedback does not say which calls were evidence
         where = f"in timed call {k + 1} of {p.timed_calls}" if kind in ("timed", "evidence") else f"in a {kind} call"
         if kind != "null" or inputs is None:  # a null call (run() is not called) reuses the last draw
-            inputs = s.draw()
+            seed = rng.getrandbits(63)
+            inputs = s.draw(seed)
         arena, reuse, keep = arenas.next(inputs)
         answer = v.call(
             arena, where, null=kind == "null", keep=keep, reuse=reuse, flush=p.cache_flush, evidence=kind == "evidence"
@@ -300,23 +307,35 @@ def timing(v: Verification) -> Failure | None:
         t["pending_ms"].append(pending)
         t["launches_per_call"].append(page["launches"])
         t["trusted"].append(answer.trusted)
-        if k in recheck:
-            failure = mutation(arena, inputs, where, s.input_names, s.inplace)
-            if failure is not None:
-                return failure
-            saved.append((k, inputs, _delivered(v, arena, reply)))
+        failure = mutation(arena, inputs, where, s.input_names, s.inplace)
+        if failure is not None:
+            return failure
+        kept.append((seed, _delivered(v, arena, reply)))
         k += 1
     t["unique"] = arenas.unique if p.unique_input_buffers else None
     arenas.release()
     v.timed("timing_s", t0)
-    return _rechecked(v, saved)
+    return _rechecked(v, kept)
 
 
-def _rechecked(v: Verification, saved: list[tuple[int, list[Any], list[Any]]]) -> Failure | None:
+def rechecked_count(timed_calls: int, least: int) -> int:
+    """The fewest scored calls to re-check (at least ``least``) so that wrong outputs on a share
+    ``RECHECK_CHEAT_SHARE`` of them are missed with probability at most ``RECHECK_MISS`` (drawn without
+    replacement: C(good, n) / C(calls, n))."""
+    good = timed_calls - math.ceil(RECHECK_CHEAT_SHARE * timed_calls)
+    n = min(least, timed_calls)
+    while n < timed_calls and math.comb(good, n) / math.comb(timed_calls, n) > RECHECK_MISS:
+        n += 1
+    return n
+
+
+def _rechecked(v: Verification, kept: list[tuple[int, list[Any]]]) -> Failure | None:
     ta = time.perf_counter()
     rechecked = v.details["timing_rechecks"] = []
-    for k, inputs, outs in saved:
-        checks = [compare(out, ref) for out, ref in zip(outs, v.shape.refs(inputs), strict=True)]
+    chosen = sorted(rng.sample(range(len(kept)), rechecked_count(len(kept), v.protocol.rechecked_timed_calls)))
+    for k in chosen:
+        seed, outs = kept[k]
+        checks = [compare(out, ref) for out, ref in zip(outs, v.shape.refs(v.shape.draw(seed)), strict=True)]
         rechecked.append({"call": k + 1, "outputs": [c.as_dict() for c in checks]})
         failure = values(checks, f"in timed call {k + 1} (re-checked)", v.protocol.allowance_factor)
         if failure is not None:

@@ -4,12 +4,16 @@ count and time against the evidence calls', on their own and in a real verificat
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 
 import pytest
+import torch
 
+from mkbsim.catalog import load_catalog
 from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases
+from mkbsim.verifier._verification import Shape
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 EVIDENCE = Path(__file__).with_name("evidence")
@@ -116,3 +120,37 @@ def test_each_rule_is_what_rejects_its_case(
     monkeypatch.setattr(_coverage, rule, off)
     report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p36", "tirx")
     assert report.passed, report.feedback
+
+
+def test_enough_scored_calls_are_rechecked_to_catch_a_quarter_of_them_wrong() -> None:
+    n = _phases.rechecked_count(50, 3)
+    assert n == 18
+    wrong = 13  # a quarter of 50, rounded up
+    miss = math.comb(50 - wrong, n) / math.comb(50, n)
+    assert miss <= _phases.RECHECK_MISS < math.comb(50 - wrong, n - 1) / math.comb(50, n - 1)
+    assert math.comb(50 - wrong, 3) / math.comb(50, 3) > 0.39  # the protocol's 3 missed them 2 times in 5
+    assert _phases.rechecked_count(4, 3) == 4  # never more than the calls made
+
+
+def test_wrong_outputs_on_a_share_of_the_timed_calls_are_caught_after_the_fact(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case's signatures, DSL time and scored time are the draws'; only the re-check finds its ~20 wrong
+    scored calls (missed with probability C(30, 18) / C(50, 18) < 1e-5), and with no call re-checked it passes."""
+    case = ADVERSARIAL / "unchecked_share_of_timed_calls.py"
+    report = cpu_session.verify(case, "p36", "tirx")
+    assert report.failure == "wrong_output" and "(re-checked)" in report.feedback, report.feedback
+    monkeypatch.setattr(_phases, "rechecked_count", lambda calls, least: 0)
+    report = cpu_session.verify(case, "p36", "tirx")
+    assert report.passed, report.feedback
+
+
+def test_a_kept_seed_draws_the_same_inputs_again_for_every_problem() -> None:
+    """The re-check draws a scored call's inputs again from its seed: every problem's inputs are a function
+    of the seed (a problem drawing from global state would make honest re-checks fail)."""
+    for problem in load_catalog():
+        shape = Shape(problem, "smoke", torch.device("cpu"), 3.0)
+        seed = 12345
+        first, again = shape.draw(seed), shape.draw(seed)
+        for a, b in zip(first, again, strict=True):
+            assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b, problem.id
