@@ -421,11 +421,12 @@ def verdict(v: Verification) -> Failure | None:
     if not cached:
         v.timed("eager_s", t0)
     t = v.timing
-    slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.timed_ms, eager.round_trip_ms)
+    device_type = v.session.device.type
+    slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.null_ms, eager.null_trusted, device_type)
     if slowed and cached:
         # the cached baseline's harness overhead was measured under another moment's load: compare with a fresh one
         now, _ = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol, fresh=True)
-        slowed = calibration_check(t["null_ms"], t["null_trusted"], now.timed_ms, now.round_trip_ms)
+        slowed = calibration_check(t["null_ms"], t["null_trusted"], now.null_ms, now.null_trusted, device_type)
     if slowed:
         return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
     runtime = statistics.median(t["timed_ms"])
