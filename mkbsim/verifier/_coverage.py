@@ -52,10 +52,15 @@ TOTAL_SHARE = 1 / 64
 #: draw. The draws' time can only be inflated against the timed calls' (a cold first launch, argument
 #: pages or caches the timed calls find warm, on cuda an idle GPU's clocks and the launch latency left in
 #: the measure when the draw's launch finds the stream empty), so the draws' least time is the fair one,
-#: and the share leaves room for that inflation (wider on cuda).
-DSL_TIME_SHARE = {"cpu": 0.25, "cuda": 0.25}
-#: Below the clocks' resolution (CUDA events: 0.5 µs) nothing is measured.
-DSL_TIME_SLACK_MS = 0.002
+#: and the share leaves room for that inflation. Honest ratios measured (benchmarks/RESULTS.md, "DSL-time
+#: ratio"): on the H200 at least 0.92 (32 reference solutions, production shapes); on this 2-core VM at
+#: SMOKE sizes under load 9-18 at least 0.53 (the examples, tests/verifier/honest and a red team's 11
+#: honest styles), where a launch's fixed cost (~10 µs) is a third of a small kernel's: a launch of the same
+#: kernel doing no work measured 0.378 there.
+DSL_TIME_SHARE = {"cpu": 0.4, "cuda": 0.6}
+#: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the host's nanosecond clock,
+#: read around a native call).
+DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
 #: The share of timed calls that must launch every kernel signature (kernel, argument shapes and element
 #: sizes) of at least one correctness draw. More than half, so that the median call is one of them; short
 #: of all, for kernels an honest plan launches depending on the data (a skipped empty expert).
@@ -193,14 +198,14 @@ def dsl_time_check(
     its figures, and the feedback when the timed calls ran too little DSL work."""
     audited = min(audited_ms)
     timed = float(statistics.median(timed_ms))
-    share = DSL_TIME_SHARE[device_type]
+    share, slack = DSL_TIME_SHARE[device_type], DSL_TIME_SLACK_MS[device_type]
     found = {
         "audited_ms": list(audited_ms),
         "timed_median_ms": timed,
         "ratio": timed / audited if audited > 0 else None,
         "required_ratio": share,
     }
-    if timed >= share * audited - DSL_TIME_SLACK_MS:
+    if timed >= share * audited - slack:
         return found, None
     return found, (
         f"The timed calls spent {timed * 1e3:.1f} µs per call (median) inside DSL launches, the correctness draws "
