@@ -117,7 +117,11 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
 
 @pytest.mark.parametrize(
     ("case", "rule"),
-    [("audit_aware_sentinel_probe", "KERNELS_SHARE"), ("audit_aware_idle_kernel", "DSL_TIME_SHARE")],
+    [
+        ("audit_aware_sentinel_probe", "KERNELS_SHARE"),
+        ("varied_scratch_per_draw", "KERNELS_SHARE"),
+        ("audit_aware_idle_kernel", "DSL_TIME_SHARE"),
+    ],
 )
 def test_each_rule_is_what_rejects_its_case(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str, rule: str
