@@ -52,13 +52,18 @@ TOTAL_SHARE = 1 / 64
 #: draw. The draws' time can only be inflated against the timed calls' (a cold first launch, argument
 #: pages or caches the timed calls find warm, on cuda an idle GPU's clocks and the launch latency left in
 #: the measure when the draw's launch finds the stream empty), so the draws' least time is the fair one,
-#: and the share leaves room for that inflation (wider on cuda).
-DSL_TIME_SHARE = {"cpu": 0.25, "cuda": 0.25}
-#: Below the clocks' resolution (CUDA events: 0.5 µs) nothing is measured.
-DSL_TIME_SLACK_MS = 0.002
+#: and the share leaves room for that inflation. Honest ratios measured (benchmarks/RESULTS.md, "DSL-time
+#: ratio"): on the H200 at least 0.92 (32 reference solutions, production shapes); on this 2-core VM at
+#: SMOKE sizes under load 9-18 at least 0.53 (the examples, tests/verifier/honest and a red team's 11
+#: honest styles), where a launch's fixed cost (~10 µs) is a third of a small kernel's: a launch of the same
+#: kernel doing no work measured 0.378 there.
+DSL_TIME_SHARE = {"cpu": 0.4, "cuda": 0.6}
+#: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the host's nanosecond clock,
+#: read around a native call).
+DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
 #: The share of timed calls that must launch every kernel signature (kernel, argument shapes and element
-#: sizes) that each correctness draw launched. More than half, so that the median call is one of them;
-#: short of all, for kernels an honest plan launches depending on the data (a skipped empty expert).
+#: sizes) of at least one correctness draw. More than half, so that the median call is one of them; short
+#: of all, for kernels an honest plan launches depending on the data (a skipped empty expert).
 KERNELS_SHARE = 0.75
 
 
@@ -195,14 +200,14 @@ def dsl_time_check(
     its figures, and the feedback when the timed calls ran too little DSL work."""
     audited = min(audited_ms)
     timed = float(statistics.median(timed_ms))
-    share = DSL_TIME_SHARE[device_type]
+    share, slack = DSL_TIME_SHARE[device_type], DSL_TIME_SLACK_MS[device_type]
     found = {
         "audited_ms": list(audited_ms),
         "timed_median_ms": timed,
         "ratio": timed / audited if audited > 0 else None,
         "required_ratio": share,
     }
-    if timed >= share * audited - DSL_TIME_SLACK_MS:
+    if timed >= share * audited - slack:
         return found, None
     return found, (
         f"The timed calls spent {timed * 1e3:.1f} µs per call (median) inside DSL launches, the correctness draws "
@@ -214,15 +219,21 @@ def dsl_time_check(
 def kernels_check(
     audited: Sequence[frozenset[int]], timed: Sequence[frozenset[int]]
 ) -> tuple[dict[str, Any], str | None]:
-    """The timed calls launch the kernels every correctness draw launched, with the same argument shapes."""
-    required = frozenset.intersection(*audited) if audited else frozenset()
-    missing = [k + 1 for k, launched in enumerate(timed) if not required <= launched]
-    found = {"required_signatures": len(required), "timed_calls_missing_them": len(missing)}
-    if len(timed) - len(missing) >= KERNELS_SHARE * len(timed):
+    """The timed calls launch what one correctness draw launched: each call's signatures must include every
+    signature of at least one draw (all draws run at the same input shapes), so that draws made to disagree
+    on purpose (an argument's shape varied per draw) leave nothing unrequired."""
+    complete = [k + 1 for k, launched in enumerate(timed) if any(draw <= launched for draw in audited)]
+    missing = [k + 1 for k in range(len(timed)) if k + 1 not in complete]
+    found = {
+        "draw_signatures": sorted(len(draw) for draw in audited),
+        "shared_by_all_draws": len(frozenset.intersection(*audited)) if audited else 0,
+        "timed_calls_missing_them": len(missing),
+    }
+    if len(complete) >= KERNELS_SHARE * len(timed):
         return found, None
     return found, (
         f"{len(missing)} of {len(timed)} timed calls (calls {', '.join(map(str, missing[:5]))}"
-        f"{', ...' if len(missing) > 5 else ''}) did not launch the DSL kernels, with the argument shapes, that every "
-        "correctness draw launched: the timed calls do not run the kernels the correctness draws checked. Run the "
-        "same DSL work on every call."
+        f"{', ...' if len(missing) > 5 else ''}) did not launch all the DSL kernels, with the argument shapes, that "
+        "any one correctness draw launched: the timed calls do not run the kernels the correctness draws checked. "
+        "Run the same DSL work on every call."
     )

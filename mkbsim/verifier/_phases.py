@@ -40,6 +40,12 @@ PENDING_CHARGE_MS = 0.1
 #: cannot fail them, and an attacker behaving only when it guesses a call is scored has 10 chances to guess
 #: wrong once (verifier README, "Evidence calls"); 10 calls add a fifth to the 50 scored ones.
 EVIDENCE_CALLS = 10
+#: The scored calls re-checked are drawn after all of them ran (their outputs kept, the choice never sent to
+#: the worker), as many as it takes for a submission returning wrong outputs on this share of them to escape
+#: with at most this probability (18 of 50). The median moves only when half the calls do less work, so a
+#: cheat on fewer gains nothing; the protocol's own count is the floor.
+RECHECK_CHEAT_SHARE = 0.25
+RECHECK_MISS = 1e-3
 
 
 def static_scan(v: Verification) -> Failure | None:
@@ -276,15 +282,19 @@ def _masks(v: Verification, d: Draw, other: Draw) -> list[torch.Tensor]:
 
 def timing(v: Verification) -> Failure | None:
     """Warmup and timed calls on fresh inputs, null calls and unscored evidence calls interleaved (the
-    evidence flag goes to the control page only), 3 timed outputs re-checked."""
+    evidence flag goes to the control page only); a secret random subset of the scored calls re-checked,
+    each right after it ran (one output copy held at a time: a production KV cache is 1 GB)."""
     t0 = time.perf_counter()
     p, s = v.protocol, v.shape
-    recheck = set(rng.sample(range(p.timed_calls), min(p.rechecked_timed_calls, p.timed_calls)))
     plan = ["warmup"] * p.warmup_calls + sorted(
         ["timed"] * p.timed_calls + ["evidence"] * EVIDENCE_CALLS + ["null"] * p.null_calls, key=lambda _: rng.random()
     )
     arenas = v.session.arenas(s, p)
-    saved: list[tuple[int, list[Any], list[Any]]] = []
+    # drawn here, never sent to the worker: a call's outputs are copied out after it answered, so nothing
+    # the submission sees during a call tells it that this call will be re-checked
+    recheck = set(rng.sample(range(p.timed_calls), rechecked_count(p.timed_calls, p.rechecked_timed_calls)))
+    v.details["timing_rechecks"] = []
+    anchors_before = v.phases.get("anchors_s", 0.0)
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
     t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
@@ -294,7 +304,8 @@ def timing(v: Verification) -> Failure | None:
         # an evidence call is named as a timed call: the feedback does not say which calls were evidence
         where = f"in timed call {k + 1} of {p.timed_calls}" if kind in ("timed", "evidence") else f"in a {kind} call"
         if kind != "null" or inputs is None:  # a null call (run() is not called) reuses the last draw
-            inputs = s.draw()
+            seed = rng.getrandbits(63)
+            inputs = s.draw(seed)
         arena, reuse, keep = arenas.next(inputs)
         answer = v.call(
             arena, where, null=kind == "null", keep=keep, reuse=reuse, flush=p.cache_flush, evidence=kind == "evidence"
@@ -332,29 +343,39 @@ def timing(v: Verification) -> Failure | None:
         t["pending_ms"].append(pending)
         t["launches_per_call"].append(page["launches"])
         t["trusted"].append(answer.trusted)
+        failure = mutation(arena, inputs, where, s.input_names, s.inplace)
+        if failure is not None:
+            return failure
         if k in recheck:
-            failure = mutation(arena, inputs, where, s.input_names, s.inplace)
+            failure = _rechecked(v, k, seed, _delivered(v, arena, reply))
             if failure is not None:
                 return failure
-            saved.append((k, inputs, _delivered(v, arena, reply)))
         k += 1
     t["unique"] = arenas.unique if p.unique_input_buffers else None
     arenas.release()
     v.timed("timing_s", t0)
-    return _rechecked(v, saved)
-
-
-def _rechecked(v: Verification, saved: list[tuple[int, list[Any], list[Any]]]) -> Failure | None:
-    ta = time.perf_counter()
-    rechecked = v.details["timing_rechecks"] = []
-    for k, inputs, outs in saved:
-        checks = [compare(out, ref) for out, ref in zip(outs, v.shape.refs(inputs), strict=True)]
-        rechecked.append({"call": k + 1, "outputs": [c.as_dict() for c in checks]})
-        failure = values(checks, f"in timed call {k + 1} (re-checked)", v.protocol.allowance_factor)
-        if failure is not None:
-            return failure
-    v.phases["anchors_s"] = v.phases.get("anchors_s", 0.0) + time.perf_counter() - ta
+    v.phases["timing_s"] -= v.phases.get("anchors_s", 0.0) - anchors_before  # re-checks count as anchors
     return None
+
+
+def rechecked_count(timed_calls: int, least: int) -> int:
+    """The fewest scored calls to re-check (at least ``least``) so that wrong outputs on a share
+    ``RECHECK_CHEAT_SHARE`` of them are missed with probability at most ``RECHECK_MISS`` (drawn without
+    replacement: C(good, n) / C(calls, n))."""
+    good = timed_calls - math.ceil(RECHECK_CHEAT_SHARE * timed_calls)
+    n = min(least, timed_calls)
+    while n < timed_calls and math.comb(good, n) / math.comb(timed_calls, n) > RECHECK_MISS:
+        n += 1
+    return n
+
+
+def _rechecked(v: Verification, k: int, seed: int, outs: list[Any]) -> Failure | None:
+    """Scored call ``k``'s delivered outputs against the reference on its inputs, drawn again from its seed."""
+    ta = time.perf_counter()
+    checks = [compare(out, ref) for out, ref in zip(outs, v.shape.refs(v.shape.draw(seed)), strict=True)]
+    v.details["timing_rechecks"].append({"call": k + 1, "outputs": [c.as_dict() for c in checks]})
+    v.phases["anchors_s"] = v.phases.get("anchors_s", 0.0) + time.perf_counter() - ta
+    return values(checks, f"in timed call {k + 1} (re-checked)", v.protocol.allowance_factor)
 
 
 def cross_check(v: Verification) -> Failure | None:
@@ -434,11 +455,12 @@ def verdict(v: Verification) -> Failure | None:
     if not cached:
         v.timed("eager_s", t0)
     t = v.timing
-    slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.timed_ms, eager.round_trip_ms)
+    device_type = v.session.device.type
+    slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.null_ms, eager.null_trusted, device_type)
     if slowed and cached:
         # the cached baseline's harness overhead was measured under another moment's load: compare with a fresh one
         now, _ = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol, fresh=True)
-        slowed = calibration_check(t["null_ms"], t["null_trusted"], now.timed_ms, now.round_trip_ms)
+        slowed = calibration_check(t["null_ms"], t["null_trusted"], now.null_ms, now.null_trusted, device_type)
     if slowed:
         return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
     runtime = statistics.median(t["timed_ms"])

@@ -25,7 +25,8 @@ from mkbsim.verifier._result import VerifierReport
 from mkbsim.verifier._rules import DSLS
 from mkbsim.verifier._sandboxing import wanted
 from mkbsim.verifier._timing import _cpu_llc_bytes, median
-from mkbsim.verifier._verification import Shape, Verification
+from mkbsim.verifier._trusted import Trusted
+from mkbsim.verifier._verification import Shape, Verification, rng
 
 BACKENDS = ("cpu", "cuda")
 WORKLOADS = ("smoke", "production")
@@ -55,9 +56,15 @@ class EagerBaseline:
     timed_ms: list[float]
     round_trip_ms: list[float]
     measured_s: float
+    # null calls among the timed ones, as in a verification: the harness's own overhead, which the
+    # submission cannot influence here (``_trusted.calibration_check``)
+    null_ms: list[float]
+    null_trusted: list[Trusted]
 
     def as_dict(self, cached: bool) -> dict[str, Any]:
         return {"median_ms": self.median_ms, "timed_ms": self.timed_ms, "round_trip_ms": self.round_trip_ms,
+                "null_round_trip_ms": [t.round_trip_ms for t in self.null_trusted],
+                "null_cpu_ms": [t.cpu_ms for t in self.null_trusted],
                 "measured_s": self.measured_s, "cached": cached}  # fmt: skip
 
 
@@ -229,12 +236,20 @@ class VerifierSession:
         worker, control, hello = self.start_worker("reference", problem.path, "tirx", protocol)
         timed: list[float] = []
         trips: list[float] = []
+        nulls: list[float] = []
+        null_trusted: list[Trusted] = []
+        kinds = ["warmup"] * protocol.warmup_calls + sorted(
+            ["timed"] * protocol.timed_calls + ["null"] * protocol.null_calls, key=lambda _: rng.random()
+        )
         try:
             if not hello.get("ok"):
                 raise RuntimeError(f"the reference of {problem.id} failed to import: {hello.get('error')}")
             plan = self.arenas(shape, protocol)
-            for i in range(protocol.warmup_calls + protocol.timed_calls):
-                arena, reuse, keep = plan.next(shape.draw())
+            inputs: list[Any] | None = None
+            for kind in kinds:
+                if kind != "null" or inputs is None:  # a null call reuses the last draw, as in a verification
+                    inputs = shape.draw()
+                arena, reuse, keep = plan.next(inputs)
                 if arena.device.type == "cuda":
                     torch.cuda.synchronize(arena.device)
                 control.begin_call(suppress=False, audit=False)
@@ -243,7 +258,7 @@ class VerifierSession:
                     "op": "call",
                     "arena": desc,
                     "audit": False,
-                    "null": False,
+                    "null": kind == "null",
                     "flush": protocol.cache_flush,
                     "keep": keep,
                 }
@@ -254,14 +269,17 @@ class VerifierSession:
                 page = control.report()
                 if not ex.reply.get("ok") or not page["acked"]:
                     raise RuntimeError(f"the reference of {problem.id} failed: {ex.reply.get('error')}")
-                if i >= protocol.warmup_calls:
+                if kind == "null":
+                    nulls.append(page["ms"])
+                    null_trusted.append(ex.trusted)
+                elif kind == "timed":
                     timed.append(page["ms"])
                     trips.append(ex.trusted.round_trip_ms)
             plan.release()
         finally:
             worker.close()
             control.close()
-        baseline = EagerBaseline(median(timed), timed, trips, time.perf_counter() - t0)
+        baseline = EagerBaseline(median(timed), timed, trips, time.perf_counter() - t0, nulls, null_trusted)
         self._eager.setdefault(key, baseline)
         return baseline, False
 

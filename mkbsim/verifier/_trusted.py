@@ -46,9 +46,9 @@ IDLE_FLOOR_MS = {"cpu": 0.05, "cuda": 0.25}
 PENDING_MADS = 4.0
 PENDING_FLOOR_MS = 0.002
 PENDING_SHARE = 0.05
-#: The null calls' overhead (round trip minus reported time) may exceed the overhead of the eager
-#: reference's calls, timed by the same harness in a worker that runs no submission, by this factor plus
-#: the floor; more means the submission slowed the null calls to widen the trusted check's allowance.
+#: The null calls' overhead (the trusted measure minus the reported time) may exceed the overhead of the same
+#: harness's null calls in the eager reference's worker, which runs no submission, by this factor plus the
+#: floor; more means the submission slowed the null calls to widen the trusted check's allowance.
 CALIBRATION_FACTOR = 4.0
 CALIBRATION_FLOOR_MS = 0.25
 
@@ -171,20 +171,25 @@ def pending_check(pending: Sequence[float], null_pending: Sequence[float], media
 
 
 def calibration_check(
-    null_reported: Sequence[float], nulls: Sequence[Trusted], eager_reported: Sequence[float],
-    eager_trips: Sequence[float],
+    null_reported: Sequence[float], nulls: Sequence[Trusted], eager_null_reported: Sequence[float],
+    eager_nulls: Sequence[Trusted], device_type: str,
 ) -> str | None:  # fmt: skip
-    """The null calls' harness overhead against the same harness's overhead around the eager reference's
-    calls (a worker the submission never ran in): the calibration the submission cannot influence."""
-    if not nulls or not eager_trips:
+    """The null calls' harness overhead against the same harness's null calls in the eager reference's worker
+    (one the submission never ran in): the calibration the submission cannot influence. Measured by the clock
+    the cross-check uses (on cpu the worker's CPU time, which a loaded machine's waits do not inflate; a
+    submission burning CPU to slow the null calls shows there)."""
+    if not nulls or not eager_nulls:
         return None
-    null_over = float(statistics.median(t.round_trip_ms - r for t, r in zip(nulls, null_reported, strict=True)))
-    eager_over = float(statistics.median(t - r for t, r in zip(eager_trips, eager_reported, strict=True)))
+    method = _method(nulls, eager_nulls, device_type)
+    null_over = float(statistics.median(_measure(t, method) - r for t, r in zip(nulls, null_reported, strict=True)))
+    eager_over = float(
+        statistics.median(_measure(t, method) - r for t, r in zip(eager_nulls, eager_null_reported, strict=True))
+    )
     limit = CALIBRATION_FACTOR * max(eager_over, 0.0) + CALIBRATION_FLOOR_MS
     if null_over > limit:
         return (
-            f"the null calls' harness overhead ({null_over:.4g} ms a call) is far above the same harness's overhead "
-            f"around the eager reference's calls ({eager_over:.4g} ms; at most {limit:.4g} ms allowed): something "
-            "slowed the null calls"
+            f"the null calls' harness overhead ({null_over:.4g} ms a call, {method} clock) is far above the same "
+            f"harness's null calls in the eager reference's worker ({eager_over:.4g} ms; at most {limit:.4g} ms "
+            "allowed): something slowed the null calls"
         )
     return None

@@ -57,9 +57,11 @@ class Shape:
     def n_outputs(self) -> int:
         return len(self.out_specs)
 
-    def draw(self) -> list[Any]:
-        """Fresh inputs from a fresh 63-bit seed; the seed is forgotten at once."""
-        return list(self.problem.make_inputs(self.axes, seed=rng.getrandbits(63), device=str(self.device)))
+    def draw(self, seed: int | None = None) -> list[Any]:
+        """Inputs from ``seed``; by default a fresh 63-bit one, forgotten at once (the timing phase keeps its
+        scored calls' seeds, in this process, to draw again the inputs of the calls it re-checks)."""
+        seed = rng.getrandbits(63) if seed is None else seed
+        return list(self.problem.make_inputs(self.axes, seed=seed, device=str(self.device)))
 
     def numels(self) -> list[int]:
         """Elements of every output (scalars count one), then of every in-place input."""

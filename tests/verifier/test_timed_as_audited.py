@@ -4,12 +4,16 @@ count and time against the evidence calls', on their own and in a real verificat
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 
 import pytest
+import torch
 
+from mkbsim.catalog import load_catalog
 from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases
+from mkbsim.verifier._verification import Shape
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 EVIDENCE = Path(__file__).with_name("evidence")
@@ -23,7 +27,18 @@ def test_kernels_every_draw_launched_are_required_on_most_timed_calls() -> None:
     # an honest kernel the data skips now and then (a quarter of the calls at most)
     assert _coverage.kernels_check(audited, timed[:6] + [frozenset({0})] * 2)[1] is None
     found, failure = _coverage.kernels_check(audited, timed[:5] + [frozenset({0, 3})] * 3)
-    assert failure and "3 of 8 timed calls" in failure and found["required_signatures"] == 2
+    assert failure and "3 of 8 timed calls" in failure and found["shared_by_all_draws"] == 2
+
+
+def test_draws_made_to_disagree_leave_every_kernel_required() -> None:
+    """Each draw launches its kernel with a scratch argument of another shape, so no signature is shared by
+    all draws; the timed calls' token launch (the same kernel on one row) matches no draw's launches."""
+    audited = [frozenset({k}) for k in range(5)]
+    found, failure = _coverage.kernels_check(audited, [frozenset({9})] * 10)
+    assert failure and "10 of 10 timed calls" in failure
+    assert found == {"draw_signatures": [1] * 5, "shared_by_all_draws": 0, "timed_calls_missing_them": 10}
+    # a call repeating any one draw's complete launches is what that draw checked
+    assert _coverage.kernels_check(audited, [frozenset({3, 9})] * 10)[1] is None
 
 
 def test_dsl_time_must_stay_near_the_draws() -> None:
@@ -32,6 +47,13 @@ def test_dsl_time_must_stay_near_the_draws() -> None:
     found, failure = _coverage.dsl_time_check(draws, [0.05] * 50, "cpu")
     assert failure and "inside DSL launches" in failure
     assert found["ratio"] == pytest.approx(0.05 / 0.3)
+    # a launch of the same kernel doing no work: its fixed cost on cpu (10.5 µs against a 28 µs draw)
+    found, failure = _coverage.dsl_time_check([0.09, 0.028, 0.03, 0.031, 0.029], [0.0105] * 10, "cpu")
+    assert failure and found["ratio"] == pytest.approx(0.375)
+    # the least honest ratios measured: 0.53 on cpu under load, 0.92 on the H200
+    assert _coverage.dsl_time_check([0.1] * 5, [0.053] * 10, "cpu")[1] is None
+    assert _coverage.dsl_time_check([0.1] * 5, [0.092] * 10, "cuda")[1] is None
+    assert _coverage.dsl_time_check([0.1] * 5, [0.05] * 10, "cuda")[1]
     # below the clocks' resolution nothing is judged
     assert _coverage.dsl_time_check([0.001] * 5, [0.0] * 50, "cuda")[1] is None
 
@@ -40,7 +62,7 @@ def test_an_honest_kernel_s_launches_are_timed_alike(cpu_session: VerifierSessio
     report = cpu_session.verify(EXAMPLE, "p36", "tirx")
     assert report.passed, report.feedback
     kernels, dsl = report.details["timed_kernels"], report.details["dsl_time"]
-    assert kernels == {"required_signatures": 1, "timed_calls_missing_them": 0}
+    assert kernels == {"draw_signatures": [1] * 5, "shared_by_all_draws": 1, "timed_calls_missing_them": 0}
     assert all(ms > 0 for ms in dsl["audited_ms"]) and dsl["ratio"] >= _coverage.DSL_TIME_SHARE["cpu"]
     evidence = report.details["evidence_calls"]
     assert len(evidence["dsl_ms"]) == _phases.EVIDENCE_CALLS and evidence["launches"] == [1] * _phases.EVIDENCE_CALLS
@@ -95,7 +117,11 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
 
 @pytest.mark.parametrize(
     ("case", "rule"),
-    [("audit_aware_sentinel_probe", "KERNELS_SHARE"), ("audit_aware_idle_kernel", "DSL_TIME_SHARE")],
+    [
+        ("audit_aware_sentinel_probe", "KERNELS_SHARE"),
+        ("varied_scratch_per_draw", "KERNELS_SHARE"),
+        ("audit_aware_idle_kernel", "DSL_TIME_SHARE"),
+    ],
 )
 def test_each_rule_is_what_rejects_its_case(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str, rule: str
@@ -105,3 +131,37 @@ def test_each_rule_is_what_rejects_its_case(
     monkeypatch.setattr(_coverage, rule, off)
     report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p36", "tirx")
     assert report.passed, report.feedback
+
+
+def test_enough_scored_calls_are_rechecked_to_catch_a_quarter_of_them_wrong() -> None:
+    n = _phases.rechecked_count(50, 3)
+    assert n == 18
+    wrong = 13  # a quarter of 50, rounded up
+    miss = math.comb(50 - wrong, n) / math.comb(50, n)
+    assert miss <= _phases.RECHECK_MISS < math.comb(50 - wrong, n - 1) / math.comb(50, n - 1)
+    assert math.comb(50 - wrong, 3) / math.comb(50, 3) > 0.39  # the protocol's 3 missed them 2 times in 5
+    assert _phases.rechecked_count(4, 3) == 4  # never more than the calls made
+
+
+def test_wrong_outputs_on_a_share_of_the_timed_calls_are_caught_after_the_fact(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The case's signatures, DSL time and scored time are the draws'; only the re-check finds its ~20 wrong
+    scored calls (missed with probability C(30, 18) / C(50, 18) < 1e-5), and with no call re-checked it passes."""
+    case = ADVERSARIAL / "unchecked_share_of_timed_calls.py"
+    report = cpu_session.verify(case, "p36", "tirx")
+    assert report.failure == "wrong_output" and "(re-checked)" in report.feedback, report.feedback
+    monkeypatch.setattr(_phases, "rechecked_count", lambda calls, least: 0)
+    report = cpu_session.verify(case, "p36", "tirx")
+    assert report.passed, report.feedback
+
+
+def test_a_kept_seed_draws_the_same_inputs_again_for_every_problem() -> None:
+    """The re-check draws a scored call's inputs again from its seed: every problem's inputs are a function
+    of the seed (a problem drawing from global state would make honest re-checks fail)."""
+    for problem in load_catalog():
+        shape = Shape(problem, "smoke", torch.device("cpu"), 3.0)
+        seed = 12345
+        first, again = shape.draw(seed), shape.draw(seed)
+        for a, b in zip(first, again, strict=True):
+            assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b, problem.id
