@@ -209,6 +209,7 @@ def test_a_view_of_a_large_input_is_not_an_eager_copy_of_the_output() -> None:
     launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
     cache = torch.randn(64 * n).to(torch.bfloat16)
     control.begin_call(suppress=False, audit=True)
+    registry.protect(_provenance.report_inputs, _send=send)([cache])  # a problem input: never held
     pool = op(None, torch.ops.aten.view.default, (), (cache, [64, n]))
     out = op(None, torch.ops.aten.empty.memory_format, (), ([n],), {"dtype": torch.bfloat16})
     launch(pool.reshape(-1), out)
