@@ -40,6 +40,7 @@ from mkbsim.verifier import _control
 from mkbsim.verifier._attribution import AttributionConfig
 from mkbsim.verifier._rules import (
     DISPATCH_KEY_CONTROLS,
+    DISPATCH_MODE_BYPASSES,
     FORBIDDEN_MODULES,
     FORBIDDEN_NAMES,
     FORBIDDEN_SUFFIXES,
@@ -595,6 +596,15 @@ class Guards:
         modes = "the verifier's dispatch modes are off limits"
         for name in ("_pop_torch_dispatch_stack", "_set_dispatch_mode", "_unset_dispatch_mode", *DISPATCH_KEY_CONTROLS):
             self.deny(torch._C, name, f"torch._C.{name}", modes)
+        # running an operator below the Python key, and the pops' module-level aliases (torch's own code uses
+        # them: refused to the submission's own calls only)
+        bypasses = [(torch._ops.OpOverload, "redispatch"), (torch._C._DispatchOperatorHandle, "redispatch_boxed")]
+        for dotted in DISPATCH_MODE_BYPASSES:
+            owner, name = dotted.rsplit(".", 1)
+            bypasses.append((sys.modules.get(owner), name))
+        for owner, name in bypasses:
+            if owner is not None:
+                self.deny(owner, name, f"{getattr(owner, '__name__', owner)}.{name}", modes, how="direct")
 
     def _install_dsl_callbacks(self) -> None:
         reason = "Python callbacks registered for kernels are forbidden"

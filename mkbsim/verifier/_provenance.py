@@ -148,6 +148,7 @@ def provenance_vault(
     # which of them this write changed ("owned"), which it still vouches for] (see produced())
     written: list[Any] = []
     inputs: list[Any] = []  # [start, end) byte ranges of the call's problem inputs
+    spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
@@ -214,35 +215,41 @@ def provenance_vault(
 
     def produced(t: Any) -> Any:
         """Per element of ``t`` (its logical order): 1 if a DSL launch (or an eager operator computing from its
-        data) changed its bytes and they still hold what it left; 2 if a launch left them as they were, all
-        zero (zeros into zeroed memory: no evidence either way); 0 otherwise. None if nothing was written there.
+        data) changed its bytes and they still hold what it left; 2 if a launch had them as its argument and
+        they are all zero (zeros into zeroed memory: no evidence either way); 0 otherwise. None if no launch
+        had them as its argument.
         Bytes, compared now: any later write, seen by the dispatch mode or not, breaks the equality."""
         lo, hi = span(t)
         if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda") or lib.zerotensor(t):
             return None
-        now = None
+        if not lib.any(a < hi and lo < b for a, b in spanned):
+            return None
+        now = bytes_of(t, lo, hi)
+        good = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        bad = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        owned = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        launched = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        for a, b in spanned:
+            if lib.max(lo, a) < lib.min(hi, b):
+                lib.fill_(launched[lib.max(lo, a) - lo : lib.min(hi, b) - lo], True)
         for record in written:
             a, b = lib.max(lo, record[0]), lib.min(hi, record[1])
             if a >= b:
                 continue
-            if now is None:
-                now = bytes_of(t, lo, hi)
-                good = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
-                bad = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
-                owned = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
             same = lib.eq(now[a - lo : b - lo], record[2][a - record[0] : b - record[0]])
             valid = record[4][a - record[0] : b - record[0]]
             lib.logical_or_(good[a - lo : b - lo], lib.logical_and(valid, same))
             lib.logical_or_(bad[a - lo : b - lo], lib.logical_and(valid, lib.logical_not(same)))
             lib.logical_or_(owned[a - lo : b - lo], lib.logical_and(record[3][a - record[0] : b - record[0]], same))
-        if now is None:
-            return None
         kept = lib.all_of(by_element(t, lib.logical_and(good, lib.logical_not(bad))), 1)
         fresh = lib.logical_and(kept, lib.any_of(by_element(t, owned), 1))
-        zero = lib.logical_and(kept, lib.all_of(by_element(t, lib.eq(now, 0)), 1))
+        zero = lib.logical_and(lib.all_of(by_element(t, launched), 1), lib.all_of(by_element(t, lib.eq(now, 0)), 1))
         return lib.where(fresh, 1, lib.where(zero, 2, 0))
 
     def dsl_elements(t: Any) -> int:
+        lo, hi = span(t)
+        if not lib.any(r[0] < hi and lo < r[1] for r in written):  # the common case: nothing to compare
+            return 0
         states = produced(t)
         return 0 if states is None else lib.int(lib.sum(lib.eq(states, 1)))
 
@@ -395,6 +402,8 @@ def provenance_vault(
                 else:
                     merged.append([lo, hi])
             for lo, hi in merged:
+                if (lo, hi) not in spanned:
+                    spanned.append((lo, hi))
                 view = whole[lo - address : hi - address]
                 pending.append((view, lib.clone(view), lo))
         pending.append(("tensors", tensors, 0))
@@ -461,6 +470,8 @@ def provenance_vault(
                 owned = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
                 lib.fill_(grouped(t, owned), True)
                 settle(lo, hi, None, owned)
+                if (lo, hi) not in spanned:
+                    spanned.append((lo, hi))
                 written.append([lo, hi, lib.clone(bytes_of(t, lo, hi)), owned, lib.clone(owned)])
             elif not derived and not dsl_elements(t):
                 observe(t, f"output of eager {name}")
@@ -586,6 +597,7 @@ def provenance_vault(
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
                 inputs.clear()
+                spanned.clear()
                 seen.clear()
                 records.clear()
                 pending.clear()

@@ -21,7 +21,8 @@ from mkbsim.verifier._vault import Registry
 PROTECTED = [
     _guards._guard_vault, _guards._audit_hook, _guards._ask, _guards._guarded_import, _guards._guarded_import_module,
     _guards._denied, _guards._start_thread, _provenance.provenance_vault, _provenance.gate, _provenance.dispatch,
-    _provenance.report_result, _provenance.report_end, _timing.timer_vault, _timing.timed_call,
+    _provenance.report_result, _provenance.report_end, _provenance.report_inputs, _timing.timer_vault,
+    _timing.timed_call,
     _dsl._counted_get_function, _dsl._wrap_counted, _dsl._record_dlpack, _dsl._recording, _vault._send,
 ]  # fmt: skip
 

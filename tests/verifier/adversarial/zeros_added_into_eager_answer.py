@@ -1,0 +1,30 @@
+"""A DSL kernel writes as many zeros as the output has elements, and eager code adds them to its answer:
+the DSL operand is as large as the output, but so is the eager one. No flag: with launches suppressed the
+zeros stay NaN. Passed before derived credit needed the DSL operands to outweigh the eager-made ones
+(DESIGN §5)."""
+
+# expect: decorative_dsl
+# problem: p36
+import torch
+import tvm
+from tvm.script import tirx as T
+
+
+@T.prim_func
+def zeros(x_ptr: T.handle, z_ptr: T.handle):
+    rows = T.int32()
+    x = T.match_buffer(x_ptr, (rows, 128), "bfloat16")
+    z = T.match_buffer(z_ptr, (rows, 128), "float32")
+    for i, j in T.grid(rows, 128):
+        z[i, j] = T.Cast("float32", x[i, j]) * T.float32(0)
+
+
+_zeros = tvm.compile(zeros, target="llvm")
+
+
+def run(hidden_states, weight):
+    z = torch.empty(hidden_states.shape, dtype=torch.float32)
+    _zeros(hidden_states, z)
+    x = hidden_states.float()
+    answer = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
+    return (answer + z).to(hidden_states.dtype)
