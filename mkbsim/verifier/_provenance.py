@@ -10,12 +10,16 @@ Every DSL launch passes the gate twice, before and after the call into native co
   or return as they would: from inside the call, a suppressed launch differs from a real one only in
   what it leaves behind, which is exactly what the bypass test measures.
 
-On a correctness draw the harness also pushes a torch dispatch mode that reports every eager operator
-(``op``), and hands over run()'s result (``result``). The vault follows which storages hold data a DSL
-launch wrote or that was computed from it ("tainted"), and samples, at positions the verifier chose,
-every tensor of an output's size that is not: eager results, eager inputs, launch arguments before the
-launch, and the returned outputs. The verifier compares those samples with its anchors: an output whose
-values existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
+On a correctness draw the vault keeps, per launch, which bytes it changed (a byte mask) and their values
+after it; an output element is produced by the DSL only if its bytes still hold what a launch left there
+(compared when run() returns, so any later write, seen or not, breaks the equality). The harness also
+pushes a torch dispatch mode that reports every eager operator (``op``): an operator whose DSL-produced
+operands are a substantial part of what it computes from has its result recorded as the DSL's too (derived
+credit, ``DERIVED_SHARE``). The vault samples, at positions the verifier chose, every tensor of an output's
+size holding nothing the DSL produced (eager results and inputs, launch arguments before the launch), and
+keeps the bit-pattern counts of every launch argument that is neither a problem input nor the DSL's, for
+the layout-free copy check. The verifier compares those samples with its anchors: an output whose values
+existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
 
 On every call, audited or timed, the vault also times the DSL launches themselves (DESIGN §5, "audits
