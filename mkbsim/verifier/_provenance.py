@@ -14,8 +14,8 @@ On a correctness draw the vault keeps, per launch, which bytes it changed (a byt
 after it; an output element is produced by the DSL only if its bytes still hold what a launch left there
 (compared when run() returns, so any later write, seen or not, breaks the equality). The harness also
 pushes a torch dispatch mode that reports every eager operator (``op``): an operator whose DSL-produced
-operands are a substantial part of what it computes from has its result recorded as the DSL's too (derived
-credit, ``DERIVED_SHARE``). The vault samples, at positions the verifier chose, every tensor of an output's
+operands outweigh the operands eager code made has its result recorded as the DSL's too (derived credit,
+``DERIVED_OVER_EAGER``). The vault samples, at positions the verifier chose, every tensor of an output's
 size holding nothing the DSL produced (eager results and inputs, launch arguments before the launch), and
 keeps the bit-pattern counts of every launch argument that is neither a problem input nor the DSL's, for
 the layout-free copy check. The verifier compares those samples with its anchors: an output whose values
@@ -62,10 +62,9 @@ _EMPTY_OPS = frozenset(
      "aten.new_empty_strided.default", "aten.empty_permuted.default")
 )  # fmt: skip
 #: An eager operator's outputs count as produced by the DSL (derived from its data) only when the DSL-produced
-#: elements among its operands are at least this share of the elements it writes...
-DERIVED_SHARE = 0.5
-#: ... and at least this many times the largest operand eager code made (not a problem input, not DSL-produced):
-#: a DSL value added into an eager answer of comparable size derives nothing.
+#: elements among its operands are at least this many times the largest operand eager code made (not a problem
+#: input nor a copy of one, not DSL-produced): a DSL value added into an eager answer derives nothing, a per-row
+#: DSL reduction broadcast over the (cast) input does (``tests/verifier/honest/light_kernel_row_scale.py``).
 DERIVED_OVER_EAGER = 4
 #: Operators that contract their operands (a GEMM): the DSL operand feeds every output element and the other
 #: operand is a weight, however large (p52's eager GEMM on DSL-quantised activations).
@@ -73,6 +72,8 @@ _CONTRACTIONS = frozenset(
     ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "dot", "mv", "addmv",
      "convolution", "_convolution")
 )  # fmt: skip
+#: Operators whose result, from problem inputs alone, is a copy of them (a cast, a clone).
+_COPIES = frozenset(("_to_copy", "clone", "copy_", "_copy_from", "_copy_from_and_resize", "contiguous"))
 #: In-place operators that only store into their first argument: it is their destination, not an operand.
 _OVERWRITING = frozenset(("copy_", "fill_", "zero_", "index_put_", "index_copy_", "masked_scatter_", "scatter_"))
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
@@ -115,8 +116,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         copy_=base.copy_, bool_=torch.bool, logical_or_=base.logical_or_, as_strided=base.as_strided,
         all_of=base.all, any_of=base.any, logical_or=base.logical_or,
         logical_not=base.logical_not, logical_and_=base.logical_and_, where=torch._C._VariableFunctions.where,
-        contractions=_CONTRACTIONS, overwriting=_OVERWRITING, derived_share=DERIVED_SHARE,
-        derived_over_eager=DERIVED_OVER_EAGER,
+        contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES, derived_over_eager=DERIVED_OVER_EAGER,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
         tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor,
         stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
@@ -151,7 +151,7 @@ def provenance_vault(
     # what launches (and eager operators computing from their data) wrote: [start, end, the bytes left there,
     # which of them this write changed ("owned"), which it still vouches for] (see produced())
     written: list[Any] = []
-    inputs: list[Any] = []  # [start, end) byte ranges of the call's problem inputs
+    input_spans: list[Any] = []  # [start, end) byte ranges of the call's problem inputs, and of copies of them
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
     seen: dict[Any, bool] = {}
     records: list[Any] = []
@@ -259,7 +259,7 @@ def provenance_vault(
 
     def is_input(t: Any) -> bool:
         lo, hi = span(t)
-        return lib.any(a < hi and lo < b for a, b in inputs)
+        return lib.any(a < hi and lo < b for a, b in input_spans)
 
     def tensors_in(obj: Any, out: list[Any]) -> list[Any]:
         stack = [obj]
@@ -442,7 +442,7 @@ def provenance_vault(
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
-        inputs = tensors_in((args, kwargs), [])
+        given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
         parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
         operator_name = parts[1] if lib.len(parts) > 1 else name
@@ -450,7 +450,8 @@ def provenance_vault(
         # a destination the operator only overwrites is no operand of it (out=, copy_, an indexed store)
         overwrites = writes and (parts[2].startswith("out") or operator_name in lib.overwriting)
         dsl = eager = 0
-        for t in inputs:
+        from_inputs = True  # every operand a problem input (or a copy of one)
+        for t in given:
             if overwrites and lib.any(t is u for u in outs):
                 continue
             k = dsl_elements(t)
@@ -458,18 +459,12 @@ def provenance_vault(
             if not k:
                 observe(t, f"input of eager {name}")
             if not is_input(t):
+                from_inputs = False
                 eager = lib.max(eager, lib.numel(t) - k)
-        made = 0
-        for t in outs:
-            made += lib.numel(t)
-        derived = (
-            dsl > 0
-            and dsl >= lib.derived_share * made
-            and (operator_name in lib.contractions or dsl >= lib.derived_over_eager * eager)
-        )
+        derived = dsl > 0 and (operator_name in lib.contractions or dsl >= lib.derived_over_eager * eager)
         for t in outs:
             lo, hi = span(t)
-            view = not writes and lib.any(storage_of(u) == storage_of(t) for u in inputs)
+            view = not writes and lib.any(storage_of(u) == storage_of(t) for u in given)
             if derived and hi > lo and not view:  # computed from the DSL's data: its bytes count as the DSL's
                 owned = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
                 lib.fill_(grouped(t, owned), True)
@@ -479,6 +474,8 @@ def provenance_vault(
                 written.append([lo, hi, lib.clone(bytes_of(t, lo, hi)), owned, lib.clone(owned)])
             elif not derived and not dsl_elements(t):
                 observe(t, f"output of eager {name}")
+            if from_inputs and given and not view and hi > lo and operator_name in lib.copies:
+                input_spans.append((lo, hi))  # an input cast or copied (x.float()): as much an input as x
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
@@ -600,7 +597,7 @@ def provenance_vault(
                 audit = page[layout.AUDIT] == 1
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
-                inputs.clear()
+                input_spans.clear()
                 spanned.clear()
                 seen.clear()
                 records.clear()
@@ -658,7 +655,7 @@ def provenance_vault(
                         result(request[1])
                     elif kind == 7:  # INPUTS of the call, before it starts
                         for t in tensors_in(request[1], []):
-                            inputs.append(span(t))
+                            input_spans.append(span(t))
             if kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
                 reply = True
                 opened.append(role)

@@ -203,3 +203,21 @@ def test_problem_inputs_are_never_held(audit: Audit) -> None:
     out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
     audit.launch(lambda t, o: o.copy_(t[N : 2 * N].view(ROWS, -1)), table, out)
     assert audit.outside_share(out) == 0.0
+
+
+def test_a_per_row_dsl_reduction_broadcast_over_the_cast_input_is_the_dsls(audit: Audit) -> None:
+    """``honest/light_kernel_row_scale.py``: the DSL computes one inverse RMS per row (1/16 of the output's
+    elements here, 1/128 at SMOKE), eager code scales the cast input by it: the cast input is no eager-made
+    operand (a copy of a problem input), so the product is the DSL's."""
+    x = torch.randn(ROWS, N // ROWS).to(torch.bfloat16)
+    weight = torch.randn(N // ROWS).to(torch.bfloat16)
+    audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x, weight])
+    inv = audit.eager("aten.empty.memory_format", ([ROWS],), {"dtype": torch.float32})
+    audit.launch(lambda a, o: o.copy_(torch.rsqrt(a.float().pow(2).mean(-1) + 1e-6)), x, inv)
+    wide = audit.eager("aten._to_copy.default", (x,), {"dtype": torch.float32})
+    scaled = audit.eager("aten.mul.Tensor", (wide, audit.eager("aten.unsqueeze.default", (inv, 1))))
+    weighted = audit.eager(
+        "aten.mul.Tensor", (scaled, audit.eager("aten._to_copy.default", (weight,), {"dtype": torch.float32}))
+    )
+    out = audit.eager("aten._to_copy.default", (weighted,), {"dtype": torch.bfloat16})
+    assert audit.outside_share(out) == 0.0
