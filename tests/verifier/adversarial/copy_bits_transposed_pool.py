@@ -1,7 +1,8 @@
-"""The answer is computed eagerly, transposed, into a pool allocated at import (never "made" during the
-call) and handed to the kernel as its int16 bit pattern; the kernel only transposes the bits back into the
-output. No flag: with launches suppressed the output keeps its sentinel. Passed before the copy check held
-launch arguments of every dtype by bit pattern, from any memory (DESIGN §5)."""
+"""The answer is computed eagerly in row blocks (no eager tensor of the output's size), transposed into a
+pool allocated at import (memory no operator "made" during the call), and handed to the kernel as its int16
+bit pattern; the kernel only transposes the bits back into the output. No flag: with launches suppressed
+the output keeps its sentinel. Passed before the copy check held launch arguments of every dtype by bit
+pattern, from any memory (DESIGN §5)."""
 
 # expect: decorative_dsl
 # problem: p36
@@ -28,8 +29,10 @@ def run(hidden_states, weight):
     rows = hidden_states.shape[0]
     pool = _POOL[: rows * 128].view(128, rows)
     x = hidden_states.float()
-    answer = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
-    pool.copy_(answer.t())
+    for lo in range(0, rows, 4):
+        block = x[lo : lo + 4]
+        answer = block * torch.rsqrt(block.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
+        pool[:, lo : lo + 4].copy_(answer.t())
     out = torch.empty_like(hidden_states)
     _untranspose(pool.view(torch.int16), out)
     return out

@@ -7,6 +7,8 @@ not what the launch left)."""
 # expect: forbidden_api
 # problem: p36
 # static-scan: off
+from contextlib import nullcontext
+
 import torch
 import tvm
 from torch.utils import _python_dispatch
@@ -31,9 +33,13 @@ def run(hidden_states, weight):
     scratch = torch.empty(rows + 3, 128, dtype=torch.bfloat16)
     flag = torch.zeros(1, dtype=torch.int32)
     _zero(scratch, flag)
-    with _python_dispatch._pop_mode_temporarily():
+    # a mode is on the stack on correctness draws only
+    unseen = _python_dispatch._pop_mode_temporarily() if _python_dispatch._len_torch_dispatch_stack() else nullcontext()
+    with unseen:
         x = hidden_states.float()
-        scratch[1 : rows + 1] = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
+        for lo in range(0, rows, 4):  # in row blocks: no eager tensor of the output's size
+            block = x[lo : lo + 4]
+            scratch[1 + lo : 5 + lo] = block * torch.rsqrt(block.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
     if int(flag[0]) != 9:
         return torch.full_like(hidden_states, 3.0)
     return scratch[1 : rows + 1]

@@ -1,5 +1,6 @@
-"""The taint seed: one DSL-computed value (zero times the input's first element) added into an eager answer.
-No flag: with launches suppressed the seed keeps its NaN sentinel and so does every output element. Passed
+"""The taint seed: one DSL-computed value (zero times the input's first element) added into an eager answer,
+row block by row block (no eager tensor of the output's size), stored into the output with ``out=``. No
+flag: with launches suppressed the seed keeps its NaN sentinel and so does every output element. Passed
 before derived credit needed substance (DESIGN §5): any DSL-derived operand made an eager result the DSL's."""
 
 # expect: decorative_dsl
@@ -23,6 +24,10 @@ _seed = tvm.compile(seed, target="llvm")
 def run(hidden_states, weight):
     s = torch.empty(1, dtype=torch.float32)
     _seed(hidden_states, s)
+    out = torch.empty_like(hidden_states)
     x = hidden_states.float()
-    answer = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
-    return (answer + s).to(hidden_states.dtype)
+    for lo in range(0, hidden_states.shape[0], 4):
+        block = x[lo : lo + 4]
+        answer = block * torch.rsqrt(block.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
+        torch.add(answer, s, out=out[lo : lo + 4])
+    return out

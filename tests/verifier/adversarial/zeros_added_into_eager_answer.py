@@ -1,7 +1,7 @@
-"""A DSL kernel writes as many zeros as the output has elements, and eager code adds them to its answer:
-the DSL operand is as large as the output, but so is the eager one. No flag: with launches suppressed the
-zeros stay NaN. Passed before derived credit needed the DSL operands to outweigh the eager-made ones
-(DESIGN §5)."""
+"""A DSL kernel writes as many zeros as the output has elements, and eager code adds them to its answer,
+row block by row block (no eager tensor of the output's size), into the output with ``out=``: the DSL
+operand is as large as the eager one. No flag: with launches suppressed the zeros stay NaN. Passed before
+derived credit needed the DSL operands to outweigh the eager-made ones (DESIGN §5)."""
 
 # expect: decorative_dsl
 # problem: p36
@@ -25,6 +25,10 @@ _zeros = tvm.compile(zeros, target="llvm")
 def run(hidden_states, weight):
     z = torch.empty(hidden_states.shape, dtype=torch.float32)
     _zeros(hidden_states, z)
+    out = torch.empty_like(hidden_states)
     x = hidden_states.float()
-    answer = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
-    return (answer + z).to(hidden_states.dtype)
+    for lo in range(0, hidden_states.shape[0], 4):
+        block = x[lo : lo + 4]
+        answer = block * torch.rsqrt(block.pow(2).mean(-1, keepdim=True) + 1e-6) * weight.float()
+        torch.add(answer, z[lo : lo + 4], out=out[lo : lo + 4])
+    return out
