@@ -326,6 +326,9 @@ def provenance_vault(
             inner = shape[-1] if lib.len(shape) else 1
             if (inner > 1 and strides[-1] != 1) or (inner * size) % width or lib.data_ptr(t) % width:
                 return None
+            for k in lib.range(lib.len(shape) - 1):  # each outer step a whole number of the new elements
+                if shape[k] > 1 and (strides[k] * size) % width:
+                    return None
         return lib.reshape(lib.view(t, lib.bits[width]), (-1,))
 
     def hold(t: Any, source: str) -> None:

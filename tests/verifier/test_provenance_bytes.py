@@ -221,3 +221,13 @@ def test_a_per_row_dsl_reduction_broadcast_over_the_cast_input_is_the_dsls(audit
     )
     out = audit.eager("aten._to_copy.default", (weighted,), {"dtype": torch.bfloat16})
     assert audit.outside_share(out) == 0.0
+
+
+def test_arguments_whose_layout_has_no_view_at_another_width_are_held_at_their_own(audit: Audit) -> None:
+    """A bf16 argument with an odd row stride (129 elements) has no int32 view: the vault must not fault on
+    it (a fault fails the draw), and still finds the answer it holds at its own width."""
+    padded = torch.zeros(ROWS, N // ROWS + 1, dtype=torch.bfloat16)
+    padded[:, 1:] = _answer().to(torch.bfloat16)  # unseen: made before the audited call
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.bfloat16})
+    audit.launch(lambda p, o: o.copy_(p), padded[:, 1:], out)
+    assert audit.outside_share(out) == 1.0
