@@ -345,12 +345,16 @@ def provenance_vault(
         if 2 * dsl_elements(t) >= lib.numel(t):
             return
         floating = lib.is_floating(t)
+        smallest = lib.min(numels) if numels else 0
         for width in lib.sorted({lib.element_size(t), 2, 4}):
-            flat = bits(t, width)
+            # too few elements at this width to hold COPY_SHARE of any output: nothing to keep
+            flat = bits(t, width) if lib.numel(t) * lib.element_size(t) >= lib.copy_share * smallest * width else None
             if flat is not None:
                 patterns, _, counts = lib.unique(flat, True, False, True)
                 own = floating and width == lib.element_size(t)
-                held.append((source, lo, hi, width, patterns, counts, lib.dtype_of(t) if own else None))
+                held.append(
+                    (source, lo, hi, width, patterns, counts, lib.dtype_of(t) if own else None, lib.numel(flat))
+                )
 
     def holds(mine: Any, patterns: Any, counts: Any) -> tuple[float, Any]:
         """The share of ``mine``'s elements that distinct ``patterns`` with their ``counts`` hold, counted with
@@ -367,9 +371,9 @@ def provenance_vault(
         lo, hi = span(t)
         width = lib.element_size(t)
         mine = bits(t, width)  # at its own width: always a view
-        for source, a, b, size, patterns, counts, dtype in held:
-            if a < hi and lo < b:
-                continue  # the output's own memory before a launch updated it in place
+        for source, a, b, size, patterns, counts, dtype, n in held:
+            if (a < hi and lo < b) or n < lib.copy_share * lib.numel(t):
+                continue  # the output's own memory before a launch updated it in place; or too small
             found = []
             if size == width:
                 found.append(holds(mine, patterns, counts))
