@@ -52,6 +52,9 @@ SAMPLES = 512
 #: An output at least this share of whose elements (values counted with their multiplicity) a DSL-free
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
+#: For an integer or boolean output, a launch argument of more than this many times its elements is a table,
+#: not a copy: it holds a small value domain with any multiplicity by chance.
+COPY_TABLES = 2
 #: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
 #: a suppressed launch left unwritten is never right by chance. Integers and booleans hold zero: they are
 #: counts, offsets and indices that later kernels follow, and with launches suppressed they must send those
@@ -116,7 +119,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         copy_=base.copy_, bool_=torch.bool, logical_or_=base.logical_or_, as_strided=base.as_strided,
         all_of=base.all, any_of=base.any, logical_or=base.logical_or,
         logical_not=base.logical_not, logical_and_=base.logical_and_, where=torch._C._VariableFunctions.where,
-        contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES, derived_over_eager=DERIVED_OVER_EAGER,
+        copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES,
+        derived_over_eager=DERIVED_OVER_EAGER,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
         tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor,
         stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
@@ -371,9 +375,12 @@ def provenance_vault(
         lo, hi = span(t)
         width = lib.element_size(t)
         mine = bits(t, width)  # at its own width: always a view
+        # an integer or boolean output has few distinct values: a table much larger than it would hold them by
+        # multiplicity alone (a copy is about the output's size: padded, strided)
+        largest = lib.copy_tables * lib.numel(t) if not lib.is_floating(t) else None
         for source, a, b, size, patterns, counts, dtype, n in held:
-            if (a < hi and lo < b) or n < lib.copy_share * lib.numel(t):
-                continue  # the output's own memory before a launch updated it in place; or too small
+            if (a < hi and lo < b) or n < lib.copy_share * lib.numel(t) or (largest is not None and n > largest):
+                continue  # the output's own memory before a launch updated it in place; too small; a table
             found = []
             if size == width:
                 found.append(holds(mine, patterns, counts))

@@ -231,3 +231,22 @@ def test_arguments_whose_layout_has_no_view_at_another_width_are_held_at_their_o
     out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.bfloat16})
     audit.launch(lambda p, o: o.copy_(p), padded[:, 1:], out)
     assert audit.outside_share(out) == 1.0
+
+
+def test_a_large_integer_table_is_no_copy_of_a_small_integer_output(audit: Audit) -> None:
+    """Expert ids (a small value domain) computed by the DSL from an eager-made index table many times their
+    size: the table holds every id with any multiplicity by chance, which is no copy."""
+    table = audit.eager("aten.arange.default", (8,), {"dtype": torch.int32})
+    table = audit.eager("aten.repeat.default", (table, [4 * N]))
+    ids = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.int32})
+    chosen = torch.randint(1, 8, (ROWS, N // ROWS), dtype=torch.int32)
+    audit.launch(lambda tab, o: o.copy_(chosen), table, ids)
+    assert audit.outside_share(ids) == 0.0
+
+
+def test_an_integer_answer_padded_by_eager_code_is_a_copy(audit: Audit) -> None:
+    """Eager ids, padded by one column so that no eager tensor has the output's size, gathered by the DSL."""
+    padded = audit.eager("aten.randint.low", (1, 8, [ROWS, N // ROWS + 1]), {"dtype": torch.int32})
+    ids = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.int32})
+    audit.launch(lambda p, o: o.copy_(p[:, 1:]), padded, ids)
+    assert audit.outside_share(ids) == 1.0
