@@ -598,13 +598,16 @@ class Guards:
             self.deny(torch._C, name, f"torch._C.{name}", modes)
         # running an operator below the Python key, and the pops' module-level aliases (torch's own code uses
         # them: refused to the submission's own calls only)
-        bypasses = [(torch._ops.OpOverload, "redispatch"), (torch._C._DispatchOperatorHandle, "redispatch_boxed")]
+        bypasses: list[tuple[Any, str, str]] = [
+            (torch._ops.OpOverload, "redispatch", "OpOverload.redispatch"),
+            (torch._C._DispatchOperatorHandle, "redispatch_boxed", "redispatch_boxed"),
+        ]
         for dotted in DISPATCH_MODE_BYPASSES:
-            owner, name = dotted.rsplit(".", 1)
-            bypasses.append((sys.modules.get(owner), name))
-        for owner, name in bypasses:
+            module, name = dotted.rsplit(".", 1)
+            bypasses.append((sys.modules.get(module), name, dotted))
+        for owner, name, what in bypasses:
             if owner is not None:
-                self.deny(owner, name, f"{getattr(owner, '__name__', owner)}.{name}", modes, how="direct")
+                self.deny(owner, name, what, modes, how="direct")
 
     def _install_dsl_callbacks(self) -> None:
         reason = "Python callbacks registered for kernels are forbidden"
