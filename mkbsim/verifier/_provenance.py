@@ -75,8 +75,8 @@ _CONTRACTIONS = frozenset(
     ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "dot", "mv", "addmv",
      "convolution", "_convolution")
 )  # fmt: skip
-#: Operators whose result, from problem inputs alone, is a copy of them (a cast, a clone).
-_COPIES = frozenset(("_to_copy", "clone", "copy_", "_copy_from", "_copy_from_and_resize", "contiguous"))
+#: Operators whose fresh result, from problem inputs alone, is a copy of them (a cast, a clone).
+_COPIES = frozenset(("_to_copy", "clone"))
 #: In-place operators that only store into their first argument: it is their destination, not an operand.
 _OVERWRITING = frozenset(("copy_", "fill_", "zero_", "index_put_", "index_copy_", "masked_scatter_", "scatter_"))
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
@@ -155,7 +155,8 @@ def provenance_vault(
     # what launches (and eager operators computing from their data) wrote: [start, end, the bytes left there,
     # which of them this write changed ("owned"), which it still vouches for] (see produced())
     written: list[Any] = []
-    input_spans: list[Any] = []  # [start, end) byte ranges of the call's problem inputs, and of copies of them
+    input_spans: list[Any] = []  # [start, end) byte ranges of the call's problem inputs
+    copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
     seen: dict[Any, bool] = {}
     records: list[Any] = []
@@ -263,7 +264,12 @@ def provenance_vault(
 
     def is_input(t: Any) -> bool:
         lo, hi = span(t)
-        return lib.any(a < hi and lo < b for a, b in input_spans)
+        if lib.any(a < hi and lo < b for a, b in input_spans):
+            return True
+        for a, b, made in copies:  # a copy of an input is one while its bytes are still those it was made with
+            if a <= lo and hi <= b and hi > lo:
+                return lib.bool(lib.equal(bytes_of(t, lo, hi), made[lo - a : hi - a]))
+        return False
 
     def tensors_in(obj: Any, out: list[Any]) -> list[Any]:
         stack = [obj]
@@ -488,8 +494,8 @@ def provenance_vault(
                 written.append([lo, hi, lib.clone(bytes_of(t, lo, hi)), owned, lib.clone(owned)])
             elif not derived and not dsl_elements(t):
                 observe(t, f"output of eager {name}")
-            if from_inputs and given and not view and hi > lo and operator_name in lib.copies:
-                input_spans.append((lo, hi))  # an input cast or copied (x.float()): as much an input as x
+            if from_inputs and given and not writes and not view and hi > lo and operator_name in lib.copies:
+                copies.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))  # x.float(): as much an input as x
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
@@ -612,6 +618,7 @@ def provenance_vault(
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
                 input_spans.clear()
+                copies.clear()
                 spanned.clear()
                 seen.clear()
                 records.clear()
