@@ -254,12 +254,14 @@ def test_an_integer_answer_padded_by_eager_code_is_a_copy(audit: Audit) -> None:
 
 def test_a_cast_input_overwritten_unseen_is_no_longer_an_input(audit: Audit) -> None:
     """``x.float()`` counts as a problem input only while its bytes are those the cast made: an eager answer
-    written into it where the mode cannot see (a thread), then scaled by a per-row DSL value, derives nothing."""
-    x = torch.randn(ROWS, N // ROWS).to(torch.bfloat16)
+    written into it where the mode cannot see (a thread), then scaled by a per-row DSL value, derives nothing
+    (one column wider than the output, so that no tensor of the output's size is sampled before the slice)."""
+    x = torch.randn(ROWS, N // ROWS + 1).to(torch.bfloat16)
     audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x])
     rows = audit.eager("aten.empty.memory_format", ([ROWS, 1],), {"dtype": torch.float32})
     audit.launch(lambda o: o.fill_(1.0), rows)
     wide = audit.eager("aten._to_copy.default", (x,), {"dtype": torch.float32})
-    wide.copy_(_answer())  # unseen
-    out = audit.eager("aten.mul.Tensor", (wide, rows))
+    wide[:, 1:].copy_(_answer())  # unseen
+    scaled = audit.eager("aten.mul.Tensor", (wide, rows))
+    out = audit.eager("aten.slice.Tensor", (scaled, 1, 1, N // ROWS + 1))
     assert audit.outside_share(out) == 1.0
