@@ -51,16 +51,20 @@ verify_many() {  # $1: output folder, $2: budget in seconds, then the files (one
   python3 benchmarks/gpu_verify_many.py "$@" --out "$out" --budget "$budget" --no-do-bench 2>&1 | tee "$out/run.log"
   python3 - "$out/verdicts" <<'PY' | tee "$out/solutions_table.md"
 import json, pathlib, sys
-print("| solution | passed | failure | runtime ms | eager ms | speedup | SOL fraction | DSL share | DSL time ratio |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| solution | passed | failure | runtime ms | eager ms | speedup | SOL fraction | DSL share | DSL time ratio "
+      "| eager amounts | eager passes |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
     r = json.loads(f.read_text())
     d = r.get("details") or {}
     fmt = lambda v, p=4: "" if v is None else f"{v:.{p}g}"
     share = ((d.get("bypass") or [{}])[0]).get("dsl_share")
+    work = d.get("eager_work") or {}  # one checked draw's (README "Eager work")
+    amounts = min(work["shares"].values()) if work.get("shares") else None
+    passes = work.get("passes")
     print(f"| {f.stem} | {r.get('passed')} | {r.get('failure') or ''} | {fmt(r.get('runtime_ms'))} "
           f"| {fmt(r.get('eager_ms'))} | {fmt(r.get('speedup'), 3)} | {fmt((d.get('sol') or {}).get('fraction'), 2)} "
-          f"| {fmt(share, 3)} | {fmt((d.get('dsl_time') or {}).get('ratio'), 3)} |")
+          f"| {fmt(share, 3)} | {fmt((d.get('dsl_time') or {}).get('ratio'), 3)} | {fmt(amounts, 3)} | {fmt(passes, 3)} |")
 PY
 }
 

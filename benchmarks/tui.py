@@ -3,7 +3,7 @@ and prints the times the targets bound (first screen ≤ 2 s; every key on every
 replay steps, switching screens, campaigns and chains), plus the other actions a researcher repeats (sort,
 filter, jump, next verdict). Keys whose reads run in worker threads are also timed until their data is shown.
 
-    .venv/bin/python benchmarks/tui.py [--store PATH] [--events 1000000] [--json]
+    .venv/bin/python benchmarks/tui.py [--store PATH] [--events 1000000] [--first-visits 5] [--baseline DIR] [--json]
 
 Without --store it simulates a campaign into a temporary store (the simulator, replicates until the
 store holds --events events) and brings the projections current, as `mkbsim run` leaves a store. The
@@ -15,6 +15,12 @@ and the repaint of everything it changed (pilot.pause() runs the compositor), in
 fetches newly visible rows; "CPU" is the UI thread's CPU time over that span (what the key costs, less
 the waits for the other processes of a shared machine). Keys "while data loads" are pressed every 20 ms
 after the previous action, while the reads it started run in threads and their results are drawn.
+
+A screen's first visit happens once a process, so it is also timed in --first-visits fresh processes
+(each: the monitor up, the other screens' modules imported, then Comparisons, Replay, Skills & Filters,
+Chains in turn), giving a median and a worst case per screen. With --baseline DIR (a folder holding
+another version's `tui` and `mkbsim` packages, e.g. `git archive main tui mkbsim | tar -x -C DIR`) those
+processes alternate between that version and this one, so that both meet the same load of a shared machine.
 """
 
 from __future__ import annotations
@@ -78,6 +84,88 @@ def drop_projections(source: Path, target: Path) -> None:
     conn.close()
 
 
+#: (screen, key) of each first visit timed in a fresh process: Enter opens the first comparison in Replay
+FIRST_VISITS = (("comparisons", "2"), ("replay", "enter"), ("skills", "4"), ("chains", "5"))
+
+
+async def workers_done(app: Any) -> None:
+    """Until no worker runs (a worker a newer one superseded ends cancelled: that is done too)."""
+    from textual.worker import WorkerCancelled
+
+    while True:
+        try:
+            await app.workers.wait_for_complete()
+            return
+        except WorkerCancelled:
+            continue
+
+
+async def time_key(app: Any, pilot: Any, key: str, *, loaded: bool = False) -> tuple[float, float, float | None]:
+    """Press ``key``: the wall and UI-thread CPU seconds from its dispatch to its repaint, and with ``loaded``
+    the wall seconds until the reads it started in worker threads are done and drawn ("data shown"; the UI
+    answers other keys meanwhile). Pilot.press would add ≥ 40 ms of idle-waiting sleeps per key, so the key
+    goes to the driver as Pilot sends it, and the timed span ends when the screen has processed the
+    messages it caused and the compositor has repainted."""
+    from textual import events
+
+    t0, c0 = time.perf_counter(), time.thread_time()
+    app._driver.send_message(events.Key(key, key if len(key) == 1 else None))
+    for _ in range(3):  # the key, then the messages its action posted (cursor moved, …)
+        await pilot._wait_for_screen()
+    app.screen._on_timer_update()
+    wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
+    shown = None
+    if loaded:
+        await workers_done(app)
+        await pilot._wait_for_screen()
+        shown = time.perf_counter() - t0
+    return wall, cpu, shown
+
+
+async def settle(app: Any, pilot: Any) -> None:
+    """Until the store is synced, the monitor's lift is drawn and no worker runs (the screens' imports included)."""
+    while not (app.store_state.synced and app.lift is not None):
+        await pilot.pause(0.05)
+    await workers_done(app)
+    await pilot.pause()
+
+
+def first_visits_child(store: Path) -> None:
+    """In a fresh process: the first visit of each screen of FIRST_VISITS (wall, CPU, data shown)."""
+    from tui.app import MkbsimApp
+
+    async def run() -> dict[str, tuple[float, float, float | None]]:
+        app = MkbsimApp(store)
+        visits = {}
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            for screen, key in FIRST_VISITS:
+                visits[screen] = await time_key(app, pilot, key, loaded=True)
+                await settle(app, pilot)
+        return visits
+
+    print(json.dumps(asyncio.run(run())))
+
+
+def time_first_visits(store: Path, processes: int, baseline: Path | None) -> dict[str, dict[str, list[list[float]]]]:
+    """Per version ("this", and "baseline" with one), per screen: [wall, CPU, data shown] of each process's
+    first visit. With a baseline, the processes alternate between the two versions."""
+    versions = {"this": os.environ.get("PYTHONPATH", "")}
+    if baseline is not None:
+        versions = {"baseline": str(baseline.resolve()), **versions}
+    found: dict[str, dict[str, list[list[float]]]] = {version: {} for version in versions}
+    for n in range(processes):
+        for version, pythonpath in versions.items():
+            env = dict(os.environ, PYTHONPATH=pythonpath)
+            out = subprocess.run([sys.executable, __file__, "--first-visits-child", str(store)], env=env, check=True,
+                                 capture_output=True, text=True, timeout=600).stdout  # fmt: skip
+            for screen, times in json.loads(out.strip().splitlines()[-1]).items():
+                found[version].setdefault(screen, []).append(times)
+            print(f"first visits: process {n + 1}/{processes} ({version}) done, load {os.getloadavg()[0]:.1f}",
+                  file=sys.stderr)  # fmt: skip
+    return found
+
+
 def first_screen_child(store: Path) -> None:
     """In a fresh process: time from the parent's spawn to the monitor's first drawn campaign view."""
     t0 = float(os.environ[T0_ENV])
@@ -117,8 +205,6 @@ def time_first_screen(store: Path) -> dict[str, float]:
 async def time_actions(store: Path) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Per action: its wall times, and the UI thread's CPU time over each key's span (less sensitive to
     the machine's load than wall time, which on a shared 2-core machine grows with the other processes)."""
-    from textual import events
-
     from tui.app import MkbsimApp
     from tui.screens.chains import ChainsScreen
     from tui.screens.comparisons import ComparisonsScreen
@@ -131,31 +217,14 @@ async def time_actions(store: Path) -> tuple[dict[str, list[float]], dict[str, l
 
     async with app.run_test(size=SIZE) as pilot:
 
-        async def settle() -> None:
-            while not (app.store_state.synced and app.lift is not None):
-                await pilot.pause(0.05)
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-
         async def act(name: str, key: str, repeat: int = 1, *, loaded: bool = False) -> None:
-            """Time ``key`` from its dispatch to its repaint. Pilot.press would add ≥ 40 ms of idle-waiting
-            sleeps per key, so the key goes to the driver as Pilot sends it, and the timed span ends when
-            the screen has processed the messages it caused and the compositor has repainted. ``loaded``:
-            also time until the reads the key started in worker threads are done and drawn ("… data shown";
-            the UI answers other keys meanwhile)."""
+            """Time ``key`` (see time_key); ``loaded``: also until the data it started reading is shown."""
             for _ in range(repeat):
-                t0, c0 = time.perf_counter(), time.thread_time()
-                assert app._driver is not None
-                app._driver.send_message(events.Key(key, key if len(key) == 1 else None))
-                for _ in range(3):  # the key, then the messages its action posted (cursor moved, …)
-                    await pilot._wait_for_screen()
-                app.screen._on_timer_update()
-                times.setdefault(name, []).append(time.perf_counter() - t0)
-                cpu.setdefault(name, []).append(time.thread_time() - c0)
-                if loaded:
-                    await app.workers.wait_for_complete()
-                    await pilot._wait_for_screen()
-                    times.setdefault(f"{name}: data shown", []).append(time.perf_counter() - t0)
+                wall, thread_cpu, shown = await time_key(app, pilot, key, loaded=loaded)
+                times.setdefault(name, []).append(wall)
+                cpu.setdefault(name, []).append(thread_cpu)
+                if shown is not None:
+                    times.setdefault(f"{name}: data shown", []).append(shown)
                 await pilot.pause()  # let background work (the summary line, plots) finish, untimed
 
         async def act_while_loading(name: str, key: str, repeat: int = 6, *, during: str = "data loads") -> None:
@@ -165,13 +234,13 @@ async def time_actions(store: Path) -> tuple[dict[str, list[float]], dict[str, l
             for _ in range(repeat):
                 await act(f"{name} (while {during})", key)
                 await asyncio.sleep(0.02)
-            await app.workers.wait_for_complete()
+            await workers_done(app)
             await pilot.pause()
 
         while app.lift is None:  # the monitor is up: the app now imports the other screens in a thread
             await pilot.pause(0.01)
         await act_while_loading("monitor: next campaign", "down", during="screens import")
-        await settle()
+        await settle(app, pilot)
         await act("open comparisons screen", "2")
         await act_while_loading("comparisons: cursor down", "down")
         assert isinstance(app.screen, ComparisonsScreen)
@@ -185,9 +254,9 @@ async def time_actions(store: Path) -> tuple[dict[str, list[float]], dict[str, l
             await act("comparisons: page down", "pagedown", repeat=5)
         for _ in range(3):
             await act("comparisons: toggle harmed only", "h")
-            await app.workers.wait_for_complete()
+            await workers_done(app)
         await act("comparisons: toggle harmed only", "h")  # harmed only stays on: open one of them
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await act("replay: open a harmed comparison", "enter")
         assert isinstance(app.screen, ReplayScreen)
         await act("replay: step forward", "right", repeat=120)
@@ -238,20 +307,38 @@ def summarize(samples: list[float], cpu: list[float] | None) -> dict[str, float]
     }
 
 
+def summarize_visits(samples: list[list[float]]) -> dict[str, float]:
+    """Median and worst of the first visits' wall, UI-thread CPU and data-shown times (ms)."""
+    wall, cpu, shown = ([row[i] * 1000 for row in samples] for i in range(3))
+    return {"n": len(samples), "median_ms": statistics.median(wall), "max_ms": max(wall),
+            "ui_cpu_median_ms": statistics.median(cpu), "ui_cpu_max_ms": max(cpu),
+            "shown_median_ms": statistics.median(shown), "shown_max_ms": max(shown)}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, help="an existing store (default: simulate one)")
     parser.add_argument("--events", type=int, default=1_000_000, help="events to simulate (default 1,000,000)")
     parser.add_argument("--cold", action="store_true", help="also time the first screen with projections unbuilt")
+    parser.add_argument("--first-visits", type=int, default=5, metavar="N",
+                        help="fresh processes timing each screen's first visit (default 5; 0: none)")  # fmt: skip
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another version's tui and mkbsim packages: first visits alternate with it")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--first-screen-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--first-visits-child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_screen_child is not None:
         first_screen_child(args.first_screen_child)
         return
+    if args.first_visits_child is not None:
+        first_visits_child(args.first_visits_child)
+        return
+    if args.baseline is not None and not (args.baseline / "tui").is_dir():
+        parser.error(f"--baseline {args.baseline}: no tui package there")
 
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-    results: dict[str, Any] = {"machine": machine}
+    results: dict[str, Any] = {"machine": machine, "load_start": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store
         if store is None:
@@ -266,10 +353,17 @@ def main() -> None:
             cold.unlink()
         times, cpu = asyncio.run(time_actions(store))
         results["actions"] = {name: summarize(s, cpu.get(name)) for name, s in times.items()}
+        if args.first_visits > 0:
+            visits = time_first_visits(store, args.first_visits, args.baseline)
+            results["first_visits"] = {
+                version: {screen: summarize_visits(samples) for screen, samples in screens.items()}
+                for version, screens in visits.items()
+            }
+    results["load_end"] = os.getloadavg()[0]
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"machine: {results['machine']}")
+    print(f"machine: {results['machine']} · load average {results['load_start']:.1f} → {results['load_end']:.1f}")
     print("store: " + ", ".join(f"{v:,} {k}" for k, v in results["store"].items()))
     if "build" in results:
         print(f"built in {results['build']['simulate_s']:.1f} s, projections in {results['build']['project_s']:.1f} s")
@@ -282,6 +376,13 @@ def main() -> None:
     for name, s in results["actions"].items():
         print(f"{name:<48} {s['n']:>4} {s['median_ms']:>10.1f} {s['p95_ms']:>8.1f} {s['max_ms']:>8.1f}"
               f" {s['ui_cpu_median_ms']:>8.1f} {s['ui_cpu_max_ms']:>8.1f}")  # fmt: skip
+    for version, screens in results.get("first_visits", {}).items():
+        print(f"first visits, {version:<30} {'n':>4} {'median ms':>10} {'max ms':>8} {'CPU med':>8} {'CPU max':>8}"
+              f" {'shown med':>10} {'shown max':>10}")  # fmt: skip
+        for screen, v in screens.items():
+            print(f"  {screen:<46} {v['n']:>4} {v['median_ms']:>10.1f} {v['max_ms']:>8.1f}"
+                  f" {v['ui_cpu_median_ms']:>8.1f}"
+                  f" {v['ui_cpu_max_ms']:>8.1f} {v['shown_median_ms']:>10.1f} {v['shown_max_ms']:>10.1f}")  # fmt: skip
 
 
 if __name__ == "__main__":

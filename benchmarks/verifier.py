@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from mkbsim.verifier import PAPER, VerifierSession
+from mkbsim.verifier._phases import EVIDENCE_CALLS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {
@@ -38,7 +39,8 @@ EXAMPLES = {
         ("cuda/p28_fused_add_rmsnorm_tirx_cuda.py", "p28", "tirx"),
     ],
 }
-CALLS = PAPER.correctness_draws + PAPER.suppressed_draws + PAPER.warmup_calls + PAPER.timed_calls  # run() calls
+# run() calls: the draws, the warmups, the scored timed calls and the unscored evidence calls
+CALLS = PAPER.correctness_draws + PAPER.suppressed_draws + PAPER.warmup_calls + PAPER.timed_calls + EVIDENCE_CALLS
 PHASES = ("zygote_start_s", "spawn_import_s", "anchors_s", "correctness_s", "timing_s", "sol_s", "eager_s")
 
 

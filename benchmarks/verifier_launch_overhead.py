@@ -2,7 +2,8 @@
 process that opened the worker's vaults and gates exactly as the worker does, against the same launches
 in a process without them; and the gate vault's END of a call (DESIGN §5, "audits cannot be told apart").
 
-    python benchmarks/verifier_launch_overhead.py            # both rows, JSON lines
+    python benchmarks/verifier_launch_overhead.py            # all three rows (bare, guards: a scored call,
+                                                             # evidence: an evidence call), JSON lines
     python benchmarks/verifier_launch_overhead.py --variant guards --rounds 7 --launches 500
 
 Each variant runs in a fresh process (an audit hook cannot be removed). CPU time of the calling thread,
@@ -22,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
+#: no gates; the gates on a scored timed call (the count only); the gates on an evidence call (timed, signed)
+VARIANTS = ("bare", "guards", "evidence")
 
 
 def measure(variant: str, rounds: int, launches: int) -> dict[str, float | str | None]:
@@ -37,7 +40,7 @@ def measure(variant: str, rounds: int, launches: int) -> dict[str, float | str |
         "off_limits": [], "inplace": [], "sample_positions": [], "output_numels": [],
     }  # fmt: skip
     worker = Worker(None, setup, os.dup(control.take_fd()))  # type: ignore[arg-type]
-    if variant == "guards":
+    if variant != "bare":
         worker.open_vaults()
     kernel = worker.import_file()._scale_rows
     x = torch.randn(64, 128).to(torch.bfloat16)
@@ -45,7 +48,7 @@ def measure(variant: str, rounds: int, launches: int) -> dict[str, float | str |
     per_launch: list[float] = []
     end_us: float | None = None
     for _ in range(rounds):
-        control.begin_call(suppress=False, audit=False)
+        control.begin_call(suppress=False, audit=False, evidence=variant == "evidence")
         t0 = time.thread_time_ns()
         for _ in range(launches):
             kernel(x, inv, weight, out)
@@ -65,14 +68,14 @@ def measure(variant: str, rounds: int, launches: int) -> dict[str, float | str |
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variant", choices=("bare", "guards"))
+    ap.add_argument("--variant", choices=VARIANTS)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--launches", type=int, default=500)
     args = ap.parse_args()
     if args.variant:
         print(json.dumps(measure(args.variant, args.rounds, args.launches)))
         return
-    for variant in ("bare", "guards"):
+    for variant in VARIANTS:
         cmd = [sys.executable, __file__, "--variant", variant, "--rounds", str(args.rounds)]
         cmd += ["--launches", str(args.launches)]
         print(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])

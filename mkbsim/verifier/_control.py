@@ -5,7 +5,8 @@ map it and close the descriptor, so no file descriptor and no Python object outs
 it. Through it flow the facts a verdict rests on and the submission must neither read nor forge:
 
 * verifier → vaults: the call's nonce, whether DSL launches are suppressed on this call (never sent
-  on the channel the worker's Python reads), whether this is a correctness draw (audit);
+  on the channel the worker's Python reads), whether this is a correctness draw (audit), whether this
+  timed-protocol call is an unscored evidence call (never sent on the channel either);
 * vaults → verifier: the launches counted, the call's timing marks, the acknowledgement that the
   timer stopped this very call, the time the call spent inside DSL launches (and the gate's
   acknowledgement of this very call), the violations the guards refused, and the provenance records of
@@ -32,6 +33,7 @@ NONCE = (0, "<Q")  # verifier: a fresh value per call
 LAUNCHES = (8, "<Q")  # gate vault: DSL launches of the current call (the verifier zeroes it)
 SUPPRESS = (16, "<B")  # verifier: skip the effect of every DSL launch of this call
 AUDIT = (17, "<B")  # verifier: correctness draw (snapshots, provenance records)
+EVIDENCE = (18, "<B")  # verifier: an evidence call (the gate times launches and lists their signatures)
 ACK = (24, "<Q")  # timer vault: the nonce of the last call it stopped
 CALL_MS = (32, "<d")  # timer vault: the protocol's measure of the call
 HOST_MS = (40, "<d")  # timer vault: host clock around the call
@@ -88,13 +90,14 @@ class ControlPage:
             os.close(self.fd)
             self.fd = None
 
-    def begin_call(self, *, suppress: bool, audit: bool) -> int:
+    def begin_call(self, *, suppress: bool, audit: bool, evidence: bool = False) -> int:
         """Arm the page for the next call and return its nonce."""
         self.nonce += 1
         put(self.buf, LAUNCHES, 0)
         put(self.buf, RECORDS_FLAG, 0)
         put(self.buf, SUPPRESS, int(suppress))
         put(self.buf, AUDIT, int(audit))
+        put(self.buf, EVIDENCE, int(evidence))
         put(self.buf, NONCE, self.nonce)
         return self.nonce
 
@@ -102,6 +105,7 @@ class ControlPage:
         """Nothing is suppressed between calls (the worker may run library code meanwhile)."""
         put(self.buf, SUPPRESS, 0)
         put(self.buf, AUDIT, 0)
+        put(self.buf, EVIDENCE, 0)
 
     def report(self) -> dict[str, Any]:
         """What the vaults wrote about the last call."""

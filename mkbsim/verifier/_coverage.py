@@ -138,6 +138,8 @@ def apply_provenance(
 ) -> None:
     """Lower each output's DSL share by the best match of a DSL-free tensor of one draw."""
     for record in records:
+        if record[0] not in ("candidate", "contains", "result", "produced"):
+            continue  # the draw's eager operators (``_eagerwork``), faults (judged before)
         kind, source, i = record[0], record[1], record[2]
         if kind == "result" and record[4]:
             continue  # judged element by element by its "produced" record

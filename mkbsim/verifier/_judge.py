@@ -1,8 +1,10 @@
 """The rules one answer is judged by (DESIGN §5), each returning the ``Failure`` it finds or None:
-the worker's fate, errors, the returned structure, input mutation and the values against the anchor."""
+the worker's fate, errors, the returned structure, input mutation and the values against the anchor; and
+the scored timed calls' launch count and time against the evidence calls'."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +16,14 @@ from mkbsim.verifier._compare import Check
 from mkbsim.verifier._process import WorkerFailed
 
 _DSL_ERROR_MODULES = ("tvm", "tvm_ffi", "cutlass")
+#: What the gate's evidence costs an evidence call per DSL launch at most (its signature, its clock or CUDA
+#: event pair, the extra round trip after the launch): cpu about 4 µs measured (benchmarks/
+#: verifier_launch_overhead.py, load 8 on 2 cores), allowed 5x; cuda: an event pair and the round trip.
+EVIDENCE_COST_MS = {"cpu": 0.02, "cuda": 0.03}
+#: The share of the evidence calls' median by which the scored calls' median may fall short beyond that
+#: cost: the noise of a median of 10 calls against one of 50 under load (the p36 example, one launch, load ~11:
+#: evidence medians 0.98-1.25x the scored one).
+EVIDENCE_NOISE = 0.25
 
 
 @dataclass(frozen=True)
@@ -166,3 +176,43 @@ def values(checks: Sequence[Check], where: str, factor: float) -> Failure | None
             f"eps(dtype) x max|anchor| {fmt(c.eps_term)})).",
         )
     return None
+
+
+def scored_launches(scored: Sequence[int], evidence: Sequence[int]) -> Failure | None:
+    """The scored timed calls launch as many genuine DSL kernels as the evidence calls (DESIGN §5, "audits
+    cannot be told apart"): the count is all a scored call records, so a submission doing less DSL work
+    whenever it guesses a call is scored shows here. The median scored call against the fewest launches of
+    an evidence call: an honest kernel whose launch count varies with the data passes."""
+    if not scored or not evidence:
+        return None
+    fewest, median = min(evidence), statistics.median(scored)
+    if median >= fewest:
+        return None
+    return Failure(
+        "decorative_dsl",
+        f"The timed calls launched {median:g} DSL kernels per call (median), fewer than every call the verifier "
+        f"watched ({fewest} or more): the timed calls do not run the DSL work the verifier checked. Run the same "
+        "DSL work on every call.",
+    )
+
+
+def scored_time(
+    scored_ms: Sequence[float], evidence_ms: Sequence[float], launches: Sequence[int], device_type: str
+) -> Failure | None:
+    """The scored timed calls cost no less than the evidence calls beyond what the evidence itself costs
+    (each call's cost: on cpu the worker's CPU time the verifier reads, on cuda the reported time)
+    (DESIGN §5, "audits cannot be told apart"): a submission that does its DSL work only on the calls it
+    guesses are evidence, and something faster otherwise, gains at most ``EVIDENCE_COST_MS`` per launch
+    and ``EVIDENCE_NOISE`` of the time."""
+    if not scored_ms or not evidence_ms:
+        return None
+    scored, watched = statistics.median(scored_ms), statistics.median(evidence_ms)
+    allowed = watched * (1 - EVIDENCE_NOISE) - statistics.median(launches) * EVIDENCE_COST_MS[device_type]
+    if scored >= allowed:
+        return None
+    return Failure(
+        "decorative_dsl",
+        f"The timed calls cost {fmt(scored)} ms (median), the calls the verifier watched {fmt(watched)} ms: more "
+        "than the watching costs (at most "
+        f"{fmt(watched - allowed)} ms): run() does other work when it is watched. Run the same DSL work on every call.",
+    )

@@ -10,10 +10,21 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _coverage
+from mkbsim.verifier import _coverage, _eagerwork
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._compare import compare
-from mkbsim.verifier._judge import Failure, call_error, error_text, fmt, mutation, structure, values, worker_failed
+from mkbsim.verifier._judge import (
+    Failure,
+    call_error,
+    error_text,
+    fmt,
+    mutation,
+    scored_launches,
+    scored_time,
+    structure,
+    values,
+    worker_failed,
+)
 from mkbsim.verifier._process import WorkerFailed
 from mkbsim.verifier._provenance import SAMPLES
 from mkbsim.verifier._static import scan_source
@@ -23,6 +34,12 @@ from mkbsim.verifier._verification import Draw, Verification, rng
 
 #: On cuda, device work still running this long after the timed stream finished is charged to the call.
 PENDING_CHARGE_MS = 0.1
+#: Unscored timed-protocol calls, interleaved with the scored ones, on which the gate times the DSL launches
+#: and lists their signatures (DESIGN §5, "audits cannot be told apart"): the two rules judged on them need
+#: a majority (dsl time: the median) and 75% of the calls (kernels), so one odd call of an honest kernel
+#: cannot fail them, and an attacker behaving only when it guesses a call is scored has 10 chances to guess
+#: wrong once (verifier README, "Evidence calls"); 10 calls add a fifth to the 50 scored ones.
+EVIDENCE_CALLS = 10
 
 
 def static_scan(v: Verification) -> Failure | None:
@@ -187,8 +204,40 @@ def coverage(v: Verification) -> Failure | None:
         if verdict.failure is not None:
             v.report.bypass_ok = False
             return Failure("decorative_dsl", verdict.failure)
+    failure = _audited_threads(normal) or _eager_work(v, normal)
+    if failure is not None:
+        v.report.bypass_ok = False
+        return failure
     v.report.bypass_ok = True
     return None
+
+
+def _audited_threads(normal: list[Draw]) -> Failure | None:
+    """Threads run() started during a checked draw: the audit's dispatch mode follows the calling thread only."""
+    threaded = next((d for d in normal if d.reply.get("audit_threads")), None)
+    if threaded is None:
+        return None
+    return Failure(
+        "decorative_dsl",
+        f"run() started {threaded.reply['audit_threads']} thread(s) in correctness draw {threaded.number}: the audit "
+        "of which code computes the outputs follows the calling thread only, so the DSL's share of the work cannot "
+        "be shown. Do the call's work in the thread that calls run().",
+    )
+
+
+def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
+    """The submission's eager work against the reference's (``_eagerwork``), on one checked draw chosen at random:
+    the reference runs once more under the recorder (0.3 s on p44 at SMOKE), and a call cannot tell which draw."""
+    d = rng.choice(normal)
+    ops = next((r[1] for r in d.page["records"] if r[0] == "eager_ops"), None)
+    if ops is None:
+        return Failure(
+            "harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are missing."
+        )
+    reference = _eagerwork.work_of(_eagerwork.reference_ops(v.shape.problem.reference, d.inputs))
+    found = _eagerwork.compare(d.number, _eagerwork.work_of(ops), reference)
+    v.details["eager_work"] = found.as_dict()
+    return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
 
 
 def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.OutputCoverage]) -> Failure | None:
@@ -226,28 +275,30 @@ def _masks(v: Verification, d: Draw, other: Draw) -> list[torch.Tensor]:
 
 
 def timing(v: Verification) -> Failure | None:
-    """Warmup and timed calls on fresh inputs, null calls interleaved, 3 timed outputs re-checked."""
+    """Warmup and timed calls on fresh inputs, null calls and unscored evidence calls interleaved (the
+    evidence flag goes to the control page only), 3 timed outputs re-checked."""
     t0 = time.perf_counter()
     p, s = v.protocol, v.shape
     recheck = set(rng.sample(range(p.timed_calls), min(p.rechecked_timed_calls, p.timed_calls)))
     plan = ["warmup"] * p.warmup_calls + sorted(
-        ["timed"] * p.timed_calls + ["null"] * p.null_calls, key=lambda _: rng.random()
+        ["timed"] * p.timed_calls + ["evidence"] * EVIDENCE_CALLS + ["null"] * p.null_calls, key=lambda _: rng.random()
     )
     arenas = v.session.arenas(s, p)
     saved: list[tuple[int, list[Any], list[Any]]] = []
-    t = v.timing = {
-        k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "dsl_ms", "null_ms")
-    }
-    t["signatures"] = []
+    t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
+    t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     k = 0
     inputs: list[Any] | None = None
     for kind in plan:
-        where = f"in timed call {k + 1} of {p.timed_calls}" if kind == "timed" else f"in a {kind} call"
+        # an evidence call is named as a timed call: the feedback does not say which calls were evidence
+        where = f"in timed call {k + 1} of {p.timed_calls}" if kind in ("timed", "evidence") else f"in a {kind} call"
         if kind != "null" or inputs is None:  # a null call (run() is not called) reuses the last draw
             inputs = s.draw()
         arena, reuse, keep = arenas.next(inputs)
-        answer = v.call(arena, where, null=kind == "null", keep=keep, reuse=reuse, flush=p.cache_flush)
+        answer = v.call(
+            arena, where, null=kind == "null", keep=keep, reuse=reuse, flush=p.cache_flush, evidence=kind == "evidence"
+        )
         if isinstance(answer, Failure):
             return answer
         page, reply = answer.page, answer.reply
@@ -270,12 +321,16 @@ def timing(v: Verification) -> Failure | None:
             continue
         # device work that ran past the call is charged to it: hiding work on a few calls then gains nothing
         pending = page["pending_ms"]
-        t["timed_ms"].append(page["ms"] + (pending if pending > PENDING_CHARGE_MS else 0.0))
+        ms = page["ms"] + (pending if pending > PENDING_CHARGE_MS else 0.0)
+        if kind == "evidence":
+            for key, value in (("ms", ms), ("launches", page["launches"]), ("dsl_ms", page["dsl_ms"]),
+                               ("signatures", page["signatures"]), ("trusted", answer.trusted)):  # fmt: skip
+                t["evidence"][key].append(value)
+            continue
+        t["timed_ms"].append(ms)
         t["host_ms"].append(page["host_ms"])
         t["pending_ms"].append(pending)
         t["launches_per_call"].append(page["launches"])
-        t["dsl_ms"].append(page["dsl_ms"])
-        t["signatures"].append(page["signatures"])
         t["trusted"].append(answer.trusted)
         if k in recheck:
             failure = mutation(arena, inputs, where, s.input_names, s.inplace)
@@ -338,20 +393,38 @@ def cross_check(v: Verification) -> Failure | None:
 
 
 def _timed_as_audited(v: Verification) -> Failure | None:
-    """The coverage the correctness draws measured holds on the timed calls: they launch the same kernels
-    on the same shapes, for about as long (``_coverage``)."""
+    """The coverage the correctness draws measured holds on the timed calls: the evidence calls launch the
+    same kernels on the same shapes, for about as long (``_coverage``), and the scored calls launch as
+    many kernels as the evidence calls and take about as long, less the evidence's own cost (``_judge``)."""
     audited = [d for d in v.draws if not d.suppressed]
-    t = v.timing
-    kernels, failure = _coverage.kernels_check([d.page["signatures"] for d in audited], t["signatures"])
+    t, evidence = v.timing, v.timing["evidence"]
+    kernels, failure = _coverage.kernels_check([d.page["signatures"] for d in audited], evidence["signatures"])
     v.details["timed_kernels"] = kernels
     if failure is None:
         audited_ms = [d.page["dsl_ms"] for d in audited]
-        found, failure = _coverage.dsl_time_check(audited_ms, t["dsl_ms"], v.session.device.type)
+        found, failure = _coverage.dsl_time_check(audited_ms, evidence["dsl_ms"], v.session.device.type)
         v.details["dsl_time"] = found
-    if failure is not None:
+    v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "dsl_ms")}
+    scored = scored_launches(t["launches_per_call"], evidence["launches"]) or scored_time(
+        *_call_costs(t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], v.session.device.type),
+        evidence["launches"],
+        v.session.device.type,
+    )
+    judged = Failure("decorative_dsl", failure) if failure else scored
+    if judged is not None:
         v.report.bypass_ok = False
-        return Failure("decorative_dsl", failure)
-    return None
+    return judged
+
+
+def _call_costs(
+    scored_ms: list[float], scored: list[Any], evidence_ms: list[float], evidence: list[Any], device_type: str
+) -> tuple[list[float], list[float]]:
+    """What the scored and the evidence calls cost, to compare them: on cpu the worker's CPU time per call as
+    the verifier reads it (waiting for a loaded machine's cores inflates wall times unevenly, and the
+    submission cannot touch it), else the reported times."""
+    if device_type == "cpu" and scored and evidence and all(c.cpu_ms is not None for c in (*scored, *evidence)):
+        return [c.cpu_ms for c in scored], [c.cpu_ms for c in evidence]
+    return scored_ms, evidence_ms
 
 
 def verdict(v: Verification) -> Failure | None:
@@ -370,7 +443,7 @@ def verdict(v: Verification) -> Failure | None:
         return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
     runtime = statistics.median(t["timed_ms"])
     v.details["timing"] = {
-        **{k: t[k] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "dsl_ms")},
+        **{k: t[k] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call")},
         "null_ms": t["null_ms"],
         "median_ms": runtime,
         "round_trip_ms": [c.round_trip_ms for c in t["trusted"]],

@@ -22,15 +22,18 @@ the layout-free copy check. The verifier compares those samples with its anchors
 existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
 
-On every call, audited or timed, the vault also times the DSL launches themselves (DESIGN §5, "audits
-cannot be told apart"): from the end of a counted launch's BEFORE to the start of its AFTER, the native
-call and nothing of the harness's (cpu: the host clock, the call is synchronous; cuda: events recorded on
-the current stream around the launch, read once the call is over). The harness's END of the call writes
-the sum to the control page. Only a launch the vault knows is genuine is counted and timed: its hook's
-original must be one registered before the submission loaded, and a TIRx launch must be a function the
-gate itself took from a runtime module (its native handle unchanged since), with plain arguments (tensors,
-numbers, strings, TVM FFI values: no object whose conversion runs the submission's Python inside the
-window). Anything else runs unwatched by the count and the clock, which can only cost the submission.
+Every call counts its genuine launches (below). On an evidence call (an unscored timed-protocol call the
+verifier flags in the control page, DESIGN §5 "audits cannot be told apart") and on a correctness draw,
+the vault also lists the launches' signatures and times the DSL launches themselves: from the end of a
+counted launch's BEFORE to the start of its AFTER, the native call and nothing of the harness's (cpu: the
+host clock, the call is synchronous; cuda: events recorded on the current stream around the launch, read
+once the call is over). The harness's END of the call writes the sum to the control page. A scored timed
+call pays only the count: no clock, no event, no AFTER. Only a launch the vault knows is genuine is
+counted and timed: its hook's original must be one registered before the submission loaded, and a TIRx
+launch must be a function the gate itself took from a runtime module (its native handle unchanged since),
+with plain arguments (tensors, numbers, strings, TVM FFI values: no object whose conversion runs the
+submission's Python inside the window). Anything else runs unwatched by the count and the clock, which can
+only cost the submission.
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         plain += tuple(getattr(ffi, name) for name in names if isinstance(getattr(ffi, name, None), type))
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
-        list=list, dict=dict, range=range, any=any, min=min, max=max, sorted=sorted,
+        list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
         exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys,
@@ -151,7 +154,7 @@ def provenance_vault(
     (outputs, then in-place inputs), of ``numels[i]`` elements. ``dlpack_sources``: CuTe DSL tensors
     (by id) and the torch tensors they were made from (weak references)."""
     nonce = -1
-    audit = suppress = False
+    audit = suppress = evidence = False
     # what launches (and eager operators computing from their data) wrote: [start, end, the bytes left there,
     # which of them this write changed ("owned"), which it still vouches for] (see produced())
     written: list[Any] = []
@@ -163,6 +166,7 @@ def provenance_vault(
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
+    eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
     outer: list[Any] = []  # the arguments of the last genuine call above a launch (CuTe: still tensors there)
@@ -306,6 +310,21 @@ def provenance_vault(
 
     def view_of(t: Any) -> Any:
         return (lib.data_ptr(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t)), lib.str(lib.dtype_of(t)))
+
+    def sizes(obj: Any) -> Any:
+        """The sizes of the tensors in ``obj``, depth first in order (``_eagerwork._tensor_sizes``)."""
+        found = []
+        stack = [obj]
+        while stack:
+            item = stack.pop()
+            kind = lib.type(item)
+            if kind is lib.Tensor:
+                found.append(lib.tuple(lib.size(item)))
+            elif kind is lib.tuple or kind is lib.list:
+                stack.extend(lib.reversed(item))
+            elif kind is lib.dict:
+                stack.extend(lib.reversed(lib.list(item.values())))
+        return lib.tuple(found)
 
     def observe(t: Any, source: str) -> None:
         """Record samples of an untainted tensor of an output's size (each version once)."""
@@ -462,6 +481,8 @@ def provenance_vault(
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
+        key = (name, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
+        eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
         parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
@@ -501,7 +522,9 @@ def provenance_vault(
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
         (a TIRx function's module and name; a CuTe executor or compiled function) and its arguments'
         shapes and element sizes (other arguments: their type; a value such as a scale or a count drawn
-        from the data may differ from call to call). One pass over the arguments: it runs on every launch."""
+        from the data may differ from call to call). One pass over the arguments, on evidence calls and
+        draws only; on a scored call a launch of a genuine kernel is counted (``True``), whatever its
+        arguments: they matter to the clock's window and the signature, neither of which a scored call has."""
         entry = originals.get(lib.id(original))
         if entry is None or entry[0] is not original or entry[1] == "outer":
             return None
@@ -512,7 +535,11 @@ def provenance_vault(
             known = functions.get(lib.id(target))
             if args[1] or known is None or known[0] is not target or lib.chandle(target) != known[1]:
                 return None
+            if not evidence:  # its arguments matter to the clock's window and the signature only
+                return True
             parts = [known[2]]
+        elif not evidence:
+            return True
         else:
             parts = [(lib.id(original), lib.id(target))]
             if outer:  # a CuTe launch: its arguments as the call above it had them (tensors, not pointers)
@@ -599,6 +626,7 @@ def provenance_vault(
             if states is not None:  # which sampled elements hold what a launch left there (1), or no evidence (2)
                 picked = lib.tolist(lib.take(states, lib.to(positions[i], lib.device_of(t))))
                 records.append(("produced", "returned output: elements no DSL launch left as they are", i, picked))
+        records.append(("eager_ops", lib.list(eager_ops.items())))
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
         if lib.len(blob) + 8 <= capacity:
@@ -615,6 +643,7 @@ def provenance_vault(
             if current != nonce:
                 nonce = current
                 audit = page[layout.AUDIT] == 1
+                evidence = audit or page[layout.EVIDENCE] == 1
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
                 input_spans.clear()
@@ -624,6 +653,7 @@ def provenance_vault(
                 records.clear()
                 pending.clear()
                 held.clear()
+                eager_ops.clear()
                 opened.clear()
                 marks.clear()
                 called.clear()
@@ -643,11 +673,12 @@ def provenance_vault(
                 key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
                 functions[lib.id(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
             elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None:
-                role = 1  # BEFORE a counted launch
-                note(key, request[3], request[1][0][0] if request[1][0] else None)
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
-            elif kind == 1 and not request[2] and not running:  # BEFORE a call above a launch
+                if evidence:  # BEFORE a counted launch of an evidence call (or a draw): timed, its signature noted
+                    role = 1
+                    note(key, request[3], request[1][0][0] if request[1][0] else None)
+            elif kind == 1 and evidence and not request[2] and not running:  # BEFORE a call above a launch
                 entry = originals.get(lib.id(request[3]))
                 if entry is not None and entry[0] is request[3] and entry[1] == "outer":
                     role = 2
@@ -701,7 +732,8 @@ def page_layout() -> types.SimpleNamespace:
     """The control page's offsets, for the vault (which has no globals)."""
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], LAUNCHES=_control.LAUNCHES[0], AUDIT=_control.AUDIT[0],
-        SUPPRESS=_control.SUPPRESS[0], FLAG=_control.RECORDS_FLAG[0], RECORDS=_control.RECORDS,
+        SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
+        RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
     )  # fmt: skip
 

@@ -137,12 +137,14 @@ class Verification:
 
     # --- one call ---------------------------------------------------------------------------------------
     def send(self, arena: Arena, *, suppress: bool = False, audit: bool = False, null: bool = False,
-             keep: bool = False, reuse: bool = False, flush: bool = False) -> Failure | None:  # fmt: skip
-        """Arm the control page and send a call; the answer comes with ``receive``."""
+             keep: bool = False, reuse: bool = False, flush: bool = False,
+             evidence: bool = False) -> Failure | None:  # fmt: skip
+        """Arm the control page and send a call; the answer comes with ``receive``. ``evidence`` is written
+        to the control page only: the message the worker reads is the same for every timed call."""
         assert self.worker is not None and self.control is not None
         if arena.device.type == "cuda":
             torch.cuda.synchronize(arena.device)
-        self.control.begin_call(suppress=suppress, audit=audit)
+        self.control.begin_call(suppress=suppress, audit=audit, evidence=evidence)
         desc, fds = arena.descriptor(reuse=reuse)
         msg = {"op": "call", "arena": desc, "audit": audit, "null": null, "flush": flush, "keep": keep}
         self._in_flight = arena

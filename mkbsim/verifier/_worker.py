@@ -250,7 +250,10 @@ class Worker:
             self.gates.dlpack_sources = sources
             self.gates.install()
             self.guards.install()
-            _ProvenanceMode.__torch_dispatch__ = registry.protect(dispatch, _send=send, _str=str)  # type: ignore[method-assign]
+            # the operator's name by OpOverload's own __str__ as it is now: the eager-work audit prices operators
+            # by name, and a submission patching the class's __str__ renamed every operator a free view
+            name_of = torch._ops.OpOverload.__str__
+            _ProvenanceMode.__torch_dispatch__ = registry.protect(dispatch, _send=send, _str=name_of)  # type: ignore[method-assign]
             self.mode = _ProvenanceMode()
             self.report_result = registry.protect(report_result, _send=send)
             self.report_inputs = registry.protect(report_inputs, _send=send)
@@ -351,6 +354,8 @@ class Worker:
         fn: Callable[..., Any] = arena.null_run if msg.get("null") else self.fn  # type: ignore[assignment]
         audit = bool(msg.get("audit")) and self.mode is not None and not msg.get("null")
         threads_before = set(sys._current_frames())
+        # the audit's dispatch mode is thread-local: torch work in a thread run() starts is invisible to it
+        started_before = set(self.guards.threads()[0]) if audit and self.guards is not None else set()
         if self.guards is not None:
             self.guards.between_calls(False)
         if audit:
@@ -364,6 +369,8 @@ class Worker:
             return {"ok": False, "error": error_facts(exc, self.path), **self.after_call(audit), **self.news()}
         reply: dict[str, Any] = {"ok": True, **self.after_call(audit)}
         reply["background"] = self.background(threads_before)
+        if audit and self.guards is not None:
+            reply["audit_threads"] = len(set(self.guards.threads()[0]) - started_before)
         reply["modes"] = modes_before + _mode_depth[0]() + _mode_depth[1]()
         if reply["modes"] or reply["left_mode"]:
             # A mode active now would run the submission's code inside the harness's own tensor

@@ -29,6 +29,7 @@ from tui.screens.monitor import MonitorScreen
 from tui.screens.replay import ReplayScreen
 from tui.screens.skills import SkillsScreen
 from tui.screens.store_problem import EmptyStoreScreen, StoreProblemScreen
+from tui.widgets.campaign_picker import CampaignList, CampaignPicker
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.paged_table import PagedTable
 from tui.widgets.skill_view import SkillView
@@ -134,6 +135,74 @@ async def test_comparison_filters_sorting_and_search_match_the_table(make_app: M
         await pilot.press("r")
         directions = [r.comparison.direction for r in _table_rows(table)]  # type: ignore[attr-defined]
         assert directions == sorted(directions, reverse=True)
+
+
+async def test_the_campaign_picker_lists_the_campaigns_and_filters_to_the_picked_one(
+    make_app: MakeApp, store: Path
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)  # the app has built the comparisons view
+        conn = sqlite3.connect(store)
+        campaigns = [row[0] for row in conn.execute("SELECT DISTINCT campaign_id FROM comparisons ORDER BY 1")]
+        assert len(campaigns) > 1
+        await pilot.press("2")
+        await idle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ComparisonsScreen)
+        table = screen.query_one("#comparisons", PagedTable)
+        picker = screen.query_one(CampaignPicker)
+        await pilot.click(CampaignPicker)
+        await idle(pilot)
+        assert isinstance(app.screen, CampaignList)
+        options = app.screen.query_one(OptionList)
+        assert [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)] == [
+            "All campaigns",
+            *sorted(campaigns),
+        ]
+        await pilot.press("escape")  # keeps every campaign
+        assert app.screen is screen and screen.query_state.campaign_id is None
+        await pilot.click(CampaignPicker)
+        await pilot.press("down", "down", "enter")  # the second campaign
+        await idle(pilot)
+        picked = sorted(campaigns)[1]
+        assert app.screen is screen and screen.query_state.campaign_id == picked and picker.campaign_id == picked
+        assert {r.comparison.campaign_id for r in _table_rows(table)} == {picked}  # type: ignore[attr-defined]
+        await pilot.press("c")  # the next campaign, from the picked one
+        await idle(pilot)
+        assert picker.campaign_id == screen.query_state.campaign_id == [*sorted(campaigns), None][2]
+
+
+@pytest.mark.parametrize(("key", "screen"), [("1", MonitorScreen), ("2", ComparisonsScreen), ("4", SkillsScreen),
+                                            ("5", ChainsScreen)])  # fmt: skip
+async def test_a_screen_reads_its_data_once_when_it_opens(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch, key: str, screen: type[MonitorScreen]
+) -> None:
+    reloads: list[object] = []
+    reload = screen.reload
+    monkeypatch.setattr(screen, "reload", lambda self: (reloads.append(self), reload(self))[1])
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        if key != "1":
+            reloads.clear()  # the monitor's own, at startup
+            await pilot.press(key)
+            await idle(pilot)
+        assert isinstance(app.screen, screen)
+        assert reloads == [app.screen]
+
+
+async def test_a_resized_terminal_lays_the_screen_out_again(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await idle(pilot)
+        table = app.screen.query_one(PagedTable)
+        assert table.size.width == SIZE[0]
+        await pilot.resize_terminal(100, 30)
+        await idle(pilot)
+        assert table.size.width == 100 and app.screen.outer_size == (100, 30)
 
 
 async def test_filter_preview_diff_and_campaign_impact(make_app: MakeApp, store: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mkbsim.verifier import HARDENED, PAPER, VerifierSession
+from mkbsim.verifier import HARDENED, PAPER, VerifierSession, _phases
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "submissions"
 
@@ -69,7 +69,8 @@ def test_hardened_protocol_flushes_and_uses_distinct_buffers(cpu_session: Verifi
     assert report.passed, report.feedback
     assert report.protocol == "hardened" and report.protocol_hash == HARDENED.hash != PAPER.hash
     timing = report.details["timing"]
-    assert timing["unique_input_buffers"] == HARDENED.warmup_calls + HARDENED.timed_calls + HARDENED.null_calls
+    calls = HARDENED.warmup_calls + HARDENED.timed_calls + _phases.EVIDENCE_CALLS + HARDENED.null_calls
+    assert timing["unique_input_buffers"] == calls
     assert report.details["protocol_params"]["cache_flush"] is True
 
 

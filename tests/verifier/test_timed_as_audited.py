@@ -1,15 +1,18 @@
 """The timed calls run what the correctness draws checked (DESIGN §5, "audits cannot be told apart"): the
-kernel signatures and the DSL time the gate's vault measures, on their own and in a real verification."""
+kernel signatures and the DSL time the gate's vault measures on the evidence calls, the scored calls' launch
+count and time against the evidence calls', on their own and in a real verification."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pytest
 
-from mkbsim.verifier import VerifierSession, _coverage
+from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
+EVIDENCE = Path(__file__).with_name("evidence")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
 
 
@@ -39,7 +42,55 @@ def test_an_honest_kernel_s_launches_are_timed_alike(cpu_session: VerifierSessio
     kernels, dsl = report.details["timed_kernels"], report.details["dsl_time"]
     assert kernels == {"required_signatures": 1, "timed_calls_missing_them": 0}
     assert all(ms > 0 for ms in dsl["audited_ms"]) and dsl["ratio"] >= _coverage.DSL_TIME_SHARE["cpu"]
-    assert len(report.details["timing"]["dsl_ms"]) == 50
+    evidence = report.details["evidence_calls"]
+    assert len(evidence["dsl_ms"]) == _phases.EVIDENCE_CALLS and evidence["launches"] == [1] * _phases.EVIDENCE_CALLS
+    assert len(report.details["timing"]["timed_ms"]) == 50
+
+
+def test_scored_calls_launch_as_many_kernels_as_the_evidence_calls() -> None:
+    assert _judge.scored_launches([2] * 50, [2] * 10) is None
+    assert _judge.scored_launches([3, 2, 2, 3, 3], [2, 3, 3]) is None  # a count the data varies
+    failure = _judge.scored_launches([1] * 50, [2] * 10)
+    assert failure and failure.code == "decorative_dsl" and "fewer than every call" in failure.feedback
+
+
+def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evidence_costs() -> None:
+    cost = _judge.EVIDENCE_COST_MS["cpu"]
+    # honest: the evidence calls pay the gate's clock on each of their 2 launches, and are noisier
+    assert _judge.scored_time([0.2] * 50, [0.2 + 2 * cost] * 10, [2] * 10, "cpu") is None
+    assert _judge.scored_time([0.2] * 50, [0.24] * 10, [2] * 10, "cpu") is None
+    failure = _judge.scored_time([0.2] * 50, [0.6] * 10, [2] * 10, "cpu")
+    assert failure and failure.code == "decorative_dsl" and "when it is watched" in failure.feedback
+
+
+def test_a_submission_knowing_the_evidence_calls_is_rejected(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the order of the timing phase fixed (the test's doing: the verifier draws it from the system's
+    randomness), the case guesses every evidence call; only the scored calls' time rejects it."""
+    keys = iter(range(10**6))
+    monkeypatch.setattr(_phases.rng, "random", lambda: next(keys) / 10**6)  # sorting keeps the plan's order
+    report = cpu_session.verify(EVIDENCE / "known_plan_idle_kernel.py", "p36", "tirx")
+    assert report.failure == "decorative_dsl", report.feedback
+    assert "when it is watched" in report.feedback
+    monkeypatch.setattr(_judge, "EVIDENCE_NOISE", 1.0)  # the rule off: the same case passes
+    keys = iter(range(10**6))
+    report = cpu_session.verify(EVIDENCE / "known_plan_idle_kernel.py", "p36", "tirx")
+    assert report.passed, report.feedback
+
+
+def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_little(
+    cpu_session: VerifierSession,
+) -> None:
+    """The probe's guess is only as good as the machine is quiet; whatever it guesses, the scored calls'
+    median is not below the evidence calls' by more than the evidence's cost and noise, or it is rejected."""
+    report = cpu_session.verify(EVIDENCE / "probe_idle_kernel.py", "p36", "tirx")
+    assert report.failure in (None, "decorative_dsl", "timing_tamper"), report.feedback
+    if report.passed:
+        evidence = report.details["evidence_calls"]
+        watched = statistics.median(evidence["ms"])
+        allowed = watched * (1 - _judge.EVIDENCE_NOISE) - 2 * _judge.EVIDENCE_COST_MS["cpu"]
+        assert report.runtime_ms is not None and report.runtime_ms >= allowed
 
 
 @pytest.mark.parametrize(

@@ -50,10 +50,11 @@ def page() -> Iterator[mmap.mmap]:
     control.close()
 
 
-def _arm(page: mmap.mmap, nonce: int, *, suppress: bool = False, audit: bool = False) -> None:
+def _arm(page: mmap.mmap, nonce: int, *, suppress: bool = False, audit: bool = False, evidence: bool = False) -> None:
     _control.put(page, _control.LAUNCHES, 0)
     _control.put(page, _control.SUPPRESS, int(suppress))
     _control.put(page, _control.AUDIT, int(audit))
+    _control.put(page, _control.EVIDENCE, int(evidence))
     _control.put(page, _control.NONCE, nonce)
 
 
@@ -150,13 +151,47 @@ def test_a_launch_whose_original_was_not_registered_is_neither_counted_nor_timed
     send((0, forged, "launch"))
     launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
     end = registry.protect(_provenance.report_end, _send=send)
-    _arm(page, 1)
+    _arm(page, 1, evidence=True)
     launch(torch.zeros(4))
     launch(torch.zeros(4), _original=forged)
     end()
     assert _control.get(page, _control.LAUNCHES) == 1
     assert _control.get(page, _control.DSL_ACK) == 1
     assert 0.0 < _control.get(page, _control.DSL_MS) < 200.0  # the genuine launch's time only
+
+
+def test_a_scored_call_counts_its_launches_and_nothing_else(page: mmap.mmap) -> None:
+    """Off evidence calls the gate neither times a launch nor describes it, and sends nothing after it:
+    its cost inside the scored call is the count (DESIGN §5)."""
+    registry = Registry()
+    send = registry.open(provenance_vault, page, provenance_lib(torch.device("cpu")), page_layout(), [], [], {})
+    requests: list[int] = []
+
+    def watched(request: tuple[Any, ...]) -> Any:
+        requests.append(request[0])
+        return send(request)
+
+    def kernel(out: torch.Tensor) -> None:
+        time.sleep(0.01)
+        out.fill_(1.0)
+
+    send((0, kernel, "launch"))
+    send((0, None, None))
+    launch = registry.protect(gate, _send=watched, _original=kernel, _count=True)
+    end = registry.protect(_provenance.report_end, _send=send)
+    for nonce, evidence in ((1, False), (2, True)):
+        requests.clear()
+        _arm(page, nonce, evidence=evidence)
+        out = torch.zeros(4)  # the same launch twice: one signature
+        launch(out)
+        launch(out)
+        end()
+        assert _control.get(page, _control.LAUNCHES) == 2 and _control.get(page, _control.DSL_ACK) == nonce
+        listed = _control.get(page, (_control.SIGNATURES[0], "<Q"))
+        if evidence:  # both launches timed (a second request after each) and their one signature listed
+            assert requests == [1, 2, 1, 2] and _control.get(page, _control.DSL_MS) >= 20.0 and listed == 1
+        else:
+            assert requests == [1, 1] and _control.get(page, _control.DSL_MS) == 0.0 and listed == 0
 
 
 def _fp8_without_take(lib: types.SimpleNamespace) -> types.SimpleNamespace:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
+from textual import events
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import get_current_worker
@@ -36,6 +37,7 @@ class StoreScreen(Screen[None]):
         self._loaded: tuple[int, int] = (-1, -1)  # (head, reader generation) last loaded
         self._followed_at = -FOLLOW_EVERY_S  # when the store last made this screen reload
         self._follow_timer: Timer | None = None
+        self._resumed = False
 
     @property
     def mkbsim(self) -> MkbsimApp:
@@ -50,12 +52,25 @@ class StoreScreen(Screen[None]):
         self.watch(self.app, "store_state", self._store_moved, init=False)
         if self.mkbsim.store_open:
             self._loaded = (self.mkbsim.store_state.head, self.mkbsim.reader_generation)
-            self.reload()
+            # shown, the screen paints first: its reads' threads would hold the GIL while it is laid out
+            if self.is_current:
+                self.call_after_refresh(self.reload)
+            else:
+                self.reload()
 
-    def on_screen_resume(self) -> None:
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        if not self._resumed:  # its widgets were styled as they mounted: restyling them all again is a wasted pass
+            self._resumed = True
+            event.refresh_styles = False
         if self._stale and self.mkbsim.store_open:
             self._stale = False
             self.reload()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A screen's first layout sends it a Resize of the size it was just laid out at; Textual's handler
+        would lay the whole screen out again. A resize of the terminal (a new size) is handled as usual."""
+        if event.size == self.outer_size:
+            event.prevent_default()
 
     def reload(self) -> None:
         raise NotImplementedError

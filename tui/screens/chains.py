@@ -118,7 +118,8 @@ on the chain) opens the hop's comparison in Replay.
     def action_hop(self, delta: int) -> None:
         if self.detail is not None and self.detail.hops:
             self.hop_cursor = max(0, min(len(self.detail.hops) - 1, self.hop_cursor + delta))
-            self._draw()
+            # the same rows with the pointer moved: no layout; the lineage stays as it is
+            self.query_one("#chain-hops", Static).update(self._hops(self.detail), layout=False)
 
     def action_open_hop(self) -> None:
         if self.detail is not None and self.detail.hops:

@@ -11,18 +11,17 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Static
 from textual_plotext import PlotextPlot
 
 from mkbsim.lab import SORT_COLUMNS, Aggregates, ComparisonQuery, ComparisonRow, LiftBar
 from tui import format as fmt
 from tui.messages import OpenComparison
 from tui.screens.base import StoreScreen
+from tui.widgets.campaign_picker import CampaignPicker
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
-
-ALL_CAMPAIGNS = "*"
 
 
 def _variant(row: ComparisonRow) -> str:
@@ -60,7 +59,8 @@ and where the source attempt stood (above/same/below the solo's tier). Rows are 
 so scrolling stays fast on any store. The line above the table summarises the filtered set; the
 plots show its paired lift by family and by the source attempt's tier (DESIGN §6: 0 = failed, then 1 + the
 speedup thresholds 0.5×, 1×, 2×, 4× it reaches).
-Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
+Enter opens the comparison in Replay. Click a header (or press `s`) to sort. `c` steps to the next
+campaign; a click on the campaign box lists them.
 """
     #: focused as the screen is built (focusing it later would restyle the widgets focused first)
     AUTO_FOCUS = "#comparisons"
@@ -82,13 +82,12 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
     def __init__(self) -> None:
         super().__init__()
         self.query_state = ComparisonQuery()
-        self._campaigns: list[str] = []
         self._rowids: list[int] = []
 
     def compose(self) -> ComposeResult:
         yield NavBar("comparisons")
         with Horizontal(id="comparison-filters"):
-            yield Select([("All campaigns", ALL_CAMPAIGNS)], value=ALL_CAMPAIGNS, allow_blank=False, id="campaign")
+            yield CampaignPicker(id="campaign")
             yield Input(placeholder="/ search model, problem, family, direction", id="search")
         yield Static(id="quick-filters")
         yield Static(id="comparison-summary")
@@ -104,12 +103,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         self._load_rows()
 
     def _show_campaigns(self, campaigns: list[str]) -> None:
-        if campaigns != self._campaigns:
-            self._campaigns = campaigns
-            select = self.query_one("#campaign", Select)
-            with select.prevent(Select.Changed):
-                select.set_options([("All campaigns", ALL_CAMPAIGNS), *((c, c) for c in campaigns)])
-                select.value = self.query_state.campaign_id or ALL_CAMPAIGNS
+        self.query_one("#campaign", CampaignPicker).show(self.query_state.campaign_id, campaigns)
 
     def _load_rows(self, *, keep_cursor: bool = True) -> None:
         """Sort and filter in a thread (an ORDER BY over every comparison); the table follows when it is done."""
@@ -117,7 +111,8 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         cursor = table.cursor if keep_cursor else 0
         query = self.query_state
         self._show_quick_filters()
-        self.query_one("#comparison-summary", Static).update(Text("sorting and filtering…", style="dim"))
+        # one line each, of a fixed size: updating them needs no layout
+        self.query_one("#comparison-summary", Static).update(Text("sorting and filtering…", style="dim"), layout=False)
         self.query_in_thread(lambda reader: reader.comparisons.ordered_rowids(query),
                              lambda rowids: self._show_rows(query, rowids, cursor), group="rows")  # fmt: skip
 
@@ -139,9 +134,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
     def show_campaign(self, campaign_id: str | None, *, harmed_only: bool) -> None:
         """Filter to one campaign (from the monitor), clearing the other filters."""
         self.set_query(ComparisonQuery(campaign_id=campaign_id, harmed_only=harmed_only))
-        select = self.query_one("#campaign", Select)
-        with select.prevent(Select.Changed):
-            select.value = campaign_id if campaign_id in self._campaigns else ALL_CAMPAIGNS
+        self.query_one("#campaign", CampaignPicker).show(campaign_id)
         self.query_one("#search", Input).value = ""
 
     # -- actions ------------------------------------------------------------------------------
@@ -164,8 +157,7 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
         self.set_query(replace(self.query_state, descending=not self.query_state.descending))
 
     def action_next_campaign(self) -> None:
-        options = [None, *self._campaigns]
-        following = options[(options.index(self.query_state.campaign_id) + 1) % len(options)]
+        following = self.query_one("#campaign", CampaignPicker).next_campaign()
         self.show_campaign(following, harmed_only=self.query_state.harmed_only)
 
     def action_search(self) -> None:
@@ -184,10 +176,9 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
 
     # -- events -------------------------------------------------------------------------------
 
-    @on(Select.Changed, "#campaign")
-    def _campaign_chosen(self, event: Select.Changed) -> None:
-        value = None if event.value == ALL_CAMPAIGNS else str(event.value)
-        self.set_query(replace(self.query_state, campaign_id=value))
+    @on(CampaignPicker.Changed, "#campaign")
+    def _campaign_chosen(self, event: CampaignPicker.Changed) -> None:
+        self.set_query(replace(self.query_state, campaign_id=event.campaign_id))
 
     @on(Input.Changed, "#search")
     def _search_changed(self, event: Input.Changed) -> None:
@@ -222,14 +213,14 @@ Enter opens the comparison in Replay. Click a header (or press `s`) to sort.
             flag("a", "source above", q.standing == "above"), flag("b", "source below", q.standing == "below"),
             flag("e", "source same", q.standing == "same"), Text(sort, style="dim"),
         ]  # fmt: skip
-        self.query_one("#quick-filters", Static).update(Text("  ").join(flags))
+        self.query_one("#quick-filters", Static).update(Text("  ").join(flags), layout=False)
 
     def _show_aggregates(self, aggregates: Aggregates) -> None:
         s = aggregates.summary
         text = Text(f"{len(self._rowids):,} comparisons shown · {s.resolved:,} resolved · paired lift ")
         text.append_text(fmt.lift(s.paired_lift))
         text.append(f" · help {fmt.percent(s.help_rate)} · harm {fmt.percent(s.harm_rate)}")
-        self.query_one("#comparison-summary", Static).update(text)
+        self.query_one("#comparison-summary", Static).update(text, layout=False)
         plots = self.query_one("#plots", Horizontal)
         if not plots.children:
             plots.mount(PlotextPlot(id="by-family"), PlotextPlot(id="by-tier"))

@@ -129,8 +129,7 @@ The watcher follows the store by position in a background thread; nothing here b
                 yield Static(id="lift")
         yield KeyBar()
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def on_mount(self) -> None:  # (Textual then runs StoreScreen's on_mount: each class's handler runs once)
         self.watch(self.app, "lift", self._show_lift)
 
     def reload(self) -> None:

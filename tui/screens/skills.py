@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import OptionList, Select, Static
+from textual.widgets import OptionList, Static
 from textual.worker import get_current_worker
 
 from mkbsim.errors import MkbsimError
@@ -22,12 +22,12 @@ from tui import format as fmt
 from tui.data.filters import FilterPreview, FilterTestResult, launch_filter_test, word_diff
 from tui.screens.base import StoreScreen
 from tui.screens.filter_test import FilterTestResultScreen
+from tui.widgets.campaign_picker import CampaignPicker
 from tui.widgets.key_bar import KeyBar
 from tui.widgets.nav_bar import NavBar
 from tui.widgets.paged_table import Column, KeyedSource, PagedTable
 from tui.widgets.skill_view import SkillView
 
-ALL_CAMPAIGNS = "*"
 EMPTY = "No skills written yet."
 _IMPACT_PROGRESS_EVERY = 250
 _DIFF_STYLES = {"kept": "", "removed": "strike red", "added": "bold green"}
@@ -58,7 +58,7 @@ category (middle), and the skill filters (right). Pick a filter to see its diff 
 (struck red: removed; green: added) with its reasons, and how many of the campaign's skills it
 changes (counted in the background). `t` launches a filter test, a re-run of the campaign's
 skill-conditioned attempts with filtered skills, and opens the Monitor to watch it; when it ends, its report
-opens as a table (`r` shows it again).
+opens as a table (`r` shows it again). `c` steps to the next campaign; a click on the campaign box lists them.
 """
     #: focused as the screen is built (focusing it later would restyle the widgets focused first)
     AUTO_FOCUS = "#skills"
@@ -75,7 +75,6 @@ opens as a table (`r` shows it again).
         super().__init__()
         self.campaign_id: str | None = None
         self.filter_name: str | None = None
-        self._campaigns: list[str] = []
         self._text = ""
         self._impact: dict[tuple[str, str | None], tuple[int, int]] = {}
         self.last_filter_test: str | None = None  # how the last launched filter test ended
@@ -84,7 +83,7 @@ opens as a table (`r` shows it again).
     def compose(self) -> ComposeResult:
         yield NavBar("skills")
         with Horizontal(id="skills-top"):
-            yield Select([("All campaigns", ALL_CAMPAIGNS)], value=ALL_CAMPAIGNS, allow_blank=False, id="campaign")
+            yield CampaignPicker(id="campaign")
             yield Static(id="filter-status")
         with Horizontal(id="skills-body"):
             yield PagedTable(COLUMNS, empty_text=EMPTY, id="skills")
@@ -105,23 +104,18 @@ opens as a table (`r` shows it again).
         else:
             self.query_one("#filters").display = False
             self.query_one("#filter-diff").display = False
-        super().on_mount()
+        # (Textual then runs StoreScreen's on_mount, which reads the skills: each class's handler runs once)
         self._count_impact()
+        self._show_launcher()
 
     def reload(self) -> None:
         """Re-read the campaigns and the chosen campaign's skills (their positions), in a thread."""
         campaign = self.campaign_id
         self.query_in_thread(lambda reader: (reader.skills.campaign_ids(), reader.skills.positions(campaign)),
                              lambda found: self._show_skills(campaign, *found), group="skills")  # fmt: skip
-        self._show_launcher()
 
     def _show_skills(self, campaign: str | None, campaigns: list[str], positions: list[int]) -> None:
-        if campaigns != self._campaigns:
-            self._campaigns = campaigns
-            select = self.query_one("#campaign", Select)
-            with select.prevent(Select.Changed):
-                select.set_options([("All campaigns", ALL_CAMPAIGNS), *((c, c) for c in campaigns)])
-                select.value = self.campaign_id or ALL_CAMPAIGNS
+        self.query_one("#campaign", CampaignPicker).show(self.campaign_id, campaigns)
         if campaign != self.campaign_id:
             return  # another campaign was chosen meanwhile: its skills are on their way
         table: PagedTable[SkillRow] = self.query_one("#skills", PagedTable)
@@ -141,8 +135,7 @@ opens as a table (`r` shows it again).
         self.query_one("#skills", PagedTable).focus()
 
     def action_next_campaign(self) -> None:
-        options = [None, *self._campaigns]
-        self._set_campaign(options[(options.index(self.campaign_id) + 1) % len(options)])
+        self._set_campaign(self.query_one("#campaign", CampaignPicker).next_campaign())
 
     def action_clear_filter(self) -> None:
         self.choose_filter(None)
@@ -169,11 +162,10 @@ opens as a table (`r` shows it again).
 
     # -- events -------------------------------------------------------------------------------
 
-    @on(Select.Changed, "#campaign")
-    def _campaign_chosen(self, event: Select.Changed) -> None:
-        chosen = None if event.value == ALL_CAMPAIGNS else str(event.value)
-        if chosen != self.campaign_id:
-            self._set_campaign(chosen)
+    @on(CampaignPicker.Changed, "#campaign")
+    def _campaign_chosen(self, event: CampaignPicker.Changed) -> None:
+        if event.campaign_id != self.campaign_id:
+            self._set_campaign(event.campaign_id)
 
     @on(PagedTable.Highlighted, "#skills")
     def _skill_highlighted(self, event: PagedTable.Highlighted) -> None:
@@ -192,14 +184,13 @@ opens as a table (`r` shows it again).
 
     def _set_campaign(self, campaign_id: str | None) -> None:
         self.campaign_id = campaign_id
-        select = self.query_one("#campaign", Select)
-        with select.prevent(Select.Changed):
-            select.value = campaign_id or ALL_CAMPAIGNS
+        self.query_one("#campaign", CampaignPicker).show(campaign_id)
         table = self.query_one("#skills", PagedTable)
         table.empty_text = "Reading the campaign's skills…"
         table.set_source(KeyedSource([], lambda keys: []))
         self.reload()
         self._count_impact()
+        self._show_launcher()
 
     def _count_impact(self) -> None:
         name, campaign = self.filter_name, self.campaign_id

@@ -3,10 +3,24 @@ command palette's key on the right."""
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from functools import lru_cache
+
 from textual.content import Content
 from textual.screen import Screen
 from textual.widget import Widget
+
+
+@lru_cache(maxsize=256)
+def _key(key: str, display: str, description: str, enabled: bool) -> Content:
+    """One key's entry (clicking it presses the key). Parsing its markup costs about a millisecond, and every
+    screen switch and focus move redraws every key: the entries are kept."""
+    markup = (
+        f"[@click=app.simulate_key('{key}')]"
+        "[b $footer-key-foreground on $footer-key-background] $key [/]"
+        "[$footer-description-foreground on $footer-description-background]$description [/][/]"
+    )
+    content = Content.from_markup(markup, key=display, description=description)
+    return content if enabled else content.stylize("dim")
 
 
 class KeyBar(Widget):
@@ -47,21 +61,13 @@ class KeyBar(Widget):
             binding = active.binding
             if key == self.app.COMMAND_PALETTE_BINDING and self.app.ENABLE_COMMAND_PALETTE:
                 # the Footer's separator takes the key's left padding
-                self._palette = Content.assemble(("▏", "$foreground 20%"), self._key(binding, active.enabled)[1:])
+                palette = _key(binding.key, self.app.get_key_display(binding), binding.description, active.enabled)
+                self._palette = Content.assemble(("▏", "$foreground 20%"), palette[1:])
             elif binding.show and binding.action not in actions:  # one entry per action, as the Footer
                 actions.add(binding.action)
-                keys.append(self._key(binding, active.enabled))
+                keys.append(_key(binding.key, self.app.get_key_display(binding), binding.description, active.enabled))
         self._keys = Content("").join(keys)
         self.refresh()
-
-    def _key(self, binding: Binding, enabled: bool) -> Content:
-        markup = (
-            f"[@click=app.simulate_key('{binding.key}')]"
-            "[b $footer-key-foreground on $footer-key-background] $key [/]"
-            "[$footer-description-foreground on $footer-description-background]$description [/][/]"
-        )
-        key = Content.from_markup(markup, key=self.app.get_key_display(binding), description=binding.description)
-        return key if enabled else key.stylize("dim")
 
     def render(self) -> Content:
         """The keys, cut where the command palette's key starts at the right edge."""

@@ -52,11 +52,10 @@ class NavBar(Static):
             style = "reverse b" if mode == self.current else "$text-muted"
             markup = f"[@click=app.goto('{mode}')][{style}] {number} $label [/][/]"
             tabs.append(Content.from_markup(markup, label=label))
-        self.update(
-            Content.assemble(
-                Content.from_markup("[b $accent]mkbsim[/] $store · $n events · ", store=store, n=f"{state.head:,}"),
-                status,
-                "  ",
-                *tabs,
-            )
+        line = Content.assemble(
+            Content.from_markup("[b $accent]mkbsim[/] $store · $n events · ", store=store, n=f"{state.head:,}"),
+            status,
+            "  ",
+            *tabs,
         )
+        self.update(line, layout=False)  # one docked line: a running campaign moves the head at every poll

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -31,6 +32,7 @@ Cell = Text | str
 _PAGE_ROWS = 100
 _CACHED_PAGES = 8
 _GAP = 1
+_GAP_TEXT = " " * _GAP
 _MIN_FLEX = 6
 _CACHED_STRIPS = 400
 
@@ -42,6 +44,19 @@ class _LineStyles:
     odd: Style
     cursor: Style
     empty: Style
+
+
+def _aligned(text: str, justify: Literal["left", "center", "right"], width: int) -> str:
+    """``text`` cut (with an ellipsis) or padded to ``width`` cells, as Rich's Text.truncate and Text.align do."""
+    length = cell_len(text)
+    if length > width:
+        text, length = set_cell_size(text, width - 1) + "…", width
+    excess = width - length
+    if justify == "right":
+        return " " * excess + text
+    if justify == "center":
+        return " " * (excess // 2) + text + " " * (excess - excess // 2)
+    return text + " " * excess
 
 
 def _styled(strip: Strip, style: Style, post_style: Style | None, width: int) -> Strip:
@@ -188,6 +203,7 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
         self._cursor = 0
         self._sort: tuple[str, bool] | None = None
         self._strips: dict[tuple[int, int], Strip] = {}  # (row index, width) → the row's cells, unstyled
+        self._column_widths: dict[int, list[int]] = {}  # table width → column widths
         self._styles = _LineStyles(Style(), Style(), Style(), Style(), Style())
 
     # -- data ---------------------------------------------------------------------------------
@@ -213,6 +229,7 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
 
     def set_sort_indicator(self, column: str | None, descending: bool = False) -> None:
         self._sort = (column, descending) if column else None
+        self._strips.pop((-1, self.scrollable_content_region.width), None)
         self.refresh()
 
     def row_at(self, index: int) -> Row | None:
@@ -280,8 +297,11 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
 
     # -- rendering ----------------------------------------------------------------------------
 
+    def on_mount(self) -> None:
+        self._update_virtual_size()  # before the first layout: the header's line
+
     def on_resize(self) -> None:
-        self._update_virtual_size()
+        self._strips.clear()  # the column widths may have changed
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # component styles cost a CSS lookup each: look them up once per repaint, not once per line
@@ -298,7 +318,10 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
         styles = self._styles
         width = self.scrollable_content_region.width
         if y == 0:
-            return _styled(self._cells_strip(self._header_cells(), width), styles.base + styles.header, None, width)
+            header = self._strips.get((-1, width))  # the header's line (row -1), cleared with the rows'
+            if header is None:
+                header = self._strips[(-1, width)] = self._cells_strip(self._header_cells(), width)
+            return _styled(header, styles.base + styles.header, None, width)
         index = int(self.scroll_y) + y - 1
         if not len(self._source):
             if y == 1:
@@ -324,9 +347,16 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
             cells.append(label)
         return cells
 
-    def _widths(self) -> list[int]:
+    def _widths(self, width: int) -> list[int]:
+        """Each column's width in a table ``width`` cells wide."""
+        widths = self._column_widths.get(width)
+        if widths is None:
+            widths = self._column_widths[width] = self._share_out(width)
+        return widths
+
+    def _share_out(self, width: int) -> list[int]:
         widths = [c.width for c in self.columns]
-        spare = self.scrollable_content_region.width - sum(widths) - _GAP * len(widths)
+        spare = width - sum(widths) - _GAP * len(widths)
         flex = [i for i, c in enumerate(self.columns) if c.flex]
         while spare and flex:  # shared out evenly; a column at its maximum leaves the rest to the others
             share, extra = divmod(spare, len(flex))
@@ -337,39 +367,45 @@ class PagedTable(ScrollView, Generic[Row], can_focus=True):
                 widths[i] = want if cap is None else min(want, max(cap, self.columns[i].width))
                 if cap is None or widths[i] < cap:
                     growing.append(i)
-            spare = self.scrollable_content_region.width - sum(widths) - _GAP * len(widths)
+            spare = width - sum(widths) - _GAP * len(widths)
             if spare <= 0 or growing == flex:
                 break
             flex = growing
         return widths
 
     def _cells_strip(self, cells: Sequence[Cell], width: int) -> Strip:
-        """One line of cells, unstyled beyond the cells' own styles (row styles are applied per repaint)."""
-        line = Text(no_wrap=True, end="")
-        for column, cell_width, value in zip(self.columns, self._widths(), cells, strict=True):
-            if column.fit is not None and isinstance(value, str):
-                value = column.fit(value, cell_width)
-            text = value.copy() if isinstance(value, Text) else Text(value)
+        """One line of cells, unstyled beyond the cells' own styles (row styles are applied per repaint).
+        A plain-text cell becomes one segment (laying it out as a Rich Text cost most of a new row's time)."""
+        segments: list[Segment] = []
+        for column, cell_width, value in zip(self.columns, self._widths(width), cells, strict=True):
+            if isinstance(value, str):
+                segments.append(Segment(_aligned(value if column.fit is None else column.fit(value, cell_width),
+                                                 column.justify, cell_width) + _GAP_TEXT))  # fmt: skip
+                continue
+            text = value.copy()
             text.truncate(cell_width, overflow="ellipsis")
             text.align(column.justify, cell_width)
-            line.append_text(text)
-            line.append(" " * _GAP)
-        return self._text_strip(line).crop(0, width)
+            rendered = text.render(self.app.console)  # (the spans' styles only: the text's own goes under them)
+            segments.extend(Segment.apply_style(rendered, self.app.console.get_style(text.style)) if text.style
+                            else rendered)  # fmt: skip
+            segments.append(Segment(_GAP_TEXT))
+        return Strip(segments).crop(0, width)
 
     def _text_strip(self, text: Text) -> Strip:
         return Strip(list(text.render(self.app.console)), text.cell_len)
 
     def _column_at(self, x: int) -> str | None:
         left = 0
-        for column, cell_width in zip(self.columns, self._widths(), strict=True):
+        for column, cell_width in zip(self.columns, self._widths(self.scrollable_content_region.width), strict=True):
             if left <= x < left + cell_width + _GAP:
                 return column.key
             left += cell_width + _GAP
         return None
 
     def _update_virtual_size(self) -> None:
-        self._strips.clear()  # the column widths may have changed
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self._source) + 1)
+        # no width: the table never scrolls sideways, and a virtual size that follows the widget's width
+        # would have Textual lay the whole screen out again after each resize (a screen's first paint included)
+        self.virtual_size = Size(0, len(self._source) + 1)
 
     def _body_height(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)

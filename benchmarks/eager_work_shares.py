@@ -1,0 +1,135 @@
+"""The eager-work shares (verifier README, "Eager work"; ``mkbsim/verifier/_eagerwork.py``) of the study's
+solutions under problems/*/solutions, without a GPU.
+
+Each solution's DSL compile (``tvm.compile``, ``cute.compile``) is replaced by a stub whose launches do
+nothing, and ``run()`` is called under the same operator recorder the verifier applies to the reference:
+what is measured is the eager PyTorch around the kernels, which is all the rule prices. Shapes decide the
+price, not values, except where the eager code follows a kernel's result (a count an MoE pipeline reads back):
+there the stubbed kernel's empty output changes the path, so those rows are estimates (``data-dependent``).
+At SMOKE the inputs are real CPU tensors; at the production workload they are fake tensors (no memory, no
+compute), which data-dependent eager code cannot run on (``-``), unless ``--real`` asks for real ones.
+
+    python benchmarks/eager_work_shares.py [--workload smoke|workload|both] [--match PATTERN] [--real]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mkbsim.catalog import load_problem, problems_root
+from mkbsim.verifier import _eagerwork
+
+SOLUTION = re.compile(r"^(\d\d)_\w+_(tirx|cutedsl)\.py$")
+
+
+class _Stub:
+    """A compiled DSL program whose launches do nothing."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def __getitem__(self, name: Any) -> _Stub:
+        return self
+
+    def __getattr__(self, name: str) -> _Stub:
+        return self
+
+
+@contextlib.contextmanager
+def _stubbed_dsls() -> Iterator[None]:
+    patched: list[tuple[Any, str, Any]] = []
+
+    def patch(owner: Any, name: str, value: Any) -> None:
+        patched.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, value)
+
+    import tvm
+
+    patch(tvm, "compile", lambda *a, **k: _Stub())
+    try:
+        import cutlass.cute as cute
+        import cutlass.cute.runtime as cute_runtime
+
+        patch(cute, "compile", lambda *a, **k: _Stub())
+        patch(cute_runtime, "from_dlpack", lambda t, *a, **k: t)
+    except ImportError:
+        pass
+    try:
+        yield
+    finally:
+        for owner, name, value in reversed(patched):
+            setattr(owner, name, value)
+
+
+def _load(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(f"solution_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _work(fn: Any, inputs: list[Any]) -> _eagerwork.Work:
+    return _eagerwork.work_of(_eagerwork.reference_ops(fn, inputs))
+
+
+def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
+    number = int(SOLUTION.match(path.name).group(1))  # type: ignore[union-attr]
+    (problem_path,) = sorted(problems_root().glob(f"*/{number:02d}_*.py"))
+    problem = load_problem(problem_path)
+    axes = problem.smoke if workload == "smoke" else problem.workload
+    mod = _load(path)
+    with contextlib.ExitStack() as stack:
+        if workload == "smoke" or real:
+            inputs = list(problem.make_inputs(axes, seed=0))
+        else:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            fake = FakeTensorMode(allow_non_fake_inputs=True)
+            with fake:
+                inputs = list(problem.make_inputs(axes, seed=0))
+            stack.enter_context(fake)
+        eager = _work(mod.run, inputs)
+        reference = _work(problem.reference, inputs)
+    found = _eagerwork.compare(1, eager, reference)
+    return {**found.shares, "passes": found.passes}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", choices=("smoke", "workload", "both"), default="both")
+    parser.add_argument("--match", default="", help="only solution files whose name contains this")
+    parser.add_argument("--real", action="store_true", help="real tensors at the production workload (memory!)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    workloads = ("smoke", "workload") if args.workload == "both" else (args.workload,)
+    paths = sorted(p for p in problems_root().glob("*/solutions/*.py") if SOLUTION.match(p.name))
+    print(f"{'solution':48s} " + " ".join(f"{w:>28s}" for w in workloads))
+    with _stubbed_dsls():
+        for path in paths:
+            if args.match not in path.name:
+                continue
+            cells = []
+            for workload in workloads:
+                try:
+                    found = shares(path, workload, args.real)
+                    cell = " ".join(f"{k[:2]}={v:.3f}" for k, v in found.items())
+                except Exception as exc:  # a row per solution, whatever breaks
+                    print(f"  {path.name} {workload}: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
+                    cell = "-"
+                cells.append(f"{cell:>28s}")
+            print(f"{path.name:48s} " + " ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()

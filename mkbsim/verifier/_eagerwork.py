@@ -1,0 +1,259 @@
+"""How much of the problem's computation the submission's own eager PyTorch performs (DESIGN §5, bypass test).
+
+Coverage (``_coverage``) measures whether the outputs depend on the DSL's launches. A dependence costs
+nothing to fake: one kernel writing a zero that the eager code adds in makes every eager result "derived
+from the DSL"; a kernel decoding an answer that eager code computed and encoded writes every output
+element. Both do none of the problem's work in the DSL. What they cannot avoid is doing that work in
+eager code, which the provenance mode sees operator by operator. So on every correctness draw the worker's
+vault records each eager aten operator the call dispatched (its name and its tensors' sizes, counted), and
+the verifier prices one checked draw's, chosen at random, with the cost model below, against the same model
+applied to the reference run on that draw's inputs.
+
+Cost model, in three kinds of work (the reference's decide which are judged):
+
+* ``matmul``: FLOPs of matrix products, convolutions and attention (``_MATMUL``; 2 per multiply-add);
+* ``pointwise``: element operations of every other operator: arithmetic, comparisons, selections,
+  reductions, scans, sorts, bit operations (the largest tensor it reads or writes, times a weight for the
+  fused operators that do several passes, ``_WEIGHTS``). Any operator not listed as data movement is
+  priced here, so an unfamiliar operator counts as work;
+* ``movement``: elements written by operators that only move or convert data (copies, casts, gathers,
+  scatters, concatenation, padding, repetition: ``_MOVEMENT``); views and fresh allocations are free.
+  Movement is judged only as what a problem made of movement (a KV cache copy) computes; a cast or a
+  layout change is never the answer to a problem that also computes.
+
+Work of one kind can stand in for another's (a reduction done as a product with ones, a product done as a
+broadcast multiply and a sum, a copy done as a multiplication by one): what the submission does in one
+kind beyond the reference's own counts towards the others (FLOP for element operation; compute towards
+movement, never movement towards compute).
+
+Rule: the eager code covers the problem when, for every kind of work the reference does, it does at least
+``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the
+reference's passes over the data have an eager pass at least as large (a stage the DSL took over is missing
+from them however small its cost). A submission whose eager code covers
+the problem has its DSL doing none of the problem's work, whatever its outputs depend on, and fails as
+``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
+the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is
+measured against (verifier README, "Eager work").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+#: The eager code covers a kind of the reference's work from this share of its amount on.
+EAGER_SHARE = 0.65
+#: ... and from this share of the reference's passes (operators, fused ones counted as the passes they make).
+PASS_SHARE = 0.65
+KINDS = ("matmul", "pointwise", "movement")
+
+#: Operators that only move, convert or allocate data (base names: in-place and ``out=`` forms alike). The
+#: ones in ``_FREE`` write nothing derived from the inputs (views, allocations, fills) and cost nothing.
+_FREE = frozenset(
+    ("view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "expand", "expand_as", "permute",
+     "transpose", "t", "unsqueeze", "squeeze", "slice", "select", "narrow", "split", "split_with_sizes",
+     "chunk", "unbind", "alias", "detach", "lift_fresh", "diagonal", "view_as_real", "view_as_complex", "unfold",
+     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted", "zeros",
+     "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill", "zero",
+     "scalar_tensor", "arange", "resize", "set", "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel",
+     "is_same_size", "_has_compatible_shallow_copy_type", "record_stream", "is_contiguous", "is_strides_like_format",
+     "is_non_overlapping_and_dense", "stride", "size", "numel", "dim", "storage_offset")
+)  # fmt: skip
+_MOVEMENT = _FREE | frozenset(
+    ("copy", "_copy_from", "_copy_from_and_resize", "_to_copy", "to", "clone", "contiguous", "lift_fresh_copy",
+     "cat", "stack", "constant_pad_nd", "pad", "repeat", "repeat_interleave", "tile", "flip", "roll", "index",
+     "index_select", "gather", "take", "scatter", "index_put", "_index_put_impl", "index_copy", "masked_scatter",
+     "masked_select", "embedding", "nonzero", "tril", "triu", "_pin_memory")
+)  # fmt: skip
+#: Fused operators priced as the passes they stand for (an unlisted fused operator counts one pass).
+_WEIGHTS = {
+    "_softmax": 4, "_log_softmax": 4, "softmax": 4, "log_softmax": 4, "native_layer_norm": 6,
+    "_fused_rms_norm": 5, "rms_norm": 5, "native_group_norm": 6, "native_batch_norm": 6,
+    "_native_batch_norm_legit": 6, "_native_batch_norm_legit_no_training": 6, "logsumexp": 3, "silu": 2,
+    "gelu": 2, "mish": 3, "softplus": 2, "log_sigmoid_forward": 2, "linalg_vector_norm": 2, "norm": 2, "var": 3,
+    "std": 3, "var_mean": 3, "std_mean": 3, "addcmul": 2, "addcdiv": 2, "lerp": 2,
+}  # fmt: skip
+
+Sizes = tuple[tuple[int, ...], ...]
+#: One kind of work done in equal passes: (kind, amount per pass, passes).
+Pass = tuple[str, float, int]
+#: One recorded operator: (name, sizes of the tensors it was given, sizes of the tensors it returned), count.
+OpRecord = tuple[tuple[str, Sizes, Sizes], int]
+
+
+def _numel(size: Sequence[int]) -> int:
+    n = 1
+    for d in size:
+        n *= d
+    return n
+
+
+def _matmul_flops(base: str, ins: Sizes, outs: Sizes) -> float | None:
+    """FLOPs of a matrix product from its operands' sizes (bias operands first where the op has one);
+    None when ``base`` is not a product."""
+    if base in ("mm", "_scaled_mm", "_int_mm", "bmm", "mv", "dot", "vdot", "_grouped_mm", "_scaled_grouped_mm"):
+        a, b = ins[0], ins[1]
+    elif base in ("addmm", "addmv", "baddbmm", "addbmm", "_addmm_activation"):
+        a, b = ins[1], ins[2]
+    elif base in ("convolution", "_convolution", "conv1d", "conv2d", "conv3d", "mkldnn_convolution"):
+        x, w = ins[0], ins[1]  # per element of the larger of input and output (transposed or not): Cin/g · kernel
+        return 2.0 * max(_numel(x), _numel(outs[0]) if outs else 0) * _numel(w) / max(w[0], 1)
+    else:
+        return None
+    if len(a) >= 2 and len(b) >= 2:  # [.., M, K] x [.., K, N] (a 2-D a against a stack of b: grouped)
+        batch = _numel(a[:-2]) if len(a) > 2 else 1
+        return 2.0 * batch * _numel(a[-2:]) * b[-1]
+    return 2.0 * _numel(a)  # matrix-vector, vector-vector
+
+
+def _attention(ins: Sizes) -> list[Pass]:
+    """Scaled dot-product attention, q [.., Lq, D], k [.., Lk, D], v: two products and a softmax's passes."""
+    q, k, v = ins[0], ins[1], ins[2]
+    scores = _numel(q[:-1]) * k[-2]
+    return [("matmul", 2.0 * scores * q[-1], 1), ("matmul", 2.0 * scores * v[-1], 1), ("pointwise", scores, 4)]
+
+
+def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
+    """The work of one operator call: (kind, amount, passes), amount per pass (see the module docstring)."""
+    parts = name.split(".")
+    if parts[0] == "prim":  # metadata queries (a tensor's device, sizes): no data read
+        return []
+    base = parts[1] if len(parts) > 1 else name
+    if base.endswith("_") and not base.endswith("__"):  # in place
+        base = base[:-1]
+    if "scaled_dot_product" in base:
+        return _attention(ins)
+    flops = _matmul_flops(base, ins, outs)
+    if flops is not None:
+        return [("matmul", flops, 1)]
+    if base in _FREE:
+        return []
+    if base in _MOVEMENT:  # the elements written: the output, or the values an in-place scatter puts
+        written = max((_numel(s) for s in outs), default=0)
+        if base in ("index_put", "_index_put_impl", "scatter", "index_copy", "masked_scatter") and len(ins) > 1:
+            written = min(written, _numel(ins[-1]))  # into a larger tensor: the values given
+        return [("movement", float(written), 1)]
+    largest = max((_numel(s) for s in (*ins, *outs)), default=0)
+    return [("pointwise", float(largest), _WEIGHTS.get(base, 1))]
+
+
+@dataclass
+class Work:
+    """A call's eager work: the amount of each kind, and its passes (amount, how many) for the stage count."""
+
+    amounts: dict[str, float]
+    passes: dict[str, list[tuple[float, int]]]
+
+
+def work_of(ops: Iterable[OpRecord]) -> Work:
+    found = Work(dict.fromkeys(KINDS, 0.0), {kind: [] for kind in KINDS})
+    for (name, ins, outs), count in ops:
+        for kind, amount, passes in op_work(name, ins, outs):
+            found.amounts[kind] += amount * passes * count
+            if amount > 0:
+                found.passes[kind].append((amount, passes * count))
+    return found
+
+
+def _matched(reference: list[tuple[float, int]], eager: list[tuple[float, int]]) -> int:
+    """How many of the reference's passes an eager pass at least as large stands for (a maximum matching:
+    the largest first on both sides)."""
+    mine = sorted(eager, reverse=True)
+    left = [count for _, count in mine]  # the passes of each eager group not yet standing for one of the reference's
+    j = matched = 0
+    for amount, count in sorted(reference, reverse=True):
+        while count and j < len(mine) and mine[j][0] >= amount:
+            take = min(count, left[j])
+            matched, count, left[j] = matched + take, count - take, left[j] - take
+            if left[j] == 0:
+                j += 1
+    return matched
+
+
+def _tensor_sizes(obj: Any) -> Sizes:
+    """The sizes of the tensors in ``obj``, depth first in order (as the worker's vault records them)."""
+    found: list[tuple[int, ...]] = []
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(tuple(item.shape))
+        elif isinstance(item, (tuple, list)):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+    return tuple(found)
+
+
+def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[OpRecord]:
+    """The reference's own eager operators on private copies of ``inputs``, recorded as the vault does."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    counts: dict[tuple[str, Sizes, Sizes], int] = {}
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            key = (str(func), _tensor_sizes((args, kwargs or {})), _tensor_sizes(out))
+            counts[key] = counts.get(key, 0) + 1
+            return out
+
+    copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    with torch.no_grad(), Recorder():
+        reference(*copies)
+    return list(counts.items())
+
+
+@dataclass
+class EagerWork:
+    """One correctness draw: the submission's eager work against the reference's."""
+
+    draw: int
+    eager: dict[str, float]
+    reference: dict[str, float]
+    shares: dict[str, float] = field(default_factory=dict)  # per judged kind: the eager share, stand-ins included
+    passes: float = 0.0  # the share of the reference's passes an eager pass at least as large stands for
+
+    @property
+    def covers(self) -> bool:
+        amounts = bool(self.shares) and all(share >= EAGER_SHARE for share in self.shares.values())
+        return amounts and self.passes >= PASS_SHARE
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"draw": self.draw, "eager": self.eager, "reference": self.reference, "shares": self.shares,
+                "passes": self.passes, "covers": self.covers}  # fmt: skip
+
+
+#: Which kinds of work stand in for which (compute for movement; matmul and pointwise for each other).
+_STAND_INS = {"matmul": ("pointwise",), "pointwise": ("matmul",), "movement": ("matmul", "pointwise")}
+
+
+def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
+    """The eager code's share of each kind of the reference's work, and of its passes (movement judged only
+    where the reference computes nothing else: a cast or a copy is never the answer to a problem that computes)."""
+    found = EagerWork(draw, eager.amounts, reference.amounts)
+    computes = reference.amounts["matmul"] > 0 or reference.amounts["pointwise"] > 0
+    judged = ("matmul", "pointwise") if computes else ("movement",)
+    for kind in judged:
+        if reference.amounts[kind] <= 0:
+            continue
+        extra = sum(max(0.0, eager.amounts[o] - reference.amounts[o]) for o in _STAND_INS[kind])
+        found.shares[kind] = (eager.amounts[kind] + extra) / reference.amounts[kind]
+    wanted = [p for kind in judged for p in reference.passes[kind]]
+    doing = [p for kind in (judged if computes else KINDS) for p in eager.passes[kind]]
+    total = sum(count for _, count in wanted)
+    found.passes = _matched(wanted, doing) / total if total else 0.0
+    return found
+
+
+def explain(found: EagerWork) -> str:
+    shares = ", ".join(f"{share:.0%} of its {kind} work" for kind, share in found.shares.items())
+    shares += f" and {found.passes:.0%} of its passes over the data"
+    return (
+        f"In correctness draw {found.draw} the eager PyTorch code did {shares} (the reference's own operators priced "
+        f"the same way; at least {EAGER_SHARE:.0%} of every kind means the eager code computed the answer): the DSL "
+        "kernels do none of the operator's work, whatever the outputs depend on. Move the operator's work into the DSL."
+    )
