@@ -143,11 +143,11 @@ def apply_provenance(
 ) -> None:
     """Lower each output's DSL share by the best match of a DSL-free tensor of one draw."""
     for record in records:
-        if record[0] not in ("candidate", "contains", "result"):
+        if record[0] not in ("candidate", "contains", "result", "produced"):
             continue  # the draw's eager operators (``_eagerwork``), faults (judged before)
         kind, source, i = record[0], record[1], record[2]
         if kind == "result" and record[4]:
-            continue  # written by a DSL launch (or computed from such data) and not touched since
+            continue  # judged element by element by its "produced" record
         if not (0 <= i < len(refs)):
             continue
         informative = masks[i][positions[i]]
@@ -156,6 +156,8 @@ def apply_provenance(
             continue
         if kind == "contains":  # an eager-made tensor holds the output's values: the positions it covers
             share = float((torch.tensor(record[3], dtype=torch.bool) & informative).sum()) / n
+        elif kind == "produced":  # 0: no launch left these bytes (1: one did; 2: left as they were, all zero)
+            share = float(((torch.tensor(record[3]) == 0) & informative).sum()) / n
         else:
             share = _beyond_chance(record[3], refs[i], positions[i], informative)
         if share > coverage[i].eager_match:

@@ -49,6 +49,7 @@ from mkbsim.verifier import _control
 from mkbsim.verifier._attribution import AttributionConfig
 from mkbsim.verifier._rules import (
     DISPATCH_KEY_CONTROLS,
+    DISPATCH_MODE_BYPASSES,
     FORBIDDEN_MODULES,
     FORBIDDEN_NAMES,
     FORBIDDEN_SUFFIXES,
@@ -729,6 +730,18 @@ class Guards:
         modes = "the verifier's dispatch modes are off limits"
         for name in ("_pop_torch_dispatch_stack", "_set_dispatch_mode", "_unset_dispatch_mode", *DISPATCH_KEY_CONTROLS):
             self.deny(torch._C, name, f"torch._C.{name}", modes)
+        # running an operator below the Python key, and the pops' module-level aliases (torch's own code uses
+        # them: refused to the submission's own calls only)
+        bypasses: list[tuple[Any, str, str]] = [
+            (torch._ops.OpOverload, "redispatch", "OpOverload.redispatch"),
+            (torch._C._DispatchOperatorHandle, "redispatch_boxed", "redispatch_boxed"),
+        ]
+        for dotted in DISPATCH_MODE_BYPASSES:
+            module, name = dotted.rsplit(".", 1)
+            bypasses.append((sys.modules.get(module), name, dotted))
+        for owner, name, what in bypasses:
+            if owner is not None:
+                self.deny(owner, name, what, modes, how="direct")
 
     def _install_dsl_callbacks(self) -> None:
         reason = "Python callbacks registered for kernels are forbidden"

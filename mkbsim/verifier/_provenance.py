@@ -10,12 +10,16 @@ Every DSL launch passes the gate twice, before and after the call into native co
   or return as they would: from inside the call, a suppressed launch differs from a real one only in
   what it leaves behind, which is exactly what the bypass test measures.
 
-On a correctness draw the harness also pushes a torch dispatch mode that reports every eager operator
-(``op``), and hands over run()'s result (``result``). The vault follows which storages hold data a DSL
-launch wrote or that was computed from it ("tainted"), and samples, at positions the verifier chose,
-every tensor of an output's size that is not: eager results, eager inputs, launch arguments before the
-launch, and the returned outputs. The verifier compares those samples with its anchors: an output whose
-values existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
+On a correctness draw the vault keeps, per launch, which bytes it changed (a byte mask) and their values
+after it; an output element is produced by the DSL only if its bytes still hold what a launch left there
+(compared when run() returns, so any later write, seen or not, breaks the equality). The harness also
+pushes a torch dispatch mode that reports every eager operator (``op``): an operator whose DSL-produced
+operands outweigh the operands eager code made has its result recorded as the DSL's too (derived credit,
+``DERIVED_OVER_EAGER``). The vault samples, at positions the verifier chose, every tensor of an output's
+size holding nothing the DSL produced (eager results and inputs, launch arguments before the launch), and
+keeps the bit-pattern counts of every launch argument that is neither a problem input nor the DSL's, for
+the layout-free copy check. The verifier compares those samples with its anchors: an output whose values
+existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
 
 Every call counts its genuine launches (below). On an evidence call (an unscored timed-protocol call the
@@ -52,6 +56,9 @@ SAMPLES = 512
 #: An output at least this share of whose elements (values counted with their multiplicity) a DSL-free
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
+#: For an integer or boolean output, a launch argument of more than this many times its elements is a table,
+#: not a copy: it holds a small value domain with any multiplicity by chance.
+COPY_TABLES = 2
 #: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
 #: a suppressed launch left unwritten is never right by chance. Integers and booleans hold zero: they are
 #: counts, offsets and indices that later kernels follow, and with launches suppressed they must send those
@@ -61,6 +68,21 @@ _EMPTY_OPS = frozenset(
     ("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default",
      "aten.new_empty_strided.default", "aten.empty_permuted.default")
 )  # fmt: skip
+#: An eager operator's outputs count as produced by the DSL (derived from its data) only when the DSL-produced
+#: elements among its operands are at least this many times the largest operand eager code made (not a problem
+#: input nor a copy of one, not DSL-produced): a DSL value added into an eager answer derives nothing, a per-row
+#: DSL reduction broadcast over the (cast) input does (``tests/verifier/honest/light_kernel_row_scale.py``).
+DERIVED_OVER_EAGER = 4
+#: Operators that contract their operands (a GEMM): the DSL operand feeds every output element and the other
+#: operand is a weight, however large (p52's eager GEMM on DSL-quantised activations).
+_CONTRACTIONS = frozenset(
+    ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "dot", "mv", "addmv",
+     "convolution", "_convolution")
+)  # fmt: skip
+#: Operators whose fresh result, from problem inputs alone, is a copy of them (a cast, a clone).
+_COPIES = frozenset(("_to_copy", "clone"))
+#: In-place operators that only store into their first argument: it is their destination, not an operand.
+_OVERWRITING = frozenset(("copy_", "fill_", "zero_", "index_put_", "index_copy_", "masked_scatter_", "scatter_"))
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -100,7 +122,11 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         no_torch_function=torch._C.DisableTorchFunction,
         data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
         numel=base.numel, untyped_storage=base.untyped_storage, view=base.view, set_=base.set_, clone=base.clone,
-        copy_=base.copy_,
+        copy_=base.copy_, bool_=torch.bool, logical_or_=base.logical_or_, as_strided=base.as_strided,
+        all_of=base.all, any_of=base.any, logical_or=base.logical_or,
+        logical_not=base.logical_not, logical_and_=base.logical_and_, where=torch._C._VariableFunctions.where,
+        copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES,
+        derived_over_eager=DERIVED_OVER_EAGER,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
         tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor,
         stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
@@ -114,6 +140,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         # dtypes whose values are taken through a signed integer view of their width: fp8 (CUDA has no take for
         # it) and the unsigned 16/32/64-bit ones (no take kernel on either device)
+        bits={1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64},
         by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
                  torch.uint32: torch.int32, torch.uint64: torch.int64},
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
@@ -133,14 +160,17 @@ def provenance_vault(
     (by id) and the torch tensors they were made from (weak references)."""
     nonce = -1
     audit = suppress = evidence = False
-    tainted: list[Any] = []  # [start, end) address ranges holding data a DSL launch wrote, or derived from it
-    prints: dict[Any, Any] = {}  # a tensor's view -> its samples when a DSL launch or a derived op last wrote it
+    # what launches (and eager operators computing from their data) wrote: [start, end, the bytes left there,
+    # which of them this write changed ("owned"), which it still vouches for] (see produced())
+    written: list[Any] = []
+    input_spans: list[Any] = []  # [start, end) byte ranges of the call's problem inputs
+    copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
+    spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
     launches = 0
-    made: list[Any] = []  # [start, end) address ranges eager operators wrote during the call
-    held: list[Any] = []  # (source, byte range, distinct values, their counts) of eager-made launch arguments
+    held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
@@ -170,16 +200,85 @@ def provenance_vault(
             extent += (n - 1) * st
         return start, start + extent * lib.element_size(t)
 
-    def is_tainted(t: Any) -> bool:
-        lo, hi = span(t)
-        return lib.any(a < hi and lo < b for a, b in tainted)
+    def bytes_of(t: Any, lo: int, hi: int) -> Any:
+        """The bytes [lo, hi) of ``t``'s storage, as a uint8 view."""
+        whole = lib.empty((0,), dtype=lib.uint8, device=lib.device_of(t))
+        lib.set_(whole, lib.untyped_storage(t))
+        base = storage_of(t)
+        return whole[lo - base : hi - base]
 
-    def set_taint(lo: int, hi: int, derived: bool) -> None:
-        """The range [lo, hi) now holds fresh data, derived from a DSL launch or not."""
-        kept = [(a, b) for a, b in tainted if b <= lo or hi <= a or (a < lo and hi < b)]
-        tainted[:] = kept
-        if derived:
-            tainted.append((lo, hi))
+    def grouped(t: Any, per_byte: Any) -> Any:
+        """A view of ``per_byte`` (over ``t``'s byte span) as ``t``'s elements, each with its bytes."""
+        size = lib.element_size(t)
+        strides = [st * size for st in lib.stride(t)]
+        return lib.as_strided(per_byte, (*lib.size(t), size), (*strides, 1), 0)
+
+    def by_element(t: Any, per_byte: Any) -> Any:
+        """``per_byte`` as (element, its bytes), in ``t``'s logical order."""
+        return lib.reshape(grouped(t, per_byte), (-1, lib.element_size(t)))
+
+    def settle(lo: int, hi: int, before: Any, owned: Any) -> None:
+        """Bytes [lo, hi) were just written: an earlier write no longer vouches for those the new one changed
+        (``owned``), nor for those that changed since it (``before``, the bytes just before: None if unknown)."""
+        for record in written:
+            a, b = lib.max(lo, record[0]), lib.min(hi, record[1])
+            if a >= b:
+                continue
+            broke = owned[a - lo : b - lo]
+            if before is not None:
+                broke = lib.logical_or(broke, lib.ne(before[a - lo : b - lo], record[2][a - record[0] : b - record[0]]))
+            keep = lib.logical_not(broke)
+            lib.logical_and_(record[3][a - record[0] : b - record[0]], keep)
+            lib.logical_and_(record[4][a - record[0] : b - record[0]], keep)
+
+    def produced(t: Any) -> Any:
+        """Per element of ``t`` (its logical order): 1 if a DSL launch (or an eager operator computing from its
+        data) changed its bytes and they still hold what it left; 2 if a launch had them as its argument and
+        they are all zero (zeros into zeroed memory: no evidence either way); 0 otherwise. None if no launch
+        had them as its argument.
+        Bytes, compared now: any later write, seen by the dispatch mode or not, breaks the equality."""
+        lo, hi = span(t)
+        if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda") or lib.zerotensor(t):
+            return None
+        if not lib.any(a < hi and lo < b for a, b in spanned):
+            return None
+        now = bytes_of(t, lo, hi)
+        good = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        bad = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        owned = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        launched = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        for a, b in spanned:
+            if lib.max(lo, a) < lib.min(hi, b):
+                lib.fill_(launched[lib.max(lo, a) - lo : lib.min(hi, b) - lo], True)
+        for record in written:
+            a, b = lib.max(lo, record[0]), lib.min(hi, record[1])
+            if a >= b:
+                continue
+            same = lib.eq(now[a - lo : b - lo], record[2][a - record[0] : b - record[0]])
+            valid = record[4][a - record[0] : b - record[0]]
+            lib.logical_or_(good[a - lo : b - lo], lib.logical_and(valid, same))
+            lib.logical_or_(bad[a - lo : b - lo], lib.logical_and(valid, lib.logical_not(same)))
+            lib.logical_or_(owned[a - lo : b - lo], lib.logical_and(record[3][a - record[0] : b - record[0]], same))
+        kept = lib.all_of(by_element(t, lib.logical_and(good, lib.logical_not(bad))), 1)
+        fresh = lib.logical_and(kept, lib.any_of(by_element(t, owned), 1))
+        zero = lib.logical_and(lib.all_of(by_element(t, launched), 1), lib.all_of(by_element(t, lib.eq(now, 0)), 1))
+        return lib.where(fresh, 1, lib.where(zero, 2, 0))
+
+    def dsl_elements(t: Any) -> int:
+        lo, hi = span(t)
+        if not lib.any(r[0] < hi and lo < r[1] for r in written):  # the common case: nothing to compare
+            return 0
+        states = produced(t)
+        return 0 if states is None else lib.int(lib.sum(lib.eq(states, 1)))
+
+    def is_input(t: Any) -> bool:
+        lo, hi = span(t)
+        if lib.any(a < hi and lo < b for a, b in input_spans):
+            return True
+        for a, b, made in copies:  # a copy of an input is one while its bytes are still those it was made with
+            if a <= lo and hi <= b and hi > lo:
+                return lib.bool(lib.equal(bytes_of(t, lo, hi), made[lo - a : hi - a]))
+        return False
 
     def ffi_view(item: Any) -> Any:
         """A TVM tensor (of a type TVM itself makes) as a torch tensor over the same memory, through the
@@ -260,52 +359,85 @@ def provenance_vault(
             if values is not None:
                 records.append(("candidate", source, i, values))
 
-    def fingerprint(t: Any) -> None:
-        n = lib.numel(t)
-        for i in lib.range(lib.len(numels)):
-            if numels[i] == n:
-                prints[(view_of(t), i)] = sample(t, i)
-
     def countable(t: Any) -> Any:
         """``t`` as a dtype ``unique`` takes: one-byte floats (fp8) widened to float32, which holds each exactly."""
         return lib.to(t, lib.float32) if lib.element_size(t) == 1 else t
 
+    def bits(t: Any, width: int) -> Any:
+        """``t``'s bytes as signed integers of ``width`` bytes (bit patterns), flat; None where its layout has
+        no such view (its innermost dimension not contiguous, or not a whole number of them)."""
+        size = lib.element_size(t)
+        if width != size:
+            shape, strides = lib.size(t), lib.stride(t)
+            inner = shape[-1] if lib.len(shape) else 1
+            if (inner > 1 and strides[-1] != 1) or (inner * size) % width or lib.data_ptr(t) % width:
+                return None
+            for k in lib.range(lib.len(shape) - 1):  # each outer step a whole number of the new elements
+                if shape[k] > 1 and (strides[k] * size) % width:
+                    return None
+        return lib.reshape(lib.view(t, lib.bits[width]), (-1,))
+
     def hold(t: Any, source: str) -> None:
-        """Keep the value counts of a floating tensor eager code made during the call (not an input, whose
-        values a gather or a cache update legitimately copies), for the layout-free copy check."""
+        """Keep the counts of a launch argument's bit patterns (at its width and the common output widths)
+        for the layout-free copy check, whatever its dtype and wherever its memory came from; not a problem
+        input (a gather or a cache update legitimately copies those) nor bytes the DSL produced."""
         lo, hi = span(t)
-        if not lib.is_floating(t) or hi <= lo or not lib.any(a <= lo and hi <= b for a, b in made):
+        if hi <= lo or lib.element_size(t) not in lib.bits or is_input(t):
             return
         key = ("held", view_of(t), None if lib.is_inference(t) else lib.version(t))
         if key in seen:
             return
         seen[key] = True
-        values, _, counts = lib.unique(lib.reshape(countable(t), (-1,)), True, False, True)
-        held.append((source, lo, hi, values, counts))
+        if 2 * dsl_elements(t) >= lib.numel(t):
+            return
+        floating = lib.is_floating(t)
+        smallest = lib.min(numels) if numels else 0
+        for width in lib.sorted({lib.element_size(t), 2, 4}):
+            # too few elements at this width to hold COPY_SHARE of any output: nothing to keep
+            flat = bits(t, width) if lib.numel(t) * lib.element_size(t) >= lib.copy_share * smallest * width else None
+            if flat is not None:
+                patterns, _, counts = lib.unique(flat, True, False, True)
+                own = floating and width == lib.element_size(t)
+                held.append(
+                    (source, lo, hi, width, patterns, counts, lib.dtype_of(t) if own else None, lib.numel(flat))
+                )
+
+    def holds(mine: Any, patterns: Any, counts: Any) -> tuple[float, Any]:
+        """The share of ``mine``'s elements that distinct ``patterns`` with their ``counts`` hold, counted with
+        their multiplicity, and which elements they hold."""
+        distinct, where, need = lib.unique(mine, True, True, True)
+        idx = lib.clamp(lib.searchsorted(patterns, distinct), 0, lib.numel(patterns) - 1)
+        hit = lib.logical_and(lib.eq(lib.take(patterns, idx), distinct), lib.ge(lib.take(counts, idx), need))
+        return lib.float(lib.sum(lib.mul(need, hit))) / lib.numel(mine), lib.take(hit, where)
 
     def copied(t: Any, i: int) -> None:
-        """Record each held tensor that holds nearly all of output i's values with their multiplicity
-        (padded, transposed, strided or gathered: the values, not the layout), with which sampled
-        positions it covers."""
+        """Record each held tensor that holds nearly all of output i's elements with their multiplicity
+        (padded, transposed, strided or gathered: the values, not the layout; by bit pattern at the output's
+        width, or a floating tensor's values rounded to the output's dtype), with the sampled positions it covers."""
         lo, hi = span(t)
-        distinct, where, need = lib.unique(lib.reshape(countable(t), (-1,)), True, True, True)
-        wanted = lib.to(distinct, lib.float64)
-        at = lib.take(where, lib.to(positions[i], lib.device_of(t)))
-        for source, a, b, values, counts in held:
-            if a < hi and lo < b:
-                continue  # the output's own memory before a launch updated it in place
-            cast, back, _ = lib.unique(countable(lib.to(values, lib.dtype_of(t))), True, True, False)
-            have = lib.index_add(
-                lib.zeros((lib.numel(cast),), dtype=lib.int64, device=lib.device_of(t)), 0, back, counts
-            )
-            cast = lib.to(cast, lib.float64)
-            idx = lib.clamp(lib.searchsorted(cast, wanted), 0, lib.numel(cast) - 1)
-            hit = lib.logical_and(lib.eq(lib.take(cast, idx), wanted), lib.ge(lib.take(have, idx), need))
-            share = lib.float(lib.sum(lib.mul(need, hit))) / lib.numel(t)
-            if share >= lib.copy_share:
-                records.append(
-                    ("contains", f"{source}, holding {share:.1%} of its values", i, lib.tolist(lib.take(hit, at)))
-                )
+        width = lib.element_size(t)
+        mine = bits(t, width)  # at its own width: always a view
+        # an integer or boolean output has few distinct values: a table much larger than it would hold them by
+        # multiplicity alone (a copy is about the output's size: padded, strided)
+        largest = lib.copy_tables * lib.numel(t) if not lib.is_floating(t) else None
+        for source, a, b, size, patterns, counts, dtype, n in held:
+            if (a < hi and lo < b) or n < lib.copy_share * lib.numel(t) or (largest is not None and n > largest):
+                continue  # the output's own memory before a launch updated it in place; too small; a table
+            found = []
+            if size == width:
+                found.append(holds(mine, patterns, counts))
+            if dtype is not None and lib.is_floating(t) and dtype is not lib.dtype_of(t):
+                # a floating argument's values rounded to the output's dtype (an fp32 answer a kernel narrows)
+                rounded = bits(lib.to(lib.view(patterns, dtype), lib.dtype_of(t)), width)
+                merged, back, _ = lib.unique(rounded, True, True, False)
+                zeros = lib.zeros((lib.numel(merged),), dtype=lib.int64, device=lib.device_of(t))
+                tally = lib.index_add(zeros, 0, back, counts)
+                found.append(holds(mine, merged, tally))
+            for share, hit in found:
+                if share >= lib.copy_share:
+                    covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
+                    records.append(("contains", f"{source}, holding {share:.1%} of its values", i, covered))
+                    break
 
     def before(args: Any) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
@@ -313,9 +445,9 @@ def provenance_vault(
         tensors = tensors_in(args, [])
         spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
         for t in tensors:
-            if not is_tainted(t):
+            if not dsl_elements(t):
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
-                hold(t, f"argument of DSL launch {launches} (before it ran)")
+            hold(t, f"argument of DSL launch {launches} (before it ran)")
             lo, hi = span(t)
             if hi > lo:
                 spans.setdefault(storage_of(t), []).append((lo, hi, t))
@@ -330,6 +462,8 @@ def provenance_vault(
                 else:
                     merged.append([lo, hi])
             for lo, hi in merged:
+                if (lo, hi) not in spanned:
+                    spanned.append((lo, hi))
                 view = whole[lo - address : hi - address]
                 pending.append((view, lib.clone(view), lo))
         pending.append(("tensors", tensors, 0))
@@ -339,20 +473,24 @@ def provenance_vault(
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        tensors = pending.pop()[1]
+        pending.pop()  # the launch's tensors: judged by their bytes from now on
         for whole, copy, address in pending:
-            changed = lib.nonzero(lib.ne(whole, copy))
-            if lib.numel(changed):  # the bytes from the first to the last the launch changed
-                set_taint(address + lib.int(changed[0]), address + lib.int(changed[-1]) + 1, True)
+            diff = lib.ne(whole, copy)
+            settle(address, address + lib.numel(whole), copy, diff)
+            changed = lib.nonzero(diff)
+            if lib.numel(changed):
+                # the bytes around the changed ones too (8: the widest element), so that an element the launch
+                # changed only in part is judged whole
+                a = lib.max(lib.int(changed[0]) - 8, 0)
+                b = lib.min(lib.int(changed[-1]) + 9, lib.numel(whole))
+                left = lib.clone(whole[a:b])
+                written.append([address + a, address + b, left, lib.clone(diff[a:b]), lib.eq(left, left)])
             # the same copy either way: a suppressed launch must not take longer to come back than a real one
             if suppress:
                 lib.copy_(whole, copy)
             else:
                 lib.copy_(copy, whole)
         pending.clear()
-        for t in tensors:
-            if is_tainted(t):
-                fingerprint(t)
 
     def op(func: Any, name: Any, args: Any, kwargs: Any, out: Any) -> None:
         if not audit or lib.type(func) is not lib.OpOverload or lib.type(name) is not lib.str:
@@ -362,24 +500,40 @@ def provenance_vault(
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
         key = (name, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
         eager_ops[key] = eager_ops.get(key, 0) + 1
-        inputs = tensors_in((args, kwargs), [])
-        derived = lib.any(is_tainted(t) for t in inputs)
-        for t in inputs:
-            if not is_tainted(t):
-                observe(t, f"input of eager {name}")
+        given = tensors_in((args, kwargs), [])
+        outs = tensors_in(out, [])
         parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
-        writes = lib.len(parts) > 2 and (parts[1].endswith("_") or parts[2].startswith("out"))
-        for t in tensors_in(out, []):
+        operator_name = parts[1] if lib.len(parts) > 1 else name
+        writes = lib.len(parts) > 2 and (operator_name.endswith("_") or parts[2].startswith("out"))
+        # a destination the operator only overwrites is no operand of it (out=, copy_, an indexed store)
+        overwrites = writes and (parts[2].startswith("out") or operator_name in lib.overwriting)
+        dsl = eager = 0
+        from_inputs = True  # every operand a problem input (or a copy of one)
+        for t in given:
+            if overwrites and lib.any(t is u for u in outs):
+                continue
+            k = dsl_elements(t)
+            dsl += k
+            if not k:
+                observe(t, f"input of eager {name}")
+            if not is_input(t):
+                from_inputs = False
+                eager = lib.max(eager, lib.numel(t) - k)
+        derived = dsl > 0 and (operator_name in lib.contractions or dsl >= lib.derived_over_eager * eager)
+        for t in outs:
             lo, hi = span(t)
-            # made by eager code: fresh memory, or memory an in-place or out= operator wrote; never a view of
-            # its input (a reshape of a large input holds, by value, every value of a low-precision output)
-            if writes or not lib.any(storage_of(u) == storage_of(t) for u in inputs):
-                made.append((lo, hi))
-            set_taint(lo, hi, derived or (is_tainted(t) and lib.any(u is t for u in inputs)))
-            if is_tainted(t):
-                fingerprint(t)
-            else:
+            view = not writes and lib.any(storage_of(u) == storage_of(t) for u in given)
+            if derived and hi > lo and not view:  # computed from the DSL's data: its bytes count as the DSL's
+                owned = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+                lib.fill_(grouped(t, owned), True)
+                settle(lo, hi, None, owned)
+                if (lo, hi) not in spanned:
+                    spanned.append((lo, hi))
+                written.append([lo, hi, lib.clone(bytes_of(t, lo, hi)), owned, lib.clone(owned)])
+            elif not derived and not dsl_elements(t):
                 observe(t, f"output of eager {name}")
+            if from_inputs and given and not writes and not view and hi > lo and operator_name in lib.copies:
+                copies.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))  # x.float(): as much an input as x
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
@@ -486,19 +640,14 @@ def provenance_vault(
             values = sample(t, i)
             if values is None:
                 continue
-            known = prints.get((view_of(t), i))
-            derived = is_tainted(t) and (known is None or known == values)
-            if derived and lib.is_floating(t):
+            states = produced(t)
+            if states is not None and lib.int(lib.sum(lib.eq(states, 1))):
                 copied(t, i)
-            records.append(
-                (
-                    "result",
-                    "returned output" if derived else "returned output (not from a DSL launch)",
-                    i,
-                    values,
-                    derived,
-                )
-            )
+            label = "returned output" if states is not None else "returned output (no DSL launch wrote it)"
+            records.append(("result", label, i, values, states is not None))
+            if states is not None:  # which sampled elements hold what a launch left there (1), or no evidence (2)
+                picked = lib.tolist(lib.take(states, lib.to(positions[i], lib.device_of(t))))
+                records.append(("produced", "returned output: elements no DSL launch left as they are", i, picked))
         records.append(("eager_ops", lib.list(eager_ops.items())))
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
@@ -518,12 +667,13 @@ def provenance_vault(
                 audit = page[layout.AUDIT] == 1
                 evidence = audit or page[layout.EVIDENCE] == 1
                 suppress = page[layout.SUPPRESS] == 1
-                tainted.clear()
-                prints.clear()
+                written.clear()
+                input_spans.clear()
+                copies.clear()
+                spanned.clear()
                 seen.clear()
                 records.clear()
                 pending.clear()
-                made.clear()
                 held.clear()
                 eager_ops.clear()
                 opened.clear()
@@ -577,6 +727,9 @@ def provenance_vault(
                         op(request[1], request[2], request[3], request[4], request[5])
                     elif kind == 4:  # RESULT
                         result(request[1])
+                    elif kind == 7:  # INPUTS of the call, before it starts
+                        for t in tensors_in(request[1], []):
+                            input_spans.append(span(t))
             if kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
                 reply = True
                 opened.append(role)
@@ -650,6 +803,13 @@ def dispatch(
 def report_end(*, _send: Any) -> None:
     """The harness, once the timer stopped the call: the vault writes the call's DSL time."""
     failed = _send((5,))  # END
+    if failed is not None:
+        raise failed
+
+
+def report_inputs(inputs: Any, *, _send: Any) -> None:
+    """The harness, before a correctness draw's call: the problem inputs (never held as eager-made)."""
+    failed = _send((7, inputs))  # INPUTS
     if failed is not None:
         raise failed
 

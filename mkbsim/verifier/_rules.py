@@ -77,6 +77,13 @@ DISPATCH_KEY_CONTROLS = (
     "_dispatch_tls_set_dispatch_key_excluded", "_dispatch_tls_set_dispatch_key_included",
 )  # fmt: skip
 
+#: Module-level aliases of the dispatch-mode stack's pops (bound before the guards existed): eager work done with
+#: the modes popped would be invisible to the provenance audit.
+DISPATCH_MODE_BYPASSES = (
+    "torch.utils._python_dispatch._pop_mode", "torch.utils._python_dispatch._disable_current_modes",
+    "torch.utils._python_dispatch._pop_mode_temporarily", "torch._ops._pop_mode_from_pre_dispatch",
+)  # fmt: skip
+
 #: Dotted names (matched as prefixes) whose use is forbidden wherever they appear.
 FORBIDDEN_NAMES: dict[str, str] = {
     "torch.compile": "torch.compile is " + _OTHER_LANGUAGE,
@@ -105,6 +112,10 @@ FORBIDDEN_NAMES: dict[str, str] = {
     ),
     "weakref.finalize": DEFERRED,
     **{f"torch._C.{name}": "the verifier's dispatch modes are off limits" for name in DISPATCH_KEY_CONTROLS},
+    # ... and an operator run below the Python key (with a DispatchKeySet: ``redispatch``, a suffix rule below)
+    **dict.fromkeys(
+        (*DISPATCH_MODE_BYPASSES, "torch._C.DispatchKeySet"), "the verifier's dispatch modes are off limits"
+    ),
     **dict.fromkeys(
         ("tvm.register_global_func", "tvm.register_func", "tvm_ffi.register_global_func",
          "tvm_ffi.register_func", "tvm.ffi.register_func", "tvm.ffi.register_global_func"),
@@ -131,6 +142,7 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
          "capture_begin", "capture_end"),
         _GRAPHS,
     ),
+    **dict.fromkeys(("redispatch", "redispatch_boxed"), "the verifier's dispatch modes are off limits"),
 }  # fmt: skip
 
 #: Builtins that execute code or expose namespaces.

@@ -42,6 +42,7 @@ from mkbsim.verifier._provenance import (
     provenance_lib,
     provenance_vault,
     report_end,
+    report_inputs,
     report_result,
 )
 from mkbsim.verifier._threads import working
@@ -200,6 +201,7 @@ class Worker:
         self.gates: DslGates | None = None
         self.mode: _ProvenanceMode | None = None
         self.report_result: Callable[[Any], None] | None = None
+        self.report_inputs: Callable[[Any], None] | None = None
         self.report_end: Callable[[], None] | None = None
         self.flusher: CacheFlusher | None = None
         self.kept: list[MappedArena] = []
@@ -260,6 +262,7 @@ class Worker:
             )
             self.mode = _ProvenanceMode()
             self.report_result = registry.protect(report_result, _send=send)
+            self.report_inputs = registry.protect(report_inputs, _send=send)
             self.report_end = registry.protect(report_end, _send=send)
             self.guards.install_audit_hook()
         registry.objects.clear()
@@ -362,7 +365,9 @@ class Worker:
         if self.guards is not None:
             self.guards.between_calls(False)
         if audit:
-            assert self.mode is not None
+            assert self.mode is not None and self.report_inputs is not None
+            with _harness_ops():
+                self.report_inputs(arena.args)
             _push_mode(self.mode)
         try:
             result = self.timed_call(fn, arena.args)

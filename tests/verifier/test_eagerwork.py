@@ -125,16 +125,28 @@ def test_the_study_s_partial_plans_leave_the_dsl_real_work(path: Path) -> None:
     assert amounts < _eagerwork.EAGER_SHARE - 0.1 or passes < _eagerwork.PASS_SHARE - 0.1, found
 
 
+#: eagerwork_* cases whose eager answer the coverage test rejects too: a seed the answer is computed beside
+#: (not from) earns it no derived credit, and the returned bytes are not what a launch left.
+ALSO_BY_PROVENANCE = frozenset(("eagerwork_block_copy_seeded", "eagerwork_lookup_squares", "eagerwork_vector_norm"))
+
+
 @pytest.mark.parametrize("path", EAGER_CASES, ids=[p.stem for p in EAGER_CASES])
 def test_without_the_rule_the_eager_answers_pass(
     cpu_session: VerifierSession, path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The adversarial eagerwork_* cases are correct and pass the coverage test: the eager-work rule is what
-    rejects them (what follows, timing, is judged by itself: a load spike there is not this rule's business)."""
+    """The adversarial eagerwork_* cases are correct and, but for those the byte-exact provenance also rejects
+    (an eager answer a DSL seed derives nothing for: ``ALSO_BY_PROVENANCE``), pass the coverage test: the
+    eager-work rule is what rejects them (what follows, timing, is judged by itself: a load spike there is not
+    this rule's business). A DSL constant multiplied into the cast input before the eager computation earns
+    derived credit (a known limit of the provenance: verifier README): only this rule rejects those."""
     problem = next(line.split()[-1] for line in path.read_text().splitlines() if line.startswith("# problem:"))
     monkeypatch.setattr(_eagerwork, "EAGER_SHARE", math.inf)
     report = cpu_session.verify(path, problem, "tirx")
-    assert report.correct and report.bypass_ok, report.feedback
+    assert report.correct, report.feedback
+    if path.stem in ALSO_BY_PROVENANCE:
+        assert not report.bypass_ok and "existed outside the DSL" in report.feedback, report.feedback
+        return
+    assert report.bypass_ok, report.feedback
     assert report.failure != "decorative_dsl" and report.details["eager_work"]["shares"], report.feedback
 
 

@@ -62,6 +62,14 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         # work after the timed call: finalizers
         "class L:\n    def __del__(self): pass",
         "import weakref\nweakref.finalize(object(), print)",
+        # eager work the provenance mode would not see: an operator below the Python key, the pops' aliases
+        "import torch\nop = torch.ops.aten.copy_.default\nop.redispatch(k, a, b)",
+        "import torch\ntorch.ops.aten.add.Tensor._handle.redispatch_boxed(k, a, b)",
+        "import torch\nk = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)",
+        "from torch.utils._python_dispatch import _disable_current_modes",
+        "from torch.utils import _python_dispatch as d\nwith d._pop_mode_temporarily(): pass",
+        "import torch.utils._python_dispatch\nm = torch.utils._python_dispatch._pop_mode()",
+        "import torch\ntorch._ops._pop_mode_from_pre_dispatch()",
     ],
 )
 def test_forbidden(source: str) -> None:

@@ -21,7 +21,8 @@ from mkbsim.verifier._vault import Registry
 PROTECTED = [
     _guards._guard_vault, _guards._audit_hook, _guards._ask, _guards._guarded_import, _guards._guarded_import_module,
     _guards._denied, _guards._start_thread, _provenance.provenance_vault, _provenance.gate, _provenance.dispatch,
-    _provenance.report_result, _provenance.report_end, _timing.timer_vault, _timing.timed_call,
+    _provenance.report_result, _provenance.report_end, _provenance.report_inputs, _timing.timer_vault,
+    _timing.timed_call,
     _dsl._counted_get_function, _dsl._wrap_counted, _dsl._record_dlpack, _dsl._recording, _vault._send,
 ]  # fmt: skip
 
@@ -253,6 +254,7 @@ def test_a_view_of_a_large_input_is_not_an_eager_copy_of_the_output() -> None:
     launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
     cache = torch.randn(64 * n).to(torch.bfloat16)
     control.begin_call(suppress=False, audit=True)
+    registry.protect(_provenance.report_inputs, _send=send)([cache])  # a problem input: never held
     pool = op(None, torch.ops.aten.view.default, (), (cache, [64, n]))
     out = op(None, torch.ops.aten.empty.memory_format, (), ([n],), {"dtype": torch.bfloat16})
     launch(pool.reshape(-1), out)

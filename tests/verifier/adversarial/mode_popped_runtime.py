@@ -1,7 +1,9 @@
 """Gates an eager answer with a canary and computes that answer with every torch dispatch mode popped,
-so that the harness's provenance mode never sees it."""
+so that the harness's provenance mode never sees it. The module-level alias of the stack's pop is refused
+to the submission's own calls at run time (before, the answer returned, which no launch wrote, failed the
+bypass test: DESIGN §5)."""
 
-# expect: decorative_dsl
+# expect: forbidden_api
 # problem: p36
 # static-scan: off
 import torch

@@ -1,0 +1,267 @@
+"""Provenance judged on the bytes the launches left (DESIGN §5, the bypass test as coverage).
+
+Each case drives the provenance vault directly: a Python "kernel" behind a counted gate stands for native
+code (its own tensor operations are not reported, as a native launch's are not), ``op`` reports an eager
+operator as the dispatch mode would, and anything neither reports is a write the mode never saw (a thread,
+``redispatch``, the modes popped). The share of the output that existed outside the DSL is then computed by
+the verifier's own ``apply_provenance``.
+
+The cases marked "passed before" were judged 0% eager by the range taint this replaced (the first..last
+changed byte of a launch counted as the DSL's; an eager write strictly inside a DSL range stayed derived;
+any DSL operand made an eager result derived; only floating launch arguments that eager code made during
+the call were held): run against commit 091cfca, each of them fails.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+
+from mkbsim.verifier import _control, _coverage, _provenance
+from mkbsim.verifier._compare import OutputRef
+from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
+from mkbsim.verifier._vault import Registry
+
+N = 256  # output elements (16 x 16)
+ROWS = 16
+
+
+@dataclass
+class Audit:
+    control: _control.ControlPage
+    send: Any
+    op: Callable[..., Any]
+    registry: Registry
+
+    def launch(self, kernel: Callable[..., Any], *args: Any) -> None:
+        self.send((0, kernel, "launch"))
+        self.registry.protect(gate, _send=self.send, _original=kernel, _count=True)(*args)
+
+    def eager(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
+        """An eager operator, run and reported as the provenance mode does."""
+        func = functools.reduce(getattr, name.split("."), torch.ops)
+        return self.op(None, func, (), args, kwargs)
+
+    def outside_share(self, out: torch.Tensor) -> float:
+        """The share of ``out`` the verifier judges to have existed outside the DSL."""
+        self.registry.protect(_provenance.report_result, _send=self.send)([out])
+        records = self.control.report()["records"]
+        assert not [r for r in records if r[0] == "fault"], records
+        anchor = out.detach().double().clone()
+        ref = OutputRef("out", anchor, anchor, out.dtype, out.is_floating_point(), 0.0, 0.0, 0.0)
+        found = [_coverage.OutputCoverage("out", N, 1.0)]
+        mask = torch.ones(N, dtype=torch.bool)
+        _coverage.apply_provenance(found, records, [ref], [mask], [torch.arange(N)], "test")
+        return found[0].eager_match
+
+
+@pytest.fixture
+def audit() -> Iterator[Audit]:
+    torch.manual_seed(0)
+    control = _control.ControlPage()
+    registry = Registry()
+    send = registry.open(
+        provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(N)], [N], {}
+    )
+    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    control.begin_call(suppress=False, audit=True)
+    yield Audit(control, send, op, registry)
+    control.close()
+
+
+def _answer() -> torch.Tensor:
+    return torch.randn(ROWS, N // ROWS)
+
+
+def _halves() -> list[torch.Tensor]:
+    """An eager answer in two row halves: no eager tensor of the output's size (whose values the vault samples)."""
+    return list(_answer().split(ROWS // 2))
+
+
+def zero_fill(s: torch.Tensor) -> None:
+    s.zero_()
+
+
+def mark_ends(s: torch.Tensor) -> None:
+    s[0] = 1.0
+    s[-1] = 2.0
+
+
+def test_an_unseen_write_over_what_a_launch_left_is_not_the_dsls(audit: Audit) -> None:
+    """A thread, ``redispatch`` or popped modes: the write is never reported, the bytes say it (passed before)."""
+    s = audit.eager("aten.empty.memory_format", ([N + 2],), {"dtype": torch.float32})
+    audit.launch(zero_fill, s)
+    s[1 : N + 1].copy_(_answer().reshape(-1))  # not reported: the mode never saw it
+    assert audit.outside_share(s[1 : N + 1].view(ROWS, -1)) == 1.0
+
+
+def test_an_eager_write_inside_a_range_a_launch_wrote_is_not_the_dsls(audit: Audit) -> None:
+    """Reported, but strictly inside the launch's range: the range taint kept it derived (passed before)."""
+    s = audit.eager("aten.empty.memory_format", ([N + 2],), {"dtype": torch.float32})
+    audit.launch(mark_ends, s)
+    for k, half in enumerate(_halves()):
+        audit.eager("aten.mul.out", (half, 1.0), {"out": s[1 + k * N // 2 : 1 + (k + 1) * N // 2].view(ROWS // 2, -1)})
+    assert audit.outside_share(s[1 : N + 1].view(ROWS, -1)) == 1.0
+
+
+def test_an_answer_written_before_a_launch_that_leaves_it_alone_is_not_the_dsls(audit: Audit) -> None:
+    """The launch's argument spans the answer, changes only the ends (passed before: first..last byte)."""
+    s = audit.eager("aten.empty.memory_format", ([N + 2],), {"dtype": torch.float32})
+    for k, half in enumerate(_halves()):
+        audit.eager("aten.mul.out", (half, 1.0), {"out": s[1 + k * N // 2 : 1 + (k + 1) * N // 2].view(ROWS // 2, -1)})
+    audit.launch(mark_ends, s)
+    assert audit.outside_share(s[1 : N + 1].view(ROWS, -1)) == 1.0
+
+
+def test_a_later_launch_reading_an_overwritten_buffer_does_not_vouch_for_it(audit: Audit) -> None:
+    """DSL bytes overwritten unseen, then passed (unchanged) to another launch: still not the DSL's."""
+    s = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
+    audit.launch(zero_fill, s)
+    s.copy_(_answer().reshape(-1))  # unseen
+    flag = audit.eager("aten.empty.memory_format", ([1],), {"dtype": torch.float32})
+    audit.launch(lambda buf, f: f.fill_(1.0), s, flag)
+    assert audit.outside_share(s.view(ROWS, -1)) == 1.0
+
+
+def test_what_a_launch_wrote_is_the_dsls_and_zeros_left_in_zeroed_memory_say_nothing(audit: Audit) -> None:
+    """An honest kernel writing half its output nonzero and leaving the other half's zeros as they were."""
+    out = audit.eager("aten.zeros.default", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    values = _answer().abs() + 1.0
+
+    def kernel(o: torch.Tensor) -> None:
+        o[: ROWS // 2] = values[: ROWS // 2]
+
+    audit.launch(kernel, out)
+    assert audit.outside_share(out) == 0.0
+
+
+def test_a_one_element_dsl_seed_does_not_make_an_eager_answer_the_dsls(audit: Audit) -> None:
+    """The taint seed (passed before): a DSL value added into an eager answer."""
+    seed = audit.eager("aten.empty.memory_format", ([1],), {"dtype": torch.float32})
+    audit.launch(zero_fill, seed)
+    seeded = [audit.eager("aten.add.Tensor", (half, seed)) for half in _halves()]
+    out = audit.eager("aten.cat.default", (seeded,))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_a_dsl_operand_as_large_as_an_eager_answer_does_not_make_their_sum_the_dsls(audit: Audit) -> None:
+    """DSL zeros of the output's size added to an eager answer (passed before)."""
+    zeros = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    audit.launch(zero_fill, zeros)
+    halves = [audit.eager("aten.mul.Tensor", (half, 1.0)) for half in _halves()]
+    sums = [audit.eager("aten.add.Tensor", (half, z)) for half, z in zip(halves, zeros.split(ROWS // 2), strict=True)]
+    out = audit.eager("aten.cat.default", (sums,))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_an_eager_gemm_on_dsl_activations_is_the_dsls(audit: Audit) -> None:
+    """p52's partial plan: a DSL quantisation, an eager GEMM against a weight eager code scaled."""
+    weight = torch.randn(N // ROWS, 64)
+    act = audit.eager("aten.empty.memory_format", ([ROWS, 64],), {"dtype": torch.float32})
+    x = torch.randn(ROWS, 64)
+    audit.launch(lambda a: a.copy_(x.round()), act)
+    scaled = audit.eager("aten.mul.Tensor", (weight, 0.5))  # eager-made, larger than the activations
+    gemm = audit.eager("aten.mm.default", (act, audit.eager("aten.t.default", (scaled,))))
+    out = audit.eager("aten._to_copy.default", (gemm,), {"dtype": torch.bfloat16})
+    assert audit.outside_share(out) == 0.0
+
+
+def test_an_eager_epilogue_on_a_dsl_result_is_the_dsls(audit: Audit) -> None:
+    """A DSL result rescaled by a small eager-computed vector (a dequantisation epilogue)."""
+    acc = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    values = _answer()
+    audit.launch(lambda a: a.copy_(values), acc)
+    scale = audit.eager("aten.mul.Tensor", (torch.rand(ROWS, 1), 2.0))
+    out = audit.eager("aten.mul.Tensor", (acc, scale))
+    assert audit.outside_share(out) == 0.0
+
+
+def test_an_eager_answer_passed_as_integer_bits_from_memory_made_before_the_call_is_a_copy(audit: Audit) -> None:
+    """A bf16 answer, transposed into a pool allocated before the call, handed over as int16 (passed
+    before: only floating arguments in memory eager code made during the call were held)."""
+    pool = torch.zeros(4 * N, dtype=torch.bfloat16)
+    answer = _answer().to(torch.bfloat16)
+    pool[:N].view(N // ROWS, ROWS).copy_(answer.t())  # unseen: made before the audited call
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.bfloat16})
+
+    def untranspose(bits: torch.Tensor, o: torch.Tensor) -> None:
+        o.view(torch.int16).copy_(bits.t())
+
+    audit.launch(untranspose, pool[:N].view(torch.int16).view(N // ROWS, ROWS), out)
+    assert audit.outside_share(out) == 1.0
+
+
+def test_problem_inputs_are_never_held(audit: Audit) -> None:
+    """A gather out of an input copies the input's values legitimately (an embedding, a cache read)."""
+    table = torch.randn(4 * N)
+    audit.registry.protect(_provenance.report_inputs, _send=audit.send)([table])
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    audit.launch(lambda t, o: o.copy_(t[N : 2 * N].view(ROWS, -1)), table, out)
+    assert audit.outside_share(out) == 0.0
+
+
+def test_a_per_row_dsl_reduction_broadcast_over_the_cast_input_is_the_dsls(audit: Audit) -> None:
+    """``honest/light_kernel_row_scale.py``: the DSL computes one inverse RMS per row (1/16 of the output's
+    elements here, 1/128 at SMOKE), eager code scales the cast input by it: the cast input is no eager-made
+    operand (a copy of a problem input), so the product is the DSL's."""
+    x = torch.randn(ROWS, N // ROWS).to(torch.bfloat16)
+    weight = torch.randn(N // ROWS).to(torch.bfloat16)
+    audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x, weight])
+    inv = audit.eager("aten.empty.memory_format", ([ROWS],), {"dtype": torch.float32})
+    audit.launch(lambda a, o: o.copy_(torch.rsqrt(a.float().pow(2).mean(-1) + 1e-6)), x, inv)
+    wide = audit.eager("aten._to_copy.default", (x,), {"dtype": torch.float32})
+    scaled = audit.eager("aten.mul.Tensor", (wide, audit.eager("aten.unsqueeze.default", (inv, 1))))
+    weighted = audit.eager(
+        "aten.mul.Tensor", (scaled, audit.eager("aten._to_copy.default", (weight,), {"dtype": torch.float32}))
+    )
+    out = audit.eager("aten._to_copy.default", (weighted,), {"dtype": torch.bfloat16})
+    assert audit.outside_share(out) == 0.0
+
+
+def test_arguments_whose_layout_has_no_view_at_another_width_are_held_at_their_own(audit: Audit) -> None:
+    """A bf16 argument with an odd row stride (129 elements) has no int32 view: the vault must not fault on
+    it (a fault fails the draw), and still finds the answer it holds at its own width."""
+    padded = torch.zeros(ROWS, N // ROWS + 1, dtype=torch.bfloat16)
+    padded[:, 1:] = _answer().to(torch.bfloat16)  # unseen: made before the audited call
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.bfloat16})
+    audit.launch(lambda p, o: o.copy_(p), padded[:, 1:], out)
+    assert audit.outside_share(out) == 1.0
+
+
+def test_a_large_integer_table_is_no_copy_of_a_small_integer_output(audit: Audit) -> None:
+    """Expert ids (a small value domain) computed by the DSL from an eager-made index table many times their
+    size: the table holds every id with any multiplicity by chance, which is no copy."""
+    table = audit.eager("aten.arange.default", (8,), {"dtype": torch.int32})
+    table = audit.eager("aten.repeat.default", (table, [4 * N]))
+    ids = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.int32})
+    chosen = torch.randint(1, 8, (ROWS, N // ROWS), dtype=torch.int32)
+    audit.launch(lambda tab, o: o.copy_(chosen), table, ids)
+    assert audit.outside_share(ids) == 0.0
+
+
+def test_an_integer_answer_padded_by_eager_code_is_a_copy(audit: Audit) -> None:
+    """Eager ids, padded by one column so that no eager tensor has the output's size, gathered by the DSL."""
+    padded = audit.eager("aten.randint.low", (1, 8, [ROWS, N // ROWS + 1]), {"dtype": torch.int32})
+    ids = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.int32})
+    audit.launch(lambda p, o: o.copy_(p[:, 1:]), padded, ids)
+    assert audit.outside_share(ids) == 1.0
+
+
+def test_a_cast_input_overwritten_unseen_is_no_longer_an_input(audit: Audit) -> None:
+    """``x.float()`` counts as a problem input only while its bytes are those the cast made: an eager answer
+    written into it where the mode cannot see (a thread), then scaled by a per-row DSL value, derives nothing
+    (one column wider than the output, so that no tensor of the output's size is sampled before the slice)."""
+    x = torch.randn(ROWS, N // ROWS + 1).to(torch.bfloat16)
+    audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x])
+    rows = audit.eager("aten.empty.memory_format", ([ROWS, 1],), {"dtype": torch.float32})
+    audit.launch(lambda o: o.fill_(1.0), rows)
+    wide = audit.eager("aten._to_copy.default", (x,), {"dtype": torch.float32})
+    wide[:, 1:].copy_(_answer())  # unseen
+    scaled = audit.eager("aten.mul.Tensor", (wide, rows))
+    out = audit.eager("aten.slice.Tensor", (scaled, 1, 1, N // ROWS + 1))
+    assert audit.outside_share(out) == 1.0
