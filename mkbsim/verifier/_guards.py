@@ -319,6 +319,17 @@ def _guard_vault(
             return k.CANDIDATE, None
         return k.TRANSPARENT, None
 
+    def claims_library(path: Any) -> bool:
+        """Whether a file name would be trusted if the code were genuine: a library's, the standard
+        library's, or no file at all (``<...>``)."""
+        if lib.type(path) is not lib.str or not path.startswith("/"):
+            return True
+        try:
+            real = resolve(path)
+        except lib.BaseException:
+            return True
+        return is_library_path(real) or real.startswith(cfg.stdlib)
+
     def refuse(what: str, reason: str, frame: Any, exc: Any = None) -> Any:
         where = ""
         if frame is not None:
@@ -326,9 +337,9 @@ def _guard_vault(
             if path in cfg.candidate:
                 where = f"line {frame.f_lineno}: "
                 suffix = ""
-            elif lib.id(frame.f_code) in genuine or lib.id(frame.f_code) in generated:
+            elif lib.id(frame.f_code) in genuine or lib.id(frame.f_code) in generated or not claims_library(path):
                 suffix = f" in {path}:{frame.f_lineno}"
-            else:  # a code object the submission made, whatever it calls itself
+            else:  # a code object the submission made, calling itself a library's or transparent
                 suffix = f" in code made at run time that names itself {path!r}"
         else:
             suffix = ""

@@ -79,7 +79,10 @@ def _vault_records(fn: Any, inputs: list[torch.Tensor]) -> list[Any]:
         _provenance.provenance_vault, control.buf, _provenance.provenance_lib(torch.device("cpu")),
         _provenance.page_layout(), [], [], {},
     )  # fmt: skip
-    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
+        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
+    )  # fmt: skip
 
     class Audit(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

@@ -68,7 +68,10 @@ def audit() -> Iterator[Audit]:
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(N)], [N], {}
     )
-    op = registry.protect(_provenance.dispatch, _send=send, _str=str)
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
+        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
+    )  # fmt: skip
     control.begin_call(suppress=False, audit=True)
     yield Audit(control, send, op, registry)
     control.close()

