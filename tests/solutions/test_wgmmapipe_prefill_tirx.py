@@ -128,8 +128,7 @@ def run_pipe_cta(w: W.Walk, in_flight: int | None = None, k_ring: int = PIPE.K_R
             mem.copy((name, j % ring), (j, pool[rows][:, w.kvh].float().transpose(0, 1)))  # [Hq, bn, D]
         mem.commit()
 
-    def refill(j: int) -> None:
-        fill_rows(j + PIPE.K_AHEAD + 1)
+    def refill(j: int) -> None:  # the row list of tile j + 3 is stored after the softmax
         copy_tile("v", w.v_pool, j + va - 1, v_ring)
         copy_tile("k", w.k_pool, j + PIPE.K_AHEAD, k_ring)
 
@@ -179,6 +178,7 @@ def run_pipe_cta(w: W.Walk, in_flight: int | None = None, k_ring: int = PIPE.K_R
     refill(0)
     mem.wait(0)
     m_run, l_run, alpha, p_new = softmax(s, 0, m_run, l_run)
+    fill_rows(PIPE.K_AHEAD + 1)
     for j in range(1, ntile):
         p_cur = p_new
         publish(wait_n)
@@ -189,6 +189,7 @@ def run_pipe_cta(w: W.Walk, in_flight: int | None = None, k_ring: int = PIPE.K_R
         m_run, l_run, alpha, p_new = softmax(s, j, m_run, l_run)
         mem.wait(0)
         acc = (acc + pv) * alpha[..., None]
+        fill_rows(j + PIPE.K_AHEAD + 1)
     publish(0)
     acc = acc + issue_pv(ntile - 1, p_new)
     mem.wait(0)

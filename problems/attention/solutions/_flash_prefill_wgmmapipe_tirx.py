@@ -13,7 +13,9 @@ in flight while a CTA waits. This plan keeps the copies TWO tiles ahead (DESIGN 
   walk), so the barrier of tile j waits with ``wait_group(v_ahead)``: it needs K(j) and V(j-1) landed and
   leaves the ``v_ahead`` newest groups in flight (V(j) and K(j+1), or only K(j+1));
 - the page-table row lists (a ring of four) are filled three tiles ahead, one barrier before K's copy reads
-  them; a buffer is overwritten only after the wgmma group reading it retired before the latest barrier.
+  them: the table load is issued beside the copies and its row stored after the softmax, so no warp waits on
+  it before its softmax (plan `wgmma` stores it at once, stalling the first warpgroup for a load latency);
+- a buffer is overwritten only after the wgmma group reading it retired before the latest barrier.
 
 Compiled once per (total_q, KV pool rows, batch, page-table length) and cached (`FlashPrefillSm90.__call__`).
 """
@@ -119,6 +121,7 @@ class FlashPrefillPipe(FlashPrefillSm90):
             l_run = T.alloc_local((2,), "float32")
             alpha = T.alloc_local((2,), "float32")
             desc = T.alloc_local((3,), "uint64")  # Q (this warpgroup's rows), K(0) buffer, V(0) buffer
+            row_next = T.alloc_local((1,), "int32")  # the pool row `fetch_row` loaded, until `store_row`
             h = T.meta_var(bid % hq)
             kvh = T.meta_var(bid % hq // group)
             wg = T.meta_var(tx // 128)
@@ -127,11 +130,18 @@ class FlashPrefillPipe(FlashPrefillSm90):
             cc = T.meta_var(tx % chunks)  # the 16-byte chunk this thread copies in every row
 
             @T.inline
-            def fill_rows(j, kv0, lk, ntile):
-                # pool rows of walk tile j (KV tile ntile - 1 - j), one thread a token
+            def fetch_row(j, kv0, lk, ntile):
+                # pool row of this thread's token of walk tile j (KV tile ntile - 1 - j), one thread a token:
+                # a page-table load issued here and stored by `store_row` a softmax later, so no warp waits on it
                 if j < ntile:  # noqa: SIM102 (TIR conditions, one per if)
                     if tx < bn:
-                        srows[j % ROW_RING, tx] = kv_row(TABLE, kv0, T.min((ntile - 1 - j) * bn + tx, lk - 1), page)
+                        row_next[0] = kv_row(TABLE, kv0, T.min((ntile - 1 - j) * bn + tx, lk - 1), page)
+
+            @T.inline
+            def store_row(j, ntile):
+                if j < ntile:  # noqa: SIM102 (TIR conditions, one per if)
+                    if tx < bn:
+                        srows[j % ROW_RING, tx] = row_next[0]
 
             @T.inline
             def copy_tile(dst, src, j, ring, ntile):
@@ -148,8 +158,9 @@ class FlashPrefillPipe(FlashPrefillSm90):
 
             @T.inline
             def refill(j, kv0, lk, ntile):
-                # while tile j is on the tensor cores: row list j + 3, then V(j + v_ahead - 1) and K(j + 2)
-                fill_rows(j + K_AHEAD + 1, kv0, lk, ntile)
+                # while tile j is on the tensor cores: the page-table load of row list j + 3, then the copies of
+                # V(j + v_ahead - 1) and K(j + 2)
+                fetch_row(j + K_AHEAD + 1, kv0, lk, ntile)
                 copy_tile(sv, V, j + va - 1, v_ring, ntile)
                 copy_tile(sk, K, j + K_AHEAD, K_RING, ntile)
 
@@ -253,7 +264,8 @@ class FlashPrefillPipe(FlashPrefillSm90):
                     T.address_of(desc[2]), sv.ptr_to([0, 0]), v_lbo, sbo, SWIZZLE_128B
                 )
                 for j in T.unroll(K_AHEAD + 1):
-                    fill_rows(j, kv0, lk, ntile)
+                    fetch_row(j, kv0, lk, ntile)
+                    store_row(j, ntile)
                 T.cuda.cta_sync()
                 # groups: {Q, K(0)}, {K(1)}, and {V(0)} when V runs two tiles ahead
                 for i in T.unroll(q_loads):
@@ -279,6 +291,7 @@ class FlashPrefillPipe(FlashPrefillSm90):
                 refill(0, kv0, lk, ntile)
                 T.ptx.wgmma.wait_group.sync.aligned(0)
                 softmax(0, m0, delta, ntile)
+                store_row(K_AHEAD + 1, ntile)
                 for j in T.serial(1, ntile):
                     for i in T.unroll(s_regs):
                         p_cur[i] = p_new[i]
@@ -292,6 +305,7 @@ class FlashPrefillPipe(FlashPrefillSm90):
                     softmax(j, m0, delta, ntile)
                     T.ptx.wgmma.wait_group.sync.aligned(0)
                     rescale_o()
+                    store_row(j + K_AHEAD + 1, ntile)
                 # the last product: P(ntile-1) V(ntile-1)
                 for i in T.unroll(s_regs):
                     p_cur[i] = p_new[i]
