@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 import test_wgmma_prefill_emulation as W
+import torch
 from test_dsl_solutions import _load
 from test_tensorcore_attention_emulation import FP, _check_against_anchor, _larger, _problem
 
@@ -252,7 +252,7 @@ def test_a_barrier_that_leaves_a_needed_copy_in_flight_is_caught(nn: str) -> Non
 def test_a_k_ring_too_shallow_for_two_tiles_ahead_is_caught() -> None:
     problem = _problem("04")
     inputs = problem.make_inputs(_long_walk(problem), seed=6)
-    with pytest.raises(AssertionError, match="copied again before it landed|while a wgmma reads it|reads tile"):
+    with pytest.raises(AssertionError, match="overwritten while a wgmma reads it"):
         emulate_pipe(problem, inputs, k_ring=2)
 
 
@@ -272,7 +272,8 @@ def test_tirx_source_waits_as_scheduled_and_keeps_wgmma_asynchronous(nn: str, tm
     body = source[source.index("prefill_kernel(") :]
     waits = re.findall(r"async_wait_group_(\d+)\(\);", body)
     assert waits == [str(PIPE.v_ahead(t))] * 2 + ["0"], waits  # tile 0, the loop's tiles, the last product
-    assert len(re.findall(r"async_commit_group\(\);", body)) == PIPE.v_ahead(t) + 1 + 2 * 2  # {Q, K(0)}, {K(1)}, {V(0)}?; two a refill
+    # the prologue's {Q, K(0)}, {K(1)} (and {V(0)} when V runs two ahead), then V's and K's of each refill
+    assert len(re.findall(r"async_commit_group\(\);", body)) == PIPE.v_ahead(t) + 1 + 2 * 2
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("no CUDA toolkit (nvcc) on this machine")
