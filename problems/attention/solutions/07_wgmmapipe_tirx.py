@@ -581,7 +581,7 @@ FW = SimpleNamespace(
 # problems/attention/solutions/_flash_prefill_wgmmapipe_tirx.py
 _FWP_K_AHEAD = 2  # K(j + 2) is copied while S(j) runs
 _FWP_K_RING = _FWP_K_AHEAD + 1
-_FWP_ROW_RING = 4  # row lists of tiles j-1 .. j+3 never share a slot while one of them may still be read
+_FWP_ROW_RING = 4  # tile j reads row lists j (or j + 1) and j + 2 and fills j + 3: four live lists
 _FWP_SMEM_LIMIT = 232448  # bytes of shared memory one CTA may opt into on sm_90 (227 KB)
 
 

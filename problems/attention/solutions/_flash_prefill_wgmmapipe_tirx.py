@@ -42,7 +42,7 @@ from problems.attention.solutions._flash_prefill_wgmma_tirx import WGMMA_BF16, F
 
 K_AHEAD = 2  # K(j + 2) is copied while S(j) runs
 K_RING = K_AHEAD + 1
-ROW_RING = 4  # row lists of tiles j-1 .. j+3 never share a slot while one of them may still be read
+ROW_RING = 4  # tile j reads row lists j (or j + 1) and j + 2 and fills j + 3: four live lists
 SMEM_LIMIT = 232448  # bytes of shared memory one CTA may opt into on sm_90 (227 KB)
 
 
