@@ -36,6 +36,7 @@ from mkbsim.verifier._channel import Channel
 from mkbsim.verifier._control import map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._guards import Guards
+from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import (
     dispatch,
     page_layout,
@@ -251,14 +252,9 @@ class Worker:
             self.gates.dlpack_sources = sources
             self.gates.install()
             self.guards.install()
-            # the operator's name by OpOverload's own __str__ as it is now: the eager-work audit prices operators
-            # by name, and a submission patching the class's __str__ renamed every operator a free view
-            name_of = torch._ops.OpOverload.__str__
-            backend = torch._C.DispatchKeySet(
-                torch._C.DispatchKey.CUDA if self.device.type == "cuda" else torch._C.DispatchKey.CPU
-            )
+            # the operator run and priced is the one its schema names, through accessors bound now (_operators)
             _ProvenanceMode.__torch_dispatch__ = registry.protect(  # type: ignore[method-assign]
-                dispatch, _send=send, _str=name_of, _push=_push_mode, _pop=_pop_mode, _backend=backend
+                dispatch, _send=send, **dispatch_hooks(registry, self.device)
             )
             self.mode = _ProvenanceMode()
             self.report_result = registry.protect(report_result, _send=send)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mkbsim.catalog import load_problem, problems_root
-from mkbsim.verifier import VerifierSession, _control, _eagerwork, _phases, _provenance
+from mkbsim.verifier import VerifierSession, _control, _eagerwork, _operators, _phases, _provenance
 from mkbsim.verifier._eagerwork import Work, compare, op_work, reference_ops, work_of
+from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._vault import Registry
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
@@ -79,10 +82,7 @@ def _vault_records(fn: Any, inputs: list[torch.Tensor]) -> list[Any]:
         _provenance.provenance_vault, control.buf, _provenance.provenance_lib(torch.device("cpu")),
         _provenance.page_layout(), [], [], {},
     )  # fmt: skip
-    op = registry.protect(
-        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
-        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
-    )  # fmt: skip
+    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
 
     class Audit(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -103,6 +103,47 @@ def test_the_vault_records_eager_operators_as_the_verifier_records_the_reference
     recorded = _vault_records(problem.reference, [x.clone() for x in inputs])
     assert sorted(recorded) == sorted(reference_ops(problem.reference, inputs))
     assert work_of(recorded).amounts["matmul"] > 0 and work_of(recorded).amounts["pointwise"] > 0
+
+
+@pytest.fixture
+def relabelled_mul() -> Iterator[Any]:
+    """``aten.mul.Tensor`` wearing the view's labels (schema, name, overload, native callable), restored after."""
+    mul, view = torch.ops.aten.mul.Tensor, torch.ops.aten.view.default
+    saved = dict(mul.__dict__)
+    for attr in ("_schema", "_name", "__name__", "__qualname__", "_overloadname", "_op"):
+        setattr(mul, attr, getattr(view, attr))
+    try:
+        yield mul
+    finally:
+        mul.__dict__.clear()
+        mul.__dict__.update(saved)
+
+
+def test_a_relabelled_operator_runs_and_is_priced_as_what_its_schema_names(relabelled_mul: Any) -> None:
+    """forged_operator_schemas: an operator object relabelled a view is run as the view its schema names, so
+    a product can no longer pass for a free view (before, the object was called and priced by its label)."""
+    resolve = Registry().protect(_operators.resolve_operator, **_operators.operator_lib())
+    name, native, _ = resolve(relabelled_mul)
+    assert name == "aten.view.default" and native(torch.ones(6), [2, 3]).shape == (2, 3)
+    x = torch.arange(6.0)
+    with pytest.raises(RuntimeError, match="view"):
+        _vault_records(lambda a: a * a, [x])  # the product, run as the view its schema names, cannot take a tensor
+    assert (x * x).equal(x.square())  # outside the audit the relabelled object still multiplies
+
+
+def test_an_operator_whose_labels_are_not_torch_s_does_not_run() -> None:
+    resolve = Registry().protect(_operators.resolve_operator, **_operators.operator_lib())
+    fake = types.SimpleNamespace(_schema=torch.ops.aten.view.default._schema)
+    with pytest.raises(RuntimeError, match="not torch's OpOverload"):
+        resolve(fake)
+    mul = torch.ops.aten.mul.Tensor
+    saved = mul.__dict__["_schema"]
+    mul._schema = types.SimpleNamespace(name="aten::view", overload_name="")
+    try:
+        with pytest.raises(RuntimeError, match="schema was replaced"):
+            resolve(mul)
+    finally:
+        mul._schema = saved
 
 
 def _shares_module() -> Any:
