@@ -775,6 +775,12 @@ class Guards:
             self.deny(owner, "make_graphed_callables", "torch.cuda.make_graphed_callables", graphs)
         for name in ("_create_jit_fn", "_create_multi_output_jit_fn"):
             self.deny(torch.cuda.jiterator, name, "torch.cuda.jiterator", "jiterator compiles CUDA C")
+        # a tensor made whole from a Python buffer holds values computed in plain Python, which no operator shows
+        # (the eager-work audit counts what crosses element by element: _eagerwork)
+        python = "tensors made from Python buffers are forbidden (keep the data in tensors)"
+        self.deny(torch, "frombuffer", "torch.frombuffer", python)
+        for storage in (torch.UntypedStorage, torch.TypedStorage):
+            self.deny(storage, "from_buffer", f"torch.{storage.__name__}.from_buffer", python)
         native = "loading native libraries is forbidden"
         self.deny(type(torch.ops), "load_library", "torch.ops.load_library", native)
         self.deny(type(torch.classes), "load_library", "torch.classes.load_library", native)

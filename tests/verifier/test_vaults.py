@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from mkbsim.verifier import _control, _dsl, _guards, _operators, _provenance, _timing, _vault
+from mkbsim.verifier import _control, _dsl, _eagerwork, _guards, _operators, _provenance, _timing, _vault
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
 from mkbsim.verifier._timing import timed_call, timer_layout, timer_lib, timer_vault
@@ -25,7 +25,7 @@ PROTECTED = [
     _provenance.report_result, _provenance.report_end, _provenance.report_inputs, _timing.timer_vault,
     _timing.timed_call,
     _dsl._counted_get_function, _dsl._wrap_counted, _dsl._record_dlpack, _dsl._recording, _vault._send,
-    _operators.resolve_operator,
+    _operators.resolve_operator, _eagerwork.to_python_hook,
 ]  # fmt: skip
 
 
