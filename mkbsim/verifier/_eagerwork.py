@@ -241,14 +241,28 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             counts[key] = counts.get(key, 0) + 1
             return out
 
+    def tolist(tensor: torch.Tensor) -> Any:  # as the worker's hook reports it (``to_python_hook``)
+        key = (TO_PYTHON, _tensor_sizes(tensor), ())
+        counts[key] = counts.get(key, 0) + 1
+        return torch._C.TensorBase.tolist(tensor)
+
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    with torch.no_grad(), Recorder():
-        outputs = reference(*copies)
+    saved = torch.Tensor.__dict__.get("tolist")
+    torch.Tensor.tolist = tolist  # type: ignore[method-assign,assignment]
+    try:
+        with torch.no_grad(), Recorder():
+            outputs = reference(*copies)
+    finally:
+        if saved is None:
+            del torch.Tensor.tolist
+        else:
+            torch.Tensor.tolist = saved  # type: ignore[method-assign]
     return list(counts.items()), outputs
 
 
 def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[OpRecord]:
-    """The reference's own eager operators on private copies of ``inputs``, recorded as the vault does."""
+    """The eager operators (and ``tolist()`` calls) of ``reference`` (the problem's, or in a benchmark a
+    solution's) on private copies of ``inputs``, recorded as the vault does."""
     return _recorded(reference, inputs)[0]
 
 

@@ -160,13 +160,16 @@ PARTIAL_PLANS = sorted(p for p in problems_root().glob("*/solutions/*eager*_tirx
 
 @pytest.mark.parametrize("path", PARTIAL_PLANS, ids=[p.stem for p in PARTIAL_PLANS])
 def test_the_study_s_partial_plans_leave_the_dsl_real_work(path: Path) -> None:
-    """Their eager code, priced with the kernels stubbed (benchmarks/eager_work_shares.py), at SMOKE."""
+    """Their eager code, priced with the kernels stubbed (benchmarks/eager_work_shares.py), at SMOKE; what they
+    read into Python (counts, scalars) is far from the plain-Python rule's share."""
     shares = _shares_module()
     with shares._stubbed_dsls():
         found = shares.shares(path, "smoke")
     passes = found.pop("passes")
+    python = max(found.pop("py_out"), found.pop("py_in"))
     amounts = min(found.values())
     assert amounts < _eagerwork.EAGER_SHARE - 0.1 or passes < _eagerwork.PASS_SHARE - 0.1, found
+    assert python < _eagerwork.PYTHON_SHARE / 4, python
 
 
 #: eagerwork_* cases whose eager answer the coverage test rejects too: a seed the answer is computed beside
@@ -192,6 +195,44 @@ def test_without_the_rule_the_eager_answers_pass(
         return
     assert report.bypass_ok, report.feedback
     assert report.failure != "decorative_dsl" and report.details["eager_work"]["shares"], report.feedback
+
+
+def test_what_crosses_between_tensors_and_python_is_counted_per_element() -> None:
+    records = [
+        (("aten._local_scalar_dense.default", ((),), ()), 7),  # item() seven times
+        ((_eagerwork.TO_PYTHON, ((4, 8),), ()), 2),  # tolist() of 32 elements, twice
+        (("aten.lift_fresh.default", ((10,),), ((10,),)), 1),  # torch.tensor(a list of 10)
+        (("aten.fill_.Scalar", ((4, 8),), ((4, 8),)), 3),  # one value each, whatever the size
+        (("aten.full.default", (), ((64,),)), 1),
+        (("aten.mul.Tensor", ((4, 8), (4, 8)), ((4, 8),)), 5),  # no crossing
+    ]
+    work = work_of(records)
+    assert (work.to_python, work.from_python) == (7 + 64, 10 + 3 + 1)
+    assert op_work(_eagerwork.TO_PYTHON, ((4, 8),), ()) == []  # counted as a crossing, not as eager work
+    reference = Work(
+        {"matmul": 0.0, "pointwise": 100.0, "movement": 0.0}, {"matmul": [], "pointwise": [(100.0, 1)], "movement": []}
+    )
+    reference.elements = (284, 56)
+    found = compare(1, work, reference)
+    assert found.python == {"out": 71 / 284, "in": 14 / 56} and found.through_python and found.covers
+    reference.elements = (285, 57)
+    assert not compare(1, work, reference).covers
+
+
+PYTHON_CASES = sorted(ADVERSARIAL.glob("python_answer_*.py"))
+
+
+@pytest.mark.parametrize("path", [p for p in PYTHON_CASES if "frombuffer" not in p.name], ids=lambda p: p.stem)
+def test_without_the_rule_the_python_answers_pass(
+    cpu_session: VerifierSession, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The python_answer_* cases are correct, every output element is written by the DSL, and their eager
+    operators compute nothing: only what crosses between tensors and Python shows the answer."""
+    monkeypatch.setattr(_eagerwork, "PYTHON_SHARE", math.inf)
+    report = cpu_session.verify(path, "p36", "tirx")
+    assert report.correct and report.bypass_ok, report.feedback
+    found = report.details["eager_work"]
+    assert not found["covers"] and min(found["python"].values()) >= 1.0, found
 
 
 def test_without_the_thread_check_an_answer_computed_in_a_thread_passes(

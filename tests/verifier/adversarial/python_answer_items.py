@@ -1,10 +1,10 @@
-"""Reads the inputs' bytes out of their storages into Python (array.array over bytes(storage): one item() per
-byte, no tolist()), computes the whole RMSNorm in plain Python, encodes it as 3y + 1 and lifts it into a tensor
-for a TIRx kernel to decode. Counted as it crosses: every byte read out, every output element lifted in."""
+"""Reads every input element into Python with float() (one item() each, no tolist(); bytes(storage), a
+storage's elements and struct/array over them cross the same way), computes the whole RMSNorm in plain Python,
+encodes it as 3y + 1 and lifts it into a tensor for a TIRx kernel to decode. Counted as it crosses: every input
+element read out, every output element lifted in."""
 
 # expect: decorative_dsl
 # problem: p36
-import array
 import math
 
 import torch
@@ -24,13 +24,10 @@ def decode(e_ptr: T.handle, y_ptr: T.handle):
 _decode = tvm.compile(decode, target="llvm")
 
 
-def _floats(t):
-    return array.array("f", bytes(t.float().contiguous().untyped_storage()))
-
-
 def run(hidden_states, weight):
     cols = hidden_states.shape[1]
-    x, w = _floats(hidden_states), _floats(weight)
+    x = [float(v) for v in hidden_states.float().reshape(-1)]
+    w = [float(v) for v in weight.float()]
     encoded = []
     for start in range(0, len(x), cols):
         row = x[start : start + cols]
