@@ -40,7 +40,8 @@ Values computed in plain Python (``tolist()``, ``.item()`` in a loop, ``bytes(st
 and Python, counted on the same draw (``crossings``): out of tensors, every ``_local_scalar_dense`` (an
 ``item()``, a ``float()``, a storage's element) and every element of a ``tolist()`` (the worker's hook on
 ``Tensor.tolist`` reports it as ``mkbsim.to_python``); into tensors, every element ``torch.tensor``/``as_tensor``
-lifts from Python (``lift_fresh``) and every scalar a fill or a full takes. The arithmetic done on them in
+lifts from Python (``lift_fresh``), every scalar a fill or a full takes, and one value per operator on single
+elements (``out[i].add_(v)``). The arithmetic done on them in
 between is unknowable, so the rule counts what crosses: when what leaves the tensors is ``PYTHON_SHARE`` of the
 problem's input elements, or what enters them that share of its output elements, the answer went through
 Python (``decorative_dsl``). Buffers turned into tensors whole (``torch.frombuffer``, a storage's
@@ -179,9 +180,10 @@ def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
         return 1, 0
     if base in ("lift_fresh", "lift_fresh_copy"):
         return 0, max((_numel(s) for s in outs), default=0)
-    if base in _SCALAR_IN and parts[0] == "aten":
-        return 0, 1
-    return 0, 0
+    # one Python value: a fill's or a full's, or an operator on single elements (``out[i].add_(v)``,
+    # ``out[i].fill_(v)``), element by element the way Python writes an answer into a tensor
+    single = max((_numel(s) for s in (*ins, *outs)), default=0) <= 1
+    return 0, int((base in _SCALAR_IN or single) and parts[0] == "aten")
 
 
 def work_of(ops: Iterable[OpRecord]) -> Work:

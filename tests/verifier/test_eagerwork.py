@@ -204,18 +204,19 @@ def test_what_crosses_between_tensors_and_python_is_counted_per_element() -> Non
         (("aten.lift_fresh.default", ((10,),), ((10,),)), 1),  # torch.tensor(a list of 10)
         (("aten.fill_.Scalar", ((4, 8),), ((4, 8),)), 3),  # one value each, whatever the size
         (("aten.full.default", (), ((64,),)), 1),
+        (("aten.add_.Tensor", ((),), ((),)), 4),  # out[i].add_(v): one Python value each
         (("aten.mul.Tensor", ((4, 8), (4, 8)), ((4, 8),)), 5),  # no crossing
     ]
     work = work_of(records)
-    assert (work.to_python, work.from_python) == (7 + 64, 10 + 3 + 1)
+    assert (work.to_python, work.from_python) == (7 + 64, 10 + 3 + 1 + 4)
     assert op_work(_eagerwork.TO_PYTHON, ((4, 8),), ()) == []  # counted as a crossing, not as eager work
     reference = Work(
         {"matmul": 0.0, "pointwise": 100.0, "movement": 0.0}, {"matmul": [], "pointwise": [(100.0, 1)], "movement": []}
     )
-    reference.elements = (284, 56)
+    reference.elements = (284, 72)
     found = compare(1, work, reference)
-    assert found.python == {"out": 71 / 284, "in": 14 / 56} and found.through_python and found.covers
-    reference.elements = (285, 57)
+    assert found.python == {"out": 71 / 284, "in": 18 / 72} and found.through_python and found.covers
+    reference.elements = (285, 73)
     assert not compare(1, work, reference).covers
 
 
