@@ -123,7 +123,7 @@ def main() -> None:
             for workload in workloads:
                 try:
                     found = shares(path, workload, args.real)
-                    cell = " ".join(f"{k[:2]}={v:.3f}" for k, v in found.items())
+                    cell = " ".join(f"{k if k.startswith('py_') else k[:2]}={v:.3f}" for k, v in found.items())
                 except Exception as exc:  # a row per solution, whatever breaks
                     print(f"  {path.name} {workload}: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
                     cell = "-"
