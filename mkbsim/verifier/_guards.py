@@ -356,6 +356,10 @@ def _guard_vault(
     def callers(event: str) -> Any:
         return k.CALLERS.get(event) or (event.rsplit(".", 1)[-1],)
 
+    def importers(dotted: str) -> Any:
+        """The names an import of ``dotted`` is written with (an import statement names the module itself)."""
+        return (*dotted.split("."), "import_module", "__import__")
+
     def claims_library(path: Any) -> bool:
         """Whether a file name would be trusted if the code were genuine: a library's, the standard
         library's, or no file at all (``<...>``)."""
@@ -494,7 +498,7 @@ def _guard_vault(
             reason = lookup(modules, name)
             if reason is None:
                 return None
-            kind, who = culprit(frame)
+            kind, who = handed(*culprit(frame), importers(name))
             return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
         kind, who = culprit(frame, event in k.FILE_CHANGE)
         if not event.startswith("ctypes."):  # ctypes: the DSL runtimes' own calls name no fixed function (README)
@@ -540,7 +544,7 @@ def _guard_vault(
                 for dotted in full:
                     reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
                     if reason is not None:
-                        who_kind, who = culprit(frame)
+                        who_kind, who = handed(*culprit(frame), importers(dotted))
                         if who_kind == k.CANDIDATE:
                             reply = refuse(f"import of {dotted}", reason, who, lib.ImportError)
                         break
