@@ -357,8 +357,11 @@ def _guard_vault(
         return k.CALLERS.get(event) or (event.rsplit(".", 1)[-1],)
 
     def importers(dotted: str) -> Any:
-        """The names an import of ``dotted`` is written with (an import statement names the module itself)."""
-        return (*dotted.split("."), "import_module", "__import__")
+        """The names an import of ``dotted`` is written with: an import statement names the module, a package
+        of it (``from tvm.contrib import nvcc``, ``import tvm.contrib.nvcc``) or, relative, a part of its name."""
+        parts = dotted.split(".")
+        prefixes = [".".join(parts[: i + 1]) for i in lib.range(lib.len(parts))]
+        return (*prefixes, *parts, "import_module", "__import__")
 
     def claims_library(path: Any) -> bool:
         """Whether a file name would be trusted if the code were genuine: a library's, the standard
