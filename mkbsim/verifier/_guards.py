@@ -356,13 +356,6 @@ def _guard_vault(
     def callers(event: str) -> Any:
         return k.CALLERS.get(event) or (event.rsplit(".", 1)[-1],)
 
-    def importers(dotted: str) -> Any:
-        """The names an import of ``dotted`` is written with: an import statement names the module, a package
-        of it (``from tvm.contrib import nvcc``, ``import tvm.contrib.nvcc``) or, relative, a part of its name."""
-        parts = dotted.split(".")
-        prefixes = [".".join(parts[: i + 1]) for i in lib.range(lib.len(parts))]
-        return (*prefixes, *parts, "import_module", "__import__")
-
     def claims_library(path: Any) -> bool:
         """Whether a file name would be trusted if the code were genuine: a library's, the standard
         library's, or no file at all (``<...>``)."""
@@ -501,7 +494,7 @@ def _guard_vault(
             reason = lookup(modules, name)
             if reason is None:
                 return None
-            kind, who = handed(*culprit(frame), importers(name))
+            kind, who = culprit(frame)
             return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
         kind, who = culprit(frame, event in k.FILE_CHANGE)
         if not event.startswith("ctypes."):  # ctypes: the DSL runtimes' own calls name no fixed function (README)
@@ -547,7 +540,9 @@ def _guard_vault(
                 for dotted in full:
                     reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
                     if reason is not None:
-                        who_kind, who = handed(*culprit(frame), importers(dotted))
+                        # not ``handed``: C code imports through __import__ too (numpy's lazy submodules), under
+                        # whatever library frame called it, naming nothing (README: what stays open)
+                        who_kind, who = culprit(frame)
                         if who_kind == k.CANDIDATE:
                             reply = refuse(f"import of {dotted}", reason, who, lib.ImportError)
                         break
@@ -748,8 +743,28 @@ class Guards:
             self.deny(gc, name, f"gc.{name}", deferred)
         self.deny(weakref, "finalize", "weakref.finalize", deferred)
         self._install_torch()
+        self._install_python_data()
         self._install_numpy()
         self._install_dsl_callbacks()
+
+    def _install_python_data(self) -> None:
+        """Tensors made whole from Python data (a buffer, a list into DSL memory): the values were computed in
+        plain Python, which no operator shows. The eager-work audit counts what crosses element by element
+        (``_eagerwork``); these cross in bulk, so they are refused to the submission's calls."""
+        import torch
+
+        python = "tensors made from Python data in bulk are forbidden (keep the data in tensors)"
+        self.deny(torch, "frombuffer", "torch.frombuffer", python)
+        for storage in (torch.UntypedStorage, torch.TypedStorage):
+            self.deny(storage, "from_buffer", f"torch.{storage.__name__}.from_buffer", python)
+        runtime = sys.modules.get("tvm.runtime")
+        if runtime is None:
+            return
+        self.deny(runtime.Tensor, "copyfrom", "tvm.runtime.Tensor.copyfrom", python)
+        made = runtime.tensor  # and every module that bound the same function
+        for name, module in list(sys.modules.items()):
+            if name.startswith("tvm") and getattr(module, "tensor", None) is made:
+                self.deny(module, "tensor", "tvm.runtime.tensor", python)
 
     def _install_numpy(self) -> None:
         """numpy's constructors of arrays over foreign memory (an object's ``__array_interface__`` holds
@@ -782,12 +797,6 @@ class Guards:
             self.deny(owner, "make_graphed_callables", "torch.cuda.make_graphed_callables", graphs)
         for name in ("_create_jit_fn", "_create_multi_output_jit_fn"):
             self.deny(torch.cuda.jiterator, name, "torch.cuda.jiterator", "jiterator compiles CUDA C")
-        # a tensor made whole from a Python buffer holds values computed in plain Python, which no operator shows
-        # (the eager-work audit counts what crosses element by element: _eagerwork)
-        python = "tensors made from Python buffers are forbidden (keep the data in tensors)"
-        self.deny(torch, "frombuffer", "torch.frombuffer", python)
-        for storage in (torch.UntypedStorage, torch.TypedStorage):
-            self.deny(storage, "from_buffer", f"torch.{storage.__name__}.from_buffer", python)
         native = "loading native libraries is forbidden"
         self.deny(type(torch.ops), "load_library", "torch.ops.load_library", native)
         self.deny(type(torch.classes), "load_library", "torch.classes.load_library", native)
