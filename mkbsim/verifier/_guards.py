@@ -7,7 +7,10 @@ submission (``exec``/``eval``/``compile``), other compilers (``torch.compile``, 
 capture, Python callbacks registered for kernels and Python signal handlers.
 
 A call is the submission's when the innermost frame outside the standard library belongs to the
-submission (any file outside the installed libraries and this harness). Which code a frame runs is
+submission (any file outside the installed libraries and this harness), or when that frame is a library's
+whose own code does not name the forbidden operation: the library is calling a callable it was handed
+(``tree_map(os.system, ...)``), which is the submission's (``handed`` in the vault; imports and ctypes events
+excepted, verifier README). Which code a frame runs is
 judged by the identity of its code object, never by its name alone (``co_filename`` is the
 submission's to choose: ``code.replace``, ``types.CodeType``, ``marshal``): a file name is believed only
 for code objects that existed before the submission was loaded (every function's, nested ones
@@ -73,12 +76,12 @@ _FILE_CHANGE_EVENTS = frozenset(
     ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "shutil.move", "os.truncate", "os.chmod",
      "os.chown", "os.utime", "os.link", "os.symlink", "os.mkdir")
 )  # fmt: skip
-#: The names whose call raises each event (the C function, its standard-library wrappers): a library frame vouches
-#: for an event only where its own code names one of them (see ``handed`` in the vault); any other event it
-#: raises, it raises calling a callable it was handed. Events not listed: their last component.
 _SUBPROCESS = ("Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput", "popen", "system",
                "create_subprocess_exec", "create_subprocess_shell")  # fmt: skip
 _TEMPORARY = ("TemporaryDirectory", "NamedTemporaryFile", "TemporaryFile", "mkdtemp", "cleanup", "close", "rmtree")
+#: The names whose call raises each event (the C function, its standard-library wrappers): a library frame vouches
+#: for an event only where its own code names one of them (see ``handed`` in the vault); any other event it
+#: raises, it raises calling a callable it was handed. Events not listed: their last component.
 _EVENT_CALLERS = {
     "subprocess.Popen": _SUBPROCESS, "os.posix_spawn": ("posix_spawn", "posix_spawnp", *_SUBPROCESS),
     "os.exec": ("execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe"),
