@@ -1,10 +1,11 @@
 """Reads the inputs into Python past the Tensor.tolist hook (the base class's own tolist, through super()),
 computes the whole RMSNorm in plain Python, and puts the encoded answer into DSL memory whole with
 tvm.runtime.tensor(list) for a TIRx kernel to decode: nothing crosses through torch. Data from Python into
-tensors in bulk is refused to the submission."""
+tensors in bulk is refused to the submission (static scan off: it refuses that super() call already)."""
 
 # expect: forbidden_api
 # problem: p36
+# static-scan: off
 import array
 import math
 
