@@ -777,24 +777,26 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) ->
 
 
 def dispatch(
-    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _str: Any, _push: Any,
-    _pop: Any, _backend: Any
+    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _resolve: Any, _push: Any,
+    _pop: Any, _backend: Any, _redispatch: Any
 ) -> Any:  # fmt: skip
-    """The provenance mode's ``__torch_dispatch__``: run the operator, then report it (its name is
-    made here, outside the vault: an operator's ``__str__`` is Python a submission could replace).
+    """The provenance mode's ``__torch_dispatch__``: run the operator, then report it. What runs and what is
+    reported are the operator ``func``'s schema names, read once (``_operators.resolve_operator``): the object
+    itself is never called, so relabelling it changes what runs along with its price.
 
     An operator outside torch's own namespaces (a custom operator, ``torch.library.custom_op``, whose kernel
     may be the submission's Python) is no single eager operator: it runs below the Python dispatch key with
     this mode pushed again, so that what it does inside (allocations, eager operators, DSL launches) is
     watched one by one, and is not reported itself."""
-    if func._schema.name.split("::")[0] not in ("aten", "prims"):
+    name, native, handle = _resolve(func)
+    if not name.startswith(("aten.", "prims.")):
         _push(self)
         try:
-            return func.redispatch(_backend, *args, **(kwargs or {}))
+            return _redispatch(handle, _backend, *args, **(kwargs or {}))
         finally:
             _pop(None)
-    out = func(*args, **(kwargs or {}))
-    failed = _send((3, func, _str(func), args, kwargs, out))  # OP
+    out = native(*args, **(kwargs or {}))
+    failed = _send((3, func, name, args, kwargs, out))  # OP
     if failed is not None:
         raise failed
     return out
