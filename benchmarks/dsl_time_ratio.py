@@ -28,7 +28,7 @@ CASES = [
 #: The same kernel doing less work when not audited (no rows, or fewer repeats): rejected by this rule alone.
 AUDIT_AWARE = [
     (ROOT / "tests" / "verifier" / "adversarial" / name, "p36")
-    for name in ("audit_aware_no_row_launch.py", "audit_aware_idle_kernel.py")
+    for name in ("_open_audit_aware_no_row_launch.py", "audit_aware_idle_kernel.py")
 ]
 
 
@@ -39,8 +39,9 @@ def _ratios(session: VerifierSession, cases: list[tuple[Path, str]], repeats: in
             report = session.verify(path, problem, "tirx")
             dsl_time = report.details.get("dsl_time") or {}
             ratio = dsl_time.get("ratio")
+            why = "" if report.passed else f" ({report.feedback[:160]})"
             print(f"{path.name} {problem}: passed={report.passed} failure={report.failure} ratio={ratio} "
-                  f"load={os.getloadavg()[0]:.1f}", file=sys.stderr)  # fmt: skip
+                  f"load={os.getloadavg()[0]:.1f}{why}", file=sys.stderr)  # fmt: skip
             if ratio is not None:
                 found.append(ratio)
     return sorted(found)

@@ -13,9 +13,10 @@ Every DSL launch passes the gate twice, before and after the call into native co
 On a correctness draw the vault keeps, per launch, which bytes it changed (a byte mask) and their values
 after it; an output element is produced by the DSL only if its bytes still hold what a launch left there
 (compared when run() returns, so any later write, seen or not, breaks the equality). The harness also
-pushes a torch dispatch mode that reports every eager operator (``op``): an operator whose DSL-produced
-operands outweigh the operands eager code made has its result recorded as the DSL's too (derived credit,
-``DERIVED_OVER_EAGER``). The vault samples, at positions the verifier chose, every tensor of an output's
+pushes a torch dispatch mode that reports every eager operator (``op``): the elements of its result computed
+from the DSL's data are recorded as the DSL's too (derived credit, element by element where the operator's
+data flow is structural: ``_MOVEMENT``, ``_POINTWISE``, ``_CONTRACTIONS``; see ``DERIVED_OVER_EAGER``).
+The vault samples, at positions the verifier chose, every tensor of an output's
 size holding nothing the DSL produced (eager results and inputs, launch arguments before the launch), and
 keeps the bit-pattern counts of every launch argument that is neither a problem input nor the DSL's, for
 the layout-free copy check. The verifier compares those samples with its anchors: an output whose values
@@ -27,7 +28,10 @@ verifier flags in the control page, DESIGN §5 "audits cannot be told apart") an
 the vault also lists the launches' signatures and times the DSL launches themselves: from the end of a
 counted launch's BEFORE to the start of its AFTER, the native call and nothing of the harness's (cpu: the
 host clock, the call is synchronous; cuda: events recorded on the current stream around the launch, read
-once the call is over). The harness's END of the call writes the sum to the control page. A scored timed
+once the call is over). On cpu a TIRx launch's fixed cost is taken off: just before it, the gate calls a
+native no-op with the launch's own arguments in a window like the launch's (PRE to MID, after one untimed
+call that converts them), so that a launch doing no work keeps about nothing. The harness's END of the
+call writes the sum to the control page. A scored timed
 call pays only the count: no clock, no event, no AFTER. Only a launch the vault knows is genuine is
 counted and timed: its hook's original must be one registered before the submission loaded, and a TIRx
 launch must be a function the gate itself took from a runtime module (its native handle unchanged since),
