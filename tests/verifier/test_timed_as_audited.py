@@ -63,8 +63,7 @@ def test_an_honest_kernel_s_launches_are_timed_alike(cpu_session: VerifierSessio
     assert report.passed, report.feedback
     kernels, dsl = report.details["timed_kernels"], report.details["dsl_time"]
     assert kernels == {"draw_signatures": [1] * 5, "shared_by_all_draws": 1, "timed_calls_missing_them": 0}
-    # on cpu the launch's fixed cost is taken off: a draw preempted while its floor was measured may keep nothing
-    assert statistics.median(dsl["audited_ms"]) > 0 and dsl["ratio"] >= _coverage.DSL_TIME_SHARE["cpu"]
+    assert all(ms > 0 for ms in dsl["audited_ms"]) and dsl["ratio"] >= _coverage.DSL_TIME_SHARE["cpu"]
     evidence = report.details["evidence_calls"]
     assert len(evidence["dsl_ms"]) == _phases.EVIDENCE_CALLS and evidence["launches"] == [1] * _phases.EVIDENCE_CALLS
     assert len(report.details["timing"]["timed_ms"]) == 50
