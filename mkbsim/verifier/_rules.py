@@ -12,6 +12,7 @@ DSLS = ("cutedsl", "tirx")
 _OTHER_LANGUAGE = "another kernel language or compiler"
 _FFI = "a foreign-function interface that loads native code"
 _PROCESS = "subprocesses and signals are forbidden"
+_NATIVE = "native code of the submission's own (only modules TIRx built in this worker may run)"
 _NETWORK = "network access is forbidden"
 _INTROSPECTION = "introspection of the verifier's process is forbidden"
 _REFERENCE = "the reference and the input generator are off limits"
@@ -32,6 +33,8 @@ FORBIDDEN_MODULES: dict[str, str] = {
     ),
     "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
     **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
+    # TVM's C/C++ compiler helpers, process pools and native-library builders (load_inline, embedded cubins)
+    **dict.fromkeys(("tvm.support", "tvm_ffi.cpp", "tvm_ffi.utils.embed_cubin", "tvm.exec"), _NATIVE),
     **dict.fromkeys(
         ("subprocess", "multiprocessing", "concurrent.futures.process", "pty", "pexpect", "sh",
          "plumbum", "signal", "_posixsubprocess"),
@@ -94,6 +97,12 @@ FORBIDDEN_NAMES: dict[str, str] = {
     "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
     "torch.ops.load_library": "loading native libraries is forbidden",
     "torch.classes.load_library": "loading native libraries is forbidden",
+    **dict.fromkeys(
+        ("tvm_ffi.get_global_func", "tvm_ffi.registry.get_global_func", "tvm.get_global_func",
+         "tvm.ffi.get_global_func", "tvm_ffi.system_lib", "tvm.runtime.system_lib", "tvm.runtime.load_static_library",
+         "tvm_ffi._ffi_api", "tvm.runtime._ffi_api", "tvm.runtime.module._load_module"),
+        _NATIVE,
+    ),
     **dict.fromkeys(
         ("torch.cuda.graph", "torch.cuda.graphs", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables"),
         _GRAPHS,
