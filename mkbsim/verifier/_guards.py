@@ -802,6 +802,16 @@ class Guards:
         if tvm_ffi is not None:
             for name in ("import_module", "clear_imports"):
                 self.deny(tvm_ffi.Module, name, f"Module.{name}", native)
+        # loading a library: in TIRx only a module exported here loads back (``_dsl``); CuTe DSL runs only what
+        # cute.compile returned, never an external binary (an object file of any origin, counted as a launch)
+        loaders = [("cutlass.base_dsl.export.external_binary_module", "ExternalBinaryModule", "__init__")]
+        if self.dsl == "cutedsl":
+            loaders += [("tvm_ffi", None, "load_module"), ("tvm_ffi.module", None, "load_module")]
+        for modname, cls, name in loaders:
+            mod = sys.modules.get(modname)
+            owner = getattr(mod, cls, None) if cls is not None else mod
+            if owner is not None:
+                self.deny(owner, name, f"{modname}.{cls or name}", "native code of the submission's own", "asked")
         for modname in ("cuda.bindings.driver", "cuda.bindings.runtime", "cuda.bindings.nvrtc"):
             mod = sys.modules.get(modname)
             if mod is None:

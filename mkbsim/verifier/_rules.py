@@ -34,7 +34,9 @@ FORBIDDEN_MODULES: dict[str, str] = {
     "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
     **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
     # TVM's C/C++ compiler helpers, process pools and native-library builders (load_inline, embedded cubins)
-    **dict.fromkeys(("tvm.support", "tvm_ffi.cpp", "tvm_ffi.utils.embed_cubin", "tvm.exec"), _NATIVE),
+    **dict.fromkeys(
+        ("tvm.support", "tvm_ffi.cpp", "tvm_ffi.utils.embed_cubin", "tvm.exec", "cutlass.base_dsl.export"), _NATIVE
+    ),
     **dict.fromkeys(
         ("subprocess", "multiprocessing", "concurrent.futures.process", "pty", "pexpect", "sh",
          "plumbum", "signal", "_posixsubprocess"),
@@ -100,7 +102,8 @@ FORBIDDEN_NAMES: dict[str, str] = {
     **dict.fromkeys(
         ("tvm_ffi.get_global_func", "tvm_ffi.registry.get_global_func", "tvm.get_global_func",
          "tvm.ffi.get_global_func", "tvm_ffi.system_lib", "tvm.runtime.system_lib", "tvm.runtime.load_static_library",
-         "tvm_ffi._ffi_api", "tvm.runtime._ffi_api", "tvm.runtime.module._load_module"),
+         "tvm_ffi._ffi_api", "tvm.runtime._ffi_api", "tvm.runtime.module._load_module",
+         "cutlass.runtime.load_module", "cutlass.cute.runtime.load_module"),
         _NATIVE,
     ),
     **dict.fromkeys(
