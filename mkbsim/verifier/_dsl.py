@@ -50,6 +50,7 @@ HOST_SYMBOLS = frozenset(
      "__truncsfhf2", "__truncdfhf2", "__gnu_h2f_ieee", "__gnu_f2h_ieee", "__truncsfbf2", "__truncdfbf2")
 )  # fmt: skip
 HOST_SYMBOL_PREFIXES = ("llvm.", "TVM", "__TVM", "__tvm", "_tvm")
+NOT_BUILT = "only modules TIRx built in this worker may run"
 #: The kinds of module a TIRx build produces: LLVM host code, CUDA device code.
 BUILT_KINDS = ("llvm", "cuda")
 
@@ -101,17 +102,25 @@ def _built_module(
 
 def _counted_get_function(
     module: Any, name: str, query_imports: bool = False, *, _original: Any, _internal: Any, _wrap: Any, _cache: Any,
-    _id: Any, _built: Any
+    _id: Any, _built: Any, _ask: Any, _getframe: Any, _NOT_BUILT: Any
 ) -> Any:  # fmt: skip
     """``module.get_function``: a kernel as a counted function, made once per module and name (a TVM
-    executable looks its entry up on every call)."""
+    executable looks its entry up on every call). A function of a module the DSL did not build here is
+    refused to the submission (TVM's own lookups get it, uncounted)."""
     key = (_id(module), name, query_imports)
     cached = _cache.get(key)
     if cached is not None and cached[0] is module:  # the module is held: its id is not reused
         return cached[1]
+    if name.startswith(_internal):
+        return _original(module, name, query_imports)  # TVM's helpers: not launches
+    if _built.get(_id(module)) is not module:
+        refused = _ask(
+            ("asked", f"a function of a module TIRx did not build here ({name!r})", _NOT_BUILT, _getframe(1))
+        )
+        if refused is not None:
+            raise refused
+        return _original(module, name, query_imports)
     func = _original(module, name, query_imports)
-    if name.startswith(_internal) or _built.get(_id(module)) is not module:
-        return func  # TVM's helpers, and functions of a module the DSL did not build here: not launches
     counted = _wrap(func, module, name)
     _cache[key] = (module, counted)
     return counted
@@ -162,7 +171,7 @@ def _loaded_module(
     if module is not None:
         return module
     what = f"loading the native library {path!r}" if _type(path) is _str else "loading a native library"
-    reason = "only a module TIRx built in this worker (or exported here and loaded back) may run"
+    reason = "only modules TIRx built in this worker (or exported here and loaded back) may run"
     raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
 
 
@@ -227,7 +236,7 @@ class DslGates:
         built: dict[int, Any] = {}
         get_function = self.registry.protect(
             _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap,
-            _cache={}, _id=id, _built=built,
+            _cache={}, _id=id, _built=built, _ask=self.guards.ask, _getframe=sys._getframe, _NOT_BUILT=NOT_BUILT,
         )  # fmt: skip
         self._set(tvm_ffi.Module, "get_function", get_function)
         self._install_tirx_modules(built)

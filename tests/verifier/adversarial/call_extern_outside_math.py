@@ -16,7 +16,8 @@ def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle):
     out = T.match_buffer(out_ptr, (rows, 128), "bfloat16")
     acc = T.alloc_buffer((1,), "float32")
     for i in range(rows):
-        acc[0] = T.float32(0) * T.Cast("float32", T.call_extern("int32", "getpid"))
+        T.evaluate(T.call_extern("int32", "getpid"))
+        acc[0] = T.float32(0)
         for j in range(128):
             acc[0] = acc[0] + T.Cast("float32", x[i, j]) * T.Cast("float32", x[i, j])
         s = T.call_pure_extern("float32", "sqrtf", acc[0] / T.float32(128) + T.float32(1e-6))
