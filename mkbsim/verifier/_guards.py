@@ -804,7 +804,9 @@ class Guards:
                 self.deny(tvm_ffi.Module, name, f"Module.{name}", native)
         # loading a library: in TIRx only a module exported here loads back (``_dsl``); CuTe DSL runs only what
         # cute.compile returned, never an external binary (an object file of any origin, counted as a launch)
-        loaders = [("cutlass.base_dsl.export.external_binary_module", "ExternalBinaryModule", "__init__")]
+        loaders: list[tuple[str, str | None, str]] = [
+            ("cutlass.base_dsl.export.external_binary_module", "ExternalBinaryModule", "__init__")
+        ]
         if self.dsl == "cutedsl":
             loaders += [("tvm_ffi", None, "load_module"), ("tvm_ffi.module", None, "load_module")]
         for modname, cls, name in loaders:
