@@ -805,7 +805,9 @@ class Guards:
         # loading a library: in TIRx only a module exported here loads back (``_dsl``); CuTe DSL runs only what
         # cute.compile returned, never an external binary (an object file of any origin, counted as a launch)
         loaders: list[tuple[str, str | None, str]] = [
-            ("cutlass.base_dsl.export.external_binary_module", "ExternalBinaryModule", "__init__")
+            ("cutlass.base_dsl.export.external_binary_module", "ExternalBinaryModule", "__init__"),
+            ("tvm_ffi._ffi_api", None, "ModuleLoadFromFile"),
+            ("tvm.runtime._ffi_api", None, "ModuleLoadStaticLibrary"),
         ]
         if self.dsl == "cutedsl":
             loaders += [("tvm_ffi", None, "load_module"), ("tvm_ffi.module", None, "load_module")]

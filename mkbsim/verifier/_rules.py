@@ -102,8 +102,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
     **dict.fromkeys(
         ("tvm_ffi.get_global_func", "tvm_ffi.registry.get_global_func", "tvm.get_global_func",
          "tvm.ffi.get_global_func", "tvm_ffi.system_lib", "tvm.runtime.system_lib", "tvm.runtime.load_static_library",
-         "tvm_ffi._ffi_api", "tvm.runtime._ffi_api", "tvm.runtime.module._load_module",
-         "cutlass.runtime.load_module", "cutlass.cute.runtime.load_module"),
+         "tvm.runtime.module._load_module", "cutlass.runtime.load_module", "cutlass.cute.runtime.load_module"),
         _NATIVE,
     ),
     **dict.fromkeys(
@@ -135,7 +134,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
     ),
 }  # fmt: skip
 
-#: Last components of dotted names forbidden whatever they are reached through.
+#: Components of dotted names forbidden whatever they are reached through.
 FORBIDDEN_SUFFIXES: dict[str, str] = {
     **dict.fromkeys(
         ("call_packed", "call_cpacked", "call_packed_lowered", "call_cpacked_lowered"),
@@ -155,6 +154,8 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
         _GRAPHS,
     ),
     **dict.fromkeys(("redispatch", "redispatch_boxed"), "the verifier's dispatch modes are off limits"),
+    # TVM's tables of native functions (module loaders, raw function lookups) under every package
+    "_ffi_api": _NATIVE,
 }  # fmt: skip
 
 #: Builtins that execute code or expose namespaces.
@@ -228,7 +229,8 @@ def name_rule(dotted: str) -> tuple[str, str] | None:
     hit = _prefix_lookup(FORBIDDEN_NAMES, dotted)
     if hit:
         return hit
-    last = dotted.rsplit(".", 1)[-1]
-    if last in FORBIDDEN_SUFFIXES:
-        return last, FORBIDDEN_SUFFIXES[last]
+    # any component, not only the last: ``tvm_ffi.module._ffi_api.ModuleLoadFromFile`` reaches a forbidden table
+    for part in reversed(dotted.split(".")):
+        if part in FORBIDDEN_SUFFIXES:
+            return part, FORBIDDEN_SUFFIXES[part]
     return None

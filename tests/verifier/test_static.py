@@ -70,6 +70,17 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "from torch.utils import _python_dispatch as d\nwith d._pop_mode_temporarily(): pass",
         "import torch.utils._python_dispatch\nm = torch.utils._python_dispatch._pop_mode()",
         "import torch\ntorch._ops._pop_mode_from_pre_dispatch()",
+        # native code of the submission's own: TVM's compiler helpers and process pools, load_inline, the raw
+        # function tables, loading by name, CuTe DSL's external binaries
+        "from tvm.support import cc",
+        "import tvm.support.popen_pool",
+        "from tvm_ffi.cpp import load_inline",
+        "import tvm_ffi\nf = tvm_ffi.get_global_func('ffi.ModuleLoadFromFile')",
+        "import tvm_ffi\nf = tvm_ffi.module._ffi_api.ModuleLoadFromFile",
+        "from tvm_ffi import _ffi_api",
+        "import tvm\nm = tvm.runtime.load_static_library('a.o', ['f'])",
+        "import tvm\nm = tvm.runtime.system_lib()",
+        "import cutlass.cute as cute\nm = cute.runtime.load_module('k.o')",
     ],
 )
 def test_forbidden(source: str) -> None:
