@@ -69,13 +69,15 @@ def _declared(source: str) -> list[str]:
 def _built_module(
     mod: Any, target: Any = None, pipeline: Any = "default", *, _original: Any, _ask: Any, _getframe: Any,
     _built: Any, _declared: Any, _symbols: Any, _prefixes: Any, _kinds: Any, _kind: Any, _source: Any, _list: Any,
-    _id: Any, _type: Any, _str: Any, _PermissionError: Any
+    _id: Any, _type: Any, _str: Any, _len: Any, _context: Any, _passes: str, _PermissionError: Any
 ) -> Any:  # fmt: skip
     """``tvm.tirx.build``: the module, registered as the DSL's own (with its imports) once its kinds and
     its host code's outside calls are checked; TVM's compilers may run meanwhile (``("building", ...)``), so
-    the pipeline is one TVM registered by name, never a pass of the submission's."""
-    if pipeline is not None and _type(pipeline) is not _str:
-        what, reason = "a TIRx build with a pipeline object", "name one of TVM's pipelines: 'default', 'tirx'"
+    the pipeline is one TVM registered by name, and no pass or instrument of the submission's runs in it."""
+    context = _context()
+    if (pipeline is not None and _type(pipeline) is not _str) or _len(context.instruments) or _passes in context.config:
+        what = "a TIRx build with a pipeline object, pass instruments or added lower passes"
+        reason = "name one of TVM's pipelines: 'default', 'tirx'"
         raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
     _ask(("building", True))
     try:
@@ -258,7 +260,9 @@ class DslGates:
             _built_module, _original=tvm.tirx.build, _built=built, _declared=self.registry.protect(_declared),
             _symbols=HOST_SYMBOLS, _prefixes=HOST_SYMBOL_PREFIXES, _kinds=BUILT_KINDS,
             _kind=tvm_ffi.get_global_func("ffi.ModuleGetKind"),
-            _source=tvm_ffi.get_global_func("ffi.ModuleInspectSource"), _list=list, _id=id, **common,
+            _source=tvm_ffi.get_global_func("ffi.ModuleInspectSource"), _list=list, _len=len,
+            _context=tvm_ffi.get_global_func("transform.GetCurrentPassContext"), _passes="tir.add_lower_pass", _id=id,
+            **common,
         )  # fmt: skip
         for owner in (tvm.tirx, sys.modules["tvm.tirx.build"]):
             self._set(owner, "build", build)
