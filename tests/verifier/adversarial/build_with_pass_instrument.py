@@ -1,6 +1,6 @@
 """Runtime guards alone: a pass instrument of the submission's runs inside the TIRx build, where TVM may start
-its compilers, and from there asks a library to start a process (a custom lower pass the same way). The build
-takes no pass or instrument of the submission's; the honest kernel otherwise passes."""
+its compilers, and from there asks a library (torch's environment report) to start a process (a custom lower
+pass the same way). The build takes no pass or instrument of the submission's; the kernel is honest."""
 
 # expect: forbidden_api
 # problem: p36
@@ -9,15 +9,15 @@ import contextlib
 
 import torch
 import tvm
+from torch.utils.collect_env import run as run_command
 from tvm.script import tirx as T
-from tvm.support import cc
 
 
 @tvm.instrument.pass_instrument
 class AskGcc:
     def run_before_pass(self, mod, info):
         with contextlib.suppress(Exception):
-            cc.get_target_by_dump_machine("gcc")()
+            run_command("true")
 
 
 @T.prim_func

@@ -1,6 +1,6 @@
-"""Runtime guards alone: a process started by a library on the submission's behalf (TVM's compiler helper
-asking gcc for its target; a process pool or an arbitrary ``cc=`` the same way). Only the DSL's own build
-may start processes; the honest kernel otherwise passes."""
+"""Runtime guards alone: a process started by a library on the submission's behalf (torch's environment
+report running a shell command; TVM's compiler helper or a process pool the same way, which are also refused as
+imports). Only the DSL's own build may start processes; the honest kernel otherwise passes."""
 
 # expect: forbidden_api
 # problem: p36
@@ -9,11 +9,11 @@ import contextlib
 
 import torch
 import tvm
+from torch.utils.collect_env import run as run_command
 from tvm.script import tirx as T
-from tvm.support import cc
 
 with contextlib.suppress(Exception):  # whatever the helper found, the kernel below is honest
-    cc.get_target_by_dump_machine("gcc")()
+    run_command("true")
 
 
 @T.prim_func
