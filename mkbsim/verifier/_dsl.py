@@ -94,7 +94,7 @@ def _built_module(
         if name not in _symbols and not name.startswith(_prefixes)
     ]  # fmt: skip
     if refused:
-        what = "a TIRx module with " + ", ".join(sorted(set(refused)))
+        what = "a TIRx module with " + ", ".join({item: None for item in refused})  # each once, in order
         reason = "a TIRx kernel runs LLVM host and CUDA device code and calls only math functions outside itself"
         raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
     for module in tree:
