@@ -1,7 +1,15 @@
 """Where the gate (``_provenance``) sits in each DSL, and the inline-CUDA recorders (DESIGN §5).
 
-A launch is a call into code the DSL compiled. TIRx: every function taken from a TVM runtime module,
-at its call into the TVM FFI (``tvm_ffi.Function.__call__``, a Cython call straight into native code).
+A launch is a call into code the DSL compiled in this worker. TIRx: every function taken from a module
+``tvm.tirx.build`` returned here (``tvm.compile`` and ``tvm.build`` end there), at its call into the TVM
+FFI (``tvm_ffi.Function.__call__``, a Cython call straight into native code); a function of any other
+module is not counted. A built module is accepted only if its host code is LLVM and its device code
+CUDA, and its host code calls no outside symbol but TVM's runtime, LLVM intrinsics and math functions
+(``T.call_extern`` of ``dlopen`` or ``system`` is refused there, whoever built the IR and however).
+Native code is loaded from no file: ``load_module`` of a library this worker exported from a built
+module returns that module (an honest disk cache), and is refused for any other file; exporting
+takes no compiler, options or object files of the submission's. The compilers TVM starts run only
+inside a build or an export (the guards' process rule).
 CuTe DSL: every run of a JIT-compiled program (``JitExecutor.run_compiled_program``, which calls the
 host function into native code with arguments that already are C pointers) and every call of a TVM-FFI
 compiled function. The calls above it, where the arguments are still tensors, are watched on correctness
@@ -28,20 +36,93 @@ from mkbsim.verifier._vault import Registry
 # TVM's own helper functions, fetched from modules while exporting or linking: not kernels.
 _TVM_INTERNAL_PREFIXES = ("__tvm", "_get_target_string")
 
+#: What a built module's host code may call outside itself: TVM's runtime, LLVM's intrinsics, the C
+#: library's memory primitives and the math functions (TIRx lowers T.exp and friends to them; an honest
+#: T.call_extern/call_pure_extern names them). Device code (CUDA) has no host symbols to call.
+_MATH = (
+    "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
+    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "fabs", "fmin", "fmax",
+    "fmod", "floor", "ceil", "trunc", "round", "rint", "nearbyint", "nextafter", "erf", "erfc", "fma", "hypot",
+    "copysign", "ldexp", "lgamma", "tgamma", "remainder",
+)  # fmt: skip
+HOST_SYMBOLS = frozenset(
+    (*_MATH, *(f"{name}f" for name in _MATH), "memcpy", "memset", "memmove", "__bzero", "__extendhfsf2",
+     "__truncsfhf2", "__truncdfhf2", "__gnu_h2f_ieee", "__gnu_f2h_ieee", "__truncsfbf2", "__truncdfbf2")
+)  # fmt: skip
+HOST_SYMBOL_PREFIXES = ("llvm.", "TVM", "__TVM", "__tvm", "_tvm")
+NOT_BUILT = "only modules TIRx built in this worker may run"
+#: The kinds of module a TIRx build produces: LLVM host code, CUDA device code.
+BUILT_KINDS = ("llvm", "cuda")
+
+
+def _declared(source: str) -> list[str]:
+    """The functions an LLVM module declares but does not define (``declare ... @name(``)."""
+    found = []
+    for line in source.splitlines():
+        if line.startswith("declare "):
+            at = line.find("@")
+            if at >= 0:
+                found.append(line[at + 1 : line.find("(", at)].strip('"'))
+    return found
+
+
+def _built_module(
+    mod: Any, target: Any = None, pipeline: Any = "default", *, _original: Any, _ask: Any, _getframe: Any,
+    _built: Any, _declared: Any, _symbols: Any, _prefixes: Any, _kinds: Any, _kind: Any, _source: Any, _list: Any,
+    _id: Any, _type: Any, _str: Any, _len: Any, _context: Any, _passes: str, _PermissionError: Any
+) -> Any:  # fmt: skip
+    """``tvm.tirx.build``: the module, registered as the DSL's own (with its imports) once its kinds and
+    its host code's outside calls are checked; TVM's compilers may run meanwhile (``("building", ...)``), so
+    the pipeline is one TVM registered by name, and no pass or instrument of the submission's runs in it."""
+    context = _context()
+    if (pipeline is not None and _type(pipeline) is not _str) or _len(context.instruments) or _passes in context.config:
+        what = "a TIRx build with a pipeline object, pass instruments or added lower passes"
+        reason = "name one of TVM's pipelines: 'default', 'tirx'"
+        raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
+    _ask(("building", True))
+    try:
+        built = _original(mod, target, pipeline)
+    finally:
+        _ask(("building", False))
+    pending, tree = [built], []
+    while pending:
+        module = pending.pop()
+        tree.append(module)
+        pending += _list(module.imports_)
+    refused = [f"a {_kind(m)!r} module" for m in tree if _kind(m) not in _kinds] or [
+        f"a call of {name!r}" for name in _declared(_source(built, "ll"))
+        if name not in _symbols and not name.startswith(_prefixes)
+    ]  # fmt: skip
+    if refused:
+        what = "a TIRx module with " + ", ".join({item: None for item in refused})  # each once, in order
+        reason = "a TIRx kernel runs LLVM host and CUDA device code and calls only math functions outside itself"
+        raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
+    for module in tree:
+        _built[_id(module)] = module  # held: its id is never reused
+    return built
+
 
 def _counted_get_function(
     module: Any, name: str, query_imports: bool = False, *, _original: Any, _internal: Any, _wrap: Any, _cache: Any,
-    _id: Any
+    _id: Any, _built: Any, _ask: Any, _getframe: Any, _NOT_BUILT: Any
 ) -> Any:  # fmt: skip
     """``module.get_function``: a kernel as a counted function, made once per module and name (a TVM
-    executable looks its entry up on every call)."""
+    executable looks its entry up on every call). A function of a module the DSL did not build here is
+    refused to the submission (TVM's own lookups get it, uncounted)."""
     key = (_id(module), name, query_imports)
     cached = _cache.get(key)
     if cached is not None and cached[0] is module:  # the module is held: its id is not reused
         return cached[1]
-    func = _original(module, name, query_imports)
     if name.startswith(_internal):
-        return func
+        return _original(module, name, query_imports)  # TVM's helpers: not launches
+    if _built.get(_id(module)) is not module:
+        refused = _ask(
+            ("asked", f"a function of a module TIRx did not build here ({name!r})", _NOT_BUILT, _getframe(1))
+        )
+        if refused is not None:
+            raise refused
+        return _original(module, name, query_imports)
+    func = _original(module, name, query_imports)
     counted = _wrap(func, module, name)
     _cache[key] = (module, counted)
     return counted
@@ -57,6 +138,43 @@ def _wrap_counted(func: Any, module: Any, name: str, *, _cls: Any, _send: Any, _
     if failed is not None:
         raise failed
     return counted
+
+
+def _exported(
+    module: Any, file_name: Any, *, fcompile: Any = None, addons: Any = None, workspace_dir: Any = None,
+    _original: Any, _ask: Any, _getframe: Any, _built: Any, _exports: Any, _realpath: Any, _id: Any, _type: Any,
+    _str: Any, _PermissionError: Any, **options: Any
+) -> Any:  # fmt: skip
+    """``Module.export_library``: with TVM's own compiler and flags only (no ``fcompile``, ``cc``, options
+    or object files of the submission's), remembered for ``load_module`` if the module is a built one."""
+    given = (("fcompile", fcompile), ("addons", addons), *options.items())
+    chosen = [name for name, value in given if value is not None]
+    if chosen or _type(file_name) is not _str:
+        what = "export_library with " + (", ".join(chosen) if chosen else "a file name that is no str")
+        reason = "TVM's own compiler and flags only, to a file named by a str"
+        raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
+    _ask(("building", True))
+    try:
+        result = _original(module, file_name, workspace_dir=workspace_dir)
+    finally:
+        _ask(("building", False))
+    if _built.get(_id(module)) is module:
+        _exports[_realpath(file_name)] = module
+    return result
+
+
+def _loaded_module(
+    path: Any, *args: Any, _ask: Any, _getframe: Any, _exports: Any, _realpath: Any, _type: Any, _str: Any,
+    _PermissionError: Any, **kwargs: Any
+) -> Any:  # fmt: skip
+    """``load_module``: the built module this worker exported to ``path`` (not the file, whatever it holds
+    now); any other library is refused."""
+    module = _exports.get(_realpath(path)) if _type(path) is _str else None
+    if module is not None:
+        return module
+    what = f"loading the native library {path!r}" if _type(path) is _str else "loading a native library"
+    reason = "only modules TIRx built in this worker (or exported here and loaded back) may run"
+    raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
 
 
 def _record_dlpack(
@@ -117,13 +235,48 @@ class DslGates:
         CountedFunction.__call__ = self.gate_hook(base_call, count=True, functions=True)  # type: ignore[method-assign]
         keep = tvm_ffi.get_global_func("ffi.Array")  # a native constructor: the array holds a reference
         wrap = self.registry.protect(_wrap_counted, _cls=CountedFunction, _send=self.send, _keep=keep)
+        built: dict[int, Any] = {}
         get_function = self.registry.protect(
             _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap,
-            _cache={}, _id=id,
+            _cache={}, _id=id, _built=built, _ask=self.guards.ask, _getframe=sys._getframe, _NOT_BUILT=NOT_BUILT,
         )  # fmt: skip
         self._set(tvm_ffi.Module, "get_function", get_function)
+        self._install_tirx_modules(built)
         external = importlib.import_module("tvm.tirx.script.builder.external_kernel")
         self._record(external.SourceKernel, "__init__", "T.call_kernel with a CUDA source string")
+
+    def _install_tirx_modules(self, built: dict[int, Any]) -> None:
+        """Where TIRx modules come from: ``tvm.tirx.build`` (registered in ``built``), an export of one
+        and loading it back; every other way to a module of native code is refused."""
+        import os
+
+        import tvm
+        import tvm_ffi
+
+        common = {"_ask": self.guards.ask, "_getframe": sys._getframe, "_PermissionError": PermissionError,
+                  "_type": type, "_str": str}  # fmt: skip
+        paths = {"_realpath": os.path.realpath}
+        build = self.registry.protect(
+            _built_module, _original=tvm.tirx.build, _built=built, _declared=self.registry.protect(_declared),
+            _symbols=HOST_SYMBOLS, _prefixes=HOST_SYMBOL_PREFIXES, _kinds=BUILT_KINDS,
+            _kind=tvm_ffi.get_global_func("ffi.ModuleGetKind"),
+            _source=tvm_ffi.get_global_func("ffi.ModuleInspectSource"), _list=list, _len=len,
+            _context=tvm_ffi.get_global_func("transform.GetCurrentPassContext"), _passes="tir.add_lower_pass", _id=id,
+            **common,
+        )  # fmt: skip
+        for owner in (tvm.tirx, sys.modules["tvm.tirx.build"]):
+            self._set(owner, "build", build)
+        exports: dict[str, Any] = {}
+        export = self.registry.protect(
+            _exported, _original=tvm.runtime.Module.export_library, _built=built, _exports=exports, _id=id,
+            **common, **paths,
+        )  # fmt: skip
+        self._set(tvm.runtime.Module, "export_library", export)
+        load = self.registry.protect(_loaded_module, _exports=exports, **common, **paths)
+        for owner, attr in ((tvm.runtime, "load_module"), (sys.modules["tvm.runtime.module"], "load_module"),
+                            (sys.modules["tvm.runtime.module"], "_load_module"), (tvm_ffi, "load_module"),
+                            (sys.modules["tvm_ffi.module"], "load_module")):  # fmt: skip
+            self._set(owner, attr, load)
 
     def _install_cutedsl(self) -> None:
         jit_executor = importlib.import_module("cutlass.base_dsl.jit_executor")

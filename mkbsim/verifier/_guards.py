@@ -62,6 +62,11 @@ from mkbsim.verifier._vault import Registry
 
 CANDIDATE, LIBRARY, TRANSPARENT = 1, 2, 3
 
+#: Events that start a process (the others of ``_PROCESS_EVENTS`` signal or inspect one).
+_PROCESS_STARTS = frozenset(
+    ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
+     "os.startfile")
+)  # fmt: skip
 _PROCESS_EVENTS = frozenset(
     ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
      "os.kill", "os.killpg", "pty.spawn", "os.startfile", "resource.setrlimit", "resource.prlimit",
@@ -139,6 +144,7 @@ def _constants() -> types.SimpleNamespace:
     """The event sets and layout the guards' vault needs (it has no globals of its own)."""
     return types.SimpleNamespace(
         CANDIDATE=CANDIDATE, LIBRARY=LIBRARY, TRANSPARENT=TRANSPARENT, PROCESS=_PROCESS_EVENTS,
+        PROCESS_START=_PROCESS_STARTS,
         ALWAYS=_ALWAYS_REFUSED, FILE_CHANGE=_FILE_CHANGE_EVENTS, TWO_PATH=_TWO_PATH_EVENTS,
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
@@ -158,9 +164,10 @@ def _guard_vault(
 ) -> Any:  # fmt: skip
     """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
     ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame, names);
-    ("culprit", what, reason, frame, names); ("thread", ident, frame); ("inline", what, frame); ("between", flag);
-    ("threads",); ("seal",): from now on only known code objects are judged by their file name. Violations
-    and inline CUDA go to the control page."""
+    ("culprit", what, reason, frame, names); ("asked", what, reason, frame): refused if the submission's code is
+    anywhere on the stack; ("building", flag): a DSL build starts or ends on this thread; ("thread", ident,
+    frame); ("inline", what, frame); ("between", flag); ("threads",); ("seal",): from now on only known code
+    objects are judged by their file name. Violations and inline CUDA go to the control page."""
     modules, names, suffixes = rules
     cache: dict[str, int] = {}
     generated: dict[int, Any] = {}  # id -> a code object a library compiled from a string and ran at once
@@ -168,6 +175,7 @@ def _guard_vault(
     violations: list[str] = []
     inline: list[str] = []
     candidate_threads: list[int] = []
+    building: dict[int, int] = {}  # thread -> depth of the DSL builds and exports it is inside
     stray_threads: list[int] = []
     state = {"between": False, "sealed": False}  # sealed: the code objects alive are known (see "seal")
 
@@ -507,6 +515,11 @@ def _guard_vault(
                 refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
             )
         if event.startswith("ctypes.") or event in k.PROCESS:
+            # a library asked by the submission (a compiler helper, a process pool) is the submission starting
+            # a process; TVM's compilers run inside a build or an export (``_dsl``)
+            started = event in k.PROCESS_START and kind == k.LIBRARY and lib.ident() not in building
+            if started and (anywhere(frame) or lib.ident() in candidate_threads):
+                return refuse(event, "only the DSL's own compile may start processes", who)
             if kind == k.LIBRARY:
                 return None
             if event.startswith("ctypes."):
@@ -558,6 +571,12 @@ def _guard_vault(
                     who_kind, who = handed(classify_code(frame.f_code), frame, request[4])
                     if who_kind == k.CANDIDATE:
                         reply = refuse(request[1], request[2], who)
+            elif kind == "asked":  # refused if the submission's code is anywhere on the stack (named: the innermost)
+                who = request[3]
+                while who is not None and classify_code(who.f_code) != k.CANDIDATE:
+                    who = who.f_back
+                if who is not None or lib.ident() in candidate_threads:
+                    reply = refuse(request[1], request[2], who)
             elif kind == "culprit":
                 who_kind, who = handed(*culprit(request[3]), request[4])
                 if who_kind == k.CANDIDATE:
@@ -572,6 +591,12 @@ def _guard_vault(
                 if anywhere(request[2]) and request[1] not in inline:
                     inline.append(request[1])
                     publish()
+            elif kind == "building":  # a DSL build or export starts or ends on this thread (nested: counted)
+                depth = building.get(lib.ident(), 0) + (1 if request[1] is True else -1)
+                if depth > 0:
+                    building[lib.ident()] = depth
+                else:
+                    building.pop(lib.ident(), None)
             elif kind == "seal":
                 state["sealed"] = True
             elif kind == "between":
@@ -831,6 +856,36 @@ class Guards:
             for name in ("register_global_func", "register_func"):
                 if mod is not None and hasattr(mod, name):
                     self.deny(mod, name, f"{modname}.{name}", reason)
+        # native code reached by name or from the process's own symbols, and modules grafted onto a built one
+        # (the TIRx gate counts only what ``tvm.tirx.build`` returned, ``_dsl``)
+        native = "only modules TIRx built in this worker may run"
+        for modname, names in (
+            ("tvm_ffi", ("get_global_func", "system_lib")), ("tvm_ffi.registry", ("get_global_func",)),
+            ("tvm_ffi.module", ("system_lib",)), ("tvm", ("get_global_func",)), ("tvm.ffi", ("get_global_func",)),
+            ("tvm.runtime", ("system_lib", "load_static_library")),
+            ("tvm.runtime.module", ("system_lib", "load_static_library")),
+        ):  # fmt: skip
+            mod = sys.modules.get(modname)
+            for name in names if mod is not None else ():
+                self.deny(mod, name, f"{modname}.{name}", native)
+        tvm_ffi = sys.modules.get("tvm_ffi")
+        if tvm_ffi is not None:
+            for name in ("import_module", "clear_imports"):
+                self.deny(tvm_ffi.Module, name, f"Module.{name}", native)
+        # loading a library: in TIRx only a module exported here loads back (``_dsl``); CuTe DSL runs only what
+        # cute.compile returned, never an external binary (an object file of any origin, counted as a launch)
+        loaders: list[tuple[str, str | None, str]] = [
+            ("cutlass.base_dsl.export.external_binary_module", "ExternalBinaryModule", "__init__"),
+            ("tvm_ffi._ffi_api", None, "ModuleLoadFromFile"),
+            ("tvm.runtime._ffi_api", None, "ModuleLoadStaticLibrary"),
+        ]
+        if self.dsl == "cutedsl":
+            loaders += [("tvm_ffi", None, "load_module"), ("tvm_ffi.module", None, "load_module")]
+        for modname, cls, name in loaders:
+            mod = sys.modules.get(modname)
+            owner = getattr(mod, cls, None) if cls is not None else mod
+            if owner is not None:
+                self.deny(owner, name, f"{modname}.{cls or name}", "native code of the submission's own", "asked")
         for modname in ("cuda.bindings.driver", "cuda.bindings.runtime", "cuda.bindings.nvrtc"):
             mod = sys.modules.get(modname)
             if mod is None:

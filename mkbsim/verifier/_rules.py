@@ -12,6 +12,7 @@ DSLS = ("cutedsl", "tirx")
 _OTHER_LANGUAGE = "another kernel language or compiler"
 _FFI = "a foreign-function interface that loads native code"
 _PROCESS = "subprocesses and signals are forbidden"
+_NATIVE = "native code of the submission's own (only modules TIRx built in this worker may run)"
 _NETWORK = "network access is forbidden"
 _INTROSPECTION = "introspection of the verifier's process is forbidden"
 _REFERENCE = "the reference and the input generator are off limits"
@@ -32,6 +33,10 @@ FORBIDDEN_MODULES: dict[str, str] = {
     ),
     "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
     **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
+    # TVM's C/C++ compiler helpers, process pools and native-library builders (load_inline, embedded cubins)
+    **dict.fromkeys(
+        ("tvm.support", "tvm_ffi.cpp", "tvm_ffi.utils.embed_cubin", "tvm.exec", "cutlass.base_dsl.export"), _NATIVE
+    ),
     **dict.fromkeys(
         ("subprocess", "multiprocessing", "concurrent.futures.process", "pty", "pexpect", "sh",
          "plumbum", "signal", "_posixsubprocess"),
@@ -95,6 +100,12 @@ FORBIDDEN_NAMES: dict[str, str] = {
     "torch.ops.load_library": "loading native libraries is forbidden",
     "torch.classes.load_library": "loading native libraries is forbidden",
     **dict.fromkeys(
+        ("tvm_ffi.get_global_func", "tvm_ffi.registry.get_global_func", "tvm.get_global_func",
+         "tvm.ffi.get_global_func", "tvm_ffi.system_lib", "tvm.runtime.system_lib", "tvm.runtime.load_static_library",
+         "tvm.runtime.module._load_module", "cutlass.runtime.load_module", "cutlass.cute.runtime.load_module"),
+        _NATIVE,
+    ),
+    **dict.fromkeys(
         ("torch.cuda.graph", "torch.cuda.graphs", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables"),
         _GRAPHS,
     ),
@@ -123,7 +134,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
     ),
 }  # fmt: skip
 
-#: Last components of dotted names forbidden whatever they are reached through.
+#: Components of dotted names forbidden whatever they are reached through.
 FORBIDDEN_SUFFIXES: dict[str, str] = {
     **dict.fromkeys(
         ("call_packed", "call_cpacked", "call_packed_lowered", "call_cpacked_lowered"),
@@ -143,6 +154,8 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
         _GRAPHS,
     ),
     **dict.fromkeys(("redispatch", "redispatch_boxed"), "the verifier's dispatch modes are off limits"),
+    # TVM's tables of native functions (module loaders, raw function lookups) under every package
+    "_ffi_api": _NATIVE,
 }  # fmt: skip
 
 #: Builtins that execute code or expose namespaces.
@@ -216,7 +229,8 @@ def name_rule(dotted: str) -> tuple[str, str] | None:
     hit = _prefix_lookup(FORBIDDEN_NAMES, dotted)
     if hit:
         return hit
-    last = dotted.rsplit(".", 1)[-1]
-    if last in FORBIDDEN_SUFFIXES:
-        return last, FORBIDDEN_SUFFIXES[last]
+    # any component, not only the last: ``tvm_ffi.module._ffi_api.ModuleLoadFromFile`` reaches a forbidden table
+    for part in reversed(dotted.split(".")):
+        if part in FORBIDDEN_SUFFIXES:
+            return part, FORBIDDEN_SUFFIXES[part]
     return None

@@ -11,7 +11,10 @@ The worker's timer writes each call's time to the control page; these measures b
   under the very load, that the submission's calls ran in.
 
 The reported median must be supported by the trusted measure within a relative tolerance (``TOLERANCE``)
-above the null calls' own spread; otherwise the verdict is ``timing_tamper``. Work moved outside the
+above the null calls' own spread, and so must the upper quartile of the calls' unexplained time; otherwise
+the verdict is ``timing_tamper``. The noise allowed comes from the null calls alone, never from the spread
+of the submission's own calls: a submission that under-reports some calls by a lot and others not at all
+makes that spread as wide as it likes. Work moved outside the
 timed region (into the harness's post-processing, a finalizer, a thread) shows as trusted time the
 reported one does not account for, or as CPU time between calls (``background_work``).
 """
@@ -27,11 +30,15 @@ from typing import Any
 
 #: The reported median may be below the trusted estimate by this share of itself...
 TOLERANCE = 0.25
-#: ...plus this many standard errors of the estimate (the difference of two medians, each from its
-#: calls' own spread in this worker: 1.85 MAD / sqrt(n) is a median's standard error for normal noise),
-#: plus a floor for the clocks' granularity.
+#: ...plus this many standard errors of the estimate (the difference of two medians, both with the null
+#: calls' spread in this worker: 1.85 MAD / sqrt(n) is a median's standard error for normal noise), plus a
+#: floor for the clocks' granularity.
 NOISE_SIGMAS = 4.0
 FLOOR_MS = 0.01
+#: The calls' unexplained time at this quantile may exceed the median's limit by this many of the null calls'
+#: deviations (1.4826 MAD): under-reporting a share of the calls shows there even when it leaves the median.
+UPPER_QUANTILE = 0.75
+QUANTILE_SIGMAS = 3.0
 #: Taking the null calls' overhead off a call is precise to this share of the overhead: a load spike in
 #: CI once cost the null calls 9.6 ms of CPU each and left an honest 0.1 ms call at -0.1 ms.
 HARNESS_PRECISION = 0.05
@@ -82,6 +89,15 @@ def _mad(xs: Sequence[float]) -> float:
     return float(statistics.median(abs(x - mid) for x in xs))
 
 
+def _quantile(xs: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``xs`` (linear between order statistics)."""
+    ordered = sorted(xs)
+    at = q * (len(ordered) - 1)
+    low = math.floor(at)
+    high = min(low + 1, len(ordered) - 1)
+    return float(ordered[low] + (ordered[high] - ordered[low]) * (at - low))
+
+
 def _method(calls: Sequence[Trusted], nulls: Sequence[Trusted], device_type: str) -> str:
     cpu = device_type == "cpu" and all(t.cpu_ms is not None for t in (*calls, *nulls))
     return "cpu" if cpu else "wall"
@@ -114,16 +130,20 @@ def cross_check(
     null_over = [_measure(t, method) - r for t, r in zip(nulls, null_reported, strict=True)]
     harness = float(statistics.median(null_over))
     excess = [_measure(t, method) - r - harness for t, r in zip(calls, reported, strict=True)]
-    noise = 1.85 * math.sqrt(_mad(null_over) ** 2 / len(null_over) + _mad(excess) ** 2 / len(excess))
+    spread = _mad(null_over)
+    noise = 1.85 * spread * math.sqrt(1 / len(null_over) + 1 / len(excess))
     median_reported = float(statistics.median(reported))
     limit = TOLERANCE * median_reported + NOISE_SIGMAS * noise + FLOOR_MS
+    upper = _quantile(excess, UPPER_QUANTILE)
     out.update(
         method=method,
         harness_ms=harness,
-        harness_mad_ms=_mad(null_over),
+        harness_mad_ms=spread,
         standard_error_ms=noise,
         excess_median_ms=float(statistics.median(excess)),
         excess_limit_ms=limit,
+        excess_upper_ms=upper,
+        excess_upper_limit_ms=limit + QUANTILE_SIGMAS * 1.4826 * spread,
         trusted_estimate_ms=median_reported + float(statistics.median(excess)),
     )
     # the null calls cost more than the submission's, beyond the two medians' noise and the subtraction's
@@ -139,6 +159,11 @@ def cross_check(
             f"the verifier's {method} clock puts the median call at {out['trusted_estimate_ms']:.4g} ms, the "
             f"worker reported {median_reported:.4g} ms (tolerance {TOLERANCE:.0%} plus this worker's own noise, "
             f"{limit:.4g} ms in all)"
+        )
+    elif upper > out["excess_upper_limit_ms"]:
+        out["tampered"] = (
+            f"the verifier's {method} clock leaves {upper:.4g} ms unreported in a quarter of the calls (at most "
+            f"{out['excess_upper_limit_ms']:.4g} ms allowed for calls reported at {median_reported:.4g} ms)"
         )
     return out
 

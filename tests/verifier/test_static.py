@@ -78,6 +78,17 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "def f(t): return type(t).__mro__[1]",
         "def f(t): return type(t).mro()",
         "def f(t): return getattr(type(t), '__bases__')",
+        # native code of the submission's own: TVM's compiler helpers and process pools, load_inline, the raw
+        # function tables, loading by name, CuTe DSL's external binaries
+        "from tvm.support import cc",
+        "import tvm.support.popen_pool",
+        "from tvm_ffi.cpp import load_inline",
+        "import tvm_ffi\nf = tvm_ffi.get_global_func('ffi.ModuleLoadFromFile')",
+        "import tvm_ffi\nf = tvm_ffi.module._ffi_api.ModuleLoadFromFile",
+        "from tvm_ffi import _ffi_api",
+        "import tvm\nm = tvm.runtime.load_static_library('a.o', ['f'])",
+        "import tvm\nm = tvm.runtime.system_lib()",
+        "import cutlass.cute as cute\nm = cute.runtime.load_module('k.o')",
     ],
 )
 def test_forbidden(source: str) -> None:

@@ -158,3 +158,35 @@ def test_a_load_spike_on_the_null_calls_within_the_subtraction_s_precision_is_no
     # the same spike on the null calls alone still fails: they cost far more than the calls around them
     check = cross_check([0.1] * 50, _calls(0.1, 50), [0.2] * 10, spiked_nulls, "cpu")
     assert check["trusted_estimate_ms"] < check["negative_limit_ms"] and "slowed the null calls" in check["tampered"]
+
+
+def _forged(share: float, kernel_ms: float = 1.0, n: int = 50) -> tuple[list[float], list[Trusted]]:
+    """Calls whose every CPU time is the kernel's, a ``share`` of them reported at a hundredth of it."""
+    forged = round(share * n)
+    reported = [kernel_ms / 100 if i < forged else kernel_ms for i in range(n)]
+    calls = [Trusted(kernel_ms + 2.0, kernel_ms + HARNESS_MS + 0.004 * (i % 3 - 1), 0.0) for i in range(n)]
+    return reported, calls
+
+
+def test_under_reporting_half_the_calls_fails_however_wide_their_own_spread() -> None:
+    # the median excess is half the kernel and so is its MAD: judged by its own spread it always passed
+    reported, calls = _forged(0.5)
+    check = cross_check(reported, calls, NULL_MS, NULLS, "cpu")
+    assert check["tampered"] and "puts the median call" in check["tampered"]
+    assert check["standard_error_ms"] < 0.01  # the null calls' spread alone, which no call of the submission shapes
+
+
+def test_under_reporting_a_third_of_the_calls_shows_in_the_upper_quartile() -> None:
+    reported, calls = _forged(0.34)
+    check = cross_check(reported, calls, NULL_MS, NULLS, "cpu")
+    assert check["excess_median_ms"] < check["excess_limit_ms"]  # the median alone does not see it
+    assert check["tampered"] and "a quarter of the calls" in check["tampered"]
+    # a few calls (a tenth) under-reported leave the quartile too: not judged, and not worth anything either
+    assert cross_check(*_forged(0.1), NULL_MS, NULLS, "cpu")["tampered"] is None
+
+
+def test_honest_calls_whose_wall_time_waited_for_a_busy_core_pass() -> None:
+    # a loaded machine: the reported (wall) times hold waits the CPU clock does not, by up to twice the kernel
+    reported = [0.1 + 0.2 * (i % 7) / 6 for i in range(50)]
+    check = cross_check(reported, _calls(0.1, 50), NULL_MS, NULLS, "cpu")
+    assert check["tampered"] is None and check["excess_upper_ms"] <= 0.001

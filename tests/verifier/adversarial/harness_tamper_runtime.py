@@ -27,7 +27,7 @@ def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle):
 
 _kernel = tvm.compile(rmsnorm, target="llvm")
 
-tvm_ffi.Module.get_function = lambda self, name, query_imports=False: tvm_ffi.get_global_func("ffi.ModuleGetFunction")(
+tvm_ffi.Module.get_function = lambda self, name, query_imports=False: tvm_ffi.module._ffi_api.ModuleGetFunction(
     self, name, query_imports
 )
 

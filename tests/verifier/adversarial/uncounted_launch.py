@@ -1,7 +1,10 @@
-"""Calls the compiled kernel through TVM's raw FFI function, around the launch counter."""
+"""Calls the compiled kernel through TVM's raw FFI function, around the launch counter (static scan off: it
+refuses ``_ffi_api`` and ``get_global_func``; the guards refuse ``get_global_func`` to the submission, so the
+raw function is taken from ``_ffi_api``): an uncounted kernel is no DSL."""
 
 # expect: not_dsl
 # problem: p36
+# static-scan: off
 import torch
 import tvm
 import tvm_ffi
@@ -26,7 +29,7 @@ def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle):
 
 _kernel = tvm.compile(rmsnorm, target="llvm")
 
-_raw = tvm_ffi.get_global_func("ffi.ModuleGetFunction")(_kernel.mod, "rmsnorm", True)
+_raw = tvm_ffi.module._ffi_api.ModuleGetFunction(_kernel.mod, "rmsnorm", True)
 
 
 def run(hidden_states, weight):

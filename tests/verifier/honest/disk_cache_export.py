@@ -1,0 +1,37 @@
+"""The compiled kernel cached on disk the usual way: exported with TVM's own compiler, then loaded back with
+``tvm.runtime.load_module`` (the verifier hands back the module this worker exported; DESIGN §5)."""
+
+import os
+import tempfile
+
+import torch
+import tvm
+from tvm.script import tirx as T
+
+
+@T.prim_func
+def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle):
+    rows = T.int32()
+    x = T.match_buffer(x_ptr, (rows, 128), "bfloat16")
+    w = T.match_buffer(w_ptr, (128,), "bfloat16")
+    out = T.match_buffer(out_ptr, (rows, 128), "bfloat16")
+    acc = T.alloc_buffer((1,), "float32")
+    for i in range(rows):
+        acc[0] = T.float32(0)
+        for j in range(128):
+            acc[0] = acc[0] + T.Cast("float32", x[i, j]) * T.Cast("float32", x[i, j])
+        s = T.call_pure_extern("float32", "sqrtf", acc[0] / T.float32(128) + T.float32(1e-6))
+        for j in range(128):
+            out[i, j] = T.Cast("bfloat16", T.Cast("float32", x[i, j]) / s * T.Cast("float32", w[j]))
+
+
+_path = os.path.join(tempfile.mkdtemp(), "rmsnorm_h128.so")
+if not os.path.exists(_path):
+    tvm.compile(rmsnorm, target="llvm").export_library(_path)
+_kernel = tvm.runtime.load_module(_path)["rmsnorm"]
+
+
+def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(hidden_states)
+    _kernel(hidden_states, weight, out)
+    return out
