@@ -168,6 +168,15 @@ def tmp_entries() -> set[str]:
     return found
 
 
+def tmp_owners(keep: set[str]) -> set[int]:
+    """The uids owning an entry of ``SHARED_TMP`` but ``keep`` (whom a wipe has something to remove for)."""
+    owners: set[int] = set()
+    for path in tmp_entries() - keep:
+        with contextlib.suppress(OSError):
+            owners.add(os.lstat(path).st_uid)
+    return owners
+
+
 def wipe_tmp(keep: set[str]) -> None:
     """Remove every entry of ``SHARED_TMP`` but ``keep`` that this process may remove: run under a finished
     worker's uid, what that worker left (a sticky folder lets nobody else's go)."""
