@@ -39,7 +39,14 @@ class _PlainDataUnpickler(pickle.Unpickler):
 
 
 def decode_untrusted(payload: bytes) -> Any:
-    return _PlainDataUnpickler(io.BytesIO(payload)).load()
+    """Plain data from ``payload``; ``UntrustedMessage`` for anything else, whatever the bytes (truncated,
+    garbage, a global): the unpickler's own errors are many (``UnpicklingError``, ``EOFError``, ``KeyError``...)."""
+    try:
+        return _PlainDataUnpickler(io.BytesIO(payload)).load()
+    except UntrustedMessage:
+        raise
+    except Exception as exc:
+        raise UntrustedMessage(f"message does not decode ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 class Channel:
@@ -62,6 +69,13 @@ class Channel:
                 self.sock.sendall(data[sent:])
         except (BrokenPipeError, ConnectionResetError) as exc:
             raise ChannelClosed(str(exc)) from exc
+
+    def pending(self) -> bool:
+        """Whether bytes wait to be read (not an end of file): the other side sent what nobody asked for."""
+        try:
+            return bool(self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except OSError:  # nothing waiting (EAGAIN), or the other side is gone (sending the next message says so)
+            return False
 
     def wait_readable(self, timeout: float | None) -> bool:
         ready, _, _ = select.select([self.sock], [], [], timeout)

@@ -24,8 +24,11 @@ import mmap
 import os
 import pickle
 import struct
+from collections.abc import Sequence
 from typing import Any
 
+from mkbsim.verifier import _schema
+from mkbsim.verifier._channel import UntrustedMessage, decode_untrusted
 from mkbsim.verifier._mapping import map_shared
 
 #: Header fields: offset, struct format.
@@ -107,18 +110,24 @@ class ControlPage:
         put(self.buf, AUDIT, 0)
         put(self.buf, EVIDENCE, 0)
 
-    def report(self) -> dict[str, Any]:
-        """What the vaults wrote about the last call."""
-        return {
+    def report(self, samples: Sequence[int] = ()) -> dict[str, Any]:
+        """What the vaults wrote about the last call, each field of the form the vaults write (``_schema``:
+        ``Malformed`` otherwise); ``samples``: how many positions of each output a correctness draw samples."""
+        dsl_acked = get(self.buf, DSL_ACK) == self.nonce
+        found = {
             "launches": get(self.buf, LAUNCHES),
             "acked": get(self.buf, ACK) == self.nonce,
             "ms": get(self.buf, CALL_MS),
             "host_ms": get(self.buf, HOST_MS),
             "pending_ms": get(self.buf, PENDING_MS),
-            "dsl_ms": get(self.buf, DSL_MS) if get(self.buf, DSL_ACK) == self.nonce else None,
-            "signatures": self._signatures() if get(self.buf, DSL_ACK) == self.nonce else None,
-            "records": self._region(RECORDS) if get(self.buf, RECORDS_FLAG) == self.nonce else None,
+            "dsl_ms": get(self.buf, DSL_MS) if dsl_acked else None,
+            "signatures": self._signatures() if dsl_acked else None,
+            "records": None,
         }
+        _schema.times(found, ("ms", "host_ms", "pending_ms", "dsl_ms"))
+        if get(self.buf, RECORDS_FLAG) == self.nonce:
+            found["records"] = _schema.provenance_records(self._region(RECORDS), samples)
+        return found
 
     def _signatures(self) -> frozenset[int]:
         offset, capacity = SIGNATURES
@@ -126,20 +135,23 @@ class ControlPage:
         return frozenset(struct.unpack_from(f"<{min(count, capacity)}I", self.buf, offset + 8))
 
     def guard_records(self) -> tuple[list[str], list[str]]:
-        """(violations, inline CUDA sites) the guards recorded so far (whole lists, newest last)."""
-        found = self._region(VIOLATIONS)
-        if not isinstance(found, dict):
+        """(violations, inline CUDA sites) the guards recorded so far (whole lists, newest last); ``Malformed``
+        if the region holds anything else."""
+        offset, _ = VIOLATIONS
+        if get(self.buf, (offset, "<Q")) == 0:
             return [], []
-        return [str(v) for v in found.get("violations") or []], [str(v) for v in found.get("inline") or []]
+        return _schema.guard_records(self._region(VIOLATIONS))
 
     def _region(self, region: tuple[int, int]) -> Any:
-        from mkbsim.verifier._channel import decode_untrusted
-
+        """The pickle a vault wrote into ``region``, decoded as plain data (``Malformed`` if it is not)."""
         offset, capacity = region
         (length,) = struct.unpack_from("<Q", self.buf, offset)
-        if length == 0 or length + 8 > capacity:
-            return None
-        return decode_untrusted(bytes(self.buf[offset + 8 : offset + 8 + length]))
+        if length + 8 > capacity:
+            raise _schema.Malformed(f"a region of the control page claims {length} bytes, beyond its {capacity}")
+        try:
+            return decode_untrusted(bytes(self.buf[offset + 8 : offset + 8 + length]))
+        except UntrustedMessage as exc:
+            raise _schema.Malformed(f"a region of the control page does not decode: {exc}") from None
 
     def close(self) -> None:
         self.release_fd()

@@ -106,9 +106,8 @@ def structure(
     if reply.get("alias"):
         out_i, in_j = reply["alias"][0]
         name = input_names[in_j] if in_j < len(input_names) else in_j
-        return Failure(
-            "output_alias", f"{labels[out_i]} {where} shares memory with input '{name}'; return a new tensor."
-        )
+        label = labels[out_i] if out_i < len(labels) else f"output {out_i}"
+        return Failure("output_alias", f"{label} {where} shares memory with input '{name}'; return a new tensor.")
     if not reply.get("copied"):
         return Failure("harness_tamper", f"The worker did not deliver the outputs {where}.")
     return None

@@ -235,13 +235,18 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
     """The submission's eager work against the reference's (``_eagerwork``), on one checked draw chosen at random:
     the reference runs once more under the recorder (0.3 s on p44 at SMOKE), and a call cannot tell which draw."""
     d = rng.choice(normal)
-    ops = next((r[1] for r in d.page["records"] if r[0] == "eager_ops"), None)
+    ops = next((r[1] for r in d.page["records"] or () if r[0] == "eager_ops"), None)
     if ops is None:
         return Failure(
             "harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are missing."
         )
+    try:
+        work = _eagerwork.work_of(ops)
+    except IndexError:  # an operator with fewer operands than its kind has: not what the vault records
+        return Failure("harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are "
+                       "not the harness's.")  # fmt: skip
     reference = _eagerwork.reference_work(v.shape.problem.reference, d.inputs)
-    found = _eagerwork.compare(d.number, _eagerwork.work_of(ops), reference)
+    found = _eagerwork.compare(d.number, work, reference)
     v.details["eager_work"] = found.as_dict()
     return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mkbsim.sandbox import remove_tree
+from mkbsim.verifier import _schema
 from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
 from mkbsim.verifier._sandboxing import WorkerSandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
@@ -258,16 +259,13 @@ class WorkerHandle:
                 self.kill()
                 raise WorkerFailed("timeout", f"no answer within {timeout:g} s")
         try:
-            reply, _ = self.chan.recv(timeout=max(1.0, deadline - time.monotonic()), trusted=False)
+            message, _ = self.chan.recv(timeout=max(1.0, deadline - time.monotonic()), trusted=False)
+            return _schema.reply(message)
         except ChannelClosed:
             raise self._died() from None
-        except (ChannelTimeout, UntrustedMessage, ValueError, EOFError) as exc:
+        except (ChannelTimeout, UntrustedMessage) as exc:
             self.kill()
             raise WorkerFailed("protocol", f"malformed answer: {exc}") from exc
-        if not isinstance(reply, dict):
-            self.kill()
-            raise WorkerFailed("protocol", "malformed answer: not a dict")
-        return reply
 
     def _died(self) -> WorkerFailed:
         # its channel closes while it is still exiting: a moment's grace, so it is its own exit status we read

@@ -15,6 +15,11 @@ imports it, and no candidate worker runs meanwhile. Nothing else of the host exi
 ``os.rename``, a DSL kernel reading memory at an address) reaches a reference or writes outside the
 worker's folder.
 
+``/tmp`` and ``/dev/shm`` are the sandbox's own tmpfs, shared by every worker of the zygote: before a worker
+starts, the zygote removes what every finished worker left there (``wipe_tmp``, run under that worker's uid:
+a uid of its own, so nothing of another's is touched; where all workers share the sandbox's uid, only while
+no other worker lives), so no worker sees what an earlier one left.
+
 Where bubblewrap cannot run, the zygote runs unsandboxed and every result says why
 (``env["sandbox"]``); ``MKBSIM_VERIFIER_SANDBOX=0`` asks for that explicitly, ``=1`` makes a missing
 sandbox an error. A cuda worker's call memory is staged through a memfd (``_arena``): CUDA IPC handles cannot
@@ -23,10 +28,12 @@ be mapped across the sandbox (the H200, 2026-12-01).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import os
 import queue
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,6 +46,11 @@ from typing import Any
 _PACKAGES = ("torch", "numpy", "tvm", "tvm_ffi", "cutlass", "cuda", "nvidia_cutlass_dsl", "triton")
 #: Enough tasks for a worker's threads (torch, TVM, the CUDA driver) and the zygote's forks.
 MAX_PROCESSES = 512
+#: The sandbox's own tmpfs folders, which every worker of a zygote could write in.
+SHARED_TMP = ("/tmp", "/dev/shm")
+#: In a sandboxed zygote's environment (taken out before any worker starts): its ``SHARED_TMP`` are the
+#: sandbox's, never the host's, so it may empty them between workers.
+OWN_TMP_ENV = "MKBSIM_VERIFIER_OWN_TMP"
 
 
 def _install_folders() -> list[Path]:
@@ -131,7 +143,8 @@ def make_sandbox(env: dict[str, str], device_type: str) -> WorkerSandbox | str:
         devices = tuple(sorted(p for p in glob.glob("/dev/nvidia*") if not os.path.isdir(p)))
         ro += [Path("/sys")]  # the CUDA driver reads the PCI topology there
         ro += [Path(p) for p in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME")) if p and os.path.isdir(p)]
-    sandbox_env = {**env, "HOME": str(root), "TMPDIR": "/tmp", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    sandbox_env = {**env, "HOME": str(root), "TMPDIR": "/tmp", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+                   OWN_TMP_ENV: "1"}  # fmt: skip
     policy = Policy(
         ro=tuple(p for p in dict.fromkeys(ro) if p.exists()), rw=(root,), cwd=root, env=sandbox_env,
         memory_bytes=None, max_processes=MAX_PROCESSES, devices=devices,
@@ -144,3 +157,64 @@ def make_sandbox(env: dict[str, str], device_type: str) -> WorkerSandbox | str:
     shared = f", sharing the host's {'/'.join(policy.share)} namespace" if policy.share else ""
     shared += ", a uid of its own for every worker" if policy.child_uids else ""
     return WorkerSandbox(policy, sandbox_env, root, support.describe() + shared)
+
+
+def tmp_entries() -> set[str]:
+    """The paths ``SHARED_TMP`` hold now (the zygote's own, kept when it empties them)."""
+    found: set[str] = set()
+    for folder in SHARED_TMP:
+        with contextlib.suppress(OSError):
+            found.update(os.path.join(folder, name) for name in os.listdir(folder))
+    return found
+
+
+def tmp_owners(keep: set[str]) -> set[int]:
+    """The uids owning an entry of ``SHARED_TMP`` but ``keep`` (whom a wipe has something to remove for)."""
+    owners: set[int] = set()
+    for path in tmp_entries() - keep:
+        with contextlib.suppress(OSError):
+            owners.add(os.lstat(path).st_uid)
+    return owners
+
+
+def wipe_tmp(keep: set[str]) -> None:
+    """Remove every entry of ``SHARED_TMP`` but ``keep`` that this process may remove: run under a finished
+    worker's uid, what that worker left (a sticky folder lets nobody else's go)."""
+    for path in tmp_entries() - keep:
+        with contextlib.suppress(OSError):
+            if os.path.islink(path) or not os.path.isdir(path):
+                os.unlink(path)
+            else:
+                _empty(path)
+                os.rmdir(path)
+
+
+def _empty(path: str) -> None:
+    """Remove what folder ``path`` holds, as far as this process may, however deep: by directory descriptors
+    with an explicit stack (no path or recursion grows with the depth, no symbolic link is followed), each
+    folder opened to its owner first (a worker may have closed one to itself). Inside the sandbox, where
+    ``mkbsim.sandbox.remove_tree`` is not importable and an entry this process may not remove is skipped."""
+    os.chmod(path, 0o700)
+    top = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    stack: list[tuple[int, list[str]]] = [(top, os.listdir(top))]
+    names: list[str] = []  # the entry each deeper level came from, to remove once emptied
+    while stack:
+        fd, entries = stack[-1]
+        if not entries:
+            os.close(fd)
+            stack.pop()
+            if names:
+                with contextlib.suppress(OSError):
+                    os.rmdir(names.pop(), dir_fd=stack[-1][0])
+            continue
+        name = entries.pop()
+        try:
+            if stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+                os.chmod(name, 0o700, dir_fd=fd)
+                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                stack.append((child, os.listdir(child)))
+                names.append(name)
+            else:
+                os.unlink(name, dir_fd=fd)
+        except OSError:
+            continue

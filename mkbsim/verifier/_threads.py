@@ -1,26 +1,54 @@
 """Which of a worker's threads are working, as opposed to merely alive (DESIGN §5, background work).
 
-A thread left alive after run() returned is background work only if it runs: a thread pool's worker
+A thread left alive after run() returned is background work unless it is idle: a thread pool's worker
 blocked on its queue (``concurrent.futures``, kept for later compiles) is no work. The harness sleeps
-briefly, releasing the GIL and the CPU to every thread that has something to do, and reads each thread's
-own CPU clock (the kernel's per-thread scheduler clock) before and after: an idle thread's does not move,
-and at the end an idle thread sleeps, where one with work is running or waiting for a core (state ``R``,
-on a loaded machine).
-Work that waits out the window (a thread that sleeps, then fills the output) is still caught, by the
-output's correctness at the copy that follows and by the verifier's own measure of the CPU the worker
-spends between calls (``_trusted``).
+briefly, releasing the GIL and the CPU to every thread that has something to do, and reads each thread's own
+CPU clock (the kernel's per-thread scheduler clock) before and after: an idle thread's does not move, and an
+idle thread sleeps at the end (state ``S``), where one with work is running or waiting for a core (``R``, on a
+loaded machine). It looks again, a few windows, until every thread was once found so: a pool's thread still
+finishing its last task when run() returned (setting its future's result, waiting for a core) is idle a
+window later, where one with work never is.
+A thread the call started must moreover be found where only another thread can wake it (``WAITS_FOREVER``:
+a pool's worker on its queue, a condition, an event or a queue waited on with no time limit); one that
+sleeps or waits with a time limit wakes by itself, with work to do. A thread started before the call is
+judged by its clock alone (a library's timer thread sleeps between its rounds): work that waits out the
+windows is still caught, by the output's correctness at the copy that follows and by the verifier's own
+measure of the CPU the worker spends between calls (``_trusted``).
 """
 
 from __future__ import annotations
 
+import inspect
+import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import thread as _pool
+from types import CodeType
 
 #: How long the harness sleeps while the threads' clocks are read...
 WINDOW_S = 0.002
-#: ...and how much CPU a thread must take meanwhile to count as working (an idle one takes none).
+#: ...at most how many times, until every thread is found idle...
+WINDOWS = 5
+#: ...and how much CPU a thread may take in the window it is found idle (an idle one takes none).
 BUSY_NS = 20_000
+
+
+def _wait_line(fn: Callable[..., object], statement: str) -> tuple[CodeType, int]:
+    """The code of ``fn`` and the line of its last ``statement`` (found in the source: Python versions differ)."""
+    lines, first = inspect.getsourcelines(fn)
+    return fn.__code__, first + max(i for i, line in enumerate(lines) if line.strip() == statement)
+
+
+#: The places where a thread waits until another wakes it, with no time limit: a pool's worker on its queue (a C
+#: call, under this frame), ``Condition.wait()`` without a timeout (``Event.wait``, ``Queue.get`` and
+#: ``Semaphore.acquire`` wait there). Taken from the harness's own modules when it starts, before any submission.
+WAITS_FOREVER = frozenset(
+    (
+        _wait_line(_pool._worker, "work_item = work_queue.get(block=True)"),
+        _wait_line(threading.Condition.wait, "waiter.acquire()"),
+    )
+)
 
 
 def _clock_id(native_id: int) -> int:
@@ -42,25 +70,33 @@ def _cpu_ns(clock_id: int) -> int | None:
         return None
 
 
-def working(idents: Iterable[int]) -> set[int]:
-    """The threads among ``idents`` (Python thread identifiers) that take CPU time within a short window,
-    or whose kernel thread cannot be found (counted as working)."""
+def _waits_forever(ident: int) -> bool:
+    frame = sys._current_frames().get(ident)
+    return frame is not None and (frame.f_code, frame.f_lineno) in WAITS_FOREVER
+
+
+def working(idents: Iterable[int], started: Iterable[int] = ()) -> set[int]:
+    """The threads among ``idents`` (Python thread identifiers) not found idle in any of ``WINDOWS`` short
+    windows (no CPU taken, not runnable at the end; those in ``started``, started by the call, also waiting
+    where only another thread wakes them), and those whose kernel thread cannot be found."""
     native: dict[int, int] = {}
-    unknown = set()
+    busy: set[int] = set()
     for ident in idents:
         thread = threading._active.get(ident)  # type: ignore[attr-defined]
         native_id = getattr(thread, "native_id", None) if thread is not None else None
         if isinstance(native_id, int):
             native[ident] = native_id
         else:
-            unknown.add(ident)
-    if not native:
-        return unknown
-    before = {ident: _cpu_ns(_clock_id(tid)) for ident, tid in native.items()}
-    time.sleep(WINDOW_S)
-    busy = set(unknown)
-    for ident, tid in native.items():
-        start, end = before[ident], _cpu_ns(_clock_id(tid))
-        if (start is not None and end is not None and end - start > BUSY_NS) or _runnable(tid):
             busy.add(ident)
-    return busy
+    new = set(started)
+    for _ in range(WINDOWS):
+        if not native:
+            break
+        before = {ident: _cpu_ns(_clock_id(tid)) for ident, tid in native.items()}
+        time.sleep(WINDOW_S)
+        for ident, tid in list(native.items()):
+            start, end = before[ident], _cpu_ns(_clock_id(tid))
+            quiet = end is not None and start is not None and end - start <= BUSY_NS and not _runnable(tid)
+            if end is None or (quiet and (ident not in new or _waits_forever(ident))):  # ended, or idle
+                del native[ident]
+    return busy | set(native)

@@ -26,6 +26,7 @@ from mkbsim.verifier._judge import Failure, tampering, worker_failed
 from mkbsim.verifier._process import WorkerFailed, WorkerHandle
 from mkbsim.verifier._protocol import Protocol
 from mkbsim.verifier._result import VerifierReport
+from mkbsim.verifier._schema import Malformed
 from mkbsim.verifier._trusted import Trusted
 
 if TYPE_CHECKING:
@@ -151,6 +152,9 @@ class Verification:
         msg = {"op": "call", "arena": desc, "audit": audit, "null": null, "flush": flush, "keep": keep}
         self._in_flight = arena
         try:
+            if self.worker.chan.pending():  # one answer per request: a second one is not the harness's
+                return Failure("harness_tamper", "The worker sent a message on the verifier's channel that answers "
+                               "no request (the harness sends one answer per call).")  # fmt: skip
             self.worker.send(msg, fds)
         except WorkerFailed as exc:
             return worker_failed(exc, "while sending a call", self.details)
@@ -165,13 +169,17 @@ class Verification:
         except WorkerFailed as exc:
             self.details["worker_output_tail"] = self.worker.output_tail()
             return worker_failed(exc, where, self.details)
-        page = self.control.report()
+        failure: Failure | None = None
+        try:
+            page = self.control.report([len(p) for p in self.positions])
+        except Malformed as exc:
+            page, failure = {}, _malformed(exc, where)
         self.control.end_call()
         if self._in_flight is not None:
             self._in_flight.arrived()
             self._in_flight = None
         reply = exchange.reply
-        failure = self.absorb(reply, where) or tampering(reply, where)
+        failure = failure or self.absorb(reply, where) or tampering(reply, where)
         if failure is None and reply.get("ran") is False and reply.get("modes"):
             failure = Failure("lazy_output", f"A torch function or dispatch mode was active before run() {where} "
                               "(entered between calls); enter and exit modes within run().")  # fmt: skip
@@ -189,7 +197,10 @@ class Verification:
     def absorb(self, reply: dict[str, Any], where: str) -> Failure | None:
         """Violations the guards recorded (in the control page, not the reply) since the last answer."""
         assert self.control is not None
-        violations, inline = self.control.guard_records()
+        try:
+            violations, inline = self.control.guard_records()
+        except Malformed as exc:
+            return _malformed(exc, where)
         self.inline += [s for s in inline if s not in self.inline]
         new = violations[self._violations_seen :]
         self._violations_seen = len(violations)
@@ -234,3 +245,9 @@ class Verification:
         if self.control is not None:
             self.control.close()
             self.control = None
+
+
+def _malformed(exc: Malformed, where: str) -> Failure:
+    """A record of the control page not of the vaults' form: written by the submission (``_schema``)."""
+    return Failure("harness_tamper", f"The worker's records in the verifier's control page {where} are not the "
+                   f"harness's: {exc}.")  # fmt: skip

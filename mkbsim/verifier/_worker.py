@@ -412,19 +412,20 @@ class Worker:
         return {"left_mode": left}
 
     def background(self, before: set[int], audit: bool) -> list[str]:
-        """Threads still running the submission's work after run() returned: started by the call and
-        still alive, started between calls, or, on a correctness draw, started before the call and working
-        now (an idle pool thread waiting on its queue is no work: ``_threads``, whose short wait stays out
-        of the timed and null calls; there the verifier's own CPU measures see such work, ``_trusted``)."""
+        """Threads still running the submission's work after run() returned: started between calls, or
+        working now (an idle pool thread waiting on its queue is no work: ``_threads``), those the call
+        started on every call, those started before it on a correctness draw (the short wait stays out of the
+        timed and null calls, where the verifier's own CPU measures see such work, ``_trusted``)."""
         frames = sys._current_frames()
         if self.guards is None:
             return []
         started, stray = self.guards.threads()
         found = [f"thread {ident} started between calls" for ident in dict.fromkeys(stray)]
+        new = [ident for ident in frames if ident not in before]
         earlier = [ident for ident in frames if ident in started and ident in before] if audit else []
-        busy = working(earlier) if earlier else set()
+        busy = working(new + earlier, started=new) if new or earlier else set()
         for ident, frame in frames.items():
-            if ident not in before or ident in busy:
+            if ident in busy:
                 found.append(f"thread {ident} in {frame.f_code.co_name} (line {frame.f_lineno})")
         return found
 

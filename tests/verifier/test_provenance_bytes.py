@@ -51,7 +51,7 @@ class Audit:
     def outside_share(self, out: torch.Tensor) -> float:
         """The share of ``out`` the verifier judges to have existed outside the DSL."""
         self.registry.protect(_provenance.report_result, _send=self.send)([out])
-        records = self.control.report()["records"]
+        records = self.control.report([N])["records"]
         assert not [r for r in records if r[0] == "fault"], records
         anchor = out.detach().double().clone()
         ref = OutputRef("out", anchor, anchor, out.dtype, out.is_floating_point(), 0.0, 0.0, 0.0)

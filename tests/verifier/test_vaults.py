@@ -134,7 +134,7 @@ def test_inference_tensors_are_audited_and_a_fault_of_the_vault_is_recorded() ->
     # a fault inside the vault reaches the verifier as a record, whatever the submission does with the exception
     assert isinstance(send((4, None)), TypeError)  # RESULT of something that is not a sequence
     registry.protect(_provenance.report_result, _send=send)([torch.ones(4)])
-    records = control.report()["records"]
+    records = control.report([4])["records"]
     control.close()
     assert any(r[0] == "fault" and "TypeError" in r[1] for r in records), records
 
@@ -223,7 +223,7 @@ def test_fp8_outputs_are_sampled_where_the_device_cannot_take_them() -> None:
         assert made.float().isnan().all()  # the sentinel, in fp8 too
         x = torch.randn(64).to(dtype)
         registry.protect(_provenance.report_result, _send=send)([x])
-        records = control.report()["records"]
+        records = control.report([len(positions)])["records"]
         assert not [r for r in records if r[0] == "fault"], records
         returned = [r for r in records if r[0] == "result"]
         assert returned and returned[0][3] == x.float()[positions].double().tolist()
@@ -253,7 +253,7 @@ def test_a_view_of_a_large_input_is_not_an_eager_copy_of_the_output() -> None:
     out = op(None, torch.ops.aten.empty.memory_format, (), ([n],), {"dtype": torch.bfloat16})
     launch(pool.reshape(-1), out)
     registry.protect(_provenance.report_result, _send=send)([out])
-    records = control.report()["records"]
+    records = control.report([n])["records"]
     control.close()
     assert not [r for r in records if r[0] in ("contains", "fault")], [r[:2] for r in records]
     assert [r[4] for r in records if r[0] == "result"] == [True]  # the output is the launch's

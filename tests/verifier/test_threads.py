@@ -1,0 +1,83 @@
+"""Which threads left alive after run() returned are working (DESIGN §5, background work): a pool's thread
+idle on its queue is not, whether the call started it or not and however loaded the machine; a thread
+computing, sleeping or waiting with a time limit is."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from mkbsim.verifier._threads import working
+
+
+def _burn(stop: threading.Event) -> None:
+    while not stop.is_set():
+        sum(range(1000))
+
+
+def _started(target: Callable[..., object], *args: object) -> Iterator[int]:
+    thread = threading.Thread(target=target, args=args, daemon=True)
+    thread.start()
+    assert thread.ident is not None
+    yield thread.ident
+
+
+def test_a_pool_started_by_the_call_is_idle_once_its_futures_are_done() -> None:
+    # the pool's threads start lazily, inside the "call"; the judgement follows right after the last result,
+    # as the harness's does after run() returns (the threads may still be finishing their bookkeeping)
+    for _ in range(20):
+        pool = ThreadPoolExecutor(max_workers=2)
+        before = set(threading._active)  # type: ignore[attr-defined]
+        futures = [pool.submit(sum, range(20_000)) for _ in range(2)]
+        for f in futures:
+            f.result()
+        new = [ident for ident in threading._active if ident not in before]  # type: ignore[attr-defined]
+        assert new and working(new, started=new) == set()
+        pool.shutdown()
+
+
+def test_a_thread_at_work_after_the_call_is_working() -> None:
+    stop = threading.Event()
+    (ident,) = _started(_burn, stop)
+    try:
+        assert working([ident], started=[ident]) == {ident}
+        assert working([ident]) == {ident}
+    finally:
+        stop.set()
+
+
+@pytest.mark.parametrize(
+    "wait",
+    [
+        lambda: time.sleep(0.5),
+        lambda: threading.Event().wait(0.5),
+    ],
+    ids=["sleeping", "waiting with a time limit"],
+)
+def test_a_thread_that_wakes_by_itself_is_working(wait: Callable[[], object]) -> None:
+    (ident,) = _started(wait)
+    time.sleep(0.01)  # asleep by now
+    assert working([ident], started=[ident]) == {ident}
+
+
+def test_a_pool_thread_still_at_its_task_is_working() -> None:
+    pool = ThreadPoolExecutor(max_workers=1)
+    before = set(threading._active)  # type: ignore[attr-defined]
+    pool.submit(time.sleep, 0.5)
+    new = [ident for ident in threading._active if ident not in before]  # type: ignore[attr-defined]
+    assert working(new, started=new) == set(new)
+    pool.shutdown()
+
+
+def test_a_thread_waiting_for_another_without_a_limit_is_idle() -> None:
+    event = threading.Event()
+    (ident,) = _started(event.wait)
+    try:
+        time.sleep(0.01)
+        assert working([ident], started=[ident]) == set()
+    finally:
+        event.set()
