@@ -350,9 +350,9 @@ class FlashPrefillWgmma:
         total_q = cute.size(mQ, mode=[0])
         batch = cute.size(mQO, mode=[0]) - 1
         tiles = (total_q + BM - 1) // BM + batch
-        self.kernel(
-            mQ, mK, mV, mQO, mKVP, mTable, mLast, mO, mLse, scale2, q_layout, kv_layout
-        ).launch(grid=[tiles * self.t.hq, 1, 1], block=[THREADS, 1, 1])
+        self.kernel(mQ, mK, mV, mQO, mKVP, mTable, mLast, mO, mLse, scale2, q_layout, kv_layout).launch(
+            grid=[tiles * self.t.hq, 1, 1], block=[THREADS, 1, 1]
+        )
 
     def compiled(self):
         """The kernel compiled once for symbolic sizes (sm_90a)."""
