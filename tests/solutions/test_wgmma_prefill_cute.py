@@ -129,12 +129,44 @@ def test_accumulators_and_the_p_operand_are_where_the_kernel_puts_them(t: Any) -
         assert a == s, f"P thread {tx}: A element i must be S element i"
 
 
+def rank_major(y: int, ntbs: list[int]) -> tuple[int, int]:
+    """`FlashPrefillWgmma.cta_tile` lane by lane: (sequence, query tile) of CTA row y, (-1, 0) past the last."""
+    for base in range(0, len(ntbs), 32):
+        lanes = [ntbs[b] if b < len(ntbs) else 0 for b in range(base, base + 32)]
+        rank = 0
+        while True:
+            has = [ntb > rank for ntb in lanes]
+            mask = sum(1 << lane for lane in range(32) if has[lane])
+            count = bin(mask).count("1")
+            if y < count:
+                below = [bin(mask & ((1 << lane) - 1)).count("1") for lane in range(32)]
+                pick = sum(1 << lane for lane in range(32) if has[lane] and below[lane] == y)
+                seq = base + 31 - (32 - pick.bit_length())  # 31 - clz
+                return seq, ntbs[seq] - 1 - rank
+            y -= count
+            rank += 1
+            if count == 0:
+                break
+    return -1, 0
+
+
+@pytest.mark.parametrize("ntbs", [[5, 14, 4, 3, 6, 18, 17, 3], [0, 2, 0, 1], [(7 * b) % 5 for b in range(70)]])
+def test_rank_major_order_takes_every_tile_once_heaviest_ranks_first(ntbs: list[int]) -> None:
+    tiles = [rank_major(y, ntbs) for y in range(sum(ntbs) + len(ntbs))]
+    real = [st for st in tiles if st[0] >= 0]
+    assert sorted(real) == sorted((b, m) for b, n in enumerate(ntbs) for m in range(n))
+    assert tiles[len(real) :] == [(-1, 0)] * len(ntbs)  # the grid's spare CTAs find nothing
+    for base in range(0, len(ntbs), 32):  # within 32 sequences: rank from the end never decreases
+        ranks = [ntbs[b] - 1 - m for b, m in real if base <= b < base + 32]
+        assert ranks == sorted(ranks)
+
+
 @pytest.mark.parametrize("nn", PREFILL)
 def test_emulated_kernel_passes_the_verifier_rule_on_smoke(nn: str) -> None:
     problem = _problem(nn)
     for seed in (3, 4):
         inputs = problem.make_inputs(problem.smoke, seed=seed)
-        _check_against_anchor(problem, inputs, kernel=partial(emulate_wgmma, mask_rows=WARP_ROWS))
+        _check_against_anchor(problem, inputs, kernel=partial(emulate_wgmma, mask_rows=WARP_ROWS, order=rank_major))
 
 
 @pytest.mark.slow
@@ -142,4 +174,4 @@ def test_emulated_kernel_passes_the_verifier_rule_on_smoke(nn: str) -> None:
 def test_emulated_kernel_passes_the_verifier_rule_on_a_larger_shape(nn: str) -> None:
     problem = _problem(nn)
     inputs = problem.make_inputs(_larger(problem), seed=5)
-    _check_against_anchor(problem, inputs, kernel=partial(emulate_wgmma, mask_rows=WARP_ROWS))
+    _check_against_anchor(problem, inputs, kernel=partial(emulate_wgmma, mask_rows=WARP_ROWS, order=rank_major))

@@ -28,6 +28,7 @@ import math
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -447,8 +448,23 @@ def run_cta(w: Walk, mask_rows: int = S9.BM) -> tuple[torch.Tensor, torch.Tensor
     return acc / l_run[..., None], m_run + torch.log2(l_run)
 
 
-def emulate_wgmma(problem: Any, inputs: tuple, mask_rows: int = S9.BM) -> tuple[torch.Tensor, torch.Tensor]:
-    """The WGMMA kernel's grid: the tile scheduler, then `run_cta` (all heads of a query tile at once)."""
+def sequence_major(y: int, ntbs: list[int]) -> tuple[int, int]:
+    """(sequence, query tile) of CTA row y in the TIRx kernel: sequence by sequence, each from its last tile."""
+    for b, ntb in enumerate(ntbs):
+        if y < ntb:
+            return b, ntb - 1 - y
+        y -= ntb
+    return -1, 0
+
+
+def emulate_wgmma(
+    problem: Any,
+    inputs: tuple,
+    mask_rows: int = S9.BM,
+    order: Callable[[int, list[int]], tuple[int, int]] = sequence_major,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The WGMMA kernel's grid: the tile scheduler ``order`` (CTA row -> sequence, query tile, given each
+    sequence's query-tile count), then `run_cta` (all heads of a query tile at once)."""
     t = _tiling(problem)
     bm = S9.BM
     x = _named(problem, inputs)
@@ -458,15 +474,9 @@ def emulate_wgmma(problem: Any, inputs: tuple, mask_rows: int = S9.BM) -> tuple[
     out = torch.full(q.shape, float("nan"), dtype=torch.bfloat16)
     lse = torch.full(q.shape[:2], float("nan"), dtype=torch.float32)
     written = torch.zeros(total_q, dtype=torch.int64)
+    ntbs = [(int(qo[b + 1]) - int(qo[b]) + bm - 1) // bm for b in range(batch)]
     for y in range(t.grid_tiles(total_q, batch)):
-        seq, mblk, rem = -1, 0, y
-        for b in range(batch):
-            ntb = (int(qo[b + 1]) - int(qo[b]) + bm - 1) // bm
-            if seq < 0:
-                if rem < ntb:
-                    seq, mblk = b, ntb - 1 - rem
-                else:
-                    rem -= ntb
+        seq, mblk = order(y, ntbs)
         if seq < 0:
             continue
         q0, lq = int(qo[seq]), int(qo[seq + 1]) - int(qo[seq])

@@ -405,19 +405,7 @@ class _FWC_FlashPrefillWgmma:
         alpha = cute.make_rmem_tensor((2,), cutlass.Float32)
         out8 = cute.make_rmem_tensor((8,), cutlass.BFloat16)
 
-        # this CTA's (sequence, query tile): tiles of a sequence are numbered from its last one
-        batch = cute.size(mQO, mode=[0]) - 1
-        seq = cutlass.Int32(-1)
-        mblk = cutlass.Int32(0)
-        rem = cutlass.Int32(bid // hq)
-        for b in cutlass.range(batch):
-            ntb = (mQO[b + 1] - mQO[b] + _SM90_BM - 1) // _SM90_BM
-            if seq < 0:
-                if rem < ntb:
-                    seq = cutlass.Int32(b)
-                    mblk = ntb - 1 - rem
-                else:
-                    rem = rem - ntb
+        seq, mblk = self.cta_tile(mQO, bid // hq)
         if seq >= 0:
             q0 = mQO[seq]
             lq = mQO[seq + 1] - q0
@@ -502,6 +490,46 @@ class _FWC_FlashPrefillWgmma:
                 if r < nrows:
                     cute.autovec_copy(sQc[(None,), (_SM90_panel_chunk(r, cc, _SM90_BM),)], out8)
                     cute.autovec_copy(out8, gO[(0, 0, None), (q0 + m0 + r, h, cc)])
+
+    @cute.jit
+    def cta_tile(self, mQO: cute.Tensor, y):
+        """(sequence, query tile) of the CTAs numbered y (one a query head; -1: none), heaviest first.
+
+        A query tile's cost is the KV tiles it walks, which grows with its position in the sequence, so CTAs
+        take the sequences' last tiles first, then their second-to-last tiles, and so on (rank r from the end
+        of every sequence before rank r + 1; sequences in order within a rank), which leaves the short tiles
+        for the end of the grid. Each warp works this out on its own: lane l holds the tile count of sequence
+        base + l (32 sequences at a time), a ballot names the sequences with a tile of rank r, and the y-th of
+        them (counting on from the ranks before) is the CTA's."""
+        lane = cute.arch.lane_idx()
+        batch = cute.size(mQO, mode=[0]) - 1
+        seq = cutlass.Int32(-1)
+        mblk = cutlass.Int32(0)
+        rem = cutlass.Int32(y)
+        for base in cutlass.range(0, batch, 32, unroll=1):
+            if seq < 0:
+                b = base + lane
+                ntb = cutlass.Int32(0)
+                if b < batch:
+                    ntb = (mQO[b + 1] - mQO[b] + _SM90_BM - 1) // _SM90_BM
+                rank = cutlass.Int32(0)
+                more = cutlass.Int32(1)
+                while more > 0:
+                    has = ntb > rank
+                    mask = cute.arch.vote_ballot_sync(has)
+                    count = cute.arch.popc(mask)
+                    if rem < count:
+                        below = cute.arch.popc(cutlass.Uint32(mask) & cute.arch.lanemask_lt())
+                        pick = cute.arch.vote_ballot_sync(has & (cutlass.Int32(below) == rem))
+                        seq = base + 31 - cutlass.Int32(cute.arch.clz(pick))
+                        mblk = (mQO[seq + 1] - mQO[seq] + _SM90_BM - 1) // _SM90_BM - 1 - rank
+                        more = cutlass.Int32(0)
+                    else:
+                        rem = rem - count
+                        rank = rank + 1
+                        if count == 0:
+                            more = cutlass.Int32(0)
+        return seq, mblk
 
     @cute.jit
     def issue_s(self, acc: cute.Tensor, a: cute.Tensor, b: cute.Tensor, j):
