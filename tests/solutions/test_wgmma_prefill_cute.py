@@ -18,7 +18,15 @@ while a @cute.jit function is traced, so these tests check, at trace time:
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +39,7 @@ from problems.attention.solutions import _flash_prefill_sm90 as S9
 cutlass = pytest.importorskip("cutlass")
 cute = pytest.importorskip("cutlass.cute")
 FW = pytest.importorskip("problems.attention.solutions._flash_prefill_wgmma_cutedsl")
+ROOT = Path(__file__).resolve().parents[2]
 
 # every lane pattern of warp 0, one lane of every other warp, both warpgroups
 THREADS = (0, 1, 2, 3, 4, 5, 30, 31, 33, 66, 99, 127, 128, 129, 134, 161, 194, 255)
@@ -175,3 +184,42 @@ def test_emulated_kernel_passes_the_verifier_rule_on_a_larger_shape(nn: str) -> 
     problem = _problem(nn)
     inputs = problem.make_inputs(_larger(problem), seed=5)
     _check_against_anchor(problem, inputs, kernel=partial(emulate_wgmma, mask_rows=WARP_ROWS, order=rank_major))
+
+
+COMPILE = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("solution", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+module._compiled()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nn", ["04", "09"])
+def test_ptxas_keeps_every_wgmma_asynchronous_without_spills(nn: str, tmp_path: Path) -> None:
+    """ptxas serialises the wgmmas (a 'Potential Performance Loss' note) when a register a wgmma owns is touched
+    before its wait; the kernel's PTX must assemble without that and without spills, with the wgmmas of its plan."""
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("no CUDA toolkit (ptxas) on this machine")
+    spec = importlib.util.spec_from_file_location("attest_device_code", ROOT / "benchmarks" / "attest_device_code.py")
+    assert spec is not None and spec.loader is not None
+    attest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(attest)
+    env = {**os.environ, **attest.cute_env(tmp_path, keep="ptx")}
+    path = SOLUTIONS / f"{nn}_wgmma_cutedsl.py"
+    done = subprocess.run([sys.executable, "-c", COMPILE, str(path)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (ptx,) = sorted(tmp_path.glob("*.ptx"))
+    out = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", str(tmp_path / "k.cubin"), str(ptx)],
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "serialized" not in out.stderr and "Performance Loss" not in out.stderr, out.stderr[-2000:]
+    assert "0 bytes spill stores, 0 bytes spill loads" in out.stderr, out.stderr[-2000:]
+    t = _tiling(_problem(nn))
+    text = ptx.read_text()
+    # per CTA: S(0), S(j) in the loop (d / 16 k-steps each); P·V in the loop and the last one (bn / 16 each)
+    found = Counter(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)\.f32\.bf16\.bf16", text))
+    assert found == Counter({f"m64n{t.bn}k16": 2 * t.d // 16}) + Counter({f"m64n{t.d}k16": 2 * t.bn // 16})
