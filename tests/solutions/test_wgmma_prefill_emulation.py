@@ -370,9 +370,8 @@ class Walk:
         self.ntile = (m0 + nrows + delta + t.bn - 1) // t.bn
 
 
-def run_cta(w: Walk, mask_rows: int = S9.BM) -> tuple[torch.Tensor, torch.Tensor]:
-    """The kernel's program for one CTA, replayed against `SharedMemory`: O / l and lse of its BM rows. The
-    causal mask is decided per block of ``mask_rows`` rows (the TIRx kernel: the CTA; the CuTe DSL one: a warp)."""
+def run_cta(w: Walk) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernel's program for one CTA, replayed against `SharedMemory`: O / l and lse of its BM rows."""
     t, bn, bm, ntile = w.t, w.t.bn, S9.BM, w.ntile
     rows_cta = torch.arange(bm)
     neg = torch.tensor(FP.NEG_BIG, dtype=torch.float32)
@@ -396,12 +395,10 @@ def run_cta(w: Walk, mask_rows: int = S9.BM) -> tuple[torch.Tensor, torch.Tensor
         n = ntile - 1 - j
         s = s * w.scale2
         over = (n * bn + torch.arange(bn))[None, :] > (w.m0 + rows_cta)[:, None] + w.delta  # [bm, bn]
-        for r0 in range(0, bm, mask_rows):
-            block = slice(r0, r0 + mask_rows)
-            if (n + 1) * bn > w.m0 + r0 + w.delta + 1:
-                s[:, block] = torch.where(over[None, block], neg, s[:, block])
-            else:  # the kernel skips the mask here: nothing may need it
-                assert not over[block].any()
+        if (n + 1) * bn > w.m0 + w.delta + 1:
+            s = torch.where(over[None], neg, s)
+        else:  # the kernel skips the mask here: nothing may need it
+            assert not over.any()
         mx = torch.maximum(m_run, s.amax(-1))
         m_use = torch.where(mx == neg, torch.zeros(()), mx)
         alpha = torch.exp2(m_run - m_use)
@@ -460,11 +457,11 @@ def sequence_major(y: int, ntbs: list[int]) -> tuple[int, int]:
 def emulate_wgmma(
     problem: Any,
     inputs: tuple,
-    mask_rows: int = S9.BM,
     order: Callable[[int, list[int]], tuple[int, int]] = sequence_major,
+    cta: Callable[[Walk], tuple[torch.Tensor, torch.Tensor]] = run_cta,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The WGMMA kernel's grid: the tile scheduler ``order`` (CTA row -> sequence, query tile, given each
-    sequence's query-tile count), then `run_cta` (all heads of a query tile at once)."""
+    sequence's query-tile count), then the CTA program ``cta`` (all heads of a query tile at once)."""
     t = _tiling(problem)
     bm = S9.BM
     x = _named(problem, inputs)
@@ -487,7 +484,7 @@ def emulate_wgmma(
         m0 = mblk * bm
         nrows = min(lq - m0, bm)
         q_rows = q[q0 + torch.clamp(m0 + torch.arange(bm), max=lq - 1)]  # rows past the end re-read the last
-        o_cta, lse_cta = run_cta(Walk(t, x, q_rows, nrows, kv0, lk, m0, lk - lq), mask_rows)
+        o_cta, lse_cta = cta(Walk(t, x, q_rows, nrows, kv0, lk, m0, lk - lq))
         out[q0 + m0 : q0 + m0 + nrows] = o_cta[:, :nrows].transpose(0, 1).to(torch.bfloat16)
         lse[q0 + m0 : q0 + m0 + nrows] = lse_cta[:, :nrows].transpose(0, 1)
         written[q0 + m0 : q0 + m0 + nrows] += 1

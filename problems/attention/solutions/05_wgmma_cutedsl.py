@@ -265,7 +265,8 @@ SM90 = SimpleNamespace(
 # problems/attention/solutions/_flash_prefill_wgmma_cutedsl.py
 _FWC_LOG2E = 1.0 / math.log(2.0)
 _FWC_WG_THREADS = 128
-_FWC_ROW_LISTS = 4  # ring of page-table row lists, filled two tiles ahead
+_FWC_ROW_LISTS = 4  # ring of page-table row lists: tiles j-1 .. j+3 never share a slot while one may be read
+_FWC_SMEM_LIMIT = 232448  # bytes of shared memory one CTA may opt into on sm_90 (227 KB)
 
 
 def _FWC_tiled_mmas(t: _SM90_Sm90Tiling) -> tuple[Any, Any]:
@@ -280,34 +281,59 @@ def _FWC_tiled_mmas(t: _SM90_Sm90Tiling) -> tuple[Any, Any]:
     return qk, pv
 
 
-def _FWC_smem_layouts(t: _SM90_Sm90Tiling) -> tuple[Any, Any]:
-    """CuTe's K-major SW128 layouts of the Q tile (BM, d, 1) and of the K or V ring (bn, d, 2); inside @cute.jit."""
+def _FWC_smem_layouts(t: _SM90_Sm90Tiling, k_ring: int, v_ring: int) -> tuple[Any, Any, Any]:
+    """CuTe's K-major SW128 layouts of the Q tile (BM, d, 1), the K ring (bn, d, k_ring) and the V ring
+    (bn, d, v_ring); inside @cute.jit."""
     q = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (_SM90_BM, t.bn, t.d), cutlass.BFloat16, 1)
-    kv = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (_SM90_BM, t.bn, t.d), cutlass.BFloat16, 2)
-    return q, kv
+    k = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (_SM90_BM, t.bn, t.d), cutlass.BFloat16, k_ring)
+    v = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (_SM90_BM, t.bn, t.d), cutlass.BFloat16, v_ring)
+    return q, k, v
 
 
-def _FWC_transposed(s_v: Any, t: _SM90_Sm90Tiling) -> Any:
-    """The (d, bn, 2) view of the V ring (bn, d, 2), a tensor or a layout: V(j)ᵀ, the MN-major B operand of P·V."""
-    return cute.composition(s_v, cute.make_layout((t.d, t.bn, 2), stride=(t.bn, 1, t.bn * t.d)))
+def _FWC_transposed(s_v: Any, t: _SM90_Sm90Tiling, ring: int) -> Any:
+    """The (d, bn, ring) view of a V ring (bn, d, ring), a tensor or a layout: V(j)ᵀ, the MN-major B operand of P·V."""
+    return cute.composition(s_v, cute.make_layout((t.d, t.bn, ring), stride=(t.bn, 1, t.bn * t.d)))
 
 
 class _FWC_FlashPrefillWgmma:
-    """The template for one `Sm90Tiling`; ``__call__`` runs it on (q, k, v, qo_indptr, kv_indptr, table, last)."""
+    """The template for one `Sm90Tiling` and copy distance; ``__call__`` runs it on (q, k, v, qo_indptr,
+    kv_indptr, table, last).
 
-    def __init__(self, tiling: _SM90_Sm90Tiling) -> None:
-        self.t = tiling
+    Tile j of the walk copies K(j + k_ahead) and V(j + v_ahead) (V(t) is first read one tile after K(t)): plan
+    `wgmma` 1 and 0, plan `wgmmapipe` 2 and, where six K/V tiles fit beside Q (head dim 128), 1, else 0. The
+    rings hold k_ahead + 1 K tiles and v_ahead + 2 V tiles."""
+
+    def __init__(self, tiling: _SM90_Sm90Tiling, k_ahead: int = 1, v_ahead: int = 0) -> None:
+        if not 0 <= v_ahead < k_ahead <= v_ahead + 2:
+            raise ValueError(f"unsupported copy distance k_ahead={k_ahead} v_ahead={v_ahead}")
+        self.t, self.k_ahead, self.v_ahead = tiling, k_ahead, v_ahead
+        self.k_ring, self.v_ring = k_ahead + 1, v_ahead + 2
+        limit = _FWC_SMEM_LIMIT
+        if self.smem_bytes > limit:
+            raise ValueError(f"{self.smem_bytes} bytes of shared memory exceed the {limit} a CTA may have")
         self._kernel: list = []
+
+    @property
+    def smem_bytes(self) -> int:
+        """Q tile, K and V rings (bf16), the row-list ring (int32)."""
+        t = self.t
+        return (_SM90_BM + (self.k_ring + self.v_ring) * t.bn) * t.d * 2 + _FWC_ROW_LISTS * t.bn * 4
+
+    @property
+    def wait_groups(self) -> int:
+        """cp.async groups (each tile commits V's, then K's) tile j's barrier leaves in flight: the newest ones
+        after both K(j)'s (committed at tile j - k_ahead) and V(j-1)'s (at tile j - 1 - v_ahead)."""
+        return min(2 * self.v_ahead + 1, 2 * self.k_ahead - 2)
 
     def storage(self) -> Any:
         """Shared memory: Q tile, K ring, V ring (1024-byte aligned for the swizzle), the row-list ring."""
-        t = self.t
+        t, k_ring, v_ring = self.t, self.k_ring, self.v_ring
 
         @cute.struct
         class Storage:
             sq: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, _SM90_BM * t.d], 1024]
-            sk: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, 2 * t.bn * t.d], 1024]
-            sv: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, 2 * t.bn * t.d], 1024]
+            sk: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, k_ring * t.bn * t.d], 1024]
+            sv: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, v_ring * t.bn * t.d], 1024]
             rows: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, _FWC_ROW_LISTS * t.bn], 16]
 
         return Storage
@@ -323,20 +349,26 @@ class _FWC_FlashPrefillWgmma:
                 s_rows[j % _FWC_ROW_LISTS, tidx] = _FP_kv_row(m_table, kv0, token, self.t.page)
 
     @cute.jit
-    def copy_tile(self, atom: cute.CopyAtom, s_dst: cute.Tensor, g_src: cute.Tensor, s_rows: cute.Tensor, kvh, j):
-        # K or V tile of walk tile j into ring buffer j % 2 (16-byte chunks of the flat view)
+    def copy_tile(
+        self, atom: cute.CopyAtom, s_dst: cute.Tensor, ring: int, g_src: cute.Tensor, s_rows: cute.Tensor, kvh, j, ntile
+    ):
+        # K or V of walk tile j (if there is one) into ring buffer j % ring (16-byte chunks of the flat view),
+        # then the commit of this cp.async group (empty past the walk: the groups stay counted per tile)
         t = self.t
         tidx, _, _ = cute.arch.thread_idx()
         cc = tidx % t.chunks
-        for i in cutlass.range_constexpr(t.kv_loads):
-            r = _FP_copy_row(tidx, i, t.row_step, t.chunks)
-            dst = j % 2 * t.bn * t.chunks + _SM90_panel_chunk(r, cc, t.bn)
-            cute.copy(atom, g_src[(0, 0, None), (s_rows[j % _FWC_ROW_LISTS, r], kvh, cc)], s_dst[(None,), (dst,)])
+        if j < ntile:
+            for i in cutlass.range_constexpr(t.kv_loads):
+                r = _FP_copy_row(tidx, i, t.row_step, t.chunks)
+                dst = j % ring * t.bn * t.chunks + _SM90_panel_chunk(r, cc, t.bn)
+                cute.copy(atom, g_src[(0, 0, None), (s_rows[j % _FWC_ROW_LISTS, r], kvh, cc)], s_dst[(None,), (dst,)])
+        cute.arch.cp_async_commit_group()
 
     @cute.jit
-    def publish(self):
-        # this thread's copies landed; hand them to the async proxy wgmma reads through; then everyone's
-        cute.arch.cp_async_wait_group(0)
+    def publish(self, in_flight: int):
+        # this thread's copies but the newest ``in_flight`` groups landed; hand them to the async proxy wgmma
+        # reads through; then everyone's
+        cute.arch.cp_async_wait_group(in_flight)
         cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.sync_threads()
 
@@ -354,7 +386,8 @@ class _FWC_FlashPrefillWgmma:
         mLse: cute.Tensor,
         scale2: cutlass.Float32,
         q_layout: cute.ComposedLayout,
-        kv_layout: cute.ComposedLayout,
+        k_layout: cute.ComposedLayout,
+        v_layout: cute.ComposedLayout,
     ):
         t = self.t
         hq, d, page, bn, chunks = t.hq, t.d, t.page, t.bn, t.chunks
@@ -372,13 +405,14 @@ class _FWC_FlashPrefillWgmma:
         storage = SmemAllocator().allocate(self.storage())
         # flat 16-byte chunk views the copies write ((8,), (chunks,)), and CuTe's swizzled views the MMAs read
         sQc = cute.zipped_divide(cute.make_tensor(storage.sq.data_ptr(), cute.make_layout((_SM90_BM * d,))), (8,))
-        sKc = cute.zipped_divide(cute.make_tensor(storage.sk.data_ptr(), cute.make_layout((2 * bn * d,))), (8,))
-        sVc = cute.zipped_divide(cute.make_tensor(storage.sv.data_ptr(), cute.make_layout((2 * bn * d,))), (8,))
+        kr, vr, ka, va = self.k_ring, self.v_ring, self.k_ahead, self.v_ahead
+        sKc = cute.zipped_divide(cute.make_tensor(storage.sk.data_ptr(), cute.make_layout((kr * bn * d,))), (8,))
+        sVc = cute.zipped_divide(cute.make_tensor(storage.sv.data_ptr(), cute.make_layout((vr * bn * d,))), (8,))
         sQf = cute.make_tensor(storage.sq.data_ptr(), cute.make_layout((_SM90_BM * d,)))
         sRows = cute.make_tensor(storage.rows.data_ptr(), cute.make_layout((_FWC_ROW_LISTS, bn), stride=(bn, 1)))
         sQ = storage.sq.get_tensor(q_layout.outer, swizzle=q_layout.inner)
-        sK = storage.sk.get_tensor(kv_layout.outer, swizzle=kv_layout.inner)
-        sVt = _FWC_transposed(storage.sv.get_tensor(kv_layout.outer, swizzle=kv_layout.inner), t)
+        sK = storage.sk.get_tensor(k_layout.outer, swizzle=k_layout.inner)
+        sVt = _FWC_transposed(storage.sv.get_tensor(v_layout.outer, swizzle=v_layout.inner), t, vr)
         gQ = cute.zipped_divide(mQ, (1, 1, 8))
         gK = cute.zipped_divide(mK, (1, 1, 8))
         gV = cute.zipped_divide(mV, (1, 1, 8))
@@ -419,8 +453,9 @@ class _FWC_FlashPrefillWgmma:
             ntile = (m0 + nrows + delta + bn - 1) // bn
             row0 = wg * _SM90_WG_ROWS + warp * 16  # first tile row of this thread's warp
 
-            self.fill_rows(sRows, mTable, kv0, lk, 0, ntile)
-            self.fill_rows(sRows, mTable, kv0, lk, 1, ntile)
+            # the row lists of the tiles the copies before tile 1's barrier read
+            for i in cutlass.range_constexpr(ka + 1):
+                self.fill_rows(sRows, mTable, kv0, lk, i, ntile)
             cute.arch.sync_threads()
             for i in cutlass.range_constexpr(t.q_loads):
                 r = _FP_copy_row(tidx, i, t.row_step, chunks)
@@ -429,35 +464,36 @@ class _FWC_FlashPrefillWgmma:
                     gQ[(0, 0, None), (q0 + cutlass.min(m0 + r, lq - 1), h, cc)],
                     sQc[(None,), (_SM90_panel_chunk(r, cc, _SM90_BM),)],
                 )
-            self.copy_tile(g2s, sKc, gK, sRows, kvh, 0)
-            cute.arch.cp_async_commit_group()
+            # the copies of the walk tiles -k_ahead .. -1 (before the walk): V's group (Q joins the first), K's
+            for i in cutlass.range_constexpr(-ka, 0):
+                if cutlass.const_expr(i + va >= 0):
+                    self.copy_tile(g2s, sVc, vr, gV, sRows, kvh, i + va, ntile)
+                else:
+                    cute.arch.cp_async_commit_group()
+                self.copy_tile(g2s, sKc, kr, gK, sRows, kvh, i + ka, ntile)
             m_run.fill(_FP_NEG_BIG)
             l_run.fill(0.0)
             acc_o.fill(0.0)
-            self.publish()
+            self.publish(2 * ka - 2)  # Q and K(0)
 
-            # walk tile 0: S(0), then the copies of K(1) and V(0) run under its softmax
+            # walk tile 0: S(0), then the copies of V(v_ahead) and K(k_ahead) run under its softmax
             warpgroup.fence()
-            self.issue_s(acc_s, tSrQ, tSrK, 0)
-            self.fill_rows(sRows, mTable, kv0, lk, 2, ntile)
-            if ntile > 1:
-                self.copy_tile(g2s, sKc, gK, sRows, kvh, 1)
-            self.copy_tile(g2s, sVc, gV, sRows, kvh, 0)
-            cute.arch.cp_async_commit_group()
+            self.issue_s(acc_s, tSrQ, tSrK, 0, kr)
+            self.fill_rows(sRows, mTable, kv0, lk, ka + 1, ntile)
+            self.copy_tile(g2s, sVc, vr, gV, sRows, kvh, va, ntile)
+            self.copy_tile(g2s, sKc, kr, gK, sRows, kvh, ka, ntile)
             warpgroup.wait_group(0)
             self.softmax(acc_s, m_run, l_run, alpha, scale2, ntile - 1, m0 + row0, delta, lane)
             r_p.store(p_view.load().to(cutlass.BFloat16))
             for j in cutlass.range(1, ntile, unroll=1):
-                # K(j) and V(j-1) landed; every warpgroup is done with K(j-1), V(j-2) and row list j-2
-                self.publish()
+                # K(j) and V(j-1) landed; every warpgroup is done with K(j-1), V(j-2) and row list j + k_ahead - 3
+                self.publish(self.wait_groups)
                 warpgroup.fence()
-                self.issue_s(acc_s, tSrQ, tSrK, j)
-                self.issue_pv(acc_o, r_p, tOrVt, j - 1)
-                self.fill_rows(sRows, mTable, kv0, lk, j + 2, ntile)
-                if j + 1 < ntile:
-                    self.copy_tile(g2s, sKc, gK, sRows, kvh, j + 1)
-                self.copy_tile(g2s, sVc, gV, sRows, kvh, j)
-                cute.arch.cp_async_commit_group()
+                self.issue_s(acc_s, tSrQ, tSrK, j, kr)
+                self.issue_pv(acc_o, r_p, tOrVt, j - 1, vr)
+                self.fill_rows(sRows, mTable, kv0, lk, j + ka + 1, ntile)
+                self.copy_tile(g2s, sVc, vr, gV, sRows, kvh, j + va, ntile)
+                self.copy_tile(g2s, sKc, kr, gK, sRows, kvh, j + ka, ntile)
                 warpgroup.wait_group(1)  # S(j) landed; P(j-1)·V(j-1) may still run
                 self.softmax(acc_s, m_run, l_run, alpha, scale2, ntile - 1 - j, m0 + row0, delta, lane)
                 warpgroup.wait_group(0)  # P(j-1)·V(j-1) landed: O and the A operand are free
@@ -465,9 +501,9 @@ class _FWC_FlashPrefillWgmma:
                     acc_o[i] = acc_o[i] * alpha[i % 4 // 2]
                 r_p.store(p_view.load().to(cutlass.BFloat16))
             # the last product: P(ntile-1)·V(ntile-1)
-            self.publish()
+            self.publish(0)
             warpgroup.fence()
-            self.issue_pv(acc_o, r_p, tOrVt, ntile - 1)
+            self.issue_pv(acc_o, r_p, tOrVt, ntile - 1, vr)
             warpgroup.wait_group(0)
 
             # epilogue: each warpgroup writes only its own 64 rows of sQ, which only its own wgmma read
@@ -532,23 +568,23 @@ class _FWC_FlashPrefillWgmma:
         return seq, mblk
 
     @cute.jit
-    def issue_s(self, acc: cute.Tensor, a: cute.Tensor, b: cute.Tensor, j):
-        # S(j) = Q K(j)^T over d / 16 k-steps, K(j) in ring buffer j % 2. The MMA whose accumulate flag this
+    def issue_s(self, acc: cute.Tensor, a: cute.Tensor, b: cute.Tensor, j, ring: int):
+        # S(j) = Q K(j)^T over d / 16 k-steps, K(j) in ring buffer j % ring. The MMA whose accumulate flag this
         # toggles is made here: a flag set on the kernel's MMA inside a loop would escape the loop's IR region
         mma, _ = _FWC_tiled_mmas(self.t)
         mma.set(warpgroup.Field.ACCUMULATE, False)
         for kk in cutlass.range_constexpr(self.t.d // 16):
-            cute.gemm(mma, acc, a[None, None, kk, 0], b[None, None, kk, j % 2], acc)
+            cute.gemm(mma, acc, a[None, None, kk, 0], b[None, None, kk, j % ring], acc)
             mma.set(warpgroup.Field.ACCUMULATE, True)
         warpgroup.commit_group()
 
     @cute.jit
-    def issue_pv(self, acc: cute.Tensor, p: cute.Tensor, vt: cute.Tensor, j):
-        # O += P(j) V(j) over bn / 16 k-steps, V(j) in ring buffer j % 2 (an MMA of its own, as in issue_s)
+    def issue_pv(self, acc: cute.Tensor, p: cute.Tensor, vt: cute.Tensor, j, ring: int):
+        # O += P(j) V(j) over bn / 16 k-steps, V(j) in ring buffer j % ring (an MMA of its own, as in issue_s)
         _, mma = _FWC_tiled_mmas(self.t)
         mma.set(warpgroup.Field.ACCUMULATE, True)
         for kk in cutlass.range_constexpr(self.t.bn // 16):
-            cute.gemm(mma, acc, p[None, None, kk], vt[None, None, kk, j % 2], acc)
+            cute.gemm(mma, acc, p[None, None, kk], vt[None, None, kk, j % ring], acc)
         warpgroup.commit_group()
 
     @cute.jit
@@ -595,11 +631,11 @@ class _FWC_FlashPrefillWgmma:
         mLse: cute.Tensor,
         scale2: cutlass.Float32,
     ):
-        q_layout, kv_layout = _FWC_smem_layouts(self.t)
+        q_layout, k_layout, v_layout = _FWC_smem_layouts(self.t, self.k_ring, self.v_ring)
         total_q = cute.size(mQ, mode=[0])
         batch = cute.size(mQO, mode=[0]) - 1
         tiles = (total_q + _SM90_BM - 1) // _SM90_BM + batch
-        self.kernel(mQ, mK, mV, mQO, mKVP, mTable, mLast, mO, mLse, scale2, q_layout, kv_layout).launch(
+        self.kernel(mQ, mK, mV, mQO, mKVP, mTable, mLast, mO, mLse, scale2, q_layout, k_layout, v_layout).launch(
             grid=[tiles * self.t.hq, 1, 1], block=[_SM90_THREADS, 1, 1]
         )
 
@@ -655,6 +691,7 @@ FWC = SimpleNamespace(
     LOG2E=_FWC_LOG2E,
     WG_THREADS=_FWC_WG_THREADS,
     ROW_LISTS=_FWC_ROW_LISTS,
+    SMEM_LIMIT=_FWC_SMEM_LIMIT,
     tiled_mmas=_FWC_tiled_mmas,
     smem_layouts=_FWC_smem_layouts,
     transposed=_FWC_transposed,

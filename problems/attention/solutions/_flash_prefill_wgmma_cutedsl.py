@@ -1,24 +1,28 @@
-"""CuTe DSL sm_90a causal prefill template on WGMMA, instantiated by the p04-p09 `NN_wgmma_cutedsl.py` solutions.
+"""CuTe DSL sm_90a causal prefill template on WGMMA, instantiated by the p04-p09 `NN_wgmma_cutedsl.py` and
+`NN_wgmmapipe_cutedsl.py` solutions.
 
 The schedule of the TIRx template (`_flash_prefill_wgmma_tirx.py`: FlashAttention-3's consumer schedule,
 without a producer warpgroup) with its index math (`_flash_prefill.py`, `_flash_prefill_sm90.py`), and the
 operands handed to CuTe's warpgroup MMA atoms, which build the matrix descriptors from CuTe's own
 shared-memory layouts (DESIGN §5: one kernel does all of the operator's work). A CTA of two warpgroups owns
 one (sequence, query tile of 128 rows, query head), 64 rows a warpgroup; CTAs of one query tile's heads are
-adjacent (a KV head's tiles stay in L2) and each sequence's query tiles run from the last to the first.
+adjacent (a KV head's tiles stay in L2), and the grid takes every sequence's last query tile (the heaviest under
+the causal mask) before any second-to-last one (`cta_tile`).
 
-- Shared memory: the Q tile and two-deep rings of K and V tiles in the 128-byte-swizzle image
+- Shared memory: the Q tile and rings of K and V tiles in the 128-byte-swizzle image
   `panel_chunk` describes, which is the image of CuTe's K-major SW128 layouts (`make_smem_layout_a/b`,
   checked at trace time by tests/solutions/test_wgmma_prefill_cute.py). All 256 threads write it with
   16-byte cp.async through a flat view (K/V rows through the page table, staged per tile in a ring of four
-  row lists filled two tiles ahead; rows past a sequence's end re-read its last row); the MMAs read it
-  through CuTe's swizzled views: Q·Kᵀ with both operands K-major, P·V with V's transposed view (MN-major).
-  `cp.async.wait_group 0`, `fence.proxy.async` (the copies become visible to the async proxy wgmma reads
-  through) and one CTA barrier per KV tile publish the copies.
+  row lists filled one barrier before their first copy; rows past a sequence's end re-read its last row); the
+  MMAs read it through CuTe's swizzled views: Q·Kᵀ with both operands K-major, P·V with V's transposed view
+  (MN-major). Plan `wgmma` copies K(j+1) and V(j) during tile j (rings of two); plan `wgmmapipe` K(j+2) and,
+  at head dim 128, V(j+1) (rings of three; see `FlashPrefillWgmma`). Every tile commits V's cp.async group,
+  then K's; `cp.async.wait_group` for all but the groups the next tiles need, `fence.proxy.async` (the copies
+  become visible to the async proxy wgmma reads through) and one CTA barrier per KV tile publish them.
 - Tile j of the walk (KV tiles from the last to the first): each warpgroup issues S(j) = Q·K(j)ᵀ (m64n{bn}k16)
-  and O += P(j-1)·V(j-1) (m64n{d}k16, P from registers), then the copies of K(j+1) and V(j); it waits for S(j)
+  and O += P(j-1)·V(j-1) (m64n{d}k16, P from registers), then the copies; it waits for S(j)
   only and runs the base-2 online softmax on it (fp32; sm_scale·log2(e) folded into one scale; the causal
-  mask only on tiles crossing the diagonal; masked logits -3e38, a row whose max is still -3e38 uses 0, so no
+  mask only on tiles crossing a warp's diagonal; masked logits -3e38, a row whose max is still -3e38 uses 0, so no
   NaN forms) while the tensor cores run P(j-1)·V(j-1); once that product is done it rescales O and rounds
   P(j) into the register A operand (FlashAttention-3's intra-warpgroup overlap, one P buffer).
 - Epilogue: O / l rounded to bf16 through shared memory (each warpgroup its own 64 rows of the Q tile's
@@ -46,7 +50,8 @@ from problems.attention.solutions._flash_prefill_sm90 import BM, THREADS, WG_ROW
 
 LOG2E = 1.0 / math.log(2.0)
 WG_THREADS = 128
-ROW_LISTS = 4  # ring of page-table row lists, filled two tiles ahead
+ROW_LISTS = 4  # ring of page-table row lists: tiles j-1 .. j+3 never share a slot while one may be read
+SMEM_LIMIT = 232448  # bytes of shared memory one CTA may opt into on sm_90 (227 KB)
 
 
 def tiled_mmas(t: Sm90Tiling) -> tuple[Any, Any]:
@@ -59,34 +64,59 @@ def tiled_mmas(t: Sm90Tiling) -> tuple[Any, Any]:
     return qk, pv
 
 
-def smem_layouts(t: Sm90Tiling) -> tuple[Any, Any]:
-    """CuTe's K-major SW128 layouts of the Q tile (BM, d, 1) and of the K or V ring (bn, d, 2); inside @cute.jit."""
+def smem_layouts(t: Sm90Tiling, k_ring: int, v_ring: int) -> tuple[Any, Any, Any]:
+    """CuTe's K-major SW128 layouts of the Q tile (BM, d, 1), the K ring (bn, d, k_ring) and the V ring
+    (bn, d, v_ring); inside @cute.jit."""
     q = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (BM, t.bn, t.d), cutlass.BFloat16, 1)
-    kv = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (BM, t.bn, t.d), cutlass.BFloat16, 2)
-    return q, kv
+    k = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (BM, t.bn, t.d), cutlass.BFloat16, k_ring)
+    v = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (BM, t.bn, t.d), cutlass.BFloat16, v_ring)
+    return q, k, v
 
 
-def transposed(s_v: Any, t: Sm90Tiling) -> Any:
-    """The (d, bn, 2) view of the V ring (bn, d, 2), a tensor or a layout: V(j)ᵀ, the MN-major B operand of P·V."""
-    return cute.composition(s_v, cute.make_layout((t.d, t.bn, 2), stride=(t.bn, 1, t.bn * t.d)))
+def transposed(s_v: Any, t: Sm90Tiling, ring: int) -> Any:
+    """The (d, bn, ring) view of a V ring (bn, d, ring), a tensor or a layout: V(j)ᵀ, the MN-major B operand of P·V."""
+    return cute.composition(s_v, cute.make_layout((t.d, t.bn, ring), stride=(t.bn, 1, t.bn * t.d)))
 
 
 class FlashPrefillWgmma:
-    """The template for one `Sm90Tiling`; ``__call__`` runs it on (q, k, v, qo_indptr, kv_indptr, table, last)."""
+    """The template for one `Sm90Tiling` and copy distance; ``__call__`` runs it on (q, k, v, qo_indptr,
+    kv_indptr, table, last).
 
-    def __init__(self, tiling: Sm90Tiling) -> None:
-        self.t = tiling
+    Tile j of the walk copies K(j + k_ahead) and V(j + v_ahead) (V(t) is first read one tile after K(t)): plan
+    `wgmma` 1 and 0, plan `wgmmapipe` 2 and, where six K/V tiles fit beside Q (head dim 128), 1, else 0. The
+    rings hold k_ahead + 1 K tiles and v_ahead + 2 V tiles."""
+
+    def __init__(self, tiling: Sm90Tiling, k_ahead: int = 1, v_ahead: int = 0) -> None:
+        if not 0 <= v_ahead < k_ahead <= v_ahead + 2:
+            raise ValueError(f"unsupported copy distance k_ahead={k_ahead} v_ahead={v_ahead}")
+        self.t, self.k_ahead, self.v_ahead = tiling, k_ahead, v_ahead
+        self.k_ring, self.v_ring = k_ahead + 1, v_ahead + 2
+        limit = SMEM_LIMIT
+        if self.smem_bytes > limit:
+            raise ValueError(f"{self.smem_bytes} bytes of shared memory exceed the {limit} a CTA may have")
         self._kernel: list = []
+
+    @property
+    def smem_bytes(self) -> int:
+        """Q tile, K and V rings (bf16), the row-list ring (int32)."""
+        t = self.t
+        return (BM + (self.k_ring + self.v_ring) * t.bn) * t.d * 2 + ROW_LISTS * t.bn * 4
+
+    @property
+    def wait_groups(self) -> int:
+        """cp.async groups (each tile commits V's, then K's) tile j's barrier leaves in flight: the newest ones
+        after both K(j)'s (committed at tile j - k_ahead) and V(j-1)'s (at tile j - 1 - v_ahead)."""
+        return min(2 * self.v_ahead + 1, 2 * self.k_ahead - 2)
 
     def storage(self) -> Any:
         """Shared memory: Q tile, K ring, V ring (1024-byte aligned for the swizzle), the row-list ring."""
-        t = self.t
+        t, k_ring, v_ring = self.t, self.k_ring, self.v_ring
 
         @cute.struct
         class Storage:
             sq: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, BM * t.d], 1024]
-            sk: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, 2 * t.bn * t.d], 1024]
-            sv: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, 2 * t.bn * t.d], 1024]
+            sk: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, k_ring * t.bn * t.d], 1024]
+            sv: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, v_ring * t.bn * t.d], 1024]
             rows: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, ROW_LISTS * t.bn], 16]
 
         return Storage
@@ -102,20 +132,26 @@ class FlashPrefillWgmma:
                 s_rows[j % ROW_LISTS, tidx] = kv_row(m_table, kv0, token, self.t.page)
 
     @cute.jit
-    def copy_tile(self, atom: cute.CopyAtom, s_dst: cute.Tensor, g_src: cute.Tensor, s_rows: cute.Tensor, kvh, j):
-        # K or V tile of walk tile j into ring buffer j % 2 (16-byte chunks of the flat view)
+    def copy_tile(
+        self, atom: cute.CopyAtom, s_dst: cute.Tensor, ring: int, g_src: cute.Tensor, s_rows: cute.Tensor, kvh, j, ntile
+    ):
+        # K or V of walk tile j (if there is one) into ring buffer j % ring (16-byte chunks of the flat view),
+        # then the commit of this cp.async group (empty past the walk: the groups stay counted per tile)
         t = self.t
         tidx, _, _ = cute.arch.thread_idx()
         cc = tidx % t.chunks
-        for i in cutlass.range_constexpr(t.kv_loads):
-            r = copy_row(tidx, i, t.row_step, t.chunks)
-            dst = j % 2 * t.bn * t.chunks + panel_chunk(r, cc, t.bn)
-            cute.copy(atom, g_src[(0, 0, None), (s_rows[j % ROW_LISTS, r], kvh, cc)], s_dst[(None,), (dst,)])
+        if j < ntile:
+            for i in cutlass.range_constexpr(t.kv_loads):
+                r = copy_row(tidx, i, t.row_step, t.chunks)
+                dst = j % ring * t.bn * t.chunks + panel_chunk(r, cc, t.bn)
+                cute.copy(atom, g_src[(0, 0, None), (s_rows[j % ROW_LISTS, r], kvh, cc)], s_dst[(None,), (dst,)])
+        cute.arch.cp_async_commit_group()
 
     @cute.jit
-    def publish(self):
-        # this thread's copies landed; hand them to the async proxy wgmma reads through; then everyone's
-        cute.arch.cp_async_wait_group(0)
+    def publish(self, in_flight: int):
+        # this thread's copies but the newest ``in_flight`` groups landed; hand them to the async proxy wgmma
+        # reads through; then everyone's
+        cute.arch.cp_async_wait_group(in_flight)
         cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.sync_threads()
 
@@ -133,7 +169,8 @@ class FlashPrefillWgmma:
         mLse: cute.Tensor,
         scale2: cutlass.Float32,
         q_layout: cute.ComposedLayout,
-        kv_layout: cute.ComposedLayout,
+        k_layout: cute.ComposedLayout,
+        v_layout: cute.ComposedLayout,
     ):
         t = self.t
         hq, d, page, bn, chunks = t.hq, t.d, t.page, t.bn, t.chunks
@@ -151,13 +188,14 @@ class FlashPrefillWgmma:
         storage = SmemAllocator().allocate(self.storage())
         # flat 16-byte chunk views the copies write ((8,), (chunks,)), and CuTe's swizzled views the MMAs read
         sQc = cute.zipped_divide(cute.make_tensor(storage.sq.data_ptr(), cute.make_layout((BM * d,))), (8,))
-        sKc = cute.zipped_divide(cute.make_tensor(storage.sk.data_ptr(), cute.make_layout((2 * bn * d,))), (8,))
-        sVc = cute.zipped_divide(cute.make_tensor(storage.sv.data_ptr(), cute.make_layout((2 * bn * d,))), (8,))
+        kr, vr, ka, va = self.k_ring, self.v_ring, self.k_ahead, self.v_ahead
+        sKc = cute.zipped_divide(cute.make_tensor(storage.sk.data_ptr(), cute.make_layout((kr * bn * d,))), (8,))
+        sVc = cute.zipped_divide(cute.make_tensor(storage.sv.data_ptr(), cute.make_layout((vr * bn * d,))), (8,))
         sQf = cute.make_tensor(storage.sq.data_ptr(), cute.make_layout((BM * d,)))
         sRows = cute.make_tensor(storage.rows.data_ptr(), cute.make_layout((ROW_LISTS, bn), stride=(bn, 1)))
         sQ = storage.sq.get_tensor(q_layout.outer, swizzle=q_layout.inner)
-        sK = storage.sk.get_tensor(kv_layout.outer, swizzle=kv_layout.inner)
-        sVt = transposed(storage.sv.get_tensor(kv_layout.outer, swizzle=kv_layout.inner), t)
+        sK = storage.sk.get_tensor(k_layout.outer, swizzle=k_layout.inner)
+        sVt = transposed(storage.sv.get_tensor(v_layout.outer, swizzle=v_layout.inner), t, vr)
         gQ = cute.zipped_divide(mQ, (1, 1, 8))
         gK = cute.zipped_divide(mK, (1, 1, 8))
         gV = cute.zipped_divide(mV, (1, 1, 8))
@@ -198,8 +236,9 @@ class FlashPrefillWgmma:
             ntile = (m0 + nrows + delta + bn - 1) // bn
             row0 = wg * WG_ROWS + warp * 16  # first tile row of this thread's warp
 
-            self.fill_rows(sRows, mTable, kv0, lk, 0, ntile)
-            self.fill_rows(sRows, mTable, kv0, lk, 1, ntile)
+            # the row lists of the tiles the copies before tile 1's barrier read
+            for i in cutlass.range_constexpr(ka + 1):
+                self.fill_rows(sRows, mTable, kv0, lk, i, ntile)
             cute.arch.sync_threads()
             for i in cutlass.range_constexpr(t.q_loads):
                 r = copy_row(tidx, i, t.row_step, chunks)
@@ -208,35 +247,36 @@ class FlashPrefillWgmma:
                     gQ[(0, 0, None), (q0 + cutlass.min(m0 + r, lq - 1), h, cc)],
                     sQc[(None,), (panel_chunk(r, cc, BM),)],
                 )
-            self.copy_tile(g2s, sKc, gK, sRows, kvh, 0)
-            cute.arch.cp_async_commit_group()
+            # the copies of the walk tiles -k_ahead .. -1 (before the walk): V's group (Q joins the first), K's
+            for i in cutlass.range_constexpr(-ka, 0):
+                if cutlass.const_expr(i + va >= 0):
+                    self.copy_tile(g2s, sVc, vr, gV, sRows, kvh, i + va, ntile)
+                else:
+                    cute.arch.cp_async_commit_group()
+                self.copy_tile(g2s, sKc, kr, gK, sRows, kvh, i + ka, ntile)
             m_run.fill(NEG_BIG)
             l_run.fill(0.0)
             acc_o.fill(0.0)
-            self.publish()
+            self.publish(2 * ka - 2)  # Q and K(0)
 
-            # walk tile 0: S(0), then the copies of K(1) and V(0) run under its softmax
+            # walk tile 0: S(0), then the copies of V(v_ahead) and K(k_ahead) run under its softmax
             warpgroup.fence()
-            self.issue_s(acc_s, tSrQ, tSrK, 0)
-            self.fill_rows(sRows, mTable, kv0, lk, 2, ntile)
-            if ntile > 1:
-                self.copy_tile(g2s, sKc, gK, sRows, kvh, 1)
-            self.copy_tile(g2s, sVc, gV, sRows, kvh, 0)
-            cute.arch.cp_async_commit_group()
+            self.issue_s(acc_s, tSrQ, tSrK, 0, kr)
+            self.fill_rows(sRows, mTable, kv0, lk, ka + 1, ntile)
+            self.copy_tile(g2s, sVc, vr, gV, sRows, kvh, va, ntile)
+            self.copy_tile(g2s, sKc, kr, gK, sRows, kvh, ka, ntile)
             warpgroup.wait_group(0)
             self.softmax(acc_s, m_run, l_run, alpha, scale2, ntile - 1, m0 + row0, delta, lane)
             r_p.store(p_view.load().to(cutlass.BFloat16))
             for j in cutlass.range(1, ntile, unroll=1):
-                # K(j) and V(j-1) landed; every warpgroup is done with K(j-1), V(j-2) and row list j-2
-                self.publish()
+                # K(j) and V(j-1) landed; every warpgroup is done with K(j-1), V(j-2) and row list j + k_ahead - 3
+                self.publish(self.wait_groups)
                 warpgroup.fence()
-                self.issue_s(acc_s, tSrQ, tSrK, j)
-                self.issue_pv(acc_o, r_p, tOrVt, j - 1)
-                self.fill_rows(sRows, mTable, kv0, lk, j + 2, ntile)
-                if j + 1 < ntile:
-                    self.copy_tile(g2s, sKc, gK, sRows, kvh, j + 1)
-                self.copy_tile(g2s, sVc, gV, sRows, kvh, j)
-                cute.arch.cp_async_commit_group()
+                self.issue_s(acc_s, tSrQ, tSrK, j, kr)
+                self.issue_pv(acc_o, r_p, tOrVt, j - 1, vr)
+                self.fill_rows(sRows, mTable, kv0, lk, j + ka + 1, ntile)
+                self.copy_tile(g2s, sVc, vr, gV, sRows, kvh, j + va, ntile)
+                self.copy_tile(g2s, sKc, kr, gK, sRows, kvh, j + ka, ntile)
                 warpgroup.wait_group(1)  # S(j) landed; P(j-1)·V(j-1) may still run
                 self.softmax(acc_s, m_run, l_run, alpha, scale2, ntile - 1 - j, m0 + row0, delta, lane)
                 warpgroup.wait_group(0)  # P(j-1)·V(j-1) landed: O and the A operand are free
@@ -244,9 +284,9 @@ class FlashPrefillWgmma:
                     acc_o[i] = acc_o[i] * alpha[i % 4 // 2]
                 r_p.store(p_view.load().to(cutlass.BFloat16))
             # the last product: P(ntile-1)·V(ntile-1)
-            self.publish()
+            self.publish(0)
             warpgroup.fence()
-            self.issue_pv(acc_o, r_p, tOrVt, ntile - 1)
+            self.issue_pv(acc_o, r_p, tOrVt, ntile - 1, vr)
             warpgroup.wait_group(0)
 
             # epilogue: each warpgroup writes only its own 64 rows of sQ, which only its own wgmma read
@@ -311,23 +351,23 @@ class FlashPrefillWgmma:
         return seq, mblk
 
     @cute.jit
-    def issue_s(self, acc: cute.Tensor, a: cute.Tensor, b: cute.Tensor, j):
-        # S(j) = Q K(j)^T over d / 16 k-steps, K(j) in ring buffer j % 2. The MMA whose accumulate flag this
+    def issue_s(self, acc: cute.Tensor, a: cute.Tensor, b: cute.Tensor, j, ring: int):
+        # S(j) = Q K(j)^T over d / 16 k-steps, K(j) in ring buffer j % ring. The MMA whose accumulate flag this
         # toggles is made here: a flag set on the kernel's MMA inside a loop would escape the loop's IR region
         mma, _ = tiled_mmas(self.t)
         mma.set(warpgroup.Field.ACCUMULATE, False)
         for kk in cutlass.range_constexpr(self.t.d // 16):
-            cute.gemm(mma, acc, a[None, None, kk, 0], b[None, None, kk, j % 2], acc)
+            cute.gemm(mma, acc, a[None, None, kk, 0], b[None, None, kk, j % ring], acc)
             mma.set(warpgroup.Field.ACCUMULATE, True)
         warpgroup.commit_group()
 
     @cute.jit
-    def issue_pv(self, acc: cute.Tensor, p: cute.Tensor, vt: cute.Tensor, j):
-        # O += P(j) V(j) over bn / 16 k-steps, V(j) in ring buffer j % 2 (an MMA of its own, as in issue_s)
+    def issue_pv(self, acc: cute.Tensor, p: cute.Tensor, vt: cute.Tensor, j, ring: int):
+        # O += P(j) V(j) over bn / 16 k-steps, V(j) in ring buffer j % ring (an MMA of its own, as in issue_s)
         _, mma = tiled_mmas(self.t)
         mma.set(warpgroup.Field.ACCUMULATE, True)
         for kk in cutlass.range_constexpr(self.t.bn // 16):
-            cute.gemm(mma, acc, p[None, None, kk], vt[None, None, kk, j % 2], acc)
+            cute.gemm(mma, acc, p[None, None, kk], vt[None, None, kk, j % ring], acc)
         warpgroup.commit_group()
 
     @cute.jit
@@ -374,11 +414,11 @@ class FlashPrefillWgmma:
         mLse: cute.Tensor,
         scale2: cutlass.Float32,
     ):
-        q_layout, kv_layout = smem_layouts(self.t)
+        q_layout, k_layout, v_layout = smem_layouts(self.t, self.k_ring, self.v_ring)
         total_q = cute.size(mQ, mode=[0])
         batch = cute.size(mQO, mode=[0]) - 1
         tiles = (total_q + BM - 1) // BM + batch
-        self.kernel(mQ, mK, mV, mQO, mKVP, mTable, mLast, mO, mLse, scale2, q_layout, kv_layout).launch(
+        self.kernel(mQ, mK, mV, mQO, mKVP, mTable, mLast, mO, mLse, scale2, q_layout, k_layout, v_layout).launch(
             grid=[tiles * self.t.hq, 1, 1], block=[THREADS, 1, 1]
         )
 
