@@ -47,7 +47,7 @@ WARP_ROWS = 16  # the CuTe DSL kernel decides the causal mask per warp
 
 
 def _pipe(t: Any) -> tuple[int, int]:
-    """(k_ahead, v_ahead) of plan `wgmmapipe`: V two tiles ahead only where six K/V tiles fit (head dim 128)."""
+    """(k_ahead, v_ahead) of plan `wgmmapipe`: V(j+1) copied during tile j only where six K/V tiles fit (head dim 128)."""
     return 2, 1 if t.d == 128 else 0
 
 
