@@ -24,7 +24,7 @@ import torch
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cute.runtime import make_fake_compact_tensor
 from cutlass.memory.smem import SmemAllocator
-from cutlass.utils import LayoutEnum
+from cutlass.tensor_utils import LayoutEnum
 
 # bundle: problems/attention/solutions/_flash_prefill.py as FP
 # bundle: problems/attention/solutions/_flash_prefill_sm90.py as SM90

@@ -43,7 +43,7 @@ import torch
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cute.runtime import make_fake_compact_tensor
 from cutlass.memory.smem import SmemAllocator
-from cutlass.utils import LayoutEnum
+from cutlass.tensor_utils import LayoutEnum
 
 from problems.attention.solutions._flash_prefill import NEG_BIG, acc_col, acc_row, copy_row, kv_row
 from problems.attention.solutions._flash_prefill_sm90 import BM, THREADS, WG_ROWS, Sm90Tiling, panel_chunk
