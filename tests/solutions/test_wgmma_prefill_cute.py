@@ -47,7 +47,7 @@ WARP_ROWS = 16  # the CuTe DSL kernel decides the causal mask per warp
 
 
 def _pipe(t: Any) -> tuple[int, int]:
-    """(k_ahead, v_ahead) of plan `wgmmapipe`: V(j+1) copied during tile j only where six K/V tiles fit (head dim 128)."""
+    """(k_ahead, v_ahead) of plan `wgmmapipe`: V(j+1) copied during tile j where six K/V tiles fit (head dim 128)."""
     return 2, 1 if t.d == 128 else 0
 
 
@@ -334,6 +334,15 @@ def test_a_barrier_that_leaves_one_group_too_many_in_flight_is_caught(nn: str, p
     in_flight = FW.FlashPrefillWgmma(t, k_ahead, v_ahead).wait_groups + 1
     with pytest.raises(AssertionError, match="before a barrier published it"):
         _kernel(problem, plan, in_flight=in_flight)(problem, problem.make_inputs(_larger(problem), seed=5))
+
+
+@pytest.mark.parametrize("plan", PLANS)
+@pytest.mark.parametrize("t", TILINGS, ids=lambda t: f"d{t.d}")
+def test_the_shared_memory_struct_the_kernel_allocates_fits_a_cta(t: Any, plan: str) -> None:
+    """The kernel allocates `storage()` whole: its size (1024-byte aligned buffers) is the budget's count and
+    within the 227 KB a CTA may opt into (plan `wgmmapipe` at head dim 128: 226 KB)."""
+    kernel = FW.FlashPrefillWgmma(t, *PLANS[plan](t))
+    assert kernel.storage().__sizeof__() == kernel.smem_bytes <= FW.SMEM_LIMIT
 
 
 def test_copy_distances_beyond_the_rings_are_refused() -> None:
