@@ -100,9 +100,9 @@ def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
                 inputs = list(problem.make_inputs(axes, seed=0))
             stack.enter_context(fake)
         eager = _work(mod.run, inputs)
-        reference = _work(problem.reference, inputs)
+        reference = _eagerwork.reference_work(problem.reference, inputs)
     found = _eagerwork.compare(1, eager, reference)
-    return {**found.shares, "passes": found.passes}
+    return {**found.shares, "passes": found.passes, "py_out": found.python["out"], "py_in": found.python["in"]}
 
 
 def main() -> None:
@@ -123,7 +123,7 @@ def main() -> None:
             for workload in workloads:
                 try:
                     found = shares(path, workload, args.real)
-                    cell = " ".join(f"{k[:2]}={v:.3f}" for k, v in found.items())
+                    cell = " ".join(f"{k if k.startswith('py_') else k[:2]}={v:.3f}" for k, v in found.items())
                 except Exception as exc:  # a row per solution, whatever breaks
                     print(f"  {path.name} {workload}: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
                     cell = "-"

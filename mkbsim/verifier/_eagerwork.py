@@ -34,6 +34,18 @@ the problem has its DSL doing none of the problem's work, whatever its outputs d
 ``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
 the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is
 measured against (verifier README, "Eager work").
+
+Values computed in plain Python (``tolist()``, ``.item()`` in a loop, ``bytes(storage)``, float arithmetic, then
+``torch.tensor(list)``) are no eager operator at all: what the audit sees of them is what crosses between tensors
+and Python, counted on the same draw (``crossings``): out of tensors, every ``_local_scalar_dense`` (an
+``item()``, a ``float()``, a storage's element) and every element of a ``tolist()`` (the worker's hook on
+``Tensor.tolist`` reports it as ``mkbsim.to_python``); into tensors, every element ``torch.tensor``/``as_tensor``
+lifts from Python (``lift_fresh``), every scalar a fill or a full takes, and one value per operator on single
+elements (``out[i].add_(v)``). The arithmetic done on them in
+between is unknowable, so the rule counts what crosses: when what leaves the tensors is ``PYTHON_SHARE`` of the
+problem's input elements, or what enters them that share of its output elements, the answer went through
+Python (``decorative_dsl``). Buffers turned into tensors whole (``torch.frombuffer``, a storage's
+``from_buffer``) are refused to the submission by the guards.
 """
 
 from __future__ import annotations
@@ -49,6 +61,13 @@ EAGER_SHARE = 0.65
 #: ... and from this share of the reference's passes (operators, fused ones counted as the passes they make).
 PASS_SHARE = 0.65
 KINDS = ("matmul", "pointwise", "movement")
+#: Python carries the answer from this share of the problem's input elements read out of tensors, or of its
+#: output elements lifted into them, on one draw (honest plans read a few counts and scalars: README).
+PYTHON_SHARE = 0.25
+#: The record the worker's ``Tensor.tolist`` hook writes: its tensor's elements leave for Python.
+TO_PYTHON = "mkbsim.to_python.default"
+#: Operators taking one Python scalar into a tensor (a fill or a full: one value crosses, whatever their size).
+_SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill"))
 
 #: Operators that only move, convert or allocate data (base names: in-place and ``out=`` forms alike). The
 #: ones in ``_FREE`` write nothing derived from the inputs (views, allocations, fills) and cost nothing.
@@ -119,7 +138,7 @@ def _attention(ins: Sizes) -> list[Pass]:
 def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
     """The work of one operator call: (kind, amount, passes), amount per pass (see the module docstring)."""
     parts = name.split(".")
-    if parts[0] == "prim":  # metadata queries (a tensor's device, sizes): no data read
+    if parts[0] in ("prim", "mkbsim"):  # metadata queries (a tensor's device, sizes), the tolist hook's records
         return []
     base = parts[1] if len(parts) > 1 else name
     if base.endswith("_") and not base.endswith("__"):  # in place
@@ -146,6 +165,25 @@ class Work:
 
     amounts: dict[str, float]
     passes: dict[str, list[tuple[float, int]]]
+    to_python: int = 0  # elements read out of tensors into Python objects
+    from_python: int = 0  # elements made from Python objects into tensors
+    elements: tuple[int, int] = (0, 0)  # the problem's (input, output) tensor elements: the reference's only
+
+
+def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
+    """(elements out of tensors into Python, elements into tensors from Python) of one operator call."""
+    parts = name.split(".")
+    base = parts[1].rstrip("_") if len(parts) > 1 else name
+    if name == TO_PYTHON:
+        return (_numel(ins[0]) if ins else 0), 0
+    if base == "_local_scalar_dense":
+        return 1, 0
+    if base in ("lift_fresh", "lift_fresh_copy"):
+        return 0, max((_numel(s) for s in outs), default=0)
+    # one Python value: a fill's or a full's, or an operator on single elements (``out[i].add_(v)``,
+    # ``out[i].fill_(v)``), element by element the way Python writes an answer into a tensor
+    single = max((_numel(s) for s in (*ins, *outs)), default=0) <= 1
+    return 0, int((base in _SCALAR_IN or single) and parts[0] == "aten")
 
 
 def work_of(ops: Iterable[OpRecord]) -> Work:
@@ -155,6 +193,9 @@ def work_of(ops: Iterable[OpRecord]) -> Work:
             found.amounts[kind] += amount * passes * count
             if amount > 0:
                 found.passes[kind].append((amount, passes * count))
+        out, into = crossing(name, ins, outs)
+        found.to_python += out * count
+        found.from_python += into * count
     return found
 
 
@@ -188,8 +229,9 @@ def _tensor_sizes(obj: Any) -> Sizes:
     return tuple(found)
 
 
-def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[OpRecord]:
-    """The reference's own eager operators on private copies of ``inputs``, recorded as the vault does."""
+def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[list[OpRecord], Any]:
+    """The reference's own eager operators on private copies of ``inputs``, recorded as the vault does, and its
+    outputs."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     counts: dict[tuple[str, Sizes, Sizes], int] = {}
@@ -201,10 +243,37 @@ def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[
             counts[key] = counts.get(key, 0) + 1
             return out
 
+    def tolist(tensor: torch.Tensor) -> Any:  # as the worker's hook reports it (``to_python_hook``)
+        key = (TO_PYTHON, _tensor_sizes(tensor), ())
+        counts[key] = counts.get(key, 0) + 1
+        return torch._C.TensorBase.tolist(tensor)
+
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    with torch.no_grad(), Recorder():
-        reference(*copies)
-    return list(counts.items())
+    saved = torch.Tensor.__dict__.get("tolist")
+    torch.Tensor.tolist = tolist  # type: ignore[method-assign,assignment]
+    try:
+        with torch.no_grad(), Recorder():
+            outputs = reference(*copies)
+    finally:
+        if saved is None:
+            del torch.Tensor.tolist
+        else:
+            torch.Tensor.tolist = saved  # type: ignore[method-assign]
+    return list(counts.items()), outputs
+
+
+def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[OpRecord]:
+    """The eager operators (and ``tolist()`` calls) of ``reference`` (the problem's, or in a benchmark a
+    solution's) on private copies of ``inputs``, recorded as the vault does."""
+    return _recorded(reference, inputs)[0]
+
+
+def reference_work(reference: Callable[..., Any], inputs: Sequence[Any]) -> Work:
+    """The reference's work on ``inputs``, with the problem's input and output elements (``Work.elements``)."""
+    ops, outputs = _recorded(reference, inputs)
+    work = work_of(ops)
+    work.elements = (sum(map(_numel, _tensor_sizes(list(inputs)))), sum(map(_numel, _tensor_sizes(outputs))))
+    return work
 
 
 @dataclass
@@ -216,15 +285,22 @@ class EagerWork:
     reference: dict[str, float]
     shares: dict[str, float] = field(default_factory=dict)  # per judged kind: the eager share, stand-ins included
     passes: float = 0.0  # the share of the reference's passes an eager pass at least as large stands for
+    #: "out": elements read into Python over the problem's input elements; "in": lifted from Python over its outputs'
+    python: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def through_python(self) -> bool:
+        return any(share >= PYTHON_SHARE for share in self.python.values())
 
     @property
     def covers(self) -> bool:
+        """Whether the submission's eager code (operators, or plain Python) computed the answer."""
         amounts = bool(self.shares) and all(share >= EAGER_SHARE for share in self.shares.values())
-        return amounts and self.passes >= PASS_SHARE
+        return (amounts and self.passes >= PASS_SHARE) or self.through_python
 
     def as_dict(self) -> dict[str, Any]:
         return {"draw": self.draw, "eager": self.eager, "reference": self.reference, "shares": self.shares,
-                "passes": self.passes, "covers": self.covers}  # fmt: skip
+                "passes": self.passes, "python": self.python, "covers": self.covers}  # fmt: skip
 
 
 #: Which kinds of work stand in for which (compute for movement; matmul and pointwise for each other).
@@ -246,10 +322,30 @@ def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
     doing = [p for kind in (judged if computes else KINDS) for p in eager.passes[kind]]
     total = sum(count for _, count in wanted)
     found.passes = _matched(wanted, doing) / total if total else 0.0
+    inputs, outputs = reference.elements
+    found.python = {"out": eager.to_python / max(inputs, 1), "in": eager.from_python / max(outputs, 1)}
     return found
 
 
+def to_python_hook(self: Any, *, _send: Any, _original: Any, _marker: Any) -> Any:
+    """``Tensor.tolist`` in a submission's worker (``tolist()`` dispatches no operator, so the audit's mode never
+    sees it): the provenance vault records the tensor's elements leaving for Python (``TO_PYTHON``, on checked
+    draws), then the list is made as before."""
+    failed = _send((3, _marker, "mkbsim.to_python.default", (self,), {}, None))  # OP
+    if failed is not None:
+        raise failed
+    return _original(self)
+
+
 def explain(found: EagerWork) -> str:
+    if found.through_python:
+        return (
+            f"In correctness draw {found.draw} {found.python['out']:.0%} of the problem's input elements were read out "
+            f"of tensors into Python objects (tolist(), item(), a storage's bytes) and {found.python['in']:.0%} of its "
+            f"output elements were made from Python objects (torch.tensor(list), fills): at {PYTHON_SHARE:.0%} of "
+            "either, the answer is computed in plain Python and the DSL kernels do none of the operator's work. Keep "
+            "the data in tensors and move the operator's work into the DSL."
+        )
     shares = ", ".join(f"{share:.0%} of its {kind} work" for kind, share in found.shares.items())
     shares += f" and {found.passes:.0%} of its passes over the data"
     return (

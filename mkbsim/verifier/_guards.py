@@ -7,7 +7,10 @@ submission (``exec``/``eval``/``compile``), other compilers (``torch.compile``, 
 capture, Python callbacks registered for kernels and Python signal handlers.
 
 A call is the submission's when the innermost frame outside the standard library belongs to the
-submission (any file outside the installed libraries and this harness). Which code a frame runs is
+submission (any file outside the installed libraries and this harness), or when that frame is a library's
+whose own code does not name the forbidden operation: the library is calling a callable it was handed
+(``tree_map(os.system, ...)``), which is the submission's (``handed`` in the vault; imports and ctypes events
+excepted, verifier README). Which code a frame runs is
 judged by the identity of its code object, never by its name alone (``co_filename`` is the
 submission's to choose: ``code.replace``, ``types.CodeType``, ``marshal``): a file name is believed only
 for code objects that existed before the submission was loaded (every function's, nested ones
@@ -73,6 +76,28 @@ _FILE_CHANGE_EVENTS = frozenset(
     ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "shutil.move", "os.truncate", "os.chmod",
      "os.chown", "os.utime", "os.link", "os.symlink", "os.mkdir")
 )  # fmt: skip
+_SUBPROCESS = ("Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput", "popen", "system",
+               "create_subprocess_exec", "create_subprocess_shell")  # fmt: skip
+_TEMPORARY = ("TemporaryDirectory", "NamedTemporaryFile", "TemporaryFile", "mkdtemp", "cleanup", "close", "rmtree")
+#: The names whose call raises each event (the C function, its standard-library wrappers): a library frame vouches
+#: for an event only where its own code names one of them (see ``handed`` in the vault); any other event it
+#: raises, it raises calling a callable it was handed. Events not listed: their last component.
+_EVENT_CALLERS = {
+    "subprocess.Popen": _SUBPROCESS, "os.posix_spawn": ("posix_spawn", "posix_spawnp", *_SUBPROCESS),
+    "os.exec": ("execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe"),
+    "os.spawn": ("spawnv", "spawnve", "spawnl", "spawnle", "spawnvp", "spawnvpe", "spawnlp", "spawnlpe"),
+    "os.fork": ("fork", "Process", "start", *_SUBPROCESS), "os.forkpty": ("forkpty", "spawn"),
+    "os.kill": ("kill", "terminate", "send_signal"), "pty.spawn": ("spawn",),
+    "os.remove": ("remove", "unlink", *_TEMPORARY), "os.rmdir": ("rmdir", "removedirs", *_TEMPORARY),
+    "shutil.rmtree": ("rmtree", *_TEMPORARY), "os.rename": ("rename", "replace", "renames", "move"),
+    "os.chmod": ("chmod", "lchmod", "copymode", "copystat", "copy", "copy2", "copytree", "rmtree"),
+    "os.chown": ("chown", "lchown"), "os.utime": ("utime", "touch", "copystat", "copy2", "copytree"),
+    "os.link": ("link", "hardlink_to"), "os.symlink": ("symlink", "symlink_to", "copytree"),
+    "os.mkdir": ("mkdir", "makedirs", "mkdtemp", "TemporaryDirectory", "copytree"),
+    "socket.__new__": ("socket", "socketpair", "fromfd", "create_connection", "create_server", "urlopen"),
+    "socket.connect": ("connect", "create_connection", "urlopen"), "socket.bind": ("bind", "create_server"),
+    "socket.getaddrinfo": ("getaddrinfo", "create_connection", "create_server", "urlopen"),
+}  # fmt: skip
 _TWO_PATH_EVENTS = frozenset(("os.rename", "shutil.move", "os.link", "os.symlink"))
 # where each file event carries its dir_fd arguments (CPython's audit events table)
 _DIR_FD_ARGS = {
@@ -117,7 +142,7 @@ def _constants() -> types.SimpleNamespace:
         ALWAYS=_ALWAYS_REFUSED, FILE_CHANGE=_FILE_CHANGE_EVENTS, TWO_PATH=_TWO_PATH_EVENTS,
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
-        VIOLATION_COUNT=_control.VIOLATION_COUNT[0],
+        VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS),
     )  # fmt: skip
 
 
@@ -132,8 +157,8 @@ def _guard_vault(
     k: Any
 ) -> Any:  # fmt: skip
     """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
-    ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame);
-    ("culprit", what, reason, frame); ("thread", ident, frame); ("inline", what, frame); ("between", flag);
+    ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame, names);
+    ("culprit", what, reason, frame, names); ("thread", ident, frame); ("inline", what, frame); ("between", flag);
     ("threads",); ("seal",): from now on only known code objects are judged by their file name. Violations
     and inline CUDA go to the control page."""
     modules, names, suffixes = rules
@@ -319,6 +344,21 @@ def _guard_vault(
             return k.CANDIDATE, None
         return k.TRANSPARENT, None
 
+    def handed(kind: int, who: Any, operations: Any) -> tuple[int, Any]:
+        """A forbidden operation whose caller was judged a library's (``culprit``): the library vouches for it
+        only where the calling frame's own code names the operation; otherwise that frame calls a callable it
+        was handed (``tree_map(os.system, ...)``, ``sorted(key=...)`` inside a library, a callback), which is the
+        submission's, whoever runs it (blamed on its nearest frame on the stack)."""
+        if kind != k.LIBRARY or not state["sealed"] or lib.any(name in who.f_code.co_names for name in operations):
+            return kind, who
+        frame = who.f_back
+        while frame is not None and classify_code(frame.f_code) != k.CANDIDATE:
+            frame = frame.f_back
+        return k.CANDIDATE, who if frame is None else frame
+
+    def callers(event: str) -> Any:
+        return k.CALLERS.get(event) or (event.rsplit(".", 1)[-1],)
+
     def claims_library(path: Any) -> bool:
         """Whether a file name would be trusted if the code were genuine: a library's, the standard
         library's, or no file at all (``<...>``)."""
@@ -460,6 +500,8 @@ def _guard_vault(
             kind, who = culprit(frame)
             return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
         kind, who = culprit(frame, event in k.FILE_CHANGE)
+        if not event.startswith("ctypes."):  # ctypes: the DSL runtimes' own calls name no fixed function (README)
+            kind, who = handed(kind, who, callers(event))
         if event.startswith("socket."):
             return (
                 refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
@@ -501,18 +543,23 @@ def _guard_vault(
                 for dotted in full:
                     reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
                     if reason is not None:
+                        # not ``handed``: C code imports through __import__ too (numpy's lazy submodules), under
+                        # whatever library frame called it, naming nothing (README: what stays open)
                         who_kind, who = culprit(frame)
                         if who_kind == k.CANDIDATE:
                             reply = refuse(f"import of {dotted}", reason, who, lib.ImportError)
                         break
             elif kind == "direct":
                 # only the submission's own call site counts: the standard library's dataclasses,
-                # namedtuple and enum run exec on its behalf, and what that code does is guarded anyway
+                # namedtuple and enum run exec on its behalf, and what that code does is guarded anyway; a
+                # library calling it without naming it calls what it was handed
                 frame = request[3]
-                if frame is not None and classify_code(frame.f_code) == k.CANDIDATE:
-                    reply = refuse(request[1], request[2], frame)
+                if frame is not None:
+                    who_kind, who = handed(classify_code(frame.f_code), frame, request[4])
+                    if who_kind == k.CANDIDATE:
+                        reply = refuse(request[1], request[2], who)
             elif kind == "culprit":
-                who_kind, who = culprit(request[3])
+                who_kind, who = handed(*culprit(request[3]), request[4])
                 if who_kind == k.CANDIDATE:
                     reply = refuse(request[1], request[2], who)
             elif kind == "thread":
@@ -605,9 +652,10 @@ def _guarded_import_module(name: str, package: str | None = None, *, _ask: Any, 
 
 
 def _denied(
-    *args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, _reason: str, _how: str, **kwargs: Any
-) -> Any:
-    refused = _ask((_how, _what, _reason, _getframe(1)))
+    *args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, _reason: str, _how: str, _names: Any,
+    **kwargs: Any
+) -> Any:  # fmt: skip
+    refused = _ask((_how, _what, _reason, _getframe(1), _names))
     if refused is not None:
         raise refused
     return _original(*args, **kwargs)
@@ -665,8 +713,10 @@ class Guards:
         original = getattr(owner, attr, None)
         if original is None:
             return
+        # the names a library's code calls it by (vouching for the call: ``handed`` in the vault)
+        names = (attr, what.rsplit(".", 1)[-1].removesuffix("()"))
         hook = self.registry.protect(_denied, _ask=self.ask, _original=original, _getframe=sys._getframe,
-                                     _what=what, _reason=reason, _how=how)  # fmt: skip
+                                     _what=what, _reason=reason, _how=how, _names=names)  # fmt: skip
         self.replace(owner, attr, hook)
 
     def install(self) -> None:
@@ -696,8 +746,28 @@ class Guards:
             self.deny(gc, name, f"gc.{name}", deferred)
         self.deny(weakref, "finalize", "weakref.finalize", deferred)
         self._install_torch()
+        self._install_python_data()
         self._install_numpy()
         self._install_dsl_callbacks()
+
+    def _install_python_data(self) -> None:
+        """Tensors made whole from Python data (a buffer, a list into DSL memory): the values were computed in
+        plain Python, which no operator shows. The eager-work audit counts what crosses element by element
+        (``_eagerwork``); these cross in bulk, so they are refused to the submission's calls."""
+        import torch
+
+        python = "tensors made from Python data in bulk are forbidden (keep the data in tensors)"
+        self.deny(torch, "frombuffer", "torch.frombuffer", python)
+        for storage in (torch.UntypedStorage, torch.TypedStorage):
+            self.deny(storage, "from_buffer", f"torch.{storage.__name__}.from_buffer", python)
+        runtime = sys.modules.get("tvm.runtime")
+        if runtime is None:
+            return
+        self.deny(runtime.Tensor, "copyfrom", "tvm.runtime.Tensor.copyfrom", python)
+        made = runtime.tensor  # and every module that bound the same function
+        for name, module in list(sys.modules.items()):
+            if name.startswith("tvm") and getattr(module, "tensor", None) is made:
+                self.deny(module, "tensor", "tvm.runtime.tensor", python)
 
     def _install_numpy(self) -> None:
         """numpy's constructors of arrays over foreign memory (an object's ``__array_interface__`` holds

@@ -13,10 +13,11 @@ Every DSL launch passes the gate twice, before and after the call into native co
 On a correctness draw the vault keeps, per launch, which bytes it changed (a byte mask) and their values
 after it; an output element is produced by the DSL only if its bytes still hold what a launch left there
 (compared when run() returns, so any later write, seen or not, breaks the equality). The harness also
-pushes a torch dispatch mode that reports every eager operator (``op``): an operator whose DSL-produced
-operands outweigh the operands eager code made has its result recorded as the DSL's too (derived credit,
-``DERIVED_OVER_EAGER``). The vault samples, at positions the verifier chose, every tensor of an output's
-size holding nothing the DSL produced (eager results and inputs, launch arguments before the launch), and
+pushes a torch dispatch mode that reports every eager operator (``op``): the elements of its result computed
+from the DSL's data are recorded as the DSL's too (derived credit, element by element where the operator's
+data flow is structural: ``_MOVEMENT``, ``_POINTWISE``, ``_CONTRACTIONS``; see ``DERIVED_OVER_EAGER``).
+The vault samples, at positions the verifier chose, every tensor of an output's size holding nothing the DSL
+produced (eager results and inputs, launch arguments before the launch), and
 keeps the bit-pattern counts of every launch argument that is neither a problem input nor the DSL's, for
 the layout-free copy check. The verifier compares those samples with its anchors: an output whose values
 existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
@@ -68,17 +69,56 @@ _EMPTY_OPS = frozenset(
     ("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default",
      "aten.new_empty_strided.default", "aten.empty_permuted.default")
 )  # fmt: skip
-#: An eager operator's outputs count as produced by the DSL (derived from its data) only when the DSL-produced
-#: elements among its operands are at least this many times the largest operand eager code made (not a problem
-#: input nor a copy of one, not DSL-produced): a DSL value added into an eager answer derives nothing, a per-row
-#: DSL reduction broadcast over the (cast) input does (``tests/verifier/honest/light_kernel_row_scale.py``).
+#: Derived credit follows elements (DESIGN §5). An eager pointwise operator's result element
+#: counts as produced by the DSL when one of the operand elements it is computed from is the DSL's and the
+#: DSL-produced elements among the operator's operands are at least this many times the largest operand eager code
+#: made (not a problem input nor a copy of one, not DSL-produced): a DSL value added into an eager answer derives
+#: nothing, a per-row DSL reduction broadcast over the (cast) input does
+#: (``tests/verifier/honest/light_kernel_row_scale.py``). And where an eager-made element feeds such a result (a
+#: small eager scale broadcast over DSL data), each of those eager elements must feed at least this many elements
+#: of whatever the credit is finally judged on (a returned output, a launch argument): an eager answer broadcast
+#: against four times as much DSL data and sliced back out feeds one element each.
 DERIVED_OVER_EAGER = 4
-#: Operators that contract their operands (a GEMM): the DSL operand feeds every output element and the other
-#: operand is a weight, however large (p52's eager GEMM on DSL-quantised activations).
+#: Operators that contract their operands (a GEMM): a DSL operand entirely produced by the DSL feeds every output
+#: element and the other operand is a weight, however large (p52's eager GEMM on DSL-quantised activations),
+#: unless the DSL operand carries no information (the vault's ``informative``: constant, or at most one nonzero per
+#: row or column on average: an identity, permutation, one-hot or diagonal matrix) or the result equals another
+#: operand.
 _CONTRACTIONS = frozenset(
     ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "dot", "mv", "addmv",
      "convolution", "_convolution")
 )  # fmt: skip
+#: The operand a contraction adds to its product (a bias), by position: added element by element, so never a weight.
+_BIASES = {"addmm": 0, "baddbmm": 0, "addbmm": 0, "addmv": 0, "linear": 2, "convolution": 2, "_convolution": 2}
+#: Pointwise operators (broadcasting included): each result element is computed from the operand elements at its
+#: own position, so credit is judged element by element.
+_POINTWISE = frozenset(
+    ("add", "sub", "rsub", "mul", "div", "neg", "abs", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
+     "sqrt", "rsqrt", "pow", "reciprocal", "sigmoid", "tanh", "relu", "gelu", "silu", "softplus", "mish", "elu",
+     "leaky_relu", "hardtanh", "sin", "cos", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "fmax",
+     "fmin", "lerp", "addcmul", "addcdiv", "sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "fmod",
+     "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "erf",
+     "erfc", "hypot", "atan2", "square", "nan_to_num", "copysign", "xlogy", "isnan", "isinf", "isfinite", "signbit",
+     "threshold", "hardsigmoid", "hardswish", "floor_divide", "true_divide", "float_power")
+)  # fmt: skip
+#: Operators that only move elements (copies, casts, gathers, scatters, concatenation, padding, selection by a
+#: mask or a condition), with the positions of their index arguments: each result element is an operand element
+#: (or a constant), so it is the DSL's exactly where the element it came from is. Found by running the operator
+#: itself on labels in place of the data (``provenance_lib``). Reducing scatters (``reduce=``, ``accumulate=True``)
+#: combine elements and are judged as other operators are.
+_MOVEMENT = {
+    "cat": (), "stack": (), "_to_copy": (), "clone": (), "copy_": (), "lift_fresh_copy": (), "index_select": (2,),
+    "gather": (2,), "take": (1,), "index": (1,), "embedding": (1,), "index_put_": (1,), "index_put": (1,),
+    "_index_put_impl_": (1,), "index_copy_": (2,), "index_copy": (2,), "scatter_": (2,), "scatter": (2,),
+    "masked_scatter_": (1,), "masked_scatter": (1,), "masked_fill_": (1,), "masked_fill": (1,), "where": (0,),
+    "index_fill_": (2,), "index_fill": (2,), "slice_scatter": (), "select_scatter": (), "diagonal_scatter": (),
+    "as_strided_scatter": (), "repeat": (), "repeat_interleave": (1,), "flip": (), "roll": (), "constant_pad_nd": (),
+    "narrow_copy": (), "expand_copy": (), "permute_copy": (), "transpose_copy": (), "t_copy": (), "view_copy": (),
+    "unsqueeze_copy": (), "squeeze_copy": (), "tril": (), "triu": (), "unfold_copy": (), "alias_copy": (),
+    "split_with_sizes_copy": (), "unbind_copy": (), "split_copy": (), "reflection_pad1d": (),
+    "reflection_pad2d": (), "replication_pad1d": (), "replication_pad2d": (),
+}  # fmt: skip
 #: Operators whose fresh result, from problem inputs alone, is a copy of them (a cast, a clone).
 _COPIES = frozenset(("_to_copy", "clone"))
 #: In-place operators that only store into their first argument: it is their destination, not an operand.
@@ -92,6 +132,19 @@ _INTEGER_DTYPES = (
 def _getter(cls: type, name: str) -> Any:
     """The C getter of a property of ``cls`` (``cls.name.__get__``), immune to patches of subclasses."""
     return cls.__dict__[name].__get__
+
+
+def _movement_ops() -> dict[str, Any]:
+    """Each overload of a ``_MOVEMENT`` operator by its name, as the native callable (no Python of torch's, which a
+    submission could patch, runs when the vault calls it) with the positions of its index arguments; reducing
+    overloads left out."""
+    found: dict[str, Any] = {}
+    for base, kept in _MOVEMENT.items():
+        packet = getattr(torch.ops.aten, base, None)
+        for overload in packet.overloads() if packet is not None else ():
+            if "reduce" not in overload:
+                found[f"aten.{base}.{overload}"] = (getattr(packet, overload)._op, kept)
+    return found
 
 
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
@@ -126,7 +179,12 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         all_of=base.all, any_of=base.any, logical_or=base.logical_or,
         logical_not=base.logical_not, logical_and_=base.logical_and_, where=torch._C._VariableFunctions.where,
         copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES,
-        derived_over_eager=DERIVED_OVER_EAGER,
+        derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_movement_ops(),
+        broadcast_to=torch._C._VariableFunctions.broadcast_to, unsqueeze=base.unsqueeze, lt=base.lt,
+        count_nonzero=torch._C._VariableFunctions.count_nonzero, amax=base.amax, amin=base.amin,
+        masked_select=torch._C._VariableFunctions.masked_select, masked_scatter_=base.masked_scatter_,
+        arange=torch._C._VariableFunctions.arange, full=torch._C._VariableFunctions.full, float32_of=torch.float32,
+        ones=torch._C._VariableFunctions.ones,
         equal=torch._C._VariableFunctions.equal, reshape=base.reshape, take=base.take, to=base.to,
         tolist=base.tolist, size=base.size, nonzero=base.nonzero, ne=base.ne, int=int, zerotensor=base._is_zerotensor,
         stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
@@ -137,6 +195,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
+        enumerate=enumerate,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         # dtypes whose values are taken through a signed integer view of their width: fp8 (CUDA has no take for
         # it) and the unsigned 16/32/64-bit ones (no take kernel on either device)
@@ -172,6 +231,7 @@ def provenance_vault(
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
+    lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
     outer: list[Any] = []  # the arguments of the last genuine call above a launch (CuTe: still tensors there)
@@ -231,22 +291,24 @@ def provenance_vault(
             lib.logical_and_(record[3][a - record[0] : b - record[0]], keep)
             lib.logical_and_(record[4][a - record[0] : b - record[0]], keep)
 
-    def produced(t: Any) -> Any:
+    def lineage(t: Any) -> tuple[Any, Any]:
         """Per element of ``t`` (its logical order): 1 if a DSL launch (or an eager operator computing from its
         data) changed its bytes and they still hold what it left; 2 if a launch had them as its argument and
         they are all zero (zeros into zeroed memory: no evidence either way); 0 otherwise. None if no launch
-        had them as its argument.
+        had them as its argument. With it, per element, the eager element an eager operator's credit rests on
+        (its lineage, a number; -1 for none), or None where no element has one.
         Bytes, compared now: any later write, seen by the dispatch mode or not, breaks the equality."""
         lo, hi = span(t)
         if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda") or lib.zerotensor(t):
-            return None
+            return None, None
         if not lib.any(a < hi and lo < b for a, b in spanned):
-            return None
+            return None, None
         now = bytes_of(t, lo, hi)
         good = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
         bad = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
         owned = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
         launched = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        ids = None  # per byte: the lineage of the latest write that vouches for it
         for a, b in spanned:
             if lib.max(lo, a) < lib.min(hi, b):
                 lib.fill_(launched[lib.max(lo, a) - lo : lib.min(hi, b) - lo], True)
@@ -256,13 +318,38 @@ def provenance_vault(
                 continue
             same = lib.eq(now[a - lo : b - lo], record[2][a - record[0] : b - record[0]])
             valid = record[4][a - record[0] : b - record[0]]
-            lib.logical_or_(good[a - lo : b - lo], lib.logical_and(valid, same))
+            vouched = lib.logical_and(valid, same)
+            lib.logical_or_(good[a - lo : b - lo], vouched)
             lib.logical_or_(bad[a - lo : b - lo], lib.logical_and(valid, lib.logical_not(same)))
             lib.logical_or_(owned[a - lo : b - lo], lib.logical_and(record[3][a - record[0] : b - record[0]], same))
+            if record[5] is not None and ids is None:
+                ids = lib.full((hi - lo,), -1.0, dtype=lib.float64, device=lib.device_of(t))
+            if ids is not None:  # a later write that vouches for a byte replaces its lineage (a launch: none)
+                theirs = record[5][a - record[0] : b - record[0]] if record[5] is not None else -1.0
+                lib.copy_(ids[a - lo : b - lo], lib.where(vouched, theirs, ids[a - lo : b - lo]))
         kept = lib.all_of(by_element(t, lib.logical_and(good, lib.logical_not(bad))), 1)
         fresh = lib.logical_and(kept, lib.any_of(by_element(t, owned), 1))
         zero = lib.logical_and(lib.all_of(by_element(t, launched), 1), lib.all_of(by_element(t, lib.eq(now, 0)), 1))
-        return lib.where(fresh, 1, lib.where(zero, 2, 0))
+        states = lib.where(fresh, 1, lib.where(zero, 2, 0))
+        if ids is not None:
+            ids = lib.where(lib.eq(states, 1), by_element(t, ids)[:, 0], -1.0)
+        return states, ids
+
+    def produced(t: Any) -> Any:
+        """``lineage``'s states, where an element whose credit rests on an eager element that feeds fewer than
+        ``DERIVED_OVER_EAGER`` elements of ``t`` is not the DSL's (an eager answer broadcast against DSL data
+        and sliced back out: each of its elements feeds one)."""
+        states, ids = lineage(t)
+        if ids is None:
+            return states
+        carrying = lib.ge(ids, 0)
+        rests = lib.masked_select(ids, carrying)
+        if not lib.numel(rests):
+            return states
+        _, where, counts = lib.unique(rests, True, True, True)
+        thin = lib.zeros((lib.numel(ids),), dtype=lib.bool_, device=lib.device_of(ids))
+        lib.masked_scatter_(thin, carrying, lib.lt(lib.take(counts, where), lib.derived_over_eager))
+        return lib.where(thin, 0, states)
 
     def dsl_elements(t: Any) -> int:
         lo, hi = span(t)
@@ -484,7 +571,7 @@ def provenance_vault(
                 a = lib.max(lib.int(changed[0]) - 8, 0)
                 b = lib.min(lib.int(changed[-1]) + 9, lib.numel(whole))
                 left = lib.clone(whole[a:b])
-                written.append([address + a, address + b, left, lib.clone(diff[a:b]), lib.eq(left, left)])
+                written.append([address + a, address + b, left, lib.clone(diff[a:b]), lib.eq(left, left), None])
             # the same copy either way: a suppressed launch must not take longer to come back than a real one
             if suppress:
                 lib.copy_(whole, copy)
@@ -492,12 +579,191 @@ def provenance_vault(
                 lib.copy_(copy, whole)
         pending.clear()
 
+    def touched(t: Any) -> bool:
+        """Whether any write the vault recorded overlaps ``t`` (the common case, no, skips the comparison)."""
+        lo, hi = span(t)
+        return lib.any(r[0] < hi and lo < r[1] for r in written)
+
+    def ones_like(t: Any) -> Any:
+        return lib.ones(lib.tuple(lib.size(t)), dtype=lib.bool_, device=lib.device_of(t))
+
+    def labels(t: Any, known: Any, value: Any) -> Any:
+        """``t``'s elements as labels of ``t``'s shape: ``value`` where the DSL produced them, 0 elsewhere; or,
+        with ``value`` None, their lineage (-1 for none) in float64, exact for every lineage number."""
+        states, ids = known[lib.id(t)] if lib.id(t) in known else lineage(t)
+        shape = lib.tuple(lib.size(t))
+        if value is None:
+            if ids is None:
+                return lib.full(shape, -1.0, dtype=lib.float64, device=lib.device_of(t))
+            return lib.reshape(ids, shape)
+        if states is None:
+            return lib.zeros(shape, dtype=lib.float32_of, device=lib.device_of(t))
+        return lib.reshape(lib.where(lib.eq(states, 1), value, 0.0), shape)
+
+    def relabelled(obj: Any, known: Any, value: Any) -> Any:
+        kind = lib.type(obj)
+        if kind is lib.Tensor:
+            return labels(obj, known, value)
+        if kind is lib.tuple or kind is lib.list:
+            return kind([relabelled(item, known, value) for item in obj])
+        return obj
+
+    def moved(entry: Any, args: Any, kwargs: Any, outs: Any, known: Any) -> Any:
+        """Credit through an operator that only moves elements: the operator itself, run on labels in place of
+        its data (index arguments as they are), says where each result element came from. Run with the DSL's
+        elements labelled 1, then 2, so that a constant the operator writes (padding, a fill) is neither; and
+        on the lineages where an operand carries any (a cast keeps them: float64 throughout)."""
+        native, kept = entry
+        carried = lib.any(known[key][1] is not None for key in known)
+        runs = []
+        for value in (1.0, 2.0, None) if carried else (1.0, 2.0):
+            given = [a if k in kept else relabelled(a, known, value) for k, a in lib.enumerate(args)]
+            named = {key: relabelled(item, known, value) for key, item in kwargs.items()}
+            if value is None and "dtype" in named:
+                named["dtype"] = lib.float64
+            runs.append(tensors_in(native(*given, **named), []))
+        found: list[Any] = []
+        for k in lib.range(lib.len(outs)):
+            if k >= lib.len(runs[0]) or lib.size(runs[0][k]) != lib.size(outs[k]):
+                found.append(None)
+                continue
+            one, two = lib.to(runs[0][k], lib.float32_of), lib.to(runs[1][k], lib.float32_of)
+            mask = lib.logical_and(lib.eq(one, 1.0), lib.eq(two, 2.0))
+            found.append((mask, lib.reshape(lib.where(mask, runs[2][k], -1.0), (-1,)) if carried else None))
+        return found
+
+    def resting(t: Any, states: Any, ids: Any) -> Any:
+        """Per element of ``t`` (its shape): the lineage a result computed from it rests on: a number of its own
+        for an element eager code made (the same for the same tensor, view and version), the lineage it carries
+        for a DSL element, -1 for none (an input, zeros a launch left)."""
+        shape = lib.tuple(lib.size(t))
+        carried = lib.reshape(ids, shape) if ids is not None else None
+        if states is not None and not lib.int(lib.sum(lib.eq(states, 0))):
+            return carried
+        key = (view_of(t), None if lib.is_inference(t) else lib.version(t))
+        first = lineages.get(key)
+        if first is None:
+            first = lineages[key] = lineages["next"]
+            lineages["next"] = first + lib.numel(t)
+        own = lib.reshape(lib.arange(first, first + lib.numel(t), dtype=lib.float64, device=lib.device_of(t)), shape)
+        if states is None:
+            return own
+        return lib.where(lib.reshape(lib.eq(states, 0), shape), own, carried if carried is not None else -1.0)
+
+    def pointwise(outs: Any, operands: Any) -> Any:
+        """Credit element by element: a result element is the DSL's when an operand element at its position is
+        and its credit rests on one lineage at most (one eager-made element, or the lineage a DSL element
+        carries): with two, a thin one could hide the answer behind a broad one."""
+        shape = lib.tuple(lib.size(outs[0]))
+        device = lib.device_of(outs[0])
+        dsl = lib.zeros(shape, dtype=lib.bool_, device=device)
+        rest = lib.full(shape, -1.0, dtype=lib.float64, device=device)
+        clash = lib.zeros(shape, dtype=lib.bool_, device=device)
+        for t, states, ids, given_input in operands:
+            if given_input:
+                continue
+            if states is not None:
+                lib.logical_or_(dsl, lib.broadcast_to(lib.reshape(lib.eq(states, 1), lib.tuple(lib.size(t))), shape))
+            mine = resting(t, states, ids)
+            if mine is None:
+                continue
+            mine = lib.broadcast_to(mine, shape)
+            both = lib.logical_and(lib.ge(rest, 0), lib.ge(mine, 0))
+            lib.logical_or_(clash, lib.logical_and(both, lib.ne(rest, mine)))
+            rest = lib.where(lib.ge(rest, 0), rest, mine)
+        mask = lib.logical_and(dsl, lib.logical_not(clash))
+        ids = lib.reshape(lib.where(mask, rest, -1.0), (-1,))
+        carried = ids if lib.bool(lib.any_of(lib.ge(ids, 0))) else None
+        return [(mask, carried) if lib.tuple(lib.size(u)) == shape else None for u in outs]
+
+    def entirely_dsl(states: Any, ids: Any) -> bool:
+        """Every element the DSL's, none resting on an eager element."""
+        if states is None or lib.int(lib.sum(lib.ne(states, 1))):
+            return False
+        return ids is None or not lib.bool(lib.any_of(lib.ge(ids, 0)))
+
+    def informative(t: Any, outs: Any, operands: Any) -> bool:
+        """Whether a contraction's DSL operand carries information: not a constant, more than one nonzero per row
+        or column on average (not an identity, permutation, one-hot or diagonal matrix), and the result is not
+        another operand over again."""
+        wide = lib.to(lib.reshape(t, (-1,)), lib.float32_of)
+        if lib.numel(wide) > 1 and lib.bool(lib.eq(lib.amax(wide), lib.amin(wide))):
+            return False
+        shape = lib.size(t)
+        per = lib.numel(wide) // lib.min(shape[-2], shape[-1]) if lib.len(shape) >= 2 else 1
+        if lib.int(lib.count_nonzero(wide)) <= per:
+            return False
+        for u in outs:
+            for other, _, _, _ in operands:
+                alike = other is not t and lib.size(other) == lib.size(u) and lib.dtype_of(other) is lib.dtype_of(u)
+                if alike and lib.bool(lib.equal(other, u)):
+                    return False
+        return True
+
+    def contracted(operator_name: str, args: Any, outs: Any, operands: Any) -> Any:
+        """A contraction's result is the DSL's when one contracted operand is entirely the DSL's and informative
+        (its other operand is a weight, eager-made or not); a bias it adds must be the DSL's or an input."""
+        bias = lib.biases.get(operator_name)
+        added = args[bias] if bias is not None and bias < lib.len(args) else None
+        for t, states, ids, given_input in operands:
+            if t is added and not given_input and not entirely_dsl(states, ids):
+                return None
+        for t, states, ids, given_input in operands:
+            if t is not added and not given_input and entirely_dsl(states, ids) and informative(t, outs, operands):
+                return [(ones_like(u), None) for u in outs]
+        return None
+
+    def flow(name: str, operator_name: str, args: Any, kwargs: Any, outs: Any, operands: Any, known: Any,
+             eager_ratio: bool) -> Any:  # fmt: skip
+        """Per result of an eager operator with DSL-produced operand elements: which of its elements are the DSL's
+        (a mask, with the lineages their credit rests on, or None), element by element where the operator's data
+        flow is known (DESIGN §5)."""
+        entry = lib.movement.get(name)
+        accumulates = (lib.len(args) > 3 and args[3] is True) or kwargs.get("accumulate") is True
+        if operator_name in ("index_put_", "index_put", "_index_put_impl_") and accumulates:  # adds, not moves
+            entry = None
+        if entry is not None:
+            try:
+                return moved(entry, args, kwargs, outs, known)
+            except lib.BaseException:  # an operator that takes no labels: judged as any other below
+                pass
+        if operator_name in lib.contractions:
+            return contracted(operator_name, args, outs, operands)
+        if operator_name in lib.pointwise and outs:
+            return pointwise(outs, operands) if eager_ratio else None
+        # any other operator (a reduction, a norm, a scan): the DSL's only where no operand element is eager-made
+        for _, states, ids, given_input in operands:
+            if not given_input and not entirely_dsl(states, ids):
+                return None
+        return [(ones_like(u), None) for u in outs]
+
+    def spread(t: Any, values: Any, blank: Any) -> Any:
+        """Per-element ``values`` (``t``'s logical order) as one value per byte of ``t``'s span (``blank`` between
+        its elements)."""
+        lo, hi = span(t)
+        found = lib.full((hi - lo,), blank, dtype=lib.dtype_of(values), device=lib.device_of(t))
+        each = lib.unsqueeze(lib.reshape(values, lib.tuple(lib.size(t))), -1)
+        lib.copy_(grouped(t, found), lib.broadcast_to(each, (*lib.size(t), lib.element_size(t))))
+        return found
+
+    def credit(t: Any, mask: Any, ids: Any, fresh: bool) -> None:
+        """Record ``t``'s elements in ``mask`` as the DSL's (their bytes as a launch's), with their lineages."""
+        lo, hi = span(t)
+        owned = spread(t, mask, False)
+        # a fresh result replaced every byte it spans; an in-place one only those it stored (the others unchanged)
+        settle(lo, hi, None, lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t)) if fresh else owned)
+        if (lo, hi) not in spanned:
+            spanned.append((lo, hi))
+        rests = spread(t, ids, -1.0) if ids is not None else None
+        written.append([lo, hi, lib.clone(bytes_of(t, lo, hi)), owned, lib.clone(owned), rests])
+
     def op(func: Any, name: Any, args: Any, kwargs: Any, out: Any) -> None:
         if not audit or lib.type(func) is not lib.OpOverload or lib.type(name) is not lib.str:
             return
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
+        kwargs = kwargs if lib.type(kwargs) is lib.dict else {}
         key = (name, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
@@ -507,30 +773,33 @@ def provenance_vault(
         writes = lib.len(parts) > 2 and (operator_name.endswith("_") or parts[2].startswith("out"))
         # a destination the operator only overwrites is no operand of it (out=, copy_, an indexed store)
         overwrites = writes and (parts[2].startswith("out") or operator_name in lib.overwriting)
+        known = {lib.id(t): lineage(t) if touched(t) else (None, None) for t in given}
+        operands = []  # (tensor, its states, its lineages, whether a problem input) of what the operator reads
         dsl = eager = 0
         from_inputs = True  # every operand a problem input (or a copy of one)
         for t in given:
             if overwrites and lib.any(t is u for u in outs):
                 continue
-            k = dsl_elements(t)
+            states, ids = known[lib.id(t)]
+            k = lib.int(lib.sum(lib.eq(states, 1))) if states is not None else 0
             dsl += k
             if not k:
                 observe(t, f"input of eager {name}")
-            if not is_input(t):
+            given_input = is_input(t)
+            if not given_input:
                 from_inputs = False
                 eager = lib.max(eager, lib.numel(t) - k)
-        derived = dsl > 0 and (operator_name in lib.contractions or dsl >= lib.derived_over_eager * eager)
-        for t in outs:
+            operands.append((t, states, ids, given_input))
+        ratio = dsl >= lib.derived_over_eager * eager
+        found = flow(name, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
+        for k in lib.range(lib.len(outs)):
+            t = outs[k]
             lo, hi = span(t)
             view = not writes and lib.any(storage_of(u) == storage_of(t) for u in given)
-            if derived and hi > lo and not view:  # computed from the DSL's data: its bytes count as the DSL's
-                owned = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
-                lib.fill_(grouped(t, owned), True)
-                settle(lo, hi, None, owned)
-                if (lo, hi) not in spanned:
-                    spanned.append((lo, hi))
-                written.append([lo, hi, lib.clone(bytes_of(t, lo, hi)), owned, lib.clone(owned)])
-            elif not derived and not dsl_elements(t):
+            got = found[k] if found is not None and k < lib.len(found) else None
+            if got is not None and hi > lo and not view and lib.bool(lib.any_of(got[0])):
+                credit(t, got[0], got[1], not writes)  # computed from the DSL's data: those elements are the DSL's
+            elif not dsl_elements(t):
                 observe(t, f"output of eager {name}")
             if from_inputs and given and not writes and not view and hi > lo and operator_name in lib.copies:
                 copies.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))  # x.float(): as much an input as x
@@ -676,6 +945,8 @@ def provenance_vault(
                 pending.clear()
                 held.clear()
                 eager_ops.clear()
+                lineages.clear()
+                lineages["next"] = 0.0
                 opened.clear()
                 marks.clear()
                 called.clear()
@@ -777,24 +1048,26 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) ->
 
 
 def dispatch(
-    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _str: Any, _push: Any,
-    _pop: Any, _backend: Any
+    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _resolve: Any, _push: Any,
+    _pop: Any, _backend: Any, _redispatch: Any
 ) -> Any:  # fmt: skip
-    """The provenance mode's ``__torch_dispatch__``: run the operator, then report it (its name is
-    made here, outside the vault: an operator's ``__str__`` is Python a submission could replace).
+    """The provenance mode's ``__torch_dispatch__``: run the operator, then report it. What runs and what is
+    reported are the operator ``func``'s schema names, read once (``_operators.resolve_operator``): the object
+    itself is never called, so relabelling it changes what runs along with its price.
 
     An operator outside torch's own namespaces (a custom operator, ``torch.library.custom_op``, whose kernel
     may be the submission's Python) is no single eager operator: it runs below the Python dispatch key with
     this mode pushed again, so that what it does inside (allocations, eager operators, DSL launches) is
     watched one by one, and is not reported itself."""
-    if func._schema.name.split("::")[0] not in ("aten", "prims"):
+    name, native, handle = _resolve(func)
+    if not name.startswith(("aten.", "prims.")):
         _push(self)
         try:
-            return func.redispatch(_backend, *args, **(kwargs or {}))
+            return _redispatch(handle, _backend, *args, **(kwargs or {}))
         finally:
             _pop(None)
-    out = func(*args, **(kwargs or {}))
-    failed = _send((3, func, _str(func), args, kwargs, out))  # OP
+    out = native(*args, **(kwargs or {}))
+    failed = _send((3, func, name, args, kwargs, out))  # OP
     if failed is not None:
         raise failed
     return out

@@ -35,7 +35,9 @@ from mkbsim.verifier._attribution import attribution_config
 from mkbsim.verifier._channel import Channel
 from mkbsim.verifier._control import map_control
 from mkbsim.verifier._dsl import DslGates
+from mkbsim.verifier._eagerwork import to_python_hook
 from mkbsim.verifier._guards import Guards
+from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import (
     dispatch,
     page_layout,
@@ -247,19 +249,21 @@ class Worker:
                 provenance_vault, page, provenance_lib(self.device), page_layout(), positions,
                 list(self.setup["output_numels"]), sources,
             )  # fmt: skip
+            # the operator run and priced is the one its schema names, through accessors bound before the guards
+            # replace the mode stack's pops (_operators)
+            _ProvenanceMode.__torch_dispatch__ = registry.protect(  # type: ignore[method-assign]
+                dispatch, _send=send, **dispatch_hooks(registry, self.device)
+            )
             self.gates = DslGates(registry, self.guards, send, self.setup["dsl"])
             self.gates.dlpack_sources = sources
             self.gates.install()
             self.guards.install()
-            # the operator's name by OpOverload's own __str__ as it is now: the eager-work audit prices operators
-            # by name, and a submission patching the class's __str__ renamed every operator a free view
-            name_of = torch._ops.OpOverload.__str__
-            backend = torch._C.DispatchKeySet(
-                torch._C.DispatchKey.CUDA if self.device.type == "cuda" else torch._C.DispatchKey.CPU
-            )
-            _ProvenanceMode.__torch_dispatch__ = registry.protect(  # type: ignore[method-assign]
-                dispatch, _send=send, _str=name_of, _push=_push_mode, _pop=_pop_mode, _backend=backend
-            )
+            # tolist() dispatches no operator: its hook reports what leaves the tensors for Python (_eagerwork)
+            tolist = registry.protect(
+                to_python_hook, _send=send, _original=torch._C.TensorBase.tolist,
+                _marker=torch.ops.aten._local_scalar_dense.default,
+            )  # fmt: skip
+            self.guards.replace(torch.Tensor, "tolist", tolist)
             self.mode = _ProvenanceMode()
             self.report_result = registry.protect(report_result, _send=send)
             self.report_inputs = registry.protect(report_inputs, _send=send)

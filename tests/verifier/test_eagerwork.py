@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mkbsim.catalog import load_problem, problems_root
-from mkbsim.verifier import VerifierSession, _control, _eagerwork, _phases, _provenance
+from mkbsim.verifier import VerifierSession, _control, _eagerwork, _operators, _phases, _provenance
 from mkbsim.verifier._eagerwork import Work, compare, op_work, reference_ops, work_of
+from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._vault import Registry
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
@@ -79,10 +82,7 @@ def _vault_records(fn: Any, inputs: list[torch.Tensor]) -> list[Any]:
         _provenance.provenance_vault, control.buf, _provenance.provenance_lib(torch.device("cpu")),
         _provenance.page_layout(), [], [], {},
     )  # fmt: skip
-    op = registry.protect(
-        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
-        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
-    )  # fmt: skip
+    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
 
     class Audit(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -105,6 +105,47 @@ def test_the_vault_records_eager_operators_as_the_verifier_records_the_reference
     assert work_of(recorded).amounts["matmul"] > 0 and work_of(recorded).amounts["pointwise"] > 0
 
 
+@pytest.fixture
+def relabelled_mul() -> Iterator[Any]:
+    """``aten.mul.Tensor`` wearing the view's labels (schema, name, overload, native callable), restored after."""
+    mul, view = torch.ops.aten.mul.Tensor, torch.ops.aten.view.default
+    saved = dict(mul.__dict__)
+    for attr in ("_schema", "_name", "__name__", "__qualname__", "_overloadname", "_op"):
+        setattr(mul, attr, getattr(view, attr))
+    try:
+        yield mul
+    finally:
+        mul.__dict__.clear()
+        mul.__dict__.update(saved)
+
+
+def test_a_relabelled_operator_runs_and_is_priced_as_what_its_schema_names(relabelled_mul: Any) -> None:
+    """forged_operator_schemas: an operator object relabelled a view is run as the view its schema names, so
+    a product can no longer pass for a free view (before, the object was called and priced by its label)."""
+    resolve = Registry().protect(_operators.resolve_operator, **_operators.operator_lib())
+    name, native, _ = resolve(relabelled_mul)
+    assert name == "aten.view.default" and native(torch.ones(6), [2, 3]).shape == (2, 3)
+    x = torch.arange(6.0)
+    with pytest.raises(RuntimeError, match="view"):
+        _vault_records(lambda a: a * a, [x])  # the product, run as the view its schema names, cannot take a tensor
+    assert (x * x).equal(x.square())  # outside the audit the relabelled object still multiplies
+
+
+def test_an_operator_whose_labels_are_not_torch_s_does_not_run() -> None:
+    resolve = Registry().protect(_operators.resolve_operator, **_operators.operator_lib())
+    fake = types.SimpleNamespace(_schema=torch.ops.aten.view.default._schema)
+    with pytest.raises(RuntimeError, match="not torch's OpOverload"):
+        resolve(fake)
+    mul = torch.ops.aten.mul.Tensor
+    saved = mul.__dict__["_schema"]
+    mul._schema = types.SimpleNamespace(name="aten::view", overload_name="")
+    try:
+        with pytest.raises(RuntimeError, match="schema was replaced"):
+            resolve(mul)
+    finally:
+        mul._schema = saved
+
+
 def _shares_module() -> Any:
     spec = importlib.util.spec_from_file_location("eager_work_shares", BENCH / "eager_work_shares.py")
     assert spec is not None and spec.loader is not None
@@ -119,13 +160,16 @@ PARTIAL_PLANS = sorted(p for p in problems_root().glob("*/solutions/*eager*_tirx
 
 @pytest.mark.parametrize("path", PARTIAL_PLANS, ids=[p.stem for p in PARTIAL_PLANS])
 def test_the_study_s_partial_plans_leave_the_dsl_real_work(path: Path) -> None:
-    """Their eager code, priced with the kernels stubbed (benchmarks/eager_work_shares.py), at SMOKE."""
+    """Their eager code, priced with the kernels stubbed (benchmarks/eager_work_shares.py), at SMOKE; what they
+    read into Python (counts, scalars) is far from the plain-Python rule's share."""
     shares = _shares_module()
     with shares._stubbed_dsls():
         found = shares.shares(path, "smoke")
     passes = found.pop("passes")
+    python = max(found.pop("py_out"), found.pop("py_in"))
     amounts = min(found.values())
     assert amounts < _eagerwork.EAGER_SHARE - 0.1 or passes < _eagerwork.PASS_SHARE - 0.1, found
+    assert python < _eagerwork.PYTHON_SHARE / 4, python
 
 
 #: eagerwork_* cases whose eager answer the coverage test rejects too: a seed the answer is computed beside
@@ -151,6 +195,46 @@ def test_without_the_rule_the_eager_answers_pass(
         return
     assert report.bypass_ok, report.feedback
     assert report.failure != "decorative_dsl" and report.details["eager_work"]["shares"], report.feedback
+
+
+def test_what_crosses_between_tensors_and_python_is_counted_per_element() -> None:
+    records = [
+        (("aten._local_scalar_dense.default", ((),), ()), 7),  # item() seven times
+        ((_eagerwork.TO_PYTHON, ((4, 8),), ()), 2),  # tolist() of 32 elements, twice
+        (("aten.lift_fresh.default", ((10,),), ((10,),)), 1),  # torch.tensor(a list of 10)
+        (("aten.fill_.Scalar", ((4, 8),), ((4, 8),)), 3),  # one value each, whatever the size
+        (("aten.full.default", (), ((64,),)), 1),
+        (("aten.add_.Tensor", ((),), ((),)), 4),  # out[i].add_(v): one Python value each
+        (("aten.mul.Tensor", ((4, 8), (4, 8)), ((4, 8),)), 5),  # no crossing
+    ]
+    work = work_of(records)
+    assert (work.to_python, work.from_python) == (7 + 64, 10 + 3 + 1 + 4)
+    assert op_work(_eagerwork.TO_PYTHON, ((4, 8),), ()) == []  # counted as a crossing, not as eager work
+    reference = Work(
+        {"matmul": 0.0, "pointwise": 100.0, "movement": 0.0}, {"matmul": [], "pointwise": [(100.0, 1)], "movement": []}
+    )
+    reference.elements = (284, 72)
+    found = compare(1, work, reference)
+    assert found.python == {"out": 71 / 284, "in": 18 / 72} and found.through_python and found.covers
+    reference.elements = (285, 73)
+    assert not compare(1, work, reference).covers
+
+
+#: python_answer_* cases the crossing rule rejects (the others cross in bulk, which the guards refuse)
+PYTHON_CASES = sorted(p for p in ADVERSARIAL.glob("python_answer_*.py") if "# expect: decorative_dsl" in p.read_text())
+
+
+@pytest.mark.parametrize("path", PYTHON_CASES, ids=lambda p: p.stem)
+def test_without_the_rule_the_python_answers_pass(
+    cpu_session: VerifierSession, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The python_answer_* cases are correct, every output element is written by the DSL, and their eager
+    operators compute nothing: only what crosses between tensors and Python shows the answer."""
+    monkeypatch.setattr(_eagerwork, "PYTHON_SHARE", math.inf)
+    report = cpu_session.verify(path, "p36", "tirx")
+    assert report.correct and report.bypass_ok, report.feedback
+    found = report.details["eager_work"]
+    assert not found["covers"] and min(found["python"].values()) >= 1.0, found
 
 
 def test_without_the_thread_check_an_answer_computed_in_a_thread_passes(

@@ -24,6 +24,7 @@ import torch
 
 from mkbsim.verifier import _control, _coverage, _provenance
 from mkbsim.verifier._compare import OutputRef
+from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
 from mkbsim.verifier._vault import Registry
 
@@ -68,10 +69,7 @@ def audit() -> Iterator[Audit]:
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(N)], [N], {}
     )
-    op = registry.protect(
-        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
-        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
-    )  # fmt: skip
+    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
     control.begin_call(suppress=False, audit=True)
     yield Audit(control, send, op, registry)
     control.close()

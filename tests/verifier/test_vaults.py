@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import torch
 
-from mkbsim.verifier import _control, _dsl, _guards, _provenance, _timing, _vault
+from mkbsim.verifier import _control, _dsl, _eagerwork, _guards, _operators, _provenance, _timing, _vault
+from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
 from mkbsim.verifier._timing import timed_call, timer_layout, timer_lib, timer_vault
 from mkbsim.verifier._vault import Registry
@@ -24,6 +25,7 @@ PROTECTED = [
     _provenance.report_result, _provenance.report_end, _provenance.report_inputs, _timing.timer_vault,
     _timing.timed_call,
     _dsl._counted_get_function, _dsl._wrap_counted, _dsl._record_dlpack, _dsl._recording, _vault._send,
+    _operators.resolve_operator, _eagerwork.to_python_hook,
 ]  # fmt: skip
 
 
@@ -122,10 +124,7 @@ def test_inference_tensors_are_audited_and_a_fault_of_the_vault_is_recorded() ->
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(4)], [4], {}
     )
-    op = registry.protect(
-        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
-        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
-    )  # fmt: skip
+    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
     control.begin_call(suppress=False, audit=True)
     # an inference tensor has no version counter: the audit samples it instead of failing the op
     with torch.inference_mode():
@@ -216,10 +215,7 @@ def test_fp8_outputs_are_sampled_where_the_device_cannot_take_them() -> None:
     positions = torch.arange(0, 64, 3)
     lib = _fp8_without_take(provenance_lib(torch.device("cpu")))
     send = registry.open(provenance_vault, control.buf, lib, page_layout(), [positions], [64], {})
-    op = registry.protect(
-        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
-        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
-    )  # fmt: skip
+    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
     for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
         control.begin_call(suppress=False, audit=True)
         made = op(None, torch.ops.aten.empty.memory_format, (), ([64],), {"dtype": dtype})
@@ -242,10 +238,7 @@ def test_a_view_of_a_large_input_is_not_an_eager_copy_of_the_output() -> None:
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(n)], [n], {}
     )
-    op = registry.protect(
-        _provenance.dispatch, _send=send, _str=str, _push=torch._C._push_on_torch_dispatch_stack,
-        _pop=torch._C._pop_torch_dispatch_stack, _backend=torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
-    )  # fmt: skip
+    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
 
     def kernel(cache: torch.Tensor, out: torch.Tensor) -> None:
         out.copy_(cache[:n])  # values of the cache's own set, each as many times over in the cache

@@ -1,0 +1,78 @@
+"""Which operator the provenance mode runs and prices: the one its schema names, read once (DESIGN §5).
+
+The eager-work audit prices each operator the submission dispatches by its name, and the operator object
+torch hands the mode is the submission's to relabel: ``op._schema = view._schema`` (or ``_name``,
+``__name__``, ``_overloadname``, ``_op``, ``_handle``, ``OpOverload.__str__``/``__call__``, a packet
+attribute replaced before the operator's first dispatch) makes a matrix product or a whole reduction look
+like a free view. So the mode neither calls the object nor trusts its labels: it reads the object's schema
+once, as a genuine ``FunctionSchema`` through accessors bound before the submission loaded, and runs the
+native entry point of the operator that schema names (``torch._C._get_operation_overload``, cached per
+name; a custom operator's dispatcher handle, for the redispatch below the Python key). Whatever an object
+says it is, that is what runs, and what is priced: a relabelled product computes a view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: (priced name "ns.op.overload", native callable, dispatcher handle) of an operator, by its schema's
+#: (qualified name, overload name)
+Resolved = tuple[str, Any, Any]
+
+
+def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
+    """The keyword defaults of the provenance mode's ``_provenance.dispatch`` besides its vault's ``send``,
+    bound now: the operator resolver (protected by ``registry``), the mode stack's push and pop, the backend
+    key a custom operator is redispatched to, and the dispatcher's redispatch."""
+    import torch
+
+    key = torch._C.DispatchKey.CUDA if device.type == "cuda" else torch._C.DispatchKey.CPU
+    return {
+        "_resolve": registry.protect(resolve_operator, **operator_lib()),
+        "_push": torch._C._push_on_torch_dispatch_stack,
+        "_pop": torch._C._pop_torch_dispatch_stack,
+        "_backend": torch._C.DispatchKeySet(key),
+        "_redispatch": torch._C._DispatchOperatorHandle.redispatch_boxed,
+    }
+
+
+def operator_lib() -> dict[str, Any]:
+    """The C accessors ``resolve_operator`` calls, bound now (before the submission exists), as its keyword
+    defaults, with the cache it fills."""
+    import torch
+
+    schema = torch._C.FunctionSchema
+    # the properties' getters (C functions): a property replaced on the class later changes nothing here
+    properties = vars(schema)
+    return {
+        "_overload_type": torch._ops.OpOverload,
+        "_schema_type": schema,
+        "_qualified_name": properties["name"].fget,
+        "_overload_name": properties["overload_name"].fget,
+        "_native": torch._C._get_operation_overload,
+        "_handle": torch._C._dispatch_find_schema_or_throw,
+        "_cache": {},
+    }
+
+
+def resolve_operator(
+    func: Any, *, _overload_type: Any, _schema_type: Any, _qualified_name: Any, _overload_name: Any, _native: Any,
+    _handle: Any, _cache: dict[tuple[str, str], Resolved], _type: Any = type, _error: Any = RuntimeError
+) -> Resolved:  # fmt: skip
+    """The operator ``func`` names, as (name, native callable, handle); raises for an object that is no
+    torch operator or whose schema is not torch's (nothing runs then)."""
+    if _type(func) is not _overload_type:
+        raise _error("mkbsim verifier: an operator object that is not torch's OpOverload was dispatched")
+    schema = func._schema
+    if _type(schema) is not _schema_type:
+        raise _error("mkbsim verifier: an operator's schema was replaced by an object that is not torch's")
+    key = (_qualified_name(schema), _overload_name(schema))
+    found = _cache.get(key)
+    if found is None:
+        namespace, _, base = key[0].partition("::")
+        natives = _native(key[0], key[1])
+        if natives is None:
+            raise _error(f"mkbsim verifier: no operator {key[0]}.{key[1]}")
+        found = (f"{namespace}.{base}.{key[1] or 'default'}", natives[0], _handle(key[0], key[1]))
+        _cache[key] = found
+    return found

@@ -1,0 +1,145 @@
+"""Derived credit follows elements, not operators (DESIGN §5, "derived credit").
+
+Each case drives the provenance vault as ``test_provenance_bytes.py`` does. Under the per-operator rule this
+replaced (an eager operator whose DSL operands outweighed its eager-made ones 4 to 1 made its whole result the
+DSL's; contractions ignored their eager-made operands) every case marked "passed before" judged the eager
+answer 0% outside the DSL.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tests.verifier.test_provenance_bytes import ROWS, Audit, N, _answer, _halves, audit, zero_fill
+
+__all__ = ["audit"]  # the fixture
+
+
+def _dsl(audit: Audit, shape: list[int], fill: torch.Tensor | None = None) -> torch.Tensor:
+    """A tensor a DSL launch wrote (zeros, or ``fill``)."""
+    t = audit.eager("aten.empty.memory_format", (shape,), {"dtype": torch.float32})
+    audit.launch(zero_fill if fill is None else (lambda s: s.copy_(fill)), t)
+    return t
+
+
+def test_an_eager_answer_concatenated_with_dsl_data_and_sliced_out_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before: the concatenation's DSL operand was 4x the answer's size."""
+    junk = _dsl(audit, [4 * ROWS // 2, N // ROWS])
+    pieces = []
+    for half in _halves():
+        both = audit.eager("aten.cat.default", ([half, junk],))
+        pieces.append(audit.eager("aten.slice.Tensor", (both, 0, 0, ROWS // 2)))
+    out = audit.eager("aten.cat.default", (pieces,))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_an_eager_answer_broadcast_against_dsl_data_and_sliced_out_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before: the sum's DSL operand was 4x the answer's size; each answer element feeds 4 of its elements."""
+    junk = _dsl(audit, [4, ROWS // 2, N // ROWS])
+    pieces = []
+    for half in _halves():
+        wide = audit.eager("aten.add.Tensor", (half, junk))
+        pieces.append(audit.eager("aten.select.int", (wide, 0, 0)))
+    out = audit.eager("aten.cat.default", (pieces,))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_a_broadcast_answer_stays_thin_through_casts_and_copies(audit: Audit) -> None:
+    """Passed before: the lineage travels through a cast of the whole broadcast result and a copy of a slice."""
+    junk = _dsl(audit, [4, ROWS // 2, N // ROWS])
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.bfloat16})
+    for k, half in enumerate(_halves()):
+        wide = audit.eager("aten.add.Tensor", (half, junk))
+        cast = audit.eager("aten._to_copy.default", (wide,), {"dtype": torch.bfloat16})
+        rows = audit.eager("aten.slice.Tensor", (out, 0, k * ROWS // 2, (k + 1) * ROWS // 2))
+        audit.eager("aten.copy_.default", (rows, audit.eager("aten.select.int", (cast, 0, 2))))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_a_thin_answer_hidden_behind_a_broad_eager_decoy_is_not_the_dsls(audit: Audit) -> None:
+    """Two eager lineages on one element: the broad decoy (each element feeding a row) cannot vouch for the thin
+    answer (each element feeding one)."""
+    junk = _dsl(audit, [4, ROWS // 2, N // ROWS])
+    decoy = audit.eager("aten.mul.Tensor", (torch.ones(ROWS // 2, 1), 0.0))
+    pieces = []
+    for half in _halves():
+        wide = audit.eager("aten.add.Tensor", (audit.eager("aten.add.Tensor", (junk, decoy)), half))
+        pieces.append(audit.eager("aten.select.int", (wide, 0, 0)))
+    out = audit.eager("aten.cat.default", (pieces,))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_dsl_values_stored_into_an_eager_answer_credit_only_what_they_store(audit: Audit) -> None:
+    """Passed before: an indexed store's destination is no operand, so one row of DSL values stored into an eager
+    answer (written half by half: no eager result of the output's size) made the whole answer the DSL's."""
+    answer = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    for k, half in enumerate(_halves()):
+        rows = audit.eager("aten.slice.Tensor", (answer, 0, k * ROWS // 2, (k + 1) * ROWS // 2))
+        audit.eager("aten.copy_.default", (rows, audit.eager("aten.mul.Tensor", (half, 1.0))))
+    values = _dsl(audit, [1, N // ROWS], torch.ones(1, N // ROWS))
+    audit.eager("aten.index_put_.default", (answer, [torch.zeros(1, dtype=torch.int64)], values))
+    assert audit.outside_share(answer) == (N - N // ROWS) / N
+
+
+def test_eager_values_stored_into_a_dsl_buffer_are_not_the_dsls(audit: Audit) -> None:
+    """The destination keeps its credit only where nothing was stored."""
+    buffer = _dsl(audit, [ROWS, N // ROWS])
+    rows = torch.arange(ROWS // 2)
+    for store in ("index_put_", "index_copy_"):
+        answer = audit.eager("aten.mul.Tensor", (_answer()[: ROWS // 2], 1.0))
+        if store == "index_put_":
+            audit.eager("aten.index_put_.default", (buffer, [rows], answer))
+        else:
+            audit.eager("aten.index_copy_.default", (buffer, 0, rows, answer))
+        assert audit.outside_share(buffer) == 0.5
+
+
+def test_an_eager_answer_times_a_dsl_identity_or_permutation_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before: contractions ignored their eager-made operands."""
+    cols = N // ROWS
+    for matrix in (torch.eye(cols), torch.eye(cols)[torch.randperm(cols)], 2 * torch.eye(cols), torch.ones(cols, cols)):
+        dsl = _dsl(audit, [cols, cols], matrix)
+        out = audit.eager("aten.cat.default", ([audit.eager("aten.mm.default", (h, dsl)) for h in _halves()],))
+        assert audit.outside_share(out) == 1.0
+
+
+def test_an_eager_answer_added_as_a_contractions_bias_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before: a contraction ignored every eager-made operand, its bias included."""
+    cols = N // ROWS
+    act = _dsl(audit, [ROWS // 2, cols], torch.randn(ROWS // 2, cols))
+    pieces = [audit.eager("aten.addmm.default", (half, act, torch.zeros(cols, cols))) for half in _halves()]
+    out = audit.eager("aten.cat.default", (pieces,))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_a_reduction_over_an_answer_stacked_with_dsl_zeros_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before: the sum's operand was four-fifths the DSL's."""
+    junk = _dsl(audit, [4, ROWS // 2, N // ROWS])
+    pieces = []
+    for half in _halves():
+        answer = audit.eager("aten.mul.Tensor", (half, 1.0))
+        stacked = audit.eager("aten.cat.default", ([audit.eager("aten.unsqueeze.default", (answer, 0)), junk],))
+        pieces.append(audit.eager("aten.sum.dim_IntList", (stacked, [0])))
+    out = audit.eager("aten.cat.default", (pieces,))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_a_small_eager_scale_survives_casts_and_slices_of_the_dsl_result(audit: Audit) -> None:
+    """A dequantisation epilogue: each eager scale feeds a whole row, before and after the slice and the cast."""
+    acc = _dsl(audit, [ROWS, 2 * N // ROWS], torch.randn(ROWS, 2 * N // ROWS))
+    scale = audit.eager("aten.mul.Tensor", (torch.rand(ROWS, 1), 2.0))
+    scaled = audit.eager("aten.mul.Tensor", (acc, scale))
+    again = audit.eager("aten.mul.Tensor", (scaled, scale))  # the same eager tensor: one lineage
+    cast = audit.eager("aten._to_copy.default", (again,), {"dtype": torch.bfloat16})
+    out = audit.eager("aten.clone.default", (audit.eager("aten.slice.Tensor", (cast, 1, 0, N // ROWS)),))
+    assert audit.outside_share(out) == 0.0
+
+
+def test_dsl_rows_concatenated_and_gathered_stay_the_dsls(audit: Audit) -> None:
+    """Movement keeps the DSL's elements the DSL's: a concatenation of DSL halves, a gather of its rows."""
+    halves = [_dsl(audit, [ROWS // 2, N // ROWS], h) for h in _halves()]
+    both = audit.eager("aten.cat.default", (halves,))
+    out = audit.eager("aten.index_select.default", (both, 0, torch.randperm(ROWS)))
+    padded = audit.eager("aten.constant_pad_nd.default", (out, [0, 2], 0.0))
+    assert audit.outside_share(out) == 0.0
+    assert audit.outside_share(audit.eager("aten.slice.Tensor", (padded, 1, 0, N // ROWS))) == 0.0
