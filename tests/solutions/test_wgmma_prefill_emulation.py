@@ -28,6 +28,7 @@ import math
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -444,8 +445,23 @@ def run_cta(w: Walk) -> tuple[torch.Tensor, torch.Tensor]:
     return acc / l_run[..., None], m_run + torch.log2(l_run)
 
 
-def emulate_wgmma(problem: Any, inputs: tuple) -> tuple[torch.Tensor, torch.Tensor]:
-    """The WGMMA kernel's grid: the tile scheduler, then `run_cta` (all heads of a query tile at once)."""
+def sequence_major(y: int, ntbs: list[int]) -> tuple[int, int]:
+    """(sequence, query tile) of CTA row y in the TIRx kernel: sequence by sequence, each from its last tile."""
+    for b, ntb in enumerate(ntbs):
+        if y < ntb:
+            return b, ntb - 1 - y
+        y -= ntb
+    return -1, 0
+
+
+def emulate_wgmma(
+    problem: Any,
+    inputs: tuple,
+    order: Callable[[int, list[int]], tuple[int, int]] = sequence_major,
+    cta: Callable[[Walk], tuple[torch.Tensor, torch.Tensor]] = run_cta,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The WGMMA kernel's grid: the tile scheduler ``order`` (CTA row -> sequence, query tile, given each
+    sequence's query-tile count), then the CTA program ``cta`` (all heads of a query tile at once)."""
     t = _tiling(problem)
     bm = S9.BM
     x = _named(problem, inputs)
@@ -455,15 +471,9 @@ def emulate_wgmma(problem: Any, inputs: tuple) -> tuple[torch.Tensor, torch.Tens
     out = torch.full(q.shape, float("nan"), dtype=torch.bfloat16)
     lse = torch.full(q.shape[:2], float("nan"), dtype=torch.float32)
     written = torch.zeros(total_q, dtype=torch.int64)
+    ntbs = [(int(qo[b + 1]) - int(qo[b]) + bm - 1) // bm for b in range(batch)]
     for y in range(t.grid_tiles(total_q, batch)):
-        seq, mblk, rem = -1, 0, y
-        for b in range(batch):
-            ntb = (int(qo[b + 1]) - int(qo[b]) + bm - 1) // bm
-            if seq < 0:
-                if rem < ntb:
-                    seq, mblk = b, ntb - 1 - rem
-                else:
-                    rem -= ntb
+        seq, mblk = order(y, ntbs)
         if seq < 0:
             continue
         q0, lq = int(qo[seq]), int(qo[seq + 1]) - int(qo[seq])
@@ -474,7 +484,7 @@ def emulate_wgmma(problem: Any, inputs: tuple) -> tuple[torch.Tensor, torch.Tens
         m0 = mblk * bm
         nrows = min(lq - m0, bm)
         q_rows = q[q0 + torch.clamp(m0 + torch.arange(bm), max=lq - 1)]  # rows past the end re-read the last
-        o_cta, lse_cta = run_cta(Walk(t, x, q_rows, nrows, kv0, lk, m0, lk - lq))
+        o_cta, lse_cta = cta(Walk(t, x, q_rows, nrows, kv0, lk, m0, lk - lq))
         out[q0 + m0 : q0 + m0 + nrows] = o_cta[:, :nrows].transpose(0, 1).to(torch.bfloat16)
         lse[q0 + m0 : q0 + m0 + nrows] = lse_cta[:, :nrows].transpose(0, 1)
         written[q0 + m0 : q0 + m0 + nrows] += 1
