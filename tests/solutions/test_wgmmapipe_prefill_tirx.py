@@ -198,9 +198,7 @@ def run_pipe_cta(w: W.Walk, in_flight: int | None = None, k_ring: int = PIPE.K_R
 
 def emulate_pipe(problem: Any, inputs: tuple, **schedule: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """Plan `wgmma`'s grid (tile scheduler, output rows written once) with this plan's CTA program."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(W, "run_cta", lambda walk: run_pipe_cta(walk, **schedule))
-        return W.emulate_wgmma(problem, inputs)
+    return W.emulate_wgmma(problem, inputs, cta=lambda walk: run_pipe_cta(walk, **schedule))
 
 
 def _long_walk(problem: Any) -> dict[str, int]:
