@@ -160,7 +160,10 @@ def _product(base: str, ins: Sizes, outs: Sizes) -> list[Pass]:
     if base in _PRODUCTS:
         columns = out[-1] if len(out) >= 2 else 1
         return [("matmul", 2.0 * _numel(ins[_PRODUCTS[base]]) * columns, 1)]
-    if base == "_trilinear":  # F.bilinear's three operands, before the dimensions it inserts: x1, weight, x2
+    if base == "_trilinear":  # operands before the dimensions it inserts: F.bilinear's x1 [.., I], weight, x2 [.., J]
+        x1, weight, x2 = ins[:3]
+        if len(weight) == 3 and out and (x1[-1], x2[-1], out[-1]) == (weight[1], weight[2], weight[0]):
+            return [("matmul", 2.0 * _numel(out) * weight[1] * weight[2], 1)]
         return [("matmul", _contraction(ins[:3], outs), 1)]
     if base == "bilinear":  # x1 [.., I], x2 [.., J], weight [O, I, J]
         return [("matmul", 2.0 * _numel(out) * _numel(ins[2][1:]), 1)]
@@ -221,7 +224,7 @@ def _tags(base: str) -> set[str]:
 def _contraction(ins: Sizes, outs: Sizes) -> float:
     """FLOPs of the largest contraction of ``ins`` into the largest of ``outs``: one where every index is in
     two operands at least (inputs or output) iterates over the square root of their sizes' product (exact
-    for a matrix product and for ``F.bilinear``'s)."""
+    for a matrix product; an index in three operands, a batch's, counts more than once)."""
     space = math.sqrt(float(max((_numel(s) for s in outs), default=0)))
     for s in ins:
         space *= math.sqrt(float(max(_numel(s), 1)))
