@@ -1,7 +1,7 @@
 """Block-FP8 output projection (p52, a GEMM): a one-element TIRx kernel writes 1.0 that eager PyTorch scales
-the inputs by; the eager code then does the whole operator, the product through ``F.bilinear`` with a
-column of the kernel's ones (one ``_trilinear``: no matrix multiply by name). Priced as one pass over its largest tensor, it
-left the eager GEMM out of the matmul count."""
+the inputs by; the eager code then does the whole operator, the product through ``F.bilinear`` with a column
+of the kernel's ones (one ``_trilinear``: no matrix multiply by name). Priced as one pass over its largest
+tensor, it left the eager GEMM out of the matmul count."""
 
 # expect: decorative_dsl
 # problem: p52
