@@ -7,7 +7,10 @@ submission (``exec``/``eval``/``compile``), other compilers (``torch.compile``, 
 capture, Python callbacks registered for kernels and Python signal handlers.
 
 A call is the submission's when the innermost frame outside the standard library belongs to the
-submission (any file outside the installed libraries and this harness). Which code a frame runs is
+submission (any file outside the installed libraries and this harness), or when that frame is a library's
+whose own code does not name the forbidden operation: the library is calling a callable it was handed
+(``tree_map(os.system, ...)``), which is the submission's (``handed`` in the vault; imports and ctypes events
+excepted, verifier README). Which code a frame runs is
 judged by the identity of its code object, never by its name alone (``co_filename`` is the
 submission's to choose: ``code.replace``, ``types.CodeType``, ``marshal``): a file name is believed only
 for code objects that existed before the submission was loaded (every function's, nested ones
@@ -73,12 +76,12 @@ _FILE_CHANGE_EVENTS = frozenset(
     ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "shutil.move", "os.truncate", "os.chmod",
      "os.chown", "os.utime", "os.link", "os.symlink", "os.mkdir")
 )  # fmt: skip
-#: The names whose call raises each event (the C function, its standard-library wrappers): a library frame vouches
-#: for an event only where its own code names one of them (see ``handed`` in the vault); any other event it
-#: raises, it raises calling a callable it was handed. Events not listed: their last component.
 _SUBPROCESS = ("Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput", "popen", "system",
                "create_subprocess_exec", "create_subprocess_shell")  # fmt: skip
 _TEMPORARY = ("TemporaryDirectory", "NamedTemporaryFile", "TemporaryFile", "mkdtemp", "cleanup", "close", "rmtree")
+#: The names whose call raises each event (the C function, its standard-library wrappers): a library frame vouches
+#: for an event only where its own code names one of them (see ``handed`` in the vault); any other event it
+#: raises, it raises calling a callable it was handed. Events not listed: their last component.
 _EVENT_CALLERS = {
     "subprocess.Popen": _SUBPROCESS, "os.posix_spawn": ("posix_spawn", "posix_spawnp", *_SUBPROCESS),
     "os.exec": ("execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe"),
@@ -540,6 +543,8 @@ def _guard_vault(
                 for dotted in full:
                     reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
                     if reason is not None:
+                        # not ``handed``: C code imports through __import__ too (numpy's lazy submodules), under
+                        # whatever library frame called it, naming nothing (README: what stays open)
                         who_kind, who = culprit(frame)
                         if who_kind == k.CANDIDATE:
                             reply = refuse(f"import of {dotted}", reason, who, lib.ImportError)
@@ -741,8 +746,28 @@ class Guards:
             self.deny(gc, name, f"gc.{name}", deferred)
         self.deny(weakref, "finalize", "weakref.finalize", deferred)
         self._install_torch()
+        self._install_python_data()
         self._install_numpy()
         self._install_dsl_callbacks()
+
+    def _install_python_data(self) -> None:
+        """Tensors made whole from Python data (a buffer, a list into DSL memory): the values were computed in
+        plain Python, which no operator shows. The eager-work audit counts what crosses element by element
+        (``_eagerwork``); these cross in bulk, so they are refused to the submission's calls."""
+        import torch
+
+        python = "tensors made from Python data in bulk are forbidden (keep the data in tensors)"
+        self.deny(torch, "frombuffer", "torch.frombuffer", python)
+        for storage in (torch.UntypedStorage, torch.TypedStorage):
+            self.deny(storage, "from_buffer", f"torch.{storage.__name__}.from_buffer", python)
+        runtime = sys.modules.get("tvm.runtime")
+        if runtime is None:
+            return
+        self.deny(runtime.Tensor, "copyfrom", "tvm.runtime.Tensor.copyfrom", python)
+        made = runtime.tensor  # and every module that bound the same function
+        for name, module in list(sys.modules.items()):
+            if name.startswith("tvm") and getattr(module, "tensor", None) is made:
+                self.deny(module, "tensor", "tvm.runtime.tensor", python)
 
     def _install_numpy(self) -> None:
         """numpy's constructors of arrays over foreign memory (an object's ``__array_interface__`` holds
@@ -775,12 +800,6 @@ class Guards:
             self.deny(owner, "make_graphed_callables", "torch.cuda.make_graphed_callables", graphs)
         for name in ("_create_jit_fn", "_create_multi_output_jit_fn"):
             self.deny(torch.cuda.jiterator, name, "torch.cuda.jiterator", "jiterator compiles CUDA C")
-        # a tensor made whole from a Python buffer holds values computed in plain Python, which no operator shows
-        # (the eager-work audit counts what crosses element by element: _eagerwork)
-        python = "tensors made from Python buffers are forbidden (keep the data in tensors)"
-        self.deny(torch, "frombuffer", "torch.frombuffer", python)
-        for storage in (torch.UntypedStorage, torch.TypedStorage):
-            self.deny(storage, "from_buffer", f"torch.{storage.__name__}.from_buffer", python)
         native = "loading native libraries is forbidden"
         self.deny(type(torch.ops), "load_library", "torch.ops.load_library", native)
         self.deny(type(torch.classes), "load_library", "torch.classes.load_library", native)

@@ -42,11 +42,13 @@ def operator_lib() -> dict[str, Any]:
     import torch
 
     schema = torch._C.FunctionSchema
+    # the properties' getters (C functions): a property replaced on the class later changes nothing here
+    properties = vars(schema)
     return {
         "_overload_type": torch._ops.OpOverload,
         "_schema_type": schema,
-        "_qualified_name": schema.name.fget,
-        "_overload_name": schema.overload_name.fget,
+        "_qualified_name": properties["name"].fget,
+        "_overload_name": properties["overload_name"].fget,
         "_native": torch._C._get_operation_overload,
         "_handle": torch._C._dispatch_find_schema_or_throw,
         "_cache": {},

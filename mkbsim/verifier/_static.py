@@ -49,6 +49,9 @@ class StaticReport:
 
 _INTROSPECTION = "introspection of the verifier's process is forbidden"
 _DYNAMIC_NAMES = "attribute names must be string literals in a submission, so the verifier can read them"
+#: Ways to a base class's own methods past the verifier's hooks on a class (``Tensor.tolist`` is watched).
+_PAST_HOOKS = "calling a base class's methods past the verifier's hooks is forbidden"
+_BASE_CLASS_NAMES = frozenset(("TensorBase", "__mro__", "__bases__", "__base__", "mro"))
 
 
 def _literal_str(node: ast.expr) -> str | None:
@@ -62,6 +65,7 @@ class _Scanner(ast.NodeVisitor):
         self.aliases: dict[str, str] = {}  # local name -> dotted module path it stands for
         self.findings: list[Finding] = []
         self._seen: set[tuple[int, str, str]] = set()
+        self.methods: list[tuple[str, str]] = []  # (class, first parameter) of each method being visited
 
     def add(self, node: ast.AST, kind: FindingKind, what: str, reason: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -97,6 +101,8 @@ class _Scanner(ast.NodeVisitor):
     def check_attr_name(self, node: ast.AST, attr: str) -> None:
         if attr in INTROSPECTION_ATTRS:
             self.add(node, "forbidden", f"access to .{attr}", _INTROSPECTION)
+        if attr in _BASE_CLASS_NAMES:
+            self.add(node, "forbidden", f"the name {attr}", _PAST_HOOKS)
         if attr in RAW_NAMES:
             self.add(node, "forbidden", f"the name {attr}", RAW_NAMES[attr])
 
@@ -105,6 +111,28 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for item in node.body:  # each method, with its class and first parameter (what super(C, self) may name)
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.args.args:
+                self.methods.append((node.name, item.args.args[0].arg))
+                self.visit(item)
+                self.methods.pop()
+            else:
+                self.visit(item)
+        for expr in (*node.bases, *node.keywords, *node.decorator_list):
+            self.visit(expr)
+
+    def check_super(self, node: ast.Call) -> None:
+        """``super()`` with arguments other than the enclosing method's class and first parameter reaches any
+        class's base (``super(torch.Tensor, t).tolist()``)."""
+        args = node.args
+        own = (
+            len(args) == 2 and bool(self.methods) and isinstance(args[0], ast.Name) and isinstance(args[1], ast.Name)
+            and (args[0].id, args[1].id) == self.methods[-1]
+        )  # fmt: skip
+        if args and not own:
+            self.add(node, "forbidden", "super() with arguments other than its own class and instance", _PAST_HOOKS)
 
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg is not None:
@@ -127,6 +155,7 @@ class _Scanner(ast.NodeVisitor):
             if hit:
                 self.add(node, "forbidden", f"from {module} import ...", hit[1])
         for alias in node.names:
+            self.check_attr_name(node, alias.name)
             full = f"{module}.{alias.name}" if module else alias.name
             if node.level == 0 and alias.name != "*":
                 hit = module_rule(full, self.dsl) or name_rule(full)
@@ -170,6 +199,8 @@ class _Scanner(ast.NodeVisitor):
                     self.check_dotted(node, f"{base}.{attr}")
                 if func.id in ("setattr", "delattr") and self.is_module_rooted(node.args[0]):
                     self.patched(node, f"{base}.{attr}", attr)
+        if isinstance(func, ast.Name) and func.id == "super" and "super" not in self.defined:
+            self.check_super(node)
         if isinstance(func, ast.Name) and func.id == "type" and "type" not in self.defined and len(node.args) == 3:
             self.add(node, "forbidden", "type() with three arguments", _DYNAMIC_NAMES + " (a class built at run time)")
         if any(k.arg == "source_code" for k in node.keywords):
@@ -217,6 +248,8 @@ class _Scanner(ast.NodeVisitor):
             return
         if node.value in INTROSPECTION_ATTRS:
             self.add(node, "forbidden", f"the name {node.value!r}", _INTROSPECTION)
+        if node.value in _BASE_CLASS_NAMES - {"mro"}:
+            self.add(node, "forbidden", f"the name {node.value!r}", _PAST_HOOKS)
         for name, reason in RAW_NAMES.items():
             if name in node.value:
                 self.add(node, "forbidden", f"the name {name} in a string", reason)

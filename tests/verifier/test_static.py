@@ -70,6 +70,14 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "from torch.utils import _python_dispatch as d\nwith d._pop_mode_temporarily(): pass",
         "import torch.utils._python_dispatch\nm = torch.utils._python_dispatch._pop_mode()",
         "import torch\ntorch._ops._pop_mode_from_pre_dispatch()",
+        # a base class's own methods past the verifier's hooks (Tensor.tolist is watched)
+        "import torch\ndef f(t): return super(torch.Tensor, t).tolist()",
+        "import torch\nclass A:\n    def f(self, t): return super(torch.Tensor, t).tolist()",
+        "import torch\nv = torch._C.TensorBase.tolist",
+        "from torch._C import TensorBase",
+        "def f(t): return type(t).__mro__[1]",
+        "def f(t): return type(t).mro()",
+        "def f(t): return getattr(type(t), '__bases__')",
     ],
 )
 def test_forbidden(source: str) -> None:
@@ -87,6 +95,18 @@ def test_the_other_variants_dsl_is_forbidden() -> None:
 def test_timer_tampering_is_its_own_kind_with_its_line() -> None:
     source = "import time\nimport torch\n\ntime.perf_counter = lambda: 0\nsetattr(torch.cuda.Event, 'elapsed_time', f)"
     assert _kinds(source) == [(4, "timing_tamper"), (5, "timing_tamper")]
+
+
+def test_super_of_its_own_class_and_instance_is_allowed() -> None:
+    source = (
+        "import torch\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n        super(Net, self).__init__()\n"
+        "    def forward(self, x):\n        return super().forward(x)\n"
+        "class Other(Net):\n    def __init__(me):\n        super(Other, me).__init__()\n"
+    )
+    assert _kinds(source) == []
+    assert _kinds("class A:\n    def f(self, t):\n        return super(A, t).f(t)") == [(3, "forbidden")]
 
 
 def test_configuration_and_reading_are_allowed() -> None:
