@@ -11,11 +11,14 @@ applied to the reference run on that draw's inputs.
 
 Cost model, in three kinds of work (the reference's decide which are judged):
 
-* ``matmul``: FLOPs of matrix products, convolutions and attention (``_MATMUL``; 2 per multiply-add);
-* ``pointwise``: element operations of every other operator: arithmetic, comparisons, selections,
-  reductions, scans, sorts, bit operations (the largest tensor it reads or writes, times a weight for the
-  fused operators that do several passes, ``_WEIGHTS``). Any operator not listed as data movement is
-  priced here, so an unfamiliar operator counts as work;
+* ``matmul``: FLOPs of contractions (2 per multiply-add), whatever operator computes them: matrix products
+  (``_PRODUCTS``: packed-weight, grouped, distances, triangular solves alike), ``F.bilinear``'s ``_trilinear``,
+  ``embedding_bag``, convolutions and attention (``_product``);
+* ``pointwise``: element operations of the operators torch tags pointwise, reduction or random, and of the
+  listed ones that compute without a tag (``_ELEMENTWISE``: softmax, norms, scans, sorts...): the largest
+  tensor it reads or writes, times a weight for the fused operators that do several passes (``_WEIGHTS``).
+  An operator none of these (or any custom namespace's) is priced at the most it could have done
+  (``_bound``: the largest contraction of its inputs into its output, and a pass over all its operands);
 * ``movement``: elements written by operators that only move or convert data (copies, casts, gathers,
   scatters, concatenation, padding, repetition: ``_MOVEMENT``); views and fresh allocations are free.
   Movement is judged only as what a problem made of movement (a KV cache copy) computes; a cast or a
@@ -28,8 +31,10 @@ movement, never movement towards compute).
 
 Rule: the eager code covers the problem when, for every kind of work the reference does, it does at least
 ``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the
-reference's passes over the data have an eager pass at least as large (a stage the DSL took over is missing
-from them however small its cost). A submission whose eager code covers
+reference's passes over the data are stood for by the eager passes, one operator's calls pooled so that a pass
+split into chunks is still that pass (``_matched``; a stage the DSL took over is missing from them however small
+its cost). The reference is priced without the padding it computes on (``reference_work``: its products beyond
+the problem's ``cost()`` FLOPs). A submission whose eager code covers
 the problem has its DSL doing none of the problem's work, whatever its outputs depend on, and fails as
 ``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
 the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is
