@@ -87,7 +87,9 @@ _FREE = frozenset(
      "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill", "zero",
      "scalar_tensor", "arange", "resize", "set", "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel",
      "is_same_size", "_has_compatible_shallow_copy_type", "record_stream", "is_contiguous", "is_strides_like_format",
-     "is_non_overlapping_and_dense", "stride", "size", "numel", "dim", "storage_offset")
+     "is_non_overlapping_and_dense", "stride", "size", "numel", "dim", "storage_offset", "lift", "real", "imag",
+     "conj", "_conj", "_neg_view", "_efficientzerotensor", "tril_indices",
+     "triu_indices", "_assert_async", "_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size")
 )  # fmt: skip
 _MOVEMENT = _FREE | frozenset(
     ("copy", "_copy_from", "_copy_from_and_resize", "_to_copy", "to", "clone", "contiguous", "lift_fresh_copy",
@@ -95,7 +97,8 @@ _MOVEMENT = _FREE | frozenset(
      "index_select", "gather", "take", "scatter", "index_put", "_index_put_impl", "index_copy", "masked_scatter",
      "masked_select", "embedding", "nonzero", "tril", "triu", "_pin_memory", "slice_backward", "select_backward",
      "slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter", "narrow_copy", "_unsafe_index",
-     "_unsafe_index_put")
+     "_unsafe_index_put", "diag", "diag_embed", "rot90", "index_fill", "to_dense", "_to_dense", "resolve_conj",
+     "resolve_neg")
 )  # fmt: skip
 #: Fused operators priced as the passes they stand for (an unlisted fused operator counts one pass).
 _WEIGHTS = {
@@ -133,7 +136,8 @@ _ELEMENTWISE = frozenset(
      "kthvalue", "median", "nanmedian", "mode", "bucketize", "searchsorted", "floor_divide", "histc", "bincount",
      "_unique2", "unique_consecutive", "unique_dim", "isin", "index_add", "index_reduce", "scatter_add",
      "scatter_reduce", "_fft_r2c", "_fft_c2r", "_fft_c2c", "polar", "complex", "_segment_reduce",
-     "segment_reduce", "promote_types")
+     "segment_reduce", "promote_types", "hardswish", "glu", "prelu", "_prelu_kernel",
+     "_native_batch_norm_legit_functional")
 )  # fmt: skip
 #: torch's tags of an operator that works element by element, reduces, or draws at random.
 _ELEMENT_TAGS = frozenset(("pointwise", "reduction", "nondeterministic_seeded"))
