@@ -11,11 +11,14 @@ applied to the reference run on that draw's inputs.
 
 Cost model, in three kinds of work (the reference's decide which are judged):
 
-* ``matmul``: FLOPs of matrix products, convolutions and attention (``_MATMUL``; 2 per multiply-add);
-* ``pointwise``: element operations of every other operator: arithmetic, comparisons, selections,
-  reductions, scans, sorts, bit operations (the largest tensor it reads or writes, times a weight for the
-  fused operators that do several passes, ``_WEIGHTS``). Any operator not listed as data movement is
-  priced here, so an unfamiliar operator counts as work;
+* ``matmul``: FLOPs of contractions (2 per multiply-add), whatever operator computes them: matrix products
+  (``_PRODUCTS``: packed-weight, grouped, distances, triangular solves alike), ``F.bilinear``'s ``_trilinear``,
+  ``embedding_bag``, convolutions and attention (``_product``);
+* ``pointwise``: element operations of the operators torch tags pointwise, reduction or random, and of the
+  listed ones that compute without a tag (``_ELEMENTWISE``: softmax, norms, scans, sorts...): the largest
+  tensor it reads or writes, times a weight for the fused operators that do several passes (``_WEIGHTS``).
+  An operator none of these (or any custom namespace's) is priced at the most it could have done
+  (``_bound``: the largest contraction of its inputs into its output, and a pass over all its operands);
 * ``movement``: elements written by operators that only move or convert data (copies, casts, gathers,
   scatters, concatenation, padding, repetition: ``_MOVEMENT``); views and fresh allocations are free.
   Movement is judged only as what a problem made of movement (a KV cache copy) computes; a cast or a
@@ -28,8 +31,10 @@ movement, never movement towards compute).
 
 Rule: the eager code covers the problem when, for every kind of work the reference does, it does at least
 ``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the
-reference's passes over the data have an eager pass at least as large (a stage the DSL took over is missing
-from them however small its cost). A submission whose eager code covers
+reference's passes over the data are stood for by the eager passes, one operator's calls pooled so that a pass
+split into chunks is still that pass (``_matched``; a stage the DSL took over is missing from them however small
+its cost). The reference is priced without the padding it computes on (``reference_work``: its products beyond
+the problem's ``cost()`` FLOPs). A submission whose eager code covers
 the problem has its DSL doing none of the problem's work, whatever its outputs depend on, and fails as
 ``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
 the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is
@@ -50,7 +55,10 @@ Python (``decorative_dsl``). Buffers turned into tensors whole (``torch.frombuff
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import functools
+import math
+import re
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,13 +87,18 @@ _FREE = frozenset(
      "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "fill", "zero",
      "scalar_tensor", "arange", "resize", "set", "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel",
      "is_same_size", "_has_compatible_shallow_copy_type", "record_stream", "is_contiguous", "is_strides_like_format",
-     "is_non_overlapping_and_dense", "stride", "size", "numel", "dim", "storage_offset")
+     "is_non_overlapping_and_dense", "stride", "size", "numel", "dim", "storage_offset", "lift", "real", "imag",
+     "conj", "_conj", "_neg_view", "_efficientzerotensor", "tril_indices",
+     "triu_indices", "_assert_async", "_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size")
 )  # fmt: skip
 _MOVEMENT = _FREE | frozenset(
     ("copy", "_copy_from", "_copy_from_and_resize", "_to_copy", "to", "clone", "contiguous", "lift_fresh_copy",
      "cat", "stack", "constant_pad_nd", "pad", "repeat", "repeat_interleave", "tile", "flip", "roll", "index",
      "index_select", "gather", "take", "scatter", "index_put", "_index_put_impl", "index_copy", "masked_scatter",
-     "masked_select", "embedding", "nonzero", "tril", "triu", "_pin_memory")
+     "masked_select", "embedding", "nonzero", "tril", "triu", "_pin_memory", "slice_backward", "select_backward",
+     "slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter", "narrow_copy", "_unsafe_index",
+     "_unsafe_index_put", "diag", "diag_embed", "rot90", "index_fill", "to_dense", "_to_dense", "resolve_conj",
+     "resolve_neg")
 )  # fmt: skip
 #: Fused operators priced as the passes they stand for (an unlisted fused operator counts one pass).
 _WEIGHTS = {
@@ -95,6 +108,39 @@ _WEIGHTS = {
     "gelu": 2, "mish": 3, "softplus": 2, "log_sigmoid_forward": 2, "linalg_vector_norm": 2, "norm": 2, "var": 3,
     "std": 3, "var_mean": 3, "std_mean": 3, "addcmul": 2, "addcdiv": 2, "lerp": 2,
 }  # fmt: skip
+#: Matrix products, by the position of their left operand ``a`` (after a bias): 2·|a|·(the output's last
+#: dimension) FLOPs, one column for a vector output (``mv``, ``dot``); distances and triangular solves alike.
+_PRODUCTS = {
+    **dict.fromkeys(
+        ("mm", "bmm", "_int_mm", "_scaled_mm", "_grouped_mm", "_scaled_grouped_mm", "_weight_int8pack_mm",
+         "_weight_int4pack_mm", "_weight_int4pack_mm_for_cpu", "_weight_int4pack_mm_with_scales_and_zeros",
+         "_dyn_quant_matmul_4bit", "_mixed_dtypes_linear", "_cslt_sparse_mm", "_sparse_semi_structured_linear",
+         "_sparse_semi_structured_mm", "linear", "_linear", "mkldnn_linear", "fbgemm_linear_int8_weight",
+         "fbgemm_linear_int8_weight_fp32_activation", "fbgemm_linear_fp16_weight",
+         "fbgemm_linear_fp16_weight_fp32_activation", "matmul", "mv", "dot", "vdot", "inner", "outer", "ger",
+         "linalg_solve_triangular", "triangular_solve", "_cdist_forward", "_euclidean_dist", "cdist"),
+        0,
+    ),
+    **dict.fromkeys(
+        ("addmm", "_addmm_activation", "baddbmm", "addbmm", "addmv", "addr", "_sparse_semi_structured_addmm"), 1
+    ),
+}  # fmt: skip
+#: Convolutions of every backend and direction (``conv_tbc``, ``_slow_conv2d_forward``, ``cudnn_convolution``...).
+_CONVOLUTION = re.compile(r"conv(?!ert)")
+#: Computing operators without torch's pointwise or reduction tag: priced per element like those.
+_ELEMENTWISE = frozenset(
+    ("_softmax", "_log_softmax", "softmax", "log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+     "native_layer_norm", "layer_norm", "_fused_rms_norm", "rms_norm", "native_group_norm", "group_norm",
+     "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "batch_norm",
+     "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "_logcumsumexp", "sort", "argsort", "topk",
+     "kthvalue", "median", "nanmedian", "mode", "bucketize", "searchsorted", "floor_divide", "histc", "bincount",
+     "_unique2", "unique_consecutive", "unique_dim", "isin", "index_add", "index_reduce", "scatter_add",
+     "scatter_reduce", "_fft_r2c", "_fft_c2r", "_fft_c2c", "polar", "complex", "_segment_reduce",
+     "segment_reduce", "promote_types", "hardswish", "glu", "prelu", "_prelu_kernel",
+     "_native_batch_norm_legit_functional")
+)  # fmt: skip
+#: torch's tags of an operator that works element by element, reduces, or draws at random.
+_ELEMENT_TAGS = frozenset(("pointwise", "reduction", "nondeterministic_seeded"))
 
 Sizes = tuple[tuple[int, ...], ...]
 #: One kind of work done in equal passes: (kind, amount per pass, passes).
@@ -110,64 +156,132 @@ def _numel(size: Sequence[int]) -> int:
     return n
 
 
-def _matmul_flops(base: str, ins: Sizes, outs: Sizes) -> float | None:
-    """FLOPs of a matrix product from its operands' sizes (bias operands first where the op has one);
-    None when ``base`` is not a product."""
-    if base in ("mm", "_scaled_mm", "_int_mm", "bmm", "mv", "dot", "vdot", "_grouped_mm", "_scaled_grouped_mm"):
-        a, b = ins[0], ins[1]
-    elif base in ("addmm", "addmv", "baddbmm", "addbmm", "_addmm_activation"):
-        a, b = ins[1], ins[2]
-    elif base in ("convolution", "_convolution", "conv1d", "conv2d", "conv3d", "mkldnn_convolution"):
-        x, w = ins[0], ins[1]  # per element of the larger of input and output (transposed or not): Cin/g · kernel
-        return 2.0 * max(_numel(x), _numel(outs[0]) if outs else 0) * _numel(w) / max(w[0], 1)
-    else:
-        return None
-    if len(a) >= 2 and len(b) >= 2:  # [.., M, K] x [.., K, N] (a 2-D a against a stack of b: grouped)
-        batch = _numel(a[:-2]) if len(a) > 2 else 1
-        return 2.0 * batch * _numel(a[-2:]) * b[-1]
-    return 2.0 * _numel(a)  # matrix-vector, vector-vector
+def _is_product(base: str) -> bool:
+    return (
+        base in _PRODUCTS or base in ("_trilinear", "bilinear") or "embedding_bag" in base or "attention" in base
+        or _CONVOLUTION.search(base) is not None
+    )  # fmt: skip
 
 
-def _attention(ins: Sizes) -> list[Pass]:
-    """Scaled dot-product attention, q [.., Lq, D], k [.., Lk, D], v: two products and a softmax's passes."""
+def _product(base: str, ins: Sizes, outs: Sizes) -> list[Pass]:
+    """The FLOPs of a contraction (``_is_product``), from its operands' sizes."""
+    out = outs[0] if outs else ()
+    if base in _PRODUCTS:
+        columns = out[-1] if len(out) >= 2 else 1
+        return [("matmul", 2.0 * _numel(ins[_PRODUCTS[base]]) * columns, 1)]
+    if base == "_trilinear":  # operands before the dimensions it inserts: F.bilinear's x1 [.., I], weight, x2 [.., J]
+        x1, weight, x2 = ins[:3]
+        if len(weight) == 3 and out and (x1[-1], x2[-1], out[-1]) == (weight[1], weight[2], weight[0]):
+            return [("matmul", 2.0 * _numel(out) * weight[1] * weight[2], 1)]
+        return [("matmul", _contraction(ins[:3], outs), 1)]
+    if base == "bilinear":  # x1 [.., I], x2 [.., J], weight [O, I, J]
+        return [("matmul", 2.0 * _numel(out) * _numel(ins[2][1:]), 1)]
+    if "embedding_bag" in base:  # a weighted sum of the rows each index picks: a sparse product
+        return [("matmul", 2.0 * _numel(ins[1]) * ins[0][-1], 1)]
+    if "attention" in base:
+        return _attention(base, ins)
+    x, w = ins[0], ins[1]  # a convolution, per element of the larger of input and output: Cin/g · kernel
+    return [("matmul", 2.0 * max(_numel(x), _numel(out)) * _numel(w) / max(w[0], 1), 1)]
+
+
+def _attention(base: str, ins: Sizes) -> list[Pass]:
+    """Attention: two products over the scores and a softmax's passes. q [.., Lq, D] (scaled dot-product), or
+    [.., Lq, H, D] (flash and efficient kernels, varlen [T, H, D]); multi-head attention's projections added."""
     q, k, v = ins[0], ins[1], ins[2]
-    scores = _numel(q[:-1]) * k[-2]
+    if base == "_native_multi_head_attention":  # query [B, L, E], qkv_weight [3E, E], proj_weight [E, E]
+        embed = q[-1]
+        scores = _numel(q[:-1]) * k[-2]
+        projections = 2.0 * (_numel(q) + _numel(k) + _numel(v) + _numel(q)) * embed
+        return [("matmul", projections + 4.0 * scores * embed, 1), ("pointwise", scores, 4)]
+    keys = k[-3] if base in ("_flash_attention_forward", "_efficient_attention_forward") else k[-2]
+    scores = _numel(q[:-1]) * keys
     return [("matmul", 2.0 * scores * q[-1], 1), ("matmul", 2.0 * scores * v[-1], 1), ("pointwise", scores, 4)]
+
+
+def _operator(name: str) -> tuple[str, str]:
+    """(namespace, base name) of a recorded operator name, in-place and ``out=`` forms alike."""
+    parts = name.split(".")
+    base = parts[1] if len(parts) > 1 else name
+    return parts[0], base[:-1] if base.endswith("_") and not base.endswith("__") else base
+
+
+@functools.cache
+def category(name: str) -> str:
+    """How operator ``name`` is priced: "none" (metadata, views, allocations), "product", "movement",
+    "elementwise" (listed, or tagged pointwise, reduction or random by torch), or "bound" (unknown: ``_bound``)."""
+    namespace, base = _operator(name)
+    if namespace in ("prim", "mkbsim") or (namespace == "aten" and base in _FREE):
+        return "none"
+    if namespace != "aten":  # a custom operator: its name says nothing of what its implementation does
+        return "bound"
+    if _is_product(base):
+        return "product"
+    if base in _MOVEMENT or "view_copy" in _tags(base):  # (``permute_copy`` and the like)
+        return "movement"
+    return "elementwise" if base in _ELEMENTWISE or base in _WEIGHTS or _ELEMENT_TAGS & _tags(base) else "bound"
+
+
+def _tags(base: str) -> set[str]:
+    """torch's tags of any overload of ``aten.<base>``."""
+    try:
+        packet = getattr(torch.ops.aten, base)
+        return {tag.name for overload in packet.overloads() for tag in getattr(packet, overload).tags}
+    except (AttributeError, RuntimeError):
+        return set()
+
+
+def _contraction(ins: Sizes, outs: Sizes) -> float:
+    """FLOPs of the largest contraction of ``ins`` into the largest of ``outs``: one where every index is in
+    two operands at least (inputs or output) iterates over the square root of their sizes' product (exact
+    for a matrix product; an index in three operands, a batch's, counts more than once)."""
+    space = math.sqrt(float(max((_numel(s) for s in outs), default=0)))
+    for s in ins:
+        space *= math.sqrt(float(max(_numel(s), 1)))
+    return 2.0 * space
+
+
+def _bound(ins: Sizes, outs: Sizes) -> list[Pass]:
+    """An operator the model does not know, at the most it could have done: the largest contraction of its
+    inputs into its output, and a pass over all its operands."""
+    return [("matmul", _contraction(ins, outs), 1), ("pointwise", float(sum(_numel(s) for s in (*ins, *outs))), 1)]
 
 
 def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
     """The work of one operator call: (kind, amount, passes), amount per pass (see the module docstring)."""
-    parts = name.split(".")
-    if parts[0] in ("prim", "mkbsim"):  # metadata queries (a tensor's device, sizes), the tolist hook's records
+    how = category(name)
+    base = _operator(name)[1]
+    if how == "none":
         return []
-    base = parts[1] if len(parts) > 1 else name
-    if base.endswith("_") and not base.endswith("__"):  # in place
-        base = base[:-1]
-    if "scaled_dot_product" in base:
-        return _attention(ins)
-    flops = _matmul_flops(base, ins, outs)
-    if flops is not None:
-        return [("matmul", flops, 1)]
-    if base in _FREE:
-        return []
-    if base in _MOVEMENT:  # the elements written: the output, or the values an in-place scatter puts
+    if how == "product":
+        try:
+            return _product(base, ins, outs)
+        except IndexError:  # fewer operands than the product has: priced as an unknown operator
+            return _bound(ins, outs)
+    if how == "movement":  # the elements written: the output, or the values an in-place scatter puts
         written = max((_numel(s) for s in outs), default=0)
         if base in ("index_put", "_index_put_impl", "scatter", "index_copy", "masked_scatter") and len(ins) > 1:
             written = min(written, _numel(ins[-1]))  # into a larger tensor: the values given
         return [("movement", float(written), 1)]
+    if how == "bound":
+        return _bound(ins, outs)
     largest = max((_numel(s) for s in (*ins, *outs)), default=0)
     return [("pointwise", float(largest), _WEIGHTS.get(base, 1))]
 
 
+#: A kind of work's passes in a call: (operator, amount per pass, passes).
+OperatorPasses = tuple[str, float, int]
+
+
 @dataclass
 class Work:
-    """A call's eager work: the amount of each kind, and its passes (amount, how many) for the stage count."""
+    """A call's eager work: the amount of each kind, and its passes by operator for the stage count."""
 
     amounts: dict[str, float]
-    passes: dict[str, list[tuple[float, int]]]
+    passes: dict[str, list[OperatorPasses]]
     to_python: int = 0  # elements read out of tensors into Python objects
     from_python: int = 0  # elements made from Python objects into tensors
     elements: tuple[int, int] = (0, 0)  # the problem's (input, output) tensor elements: the reference's only
+    padding: float = 1.0  # how much more than its useful products the reference computed (the reference's only)
 
 
 def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
@@ -192,25 +306,35 @@ def work_of(ops: Iterable[OpRecord]) -> Work:
         for kind, amount, passes in op_work(name, ins, outs):
             found.amounts[kind] += amount * passes * count
             if amount > 0:
-                found.passes[kind].append((amount, passes * count))
+                found.passes[kind].append((_operator(name)[1], amount, passes * count))
         out, into = crossing(name, ins, outs)
         found.to_python += out * count
         found.from_python += into * count
     return found
 
 
-def _matched(reference: list[tuple[float, int]], eager: list[tuple[float, int]]) -> int:
-    """How many of the reference's passes an eager pass at least as large stands for (a maximum matching:
-    the largest first on both sides)."""
-    mine = sorted(eager, reverse=True)
-    left = [count for _, count in mine]  # the passes of each eager group not yet standing for one of the reference's
-    j = matched = 0
+def _matched(reference: Iterable[tuple[float, int]], eager: Iterable[tuple[Hashable, float, int]]) -> int:
+    """How many of the reference's passes (amount, how many) the eager passes (operator, amount, how many)
+    stand for. One operator's eager calls are pooled, so a pass split into row chunks is still that pass: a
+    pool stands for as many of the reference's passes as it has, whose amounts add up to at most its own (one
+    large call stands for one pass, as before). Largest first, each into the pool with the least left that
+    holds it (best fit: a maximum matching where every pool is one call)."""
+    pools: dict[Hashable, list[float]] = {}
+    for operator, amount, count in eager:
+        pool = pools.setdefault(operator, [0.0, 0.0])
+        pool[0] += amount * count
+        pool[1] += count
+    matched = 0
     for amount, count in sorted(reference, reverse=True):
-        while count and j < len(mine) and mine[j][0] >= amount:
-            take = min(count, left[j])
-            matched, count, left[j] = matched + take, count - take, left[j] - take
-            if left[j] == 0:
-                j += 1
+        need = amount * (1 - 1e-9)  # chunk sizes summed in floating point
+        while count:
+            fits = [pool for pool in pools.values() if pool[0] >= need and pool[1] >= 1]
+            if not fits:
+                break
+            pool = min(fits, key=lambda p: p[0])
+            take = min(count, int(pool[1]), max(1, int(pool[0] // need)))
+            pool[0], pool[1] = pool[0] - take * amount, pool[1] - take
+            count, matched = count - take, matched + take
     return matched
 
 
@@ -268,11 +392,22 @@ def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[
     return _recorded(reference, inputs)[0]
 
 
-def reference_work(reference: Callable[..., Any], inputs: Sequence[Any]) -> Work:
-    """The reference's work on ``inputs``, with the problem's input and output elements (``Work.elements``)."""
+def reference_work(reference: Callable[..., Any], inputs: Sequence[Any], useful_flops: float = 0.0) -> Work:
+    """The reference's work on ``inputs``, with the problem's input and output elements (``Work.elements``).
+    A reference that computes more products than the problem's ``useful_flops`` (its ``cost()``: every FLOP
+    the operator needs) pads or masks (attention over sequences padded to the longest, causal blocks computed
+    whole): its work, every kind and every pass, is taken at the useful share (``Work.padding``), so an answer
+    that skips the padding is priced against what the problem needs."""
     ops, outputs = _recorded(reference, inputs)
     work = work_of(ops)
     work.elements = (sum(map(_numel, _tensor_sizes(list(inputs)))), sum(map(_numel, _tensor_sizes(outputs))))
+    if 0 < useful_flops < work.amounts["matmul"]:
+        work.padding = work.amounts["matmul"] / useful_flops
+        work.amounts = {kind: amount / work.padding for kind, amount in work.amounts.items()}
+        work.passes = {
+            kind: [(operator, amount / work.padding, count) for operator, amount, count in passes]
+            for kind, passes in work.passes.items()
+        }
     return work
 
 
@@ -284,7 +419,8 @@ class EagerWork:
     eager: dict[str, float]
     reference: dict[str, float]
     shares: dict[str, float] = field(default_factory=dict)  # per judged kind: the eager share, stand-ins included
-    passes: float = 0.0  # the share of the reference's passes an eager pass at least as large stands for
+    passes: float = 0.0  # the share of the reference's passes the eager passes stand for
+    padding: float = 1.0  # the reference's products over the problem's useful FLOPs, taken out of its work
     #: "out": elements read into Python over the problem's input elements; "in": lifted from Python over its outputs'
     python: dict[str, float] = field(default_factory=dict)
 
@@ -300,7 +436,8 @@ class EagerWork:
 
     def as_dict(self) -> dict[str, Any]:
         return {"draw": self.draw, "eager": self.eager, "reference": self.reference, "shares": self.shares,
-                "passes": self.passes, "python": self.python, "covers": self.covers}  # fmt: skip
+                "passes": self.passes, "padding": self.padding, "python": self.python,
+                "covers": self.covers}  # fmt: skip
 
 
 #: Which kinds of work stand in for which (compute for movement; matmul and pointwise for each other).
@@ -310,7 +447,7 @@ _STAND_INS = {"matmul": ("pointwise",), "pointwise": ("matmul",), "movement": ("
 def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
     """The eager code's share of each kind of the reference's work, and of its passes (movement judged only
     where the reference computes nothing else: a cast or a copy is never the answer to a problem that computes)."""
-    found = EagerWork(draw, eager.amounts, reference.amounts)
+    found = EagerWork(draw, eager.amounts, reference.amounts, padding=reference.padding)
     computes = reference.amounts["matmul"] > 0 or reference.amounts["pointwise"] > 0
     judged = ("matmul", "pointwise") if computes else ("movement",)
     for kind in judged:
@@ -318,8 +455,9 @@ def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
             continue
         extra = sum(max(0.0, eager.amounts[o] - reference.amounts[o]) for o in _STAND_INS[kind])
         found.shares[kind] = (eager.amounts[kind] + extra) / reference.amounts[kind]
-    wanted = [p for kind in judged for p in reference.passes[kind]]
-    doing = [p for kind in (judged if computes else KINDS) for p in eager.passes[kind]]
+    wanted = [(amount, count) for kind in judged for _, amount, count in reference.passes[kind]]
+    doing = [((kind, operator), amount, count) for kind in (judged if computes else KINDS)
+             for operator, amount, count in eager.passes[kind]]  # fmt: skip
     total = sum(count for _, count in wanted)
     found.passes = _matched(wanted, doing) / total if total else 0.0
     inputs, outputs = reference.elements
