@@ -363,7 +363,9 @@ def provenance_vault(
         lo, hi = span(t)
         if lib.any(a < hi and lo < b for a, b in input_spans):
             return True
-        for a, b, made in copies:  # a copy of an input is one while its bytes are still those it was made with
+        # a copy of an input is one while its bytes are still those it was made with; the newest copy holding the
+        # range decides (older ones over memory a fresh result took since were dropped when it was made)
+        for a, b, made in lib.reversed(copies):
             if a <= lo and hi <= b and hi > lo:
                 return lib.bool(lib.equal(bytes_of(t, lo, hi), made[lo - a : hi - a]))
         return False
@@ -797,6 +799,8 @@ def provenance_vault(
             t = outs[k]
             lo, hi = span(t)
             view = not writes and lib.any(storage_of(u) == storage_of(t) for u in given)
+            if not writes and not view and hi > lo:  # fresh memory: a copy recorded there before was freed
+                copies[:] = [c for c in copies if not (c[0] < hi and lo < c[1])]
             got = found[k] if found is not None and k < lib.len(found) else None
             if got is not None and hi > lo and not view and lib.bool(lib.any_of(got[0])):
                 credit(t, got[0], got[1], not writes)  # computed from the DSL's data: those elements are the DSL's

@@ -268,3 +268,23 @@ def test_a_cast_input_overwritten_unseen_is_no_longer_an_input(audit: Audit) -> 
     scaled = audit.eager("aten.mul.Tensor", (wide, rows))
     out = audit.eager("aten.slice.Tensor", (scaled, 1, 1, N // ROWS + 1))
     assert audit.outside_share(out) == 1.0
+
+
+def test_a_cast_made_where_a_freed_cast_was_is_still_a_copy_of_its_input(audit: Audit) -> None:
+    """``h.float()`` freed, then ``r.float()`` made at its address: the stale record of the first cast (other bytes)
+    must not decide that the second is eager-made, or the honest per-row plan loses its credit (failed before:
+    the first record containing the range decided)."""
+    h = torch.randn(ROWS, N // ROWS).to(torch.bfloat16)
+    r = torch.randn(ROWS, N // ROWS).to(torch.bfloat16)
+    audit.registry.protect(_provenance.report_inputs, _send=audit.send)([h, r])
+    inv = audit.eager("aten.empty.memory_format", ([ROWS, 1],), {"dtype": torch.float32})
+    audit.launch(lambda o: o.copy_(torch.rand(ROWS, 1) + 0.5), inv)
+    first = audit.eager("aten._to_copy.default", (h,), {"dtype": torch.float32})
+    scaled_h = audit.eager("aten.mul.Tensor", (first, inv))
+    # the allocator hands the freed cast's memory to the next one: reported as the mode reports a fresh result
+    first.copy_(r.float())  # unseen: the cast itself
+    cast = torch.ops.aten._to_copy.default
+    assert audit.send((3, cast, str(cast), (r,), {"dtype": torch.float32}, first)) is None
+    scaled_r = audit.eager("aten.mul.Tensor", (first, inv))
+    out = audit.eager("aten.add.Tensor", (scaled_h, scaled_r))
+    assert audit.outside_share(out) == 0.0
