@@ -57,8 +57,11 @@ SAMPLES = 512
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
 #: For an integer or boolean output, a launch argument of more than this many times its elements is a table,
-#: not a copy: it holds a small value domain with any multiplicity by chance.
+#: not a copy by its values alone: it holds a small value domain with any multiplicity by chance. It is one where
+#: it holds the output's runs of ``TABLE_RUN`` consecutive values (a row of expert ids, in order), at least
+#: ``COPY_SHARE`` of them beyond chance (the same runs rotated by one are what chance would hold).
 COPY_TABLES = 2
+TABLE_RUN = 8
 #: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
 #: a suppressed launch left unwritten is never right by chance. Integers and booleans hold zero: they are
 #: counts, offsets and indices that later kernels follow, and with launches suppressed they must send those
@@ -193,7 +196,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
-        enumerate=enumerate,
+        enumerate=enumerate, table_run=TABLE_RUN, roll=torch._C._VariableFunctions.roll,
+        # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
+        run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         # dtypes whose values are taken through a signed integer view of their width: fp8 (CUDA has no take for
         # it) and the unsigned 16/32/64-bit ones (no take kernel on either device)
@@ -228,6 +233,7 @@ def provenance_vault(
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
+    tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
     lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
@@ -482,6 +488,8 @@ def provenance_vault(
             return
         floating = lib.is_floating(t)
         smallest = lib.min(numels) if numels else 0
+        if not floating and lib.numel(t) > lib.copy_tables * smallest:  # a table, read by runs (``in_runs``)
+            tables.append((source, lo, hi, lib.to(lib.reshape(t, (-1,)), lib.int64, copy=True)))
         for width in lib.sorted({lib.element_size(t), 2, 4}):
             # too few elements at this width to hold COPY_SHARE of any output: nothing to keep
             flat = bits(t, width) if lib.numel(t) * lib.element_size(t) >= lib.copy_share * smallest * width else None
@@ -499,6 +507,36 @@ def provenance_vault(
         idx = lib.clamp(lib.searchsorted(patterns, distinct), 0, lib.numel(patterns) - 1)
         hit = lib.logical_and(lib.eq(lib.take(patterns, idx), distinct), lib.ge(lib.take(counts, idx), need))
         return lib.float(lib.sum(lib.mul(need, hit))) / lib.numel(mine), lib.take(hit, where)
+
+    def run_keys(values: Any) -> Any:
+        """One number per run of ``TABLE_RUN`` consecutive int64 values (a hash: wrapping products and sums)."""
+        runs = lib.reshape(values[: lib.numel(values) // lib.table_run * lib.table_run], (-1, lib.table_run))
+        return lib.sum(lib.mul(runs, lib.to(lib.run_weights, lib.device_of(values))), 1)
+
+    def in_runs(mine: Any, table: Any) -> Any:
+        """Per element of ``mine`` (int64, flat): whether its run of ``TABLE_RUN`` values is one of ``table``'s, at
+        any alignment, beyond chance (the share rotated runs match is chance's, and taken off); None if too few."""
+        count = lib.numel(mine) // lib.table_run
+        if not count or lib.numel(table) < lib.table_run:
+            return None
+        runs = lib.reshape(mine[: count * lib.table_run], (count, lib.table_run))
+        own = run_keys(runs)
+        rotated = run_keys(lib.roll(runs, 1, 1))
+        found = lib.zeros((count,), dtype=lib.bool_, device=lib.device_of(mine))
+        chance = lib.zeros((count,), dtype=lib.bool_, device=lib.device_of(mine))
+        for start in lib.range(lib.min(lib.table_run, lib.numel(table) - lib.table_run + 1)):
+            keys = lib.unique(run_keys(table[start:]), True, False, False)[0]
+            for probe, hit in ((own, found), (rotated, chance)):
+                idx = lib.clamp(lib.searchsorted(keys, probe), 0, lib.numel(keys) - 1)
+                lib.logical_or_(hit, lib.eq(lib.take(keys, idx), probe))
+        share = lib.float(lib.sum(found)) / count
+        by_chance = lib.float(lib.sum(chance)) / count  # a run its rotation leaves alike (a constant) is chance's
+        if by_chance >= 1.0 or (share - by_chance) / (1.0 - by_chance) < lib.copy_share:
+            return None
+        per_element = lib.zeros((lib.numel(mine),), dtype=lib.bool_, device=lib.device_of(mine))
+        runs_found = lib.broadcast_to(lib.unsqueeze(found, 1), (count, lib.table_run))
+        lib.copy_(per_element[: count * lib.table_run], lib.reshape(runs_found, (-1,)))
+        return per_element
 
     def copied(t: Any, i: int) -> None:
         """Record each held tensor that holds nearly all of output i's elements with their multiplicity
@@ -528,6 +566,16 @@ def provenance_vault(
                     covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
                     records.append(("contains", f"{source}, holding {share:.1%} of its values", i, covered))
                     break
+        if largest is None:
+            return
+        mine = lib.to(lib.reshape(t, (-1,)), lib.int64)
+        for source, a, b, values in tables:
+            if (a < hi and lo < b) or lib.numel(values) <= largest:
+                continue
+            hit = in_runs(mine, values)
+            if hit is not None:
+                covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
+                records.append(("contains", f"{source}, a table holding its rows of values in order", i, covered))
 
     def before(args: Any) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
@@ -949,6 +997,7 @@ def provenance_vault(
                 records.clear()
                 pending.clear()
                 held.clear()
+                tables.clear()
                 eager_ops.clear()
                 lineages.clear()
                 lineages["next"] = 0.0

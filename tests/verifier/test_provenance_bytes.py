@@ -288,3 +288,44 @@ def test_a_cast_made_where_a_freed_cast_was_is_still_a_copy_of_its_input(audit: 
     scaled_r = audit.eager("aten.mul.Tensor", (first, inv))
     out = audit.eager("aten.add.Tensor", (scaled_h, scaled_r))
     assert audit.outside_share(out) == 0.0
+
+
+def _routing_rows(rows: int) -> torch.Tensor:
+    """Expert ids as a router picks them: 8 distinct ids of 64 per token, in order of score."""
+    return torch.stack([torch.randperm(64)[:8] for _ in range(rows)]).to(torch.int32)
+
+
+def test_an_integer_output_copied_from_the_first_rows_of_a_large_eager_table_is_a_copy(audit: Audit) -> None:
+    """The eager routing run on the tokens three times over (its ids exist only as a table 3x the output), a kernel
+    copying the first rows out (passed before: a table more than twice the output's size was exempt)."""
+    answer = _routing_rows(ROWS * N // ROWS // 8)
+    table = audit.eager("aten.mul.Tensor", (torch.cat([answer] * 3), 1))  # no eager tensor of the output's size
+    ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
+    audit.launch(lambda tab, o: o.copy_(tab[: o.shape[0]]), table, ids)
+    assert audit.outside_share(ids) == 1.0
+
+
+def test_an_integer_output_gathered_from_every_third_row_of_an_eager_table_one_element_off_is_a_copy(
+    audit: Audit,
+) -> None:
+    """The same answer interleaved with junk rows and shifted by one element: found at another alignment."""
+    answer = _routing_rows(ROWS * N // ROWS // 8)
+    junk = [_routing_rows(answer.shape[0]) for _ in range(2)]
+    rows = torch.stack([answer, *junk], 1).reshape(-1)
+    table = audit.eager("aten.cat.default", ([torch.zeros(1, dtype=torch.int32), rows],))
+    ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
+    audit.launch(lambda tab, o: o.copy_(tab[1:].view(-1, 3, 8)[:, 0]), table, ids)
+    assert audit.outside_share(ids) == 1.0
+
+
+def test_a_large_table_of_few_values_holds_a_small_domain_output_s_runs_only_by_chance(audit: Audit) -> None:
+    """Flags of a few bits each (16 possible runs of 8): a table 8x the output's size holds every run by chance,
+    and as often rotated, so none of it is a copy."""
+    table = audit.eager("aten.randint.low", (0, 2, [8 * N]), {"dtype": torch.int32})
+    table = audit.eager(
+        "aten.mul.Tensor", (table, audit.eager("aten.randint.low", (0, 2, [8 * N]), {"dtype": torch.int32}))
+    )
+    flags = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.int32})
+    chosen = (torch.rand(ROWS, N // ROWS) < 0.25).to(torch.int32)
+    audit.launch(lambda tab, o: o.copy_(chosen), table, flags)
+    assert audit.outside_share(flags) == 0.0
