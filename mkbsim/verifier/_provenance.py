@@ -81,6 +81,11 @@ _EMPTY_OPS = frozenset(
 #: of whatever the credit is finally judged on (a returned output, a launch argument): an eager answer broadcast
 #: against four times as much DSL data and sliced back out feeds one element each.
 DERIVED_OVER_EAGER = 4
+#: A DSL operand of an eager pointwise operator derives credit only where it carries information: its DSL elements
+#: hold at least two distinct values, and this many or half their number, whichever is less. A constant carries
+#: none, however large (a one-element seed broadcast over the cast input, DSL ones of the answer's size); a per-row
+#: DSL reduction has about as many values as rows (``tests/verifier/honest/light_kernel_row_scale.py``).
+VARIED_VALUES = 16
 #: Operators that contract their operands (a GEMM): a DSL operand entirely produced by the DSL feeds every output
 #: element and the other operand is a weight, however large (p52's eager GEMM on DSL-quantised activations),
 #: unless the DSL operand carries no information (``_informative``: constant, or at most one nonzero per row or
@@ -196,7 +201,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
-        enumerate=enumerate, table_run=TABLE_RUN, roll=torch._C._VariableFunctions.roll,
+        enumerate=enumerate, table_run=TABLE_RUN, varied_values=VARIED_VALUES, roll=torch._C._VariableFunctions.roll,
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
@@ -701,6 +706,16 @@ def provenance_vault(
             return own
         return lib.where(lib.reshape(lib.eq(states, 0), shape), own, carried if carried is not None else -1.0)
 
+    def varied(t: Any, states: Any, shape: Any) -> bool:
+        """Whether a DSL operand's elements carry information into a pointwise result of ``shape``: a constant
+        (a one-element seed broadcast over the cast input, ones of the answer's size) carries none. Its DSL elements
+        must hold at least two distinct values, and ``VARIED_VALUES`` or half their number, whichever is less."""
+        if lib.len(shape) == 0 or (lib.len(shape) == 1 and shape[0] <= 1):
+            return True  # a one-element result: nothing is broadcast
+        mine = lib.masked_select(lib.reshape(countable(t), (-1,)), lib.eq(states, 1))
+        distinct = lib.numel(lib.unique(mine, False, False, False)[0])
+        return distinct >= lib.max(2, lib.min(lib.varied_values, lib.numel(mine) // 2))
+
     def pointwise(outs: Any, operands: Any) -> Any:
         """Credit element by element: a result element is the DSL's when an operand element at its position is
         and its credit rests on one lineage at most (one eager-made element, or the lineage a DSL element
@@ -713,7 +728,7 @@ def provenance_vault(
         for t, states, ids, given_input in operands:
             if given_input:
                 continue
-            if states is not None:
+            if states is not None and varied(t, states, shape):
                 lib.logical_or_(dsl, lib.broadcast_to(lib.reshape(lib.eq(states, 1), lib.tuple(lib.size(t))), shape))
             mine = resting(t, states, ids)
             if mine is None:

@@ -262,7 +262,7 @@ def test_a_cast_input_overwritten_unseen_is_no_longer_an_input(audit: Audit) -> 
     x = torch.randn(ROWS, N // ROWS + 1).to(torch.bfloat16)
     audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x])
     rows = audit.eager("aten.empty.memory_format", ([ROWS, 1],), {"dtype": torch.float32})
-    audit.launch(lambda o: o.fill_(1.0), rows)
+    audit.launch(lambda o: o.copy_(torch.rand(ROWS, 1) + 0.5), rows)  # varied: a constant derives nothing anyway
     wide = audit.eager("aten._to_copy.default", (x,), {"dtype": torch.float32})
     wide[:, 1:].copy_(_answer())  # unseen
     scaled = audit.eager("aten.mul.Tensor", (wide, rows))
