@@ -205,6 +205,7 @@ def coverage(v: Verification) -> Failure | None:
                 "launches": sup.page["launches"],
                 "outputs": [c.as_dict() for c in verdict.outputs],
                 "dsl_share": verdict.total_share,
+                "outputs_share": verdict.outputs_share,
             }
         )
         if verdict.failure is not None:

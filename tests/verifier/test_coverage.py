@@ -12,7 +12,7 @@ import torch
 from mkbsim.verifier import VerifierSession
 from mkbsim.verifier._compare import build_refs
 from mkbsim.verifier._control import ControlPage
-from mkbsim.verifier._coverage import OUTPUT_SHARE, TOTAL_SHARE, OutputCoverage, informative_mask, judge
+from mkbsim.verifier._coverage import OUTPUT_SHARE, OUTPUTS_SHARE, TOTAL_SHARE, OutputCoverage, informative_mask, judge
 from mkbsim.verifier._devices import REMEASURES, best_profile, speed_of_light
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
@@ -41,6 +41,17 @@ def test_a_sliver_of_the_work_in_the_dsl_fails() -> None:
     # the small output of a two-output problem wholly in the DSL, the large one eager
     lse = judge([_cov("output", 128 * 1000, 0.0, 1.0), _cov("lse", 1000, 1.0)])
     assert lse.failure and TOTAL_SHARE > 1000 / 129000
+
+
+def test_one_small_output_does_not_carry_the_others() -> None:
+    """p49 with only the ids the DSL's (2.9% of the elements, above 1/64: passed before), the weights and the logits
+    eager: one output of three."""
+    tokens = 16384
+    ids_only = judge(
+        [_cov("weights", 8 * tokens, 0.0, 1.0), _cov("ids", 8 * tokens, 1.0), _cov("logits", 256 * tokens, 0.0, 1.0)]
+    )
+    assert ids_only.total_share > TOTAL_SHARE and ids_only.outputs_share < OUTPUTS_SHARE
+    assert ids_only.failure and "on average" in ids_only.failure
 
 
 def test_an_answer_that_existed_outside_the_dsl_is_not_the_dsl_s() -> None:
