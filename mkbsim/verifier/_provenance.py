@@ -678,7 +678,7 @@ def provenance_vault(
             if value is None and "dtype" in named:
                 named["dtype"] = lib.float64
             runs.append(tensors_in(native(*given, **named), []))
-        found = []
+        found: list[Any] = []
         for k in lib.range(lib.len(outs)):
             if k >= lib.len(runs[0]) or lib.size(runs[0][k]) != lib.size(outs[k]):
                 found.append(None)
