@@ -1,8 +1,9 @@
 """p49's routing computed eagerly on the tokens three times over, so that its ids exist only in a table three times
 the output's size; a DSL kernel copies the first rows into ``topk_ids``, the weights and logits are eager. An integer
-argument more than twice an integer output's size was exempt from the copy check as a table (passed before, 3% of
-the outputs' elements the DSL's); a table holding the output's rows in order is a copy, and one small output does
-not carry the others (DESIGN §5)."""
+argument more than twice an integer output's size was exempt from the copy check as a table; a table holding the
+output's rows in order is a copy, and one small output does not carry the others (DESIGN §5). Here the eager-work
+rule catches it too (the eager GEMM is 100% of the reference's); with the GEMM hidden from it (rt5a's F6), only the
+copy check did (the table alone: ``test_provenance_bytes.py``, ``test_coverage.py``)."""
 
 # expect: decorative_dsl
 # problem: p49
