@@ -1,12 +1,12 @@
 """The DSL-time rule's ratio (DESIGN §5, "audits cannot be told apart"): the evidence calls' median DSL time
-over the least DSL time of a correctness draw (on cpu, the time beyond each launch's fixed cost), for honest
-submissions and for the audit-aware ones the rule must reject.
+over the least DSL time of a correctness draw, for honest submissions and for the audit-aware ones (the same
+kernel doing less work when not audited).
 
     python benchmarks/dsl_time_ratio.py --repeats 3            # cpu: the examples and tests/verifier/honest
     python benchmarks/dsl_time_ratio.py --extra DIR --repeats 1  # and every *.py in DIR (p36, tirx)
 
-Prints one line per verification and both distributions; ``_coverage.DSL_TIME_SHARE`` must sit between the
-audit-aware cases' largest ratio and the honest ones' least.
+Prints one line per verification and both distributions; ``_coverage.DSL_TIME_SHARE`` must stay well below the
+honest ones' least, and sits above the audit-aware cases' largest where the rule closes them.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ CASES = [
     (ROOT / "examples" / "submissions" / "p28_fused_add_rmsnorm_tirx.py", "p28"),
     *((p, "p36") for p in sorted((ROOT / "tests" / "verifier" / "honest").glob("*.py"))),
 ]
-#: The same kernel doing less work when not audited (no rows, or fewer repeats): rejected by this rule alone.
+#: The same kernel doing less work when not audited: fewer repeats (rejected by this rule alone), no rows (open).
 AUDIT_AWARE = [
     (ROOT / "tests" / "verifier" / "adversarial" / name, "p36")
-    for name in ("audit_aware_no_row_launch.py", "audit_aware_idle_kernel.py")
+    for name in ("_open_audit_aware_no_row_launch.py", "audit_aware_idle_kernel.py")
 ]
 
 
@@ -39,8 +39,9 @@ def _ratios(session: VerifierSession, cases: list[tuple[Path, str]], repeats: in
             report = session.verify(path, problem, "tirx")
             dsl_time = report.details.get("dsl_time") or {}
             ratio = dsl_time.get("ratio")
+            why = "" if report.passed else f" ({report.feedback[:160]})"
             print(f"{path.name} {problem}: passed={report.passed} failure={report.failure} ratio={ratio} "
-                  f"load={os.getloadavg()[0]:.1f}", file=sys.stderr)  # fmt: skip
+                  f"load={os.getloadavg()[0]:.1f}{why}", file=sys.stderr)  # fmt: skip
             if ratio is not None:
                 found.append(ratio)
     return sorted(found)

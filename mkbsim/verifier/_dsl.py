@@ -93,9 +93,6 @@ class DslGates:
         """The gate over ``original``, registered with the vault as genuine: a counted launch (``functions``:
         a call of a function the gate took from a module, see ``_wrap_counted``) or a call above one."""
         self.send((0, original, "function" if functions else "launch" if count else "outer"))  # REGISTER
-        if functions:  # a TIRx launch: the native no-op the gate calls to measure its fixed cost (DESIGN §5)
-            nop = importlib.import_module("tvm_ffi").get_global_func("testing.nop", allow_missing=True)
-            return self.registry.protect(gate, _send=self.send, _original=original, _count=count, _nop=nop)
         return self.registry.protect(gate, _send=self.send, _original=original, _count=count)
 
     def _set(self, owner: Any, attr: str, value: Any) -> None:

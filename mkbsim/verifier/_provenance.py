@@ -13,10 +13,11 @@ Every DSL launch passes the gate twice, before and after the call into native co
 On a correctness draw the vault keeps, per launch, which bytes it changed (a byte mask) and their values
 after it; an output element is produced by the DSL only if its bytes still hold what a launch left there
 (compared when run() returns, so any later write, seen or not, breaks the equality). The harness also
-pushes a torch dispatch mode that reports every eager operator (``op``): an operator whose DSL-produced
-operands outweigh the operands eager code made has its result recorded as the DSL's too (derived credit,
-``DERIVED_OVER_EAGER``). The vault samples, at positions the verifier chose, every tensor of an output's
-size holding nothing the DSL produced (eager results and inputs, launch arguments before the launch), and
+pushes a torch dispatch mode that reports every eager operator (``op``): the elements of its result computed
+from the DSL's data are recorded as the DSL's too (derived credit, element by element where the operator's
+data flow is structural: ``_MOVEMENT``, ``_POINTWISE``, ``_CONTRACTIONS``; see ``DERIVED_OVER_EAGER``).
+The vault samples, at positions the verifier chose, every tensor of an output's size holding nothing the DSL
+produced (eager results and inputs, launch arguments before the launch), and
 keeps the bit-pattern counts of every launch argument that is neither a problem input nor the DSL's, for
 the layout-free copy check. The verifier compares those samples with its anchors: an output whose values
 existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
@@ -252,9 +253,6 @@ def provenance_vault(
     opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
     running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
     clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
-    # cpu: whether a timed TIRx launch's MID is awaited (see MID), and the call's launches' fixed costs so far
-    flooring = False
-    floor_s = 0.0
     marks: list[Any] = []  # cuda: (start, end) events of the call's timed launches
     events: list[Any] = []  # cuda: every event made so far, reused call after call
     stream: list[Any] = []  # cuda: the current stream at the call's first timed launch
@@ -951,8 +949,8 @@ def provenance_vault(
         else:
             dsl_s += lib.perf_counter() - clock
 
-    def end_of_call(work_s: float) -> None:
-        total = work_s * 1e3
+    def end_of_call() -> None:
+        total = dsl_s * 1e3
         if lib.cuda:  # the timer synchronised the device: every recorded event is complete
             total = 0.0
             for start, end in marks:
@@ -1022,8 +1020,7 @@ def provenance_vault(
                 outer.clear()
                 stream.clear()
                 launches = depth = running = used = 0
-                dsl_s = floor_s = 0.0
-                flooring = False
+                dsl_s = 0.0
             kind = request[0]
             role = 0  # of a BEFORE: 0 watched only on a correctness draw, 1 a timed launch, 2 a call above one
             if kind == 0:  # the harness registers a gate's original, then seals (None)
@@ -1055,17 +1052,8 @@ def provenance_vault(
                 elif ended == 2:
                     outer.clear()  # a launch's description is the call's it runs inside, never a stale one
             elif kind == 5:  # END of the call (the harness, once the timer stopped)
-                end_of_call(dsl_s - floor_s)
-            elif kind == 9 and flooring:  # PRE: see MID
-                clock = lib.perf_counter()
-            elif kind == 8 and flooring:  # MID of a timed TIRx launch on cpu: the gate ran a native no-op with
-                # the launch's arguments in a window like the launch's own (from the end of BEFORE to MID): what
-                # the launch costs beyond its kernel's work. The launch's own window starts now.
-                flooring = False
-                now = lib.perf_counter()
-                floor_s += now - clock
-                clock = now
-            if audit and kind < 8:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
+                end_of_call()
+            if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1:
                         depth += 1
@@ -1084,9 +1072,6 @@ def provenance_vault(
                 reply = True
                 opened.append(role)
                 if role == 1:
-                    if running == 0 and not lib.cuda and originals[lib.id(request[3])][1] == "function":
-                        flooring = True  # a TIRx launch on cpu: the gate sends MID before it (see MID)
-                        reply = False
                     if running == 0:
                         launch_started()
                     running += 1
@@ -1113,28 +1098,14 @@ def page_layout() -> types.SimpleNamespace:
     )  # fmt: skip
 
 
-def gate(*args: Any, _send: Any, _original: Any, _count: bool, _nop: Any = None, **kwargs: Any) -> Any:
+def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) -> Any:
     """A DSL launch: counted, timed and, on a correctness draw, watched (see the module docstring). The
-    original goes with the request: a caller passing its own ``_original`` is neither counted nor timed.
-    ``_nop``: a native function that does nothing (TIRx), called with the launch's arguments first where the
-    vault measures the launch's fixed cost (a timed launch on cpu, DESIGN §5 "DSL time")."""
+    original goes with the request: a caller passing its own ``_original`` is neither counted nor timed."""
     answer = _send((1, (args, kwargs), _count, _original))  # BEFORE (hooks have no globals: kinds are literals)
-    if answer is not None and answer is not True and answer is not False:
+    if answer is not None and answer is not True:
         raise answer
     if answer is None:  # a timed call: nothing to watch after the launch
         return _original(*args, **kwargs)
-    if answer is False:  # a timed TIRx launch on cpu: the same native call doing nothing first (its fixed cost)
-        for step in (9, 8):  # PRE: its window starts (the arguments were converted once), MID: it ends
-            try:  # noqa: SIM105 (contextlib would be a global): the launch itself decides what its arguments do
-                _nop(*args[1:])
-            except:  # noqa: E722
-                pass
-            failed = _send((step,))
-            if failed is not None:
-                raise failed
-        failed = None
-        if failed is not None:
-            raise failed
     try:
         return _original(*args, **kwargs)
     finally:

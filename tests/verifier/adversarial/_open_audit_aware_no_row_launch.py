@@ -1,9 +1,11 @@
-"""The same TIRx kernel launched on every call with the same arguments but a row count: every row when audited
-(a dispatch mode is active), none otherwise, the eager answer written beforehand. Kernels and shapes match the
-draws'; the outputs of the timed calls are right. At SMOKE sizes a TVM launch's fixed cost (argument
-conversion, the call) is a large share of the kernel's time, so the no-row launch kept 0.4-0.6 of the draws'
-DSL time and passed the rule on the time inside launches; the DSL time is now the time beyond each launch's
-fixed cost, measured on the spot with the launch's own arguments (DESIGN §5, "DSL time")."""
+"""OPEN (not collected: the leading underscore keeps it out of test_adversarial.py): the same TIRx kernel
+launched on every call with the same arguments but a row count: every row when audited (a dispatch mode is
+active), none otherwise, the eager answer written beforehand. Kernels and shapes match the draws'; the outputs
+of the timed calls are right. At SMOKE sizes a launch's fixed cost is most of this kernel's time: it keeps
+0.52-0.93 of the draws' DSL time and passes (threshold 0.40). Taking each launch's fixed cost off (measured
+with a native no-op and the launch's own arguments) left 0.34-0.73 against honest 0.65-1.9: no threshold
+separates them on this VM (verifier README, "Timed calls run what the correctness draws checked";
+benchmarks/RESULTS.md, "DSL-time ratio", 2026-12-02). ``benchmarks/dsl_time_ratio.py`` runs it."""
 
 # expect: decorative_dsl
 # problem: p36
