@@ -202,7 +202,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
-        enumerate=enumerate, table_run=TABLE_RUN, varied_values=VARIED_VALUES, roll=torch._C._VariableFunctions.roll,
+        enumerate=enumerate, transpose=base.transpose, table_run=TABLE_RUN, varied_values=VARIED_VALUES,
+        roll=torch._C._VariableFunctions.roll,
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
@@ -492,7 +493,9 @@ def provenance_vault(
         floating = lib.is_floating(t)
         smallest = lib.min(numels) if numels else 0
         if not floating and lib.numel(t) > lib.copy_tables * smallest:  # a table, read by runs (``in_runs``)
-            tables.append((source, lo, hi, lib.to(lib.reshape(t, (-1,)), lib.int64, copy=True)))
+            # by rows and, for a matrix, by columns (the output's rows stored column by column)
+            for view in (t, lib.transpose(t, -1, -2)) if lib.len(lib.size(t)) >= 2 else (t,):
+                tables.append((source, lo, hi, lib.to(lib.reshape(view, (-1,)), lib.int64, copy=True)))
         for width in lib.sorted({lib.element_size(t), 2, 4}):
             # too few elements at this width to hold COPY_SHARE of any output: nothing to keep
             flat = bits(t, width) if lib.numel(t) * lib.element_size(t) >= lib.copy_share * smallest * width else None

@@ -329,3 +329,12 @@ def test_a_large_table_of_few_values_holds_a_small_domain_output_s_runs_only_by_
     chosen = (torch.rand(ROWS, N // ROWS) < 0.25).to(torch.int32)
     audit.launch(lambda tab, o: o.copy_(chosen), table, flags)
     assert audit.outside_share(flags) == 0.0
+
+
+def test_an_integer_output_copied_from_an_eager_table_stored_column_by_column_is_a_copy(audit: Audit) -> None:
+    """The answer's rows as the columns of a table three times its size."""
+    answer = _routing_rows(ROWS * N // ROWS // 8)
+    table = audit.eager("aten.mul.Tensor", (torch.cat([answer] * 3).t().contiguous(), 1))
+    ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
+    audit.launch(lambda tab, o: o.copy_(tab[:, : o.shape[0]].t()), table, ids)
+    assert audit.outside_share(ids) == 1.0
