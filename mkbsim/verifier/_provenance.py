@@ -42,6 +42,7 @@ from __future__ import annotations
 import _struct
 import importlib
 import operator
+import random
 import sys
 import types
 from collections.abc import Sequence
@@ -60,7 +61,8 @@ COPY_SHARE = 0.95
 #: For an integer or boolean output, a launch argument of more than this many times its elements is a table,
 #: not a copy by its values alone: it holds a small value domain with any multiplicity by chance. It is one where
 #: it holds the output's runs of ``TABLE_RUN`` consecutive values (a row of expert ids, in order), at least
-#: ``COPY_SHARE`` of them beyond chance (the same runs rotated by one are what chance would hold).
+#: ``COPY_SHARE`` of them beyond chance (decoy runs, each column's values shuffled across the runs, are what chance
+#: would hold), in any order within a run.
 COPY_TABLES = 2
 TABLE_RUN = 8
 #: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
@@ -203,7 +205,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         enumerate=enumerate, transpose=base.transpose, table_run=TABLE_RUN, varied_values=VARIED_VALUES,
-        roll=torch._C._VariableFunctions.roll,
+        sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
+        # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
+        decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
@@ -515,28 +519,33 @@ def provenance_vault(
         return lib.float(lib.sum(lib.mul(need, hit))) / lib.numel(mine), lib.take(hit, where)
 
     def run_keys(values: Any) -> Any:
-        """One number per run of ``TABLE_RUN`` consecutive int64 values (a hash: wrapping products and sums)."""
+        """One number per run of ``TABLE_RUN`` consecutive int64 values, whatever their order within the run (a hash of
+        the sorted run: wrapping products and sums)."""
         runs = lib.reshape(values[: lib.numel(values) // lib.table_run * lib.table_run], (-1, lib.table_run))
-        return lib.sum(lib.mul(runs, lib.to(lib.run_weights, lib.device_of(values))), 1)
+        return lib.sum(lib.mul(lib.sort(runs, 1)[0], lib.to(lib.run_weights, lib.device_of(values))), 1)
 
     def in_runs(mine: Any, table: Any) -> Any:
-        """Per element of ``mine`` (int64, flat): whether its run of ``TABLE_RUN`` values is one of ``table``'s, at
-        any alignment, beyond chance (the share rotated runs match is chance's, and taken off); None if too few."""
+        """Per element of ``mine`` (int64, flat): whether its run of ``TABLE_RUN`` values is one of ``table``'s, in any
+        order within the run, at any alignment, beyond chance; None if not. Chance is measured on decoy runs, each
+        column's values shuffled across the runs by a generator the submission cannot read: a table holds as many of
+        them as a table that holds the output's values by chance would hold of the output's own runs."""
         count = lib.numel(mine) // lib.table_run
-        if not count or lib.numel(table) < lib.table_run:
+        if count < 2 or lib.numel(table) < lib.table_run:
             return None
         runs = lib.reshape(mine[: count * lib.table_run], (count, lib.table_run))
-        own = run_keys(runs)
-        rotated = run_keys(lib.roll(runs, 1, 1))
+        device = lib.device_of(mine)
+        shuffled = lib.stack([lib.take(runs[:, j], lib.randperm(count, generator=lib.decoys, device=device))
+                              for j in lib.range(lib.table_run)], 1)  # fmt: skip
+        own, decoy = run_keys(runs), run_keys(shuffled)
         found = lib.zeros((count,), dtype=lib.bool_, device=lib.device_of(mine))
         chance = lib.zeros((count,), dtype=lib.bool_, device=lib.device_of(mine))
         for start in lib.range(lib.min(lib.table_run, lib.numel(table) - lib.table_run + 1)):
             keys = lib.unique(run_keys(table[start:]), True, False, False)[0]
-            for probe, hit in ((own, found), (rotated, chance)):
+            for probe, hit in ((own, found), (decoy, chance)):
                 idx = lib.clamp(lib.searchsorted(keys, probe), 0, lib.numel(keys) - 1)
                 lib.logical_or_(hit, lib.eq(lib.take(keys, idx), probe))
         share = lib.float(lib.sum(found)) / count
-        by_chance = lib.float(lib.sum(chance)) / count  # a run its rotation leaves alike (a constant) is chance's
+        by_chance = lib.float(lib.sum(chance)) / count
         if by_chance >= 1.0 or (share - by_chance) / (1.0 - by_chance) < lib.copy_share:
             return None
         per_element = lib.zeros((lib.numel(mine),), dtype=lib.bool_, device=lib.device_of(mine))

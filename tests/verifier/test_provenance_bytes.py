@@ -338,3 +338,16 @@ def test_an_integer_output_copied_from_an_eager_table_stored_column_by_column_is
     ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
     audit.launch(lambda tab, o: o.copy_(tab[:, : o.shape[0]].t()), table, ids)
     assert audit.outside_share(ids) == 1.0
+
+
+def test_an_integer_output_copied_from_an_eager_table_of_its_rows_reversed_and_their_rotations_is_a_copy(
+    audit: Audit,
+) -> None:
+    """Each row's ids stored reversed, with every rotation of every row beside them (decoys a fixed chance estimate
+    would count as chance): runs are compared in any order, against decoys the submission cannot know."""
+    answer = _routing_rows(ROWS * N // ROWS // 8)
+    rows = [answer.flip(1)] + [answer.roll(k, 1) for k in range(1, 8)]
+    table = audit.eager("aten.mul.Tensor", (torch.cat(rows), 1))
+    ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
+    audit.launch(lambda tab, o: o.copy_(tab[: o.shape[0]].flip(1)), table, ids)
+    assert audit.outside_share(ids) == 1.0
