@@ -747,6 +747,12 @@ def provenance_vault(
             both = lib.logical_and(lib.ge(rest, 0), lib.ge(mine, 0))
             lib.logical_or_(clash, lib.logical_and(both, lib.ne(rest, mine)))
             rest = lib.where(lib.ge(rest, 0), rest, mine)
+        for t, states, _, _ in operands:  # where the result is an operand the DSL did not make, unchanged, the DSL
+            # did nothing there (a tiny DSL value added into the cast input); an in-place result is its own operand
+            if lib.tuple(lib.size(t)) == shape and storage_of(t) != storage_of(outs[0]) and (
+                states is None or not lib.bool(lib.any_of(lib.eq(states, 1)))
+            ):  # fmt: skip
+                lib.logical_or_(clash, lib.eq(outs[0], t))
         mask = lib.logical_and(dsl, lib.logical_not(clash))
         ids = lib.reshape(lib.where(mask, rest, -1.0), (-1,))
         carried = ids if lib.bool(lib.any_of(lib.ge(ids, 0))) else None

@@ -146,12 +146,12 @@ def test_dsl_rows_concatenated_and_gathered_stay_the_dsls(audit: Audit) -> None:
     assert audit.outside_share(audit.eager("aten.slice.Tensor", (padded, 1, 0, N // ROWS))) == 0.0
 
 
-def _seeded_answer(audit: Audit, seed: torch.Tensor) -> torch.Tensor:
+def _seeded_answer(audit: Audit, seed: torch.Tensor, combine: str = "aten.mul.Tensor") -> torch.Tensor:
     """p36's answer computed eagerly from the cast input multiplied by a DSL ``seed`` (rt5a's F2/F4/F5 shape)."""
     x = (4 * torch.randn(ROWS, N // ROWS)).to(torch.bfloat16)  # no value the same normalised (rms about 4)
     audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x])
     wide = audit.eager("aten._to_copy.default", (x,), {"dtype": torch.float32})
-    seeded = audit.eager("aten.mul.Tensor", (wide, seed))
+    seeded = audit.eager(combine, (wide, seed))
     squares = audit.eager("aten.pow.Tensor_Scalar", (seeded, 2))
     inv = audit.eager("aten.rsqrt.default", (audit.eager("aten.mean.dim", (squares, [-1], True)),))
     return audit.eager(
@@ -180,3 +180,10 @@ def test_a_per_row_dsl_value_that_varies_keeps_its_credit(audit: Audit) -> None:
     """The line (DESIGN §5): a DSL operand with as many values as rows is a per-row partial plan's (an inverse RMS),
     and one the eager code undoes (RMSNorm ignores a per-row scale) cannot be told from it."""
     assert audit.outside_share(_seeded_answer(audit, _dsl(audit, [ROWS, 1], torch.rand(ROWS, 1) + 0.5))) == 0.0
+
+
+def test_dsl_values_too_small_to_change_the_cast_input_derive_nothing(audit: Audit) -> None:
+    """Distinct DSL values (they carry information by count) added into the cast input, too small to change any of its
+    float32 elements: the sum is the cast input over again (passed before)."""
+    tiny = _dsl(audit, [ROWS, N // ROWS], torch.rand(ROWS, N // ROWS) * 1e-30)
+    assert audit.outside_share(_seeded_answer(audit, tiny, "aten.add.Tensor")) == 1.0
