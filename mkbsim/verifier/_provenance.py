@@ -74,7 +74,7 @@ _EMPTY_OPS = frozenset(
     ("aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default",
      "aten.new_empty_strided.default", "aten.empty_permuted.default")
 )  # fmt: skip
-#: Derived credit follows elements (DESIGN §5, "derived credit"). An eager pointwise operator's result element
+#: Derived credit follows elements (DESIGN §5). An eager pointwise operator's result element
 #: counts as produced by the DSL when one of the operand elements it is computed from is the DSL's and the
 #: DSL-produced elements among the operator's operands are at least this many times the largest operand eager code
 #: made (not a problem input nor a copy of one, not DSL-produced): a DSL value added into an eager answer derives
@@ -91,8 +91,9 @@ DERIVED_OVER_EAGER = 4
 VARIED_VALUES = 16
 #: Operators that contract their operands (a GEMM): a DSL operand entirely produced by the DSL feeds every output
 #: element and the other operand is a weight, however large (p52's eager GEMM on DSL-quantised activations),
-#: unless the DSL operand carries no information (``_informative``: constant, or at most one nonzero per row or
-#: column on average: an identity, permutation, one-hot or diagonal matrix) or the result equals another operand.
+#: unless the DSL operand carries no information (the vault's ``informative``: constant, or at most one nonzero per
+#: row or column on average: an identity, permutation, one-hot or diagonal matrix) or the result equals another
+#: operand.
 _CONTRACTIONS = frozenset(
     ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "dot", "mv", "addmv",
      "convolution", "_convolution")
@@ -357,13 +358,13 @@ def provenance_vault(
         states, ids = lineage(t)
         if ids is None:
             return states
-        resting = lib.ge(ids, 0)
-        lineages = lib.masked_select(ids, resting)
-        if not lib.numel(lineages):
+        carrying = lib.ge(ids, 0)
+        rests = lib.masked_select(ids, carrying)
+        if not lib.numel(rests):
             return states
-        _, where, counts = lib.unique(lineages, True, True, True)
+        _, where, counts = lib.unique(rests, True, True, True)
         thin = lib.zeros((lib.numel(ids),), dtype=lib.bool_, device=lib.device_of(ids))
-        lib.masked_scatter_(thin, resting, lib.lt(lib.take(counts, where), lib.derived_over_eager))
+        lib.masked_scatter_(thin, carrying, lib.lt(lib.take(counts, where), lib.derived_over_eager))
         return lib.where(thin, 0, states)
 
     def dsl_elements(t: Any) -> int:
@@ -799,7 +800,7 @@ def provenance_vault(
              eager_ratio: bool) -> Any:  # fmt: skip
         """Per result of an eager operator with DSL-produced operand elements: which of its elements are the DSL's
         (a mask, with the lineages their credit rests on, or None), element by element where the operator's data
-        flow is known (DESIGN §5, "derived credit")."""
+        flow is known (DESIGN §5)."""
         entry = lib.movement.get(name)
         accumulates = (lib.len(args) > 3 and args[3] is True) or kwargs.get("accumulate") is True
         if operator_name in ("index_put_", "index_put", "_index_put_impl_") and accumulates:  # adds, not moves

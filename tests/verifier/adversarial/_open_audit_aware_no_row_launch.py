@@ -5,7 +5,7 @@ of the timed calls are right. At SMOKE sizes a launch's fixed cost is most of th
 0.52-0.93 of the draws' DSL time and passes (threshold 0.40). Taking each launch's fixed cost off (measured
 with a native no-op and the launch's own arguments) left 0.34-0.73 against honest 0.65-1.9: no threshold
 separates them on this VM (verifier README, "Timed calls run what the correctness draws checked";
-benchmarks/RESULTS.md, "DSL-time ratio", 2026-12-02). ``benchmarks/dsl_time_ratio.py`` runs it."""
+benchmarks/RESULTS.md, 2026-12-02 "the no-row launch on cpu"). ``benchmarks/dsl_time_ratio.py`` runs it."""
 
 # expect: decorative_dsl
 # problem: p36
