@@ -8,13 +8,18 @@ bound uses that bandwidth for such problems (the paper protocol does not flush c
 Peaks: an H200's come from ``devices.json`` (measured there). Any other device, and the CPU of a ``cpu``
 session, is measured once per session, on one thread as the CPU worker runs: the best copy bandwidth
 inside and beyond the cache and the best matmul rate, each times ``MARGIN`` (a kernel may beat torch's
-own copy and matmul a little, a busy machine makes every measurement slower; neither by twice).
+own copy and matmul a little, a busy machine makes every measurement slower; neither by twice). A busy
+moment can slow one measurement by far more than twice (this 2-core VM measured 1.5 to 26 GB/s in one
+day), and a measurement can only come out slower than the device, never faster: so a median that beats
+a measured speed of light has the device measured again (``REMEASURES`` times at most) and is judged
+against the fastest peaks seen (``best_profile``). A documented profile is never measured again.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,8 @@ import torch
 
 _PROFILES = Path(__file__).with_name("devices.json")
 MARGIN = 2.0
+#: Further measurements of a measured device before a median below its speed of light is judged.
+REMEASURES = 3
 
 
 @cache
@@ -81,6 +88,26 @@ def measure_profile(device: torch.device, cache_bytes: int) -> dict[str, Any]:
         },
         "source": f"measured this session on {device} (one thread), times {MARGIN}",
     }
+
+
+def faster(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two measurements of one device as one: each peak the larger (load only ever slows a measurement)."""
+    rates = ("bandwidth_bytes_per_s", "cache_bandwidth_bytes_per_s")
+    merged = a | {key: max(a[key], b[key]) for key in rates}
+    merged["peak_flops_per_s"] = {k: max(v, b["peak_flops_per_s"][k]) for k, v in a["peak_flops_per_s"].items()}
+    return merged
+
+
+def best_profile(
+    profile: dict[str, Any], measure: Callable[[], dict[str, Any]], beaten: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """``profile``, or while a median beats its speed of light (``beaten``), the device measured again and merged
+    (``faster``), ``REMEASURES`` times at most: a median below the fastest peaks seen is below the device's."""
+    for _ in range(REMEASURES):
+        if not beaten(profile):
+            break
+        profile = faster(profile, measure())
+    return profile
 
 
 def speed_of_light(cost: Any, profile: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import _struct
 import importlib
 import operator
+import random
 import sys
 import types
 from collections.abc import Sequence
@@ -58,8 +59,12 @@ SAMPLES = 512
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
 #: For an integer or boolean output, a launch argument of more than this many times its elements is a table,
-#: not a copy: it holds a small value domain with any multiplicity by chance.
+#: not a copy by its values alone: it holds a small value domain with any multiplicity by chance. It is one where
+#: it holds the output's runs of ``TABLE_RUN`` consecutive values (a row of expert ids, in order), at least
+#: ``COPY_SHARE`` of them beyond chance (decoy runs, each column's values shuffled across the runs, are what chance
+#: would hold), in any order within a run.
 COPY_TABLES = 2
+TABLE_RUN = 8
 #: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
 #: a suppressed launch left unwritten is never right by chance. Integers and booleans hold zero: they are
 #: counts, offsets and indices that later kernels follow, and with launches suppressed they must send those
@@ -79,6 +84,11 @@ _EMPTY_OPS = frozenset(
 #: of whatever the credit is finally judged on (a returned output, a launch argument): an eager answer broadcast
 #: against four times as much DSL data and sliced back out feeds one element each.
 DERIVED_OVER_EAGER = 4
+#: A DSL operand of an eager pointwise operator derives credit only where it carries information: its DSL elements
+#: hold at least two distinct values, and this many or half their number, whichever is less. A constant carries
+#: none, however large (a one-element seed broadcast over the cast input, DSL ones of the answer's size); a per-row
+#: DSL reduction has about as many values as rows (``tests/verifier/honest/light_kernel_row_scale.py``).
+VARIED_VALUES = 16
 #: Operators that contract their operands (a GEMM): a DSL operand entirely produced by the DSL feeds every output
 #: element and the other operand is a weight, however large (p52's eager GEMM on DSL-quantised activations),
 #: unless the DSL operand carries no information (the vault's ``informative``: constant, or at most one nonzero per
@@ -195,7 +205,12 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
-        enumerate=enumerate,
+        enumerate=enumerate, transpose=base.transpose, table_run=TABLE_RUN, varied_values=VARIED_VALUES,
+        sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
+        # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
+        decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
+        # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
+        run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         # dtypes whose values are taken through a signed integer view of their width: fp8 (CUDA has no take for
         # it) and the unsigned 16/32/64-bit ones (no take kernel on either device)
@@ -230,6 +245,7 @@ def provenance_vault(
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
+    tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
     lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
@@ -362,7 +378,9 @@ def provenance_vault(
         lo, hi = span(t)
         if lib.any(a < hi and lo < b for a, b in input_spans):
             return True
-        for a, b, made in copies:  # a copy of an input is one while its bytes are still those it was made with
+        # a copy of an input is one while its bytes are still those it was made with; the newest copy holding the
+        # range decides (older ones over memory a fresh result took since were dropped when it was made)
+        for a, b, made in lib.reversed(copies):
             if a <= lo and hi <= b and hi > lo:
                 return lib.bool(lib.equal(bytes_of(t, lo, hi), made[lo - a : hi - a]))
         return False
@@ -479,6 +497,10 @@ def provenance_vault(
             return
         floating = lib.is_floating(t)
         smallest = lib.min(numels) if numels else 0
+        if not floating and lib.numel(t) > lib.copy_tables * smallest:  # a table, read by runs (``in_runs``)
+            # by rows and, for a matrix, by columns (the output's rows stored column by column)
+            for view in (t, lib.transpose(t, -1, -2)) if lib.len(lib.size(t)) >= 2 else (t,):
+                tables.append((source, lo, hi, lib.to(lib.reshape(view, (-1,)), lib.int64, copy=True)))
         for width in lib.sorted({lib.element_size(t), 2, 4}):
             # too few elements at this width to hold COPY_SHARE of any output: nothing to keep
             flat = bits(t, width) if lib.numel(t) * lib.element_size(t) >= lib.copy_share * smallest * width else None
@@ -496,6 +518,41 @@ def provenance_vault(
         idx = lib.clamp(lib.searchsorted(patterns, distinct), 0, lib.numel(patterns) - 1)
         hit = lib.logical_and(lib.eq(lib.take(patterns, idx), distinct), lib.ge(lib.take(counts, idx), need))
         return lib.float(lib.sum(lib.mul(need, hit))) / lib.numel(mine), lib.take(hit, where)
+
+    def run_keys(values: Any) -> Any:
+        """One number per run of ``TABLE_RUN`` consecutive int64 values, whatever their order within the run (a hash of
+        the sorted run: wrapping products and sums)."""
+        runs = lib.reshape(values[: lib.numel(values) // lib.table_run * lib.table_run], (-1, lib.table_run))
+        return lib.sum(lib.mul(lib.sort(runs, 1)[0], lib.to(lib.run_weights, lib.device_of(values))), 1)
+
+    def in_runs(mine: Any, table: Any) -> Any:
+        """Per element of ``mine`` (int64, flat): whether its run of ``TABLE_RUN`` values is one of ``table``'s, in any
+        order within the run, at any alignment, beyond chance; None if not. Chance is measured on decoy runs, each
+        column's values shuffled across the runs by a generator the submission cannot read: a table holds as many of
+        them as a table that holds the output's values by chance would hold of the output's own runs."""
+        count = lib.numel(mine) // lib.table_run
+        if count < 2 or lib.numel(table) < lib.table_run:
+            return None
+        runs = lib.reshape(mine[: count * lib.table_run], (count, lib.table_run))
+        device = lib.device_of(mine)
+        shuffled = lib.stack([lib.take(runs[:, j], lib.randperm(count, generator=lib.decoys, device=device))
+                              for j in lib.range(lib.table_run)], 1)  # fmt: skip
+        own, decoy = run_keys(runs), run_keys(shuffled)
+        found = lib.zeros((count,), dtype=lib.bool_, device=lib.device_of(mine))
+        chance = lib.zeros((count,), dtype=lib.bool_, device=lib.device_of(mine))
+        for start in lib.range(lib.min(lib.table_run, lib.numel(table) - lib.table_run + 1)):
+            keys = lib.unique(run_keys(table[start:]), True, False, False)[0]
+            for probe, hit in ((own, found), (decoy, chance)):
+                idx = lib.clamp(lib.searchsorted(keys, probe), 0, lib.numel(keys) - 1)
+                lib.logical_or_(hit, lib.eq(lib.take(keys, idx), probe))
+        share = lib.float(lib.sum(found)) / count
+        by_chance = lib.float(lib.sum(chance)) / count
+        if by_chance >= 1.0 or (share - by_chance) / (1.0 - by_chance) < lib.copy_share:
+            return None
+        per_element = lib.zeros((lib.numel(mine),), dtype=lib.bool_, device=lib.device_of(mine))
+        runs_found = lib.broadcast_to(lib.unsqueeze(found, 1), (count, lib.table_run))
+        lib.copy_(per_element[: count * lib.table_run], lib.reshape(runs_found, (-1,)))
+        return per_element
 
     def copied(t: Any, i: int) -> None:
         """Record each held tensor that holds nearly all of output i's elements with their multiplicity
@@ -525,6 +582,16 @@ def provenance_vault(
                     covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
                     records.append(("contains", f"{source}, holding {share:.1%} of its values", i, covered))
                     break
+        if largest is None:
+            return
+        mine = lib.to(lib.reshape(t, (-1,)), lib.int64)
+        for source, a, b, values in tables:
+            if (a < hi and lo < b) or lib.numel(values) <= largest:
+                continue
+            hit = in_runs(mine, values)
+            if hit is not None:
+                covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
+                records.append(("contains", f"{source}, a table holding its rows of values in order", i, covered))
 
     def before(args: Any) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
@@ -650,6 +717,16 @@ def provenance_vault(
             return own
         return lib.where(lib.reshape(lib.eq(states, 0), shape), own, carried if carried is not None else -1.0)
 
+    def varied(t: Any, states: Any, shape: Any) -> bool:
+        """Whether a DSL operand's elements carry information into a pointwise result of ``shape``: a constant
+        (a one-element seed broadcast over the cast input, ones of the answer's size) carries none. Its DSL elements
+        must hold at least two distinct values, and ``VARIED_VALUES`` or half their number, whichever is less."""
+        if lib.len(shape) == 0 or (lib.len(shape) == 1 and shape[0] <= 1):
+            return True  # a one-element result: nothing is broadcast
+        mine = lib.masked_select(lib.reshape(countable(t), (-1,)), lib.eq(states, 1))
+        distinct = lib.numel(lib.unique(mine, False, False, False)[0])
+        return distinct >= lib.max(2, lib.min(lib.varied_values, lib.numel(mine) // 2))
+
     def pointwise(outs: Any, operands: Any) -> Any:
         """Credit element by element: a result element is the DSL's when an operand element at its position is
         and its credit rests on one lineage at most (one eager-made element, or the lineage a DSL element
@@ -662,7 +739,7 @@ def provenance_vault(
         for t, states, ids, given_input in operands:
             if given_input:
                 continue
-            if states is not None:
+            if states is not None and varied(t, states, shape):
                 lib.logical_or_(dsl, lib.broadcast_to(lib.reshape(lib.eq(states, 1), lib.tuple(lib.size(t))), shape))
             mine = resting(t, states, ids)
             if mine is None:
@@ -671,6 +748,12 @@ def provenance_vault(
             both = lib.logical_and(lib.ge(rest, 0), lib.ge(mine, 0))
             lib.logical_or_(clash, lib.logical_and(both, lib.ne(rest, mine)))
             rest = lib.where(lib.ge(rest, 0), rest, mine)
+        for t, states, _, _ in operands:  # where the result is an operand the DSL did not make, unchanged, the DSL
+            # did nothing there (a tiny DSL value added into the cast input); an in-place result is its own operand
+            if lib.tuple(lib.size(t)) == shape and storage_of(t) != storage_of(outs[0]) and (
+                states is None or not lib.bool(lib.any_of(lib.eq(states, 1)))
+            ):  # fmt: skip
+                lib.logical_or_(clash, lib.eq(outs[0], t))
         mask = lib.logical_and(dsl, lib.logical_not(clash))
         ids = lib.reshape(lib.where(mask, rest, -1.0), (-1,))
         carried = ids if lib.bool(lib.any_of(lib.ge(ids, 0))) else None
@@ -796,6 +879,8 @@ def provenance_vault(
             t = outs[k]
             lo, hi = span(t)
             view = not writes and lib.any(storage_of(u) == storage_of(t) for u in given)
+            if not writes and not view and hi > lo:  # fresh memory: a copy recorded there before was freed
+                copies[:] = [c for c in copies if not (c[0] < hi and lo < c[1])]
             got = found[k] if found is not None and k < lib.len(found) else None
             if got is not None and hi > lo and not view and lib.bool(lib.any_of(got[0])):
                 credit(t, got[0], got[1], not writes)  # computed from the DSL's data: those elements are the DSL's
@@ -944,6 +1029,7 @@ def provenance_vault(
                 records.clear()
                 pending.clear()
                 held.clear()
+                tables.clear()
                 eager_ops.clear()
                 lineages.clear()
                 lineages["next"] = 0.0

@@ -16,7 +16,7 @@ import torch
 from mkbsim.catalog import Catalog, Problem, load_catalog
 from mkbsim.verifier._arena import ArenaPlan
 from mkbsim.verifier._control import ControlPage
-from mkbsim.verifier._devices import measure_profile, profile_for, speed_of_light
+from mkbsim.verifier._devices import best_profile, measure_profile, profile_for, speed_of_light
 from mkbsim.verifier._env import capture
 from mkbsim.verifier._phases import PHASES
 from mkbsim.verifier._process import WorkerFailed, WorkerHandle, Zygote
@@ -105,6 +105,8 @@ class VerifierSession:
         self._env: dict[str, Any] | None = None
         self._catalog: Catalog | None = None
         self._profile: tuple[str, dict[str, Any]] | None = None
+        self._measured: tuple[str, dict[str, Any]] | None = None  # the profile this session measured, if any
+        self._measured_cache_bytes = 0
         self.sandbox = sandbox if sandbox is not None else wanted()
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -159,8 +161,10 @@ class VerifierSession:
             self._catalog = load_catalog()
         return self._catalog.get(problem)
 
-    def speed_of_light(self, problem: Problem, axes: dict[str, int]) -> dict[str, Any]:
-        """SOL of ``problem`` at ``axes`` on this session's device (peaks measured once per session)."""
+    def speed_of_light(self, problem: Problem, axes: dict[str, int], runtime_ms: float | None = None) -> dict[str, Any]:
+        """SOL of ``problem`` at ``axes`` on this session's device (peaks measured once per session; measured again
+        while ``runtime_ms`` beats them, the fastest kept: ``_devices.best_profile``)."""
+        cost = problem.cost(axes)
         if self._profile is None:
             name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
             documented = profile_for(name) if self.device.type == "cuda" else None
@@ -169,8 +173,17 @@ class VerifierSession:
             else:
                 cache_bytes = int(getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0)) if (
                     self.device.type == "cuda") else _cpu_llc_bytes()  # fmt: skip
-                self._profile = (f"{name} (measured)", measure_profile(self.device, max(cache_bytes, 1 << 20)))
-        sol = speed_of_light(problem.cost(axes), self._profile[1])
+                self._measured_cache_bytes = max(cache_bytes, 1 << 20)
+                self._profile = (f"{name} (measured)", measure_profile(self.device, self._measured_cache_bytes))
+                self._measured = self._profile
+        if runtime_ms is not None and self._profile is self._measured:  # never a documented profile
+            peaks = best_profile(
+                self._profile[1],
+                lambda: measure_profile(self.device, self._measured_cache_bytes),
+                lambda profile: runtime_ms < speed_of_light(cost, profile)["sol_ms"],
+            )
+            self._profile = self._measured = (self._profile[0], peaks)
+        sol = speed_of_light(cost, self._profile[1])
         sol.update(device_profile=self._profile[0], peaks=self._profile[1])
         return sol
 

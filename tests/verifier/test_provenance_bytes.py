@@ -260,9 +260,92 @@ def test_a_cast_input_overwritten_unseen_is_no_longer_an_input(audit: Audit) -> 
     x = torch.randn(ROWS, N // ROWS + 1).to(torch.bfloat16)
     audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x])
     rows = audit.eager("aten.empty.memory_format", ([ROWS, 1],), {"dtype": torch.float32})
-    audit.launch(lambda o: o.fill_(1.0), rows)
+    audit.launch(lambda o: o.copy_(torch.rand(ROWS, 1) + 0.5), rows)  # varied: a constant derives nothing anyway
     wide = audit.eager("aten._to_copy.default", (x,), {"dtype": torch.float32})
     wide[:, 1:].copy_(_answer())  # unseen
     scaled = audit.eager("aten.mul.Tensor", (wide, rows))
     out = audit.eager("aten.slice.Tensor", (scaled, 1, 1, N // ROWS + 1))
     assert audit.outside_share(out) == 1.0
+
+
+def test_a_cast_made_where_a_freed_cast_was_is_still_a_copy_of_its_input(audit: Audit) -> None:
+    """``h.float()`` freed, then ``r.float()`` made at its address: the stale record of the first cast (other bytes)
+    must not decide that the second is eager-made, or the honest per-row plan loses its credit (failed before:
+    the first record containing the range decided)."""
+    h = torch.randn(ROWS, N // ROWS).to(torch.bfloat16)
+    r = torch.randn(ROWS, N // ROWS).to(torch.bfloat16)
+    audit.registry.protect(_provenance.report_inputs, _send=audit.send)([h, r])
+    inv = audit.eager("aten.empty.memory_format", ([ROWS, 1],), {"dtype": torch.float32})
+    audit.launch(lambda o: o.copy_(torch.rand(ROWS, 1) + 0.5), inv)
+    first = audit.eager("aten._to_copy.default", (h,), {"dtype": torch.float32})
+    scaled_h = audit.eager("aten.mul.Tensor", (first, inv))
+    # the allocator hands the freed cast's memory to the next one: reported as the mode reports a fresh result
+    first.copy_(r.float())  # unseen: the cast itself
+    cast = torch.ops.aten._to_copy.default
+    assert audit.send((3, cast, str(cast), (r,), {"dtype": torch.float32}, first)) is None
+    scaled_r = audit.eager("aten.mul.Tensor", (first, inv))
+    out = audit.eager("aten.add.Tensor", (scaled_h, scaled_r))
+    assert audit.outside_share(out) == 0.0
+
+
+def _routing_rows(rows: int) -> torch.Tensor:
+    """Expert ids as a router picks them: 8 distinct ids of 64 per token, in order of score."""
+    return torch.stack([torch.randperm(64)[:8] for _ in range(rows)]).to(torch.int32)
+
+
+def test_an_integer_output_copied_from_the_first_rows_of_a_large_eager_table_is_a_copy(audit: Audit) -> None:
+    """The eager routing run on the tokens three times over (its ids exist only as a table 3x the output), a kernel
+    copying the first rows out (passed before: a table more than twice the output's size was exempt)."""
+    answer = _routing_rows(ROWS * N // ROWS // 8)
+    table = audit.eager("aten.mul.Tensor", (torch.cat([answer] * 3), 1))  # no eager tensor of the output's size
+    ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
+    audit.launch(lambda tab, o: o.copy_(tab[: o.shape[0]]), table, ids)
+    assert audit.outside_share(ids) == 1.0
+
+
+def test_an_integer_output_gathered_from_every_third_row_of_an_eager_table_one_element_off_is_a_copy(
+    audit: Audit,
+) -> None:
+    """The same answer interleaved with junk rows and shifted by one element: found at another alignment."""
+    answer = _routing_rows(ROWS * N // ROWS // 8)
+    junk = [_routing_rows(answer.shape[0]) for _ in range(2)]
+    rows = torch.stack([answer, *junk], 1).reshape(-1)
+    table = audit.eager("aten.cat.default", ([torch.zeros(1, dtype=torch.int32), rows],))
+    ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
+    audit.launch(lambda tab, o: o.copy_(tab[1:].view(-1, 3, 8)[:, 0]), table, ids)
+    assert audit.outside_share(ids) == 1.0
+
+
+def test_a_large_table_of_few_values_holds_a_small_domain_output_s_runs_only_by_chance(audit: Audit) -> None:
+    """Flags of a few bits each (16 possible runs of 8): a table 8x the output's size holds every run by chance,
+    and as often rotated, so none of it is a copy."""
+    table = audit.eager("aten.randint.low", (0, 2, [8 * N]), {"dtype": torch.int32})
+    table = audit.eager(
+        "aten.mul.Tensor", (table, audit.eager("aten.randint.low", (0, 2, [8 * N]), {"dtype": torch.int32}))
+    )
+    flags = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.int32})
+    chosen = (torch.rand(ROWS, N // ROWS) < 0.25).to(torch.int32)
+    audit.launch(lambda tab, o: o.copy_(chosen), table, flags)
+    assert audit.outside_share(flags) == 0.0
+
+
+def test_an_integer_output_copied_from_an_eager_table_stored_column_by_column_is_a_copy(audit: Audit) -> None:
+    """The answer's rows as the columns of a table three times its size."""
+    answer = _routing_rows(ROWS * N // ROWS // 8)
+    table = audit.eager("aten.mul.Tensor", (torch.cat([answer] * 3).t().contiguous(), 1))
+    ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
+    audit.launch(lambda tab, o: o.copy_(tab[:, : o.shape[0]].t()), table, ids)
+    assert audit.outside_share(ids) == 1.0
+
+
+def test_an_integer_output_copied_from_an_eager_table_of_its_rows_reversed_and_their_rotations_is_a_copy(
+    audit: Audit,
+) -> None:
+    """Each row's ids stored reversed, with every rotation of every row beside them (decoys a fixed chance estimate
+    would count as chance): runs are compared in any order, against decoys the submission cannot know."""
+    answer = _routing_rows(ROWS * N // ROWS // 8)
+    rows = [answer.flip(1)] + [answer.roll(k, 1) for k in range(1, 8)]
+    table = audit.eager("aten.mul.Tensor", (torch.cat(rows), 1))
+    ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
+    audit.launch(lambda tab, o: o.copy_(tab[: o.shape[0]].flip(1)), table, ids)
+    assert audit.outside_share(ids) == 1.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from mkbsim.verifier import _provenance
 from tests.verifier.test_provenance_bytes import ROWS, Audit, N, _answer, _halves, audit, zero_fill
 
 __all__ = ["audit"]  # the fixture
@@ -143,3 +144,46 @@ def test_dsl_rows_concatenated_and_gathered_stay_the_dsls(audit: Audit) -> None:
     padded = audit.eager("aten.constant_pad_nd.default", (out, [0, 2], 0.0))
     assert audit.outside_share(out) == 0.0
     assert audit.outside_share(audit.eager("aten.slice.Tensor", (padded, 1, 0, N // ROWS))) == 0.0
+
+
+def _seeded_answer(audit: Audit, seed: torch.Tensor, combine: str = "aten.mul.Tensor") -> torch.Tensor:
+    """p36's answer computed eagerly from the cast input multiplied by a DSL ``seed`` (rt5a's F2/F4/F5 shape)."""
+    x = (4 * torch.randn(ROWS, N // ROWS)).to(torch.bfloat16)  # no value the same normalised (rms about 4)
+    audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x])
+    wide = audit.eager("aten._to_copy.default", (x,), {"dtype": torch.float32})
+    seeded = audit.eager(combine, (wide, seed))
+    squares = audit.eager("aten.pow.Tensor_Scalar", (seeded, 2))
+    inv = audit.eager("aten.rsqrt.default", (audit.eager("aten.mean.dim", (squares, [-1], True)),))
+    return audit.eager(
+        "aten._to_copy.default", (audit.eager("aten.mul.Tensor", (seeded, inv)),), {"dtype": torch.bfloat16}
+    )
+
+
+def test_a_one_element_dsl_seed_multiplied_into_the_cast_input_derives_nothing(audit: Audit) -> None:
+    """Passed before: the cast input is no eager-made operand, so the product, and all the eager work on it, was
+    the DSL's."""
+    assert audit.outside_share(_seeded_answer(audit, _dsl(audit, [1], torch.ones(1)))) == 1.0
+
+
+def test_dsl_ones_of_the_answer_s_size_or_one_per_row_derive_nothing(audit: Audit) -> None:
+    """Passed before: a constant carries no information, however many elements the kernel writes."""
+    assert (
+        audit.outside_share(_seeded_answer(audit, _dsl(audit, [ROWS, N // ROWS], torch.ones(ROWS, N // ROWS)))) == 1.0
+    )
+
+
+def test_a_constant_per_row_dsl_seed_derives_nothing(audit: Audit) -> None:
+    assert audit.outside_share(_seeded_answer(audit, _dsl(audit, [ROWS, 1], torch.ones(ROWS, 1)))) == 1.0
+
+
+def test_a_per_row_dsl_value_that_varies_keeps_its_credit(audit: Audit) -> None:
+    """The line (DESIGN §5): a DSL operand with as many values as rows is a per-row partial plan's (an inverse RMS),
+    and one the eager code undoes (RMSNorm ignores a per-row scale) cannot be told from it."""
+    assert audit.outside_share(_seeded_answer(audit, _dsl(audit, [ROWS, 1], torch.rand(ROWS, 1) + 0.5))) == 0.0
+
+
+def test_dsl_values_too_small_to_change_the_cast_input_derive_nothing(audit: Audit) -> None:
+    """Distinct DSL values (they carry information by count) added into the cast input, too small to change any of its
+    float32 elements: the sum is the cast input over again (passed before)."""
+    tiny = _dsl(audit, [ROWS, N // ROWS], torch.rand(ROWS, N // ROWS) * 1e-30)
+    assert audit.outside_share(_seeded_answer(audit, tiny, "aten.add.Tensor")) == 1.0
