@@ -177,7 +177,8 @@ def _rules(answer: Call) -> Failure | None:
     if not reply.get("ok"):
         return call_error(reply, where, first=True)
     draw = Draw(1, [torch.ones(16)], [], reply, answer.page)
-    v = SimpleNamespace(shape=SimpleNamespace(problem=SimpleNamespace(reference=lambda x: x * 2)), details={})
+    problem = SimpleNamespace(reference=lambda x: x * 2, cost=lambda axes: SimpleNamespace(total_flops=16.0))
+    v = SimpleNamespace(shape=SimpleNamespace(problem=problem, axes={}), details={})
     failure = (
         structure(reply, where, ["output 'y'"], [((16,), torch.float32)], "cpu", ["x"])
         or _phases._background(reply, where)
@@ -223,7 +224,9 @@ def test_a_malformed_answer_is_the_submissions_tampering(
     reply: Any, guards: Any, records: Any, times: dict[str, float], raw: bytes | None
 ) -> None:
     found = _judged(reply, guards, records, times, raw)
-    assert isinstance(found, Failure) and found.code in ("harness_tamper", "output_alias"), found
+    # an operator record short of operands is priced as the work it could be (eager-work rule): the submission's
+    # failure too
+    assert isinstance(found, Failure) and found.code in ("harness_tamper", "output_alias", "decorative_dsl"), found
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
