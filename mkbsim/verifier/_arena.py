@@ -115,6 +115,16 @@ def _shareable_stride(x: torch.Tensor) -> tuple[int, ...]:
     return tuple(x.stride())
 
 
+def _arena_layout(
+    inputs: Sequence[Any], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None]
+) -> tuple[list[Any], list[Slot], int]:
+    """(the inputs' tensor specs, every slot, the bytes) of an arena for ``inputs`` and ``outputs``."""
+    tensor_specs = [(tuple(x.shape), _shareable_stride(x), x.dtype) for x in inputs if isinstance(x, torch.Tensor)]
+    out_specs = [(shape, contiguous_stride(shape), dtype) for shape, dtype in (o for o in outputs if o is not None)]
+    slots, nbytes = _layout(tensor_specs + out_specs)
+    return tensor_specs, slots, nbytes
+
+
 def _memfd(nbytes: int) -> tuple[int, mmap.mmap, torch.Tensor]:
     fd = os.memfd_create("mkbsim-arena", os.MFD_CLOEXEC)
     os.ftruncate(fd, nbytes)
@@ -135,15 +145,17 @@ class Arena:
         outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None],
         device: torch.device,
         staged: bool = False,
+        memory: tuple[torch.Tensor, torch.Tensor | None] | None = None,
     ) -> None:
-        tensor_specs = [(tuple(x.shape), _shareable_stride(x), x.dtype) for x in inputs if isinstance(x, torch.Tensor)]
-        out_specs = [(shape, contiguous_stride(shape), dtype) for shape, dtype in (o for o in outputs if o is not None)]
-        slots, self.nbytes = _layout(tensor_specs + out_specs)
+        tensor_specs, slots, self.nbytes = _arena_layout(inputs, outputs)
         self.device = device
         self._fd: int | None = None
         self.host: torch.Tensor | None = None
         self.pinned = False
-        if staged:
+        if memory is not None:  # a view of a block's memory (``BlockArenas``), which owns it
+            self.base, self.host = memory
+            self.base.zero_()
+        elif staged:
             self._fd, self._mm, self.host = _memfd(self.nbytes)
             self.pinned = pin(self.host, self)
             self.base = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)  # output slots start zeroed
@@ -209,15 +221,7 @@ class Arena:
     def descriptor(self, reuse: bool = False) -> tuple[dict[str, Any], list[int]]:
         """What the worker needs to map this arena, and the descriptors to pass with it; with
         ``reuse``, the worker takes the arena it mapped for its previous call instead."""
-        desc: dict[str, Any] = {
-            "nbytes": self.nbytes,
-            "n_args": len(self.args),
-            "scalars": self.scalars,
-            "inputs": [vars(s) for s in self.input_slots],
-            "outputs": [vars(s) for s in self.output_slots],
-            "out_positions": self.out_positions,
-            "n_outputs": self.n_outputs,
-        }
+        desc = self.layout()
         if self.host is not None:
             self.host.copy_(self.base)  # the draw the worker copies in (a synchronous copy: pageable memory)
             desc["staged"] = True
@@ -230,6 +234,18 @@ class Arena:
 
         desc["cuda_ipc"] = reduce_tensor(self.base)
         return desc, []
+
+    def layout(self) -> dict[str, Any]:
+        """Where the arguments and output slots lie in this arena's memory, and the scalars."""
+        return {
+            "nbytes": self.nbytes,
+            "n_args": len(self.args),
+            "scalars": self.scalars,
+            "inputs": [vars(s) for s in self.input_slots],
+            "outputs": [vars(s) for s in self.output_slots],
+            "out_positions": self.out_positions,
+            "n_outputs": self.n_outputs,
+        }
 
     def arrived(self) -> None:
         """The worker has answered: a staged arena takes back what it wrote (outputs, in-place inputs)."""
@@ -303,6 +319,15 @@ def map_arena(
         mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
         base = torch.frombuffer(mm, dtype=torch.uint8)
         keepalive = mm
+    arena = _mapped(desc, base, host, keepalive)
+    if host is not None and not desc.get("reuse"):
+        pin(host, arena)
+    arena.stage_in()
+    return arena
+
+
+def _mapped(desc: dict[str, Any], base: torch.Tensor, host: torch.Tensor | None, keepalive: Any) -> MappedArena:
+    """The arguments and output slots ``desc`` lays out over ``base``."""
     inputs = iter(Slot(**s).view(base) for s in desc["inputs"])
     scalars = desc["scalars"]
     args = [scalars[i] if i in scalars else next(inputs) for i in range(desc["n_args"])]
@@ -310,52 +335,95 @@ def map_arena(
     outputs: list[torch.Tensor | None] = [None] * desc["n_outputs"]
     for pos, view in zip(desc["out_positions"], out_views, strict=True):
         outputs[pos] = view
-    arena = MappedArena(args=args, outputs=outputs, keepalive=keepalive, base=base, host=host)
-    if host is not None and not desc.get("reuse"):
-        pin(host, arena)
-    arena.stage_in()
-    return arena
+    return MappedArena(args=args, outputs=outputs, keepalive=keepalive, base=base, host=host)
 
 
-class ArenaPlan:
-    """The arenas of a worker's warmup and timed calls under a protocol.
+def _block_memory(desc: dict[str, Any], fds: list[int], device: torch.device) -> MappedArena:
+    """Worker side: a block's whole memory, mapped once (and, staged, copied into this process's own once)."""
+    host: torch.Tensor | None = None
+    if desc.get("staged"):
+        mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
+        host = torch.frombuffer(mm, dtype=torch.uint8)
+        base = torch.empty(desc["nbytes"], dtype=torch.uint8, device=device)
+        keepalive: Any = mm
+    elif "cuda_ipc" in desc:
+        rebuild, rebuild_args = desc["cuda_ipc"]
+        base = rebuild(*rebuild_args)
+        keepalive = base
+    else:  # populated now, outside every timed call (see ``map_arena``)
+        mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
+        base = torch.frombuffer(mm, dtype=torch.uint8)
+        keepalive = mm
+    return MappedArena(args=[], outputs=[], keepalive=keepalive, base=base, host=host)
 
-    Without ``unique_input_buffers`` (paper) the previous call's arena is refilled with each fresh draw
-    and the worker reuses its mapping, as a plain timing loop allocates nothing between calls (mapping new
-    memory before every call cost a tiny CPU kernel ~20 us inside the timed call:
-    benchmarks/verifier_overhead.py). The draw is still fresh; the verifier keeps its private copies and
-    reads the outputs back before it refills. Hardened keeps a distinct buffer for every call, up to
-    ``budget_bytes`` (then recycles, and ``unique`` says how many were distinct).
-    """
 
-    def __init__(self, out_specs: Sequence[tuple[tuple[int, ...], torch.dtype] | None], device: torch.device,
-                 unique_buffers: bool, budget_bytes: int, staged: bool = False) -> None:  # fmt: skip
-        self.out_specs = out_specs
+def map_block(desc: dict[str, Any], fds: list[int], device: torch.device) -> tuple[MappedArena, list[MappedArena]]:
+    """Worker side: the block's memory (staged in before its first call) and every call's arena over it."""
+    memory = _block_memory(desc, fds, device)
+    assert memory.base is not None
+    if memory.host is not None:
+        pin(memory.host, memory)
+    memory.stage_in()
+    arenas = []
+    for layout in desc["arenas"]:
+        offset, nbytes = layout["offset"], layout["nbytes"]
+        if offset < 0 or offset + nbytes > desc["nbytes"]:
+            raise ValueError("an arena of the block lies outside its memory")
+        arenas.append(_mapped(layout, _Base.__getitem__(memory.base, slice(offset, offset + nbytes)), None, memory))
+    return memory, arenas
+
+
+class BlockArenas:
+    """Verifier side: the arenas of one block's calls (DESIGN §5, timing), in one allocation: one memfd, one
+    mapping in the worker, one staging copy each way, so every call's fresh inputs are in the worker's memory
+    before the block's first call, and every call's outputs stay in its own slots until the block answers."""
+
+    def __init__(self, draws: Sequence[Sequence[Any]], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None],
+                 device: torch.device, staged: bool = False) -> None:  # fmt: skip
+        sizes = [-(-block_bytes(d, outputs) // _ALIGN) * _ALIGN for d in draws]
+        self.offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+        self.nbytes = max(sum(sizes), _ALIGN)
         self.device = device
-        self.staged = staged
-        self.unique_buffers = unique_buffers
-        self.budget_bytes = budget_bytes
-        self.held: list[Arena] = []  # kept inputs stay allocated while the worker keeps them mapped
-        self.kept_bytes = 0
-        self.unique = 0
-        self.reusable: Arena | None = None
-
-    def next(self, inputs: Sequence[Any]) -> tuple[Arena, bool, bool]:
-        """(arena, whether the worker reuses its previous mapping, whether it keeps this one)."""
-        reuse = False
-        if self.reusable is not None and not self.unique_buffers and self.reusable.refill(inputs):
-            arena, reuse = self.reusable, True
+        self._fd: int | None = None
+        self.host: torch.Tensor | None = None
+        if staged:
+            self._fd, self._mm, self.host = _memfd(self.nbytes)
+            pin(self.host, self)
+            self.base = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+        elif device.type == "cpu":
+            self._fd, self._mm, self.base = _memfd(self.nbytes)
         else:
-            arena = Arena(inputs, self.out_specs, self.device, self.staged)
-        keep = self.unique_buffers and self.kept_bytes + arena.nbytes <= self.budget_bytes
-        if keep:
-            self.kept_bytes += arena.nbytes
-            self.unique += 1
-            self.held.append(arena)
-        else:
-            self.reusable = arena
-        return arena, reuse, keep
+            self.base = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+        spans = zip(draws, self.offsets, sizes, strict=True)
+        self.arenas = [Arena(d, outputs, device, memory=(self.base[o : o + n], None)) for d, o, n in spans]
 
-    def release(self) -> None:
-        self.held.clear()
-        self.reusable = None
+    def descriptor(self) -> tuple[dict[str, Any], list[int]]:
+        """What the worker needs to map the block, and the descriptor to pass with it."""
+        desc: dict[str, Any] = {
+            "nbytes": self.nbytes,
+            "arenas": [{**a.layout(), "offset": o} for a, o in zip(self.arenas, self.offsets, strict=True)],
+        }
+        if self.host is not None:
+            self.host.copy_(self.base)  # every call's draw, in one copy
+            desc["staged"] = True
+        if self._fd is not None:
+            return desc, [self._fd]
+        from torch.multiprocessing.reductions import reduce_tensor
+
+        desc["cuda_ipc"] = reduce_tensor(self.base)
+        return desc, []
+
+    def arrived(self) -> None:
+        """The worker has answered: a staged block takes back what its calls wrote."""
+        if self.host is not None:
+            self.base.copy_(self.host)
+
+    def release_fd(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def block_bytes(inputs: Sequence[Any], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None]) -> int:
+    """The bytes one call's arena takes in a block."""
+    return _arena_layout(inputs, outputs)[2]

@@ -6,14 +6,22 @@ it. Through it flow the facts a verdict rests on and the submission must neither
 
 * verifier → vaults: the call's nonce, whether DSL launches are suppressed on this call (never sent
   on the channel the worker's Python reads), whether this is a correctness draw (audit), whether this
-  timed-protocol call is an unscored evidence call (never sent on the channel either);
+  timed-protocol call is an unscored evidence call or a null call (never sent on the channel either);
 * vaults → verifier: the launches counted, the call's timing marks, the acknowledgement that the
   timer stopped this very call, the time the call spent inside DSL launches (and the gate's
   acknowledgement of this very call), the violations the guards refused, and the provenance records of
   a correctness draw (``_provenance``).
 
 Layout (little-endian): a fixed header, then two regions, each a length-prefixed pickle written by
-one vault: violations (``VIOLATIONS``) and provenance records (``RECORDS``).
+one vault: violations (``VIOLATIONS``) and provenance records (``RECORDS``), then the block's call slots.
+
+A **block** (DESIGN §5, timing) runs many calls back to back with no message between them, so the
+verifier cannot re-arm the header between calls. It writes every call's orders, as a copy of the header's
+per-call fields, into a slot of ``BLOCK_SLOTS`` before it sends the block; the timer's vault moves from
+one slot to the next when a call starts after the previous one stopped (``_timing.timer_vault``): it saves
+the header's per-call fields into the finished call's slot, loads the next slot's orders into the header
+(so every other vault reads the header as for a single call), and stamps the slot with its own clocks. The
+verifier reads each slot as it reads the header of a single call.
 """
 
 from __future__ import annotations
@@ -49,19 +57,40 @@ DSL_ACK = (88, "<Q")  # gate vault: the nonce of the last call whose DSL time it
 #: Gate vault, with DSL_MS: the call's distinct launch signatures (kernel and argument shapes), as numbers
 #: the vault assigns in order of first appearance: a count, then that many little-endian u32.
 SIGNATURES = (96, 64)  # offset, capacity (signatures beyond it are not listed)
+NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
+#: The per-call fields a block's slot holds (the header up to the end of SIGNATURES), less the guards'
+#: cumulative VIOLATION_COUNT, which the slots never touch.
+PER_CALL = ((0, VIOLATION_COUNT[0]), (VIOLATION_COUNT[0] + 8, SIGNATURES[0] + 8 + 4 * SIGNATURES[1]))
+#: Block fields (outside PER_CALL). Verifier: the block's calls (0: no block), and the next slot (0); timer
+#: vault: the next slot to load, a START past the last slot (OVERFLOW), and its clocks at the block's end.
+BLOCK_CALLS = (384, "<Q")
+BLOCK_NEXT = (392, "<Q")
+BLOCK_OVERFLOW = (400, "<Q")
+END_T = (408, "<d")  # timer vault: its host clock (perf_counter, s) when the block ended
+END_CPU = (416, "<Q")  # timer vault: the process's CPU clock (ns) when the block ended
+#: Slot fields beyond the per-call ones: the timer vault's clocks when the slot's call started.
+SLOT_START_T = (384, "<d")
+SLOT_START_CPU = (392, "<Q")
 
 HEADER_BYTES = 4096
 VIOLATIONS = (HEADER_BYTES, 1 << 20)  # offset, capacity
 RECORDS = (HEADER_BYTES + (1 << 20), 31 << 20)
-SIZE = RECORDS[0] + RECORDS[1]
+SLOT_BYTES = 512
+MAX_BLOCK_CALLS = 1024
+BLOCK_SLOTS = RECORDS[0] + RECORDS[1]  # offset of slot 0
+SIZE = BLOCK_SLOTS + MAX_BLOCK_CALLS * SLOT_BYTES
 
 
 def put(buf: Any, field: tuple[int, str], value: Any) -> None:
     struct.pack_into(field[1], buf, field[0], value)
 
 
-def get(buf: Any, field: tuple[int, str]) -> Any:
-    return struct.unpack_from(field[1], buf, field[0])[0]
+def get(buf: Any, field: tuple[int, str], base: int = 0) -> Any:
+    return struct.unpack_from(field[1], buf, base + field[0])[0]
+
+
+def slot_offset(index: int) -> int:
+    return BLOCK_SLOTS + index * SLOT_BYTES
 
 
 def write_region(buf: Any, region: tuple[int, int], blob: bytes) -> bool:
@@ -104,33 +133,88 @@ class ControlPage:
         put(self.buf, NONCE, self.nonce)
         return self.nonce
 
+    def begin_block(self, orders: Sequence[tuple[bool, bool]]) -> list[int]:
+        """Arm one slot per call of a block, (evidence, null) each, and return their nonces. The header gets a
+        nonce of its own, which no call has: the timer's vault loads slot 0 at the block's first START."""
+        if not 0 < len(orders) <= MAX_BLOCK_CALLS:
+            raise ValueError(f"a block holds 1 to {MAX_BLOCK_CALLS} calls, not {len(orders)}")
+        nonces = []
+        for i, (evidence, null) in enumerate(orders):
+            base = slot_offset(i)
+            self.buf[base : base + SLOT_BYTES] = bytes(SLOT_BYTES)
+            self.nonce += 1
+            put(self.buf, (base + NONCE[0], NONCE[1]), self.nonce)
+            put(self.buf, (base + EVIDENCE[0], EVIDENCE[1]), int(evidence))
+            put(self.buf, (base + NULL[0], NULL[1]), int(null))
+            nonces.append(self.nonce)
+        self.begin_call(suppress=False, audit=False)
+        for name in (BLOCK_NEXT, BLOCK_OVERFLOW, END_T, END_CPU):
+            put(self.buf, name, 0)
+        put(self.buf, BLOCK_CALLS, len(orders))  # last: the block exists once its slots do
+        return nonces
+
+    def block_state(self) -> dict[str, Any]:
+        """What the timer's vault wrote about the block as a whole: how many slots it loaded, whether a call
+        started past the last slot, whether it ended the block (it zeroes BLOCK_CALLS), and its clocks then."""
+        found = {
+            "loaded": get(self.buf, BLOCK_NEXT),
+            "overflow": bool(get(self.buf, BLOCK_OVERFLOW)),
+            "ended": get(self.buf, BLOCK_CALLS) == 0,
+            "end_t": get(self.buf, END_T),
+            "end_cpu_ns": get(self.buf, END_CPU),
+        }
+        _schema.times(found, ("end_t",))
+        return found
+
+    def progress(self) -> int:
+        """Slots the timer's vault has loaded so far (read while a block runs)."""
+        return int(get(self.buf, BLOCK_NEXT))
+
+    def end_block(self) -> None:
+        put(self.buf, BLOCK_CALLS, 0)
+        self.end_call()
+
+    def slot_report(self, index: int, nonce: int) -> dict[str, Any]:
+        """``report`` of call ``index`` of the block (given ``nonce``), with the timer vault's clocks when it
+        started (``loaded``: whether the vault loaded this slot for a call of this nonce)."""
+        base = slot_offset(index)
+        found = self.report(base=base, nonce=nonce)
+        found["loaded"] = get(self.buf, NONCE, base) == nonce
+        found["start_t"] = get(self.buf, SLOT_START_T, base)
+        found["start_cpu_ns"] = get(self.buf, SLOT_START_CPU, base)
+        _schema.times(found, ("start_t",))
+        return found
+
     def end_call(self) -> None:
         """Nothing is suppressed between calls (the worker may run library code meanwhile)."""
         put(self.buf, SUPPRESS, 0)
         put(self.buf, AUDIT, 0)
         put(self.buf, EVIDENCE, 0)
 
-    def report(self, samples: Sequence[int] = ()) -> dict[str, Any]:
+    def report(self, samples: Sequence[int] = (), base: int = 0, nonce: int | None = None) -> dict[str, Any]:
         """What the vaults wrote about the last call, each field of the form the vaults write (``_schema``:
-        ``Malformed`` otherwise); ``samples``: how many positions of each output a correctness draw samples."""
-        dsl_acked = get(self.buf, DSL_ACK) == self.nonce
+        ``Malformed`` otherwise); ``samples``: how many positions of each output a correctness draw samples.
+        ``base``, ``nonce``: a block's slot instead of the header, and the nonce its call was given."""
+        nonce = self.nonce if nonce is None else nonce
+        dsl_acked = get(self.buf, DSL_ACK, base) == nonce
         found = {
-            "launches": get(self.buf, LAUNCHES),
-            "acked": get(self.buf, ACK) == self.nonce,
-            "ms": get(self.buf, CALL_MS),
-            "host_ms": get(self.buf, HOST_MS),
-            "pending_ms": get(self.buf, PENDING_MS),
-            "dsl_ms": get(self.buf, DSL_MS) if dsl_acked else None,
-            "signatures": self._signatures() if dsl_acked else None,
+            "launches": get(self.buf, LAUNCHES, base),
+            "acked": get(self.buf, ACK, base) == nonce,
+            "ms": get(self.buf, CALL_MS, base),
+            "host_ms": get(self.buf, HOST_MS, base),
+            "pending_ms": get(self.buf, PENDING_MS, base),
+            "dsl_ms": get(self.buf, DSL_MS, base) if dsl_acked else None,
+            "signatures": self._signatures(base) if dsl_acked else None,
             "records": None,
         }
         _schema.times(found, ("ms", "host_ms", "pending_ms", "dsl_ms"))
-        if get(self.buf, RECORDS_FLAG) == self.nonce:
+        if not base and get(self.buf, RECORDS_FLAG) == self.nonce:
             found["records"] = _schema.provenance_records(self._region(RECORDS), samples)
         return found
 
-    def _signatures(self) -> frozenset[int]:
+    def _signatures(self, base: int = 0) -> frozenset[int]:
         offset, capacity = SIGNATURES
+        offset += base
         (count,) = struct.unpack_from("<Q", self.buf, offset)
         return frozenset(struct.unpack_from(f"<{min(count, capacity)}I", self.buf, offset + 8))
 

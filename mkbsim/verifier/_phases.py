@@ -10,8 +10,9 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _coverage, _eagerwork
+from mkbsim.verifier import _blocks, _coverage, _eagerwork
 from mkbsim.verifier._arena import Arena
+from mkbsim.verifier._blocks import Block, BlockCall
 from mkbsim.verifier._compare import compare
 from mkbsim.verifier._judge import (
     Failure,
@@ -30,7 +31,7 @@ from mkbsim.verifier._provenance import SAMPLES
 from mkbsim.verifier._static import scan_source
 from mkbsim.verifier._trusted import calibration_check, idle_check, pending_check
 from mkbsim.verifier._trusted import cross_check as trusted_cross_check
-from mkbsim.verifier._verification import Draw, Verification, rng
+from mkbsim.verifier._verification import Call, Draw, Verification, rng
 
 #: On cuda, device work still running this long after the timed stream finished is charged to the call.
 PENDING_CHARGE_MS = 0.1
@@ -289,15 +290,14 @@ def _masks(v: Verification, d: Draw, other: Draw) -> list[torch.Tensor]:
 
 def timing(v: Verification) -> Failure | None:
     """Warmup and timed calls on fresh inputs, null calls and unscored evidence calls interleaved (the
-    evidence flag goes to the control page only); a secret random subset of the scored calls re-checked,
-    each right after it ran (one output copy held at a time: a production KV cache is 1 GB)."""
+    evidence and null flags go to the control page only), run back to back in blocks (``_blocks``); a secret
+    random subset of the scored calls re-checked from the outputs each block kept, once it answered."""
     t0 = time.perf_counter()
     p, s = v.protocol, v.shape
-    plan = ["warmup"] * p.warmup_calls + sorted(
+    scored = sorted(
         ["timed"] * p.timed_calls + ["evidence"] * EVIDENCE_CALLS + ["null"] * p.null_calls, key=lambda _: rng.random()
     )
-    arenas = v.session.arenas(s, p)
-    # drawn here, never sent to the worker: a call's outputs are copied out after it answered, so nothing
+    # drawn here, never sent to the worker: a block's outputs are read after it answered, so nothing
     # the submission sees during a call tells it that this call will be re-checked
     recheck = set(rng.sample(range(p.timed_calls), rechecked_count(p.timed_calls, p.rechecked_timed_calls)))
     v.details["timing_rechecks"] = []
@@ -305,64 +305,75 @@ def timing(v: Verification) -> Failure | None:
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
     t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
-    k = 0
-    inputs: list[Any] | None = None
-    for kind in plan:
+    blocks = _blocks.plan_for(s, v.session.device, v.session.limits.memory_bytes, p.warmup_calls, scored)
+    t["blocks"] = [len(kinds) for kinds in blocks]
+    k = unique = 0
+    for kinds in blocks:
+        block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
+                      v.session.staged_arenas)  # fmt: skip
         # an evidence call is named as a timed call: the feedback does not say which calls were evidence
-        where = f"in timed call {k + 1} of {p.timed_calls}" if kind in ("timed", "evidence") else f"in a {kind} call"
-        if kind != "null" or inputs is None:  # a null call (run() is not called) reuses the last draw
-            seed = rng.getrandbits(63)
-            inputs = s.draw(seed)
-        arena, reuse, keep = arenas.next(inputs)
-        answer = v.call(
-            arena, where, null=kind == "null", keep=keep, reuse=reuse, flush=p.cache_flush, evidence=kind == "evidence"
-        )
-        if isinstance(answer, Failure):
-            return answer
-        page, reply = answer.page, answer.reply
-        if kind == "null":
-            t["null_ms"].append(page["ms"])
-            t["null_trusted"].append(answer.trusted)
-            t["null_pending"].append(page["pending_ms"])
-            continue
-        if not reply.get("ok"):
-            return call_error(reply, where, first=False)
-        failure = _structure(v, reply, where) or _background(reply, where)
-        if failure is None and not page["launches"]:
-            failure = Failure(
-                "not_dsl", f"run() launched no {v.dsl} kernel {where}; every call must run its work in the DSL."
-            )
-        if failure is not None:
-            return failure
-        if kind == "warmup":
-            t["warmup_ms"].append(page["ms"])
-            continue
-        # device work that ran past the call is charged to it: hiding work on a few calls then gains nothing
-        pending = page["pending_ms"]
-        ms = page["ms"] + (pending if pending > PENDING_CHARGE_MS else 0.0)
-        if kind == "evidence":
-            for key, value in (("ms", ms), ("launches", page["launches"]), ("dsl_ms", page["dsl_ms"]),
-                               ("signatures", page["signatures"]), ("trusted", answer.trusted)):  # fmt: skip
-                t["evidence"][key].append(value)
-            continue
-        t["timed_ms"].append(ms)
-        t["host_ms"].append(page["host_ms"])
-        t["pending_ms"].append(pending)
-        t["launches_per_call"].append(page["launches"])
-        t["trusted"].append(answer.trusted)
-        failure = mutation(arena, inputs, where, s.input_names, s.inplace)
-        if failure is not None:
-            return failure
-        if k in recheck:
-            failure = _rechecked(v, k, seed, _delivered(v, arena, reply))
+        wheres, counted = [], k
+        for kind in kinds:
+            wheres.append(f"in timed call {counted + 1} of {p.timed_calls}" if kind in ("timed", "evidence")
+                          else f"in a {kind} call")  # fmt: skip
+            counted += kind == "timed"
+        answers = v.call_block(block, wheres, p.cache_flush)
+        if isinstance(answers, Failure):
+            return answers
+        for call, answer, where in zip(block.calls, answers, wheres, strict=False):
+            failure, k = _timed_call(v, block, call, answer, where, k, recheck)
             if failure is not None:
                 return failure
-        k += 1
-    t["unique"] = arenas.unique if p.unique_input_buffers else None
-    arenas.release()
+        if len(answers) < len(block.calls):
+            return Failure("harness_tamper", f"The worker answered {len(answers)} of a block's {len(block.calls)} "
+                           "timed calls, though none of its answers failed.")  # fmt: skip
+        unique += len(block.memory.arenas)
+    t["unique"] = unique if p.unique_input_buffers else None  # every call of a block has its own buffers
     v.timed("timing_s", t0)
     v.phases["timing_s"] -= v.phases.get("anchors_s", 0.0) - anchors_before  # re-checks count as anchors
     return None
+
+
+def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, where: str, k: int,
+                recheck: set[int]) -> tuple[Failure | None, int]:  # fmt: skip
+    """One answered call of a block, judged and recorded; (its failure, the scored calls counted so far)."""
+    t, s = v.timing, v.shape
+    page, reply = answer.page, answer.reply
+    if call.kind == "null":
+        t["null_ms"].append(page["ms"])
+        t["null_trusted"].append(answer.trusted)
+        t["null_pending"].append(page["pending_ms"])
+        return None, k
+    if not reply.get("ok"):
+        return call_error(reply, where, first=False), k
+    failure = _structure(v, reply, where) or _background(reply, where)
+    if failure is None and not page["launches"]:
+        failure = Failure(
+            "not_dsl", f"run() launched no {v.dsl} kernel {where}; every call must run its work in the DSL."
+        )
+    if failure is not None:
+        return failure, k
+    if call.kind == "warmup":
+        t["warmup_ms"].append(page["ms"])
+        return None, k
+    # device work that ran past the call is charged to it: hiding work on a few calls then gains nothing
+    pending = page["pending_ms"]
+    ms = page["ms"] + (pending if pending > PENDING_CHARGE_MS else 0.0)
+    if call.kind == "evidence":
+        for key, value in (("ms", ms), ("launches", page["launches"]), ("dsl_ms", page["dsl_ms"]),
+                           ("signatures", page["signatures"]), ("trusted", answer.trusted)):  # fmt: skip
+            t["evidence"][key].append(value)
+        return None, k
+    t["timed_ms"].append(ms)
+    t["host_ms"].append(page["host_ms"])
+    t["pending_ms"].append(pending)
+    t["launches_per_call"].append(page["launches"])
+    t["trusted"].append(answer.trusted)
+    arena = block.arena(call)
+    failure = mutation(arena, call.inputs, where, s.input_names, s.inplace)
+    if failure is None and k in recheck:
+        failure = _rechecked(v, k, call.seed, _delivered(v, arena, reply))
+    return failure, k + 1
 
 
 def rechecked_count(timed_calls: int, least: int) -> int:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -231,11 +231,11 @@ class WorkerHandle:
         except ChannelClosed:
             raise self._died() from None
 
-    def answer(self, timeout: float) -> Exchange:
-        """Wait for the answer to the call just sent, with the verifier's measures of it."""
+    def answer(self, timeout: float, progress: Callable[[], int] | None = None) -> Exchange:
+        """Wait for the answer to the call (or block) just sent, with the verifier's measures of it."""
         assert self._sent is not None
         t0, cpu0 = self._sent
-        reply = self.wait(timeout)
+        reply = self.wait(timeout, progress)
         round_trip_ms = (time.perf_counter() - t0) * 1e3
         cpu1 = self.clock.cpu_ns()
         both = cpu0 is not None and cpu1 is not None
@@ -249,9 +249,13 @@ class WorkerHandle:
         self.send(msg, fds)
         return self.answer(timeout)
 
-    def wait(self, timeout: float) -> dict[str, Any]:
+    def wait(self, timeout: float, progress: Callable[[], int] | None = None) -> dict[str, Any]:
+        """The next answer; ``timeout`` runs from the last change of ``progress`` (a block's calls started)."""
         deadline = time.monotonic() + timeout
+        seen = progress() if progress is not None else 0
         while not self.chan.wait_readable(_WATCH_INTERVAL_S):
+            if progress is not None and progress() != seen:
+                seen, deadline = progress(), time.monotonic() + timeout
             if self.memory_bytes and _rss_bytes(self.pid) > self.memory_bytes:
                 self.kill()
                 raise WorkerFailed("memory", f"resident memory exceeded {self.memory_bytes >> 20} MiB")

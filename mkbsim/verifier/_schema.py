@@ -145,25 +145,24 @@ _FACT = _tagged(
         "other": _fields({"kind": _str, "type": _str}, required=("kind", "type")),
     },
 )
-#: An answer on the channel: the import's (``ok``, ``import_s`` or ``error``) or a call's.
-_REPLY = _fields(
-    {
-        "ok": _bool,
-        "import_s": _number,
-        "error": _ERROR,
-        "tampered": _list_of(_str),
-        "timer_tampered": _list_of(_str),
-        "left_mode": _bool,
-        "ran": _bool,
-        "modes": _count,
-        "background": _list_of(_str),
-        "audit_threads": _count,
-        "structure": _fields({"container": _str, "items": _list_of(_FACT)}),
-        "alias": _list_of(_row(_count, _count)),
-        "copied": _bool,
-    },
-    required=("ok",),
-)
+#: An answer on the channel: the import's (``ok``, ``import_s`` or ``error``), a call's, or a block's (its
+#: calls' answers under ``calls``).
+_ANSWER_FIELDS: dict[str, Check] = {
+    "ok": _bool,
+    "import_s": _number,
+    "error": _ERROR,
+    "tampered": _list_of(_str),
+    "timer_tampered": _list_of(_str),
+    "left_mode": _bool,
+    "ran": _bool,
+    "modes": _count,
+    "background": _list_of(_str),
+    "audit_threads": _count,
+    "structure": _fields({"container": _str, "items": _list_of(_FACT)}),
+    "alias": _list_of(_row(_count, _count)),
+    "copied": _bool,
+}
+_REPLY = _fields({**_ANSWER_FIELDS, "calls": _list_of(_fields(_ANSWER_FIELDS, required=("ok",)))}, required=("ok",))
 #: The guards' vault's region of the control page.
 _GUARD_RECORDS = _fields({"violations": _list_of(_str), "inline": _list_of(_str)}, required=("violations", "inline"))
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from mkbsim.catalog import Catalog, Problem, load_catalog
-from mkbsim.verifier._arena import ArenaPlan
+from mkbsim.verifier import _blocks
 from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._devices import best_profile, measure_profile, profile_for, speed_of_light
 from mkbsim.verifier._env import capture
@@ -187,10 +187,6 @@ class VerifierSession:
         sol.update(device_profile=self._profile[0], peaks=self._profile[1])
         return sol
 
-    def arenas(self, shape: Shape, protocol: Protocol) -> ArenaPlan:
-        return ArenaPlan(shape.out_specs, shape.device, protocol.unique_input_buffers, self.limits.unique_buffer_bytes,
-                         self.staged_arenas)  # fmt: skip
-
     # --- workers -------------------------------------------------------------------------------------
     def start_worker(
         self, role: str, path: Path, dsl: str, protocol: Protocol, extra: dict[str, Any] | None = None
@@ -251,44 +247,27 @@ class VerifierSession:
         trips: list[float] = []
         nulls: list[float] = []
         null_trusted: list[Trusted] = []
-        kinds = ["warmup"] * protocol.warmup_calls + sorted(
-            ["timed"] * protocol.timed_calls + ["null"] * protocol.null_calls, key=lambda _: rng.random()
-        )
+        # the same blocks as a verification's timing phase (``_blocks``), without evidence calls
+        scored = sorted(["timed"] * protocol.timed_calls + ["null"] * protocol.null_calls, key=lambda _: rng.random())
         try:
             if not hello.get("ok"):
                 raise RuntimeError(f"the reference of {problem.id} failed to import: {hello.get('error')}")
-            plan = self.arenas(shape, protocol)
-            inputs: list[Any] | None = None
-            for kind in kinds:
-                if kind != "null" or inputs is None:  # a null call reuses the last draw, as in a verification
-                    inputs = shape.draw()
-                arena, reuse, keep = plan.next(inputs)
-                if arena.device.type == "cuda":
-                    torch.cuda.synchronize(arena.device)
-                control.begin_call(suppress=False, audit=False)
-                desc, fds = arena.descriptor(reuse=reuse)
-                msg = {
-                    "op": "call",
-                    "arena": desc,
-                    "audit": False,
-                    "null": kind == "null",
-                    "flush": protocol.cache_flush,
-                    "keep": keep,
-                }
-                try:
-                    ex = worker.request(msg, fds, timeout=self.limits.call_timeout_s)
-                finally:
-                    arena.release_fd()
-                page = control.report()
-                if not ex.reply.get("ok") or not page["acked"]:
-                    raise RuntimeError(f"the reference of {problem.id} failed: {ex.reply.get('error')}")
-                if kind == "null":
-                    nulls.append(page["ms"])
-                    null_trusted.append(ex.trusted)
-                elif kind == "timed":
-                    timed.append(page["ms"])
-                    trips.append(ex.trusted.round_trip_ms)
-            plan.release()
+            for kinds in _blocks.plan_for(shape, self.device, self.limits.memory_bytes, protocol.warmup_calls, scored):
+                block = _blocks.Block(kinds, shape.draw, lambda: rng.getrandbits(63), shape.out_specs, self.device,
+                                      self.staged_arenas)  # fmt: skip
+                sent = _blocks.send(worker, control, block, protocol.cache_flush)
+                _, wrong = _blocks.receive(worker, control, block, sent, self.limits.call_timeout_s)
+                for call in block.calls:
+                    if wrong or call.reply is None or not call.reply.get("ok") or not (call.page or {}).get("acked"):
+                        error = wrong or (call.reply or {}).get("error")
+                        raise RuntimeError(f"the reference of {problem.id} failed: {error}")
+                    assert call.page is not None and call.trusted is not None
+                    if call.kind == "null":
+                        nulls.append(call.page["ms"])
+                        null_trusted.append(call.trusted)
+                    elif call.kind == "timed":
+                        timed.append(call.page["ms"])
+                        trips.append(call.trusted.round_trip_ms)
         finally:
             worker.close()
             control.close()

@@ -18,6 +18,7 @@ from mkbsim.verifier import _control
 # Captured when the harness is imported (in the zygote, long before a submission is loaded): a
 # submission that replaces time.perf_counter or torch.cuda.Event changes nothing the harness uses.
 _perf_counter = time.perf_counter
+_process_time_ns = time.process_time_ns  # the process's CPU clock, the one the verifier reads from outside
 _CudaEvent = torch.cuda.Event
 _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time
@@ -45,7 +46,7 @@ TIMER_ATTRIBUTES: tuple[tuple[Any, str], ...] = (
 )
 
 
-START, STOP = 1, 2
+START, STOP, END = 1, 2, 3
 
 
 def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
@@ -53,7 +54,7 @@ def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         cuda=device_type == "cuda", device_wide=sync == "device", perf_counter=_perf_counter, Event=_CudaEvent,
         record=_event_record, elapsed=_event_elapsed, event_sync=_event_synchronize, device_sync=_device_synchronize,
-        current_stream=_current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"),
+        current_stream=_current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), cpu_ns=_process_time_ns,
         BaseException=BaseException, float=float, type=type, tuple=tuple, len=len, max=max, min=min,
     )  # fmt: skip
 
@@ -67,17 +68,54 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
     that no request's own cost falls inside the measure; the vault clamps them to its own notes (t0 no
     earlier than START's, t1 no later than STOP's arrival) and keeps the widest interval of the nonce, and
     on cuda records the end event. Only the first START of a nonce counts: a request the submission forges
-    can make its call longer, never shorter."""
+    can make its call longer, never shorter.
+
+    In a block (``_control``: BLOCK_CALLS set) a START that finds no call running (the header's call stopped,
+    or none began) first moves to the next slot: the finished call's per-call fields go back to its slot, the
+    next slot's orders come into the header, and the slot is stamped with this vault's host and process CPU
+    clocks (the verifier's per-call trusted measure; its answer is True for a null call). Every STOP also
+    saves into the current slot, and END (3) saves, stamps the block's end and closes it. A forged STOP then
+    START inside run() would split one call into two slots: every call of the harness then starts one slot
+    later and the last one finds none (OVERFLOW), which the verifier judges; a forged START between calls
+    only moves a call's start earlier."""
     started = -1
     stopped = False
     mark = lo = hi = 0.0
     start_event: Any = None
     reply: Any = None
+
+    def save(index: int) -> None:  # the header's per-call fields into the slot of call ``index``
+        base = layout.SLOTS + index * layout.SLOT_BYTES
+        for a, b in layout.PER_CALL:
+            page[base + a : base + b] = page[a:b]
+
     while True:
         request = yield reply
         reply = None
         try:
             arrived = lib.perf_counter()
+            calls = lib.u64.unpack_from(page, layout.BLOCK_CALLS)[0]
+            if calls and (request == 1 or request == 3):
+                current = lib.u64.unpack_from(page, layout.NONCE)[0]
+                if current != started or stopped:  # no call of the block runs now
+                    loaded = lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0]
+                    if loaded:
+                        save(loaded - 1)
+                    if request == 3:
+                        lib.f64.pack_into(page, layout.END_T, arrived)
+                        lib.u64.pack_into(page, layout.END_CPU, lib.cpu_ns())
+                        lib.u64.pack_into(page, layout.BLOCK_CALLS, 0)
+                    elif loaded >= calls:
+                        lib.u64.pack_into(page, layout.BLOCK_OVERFLOW, 1)
+                    else:
+                        base = layout.SLOTS + loaded * layout.SLOT_BYTES
+                        for a, b in layout.PER_CALL:
+                            page[a:b] = page[base + a : base + b]
+                        lib.u64.pack_into(page, layout.BLOCK_NEXT, loaded + 1)
+                        lib.f64.pack_into(page, base + layout.SLOT_START_T, arrived)
+                        lib.u64.pack_into(page, base + layout.SLOT_START_CPU, lib.cpu_ns())
+                        if page[base + layout.NULL] == 1:
+                            reply = True
             nonce = lib.u64.unpack_from(page, layout.NONCE)[0]
             if request == 1 and nonce != started:
                 started = nonce
@@ -114,6 +152,8 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                 lib.f64.pack_into(page, layout.HOST_MS, (hi - lo) * 1e3)
                 lib.f64.pack_into(page, layout.PENDING_MS, pending)
                 lib.u64.pack_into(page, layout.ACK, nonce)
+                if calls:
+                    save(lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0] - 1)
         except lib.BaseException as exc:  # a CUDA fault of the kernel: raised into the call, not our frame
             exc.__traceback__ = None
             exc.__context__ = None
@@ -124,15 +164,21 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
 def timer_layout() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], ACK=_control.ACK[0], CALL_MS=_control.CALL_MS[0], HOST_MS=_control.HOST_MS[0],
-        PENDING_MS=_control.PENDING_MS[0],
+        PENDING_MS=_control.PENDING_MS[0], BLOCK_CALLS=_control.BLOCK_CALLS[0], BLOCK_NEXT=_control.BLOCK_NEXT[0],
+        BLOCK_OVERFLOW=_control.BLOCK_OVERFLOW[0], END_T=_control.END_T[0], END_CPU=_control.END_CPU[0],
+        SLOTS=_control.BLOCK_SLOTS, SLOT_BYTES=_control.SLOT_BYTES, SLOT_START_T=_control.SLOT_START_T[0],
+        SLOT_START_CPU=_control.SLOT_START_CPU[0], NULL=_control.NULL[0], PER_CALL=_control.PER_CALL,
     )  # fmt: skip
 
 
-def timed_call(fn: Any, args: Any, *, _timer: Any, _clock: Any) -> Any:
+def timed_call(fn: Any, args: Any, null_fn: Any = None, *, _timer: Any, _clock: Any) -> Any:
     """The harness's call of run(): the timer's vault starts before it and stops after it, whatever
-    happens; the host clock is read right around the call, outside the vault's requests."""
+    happens; the host clock is read right around the call, outside the vault's requests. In a block the
+    vault says which calls are null calls (``null_fn`` runs instead)."""
     failed = _timer(1)
-    if failed is not None:
+    if failed is True:
+        fn = null_fn
+    elif failed is not None:
         raise failed
     t0 = _clock()
     try:
@@ -142,6 +188,13 @@ def timed_call(fn: Any, args: Any, *, _timer: Any, _clock: Any) -> Any:
         failed = _timer((2, t0, t1))
         if failed is not None:
             raise failed
+
+
+def end_block(*, _timer: Any) -> None:
+    """The harness's last request of a block, after its last call's bookkeeping (``timer_vault``)."""
+    failed = _timer(3)
+    if failed is not None:
+        raise failed
 
 
 def _cpu_llc_bytes() -> int:

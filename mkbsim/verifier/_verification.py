@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from mkbsim.catalog import Problem
+from mkbsim.verifier import _blocks
 from mkbsim.verifier._arena import Arena
+from mkbsim.verifier._blocks import Block
 from mkbsim.verifier._compare import OutputRef, anchor_outputs, build_refs
 from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._judge import Failure, tampering, worker_failed
@@ -139,17 +141,15 @@ class Verification:
         self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
 
     # --- one call ---------------------------------------------------------------------------------------
-    def send(self, arena: Arena, *, suppress: bool = False, audit: bool = False, null: bool = False,
-             keep: bool = False, reuse: bool = False, flush: bool = False,
-             evidence: bool = False) -> Failure | None:  # fmt: skip
-        """Arm the control page and send a call; the answer comes with ``receive``. ``evidence`` is written
-        to the control page only: the message the worker reads is the same for every timed call."""
+    def send(self, arena: Arena, *, suppress: bool = False, audit: bool = False) -> Failure | None:
+        """Arm the control page and send one call (a correctness draw); the answer comes with ``receive``.
+        ``suppress`` is written to the control page only."""
         assert self.worker is not None and self.control is not None
         if arena.device.type == "cuda":
             torch.cuda.synchronize(arena.device)
-        self.control.begin_call(suppress=suppress, audit=audit, evidence=evidence)
-        desc, fds = arena.descriptor(reuse=reuse)
-        msg = {"op": "call", "arena": desc, "audit": audit, "null": null, "flush": flush, "keep": keep}
+        self.control.begin_call(suppress=suppress, audit=audit)
+        desc, fds = arena.descriptor()
+        msg = {"op": "call", "arena": desc, "audit": audit, "flush": False, "keep": False}
         self._in_flight = arena
         try:
             if self.worker.chan.pending():  # one answer per request: a second one is not the harness's
@@ -178,21 +178,39 @@ class Verification:
         if self._in_flight is not None:
             self._in_flight.arrived()
             self._in_flight = None
-        reply = exchange.reply
-        failure = failure or self.absorb(reply, where) or tampering(reply, where)
-        if failure is None and reply.get("ran") is False and reply.get("modes"):
-            failure = Failure("lazy_output", f"A torch function or dispatch mode was active before run() {where} "
-                              "(entered between calls); enter and exit modes within run().")  # fmt: skip
-        # a call that raised may have stopped the timer's vault too (a CUDA fault surfacing in its
-        # synchronisation): its error is the answer, judged as the submission's
-        if failure is None and reply.get("ok") and not page["acked"]:
-            failure = Failure("harness_tamper", f"The worker's timer did not time the call {where}.")
-        if failure is None and reply.get("ok") and page["dsl_ms"] is None:
-            failure = Failure("harness_tamper", f"The worker's launch gate did not time the DSL launches {where}.")
-        return failure or Call(exchange.reply, page, exchange.trusted)
+        return failure or self.absorb(exchange.reply, where) or _judged(exchange.reply, page, exchange.trusted, where)
 
-    def call(self, arena: Arena, where: str, **flags: bool) -> Call | Failure:
-        return self.send(arena, **flags) or self.receive(where)
+    def call_block(self, block: Block, wheres: Sequence[str], flush: bool) -> list[Call] | Failure:
+        """Send a block of timed calls (``_blocks``) and judge every call it answered as ``receive`` judges one;
+        the calls in order, up to the first whose answer fails it (the worker stops there)."""
+        assert self.worker is not None and self.control is not None
+        where = "in the timed calls"
+        try:
+            if self.worker.chan.pending():
+                return Failure("harness_tamper", "The worker sent a message on the verifier's channel that answers "
+                               "no request (the harness sends one answer per call).")  # fmt: skip
+            sent = _blocks.send(self.worker, self.control, block, flush)
+            reply, wrong = _blocks.receive(self.worker, self.control, block, sent, self.session.limits.call_timeout_s)
+        except WorkerFailed as exc:
+            self.details["worker_output_tail"] = self.worker.output_tail()
+            return worker_failed(exc, where, self.details)
+        except Malformed as exc:
+            return _malformed(exc, where)
+        failure = self.absorb(reply, where) or tampering(reply, where)
+        if failure is None and wrong:
+            failure = Failure("harness_tamper", f"The worker's answer to a block of timed calls is not the harness's: "
+                              f"{wrong}.")  # fmt: skip
+        if failure is not None:
+            return failure
+        calls: list[Call] = []
+        for call, at in zip(block.calls, wheres, strict=True):
+            if call.reply is None or call.page is None or call.trusted is None:
+                break
+            judged = _judged(call.reply, call.page, call.trusted, at)
+            if isinstance(judged, Failure):
+                return judged
+            calls.append(judged)
+        return calls
 
     def absorb(self, reply: dict[str, Any], where: str) -> Failure | None:
         """Violations the guards recorded (in the control page, not the reply) since the last answer."""
@@ -245,6 +263,21 @@ class Verification:
         if self.control is not None:
             self.control.close()
             self.control = None
+
+
+def _judged(reply: dict[str, Any], page: dict[str, Any], trusted: Trusted, where: str) -> Call | Failure:
+    """One call's answer and control-page record, checked for what only the harness's own forms hold."""
+    failure = tampering(reply, where)
+    if failure is None and reply.get("ran") is False and reply.get("modes"):
+        failure = Failure("lazy_output", f"A torch function or dispatch mode was active before run() {where} "
+                          "(entered between calls); enter and exit modes within run().")  # fmt: skip
+    # a call that raised may have stopped the timer's vault too (a CUDA fault surfacing in its
+    # synchronisation): its error is the answer, judged as the submission's
+    if failure is None and reply.get("ok") and not page["acked"]:
+        failure = Failure("harness_tamper", f"The worker's timer did not time the call {where}.")
+    if failure is None and reply.get("ok") and page["dsl_ms"] is None:
+        failure = Failure("harness_tamper", f"The worker's launch gate did not time the DSL launches {where}.")
+    return failure or Call(reply, page, trusted)
 
 
 def _malformed(exc: Malformed, where: str) -> Failure:

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mkbsim.verifier._arena import MappedArena, dtype_from_name, map_arena
+from mkbsim.verifier._arena import MappedArena, dtype_from_name, map_arena, map_block
 from mkbsim.verifier._attribution import attribution_config
 from mkbsim.verifier._channel import Channel
 from mkbsim.verifier._control import map_control
@@ -52,6 +52,7 @@ from mkbsim.verifier._timing import (
     TIMER_ATTRIBUTES,
     CacheFlusher,
     _perf_counter,
+    end_block,
     timed_call,
     timer_layout,
     timer_lib,
@@ -209,7 +210,8 @@ class Worker:
         self.kept: list[MappedArena] = []
         self.reusable: MappedArena | None = None
         self.fn: Callable[..., Any] | None = None
-        self.timed_call: Callable[..., Any] = timed_call  # replaced by the vault's hook in open_vaults
+        self.timed_call: Callable[..., Any] = timed_call  # replaced by the vault's hooks in open_vaults
+        self.end_block: Callable[..., None] = end_block
         # the collector callbacks the libraries registered; the submission may add none (gc.callbacks is
         # the interpreter's own list, whatever name it is reached by)
         self.gc_callbacks = gc.callbacks
@@ -240,6 +242,7 @@ class Worker:
         page = map_control(self.control_fd)
         timer = registry.open(timer_vault, page, timer_lib(self.device.type, self.setup["sync"]), timer_layout())
         self.timed_call = registry.protect(timed_call, _timer=timer, _clock=_perf_counter)
+        self.end_block = registry.protect(end_block, _timer=timer)
         if self.candidate:
             cfg = attribution_config(HARNESS_DIR, self.path, self.setup["off_limits"])
             self.guards = Guards(registry, cfg, self.setup["dsl"], page)
@@ -335,17 +338,43 @@ class Worker:
             if msg["op"] == "exit":
                 return
             with _collector_paused():
-                reply = self.call(msg, fds)
+                reply = self.block(msg, fds) if msg["op"] == "block" else self.call(msg, fds)
             self.chan.send(reply)
 
     def call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         with _harness_ops():
             arena = map_arena(msg["arena"], fds, self.reusable, self.device)
+        _retired = self.reusable  # unmapped when this call returns, never inside the timed region
+        if msg["keep"]:
+            self.kept.append(arena)  # distinct buffers: no address recurs within the phase
+        else:
+            self.reusable = arena  # the verifier may refill it for the next call
         try:
             return self.call_on(arena, msg)
         finally:
             with _harness_ops():
                 arena.stage_out()
+
+    def block(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        """A block of calls back to back (DESIGN §5, timing): every call's inputs were staged in before the
+        first, nothing but each call's own bookkeeping runs between them (its outputs copied into its slots,
+        where they stay), and one answer comes for all. The message is the same for every kind of call: the
+        timer's vault says which are null calls as each starts; which are evidence calls, the gate reads in
+        the control page. The block stops at a call whose answer fails it."""
+        with _harness_ops():
+            memory, arenas = map_block(msg["block"], fds, self.device)
+        replies: list[dict[str, Any]] = []
+        try:
+            for index in msg["calls"]:
+                reply = self.call_on(arenas[index], msg)
+                replies.append(reply)
+                if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):
+                    break
+        finally:
+            self.end_block()
+            with _harness_ops():
+                memory.stage_out()
+        return {"ok": True, "calls": replies, **self.news()}
 
     def call_on(self, arena: MappedArena, msg: dict[str, Any]) -> dict[str, Any]:
         with _harness_ops():
@@ -353,16 +382,10 @@ class Worker:
                 self.flusher.flush()
                 if self.device.type == "cuda":
                     torch.cuda.synchronize()
-        _retired = self.reusable  # unmapped when this call returns, never inside the timed region
-        if msg["keep"]:
-            self.kept.append(arena)  # distinct buffers: no address recurs within the phase
-        else:
-            self.reusable = arena  # the verifier may refill it for the next call
         modes_before = _mode_depth[0]() + _mode_depth[1]()
         if modes_before:  # a mode entered between calls (from a finalizer, say): the call is not run
             return {"ok": True, "ran": False, "modes": modes_before, "left_mode": False, **self.news()}
-        fn: Callable[..., Any] = arena.null_run if msg.get("null") else self.fn  # type: ignore[assignment]
-        audit = bool(msg.get("audit")) and self.mode is not None and not msg.get("null")
+        audit = bool(msg.get("audit")) and self.mode is not None
         threads_before = set(sys._current_frames())
         # the audit's dispatch mode is thread-local: torch work in a thread run() starts is invisible to it
         started_before = set(self.guards.threads()[0]) if audit and self.guards is not None else set()
@@ -374,7 +397,7 @@ class Worker:
                 self.report_inputs(arena.args)
             _push_mode(self.mode)
         try:
-            result = self.timed_call(fn, arena.args)
+            result = self.timed_call(self.fn, arena.args, arena.null_run)
         except BaseException as exc:  # the submission's exception (SystemExit too), reported as data
             return {"ok": False, "error": error_facts(exc, self.path), **self.after_call(audit), **self.news()}
         reply: dict[str, Any] = {"ok": True, **self.after_call(audit)}

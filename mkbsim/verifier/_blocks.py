@@ -1,0 +1,182 @@
+"""Blocks of timed calls (DESIGN §5, timing): the timing protocol's calls run back to back in the worker.
+
+Between two calls the worker runs nothing but its own bookkeeping of the last one: under the paper protocol
+the GPU waits for the host, and after any pause of the host (staging the next draw, the verifier's checks,
+a socket round trip) the same ``run()`` cost 4-6x its host time in a plain loop (benchmarks/RESULTS.md,
+"Cold host on the H200"). So the verifier draws every call's fresh inputs ahead, lays all of a block's
+arenas out in one allocation (``_arena.BlockArenas``), staged into the worker's memory before the first
+call, arms one control-page slot per call (``_control``: evidence and null calls named there only), and
+sends the block in one message whose every call looks the same; the worker answers once. Each call's
+outputs stay in its own slots until then, so the calls re-checked are drawn after the block answered.
+
+The block's arenas take at most ``BUDGET_SHARE`` of the memory available (the device's free memory or the
+host's, and the worker's limit); a plan that does not fit runs as several blocks, each after the first led by
+``BLOCK_WARMUP`` unscored warm-up calls. A block's warm-up calls share one arena (their outputs are not read).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from mkbsim.verifier._arena import BlockArenas, block_bytes
+from mkbsim.verifier._control import MAX_BLOCK_CALLS, ControlPage
+from mkbsim.verifier._process import WorkerHandle
+from mkbsim.verifier._trusted import Trusted
+
+#: A block's arenas may take this share of the memory available: the verifier keeps its own copy of every
+#: call's inputs, and a staged arena exists on each side of the sandbox and in the pages between them.
+BUDGET_SHARE = 0.125
+#: Unscored warm-up calls before the scored calls of every block after the first (the host warms up again
+#: after the verifier's checks between blocks).
+BLOCK_WARMUP = 3
+
+
+def budget_bytes(device: torch.device, worker_limit: int) -> int:
+    """The bytes a block's arenas may take: a share of the device's free memory (cuda) or of the host's
+    available memory (cpu), and of the worker's own memory limit."""
+    if device.type == "cuda":
+        available = int(torch.cuda.mem_get_info(device)[0])
+    else:
+        with open("/proc/meminfo") as f:
+            available = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    return int(BUDGET_SHARE * min(available, worker_limit))
+
+
+def plan(scored: Sequence[str], warmups: int, per_call: int, budget: int) -> list[list[str]]:
+    """The calls of the timing plan in blocks: ``warmups`` lead the first block, ``BLOCK_WARMUP`` every later
+    one; as many of the ``scored`` (timed, evidence and null calls, in their secret order) as fit the budget,
+    with one arena for the block's warm-ups."""
+    lead = max(warmups, BLOCK_WARMUP)
+    fit = max(1, min(budget // max(per_call, 1) - 1, MAX_BLOCK_CALLS - lead))
+    blocks = []
+    for i in range(0, len(scored), fit):
+        blocks.append(["warmup"] * (warmups if i == 0 else BLOCK_WARMUP) + list(scored[i : i + fit]))
+    return blocks or [["warmup"] * warmups]
+
+
+def plan_for(
+    shape: Any, device: torch.device, worker_limit: int, warmups: int, scored: Sequence[str]
+) -> list[list[str]]:
+    """``plan`` for ``shape``'s calls on ``device`` (one draw measures a call's arena)."""
+    per_call = block_bytes(shape.draw(), shape.out_specs)
+    return plan(scored, warmups, per_call, budget_bytes(device, worker_limit))
+
+
+@dataclass
+class BlockCall:
+    """One call of a block: its kind, the seed of its draw (kept in this process only), the inputs (the
+    verifier's private copy), its arena, and once answered, the worker's reply, the control page's slot and
+    the verifier's trusted measure of it."""
+
+    kind: str
+    seed: int
+    inputs: list[Any]
+    arena_index: int
+    reply: dict[str, Any] | None = None
+    page: dict[str, Any] | None = None
+    trusted: Trusted | None = None
+
+
+class Block:
+    """A block's calls and their arenas (every call but the warm-ups on fresh inputs of its own)."""
+
+    def __init__(self, kinds: Sequence[str], draw: Callable[[int], list[Any]], seed: Callable[[], int],
+                 out_specs: Sequence[Any], device: torch.device, staged: bool) -> None:  # fmt: skip
+        self.calls: list[BlockCall] = []
+        draws: list[list[Any]] = []
+        for kind in kinds:
+            if kind == "warmup" and self.calls:  # the warm-ups share the first call's arena
+                first = self.calls[0]
+                self.calls.append(BlockCall(kind, first.seed, first.inputs, first.arena_index))
+                continue
+            s = seed()
+            inputs = draw(s)
+            self.calls.append(BlockCall(kind, s, inputs, len(draws)))
+            draws.append(inputs)
+        self.memory = BlockArenas(draws, out_specs, device, staged)
+
+    def arena(self, call: BlockCall) -> Any:
+        return self.memory.arenas[call.arena_index]
+
+
+def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) -> tuple[list[int], float, int | None]:
+    """Arm one slot per call and send the block; (the calls' nonces, the verifier's clocks when it left)."""
+    device = block.memory.device
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    nonces = control.begin_block([(c.kind == "evidence", c.kind == "null") for c in block.calls])
+    desc, fds = block.memory.descriptor()
+    msg = {"op": "block", "block": desc, "calls": [c.arena_index for c in block.calls], "flush": flush}
+    sent = (time.perf_counter(), worker.clock.cpu_ns())
+    try:
+        worker.send(msg, fds)
+    finally:
+        block.memory.release_fd()
+    return nonces, *sent
+
+
+def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tuple[list[int], float, int | None],
+            timeout: float) -> tuple[dict[str, Any], str | None]:  # fmt: skip
+    """Wait for the block's answer (``timeout`` from the last call that started) and fill in every answered
+    call's reply, slot and trusted measure; (the block's own reply, the reason it is not the harness's or
+    None). ``Malformed`` where a slot is not of the vaults' form; ``WorkerFailed`` where the worker died."""
+    nonces, sent_t, sent_cpu = sent
+    try:
+        exchange = worker.answer(timeout, control.progress)
+        answered = (time.perf_counter(), worker.clock.cpu_ns())
+        state = control.block_state()
+        replies = exchange.reply.get("calls") or []
+        slots = [control.slot_report(i, nonces[i]) for i in range(min(len(replies), len(nonces)))]
+    finally:
+        control.end_block()
+    block.memory.arrived()
+    if not exchange.reply.get("ok") or "calls" not in exchange.reply:
+        return exchange.reply, "the worker's answer to a block is not of the harness's form"
+    if len(replies) > len(block.calls) or state["loaded"] != len(replies) or state["overflow"]:
+        return exchange.reply, (
+            f"the worker answered {len(replies)} of the block's {len(block.calls)} calls and its timer started "
+            f"{state['loaded']}{' and more' if state['overflow'] else ''}: a call was split or one left untimed"
+        )
+    if not state["ended"] or not all(s["loaded"] for s in slots):
+        return exchange.reply, "the worker's timer did not time the block's calls one after the other"
+    wrong = within(state, slots, sent_t, sent_cpu, *answered)
+    measures = trusted_calls(slots, state, exchange.trusted)
+    if wrong or isinstance(measures, str):
+        return exchange.reply, wrong or str(measures)
+    for call, reply, slot, measure in zip(block.calls, replies, slots, measures, strict=False):
+        call.reply, call.page, call.trusted = reply, slot, measure
+    return exchange.reply, None
+
+
+def trusted_calls(slots: Sequence[dict[str, Any]], state: dict[str, Any], block: Trusted) -> list[Trusted] | str:
+    """Each answered call's trusted measure from the timer vault's stamps: from its start to the next call's
+    (the last one's: to the block's end), on the host clock and the process's CPU clock; what the verifier
+    measured between blocks (its idle CPU) goes with every call of the block. A reason instead where the
+    stamps do not run forward."""
+    starts = [(s["start_t"], s["start_cpu_ns"]) for s in slots] + [(state["end_t"], state["end_cpu_ns"])]
+    out = []
+    for (t0, c0), (t1, c1) in itertools.pairwise(starts):
+        if t1 < t0 or c1 < c0:
+            return "the timer's stamps of the block's calls do not run forward"
+        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=block.idle_cpu_ms))
+    return out
+
+
+def within(state: dict[str, Any], slots: Sequence[dict[str, Any]], sent_t: float, sent_cpu: int | None,
+           answered_t: float, answered_cpu: int | None) -> str | None:  # fmt: skip
+    """The vault's stamps lie inside the verifier's own measure of the block (the same host clock, and the
+    worker's CPU clock the verifier reads from outside): the calls' trusted measures are parts of it."""
+    if not slots:
+        return None
+    if not sent_t <= slots[0]["start_t"] <= state["end_t"] <= answered_t:
+        return "the timer's stamps of the block lie outside the verifier's clock around it"
+    cpu = (sent_cpu, slots[0]["start_cpu_ns"], state["end_cpu_ns"], answered_cpu)
+    if sent_cpu is not None and answered_cpu is not None and not cpu[0] <= cpu[1] <= cpu[2] <= cpu[3]:
+        return "the timer's CPU stamps of the block lie outside the worker's CPU time the verifier read"
+    return None
