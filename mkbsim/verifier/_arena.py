@@ -282,9 +282,11 @@ class MappedArena:
             _Base.copy_(self.host, self.base)
 
     def null_run(self, *args: Any) -> Any:
-        """The harness's own trivial "kernel" (outputs of the declared form, copied from the slots), timed
-        like run() so that the verifier measures the harness around a call in this very process."""
-        made = [_Base.clone(o) if o is not None else 0.0 for o in self.outputs]
+        """The harness's own trivial "kernel" (new outputs of the declared form, their bytes left as they are),
+        timed like run() so that the verifier measures the harness around a call in this very process. It does
+        not read the slots: the harness then copies its outputs into slots no one touched since the block was
+        staged in, as it does a submission's (in a block every call's slots are its own)."""
+        made = [_Base.new_empty(o, _Base.size(o)) if o is not None else 0.0 for o in self.outputs]
         return made[0] if len(made) == 1 else tuple(made)
 
 

@@ -48,12 +48,12 @@ def budget_bytes(device: torch.device, worker_limit: int) -> int:
     return int(BUDGET_SHARE * min(available, worker_limit))
 
 
-def plan(scored: Sequence[str], warmups: int, per_call: int, budget: int) -> list[list[str]]:
+def plan(scored: Sequence[str], warmups: int, per_call: int, budget: int, distinct: bool) -> list[list[str]]:
     """The calls of the timing plan in blocks: ``warmups`` lead the first block, ``BLOCK_WARMUP`` every later
     one; as many of the ``scored`` (timed, evidence and null calls, in their secret order) as fit the budget,
-    with one arena for the block's warm-ups."""
+    with one arena for the block's warm-ups (``distinct``: one each, see ``Block``)."""
     lead = max(warmups, BLOCK_WARMUP)
-    fit = max(1, min(budget // max(per_call, 1) - 1, MAX_BLOCK_CALLS - lead))
+    fit = max(1, min(budget // max(per_call, 1) - (lead if distinct else 1), MAX_BLOCK_CALLS - lead))
     blocks = []
     for i in range(0, len(scored), fit):
         blocks.append(["warmup"] * (warmups if i == 0 else BLOCK_WARMUP) + list(scored[i : i + fit]))
@@ -61,11 +61,11 @@ def plan(scored: Sequence[str], warmups: int, per_call: int, budget: int) -> lis
 
 
 def plan_for(
-    shape: Any, device: torch.device, worker_limit: int, warmups: int, scored: Sequence[str]
+    shape: Any, device: torch.device, worker_limit: int, warmups: int, scored: Sequence[str], distinct: bool
 ) -> list[list[str]]:
     """``plan`` for ``shape``'s calls on ``device`` (one draw measures a call's arena)."""
     per_call = block_bytes(shape.draw(), shape.out_specs)
-    return plan(scored, warmups, per_call, budget_bytes(device, worker_limit))
+    return plan(scored, warmups, per_call, budget_bytes(device, worker_limit), distinct)
 
 
 @dataclass
@@ -84,14 +84,15 @@ class BlockCall:
 
 
 class Block:
-    """A block's calls and their arenas (every call but the warm-ups on fresh inputs of its own)."""
+    """A block's calls and their arenas: every call on fresh inputs of its own, but the warm-ups, which share
+    one arena unless the protocol wants ``distinct`` input buffers for every call (hardened)."""
 
     def __init__(self, kinds: Sequence[str], draw: Callable[[int], list[Any]], seed: Callable[[], int],
-                 out_specs: Sequence[Any], device: torch.device, staged: bool) -> None:  # fmt: skip
+                 out_specs: Sequence[Any], device: torch.device, staged: bool, distinct: bool) -> None:  # fmt: skip
         self.calls: list[BlockCall] = []
         draws: list[list[Any]] = []
         for kind in kinds:
-            if kind == "warmup" and self.calls:  # the warm-ups share the first call's arena
+            if kind == "warmup" and self.calls and not distinct:  # the warm-ups share the first call's arena
                 first = self.calls[0]
                 self.calls.append(BlockCall(kind, first.seed, first.inputs, first.arena_index))
                 continue
@@ -156,15 +157,17 @@ def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tupl
 
 def trusted_calls(slots: Sequence[dict[str, Any]], state: dict[str, Any], block: Trusted) -> list[Trusted] | str:
     """Each answered call's trusted measure from the timer vault's stamps: from its start to the next call's
-    (the last one's: to the block's end), on the host clock and the process's CPU clock; what the verifier
-    measured between blocks (its idle CPU) goes with every call of the block. A reason instead where the
-    stamps do not run forward."""
+    (the last one's: to the block's end), on the host clock and the process's CPU clock. The CPU the worker
+    used while it waited for the block (measured by the verifier, from its previous answer to this send) is
+    shared among the block's calls: one gap between blocks stands for the gaps between as many single calls
+    (``_trusted.idle_check`` judges the CPU per gap). A reason instead where the stamps do not run forward."""
     starts = [(s["start_t"], s["start_cpu_ns"]) for s in slots] + [(state["end_t"], state["end_cpu_ns"])]
+    idle = block.idle_cpu_ms / max(len(slots), 1) if block.idle_cpu_ms is not None else None
     out = []
     for (t0, c0), (t1, c1) in itertools.pairwise(starts):
         if t1 < t0 or c1 < c0:
             return "the timer's stamps of the block's calls do not run forward"
-        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=block.idle_cpu_ms))
+        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle))
     return out
 
 

@@ -305,12 +305,13 @@ def timing(v: Verification) -> Failure | None:
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
     t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
-    blocks = _blocks.plan_for(s, v.session.device, v.session.limits.memory_bytes, p.warmup_calls, scored)
-    t["blocks"] = [len(kinds) for kinds in blocks]
+    distinct = p.unique_input_buffers
+    blocks = _blocks.plan_for(s, v.session.device, v.session.limits.memory_bytes, p.warmup_calls, scored, distinct)
+    v.details["timing_blocks"] = [len(kinds) for kinds in blocks]
     k = unique = 0
     for kinds in blocks:
         block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
-                      v.session.staged_arenas)  # fmt: skip
+                      v.session.staged_arenas, distinct)  # fmt: skip
         # an evidence call is named as a timed call: the feedback does not say which calls were evidence
         wheres, counted = [], k
         for kind in kinds:
@@ -328,7 +329,7 @@ def timing(v: Verification) -> Failure | None:
             return Failure("harness_tamper", f"The worker answered {len(answers)} of a block's {len(block.calls)} "
                            "timed calls, though none of its answers failed.")  # fmt: skip
         unique += len(block.memory.arenas)
-    t["unique"] = unique if p.unique_input_buffers else None  # every call of a block has its own buffers
+    t["unique"] = unique if distinct else None
     v.timed("timing_s", t0)
     v.phases["timing_s"] -= v.phases.get("anchors_s", 0.0) - anchors_before  # re-checks count as anchors
     return None
@@ -366,6 +367,8 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
         return None, k
     t["timed_ms"].append(ms)
     t["host_ms"].append(page["host_ms"])
+    # the harness's own time between this call's timer and the next one's (its trusted measure is start to start)
+    v.details.setdefault("harness_gap_ms", []).append(answer.trusted.round_trip_ms - page["host_ms"])
     t["pending_ms"].append(pending)
     t["launches_per_call"].append(page["launches"])
     t["trusted"].append(answer.trusted)

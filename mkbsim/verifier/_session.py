@@ -252,9 +252,11 @@ class VerifierSession:
         try:
             if not hello.get("ok"):
                 raise RuntimeError(f"the reference of {problem.id} failed to import: {hello.get('error')}")
-            for kinds in _blocks.plan_for(shape, self.device, self.limits.memory_bytes, protocol.warmup_calls, scored):
+            distinct = protocol.unique_input_buffers
+            limit, warmups = self.limits.memory_bytes, protocol.warmup_calls
+            for kinds in _blocks.plan_for(shape, self.device, limit, warmups, scored, distinct):
                 block = _blocks.Block(kinds, shape.draw, lambda: rng.getrandbits(63), shape.out_specs, self.device,
-                                      self.staged_arenas)  # fmt: skip
+                                      self.staged_arenas, distinct)  # fmt: skip
                 sent = _blocks.send(worker, control, block, protocol.cache_flush)
                 _, wrong = _blocks.receive(worker, control, block, sent, self.limits.call_timeout_s)
                 for call in block.calls:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import HARDENED, PAPER, VerifierSession, _phases
+from mkbsim.verifier._blocks import BLOCK_WARMUP
 from mkbsim.verifier._trusted import Trusted
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "submissions"
@@ -41,7 +42,8 @@ def test_legitimate_tirx_submission_passes(cpu_session: VerifierSession, file: s
             assert out["ok"] and out["max_error"] <= out["allowance"]
     assert len(d["bypass"]) == PAPER.suppressed_draws and d["bypass"][0]["dsl_share"] >= 0.5
     assert all(o["suppressed_wrong"] == 1.0 for o in d["bypass"][0]["outputs"])  # fused: nothing right without it
-    assert len(d["timing"]["warmup_ms"]) == PAPER.warmup_calls
+    # blocks after the first (where a block's arenas exceed the memory budget) start with warm-ups of their own
+    assert len(d["timing"]["warmup_ms"]) == PAPER.warmup_calls + BLOCK_WARMUP * (len(d["timing_blocks"]) - 1)
     assert len(d["timing"]["timed_ms"]) == PAPER.timed_calls
     assert len(d["timing_rechecks"]) == _phases.rechecked_count(PAPER.timed_calls, PAPER.rechecked_timed_calls)
     assert len(d["eager"]["timed_ms"]) == PAPER.timed_calls
