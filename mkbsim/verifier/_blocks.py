@@ -32,6 +32,9 @@ from mkbsim.verifier._trusted import Trusted
 #: A block's arenas may take this share of the memory available: the verifier keeps its own copy of every
 #: call's inputs, and a staged arena exists on each side of the sandbox and in the pages between them.
 BUDGET_SHARE = 0.125
+#: Calls the worker runs with the provenance audit (correctness draws; one per block: the control page holds
+#: one call's records).
+AUDITED = ("draw", "suppressed")
 #: Unscored warm-up calls before the scored calls of every block after the first (the host warms up again
 #: after the verifier's checks between blocks).
 BLOCK_WARMUP = 3
@@ -111,7 +114,8 @@ def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) 
     device = block.memory.device
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    nonces = control.begin_block([(c.kind == "evidence", c.kind == "null") for c in block.calls])
+    orders = [(c.kind == "evidence", c.kind == "null", c.kind in AUDITED, c.kind == "suppressed") for c in block.calls]
+    nonces = control.begin_block(orders)
     desc, fds = block.memory.descriptor()
     msg = {"op": "block", "block": desc, "calls": [c.arena_index for c in block.calls], "flush": flush}
     sent = (time.perf_counter(), worker.clock.cpu_ns())
@@ -123,7 +127,7 @@ def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) 
 
 
 def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tuple[list[int], float, int | None],
-            timeout: float) -> tuple[dict[str, Any], str | None]:  # fmt: skip
+            timeout: float, samples: Sequence[int] = ()) -> tuple[dict[str, Any], str | None]:  # fmt: skip
     """Wait for the block's answer (``timeout`` from the last call that started) and fill in every answered
     call's reply, slot and trusted measure; (the block's own reply, the reason it is not the harness's or
     None). ``Malformed`` where a slot is not of the vaults' form; ``WorkerFailed`` where the worker died."""
@@ -133,16 +137,18 @@ def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tupl
         answered = (time.perf_counter(), worker.clock.cpu_ns())
         state = control.block_state()
         replies = exchange.reply.get("calls") or []
-        slots = [control.slot_report(i, nonces[i]) for i in range(min(len(replies), len(nonces)))]
+        slots = [control.slot_report(i, nonces[i], samples) for i in range(min(len(replies), len(nonces)))]
     finally:
         control.end_block()
     block.memory.arrived()
     if not exchange.reply.get("ok") or "calls" not in exchange.reply:
         return exchange.reply, "the worker's answer to a block is not of the harness's form"
-    if len(replies) > len(block.calls) or state["loaded"] != len(replies) or state["overflow"]:
+    if state["fault"]:
+        return exchange.reply, "the timer's requests came out of the harness's order (a call split or left untimed)"
+    if len(replies) > len(block.calls) or state["loaded"] != len(replies):
         return exchange.reply, (
             f"the worker answered {len(replies)} of the block's {len(block.calls)} calls and its timer started "
-            f"{state['loaded']}{' and more' if state['overflow'] else ''}: a call was split or one left untimed"
+            f"{state['loaded']}"
         )
     if not state["ended"] or not all(s["loaded"] for s in slots):
         return exchange.reply, "the worker's timer did not time the block's calls one after the other"

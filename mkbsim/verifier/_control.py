@@ -62,10 +62,10 @@ NULL = (19, "<B")  # verifier: the harness times its own null function instead o
 #: cumulative VIOLATION_COUNT, which the slots never touch.
 PER_CALL = ((0, VIOLATION_COUNT[0]), (VIOLATION_COUNT[0] + 8, SIGNATURES[0] + 8 + 4 * SIGNATURES[1]))
 #: Block fields (outside PER_CALL). Verifier: the block's calls (0: no block), and the next slot (0); timer
-#: vault: the next slot to load, a START past the last slot (OVERFLOW), and its clocks at the block's end.
+#: vault: the next slot to load, a request out of the harness's order (FAULT), and its clocks at the block's end.
 BLOCK_CALLS = (384, "<Q")
 BLOCK_NEXT = (392, "<Q")
-BLOCK_OVERFLOW = (400, "<Q")
+BLOCK_FAULT = (400, "<Q")
 END_T = (408, "<d")  # timer vault: its host clock (perf_counter, s) when the block ended
 END_CPU = (416, "<Q")  # timer vault: the process's CPU clock (ns) when the block ended
 #: Slot fields beyond the per-call ones: the timer vault's clocks when the slot's call started.
@@ -130,35 +130,38 @@ class ControlPage:
         put(self.buf, SUPPRESS, int(suppress))
         put(self.buf, AUDIT, int(audit))
         put(self.buf, EVIDENCE, int(evidence))
+        put(self.buf, NULL, 0)
         put(self.buf, NONCE, self.nonce)
         return self.nonce
 
-    def begin_block(self, orders: Sequence[tuple[bool, bool]]) -> list[int]:
-        """Arm one slot per call of a block, (evidence, null) each, and return their nonces. The header gets a
-        nonce of its own, which no call has: the timer's vault loads slot 0 at the block's first START."""
+    def begin_block(self, orders: Sequence[tuple[bool, bool, bool, bool]]) -> list[int]:
+        """Arm one slot per call of a block, (evidence, null, audit, suppress) each, and return their nonces. The
+        header gets a nonce of its own, which no call has: the timer's vault loads slot 0 at the first ADVANCE."""
         if not 0 < len(orders) <= MAX_BLOCK_CALLS:
             raise ValueError(f"a block holds 1 to {MAX_BLOCK_CALLS} calls, not {len(orders)}")
         nonces = []
-        for i, (evidence, null) in enumerate(orders):
+        for i, (evidence, null, audit, suppress) in enumerate(orders):
             base = slot_offset(i)
             self.buf[base : base + SLOT_BYTES] = bytes(SLOT_BYTES)
             self.nonce += 1
             put(self.buf, (base + NONCE[0], NONCE[1]), self.nonce)
             put(self.buf, (base + EVIDENCE[0], EVIDENCE[1]), int(evidence))
             put(self.buf, (base + NULL[0], NULL[1]), int(null))
+            put(self.buf, (base + AUDIT[0], AUDIT[1]), int(audit))
+            put(self.buf, (base + SUPPRESS[0], SUPPRESS[1]), int(suppress))
             nonces.append(self.nonce)
         self.begin_call(suppress=False, audit=False)
-        for name in (BLOCK_NEXT, BLOCK_OVERFLOW, END_T, END_CPU):
+        for name in (BLOCK_NEXT, BLOCK_FAULT, END_T, END_CPU):
             put(self.buf, name, 0)
         put(self.buf, BLOCK_CALLS, len(orders))  # last: the block exists once its slots do
         return nonces
 
     def block_state(self) -> dict[str, Any]:
-        """What the timer's vault wrote about the block as a whole: how many slots it loaded, whether a call
-        started past the last slot, whether it ended the block (it zeroes BLOCK_CALLS), and its clocks then."""
+        """What the timer's vault wrote about the block as a whole: how many slots it loaded, whether a request
+        came out of the harness's order, whether it ended the block (it zeroes BLOCK_CALLS), and its clocks then."""
         found = {
             "loaded": get(self.buf, BLOCK_NEXT),
-            "overflow": bool(get(self.buf, BLOCK_OVERFLOW)),
+            "fault": bool(get(self.buf, BLOCK_FAULT)),
             "ended": get(self.buf, BLOCK_CALLS) == 0,
             "end_t": get(self.buf, END_T),
             "end_cpu_ns": get(self.buf, END_CPU),
@@ -174,11 +177,12 @@ class ControlPage:
         put(self.buf, BLOCK_CALLS, 0)
         self.end_call()
 
-    def slot_report(self, index: int, nonce: int) -> dict[str, Any]:
+    def slot_report(self, index: int, nonce: int, samples: Sequence[int] = ()) -> dict[str, Any]:
         """``report`` of call ``index`` of the block (given ``nonce``), with the timer vault's clocks when it
-        started (``loaded``: whether the vault loaded this slot for a call of this nonce)."""
+        started (``loaded``: whether the vault loaded this slot for a call of this nonce). The provenance
+        records are the region's, which holds the block's last audited call's (a block audits one call)."""
         base = slot_offset(index)
-        found = self.report(base=base, nonce=nonce)
+        found = self.report(samples, base=base, nonce=nonce)
         found["loaded"] = get(self.buf, NONCE, base) == nonce
         found["start_t"] = get(self.buf, SLOT_START_T, base)
         found["start_cpu_ns"] = get(self.buf, SLOT_START_CPU, base)
@@ -208,7 +212,7 @@ class ControlPage:
             "records": None,
         }
         _schema.times(found, ("ms", "host_ms", "pending_ms", "dsl_ms"))
-        if not base and get(self.buf, RECORDS_FLAG) == self.nonce:
+        if get(self.buf, RECORDS_FLAG, base) == nonce:
             found["records"] = _schema.provenance_records(self._region(RECORDS), samples)
         return found
 

@@ -33,6 +33,8 @@ from mkbsim.verifier._trusted import calibration_check, idle_check, pending_chec
 from mkbsim.verifier._trusted import cross_check as trusted_cross_check
 from mkbsim.verifier._verification import Call, Draw, Verification, rng
 
+#: Unscored calls (on a draw of their own) right before each correctness draw, in the same block.
+DRAW_WARMUP = 2
 #: On cuda, device work still running this long after the timed stream finished is charged to the call.
 PENDING_CHARGE_MS = 0.1
 #: Unscored timed-protocol calls, interleaved with the scored ones, on which the gate times the DSL launches
@@ -92,26 +94,36 @@ def start_worker(v: Verification) -> Failure | None:
 
 
 def correctness(v: Verification) -> Failure | None:
-    """5 float64-anchored draws, and one more with every DSL launch suppressed (judged by ``coverage``)."""
+    """5 float64-anchored draws, and one more with every DSL launch suppressed (judged by ``coverage``); each in
+    a block of its own after ``DRAW_WARMUP`` unscored calls, so that its launches run on a host as warm as the
+    timed calls' (its DSL time is what the evidence calls are held to)."""
     t0 = time.perf_counter()
     p, s = v.protocol, v.shape
     later = [i for i in range(2, p.correctness_draws + 1)] + [0] * p.suppressed_draws
     rng.shuffle(later)
-    anchor_s = 0.0
-    for number in [1, *later]:  # the first call compiles: a suppressed launch there could break the build
-        inputs = s.draw()
-        arena = Arena(inputs, s.out_specs, v.session.device, v.session.staged_arenas)
+    anchors: list[float] = []
+    for number in [1, *later]:  # the first draw is never the suppressed one (nor is the first call: a warm-up)
+        kinds = ["warmup"] * DRAW_WARMUP + ["draw" if number else "suppressed"]
+        block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
+                      v.session.staged_arenas, distinct=False)  # fmt: skip
+        call = block.calls[-1]
+        refs: list[Any] = []
+
+        def anchor(inputs: list[Any] = call.inputs, refs: list[Any] = refs) -> None:  # while the worker runs
+            ta = time.perf_counter()
+            refs.extend(s.refs(inputs))
+            anchors.append(time.perf_counter() - ta)
+
         where = f"in correctness draw {number} of {p.correctness_draws}" if number else "with DSL launches suppressed"
-        failure = v.send(arena, suppress=number == 0, audit=True)
-        if failure is not None:
-            return failure
-        ta = time.perf_counter()
-        refs = s.refs(inputs)  # computed while the worker runs the call
-        anchor_s += time.perf_counter() - ta
-        answer = v.receive(where)
-        if isinstance(answer, Failure):
-            return answer
-        draw = Draw(number, inputs, refs, answer.reply, answer.page)
+        answers = v.call_block(block, [where] * len(kinds), meanwhile=anchor)
+        if isinstance(answers, Failure):
+            return answers
+        if len(answers) < len(kinds):  # a warm-up's answer ended the block
+            if answers and not answers[-1].reply.get("ok"):
+                return call_error(answers[-1].reply, where, first=number == 1)
+            return Failure("harness_tamper", f"The worker answered {len(answers)} of {len(kinds)} calls {where}.")
+        answer, arena = answers[-1], block.arena(call)
+        draw = Draw(number, call.inputs, refs, answer.reply, answer.page)
         v.draws.append(draw)
         if number != 0:
             failure = _checked(v, draw, arena, where, first=number == 1)
@@ -124,7 +136,7 @@ def correctness(v: Verification) -> Failure | None:
                 "not_dsl", f"run() launched no {v.dsl} kernel {where}; a submission must run its work in the DSL."
             )
     v.report.correct = True
-    v.phases["anchors_s"] = anchor_s
+    v.phases["anchors_s"] = sum(anchors)
     v.timed("correctness_s", t0)
     return None
 
@@ -311,7 +323,7 @@ def timing(v: Verification) -> Failure | None:
     k = unique = 0
     for kinds in blocks:
         block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
-                      v.session.staged_arenas, distinct)  # fmt: skip
+                      v.session.staged_arenas, distinct=distinct)  # fmt: skip
         # an evidence call is named as a timed call: the feedback does not say which calls were evidence
         wheres, counted = [], k
         for kind in kinds:

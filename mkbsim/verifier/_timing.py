@@ -46,7 +46,7 @@ TIMER_ATTRIBUTES: tuple[tuple[Any, str], ...] = (
 )
 
 
-START, STOP, END = 1, 2, 3
+START, STOP, END, ADVANCE = 1, 2, 3, 4
 
 
 def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
@@ -70,16 +70,18 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
     on cuda records the end event. Only the first START of a nonce counts: a request the submission forges
     can make its call longer, never shorter.
 
-    In a block (``_control``: BLOCK_CALLS set) a START that finds no call running (the header's call stopped,
-    or none began) first moves to the next slot: the finished call's per-call fields go back to its slot, the
-    next slot's orders come into the header, and the slot is stamped with this vault's host and process CPU
-    clocks (the verifier's per-call trusted measure; its answer is True for a null call). Every STOP also
-    saves into the current slot, and END (3) saves, stamps the block's end and closes it. A forged STOP then
-    START inside run() would split one call into two slots: every call of the harness then starts one slot
-    later and the last one finds none (OVERFLOW), which the verifier judges; a forged START between calls
-    only moves a call's start earlier."""
+    In a block (``_control``: BLOCK_CALLS set) the harness sends, for every call, ADVANCE (4), START, STOP,
+    and END (3) after the last. ADVANCE saves the finished call's per-call fields into its slot, loads the next
+    slot's orders into the header (so every other vault reads the header as for a single call), stamps the slot
+    with this vault's host and process CPU clocks (the verifier's per-call trusted measure) and answers the
+    slot's flags (1: null call, 2: correctness draw); every STOP also saves into the current slot; END saves,
+    stamps the block's end and closes it. Any other order is no harness's (an ADVANCE while a call runs or
+    before the loaded one started, a START or STOP of a slot not started, more calls than slots, END while a
+    call runs): the vault marks the block (BLOCK_FAULT) and the verifier judges it. A forged STOP inside run()
+    only ends the call early until the harness's STOP ends it later; followed by a forged ADVANCE it leaves the
+    harness's STOP or START out of order."""
     started = -1
-    stopped = False
+    stopped = fresh = False  # fresh: a block's slot loaded, its call not started yet
     mark = lo = hi = 0.0
     start_event: Any = None
     reply: Any = None
@@ -95,27 +97,36 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
         try:
             arrived = lib.perf_counter()
             calls = lib.u64.unpack_from(page, layout.BLOCK_CALLS)[0]
-            if calls and (request == 1 or request == 3):
+            if calls:
                 current = lib.u64.unpack_from(page, layout.NONCE)[0]
-                if current != started or stopped:  # no call of the block runs now
-                    loaded = lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0]
-                    if loaded:
+                running = current == started and not stopped
+                loaded = lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0]
+                stop = lib.type(request) is lib.tuple and lib.len(request) == 3 and request[0] == 2
+                if request == 4 or request == 3:
+                    if fresh or running or (request == 4 and loaded >= calls):
+                        lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
+                    elif loaded:
                         save(loaded - 1)
                     if request == 3:
                         lib.f64.pack_into(page, layout.END_T, arrived)
                         lib.u64.pack_into(page, layout.END_CPU, lib.cpu_ns())
                         lib.u64.pack_into(page, layout.BLOCK_CALLS, 0)
-                    elif loaded >= calls:
-                        lib.u64.pack_into(page, layout.BLOCK_OVERFLOW, 1)
-                    else:
+                        fresh = False
+                    elif not fresh and not running and loaded < calls:
                         base = layout.SLOTS + loaded * layout.SLOT_BYTES
                         for a, b in layout.PER_CALL:
                             page[a:b] = page[base + a : base + b]
                         lib.u64.pack_into(page, layout.BLOCK_NEXT, loaded + 1)
                         lib.f64.pack_into(page, base + layout.SLOT_START_T, arrived)
                         lib.u64.pack_into(page, base + layout.SLOT_START_CPU, lib.cpu_ns())
-                        if page[base + layout.NULL] == 1:
-                            reply = True
+                        fresh = True
+                        reply = page[base + layout.NULL] + 2 * page[base + layout.AUDIT]
+                    request = None
+                elif (request == 1 and not fresh) or (stop and fresh):
+                    lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
+                    request = None
+                elif request == 1:
+                    fresh = False
             nonce = lib.u64.unpack_from(page, layout.NONCE)[0]
             if request == 1 and nonce != started:
                 started = nonce
@@ -165,20 +176,18 @@ def timer_layout() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], ACK=_control.ACK[0], CALL_MS=_control.CALL_MS[0], HOST_MS=_control.HOST_MS[0],
         PENDING_MS=_control.PENDING_MS[0], BLOCK_CALLS=_control.BLOCK_CALLS[0], BLOCK_NEXT=_control.BLOCK_NEXT[0],
-        BLOCK_OVERFLOW=_control.BLOCK_OVERFLOW[0], END_T=_control.END_T[0], END_CPU=_control.END_CPU[0],
+        BLOCK_FAULT=_control.BLOCK_FAULT[0], END_T=_control.END_T[0], END_CPU=_control.END_CPU[0],
         SLOTS=_control.BLOCK_SLOTS, SLOT_BYTES=_control.SLOT_BYTES, SLOT_START_T=_control.SLOT_START_T[0],
-        SLOT_START_CPU=_control.SLOT_START_CPU[0], NULL=_control.NULL[0], PER_CALL=_control.PER_CALL,
+        SLOT_START_CPU=_control.SLOT_START_CPU[0], NULL=_control.NULL[0], AUDIT=_control.AUDIT[0],
+        PER_CALL=_control.PER_CALL,
     )  # fmt: skip
 
 
-def timed_call(fn: Any, args: Any, null_fn: Any = None, *, _timer: Any, _clock: Any) -> Any:
+def timed_call(fn: Any, args: Any, *, _timer: Any, _clock: Any) -> Any:
     """The harness's call of run(): the timer's vault starts before it and stops after it, whatever
-    happens; the host clock is read right around the call, outside the vault's requests. In a block the
-    vault says which calls are null calls (``null_fn`` runs instead)."""
+    happens; the host clock is read right around the call, outside the vault's requests."""
     failed = _timer(1)
-    if failed is True:
-        fn = null_fn
-    elif failed is not None:
+    if failed is not None:
         raise failed
     t0 = _clock()
     try:
@@ -188,6 +197,12 @@ def timed_call(fn: Any, args: Any, null_fn: Any = None, *, _timer: Any, _clock: 
         failed = _timer((2, t0, t1))
         if failed is not None:
             raise failed
+
+
+def advance_block(*, _timer: Any) -> Any:
+    """The harness's first request for each call of a block: the call's flags (1 null, 2 audited), or the
+    vault's exception (``timer_vault``)."""
+    return _timer(4)
 
 
 def end_block(*, _timer: Any) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -180,17 +180,23 @@ class Verification:
             self._in_flight = None
         return failure or self.absorb(exchange.reply, where) or _judged(exchange.reply, page, exchange.trusted, where)
 
-    def call_block(self, block: Block, wheres: Sequence[str], flush: bool) -> list[Call] | Failure:
-        """Send a block of timed calls (``_blocks``) and judge every call it answered as ``receive`` judges one;
-        the calls in order, up to the first whose answer fails it (the worker stops there)."""
+    def call_block(self, block: Block, wheres: Sequence[str], flush: bool = False,
+                   meanwhile: Callable[[], Any] | None = None) -> list[Call] | Failure:  # fmt: skip
+        """Send a block of calls (``_blocks``; ``meanwhile`` runs while the worker runs them) and judge every call
+        it answered as ``receive`` judges one; the calls in order, up to the first whose answer fails it (the
+        worker stops there)."""
         assert self.worker is not None and self.control is not None
-        where = "in the timed calls"
+        where = wheres[-1] if len(set(wheres)) == 1 else "in the timed calls"
         try:
             if self.worker.chan.pending():
                 return Failure("harness_tamper", "The worker sent a message on the verifier's channel that answers "
                                "no request (the harness sends one answer per call).")  # fmt: skip
             sent = _blocks.send(self.worker, self.control, block, flush)
-            reply, wrong = _blocks.receive(self.worker, self.control, block, sent, self.session.limits.call_timeout_s)
+            if meanwhile is not None:
+                meanwhile()
+            samples = [len(p) for p in self.positions]
+            timeout = self.session.limits.call_timeout_s
+            reply, wrong = _blocks.receive(self.worker, self.control, block, sent, timeout, samples)
         except WorkerFailed as exc:
             self.details["worker_output_tail"] = self.worker.output_tail()
             return worker_failed(exc, where, self.details)

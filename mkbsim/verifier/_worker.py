@@ -52,6 +52,7 @@ from mkbsim.verifier._timing import (
     TIMER_ATTRIBUTES,
     CacheFlusher,
     _perf_counter,
+    advance_block,
     end_block,
     timed_call,
     timer_layout,
@@ -211,6 +212,7 @@ class Worker:
         self.reusable: MappedArena | None = None
         self.fn: Callable[..., Any] | None = None
         self.timed_call: Callable[..., Any] = timed_call  # replaced by the vault's hooks in open_vaults
+        self.advance_block: Callable[..., Any] = advance_block
         self.end_block: Callable[..., None] = end_block
         # the collector callbacks the libraries registered; the submission may add none (gc.callbacks is
         # the interpreter's own list, whatever name it is reached by)
@@ -242,6 +244,7 @@ class Worker:
         page = map_control(self.control_fd)
         timer = registry.open(timer_vault, page, timer_lib(self.device.type, self.setup["sync"]), timer_layout())
         self.timed_call = registry.protect(timed_call, _timer=timer, _clock=_perf_counter)
+        self.advance_block = registry.protect(advance_block, _timer=timer)
         self.end_block = registry.protect(end_block, _timer=timer)
         if self.candidate:
             cfg = attribution_config(HARNESS_DIR, self.path, self.setup["off_limits"])
@@ -350,7 +353,7 @@ class Worker:
         else:
             self.reusable = arena  # the verifier may refill it for the next call
         try:
-            return self.call_on(arena, msg)
+            return self.call_on(arena, msg["flush"], audit=bool(msg.get("audit")))
         finally:
             with _harness_ops():
                 arena.stage_out()
@@ -366,7 +369,10 @@ class Worker:
         replies: list[dict[str, Any]] = []
         try:
             for index in msg["calls"]:
-                reply = self.call_on(arenas[index], msg)
+                flags = self.advance_block()  # the timer's vault moves to this call's slot
+                if not isinstance(flags, int):
+                    raise flags
+                reply = self.call_on(arenas[index], msg["flush"], audit=bool(flags & 2), null=bool(flags & 1))
                 replies.append(reply)
                 if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):
                     break
@@ -376,16 +382,17 @@ class Worker:
                 memory.stage_out()
         return {"ok": True, "calls": replies, **self.news()}
 
-    def call_on(self, arena: MappedArena, msg: dict[str, Any]) -> dict[str, Any]:
+    def call_on(self, arena: MappedArena, flush: bool, audit: bool, null: bool = False) -> dict[str, Any]:
         with _harness_ops():
-            if self.flusher is not None and msg["flush"]:
+            if self.flusher is not None and flush:
                 self.flusher.flush()
                 if self.device.type == "cuda":
                     torch.cuda.synchronize()
         modes_before = _mode_depth[0]() + _mode_depth[1]()
         if modes_before:  # a mode entered between calls (from a finalizer, say): the call is not run
             return {"ok": True, "ran": False, "modes": modes_before, "left_mode": False, **self.news()}
-        audit = bool(msg.get("audit")) and self.mode is not None
+        fn: Callable[..., Any] = arena.null_run if null else self.fn  # type: ignore[assignment]
+        audit = audit and self.mode is not None and not null
         threads_before = set(sys._current_frames())
         # the audit's dispatch mode is thread-local: torch work in a thread run() starts is invisible to it
         started_before = set(self.guards.threads()[0]) if audit and self.guards is not None else set()
@@ -397,7 +404,7 @@ class Worker:
                 self.report_inputs(arena.args)
             _push_mode(self.mode)
         try:
-            result = self.timed_call(self.fn, arena.args, arena.null_run)
+            result = self.timed_call(fn, arena.args)
         except BaseException as exc:  # the submission's exception (SystemExit too), reported as data
             return {"ok": False, "error": error_facts(exc, self.path), **self.after_call(audit), **self.news()}
         reply: dict[str, Any] = {"ok": True, **self.after_call(audit)}
