@@ -204,7 +204,7 @@ class Verification:
             return _malformed(exc, where)
         failure = self.absorb(reply, where) or tampering(reply, where)
         if failure is None and wrong:
-            failure = Failure("harness_tamper", f"The worker's answer to a block of timed calls is not the harness's: "
+            failure = Failure("harness_tamper", f"The worker's answer to a block of calls is not the harness's: "
                               f"{wrong}.")  # fmt: skip
         if failure is not None:
             return failure

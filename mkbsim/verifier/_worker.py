@@ -370,8 +370,9 @@ class Worker:
         try:
             for index in msg["calls"]:
                 flags = self.advance_block()  # the timer's vault moves to this call's slot
-                if not isinstance(flags, int):
+                if isinstance(flags, BaseException):
                     raise flags
+                flags = flags or 0  # None: out of order (the vault marked the block for the verifier)
                 reply = self.call_on(arenas[index], msg["flush"], audit=bool(flags & 2), null=bool(flags & 1))
                 replies.append(reply)
                 if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):

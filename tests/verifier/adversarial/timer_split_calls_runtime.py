@@ -1,9 +1,10 @@
 """Splits each of its calls into several timed calls by sending the timer's own requests from inside run().
 
-In a block of timed calls the timer moves to the next call's slot when a call starts after the last one
-stopped: a STOP then a START sent from inside run() would close this call's slot at once and time the rest
-of the work in the next slot, so that most slots read almost nothing. The harness's calls then run out of
-slots (the timer starts more calls than the block holds), which the verifier judges.
+In a block the harness sends the timer ADVANCE (to the next call's slot), START and STOP for every call. Sent
+from inside run() as STOP, ADVANCE, START, they would close this call's slot at once and time the rest of its
+work in the next slot, so that most slots read almost nothing; the harness's own calls then run out of slots
+(or, with any other order, meet a slot in the wrong state), which the timer's vault marks and the verifier
+judges.
 """
 
 # expect: harness_tamper
@@ -36,26 +37,33 @@ def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle):
 _kernel = tvm.compile(rmsnorm, target="llvm")
 
 
-def _timer():
+def _harness():
     frame = sys._getframe()
+    timer = worker = None
     while frame is not None:
-        found = frame.f_locals.get("_timer")
-        if found is not None:
-            return found
+        timer = timer or frame.f_locals.get("_timer")
+        worker = worker or getattr(frame.f_locals.get("self"), "report_end", None)
         frame = frame.f_back
-    return None
+    return timer, worker
+
+
+_draws_seen = [0]
 
 
 def run(hidden_states, weight):
-    timer = _timer()
-    if timer is not None:
-        for _ in range(3):  # three slots of nothing, then the real work in a fourth
+    out = torch.empty_like(hidden_states)
+    timer, report_end = _harness()
+    _draws_seen[0] += torch._C._len_torch_dispatch_stack() > 0  # the correctness draws are audited
+    if timer is not None and report_end is not None and _draws_seen[0] >= 6:  # the timed calls come after them
+        for _ in range(3):  # three slots that each launch the kernel once and end at once, then the real work
+            _kernel(hidden_states, weight, out)
             now = time.perf_counter()
             timer((2, now, now))
+            report_end()  # the gate's record of this slot's launches, as the harness writes it after a call
+            timer(4)
             timer(1)
     t = time.thread_time()
     while time.thread_time() - t < 0.002:
         pass
-    out = torch.empty_like(hidden_states)
     _kernel(hidden_states, weight, out)
     return out
