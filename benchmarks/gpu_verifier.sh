@@ -8,6 +8,7 @@
 #     bash benchmarks/gpu_verifier.sh solutions-2  # the second third, then solutions-3 (none may regress)
 #     bash benchmarks/gpu_verifier.sh p58          # the p58 finding: do_bench vs the verifier, step by step
 #     bash benchmarks/gpu_verifier.sh bench        # verifier medians vs do_bench (examples); overhead per verification
+#     bash benchmarks/gpu_verifier.sh blocks       # timed calls in blocks: median, null, host, gap vs plain loop, do_bench
 #
 # First stage the DSLs on the warm machine: here `python3 benchmarks/gpu_pack.py`, then one run per part,
 # carry=[".gpu/dsl/pK"], command="bash .gpu/dsl/pK/stage.sh" for K = 1..N; and bubblewrap: here
@@ -109,6 +110,14 @@ run_stage() {
       python3 benchmarks/gpu_verifier.py --json "$OUT/bench/gpu_verifier.json" 2>&1 | tee "$OUT/bench/gpu_verifier.log"
       python3 benchmarks/verifier.py --backend cuda --warm-runs 3 --json "$OUT/bench/overhead_cuda.json" 2>&1 \
         | tee "$OUT/bench/overhead_cuda.log" ;;
+    blocks)  # the timed calls back to back (mkbsim/verifier/_blocks.py): do medians meet a plain loop now?
+      use_choice
+      timeout "$budget" python3 benchmarks/verifier_blocks.py --backend cuda --workload production --repeat 2 \
+        examples/submissions/cuda/p36_rmsnorm_cutedsl.py:p36:cutedsl \
+        problems/attention/solutions/02_splitkvprefetch_tirx.py:p02:tirx \
+        problems/mlp_norm/solutions/36_fused_cutedsl.py:p36:cutedsl \
+        problems/quantization/solutions/58_fused_cutedsl.py:p58:cutedsl \
+        --json "$OUT/blocks/blocks.json" 2>&1 | tee "$OUT/blocks/blocks.log" ;;
     *) echo "unknown stage $name"; exit 2 ;;
   esac
 }

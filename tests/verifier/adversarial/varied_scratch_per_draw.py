@@ -1,6 +1,6 @@
-"""Makes the correctness draws disagree on purpose: each of the first 6 calls (the draws, a fixed order)
+"""Makes the correctness draws disagree on purpose: each of the 6 draws (the calls a dispatch mode audits)
 runs the real TIRx kernel on every row with a float32 scratch argument as long as the call's number, so
-no signature is shared by all draws. Later calls compute the answer in eager PyTorch and launch the same
+no signature is shared by all draws. Other calls compute the answer in eager PyTorch and launch the same
 kernel on one row, with a scratch of yet another length: a token launch that matches no draw's."""
 
 # expect: decorative_dsl
@@ -33,9 +33,10 @@ _scale_rows = tvm.compile(scale_rows, target="llvm")
 
 
 def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    _calls[0] += 1
+    audited = torch._C._len_torch_dispatch_stack() > 0
+    _calls[0] += audited
     inv_rms = torch.rsqrt(hidden_states.float().pow(2).mean(dim=-1) + EPS)
-    if _calls[0] <= DRAWS:
+    if audited:
         out = torch.empty_like(hidden_states)
         _scale_rows(hidden_states, inv_rms, weight, out, torch.zeros(_calls[0], dtype=torch.float32))
         return out
