@@ -60,8 +60,11 @@ OUTPUTS_SHARE = 0.5
 #: ratio"): on the H200 at least 0.92 (32 reference solutions, production shapes); on this 2-core VM at
 #: SMOKE sizes under load 9-18 at least 0.53 (the examples, tests/verifier/honest and a red team's 11
 #: honest styles), where a launch's fixed cost (~10 µs) is a third of a small kernel's: a launch of the same
-#: kernel doing no work measured 0.378 there.
-DSL_TIME_SHARE = {"cpu": 0.4, "cuda": 0.6}
+#: kernel doing no work measured 0.378 there. Since the timed calls run back to back in blocks (``_blocks``)
+#: the evidence calls' launches are warm and the audited draws' still pay the audit around them: on cpu the
+#: p36 example measured 0.32-1.3 (load 16-21) and the idle-kernel case 0.16-0.17 (benchmarks/RESULTS.md,
+#: "Timed calls in blocks"); cuda's share awaits the next H200 run.
+DSL_TIME_SHARE = {"cpu": 0.25, "cuda": 0.6}
 #: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the host's nanosecond clock,
 #: read around a native call).
 DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
