@@ -75,11 +75,12 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
     slot's orders into the header (so every other vault reads the header as for a single call), stamps the slot
     with this vault's host and process CPU clocks (the verifier's per-call trusted measure) and answers the
     slot's flags (1: null call, 2: correctness draw); every STOP also saves into the current slot; END saves,
-    stamps the block's end and closes it. Any other order is no harness's (an ADVANCE while a call runs or
-    before the loaded one started, a START or STOP of a slot not started, more calls than slots, END while a
-    call runs): the vault marks the block (BLOCK_FAULT) and the verifier judges it. A forged STOP inside run()
-    only ends the call early until the harness's STOP ends it later; followed by a forged ADVANCE it leaves the
-    harness's STOP or START out of order."""
+    stamps the block's end and closes it (also after a slot whose call the harness did not run: a mode left
+    on). Any other order is no harness's (an ADVANCE while a call runs or before the loaded one started, a START
+    or STOP of a slot not started, more calls than slots, END while a call runs): the vault marks the block
+    (BLOCK_FAULT) and the verifier judges it. A forged STOP inside run() only ends the call early until the
+    harness's STOP ends it later; followed by a forged ADVANCE it leaves the harness's STOP or START out of
+    order."""
     started = -1
     stopped = fresh = False  # fresh: a block's slot loaded, its call not started yet
     mark = lo = hi = 0.0
@@ -102,8 +103,8 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                 running = current == started and not stopped
                 loaded = lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0]
                 stop = lib.type(request) is lib.tuple and lib.len(request) == 3 and request[0] == 2
-                if request == 4 or request == 3:
-                    if fresh or running or (request == 4 and loaded >= calls):
+                if request == 4 or request == 3:  # END may follow a slot the harness did not run (a mode left on)
+                    if running or (request == 4 and (fresh or loaded >= calls)):
                         lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
                     elif loaded:
                         save(loaded - 1)

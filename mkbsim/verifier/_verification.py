@@ -20,7 +20,6 @@ import torch
 
 from mkbsim.catalog import Problem
 from mkbsim.verifier import _blocks
-from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._blocks import Block
 from mkbsim.verifier._compare import OutputRef, anchor_outputs, build_refs
 from mkbsim.verifier._control import ControlPage
@@ -131,7 +130,6 @@ class Verification:
     draws: list[Draw] = field(default_factory=list)
     timing: dict[str, Any] = field(default_factory=dict)
     _violations_seen: int = 0
-    _in_flight: Arena | None = None  # the arena of the call sent and not yet answered
 
     @property
     def details(self) -> dict[str, Any]:
@@ -141,45 +139,6 @@ class Verification:
         self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
 
     # --- one call ---------------------------------------------------------------------------------------
-    def send(self, arena: Arena, *, suppress: bool = False, audit: bool = False) -> Failure | None:
-        """Arm the control page and send one call (a correctness draw); the answer comes with ``receive``.
-        ``suppress`` is written to the control page only."""
-        assert self.worker is not None and self.control is not None
-        if arena.device.type == "cuda":
-            torch.cuda.synchronize(arena.device)
-        self.control.begin_call(suppress=suppress, audit=audit)
-        desc, fds = arena.descriptor()
-        msg = {"op": "call", "arena": desc, "audit": audit, "flush": False, "keep": False}
-        self._in_flight = arena
-        try:
-            if self.worker.chan.pending():  # one answer per request: a second one is not the harness's
-                return Failure("harness_tamper", "The worker sent a message on the verifier's channel that answers "
-                               "no request (the harness sends one answer per call).")  # fmt: skip
-            self.worker.send(msg, fds)
-        except WorkerFailed as exc:
-            return worker_failed(exc, "while sending a call", self.details)
-        finally:
-            arena.release_fd()
-        return None
-
-    def receive(self, where: str) -> Call | Failure:
-        assert self.worker is not None and self.control is not None
-        try:
-            exchange = self.worker.answer(self.session.limits.call_timeout_s)
-        except WorkerFailed as exc:
-            self.details["worker_output_tail"] = self.worker.output_tail()
-            return worker_failed(exc, where, self.details)
-        failure: Failure | None = None
-        try:
-            page = self.control.report([len(p) for p in self.positions])
-        except Malformed as exc:
-            page, failure = {}, _malformed(exc, where)
-        self.control.end_call()
-        if self._in_flight is not None:
-            self._in_flight.arrived()
-            self._in_flight = None
-        return failure or self.absorb(exchange.reply, where) or _judged(exchange.reply, page, exchange.trusted, where)
-
     def call_block(self, block: Block, wheres: Sequence[str], flush: bool = False,
                    meanwhile: Callable[[], Any] | None = None) -> list[Call] | Failure:  # fmt: skip
         """Send a block of calls (``_blocks``; ``meanwhile`` runs while the worker runs them) and judge every call

@@ -13,6 +13,7 @@ import math
 import pickle
 import socket
 import struct
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mkbsim.verifier import _control, _coverage, _phases
+from mkbsim.verifier._blocks import Block
 from mkbsim.verifier._channel import Channel
 from mkbsim.verifier._compare import build_refs
 from mkbsim.verifier._judge import Failure, call_error, structure
@@ -126,8 +128,12 @@ class _Worker(WorkerHandle):
 
     def __init__(self, chan: Channel) -> None:
         self.chan, self.memory_bytes, self.pid = chan, 0, -1
+        self.clock = SimpleNamespace(cpu_ns=lambda: None)  # type: ignore[assignment]
 
-    def answer(self, timeout: float) -> Exchange:
+    def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
+        pass
+
+    def answer(self, timeout: float, progress: Any = None) -> Exchange:
         return Exchange(self.wait(timeout), Trusted(1.0, 1.0, 0.0))
 
     def kill(self) -> None:
@@ -151,19 +157,33 @@ def _judged(reply: Any, guards: Any, records: Any, times: dict[str, float], raw:
         v.session = SimpleNamespace(limits=SimpleNamespace(call_timeout_s=5.0))  # type: ignore[assignment]
         v.report = SimpleNamespace(forbidden=[], details={})  # type: ignore[assignment]
         v.worker, v.control, v.positions = _Worker(Channel(ours)), page, [torch.arange(SAMPLES)]
-        nonce = page.begin_call(suppress=False, audit=True)
-        _control.put(page.buf, _control.ACK, nonce)
-        _control.put(page.buf, _control.DSL_ACK, nonce)
-        for name, value in times.items():
-            _control.put(page.buf, getattr(_control, name.upper()), value)
-        _write_region(page, _control.VIOLATIONS, _control.dumps(guards))
-        _write_region(page, _control.RECORDS, raw if raw is not None else _control.dumps(records))
-        _control.put(page.buf, _control.RECORDS_FLAG, nonce)
-        payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-        theirs.sendall(struct.pack("!Q", len(payload)) + payload)
-        answer = v.receive("in a call")
-        if isinstance(answer, Failure):
-            return answer
+        block = Block(["draw"], lambda seed: [torch.ones(16)], lambda: 1, [((16,), torch.float32)],
+                      torch.device("cpu"), staged=False, distinct=False)  # fmt: skip
+
+        def worker_runs_the_block() -> None:  # what the vaults and the harness write for a block of one call
+            base = _control.slot_offset(0)
+            nonce = _control.get(page.buf, _control.NONCE, base)
+            for field, value in ((_control.ACK, nonce), (_control.DSL_ACK, nonce), (_control.RECORDS_FLAG, nonce),
+                                 (_control.SLOT_START_T, time.perf_counter())):  # fmt: skip
+                _control.put(page.buf, (base + field[0], field[1]), value)
+            for name, value in times.items():
+                field = getattr(_control, name.upper())
+                _control.put(page.buf, (base + field[0], field[1]), value)
+            _write_region(page, _control.VIOLATIONS, _control.dumps(guards))
+            _write_region(page, _control.RECORDS, raw if raw is not None else _control.dumps(records))
+            for field, value in (
+                (_control.BLOCK_NEXT, 1),
+                (_control.BLOCK_CALLS, 0),
+                (_control.END_T, time.perf_counter()),
+            ):
+                _control.put(page.buf, field, value)
+            payload = pickle.dumps({"ok": True, "calls": [reply]}, protocol=pickle.HIGHEST_PROTOCOL)
+            theirs.sendall(struct.pack("!Q", len(payload)) + payload)
+
+        answers = v.call_block(block, ["in a call"], meanwhile=worker_runs_the_block)
+        if isinstance(answers, Failure):
+            return answers
+        answer = answers[0]
         return _rules(answer)
     finally:
         page.close()
