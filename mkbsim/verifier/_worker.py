@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mkbsim.verifier._arena import MappedArena, dtype_from_name, map_arena, map_block
+from mkbsim.verifier._arena import MappedArena, dtype_from_name, map_block
 from mkbsim.verifier._attribution import attribution_config
 from mkbsim.verifier._channel import Channel
 from mkbsim.verifier._control import map_control
@@ -208,8 +208,6 @@ class Worker:
         self.report_inputs: Callable[[Any], None] | None = None
         self.report_end: Callable[[], None] | None = None
         self.flusher: CacheFlusher | None = None
-        self.kept: list[MappedArena] = []
-        self.reusable: MappedArena | None = None
         self.fn: Callable[..., Any] | None = None
         self.timed_call: Callable[..., Any] = timed_call  # replaced by the vault's hooks in open_vaults
         self.advance_block: Callable[..., Any] = advance_block
@@ -341,22 +339,8 @@ class Worker:
             if msg["op"] == "exit":
                 return
             with _collector_paused():
-                reply = self.block(msg, fds) if msg["op"] == "block" else self.call(msg, fds)
+                reply = self.block(msg, fds)
             self.chan.send(reply)
-
-    def call(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        with _harness_ops():
-            arena = map_arena(msg["arena"], fds, self.reusable, self.device)
-        _retired = self.reusable  # unmapped when this call returns, never inside the timed region
-        if msg["keep"]:
-            self.kept.append(arena)  # distinct buffers: no address recurs within the phase
-        else:
-            self.reusable = arena  # the verifier may refill it for the next call
-        try:
-            return self.call_on(arena, msg["flush"], audit=bool(msg.get("audit")))
-        finally:
-            with _harness_ops():
-                arena.stage_out()
 
     def block(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         """A block of calls back to back (DESIGN §5, timing): every call's inputs were staged in before the
