@@ -118,10 +118,12 @@ def correctness(v: Verification) -> Failure | None:
         answers = v.call_block(block, [where] * len(kinds), meanwhile=anchor)
         if isinstance(answers, Failure):
             return answers
-        if len(answers) < len(kinds):  # a warm-up's answer ended the block
-            if answers and not answers[-1].reply.get("ok"):
-                return call_error(answers[-1].reply, where, first=number == 1)
-            return Failure("harness_tamper", f"The worker answered {len(answers)} of {len(kinds)} calls {where}.")
+        if len(answers) < len(kinds):  # a warm-up's answer ended the block: judged as the draw's
+            last = answers[-1].reply if answers else {}
+            failure = call_error(last, where, first=number == 1) if not last.get("ok") else _structure(v, last, where)
+            return failure or Failure(
+                "harness_tamper", f"The worker answered {len(answers)} of {len(kinds)} calls {where}."
+            )
         answer, arena = answers[-1], block.arena(call)
         draw = Draw(number, call.inputs, refs, answer.reply, answer.page)
         v.draws.append(draw)

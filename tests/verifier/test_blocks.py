@@ -1,0 +1,121 @@
+"""Blocks of calls (``_blocks``): the timer's vault steps through the slots in the harness's order only, every
+scored call has input buffers of its own, and the plan fits the memory budget."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from mkbsim.verifier import _blocks, _control
+from mkbsim.verifier._control import ControlPage
+from mkbsim.verifier._timing import ADVANCE, END, START, timer_layout, timer_lib, timer_vault
+from mkbsim.verifier._vault import Registry
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def control() -> Iterator[ControlPage]:
+    page = ControlPage()
+    yield page
+    page.close()
+
+
+def _timer(control: ControlPage) -> object:
+    return Registry().open(timer_vault, control.buf, timer_lib("cpu", "stream"), timer_layout())
+
+
+def _call(timer: object, work_s: float = 0.0) -> None:
+    """The harness's order for one call: ADVANCE, START, the call, STOP."""
+    timer(ADVANCE)  # type: ignore[operator]
+    timer(START)  # type: ignore[operator]
+    t0 = time.perf_counter()
+    time.sleep(work_s)
+    t1 = time.perf_counter()
+    timer((2, t0, t1))  # type: ignore[operator]
+
+
+def test_the_harness_order_times_every_call_in_its_own_slot(control: ControlPage) -> None:
+    timer = _timer(control)
+    nonces = control.begin_block([(False, i == 1, False, False) for i in range(3)])
+    assert timer(ADVANCE) == 0  # type: ignore[operator]  # the first call's flags: not a null call
+    timer(START)  # type: ignore[operator]
+    t0 = time.perf_counter()
+    time.sleep(0.01)
+    timer((2, t0, time.perf_counter()))  # type: ignore[operator]
+    assert timer(ADVANCE) == 1  # type: ignore[operator]  # the second is a null call
+    timer(START)  # type: ignore[operator]
+    timer((2, time.perf_counter(), time.perf_counter()))  # type: ignore[operator]
+    _call(timer)
+    timer(END)  # type: ignore[operator]
+    state = control.block_state()
+    assert state["ended"] and not state["fault"] and state["loaded"] == 3
+    slots = [control.slot_report(i, n) for i, n in enumerate(nonces)]
+    assert all(s["acked"] and s["loaded"] for s in slots)
+    assert slots[0]["ms"] >= 10 > slots[1]["ms"]
+    assert slots[0]["start_t"] < slots[1]["start_t"] < slots[2]["start_t"] <= state["end_t"]
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        [(2, 0.0, 0.0), ADVANCE, START],  # STOP, ADVANCE, START inside run(): the call split in two slots
+        [(2, 0.0, 0.0), START],  # STOP, START: a START of a slot already started
+        [ADVANCE],  # an ADVANCE while the call runs
+        [(2, 0.0, 0.0), ADVANCE],  # the harness's STOP then meets a slot not started
+        [(2, 0.0, 0.0), END],  # an early END: the harness's calls after it go untimed
+    ],
+    ids=["split", "restart", "advance", "advance_after_stop", "end"],
+)
+def test_a_forged_order_inside_a_call_marks_the_block(control: ControlPage, forged: list[object]) -> None:
+    timer = _timer(control)
+    control.begin_block([(False, False, False, False)] * 3)
+    for k in range(3):
+        timer(ADVANCE)  # type: ignore[operator]
+        timer(START)  # type: ignore[operator]
+        t0 = time.perf_counter()
+        if k == 1:
+            for request in forged:
+                timer(request)  # type: ignore[operator]
+        timer((2, t0, time.perf_counter()))  # type: ignore[operator]
+    timer(END)  # type: ignore[operator]
+    state = control.block_state()
+    assert state["fault"] or state["loaded"] != 3, state
+
+
+def test_an_end_after_a_slot_the_harness_did_not_run_is_its_order(control: ControlPage) -> None:
+    # a mode left on: the harness answers the call without running it, and ends the block there
+    timer = _timer(control)
+    control.begin_block([(False, False, False, False)] * 3)
+    _call(timer)
+    timer(ADVANCE)  # type: ignore[operator]
+    timer(END)  # type: ignore[operator]
+    state = control.block_state()
+    assert state["ended"] and not state["fault"] and state["loaded"] == 2
+
+
+def test_every_scored_call_has_input_buffers_of_its_own() -> None:
+    # a submission caching outputs by its inputs' addresses (as one did when the paper protocol refilled one
+    # arena) finds no address twice among a block's scored calls; only the warm-ups share theirs
+    kinds = ["warmup"] * 3 + ["timed", "null", "evidence", "timed"]
+    block = _blocks.Block(kinds, lambda seed: [torch.full((4, 8), float(seed))], iter(range(100)).__next__,
+                          [((4, 8), torch.float32)], torch.device("cpu"), staged=False, distinct=False)  # fmt: skip
+    addresses = [block.arena(c).args[0].data_ptr() for c in block.calls]
+    assert len(set(addresses[:3])) == 1 and len(set(addresses[2:])) == len(addresses) - 2
+    assert all(bool((block.arena(c).args[0] == c.inputs[0]).all()) for c in block.calls)
+    hardened = _blocks.Block(kinds, lambda seed: [torch.zeros(4, 8)], iter(range(100)).__next__,
+                             [((4, 8), torch.float32)], torch.device("cpu"), staged=False, distinct=True)  # fmt: skip
+    assert len({hardened.arena(c).args[0].data_ptr() for c in hardened.calls}) == len(kinds)
+
+
+def test_a_plan_beyond_the_budget_runs_in_blocks_each_led_by_warmups() -> None:
+    scored = ["timed"] * 50 + ["null"] * 25 + ["evidence"] * 10
+    assert _blocks.plan(scored, 10, 1000, 10**9, distinct=False) == [["warmup"] * 10 + scored]
+    blocks = _blocks.plan(scored, 10, 1000, 31_000, distinct=False)  # 30 calls and the warm-ups' arena
+    assert [len(b) for b in blocks] == [40, 33, 28]
+    assert [b.count("warmup") for b in blocks] == [10, _blocks.BLOCK_WARMUP, _blocks.BLOCK_WARMUP]
+    assert [k for b in blocks for k in b if k != "warmup"] == scored
+    assert max(len(b) for b in _blocks.plan(scored, 10, 1, 10**12, distinct=False)) <= _control.MAX_BLOCK_CALLS
