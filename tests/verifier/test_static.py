@@ -166,3 +166,13 @@ def test_the_examples_scan_clean(path: Path) -> None:
 )
 def test_the_verifier_s_own_objects_stay_out_of_reach(source: str) -> None:
     assert {kind for _, kind in _kinds(source)} == {"forbidden"}, source
+
+
+@pytest.mark.parametrize("terms", [1200, 5000])
+def test_a_file_nested_too_deeply_to_read_is_the_submissions_failure(terms: int) -> None:
+    """An expression thousands of terms deep stops the scan's tree walk (1200) or the parser itself (5000) with
+    a RecursionError: it is reported as the file's (a compile error, counted), never as the verifier's own
+    failure, which would leave the attempt uncounted and its other findings unread."""
+    source = "import ctypes\nCHECKSUM = " + "+".join(["1"] * terms) + "\ndef run(x):\n    return x\n"
+    report = scan_source(source, "tirx")
+    assert report.syntax_error is not None and "nested too deeply" in report.syntax_error
