@@ -21,6 +21,7 @@ _CALLBACK = "Python callbacks registered for kernels are forbidden"
 _GRAPHS = "CUDA Graphs are forbidden"
 RAW_MEMORY = "reading or writing memory at raw addresses is forbidden"
 DEFERRED = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
+SERIALISATION = "tensors through serialisation, files or shared memory are forbidden (keep the data in tensors)"
 
 #: Module prefixes forbidden in every submission.
 FORBIDDEN_MODULES: dict[str, str] = {
@@ -122,6 +123,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
         _INTROSPECTION,
     ),
     "weakref.finalize": DEFERRED,
+    **dict.fromkeys(("torch.save", "torch.load", "torch.serialization", "torch.package"), SERIALISATION),
     **{f"torch._C.{name}": "the verifier's dispatch modes are off limits" for name in DISPATCH_KEY_CONTROLS},
     # ... and an operator run below the Python key (with a DispatchKeySet: ``redispatch``, a suffix rule below)
     **dict.fromkeys(
@@ -156,6 +158,14 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
     **dict.fromkeys(("redispatch", "redispatch_boxed"), "the verifier's dispatch modes are off limits"),
     # TVM's tables of native functions (module loaders, raw function lookups) under every package
     "_ffi_api": _NATIVE,
+    # a foreign-function module a library imported (``torch.ctypes``) is the module itself
+    **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
+    # a tensor's bytes through serialisation, files or shared memory (the runtime guards refuse the calls too)
+    **dict.fromkeys(
+        ("_write_file", "_set_from_file", "_new_with_file", "from_file", "share_memory_", "PyTorchFileWriter",
+         "PyTorchFileReader", "StorageBase"),
+        SERIALISATION,
+    ),
 }  # fmt: skip
 
 #: Builtins that execute code or expose namespaces.
