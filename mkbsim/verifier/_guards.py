@@ -59,6 +59,7 @@ from mkbsim.verifier._rules import (
     FORBIDDEN_NAMES,
     FORBIDDEN_SUFFIXES,
     OTHER_DSL_MODULES,
+    RAW_MEMORY,
     SERIALISATION,
 )
 from mkbsim.verifier._vault import Registry
@@ -851,6 +852,10 @@ class Guards:
         for cls in (torch.UntypedStorage, torch.TypedStorage, torch.Tensor):
             for name in _STORAGE_FILE_METHODS:
                 self.deny(cls, name, f"torch.{cls.__name__}.{name}", SERIALISATION, how="asked")
+        # a numpy view of a tensor reads and writes its memory with no operator (``view[:] = list``), and numpy
+        # is the submission's to use nowhere (``_install_numpy``)
+        for name in ("numpy", "__array__"):
+            self.deny(torch.Tensor, name, f"torch.Tensor.{name}", RAW_MEMORY)
         runtime = sys.modules.get("tvm.runtime")
         if runtime is None:
             return
