@@ -9,8 +9,9 @@ capture, Python callbacks registered for kernels and Python signal handlers.
 A call is the submission's when the innermost frame outside the standard library belongs to the
 submission (any file outside the installed libraries and this harness), or when that frame is a library's
 whose own code does not name the forbidden operation: the library is calling a callable it was handed
-(``tree_map(os.system, ...)``), which is the submission's (``handed`` in the vault; imports and ctypes events
-excepted, verifier README). Which code a frame runs is
+(``tree_map(os.system, ...)``, ``tree_map(__import__, ...)``), which is the submission's (``handed`` in the vault;
+an import also vouched for where C code imports under the library's frame, a ctypes event where the library's
+module works with ctypes: verifier README). Which code a frame runs is
 judged by the identity of its code object, never by its name alone (``co_filename`` is the
 submission's to choose: ``code.replace``, ``types.CodeType``, ``marshal``): a file name is believed only
 for code objects that existed before the submission was loaded (every function's, nested ones

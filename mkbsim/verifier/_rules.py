@@ -34,6 +34,7 @@ FORBIDDEN_MODULES: dict[str, str] = {
     ),
     "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
     **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
+    **dict.fromkeys(("torch.serialization", "torch.package"), SERIALISATION),
     # TVM's C/C++ compiler helpers, process pools and native-library builders (load_inline, embedded cubins)
     **dict.fromkeys(
         ("tvm.support", "tvm_ffi.cpp", "tvm_ffi.utils.embed_cubin", "tvm.exec", "cutlass.base_dsl.export"), _NATIVE
@@ -160,12 +161,8 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
     "_ffi_api": _NATIVE,
     # a foreign-function module a library imported (``torch.ctypes``) is the module itself
     **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
-    # a tensor's bytes through serialisation, files or shared memory (the runtime guards refuse the calls too)
-    **dict.fromkeys(
-        ("_write_file", "_set_from_file", "_new_with_file", "from_file", "share_memory_", "PyTorchFileWriter",
-         "PyTorchFileReader", "StorageBase"),
-        SERIALISATION,
-    ),
+    # a tensor's bytes from a file (the runtime guards refuse the calls too)
+    "from_file": SERIALISATION,
 }  # fmt: skip
 
 #: Builtins that execute code or expose namespaces.
@@ -182,7 +179,8 @@ INTROSPECTION_ATTRS = frozenset(
 )  # fmt: skip
 
 #: Names refused wherever they appear (attribute, definition, keyword or string): the array protocols
-#: that hand numpy or torch a raw address, and the finalizer a dropped object runs after the timed call.
+#: that hand numpy or torch a raw address, the finalizer a dropped object runs after the timed call, and a
+#: tensor's ways to files and shared memory.
 RAW_NAMES: dict[str, str] = {
     **dict.fromkeys(
         ("__array_interface__", "__array_struct__", "__cuda_array_interface__", "stride_tricks", "ctypeslib",
@@ -190,6 +188,13 @@ RAW_NAMES: dict[str, str] = {
         RAW_MEMORY,
     ),
     "__del__": DEFERRED,
+    # a tensor's bytes through files, shared memory or torch's zip container; the C base class of storages, whose
+    # methods the runtime hooks cannot patch
+    **dict.fromkeys(
+        ("_write_file", "_set_from_file", "_new_with_file", "share_memory_", "PyTorchFileWriter", "PyTorchFileReader",
+         "StorageBase"),
+        SERIALISATION,
+    ),
 }  # fmt: skip
 
 #: Calls whose attribute-name argument must be a string literal, so the scan can see the name.
