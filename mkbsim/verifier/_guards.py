@@ -1040,16 +1040,15 @@ def _binds_ctypes(namespace: dict[str, Any]) -> bool:
     """Whether a module's globals hold ctypes, or a class or function of it (``from ctypes import cast``): its
     code calls foreign functions itself. Read before the submission exists."""
     for value in list(namespace.values()):
-        if type(value) is types.ModuleType:
-            if value.__name__ in _FFI_MODULES:
-                return True
-            continue
-        try:
-            owner = getattr(value, "__module__", None) if isinstance(value, type | types.BuiltinFunctionType) else None
-        except Exception:  # an object whose attributes fail: not ctypes's
-            continue
-        if type(value) is types.FunctionType:
+        kind = type(value)  # never isinstance or getattr: a lazy object's __class__ or attributes run its code
+        if kind is types.ModuleType:
+            owner = vars(value).get("__name__")
+        elif kind is types.FunctionType or kind is types.BuiltinFunctionType:
             owner = value.__module__
+        elif issubclass(kind, type):
+            owner = vars(value).get("__module__")
+        else:
+            continue
         if type(owner) is str and owner.split(".")[0] in _FFI_MODULES:
             return True
     return False
