@@ -89,6 +89,17 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "import tvm\nm = tvm.runtime.load_static_library('a.o', ['f'])",
         "import tvm\nm = tvm.runtime.system_lib()",
         "import cutlass.cute as cute\nm = cute.runtime.load_module('k.o')",
+        # ctypes through a module that imported it; a tensor's bytes through serialisation, files, shared memory
+        "import torch\nffi = torch.ctypes",
+        "import torch\ntorch.ctypes.memmove(0, 0, 0)",
+        "import io, torch\ntorch.save(torch.ones(1), io.BytesIO())",
+        "import torch\nt = torch.load('x.pt')",
+        "import torch\nt = torch.from_file('x.bin', size=4)",
+        "from torch.serialization import _legacy_load",
+        "import torch\ndef f(t, f): t.untyped_storage()._write_file(f, True, False, 4)",
+        "import torch\ns = torch._C.StorageBase",
+        "import torch\nw = torch._C.PyTorchFileWriter('x')",
+        "import torch.package",
     ],
 )
 def test_forbidden(source: str) -> None:
