@@ -30,11 +30,12 @@ counted launch's BEFORE to the start of its AFTER, the native call and nothing o
 host clock, the call is synchronous; cuda: events recorded on the current stream around the launch, read
 once the call is over). The harness's END of the call writes the sum to the control page. A scored timed
 call pays only the count: no clock, no event, no AFTER. Only a launch the vault knows is genuine is
-counted and timed: its hook's original must be one registered before the submission loaded, and a TIRx
-launch must be a function the gate itself took from a runtime module (its native handle unchanged since),
-with plain arguments (tensors, numbers, strings, TVM FFI values: no object whose conversion runs the
-submission's Python inside the window). Anything else runs unwatched by the count and the clock, which can
-only cost the submission.
+counted and timed: its hook's original must be one registered before the submission loaded, and the
+launch a call of a function the gate itself made (``_dsl``): a TIRx function taken from a built module or a
+CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors, numbers, strings,
+TVM FFI values: no object whose conversion runs the submission's Python inside the window), or a CuTe ctypes
+host function, its address unchanged, called with one array of pointers and nothing of Python in its
+conversions. Anything else runs unwatched by the count and the clock, which can only cost the submission.
 """
 
 from __future__ import annotations
