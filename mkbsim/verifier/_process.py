@@ -80,6 +80,17 @@ def _exited(pid: int) -> bool:
         return True
 
 
+def _exiting(pid: int) -> bool:
+    """Whether ``pid`` has finished or is on its way out (the kernel's ``PF_EXITING``: closing its descriptors,
+    which can take a while for a CUDA process, is part of its exit)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0] in ("Z", "X") or bool(int(fields[6]) & 0x4)
+    except (OSError, IndexError, ValueError):
+        return True
+
+
 class Zygote:
     """A running zygote (see `mkbsim.verifier._zygote`)."""
 
@@ -278,7 +289,7 @@ class WorkerHandle:
         deadline = time.monotonic() + _EXIT_GRACE_S
         while not _exited(self.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
-        running = not _exited(self.pid)
+        running = not _exiting(self.pid)
         self.kill()
         status = self.zygote.status(self.zygote_pid)
         self.closed = True
