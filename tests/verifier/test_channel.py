@@ -1,4 +1,5 @@
-"""The message channel: whole messages, attached descriptors, and nothing but plain data from a worker."""
+"""The message channel: whole messages, attached descriptors, nothing but plain data from a worker, and only
+answers the harness's signing vault signed for the call (DESIGN §5)."""
 
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def test_the_verifier_accepts_only_the_harness_signed_answer_to_this_call(
     assert answer_tag(KEY, 2, data[_HEADER.size : -TAG_BYTES]) == data[-TAG_BYTES:]  # the vault's tag, as computed
 
 
-def test_a_channel_closed_under_the_worker_is_channel_closed_on_either_call() -> None:
+def test_a_channel_closed_or_shut_down_under_the_worker_is_channel_closed_on_either_side() -> None:
     a, b = socket.socketpair()
     worker = Channel(a)
     os.close(a.fileno())  # the submission closes the harness's descriptor
@@ -128,3 +129,12 @@ def test_a_channel_closed_under_the_worker_is_channel_closed_on_either_call() ->
         worker.recv(timeout=1)
     a.detach()
     b.close()
+    c, d = socket.socketpair()
+    worker, verifier = Channel(c), Channel(d)
+    c.shutdown(socket.SHUT_RDWR)  # shut down under the harness (native code could)
+    with pytest.raises(ChannelClosed):
+        worker.send({"ok": True})
+    with pytest.raises(ChannelClosed):
+        verifier.recv(timeout=1)
+    worker.close()
+    verifier.close()
