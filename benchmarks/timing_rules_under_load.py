@@ -4,10 +4,10 @@ honest submissions and false negatives on the timing cheats, with k busy process
 
     .venv/bin/python benchmarks/timing_rules_under_load.py --loads 0 1 2 4 --repeat 3 [--honest FILE:PROBLEM ...]
 
-Honest cases: the cpu examples and ``tests/verifier/honest`` (``--honest`` adds others, e.g. a red team's
-honest folder). Cheats, each expected to fail with its code: an audit-aware kernel idle when not audited
-(``decorative_dsl``: DSL time), one that knows the evidence calls' places (the plan's order fixed, as its test
-does: ``decorative_dsl``: scored time), a worker reporting a twentieth of a 2 ms call (``timing_tamper``: the
+Honest cases: the cpu examples and ``tests/verifier/honest``, or those given with ``--honest`` (e.g. some of these
+and a red team's honest folder). Cheats, each expected to fail with its code: an audit-aware kernel idle when not
+audited (``decorative_dsl``: DSL time), one that knows the evidence calls' places (the plan's order fixed, as its
+test does: ``decorative_dsl``: scored time), a worker reporting a twentieth of a 2 ms call (``timing_tamper``: the
 trusted clock), and a kernel on a device profile so slow that its time beats the speed of light
 (``timing_tamper``: SOL). One line per verification on stderr; the table of rates on stdout.
 """
@@ -125,13 +125,23 @@ def busy(k: int) -> Iterator[None]:
             p.wait()
 
 
+def _ratio(summary: dict[str, Any]) -> str:
+    """The scored calls' median CPU cost over the evidence calls' (``_judge.scored_time`` on cpu)."""
+    scored, watched = summary.get("cpu_median_ms"), summary.get("evidence_cpu_median_ms")
+    if not scored or not watched:
+        return "-"
+    harness = summary.get("null_cpu_over_ms") or 0.0  # net: the harness's own CPU around a call taken off
+    return f"{scored / watched:.3f} (net {(scored - harness) / max(watched - harness, 1e-9):.3f})"
+
+
 def _line(kind: str, name: str, k: int, report: Any) -> dict[str, Any]:
     rounds = report.details.get("timing_rounds") or [{}]
     first = rounds[0].get("failure")
     row = {"kind": kind, "name": name, "k": k, "first": first, "final": report.failure, "rounds": len(rounds)}
     print(
         f"k={k} load={os.getloadavg()[0]:.1f} {kind} {name}: round one {first}, verdict {report.failure} "
-        f"({len(rounds)} rounds) " + "; ".join(f"{(r.get('feedback') or 'pass')[:140]}" for r in rounds),
+        f"({len(rounds)} rounds) scored/watched cpu {' '.join(_ratio(r) for r in rounds)}; "
+        + "; ".join(f"{(r.get('feedback') or 'pass')[:140]}" for r in rounds),
         file=sys.stderr,
         flush=True,
     )
@@ -142,9 +152,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loads", type=int, nargs="+", default=[0, 1, 2, 4])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--honest", nargs="*", default=[], help="more honest cases, FILE:PROBLEM")
+    parser.add_argument("--honest", nargs="*", default=[], help="the honest cases, FILE:PROBLEM (default: HONEST)")
     args = parser.parse_args()
-    honest = list(HONEST)
+    honest = [] if args.honest else list(HONEST)
     for case in args.honest:
         path, _, problem = case.rpartition(":")
         if not path or not Path(path).is_file():
@@ -161,9 +171,9 @@ def main() -> None:
         bad = cheats(Path(tmp))
         for path, problem in honest[:1]:  # warm: the zygote, the eager baselines of the first problem
             session.verify(path, problem, "tirx")
-        for k in args.loads:
-            with busy(k):
-                for _ in range(args.repeat):
+        for _ in range(args.repeat):  # every load once a repeat: a run cut short still covers them all
+            for k in args.loads:
+                with busy(k):
                     for path, problem in honest:
                         rows.append(_line("honest", f"{path.name}:{problem}", k, session.verify(path, problem, "tirx")))
                     for cheat in bad:

@@ -417,7 +417,7 @@ def _round_summary(v: Verification, failure: Failure | None) -> dict[str, Any]:
     def median(xs: list[Any]) -> float | None:
         return float(statistics.median(xs)) if xs else None
 
-    evidence = t.get("evidence") or {}
+    evidence, nulls = t.get("evidence") or {}, t.get("null_trusted") or []
     return {
         "failure": failure.code if failure else None,
         "feedback": failure.feedback if failure else None,
@@ -425,6 +425,9 @@ def _round_summary(v: Verification, failure: Failure | None) -> dict[str, Any]:
         "evidence_median_ms": median(evidence.get("ms") or []),
         "cpu_median_ms": median([c.cpu_ms for c in t.get("trusted") or [] if c.cpu_ms is not None]),
         "evidence_cpu_median_ms": median([c.cpu_ms for c in evidence.get("trusted") or [] if c.cpu_ms is not None]),
+        "null_cpu_over_ms": median(  # the harness's own CPU around a call, as the null calls show it
+            [c.cpu_ms - r for c, r in zip(nulls, t.get("null_ms") or [], strict=True) if c.cpu_ms is not None]
+        ),
     }
 
 
