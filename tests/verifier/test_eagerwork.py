@@ -22,6 +22,7 @@ from mkbsim.verifier import VerifierSession, _control, _eagerwork, _operators, _
 from mkbsim.verifier._eagerwork import Work, compare, op_work, reference_ops, reference_work, work_of
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._vault import Registry
+from tests.kits.timing_rules import timing_rules_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 EAGER_CASES = sorted(ADVERSARIAL.glob("eagerwork_*.py"))
@@ -286,9 +287,10 @@ def test_without_the_rule_the_eager_answers_pass(
     """The adversarial eagerwork_* cases are correct and, but for those the byte-exact provenance also rejects
     (an eager answer a DSL seed derives nothing for: ``ALSO_BY_PROVENANCE``), pass the coverage test: the
     eager-work rule is what rejects them (what follows, timing, is judged by itself: a load spike there is not
-    this rule's business)."""
+    this rule's business: the timing rules are off)."""
     problem = next(line.split()[-1] for line in path.read_text().splitlines() if line.startswith("# problem:"))
     monkeypatch.setattr(_eagerwork, "EAGER_SHARE", math.inf)
+    timing_rules_off(monkeypatch)
     report = cpu_session.verify(path, problem, "tirx")
     assert report.correct, report.feedback
     if path.stem in ALSO_BY_PROVENANCE:

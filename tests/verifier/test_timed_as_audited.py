@@ -14,6 +14,7 @@ import torch
 from mkbsim.catalog import load_catalog
 from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases
 from mkbsim.verifier._verification import Shape
+from tests.kits.timing_rules import timing_rules_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 EVIDENCE = Path(__file__).with_name("evidence")
@@ -92,15 +93,17 @@ def test_a_submission_knowing_the_evidence_calls_is_rejected(
     randomness), the case guesses every evidence call; only the scored calls' time rejects it."""
     keys = iter(range(10**6))
     monkeypatch.setattr(_phases.rng, "random", lambda: next(keys) / 10**6)  # sorting keeps the plan's order
+    # the scored-time rule alone (its eager scored calls leave more CPU around the timer than the null calls, so
+    # the trusted clock catches it now and then too: a CI run under two workers saw 0.60 ms against 0.22 reported)
+    timing_rules_off(monkeypatch, keep=("scored_time",))
     report = cpu_session.verify(EVIDENCE / "known_plan_idle_kernel.py", "p36", "tirx")
     assert report.failure == "decorative_dsl", report.feedback
     assert "when it is watched" in report.feedback
-    monkeypatch.setattr(_judge, "EVIDENCE_NOISE", 1.0)  # the rule off: the same case passes...
+    assert [r["failure"] for r in report.details["timing_rounds"]] == ["decorative_dsl", "decorative_dsl"]
+    monkeypatch.setattr(_judge, "EVIDENCE_NOISE", 1.0)  # the rule off: the same case passes
     keys = iter(range(10**6))
     report = cpu_session.verify(EVIDENCE / "known_plan_idle_kernel.py", "p36", "tirx")
-    # ...or, on a loaded machine, now and then meets the trusted clock (its eager scored calls leave more CPU
-    # around the timer than the null calls: a CI run under two workers saw 0.60 ms against 0.22 reported)
-    assert report.passed or report.failure == "timing_tamper", report.feedback
+    assert report.passed, report.feedback
 
 
 def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_little(
