@@ -4,7 +4,9 @@ timing round) so that counting its calls guesses every evidence call right. Its 
 REPEATS times over) and eager code is faster: on the calls it takes for scored it launches the kernel with no
 work to do, the eager answer written beforehand; on correctness draws and evidence calls, the slow real work.
 Launch counts, signatures and the evidence calls' DSL time all hold: only the scored calls being faster than the
-evidence calls by more than the evidence costs rejects it."""
+evidence calls by more than the evidence costs rejects it. REPEATS makes the gain large (scored calls at ~0.13 of
+the evidence calls' CPU): the test is of the rule, not of its margin; at 200 repeats the ratio was 0.56-0.72
+against an allowance of ~0.74 under CI load (README, Known limits: a marginal cheat of this kind)."""
 
 # problem: p36
 import torch
@@ -13,7 +15,7 @@ from tvm.script import tirx as T
 
 EPS = 1e-6
 HIDDEN = 128
-REPEATS = 200
+REPEATS = 2000
 SCORED_CALLS = 10 + 50  # warmups, then the scored calls, before any evidence call
 ROUND_CALLS = SCORED_CALLS + 10  # then the evidence calls; a second timing round starts over
 calls: list[int] = []
