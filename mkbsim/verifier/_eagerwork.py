@@ -55,10 +55,11 @@ Python (``decorative_dsl``). Buffers turned into tensors whole (``torch.frombuff
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,28 +314,39 @@ def work_of(ops: Iterable[OpRecord]) -> Work:
     return found
 
 
-def _matched(reference: Iterable[tuple[float, int]], eager: Iterable[tuple[Hashable, float, int]]) -> int:
-    """How many of the reference's passes (amount, how many) the eager passes (operator, amount, how many)
-    stand for. One operator's eager calls are pooled, so a pass split into row chunks is still that pass: a
-    pool stands for as many of the reference's passes as it has, whose amounts add up to at most its own (one
-    large call stands for one pass, as before). Largest first, each into the pool with the least left that
-    holds it (best fit: a maximum matching where every pool is one call)."""
-    pools: dict[Hashable, list[float]] = {}
-    for operator, amount, count in eager:
-        pool = pools.setdefault(operator, [0.0, 0.0])
-        pool[0] += amount * count
-        pool[1] += count
+def _matched(reference: Iterable[tuple[float, int]], eager: Iterable[tuple[float, int]]) -> int:
+    """How many of the reference's passes (amount, how many) the eager calls (amount, how many) stand for, whatever
+    operators they are: a pass split into chunks is still that pass when each chunk is computed by another
+    operator (a ``mul`` for one, a ``div`` by the reciprocal for the next, a product through ``einsum`` or ``bmm``).
+    Each eager call stands for one pass at most, alone or with others whose amounts add up to the pass's (a bin
+    covering: one large call is one pass, however large). Greedy, the smallest passes first: each takes the
+    smallest call that covers what it still needs, else the largest calls below that."""
+    items: dict[float, int] = {}
+    for amount, count in eager:
+        if amount > 0 and count > 0:
+            items[amount] = items.get(amount, 0) + count
+    sizes = sorted(items)
+    left = [items[size] for size in sizes]
+    total = sum(size * n for size, n in zip(sizes, left, strict=True))
     matched = 0
-    for amount, count in sorted(reference, reverse=True):
+    for amount, count in sorted(reference):
         need = amount * (1 - 1e-9)  # chunk sizes summed in floating point
-        while count:
-            fits = [pool for pool in pools.values() if pool[0] >= need and pool[1] >= 1]
-            if not fits:
-                break
-            pool = min(fits, key=lambda p: p[0])
-            take = min(count, int(pool[1]), max(1, int(pool[0] // need)))
-            pool[0], pool[1] = pool[0] - take * amount, pool[1] - take
-            count, matched = count - take, matched + take
+        for _ in range(count):
+            if total < need:
+                return matched  # the passes after this one are no smaller
+            rest = need
+            while rest > 0:
+                i = bisect.bisect_left(sizes, rest)
+                take = 1  # the smallest call that covers the rest
+                if i == len(sizes):  # every call is smaller than the rest: the largest ones
+                    i = len(sizes) - 1
+                    take = min(left[i], max(1, int(rest // sizes[i])))
+                rest -= take * sizes[i]
+                total -= take * sizes[i]
+                left[i] -= take
+                if not left[i]:
+                    del sizes[i], left[i]
+            matched += 1
     return matched
 
 
@@ -456,8 +468,7 @@ def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
         extra = sum(max(0.0, eager.amounts[o] - reference.amounts[o]) for o in _STAND_INS[kind])
         found.shares[kind] = (eager.amounts[kind] + extra) / reference.amounts[kind]
     wanted = [(amount, count) for kind in judged for _, amount, count in reference.passes[kind]]
-    doing = [((kind, operator), amount, count) for kind in (judged if computes else KINDS)
-             for operator, amount, count in eager.passes[kind]]  # fmt: skip
+    doing = [(amount, count) for kind in (judged if computes else KINDS) for _, amount, count in eager.passes[kind]]
     total = sum(count for _, count in wanted)
     found.passes = _matched(wanted, doing) / total if total else 0.0
     inputs, outputs = reference.elements

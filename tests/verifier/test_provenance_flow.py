@@ -8,6 +8,7 @@ answer 0% outside the DSL.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from mkbsim.verifier import _provenance
@@ -187,3 +188,59 @@ def test_dsl_values_too_small_to_change_the_cast_input_derive_nothing(audit: Aud
     float32 elements: the sum is the cast input over again (passed before)."""
     tiny = _dsl(audit, [ROWS, N // ROWS], torch.rand(ROWS, N // ROWS) * 1e-30)
     assert audit.outside_share(_seeded_answer(audit, tiny, "aten.add.Tensor")) == 1.0
+
+
+def _well_conditioned(cols: int) -> torch.Tensor:
+    return torch.randn(cols, cols) / cols**0.5 + 2 * torch.eye(cols)
+
+
+def test_an_eager_answer_times_a_dense_dsl_near_identity_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before: an identity plus a small dense DSL perturbation has a nonzero everywhere and carries
+    information by every cheap test, yet the product is the eager answer within 1% (within a bf16 tolerance)."""
+    cols = N // ROWS
+    near = _dsl(audit, [cols, cols], torch.eye(cols) + 0.01 * torch.randn(cols, cols) / cols**0.5)
+    out = audit.eager("aten.cat.default", ([audit.eager("aten.mm.default", (h, near)) for h in _halves()],))
+    assert audit.outside_share(out) == 1.0
+
+
+@pytest.mark.parametrize("way", ["inverse", "row scale between", "solve", "eager basis first"])
+def test_an_eager_answer_through_a_dsl_matrix_and_its_inverse_is_not_the_dsls(audit: Audit, way: str) -> None:
+    """Passed before: the product with a DSL matrix was the DSL's, and so was everything computed from it and the
+    matrix's inverse (both the DSL's), the eager answer over again; a DSL row scale in between, a solve in place of
+    the inverse, or an eager change of basis first change nothing."""
+    cols = N // ROWS
+    matrix = _dsl(audit, [cols, cols], _well_conditioned(cols))
+    inverse = audit.eager("aten.linalg_inv_ex.default", (matrix,))[0]
+    rows = _dsl(audit, [ROWS // 2, 1], torch.rand(ROWS // 2, 1) + 0.5)
+    basis = torch.linalg.qr(torch.randn(cols, cols))[0]
+    inverse_after_basis = audit.eager("aten.linalg_inv_ex.default", (audit.eager("aten.mm.default", (basis, matrix)),))[
+        0
+    ]
+    pieces = []
+    for half in _halves():
+        if way == "eager basis first":
+            turned = audit.eager("aten.mm.default", (audit.eager("aten.mm.default", (half, basis)), matrix))
+            pieces.append(audit.eager("aten.mm.default", (turned, inverse_after_basis)))
+            continue
+        mixed = audit.eager("aten.mm.default", (half, matrix))
+        if way == "row scale between":
+            mixed = audit.eager("aten.mul.Tensor", (mixed, rows))
+        if way == "solve":  # X A = Y: X^T = A^-T Y^T
+            back = audit.eager("aten.linalg_solve.default", (matrix.t(), mixed.t())).t()
+        else:
+            back = audit.eager("aten.mm.default", (mixed, inverse))
+        if way == "row scale between":
+            back = audit.eager("aten.div.Tensor", (back, rows))
+        pieces.append(back)
+    assert audit.outside_share(audit.eager("aten.cat.default", (pieces,))) == 1.0
+
+
+def test_dsl_data_times_an_eager_weight_keeps_its_credit(audit: Audit) -> None:
+    """p52's partial plan: DSL-quantised activations, an eager GEMM against an eagerly scaled weight, whatever the
+    weight (square and well conditioned, or near an identity: the result's lines are the data's, not the weight's)."""
+    cols = N // ROWS
+    for weight in (_well_conditioned(cols), torch.eye(cols) + 0.01 * torch.randn(cols, cols)):
+        act = _dsl(audit, [ROWS, cols], torch.randn(ROWS, cols))
+        scaled = audit.eager("aten.mul.Tensor", (weight, 0.5))
+        out = audit.eager("aten.mm.default", (act, scaled))
+        assert audit.outside_share(out) == 0.0
