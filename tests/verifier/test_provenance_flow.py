@@ -8,13 +8,18 @@ answer 0% outside the DSL.
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import pytest
 import torch
 
-from mkbsim.verifier import _provenance
+from mkbsim.verifier import VerifierSession, _eagerwork, _provenance
 from tests.verifier.test_provenance_bytes import ROWS, Audit, N, _answer, _halves, audit, zero_fill
 
 __all__ = ["audit"]  # the fixture
+
+ADVERSARIAL = Path(__file__).with_name("adversarial")
 
 
 def _dsl(audit: Audit, shape: list[int], fill: torch.Tensor | None = None) -> torch.Tensor:
@@ -244,3 +249,18 @@ def test_dsl_data_times_an_eager_weight_keeps_its_credit(audit: Audit) -> None:
         scaled = audit.eager("aten.mul.Tensor", (weight, 0.5))
         out = audit.eager("aten.mm.default", (act, scaled))
         assert audit.outside_share(out) == 0.0
+
+
+LAUNDERING = ("answer_times_dsl_near_identity", "answer_through_dsl_matrix_and_inverse")
+
+
+@pytest.mark.parametrize("name", LAUNDERING)
+def test_an_answer_laundered_through_dsl_matrices_fails_the_coverage_test_alone(
+    cpu_session: VerifierSession, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the eager-work rule off (it rejects them too), the adversarial near-identity and inverse cases are
+    correct and the coverage test rejects them: the output existed outside the DSL (both passed it before)."""
+    monkeypatch.setattr(_eagerwork, "EAGER_SHARE", math.inf)
+    report = cpu_session.verify(ADVERSARIAL / f"{name}.py", "p36", "tirx")
+    assert report.correct, report.feedback
+    assert not report.bypass_ok and "existed outside the DSL" in report.feedback, report.feedback
