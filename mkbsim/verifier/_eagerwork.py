@@ -319,35 +319,46 @@ def _matched(reference: Iterable[tuple[float, int]], eager: Iterable[tuple[float
     operators they are: a pass split into chunks is still that pass when each chunk is computed by another
     operator (a ``mul`` for one, a ``div`` by the reciprocal for the next, a product through ``einsum`` or ``bmm``).
     Each eager call stands for one pass at most, alone or with others whose amounts add up to the pass's (a bin
-    covering: one large call is one pass, however large). Greedy, the smallest passes first: each takes the
-    smallest call that covers what it still needs, else the largest calls below that."""
+    covering: one large call is one pass, however large). Greedy, the smallest passes first: each is covered by
+    calls smaller than it where they add up to it (largest first, the last one the smallest that completes it),
+    else by the smallest call that covers it alone."""
     items: dict[float, int] = {}
     for amount, count in eager:
         if amount > 0 and count > 0:
             items[amount] = items.get(amount, 0) + count
     sizes = sorted(items)
     left = [items[size] for size in sizes]
-    total = sum(size * n for size, n in zip(sizes, left, strict=True))
     matched = 0
     for amount, count in sorted(reference):
         need = amount * (1 - 1e-9)  # chunk sizes summed in floating point
         for _ in range(count):
-            if total < need:
-                return matched  # the passes after this one are no smaller
-            rest = need
-            while rest > 0:
-                i = bisect.bisect_left(sizes, rest)
-                take = 1  # the smallest call that covers the rest
-                if i == len(sizes):  # every call is smaller than the rest: the largest ones
-                    i = len(sizes) - 1
-                    take = min(left[i], max(1, int(rest // sizes[i])))
-                rest -= take * sizes[i]
-                total -= take * sizes[i]
-                left[i] -= take
-                if not left[i]:
-                    del sizes[i], left[i]
+            below = bisect.bisect_left(sizes, need)
+            if sum(size * n for size, n in zip(sizes[:below], left[:below], strict=True)) < need:
+                if below == len(sizes):
+                    return matched  # the passes after this one are no smaller
+                _take(sizes, left, below, 1)  # the smallest call that covers it alone
+            else:
+                rest = need
+                while rest > 0 and below:  # the smallest call that completes it, else the largest below the pass
+                    i = bisect.bisect_left(sizes, rest, 0, below)
+                    if i < below:
+                        _take(sizes, left, i, 1)
+                        rest = 0.0
+                    else:
+                        n = min(left[below - 1], max(1, int(rest // sizes[below - 1])))
+                        rest -= n * sizes[below - 1]
+                        below -= _take(sizes, left, below - 1, n)
             matched += 1
     return matched
+
+
+def _take(sizes: list[float], left: list[int], i: int, n: int) -> int:
+    """Take ``n`` calls of the ``i``-th size; 1 where that size is used up (and dropped), else 0."""
+    left[i] -= n
+    if left[i]:
+        return 0
+    del sizes[i], left[i]
+    return 1
 
 
 def _tensor_sizes(obj: Any) -> Sizes:
