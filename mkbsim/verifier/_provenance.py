@@ -199,7 +199,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         all_of=base.all, any_of=base.any, logical_or=base.logical_or,
         logical_not=base.logical_not, logical_and_=base.logical_and_, where=torch._C._VariableFunctions.where,
         weighed_cosine=WEIGHED_COSINE, weighed_line=WEIGHED_LINE, mm=base.mm, div=base.div, sqrt=base.sqrt,
-        abs=base.abs, contiguous=base.contiguous,
+        sub=base.sub, mean=base.mean, abs=base.abs, contiguous=base.contiguous,
         copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES,
         derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_movement_ops(),
         broadcast_to=torch._C._VariableFunctions.broadcast_to, unsqueeze=base.unsqueeze, lt=base.lt,
@@ -798,7 +798,8 @@ def provenance_vault(
 
     def lines_of(t: Any) -> Any:
         """``t``'s rows (axis 0; leading dimensions flattened into rows) and columns (axis 1) of ``WEIGHED_LINE``
-        elements or more, each scaled to unit length: [(axis, their length, a matrix of them, one per row)]."""
+        elements or more, each less its mean and scaled to unit length (a constant line is none: lines of positive
+        values would all be alike): [(axis, their length, a matrix of them, one per row)]."""
         shape = lib.tuple(lib.size(t))
         if lib.len(shape) == 0 or lib.numel(t) == 0 or lib.dtype_of(t) is lib.bool_:
             return []
@@ -807,6 +808,7 @@ def provenance_vault(
         for axis, m in ((0, rows), (1, lib.contiguous(lib.transpose(rows, 0, 1)))):
             length = lib.size(m)[1]
             if length >= lib.weighed_line:
+                m = lib.sub(m, lib.mean(m, dim=1, keepdim=True))
                 norm = lib.sqrt(lib.sum(lib.mul(m, m), dim=1, keepdim=True))
                 found.append((axis, length, lib.div(m, lib.clamp(norm, min=1e-30))))
         return found
@@ -838,7 +840,7 @@ def provenance_vault(
                 return None
         for t, states, ids, given_input in operands:
             if t is not added and not given_input and entirely_dsl(states, ids) and informative(t, outs, operands):
-                return [(undone(u, ones_like(u)), None) for u in outs]
+                return [(ones_like(u), None) for u in outs]
         return None
 
     def flow(name: str, operator_name: str, args: Any, kwargs: Any, outs: Any, operands: Any, known: Any,
@@ -863,7 +865,7 @@ def provenance_vault(
         for _, states, ids, given_input in operands:
             if not given_input and not entirely_dsl(states, ids):
                 return None
-        return [(undone(u, ones_like(u)), None) for u in outs]
+        return [(ones_like(u), None) for u in outs]
 
     def spread(t: Any, values: Any, blank: Any) -> Any:
         """Per-element ``values`` (``t``'s logical order) as one value per byte of ``t``'s span (``blank`` between
@@ -931,6 +933,8 @@ def provenance_vault(
             if not writes and not view and hi > lo:  # fresh memory: a copy recorded there before was freed
                 copies[:] = [c for c in copies if not (c[0] < hi and lo < c[1])]
             got = found[k] if found is not None and k < lib.len(found) else None
+            if got is not None and weighed:  # what the DSL contributed must stay (``undone``)
+                got = (undone(t, got[0]), got[1])
             if got is not None and hi > lo and not view and lib.bool(lib.any_of(got[0])):
                 credit(t, got[0], got[1], not writes)  # computed from the DSL's data: those elements are the DSL's
             elif not dsl_elements(t):

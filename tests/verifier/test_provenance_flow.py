@@ -208,13 +208,15 @@ def test_an_eager_answer_times_a_dense_dsl_near_identity_is_not_the_dsls(audit: 
     assert audit.outside_share(out) == 1.0
 
 
-@pytest.mark.parametrize("way", ["inverse", "row scale between", "solve", "eager basis first"])
+@pytest.mark.parametrize("way", ["inverse", "row scale between", "solve", "eager basis first", "difference"])
 def test_an_eager_answer_through_a_dsl_matrix_and_its_inverse_is_not_the_dsls(audit: Audit, way: str) -> None:
     """Passed before: the product with a DSL matrix was the DSL's, and so was everything computed from it and the
     matrix's inverse (both the DSL's), the eager answer over again; a DSL row scale in between, a solve in place of
-    the inverse, or an eager change of basis first change nothing."""
+    the inverse, an eager change of basis first, or two products whose difference is the answer change nothing."""
     cols = N // ROWS
-    matrix = _dsl(audit, [cols, cols], _well_conditioned(cols))
+    values = _well_conditioned(cols)
+    matrix = _dsl(audit, [cols, cols], values)
+    shifted = _dsl(audit, [cols, cols], values + torch.eye(cols))
     inverse = audit.eager("aten.linalg_inv_ex.default", (matrix,))[0]
     rows = _dsl(audit, [ROWS // 2, 1], torch.rand(ROWS // 2, 1) + 0.5)
     basis = torch.linalg.qr(torch.randn(cols, cols))[0]
@@ -223,6 +225,10 @@ def test_an_eager_answer_through_a_dsl_matrix_and_its_inverse_is_not_the_dsls(au
     ]
     pieces = []
     for half in _halves():
+        if way == "difference":  # E (I + A) - E A, both matrices the DSL's: a pointwise difference of two products
+            both = audit.eager("aten.mm.default", (half, shifted))
+            pieces.append(audit.eager("aten.sub.Tensor", (both, audit.eager("aten.mm.default", (half, matrix)))))
+            continue
         if way == "eager basis first":
             turned = audit.eager("aten.mm.default", (audit.eager("aten.mm.default", (half, basis)), matrix))
             pieces.append(audit.eager("aten.mm.default", (turned, inverse_after_basis)))
