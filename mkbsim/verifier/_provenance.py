@@ -93,7 +93,7 @@ VARIED_VALUES = 16
 #: element and the other operand is a weight, however large (p52's eager GEMM on DSL-quantised activations),
 #: unless the DSL operand carries no information (the vault's ``informative``: constant, or at most one nonzero per
 #: row or column on average: an identity, permutation, one-hot or diagonal matrix) or the result equals another
-#: operand.
+#: operand; and only where what it contributed stays (``WEIGHED_COSINE``).
 _CONTRACTIONS = frozenset(
     ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "dot", "mv", "addmv",
      "convolution", "_convolution")
@@ -801,7 +801,7 @@ def provenance_vault(
         elements or more, each less its mean and scaled to unit length (a constant line is none: lines of positive
         values would all be alike): [(axis, their length, a matrix of them, one per row)]."""
         shape = lib.tuple(lib.size(t))
-        if lib.len(shape) == 0 or lib.numel(t) == 0 or lib.dtype_of(t) is lib.bool_:
+        if lib.len(shape) == 0 or lib.numel(t) == 0 or lib.dtype_of(t) is lib.bool_ or lib.dtype_of(t).is_complex:
             return []
         rows = lib.reshape(lib.to(t, lib.float32), (-1, shape[-1]))
         found = []
