@@ -98,11 +98,21 @@ VARIED_VALUES = 16
 #: element and the other operand is a weight, however large (p52's eager GEMM on DSL-quantised activations),
 #: unless the DSL operand carries no information (the vault's ``informative``: constant, or at most one nonzero per
 #: row or column on average: an identity, permutation, one-hot or diagonal matrix) or the result equals another
-#: operand.
+#: operand; and only where what it contributed stays (``WEIGHED_COSINE``).
 _CONTRACTIONS = frozenset(
     ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "dot", "mv", "addmv",
      "convolution", "_convolution")
 )  # fmt: skip
+#: A credited contraction's (or any other credited operator's) result line, a row or a column of at least
+#: ``WEIGHED_LINE`` elements, that lies within this cosine of a line of a tensor some contraction of the call had as
+#: an operand not entirely the DSL's (an eager answer, a weight) is that operand's over again, up to a scale: what
+#: the DSL operand contributed did not stay (a near-identity; a DSL matrix, then its inverse). A cosine of 0.995
+#: is a residual of 10% of the line after the best scale: a perturbation small enough to hide within the problem's
+#: tolerance is well inside it, an honest GEMM of data against a weight is nowhere near it.
+WEIGHED_COSINE = 0.995
+#: Lines shorter than this are not compared (two random lines of 16 elements lie within 0.995 of each other with a
+#: probability of about 1e-15; of 2 elements, of a few percent).
+WEIGHED_LINE = 16
 #: The operand a contraction adds to its product (a bias), by position: added element by element, so never a weight.
 _BIASES = {"addmm": 0, "baddbmm": 0, "addbmm": 0, "addmv": 0, "linear": 2, "convolution": 2, "_convolution": 2}
 #: Pointwise operators (broadcasting included): each result element is computed from the operand elements at its
@@ -193,6 +203,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         copy_=base.copy_, bool_=torch.bool, logical_or_=base.logical_or_, as_strided=base.as_strided,
         all_of=base.all, any_of=base.any, logical_or=base.logical_or,
         logical_not=base.logical_not, logical_and_=base.logical_and_, where=torch._C._VariableFunctions.where,
+        weighed_cosine=WEIGHED_COSINE, weighed_line=WEIGHED_LINE, mm=base.mm, div=base.div, sqrt=base.sqrt,
+        sub=base.sub, mean=base.mean, abs=base.abs, contiguous=base.contiguous,
         copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES,
         derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_movement_ops(),
         broadcast_to=torch._C._VariableFunctions.broadcast_to, unsqueeze=base.unsqueeze, lt=base.lt,
@@ -258,6 +270,7 @@ def provenance_vault(
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
+    weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
     lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
@@ -796,6 +809,40 @@ def provenance_vault(
                     return False
         return True
 
+    def lines_of(t: Any) -> Any:
+        """``t``'s rows (axis 0; leading dimensions flattened into rows) and columns (axis 1) of ``WEIGHED_LINE``
+        elements or more, each less its mean and scaled to unit length (a constant line is none: lines of positive
+        values would all be alike): [(axis, their length, a matrix of them, one per row)]."""
+        shape = lib.tuple(lib.size(t))
+        if lib.len(shape) == 0 or lib.numel(t) == 0 or lib.dtype_of(t) is lib.bool_ or lib.dtype_of(t).is_complex:
+            return []
+        rows = lib.reshape(lib.to(t, lib.float32), (-1, shape[-1]))
+        found = []
+        for axis, m in ((0, rows), (1, lib.contiguous(lib.transpose(rows, 0, 1)))):
+            length = lib.size(m)[1]
+            if length >= lib.weighed_line:
+                m = lib.sub(m, lib.mean(m, dim=1, keepdim=True))
+                norm = lib.sqrt(lib.sum(lib.mul(m, m), dim=1, keepdim=True))
+                found.append((axis, length, lib.div(m, lib.clamp(norm, min=1e-30))))
+        return found
+
+    def undone(u: Any, mask: Any) -> Any:
+        """``mask`` (credit over ``u``) without the elements of ``u``'s rows and columns that are, up to a scale
+        (``WEIGHED_COSINE``), a line of a contraction's operand the DSL did not make: there the DSL operand's
+        contribution did not stay."""
+        mine = lines_of(u) if weighed else []
+        if not mine:
+            return mask
+        shape = lib.tuple(lib.size(u))
+        found = lib.zeros((lib.numel(u) // shape[-1], shape[-1]), dtype=lib.bool_, device=lib.device_of(u))
+        for axis, length, lines in mine:
+            for other_length, others in weighed:
+                if other_length == length:
+                    cosine = lib.amax(lib.abs(lib.mm(lines, lib.transpose(others, 0, 1))), 1)
+                    near = lib.ge(cosine, lib.weighed_cosine)
+                    lib.logical_or_(found, lib.unsqueeze(near, 1 - axis))
+        return lib.logical_and(mask, lib.logical_not(lib.reshape(found, shape)))
+
     def contracted(operator_name: str, args: Any, outs: Any, operands: Any) -> Any:
         """A contraction's result is the DSL's when one contracted operand is entirely the DSL's and informative
         (its other operand is a weight, eager-made or not); a bias it adds must be the DSL's or an input."""
@@ -887,6 +934,10 @@ def provenance_vault(
                 eager = lib.max(eager, lib.numel(t) - k)
             operands.append((t, states, ids, given_input))
         ratio = dsl >= lib.derived_over_eager * eager
+        if operator_name in lib.contractions:  # what the eager operands alone determine (``undone``)
+            for t, states, ids, _ in operands:
+                if not entirely_dsl(states, ids):
+                    weighed.extend((length, lines) for _, length, lines in lines_of(t))
         found = flow(name, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
         for k in lib.range(lib.len(outs)):
             t = outs[k]
@@ -895,6 +946,8 @@ def provenance_vault(
             if not writes and not view and hi > lo:  # fresh memory: a copy recorded there before was freed
                 copies[:] = [c for c in copies if not (c[0] < hi and lo < c[1])]
             got = found[k] if found is not None and k < lib.len(found) else None
+            if got is not None and weighed:  # what the DSL contributed must stay (``undone``)
+                got = (undone(t, got[0]), got[1])
             if got is not None and hi > lo and not view and lib.bool(lib.any_of(got[0])):
                 credit(t, got[0], got[1], not writes)  # computed from the DSL's data: those elements are the DSL's
             elif not dsl_elements(t):
@@ -1055,6 +1108,7 @@ def provenance_vault(
                 held.clear()
                 tables.clear()
                 eager_ops.clear()
+                weighed.clear()
                 lineages.clear()
                 lineages["next"] = 0.0
                 opened.clear()

@@ -120,6 +120,37 @@ def test_a_pass_split_into_row_chunks_is_still_that_pass() -> None:
     assert compare(1, large, work_of([((mul, ((64,), (64,)), ((64,),)), 4)])).passes == 0.25
 
 
+def test_chunks_of_a_pass_computed_by_other_operators_are_still_that_pass() -> None:
+    """eagerwork_chunks_renamed: each chunk's stages written with other operators (``mul``/``pow``/``square``,
+    ``mean``/``sum`` and ``div``, ``add``/``sub``, ``rsqrt``/``reciprocal`` of ``sqrt``/``exp2`` of ``log2``, a
+    product or a division by the reciprocal). Pooled by operator name they matched half the passes (0.50)."""
+    x, w = torch.randn(16, 64), torch.randn(64)
+
+    def norm(rows: torch.Tensor) -> torch.Tensor:
+        return rows * torch.rsqrt(rows.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+    def renamed(rows: torch.Tensor, k: int) -> torch.Tensor:
+        if k == 0:
+            return norm(rows)
+        if k == 1:
+            inv = torch.reciprocal(torch.sqrt(torch.square(rows).sum(-1, keepdim=True) / 64 - (-1e-6)))
+            return rows / torch.reciprocal(inv) / torch.reciprocal(w)
+        inv = torch.exp2(torch.log2((rows * rows).mean(-1, keepdim=True) + 1e-6) * -0.5)
+        return torch.div(rows, torch.reciprocal(inv)).mul(w)
+
+    whole = work_of(reference_ops(norm, [x]))
+    eager = work_of(reference_ops(lambda x: torch.cat([renamed(r, k % 3) for k, r in enumerate(x.chunk(4))]), [x]))
+    assert compare(1, eager, whole).passes == 1.0
+
+
+def test_passes_are_covered_by_whole_calls_best_fit() -> None:
+    """Each call covers one pass at most; chunks of 0.6 and 0.4 of two passes pair up; a large call is one pass."""
+    assert _eagerwork._matched([(10.0, 2)], [(6.0, 2), (4.0, 2)]) == 2
+    assert _eagerwork._matched([(10.0, 3)], [(30.0, 1)]) == 1
+    assert _eagerwork._matched([(1.0, 2), (10.0, 1)], [(10.0, 1), (0.5, 4)]) == 3
+    assert _eagerwork._matched([(10.0, 1)], [(3.0, 3)]) == 0
+
+
 def test_the_reference_s_padding_is_taken_out_of_its_price() -> None:
     """p01's reference pads every sequence to the longest: an eager decode of each sequence over its own pages
     is the whole answer, priced against the products the problem needs (its cost()), not the padded ones."""
