@@ -102,6 +102,7 @@ _EVENT_CALLERS = {
     "socket.__new__": ("socket", "socketpair", "fromfd", "create_connection", "create_server", "urlopen"),
     "socket.connect": ("connect", "create_connection", "urlopen"), "socket.bind": ("bind", "create_server"),
     "socket.getaddrinfo": ("getaddrinfo", "create_connection", "create_server", "urlopen"),
+    "os.putenv": ("putenv", "environ", "environb"), "os.unsetenv": ("unsetenv", "environ", "environb"),
 }  # fmt: skip
 _TWO_PATH_EVENTS = frozenset(("os.rename", "shutil.move", "os.link", "os.symlink"))
 # where each file event carries its dir_fd arguments (CPython's audit events table)
@@ -110,18 +111,49 @@ _DIR_FD_ARGS = {
     "os.mkdir": (2,), "os.chmod": (2,), "os.chown": (3,), "os.utime": (3,), "shutil.rmtree": (1,),
 }  # fmt: skip
 _ATTRIBUTE_EVENTS = frozenset(("object.__getattr__", "object.__setattr__", "object.__delattr__"))
+#: Changes to the process's environment, which the DSLs' builds read (the compiler, its search path, its flags).
+_ENVIRONMENT_EVENTS = frozenset(("os.putenv", "os.unsetenv"))
 _FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 _WATCHED = frozenset(
     _PROCESS_EVENTS
     | _ALWAYS_REFUSED
     | _FILE_CHANGE_EVENTS
     | _ATTRIBUTE_EVENTS
+    | _ENVIRONMENT_EVENTS
     | {"open", "import", "sys._getframe", "compile", "exec"}
 )
 #: /proc entries that show a process's memory or its map: nobody in the worker reads them.
 _PROC_MEMORY = frozenset(("mem", "maps", "smaps", "smaps_rollup", "map_files", "pagemap", "numa_maps", "environ"))
 _PROC_READABLE = ("self", "thread-self", "cpuinfo", "meminfo", "stat", "loadavg", "sys", "version")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+#: The programs a DSL build may run (TVM's ``cc``/``nvcc`` helpers), looked up before any submission exists.
+_COMPILER_NAMES = ("g++", "gcc", "clang++", "clang", "c++", "cc", "nvcc", "ar", "ld")
+#: Compiler options that make the compiler run or load another program (``-wrapper``, ``-fplugin``, ``-B``,
+#: ``-ccbin``, ``-Xclang -load``, nvcc's ``--run``, a response file ``@file`` that could hold any of them); matched
+#: in each comma- or ``=``-separated piece of an argument that starts with "-" (``-Wl,-plugin,x``).
+_STEERING_WORDS = ("wrapper", "plugin", "specs", "ccbin", "bindir", "ld-path", "fuse-ld", "toolchain", "install-dir",
+                   "prefix", "load", "-run")  # fmt: skip
+#: path (as found, and resolved) -> (device, inode) of each compiler; the search path it was found on
+_COMPILERS: dict[str, tuple[int, int]] = {}
+_EXEC_PATH: list[str] = []
+
+
+def freeze_compilers() -> None:
+    """Fix the compilers a DSL build may run, in the zygote before any submission (DESIGN §5): a process a
+    build starts must be one of them by path and identity, found on this very search path."""
+    if _EXEC_PATH:
+        return
+    import shutil
+
+    search = os.environ.get("PATH", os.defpath)
+    cuda = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    for found in [*(shutil.which(name, path=search) for name in _COMPILER_NAMES), *cuda]:
+        if not found or not os.path.isabs(found) or not os.access(found, os.X_OK):
+            continue
+        for path in (found, os.path.realpath(found)):
+            info = os.stat(path)
+            _COMPILERS[path] = (info.st_dev, info.st_ino)
+    _EXEC_PATH.append(search)
 
 
 def _lib() -> types.SimpleNamespace:
@@ -137,6 +169,24 @@ def _lib() -> types.SimpleNamespace:
         opt_suffix=f".opt-{sys.flags.optimize}" if sys.flags.optimize else "",
         plain=frozenset(id(t) for t in (str, bytes, int, float, complex, bool, type(None), type(...), tuple,
                                         frozenset, types.CodeType)),
+        dict=dict, lookups=_lookup_bindings(),
+    )  # fmt: skip
+
+
+def _lookup_bindings() -> tuple[tuple[dict[Any, Any], Any, Any], ...]:
+    """(namespace, key, value) of what ``subprocess`` reads to find a program by name (``os.get_exec_path`` over
+    ``os.environ``'s PATH, joined by ``os.path.join``), bound before the submission exists: while each still
+    holds, the PATH the frozen compilers were found on is the one a build's process is found on."""
+    import posixpath
+
+    environ = os.environ
+    attrs = vars(environ)
+    return (
+        (vars(os), "environ", environ), (vars(os), "get_exec_path", os.get_exec_path),
+        (vars(os), "fsencode", os.fsencode), (vars(os), "path", posixpath), (vars(posixpath), "join", posixpath.join),
+        (vars(posixpath), "dirname", posixpath.dirname), (attrs, "_data", attrs["_data"]),
+        (attrs, "encodekey", attrs["encodekey"]), (attrs, "decodevalue", attrs["decodevalue"]),
+        (attrs["_data"], b"PATH", attrs["_data"].get(b"PATH")),
     )  # fmt: skip
 
 
@@ -148,7 +198,8 @@ def _constants() -> types.SimpleNamespace:
         ALWAYS=_ALWAYS_REFUSED, FILE_CHANGE=_FILE_CHANGE_EVENTS, TWO_PATH=_TWO_PATH_EVENTS,
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
-        VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS),
+        VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS), ENVIRONMENT=_ENVIRONMENT_EVENTS,
+        COMPILERS=dict(_COMPILERS), EXEC_DIRS=tuple((_EXEC_PATH or [""])[0].split(":")), STEERING=_STEERING_WORDS,
     )  # fmt: skip
 
 
@@ -475,6 +526,71 @@ def _guard_vault(
         text = raw.decode("utf-8", "surrogateescape") if lib.type(raw) is lib.bytes else raw
         return lib.type(text) is lib.str and text.startswith("/")  # relative: maybe to a dir_fd
 
+    def plain_get(table: Any, key: Any) -> Any:
+        """``table[key]`` (None if absent) compared by exact type, so that no key's own ``__eq__`` runs here."""
+        if lib.type(table) is not lib.dict:
+            return table  # never one of the bound values: the binding no longer holds
+        for item, value in lib.list(table.items()):
+            if lib.type(item) is lib.type(key) and item == key:
+                return value
+        return None
+
+    def text(raw: Any) -> str | None:
+        if lib.type(raw) is lib.bytes:
+            return raw.decode("utf-8", "surrogateescape")
+        return raw if lib.type(raw) is lib.str else None
+
+    def executable(path: str) -> bool:
+        try:
+            mode = lib.stat(path).st_mode
+        except lib.OSError:
+            return False
+        return (mode & 0o170000) == 0o100000 and (mode & 0o111) != 0
+
+    def steering(argument: str) -> bool:
+        """Whether a compiler argument makes it run or load another program (``_STEERING_WORDS``)."""
+        for piece in argument.replace("=", ",").split(","):
+            if piece.startswith("@") or piece.startswith("-B"):
+                return True
+            if piece.startswith("-") and lib.any(word in piece for word in k.STEERING):
+                return True
+        return False
+
+    def compiler_refusal(event: str, args: Any) -> str | None:
+        """Why a process a DSL build starts is not a compiler the harness fixed before the submission loaded (by
+        path and identity, found on the frozen search path, in the inherited environment, with no argument that
+        makes it run another program), or None."""
+        if event == "subprocess.Popen" and lib.len(args) == 4:
+            program, argv, env = args[0], args[1], args[3]
+        elif event in ("os.posix_spawn", "os.exec") and lib.len(args) == 3:
+            program, argv, env = args
+        else:
+            return "a DSL build may only run a compiler"
+        if env is not None:
+            return "a compiler must run in the inherited environment"
+        name = text(program)
+        items = [argv] if lib.type(argv) is lib.str or lib.type(argv) is lib.bytes else argv
+        if name is None or (lib.type(items) is not lib.list and lib.type(items) is not lib.tuple):
+            return "a program named by a str"
+        arguments = [text(item) for item in items]
+        if lib.any(item is None for item in arguments):
+            return "compiler arguments must be str"
+        if lib.any(steering(item) for item in arguments[1:]):
+            return "compiler options that run or load other programs are forbidden"
+        if "/" not in name:
+            if not lib.all(plain_get(table, key) is value for table, key, value in lib.lookups):
+                return "the environment a compiler is found by was changed"
+            found = [d + "/" + name for d in k.EXEC_DIRS if d and executable(d + "/" + name)]
+            name = found[0] if found else name
+        identity = k.COMPILERS.get(name)
+        try:
+            info = lib.stat(name)
+        except lib.OSError:
+            info = None
+        if identity is None or info is None or (info.st_dev, info.st_ino) != identity:
+            return f"a DSL build may only run the compilers fixed before the submission loaded, not {name[:200]!r}"
+        return None
+
     def judge_event(event: str, args: Any, frame: Any, protected: bool) -> Any:
         if event == "compile" or event == "exec":
             compiled(event, args, frame)
@@ -514,9 +630,17 @@ def _guard_vault(
             return (
                 refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
             )
+        if event in k.ENVIRONMENT:
+            if kind == k.CANDIDATE:
+                return refuse(event, "the environment the DSLs' builds read is the harness's", who)
+            return None
         if event.startswith("ctypes.") or event in k.PROCESS:
             # a library asked by the submission (a compiler helper, a process pool) is the submission starting
-            # a process; TVM's compilers run inside a build or an export (``_dsl``)
+            # a process; TVM's compilers run inside a build or an export (``_dsl``), and only those
+            if event in k.PROCESS_START and kind == k.LIBRARY and lib.ident() in building:
+                refusal = compiler_refusal(event, args)
+                if refusal is not None:
+                    return refuse(event, refusal, who)
             started = event in k.PROCESS_START and kind == k.LIBRARY and lib.ident() not in building
             if started and (anywhere(frame) or lib.ident() in candidate_threads):
                 return refuse(event, "only the DSL's own compile may start processes", who)
@@ -703,6 +827,7 @@ class Guards:
     def __init__(self, registry: Registry, cfg: AttributionConfig, dsl: str, page: Any) -> None:
         self.registry = registry
         self.dsl = dsl
+        freeze_compilers()  # done in the zygote already, before any submission existed
         self.patched: list[tuple[Any, str, Any]] = []
         self._busy: set[int] = set()
         self._lock = _thread.RLock()
@@ -772,6 +897,7 @@ class Guards:
         self.deny(weakref, "finalize", "weakref.finalize", deferred)
         self._install_torch()
         self._install_python_data()
+        self._install_shared_memory()
         self._install_numpy()
         self._install_dsl_callbacks()
 
@@ -793,6 +919,21 @@ class Guards:
         for name, module in list(sys.modules.items()):
             if name.startswith("tvm") and getattr(module, "tensor", None) is made:
                 self.deny(module, "tensor", "tvm.runtime.tensor", python)
+
+    def _install_shared_memory(self) -> None:
+        """torch's routes from a tensor to memory another process maps (a file in /dev/shm, a descriptor, a file
+        mapped as a tensor): no kernel plan needs them in run(), and through them a process the verifier neither
+        audits nor charges would compute the answer. Refused to the submission's calls."""
+        import torch
+
+        shared = "sharing tensor memory with other processes is forbidden"
+        for storage in (torch.UntypedStorage, torch.TypedStorage):
+            for name in ("share_memory_", "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared_filename_cpu",
+                         "_new_shared_fd_cpu", "_new_using_filename_cpu", "_new_using_fd_cpu", "_new_shared",
+                         "from_file"):  # fmt: skip
+                self.deny(storage, name, f"torch.{storage.__name__}.{name}", shared)
+        self.deny(torch.Tensor, "share_memory_", "torch.Tensor.share_memory_", shared)
+        self.deny(torch, "from_file", "torch.from_file", shared)
 
     def _install_numpy(self) -> None:
         """numpy's constructors of arrays over foreign memory (an object's ``__array_interface__`` holds
@@ -957,6 +1098,7 @@ def remember_preloaded() -> None:
     worker trusts by file name, see the module docstring), then move every object out of the collector's
     generations (``gc.freeze``) so that a worker's own scan lists only what it made since the fork."""
     _PRELOADED.update(_live_codes(_PRELOADED))
+    freeze_compilers()
     gc.freeze()
 
 

@@ -405,6 +405,9 @@ def cross_check(v: Verification) -> Failure | None:
         return Failure(
             "timing_tamper", f"The reported call times disagree with the verifier's clock: {check['tampered']}."
         )
+    # the peaks are measured with no process of the candidate's alive (a helper it left could load the machine
+    # meanwhile): closing the worker kills whatever it started; nothing after this asks it anything
+    v.close_worker()
     t0 = time.perf_counter()
     sol = v.session.speed_of_light(v.problem, v.shape.axes, runtime)  # measured peaks: again where beaten
     v.timed("sol_s", t0)

@@ -52,6 +52,19 @@ _DYNAMIC_NAMES = "attribute names must be string literals in a submission, so th
 #: Ways to a base class's own methods past the verifier's hooks on a class (``Tensor.tolist`` is watched).
 _PAST_HOOKS = "calling a base class's methods past the verifier's hooks is forbidden"
 _BASE_CLASS_NAMES = frozenset(("TensorBase", "__mro__", "__bases__", "__base__", "mro"))
+_ENVIRONMENT = "the environment the DSLs' builds read (compiler, search path, flags) is the harness's"
+#: The process environment as a mapping, and the calls that change it.
+_ENVIRON_MAPPINGS = frozenset(("os.environ", "os.environb", "posix.environ"))
+_ENVIRON_CHANGES = frozenset(("os.putenv", "os.unsetenv", "posix.putenv", "posix.unsetenv"))
+_MAPPING_WRITES = frozenset(("update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__",
+                             "__ior__", "__init__"))  # fmt: skip
+#: torch's routes from a tensor to memory another process maps (the runtime guards refuse them as well).
+_SHARED_MEMORY = dict.fromkeys(
+    ("share_memory_", "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared_filename_cpu", "_new_shared_fd_cpu",
+     "_new_using_filename_cpu", "_new_using_fd_cpu", "_new_shared", "from_file"),
+    "sharing tensor memory with other processes is forbidden",
+)  # fmt: skip
+_RAW_NAMES = {**RAW_NAMES, **_SHARED_MEMORY}
 
 
 def _literal_str(node: ast.expr) -> str | None:
@@ -103,8 +116,8 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "forbidden", f"access to .{attr}", _INTROSPECTION)
         if attr in _BASE_CLASS_NAMES:
             self.add(node, "forbidden", f"the name {attr}", _PAST_HOOKS)
-        if attr in RAW_NAMES:
-            self.add(node, "forbidden", f"the name {attr}", RAW_NAMES[attr])
+        if attr in _RAW_NAMES:
+            self.add(node, "forbidden", f"the name {attr}", _RAW_NAMES[attr])
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.check_attr_name(node, node.name)
@@ -172,6 +185,10 @@ class _Scanner(ast.NodeVisitor):
         dotted = self.dotted(node)
         if dotted is not None:
             self.check_dotted(node, dotted)
+            if dotted in _ENVIRON_CHANGES or (
+                node.attr in _MAPPING_WRITES and self.dotted(node.value) in _ENVIRON_MAPPINGS
+            ):  # fmt: skip
+                self.add(node, "forbidden", f"use of {dotted}", _ENVIRONMENT)
             if node.attr == "__dict__" and self.is_module_rooted(node.value):
                 self.add(node, "forbidden", f"use of {dotted}", "modifying imported modules is forbidden")
         self.visit(root)
@@ -226,6 +243,8 @@ class _Scanner(ast.NodeVisitor):
                 self.check_targets([target.value])
             elif isinstance(target, ast.Attribute) and self.is_module_rooted(target.value):
                 self.patched(target, self.dotted(target) or target.attr, target.attr)
+            elif isinstance(target, ast.Subscript) and self.dotted(target.value) in _ENVIRON_MAPPINGS:
+                self.add(target, "forbidden", f"changing {self.dotted(target.value)}", _ENVIRONMENT)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.check_targets(node.targets)
@@ -250,7 +269,7 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "forbidden", f"the name {node.value!r}", _INTROSPECTION)
         if node.value in _BASE_CLASS_NAMES - {"mro"}:
             self.add(node, "forbidden", f"the name {node.value!r}", _PAST_HOOKS)
-        for name, reason in RAW_NAMES.items():
+        for name, reason in _RAW_NAMES.items():
             if name in node.value:
                 self.add(node, "forbidden", f"the name {name} in a string", reason)
         if INLINE_CUDA_PATTERN.search(node.value):
