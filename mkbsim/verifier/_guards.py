@@ -128,11 +128,6 @@ _PROC_READABLE = ("self", "thread-self", "cpuinfo", "meminfo", "stat", "loadavg"
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 #: The programs a DSL build may run (TVM's ``cc``/``nvcc`` helpers), looked up before any submission exists.
 _COMPILER_NAMES = ("g++", "gcc", "clang++", "clang", "c++", "cc", "nvcc", "ar", "ld")
-#: Compiler options that make the compiler run or load another program (``-wrapper``, ``-fplugin``, ``-B``,
-#: ``-ccbin``, ``-Xclang -load``, nvcc's ``--run``, a response file ``@file`` that could hold any of them); matched
-#: in each comma- or ``=``-separated piece of an argument that starts with "-" (``-Wl,-plugin,x``).
-_STEERING_WORDS = ("wrapper", "plugin", "specs", "ccbin", "bindir", "ld-path", "fuse-ld", "toolchain", "install-dir",
-                   "prefix", "load", "-run")  # fmt: skip
 #: path (as found, and resolved) -> (device, inode) of each compiler; the search path it was found on
 _COMPILERS: dict[str, tuple[int, int]] = {}
 _EXEC_PATH: list[str] = []
@@ -199,7 +194,7 @@ def _constants() -> types.SimpleNamespace:
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
         VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS), ENVIRONMENT=_ENVIRONMENT_EVENTS,
-        COMPILERS=dict(_COMPILERS), EXEC_DIRS=tuple((_EXEC_PATH or [""])[0].split(":")), STEERING=_STEERING_WORDS,
+        COMPILERS=dict(_COMPILERS), EXEC_DIRS=tuple((_EXEC_PATH or [""])[0].split(":")),
     )  # fmt: skip
 
 
@@ -547,19 +542,10 @@ def _guard_vault(
             return False
         return (mode & 0o170000) == 0o100000 and (mode & 0o111) != 0
 
-    def steering(argument: str) -> bool:
-        """Whether a compiler argument makes it run or load another program (``_STEERING_WORDS``)."""
-        for piece in argument.replace("=", ",").split(","):
-            if piece.startswith("@") or piece.startswith("-B"):
-                return True
-            if piece.startswith("-") and lib.any(word in piece for word in k.STEERING):
-                return True
-        return False
-
     def compiler_refusal(event: str, args: Any) -> str | None:
         """Why a process a DSL build starts is not a compiler the harness fixed before the submission loaded (by
-        path and identity, found on the frozen search path, in the inherited environment, with no argument that
-        makes it run another program), or None."""
+        path and identity, found on the frozen search path, in the inherited environment), or None. Its arguments
+        are the DSL's own: a build or export with options of the submission's is refused (``_dsl``)."""
         if event == "subprocess.Popen" and lib.len(args) == 4:
             program, argv, env = args[0], args[1], args[3]
         elif event in ("os.posix_spawn", "os.exec") and lib.len(args) == 3:
@@ -572,11 +558,8 @@ def _guard_vault(
         items = [argv] if lib.type(argv) is lib.str or lib.type(argv) is lib.bytes else argv
         if name is None or (lib.type(items) is not lib.list and lib.type(items) is not lib.tuple):
             return "a program named by a str"
-        arguments = [text(item) for item in items]
-        if lib.any(item is None for item in arguments):
+        if lib.any(text(item) is None for item in items):
             return "compiler arguments must be str"
-        if lib.any(steering(item) for item in arguments[1:]):
-            return "compiler options that run or load other programs are forbidden"
         if "/" not in name:
             if not lib.all(plain_get(table, key) is value for table, key, value in lib.lookups):
                 return "the environment a compiler is found by was changed"

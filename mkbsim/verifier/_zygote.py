@@ -70,8 +70,9 @@ def _become_subreaper() -> bool:
         return False
 
 
-def _parents() -> dict[int, int]:
-    """Every visible process's parent (read from /proc: no library keeps count of orphans)."""
+def _parents(zombies: bool = True) -> dict[int, int]:
+    """Every visible process's parent (read from /proc: no library keeps count of orphans); ``zombies``: those
+    that ended but were not yet waited for too."""
     found = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -81,7 +82,8 @@ def _parents() -> dict[int, int]:
                 fields = stat.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
-        found[int(name)] = int(fields[1])
+        if zombies or fields[0] != b"Z":
+            found[int(name)] = int(fields[1])
     return found
 
 
@@ -93,8 +95,9 @@ def _children() -> set[int]:
 
 def _strays(worker: int, workers: set[int]) -> list[int]:
     """Every process the submission of live worker ``worker`` left running: the worker's descendants, and the
-    orphans this subreaper inherited (whoever started them: only workers run here) with theirs."""
-    parents = _parents()
+    orphans this subreaper inherited (whoever started them: only workers run here) with theirs. Processes that
+    ended (zombies) do no work."""
+    parents = _parents(zombies=False)
     me = os.getpid()
     roots = {worker} | {pid for pid, parent in parents.items() if parent == me and pid not in workers}
     found: list[int] = [pid for pid in roots if pid != worker]
