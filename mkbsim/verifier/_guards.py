@@ -164,7 +164,8 @@ def _lib() -> types.SimpleNamespace:
         opt_suffix=f".opt-{sys.flags.optimize}" if sys.flags.optimize else "",
         plain=frozenset(id(t) for t in (str, bytes, int, float, complex, bool, type(None), type(...), tuple,
                                         frozenset, types.CodeType)),
-        dict=dict, lookups=_lookup_bindings(),
+        dict=dict, lookups=_lookup_bindings(), environ=vars(os.environ)["_data"],
+        environ_items=tuple(vars(os.environ)["_data"].items()),
     )  # fmt: skip
 
 
@@ -542,6 +543,15 @@ def _guard_vault(
             return False
         return (mode & 0o170000) == 0o100000 and (mode & 0o111) != 0
 
+    def environment_unchanged() -> bool:
+        """Whether ``os.environ``'s dict (what the DSLs read their settings and compilers from) still holds what
+        it held before the submission loaded, compared by exact type (no key's own ``__eq__`` runs here)."""
+        if not lib.all(plain_get(table, key) is value for table, key, value in lib.lookups):
+            return False
+        now = lib.tuple(lib.environ.items())
+        plain = lib.all(lib.type(key) is lib.bytes and lib.type(value) is lib.bytes for key, value in now)
+        return plain and now == lib.environ_items
+
     def compiler_refusal(event: str, args: Any) -> str | None:
         """Why a process a DSL build starts is not a compiler the harness fixed before the submission loaded (by
         path and identity, found on the frozen search path, in the inherited environment), or None. Its arguments
@@ -700,6 +710,9 @@ def _guard_vault(
                     publish()
             elif kind == "building":  # a DSL build or export starts or ends on this thread (nested: counted)
                 depth = building.get(lib.ident(), 0) + (1 if request[1] is True else -1)
+                if depth == 1 and request[1] is True and not environment_unchanged():
+                    refuse("a DSL build after a change to os.environ", "the environment the builds read is the "
+                           "harness's", None)  # fmt: skip
                 if depth > 0:
                     building[lib.ident()] = depth
                 else:

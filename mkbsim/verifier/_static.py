@@ -57,7 +57,7 @@ _ENVIRONMENT = "the environment the DSLs' builds read (compiler, search path, fl
 _ENVIRON_MAPPINGS = frozenset(("os.environ", "os.environb", "posix.environ"))
 _ENVIRON_CHANGES = frozenset(("os.putenv", "os.unsetenv", "posix.putenv", "posix.unsetenv"))
 _MAPPING_WRITES = frozenset(("update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__",
-                             "__ior__", "__init__"))  # fmt: skip
+                             "__ior__", "__init__", "_data", "putenv", "unsetenv"))  # fmt: skip
 #: torch's routes from a tensor to memory another process maps (the runtime guards refuse them as well).
 _SHARED_MEMORY = dict.fromkeys(
     ("share_memory_", "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared_filename_cpu", "_new_shared_fd_cpu",

@@ -105,6 +105,7 @@ def test_forbidden(source: str) -> None:
         "import os\nos.environ.update(TVM_CUDA_COMPILE_MODE='nvcc')",
         "import os\nos.environ.setdefault('CUTE_DSL_ARCH', 'sm_90a')",
         "import os\nos.environb[b'CXX'] = b'/tmp/cc'",
+        "import os\nos.environ._data[b'CXX'] = b'/tmp/cc'",
         "import os\nos.putenv('CXX', '/tmp/cc')",
         "import os as o\no.unsetenv('PATH')",
         "import torch\ntorch.zeros(4).untyped_storage()._share_filename_cpu_()",
