@@ -107,6 +107,7 @@ _EVENT_CALLERS = {
     "socket.__new__": ("socket", "socketpair", "fromfd", "create_connection", "create_server", "urlopen"),
     "socket.connect": ("connect", "create_connection", "urlopen"), "socket.bind": ("bind", "create_server"),
     "socket.getaddrinfo": ("getaddrinfo", "create_connection", "create_server", "urlopen"),
+    "os.putenv": ("putenv", "environ", "environb"), "os.unsetenv": ("unsetenv", "environ", "environb"),
 }  # fmt: skip
 _TWO_PATH_EVENTS = frozenset(("os.rename", "shutil.move", "os.link", "os.symlink"))
 # where each file event carries its dir_fd arguments (CPython's audit events table)
@@ -115,12 +116,15 @@ _DIR_FD_ARGS = {
     "os.mkdir": (2,), "os.chmod": (2,), "os.chown": (3,), "os.utime": (3,), "shutil.rmtree": (1,),
 }  # fmt: skip
 _ATTRIBUTE_EVENTS = frozenset(("object.__getattr__", "object.__setattr__", "object.__delattr__"))
+#: Changes to the process's environment, which the DSLs' builds read (the compiler, its search path, its flags).
+_ENVIRONMENT_EVENTS = frozenset(("os.putenv", "os.unsetenv"))
 _FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 _WATCHED = frozenset(
     _PROCESS_EVENTS
     | _ALWAYS_REFUSED
     | _FILE_CHANGE_EVENTS
     | _ATTRIBUTE_EVENTS
+    | _ENVIRONMENT_EVENTS
     | {"open", "import", "sys._getframe", "compile", "exec"}
 )
 #: /proc entries that show a process's memory or its map: nobody in the worker reads them.
@@ -135,6 +139,29 @@ _STORAGE_FILE_METHODS = (
     "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared_filename_cpu", "_new_shared_fd_cpu",
     "_new_using_filename_cpu", "_new_using_fd_cpu",
 )  # fmt: skip
+#: The programs a DSL build may run (TVM's ``cc``/``nvcc`` helpers), looked up before any submission exists.
+_COMPILER_NAMES = ("g++", "gcc", "clang++", "clang", "c++", "cc", "nvcc", "ar", "ld")
+#: path (as found, and resolved) -> (device, inode) of each compiler; the search path it was found on
+_COMPILERS: dict[str, tuple[int, int]] = {}
+_EXEC_PATH: list[str] = []
+
+
+def freeze_compilers() -> None:
+    """Fix the compilers a DSL build may run, in the zygote before any submission (DESIGN §5): a process a
+    build starts must be one of them by path and identity, found on this very search path."""
+    if _EXEC_PATH:
+        return
+    import shutil
+
+    search = os.environ.get("PATH", os.defpath)
+    cuda = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    for found in [*(shutil.which(name, path=search) for name in _COMPILER_NAMES), *cuda]:
+        if not found or not os.path.isabs(found) or not os.access(found, os.X_OK):
+            continue
+        for path in (found, os.path.realpath(found)):
+            info = os.stat(path)
+            _COMPILERS[path] = (info.st_dev, info.st_ino)
+    _EXEC_PATH.append(search)
 
 
 def _lib() -> types.SimpleNamespace:
@@ -150,6 +177,25 @@ def _lib() -> types.SimpleNamespace:
         opt_suffix=f".opt-{sys.flags.optimize}" if sys.flags.optimize else "",
         plain=frozenset(id(t) for t in (str, bytes, int, float, complex, bool, type(None), type(...), tuple,
                                         frozenset, types.CodeType)),
+        dict=dict, lookups=_lookup_bindings(), environ=vars(os.environ)["_data"],
+        environ_items=tuple(vars(os.environ)["_data"].items()),
+    )  # fmt: skip
+
+
+def _lookup_bindings() -> tuple[tuple[dict[Any, Any], Any, Any], ...]:
+    """(namespace, key, value) of what ``subprocess`` reads to find a program by name (``os.get_exec_path`` over
+    ``os.environ``'s PATH, joined by ``os.path.join``), bound before the submission exists: while each still
+    holds, the PATH the frozen compilers were found on is the one a build's process is found on."""
+    import posixpath
+
+    environ = os.environ
+    attrs = vars(environ)
+    return (
+        (vars(os), "environ", environ), (vars(os), "get_exec_path", os.get_exec_path),
+        (vars(os), "fsencode", os.fsencode), (vars(os), "path", posixpath), (vars(posixpath), "join", posixpath.join),
+        (vars(posixpath), "dirname", posixpath.dirname), (attrs, "_data", attrs["_data"]),
+        (attrs, "encodekey", attrs["encodekey"]), (attrs, "decodevalue", attrs["decodevalue"]),
+        (attrs["_data"], b"PATH", attrs["_data"].get(b"PATH")),
     )  # fmt: skip
 
 
@@ -162,6 +208,8 @@ def _constants() -> types.SimpleNamespace:
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
         VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS), FFI=_FFI_MODULES,
+        ENVIRONMENT=_ENVIRONMENT_EVENTS, COMPILERS=dict(_COMPILERS),
+        EXEC_DIRS=tuple((_EXEC_PATH or [""])[0].split(":")),
     )  # fmt: skip
 
 
@@ -520,6 +568,68 @@ def _guard_vault(
         text = raw.decode("utf-8", "surrogateescape") if lib.type(raw) is lib.bytes else raw
         return lib.type(text) is lib.str and text.startswith("/")  # relative: maybe to a dir_fd
 
+    def plain_get(table: Any, key: Any) -> Any:
+        """``table[key]`` (None if absent) compared by exact type, so that no key's own ``__eq__`` runs here."""
+        if lib.type(table) is not lib.dict:
+            return table  # never one of the bound values: the binding no longer holds
+        for item, value in lib.list(table.items()):
+            if lib.type(item) is lib.type(key) and item == key:
+                return value
+        return None
+
+    def text(raw: Any) -> str | None:
+        if lib.type(raw) is lib.bytes:
+            return raw.decode("utf-8", "surrogateescape")
+        return raw if lib.type(raw) is lib.str else None
+
+    def executable(path: str) -> bool:
+        try:
+            mode = lib.stat(path).st_mode
+        except lib.OSError:
+            return False
+        return (mode & 0o170000) == 0o100000 and (mode & 0o111) != 0
+
+    def environment_unchanged() -> bool:
+        """Whether ``os.environ``'s dict (what the DSLs read their settings and compilers from) still holds what
+        it held before the submission loaded, compared by exact type (no key's own ``__eq__`` runs here)."""
+        if not lib.all(plain_get(table, key) is value for table, key, value in lib.lookups):
+            return False
+        now = lib.tuple(lib.environ.items())
+        plain = lib.all(lib.type(key) is lib.bytes and lib.type(value) is lib.bytes for key, value in now)
+        return plain and now == lib.environ_items
+
+    def compiler_refusal(event: str, args: Any) -> str | None:
+        """Why a process a DSL build starts is not a compiler the harness fixed before the submission loaded (by
+        path and identity, found on the frozen search path, in the inherited environment), or None. Its arguments
+        are the DSL's own: a build or export with options of the submission's is refused (``_dsl``)."""
+        if event == "subprocess.Popen" and lib.len(args) == 4:
+            program, argv, env = args[0], args[1], args[3]
+        elif event in ("os.posix_spawn", "os.exec") and lib.len(args) == 3:
+            program, argv, env = args
+        else:
+            return "a DSL build may only run a compiler"
+        if env is not None:
+            return "a compiler must run in the inherited environment"
+        name = text(program)
+        items = [argv] if lib.type(argv) is lib.str or lib.type(argv) is lib.bytes else argv
+        if name is None or (lib.type(items) is not lib.list and lib.type(items) is not lib.tuple):
+            return "a program named by a str"
+        if lib.any(text(item) is None for item in items):
+            return "compiler arguments must be str"
+        if "/" not in name:
+            if not lib.all(plain_get(table, key) is value for table, key, value in lib.lookups):
+                return "the environment a compiler is found by was changed"
+            found = [d + "/" + name for d in k.EXEC_DIRS if d and executable(d + "/" + name)]
+            name = found[0] if found else name
+        identity = k.COMPILERS.get(name)
+        try:
+            info = lib.stat(name)
+        except lib.OSError:
+            info = None
+        if identity is None or info is None or (info.st_dev, info.st_ino) != identity:
+            return f"a DSL build may only run the compilers fixed before the submission loaded, not {name[:200]!r}"
+        return None
+
     def judge_event(event: str, args: Any, frame: Any, protected: bool) -> Any:
         if event == "compile" or event == "exec":
             compiled(event, args, frame)
@@ -557,9 +667,17 @@ def _guard_vault(
             return (
                 refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
             )
+        if event in k.ENVIRONMENT:
+            if kind == k.CANDIDATE:
+                return refuse(event, "the environment the DSLs' builds read is the harness's", who)
+            return None
         if event.startswith("ctypes.") or event in k.PROCESS:
             # a library asked by the submission (a compiler helper, a process pool) is the submission starting
-            # a process; TVM's compilers run inside a build or an export (``_dsl``)
+            # a process; TVM's compilers run inside a build or an export (``_dsl``), and only those
+            if event in k.PROCESS_START and kind == k.LIBRARY and lib.ident() in building:
+                refusal = compiler_refusal(event, args)
+                if refusal is not None:
+                    return refuse(event, refusal, who)
             started = event in k.PROCESS_START and kind == k.LIBRARY and lib.ident() not in building
             if started and (anywhere(frame) or lib.ident() in candidate_threads):
                 return refuse(event, "only the DSL's own compile may start processes", who)
@@ -636,6 +754,9 @@ def _guard_vault(
                     publish()
             elif kind == "building":  # a DSL build or export starts or ends on this thread (nested: counted)
                 depth = building.get(lib.ident(), 0) + (1 if request[1] is True else -1)
+                if depth == 1 and request[1] is True and not environment_unchanged():
+                    refuse("a DSL build after a change to os.environ", "the environment the builds read is the "
+                           "harness's", None)  # fmt: skip
                 if depth > 0:
                     building[lib.ident()] = depth
                 else:
@@ -746,6 +867,7 @@ class Guards:
     def __init__(self, registry: Registry, cfg: AttributionConfig, dsl: str, page: Any) -> None:
         self.registry = registry
         self.dsl = dsl
+        freeze_compilers()  # done in the zygote already, before any submission existed
         self.patched: list[tuple[Any, str, Any]] = []
         self._busy: set[int] = set()
         self._lock = _thread.RLock()
@@ -1059,6 +1181,7 @@ def remember_preloaded() -> None:
     worker trusts by file name, see the module docstring), then move every object out of the collector's
     generations (``gc.freeze``) so that a worker's own scan lists only what it made since the fork."""
     _PRELOADED.update(_live_codes(_PRELOADED, _PRELOADED_FFI))
+    freeze_compilers()
     gc.freeze()
 
 

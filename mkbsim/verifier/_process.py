@@ -167,6 +167,15 @@ class Zygote:
             return {"zygote_exit_code": self.proc.poll()}
         return dict(reply)
 
+    def strays(self, zygote_pid: int) -> list[str]:
+        """The processes a live worker's submission left running, killed as they are listed (see the zygote)."""
+        try:
+            self.ctrl.send({"op": "strays", "pid": zygote_pid})
+            reply, _ = self.ctrl.recv(timeout=60)
+        except (ChannelClosed, ChannelTimeout, OSError):
+            return []  # the zygote is gone: so is every process it held (a worker's death is judged where it shows)
+        return [str(s) for s in reply.get("strays") or []]
+
     def log_size(self) -> int:
         try:
             return os.path.getsize(self.log.name)
@@ -307,6 +316,9 @@ class WorkerHandle:
             return WorkerFailed("protocol", f"its channel to the verifier was closed, shut down or replaced by the "
                                 f"worker's process{' while it kept running' if running else ''}", status)  # fmt: skip
         return WorkerFailed("crash", f"the process ended ({how}){said}", status)
+
+    def strays(self) -> list[str]:
+        return [] if self.closed else self.zygote.strays(self.zygote_pid)
 
     def output_tail(self, n: int = 2000) -> str:
         try:

@@ -188,11 +188,12 @@ RAW_NAMES: dict[str, str] = {
         RAW_MEMORY,
     ),
     "__del__": DEFERRED,
-    # a tensor's bytes through files, shared memory or torch's zip container; the C base class of storages, whose
-    # methods the runtime hooks cannot patch
+    # a tensor's bytes through files, memory another process maps, or torch's zip container; the C base class of
+    # storages, whose methods the runtime hooks cannot patch
     **dict.fromkeys(
-        ("_write_file", "_set_from_file", "_new_with_file", "share_memory_", "PyTorchFileWriter", "PyTorchFileReader",
-         "StorageBase"),
+        ("_write_file", "_set_from_file", "_new_with_file", "share_memory_", "_share_filename_cpu_", "_share_fd_cpu_",
+         "_new_shared_filename_cpu", "_new_shared_fd_cpu", "_new_using_filename_cpu", "_new_using_fd_cpu",
+         "_new_shared", "from_file", "PyTorchFileWriter", "PyTorchFileReader", "StorageBase"),
         SERIALISATION,
     ),
 }  # fmt: skip

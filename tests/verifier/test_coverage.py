@@ -86,7 +86,9 @@ def test_a_median_below_the_speed_of_light_is_timing_tamper(
     finally:
         cpu_session._profile = saved
     assert report.failure == "timing_tamper" and "speed of light" in report.feedback
-    assert [r["failure"] for r in report.details["timing_rounds"]] == ["timing_tamper", "timing_tamper"]
+    # judged once, after the timing rounds (which passed) and with the candidate's worker closed
+    assert [r["failure"] for r in report.details["timing_rounds"]] == [None]
+    assert report.details["phases_run"][-1] == "speed_of_light"
     assert report.speedup is None and report.runtime_ms is None
     honest = cpu_session.verify(EXAMPLE, "p36", "tirx")
     assert honest.passed and 0 < honest.details["sol"]["fraction"] <= 1, (honest.failure, honest.feedback)

@@ -136,6 +136,9 @@ class _Worker(WorkerHandle):
     def output_tail(self, n: int = 2000) -> str:
         return ""
 
+    def strays(self) -> list[str]:
+        return []  # no zygote: no process of its own
+
 
 def _write_region(page: _control.ControlPage, region: tuple[int, int], blob: bytes) -> None:
     if not _control.write_region(page.buf, region, blob):

@@ -107,6 +107,33 @@ def test_forbidden(source: str) -> None:
     assert kinds == {"forbidden"}, source
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nos.environ['CXX'] = '/tmp/cc'",
+        "from os import environ\nenviron['PATH'] = '/tmp/bin'",
+        "import os\ndel os.environ['CC']",
+        "import os\nos.environ.update(TVM_CUDA_COMPILE_MODE='nvcc')",
+        "import os\nos.environ.setdefault('CUTE_DSL_ARCH', 'sm_90a')",
+        "import os\nos.environb[b'CXX'] = b'/tmp/cc'",
+        "import os\nos.environ._data[b'CXX'] = b'/tmp/cc'",
+        "import os\nos.putenv('CXX', '/tmp/cc')",
+        "import os as o\no.unsetenv('PATH')",
+        "import torch\ntorch.zeros(4).untyped_storage()._share_filename_cpu_()",
+        "import torch\ntorch.zeros(4).share_memory_()",
+        "import torch\nt = torch.from_file('/dev/shm/x', True, 4)",
+        "import torch\ns = torch.UntypedStorage._new_shared_fd_cpu(3, 4)",
+    ],
+)
+def test_the_environment_and_shared_memory_are_off_limits(source: str) -> None:
+    assert {kind for _, kind in _kinds(source)} == {"forbidden"}, source
+
+
+def test_reading_the_environment_is_allowed() -> None:
+    source = "import os\na = os.environ.get('HOME')\nb = os.environ['PATH']\nc = dict(os.environ)\nd = os.getenv('X')\n"
+    assert _kinds(source) == []
+
+
 def test_the_other_variants_dsl_is_forbidden() -> None:
     assert _kinds("import cutlass.cute as cute", "tirx") == [(1, "forbidden")]
     assert _kinds("import cuda.bindings.driver as cuda", "tirx") == [(1, "forbidden")]
