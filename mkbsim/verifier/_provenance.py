@@ -44,6 +44,7 @@ import importlib
 import operator
 import random
 import sys
+import time
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -218,6 +219,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
                  torch.uint32: torch.int32, torch.uint64: torch.int64},
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
+        # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
+        # this thread's only, so that no thread of the submission's is counted; cuda: host time inside the call)
+        work_clock=_perf_counter if device.type == "cuda" else time.thread_time,
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
@@ -243,6 +247,9 @@ def provenance_vault(
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
+    direct: list[Any] = []  # the records of ``written`` that launches made (no derived credit): the call's work
+    changed = 0  # bytes the call's counted launches changed in their tensor arguments
+    spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
@@ -307,12 +314,13 @@ def provenance_vault(
             lib.logical_and_(record[3][a - record[0] : b - record[0]], keep)
             lib.logical_and_(record[4][a - record[0] : b - record[0]], keep)
 
-    def lineage(t: Any) -> tuple[Any, Any]:
+    def lineage(t: Any, made: Any = written) -> tuple[Any, Any]:
         """Per element of ``t`` (its logical order): 1 if a DSL launch (or an eager operator computing from its
         data) changed its bytes and they still hold what it left; 2 if a launch had them as its argument and
         they are all zero (zeros into zeroed memory: no evidence either way); 0 otherwise. None if no launch
         had them as its argument. With it, per element, the eager element an eager operator's credit rests on
-        (its lineage, a number; -1 for none), or None where no element has one.
+        (its lineage, a number; -1 for none), or None where no element has one. ``made``: the writes judged
+        (``direct``: the launches' own, no derived credit).
         Bytes, compared now: any later write, seen by the dispatch mode or not, breaks the equality."""
         lo, hi = span(t)
         if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda") or lib.zerotensor(t):
@@ -328,7 +336,7 @@ def provenance_vault(
         for a, b in spanned:
             if lib.max(lo, a) < lib.min(hi, b):
                 lib.fill_(launched[lib.max(lo, a) - lo : lib.min(hi, b) - lo], True)
-        for record in written:
+        for record in made:
             a, b = lib.max(lo, record[0]), lib.min(hi, record[1])
             if a >= b:
                 continue
@@ -593,15 +601,21 @@ def provenance_vault(
                 covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
                 records.append(("contains", f"{source}, a table holding its rows of values in order", i, covered))
 
-    def before(args: Any) -> None:
+    def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
             return
         tensors = tensors_in(args, [])
-        spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
         for t in tensors:
             if not dsl_elements(t):
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
             hold(t, f"argument of DSL launch {launches} (before it ran)")
+        snapshot(tensors, prior)
+
+    def snapshot(tensors: Any, prior: int) -> None:
+        """Copy aside the bytes the launch's tensor arguments span (``after`` compares them); ``prior``: the
+        launches counted before this gate's (a launch counted in the window did work)."""
+        spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
+        for t in tensors:
             lo, hi = span(t)
             if hi > lo:
                 spans.setdefault(storage_of(t), []).append((lo, hi, t))
@@ -620,25 +634,30 @@ def provenance_vault(
                     spanned.append((lo, hi))
                 view = whole[lo - address : hi - address]
                 pending.append((view, lib.clone(view), lo))
-        pending.append(("tensors", tensors, 0))
+        pending.append(("tensors", tensors, prior))
 
     def after() -> None:
+        nonlocal changed
         if depth > 0 or not pending:
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        pending.pop()  # the launch's tensors: judged by their bytes from now on
+        counted = pending.pop()[2] < launches  # the launch's tensors: judged by their bytes from now on
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
             settle(address, address + lib.numel(whole), copy, diff)
-            changed = lib.nonzero(diff)
-            if lib.numel(changed):
+            where = lib.nonzero(diff)
+            if lib.numel(where):
                 # the bytes around the changed ones too (8: the widest element), so that an element the launch
                 # changed only in part is judged whole
-                a = lib.max(lib.int(changed[0]) - 8, 0)
-                b = lib.min(lib.int(changed[-1]) + 9, lib.numel(whole))
+                a = lib.max(lib.int(where[0]) - 8, 0)
+                b = lib.min(lib.int(where[-1]) + 9, lib.numel(whole))
                 left = lib.clone(whole[a:b])
-                written.append([address + a, address + b, left, lib.clone(diff[a:b]), lib.eq(left, left), None])
+                record = [address + a, address + b, left, lib.clone(diff[a:b]), lib.eq(left, left), None]
+                written.append(record)
+                if counted:  # a genuine launch ran in the window: its work (a call above none did nothing)
+                    changed += lib.numel(where)
+                    direct.append(record)
             # the same copy either way: a suppressed launch must not take longer to come back than a real one
             if suppress:
                 lib.copy_(whole, copy)
@@ -984,7 +1003,31 @@ def provenance_vault(
         lib.u64.pack_into(page, layout.DSL_ACK, nonce)
         outer.clear()  # the submission's tensors are not kept past its call
 
+    def work(outputs: Any) -> None:
+        """What the call's launches did, written to the control page once run() returned (evidence calls and
+        draws): the bytes they changed in their tensor arguments, and each returned output's share of elements
+        that still hold what a launch wrote there (``direct``: credit derived by eager code is no launch's work)."""
+        nonlocal spent
+        start = lib.work_clock()
+        offset, capacity = layout.WORK_SHARES
+        count = lib.min(lib.len(outputs), capacity)
+        for i in lib.range(count):
+            t = outputs[i]
+            share = 0.0
+            if lib.type(t) is lib.Tensor and lib.numel(t):
+                states = lineage(t, direct)[0]
+                if states is not None:
+                    share = lib.int(lib.sum(lib.eq(states, 1))) / lib.numel(t)
+            lib.f64.pack_into(page, offset + 8 + 8 * i, share)
+        lib.u64.pack_into(page, offset, count)
+        if not lib.cuda:  # on cuda only the time inside the call is the call's measure
+            spent += lib.work_clock() - start
+        lib.u64.pack_into(page, layout.WORK_BYTES, changed)
+        lib.f64.pack_into(page, layout.WORK_MS, spent * 1e3)
+        lib.u64.pack_into(page, layout.WORK_ACK, nonce)
+
     def result(outputs: Any) -> None:
+        work(outputs)
         if not audit:
             return
         for i in lib.range(lib.min(lib.len(outputs), lib.len(numels))):
@@ -1028,6 +1071,7 @@ def provenance_vault(
                 seen.clear()
                 records.clear()
                 pending.clear()
+                direct.clear()
                 held.clear()
                 tables.clear()
                 eager_ops.clear()
@@ -1038,10 +1082,12 @@ def provenance_vault(
                 called.clear()
                 outer.clear()
                 stream.clear()
-                launches = depth = running = used = 0
-                dsl_s = 0.0
+                launches = depth = running = used = changed = 0
+                dsl_s = spent = 0.0
             kind = request[0]
             role = 0  # of a BEFORE: 0 watched only on a correctness draw, 1 a timed launch, 2 a call above one
+            ended = 0  # of an AFTER: the role of the gate it ends (0: none awaited one)
+            prior = launches  # counted before this request (a BEFORE may count its own launch below)
             if kind == 0:  # the harness registers a gate's original, then seals (None)
                 if not sealed and request[1] is None:
                     sealed = True
@@ -1076,7 +1122,7 @@ def provenance_vault(
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1:
                         depth += 1
-                        before(request[1])
+                        before(request[1], prior)
                     elif kind == 2:  # AFTER
                         depth = lib.max(depth - 1, 0)
                         after()
@@ -1087,6 +1133,22 @@ def provenance_vault(
                     elif kind == 7:  # INPUTS of the call, before it starts
                         for t in tensors_in(request[1], []):
                             input_spans.append(span(t))
+            elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
+                if ended and depth == 1 and lib.cuda_sync is not None:
+                    lib.cuda_sync()  # the launch's own time is not the vault's
+                start = lib.work_clock()
+                with lib.exclude(lib.python_keys), lib.no_torch_function():
+                    if kind == 1:
+                        depth += 1
+                        if depth == 1:  # the outermost gate (CuTe: the call above the launch, still tensors)
+                            snapshot(tensors_in(request[1], []), prior)
+                    elif kind == 2:
+                        depth = lib.max(depth - 1, 0)
+                        after()
+                    else:
+                        work(request[1])
+                if kind != 4:
+                    spent += lib.work_clock() - start
             if kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
                 reply = True
                 opened.append(role)
@@ -1114,6 +1176,8 @@ def page_layout() -> types.SimpleNamespace:
         SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
+        WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
+        WORK_SHARES=_control.WORK_SHARES,
     )  # fmt: skip
 
 
