@@ -201,7 +201,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
         unique=torch._C._VariableFunctions._unique2, searchsorted=torch._C._VariableFunctions.searchsorted,
         zeros=torch._C._VariableFunctions.zeros, index_add=base.index_add, clamp=base.clamp, sum=base.sum,
-        mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
+        mul=base.mul, ge=base.ge, add=base.add, sub=base.sub, remainder=base.remainder,
+        floor_divide=base.floor_divide, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
@@ -247,7 +248,9 @@ def provenance_vault(
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
-    direct: list[Any] = []  # the records of ``written`` that launches made (no derived credit): the call's work
+    # what the call's counted launches left (evidence calls and draws): (start, end, the bytes after, which of them
+    # it changed); ``work`` reads the outputs' sampled elements against them
+    left: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     launches = 0
@@ -314,13 +317,12 @@ def provenance_vault(
             lib.logical_and_(record[3][a - record[0] : b - record[0]], keep)
             lib.logical_and_(record[4][a - record[0] : b - record[0]], keep)
 
-    def lineage(t: Any, made: Any = written) -> tuple[Any, Any]:
+    def lineage(t: Any) -> tuple[Any, Any]:
         """Per element of ``t`` (its logical order): 1 if a DSL launch (or an eager operator computing from its
         data) changed its bytes and they still hold what it left; 2 if a launch had them as its argument and
         they are all zero (zeros into zeroed memory: no evidence either way); 0 otherwise. None if no launch
         had them as its argument. With it, per element, the eager element an eager operator's credit rests on
-        (its lineage, a number; -1 for none), or None where no element has one. ``made``: the writes judged
-        (``direct``: the launches' own, no derived credit).
+        (its lineage, a number; -1 for none), or None where no element has one.
         Bytes, compared now: any later write, seen by the dispatch mode or not, breaks the equality."""
         lo, hi = span(t)
         if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda") or lib.zerotensor(t):
@@ -336,7 +338,7 @@ def provenance_vault(
         for a, b in spanned:
             if lib.max(lo, a) < lib.min(hi, b):
                 lib.fill_(launched[lib.max(lo, a) - lo : lib.min(hi, b) - lo], True)
-        for record in made:
+        for record in written:
             a, b = lib.max(lo, record[0]), lib.min(hi, record[1])
             if a >= b:
                 continue
@@ -642,27 +644,28 @@ def provenance_vault(
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        counted = pending.pop()[2] < launches  # the launch's tensors: judged by their bytes from now on
+        counted = pending.pop()[2] < launches  # a genuine launch ran in the window (a call above none did nothing)
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
-            settle(address, address + lib.numel(whole), copy, diff)
-            where = lib.nonzero(diff)
-            if lib.numel(where):
-                # the bytes around the changed ones too (8: the widest element), so that an element the launch
-                # changed only in part is judged whole
-                a = lib.max(lib.int(where[0]) - 8, 0)
-                b = lib.min(lib.int(where[-1]) + 9, lib.numel(whole))
-                left = lib.clone(whole[a:b])
-                record = [address + a, address + b, left, lib.clone(diff[a:b]), lib.eq(left, left), None]
-                written.append(record)
-                if counted:  # a genuine launch ran in the window: its work (a call above none did nothing)
-                    changed += lib.numel(where)
-                    direct.append(record)
+            if counted:  # the launch's work: the bytes it changed
+                changed += lib.int(lib.count_nonzero(diff))
+            if audit:  # the launch's tensors: judged by their bytes from now on
+                settle(address, address + lib.numel(whole), copy, diff)
+                where = lib.nonzero(diff)
+                if lib.numel(where):
+                    # the bytes around the changed ones too (8: the widest element), so that an element the launch
+                    # changed only in part is judged whole
+                    a = lib.max(lib.int(where[0]) - 8, 0)
+                    b = lib.min(lib.int(where[-1]) + 9, lib.numel(whole))
+                    kept = lib.clone(whole[a:b])
+                    written.append([address + a, address + b, kept, lib.clone(diff[a:b]), lib.eq(kept, kept), None])
             # the same copy either way: a suppressed launch must not take longer to come back than a real one
             if suppress:
                 lib.copy_(whole, copy)
             else:
                 lib.copy_(copy, whole)
+                if counted:
+                    left.append((address, address + lib.numel(whole), copy, diff))
         pending.clear()
 
     def touched(t: Any) -> bool:
@@ -1003,23 +1006,48 @@ def provenance_vault(
         lib.u64.pack_into(page, layout.DSL_ACK, nonce)
         outer.clear()  # the submission's tensors are not kept past its call
 
+    def left_share(t: Any, i: int) -> float:
+        """The share of output i's sampled elements whose bytes are what the counted launches left there (the
+        latest launch that had a byte as its argument), one byte at least changed by a launch."""
+        device = lib.device_of(t)
+        if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i]:
+            return 0.0
+        size = lib.element_size(t)
+        rest = lib.to(positions[i], device)  # logical indices -> element offsets through the strides
+        offsets = lib.zeros((lib.numel(rest),), dtype=lib.int64, device=device)
+        for n, st in lib.reversed(lib.list(lib.zip(lib.size(t), lib.stride(t)))):
+            offsets = lib.add(offsets, lib.mul(lib.remainder(rest, n), st))
+            rest = lib.floor_divide(rest, n)
+        lo, hi = span(t)
+        at = lib.add(lib.unsqueeze(lib.mul(offsets, size), 1), lib.arange(size, device=device))  # (element, byte)
+        now = lib.take(bytes_of(t, lo, hi), at)
+        at = lib.add(at, lo)
+        same = lib.zeros(lib.tuple(lib.size(at)), dtype=lib.bool_, device=device)
+        owned = lib.zeros(lib.tuple(lib.size(at)), dtype=lib.bool_, device=device)
+        for a, b, bytes_after, changed_mask in left:
+            if b <= lo or hi <= a or lib.device_of(bytes_after).type != device.type:
+                continue
+            inside = lib.logical_and(lib.ge(at, a), lib.lt(at, b))
+            index = lib.clamp(lib.sub(at, a), 0, b - a - 1)
+            same = lib.where(inside, lib.eq(lib.take(bytes_after, index), now), same)  # the latest launch decides
+            owned = lib.logical_or(owned, lib.logical_and(inside, lib.take(changed_mask, index)))
+        kept = lib.logical_and(lib.all_of(same, 1), lib.any_of(owned, 1))
+        return lib.int(lib.sum(kept)) / lib.numel(kept)
+
     def work(outputs: Any) -> None:
         """What the call's launches did, written to the control page once run() returned (evidence calls and
-        draws): the bytes they changed in their tensor arguments, and each returned output's share of elements
-        that still hold what a launch wrote there (``direct``: credit derived by eager code is no launch's work)."""
+        draws): the bytes they changed in their tensor arguments, and each returned output's share of sampled
+        elements that still hold what a launch wrote there (credit derived by eager code is no launch's work)."""
         nonlocal spent
         start = lib.work_clock()
         offset, capacity = layout.WORK_SHARES
         count = lib.min(lib.len(outputs), capacity)
         for i in lib.range(count):
             t = outputs[i]
-            share = 0.0
-            if lib.type(t) is lib.Tensor and lib.numel(t):
-                states = lineage(t, direct)[0]
-                if states is not None:
-                    share = lib.int(lib.sum(lib.eq(states, 1))) / lib.numel(t)
+            share = left_share(t, i) if lib.type(t) is lib.Tensor and i < lib.len(numels) else 0.0
             lib.f64.pack_into(page, offset + 8 + 8 * i, share)
         lib.u64.pack_into(page, offset, count)
+        left.clear()  # freed inside the vault's own time
         if not lib.cuda:  # on cuda only the time inside the call is the call's measure
             spent += lib.work_clock() - start
         lib.u64.pack_into(page, layout.WORK_BYTES, changed)
@@ -1071,7 +1099,7 @@ def provenance_vault(
                 seen.clear()
                 records.clear()
                 pending.clear()
-                direct.clear()
+                left.clear()
                 held.clear()
                 tables.clear()
                 eager_ops.clear()
