@@ -32,10 +32,12 @@ The correctness draws are observable (the provenance mode, the sentinel fill, th
 coverage they measure must be shown to hold on the timed calls too, with evidence the submission cannot
 see or forge there: the time spent inside its DSL launches, measured by the gate's vault at the native
 launch boundary (``_provenance``). An honest submission runs the same kernels on same-shaped inputs in
-both, so the timed calls launch the same kernels with arguments of the same shapes, and their DSL time is
-about the draws'. One that runs its kernels only when audited and an eager answer with a token launch
-otherwise launches another kernel, or the same on other shapes (``kernels_check``), or, with the same
-launches doing less work, has its DSL time collapse (``dsl_time_check``).
+both, so the timed calls launch the same kernels with arguments of the same shapes, their DSL time is
+about the draws', and so is the work their launches do to memory. One that runs its kernels only when audited
+and an eager answer with a token launch otherwise launches another kernel, or the same on other shapes
+(``kernels_check``), or, with the same launches doing less work, has its DSL time collapse
+(``dsl_time_check``) or, where a launch's fixed cost hides that, changes fewer bytes and leaves fewer output
+elements than the draws' launches did (``work_check``).
 """
 
 from __future__ import annotations

@@ -28,8 +28,11 @@ verifier flags in the control page, DESIGN §5 "audits cannot be told apart") an
 the vault also lists the launches' signatures and times the DSL launches themselves: from the end of a
 counted launch's BEFORE to the start of its AFTER, the native call and nothing of the harness's (cpu: the
 host clock, the call is synchronous; cuda: events recorded on the current stream around the launch, read
-once the call is over). The harness's END of the call writes the sum to the control page. A scored timed
-call pays only the count: no clock, no event, no AFTER. Only a launch the vault knows is genuine is
+once the call is over). The harness's END of the call writes the sum to the control page. And it measures
+the launches' work (``work``): the bytes each counted launch changed in its tensor arguments (copied aside
+before it, compared after), and, once run() returned, each output's share of sampled elements that still hold
+what a launch left there, with the vault's own time on it (the verifier takes it off the call's cost). A scored
+timed call pays only the count: no clock, no event, no copy, no AFTER. Only a launch the vault knows is genuine is
 counted and timed: its hook's original must be one registered before the submission loaded, and a TIRx
 launch must be a function the gate itself took from a runtime module (its native handle unchanged since),
 with plain arguments (tensors, numbers, strings, TVM FFI values: no object whose conversion runs the
@@ -201,8 +204,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         stride=base.stride, version=_getter(base, "_version"), is_inference=base.is_inference,
         unique=torch._C._VariableFunctions._unique2, searchsorted=torch._C._VariableFunctions.searchsorted,
         zeros=torch._C._VariableFunctions.zeros, index_add=base.index_add, clamp=base.clamp, sum=base.sum,
-        mul=base.mul, ge=base.ge, add=base.add, sub=base.sub, remainder=base.remainder,
-        floor_divide=base.floor_divide, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
+        mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
+        add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
@@ -222,7 +225,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
         # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
         # this thread's only, so that no thread of the submission's is counted; cuda: host time inside the call)
-        work_clock=_perf_counter if device.type == "cuda" else time.thread_time,
+        work_clock=_perf_counter if device.type == "cuda" else time.process_time,
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
@@ -1013,24 +1016,31 @@ def provenance_vault(
         if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i]:
             return 0.0
         size = lib.element_size(t)
-        rest = lib.to(positions[i], device)  # logical indices -> element offsets through the strides
-        offsets = lib.zeros((lib.numel(rest),), dtype=lib.int64, device=device)
-        for n, st in lib.reversed(lib.list(lib.zip(lib.size(t), lib.stride(t)))):
-            offsets = lib.add(offsets, lib.mul(lib.remainder(rest, n), st))
-            rest = lib.floor_divide(rest, n)
+        offsets = lib.to(positions[i], device)  # logical indices -> element offsets (through the strides)
+        if not lib.is_contiguous(t):
+            rest, offsets = offsets, lib.zeros((lib.numel(offsets),), dtype=lib.int64, device=device)
+            for n, st in lib.reversed(lib.list(lib.zip(lib.size(t), lib.stride(t)))):
+                offsets = lib.add(offsets, lib.mul(lib.remainder(rest, n), st))
+                rest = lib.floor_divide(rest, n)
         lo, hi = span(t)
         at = lib.add(lib.unsqueeze(lib.mul(offsets, size), 1), lib.arange(size, device=device))  # (element, byte)
         now = lib.take(bytes_of(t, lo, hi), at)
-        at = lib.add(at, lo)
-        same = lib.zeros(lib.tuple(lib.size(at)), dtype=lib.bool_, device=device)
-        owned = lib.zeros(lib.tuple(lib.size(at)), dtype=lib.bool_, device=device)
+        same = owned = None
         for a, b, bytes_after, changed_mask in left:
             if b <= lo or hi <= a or lib.device_of(bytes_after).type != device.type:
                 continue
-            inside = lib.logical_and(lib.ge(at, a), lib.lt(at, b))
-            index = lib.clamp(lib.sub(at, a), 0, b - a - 1)
-            same = lib.where(inside, lib.eq(lib.take(bytes_after, index), now), same)  # the latest launch decides
-            owned = lib.logical_or(owned, lib.logical_and(inside, lib.take(changed_mask, index)))
+            if a <= lo and hi <= b:  # the common case: the output was the launch's argument
+                mine = lib.eq(lib.take(bytes_after[lo - a : hi - a], at), now)
+                theirs = lib.take(changed_mask[lo - a : hi - a], at)
+            else:
+                inside = lib.logical_and(lib.ge(at, a - lo), lib.lt(at, b - lo))
+                index = lib.clamp(lib.add(at, lo - a), 0, b - a - 1)
+                mine = lib.where(inside, lib.eq(lib.take(bytes_after, index), now), same if same is not None else False)
+                theirs = lib.logical_and(inside, lib.take(changed_mask, index))
+            same = mine  # the latest launch over a byte decides what it left there
+            owned = theirs if owned is None else lib.logical_or(owned, theirs)
+        if same is None or owned is None:
+            return 0.0
         kept = lib.logical_and(lib.all_of(same, 1), lib.any_of(owned, 1))
         return lib.int(lib.sum(kept)) / lib.numel(kept)
 
