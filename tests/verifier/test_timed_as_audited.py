@@ -136,13 +136,15 @@ def test_a_submission_knowing_the_evidence_calls_is_rejected(
 def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_little(
     cpu_session: VerifierSession,
 ) -> None:
-    """The probe's guess is only as good as the machine is quiet; whatever it guesses, the scored calls'
-    median is not below the evidence calls' by more than the evidence's cost and noise, or it is rejected."""
+    """The probe's guess is only as good as the machine is quiet (and the gate's copy of the launch's arguments
+    on an evidence call is there to time); whatever it guesses, the scored calls' median is not below the evidence
+    calls' (less what the gate spent measuring their work) by more than the evidence's cost and noise, or it is
+    rejected."""
     report = cpu_session.verify(EVIDENCE / "probe_idle_kernel.py", "p36", "tirx")
     assert report.failure in (None, "decorative_dsl", "timing_tamper"), report.feedback
     if report.passed:
         evidence = report.details["evidence_calls"]
-        watched = statistics.median(evidence["ms"])
+        watched = statistics.median(ms - work["ms"] for ms, work in zip(evidence["ms"], evidence["work"], strict=True))
         allowed = watched * (1 - _judge.EVIDENCE_NOISE) - 2 * _judge.EVIDENCE_COST_MS["cpu"]
         assert report.runtime_ms is not None and report.runtime_ms >= allowed
 
@@ -153,7 +155,7 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         # a token launch: another kernel, or the same one on a slice (no signature of a draw's, nor its work)
         ("audit_aware_sentinel_probe", ("KERNELS_SHARE", "WORK_SHARE")),
         ("varied_scratch_per_draw", ("KERNELS_SHARE", "WORK_SHARE")),
-        ("audit_aware_idle_kernel", ("DSL_TIME_SHARE",)),
+        ("audit_aware_idle_kernel", ("DSL_TIME_SHARE", "WORK_SHARE")),  # no rows when not audited
         # the same launch with no rows, one row, a bound of zero read from a tensor: the DSL-time rule passes them
         # at 0.52-0.94 of the draws' time (its 0.40 catches them only now and then, by load), so it is off too
         ("zero_work_no_rows", ("WORK_SHARE", "DSL_TIME_SHARE")),
@@ -195,6 +197,8 @@ def test_wrong_outputs_on_a_share_of_the_timed_calls_are_caught_after_the_fact(
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.failure == "wrong_output" and "(re-checked)" in report.feedback, report.feedback
     monkeypatch.setattr(_phases, "rechecked_count", lambda calls, least: 0)
+    # the work rule rejects it too where half the evidence calls are among its no-row calls (a median of 10)
+    monkeypatch.setattr(_coverage, "WORK_SHARE", 0.0)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback
 
