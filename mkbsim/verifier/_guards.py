@@ -9,8 +9,9 @@ capture, Python callbacks registered for kernels and Python signal handlers.
 A call is the submission's when the innermost frame outside the standard library belongs to the
 submission (any file outside the installed libraries and this harness), or when that frame is a library's
 whose own code does not name the forbidden operation: the library is calling a callable it was handed
-(``tree_map(os.system, ...)``), which is the submission's (``handed`` in the vault; imports and ctypes events
-excepted, verifier README). Which code a frame runs is
+(``tree_map(os.system, ...)``, ``tree_map(__import__, ...)``), which is the submission's (``handed`` in the vault;
+an import also vouched for where C code imports under the library's frame, a ctypes event where the library's
+module works with ctypes: verifier README). Which code a frame runs is
 judged by the identity of its code object, never by its name alone (``co_filename`` is the
 submission's to choose: ``code.replace``, ``types.CodeType``, ``marshal``): a file name is believed only
 for code objects that existed before the submission was loaded (every function's, nested ones
@@ -34,7 +35,9 @@ from __future__ import annotations
 
 import _struct
 import _thread
+import atexit
 import builtins
+import copyreg
 import dataclasses
 import gc
 import importlib
@@ -57,6 +60,8 @@ from mkbsim.verifier._rules import (
     FORBIDDEN_NAMES,
     FORBIDDEN_SUFFIXES,
     OTHER_DSL_MODULES,
+    RAW_MEMORY,
+    SERIALISATION,
 )
 from mkbsim.verifier._vault import Registry
 
@@ -122,6 +127,14 @@ _WATCHED = frozenset(
 _PROC_MEMORY = frozenset(("mem", "maps", "smaps", "smaps_rollup", "map_files", "pagemap", "numa_maps", "environ"))
 _PROC_READABLE = ("self", "thread-self", "cpuinfo", "meminfo", "stat", "loadavg", "sys", "version")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+#: The modules whose users vouch for the ctypes events their own frames raise (``handed`` in the vault).
+_FFI_MODULES = frozenset(("ctypes", "_ctypes"))
+#: A storage's ways to and from files and shared memory (on the Python classes: torch's C base is immutable).
+_STORAGE_FILE_METHODS = (
+    "from_file", "_write_file", "_set_from_file", "_new_with_file", "share_memory_", "_share_memory_", "_new_shared",
+    "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared_filename_cpu", "_new_shared_fd_cpu",
+    "_new_using_filename_cpu", "_new_using_fd_cpu",
+)  # fmt: skip
 
 
 def _lib() -> types.SimpleNamespace:
@@ -148,7 +161,7 @@ def _constants() -> types.SimpleNamespace:
         ALWAYS=_ALWAYS_REFUSED, FILE_CHANGE=_FILE_CHANGE_EVENTS, TWO_PATH=_TWO_PATH_EVENTS,
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
-        VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS),
+        VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS), FFI=_FFI_MODULES,
     )  # fmt: skip
 
 
@@ -159,8 +172,8 @@ def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, st
 
 
 def _guard_vault(
-    cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, genuine: Any, lib: Any,
-    k: Any
+    cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, genuine: Any,
+    ctypes_codes: Any, lib: Any, k: Any
 ) -> Any:  # fmt: skip
     """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
     ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame, names);
@@ -249,12 +262,15 @@ def _guard_vault(
             return k.TRANSPARENT if kind == k.LIBRARY else kind
         return k.CANDIDATE
 
-    def remember(code: Any, table: dict[int, Any]) -> None:
+    def remember(code: Any, table: dict[int, Any], ffi: bool = False) -> None:
+        """``code`` and its nested code objects into ``table`` (and, ``ffi``: its module works with ctypes)."""
         pending = [code]
         while pending:
             code = pending.pop()
             if lib.id(code) not in table:
                 table[lib.id(code)] = code  # held: its id is never reused
+                if ffi:
+                    ctypes_codes[lib.id(code)] = code
                 pending += [c for c in code.co_consts if lib.type(c) is lib.CodeType]
 
     def plain_constants(code: Any) -> bool:
@@ -332,7 +348,7 @@ def _guard_vault(
             return
         try:
             if library_module(code):
-                remember(code, genuine)
+                remember(code, genuine, lib.any(name.split(".")[0] in k.FFI for name in code.co_names))
         except lib.BaseException:  # unreadable or not compilable here: not known to be the library's
             return
 
@@ -354,10 +370,17 @@ def _guard_vault(
 
     def handed(kind: int, who: Any, operations: Any) -> tuple[int, Any]:
         """A forbidden operation whose caller was judged a library's (``culprit``): the library vouches for it
-        only where the calling frame's own code names the operation; otherwise that frame calls a callable it
-        was handed (``tree_map(os.system, ...)``, ``sorted(key=...)`` inside a library, a callback), which is the
-        submission's, whoever runs it (blamed on its nearest frame on the stack)."""
-        if kind != k.LIBRARY or not state["sealed"] or lib.any(name in who.f_code.co_names for name in operations):
+        only where the calling frame's own code names the operation (``operations``; ``None`` for a ctypes event:
+        where its module works with ctypes itself, since the DSL runtimes call their foreign functions by every
+        name); otherwise that frame calls a callable it was handed (``tree_map(os.system, ...)``, ``sorted(key=...)``
+        inside a library, a callback, a foreign function or ``__import__``), which is the submission's, whoever
+        runs it (blamed on its nearest frame on the stack)."""
+        if kind != k.LIBRARY or not state["sealed"]:
+            return kind, who
+        if operations is None:
+            if lib.id(who.f_code) in ctypes_codes:
+                return kind, who
+        elif lib.any(name in who.f_code.co_names for name in operations):
             return kind, who
         frame = who.f_back
         while frame is not None and classify_code(frame.f_code) != k.CANDIDATE:
@@ -365,7 +388,29 @@ def _guard_vault(
         return k.CANDIDATE, who if frame is None else frame
 
     def callers(event: str) -> Any:
+        if event.startswith("ctypes."):
+            return None
         return k.CALLERS.get(event) or (event.rsplit(".", 1)[-1],)
+
+    def importers(dotted: str) -> Any:
+        """The names an import of ``dotted`` is written with: an import statement names the module, a package
+        of it (``from tvm.contrib import nvcc``, ``import tvm.contrib.nvcc``) or, relative, a part of its name."""
+        parts = dotted.split(".")
+        prefixes = [".".join(parts[: i + 1]) for i in lib.range(lib.len(parts))]
+        return (*prefixes, *parts, "import_module", "__import__")
+
+    def imported_by_c(frame: Any, form: Any) -> bool:
+        """Whether ``__import__`` was called the way C code calls it (``PyImport_Import``: the globals of the
+        innermost Python frame as both globals and locals, an empty list, level 0), as numpy's C code imports its
+        lazy submodules under whatever library frame called it. A library calling a handed ``__import__`` calls
+        it its own way (``tree_map``: the name alone)."""
+        if frame is None or lib.type(form) is not lib.tuple or lib.len(form) != 4:
+            return False
+        globals_, locals_, fromlist, level = form
+        return (
+            globals_ is frame.f_globals and locals_ is globals_ and lib.type(fromlist) is lib.list
+            and lib.len(fromlist) == 0 and lib.type(level) is lib.int and level == 0
+        )  # fmt: skip
 
     def claims_library(path: Any) -> bool:
         """Whether a file name would be trusted if the code were genuine: a library's, the standard
@@ -507,9 +552,7 @@ def _guard_vault(
                 return None
             kind, who = culprit(frame)
             return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
-        kind, who = culprit(frame, event in k.FILE_CHANGE)
-        if not event.startswith("ctypes."):  # ctypes: the DSL runtimes' own calls name no fixed function (README)
-            kind, who = handed(kind, who, callers(event))
+        kind, who = handed(*culprit(frame, event in k.FILE_CHANGE), callers(event))
         if event.startswith("socket."):
             return (
                 refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
@@ -547,7 +590,7 @@ def _guard_vault(
             if kind == "event":
                 reply = judge_event(request[1], request[2], request[3], request[4] is True)
             elif kind == "import":
-                name, fromlist, frame = request[1], request[2], request[3]
+                name, fromlist, frame, form = request[1], request[2], request[3], request[4]
                 if lib.type(name) is not lib.str or (
                     lib.type(fromlist) is not lib.tuple and lib.type(fromlist) is not lib.list
                 ):
@@ -556,9 +599,9 @@ def _guard_vault(
                 for dotted in full:
                     reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
                     if reason is not None:
-                        # not ``handed``: C code imports through __import__ too (numpy's lazy submodules), under
-                        # whatever library frame called it, naming nothing (README: what stays open)
                         who_kind, who = culprit(frame)
+                        if not imported_by_c(frame, form):
+                            who_kind, who = handed(who_kind, who, importers(dotted))
                         if who_kind == k.CANDIDATE:
                             reply = refuse(f"import of {dotted}", reason, who, lib.ImportError)
                         break
@@ -662,7 +705,7 @@ def _guarded_import(
     _original: Any, _getframe: Any
 ) -> Any:  # fmt: skip
     if level == 0:
-        refused = _ask(("import", name, fromlist or (), _getframe(1)))
+        refused = _ask(("import", name, fromlist or (), _getframe(1), (globals, locals, fromlist, level)))
         if refused is not None:
             raise refused
     return _original(name, globals, locals, fromlist, level)
@@ -670,7 +713,7 @@ def _guarded_import(
 
 def _guarded_import_module(name: str, package: str | None = None, *, _ask: Any, _original: Any, _getframe: Any) -> Any:
     if not name.startswith("."):
-        refused = _ask(("import", name, (), _getframe(1)))
+        refused = _ask(("import", name, (), _getframe(1), None))
         if refused is not None:
             raise refused
     return _original(name, package)
@@ -712,11 +755,12 @@ class Guards:
         self._vault_codes: set[int] = set()
         # the code objects alive when the audit hook (which sees later imports) is installed
         self._genuine: dict[int, types.CodeType] = dict(_PRELOADED)
+        self._ctypes_codes: dict[int, types.CodeType] = dict(_PRELOADED_FFI)  # of modules working with ctypes
         # a SimpleNamespace, not the dataclass: a property added to a Python class would run inside the vault
         config = types.SimpleNamespace(**dataclasses.asdict(cfg))
         send = registry.open(
-            _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, self._genuine, _lib(),
-            _constants(),
+            _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, self._genuine,
+            self._ctypes_codes, _lib(), _constants(),
         )  # fmt: skip
         send = (send.__kwdefaults__ or {})[
             "_send"
@@ -770,6 +814,15 @@ class Guards:
         for name in ("enable", "set_threshold", "freeze", "unfreeze"):
             self.deny(gc, name, f"gc.{name}", deferred)
         self.deny(weakref, "finalize", "weakref.finalize", deferred)
+        # callables the interpreter runs with no frame of the submission's on the stack (at exit) or the harness
+        # runs for it (a reducer when an object of its type is copied or pickled)
+        self.deny(atexit, "register", "atexit.register", deferred)
+        self.deny(copyreg, "pickle", "copyreg.pickle", deferred)
+        # ctypes's raw-memory functions raise no audit event, and torch holds the module (``torch.ctypes``): refused
+        # to the submission's calls and to a library handed one (a DSL runtime naming them vouches)
+        ffi = sys.modules.get("ctypes")
+        for name in ("memmove", "memset", "string_at", "wstring_at"):
+            self.deny(ffi, name, f"ctypes.{name}", "ctypes loads native code and reads raw memory")
         self._install_torch()
         self._install_python_data()
         self._install_numpy()
@@ -785,6 +838,25 @@ class Guards:
         self.deny(torch, "frombuffer", "torch.frombuffer", python)
         for storage in (torch.UntypedStorage, torch.TypedStorage):
             self.deny(storage, "from_buffer", f"torch.{storage.__name__}.from_buffer", python)
+        # a storage made from a list or bytes dispatches nothing (a typed one lifts a tensor, which is counted)
+        self.deny(torch.UntypedStorage, "__new__", "torch.UntypedStorage", python + "; allocate with torch.empty")
+        # a tensor's bytes through serialisation, a file or shared memory (``torch.save`` to a BytesIO, a storage
+        # written to a file, ``torch.load``, ``torch.from_file``): no kernel plan needs them, and what crosses there
+        # is no operator. Refused while the submission's code is anywhere on the stack, since torch's own code
+        # calls them on its behalf (a storage's ``__reduce__`` runs ``torch.save``)
+        for module, names in (
+            (torch, ("save", "load", "from_file")),
+            (torch.serialization, ("save", "load", "_save", "_legacy_save", "_load", "_legacy_load")),
+        ):
+            for name in names:
+                self.deny(module, name, f"{module.__name__}.{name}", SERIALISATION, how="asked")
+        for cls in (torch.UntypedStorage, torch.TypedStorage, torch.Tensor):
+            for name in _STORAGE_FILE_METHODS:
+                self.deny(cls, name, f"torch.{cls.__name__}.{name}", SERIALISATION, how="asked")
+        # a numpy view of a tensor reads and writes its memory with no operator (``view[:] = list``), and numpy
+        # is the submission's to use nowhere (``_install_numpy``)
+        for name in ("numpy", "__array__"):
+            self.deny(torch.Tensor, name, f"torch.Tensor.{name}", RAW_MEMORY)
         runtime = sys.modules.get("tvm.runtime")
         if runtime is None:
             return
@@ -914,10 +986,10 @@ class Guards:
             **hook.__kwdefaults__, "_protected": protected | {id(hook), id(self._codes)}, "_keep": keep,
         }  # fmt: skip
         self._codes.add(id(hook.__code__))
-        self._genuine.update(_live_codes(self._genuine))
+        self._genuine.update(_live_codes(self._genuine, self._ctypes_codes))
         sys.addaudithook(hook)
         self.ask(("seal",))
-        del self._send, self._codes, self._vault_codes, self._genuine
+        del self._send, self._codes, self._vault_codes, self._genuine, self._ctypes_codes
 
     def threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(threads the submission started, those it started between calls)."""
@@ -936,27 +1008,57 @@ class Guards:
         ]
 
 
-#: The code objects of the zygote's libraries (``remember_preloaded``), which every worker inherits.
+#: The code objects of the zygote's libraries (``remember_preloaded``), which every worker inherits, and those of
+#: them whose module works with ctypes.
 _PRELOADED: dict[int, types.CodeType] = {}
+_PRELOADED_FFI: dict[int, types.CodeType] = {}
 
 
-def _live_codes(known: dict[int, types.CodeType]) -> dict[int, types.CodeType]:
-    """The code objects of every function the collector lists, nested ones included, less ``known``."""
+def _live_codes(known: dict[int, types.CodeType], ffi: dict[int, types.CodeType]) -> dict[int, types.CodeType]:
+    """The code objects of every function the collector lists, nested ones included, less ``known``; those of
+    modules that work with ctypes also go into ``ffi``."""
     found: dict[int, types.CodeType] = {}
-    pending = [f.__code__ for f in gc.get_objects() if type(f) is types.FunctionType]
-    while pending:
-        code = pending.pop()
-        if id(code) not in known and id(code) not in found:
-            found[id(code)] = code
-            pending += [c for c in code.co_consts if type(c) is types.CodeType]
+    binds: dict[int, bool] = {}  # id(module globals) -> whether they bind ctypes
+    for function in gc.get_objects():
+        if type(function) is not types.FunctionType:
+            continue
+        namespace = function.__globals__
+        if id(namespace) not in binds:
+            binds[id(namespace)] = _binds_ctypes(namespace)
+        pending = [function.__code__]
+        while pending:
+            code = pending.pop()
+            if id(code) not in known and id(code) not in found:
+                found[id(code)] = code
+                if binds[id(namespace)]:
+                    ffi[id(code)] = code
+                pending += [c for c in code.co_consts if type(c) is types.CodeType]
     return found
+
+
+def _binds_ctypes(namespace: dict[str, Any]) -> bool:
+    """Whether a module's globals hold ctypes, or a class or function of it (``from ctypes import cast``): its
+    code calls foreign functions itself. Read before the submission exists."""
+    for value in list(namespace.values()):
+        kind = type(value)  # never isinstance or getattr: a lazy object's __class__ or attributes run its code
+        if kind is types.ModuleType:
+            owner = vars(value).get("__name__")
+        elif kind is types.FunctionType or kind is types.BuiltinFunctionType:
+            owner = value.__module__
+        elif issubclass(kind, type):
+            owner = vars(value).get("__module__")
+        else:
+            continue
+        if type(owner) is str and owner.split(".")[0] in _FFI_MODULES:
+            return True
+    return False
 
 
 def remember_preloaded() -> None:
     """In the zygote, once its libraries are imported: remember their code objects (the genuine ones a
     worker trusts by file name, see the module docstring), then move every object out of the collector's
     generations (``gc.freeze``) so that a worker's own scan lists only what it made since the fork."""
-    _PRELOADED.update(_live_codes(_PRELOADED))
+    _PRELOADED.update(_live_codes(_PRELOADED, _PRELOADED_FFI))
     gc.freeze()
 
 

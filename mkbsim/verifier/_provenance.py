@@ -33,16 +33,18 @@ the launches' work (``work``): the bytes each counted launch changed in its tens
 before it, compared after), and, once run() returned, each output's share of sampled elements that still hold
 what a launch left there, with the vault's own time on it (the verifier takes it off the call's cost). A scored
 timed call pays only the count: no clock, no event, no copy, no AFTER. Only a launch the vault knows is genuine is
-counted and timed: its hook's original must be one registered before the submission loaded, and a TIRx
-launch must be a function the gate itself took from a runtime module (its native handle unchanged since),
-with plain arguments (tensors, numbers, strings, TVM FFI values: no object whose conversion runs the
-submission's Python inside the window). Anything else runs unwatched by the count and the clock, which can
-only cost the submission.
+counted and timed: its hook's original must be one registered before the submission loaded, and the
+launch a call of a function the gate itself made (``_dsl``): a TIRx function taken from a built module or a
+CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors, numbers, strings,
+TVM FFI values: no object whose conversion runs the submission's Python inside the window), or a CuTe ctypes
+host function, its address unchanged, called with one array of pointers and nothing of Python in its
+conversions. Anything else runs unwatched by the count and the clock, which can only cost the submission.
 """
 
 from __future__ import annotations
 
 import _struct
+import ctypes
 import importlib
 import operator
 import random
@@ -69,6 +71,9 @@ COPY_SHARE = 0.95
 #: would hold), in any order within a run.
 COPY_TABLES = 2
 TABLE_RUN = 8
+#: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
+#: a call packed into a longer array is not counted.
+_MAX_PACKED_ARGS = 256
 #: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
 #: a suppressed launch left unwritten is never right by chance. Integers and booleans hold zero: they are
 #: counts, offsets and indices that later kernels follow, and with launches suppressed they must send those
@@ -231,6 +236,12 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
         ffi_tensors=frozenset(id(kind) for kind in ffi_tensors if isinstance(kind, type)),
         dlpack=ffi.core.Tensor.__dlpack__ if ffi is not None else None, from_capsule=torch._C._from_dlpack,
+        bytes=bytes, memoryview=memoryview, c_int=ctypes.c_int,
+        # a CuTe host function's settings, read through ctypes' own descriptors (no attribute lookup of a class)
+        restype=_getter(ctypes._CFuncPtr, "restype"), argtypes=_getter(ctypes._CFuncPtr, "argtypes"),  # type: ignore[attr-defined]
+        errcheck=_getter(ctypes._CFuncPtr, "errcheck"),  # type: ignore[attr-defined]
+        # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
+        pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
     )  # fmt: skip
 
 
@@ -265,7 +276,9 @@ def provenance_vault(
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
     outer: list[Any] = []  # the arguments of the last genuine call above a launch (CuTe: still tensors there)
     sealed = False  # no original is registered once the submission may send requests
-    functions: dict[int, Any] = {}  # id -> (a TIRx function the gate took from a module, its handle, its key, keepers)
+    # id -> (a TVM FFI function the gate made, its handle, its key, keepers) or (a CuTe host function the gate
+    # made, its address's bytes, its key, its class, its argtypes)
+    functions: dict[int, Any] = {}
     signatures: dict[Any, int] = {}  # a launch's kernel and argument shapes -> its number (in order of appearance)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the signatures launched in this call
@@ -927,20 +940,31 @@ def provenance_vault(
         positional = args[0]
         target = positional[0] if positional else None
         tirx = entry[1] == "function"
-        if tirx:  # a function the gate registered, its handle unchanged, plain arguments only
+        if entry[1] == "launch":  # an original every call of which is a launch (the vault's tests' kernels)
+            if not evidence:
+                return True
+            parts = [(lib.id(original), lib.id(target))]
+        else:  # a function the gate made and registered ("function", "program"), with nothing that runs Python
             known = functions.get(lib.id(target))
-            if args[1] or known is None or known[0] is not target or lib.chandle(target) != known[1]:
+            if known is None or known[0] is not target or args[1]:
                 return None
+            if tirx and lib.chandle(target) != known[1]:  # TVM FFI: its handle unchanged, plain arguments only
+                return None
+            if not tirx:  # a CuTe host function: its address and class unchanged, one array of pointers of the
+                # runtime's type, a C result, no errcheck, its own argtypes
+                restype = lib.restype(target)
+                pointers = lib.type(positional[1]) if lib.len(positional) == 2 else None
+                if (lib.type(target) is not known[3] or lib.bytes(lib.memoryview(target)) != known[1]
+                        or lib.errcheck(target) is not None or lib.argtypes(target) is not known[4]
+                        or not (restype is None or restype is lib.c_int) or pointers is None
+                        or lib.pointer_arrays.get(lib.id(pointers)) is not pointers):  # fmt: skip
+                    return None
             if not evidence:  # its arguments matter to the clock's window and the signature only
                 return True
             parts = [known[2]]
-        elif not evidence:
-            return True
-        else:
-            parts = [(lib.id(original), lib.id(target))]
-            if outer:  # a CuTe launch: its arguments as the call above it had them (tensors, not pointers)
-                positional = outer[0][0]
-                outer.clear()
+        if not tirx and outer:  # a CuTe launch: its arguments as the call above it had them (tensors)
+            positional = outer[0][0]
+            outer.clear()
         for arg in positional[1:]:
             kind = lib.type(arg)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
@@ -1135,6 +1159,10 @@ def provenance_vault(
                 fn, module, name = request[1], request[3], request[4]
                 key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
                 functions[lib.id(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
+            elif kind == 8:  # the CuTe gate made a host function (1) from a DSL engine (only its hook sends this)
+                fn = request[1]
+                address = lib.bytes(lib.memoryview(fn))
+                functions[lib.id(fn)] = (fn, address, ("cute", address), lib.type(fn), lib.argtypes(fn))
             elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None:
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)

@@ -274,8 +274,14 @@ def scan_source(source: str, dsl: str, filename: str = "submission.py") -> Stati
     """Scan ``source`` (a ``dsl`` submission) and return its findings in line order."""
     try:
         tree = ast.parse(source, filename=filename)
+        scanner = _Scanner(dsl, _bound_names(tree))
+        scanner.visit(tree)
     except SyntaxError as exc:
         return StaticReport(syntax_error=f"line {exc.lineno}: {exc.msg}")
-    scanner = _Scanner(dsl, _bound_names(tree))
-    scanner.visit(tree)
+    except (RecursionError, MemoryError) as exc:
+        # the file's own shape (an expression nested thousands deep) stops the parser or the scan: a file the
+        # verifier cannot read is the submission's failure, never the verifier's (which would go uncounted)
+        return StaticReport(
+            syntax_error=f"nested too deeply for the verifier to read ({type(exc).__name__}); split the deep expression"
+        )
     return StaticReport(findings=sorted(scanner.findings, key=lambda f: (f.line, f.kind)))

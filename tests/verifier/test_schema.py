@@ -125,7 +125,7 @@ class _Worker(WorkerHandle):
     """The verifier's handle on a worker whose answers are written into a socket by the test."""
 
     def __init__(self, chan: Channel) -> None:
-        self.chan, self.memory_bytes, self.pid = chan, 0, -1
+        self.chan, self.memory_bytes, self.pid, self.answer_key = chan, 0, -1, None  # the test writes unsigned
 
     def answer(self, timeout: float) -> Exchange:
         return Exchange(self.wait(timeout), Trusted(1.0, 1.0, 0.0))

@@ -89,6 +89,17 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "import tvm\nm = tvm.runtime.load_static_library('a.o', ['f'])",
         "import tvm\nm = tvm.runtime.system_lib()",
         "import cutlass.cute as cute\nm = cute.runtime.load_module('k.o')",
+        # ctypes through a module that imported it; a tensor's bytes through serialisation, files, shared memory
+        "import torch\nffi = torch.ctypes",
+        "import torch\ntorch.ctypes.memmove(0, 0, 0)",
+        "import io, torch\ntorch.save(torch.ones(1), io.BytesIO())",
+        "import torch\nt = torch.load('x.pt')",
+        "import torch\nt = torch.from_file('x.bin', size=4)",
+        "from torch.serialization import _legacy_load",
+        "import torch\ndef f(t, f): t.untyped_storage()._write_file(f, True, False, 4)",
+        "import torch\ns = torch._C.StorageBase",
+        "import torch\nw = torch._C.PyTorchFileWriter('x')",
+        "import torch.package",
     ],
 )
 def test_forbidden(source: str) -> None:
@@ -166,3 +177,13 @@ def test_the_examples_scan_clean(path: Path) -> None:
 )
 def test_the_verifier_s_own_objects_stay_out_of_reach(source: str) -> None:
     assert {kind for _, kind in _kinds(source)} == {"forbidden"}, source
+
+
+@pytest.mark.parametrize("terms", [1200, 5000])
+def test_a_file_nested_too_deeply_to_read_is_the_submissions_failure(terms: int) -> None:
+    """An expression thousands of terms deep stops the scan's tree walk (1200) or the parser itself (5000) with
+    a RecursionError: it is reported as the file's (a compile error, counted), never as the verifier's own
+    failure, which would leave the attempt uncounted and its other findings unread."""
+    source = "import ctypes\nCHECKSUM = " + "+".join(["1"] * terms) + "\ndef run(x):\n    return x\n"
+    report = scan_source(source, "tirx")
+    assert report.syntax_error is not None and "nested too deeply" in report.syntax_error
