@@ -9,7 +9,8 @@ it. Through it flow the facts a verdict rests on and the submission must neither
   timed-protocol call is an unscored evidence call (never sent on the channel either);
 * vaults → verifier: the launches counted, the call's timing marks, the acknowledgement that the
   timer stopped this very call, the time the call spent inside DSL launches (and the gate's
-  acknowledgement of this very call), the violations the guards refused, and the provenance records of
+  acknowledgement of this very call), the work its launches did (evidence calls and draws), the
+  violations the guards refused, and the provenance records of
   a correctness draw (``_provenance``).
 
 Layout (little-endian): a fixed header, then two regions, each a length-prefixed pickle written by
@@ -49,6 +50,14 @@ DSL_ACK = (88, "<Q")  # gate vault: the nonce of the last call whose DSL time it
 #: Gate vault, with DSL_MS: the call's distinct launch signatures (kernel and argument shapes), as numbers
 #: the vault assigns in order of first appearance: a count, then that many little-endian u32.
 SIGNATURES = (96, 64)  # offset, capacity (signatures beyond it are not listed)
+#: Gate vault, on an evidence call or a correctness draw, once run() returned (``_provenance``, "work"): the bytes
+#: the call's launches changed in their tensor arguments, the vault's own time spent measuring it (cpu: its
+#: thread's CPU time; cuda: host time inside the call), and each returned output's share of elements that still
+#: hold what a launch wrote there: a count, then that many little-endian f64.
+WORK_ACK = (384, "<Q")  # the nonce of the last call whose work the vault wrote
+WORK_BYTES = (392, "<Q")
+WORK_MS = (400, "<d")
+WORK_SHARES = (408, 16)  # offset, capacity (outputs beyond it are not listed)
 
 HEADER_BYTES = 4096
 VIOLATIONS = (HEADER_BYTES, 1 << 20)  # offset, capacity
@@ -123,8 +132,11 @@ class ControlPage:
             "dsl_ms": get(self.buf, DSL_MS) if dsl_acked else None,
             "signatures": self._signatures() if dsl_acked else None,
             "records": None,
+            "work": self._work() if get(self.buf, WORK_ACK) == self.nonce else None,
         }
         _schema.times(found, ("ms", "host_ms", "pending_ms", "dsl_ms"))
+        if found["work"] is not None:
+            _schema.work(found["work"])
         if get(self.buf, RECORDS_FLAG) == self.nonce:
             found["records"] = _schema.provenance_records(self._region(RECORDS), samples)
         return found
@@ -133,6 +145,12 @@ class ControlPage:
         offset, capacity = SIGNATURES
         (count,) = struct.unpack_from("<Q", self.buf, offset)
         return frozenset(struct.unpack_from(f"<{min(count, capacity)}I", self.buf, offset + 8))
+
+    def _work(self) -> dict[str, Any]:
+        offset, capacity = WORK_SHARES
+        (count,) = struct.unpack_from("<Q", self.buf, offset)
+        shares = list(struct.unpack_from(f"<{min(count, capacity)}d", self.buf, offset + 8))
+        return {"bytes": get(self.buf, WORK_BYTES), "ms": get(self.buf, WORK_MS), "shares": shares}
 
     def guard_records(self) -> tuple[list[str], list[str]]:
         """(violations, inline CUDA sites) the guards recorded so far (whole lists, newest last); ``Malformed``

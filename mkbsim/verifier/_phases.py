@@ -306,7 +306,7 @@ def timing(v: Verification) -> Failure | None:
     v.details["timing_rechecks"] = []
     anchors_before = v.phases.get("anchors_s", 0.0)
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
-    t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted")}
+    t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted", "work")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     k = 0
     inputs: list[Any] | None = None
@@ -345,7 +345,8 @@ def timing(v: Verification) -> Failure | None:
         ms = page["ms"] + (pending if pending > PENDING_CHARGE_MS else 0.0)
         if kind == "evidence":
             for key, value in (("ms", ms), ("launches", page["launches"]), ("dsl_ms", page["dsl_ms"]),
-                               ("signatures", page["signatures"]), ("trusted", answer.trusted)):  # fmt: skip
+                               ("signatures", page["signatures"]), ("trusted", answer.trusted),
+                               ("work", page["work"])):  # fmt: skip
                 t["evidence"][key].append(value)
             continue
         t["timed_ms"].append(ms)
@@ -495,12 +496,19 @@ def _timed_as_audited(v: Verification) -> Failure | None:
         found, short = _coverage.dsl_time_check(audited_ms, evidence["dsl_ms"], v.session.device.type)
         v.details["dsl_time"] = found
         judged = Failure("decorative_dsl", short, measured=True) if short else None
-    v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "dsl_ms")}
+    if judged is None:  # what the launches changed: bytes, not time (not retried)
+        v.details["timed_work"], unworked = _coverage.work_check([d.page["work"] for d in audited], evidence["work"])
+        judged = Failure("decorative_dsl", unworked) if unworked else None
+    v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "dsl_ms", "work")}
+    # what the gate spent measuring an evidence call's work is not the call's (the scored calls have none of it)
+    spent = [w["ms"] if w is not None else 0.0 for w in evidence["work"]]
     judged = (
         judged
         or scored_launches(t["launches_per_call"], evidence["launches"])
         or scored_time(
-            *_call_costs(t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], v.session.device.type),
+            *_call_costs(
+                t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], spent, v.session.device.type
+            ),
             evidence["launches"],
             v.session.device.type,
         )
@@ -510,14 +518,20 @@ def _timed_as_audited(v: Verification) -> Failure | None:
 
 
 def _call_costs(
-    scored_ms: list[float], scored: list[Any], evidence_ms: list[float], evidence: list[Any], device_type: str
+    scored_ms: list[float],
+    scored: list[Any],
+    evidence_ms: list[float],
+    evidence: list[Any],
+    spent: list[float],
+    kind: str,
 ) -> tuple[list[float], list[float]]:
     """What the scored and the evidence calls cost, to compare them: on cpu the worker's CPU time per call as
     the verifier reads it (waiting for a loaded machine's cores inflates wall times unevenly, and the
-    submission cannot touch it), else the reported times."""
-    if device_type == "cpu" and scored and evidence and all(c.cpu_ms is not None for c in (*scored, *evidence)):
-        return [c.cpu_ms for c in scored], [c.cpu_ms for c in evidence]
-    return scored_ms, evidence_ms
+    submission cannot touch it), else the reported times; an evidence call's less what the gate ``spent``
+    measuring its work (the vault's own clock, in the same measure)."""
+    if kind == "cpu" and scored and evidence and all(c.cpu_ms is not None for c in (*scored, *evidence)):
+        scored_ms, evidence_ms = [c.cpu_ms for c in scored], [c.cpu_ms for c in evidence]
+    return scored_ms, [ms - own for ms, own in zip(evidence_ms, spent, strict=True)]
 
 
 def verdict(v: Verification) -> Failure | None:

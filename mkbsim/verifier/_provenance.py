@@ -28,8 +28,11 @@ verifier flags in the control page, DESIGN §5 "audits cannot be told apart") an
 the vault also lists the launches' signatures and times the DSL launches themselves: from the end of a
 counted launch's BEFORE to the start of its AFTER, the native call and nothing of the harness's (cpu: the
 host clock, the call is synchronous; cuda: events recorded on the current stream around the launch, read
-once the call is over). The harness's END of the call writes the sum to the control page. A scored timed
-call pays only the count: no clock, no event, no AFTER. Only a launch the vault knows is genuine is
+once the call is over). The harness's END of the call writes the sum to the control page. And it measures
+the launches' work (``work``): the bytes each counted launch changed in its tensor arguments (copied aside
+before it, compared after), and, once run() returned, each output's share of sampled elements that still hold
+what a launch left there, with the vault's own time on it (the verifier takes it off the call's cost). A scored
+timed call pays only the count: no clock, no event, no copy, no AFTER. Only a launch the vault knows is genuine is
 counted and timed: its hook's original must be one registered before the submission loaded, and the
 launch a call of a function the gate itself made (``_dsl``): a TIRx function taken from a built module or a
 CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors, numbers, strings,
@@ -46,6 +49,7 @@ import importlib
 import operator
 import random
 import sys
+import time
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -218,6 +222,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         unique=torch._C._VariableFunctions._unique2, searchsorted=torch._C._VariableFunctions.searchsorted,
         zeros=torch._C._VariableFunctions.zeros, index_add=base.index_add, clamp=base.clamp, sum=base.sum,
         mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
+        add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
@@ -235,6 +240,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
                  torch.uint32: torch.int32, torch.uint64: torch.int64},
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
+        # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
+        # this thread's only, so that no thread of the submission's is counted; cuda: host time inside the call)
+        work_clock=_perf_counter if device.type == "cuda" else time.process_time,
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
@@ -266,6 +274,11 @@ def provenance_vault(
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
+    # what the call's counted launches left (evidence calls and draws): (start, end, the bytes after, which of them
+    # it changed); ``work`` reads the outputs' sampled elements against them
+    left: list[Any] = []
+    changed = 0  # bytes the call's counted launches changed in their tensor arguments
+    spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
@@ -619,15 +632,21 @@ def provenance_vault(
                 covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
                 records.append(("contains", f"{source}, a table holding its rows of values in order", i, covered))
 
-    def before(args: Any) -> None:
+    def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
             return
         tensors = tensors_in(args, [])
-        spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
         for t in tensors:
             if not dsl_elements(t):
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
             hold(t, f"argument of DSL launch {launches} (before it ran)")
+        snapshot(tensors, prior)
+
+    def snapshot(tensors: Any, prior: int) -> None:
+        """Copy aside the bytes the launch's tensor arguments span (``after`` compares them); ``prior``: the
+        launches counted before this gate's (a launch counted in the window did work)."""
+        spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
+        for t in tensors:
             lo, hi = span(t)
             if hi > lo:
                 spans.setdefault(storage_of(t), []).append((lo, hi, t))
@@ -646,30 +665,36 @@ def provenance_vault(
                     spanned.append((lo, hi))
                 view = whole[lo - address : hi - address]
                 pending.append((view, lib.clone(view), lo))
-        pending.append(("tensors", tensors, 0))
+        pending.append(("tensors", tensors, prior))
 
     def after() -> None:
+        nonlocal changed
         if depth > 0 or not pending:
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        pending.pop()  # the launch's tensors: judged by their bytes from now on
+        counted = pending.pop()[2] < launches  # a genuine launch ran in the window (a call above none did nothing)
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
-            settle(address, address + lib.numel(whole), copy, diff)
-            changed = lib.nonzero(diff)
-            if lib.numel(changed):
-                # the bytes around the changed ones too (8: the widest element), so that an element the launch
-                # changed only in part is judged whole
-                a = lib.max(lib.int(changed[0]) - 8, 0)
-                b = lib.min(lib.int(changed[-1]) + 9, lib.numel(whole))
-                left = lib.clone(whole[a:b])
-                written.append([address + a, address + b, left, lib.clone(diff[a:b]), lib.eq(left, left), None])
+            if counted:  # the launch's work: the bytes it changed
+                changed += lib.int(lib.count_nonzero(diff))
+            if audit:  # the launch's tensors: judged by their bytes from now on
+                settle(address, address + lib.numel(whole), copy, diff)
+                where = lib.nonzero(diff)
+                if lib.numel(where):
+                    # the bytes around the changed ones too (8: the widest element), so that an element the launch
+                    # changed only in part is judged whole
+                    a = lib.max(lib.int(where[0]) - 8, 0)
+                    b = lib.min(lib.int(where[-1]) + 9, lib.numel(whole))
+                    kept = lib.clone(whole[a:b])
+                    written.append([address + a, address + b, kept, lib.clone(diff[a:b]), lib.eq(kept, kept), None])
             # the same copy either way: a suppressed launch must not take longer to come back than a real one
             if suppress:
                 lib.copy_(whole, copy)
             else:
                 lib.copy_(copy, whole)
+                if counted:
+                    left.append((address, address + lib.numel(whole), copy, diff))
         pending.clear()
 
     def touched(t: Any) -> bool:
@@ -1061,7 +1086,63 @@ def provenance_vault(
         lib.u64.pack_into(page, layout.DSL_ACK, nonce)
         outer.clear()  # the submission's tensors are not kept past its call
 
+    def left_share(t: Any, i: int) -> float:
+        """The share of output i's sampled elements whose bytes are what the counted launches left there (the
+        latest launch that had a byte as its argument), one byte at least changed by a launch."""
+        device = lib.device_of(t)
+        if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i]:
+            return 0.0
+        size = lib.element_size(t)
+        offsets = lib.to(positions[i], device)  # logical indices -> element offsets (through the strides)
+        if not lib.is_contiguous(t):
+            rest, offsets = offsets, lib.zeros((lib.numel(offsets),), dtype=lib.int64, device=device)
+            for n, st in lib.reversed(lib.list(lib.zip(lib.size(t), lib.stride(t)))):
+                offsets = lib.add(offsets, lib.mul(lib.remainder(rest, n), st))
+                rest = lib.floor_divide(rest, n)
+        lo, hi = span(t)
+        at = lib.add(lib.unsqueeze(lib.mul(offsets, size), 1), lib.arange(size, device=device))  # (element, byte)
+        now = lib.take(bytes_of(t, lo, hi), at)
+        same = owned = None
+        for a, b, bytes_after, changed_mask in left:
+            if b <= lo or hi <= a or lib.device_of(bytes_after).type != device.type:
+                continue
+            if a <= lo and hi <= b:  # the common case: the output was the launch's argument
+                mine = lib.eq(lib.take(bytes_after[lo - a : hi - a], at), now)
+                theirs = lib.take(changed_mask[lo - a : hi - a], at)
+            else:
+                inside = lib.logical_and(lib.ge(at, a - lo), lib.lt(at, b - lo))
+                index = lib.clamp(lib.add(at, lo - a), 0, b - a - 1)
+                mine = lib.where(inside, lib.eq(lib.take(bytes_after, index), now), same if same is not None else False)
+                theirs = lib.logical_and(inside, lib.take(changed_mask, index))
+            same = mine  # the latest launch over a byte decides what it left there
+            owned = theirs if owned is None else lib.logical_or(owned, theirs)
+        if same is None or owned is None:
+            return 0.0
+        kept = lib.logical_and(lib.all_of(same, 1), lib.any_of(owned, 1))
+        return lib.int(lib.sum(kept)) / lib.numel(kept)
+
+    def work(outputs: Any) -> None:
+        """What the call's launches did, written to the control page once run() returned (evidence calls and
+        draws): the bytes they changed in their tensor arguments, and each returned output's share of sampled
+        elements that still hold what a launch wrote there (credit derived by eager code is no launch's work)."""
+        nonlocal spent
+        start = lib.work_clock()
+        offset, capacity = layout.WORK_SHARES
+        count = lib.min(lib.len(outputs), capacity)
+        for i in lib.range(count):
+            t = outputs[i]
+            share = left_share(t, i) if lib.type(t) is lib.Tensor and i < lib.len(numels) else 0.0
+            lib.f64.pack_into(page, offset + 8 + 8 * i, share)
+        lib.u64.pack_into(page, offset, count)
+        left.clear()  # freed inside the vault's own time
+        if not lib.cuda:  # on cuda only the time inside the call is the call's measure
+            spent += lib.work_clock() - start
+        lib.u64.pack_into(page, layout.WORK_BYTES, changed)
+        lib.f64.pack_into(page, layout.WORK_MS, spent * 1e3)
+        lib.u64.pack_into(page, layout.WORK_ACK, nonce)
+
     def result(outputs: Any) -> None:
+        work(outputs)
         if not audit:
             return
         for i in lib.range(lib.min(lib.len(outputs), lib.len(numels))):
@@ -1105,6 +1186,7 @@ def provenance_vault(
                 seen.clear()
                 records.clear()
                 pending.clear()
+                left.clear()
                 held.clear()
                 tables.clear()
                 eager_ops.clear()
@@ -1116,10 +1198,12 @@ def provenance_vault(
                 called.clear()
                 outer.clear()
                 stream.clear()
-                launches = depth = running = used = 0
-                dsl_s = 0.0
+                launches = depth = running = used = changed = 0
+                dsl_s = spent = 0.0
             kind = request[0]
             role = 0  # of a BEFORE: 0 watched only on a correctness draw, 1 a timed launch, 2 a call above one
+            ended = 0  # of an AFTER: the role of the gate it ends (0: none awaited one)
+            prior = launches  # counted before this request (a BEFORE may count its own launch below)
             if kind == 0:  # the harness registers a gate's original, then seals (None)
                 if not sealed and request[1] is None:
                     sealed = True
@@ -1158,7 +1242,7 @@ def provenance_vault(
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1:
                         depth += 1
-                        before(request[1])
+                        before(request[1], prior)
                     elif kind == 2:  # AFTER
                         depth = lib.max(depth - 1, 0)
                         after()
@@ -1169,6 +1253,22 @@ def provenance_vault(
                     elif kind == 7:  # INPUTS of the call, before it starts
                         for t in tensors_in(request[1], []):
                             input_spans.append(span(t))
+            elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
+                if ended and depth == 1 and lib.cuda_sync is not None:
+                    lib.cuda_sync()  # the launch's own time is not the vault's
+                start = lib.work_clock()
+                with lib.exclude(lib.python_keys), lib.no_torch_function():
+                    if kind == 1:
+                        depth += 1
+                        if depth == 1:  # the outermost gate (CuTe: the call above the launch, still tensors)
+                            snapshot(tensors_in(request[1], []), prior)
+                    elif kind == 2:
+                        depth = lib.max(depth - 1, 0)
+                        after()
+                    else:
+                        work(request[1])
+                if kind != 4:
+                    spent += lib.work_clock() - start
             if kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
                 reply = True
                 opened.append(role)
@@ -1196,6 +1296,8 @@ def page_layout() -> types.SimpleNamespace:
         SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
+        WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
+        WORK_SHARES=_control.WORK_SHARES,
     )  # fmt: skip
 
 

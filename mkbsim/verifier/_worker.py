@@ -392,7 +392,7 @@ class Worker:
             return reply
         with _harness_ops():
             facts, items = describe(result, len(arena.outputs))
-            if audit and self.report_result is not None:
+            if self.report_result is not None:  # every call alike: the vault reads it on draws and evidence calls
                 self.report_result(items + [arena.args[i] for i in self.setup["inplace"]])
             reply["structure"] = facts
             reply["alias"] = self.aliases(items, arena.args)

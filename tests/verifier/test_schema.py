@@ -21,7 +21,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mkbsim.verifier import _control, _coverage, _phases
+from mkbsim.verifier import _control, _coverage, _phases, _schema
 from mkbsim.verifier._channel import Channel
 from mkbsim.verifier._compare import build_refs
 from mkbsim.verifier._judge import Failure, call_error, structure
@@ -256,3 +256,25 @@ def test_a_second_answer_nobody_asked_for_is_seen() -> None:
     ours.recv(1)
     assert not chan.pending()  # an end of file is the worker's exit, not a message
     chan.close()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("WORK_MS", math.nan), ("WORK_MS", -1.0), ("share", math.nan), ("share", 1.5)]
+)
+def test_a_work_record_of_another_form_is_malformed(field: str, value: float) -> None:
+    """The gate's work record (``_provenance``, evidence calls and draws): a finite time, shares within [0, 1]."""
+    page = _control.ControlPage()
+    try:
+        nonce = page.begin_call(suppress=False, audit=False, evidence=True)
+        _control.put(page.buf, _control.WORK_ACK, nonce)
+        _control.put(page.buf, _control.WORK_BYTES, 4096)
+        offset, _ = _control.WORK_SHARES
+        struct.pack_into("<Qd", page.buf, offset, 1, value if field == "share" else 0.5)
+        _control.put(page.buf, _control.WORK_MS, value if field == "WORK_MS" else 0.01)
+        with pytest.raises(_schema.Malformed):
+            page.report()
+        struct.pack_into("<Qd", page.buf, offset, 1, 0.5)
+        _control.put(page.buf, _control.WORK_MS, 0.01)
+        assert page.report()["work"] == {"bytes": 4096, "ms": 0.01, "shares": [0.5]}
+    finally:
+        page.close()
