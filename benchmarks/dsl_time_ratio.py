@@ -1,18 +1,23 @@
-"""The DSL-time rule's ratio (DESIGN §5, "audits cannot be told apart"): the evidence calls' median DSL time
-over the least DSL time of a correctness draw, for honest submissions and for the audit-aware ones (the same
-kernel doing less work when not audited).
+"""The ratios of the rules that carry the draws' coverage over to the timed calls (DESIGN §5, "audits cannot be
+told apart"), for honest submissions and for the audit-aware ones (the same kernel doing less work, or none,
+when not audited): the evidence calls' median DSL time over the least DSL time of a correctness draw
+(``_coverage.DSL_TIME_SHARE``), and the least of the work ratios (``_coverage.WORK_SHARE``: bytes the launches
+changed, each output's share of elements still holding what a launch wrote; evidence calls' median over the
+draws').
 
     python benchmarks/dsl_time_ratio.py --repeats 3            # cpu: the examples and tests/verifier/honest
-    python benchmarks/dsl_time_ratio.py --extra DIR --repeats 1  # and every *.py in DIR (p36, tirx)
+    python benchmarks/dsl_time_ratio.py --extra DIR --repeats 1  # and every *.py in DIR (tirx; the problem from
+                                                                 # a name's "p36", else p36)
 
-Prints one line per verification and both distributions; ``_coverage.DSL_TIME_SHARE`` must stay well below the
-honest ones' least, and sits above the audit-aware cases' largest where the rule closes them.
+Prints one line per verification and the distributions; each share must stay well below the honest ones' least,
+and sits above the audit-aware cases' largest where its rule closes them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -20,31 +25,49 @@ from pathlib import Path
 from mkbsim.verifier import VerifierSession
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "submissions"
+ADVERSARIAL = ROOT / "tests" / "verifier" / "adversarial"
 CASES = [
-    (ROOT / "examples" / "submissions" / "p36_rmsnorm_tirx.py", "p36"),
-    (ROOT / "examples" / "submissions" / "p28_fused_add_rmsnorm_tirx.py", "p28"),
+    (EXAMPLES / "p36_rmsnorm_tirx.py", "p36"),
+    (EXAMPLES / "p28_fused_add_rmsnorm_tirx.py", "p28"),
+    (EXAMPLES / "p25_kv_block_copy_tirx.py", "p25"),
     *((p, "p36") for p in sorted((ROOT / "tests" / "verifier" / "honest").glob("*.py"))),
 ]
-#: The same kernel doing less work when not audited: fewer repeats (rejected by this rule alone), no rows (open).
+#: The same kernel doing less work when not audited: fewer repeats (the DSL-time rule), no rows, one row, a loop
+#: bound read from the data, a scratch output, an overwritten result (the work rule).
 AUDIT_AWARE = [
-    (ROOT / "tests" / "verifier" / "adversarial" / name, "p36")
-    for name in ("_open_audit_aware_no_row_launch.py", "audit_aware_idle_kernel.py")
-]
+    (ADVERSARIAL / name, "p36")
+    for name in ("audit_aware_idle_kernel.py", "zero_work_no_rows.py", "zero_work_one_row.py",
+                 "zero_work_bound_from_data.py", "zero_work_scratch_output.py", "zero_work_overwritten.py")
+]  # fmt: skip
 
 
-def _ratios(session: VerifierSession, cases: list[tuple[Path, str]], repeats: int) -> list[float]:
-    found: list[float] = []
+def _problem(path: Path) -> str:
+    found = re.search(r"(?:^|_)(p\d\d)(?:_|\.|$)", path.name)
+    return found.group(1) if found else "p36"
+
+
+def _work_ratio(report: object) -> float | None:
+    ratios = [r for r in (getattr(report, "details", {}).get("timed_work") or {}).get("ratios", []) if r is not None]
+    return min(ratios) if ratios else None
+
+
+def _ratios(session: VerifierSession, cases: list[tuple[Path, str]], repeats: int) -> tuple[list[float], list[float]]:
+    times: list[float] = []
+    works: list[float] = []
     for path, problem in cases:
         for _ in range(repeats):
             report = session.verify(path, problem, "tirx")
-            dsl_time = report.details.get("dsl_time") or {}
-            ratio = dsl_time.get("ratio")
+            ratio = (report.details.get("dsl_time") or {}).get("ratio")
+            work = _work_ratio(report)
             why = "" if report.passed else f" ({report.feedback[:160]})"
             print(f"{path.name} {problem}: passed={report.passed} failure={report.failure} ratio={ratio} "
-                  f"load={os.getloadavg()[0]:.1f}{why}", file=sys.stderr)  # fmt: skip
+                  f"work={work} load={os.getloadavg()[0]:.1f}{why}", file=sys.stderr)  # fmt: skip
             if ratio is not None:
-                found.append(ratio)
-    return sorted(found)
+                times.append(ratio)
+            if work is not None:
+                works.append(work)
+    return sorted(times), sorted(works)
 
 
 def _summary(name: str, ratios: list[float]) -> str:
@@ -58,14 +81,15 @@ def _summary(name: str, ratios: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--extra", type=Path, help="a folder of further honest p36 submissions")
+    parser.add_argument("--extra", type=Path, help="a folder of further honest submissions")
     args = parser.parse_args()
-    cases = CASES + ([(p, "p36") for p in sorted(args.extra.glob("*.py"))] if args.extra else [])
+    cases = CASES + ([(p, _problem(p)) for p in sorted(args.extra.glob("*.py"))] if args.extra else [])
     with VerifierSession("cpu") as session:
         honest = _ratios(session, cases, args.repeats)
         aware = _ratios(session, AUDIT_AWARE, args.repeats)
-    print(_summary("honest", honest))
-    print(_summary("audit-aware", aware))
+    for k, measure in enumerate(("DSL time", "work")):
+        print(_summary(f"honest, {measure}", honest[k]))
+        print(_summary(f"audit-aware, {measure}", aware[k]))
 
 
 if __name__ == "__main__":

@@ -3,11 +3,22 @@
 The verifier decodes what a worker sends with `decode_untrusted`, which refuses every global: a
 message from the candidate's process can carry only plain data (dicts, lists, numbers, strings,
 bytes), never an object whose unpickling would run code in the verifier.
+
+A worker's answers are signed (DESIGN §5): its socket is a descriptor of its own process, which the
+submission can find and write to by any call, so the verifier accepts an answer only with a keyed BLAKE2b
+tag over the call's nonce and the payload. The key goes to the worker in its setup and from there only into
+a vault (``answer_signer``), which signs one answer per nonce of the control page: bytes written to the
+socket by any other route, a second answer to a call, or an answer replayed from an earlier call fail the
+tag (``harness_tamper``). The submission can still ask the vault to sign its own answer first, which is
+what patching the harness's Python would give it anyway: judged as its own answer (``README``).
 """
 
 from __future__ import annotations
 
+import _blake2
+import _struct
 import array
+import hmac
 import io
 import os
 import pickle
@@ -19,6 +30,11 @@ from typing import Any
 
 _HEADER = struct.Struct("!Q")
 _MAX_FDS = 16
+#: Bytes of an answer's tag, after its payload.
+TAG_BYTES = 32
+#: A worker's exit status when its channel to the verifier failed under it (closed, shut down, replaced):
+#: only the worker's own process can do that, so it is the submission's tampering, not a crash.
+CHANNEL_LOST = 86
 
 
 class ChannelClosed(ConnectionError):
@@ -49,25 +65,56 @@ def decode_untrusted(payload: bytes) -> Any:
         raise UntrustedMessage(f"message does not decode ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
+def answer_tag(key: bytes, nonce: int, payload: bytes) -> bytes:
+    """The tag the signing vault puts on an answer to the call of ``nonce``."""
+    return _blake2.blake2b(_struct.pack("<Q", nonce) + payload, key=key, digest_size=TAG_BYTES).digest()
+
+
+def signer_lib() -> Any:
+    """The C functions ``answer_signer`` calls, bound before the submission exists."""
+    return (_blake2.blake2b, _blake2.blake2b.digest, _struct.Struct("<Q"), bytes, type)
+
+
+def answer_signer(key: bytes, page: Any, nonce_at: int, lib: Any) -> Any:
+    """The vault (``_vault.Registry.open``) that signs a worker's answers: a request is the payload (bytes),
+    the reply its tag, for the first payload of each nonce the control page holds (at ``nonce_at``) and None
+    for any other (a second answer to a call). The key lives only here."""
+    blake2b, digest, u64, exact_bytes, type_of = lib
+    signed = -1
+    reply: Any = None
+    while True:
+        payload = yield reply
+        reply = None
+        nonce = u64.unpack_from(page, nonce_at)[0]
+        if nonce != signed and type_of(payload) is exact_bytes:
+            signed = nonce
+            reply = digest(blake2b(u64.pack(nonce) + payload, key=key, digest_size=32))
+        payload = None
+
+
 class Channel:
-    """One end of a socketpair; `send` and `recv` move whole messages."""
+    """One end of a socketpair; `send` and `recv` move whole messages. A worker's end has ``sign`` (the
+    signing vault's hook, set once its vaults are open): its messages carry their tag."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.sock.setblocking(True)
+        self.sign: Any = None
 
     def fileno(self) -> int:
         return self.sock.fileno()
 
     def send(self, obj: Any, fds: tuple[int, ...] | list[int] = ()) -> None:
         payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        if self.sign is not None:  # no tag from the vault (a second answer to this call): one that fails
+            payload += self.sign(payload) or bytes(TAG_BYTES)
         data = _HEADER.pack(len(payload)) + payload
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
         try:
             sent = self.sock.sendmsg([data], ancillary)
             if sent < len(data):
                 self.sock.sendall(data[sent:])
-        except (BrokenPipeError, ConnectionResetError) as exc:
+        except OSError as exc:  # the other side gone, or this socket closed or shut down under us
             raise ChannelClosed(str(exc)) from exc
 
     def pending(self) -> bool:
@@ -82,10 +129,12 @@ class Channel:
         return bool(ready)
 
     def recv(
-        self, timeout: float | None = None, *, trusted: bool = True, max_bytes: int = 64 << 20
-    ) -> tuple[Any, list[int]]:
+        self, timeout: float | None = None, *, trusted: bool = True, max_bytes: int = 64 << 20,
+        signed: tuple[bytes, int] | None = None,
+    ) -> tuple[Any, list[int]]:  # fmt: skip
         """The next message and the descriptors sent with it. ``trusted=False`` decodes plain data
-        only and caps its size; a deadline covers the whole message."""
+        only and caps its size; a deadline covers the whole message. ``signed`` (key, nonce): the message
+        must carry the signing vault's tag for that nonce, or it is ``UntrustedMessage``."""
         deadline = None if timeout is None else time.monotonic() + timeout
         fds: list[int] = []
         header = self._read(_HEADER.size, deadline, fds)
@@ -93,6 +142,11 @@ class Channel:
         if not trusted and length > max_bytes:
             raise UntrustedMessage(f"message of {length} bytes exceeds {max_bytes}")
         payload = self._read(length, deadline, fds)
+        if signed is not None:
+            payload, tag = payload[:-TAG_BYTES], payload[-TAG_BYTES:]
+            if not hmac.compare_digest(tag, answer_tag(*signed, payload)):
+                raise UntrustedMessage("a message without the harness's signature for this call (written to the "
+                                       "verifier's channel by another route, or a second answer)")  # fmt: skip
         obj = pickle.loads(payload) if trusted else decode_untrusted(payload)
         return obj, fds
 
@@ -101,11 +155,15 @@ class Channel:
         got = 0
         while got < n:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self.wait_readable(remaining):
+            try:
+                readable = self.wait_readable(remaining)
+            except (OSError, ValueError) as exc:  # this socket closed under us
+                raise ChannelClosed(str(exc)) from exc
+            if not readable:
                 raise ChannelTimeout(f"no message within the time limit ({got}/{n} bytes)")
             try:
                 data, ancdata, _, _ = self.sock.recvmsg(n - got, socket.CMSG_SPACE(_MAX_FDS * 4))
-            except ConnectionResetError as exc:
+            except OSError as exc:  # reset, or this socket closed under us
                 raise ChannelClosed(str(exc)) from exc
             for level, kind, raw in ancdata:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:

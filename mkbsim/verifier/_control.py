@@ -9,7 +9,8 @@ it. Through it flow the facts a verdict rests on and the submission must neither
   timed-protocol call is an unscored evidence call or a null call (never sent on the channel either);
 * vaults → verifier: the launches counted, the call's timing marks, the acknowledgement that the
   timer stopped this very call, the time the call spent inside DSL launches (and the gate's
-  acknowledgement of this very call), the violations the guards refused, and the provenance records of
+  acknowledgement of this very call), the work its launches did (evidence calls and draws), the
+  violations the guards refused, and the provenance records of
   a correctness draw (``_provenance``).
 
 Layout (little-endian): a fixed header, then two regions, each a length-prefixed pickle written by
@@ -57,25 +58,35 @@ DSL_ACK = (88, "<Q")  # gate vault: the nonce of the last call whose DSL time it
 #: Gate vault, with DSL_MS: the call's distinct launch signatures (kernel and argument shapes), as numbers
 #: the vault assigns in order of first appearance: a count, then that many little-endian u32.
 SIGNATURES = (96, 64)  # offset, capacity (signatures beyond it are not listed)
+#: Gate vault, on an evidence call or a correctness draw, once run() returned (``_provenance``, "work"): the bytes
+#: the call's launches changed in their tensor arguments, the vault's own time spent measuring it (cpu: its
+#: thread's CPU time; cuda: host time inside the call), and each returned output's share of elements that still
+#: hold what a launch wrote there: a count, then that many little-endian f64.
+WORK_ACK = (360, "<Q")  # the nonce of the last call whose work the vault wrote
+WORK_BYTES = (368, "<Q")
+WORK_MS = (376, "<d")
+WORK_SHARES = (384, 16)  # offset, capacity (outputs beyond it are not listed)
 NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
-#: The per-call fields a block's slot holds (the header up to the end of SIGNATURES), less the guards'
+#: The per-call fields a block's slot holds (the header up to the end of WORK_SHARES), less the guards'
 #: cumulative VIOLATION_COUNT, which the slots never touch.
-PER_CALL = ((0, VIOLATION_COUNT[0]), (VIOLATION_COUNT[0] + 8, SIGNATURES[0] + 8 + 4 * SIGNATURES[1]))
-#: Block fields (outside PER_CALL). Verifier: the block's calls (0: no block), and the next slot (0); timer
-#: vault: the next slot to load, a request out of the harness's order (FAULT), and its clocks at the block's end.
-BLOCK_CALLS = (384, "<Q")
-BLOCK_NEXT = (392, "<Q")
-BLOCK_FAULT = (400, "<Q")
-END_T = (408, "<d")  # timer vault: its host clock (perf_counter, s) when the block ended
-END_CPU = (416, "<Q")  # timer vault: the process's CPU clock (ns) when the block ended
+PER_CALL = ((0, VIOLATION_COUNT[0]), (VIOLATION_COUNT[0] + 8, WORK_SHARES[0] + 8 + 8 * WORK_SHARES[1]))
+#: Block fields (outside PER_CALL). Verifier: the block's calls (0: no block), the next slot (0), and the block's
+#: own nonce, the one its answer is signed for (``_channel.answer_signer``); timer vault: the next slot to load,
+#: a request out of the harness's order (FAULT), and its clocks at the block's end.
+BLOCK_CALLS = (528, "<Q")
+BLOCK_NEXT = (536, "<Q")
+BLOCK_FAULT = (544, "<Q")
+END_T = (552, "<d")  # timer vault: its host clock (perf_counter, s) when the block ended
+END_CPU = (560, "<Q")  # timer vault: the process's CPU clock (ns) when the block ended
+BLOCK_NONCE = (568, "<Q")
 #: Slot fields beyond the per-call ones: the timer vault's clocks when the slot's call started.
-SLOT_START_T = (384, "<d")
-SLOT_START_CPU = (392, "<Q")
+SLOT_START_T = (528, "<d")
+SLOT_START_CPU = (536, "<Q")
 
 HEADER_BYTES = 4096
 VIOLATIONS = (HEADER_BYTES, 1 << 20)  # offset, capacity
 RECORDS = (HEADER_BYTES + (1 << 20), 31 << 20)
-SLOT_BYTES = 512
+SLOT_BYTES = 1024
 MAX_BLOCK_CALLS = 1024
 BLOCK_SLOTS = RECORDS[0] + RECORDS[1]  # offset of slot 0
 SIZE = BLOCK_SLOTS + MAX_BLOCK_CALLS * SLOT_BYTES
@@ -150,7 +161,7 @@ class ControlPage:
             put(self.buf, (base + AUDIT[0], AUDIT[1]), int(audit))
             put(self.buf, (base + SUPPRESS[0], SUPPRESS[1]), int(suppress))
             nonces.append(self.nonce)
-        self.begin_call(suppress=False, audit=False)
+        put(self.buf, BLOCK_NONCE, self.begin_call(suppress=False, audit=False))
         for name in (BLOCK_NEXT, BLOCK_FAULT, END_T, END_CPU):
             put(self.buf, name, 0)
         put(self.buf, BLOCK_CALLS, len(orders))  # last: the block exists once its slots do
@@ -210,8 +221,11 @@ class ControlPage:
             "dsl_ms": get(self.buf, DSL_MS, base) if dsl_acked else None,
             "signatures": self._signatures(base) if dsl_acked else None,
             "records": None,
+            "work": self._work(base) if get(self.buf, WORK_ACK, base) == nonce else None,
         }
         _schema.times(found, ("ms", "host_ms", "pending_ms", "dsl_ms"))
+        if found["work"] is not None:
+            _schema.work(found["work"])
         if get(self.buf, RECORDS_FLAG, base) == nonce:
             found["records"] = _schema.provenance_records(self._region(RECORDS), samples)
         return found
@@ -221,6 +235,13 @@ class ControlPage:
         offset += base
         (count,) = struct.unpack_from("<Q", self.buf, offset)
         return frozenset(struct.unpack_from(f"<{min(count, capacity)}I", self.buf, offset + 8))
+
+    def _work(self, base: int = 0) -> dict[str, Any]:
+        offset, capacity = WORK_SHARES
+        offset += base
+        (count,) = struct.unpack_from("<Q", self.buf, offset)
+        shares = list(struct.unpack_from(f"<{min(count, capacity)}d", self.buf, offset + 8))
+        return {"bytes": get(self.buf, WORK_BYTES, base), "ms": get(self.buf, WORK_MS, base), "shares": shares}
 
     def guard_records(self) -> tuple[list[str], list[str]]:
         """(violations, inline CUDA sites) the guards recorded so far (whole lists, newest last); ``Malformed``

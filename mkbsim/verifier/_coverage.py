@@ -32,10 +32,12 @@ The correctness draws are observable (the provenance mode, the sentinel fill, th
 coverage they measure must be shown to hold on the timed calls too, with evidence the submission cannot
 see or forge there: the time spent inside its DSL launches, measured by the gate's vault at the native
 launch boundary (``_provenance``). An honest submission runs the same kernels on same-shaped inputs in
-both, so the timed calls launch the same kernels with arguments of the same shapes, and their DSL time is
-about the draws'. One that runs its kernels only when audited and an eager answer with a token launch
-otherwise launches another kernel, or the same on other shapes (``kernels_check``), or, with the same
-launches doing less work, has its DSL time collapse (``dsl_time_check``).
+both, so the timed calls launch the same kernels with arguments of the same shapes, their DSL time is
+about the draws', and so is the work their launches do to memory. One that runs its kernels only when audited
+and an eager answer with a token launch otherwise launches another kernel, or the same on other shapes
+(``kernels_check``), or, with the same launches doing less work, has its DSL time collapse
+(``dsl_time_check``) or, where a launch's fixed cost hides that, changes fewer bytes and leaves fewer output
+elements than the draws' launches did (``work_check``).
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
 #: sizes) of at least one correctness draw. More than half, so that the median call is one of them; short
 #: of all, for kernels an honest plan launches depending on the data (a skipped empty expert).
 KERNELS_SHARE = 0.75
+#: The evidence calls' median work must be at least this share of the correctness draws' median, in both of its
+#: measures: the bytes the launches change in their arguments, and each output's share of elements holding what a
+#: launch wrote there. The draws' side can only be inflated against the timed calls' (fresh memory there holds the
+#: sentinel, which every write changes; reused memory may already hold a value an honest kernel writes again).
+#: Honest ratios measured: benchmarks/RESULTS.md, "Work on the evidence calls".
+WORK_SHARE = 0.5
+#: An output's share is read at its sampled positions (``_provenance.SAMPLES``): below this share of them on the draws
+#: (32 of 512) halving it is within the sampling noise, and only the bytes changed are judged (an in-place cache
+#: update that writes a few entries).
+WORK_SAMPLED_FLOOR = 1 / 16
 
 
 @dataclass
@@ -225,6 +237,49 @@ def dsl_time_check(
         f"The timed calls spent {timed * 1e3:.1f} µs per call (median) inside DSL launches, the correctness draws "
         f"at least {audited * 1e3:.1f} µs: the timed calls do not run the kernels the correctness draws checked "
         f"(at least {share:.0%} of their DSL time is required). Run the same DSL work on every call."
+    )
+
+
+def work_check(
+    audited: Sequence[dict[str, Any] | None], timed: Sequence[dict[str, Any] | None]
+) -> tuple[dict[str, Any], str | None]:
+    """The work the evidence calls' launches did against the correctness draws' (DESIGN §5, "audits cannot be
+    told apart"): its figures, and the feedback when the timed calls' launches did too little of it. Time cannot
+    tell a launch that did the work from one that did nothing (a launch's fixed cost is most of a small kernel's
+    time); the bytes it changed, and the outputs' elements still holding them, can. A call without the record
+    (it never returned its outputs) did none."""
+    if not audited or not timed:
+        return {}, None
+    outputs = max((len(w["shares"]) for w in (*audited, *timed) if w is not None), default=0)
+
+    def median(records: Sequence[dict[str, Any] | None], pick: Any) -> float:
+        return float(statistics.median(pick(w) if w is not None else 0.0 for w in records))
+
+    def share(i: int) -> Any:
+        return lambda w: w["shares"][i] if i < len(w["shares"]) else 0.0
+
+    draws = [median(audited, lambda w: w["bytes"])] + [median(audited, share(i)) for i in range(outputs)]
+    calls = [median(timed, lambda w: w["bytes"])] + [median(timed, share(i)) for i in range(outputs)]
+    found = {
+        "draws_bytes": draws[0], "timed_bytes": calls[0], "draws_output_shares": draws[1:],
+        "timed_output_shares": calls[1:], "required_ratio": WORK_SHARE,
+        "ratios": [c / d if d > 0 else None for c, d in zip(calls, draws, strict=True)],
+    }  # fmt: skip
+    judged = [0] + [k for k in range(1, len(draws)) if draws[k] >= WORK_SAMPLED_FLOOR]
+    short = [k for k in judged if calls[k] < WORK_SHARE * draws[k]]
+    if not short:
+        return found, None
+    what = [
+        f"changed {calls[0]:.0f} bytes of their arguments per call (median), the correctness draws' {draws[0]:.0f}"
+        if k == 0
+        else f"left {calls[k]:.1%} of output {k - 1}'s elements as they wrote them, the correctness draws' "
+        f"{draws[k]:.1%}"
+        for k in short
+    ]
+    return found, (
+        "The DSL launches of the timed calls " + "; ".join(what) + f" (at least {WORK_SHARE:.0%} of the draws' is "
+        "required): the timed calls do not run the DSL work the correctness draws checked, or their outputs are not "
+        "what it wrote. Run the same DSL work on every call and return what it computes."
     )
 
 

@@ -10,16 +10,24 @@ Native code is loaded from no file: ``load_module`` of a library this worker exp
 module returns that module (an honest disk cache), and is refused for any other file; exporting
 takes no compiler, options or object files of the submission's. The compilers TVM starts run only
 inside a build or an export (the guards' process rule).
-CuTe DSL: every run of a JIT-compiled program (``JitExecutor.run_compiled_program``, which calls the
-host function into native code with arguments that already are C pointers) and every call of a TVM-FFI
-compiled function. The calls above it, where the arguments are still tensors, are watched on correctness
-draws without being counted: ``JitCompiledFunction.__call__`` (what ``cute.compile`` returns; the CUDA
-dialect's subclass ends in ``super().__call__`` and reaches its executor's ``run_compiled_program``
-directly, never the executor's ``__call__``), ``JitExecutor.__call__`` and ``BaseDSL._func`` (a
-``@cute.jit`` function called directly). Only the outermost gate of a call watches. A call that
-avoids the gate is not counted and not suppressed, so a submission can only lose by it: an uncounted
-kernel looks like no DSL at all (``not_dsl``), and real work hidden from suppression leaves the outputs
-right with launches suppressed (``decorative_dsl``).
+CuTe DSL: a launch is a call of a host function the DSL compiled in this worker, made by the gate itself
+from the engine the DSL built (DESIGN §5): ``BaseDSL._lookup_jit_entry`` (what ``cute.compile`` and a
+``@cute.jit`` function called directly end in) is answered with a ctypes function of the gate's own class
+over the symbol the engine's native ``raw_lookup`` finds, and ``_create_tvm_ffi_function`` (the
+``--enable-tvm-ffi`` classes) with a TVM FFI function of the gate's class that the gate builds from the
+module's object code, the DSL's ``BinaryExecutionEngine`` and its symbol. The vault counts a call only of
+such an object, registered by identity, whose native address or handle is unchanged, with nothing that
+runs Python in the native call (ctypes: one array of pointers of the runtime's own type, no ``errcheck``,
+its ``argtypes`` and a C ``restype``; TVM FFI: plain arguments). So a ``JitExecutor`` built around a Python
+callable, a compiled object whose ``capi_func``, ``_kwargs_wrapper`` or handle was replaced, a copy of the
+class or a function converted from Python is not counted: what it runs is not the DSL's. The calls above
+it, where the arguments are still tensors, are watched on correctness draws without being counted:
+``JitCompiledFunction.__call__`` (what ``cute.compile`` returns; the CUDA dialect's subclass ends in
+``super().__call__``), ``JitExecutor.__call__`` and ``BaseDSL._func`` (a ``@cute.jit`` function called
+directly). Only the outermost gate of a call watches. A call that avoids the gate is not counted and not
+suppressed, so a submission can only lose by it: an uncounted kernel looks like no DSL at all
+(``not_dsl``), and real work hidden from suppression leaves the outputs right with launches suppressed
+(``decorative_dsl``).
 """
 
 from __future__ import annotations
@@ -129,12 +137,51 @@ def _counted_get_function(
 
 
 def _wrap_counted(func: Any, module: Any, name: str, *, _cls: Any, _send: Any, _keep: Any) -> Any:
-    """``func`` (``name`` in ``module``) as a function whose calls pass the gate, registered with the gate's
-    vault (with its native handle, and a TVM FFI array holding the native function so that its address is
-    never reused)."""
+    """``func`` (``name`` in ``module``; None: a CuTe program, known by its own handle) as a function whose
+    calls pass the gate, registered with the gate's vault (with its native handle, and a TVM FFI array
+    holding the native function so that its address is never reused)."""
     counted = _cls.__new__(_cls)
     counted.__move_handle_from__(func)
-    failed = _send((6, counted, _keep(counted), module, name))  # REGISTER a function
+    failed = _send((6, counted, _keep(counted), counted if module is None else module, name))  # REGISTER a function
+    if failed is not None:
+        raise failed
+    return counted
+
+
+def _ffi_program(
+    compiled: Any, *, _export: Any, _engine: Any, _lookup: Any, _libs: Any, _from_extern: Any, _wrap: Any,
+    _type: Any, _module: Any, _str: Any, _ask: Any, _getframe: Any, _PermissionError: Any
+) -> Any:  # fmt: skip
+    """``TVMFFIJitCompiledFunctionBase._create_tvm_ffi_function``: the DSL's own steps, through C functions
+    bound before the submission loaded (its module's object code, a ``BinaryExecutionEngine`` over it, the
+    ``__tvm_ffi_`` symbol), ending in a counted function the vault registers; nothing read from the compiled
+    object but its MLIR module and its name."""
+    if compiled.engine is None:
+        return None
+    module, name = compiled.ir_module, compiled.function_name
+    if _type(module) is not _module or _type(name) is not _str:
+        what = "a CuTe DSL program made from an object that is no MLIR module"
+        reason = "only what the CuTe DSL compiled may run"
+        raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
+    engine = _engine(_export(module, format="o", opt_level=3, enable_pic=True), _libs, True)
+    compiled.engine = engine
+    return _wrap(_from_extern(_lookup(engine, "__tvm_ffi_" + name), keep_alive_object=engine), None, name)
+
+
+def _capi_program(
+    dsl: Any, engine: Any, function_name: Any, *, _original: Any, _engine: Any, _raw_lookup: Any, _cls: Any,
+    _send: Any, _type: Any, _str: Any
+) -> Any:  # fmt: skip
+    """``BaseDSL._lookup_jit_entry``: the host function of an engine the DSL built, as a ctypes function of
+    the gate's counted class over the address the engine's native ``raw_lookup`` gives, registered with
+    the vault. Anything else (no such engine, no such symbol) gets the DSL's own answer, never counted."""
+    address = 0
+    if _type(engine) is _engine and _type(function_name) is _str:
+        address = _raw_lookup(engine, "_mlir_ciface_" + function_name)
+    if not address:
+        return _original(dsl, engine, function_name)
+    counted = _cls(address)
+    failed = _send((8, counted))  # REGISTER a CuTe host function
     if failed is not None:
         raise failed
     return counted
@@ -207,11 +254,23 @@ class DslGates:
         self.dlpack_sources: dict[int, Any] = {}
         self.patched: list[tuple[Any, str, Any]] = []
 
-    def gate_hook(self, original: Any, count: bool, functions: bool = False) -> Any:
-        """The gate over ``original``, registered with the vault as genuine: a counted launch (``functions``:
-        a call of a function the gate took from a module, see ``_wrap_counted``) or a call above one."""
-        self.send((0, original, "function" if functions else "launch" if count else "outer"))  # REGISTER
-        return self.registry.protect(gate, _send=self.send, _original=original, _count=count)
+    def gate_hook(self, original: Any, role: str) -> Any:
+        """The gate over ``original``, registered with the vault as genuine: ``role`` "function" (a counted
+        call of a TVM FFI function the gate made, see ``_wrap_counted``), "program" (a counted call of a CuTe
+        host function the gate made, ``_capi_program``) or "outer" (a call above one, watched, not counted)."""
+        self.send((0, original, role))  # REGISTER
+        return self.registry.protect(gate, _send=self.send, _original=original, _count=role != "outer")
+
+    def counted_functions(self) -> Any:
+        """The TVM FFI function class whose calls the gate counts, and the hook that makes a registered one."""
+        import tvm_ffi
+
+        class CountedFunction(tvm_ffi.Function):
+            """A compiled TVM function whose calls pass the gate."""
+
+        CountedFunction.__call__ = self.gate_hook(tvm_ffi.Function.__call__, "function")  # type: ignore[method-assign]
+        keep = tvm_ffi.get_global_func("ffi.Array")  # a native constructor: the array holds a reference
+        return self.registry.protect(_wrap_counted, _cls=CountedFunction, _send=self.send, _keep=keep)
 
     def _set(self, owner: Any, attr: str, value: Any) -> None:
         setattr(owner, attr, value)
@@ -227,14 +286,7 @@ class DslGates:
     def _install_tirx(self) -> None:
         import tvm_ffi
 
-        base_call = tvm_ffi.Function.__call__
-
-        class CountedFunction(tvm_ffi.Function):
-            """A compiled TVM function whose calls pass the gate."""
-
-        CountedFunction.__call__ = self.gate_hook(base_call, count=True, functions=True)  # type: ignore[method-assign]
-        keep = tvm_ffi.get_global_func("ffi.Array")  # a native constructor: the array holds a reference
-        wrap = self.registry.protect(_wrap_counted, _cls=CountedFunction, _send=self.send, _keep=keep)
+        wrap = self.counted_functions()
         built: dict[int, Any] = {}
         get_function = self.registry.protect(
             _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap,
@@ -279,19 +331,46 @@ class DslGates:
             self._set(owner, attr, load)
 
     def _install_cutedsl(self) -> None:
+        import ctypes
+        import os
+
+        import tvm_ffi
+
         jit_executor = importlib.import_module("cutlass.base_dsl.jit_executor")
-        executor = jit_executor.JitExecutor
-        self._set(executor, "run_compiled_program", self.gate_hook(executor.run_compiled_program, count=True))
+        base_dsl = importlib.import_module("cutlass.base_dsl.dsl").BaseDSL
         # where the arguments are still CuTe/torch tensors: the compiled function a submission calls (its
         # CUDA-dialect subclass ends in super().__call__), an executor, and a @cute.jit function run directly
-        compiled = jit_executor.JitCompiledFunction
-        base_dsl = importlib.import_module("cutlass.base_dsl.dsl").BaseDSL
-        for owner, attr in ((compiled, "__call__"), (executor, "__call__"), (base_dsl, "_func")):
-            self._set(owner, attr, self.gate_hook(getattr(owner, attr), count=False))
+        for owner, attr in ((jit_executor.JitCompiledFunction, "__call__"), (jit_executor.JitExecutor, "__call__"),
+                            (base_dsl, "_func")):  # fmt: skip
+            self._set(owner, attr, self.gate_hook(getattr(owner, attr), "outer"))
+
+        class CountedProgram(ctypes._CFuncPtr):  # type: ignore[name-defined]
+            """A CuTe host function the DSL compiled here, whose calls pass the gate (the prototype of the
+            MLIR engine's ``lookup``: ``void (void *)``, C calling convention)."""
+
+            _flags_ = ctypes._FUNCFLAG_CDECL  # type: ignore[attr-defined]
+            _argtypes_ = (ctypes.c_void_p,)
+            _restype_ = None
+
+        CountedProgram.__call__ = self.gate_hook(ctypes._CFuncPtr.__call__, "program")  # type: ignore[attr-defined]
+        engines = importlib.import_module("cutlass._mlir.execution_engine").ExecutionEngine
+        capi = self.registry.protect(
+            _capi_program, _original=base_dsl._lookup_jit_entry, _engine=engines,
+            _raw_lookup=engines.__mro__[1].raw_lookup, _cls=CountedProgram, _send=self.send, _type=type, _str=str,
+        )  # fmt: skip
+        self._set(base_dsl, "_lookup_jit_entry", capi)
+        ir = importlib.import_module("cutlass._mlir._mlir_libs._cutlass_ir")
+        binary_engine = importlib.import_module(ir.__name__ + "._execution_engine").BinaryExecutionEngine
+        libs = importlib.import_module("cutlass.base_dsl.env_manager").get_prefix_dsl_libs("CUTE_DSL")
+        ffi = self.registry.protect(
+            _ffi_program, _export=ir._aot_support.export_module_to_bytes, _engine=binary_engine,
+            _lookup=binary_engine.lookup, _libs=libs.split(os.pathsep) if libs else [],
+            _from_extern=tvm_ffi.Function.__from_extern_c__, _wrap=self.counted_functions(),
+            _type=type, _module=importlib.import_module("cutlass._mlir.ir").Module, _str=str, _ask=self.guards.ask,
+            _getframe=sys._getframe, _PermissionError=PermissionError,
+        )  # fmt: skip
         provider = importlib.import_module("cutlass.cutlass_dsl.tvm_ffi_provider")
-        for cls_name in ("TVMFFIJitCompiledFunction", "TVMFFIJitCompiledFunctionWithKwargs"):
-            cls = getattr(provider, cls_name)
-            self._set(cls, "__call__", self.gate_hook(cls.__call__, count=True))
+        self._set(provider.TVMFFIJitCompiledFunctionBase, "_create_tvm_ffi_function", ffi)
         # the constructor, not one of the names it is imported under (cute.from_dlpack, cutlass.torch, ...)
         dlpack_tensor = importlib.import_module("cutlass.cute.runtime")._Tensor
         record = self.registry.protect(

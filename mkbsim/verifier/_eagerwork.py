@@ -31,11 +31,11 @@ movement, never movement towards compute).
 
 Rule: the eager code covers the problem when, for every kind of work the reference does, it does at least
 ``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the
-reference's passes over the data are stood for by the eager passes, one operator's calls pooled so that a pass
-split into chunks is still that pass (``_matched``; a stage the DSL took over is missing from them however small
-its cost). The reference is priced without the padding it computes on (``reference_work``: its products beyond
-the problem's ``cost()`` FLOPs). A submission whose eager code covers
-the problem has its DSL doing none of the problem's work, whatever its outputs depend on, and fails as
+reference's passes over the data are stood for by the eager calls, whatever operators they are, so that a pass
+split into chunks is still that pass when each chunk is written with another operator (``_matched``; a stage the
+DSL took over is missing from them however small its cost). The reference is priced without the padding it
+computes on (``reference_work``: its products beyond the problem's ``cost()`` FLOPs). A submission whose eager
+code covers the problem has its DSL doing none of the problem's work, whatever its outputs depend on, and fails as
 ``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
 the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is
 measured against (verifier README, "Eager work").
@@ -55,10 +55,11 @@ Python (``decorative_dsl``). Buffers turned into tensors whole (``torch.frombuff
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,29 +314,51 @@ def work_of(ops: Iterable[OpRecord]) -> Work:
     return found
 
 
-def _matched(reference: Iterable[tuple[float, int]], eager: Iterable[tuple[Hashable, float, int]]) -> int:
-    """How many of the reference's passes (amount, how many) the eager passes (operator, amount, how many)
-    stand for. One operator's eager calls are pooled, so a pass split into row chunks is still that pass: a
-    pool stands for as many of the reference's passes as it has, whose amounts add up to at most its own (one
-    large call stands for one pass, as before). Largest first, each into the pool with the least left that
-    holds it (best fit: a maximum matching where every pool is one call)."""
-    pools: dict[Hashable, list[float]] = {}
-    for operator, amount, count in eager:
-        pool = pools.setdefault(operator, [0.0, 0.0])
-        pool[0] += amount * count
-        pool[1] += count
+def _matched(reference: Iterable[tuple[float, int]], eager: Iterable[tuple[float, int]]) -> int:
+    """How many of the reference's passes (amount, how many) the eager calls (amount, how many) stand for, whatever
+    operators they are: a pass split into chunks is still that pass when each chunk is computed by another
+    operator (a ``mul`` for one, a ``div`` by the reciprocal for the next, a product through ``einsum`` or ``bmm``).
+    Each eager call stands for one pass at most, alone or with others whose amounts add up to the pass's (a bin
+    covering: one large call is one pass, however large). Greedy, the smallest passes first: each is covered by
+    calls smaller than it where they add up to it (largest first, the last one the smallest that completes it),
+    else by the smallest call that covers it alone."""
+    items: dict[float, int] = {}
+    for amount, count in eager:
+        if amount > 0 and count > 0:
+            items[amount] = items.get(amount, 0) + count
+    sizes = sorted(items)
+    left = [items[size] for size in sizes]
     matched = 0
-    for amount, count in sorted(reference, reverse=True):
+    for amount, count in sorted(reference):
         need = amount * (1 - 1e-9)  # chunk sizes summed in floating point
-        while count:
-            fits = [pool for pool in pools.values() if pool[0] >= need and pool[1] >= 1]
-            if not fits:
-                break
-            pool = min(fits, key=lambda p: p[0])
-            take = min(count, int(pool[1]), max(1, int(pool[0] // need)))
-            pool[0], pool[1] = pool[0] - take * amount, pool[1] - take
-            count, matched = count - take, matched + take
+        for _ in range(count):
+            below = bisect.bisect_left(sizes, need)
+            if sum(size * n for size, n in zip(sizes[:below], left[:below], strict=True)) < need:
+                if below == len(sizes):
+                    return matched  # the passes after this one are no smaller
+                _take(sizes, left, below, 1)  # the smallest call that covers it alone
+            else:
+                rest = need
+                while rest > 0 and below:  # the smallest call that completes it, else the largest below the pass
+                    i = bisect.bisect_left(sizes, rest, 0, below)
+                    if i < below:
+                        _take(sizes, left, i, 1)
+                        rest = 0.0
+                    else:
+                        n = min(left[below - 1], max(1, int(rest // sizes[below - 1])))
+                        rest -= n * sizes[below - 1]
+                        below -= _take(sizes, left, below - 1, n)
+            matched += 1
     return matched
+
+
+def _take(sizes: list[float], left: list[int], i: int, n: int) -> int:
+    """Take ``n`` calls of the ``i``-th size; 1 where that size is used up (and dropped), else 0."""
+    left[i] -= n
+    if left[i]:
+        return 0
+    del sizes[i], left[i]
+    return 1
 
 
 def _tensor_sizes(obj: Any) -> Sizes:
@@ -456,8 +479,7 @@ def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
         extra = sum(max(0.0, eager.amounts[o] - reference.amounts[o]) for o in _STAND_INS[kind])
         found.shares[kind] = (eager.amounts[kind] + extra) / reference.amounts[kind]
     wanted = [(amount, count) for kind in judged for _, amount, count in reference.passes[kind]]
-    doing = [((kind, operator), amount, count) for kind in (judged if computes else KINDS)
-             for operator, amount, count in eager.passes[kind]]  # fmt: skip
+    doing = [(amount, count) for kind in (judged if computes else KINDS) for _, amount, count in eager.passes[kind]]
     total = sum(count for _, count in wanted)
     found.passes = _matched(wanted, doing) / total if total else 0.0
     inputs, outputs = reference.elements

@@ -9,8 +9,9 @@ capture, Python callbacks registered for kernels and Python signal handlers.
 A call is the submission's when the innermost frame outside the standard library belongs to the
 submission (any file outside the installed libraries and this harness), or when that frame is a library's
 whose own code does not name the forbidden operation: the library is calling a callable it was handed
-(``tree_map(os.system, ...)``), which is the submission's (``handed`` in the vault; imports and ctypes events
-excepted, verifier README). Which code a frame runs is
+(``tree_map(os.system, ...)``, ``tree_map(__import__, ...)``), which is the submission's (``handed`` in the vault;
+an import also vouched for where C code imports under the library's frame, a ctypes event where the library's
+module works with ctypes: verifier README). Which code a frame runs is
 judged by the identity of its code object, never by its name alone (``co_filename`` is the
 submission's to choose: ``code.replace``, ``types.CodeType``, ``marshal``): a file name is believed only
 for code objects that existed before the submission was loaded (every function's, nested ones
@@ -34,7 +35,9 @@ from __future__ import annotations
 
 import _struct
 import _thread
+import atexit
 import builtins
+import copyreg
 import dataclasses
 import gc
 import importlib
@@ -57,6 +60,8 @@ from mkbsim.verifier._rules import (
     FORBIDDEN_NAMES,
     FORBIDDEN_SUFFIXES,
     OTHER_DSL_MODULES,
+    RAW_MEMORY,
+    SERIALISATION,
 )
 from mkbsim.verifier._vault import Registry
 
@@ -102,6 +107,7 @@ _EVENT_CALLERS = {
     "socket.__new__": ("socket", "socketpair", "fromfd", "create_connection", "create_server", "urlopen"),
     "socket.connect": ("connect", "create_connection", "urlopen"), "socket.bind": ("bind", "create_server"),
     "socket.getaddrinfo": ("getaddrinfo", "create_connection", "create_server", "urlopen"),
+    "os.putenv": ("putenv", "environ", "environb"), "os.unsetenv": ("unsetenv", "environ", "environb"),
 }  # fmt: skip
 _TWO_PATH_EVENTS = frozenset(("os.rename", "shutil.move", "os.link", "os.symlink"))
 # where each file event carries its dir_fd arguments (CPython's audit events table)
@@ -110,18 +116,52 @@ _DIR_FD_ARGS = {
     "os.mkdir": (2,), "os.chmod": (2,), "os.chown": (3,), "os.utime": (3,), "shutil.rmtree": (1,),
 }  # fmt: skip
 _ATTRIBUTE_EVENTS = frozenset(("object.__getattr__", "object.__setattr__", "object.__delattr__"))
+#: Changes to the process's environment, which the DSLs' builds read (the compiler, its search path, its flags).
+_ENVIRONMENT_EVENTS = frozenset(("os.putenv", "os.unsetenv"))
 _FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 _WATCHED = frozenset(
     _PROCESS_EVENTS
     | _ALWAYS_REFUSED
     | _FILE_CHANGE_EVENTS
     | _ATTRIBUTE_EVENTS
+    | _ENVIRONMENT_EVENTS
     | {"open", "import", "sys._getframe", "compile", "exec"}
 )
 #: /proc entries that show a process's memory or its map: nobody in the worker reads them.
 _PROC_MEMORY = frozenset(("mem", "maps", "smaps", "smaps_rollup", "map_files", "pagemap", "numa_maps", "environ"))
 _PROC_READABLE = ("self", "thread-self", "cpuinfo", "meminfo", "stat", "loadavg", "sys", "version")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+#: The modules whose users vouch for the ctypes events their own frames raise (``handed`` in the vault).
+_FFI_MODULES = frozenset(("ctypes", "_ctypes"))
+#: A storage's ways to and from files and shared memory (on the Python classes: torch's C base is immutable).
+_STORAGE_FILE_METHODS = (
+    "from_file", "_write_file", "_set_from_file", "_new_with_file", "share_memory_", "_share_memory_", "_new_shared",
+    "_share_filename_cpu_", "_share_fd_cpu_", "_new_shared_filename_cpu", "_new_shared_fd_cpu",
+    "_new_using_filename_cpu", "_new_using_fd_cpu",
+)  # fmt: skip
+#: The programs a DSL build may run (TVM's ``cc``/``nvcc`` helpers), looked up before any submission exists.
+_COMPILER_NAMES = ("g++", "gcc", "clang++", "clang", "c++", "cc", "nvcc", "ar", "ld")
+#: path (as found, and resolved) -> (device, inode) of each compiler; the search path it was found on
+_COMPILERS: dict[str, tuple[int, int]] = {}
+_EXEC_PATH: list[str] = []
+
+
+def freeze_compilers() -> None:
+    """Fix the compilers a DSL build may run, in the zygote before any submission (DESIGN §5): a process a
+    build starts must be one of them by path and identity, found on this very search path."""
+    if _EXEC_PATH:
+        return
+    import shutil
+
+    search = os.environ.get("PATH", os.defpath)
+    cuda = [os.path.join(os.environ[v], "bin", "nvcc") for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    for found in [*(shutil.which(name, path=search) for name in _COMPILER_NAMES), *cuda]:
+        if not found or not os.path.isabs(found) or not os.access(found, os.X_OK):
+            continue
+        for path in (found, os.path.realpath(found)):
+            info = os.stat(path)
+            _COMPILERS[path] = (info.st_dev, info.st_ino)
+    _EXEC_PATH.append(search)
 
 
 def _lib() -> types.SimpleNamespace:
@@ -137,6 +177,25 @@ def _lib() -> types.SimpleNamespace:
         opt_suffix=f".opt-{sys.flags.optimize}" if sys.flags.optimize else "",
         plain=frozenset(id(t) for t in (str, bytes, int, float, complex, bool, type(None), type(...), tuple,
                                         frozenset, types.CodeType)),
+        dict=dict, lookups=_lookup_bindings(), environ=vars(os.environ)["_data"],
+        environ_items=tuple(vars(os.environ)["_data"].items()),
+    )  # fmt: skip
+
+
+def _lookup_bindings() -> tuple[tuple[dict[Any, Any], Any, Any], ...]:
+    """(namespace, key, value) of what ``subprocess`` reads to find a program by name (``os.get_exec_path`` over
+    ``os.environ``'s PATH, joined by ``os.path.join``), bound before the submission exists: while each still
+    holds, the PATH the frozen compilers were found on is the one a build's process is found on."""
+    import posixpath
+
+    environ = os.environ
+    attrs = vars(environ)
+    return (
+        (vars(os), "environ", environ), (vars(os), "get_exec_path", os.get_exec_path),
+        (vars(os), "fsencode", os.fsencode), (vars(os), "path", posixpath), (vars(posixpath), "join", posixpath.join),
+        (vars(posixpath), "dirname", posixpath.dirname), (attrs, "_data", attrs["_data"]),
+        (attrs, "encodekey", attrs["encodekey"]), (attrs, "decodevalue", attrs["decodevalue"]),
+        (attrs["_data"], b"PATH", attrs["_data"].get(b"PATH")),
     )  # fmt: skip
 
 
@@ -148,7 +207,9 @@ def _constants() -> types.SimpleNamespace:
         ALWAYS=_ALWAYS_REFUSED, FILE_CHANGE=_FILE_CHANGE_EVENTS, TWO_PATH=_TWO_PATH_EVENTS,
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
-        VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS),
+        VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS), FFI=_FFI_MODULES,
+        ENVIRONMENT=_ENVIRONMENT_EVENTS, COMPILERS=dict(_COMPILERS),
+        EXEC_DIRS=tuple((_EXEC_PATH or [""])[0].split(":")),
     )  # fmt: skip
 
 
@@ -159,8 +220,8 @@ def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, st
 
 
 def _guard_vault(
-    cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, genuine: Any, lib: Any,
-    k: Any
+    cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, genuine: Any,
+    ctypes_codes: Any, lib: Any, k: Any
 ) -> Any:  # fmt: skip
     """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
     ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame, names);
@@ -249,12 +310,15 @@ def _guard_vault(
             return k.TRANSPARENT if kind == k.LIBRARY else kind
         return k.CANDIDATE
 
-    def remember(code: Any, table: dict[int, Any]) -> None:
+    def remember(code: Any, table: dict[int, Any], ffi: bool = False) -> None:
+        """``code`` and its nested code objects into ``table`` (and, ``ffi``: its module works with ctypes)."""
         pending = [code]
         while pending:
             code = pending.pop()
             if lib.id(code) not in table:
                 table[lib.id(code)] = code  # held: its id is never reused
+                if ffi:
+                    ctypes_codes[lib.id(code)] = code
                 pending += [c for c in code.co_consts if lib.type(c) is lib.CodeType]
 
     def plain_constants(code: Any) -> bool:
@@ -332,7 +396,7 @@ def _guard_vault(
             return
         try:
             if library_module(code):
-                remember(code, genuine)
+                remember(code, genuine, lib.any(name.split(".")[0] in k.FFI for name in code.co_names))
         except lib.BaseException:  # unreadable or not compilable here: not known to be the library's
             return
 
@@ -354,10 +418,17 @@ def _guard_vault(
 
     def handed(kind: int, who: Any, operations: Any) -> tuple[int, Any]:
         """A forbidden operation whose caller was judged a library's (``culprit``): the library vouches for it
-        only where the calling frame's own code names the operation; otherwise that frame calls a callable it
-        was handed (``tree_map(os.system, ...)``, ``sorted(key=...)`` inside a library, a callback), which is the
-        submission's, whoever runs it (blamed on its nearest frame on the stack)."""
-        if kind != k.LIBRARY or not state["sealed"] or lib.any(name in who.f_code.co_names for name in operations):
+        only where the calling frame's own code names the operation (``operations``; ``None`` for a ctypes event:
+        where its module works with ctypes itself, since the DSL runtimes call their foreign functions by every
+        name); otherwise that frame calls a callable it was handed (``tree_map(os.system, ...)``, ``sorted(key=...)``
+        inside a library, a callback, a foreign function or ``__import__``), which is the submission's, whoever
+        runs it (blamed on its nearest frame on the stack)."""
+        if kind != k.LIBRARY or not state["sealed"]:
+            return kind, who
+        if operations is None:
+            if lib.id(who.f_code) in ctypes_codes:
+                return kind, who
+        elif lib.any(name in who.f_code.co_names for name in operations):
             return kind, who
         frame = who.f_back
         while frame is not None and classify_code(frame.f_code) != k.CANDIDATE:
@@ -365,7 +436,29 @@ def _guard_vault(
         return k.CANDIDATE, who if frame is None else frame
 
     def callers(event: str) -> Any:
+        if event.startswith("ctypes."):
+            return None
         return k.CALLERS.get(event) or (event.rsplit(".", 1)[-1],)
+
+    def importers(dotted: str) -> Any:
+        """The names an import of ``dotted`` is written with: an import statement names the module, a package
+        of it (``from tvm.contrib import nvcc``, ``import tvm.contrib.nvcc``) or, relative, a part of its name."""
+        parts = dotted.split(".")
+        prefixes = [".".join(parts[: i + 1]) for i in lib.range(lib.len(parts))]
+        return (*prefixes, *parts, "import_module", "__import__")
+
+    def imported_by_c(frame: Any, form: Any) -> bool:
+        """Whether ``__import__`` was called the way C code calls it (``PyImport_Import``: the globals of the
+        innermost Python frame as both globals and locals, an empty list, level 0), as numpy's C code imports its
+        lazy submodules under whatever library frame called it. A library calling a handed ``__import__`` calls
+        it its own way (``tree_map``: the name alone)."""
+        if frame is None or lib.type(form) is not lib.tuple or lib.len(form) != 4:
+            return False
+        globals_, locals_, fromlist, level = form
+        return (
+            globals_ is frame.f_globals and locals_ is globals_ and lib.type(fromlist) is lib.list
+            and lib.len(fromlist) == 0 and lib.type(level) is lib.int and level == 0
+        )  # fmt: skip
 
     def claims_library(path: Any) -> bool:
         """Whether a file name would be trusted if the code were genuine: a library's, the standard
@@ -475,6 +568,68 @@ def _guard_vault(
         text = raw.decode("utf-8", "surrogateescape") if lib.type(raw) is lib.bytes else raw
         return lib.type(text) is lib.str and text.startswith("/")  # relative: maybe to a dir_fd
 
+    def plain_get(table: Any, key: Any) -> Any:
+        """``table[key]`` (None if absent) compared by exact type, so that no key's own ``__eq__`` runs here."""
+        if lib.type(table) is not lib.dict:
+            return table  # never one of the bound values: the binding no longer holds
+        for item, value in lib.list(table.items()):
+            if lib.type(item) is lib.type(key) and item == key:
+                return value
+        return None
+
+    def text(raw: Any) -> str | None:
+        if lib.type(raw) is lib.bytes:
+            return raw.decode("utf-8", "surrogateescape")
+        return raw if lib.type(raw) is lib.str else None
+
+    def executable(path: str) -> bool:
+        try:
+            mode = lib.stat(path).st_mode
+        except lib.OSError:
+            return False
+        return (mode & 0o170000) == 0o100000 and (mode & 0o111) != 0
+
+    def environment_unchanged() -> bool:
+        """Whether ``os.environ``'s dict (what the DSLs read their settings and compilers from) still holds what
+        it held before the submission loaded, compared by exact type (no key's own ``__eq__`` runs here)."""
+        if not lib.all(plain_get(table, key) is value for table, key, value in lib.lookups):
+            return False
+        now = lib.tuple(lib.environ.items())
+        plain = lib.all(lib.type(key) is lib.bytes and lib.type(value) is lib.bytes for key, value in now)
+        return plain and now == lib.environ_items
+
+    def compiler_refusal(event: str, args: Any) -> str | None:
+        """Why a process a DSL build starts is not a compiler the harness fixed before the submission loaded (by
+        path and identity, found on the frozen search path, in the inherited environment), or None. Its arguments
+        are the DSL's own: a build or export with options of the submission's is refused (``_dsl``)."""
+        if event == "subprocess.Popen" and lib.len(args) == 4:
+            program, argv, env = args[0], args[1], args[3]
+        elif event in ("os.posix_spawn", "os.exec") and lib.len(args) == 3:
+            program, argv, env = args
+        else:
+            return "a DSL build may only run a compiler"
+        if env is not None:
+            return "a compiler must run in the inherited environment"
+        name = text(program)
+        items = [argv] if lib.type(argv) is lib.str or lib.type(argv) is lib.bytes else argv
+        if name is None or (lib.type(items) is not lib.list and lib.type(items) is not lib.tuple):
+            return "a program named by a str"
+        if lib.any(text(item) is None for item in items):
+            return "compiler arguments must be str"
+        if "/" not in name:
+            if not lib.all(plain_get(table, key) is value for table, key, value in lib.lookups):
+                return "the environment a compiler is found by was changed"
+            found = [d + "/" + name for d in k.EXEC_DIRS if d and executable(d + "/" + name)]
+            name = found[0] if found else name
+        identity = k.COMPILERS.get(name)
+        try:
+            info = lib.stat(name)
+        except lib.OSError:
+            info = None
+        if identity is None or info is None or (info.st_dev, info.st_ino) != identity:
+            return f"a DSL build may only run the compilers fixed before the submission loaded, not {name[:200]!r}"
+        return None
+
     def judge_event(event: str, args: Any, frame: Any, protected: bool) -> Any:
         if event == "compile" or event == "exec":
             compiled(event, args, frame)
@@ -507,16 +662,22 @@ def _guard_vault(
                 return None
             kind, who = culprit(frame)
             return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
-        kind, who = culprit(frame, event in k.FILE_CHANGE)
-        if not event.startswith("ctypes."):  # ctypes: the DSL runtimes' own calls name no fixed function (README)
-            kind, who = handed(kind, who, callers(event))
+        kind, who = handed(*culprit(frame, event in k.FILE_CHANGE), callers(event))
         if event.startswith("socket."):
             return (
                 refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
             )
+        if event in k.ENVIRONMENT:
+            if kind == k.CANDIDATE:
+                return refuse(event, "the environment the DSLs' builds read is the harness's", who)
+            return None
         if event.startswith("ctypes.") or event in k.PROCESS:
             # a library asked by the submission (a compiler helper, a process pool) is the submission starting
-            # a process; TVM's compilers run inside a build or an export (``_dsl``)
+            # a process; TVM's compilers run inside a build or an export (``_dsl``), and only those
+            if event in k.PROCESS_START and kind == k.LIBRARY and lib.ident() in building:
+                refusal = compiler_refusal(event, args)
+                if refusal is not None:
+                    return refuse(event, refusal, who)
             started = event in k.PROCESS_START and kind == k.LIBRARY and lib.ident() not in building
             if started and (anywhere(frame) or lib.ident() in candidate_threads):
                 return refuse(event, "only the DSL's own compile may start processes", who)
@@ -547,7 +708,7 @@ def _guard_vault(
             if kind == "event":
                 reply = judge_event(request[1], request[2], request[3], request[4] is True)
             elif kind == "import":
-                name, fromlist, frame = request[1], request[2], request[3]
+                name, fromlist, frame, form = request[1], request[2], request[3], request[4]
                 if lib.type(name) is not lib.str or (
                     lib.type(fromlist) is not lib.tuple and lib.type(fromlist) is not lib.list
                 ):
@@ -556,9 +717,9 @@ def _guard_vault(
                 for dotted in full:
                     reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
                     if reason is not None:
-                        # not ``handed``: C code imports through __import__ too (numpy's lazy submodules), under
-                        # whatever library frame called it, naming nothing (README: what stays open)
                         who_kind, who = culprit(frame)
+                        if not imported_by_c(frame, form):
+                            who_kind, who = handed(who_kind, who, importers(dotted))
                         if who_kind == k.CANDIDATE:
                             reply = refuse(f"import of {dotted}", reason, who, lib.ImportError)
                         break
@@ -593,6 +754,9 @@ def _guard_vault(
                     publish()
             elif kind == "building":  # a DSL build or export starts or ends on this thread (nested: counted)
                 depth = building.get(lib.ident(), 0) + (1 if request[1] is True else -1)
+                if depth == 1 and request[1] is True and not environment_unchanged():
+                    refuse("a DSL build after a change to os.environ", "the environment the builds read is the "
+                           "harness's", None)  # fmt: skip
                 if depth > 0:
                     building[lib.ident()] = depth
                 else:
@@ -662,7 +826,7 @@ def _guarded_import(
     _original: Any, _getframe: Any
 ) -> Any:  # fmt: skip
     if level == 0:
-        refused = _ask(("import", name, fromlist or (), _getframe(1)))
+        refused = _ask(("import", name, fromlist or (), _getframe(1), (globals, locals, fromlist, level)))
         if refused is not None:
             raise refused
     return _original(name, globals, locals, fromlist, level)
@@ -670,7 +834,7 @@ def _guarded_import(
 
 def _guarded_import_module(name: str, package: str | None = None, *, _ask: Any, _original: Any, _getframe: Any) -> Any:
     if not name.startswith("."):
-        refused = _ask(("import", name, (), _getframe(1)))
+        refused = _ask(("import", name, (), _getframe(1), None))
         if refused is not None:
             raise refused
     return _original(name, package)
@@ -703,6 +867,7 @@ class Guards:
     def __init__(self, registry: Registry, cfg: AttributionConfig, dsl: str, page: Any) -> None:
         self.registry = registry
         self.dsl = dsl
+        freeze_compilers()  # done in the zygote already, before any submission existed
         self.patched: list[tuple[Any, str, Any]] = []
         self._busy: set[int] = set()
         self._lock = _thread.RLock()
@@ -712,11 +877,12 @@ class Guards:
         self._vault_codes: set[int] = set()
         # the code objects alive when the audit hook (which sees later imports) is installed
         self._genuine: dict[int, types.CodeType] = dict(_PRELOADED)
+        self._ctypes_codes: dict[int, types.CodeType] = dict(_PRELOADED_FFI)  # of modules working with ctypes
         # a SimpleNamespace, not the dataclass: a property added to a Python class would run inside the vault
         config = types.SimpleNamespace(**dataclasses.asdict(cfg))
         send = registry.open(
-            _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, self._genuine, _lib(),
-            _constants(),
+            _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, self._genuine,
+            self._ctypes_codes, _lib(), _constants(),
         )  # fmt: skip
         send = (send.__kwdefaults__ or {})[
             "_send"
@@ -770,6 +936,15 @@ class Guards:
         for name in ("enable", "set_threshold", "freeze", "unfreeze"):
             self.deny(gc, name, f"gc.{name}", deferred)
         self.deny(weakref, "finalize", "weakref.finalize", deferred)
+        # callables the interpreter runs with no frame of the submission's on the stack (at exit) or the harness
+        # runs for it (a reducer when an object of its type is copied or pickled)
+        self.deny(atexit, "register", "atexit.register", deferred)
+        self.deny(copyreg, "pickle", "copyreg.pickle", deferred)
+        # ctypes's raw-memory functions raise no audit event, and torch holds the module (``torch.ctypes``): refused
+        # to the submission's calls and to a library handed one (a DSL runtime naming them vouches)
+        ffi = sys.modules.get("ctypes")
+        for name in ("memmove", "memset", "string_at", "wstring_at"):
+            self.deny(ffi, name, f"ctypes.{name}", "ctypes loads native code and reads raw memory")
         self._install_torch()
         self._install_python_data()
         self._install_numpy()
@@ -785,6 +960,25 @@ class Guards:
         self.deny(torch, "frombuffer", "torch.frombuffer", python)
         for storage in (torch.UntypedStorage, torch.TypedStorage):
             self.deny(storage, "from_buffer", f"torch.{storage.__name__}.from_buffer", python)
+        # a storage made from a list or bytes dispatches nothing (a typed one lifts a tensor, which is counted)
+        self.deny(torch.UntypedStorage, "__new__", "torch.UntypedStorage", python + "; allocate with torch.empty")
+        # a tensor's bytes through serialisation, a file or shared memory (``torch.save`` to a BytesIO, a storage
+        # written to a file, ``torch.load``, ``torch.from_file``): no kernel plan needs them, and what crosses there
+        # is no operator. Refused while the submission's code is anywhere on the stack, since torch's own code
+        # calls them on its behalf (a storage's ``__reduce__`` runs ``torch.save``)
+        for module, names in (
+            (torch, ("save", "load", "from_file")),
+            (torch.serialization, ("save", "load", "_save", "_legacy_save", "_load", "_legacy_load")),
+        ):
+            for name in names:
+                self.deny(module, name, f"{module.__name__}.{name}", SERIALISATION, how="asked")
+        for cls in (torch.UntypedStorage, torch.TypedStorage, torch.Tensor):
+            for name in _STORAGE_FILE_METHODS:
+                self.deny(cls, name, f"torch.{cls.__name__}.{name}", SERIALISATION, how="asked")
+        # a numpy view of a tensor reads and writes its memory with no operator (``view[:] = list``), and numpy
+        # is the submission's to use nowhere (``_install_numpy``)
+        for name in ("numpy", "__array__"):
+            self.deny(torch.Tensor, name, f"torch.Tensor.{name}", RAW_MEMORY)
         runtime = sys.modules.get("tvm.runtime")
         if runtime is None:
             return
@@ -914,10 +1108,10 @@ class Guards:
             **hook.__kwdefaults__, "_protected": protected | {id(hook), id(self._codes)}, "_keep": keep,
         }  # fmt: skip
         self._codes.add(id(hook.__code__))
-        self._genuine.update(_live_codes(self._genuine))
+        self._genuine.update(_live_codes(self._genuine, self._ctypes_codes))
         sys.addaudithook(hook)
         self.ask(("seal",))
-        del self._send, self._codes, self._vault_codes, self._genuine
+        del self._send, self._codes, self._vault_codes, self._genuine, self._ctypes_codes
 
     def threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(threads the submission started, those it started between calls)."""
@@ -936,27 +1130,58 @@ class Guards:
         ]
 
 
-#: The code objects of the zygote's libraries (``remember_preloaded``), which every worker inherits.
+#: The code objects of the zygote's libraries (``remember_preloaded``), which every worker inherits, and those of
+#: them whose module works with ctypes.
 _PRELOADED: dict[int, types.CodeType] = {}
+_PRELOADED_FFI: dict[int, types.CodeType] = {}
 
 
-def _live_codes(known: dict[int, types.CodeType]) -> dict[int, types.CodeType]:
-    """The code objects of every function the collector lists, nested ones included, less ``known``."""
+def _live_codes(known: dict[int, types.CodeType], ffi: dict[int, types.CodeType]) -> dict[int, types.CodeType]:
+    """The code objects of every function the collector lists, nested ones included, less ``known``; those of
+    modules that work with ctypes also go into ``ffi``."""
     found: dict[int, types.CodeType] = {}
-    pending = [f.__code__ for f in gc.get_objects() if type(f) is types.FunctionType]
-    while pending:
-        code = pending.pop()
-        if id(code) not in known and id(code) not in found:
-            found[id(code)] = code
-            pending += [c for c in code.co_consts if type(c) is types.CodeType]
+    binds: dict[int, bool] = {}  # id(module globals) -> whether they bind ctypes
+    for function in gc.get_objects():
+        if type(function) is not types.FunctionType:
+            continue
+        namespace = function.__globals__
+        if id(namespace) not in binds:
+            binds[id(namespace)] = _binds_ctypes(namespace)
+        pending = [function.__code__]
+        while pending:
+            code = pending.pop()
+            if id(code) not in known and id(code) not in found:
+                found[id(code)] = code
+                if binds[id(namespace)]:
+                    ffi[id(code)] = code
+                pending += [c for c in code.co_consts if type(c) is types.CodeType]
     return found
+
+
+def _binds_ctypes(namespace: dict[str, Any]) -> bool:
+    """Whether a module's globals hold ctypes, or a class or function of it (``from ctypes import cast``): its
+    code calls foreign functions itself. Read before the submission exists."""
+    for value in list(namespace.values()):
+        kind = type(value)  # never isinstance or getattr: a lazy object's __class__ or attributes run its code
+        if kind is types.ModuleType:
+            owner = vars(value).get("__name__")
+        elif kind is types.FunctionType or kind is types.BuiltinFunctionType:
+            owner = value.__module__
+        elif issubclass(kind, type):
+            owner = vars(value).get("__module__")
+        else:
+            continue
+        if type(owner) is str and owner.split(".")[0] in _FFI_MODULES:
+            return True
+    return False
 
 
 def remember_preloaded() -> None:
     """In the zygote, once its libraries are imported: remember their code objects (the genuine ones a
     worker trusts by file name, see the module docstring), then move every object out of the collector's
     generations (``gc.freeze``) so that a worker's own scan lists only what it made since the fork."""
-    _PRELOADED.update(_live_codes(_PRELOADED))
+    _PRELOADED.update(_live_codes(_PRELOADED, _PRELOADED_FFI))
+    freeze_compilers()
     gc.freeze()
 
 

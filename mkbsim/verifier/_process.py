@@ -18,7 +18,7 @@ from typing import Any
 
 from mkbsim.sandbox import remove_tree
 from mkbsim.verifier import _schema
-from mkbsim.verifier._channel import Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
+from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
 from mkbsim.verifier._sandboxing import WorkerSandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
 
@@ -77,6 +77,17 @@ def _exited(pid: int) -> bool:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except (OSError, IndexError):
+        return True
+
+
+def _exiting(pid: int) -> bool:
+    """Whether ``pid`` has finished or is on its way out (the kernel's ``PF_EXITING``: closing its descriptors,
+    which can take a while for a CUDA process, is part of its exit)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0] in ("Z", "X") or bool(int(fields[6]) & 0x4)
+    except (OSError, IndexError, ValueError):
         return True
 
 
@@ -156,6 +167,15 @@ class Zygote:
             return {"zygote_exit_code": self.proc.poll()}
         return dict(reply)
 
+    def strays(self, zygote_pid: int) -> list[str]:
+        """The processes a live worker's submission left running, killed as they are listed (see the zygote)."""
+        try:
+            self.ctrl.send({"op": "strays", "pid": zygote_pid})
+            reply, _ = self.ctrl.recv(timeout=60)
+        except (ChannelClosed, ChannelTimeout, OSError):
+            return []  # the zygote is gone: so is every process it held (a worker's death is judged where it shows)
+        return [str(s) for s in reply.get("strays") or []]
+
     def log_size(self) -> int:
         try:
             return os.path.getsize(self.log.name)
@@ -221,6 +241,11 @@ class WorkerHandle:
         self.clock = ProcessClock(pid)
         self._last_cpu: int | None = None
         self._sent: tuple[float, int | None] | None = None
+        self.answer_key: tuple[bytes, Callable[[], int]] | None = None  # its answers' key and the call's nonce
+
+    def sign_answers(self, key: bytes, nonce: Callable[[], int]) -> None:
+        """Accept only answers signed with ``key`` for the call ``nonce()`` names (``_channel``)."""
+        self.answer_key = (key, nonce)
 
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
         """Send a call, taking the verifier's measures at the moment it leaves."""
@@ -263,7 +288,8 @@ class WorkerHandle:
                 self.kill()
                 raise WorkerFailed("timeout", f"no answer within {timeout:g} s")
         try:
-            message, _ = self.chan.recv(timeout=max(1.0, deadline - time.monotonic()), trusted=False)
+            signed = None if self.answer_key is None else (self.answer_key[0], self.answer_key[1]())
+            message, _ = self.chan.recv(timeout=max(1.0, deadline - time.monotonic()), trusted=False, signed=signed)
             return _schema.reply(message)
         except ChannelClosed:
             raise self._died() from None
@@ -276,6 +302,7 @@ class WorkerHandle:
         deadline = time.monotonic() + _EXIT_GRACE_S
         while not _exited(self.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
+        running = not _exiting(self.pid)
         self.kill()
         status = self.zygote.status(self.zygote_pid)
         self.closed = True
@@ -289,7 +316,13 @@ class WorkerHandle:
             how = f"exit code {status.get('exit_code')}"
         stderr = status["stderr_tail"].strip()
         said = f"; its stderr ended with:\n{stderr[-600:]}" if stderr else "; it wrote nothing to stderr"
+        if running or status.get("exit_code") == CHANNEL_LOST:  # the worker's own end closed or shut down
+            return WorkerFailed("protocol", f"its channel to the verifier was closed, shut down or replaced by the "
+                                f"worker's process{' while it kept running' if running else ''}", status)  # fmt: skip
         return WorkerFailed("crash", f"the process ended ({how}){said}", status)
+
+    def strays(self) -> list[str]:
+        return [] if self.closed else self.zygote.strays(self.zygote_pid)
 
     def output_tail(self, n: int = 2000) -> str:
         try:

@@ -28,22 +28,28 @@ verifier flags in the control page, DESIGN §5 "audits cannot be told apart") an
 the vault also lists the launches' signatures and times the DSL launches themselves: from the end of a
 counted launch's BEFORE to the start of its AFTER, the native call and nothing of the harness's (cpu: the
 host clock, the call is synchronous; cuda: events recorded on the current stream around the launch, read
-once the call is over). The harness's END of the call writes the sum to the control page. A scored timed
-call pays only the count: no clock, no event, no AFTER. Only a launch the vault knows is genuine is
-counted and timed: its hook's original must be one registered before the submission loaded, and a TIRx
-launch must be a function the gate itself took from a runtime module (its native handle unchanged since),
-with plain arguments (tensors, numbers, strings, TVM FFI values: no object whose conversion runs the
-submission's Python inside the window). Anything else runs unwatched by the count and the clock, which can
-only cost the submission.
+once the call is over). The harness's END of the call writes the sum to the control page. And it measures
+the launches' work (``work``): the bytes each counted launch changed in its tensor arguments (copied aside
+before it, compared after), and, once run() returned, each output's share of sampled elements that still hold
+what a launch left there, with the vault's own time on it (the verifier takes it off the call's cost). A scored
+timed call pays only the count: no clock, no event, no copy, no AFTER. Only a launch the vault knows is genuine is
+counted and timed: its hook's original must be one registered before the submission loaded, and the
+launch a call of a function the gate itself made (``_dsl``): a TIRx function taken from a built module or a
+CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors, numbers, strings,
+TVM FFI values: no object whose conversion runs the submission's Python inside the window), or a CuTe ctypes
+host function, its address unchanged, called with one array of pointers and nothing of Python in its
+conversions. Anything else runs unwatched by the count and the clock, which can only cost the submission.
 """
 
 from __future__ import annotations
 
 import _struct
+import ctypes
 import importlib
 import operator
 import random
 import sys
+import time
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -65,6 +71,9 @@ COPY_SHARE = 0.95
 #: would hold), in any order within a run.
 COPY_TABLES = 2
 TABLE_RUN = 8
+#: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
+#: a call packed into a longer array is not counted.
+_MAX_PACKED_ARGS = 256
 #: Operators that hand out uninitialised memory: on a correctness draw floats hold NaN, so that an output
 #: a suppressed launch left unwritten is never right by chance. Integers and booleans hold zero: they are
 #: counts, offsets and indices that later kernels follow, and with launches suppressed they must send those
@@ -93,11 +102,21 @@ VARIED_VALUES = 16
 #: element and the other operand is a weight, however large (p52's eager GEMM on DSL-quantised activations),
 #: unless the DSL operand carries no information (the vault's ``informative``: constant, or at most one nonzero per
 #: row or column on average: an identity, permutation, one-hot or diagonal matrix) or the result equals another
-#: operand.
+#: operand; and only where what it contributed stays (``WEIGHED_COSINE``).
 _CONTRACTIONS = frozenset(
     ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "linear", "_scaled_mm", "_int_mm", "dot", "mv", "addmv",
      "convolution", "_convolution")
 )  # fmt: skip
+#: A credited contraction's (or any other credited operator's) result line, a row or a column of at least
+#: ``WEIGHED_LINE`` elements, that lies within this cosine of a line of a tensor some contraction of the call had as
+#: an operand not entirely the DSL's (an eager answer, a weight) is that operand's over again, up to a scale: what
+#: the DSL operand contributed did not stay (a near-identity; a DSL matrix, then its inverse). A cosine of 0.995
+#: is a residual of 10% of the line after the best scale: a perturbation small enough to hide within the problem's
+#: tolerance is well inside it, an honest GEMM of data against a weight is nowhere near it.
+WEIGHED_COSINE = 0.995
+#: Lines shorter than this are not compared (two random lines of 16 elements lie within 0.995 of each other with a
+#: probability of about 1e-15; of 2 elements, of a few percent).
+WEIGHED_LINE = 16
 #: The operand a contraction adds to its product (a bias), by position: added element by element, so never a weight.
 _BIASES = {"addmm": 0, "baddbmm": 0, "addbmm": 0, "addmv": 0, "linear": 2, "convolution": 2, "_convolution": 2}
 #: Pointwise operators (broadcasting included): each result element is computed from the operand elements at its
@@ -188,6 +207,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         copy_=base.copy_, bool_=torch.bool, logical_or_=base.logical_or_, as_strided=base.as_strided,
         all_of=base.all, any_of=base.any, logical_or=base.logical_or,
         logical_not=base.logical_not, logical_and_=base.logical_and_, where=torch._C._VariableFunctions.where,
+        weighed_cosine=WEIGHED_COSINE, weighed_line=WEIGHED_LINE, mm=base.mm, div=base.div, sqrt=base.sqrt,
+        sub=base.sub, mean=base.mean, abs=base.abs, contiguous=base.contiguous,
         copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES,
         derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_movement_ops(),
         broadcast_to=torch._C._VariableFunctions.broadcast_to, unsqueeze=base.unsqueeze, lt=base.lt,
@@ -201,6 +222,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         unique=torch._C._VariableFunctions._unique2, searchsorted=torch._C._VariableFunctions.searchsorted,
         zeros=torch._C._VariableFunctions.zeros, index_add=base.index_add, clamp=base.clamp, sum=base.sum,
         mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
+        add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
@@ -218,11 +240,20 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
                  torch.uint32: torch.int32, torch.uint64: torch.int64},
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
+        # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
+        # this thread's only, so that no thread of the submission's is counted; cuda: host time inside the call)
+        work_clock=_perf_counter if device.type == "cuda" else time.process_time,
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
         ffi_tensors=frozenset(id(kind) for kind in ffi_tensors if isinstance(kind, type)),
         dlpack=ffi.core.Tensor.__dlpack__ if ffi is not None else None, from_capsule=torch._C._from_dlpack,
+        bytes=bytes, memoryview=memoryview, c_int=ctypes.c_int,
+        # a CuTe host function's settings, read through ctypes' own descriptors (no attribute lookup of a class)
+        restype=_getter(ctypes._CFuncPtr, "restype"), argtypes=_getter(ctypes._CFuncPtr, "argtypes"),  # type: ignore[attr-defined]
+        errcheck=_getter(ctypes._CFuncPtr, "errcheck"),  # type: ignore[attr-defined]
+        # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
+        pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
     )  # fmt: skip
 
 
@@ -243,16 +274,24 @@ def provenance_vault(
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
+    # what the call's counted launches left (evidence calls and draws): (start, end, the bytes after, which of them
+    # it changed); ``work`` reads the outputs' sampled elements against them
+    left: list[Any] = []
+    changed = 0  # bytes the call's counted launches changed in their tensor arguments
+    spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
+    weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
     lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
     outer: list[Any] = []  # the arguments of the last genuine call above a launch (CuTe: still tensors there)
     sealed = False  # no original is registered once the submission may send requests
-    functions: dict[int, Any] = {}  # id -> (a TIRx function the gate took from a module, its handle, its key, keepers)
+    # id -> (a TVM FFI function the gate made, its handle, its key, keepers) or (a CuTe host function the gate
+    # made, its address's bytes, its key, its class, its argtypes)
+    functions: dict[int, Any] = {}
     signatures: dict[Any, int] = {}  # a launch's kernel and argument shapes -> its number (in order of appearance)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the signatures launched in this call
@@ -593,15 +632,21 @@ def provenance_vault(
                 covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
                 records.append(("contains", f"{source}, a table holding its rows of values in order", i, covered))
 
-    def before(args: Any) -> None:
+    def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
             return
         tensors = tensors_in(args, [])
-        spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
         for t in tensors:
             if not dsl_elements(t):
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
             hold(t, f"argument of DSL launch {launches} (before it ran)")
+        snapshot(tensors, prior)
+
+    def snapshot(tensors: Any, prior: int) -> None:
+        """Copy aside the bytes the launch's tensor arguments span (``after`` compares them); ``prior``: the
+        launches counted before this gate's (a launch counted in the window did work)."""
+        spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
+        for t in tensors:
             lo, hi = span(t)
             if hi > lo:
                 spans.setdefault(storage_of(t), []).append((lo, hi, t))
@@ -620,30 +665,36 @@ def provenance_vault(
                     spanned.append((lo, hi))
                 view = whole[lo - address : hi - address]
                 pending.append((view, lib.clone(view), lo))
-        pending.append(("tensors", tensors, 0))
+        pending.append(("tensors", tensors, prior))
 
     def after() -> None:
+        nonlocal changed
         if depth > 0 or not pending:
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        pending.pop()  # the launch's tensors: judged by their bytes from now on
+        counted = pending.pop()[2] < launches  # a genuine launch ran in the window (a call above none did nothing)
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
-            settle(address, address + lib.numel(whole), copy, diff)
-            changed = lib.nonzero(diff)
-            if lib.numel(changed):
-                # the bytes around the changed ones too (8: the widest element), so that an element the launch
-                # changed only in part is judged whole
-                a = lib.max(lib.int(changed[0]) - 8, 0)
-                b = lib.min(lib.int(changed[-1]) + 9, lib.numel(whole))
-                left = lib.clone(whole[a:b])
-                written.append([address + a, address + b, left, lib.clone(diff[a:b]), lib.eq(left, left), None])
+            if counted:  # the launch's work: the bytes it changed
+                changed += lib.int(lib.count_nonzero(diff))
+            if audit:  # the launch's tensors: judged by their bytes from now on
+                settle(address, address + lib.numel(whole), copy, diff)
+                where = lib.nonzero(diff)
+                if lib.numel(where):
+                    # the bytes around the changed ones too (8: the widest element), so that an element the launch
+                    # changed only in part is judged whole
+                    a = lib.max(lib.int(where[0]) - 8, 0)
+                    b = lib.min(lib.int(where[-1]) + 9, lib.numel(whole))
+                    kept = lib.clone(whole[a:b])
+                    written.append([address + a, address + b, kept, lib.clone(diff[a:b]), lib.eq(kept, kept), None])
             # the same copy either way: a suppressed launch must not take longer to come back than a real one
             if suppress:
                 lib.copy_(whole, copy)
             else:
                 lib.copy_(copy, whole)
+                if counted:
+                    left.append((address, address + lib.numel(whole), copy, diff))
         pending.clear()
 
     def touched(t: Any) -> bool:
@@ -783,6 +834,40 @@ def provenance_vault(
                     return False
         return True
 
+    def lines_of(t: Any) -> Any:
+        """``t``'s rows (axis 0; leading dimensions flattened into rows) and columns (axis 1) of ``WEIGHED_LINE``
+        elements or more, each less its mean and scaled to unit length (a constant line is none: lines of positive
+        values would all be alike): [(axis, their length, a matrix of them, one per row)]."""
+        shape = lib.tuple(lib.size(t))
+        if lib.len(shape) == 0 or lib.numel(t) == 0 or lib.dtype_of(t) is lib.bool_ or lib.dtype_of(t).is_complex:
+            return []
+        rows = lib.reshape(lib.to(t, lib.float32), (-1, shape[-1]))
+        found = []
+        for axis, m in ((0, rows), (1, lib.contiguous(lib.transpose(rows, 0, 1)))):
+            length = lib.size(m)[1]
+            if length >= lib.weighed_line:
+                m = lib.sub(m, lib.mean(m, dim=1, keepdim=True))
+                norm = lib.sqrt(lib.sum(lib.mul(m, m), dim=1, keepdim=True))
+                found.append((axis, length, lib.div(m, lib.clamp(norm, min=1e-30))))
+        return found
+
+    def undone(u: Any, mask: Any) -> Any:
+        """``mask`` (credit over ``u``) without the elements of ``u``'s rows and columns that are, up to a scale
+        (``WEIGHED_COSINE``), a line of a contraction's operand the DSL did not make: there the DSL operand's
+        contribution did not stay."""
+        mine = lines_of(u) if weighed else []
+        if not mine:
+            return mask
+        shape = lib.tuple(lib.size(u))
+        found = lib.zeros((lib.numel(u) // shape[-1], shape[-1]), dtype=lib.bool_, device=lib.device_of(u))
+        for axis, length, lines in mine:
+            for other_length, others in weighed:
+                if other_length == length:
+                    cosine = lib.amax(lib.abs(lib.mm(lines, lib.transpose(others, 0, 1))), 1)
+                    near = lib.ge(cosine, lib.weighed_cosine)
+                    lib.logical_or_(found, lib.unsqueeze(near, 1 - axis))
+        return lib.logical_and(mask, lib.logical_not(lib.reshape(found, shape)))
+
     def contracted(operator_name: str, args: Any, outs: Any, operands: Any) -> Any:
         """A contraction's result is the DSL's when one contracted operand is entirely the DSL's and informative
         (its other operand is a weight, eager-made or not); a bias it adds must be the DSL's or an input."""
@@ -874,6 +959,10 @@ def provenance_vault(
                 eager = lib.max(eager, lib.numel(t) - k)
             operands.append((t, states, ids, given_input))
         ratio = dsl >= lib.derived_over_eager * eager
+        if operator_name in lib.contractions:  # what the eager operands alone determine (``undone``)
+            for t, states, ids, _ in operands:
+                if not entirely_dsl(states, ids):
+                    weighed.extend((length, lines) for _, length, lines in lines_of(t))
         found = flow(name, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
         for k in lib.range(lib.len(outs)):
             t = outs[k]
@@ -882,6 +971,8 @@ def provenance_vault(
             if not writes and not view and hi > lo:  # fresh memory: a copy recorded there before was freed
                 copies[:] = [c for c in copies if not (c[0] < hi and lo < c[1])]
             got = found[k] if found is not None and k < lib.len(found) else None
+            if got is not None and weighed:  # what the DSL contributed must stay (``undone``)
+                got = (undone(t, got[0]), got[1])
             if got is not None and hi > lo and not view and lib.bool(lib.any_of(got[0])):
                 credit(t, got[0], got[1], not writes)  # computed from the DSL's data: those elements are the DSL's
             elif not dsl_elements(t):
@@ -902,20 +993,31 @@ def provenance_vault(
         positional = args[0]
         target = positional[0] if positional else None
         tirx = entry[1] == "function"
-        if tirx:  # a function the gate registered, its handle unchanged, plain arguments only
+        if entry[1] == "launch":  # an original every call of which is a launch (the vault's tests' kernels)
+            if not evidence:
+                return True
+            parts = [(lib.id(original), lib.id(target))]
+        else:  # a function the gate made and registered ("function", "program"), with nothing that runs Python
             known = functions.get(lib.id(target))
-            if args[1] or known is None or known[0] is not target or lib.chandle(target) != known[1]:
+            if known is None or known[0] is not target or args[1]:
                 return None
+            if tirx and lib.chandle(target) != known[1]:  # TVM FFI: its handle unchanged, plain arguments only
+                return None
+            if not tirx:  # a CuTe host function: its address and class unchanged, one array of pointers of the
+                # runtime's type, a C result, no errcheck, its own argtypes
+                restype = lib.restype(target)
+                pointers = lib.type(positional[1]) if lib.len(positional) == 2 else None
+                if (lib.type(target) is not known[3] or lib.bytes(lib.memoryview(target)) != known[1]
+                        or lib.errcheck(target) is not None or lib.argtypes(target) is not known[4]
+                        or not (restype is None or restype is lib.c_int) or pointers is None
+                        or lib.pointer_arrays.get(lib.id(pointers)) is not pointers):  # fmt: skip
+                    return None
             if not evidence:  # its arguments matter to the clock's window and the signature only
                 return True
             parts = [known[2]]
-        elif not evidence:
-            return True
-        else:
-            parts = [(lib.id(original), lib.id(target))]
-            if outer:  # a CuTe launch: its arguments as the call above it had them (tensors, not pointers)
-                positional = outer[0][0]
-                outer.clear()
+        if not tirx and outer:  # a CuTe launch: its arguments as the call above it had them (tensors)
+            positional = outer[0][0]
+            outer.clear()
         for arg in positional[1:]:
             kind = lib.type(arg)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
@@ -984,7 +1086,63 @@ def provenance_vault(
         lib.u64.pack_into(page, layout.DSL_ACK, nonce)
         outer.clear()  # the submission's tensors are not kept past its call
 
+    def left_share(t: Any, i: int) -> float:
+        """The share of output i's sampled elements whose bytes are what the counted launches left there (the
+        latest launch that had a byte as its argument), one byte at least changed by a launch."""
+        device = lib.device_of(t)
+        if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i]:
+            return 0.0
+        size = lib.element_size(t)
+        offsets = lib.to(positions[i], device)  # logical indices -> element offsets (through the strides)
+        if not lib.is_contiguous(t):
+            rest, offsets = offsets, lib.zeros((lib.numel(offsets),), dtype=lib.int64, device=device)
+            for n, st in lib.reversed(lib.list(lib.zip(lib.size(t), lib.stride(t)))):
+                offsets = lib.add(offsets, lib.mul(lib.remainder(rest, n), st))
+                rest = lib.floor_divide(rest, n)
+        lo, hi = span(t)
+        at = lib.add(lib.unsqueeze(lib.mul(offsets, size), 1), lib.arange(size, device=device))  # (element, byte)
+        now = lib.take(bytes_of(t, lo, hi), at)
+        same = owned = None
+        for a, b, bytes_after, changed_mask in left:
+            if b <= lo or hi <= a or lib.device_of(bytes_after).type != device.type:
+                continue
+            if a <= lo and hi <= b:  # the common case: the output was the launch's argument
+                mine = lib.eq(lib.take(bytes_after[lo - a : hi - a], at), now)
+                theirs = lib.take(changed_mask[lo - a : hi - a], at)
+            else:
+                inside = lib.logical_and(lib.ge(at, a - lo), lib.lt(at, b - lo))
+                index = lib.clamp(lib.add(at, lo - a), 0, b - a - 1)
+                mine = lib.where(inside, lib.eq(lib.take(bytes_after, index), now), same if same is not None else False)
+                theirs = lib.logical_and(inside, lib.take(changed_mask, index))
+            same = mine  # the latest launch over a byte decides what it left there
+            owned = theirs if owned is None else lib.logical_or(owned, theirs)
+        if same is None or owned is None:
+            return 0.0
+        kept = lib.logical_and(lib.all_of(same, 1), lib.any_of(owned, 1))
+        return lib.int(lib.sum(kept)) / lib.numel(kept)
+
+    def work(outputs: Any) -> None:
+        """What the call's launches did, written to the control page once run() returned (evidence calls and
+        draws): the bytes they changed in their tensor arguments, and each returned output's share of sampled
+        elements that still hold what a launch wrote there (credit derived by eager code is no launch's work)."""
+        nonlocal spent
+        start = lib.work_clock()
+        offset, capacity = layout.WORK_SHARES
+        count = lib.min(lib.len(outputs), capacity)
+        for i in lib.range(count):
+            t = outputs[i]
+            share = left_share(t, i) if lib.type(t) is lib.Tensor and i < lib.len(numels) else 0.0
+            lib.f64.pack_into(page, offset + 8 + 8 * i, share)
+        lib.u64.pack_into(page, offset, count)
+        left.clear()  # freed inside the vault's own time
+        if not lib.cuda:  # on cuda only the time inside the call is the call's measure
+            spent += lib.work_clock() - start
+        lib.u64.pack_into(page, layout.WORK_BYTES, changed)
+        lib.f64.pack_into(page, layout.WORK_MS, spent * 1e3)
+        lib.u64.pack_into(page, layout.WORK_ACK, nonce)
+
     def result(outputs: Any) -> None:
+        work(outputs)
         if not audit:
             return
         for i in lib.range(lib.min(lib.len(outputs), lib.len(numels))):
@@ -1028,9 +1186,11 @@ def provenance_vault(
                 seen.clear()
                 records.clear()
                 pending.clear()
+                left.clear()
                 held.clear()
                 tables.clear()
                 eager_ops.clear()
+                weighed.clear()
                 lineages.clear()
                 lineages["next"] = 0.0
                 opened.clear()
@@ -1038,10 +1198,12 @@ def provenance_vault(
                 called.clear()
                 outer.clear()
                 stream.clear()
-                launches = depth = running = used = 0
-                dsl_s = 0.0
+                launches = depth = running = used = changed = 0
+                dsl_s = spent = 0.0
             kind = request[0]
             role = 0  # of a BEFORE: 0 watched only on a correctness draw, 1 a timed launch, 2 a call above one
+            ended = 0  # of an AFTER: the role of the gate it ends (0: none awaited one)
+            prior = launches  # counted before this request (a BEFORE may count its own launch below)
             if kind == 0:  # the harness registers a gate's original, then seals (None)
                 if not sealed and request[1] is None:
                     sealed = True
@@ -1051,6 +1213,10 @@ def provenance_vault(
                 fn, module, name = request[1], request[3], request[4]
                 key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
                 functions[lib.id(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
+            elif kind == 8:  # the CuTe gate made a host function (1) from a DSL engine (only its hook sends this)
+                fn = request[1]
+                address = lib.bytes(lib.memoryview(fn))
+                functions[lib.id(fn)] = (fn, address, ("cute", address), lib.type(fn), lib.argtypes(fn))
             elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None:
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
@@ -1076,7 +1242,7 @@ def provenance_vault(
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1:
                         depth += 1
-                        before(request[1])
+                        before(request[1], prior)
                     elif kind == 2:  # AFTER
                         depth = lib.max(depth - 1, 0)
                         after()
@@ -1087,6 +1253,22 @@ def provenance_vault(
                     elif kind == 7:  # INPUTS of the call, before it starts
                         for t in tensors_in(request[1], []):
                             input_spans.append(span(t))
+            elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
+                if ended and depth == 1 and lib.cuda_sync is not None:
+                    lib.cuda_sync()  # the launch's own time is not the vault's
+                start = lib.work_clock()
+                with lib.exclude(lib.python_keys), lib.no_torch_function():
+                    if kind == 1:
+                        depth += 1
+                        if depth == 1:  # the outermost gate (CuTe: the call above the launch, still tensors)
+                            snapshot(tensors_in(request[1], []), prior)
+                    elif kind == 2:
+                        depth = lib.max(depth - 1, 0)
+                        after()
+                    else:
+                        work(request[1])
+                if kind != 4:
+                    spent += lib.work_clock() - start
             if kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
                 reply = True
                 opened.append(role)
@@ -1114,6 +1296,8 @@ def page_layout() -> types.SimpleNamespace:
         SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
+        WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
+        WORK_SHARES=_control.WORK_SHARES,
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ _CALLBACK = "Python callbacks registered for kernels are forbidden"
 _GRAPHS = "CUDA Graphs are forbidden"
 RAW_MEMORY = "reading or writing memory at raw addresses is forbidden"
 DEFERRED = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
+SERIALISATION = "tensors through serialisation, files or shared memory are forbidden (keep the data in tensors)"
 
 #: Module prefixes forbidden in every submission.
 FORBIDDEN_MODULES: dict[str, str] = {
@@ -33,6 +34,7 @@ FORBIDDEN_MODULES: dict[str, str] = {
     ),
     "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
     **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
+    **dict.fromkeys(("torch.serialization", "torch.package"), SERIALISATION),
     # TVM's C/C++ compiler helpers, process pools and native-library builders (load_inline, embedded cubins)
     **dict.fromkeys(
         ("tvm.support", "tvm_ffi.cpp", "tvm_ffi.utils.embed_cubin", "tvm.exec", "cutlass.base_dsl.export"), _NATIVE
@@ -122,6 +124,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
         _INTROSPECTION,
     ),
     "weakref.finalize": DEFERRED,
+    **dict.fromkeys(("torch.save", "torch.load", "torch.serialization", "torch.package"), SERIALISATION),
     **{f"torch._C.{name}": "the verifier's dispatch modes are off limits" for name in DISPATCH_KEY_CONTROLS},
     # ... and an operator run below the Python key (with a DispatchKeySet: ``redispatch``, a suffix rule below)
     **dict.fromkeys(
@@ -156,6 +159,10 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
     **dict.fromkeys(("redispatch", "redispatch_boxed"), "the verifier's dispatch modes are off limits"),
     # TVM's tables of native functions (module loaders, raw function lookups) under every package
     "_ffi_api": _NATIVE,
+    # a foreign-function module a library imported (``torch.ctypes``) is the module itself
+    **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
+    # a tensor's bytes from a file (the runtime guards refuse the calls too)
+    "from_file": SERIALISATION,
 }  # fmt: skip
 
 #: Builtins that execute code or expose namespaces.
@@ -172,7 +179,8 @@ INTROSPECTION_ATTRS = frozenset(
 )  # fmt: skip
 
 #: Names refused wherever they appear (attribute, definition, keyword or string): the array protocols
-#: that hand numpy or torch a raw address, and the finalizer a dropped object runs after the timed call.
+#: that hand numpy or torch a raw address, the finalizer a dropped object runs after the timed call, and a
+#: tensor's ways to files and shared memory.
 RAW_NAMES: dict[str, str] = {
     **dict.fromkeys(
         ("__array_interface__", "__array_struct__", "__cuda_array_interface__", "stride_tricks", "ctypeslib",
@@ -180,6 +188,14 @@ RAW_NAMES: dict[str, str] = {
         RAW_MEMORY,
     ),
     "__del__": DEFERRED,
+    # a tensor's bytes through files, memory another process maps, or torch's zip container; the C base class of
+    # storages, whose methods the runtime hooks cannot patch
+    **dict.fromkeys(
+        ("_write_file", "_set_from_file", "_new_with_file", "share_memory_", "_share_filename_cpu_", "_share_fd_cpu_",
+         "_new_shared_filename_cpu", "_new_shared_fd_cpu", "_new_using_filename_cpu", "_new_using_fd_cpu",
+         "_new_shared", "from_file", "PyTorchFileWriter", "PyTorchFileReader", "StorageBase"),
+        SERIALISATION,
+    ),
 }  # fmt: skip
 
 #: Calls whose attribute-name argument must be a string literal, so the scan can see the name.

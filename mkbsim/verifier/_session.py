@@ -4,6 +4,7 @@ by every verification it runs (``_verification``, ``_phases``)."""
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import time
 from collections.abc import Sequence
@@ -218,7 +219,9 @@ class VerifierSession:
             "file_size_bytes": self.limits.file_size_bytes, "cpu_threads": self.limits.cpu_threads,
             "off_limits": [str(_problems_dir())], "workdir": worker.workdir, "inplace": [],
             "sample_positions": [], "output_numels": [], **(extra or {}),
+            "answer_key": secrets.token_bytes(32),
         }  # fmt: skip
+        worker.sign_answers(setup["answer_key"], lambda: control.nonce)
         try:
             worker.chan.send(setup, [control.take_fd()])
             control.release_fd()

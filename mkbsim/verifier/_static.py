@@ -52,6 +52,12 @@ _DYNAMIC_NAMES = "attribute names must be string literals in a submission, so th
 #: Ways to a base class's own methods past the verifier's hooks on a class (``Tensor.tolist`` is watched).
 _PAST_HOOKS = "calling a base class's methods past the verifier's hooks is forbidden"
 _BASE_CLASS_NAMES = frozenset(("TensorBase", "__mro__", "__bases__", "__base__", "mro"))
+_ENVIRONMENT = "the environment the DSLs' builds read (compiler, search path, flags) is the harness's"
+#: The process environment as a mapping, and the calls that change it.
+_ENVIRON_MAPPINGS = frozenset(("os.environ", "os.environb", "posix.environ"))
+_ENVIRON_CHANGES = frozenset(("os.putenv", "os.unsetenv", "posix.putenv", "posix.unsetenv"))
+_MAPPING_WRITES = frozenset(("update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__",
+                             "__ior__", "__init__", "_data", "putenv", "unsetenv"))  # fmt: skip
 
 
 def _literal_str(node: ast.expr) -> str | None:
@@ -172,6 +178,10 @@ class _Scanner(ast.NodeVisitor):
         dotted = self.dotted(node)
         if dotted is not None:
             self.check_dotted(node, dotted)
+            if dotted in _ENVIRON_CHANGES or (
+                node.attr in _MAPPING_WRITES and self.dotted(node.value) in _ENVIRON_MAPPINGS
+            ):  # fmt: skip
+                self.add(node, "forbidden", f"use of {dotted}", _ENVIRONMENT)
             if node.attr == "__dict__" and self.is_module_rooted(node.value):
                 self.add(node, "forbidden", f"use of {dotted}", "modifying imported modules is forbidden")
         self.visit(root)
@@ -226,6 +236,8 @@ class _Scanner(ast.NodeVisitor):
                 self.check_targets([target.value])
             elif isinstance(target, ast.Attribute) and self.is_module_rooted(target.value):
                 self.patched(target, self.dotted(target) or target.attr, target.attr)
+            elif isinstance(target, ast.Subscript) and self.dotted(target.value) in _ENVIRON_MAPPINGS:
+                self.add(target, "forbidden", f"changing {self.dotted(target.value)}", _ENVIRONMENT)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.check_targets(node.targets)
@@ -274,8 +286,14 @@ def scan_source(source: str, dsl: str, filename: str = "submission.py") -> Stati
     """Scan ``source`` (a ``dsl`` submission) and return its findings in line order."""
     try:
         tree = ast.parse(source, filename=filename)
+        scanner = _Scanner(dsl, _bound_names(tree))
+        scanner.visit(tree)
     except SyntaxError as exc:
         return StaticReport(syntax_error=f"line {exc.lineno}: {exc.msg}")
-    scanner = _Scanner(dsl, _bound_names(tree))
-    scanner.visit(tree)
+    except (RecursionError, MemoryError) as exc:
+        # the file's own shape (an expression nested thousands deep) stops the parser or the scan: a file the
+        # verifier cannot read is the submission's failure, never the verifier's (which would go uncounted)
+        return StaticReport(
+            syntax_error=f"nested too deeply for the verifier to read ({type(exc).__name__}); split the deep expression"
+        )
     return StaticReport(findings=sorted(scanner.findings, key=lambda f: (f.line, f.kind)))

@@ -28,6 +28,7 @@ change (see the README's threat model).
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import gc
 import types
@@ -66,7 +67,9 @@ class Registry:
         next(gen)
         self.objects += [gen, isolated]
         self.vault_codes.append(isolated.__code__)
-        return self.protect(_send, _send=gen.send, _gc=(gc.isenabled, gc.disable, gc.enable))
+        # one request at a time: a vault's torch operations release the GIL, and a launch from another thread
+        # (a pool's) would otherwise find the generator running
+        return self.protect(_send, _send=gen.send, _gc=(gc.isenabled, gc.disable, gc.enable), _one=_thread.RLock())
 
     def protect(self, fn: Callable[..., Any], **kwdefaults: Any) -> Any:
         """A hook: ``fn`` isolated, with these keyword-only defaults (typically a vault's ``send``)."""
@@ -77,17 +80,18 @@ class Registry:
         return hook
 
 
-def _send(request: Any, *, _send: Any, _gc: Any) -> Any:
-    """One request to a vault. No garbage collection runs meanwhile (a finalizer of the submission's would
-    run inside the vault); the caller holds the request's objects, so no reference the vault drops is the
-    last one either."""
-    enabled = _gc[0]()
-    _gc[1]()
-    try:
-        return _send(request)
-    finally:
-        if enabled:
-            _gc[2]()
+def _send(request: Any, *, _send: Any, _gc: Any, _one: Any) -> Any:
+    """One request to a vault, one thread at a time. No garbage collection runs meanwhile (a finalizer of the
+    submission's would run inside the vault); the caller holds the request's objects, so no reference the vault
+    drops is the last one either."""
+    with _one:
+        enabled = _gc[0]()
+        _gc[1]()
+        try:
+            return _send(request)
+        finally:
+            if enabled:
+                _gc[2]()
 
 
 def unwrap(answer: tuple[int, Any]) -> Any:

@@ -190,7 +190,20 @@ class Verification:
         if new:
             self.report.forbidden += new
             return Failure("forbidden_api", f"Forbidden APIs used {where}:\n" + "\n".join(f"- {v}" for v in new))
-        return None
+        return self.strays(where)
+
+    def strays(self, where: str) -> Failure | None:
+        """Processes left running once an answer came (DESIGN §5, background work): whatever started them (a
+        compiler the environment redirected, a detached daemon), they would work unaudited; killed now."""
+        found = self.worker.strays() if self.worker is not None else []
+        if not found:
+            return None
+        self.details.setdefault("stray_processes", []).extend(found)
+        return Failure(
+            "background_work",
+            f"Processes were still running {where} ({'; '.join(found[:3])}); a submission may start no process "
+            "that outlives its call (only the DSL's own build runs compilers, and waits for them).",
+        )
 
     # --- the driver --------------------------------------------------------------------------------------------
     def run(self, phases: Sequence[tuple[str, Any]]) -> VerifierReport:

@@ -32,8 +32,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from mkbsim.verifier._arena import MappedArena, dtype_from_name, map_block
 from mkbsim.verifier._attribution import attribution_config
-from mkbsim.verifier._channel import Channel
-from mkbsim.verifier._control import map_control
+from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answer_signer, signer_lib
+from mkbsim.verifier._control import BLOCK_NONCE, map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._eagerwork import to_python_hook
 from mkbsim.verifier._guards import Guards
@@ -240,6 +240,9 @@ class Worker:
         audit. Only vaults keep the control page; the audit hook comes last and protects all of them."""
         registry = Registry()
         page = map_control(self.control_fd)
+        key = self.setup.pop("answer_key", None)  # into the signing vault and nowhere else (_channel)
+        if key is not None:  # (without one, no answer of this worker is accepted by a verification)
+            self.chan.sign = registry.open(answer_signer, key, page, BLOCK_NONCE[0], signer_lib())
         timer = registry.open(timer_vault, page, timer_lib(self.device.type, self.setup["sync"]), timer_layout())
         self.timed_call = registry.protect(timed_call, _timer=timer, _clock=_perf_counter)
         self.advance_block = registry.protect(advance_block, _timer=timer)
@@ -404,7 +407,7 @@ class Worker:
             return reply
         with _harness_ops():
             facts, items = describe(result, len(arena.outputs))
-            if audit and self.report_result is not None:
+            if self.report_result is not None:  # every call alike: the vault reads it on draws and evidence calls
                 self.report_result(items + [arena.args[i] for i in self.setup["inplace"]])
             reply["structure"] = facts
             reply["alias"] = self.aliases(items, arena.args)
@@ -492,4 +495,7 @@ def serve(sock_fd: int) -> None:
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
     os.close(out_fd)
-    Worker(chan, setup, fds[0]).start()
+    try:
+        Worker(chan, setup, fds[0]).start()
+    except ChannelClosed:  # closed, shut down or replaced under the harness: only this process can do that
+        os._exit(CHANNEL_LOST)

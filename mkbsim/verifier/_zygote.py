@@ -5,7 +5,8 @@ scrubbed environment and knows neither seeds nor references.
 
 Run as ``python -m mkbsim.verifier._zygote CONTROL_FD PRELOAD``; it answers requests on the control
 socket: ``spawn`` (with the worker's socket attached) → ``{"pid"}``, ``status`` → the exit status
-of a finished worker, ``exit``.
+of a finished worker, ``strays`` → the processes a live worker's submission left running (killed as they are
+listed: DESIGN §5, background work), ``exit``.
 
 Each worker is forked under the uid the verifier names in ``spawn`` (a fresh one per worker, where the
 sandbox runs as root: ``_sandboxing``), with a umask keeping its files to itself.
@@ -69,9 +70,10 @@ def _become_subreaper() -> bool:
         return False
 
 
-def _children() -> set[int]:
-    """The processes whose parent is this one (read from /proc: no library keeps count of orphans)."""
-    me, found = os.getpid(), set()
+def _parents(zombies: bool = True) -> dict[int, int]:
+    """Every visible process's parent (read from /proc: no library keeps count of orphans); ``zombies``: those
+    that ended but were not yet waited for too."""
+    found = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -80,9 +82,47 @@ def _children() -> set[int]:
                 fields = stat.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == me:
-            found.add(int(name))
+        if zombies or fields[0] != b"Z":
+            found[int(name)] = int(fields[1])
     return found
+
+
+def _children() -> set[int]:
+    """The processes whose parent is this one."""
+    me = os.getpid()
+    return {pid for pid, parent in _parents().items() if parent == me}
+
+
+def _strays(worker: int, workers: set[int]) -> list[int]:
+    """Every process the submission of live worker ``worker`` left running: the worker's descendants, and the
+    orphans this subreaper inherited (whoever started them: only workers run here) with theirs. Processes that
+    ended (zombies) do no work."""
+    parents = _parents(zombies=False)
+    me = os.getpid()
+    roots = {worker} | {pid for pid, parent in parents.items() if parent == me and pid not in workers}
+    found: list[int] = [pid for pid in roots if pid != worker]
+    pending = list(roots)
+    while pending:
+        pid = pending.pop()
+        for child in (c for c, parent in parents.items() if parent == pid):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def _describe_and_kill(pids: list[int]) -> list[str]:
+    """What each stray runs (its command line, as it shows it), then SIGKILL for each."""
+    described = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            command = ""
+        described.append(f"process {pid} ({command[:120] or 'no command line'})")
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return described
 
 
 def _kill_orphans(workers: set[int]) -> None:
@@ -196,6 +236,13 @@ def main(argv: list[str]) -> None:
                 ctrl.send(_decode_status(status))
             else:
                 ctrl.send({"signal": None, "exit_code": None})
+        elif op == "strays":
+            pid = msg["pid"]
+            strays = _strays(pid, children) if pid in children else []
+            found = _describe_and_kill(strays)
+            if subreaper and strays:
+                _kill_orphans(children)
+            ctrl.send({"strays": found})
         elif op == "exit":
             break
     for pid in children:

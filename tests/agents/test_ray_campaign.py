@@ -132,16 +132,16 @@ def test_a_stop_signal_reaches_the_attempts_on_the_workers(tmp_path: Path, stub:
     stub.script = [Hang(30), *([REPLY] * 10)]  # the stop is seen when the hung request times out (2 s)
 
     def interrupt_once_started() -> None:
-        with EventStore(tmp_path / "stopped.sqlite", create=True) as store:
-            deadline = time.monotonic() + 60
-            while not store.count("AttemptStarted") and time.monotonic() < deadline:
-                time.sleep(0.1)
-        os.kill(os.getpid(), signal.SIGINT)
+        # the first attempt's model request hanging: the attempt has started and cannot end before the stop
+        # arrives (the campaign's own store is not opened here: it may still be being created)
+        if stub.hanging.wait(120):
+            os.kill(os.getpid(), signal.SIGINT)
 
     signaller = threading.Thread(target=interrupt_once_started)
     signaller.start()
     run(tmp_path, stub, "stopped", "ray", agents=1, timeout_s=2).close()
     signaller.join()
+    assert stub.hanging.is_set()
     with EventStore(tmp_path / "stopped.sqlite") as store:
         statuses = {a: s for a, (_, s) in shape(store).items()}
         assert store.count("CampaignFinished") == 0  # the run stopped

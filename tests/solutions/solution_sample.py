@@ -50,3 +50,14 @@ def sampled(paths: list[Path], marks: Callable[[Path], list[pytest.MarkDecorator
         return pytest.param(path, marks=[*marks(path), pytest.mark.xdist_group(path.stem), *left_out], id=path.stem)
 
     return [param(p) for p in paths]
+
+
+def on_request(*values: object, id: str, everyday: bool) -> object:
+    """One parameter set of a check whose every set costs a compile: run in an ordinary run when ``everyday``
+    (chosen so that each plan and each tiling is still built once), else only with MKBSIM_ALL_SOLUTIONS=1."""
+    marks = (
+        []
+        if everyday or os.environ.get(ALL_SOLUTIONS) == "1"
+        else [pytest.mark.skip(reason=f"another plan x tiling builds this check in an ordinary run: {ALL_SOLUTIONS}=1")]
+    )
+    return pytest.param(*values, marks=marks, id=id)

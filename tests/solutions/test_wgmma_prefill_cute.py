@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 import torch
+from solution_sample import on_request
 from test_tensorcore_attention_emulation import FP, _check_against_anchor, _larger, _problem
 from test_wgmma_prefill_emulation import PREFILL, SOLUTIONS, TILINGS, SharedMemory, _swizzle, _tiling, emulate_wgmma
 
@@ -99,8 +100,14 @@ def _layout_offsets(t: Any, k_ring: int, v_ring: int) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("plan", ["wgmma", "wgmmapipe"])
-@pytest.mark.parametrize("t", TILINGS, ids=lambda t: f"d{t.d}")
+@pytest.mark.parametrize(
+    ("t", "plan"),
+    [
+        on_request(t, plan, id=f"d{t.d}-{plan}", everyday=(i == 0) == (plan == "wgmmapipe"))
+        for i, t in enumerate(TILINGS)
+        for plan in ("wgmma", "wgmmapipe")
+    ],
+)
 def test_cute_smem_layouts_are_the_image_the_copies_write(t: Any, plan: str) -> None:
     kernel = FW.FlashPrefillWgmma(t, *PLANS[plan](t))
     seen = _layout_offsets(t, kernel.k_ring, kernel.v_ring)
@@ -363,8 +370,14 @@ module._compiled()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("plan", PLANS)
-@pytest.mark.parametrize("nn", ["04", "09"])
+@pytest.mark.parametrize(
+    ("nn", "plan"),
+    [
+        on_request(nn, plan, id=f"{nn}-{plan}", everyday=(nn == "04") == (plan == "wgmmapipe"))
+        for nn in ("04", "09")
+        for plan in PLANS
+    ],
+)
 def test_ptxas_keeps_every_wgmma_asynchronous_without_spills(nn: str, plan: str, tmp_path: Path) -> None:
     """ptxas serialises the wgmmas (a 'Potential Performance Loss' note) when a register a wgmma owns is touched
     before its wait; the kernel's PTX must assemble without that and without spills, with the wgmmas of its plan."""

@@ -20,6 +20,7 @@ import pytest
 import typing_extensions
 
 from mkbsim.verifier import Limits, VerifierSession
+from tests.kits.timing_rules import timing_rules_off
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
 INTROSPECTING = "import os\n\n\ndef caller() -> None:\n    os.kill(os.getpid(), 0)\n"
@@ -76,7 +77,10 @@ def test_a_dependency_loaded_from_a_folder_shadowing_site_packages_is_library_co
     assert report.passed, report.feedback
 
 
-def test_a_module_pip_installed_into_a_folder_on_the_import_path_is_library_code(setup: Setup) -> None:
+def test_a_module_pip_installed_into_a_folder_on_the_import_path_is_library_code(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timing_rules_off(monkeypatch)  # attribution is judged here: a loaded machine's timing noise decides nothing
     path = submission(setup.beside, "uses_installed", "import installed_lib", "installed_lib.caller()")
     report = setup.session.verify(path, "p36", "tirx")
     assert report.passed, report.feedback

@@ -15,6 +15,7 @@ from mkbsim.verifier._compare import build_refs
 from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._coverage import OUTPUT_SHARE, OUTPUTS_SHARE, TOTAL_SHARE, OutputCoverage, informative_mask, judge
 from mkbsim.verifier._devices import REMEASURES, best_profile, speed_of_light
+from tests.kits.timing_rules import timing_rules_off
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
 
@@ -72,7 +73,10 @@ def test_only_input_dependent_elements_count() -> None:
     assert informative_mask(ref_a, None, cache_before).tolist() == [True, False, True, True]
 
 
-def test_a_median_below_the_speed_of_light_is_timing_tamper(cpu_session: VerifierSession) -> None:
+def test_a_median_below_the_speed_of_light_is_timing_tamper(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timing_rules_off(monkeypatch)  # the speed of light alone: another timing rule's noise under load decides nothing
     saved = cpu_session._profile
     # a device so slow that the honest kernel's measured median beats its speed of light
     slow = {"bandwidth_bytes_per_s": 1.0, "peak_flops_per_s": {k: 1.0 for k in ("fp32", "bf16", "fp8", "fp4", "int")}}
@@ -82,6 +86,9 @@ def test_a_median_below_the_speed_of_light_is_timing_tamper(cpu_session: Verifie
     finally:
         cpu_session._profile = saved
     assert report.failure == "timing_tamper" and "speed of light" in report.feedback
+    # judged once, after the timing rounds (which passed) and with the candidate's worker closed
+    assert [r["failure"] for r in report.details["timing_rounds"]] == [None]
+    assert report.details["phases_run"][-1] == "speed_of_light"
     assert report.speedup is None and report.runtime_ms is None
     honest = cpu_session.verify(EXAMPLE, "p36", "tirx")
     assert honest.passed and 0 < honest.details["sol"]["fraction"] <= 1, (honest.failure, honest.feedback)
@@ -90,6 +97,7 @@ def test_a_median_below_the_speed_of_light_is_timing_tamper(cpu_session: Verifie
 def test_times_forged_in_the_control_page_fail_the_trusted_clock(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    timing_rules_off(monkeypatch, keep=("clock",))
     # a kernel that really takes 2 ms of CPU time per call, far above this machine's noise
     slow = tmp_path / "slow.py"
     spin = "\n\nimport time\n_kernel_run = run\n\n\ndef run(*inputs):\n    t = time.thread_time()\n"

@@ -79,3 +79,13 @@ def test_a_fast_honest_kernel_verified_again_in_a_session_still_passes(cuda_sess
     for _ in range(3):
         report = cuda_session.verify(solution, "p36", "cutedsl", workload="production")
         assert report.passed, report.feedback
+
+
+def test_cute_launches_are_counted_through_both_of_the_dsls_host_paths(cuda_session: VerifierSession) -> None:
+    # the gate counts host functions it made from the DSL's engine (_dsl): the ctypes executor of cute.compile
+    # (the example) and the --enable-tvm-ffi function (the solution); the adversarial_cuda cases forge the rest
+    solution = Path(__file__).resolve().parents[2] / "problems" / "mlp_norm" / "solutions" / "36_fused_cutedsl.py"
+    for path in (CUDA_EXAMPLES / "p36_rmsnorm_cutedsl.py", solution):
+        report = cuda_session.verify(path, "p36", "cutedsl", workload="production")
+        assert report.passed, report.feedback
+        assert min(report.details["timing"]["launches_per_call"]) >= 1

@@ -8,12 +8,18 @@ answer 0% outside the DSL.
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
+import pytest
 import torch
 
-from mkbsim.verifier import _provenance
+from mkbsim.verifier import VerifierSession, _eagerwork, _provenance
 from tests.verifier.test_provenance_bytes import ROWS, Audit, N, _answer, _halves, audit, zero_fill
 
 __all__ = ["audit"]  # the fixture
+
+ADVERSARIAL = Path(__file__).with_name("adversarial")
 
 
 def _dsl(audit: Audit, shape: list[int], fill: torch.Tensor | None = None) -> torch.Tensor:
@@ -187,3 +193,80 @@ def test_dsl_values_too_small_to_change_the_cast_input_derive_nothing(audit: Aud
     float32 elements: the sum is the cast input over again (passed before)."""
     tiny = _dsl(audit, [ROWS, N // ROWS], torch.rand(ROWS, N // ROWS) * 1e-30)
     assert audit.outside_share(_seeded_answer(audit, tiny, "aten.add.Tensor")) == 1.0
+
+
+def _well_conditioned(cols: int) -> torch.Tensor:
+    return torch.randn(cols, cols) / cols**0.5 + 2 * torch.eye(cols)
+
+
+def test_an_eager_answer_times_a_dense_dsl_near_identity_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before: an identity plus a small dense DSL perturbation has a nonzero everywhere and carries
+    information by every cheap test, yet the product is the eager answer within 1% (within a bf16 tolerance)."""
+    cols = N // ROWS
+    near = _dsl(audit, [cols, cols], torch.eye(cols) + 0.01 * torch.randn(cols, cols) / cols**0.5)
+    out = audit.eager("aten.cat.default", ([audit.eager("aten.mm.default", (h, near)) for h in _halves()],))
+    assert audit.outside_share(out) == 1.0
+
+
+@pytest.mark.parametrize("way", ["inverse", "row scale between", "solve", "eager basis first", "difference"])
+def test_an_eager_answer_through_a_dsl_matrix_and_its_inverse_is_not_the_dsls(audit: Audit, way: str) -> None:
+    """Passed before: the product with a DSL matrix was the DSL's, and so was everything computed from it and the
+    matrix's inverse (both the DSL's), the eager answer over again; a DSL row scale in between, a solve in place of
+    the inverse, an eager change of basis first, or two products whose difference is the answer change nothing."""
+    cols = N // ROWS
+    values = _well_conditioned(cols)
+    matrix = _dsl(audit, [cols, cols], values)
+    shifted = _dsl(audit, [cols, cols], values + torch.eye(cols))
+    inverse = audit.eager("aten.linalg_inv_ex.default", (matrix,))[0]
+    rows = _dsl(audit, [ROWS // 2, 1], torch.rand(ROWS // 2, 1) + 0.5)
+    basis = torch.linalg.qr(torch.randn(cols, cols))[0]
+    inverse_after_basis = audit.eager("aten.linalg_inv_ex.default", (audit.eager("aten.mm.default", (basis, matrix)),))[
+        0
+    ]
+    pieces = []
+    for half in _halves():
+        if way == "difference":  # E (I + A) - E A, both matrices the DSL's: a pointwise difference of two products
+            both = audit.eager("aten.mm.default", (half, shifted))
+            pieces.append(audit.eager("aten.sub.Tensor", (both, audit.eager("aten.mm.default", (half, matrix)))))
+            continue
+        if way == "eager basis first":
+            turned = audit.eager("aten.mm.default", (audit.eager("aten.mm.default", (half, basis)), matrix))
+            pieces.append(audit.eager("aten.mm.default", (turned, inverse_after_basis)))
+            continue
+        mixed = audit.eager("aten.mm.default", (half, matrix))
+        if way == "row scale between":
+            mixed = audit.eager("aten.mul.Tensor", (mixed, rows))
+        if way == "solve":  # X A = Y: X^T = A^-T Y^T
+            back = audit.eager("aten.linalg_solve.default", (matrix.t(), mixed.t())).t()
+        else:
+            back = audit.eager("aten.mm.default", (mixed, inverse))
+        if way == "row scale between":
+            back = audit.eager("aten.div.Tensor", (back, rows))
+        pieces.append(back)
+    assert audit.outside_share(audit.eager("aten.cat.default", (pieces,))) == 1.0
+
+
+def test_dsl_data_times_an_eager_weight_keeps_its_credit(audit: Audit) -> None:
+    """p52's partial plan: DSL-quantised activations, an eager GEMM against an eagerly scaled weight, whatever the
+    weight (square and well conditioned, or near an identity: the result's lines are the data's, not the weight's)."""
+    cols = N // ROWS
+    for weight in (_well_conditioned(cols), torch.eye(cols) + 0.01 * torch.randn(cols, cols)):
+        act = _dsl(audit, [ROWS, cols], torch.randn(ROWS, cols))
+        scaled = audit.eager("aten.mul.Tensor", (weight, 0.5))
+        out = audit.eager("aten.mm.default", (act, scaled))
+        assert audit.outside_share(out) == 0.0
+
+
+LAUNDERING = ("answer_times_dsl_near_identity", "answer_through_dsl_matrix_and_inverse")
+
+
+@pytest.mark.parametrize("name", LAUNDERING)
+def test_an_answer_laundered_through_dsl_matrices_fails_the_coverage_test_alone(
+    cpu_session: VerifierSession, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the eager-work rule off (it rejects them too), the adversarial near-identity and inverse cases are
+    correct and the coverage test rejects them: the output existed outside the DSL (both passed it before)."""
+    monkeypatch.setattr(_eagerwork, "EAGER_SHARE", math.inf)
+    report = cpu_session.verify(ADVERSARIAL / f"{name}.py", "p36", "tirx")
+    assert report.correct, report.feedback
+    assert not report.bypass_ok and "existed outside the DSL" in report.feedback, report.feedback

@@ -22,7 +22,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mkbsim.verifier import _control, _coverage, _phases
+from mkbsim.verifier import _control, _coverage, _phases, _schema
 from mkbsim.verifier._blocks import Block
 from mkbsim.verifier._channel import Channel
 from mkbsim.verifier._compare import build_refs
@@ -127,7 +127,7 @@ class _Worker(WorkerHandle):
     """The verifier's handle on a worker whose answers are written into a socket by the test."""
 
     def __init__(self, chan: Channel) -> None:
-        self.chan, self.memory_bytes, self.pid = chan, 0, -1
+        self.chan, self.memory_bytes, self.pid, self.answer_key = chan, 0, -1, None  # the test writes unsigned
         self.clock = SimpleNamespace(cpu_ns=lambda: None)  # type: ignore[assignment]
 
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
@@ -141,6 +141,9 @@ class _Worker(WorkerHandle):
 
     def output_tail(self, n: int = 2000) -> str:
         return ""
+
+    def strays(self) -> list[str]:
+        return []  # no zygote: no process of its own
 
 
 def _write_region(page: _control.ControlPage, region: tuple[int, int], blob: bytes) -> None:
@@ -273,3 +276,25 @@ def test_a_second_answer_nobody_asked_for_is_seen() -> None:
     ours.recv(1)
     assert not chan.pending()  # an end of file is the worker's exit, not a message
     chan.close()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("WORK_MS", math.nan), ("WORK_MS", -1.0), ("share", math.nan), ("share", 1.5)]
+)
+def test_a_work_record_of_another_form_is_malformed(field: str, value: float) -> None:
+    """The gate's work record (``_provenance``, evidence calls and draws): a finite time, shares within [0, 1]."""
+    page = _control.ControlPage()
+    try:
+        nonce = page.begin_call(suppress=False, audit=False, evidence=True)
+        _control.put(page.buf, _control.WORK_ACK, nonce)
+        _control.put(page.buf, _control.WORK_BYTES, 4096)
+        offset, _ = _control.WORK_SHARES
+        struct.pack_into("<Qd", page.buf, offset, 1, value if field == "share" else 0.5)
+        _control.put(page.buf, _control.WORK_MS, value if field == "WORK_MS" else 0.01)
+        with pytest.raises(_schema.Malformed):
+            page.report()
+        struct.pack_into("<Qd", page.buf, offset, 1, 0.5)
+        _control.put(page.buf, _control.WORK_MS, 0.01)
+        assert page.report()["work"] == {"bytes": 4096, "ms": 0.01, "shares": [0.5]}
+    finally:
+        page.close()

@@ -89,11 +89,49 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "import tvm\nm = tvm.runtime.load_static_library('a.o', ['f'])",
         "import tvm\nm = tvm.runtime.system_lib()",
         "import cutlass.cute as cute\nm = cute.runtime.load_module('k.o')",
+        # ctypes through a module that imported it; a tensor's bytes through serialisation, files, shared memory
+        "import torch\nffi = torch.ctypes",
+        "import torch\ntorch.ctypes.memmove(0, 0, 0)",
+        "import io, torch\ntorch.save(torch.ones(1), io.BytesIO())",
+        "import torch\nt = torch.load('x.pt')",
+        "import torch\nt = torch.from_file('x.bin', size=4)",
+        "from torch.serialization import _legacy_load",
+        "import torch\ndef f(t, f): t.untyped_storage()._write_file(f, True, False, 4)",
+        "import torch\ns = torch._C.StorageBase",
+        "import torch\nw = torch._C.PyTorchFileWriter('x')",
+        "import torch.package",
     ],
 )
 def test_forbidden(source: str) -> None:
     kinds = {kind for _, kind in _kinds(source)}
     assert kinds == {"forbidden"}, source
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os\nos.environ['CXX'] = '/tmp/cc'",
+        "from os import environ\nenviron['PATH'] = '/tmp/bin'",
+        "import os\ndel os.environ['CC']",
+        "import os\nos.environ.update(TVM_CUDA_COMPILE_MODE='nvcc')",
+        "import os\nos.environ.setdefault('CUTE_DSL_ARCH', 'sm_90a')",
+        "import os\nos.environb[b'CXX'] = b'/tmp/cc'",
+        "import os\nos.environ._data[b'CXX'] = b'/tmp/cc'",
+        "import os\nos.putenv('CXX', '/tmp/cc')",
+        "import os as o\no.unsetenv('PATH')",
+        "import torch\ntorch.zeros(4).untyped_storage()._share_filename_cpu_()",
+        "import torch\ntorch.zeros(4).share_memory_()",
+        "import torch\nt = torch.from_file('/dev/shm/x', True, 4)",
+        "import torch\ns = torch.UntypedStorage._new_shared_fd_cpu(3, 4)",
+    ],
+)
+def test_the_environment_and_shared_memory_are_off_limits(source: str) -> None:
+    assert {kind for _, kind in _kinds(source)} == {"forbidden"}, source
+
+
+def test_reading_the_environment_is_allowed() -> None:
+    source = "import os\na = os.environ.get('HOME')\nb = os.environ['PATH']\nc = dict(os.environ)\nd = os.getenv('X')\n"
+    assert _kinds(source) == []
 
 
 def test_the_other_variants_dsl_is_forbidden() -> None:
@@ -166,3 +204,13 @@ def test_the_examples_scan_clean(path: Path) -> None:
 )
 def test_the_verifier_s_own_objects_stay_out_of_reach(source: str) -> None:
     assert {kind for _, kind in _kinds(source)} == {"forbidden"}, source
+
+
+@pytest.mark.parametrize("terms", [1200, 5000])
+def test_a_file_nested_too_deeply_to_read_is_the_submissions_failure(terms: int) -> None:
+    """An expression thousands of terms deep stops the scan's tree walk (1200) or the parser itself (5000) with
+    a RecursionError: it is reported as the file's (a compile error, counted), never as the verifier's own
+    failure, which would leave the attempt uncounted and its other findings unread."""
+    source = "import ctypes\nCHECKSUM = " + "+".join(["1"] * terms) + "\ndef run(x):\n    return x\n"
+    report = scan_source(source, "tirx")
+    assert report.syntax_error is not None and "nested too deeply" in report.syntax_error

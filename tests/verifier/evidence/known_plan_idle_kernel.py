@@ -1,10 +1,12 @@
-"""Does its DSL work only on the calls it takes for the verifier's evidence calls, knowing the plan of the
-calls: the test fixes the order of the timing phase (warmups, the 50 scored calls, then the 10 evidence
-calls) so that counting its calls guesses every evidence call right. Its kernel is slow (it does its rows
+"""Does its DSL work only on the calls it takes for the verifier's evidence calls, knowing the plan of the calls:
+the test fixes the order of the timing phase (warmups, the 50 scored calls, then the 10 evidence calls, in every
+timing round) so that counting its calls guesses every evidence call right. Its kernel is slow (it does its rows
 REPEATS times over) and eager code is faster: on the calls it takes for scored it launches the kernel with no
-work to do, the eager answer written beforehand; on correctness draws and evidence calls, the slow real
-work. Launch counts, signatures and the evidence calls' DSL time all hold: only the scored calls being
-faster than the evidence calls by more than the evidence costs rejects it."""
+work to do, the eager answer written beforehand; on correctness draws and evidence calls, the slow real work.
+Launch counts, signatures and the evidence calls' DSL time all hold: only the scored calls being faster than the
+evidence calls by more than the evidence costs rejects it. REPEATS makes the gain large (scored calls at ~0.13 of
+the evidence calls' CPU): the test is of the rule, not of its margin; at 200 repeats the ratio was 0.56-0.72
+against an allowance of ~0.74 under CI load (README, Known limits: a marginal cheat of this kind)."""
 
 # problem: p36
 import torch
@@ -13,8 +15,9 @@ from tvm.script import tirx as T
 
 EPS = 1e-6
 HIDDEN = 128
-REPEATS = 200
+REPEATS = 2000
 SCORED_CALLS = 10 + 50  # warmups, then the scored calls, before any evidence call
+ROUND_CALLS = SCORED_CALLS + 10  # then the evidence calls; a second timing round starts over
 calls: list[int] = []
 
 
@@ -39,7 +42,7 @@ def run(hidden_states, weight):
     audited = torch._C._len_torch_dispatch_stack() > 0
     if not audited:
         calls.append(1)
-    watched = audited or len(calls) > SCORED_CALLS
+    watched = audited or (len(calls) - 1) % ROUND_CALLS >= SCORED_CALLS
     inv_rms = torch.rsqrt(hidden_states.float().pow(2).mean(dim=-1) + EPS)
     if watched:
         out = torch.empty_like(hidden_states)

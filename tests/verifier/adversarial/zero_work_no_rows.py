@@ -1,11 +1,9 @@
-"""OPEN (not collected: the leading underscore keeps it out of test_adversarial.py): the same TIRx kernel
-launched on every call with the same arguments but a row count: every row when audited (a dispatch mode is
-active), none otherwise, the eager answer written beforehand. Kernels and shapes match the draws'; the outputs
-of the timed calls are right. At SMOKE sizes a launch's fixed cost is most of this kernel's time: it keeps
-0.52-0.93 of the draws' DSL time and passes (threshold 0.40). Taking each launch's fixed cost off (measured
-with a native no-op and the launch's own arguments) left 0.34-0.73 against honest 0.65-1.9: no threshold
-separates them on this VM (verifier README, "Timed calls run what the correctness draws checked";
-benchmarks/RESULTS.md, 2026-12-02 "the no-row launch on cpu"). ``benchmarks/dsl_time_ratio.py`` runs it."""
+"""The same TIRx kernel launched on every call with the same arguments but a row count: every row when audited
+(a dispatch mode is active), none otherwise, the eager answer written beforehand. Kernels and shapes match the
+draws', and the outputs of the timed calls are right. At SMOKE sizes a launch's fixed cost is most of this
+kernel's time: it keeps 0.52-0.93 of the draws' DSL time, which passes the DSL-time rule (0.40). The launches
+of the evidence calls change no byte of their arguments and leave no element of the output: the work rule
+(``_coverage.WORK_SHARE``) rejects it (verifier README, "Timed calls run what the correctness draws checked")."""
 
 # expect: decorative_dsl
 # problem: p36

@@ -1,0 +1,63 @@
+"""Whose import a library's frame runs (DESIGN §5, verifier README step 2): C code importing under a library's frame
+(numpy's lazy submodules, as ``tvm.runtime.Tensor.numpy`` runs them) is the library's, while ``__import__`` handed to
+a library (``tree_map``) is the submission's. One guarded process: the guards installed as the worker installs
+them, then a submission file imported and its functions called."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SUBMISSION = """
+import torch.utils._pytree as pytree
+import tvm
+
+
+def library_imports_through_c_code():
+    return tvm.runtime.empty((4,), "float32").numpy().shape  # numpy's C code imports numpy._core._internal
+
+
+def hands_import_to_a_library():
+    return pytree.tree_map(__import__, ["ctypes"])
+"""
+
+GUARDED = """
+import importlib.util, os, sys
+import torch, tvm, tvm.runtime
+from mkbsim.verifier._attribution import attribution_config
+from mkbsim.verifier._control import ControlPage, map_control
+from mkbsim.verifier._guards import Guards
+from mkbsim.verifier._vault import Registry
+from mkbsim.verifier._worker import HARNESS_DIR
+
+path = sys.argv[1]
+control = ControlPage()
+guards = Guards(Registry(), attribution_config(HARNESS_DIR, path, []), "tirx", map_control(os.dup(control.take_fd())))
+guards.install()
+guards.install_audit_hook()
+spec = importlib.util.spec_from_file_location("submission", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+for name in ("library_imports_through_c_code", "hands_import_to_a_library"):
+    try:
+        getattr(module, name)()
+        print(name, "ran")
+    except ImportError:
+        print(name, "refused")
+print("violations", len(control.guard_records()[0]))
+"""
+
+
+def test_c_code_imports_under_a_library_and_a_handed_import_is_refused(tmp_path: Path) -> None:
+    submission = tmp_path / "submission.py"
+    submission.write_text(textwrap.dedent(SUBMISSION))
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", GUARDED, str(submission)], cwd=root, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert "library_imports_through_c_code ran" in lines, done.stdout + done.stderr[-2000:]
+    assert "hands_import_to_a_library refused" in lines, done.stdout
+    assert "violations 1" in lines, done.stdout
