@@ -528,6 +528,7 @@ def _timed_as_audited(v: Verification) -> Failure | None:
         v.details["timed_work"], unworked = _coverage.work_check([d.page["work"] for d in audited], evidence["work"])
         judged = Failure("decorative_dsl", unworked) if unworked else None
     v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "dsl_ms", "work")}
+    v.details["evidence_calls"]["cpu_ms"] = [c.cpu_ms for c in evidence["trusted"]]  # what scored_time compares on cpu
     # what the gate spent measuring an evidence call's work is not the call's (the scored calls have none of it)
     spent = [w["ms"] if w is not None else 0.0 for w in evidence["work"]]
     judged = (

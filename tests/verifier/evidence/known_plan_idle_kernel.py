@@ -1,6 +1,7 @@
 """Does its DSL work only on the calls it takes for the verifier's evidence calls, knowing the plan of the calls:
 the test fixes the order of the timing phase (warmups, the 50 scored calls, then the 10 evidence calls, in every
-timing round) so that counting its calls guesses every evidence call right. Its kernel is slow (it does its rows
+timing round; before it, 2 unscored calls ahead of each of the 6 correctness draws) so that counting its calls
+guesses every evidence call right. Its kernel is slow (it does its rows
 REPEATS times over) and eager code is faster: on the calls it takes for scored it launches the kernel with no
 work to do, the eager answer written beforehand; on correctness draws and evidence calls, the slow real work.
 Launch counts, signatures and the evidence calls' DSL time all hold: only the scored calls being faster than the
@@ -16,6 +17,7 @@ from tvm.script import tirx as T
 EPS = 1e-6
 HIDDEN = 128
 REPEATS = 2000
+DRAW_WARMUPS = 6 * 2  # unaudited calls of the correctness phase (each draw's block starts with 2)
 SCORED_CALLS = 10 + 50  # warmups, then the scored calls, before any evidence call
 ROUND_CALLS = SCORED_CALLS + 10  # then the evidence calls; a second timing round starts over
 calls: list[int] = []
@@ -42,7 +44,8 @@ def run(hidden_states, weight):
     audited = torch._C._len_torch_dispatch_stack() > 0
     if not audited:
         calls.append(1)
-    watched = audited or (len(calls) - 1) % ROUND_CALLS >= SCORED_CALLS
+    timing = len(calls) - 1 - DRAW_WARMUPS  # this call's place in the timing phase (negative: a draw's warm-up)
+    watched = audited or timing < 0 or timing % ROUND_CALLS >= SCORED_CALLS
     inv_rms = torch.rsqrt(hidden_states.float().pow(2).mean(dim=-1) + EPS)
     if watched:
         out = torch.empty_like(hidden_states)
