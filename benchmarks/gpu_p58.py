@@ -78,10 +78,10 @@ def _host_ms(run: Any, args: list[Any], calls: int) -> float:
 
 def _as_arena(args: list[Any]) -> list[Any]:
     """The draw's tensors as views of one uint8 allocation, as the worker maps them."""
-    from mkbsim.verifier._arena import Arena
+    from mkbsim.verifier._arena import BlockArenas
 
-    arena = Arena(args, [], torch.device("cuda"))
-    return list(arena.args)
+    block = BlockArenas([args], [], torch.device("cuda"))
+    return list(block.arenas[0].args)
 
 
 def _gate_installed(module: Any) -> None:

@@ -13,7 +13,9 @@ the file through the worker's own import path and times each call with the harne
 
 * ``bare``: one input set, calls back to back (what a plain timing loop does);
 * ``fresh``: new inputs for every call (`make_inputs`), still back to back;
-* ``arena``: new inputs delivered as the worker gets them (a memfd arena mapped per call);
+* ``arena-new``: new inputs in a memfd arena mapped before each call (the verifier before blocks);
+* ``arena``: new inputs delivered as the worker gets them (every call's arena in one block, mapped before
+  the first call);
 * ``guards``: arena + everything the worker opens before it loads a submission (the guards and their
   audit hook, the DSL gate, the timer's and the provenance audit's vaults, the control page); wall = the
   call as the harness's timer vault measures it (what the verifier reports), CPU = the whole
@@ -68,7 +70,7 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
 
     torch.set_num_threads(threads)
     from mkbsim.catalog import load_catalog
-    from mkbsim.verifier._arena import Arena, map_arena
+    from mkbsim.verifier._arena import BlockArenas, map_block
     from mkbsim.verifier._control import ControlPage
     from mkbsim.verifier._worker import Worker
 
@@ -107,9 +109,9 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
 
     fixed = list(problem.make_inputs(axes, seed=1, device=backend))
     # The worker's arenas (CPU only: CUDA IPC cannot map an allocation into its own process):
-    # `arena-new` maps a new one before every call (the verifier before this change), the others
-    # refill one mapped arena as the worker now does.
-    arena_mode = "new" if variant == "arena-new" else "reuse" if variant == "arena" or guarded else None
+    # `arena-new` maps a new one before every call (the verifier before blocks), the others map one
+    # block holding every call's arena before the first call, as the worker now does.
+    arena_mode = "new" if variant == "arena-new" else "block" if variant == "arena" or guarded else None
     if backend != "cpu":
         arena_mode = None
     fresh = variant not in ("bare", "eager")
@@ -117,24 +119,24 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
     wall: list[float] = []
     cpu: list[float] = []
     warmup = 10
+    draws = [list(problem.make_inputs(axes, seed=1000 + i, device=backend)) for i in range(warmup + calls)]
+
+    def mapped(draws: list[list[Any]]) -> list[Any]:
+        block = BlockArenas(draws, out_specs, device)
+        desc, fds = block.descriptor()
+        arenas = map_block(desc, [os.dup(fd) for fd in fds], device)[1]
+        block.release_fd()
+        return arenas
+
+    in_block = mapped(draws) if arena_mode == "block" else []
     kept: list[Any] = []
-    verifier_side: Any = None
     for i in range(warmup + calls):
-        args: list[Any] = fixed
-        if fresh:
-            args = list(problem.make_inputs(axes, seed=1000 + i, device=backend))
-        if arena_mode == "new" or (arena_mode == "reuse" and verifier_side is None):
-            verifier_side = Arena(args, out_specs, device)
-            desc, fds = verifier_side.descriptor()
-            mapped = map_arena(desc, [os.dup(fd) for fd in fds])
-            verifier_side.release_fd()
-            kept[:] = [mapped]  # the previous arena is unmapped here, before the timed call, as before
-            args = mapped.args
-        elif arena_mode == "reuse":
-            assert verifier_side.refill(args)
-            desc, _ = verifier_side.descriptor(reuse=True)
-            kept[:] = [map_arena(desc, [], kept[0])]
+        args: list[Any] = draws[i] if fresh else fixed
+        if arena_mode == "new":
+            kept[:] = mapped([args])  # the previous arena is unmapped here, before the timed call, as before
             args = kept[0].args
+        elif arena_mode == "block":
+            args = in_block[i].args
         if gap and variant.endswith("spin-gap"):
             t = time.perf_counter()
             while time.perf_counter() - t < gap:

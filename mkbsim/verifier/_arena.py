@@ -1,11 +1,11 @@
-"""Shared memory for one call: the inputs the verifier wrote and the slots the worker copies the
-outputs into.
+"""Shared memory for a block of calls: each call's inputs the verifier wrote and the slots the worker copies
+its outputs into (DESIGN §5, timing).
 
 CPU: an anonymous memfd passed over the socket, so no file name exists that another process could
 open. CUDA: one device allocation shared through CUDA IPC; or, for a sandboxed worker (CUDA IPC fails
 across the sandbox's boundary: "mapping of buffer object failed" on the H200), *staged*: each side holds
-its own device copy and the bytes travel through a memfd, copied in before and out after every call,
-outside the timed region. Inputs keep their shapes and strides; output slots are contiguous in the
+its own device copy and the bytes travel through a memfd, copied in before the block's first call and out
+after its last, outside every timed call. Inputs keep their shapes and strides; output slots are contiguous in the
 shapes the problem declares.
 """
 
@@ -133,36 +133,15 @@ def _memfd(nbytes: int) -> tuple[int, mmap.mmap, torch.Tensor]:
 
 
 class Arena:
-    """Verifier side: owns the memory, writes the inputs, reads the outputs back.
-
-    ``staged``: the worker gets the bytes through a memfd (``host``) instead of sharing ``base``; the
-    verifier copies ``base`` there before each call (``descriptor``) and back after it (``arrived``).
-    """
+    """Verifier side: one call's inputs and output slots, laid out over its span of a block's memory
+    (``BlockArenas``, which owns the memory and moves it to the worker)."""
 
     def __init__(
-        self,
-        inputs: Sequence[Any],
-        outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None],
-        device: torch.device,
-        staged: bool = False,
-        memory: tuple[torch.Tensor, torch.Tensor | None] | None = None,
+        self, inputs: Sequence[Any], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None], memory: torch.Tensor
     ) -> None:
         tensor_specs, slots, self.nbytes = _arena_layout(inputs, outputs)
-        self.device = device
-        self._fd: int | None = None
-        self.host: torch.Tensor | None = None
-        self.pinned = False
-        if memory is not None:  # a view of a block's memory (``BlockArenas``), which owns it
-            self.base, self.host = memory
-            self.base.zero_()
-        elif staged:
-            self._fd, self._mm, self.host = _memfd(self.nbytes)
-            self.pinned = pin(self.host, self)
-            self.base = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)  # output slots start zeroed
-        elif device.type == "cpu":
-            self._fd, self._mm, self.base = _memfd(self.nbytes)
-        else:
-            self.base = torch.empty(self.nbytes, dtype=torch.uint8, device=device)
+        self.base = memory
+        self.base.zero_()  # output slots start zeroed
         n_in = len(tensor_specs)
         self.input_slots, self.output_slots = slots[:n_in], slots[n_in:]
         # Scalars travel by value; tensors as views of the shared memory.
@@ -181,60 +160,6 @@ class Arena:
         self.out_positions = [i for i, o in enumerate(outputs) if o is not None]
         self.n_outputs = len(outputs)
 
-    def refill(self, inputs: Sequence[Any]) -> bool:
-        """Write a new draw into this arena's memory, if it has the same layout; zero the outputs.
-
-        The worker then reuses its existing mapping (`descriptor(reuse=True)`): mapping fresh shared
-        memory before every call leaves the process's address-translation state cold and costs a
-        small kernel tens of microseconds inside the timed call, which a plain loop never pays.
-        """
-        if len(inputs) != len(self.args):
-            return False
-        it = iter(self.input_slots)
-        plan: list[tuple[int, Any, Slot | None]] = []
-        for i, x in enumerate(inputs):
-            if isinstance(x, torch.Tensor):
-                slot = next(it, None)
-                if (
-                    slot is None
-                    or i in self.scalars
-                    or slot.dtype != _dtype_name(x.dtype)
-                    or slot.shape != tuple(x.shape)
-                    or slot.stride != _shareable_stride(x)
-                ):
-                    return False
-                plan.append((i, x, slot))
-            elif i not in self.scalars:
-                return False
-            else:
-                plan.append((i, x, None))
-        for i, x, slot in plan:
-            if slot is None:
-                self.scalars[i] = x
-                self.args[i] = x
-            else:
-                self.args[i].copy_(x)
-        for view in self.out_views:
-            view.zero_()
-        return True
-
-    def descriptor(self, reuse: bool = False) -> tuple[dict[str, Any], list[int]]:
-        """What the worker needs to map this arena, and the descriptors to pass with it; with
-        ``reuse``, the worker takes the arena it mapped for its previous call instead."""
-        desc = self.layout()
-        if self.host is not None:
-            self.host.copy_(self.base)  # the draw the worker copies in (a synchronous copy: pageable memory)
-            desc["staged"] = True
-        if reuse:
-            desc["reuse"] = True
-            return desc, []
-        if self._fd is not None:
-            return desc, [self._fd]
-        from torch.multiprocessing.reductions import reduce_tensor
-
-        desc["cuda_ipc"] = reduce_tensor(self.base)
-        return desc, []
-
     def layout(self) -> dict[str, Any]:
         """Where the arguments and output slots lie in this arena's memory, and the scalars."""
         return {
@@ -246,17 +171,6 @@ class Arena:
             "out_positions": self.out_positions,
             "n_outputs": self.n_outputs,
         }
-
-    def arrived(self) -> None:
-        """The worker has answered: a staged arena takes back what it wrote (outputs, in-place inputs)."""
-        if self.host is not None:
-            self.base.copy_(self.host)
-
-    def release_fd(self) -> None:
-        """Close the memfd once the worker holds its own copy (the mapping stays valid)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 @dataclass
@@ -290,44 +204,6 @@ class MappedArena:
         return made[0] if len(made) == 1 else tuple(made)
 
 
-def map_arena(
-    desc: dict[str, Any], fds: list[int], previous: MappedArena | None = None, device: torch.device | None = None
-) -> MappedArena:
-    """Map the arena the verifier sent, or (``reuse``) view the previous one again with new scalars.
-
-    A staged arena maps the memfd as ``host`` and copies it into memory of this process's own on ``device``.
-    """
-    host: torch.Tensor | None = None
-    if desc.get("reuse"):
-        if previous is None or previous.base is None or previous.base.numel() != desc["nbytes"]:
-            raise ValueError("the verifier asked to reuse an arena this worker does not hold")
-        if bool(desc.get("staged")) != (previous.host is not None):
-            raise ValueError("the verifier asked to reuse an arena of another kind")
-        base, host = previous.base, previous.host
-        keepalive: Any = previous.keepalive
-    elif desc.get("staged"):
-        mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
-        host = torch.frombuffer(mm, dtype=torch.uint8)
-        base = torch.empty(desc["nbytes"], dtype=torch.uint8, device=device)
-        keepalive = mm
-    elif "cuda_ipc" in desc:
-        rebuild, rebuild_args = desc["cuda_ipc"]
-        base = rebuild(*rebuild_args)
-        keepalive = base
-    else:
-        # MAP_POPULATE faults the whole mapping in now, before the timed region: otherwise the
-        # first touch of every page of a fresh arena (a minor fault each) would be timed as the
-        # submission's work, which a plain process reusing its own memory never pays.
-        mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
-        base = torch.frombuffer(mm, dtype=torch.uint8)
-        keepalive = mm
-    arena = _mapped(desc, base, host, keepalive)
-    if host is not None and not desc.get("reuse"):
-        pin(host, arena)
-    arena.stage_in()
-    return arena
-
-
 def _mapped(desc: dict[str, Any], base: torch.Tensor, host: torch.Tensor | None, keepalive: Any) -> MappedArena:
     """The arguments and output slots ``desc`` lays out over ``base``."""
     inputs = iter(Slot(**s).view(base) for s in desc["inputs"])
@@ -352,7 +228,10 @@ def _block_memory(desc: dict[str, Any], fds: list[int], device: torch.device) ->
         rebuild, rebuild_args = desc["cuda_ipc"]
         base = rebuild(*rebuild_args)
         keepalive = base
-    else:  # populated now, outside every timed call (see ``map_arena``)
+    else:
+        # MAP_POPULATE faults the whole mapping in now, before the timed calls: otherwise the first touch of
+        # every page (a minor fault each) would be timed as the submission's work, which a plain process
+        # reusing its own memory never pays.
         mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
         base = torch.frombuffer(mm, dtype=torch.uint8)
         keepalive = mm
@@ -397,7 +276,7 @@ class BlockArenas:
         else:
             self.base = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
         spans = zip(draws, self.offsets, sizes, strict=True)
-        self.arenas = [Arena(d, outputs, device, memory=(self.base[o : o + n], None)) for d, o, n in spans]
+        self.arenas = [Arena(d, outputs, self.base[o : o + n]) for d, o, n in spans]
 
     def descriptor(self) -> tuple[dict[str, Any], list[int]]:
         """What the worker needs to map the block, and the descriptor to pass with it."""

@@ -69,8 +69,6 @@ class Limits:
 
     ``memory_bytes`` caps the worker's resident memory (a watchdog kills it above that) and, on the
     CPU backend, its address space beyond what the preloaded libraries already map.
-    ``unique_buffer_bytes`` bounds the inputs kept alive for the hardened protocol's distinct
-    buffers; beyond it buffers are recycled and the result says so.
     """
 
     import_timeout_s: float = 180.0
@@ -79,12 +77,11 @@ class Limits:
     memory_bytes: int = 8 * GIB
     file_size_bytes: int = 512 << 20
     cpu_threads: int = 1
-    unique_buffer_bytes: int = 2 * GIB
 
     @classmethod
     def for_backend(cls, backend: str) -> Limits:
         if backend == "cuda":
-            return cls(memory_bytes=32 * GIB, unique_buffer_bytes=32 * GIB)
+            return cls(memory_bytes=32 * GIB)
         return cls()
 
     def with_(self, **changes: Any) -> Limits:
