@@ -119,3 +119,23 @@ def test_a_plan_beyond_the_budget_runs_in_blocks_each_led_by_warmups() -> None:
     assert [b.count("warmup") for b in blocks] == [10, _blocks.BLOCK_WARMUP, _blocks.BLOCK_WARMUP]
     assert [k for b in blocks for k in b if k != "warmup"] == scored
     assert max(len(b) for b in _blocks.plan(scored, 10, 1, 10**12, distinct=False)) <= _control.MAX_BLOCK_CALLS
+
+
+def test_each_call_s_work_record_lands_in_its_own_slot(control: ControlPage) -> None:
+    """The gate writes an evidence call's work once run() returned, after the timer stopped (``_provenance``):
+    the next ADVANCE (or END) carries it into that call's slot, so each call's work is read as its own."""
+    timer = _timer(control)
+    nonces = control.begin_block([(True, False, False, False)] * 2)
+    for i in range(2):
+        _call(timer)
+        nonce = _control.get(control.buf, _control.NONCE)  # the header as the gate reads it during the call
+        assert nonce == nonces[i]
+        offset, _ = _control.WORK_SHARES
+        _control.put(control.buf, (offset, "<Q"), 1)
+        _control.put(control.buf, (offset + 8, "<d"), 0.25 * (i + 1))
+        _control.put(control.buf, _control.WORK_BYTES, 100 * (i + 1))
+        _control.put(control.buf, _control.WORK_MS, 0.01)
+        _control.put(control.buf, _control.WORK_ACK, nonce)
+    timer(END)  # type: ignore[operator]
+    works = [control.slot_report(i, n)["work"] for i, n in enumerate(nonces)]
+    assert works == [{"bytes": 100, "ms": 0.01, "shares": [0.25]}, {"bytes": 200, "ms": 0.01, "shares": [0.5]}]
