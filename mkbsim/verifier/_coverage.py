@@ -63,10 +63,11 @@ OUTPUTS_SHARE = 0.5
 #: SMOKE sizes under load 9-18 at least 0.53 (the examples, tests/verifier/honest and a red team's 11
 #: honest styles), where a launch's fixed cost (~10 µs) is a third of a small kernel's: a launch of the same
 #: kernel doing no work measured 0.378 there. Since the timed calls run back to back in blocks (``_blocks``)
-#: the evidence calls' launches are warm and the audited draws' still pay the audit around them: on cpu the
-#: p36 example measured 0.32-1.3 (load 16-21) and the idle-kernel case 0.16-0.17 (benchmarks/RESULTS.md,
-#: "Timed calls in blocks"); cuda's share awaits the next H200 run.
-DSL_TIME_SHARE = {"cpu": 0.25, "cuda": 0.6}
+#: the evidence calls' launches are warm and the audited draws' still pay the audit around them: on the merged
+#: blocks code (with the work rule) on cpu the honest cases measured 0.48-1.89 (34 verifications, load 4-13) and
+#: the idle-kernel case 0.13-0.23 (5): 0.33 is their geometric mean, 1.45x from each (benchmarks/RESULTS.md,
+#: "DSL-time ratio on the merged blocks code"); cuda's share awaits the next H200 run.
+DSL_TIME_SHARE = {"cpu": 0.33, "cuda": 0.6}
 #: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the host's nanosecond clock,
 #: read around a native call).
 DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
