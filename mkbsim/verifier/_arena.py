@@ -184,14 +184,14 @@ class MappedArena:
     host: torch.Tensor | None = None  # staged: the memfd the bytes travel through (``base`` is this process's own)
 
     def stage_in(self) -> None:
-        """Staged: this call's draw into the worker's own memory (before the call, outside the timed region)."""
+        """Staged: the block's draws into the worker's own memory (before its first call, outside every timed call)."""
         if self.host is not None and self.base is not None:
             _Base.copy_(self.base, self.host)
             if self.base.is_cuda:
                 torch.cuda.synchronize(self.base.device)
 
     def stage_out(self) -> None:
-        """Staged: the outputs and in-place inputs back to the verifier (after the call)."""
+        """Staged: the outputs and in-place inputs back to the verifier (after the block's last call)."""
         if self.host is not None and self.base is not None:
             _Base.copy_(self.host, self.base)
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from mkbsim.verifier import _blocks, _control
+from mkbsim.verifier._channel import answer_signer, answer_tag, signer_lib
 from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._timing import ADVANCE, END, START, timer_layout, timer_lib, timer_vault
 from mkbsim.verifier._vault import Registry
@@ -139,3 +140,18 @@ def test_each_call_s_work_record_lands_in_its_own_slot(control: ControlPage) -> 
     timer(END)  # type: ignore[operator]
     works = [control.slot_report(i, n)["work"] for i, n in enumerate(nonces)]
     assert works == [{"bytes": 100, "ms": 0.01, "shares": [0.25]}, {"bytes": 200, "ms": 0.01, "shares": [0.5]}]
+
+
+def test_a_block_s_one_answer_is_signed_for_the_nonce_the_verifier_checks(control: ControlPage) -> None:
+    """The verifier checks a block's answer against ``control.nonce`` (``_session``), the block's own nonce; the
+    header's NONCE holds the last call's when the block ends, so the worker's signer reads BLOCK_NONCE."""
+    timer = _timer(control)
+    key = bytes(range(32))
+    sign = Registry().open(answer_signer, key, control.buf, _control.BLOCK_NONCE[0], signer_lib())
+    nonces = control.begin_block([(False, False, False, False)] * 2)
+    _call(timer)
+    _call(timer)
+    timer(END)  # type: ignore[operator]
+    assert _control.get(control.buf, _control.NONCE) == nonces[-1] != control.nonce
+    assert sign(b"answer") == answer_tag(key, control.nonce, b"answer")
+    assert sign(b"a second answer") is None  # one answer per block

@@ -78,7 +78,7 @@ def signed_pair() -> Iterator[tuple[Channel, Channel, mmap.mmap]]:
     control = _control.ControlPage()
     a, b = socket.socketpair()
     worker, verifier = Channel(a), Channel(b)
-    worker.sign = Registry().open(answer_signer, KEY, control.buf, _control.NONCE[0], signer_lib())
+    worker.sign = Registry().open(answer_signer, KEY, control.buf, _control.BLOCK_NONCE[0], signer_lib())
     yield worker, verifier, control.buf
     worker.close()
     verifier.close()
@@ -94,7 +94,7 @@ def test_the_verifier_accepts_only_the_harness_signed_answer_to_this_call(
     worker, verifier, page = signed_pair
     worker.send({"ok": True, "import_s": 0.1})  # the import's answer, at nonce 0
     assert verifier.recv(timeout=5, trusted=False, signed=(KEY, 0))[0] == {"ok": True, "import_s": 0.1}
-    _control.put(page, _control.NONCE, 1)
+    _control.put(page, _control.BLOCK_NONCE, 1)
     payload = pickle.dumps({"ok": True}, protocol=pickle.HIGHEST_PROTOCOL)
     raw = worker.fileno()  # what a submission finds by os.fstat: written to without the vault
     os.write(raw, _HEADER.pack(len(payload) + TAG_BYTES) + payload + bytes(TAG_BYTES))
@@ -107,13 +107,13 @@ def test_the_verifier_accepts_only_the_harness_signed_answer_to_this_call(
     with pytest.raises(UntrustedMessage, match="signature"):
         verifier.recv(timeout=5, trusted=False, signed=(KEY, 1))
     # an answer signed for one call is no answer to another (replayed bytes)
-    _control.put(page, _control.NONCE, 2)
+    _control.put(page, _control.BLOCK_NONCE, 2)
     worker.send({"ok": True})
     data, _ = b"", None
     while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack(data[: _HEADER.size])[0]:
         data += verifier.sock.recv(1 << 16)
     os.write(raw, data)
-    _control.put(page, _control.NONCE, 3)
+    _control.put(page, _control.BLOCK_NONCE, 3)
     with pytest.raises(UntrustedMessage, match="signature"):
         verifier.recv(timeout=5, trusted=False, signed=(KEY, 3))
     assert answer_tag(KEY, 2, data[_HEADER.size : -TAG_BYTES]) == data[-TAG_BYTES:]  # the vault's tag, as computed
