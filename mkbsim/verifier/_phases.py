@@ -236,7 +236,7 @@ def _audited_threads(normal: list[Draw]) -> Failure | None:
             return Failure(
                 "decorative_dsl",
                 f"another thread worked during correctness draw {d.number} ({'; '.join(busy[:3])}): {why}work "
-                f"cannot be shown. {fix} (a pool or thread may compile at import and idle between calls)",
+                f"cannot be shown. {fix} (a thread may compile kernels meanwhile: torch operators are what counts)",
             )
     return None
 

@@ -15,13 +15,15 @@ judged by its clock alone (a library's timer thread sleeps between its rounds): 
 windows is still caught, by the output's correctness at the copy that follows and by the verifier's own
 measure of the CPU the worker spends between calls (``_trusted``).
 
-During a correctness draw no other thread of the submission may work at all (``clocks``/``moved``): the audit's
-dispatch mode follows the calling thread only, so an idle thread woken by run() (an event, a queue, a pool warmed
-at import) would compute unseen. Every thread holding a Python thread state is watched through its own CPU clock
-(``pthread_getcpuclockid`` of its identifier), whoever started it; threads without one are the runtimes' own
-native pools (TVM's ``T.parallel`` workers, torch's intra-op threads), whose work is the DSL launch's or an
-audited operator's. A Python callback a C library runs on such a native thread holds a thread state only
-while it runs, between the two readings: that case is not seen here (README, Known limits).
+During a correctness draw no other thread may compute for the call: the audit's dispatch mode follows the calling
+thread only, so an idle thread woken by run() (an event, a queue, a pool warmed at import) would work unseen.
+Every thread the submission starts runs under a mode of its own from its first instruction (``enter_thread``,
+through the guards' thread-start hook) that counts its torch operators (``count_ops``); a thread that ran any
+during a correctness draw fails it, one that compiled a kernel (no operator) does not. A thread with a Python
+thread state that carries no such mode (started by C code) may take no CPU at all during the draw (its CPU
+clock, ``pthread_getcpuclockid`` of its identifier: ``clocks``/``moved``). Threads without a Python thread
+state are the runtimes' own native pools (TVM's ``T.parallel`` workers, torch's intra-op threads), whose work
+is the DSL launch's or an audited operator's; Python callbacks on them are refused by the guards.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import thread as _pool
 from types import CodeType
+from typing import Any
 
 # bound when the harness loads, before any submission can replace the modules' attributes
 _current_frames = sys._current_frames
@@ -146,3 +149,19 @@ def moved(before: dict[int, tuple[int, int]]) -> dict[int, int | None]:
         elif spent < 0:  # its clock now names a thread started since: it ended
             found[ident] = None
     return found
+
+
+def count_ops(
+    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _counts: Any, _ident: Any
+) -> Any:  # fmt: skip
+    """``__torch_dispatch__`` of the mode every thread the submission starts runs under: counts its operators."""
+    ident = _ident()
+    _counts[ident] = _counts.get(ident, 0) + 1
+    return func(*args, **(kwargs or {}))
+
+
+def enter_thread(function: Any, args: Any, kwargs: Any, *, _push: Any, _mode: Any, _ident: Any, _counted: Any) -> Any:
+    """The first code of every thread the submission starts: its operators are counted from now on."""
+    _counted[_ident()] = True
+    _push(_mode)
+    return function(*args, **kwargs)

@@ -375,7 +375,9 @@ class Worker:
             with _harness_ops():
                 self.report_inputs(arena.args)
             _push_mode(self.mode)
-        others = clocks() if audit else {}  # the other threads, idle or not, that exist when the call starts
+        # the other threads when the call starts, their CPU clocks and the operators of those that count theirs
+        others = clocks() if audit else {}
+        ops_before = dict(self.guards.thread_ops) if audit and self.guards is not None else {}
         try:
             result = self.timed_call(fn, arena.args)
         except BaseException as exc:  # the submission's exception (SystemExit too), reported as data
@@ -385,7 +387,7 @@ class Worker:
         reply["background"] = self.background(threads_before, audit)
         if audit and self.guards is not None:
             reply["audit_threads"] = len(set(self.guards.threads()[0]) - started_before)
-            reply["audit_busy"] = self.describe_woken(woken)
+            reply["audit_busy"] = self.describe_woken(woken, ops_before)
         reply["modes"] = modes_before + _mode_depth[0]() + _mode_depth[1]()
         if reply["modes"] or reply["left_mode"]:
             # A mode active now would run the submission's code inside the harness's own tensor
@@ -416,13 +418,20 @@ class Worker:
             self.guards.between_calls(True)
         return {"left_mode": left}
 
-    def describe_woken(self, woken: dict[int, int | None]) -> list[str]:
-        """The threads that existed before a correctness draw and worked during it (``_threads.moved``)."""
+    def describe_woken(self, woken: dict[int, int | None], ops_before: dict[int, int]) -> list[str]:
+        """The threads that existed before a correctness draw and worked for it: one the submission started
+        that ran torch operators meanwhile, one whose operators are not counted that took CPU (``_threads``)."""
+        assert self.guards is not None
         frames = sys._current_frames()
         found = []
         for ident, spent in woken.items():
             frame = frames.get(ident)
             where = f" (now in {frame.f_code.co_name}, line {frame.f_lineno})" if frame is not None else ""
+            if ident in self.guards.counted_threads:
+                ops = self.guards.thread_ops.get(ident, 0) - ops_before.get(ident, 0)
+                if ops:
+                    found.append(f"a thread started before the call ran {ops} torch operator(s){where}")
+                continue
             took = "ended during the call" if spent is None else f"took {spent / 1000:.0f} us of CPU"
             found.append(f"a thread that existed before the call {took}{where}")
         return found
