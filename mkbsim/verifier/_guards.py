@@ -935,9 +935,11 @@ class Guards:
         class _ThreadMode(torch.utils._python_dispatch.TorchDispatchMode):
             pass
 
-        _ThreadMode.__torch_dispatch__ = self.registry.protect(  # type: ignore[method-assign]
-            count_ops, _counts=self.thread_ops, _ident=_thread.get_ident
-        )
+        # replacing the hook on the class (reached through the mode stack) is tampering, like any other hook
+        self.replace(
+            _ThreadMode, "__torch_dispatch__",
+            self.registry.protect(count_ops, _counts=self.thread_ops, _ident=_thread.get_ident),
+        )  # fmt: skip
         return self.registry.protect(
             enter_thread, _push=torch._C._push_on_torch_dispatch_stack, _mode=_ThreadMode(),
             _ident=_thread.get_ident, _counted=self.counted_threads,
