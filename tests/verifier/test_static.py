@@ -196,7 +196,7 @@ def test_a_main_guarded_self_test_is_not_scanned() -> None:
         'import sys\nsys.modules["submission"].__dict__.update(x=1)',
         'import sys\nsetattr(sys.modules["submission"], "__name__", "__main__")',
         'def f():\n    global __name__\n    __name__ = "__main__"\nf()',
-        'import os as __name__',
+        "import os as __name__",
         '(__name__ := "__main__")',
     ],
 )
