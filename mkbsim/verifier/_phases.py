@@ -223,16 +223,25 @@ def coverage(v: Verification) -> Failure | None:
 
 
 def _audited_threads(normal: list[Draw]) -> Failure | None:
-    """Threads run() started during a checked draw: the audit's dispatch mode follows the calling thread only."""
-    threaded = next((d for d in normal if d.reply.get("audit_threads")), None)
-    if threaded is None:
-        return None
-    return Failure(
-        "decorative_dsl",
-        f"run() started {threaded.reply['audit_threads']} thread(s) in correctness draw {threaded.number}: the audit "
-        "of which code computes the outputs follows the calling thread only, so the DSL's share of the work cannot "
-        "be shown. Do the call's work in the thread that calls run().",
-    )
+    """Another thread at work during a checked draw: one run() started, or one that existed before and took CPU
+    (woken by run(): ``_threads.moved``). The audit's dispatch mode follows the calling thread only."""
+    why = "the audit of which code computes the outputs follows the calling thread only, so the DSL's share of the "
+    fix = "Do the call's work in the thread that calls run()."
+    for d in normal:
+        if d.reply.get("audit_threads"):
+            return Failure(
+                "decorative_dsl",
+                f"run() started {d.reply['audit_threads']} thread(s) in correctness draw {d.number}: {why}work cannot "
+                f"be shown. {fix}",
+            )
+        busy = d.reply.get("audit_busy")
+        if busy:
+            return Failure(
+                "decorative_dsl",
+                f"another thread worked during correctness draw {d.number} ({'; '.join(busy[:3])}): {why}work "
+                f"cannot be shown. {fix} (a thread may compile kernels meanwhile: torch operators are what counts)",
+            )
+    return None
 
 
 def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:

@@ -223,7 +223,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         zeros=torch._C._VariableFunctions.zeros, index_add=base.index_add, clamp=base.clamp, sum=base.sum,
         mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
         add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
-        dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
+        dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"),
+        layout_of=_getter(base, "layout"), strided=torch.strided, is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
@@ -438,7 +439,9 @@ def provenance_vault(
             item = stack.pop()
             kind = lib.type(item)
             if kind is lib.Tensor:
-                if lib.device_of(item).type in ("cpu", "cuda"):  # not meta tensors (Python kernels)
+                # not meta tensors (Python kernels), nor sparse or other layouts without one storage: no memory
+                # of theirs is the DSL's, so what is made from them is eager-made
+                if lib.device_of(item).type in ("cpu", "cuda") and lib.layout_of(item) is lib.strided:
                     out.append(item)
             elif kind is lib.tuple or kind is lib.list:
                 stack.extend(item)

@@ -158,6 +158,7 @@ _REPLY = _fields(
         "modes": _count,
         "background": _list_of(_str),
         "audit_threads": _count,
+        "audit_busy": _list_of(_str),
         "structure": _fields({"container": _str, "items": _list_of(_FACT)}),
         "alias": _list_of(_row(_count, _count)),
         "copied": _bool,
