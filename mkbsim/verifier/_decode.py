@@ -60,15 +60,16 @@ def bound() -> types.SimpleNamespace:
     base = torch._C.TensorBase
     return types.SimpleNamespace(
         len=len, range=range, min=min, max=max, int=int, float=float, tuple=tuple, list=list, sorted=sorted,
-        str=str, BaseException=BaseException,
+        str=str,
         to=base.to, reshape=base.reshape, numel=base.numel, size=base.size, dim=base.dim, take=base.take,
         abs=base.abs, amax=base.amax, sub=base.sub, add=base.add, mul=base.mul, div=base.div, le=base.le,
         ne=base.ne, logical_and=base.logical_and, logical_or=base.logical_or, logical_not=base.logical_not,
         isfinite=fns.isfinite, nonzero=base.nonzero, sum=base.sum, all=base.all, clamp=base.clamp, where=fns.where,
         searchsorted=fns.searchsorted, sort=base.sort, randperm=fns.randperm, stack=fns.stack,
-        ones_like=fns.ones_like, cat=fns.cat, broadcast_to=fns.broadcast_to, transpose=base.transpose,
+        ones_like=fns.ones_like, zeros_like=fns.zeros_like, cat=fns.cat, eq=base.eq,
+        minimum=fns.minimum, maximum=fns.maximum, broadcast_to=fns.broadcast_to, transpose=base.transpose,
         masked_select=fns.masked_select,
-        lstsq=torch._C._linalg.linalg_lstsq, zeros=fns.zeros, index_put_=base.index_put_,
+        lstsq=torch.linalg.lstsq, zeros=fns.zeros, index_put_=base.index_put_,
         is_floating=base.is_floating_point, is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__,
         device_of=base.__dict__["device"].__get__, float64=torch.float64, bool_=torch.bool, int64=torch.int64,
         eps={dtype: torch.finfo(dtype).eps for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16,
@@ -87,10 +88,13 @@ def _aligned(d: Any, r: Any, t: Any) -> Any:
         if d.dim(t) == 2 and d.len(shape) == 2 and shape == d.tuple(d.size(t))[::-1] and shape[0] != shape[1]:
             r = d.transpose(r, 0, 1)
         return d.reshape(d.to(r, d.float64), (-1,))
-    try:
-        return d.reshape(d.to(d.broadcast_to(r, d.tuple(d.size(t))), d.float64), (-1,))
-    except d.BaseException:  # shapes that do not broadcast
+    shape, target = d.tuple(d.size(r)), d.tuple(d.size(t))
+    if d.len(shape) > d.len(target) or d.numel(r) < 2:
         return None
+    for k in d.range(1, d.len(shape) + 1):  # broadcastable: each trailing size 1 or the target's
+        if shape[-k] != 1 and shape[-k] != target[-k]:
+            return None
+    return d.reshape(d.to(d.broadcast_to(r, target), d.float64), (-1,))
 
 
 def _feature(d: Any, columns: Any, key: Any) -> Any:
@@ -135,7 +139,9 @@ def _interpolated(d: Any, table: Any, q: Any) -> Any:
     left = d.sub(right, 1)
     x0, x1, y0, y1 = d.take(xs, left), d.take(xs, right), d.take(ys, left), d.take(ys, right)
     span = d.sub(x1, x0)
-    w = d.clamp(d.where(d.ne(span, 0), d.div(d.sub(q, x0), span), d.ones_like(q)), 0.0, 1.0)
+    flat = d.eq(span, 0)  # a point of the table (or beyond its ends): its value, no slope
+    w = d.div(d.sub(q, x0), d.add(span, d.mul(flat, 1.0)))
+    w = d.minimum(d.maximum(d.add(w, d.mul(flat, 1.0)), d.zeros_like(w)), d.ones_like(w))
     return d.add(y0, d.mul(w, d.sub(y1, y0)))
 
 
@@ -167,7 +173,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     if n < d.least:
         return None
     y_all = d.reshape(d.to(t, d.float64), (-1,))
-    columns = []
+    columns: list[Any] = []
     for r in d.sorted(operands, key=d.numel, reverse=True):
         if d.len(columns) == d.operands:
             break
