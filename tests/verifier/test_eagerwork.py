@@ -327,6 +327,14 @@ def test_what_crosses_between_tensors_and_python_is_counted_per_element() -> Non
     assert not compare(1, work, reference).covers
 
 
+def _decoded(report: Any) -> bool:
+    """Whether the decode rule (``_decode``) rejected a case whose kernel decodes an encoded eager (or Python,
+    or threaded) answer: it does, before the rule the test is about is reached."""
+    decoded = "decodes an answer computed outside the DSL" in (report.feedback or "")
+    assert not decoded or (report.correct and not report.bypass_ok), report.feedback
+    return decoded
+
+
 #: python_answer_* cases the crossing rule rejects (the others cross in bulk, which the guards refuse)
 PYTHON_CASES = sorted(p for p in ADVERSARIAL.glob("python_answer_*.py") if "# expect: decorative_dsl" in p.read_text())
 
@@ -339,6 +347,8 @@ def test_without_the_rule_the_python_answers_pass(
     operators compute nothing: only what crosses between tensors and Python shows the answer."""
     monkeypatch.setattr(_eagerwork, "PYTHON_SHARE", math.inf)
     report = cpu_session.verify(path, "p36", "tirx")
+    if _decoded(report):
+        return
     assert report.correct and report.bypass_ok, report.feedback
     found = report.details["eager_work"]
     assert not found["covers"] and min(found["python"].values()) >= 1.0, found
@@ -351,5 +361,7 @@ def test_without_the_thread_check_an_answer_computed_in_a_thread_passes(
     started during a correctness draw fails it."""
     monkeypatch.setattr(_phases, "_audited_threads", lambda normal: None)
     report = cpu_session.verify(ADVERSARIAL / "thread_answer_during_draw.py", "p36", "tirx")
+    if _decoded(report):
+        return
     assert report.correct and report.bypass_ok, report.feedback
     assert report.details["eager_work"]["shares"] == {"pointwise": 0.0}
