@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _coverage, _eagerwork
+from mkbsim.verifier import _coverage, _decode, _eagerwork
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._compare import compare
 from mkbsim.verifier._judge import (
@@ -213,7 +213,7 @@ def coverage(v: Verification) -> Failure | None:
         )
         if verdict.failure is not None:
             v.report.bypass_ok = False
-            return Failure("decorative_dsl", verdict.failure)
+            return Failure("decorative_dsl", verdict.failure + _decode.explain(v.details.get("decoded", [])))
     failure = _audited_threads(normal) or _eager_work(v, normal)
     if failure is not None:
         v.report.bypass_ok = False
@@ -259,7 +259,7 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
         return Failure("harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are "
                        "not the harness's.")  # fmt: skip
     useful = v.shape.problem.cost(v.shape.axes).total_flops  # what padding the reference computes is taken out
-    reference = _eagerwork.reference_work(v.shape.problem.reference, d.inputs, useful)
+    reference = _eagerwork.reference_work(v.shape.problem.reference, d.inputs, useful, v.shape.inplace)
     found = _eagerwork.compare(d.number, work, reference)
     v.details["eager_work"] = found.as_dict()
     return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
@@ -289,6 +289,7 @@ def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.Out
                     f"The outputs delivered in correctness draw {d.number} are not the ones run() returned.",
                 )
     _coverage.apply_provenance(found, records, d.refs, _masks(v, d, other), v.positions, f"correctness draw {d.number}")
+    v.details.setdefault("decoded", []).extend([d.number, *record[1:]] for record in records if record[0] == "decoded")
     return None
 
 

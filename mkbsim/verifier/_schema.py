@@ -210,6 +210,8 @@ def _provenance_record(record: Any, at: str, samples: Sequence[int]) -> None:
         _row(_str, _list_of(_row(_row(_str, _SIZES, _SIZES), _count)))(record, at)
     elif kind == "fault":
         _row(_str, _str)(record, at)
+    elif kind == "decoded":  # a launch the decode rule judged: number, changed elements, share, map, withdrawn
+        _row(_str, _count, _count, _number, _str, _bool)(record, at)
     elif kind in ("candidate", "contains", "result", "produced"):
         index = record[2] if len(record) > 2 else None
         if type(index) is not int or not 0 <= index < len(samples):
