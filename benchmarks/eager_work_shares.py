@@ -100,7 +100,8 @@ def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
                 inputs = list(problem.make_inputs(axes, seed=0))
             stack.enter_context(fake)
         eager = _work(mod.run, inputs)
-        reference = _eagerwork.reference_work(problem.reference, inputs, problem.cost(axes).total_flops)
+        inplace = [list(problem.inputs).index(name) for name in problem.inplace]
+        reference = _eagerwork.reference_work(problem.reference, inputs, problem.cost(axes).total_flops, inplace)
     found = _eagerwork.compare(1, eager, reference)
     return {**found.shares, "passes": found.passes, "py_out": found.python["out"], "py_in": found.python["in"]}
 

@@ -295,9 +295,9 @@ def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
         return 1, 0
     if base in ("lift_fresh", "lift_fresh_copy"):
         return 0, max((_numel(s) for s in outs), default=0)
-    # one Python value: a fill's or a full's, or an operator on single elements (``out[i].add_(v)``,
-    # ``out[i].fill_(v)``), element by element the way Python writes an answer into a tensor
-    single = max((_numel(s) for s in (*ins, *outs)), default=0) <= 1
+    # one Python value: a fill's or a full's, or an operator computing on single elements (``out[i].add_(v)``),
+    # element by element the way Python writes an answer into a tensor; a view of one element takes none
+    single = max((_numel(s) for s in (*ins, *outs)), default=0) <= 1 and base not in _FREE
     return 0, int((base in _SCALAR_IN or single) and parts[0] == "aten")
 
 
@@ -415,15 +415,19 @@ def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[
     return _recorded(reference, inputs)[0]
 
 
-def reference_work(reference: Callable[..., Any], inputs: Sequence[Any], useful_flops: float = 0.0) -> Work:
-    """The reference's work on ``inputs``, with the problem's input and output elements (``Work.elements``).
+def reference_work(
+    reference: Callable[..., Any], inputs: Sequence[Any], useful_flops: float = 0.0, inplace: Sequence[int] = ()
+) -> Work:
+    """The reference's work on ``inputs``, with the problem's input and output elements (``Work.elements``; the
+    in-place inputs, at ``inplace``, are outputs too).
     A reference that computes more products than the problem's ``useful_flops`` (its ``cost()``: every FLOP
     the operator needs) pads or masks (attention over sequences padded to the longest, causal blocks computed
     whole): its work, every kind and every pass, is taken at the useful share (``Work.padding``), so an answer
     that skips the padding is priced against what the problem needs."""
     ops, outputs = _recorded(reference, inputs)
     work = work_of(ops)
-    work.elements = (sum(map(_numel, _tensor_sizes(list(inputs)))), sum(map(_numel, _tensor_sizes(outputs))))
+    written = [*_tensor_sizes(outputs), *_tensor_sizes([inputs[i] for i in inplace])]
+    work.elements = (sum(map(_numel, _tensor_sizes(list(inputs)))), sum(map(_numel, written)))
     if 0 < useful_flops < work.amounts["matmul"]:
         work.padding = work.amounts["matmul"] / useful_flops
         work.amounts = {kind: amount / work.padding for kind, amount in work.amounts.items()}

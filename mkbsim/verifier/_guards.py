@@ -851,11 +851,13 @@ def _denied(
 
 
 def _start_thread(
-    function: Any, args: Any, kwargs: Any = None, *, _ask: Any, _original: Any, _getframe: Any, _lock: Any
+    function: Any, args: Any, kwargs: Any = None, *, _ask: Any, _original: Any, _getframe: Any, _lock: Any,
+    _enter: Any
 ) -> Any:  # fmt: skip
-    # the guards' lock is held until the thread is recorded: its first audited call waits for that
+    # the guards' lock is held until the thread is recorded: its first audited call waits for that; the thread
+    # starts under the mode that counts its operators (``_threads.enter_thread``)
     with _lock:
-        ident = _original(function, args, kwargs or {})
+        ident = _original(_enter, (function, args, kwargs or {}))
         _ask(("thread", ident, _getframe(1)))
     return ident
 
@@ -871,6 +873,8 @@ class Guards:
         self.patched: list[tuple[Any, str, Any]] = []
         self._busy: set[int] = set()
         self._lock = _thread.RLock()
+        self.thread_ops: dict[int, int] = {}  # thread -> torch operators it ran (``_threads.count_ops``)
+        self.counted_threads: dict[int, bool] = {}  # the threads whose operators are counted
         self._gc = (gc.isenabled, gc.disable, gc.enable)
         # the vault learns the protected code objects when the audit hook is installed (all exist then)
         self._codes: set[int] = set()  # every vault's and hook's code object (hooks are looked past)
@@ -921,12 +925,14 @@ class Guards:
         for name in ("exec", "eval", "compile"):
             self.deny(builtins, name, f"{name}()", "dynamic code execution is forbidden", how="direct")
         # every name a thread can be started by (start_new: the old alias of the same function)
+        enter = self._thread_entry()
         for owner, attr in ((threading, "_start_new_thread"), (_thread, "start_new_thread"), (_thread, "start_new")):
             original = getattr(owner, attr, None)
             if original is not None:
                 hook = protect(
-                    _start_thread, _ask=self.ask, _original=original, _getframe=sys._getframe, _lock=self._lock
-                )
+                    _start_thread, _ask=self.ask, _original=original, _getframe=sys._getframe, _lock=self._lock,
+                    _enter=enter,
+                )  # fmt: skip
                 self.replace(owner, attr, hook)
         for module_name in ("signal", "_signal"):
             signal_module = sys.modules.get(module_name)
@@ -1112,6 +1118,26 @@ class Guards:
         sys.addaudithook(hook)
         self.ask(("seal",))
         del self._send, self._codes, self._vault_codes, self._genuine, self._ctypes_codes
+
+    def _thread_entry(self) -> Any:
+        """The entry every thread the submission starts runs first: it pushes the mode that counts the thread's
+        operators into ``thread_ops`` (``_threads``; the mode stack's pops are refused to the submission)."""
+        import torch
+
+        from mkbsim.verifier._threads import count_ops, enter_thread
+
+        class _ThreadMode(torch.utils._python_dispatch.TorchDispatchMode):
+            pass
+
+        # replacing the hook on the class (reached through the mode stack) is tampering, like any other hook
+        self.replace(
+            _ThreadMode, "__torch_dispatch__",
+            self.registry.protect(count_ops, _counts=self.thread_ops, _ident=_thread.get_ident),
+        )  # fmt: skip
+        return self.registry.protect(
+            enter_thread, _push=torch._C._push_on_torch_dispatch_stack, _mode=_ThreadMode(),
+            _ident=_thread.get_ident, _counted=self.counted_threads,
+        )  # fmt: skip
 
     def threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(threads the submission started, those it started between calls)."""

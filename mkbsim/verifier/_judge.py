@@ -97,7 +97,7 @@ def structure(
     expected = "single" if len(out_specs) == 1 else "tuple"
     items = facts.get("items") or []
     if facts.get("container") != expected or len(items) != len(out_specs):
-        want = "one tensor" if expected == "single" else f"a tuple of {len(out_specs)} outputs"
+        want = "one tensor" if expected == "single" else f"a tuple (or a NamedTuple) of {len(out_specs)} outputs"
         return Failure(
             "type_mismatch", f"run() returned {facts.get('container')} {where}; the reference returns {want}."
         )

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _blocks, _coverage, _eagerwork
+from mkbsim.verifier import _blocks, _coverage, _decode, _eagerwork
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._blocks import Block, BlockCall
 from mkbsim.verifier._compare import compare
@@ -228,7 +228,7 @@ def coverage(v: Verification) -> Failure | None:
         )
         if verdict.failure is not None:
             v.report.bypass_ok = False
-            return Failure("decorative_dsl", verdict.failure)
+            return Failure("decorative_dsl", verdict.failure + _decode.explain(v.details.get("decoded", [])))
     failure = _audited_threads(normal) or _eager_work(v, normal)
     if failure is not None:
         v.report.bypass_ok = False
@@ -238,16 +238,25 @@ def coverage(v: Verification) -> Failure | None:
 
 
 def _audited_threads(normal: list[Draw]) -> Failure | None:
-    """Threads run() started during a checked draw: the audit's dispatch mode follows the calling thread only."""
-    threaded = next((d for d in normal if d.reply.get("audit_threads")), None)
-    if threaded is None:
-        return None
-    return Failure(
-        "decorative_dsl",
-        f"run() started {threaded.reply['audit_threads']} thread(s) in correctness draw {threaded.number}: the audit "
-        "of which code computes the outputs follows the calling thread only, so the DSL's share of the work cannot "
-        "be shown. Do the call's work in the thread that calls run().",
-    )
+    """Another thread at work during a checked draw: one run() started, or one that existed before and took CPU
+    (woken by run(): ``_threads.moved``). The audit's dispatch mode follows the calling thread only."""
+    why = "the audit of which code computes the outputs follows the calling thread only, so the DSL's share of the "
+    fix = "Do the call's work in the thread that calls run()."
+    for d in normal:
+        if d.reply.get("audit_threads"):
+            return Failure(
+                "decorative_dsl",
+                f"run() started {d.reply['audit_threads']} thread(s) in correctness draw {d.number}: {why}work cannot "
+                f"be shown. {fix}",
+            )
+        busy = d.reply.get("audit_busy")
+        if busy:
+            return Failure(
+                "decorative_dsl",
+                f"another thread worked during correctness draw {d.number} ({'; '.join(busy[:3])}): {why}work "
+                f"cannot be shown. {fix} (a thread may compile kernels meanwhile: torch operators are what counts)",
+            )
+    return None
 
 
 def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
@@ -265,7 +274,7 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
         return Failure("harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are "
                        "not the harness's.")  # fmt: skip
     useful = v.shape.problem.cost(v.shape.axes).total_flops  # what padding the reference computes is taken out
-    reference = _eagerwork.reference_work(v.shape.problem.reference, d.inputs, useful)
+    reference = _eagerwork.reference_work(v.shape.problem.reference, d.inputs, useful, v.shape.inplace)
     found = _eagerwork.compare(d.number, work, reference)
     v.details["eager_work"] = found.as_dict()
     return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
@@ -295,6 +304,7 @@ def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.Out
                     f"The outputs delivered in correctness draw {d.number} are not the ones run() returned.",
                 )
     _coverage.apply_provenance(found, records, d.refs, _masks(v, d, other), v.positions, f"correctness draw {d.number}")
+    v.details.setdefault("decoded", []).extend([d.number, *record[1:]] for record in records if record[0] == "decoded")
     return None
 
 

@@ -56,7 +56,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control
+from mkbsim.verifier import _control, _decode
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
@@ -223,7 +223,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         zeros=torch._C._VariableFunctions.zeros, index_add=base.index_add, clamp=base.clamp, sum=base.sum,
         mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
         add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
-        dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"), is_floating=base.is_floating_point,
+        dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"),
+        layout_of=_getter(base, "layout"), strided=torch.strided, is_floating=base.is_floating_point,
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
@@ -254,6 +255,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         errcheck=_getter(ctypes._CFuncPtr, "errcheck"),  # type: ignore[attr-defined]
         # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
         pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
+        decode=_decode.bound(), decoded=_decode.fitted,
     )  # fmt: skip
 
 
@@ -279,6 +281,9 @@ def provenance_vault(
     left: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
+    # the launch in flight's tensors: (tensor, its values before, whether eager-made: neither a problem input nor
+    # holding DSL data) for the decode rule (``_decode``)
+    befores: list[Any] = []
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
@@ -438,7 +443,9 @@ def provenance_vault(
             item = stack.pop()
             kind = lib.type(item)
             if kind is lib.Tensor:
-                if lib.device_of(item).type in ("cpu", "cuda"):  # not meta tensors (Python kernels)
+                # not meta tensors (Python kernels), nor sparse or other layouts without one storage: no memory
+                # of theirs is the DSL's, so what is made from them is eager-made
+                if lib.device_of(item).type in ("cpu", "cuda") and lib.layout_of(item) is lib.strided:
                     out.append(item)
             elif kind is lib.tuple or kind is lib.list:
                 stack.extend(item)
@@ -636,9 +643,14 @@ def provenance_vault(
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
             return
         tensors = tensors_in(args, [])
+        befores.clear()
+        judged = lib.any(lib.numel(t) >= lib.decode.least for t in tensors)  # else nothing for the decode rule
         for t in tensors:
-            if not dsl_elements(t):
+            mine = dsl_elements(t)
+            if not mine:
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
+            if judged:
+                befores.append((t, lib.clone(t), not mine and not is_input(t)))
             hold(t, f"argument of DSL launch {launches} (before it ran)")
         snapshot(tensors, prior)
 
@@ -696,6 +708,33 @@ def provenance_vault(
                 if counted:
                     left.append((address, address + lib.numel(whole), copy, diff))
         pending.clear()
+        if not suppress:
+            decoded()
+
+    def decoded() -> None:
+        """The decode rule (``_decode``): the elements of the launch's tensors that a simple map of its eager-made
+        operands (as they were before it) recovers are not the DSL's."""
+        operands = [old for _, old, eager_made in befores if eager_made]
+        for t, old, _ in befores:
+            if not operands or lib.numel(t) < lib.decode.least or lib.device_of(t).type not in ("cpu", "cuda"):
+                continue
+            try:
+                now, was = lib.reshape(t, (-1,)), lib.reshape(old, (-1,))
+                changed = lib.ne(now, was)
+                if lib.is_floating(t):  # NaN (the sentinel of fresh memory) overwritten by NaN did not change
+                    lib.logical_and_(changed, lib.logical_or(lib.eq(now, now), lib.eq(was, was)))
+                found = lib.decoded(lib.decode, t, changed, operands, lib.decoys)
+            except lib.BaseException as exc:  # a dtype the fit cannot take: no judgement, said in the records
+                records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
+                continue
+            if found is None:
+                continue
+            mask, share, what = found
+            records.append(("decoded", launches, lib.int(lib.sum(changed)), share, what, mask is not None))
+            if mask is not None and lib.bool(lib.any_of(mask)):
+                lo, hi = span(t)
+                settle(lo, hi, None, spread(t, mask, False))
+        befores.clear()
 
     def touched(t: Any) -> bool:
         """Whether any write the vault recorded overlaps ``t`` (the common case, no, skips the comparison)."""

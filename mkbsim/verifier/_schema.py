@@ -158,6 +158,7 @@ _ANSWER_FIELDS: dict[str, Check] = {
     "modes": _count,
     "background": _list_of(_str),
     "audit_threads": _count,
+    "audit_busy": _list_of(_str),
     "structure": _fields({"container": _str, "items": _list_of(_FACT)}),
     "alias": _list_of(_row(_count, _count)),
     "copied": _bool,
@@ -208,6 +209,8 @@ def _provenance_record(record: Any, at: str, samples: Sequence[int]) -> None:
         _row(_str, _list_of(_row(_row(_str, _SIZES, _SIZES), _count)))(record, at)
     elif kind == "fault":
         _row(_str, _str)(record, at)
+    elif kind == "decoded":  # a launch the decode rule judged: number, changed elements, share, map, withdrawn
+        _row(_str, _count, _count, _number, _str, _bool)(record, at)
     elif kind in ("candidate", "contains", "result", "produced"):
         index = record[2] if len(record) > 2 else None
         if type(index) is not int or not 0 <= index < len(samples):

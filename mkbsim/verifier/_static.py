@@ -282,10 +282,61 @@ def _bound_names(tree: ast.AST) -> set[str]:
     return names
 
 
+def _is_main_guard(node: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (either operand order)."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare) or len(node.test.ops) != 1:
+        return False
+    sides = [node.test.left, *node.test.comparators]
+    names = [n for n in sides if isinstance(n, ast.Name) and n.id == "__name__"]
+    return isinstance(node.test.ops[0], ast.Eq) and len(names) == 1 and "__main__" in map(_literal_str, sides)
+
+
+def _name_rebindable(tree: ast.Module) -> bool:
+    """Whether the file could set its module's ``__name__``: any binding, attribute store, keyword or string of
+    that name, or a ``__dict__`` reached (dynamic code, ``globals()``, ``setattr`` with a computed name are
+    refused elsewhere)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.Attribute) and (
+            node.attr == "__dict__" or (node.attr == "__name__" and not isinstance(node.ctx, ast.Load))
+        ):
+            return True
+        if isinstance(node, ast.Global | ast.Nonlocal) and "__name__" in node.names:
+            return True
+        if isinstance(node, ast.alias) and "__name__" in (node.name, node.asname):
+            return True
+        if isinstance(node, ast.keyword | ast.arg) and "__name__" in (getattr(node, "arg", None),):
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "__name__" in node.value:
+            return True
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.ExceptHandler) and (
+            node.name == "__name__"
+        ):
+            return True
+        if isinstance(node, ast.MatchAs | ast.MatchStar) and node.name == "__name__":
+            return True
+        if isinstance(node, ast.MatchMapping) and node.rest == "__name__":
+            return True
+    return False
+
+
+def _without_main_block(tree: ast.Module) -> ast.Module:
+    """The file as the worker runs it: a top-level ``if __name__ == "__main__":`` body never runs there (the
+    module is loaded under another name), so its self-test is not scanned, unless the file could rename its
+    module; its ``else`` runs. What such a body would do if run anyway still meets the runtime guards."""
+    if _name_rebindable(tree):
+        return tree
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        body.extend(node.orelse if _is_main_guard(node) else [node])  # type: ignore[attr-defined]
+    return ast.Module(body=body, type_ignores=tree.type_ignores)
+
+
 def scan_source(source: str, dsl: str, filename: str = "submission.py") -> StaticReport:
     """Scan ``source`` (a ``dsl`` submission) and return its findings in line order."""
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = _without_main_block(ast.parse(source, filename=filename))
         scanner = _Scanner(dsl, _bound_names(tree))
         scanner.visit(tree)
     except SyntaxError as exc:

@@ -14,6 +14,16 @@ sleeps or waits with a time limit wakes by itself, with work to do. A thread sta
 judged by its clock alone (a library's timer thread sleeps between its rounds): work that waits out the
 windows is still caught, by the output's correctness at the copy that follows and by the verifier's own
 measure of the CPU the worker spends between calls (``_trusted``).
+
+During a correctness draw no other thread may compute for the call: the audit's dispatch mode follows the calling
+thread only, so an idle thread woken by run() (an event, a queue, a pool warmed at import) would work unseen.
+Every thread the submission starts runs under a mode of its own from its first instruction (``enter_thread``,
+through the guards' thread-start hook) that counts its torch operators (``count_ops``); a thread that ran any
+during a correctness draw fails it, one that compiled a kernel (no operator) does not. A thread with a Python
+thread state that carries no such mode (started by C code) may take no CPU at all during the draw (its CPU
+clock, ``pthread_getcpuclockid`` of its identifier: ``clocks``/``moved``). Threads without a Python thread
+state are the runtimes' own native pools (TVM's ``T.parallel`` workers, torch's intra-op threads), whose work
+is the DSL launch's or an audited operator's; Python callbacks on them are refused by the guards.
 """
 
 from __future__ import annotations
@@ -25,6 +35,13 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import thread as _pool
 from types import CodeType
+from typing import Any
+
+# bound when the harness loads, before any submission can replace the modules' attributes
+_current_frames = sys._current_frames
+_get_ident = threading.get_ident
+_thread_clock = time.pthread_getcpuclockid
+_clock_ns = time.clock_gettime_ns
 
 #: How long the harness sleeps while the threads' clocks are read...
 WINDOW_S = 0.002
@@ -100,3 +117,51 @@ def working(idents: Iterable[int], started: Iterable[int] = ()) -> set[int]:
             if end is None or (quiet and (ident not in new or _waits_forever(ident))):  # ended, or idle
                 del native[ident]
     return busy | set(native)
+
+
+def clocks() -> dict[int, tuple[int, int]]:
+    """Every other thread with a Python thread state: its identifier -> (its CPU clock, the clock's reading)."""
+    me = _get_ident()
+    found: dict[int, tuple[int, int]] = {}
+    for ident in list(_current_frames()):
+        if ident == me:
+            continue
+        try:
+            clock = _thread_clock(ident)
+            found[ident] = (clock, _clock_ns(clock))
+        except OSError:  # it ended meanwhile
+            continue
+    return found
+
+
+def moved(before: dict[int, tuple[int, int]]) -> dict[int, int | None]:
+    """The threads of ``before`` that took CPU since (identifier -> nanoseconds), or ended (-> None): a thread
+    waiting on anything takes none."""
+    found: dict[int, int | None] = {}
+    for ident, (clock, start) in before.items():
+        try:
+            spent = _clock_ns(clock) - start
+        except OSError:  # ended: it woke to end, during the call
+            found[ident] = None
+            continue
+        if spent > 0:
+            found[ident] = spent
+        elif spent < 0:  # its clock now names a thread started since: it ended
+            found[ident] = None
+    return found
+
+
+def count_ops(
+    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _counts: Any, _ident: Any
+) -> Any:  # fmt: skip
+    """``__torch_dispatch__`` of the mode every thread the submission starts runs under: counts its operators."""
+    ident = _ident()
+    _counts[ident] = _counts.get(ident, 0) + 1
+    return func(*args, **(kwargs or {}))
+
+
+def enter_thread(function: Any, args: Any, kwargs: Any, *, _push: Any, _mode: Any, _ident: Any, _counted: Any) -> Any:
+    """The first code of every thread the submission starts: its operators are counted from now on."""
+    _counted[_ident()] = True
+    _push(_mode)
+    return function(*args, **kwargs)

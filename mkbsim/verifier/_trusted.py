@@ -59,6 +59,13 @@ PENDING_SHARE = 0.05
 CALIBRATION_FACTOR = 4.0
 CALIBRATION_FLOOR_MS = 0.25
 
+#: What slows the null calls, honest or not: the worker's threads busy around them.
+SLOWED = (
+    "something slowed the null calls (CPU the worker's threads spend around them: work left running, or a DSL "
+    "runtime's threads spinning after a parallel region when TVM_NUM_THREADS or OMP_NUM_THREADS is set above the "
+    "worker's thread count; leave those as the verifier sets them)"
+)
+
 
 class ProcessClock:
     """CPU time of a whole process (every thread, those that already ended included), read from the
@@ -153,7 +160,7 @@ def cross_check(
     if out["trusted_estimate_ms"] < out["negative_limit_ms"]:
         out["tampered"] = (
             f"with the null calls' harness overhead ({harness:.4g} ms) taken off, the verifier's {method} clock "
-            f"leaves {out['trusted_estimate_ms']:.4g} ms for the median call: something slowed the null calls"
+            f"leaves {out['trusted_estimate_ms']:.4g} ms for the median call: {SLOWED}"
         )
     elif out["excess_median_ms"] > limit:
         out["tampered"] = (
@@ -216,6 +223,6 @@ def calibration_check(
         return (
             f"the null calls' harness overhead ({null_over:.4g} ms a call, {method} clock) is far above the same "
             f"harness's null calls in the eager reference's worker ({eager_over:.4g} ms; at most {limit:.4g} ms "
-            "allowed): something slowed the null calls"
+            f"allowed): {SLOWED}"
         )
     return None

@@ -47,7 +47,7 @@ from mkbsim.verifier._provenance import (
     report_inputs,
     report_result,
 )
-from mkbsim.verifier._threads import working
+from mkbsim.verifier._threads import clocks, moved, working
 from mkbsim.verifier._timing import (
     TIMER_ATTRIBUTES,
     CacheFlusher,
@@ -79,6 +79,7 @@ _layout = _Base.__dict__["layout"].__get__
 _is_functional = torch._is_functional_tensor
 _Tensor = torch.Tensor
 _type = type
+_tuple_iter = tuple.__iter__
 _mode_depth = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack)
 _PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
     torch._C.DispatchKey.PythonTLSSnapshot
@@ -136,8 +137,9 @@ def describe(result: Any, n_outputs: int) -> tuple[dict[str, Any], list[Any]]:
     """Plain facts about what run() returned, and the returned items in output order."""
     if n_outputs == 1:
         items, container = [result], "single"
-    elif _type(result) is tuple:
-        items, container = list(result), "tuple"
+    elif issubclass(_type(result), tuple):
+        # a NamedTuple too: its items read through tuple's own iterator, never a method the subclass defines
+        items, container = list(_tuple_iter(result)), "tuple"
     else:
         return {"container": _type(result).__qualname__, "items": []}, []
     facts = []
@@ -382,8 +384,9 @@ class Worker:
         fn: Callable[..., Any] = arena.null_run if null else self.fn  # type: ignore[assignment]
         audit = audit and self.mode is not None and not null
         threads_before = set(sys._current_frames())
-        # the audit's dispatch mode is thread-local: torch work in a thread run() starts is invisible to it
-        started_before = set(self.guards.threads()[0]) if audit and self.guards is not None else set()
+        # the audit's dispatch mode is thread-local: torch work in a thread run() starts is invisible to it. Counted,
+        # not told by ident: a thread an earlier call of the block started and joined leaves its ident to the next
+        started_before = len(self.guards.threads()[0]) if audit and self.guards is not None else 0
         if self.guards is not None:
             self.guards.between_calls(False)
         if audit:
@@ -391,14 +394,19 @@ class Worker:
             with _harness_ops():
                 self.report_inputs(arena.args)
             _push_mode(self.mode)
+        # the other threads when the call starts, their CPU clocks and the operators of those that count theirs
+        others = clocks() if audit else {}
+        ops_before = dict(self.guards.thread_ops) if audit and self.guards is not None else {}
         try:
             result = self.timed_call(fn, arena.args)
         except BaseException as exc:  # the submission's exception (SystemExit too), reported as data
             return {"ok": False, "error": error_facts(exc, self.path), **self.after_call(audit), **self.news()}
+        woken = moved(others)
         reply: dict[str, Any] = {"ok": True, **self.after_call(audit)}
         reply["background"] = self.background(threads_before, audit)
         if audit and self.guards is not None:
-            reply["audit_threads"] = len(set(self.guards.threads()[0]) - started_before)
+            reply["audit_threads"] = len(self.guards.threads()[0]) - started_before
+            reply["audit_busy"] = self.describe_woken(woken, ops_before)
         reply["modes"] = modes_before + _mode_depth[0]() + _mode_depth[1]()
         if reply["modes"] or reply["left_mode"]:
             # A mode active now would run the submission's code inside the harness's own tensor
@@ -428,6 +436,24 @@ class Worker:
         if self.guards is not None:
             self.guards.between_calls(True)
         return {"left_mode": left}
+
+    def describe_woken(self, woken: dict[int, int | None], ops_before: dict[int, int]) -> list[str]:
+        """The threads that existed before a correctness draw and worked for it: one the submission started
+        that ran torch operators meanwhile, one whose operators are not counted that took CPU (``_threads``)."""
+        assert self.guards is not None
+        frames = sys._current_frames()
+        found = []
+        for ident, spent in woken.items():
+            frame = frames.get(ident)
+            where = f" (now in {frame.f_code.co_name}, line {frame.f_lineno})" if frame is not None else ""
+            if ident in self.guards.counted_threads:
+                ops = self.guards.thread_ops.get(ident, 0) - ops_before.get(ident, 0)
+                if ops:
+                    found.append(f"a thread started before the call ran {ops} torch operator(s){where}")
+                continue
+            took = "ended during the call" if spent is None else f"took {spent / 1000:.0f} us of CPU"
+            found.append(f"a thread that existed before the call {took}{where}")
+        return found
 
     def background(self, before: set[int], audit: bool) -> list[str]:
         """Threads still running the submission's work after run() returned: started between calls, or

@@ -201,7 +201,7 @@ def _rules(answer: Call) -> Failure | None:
         return call_error(reply, where, first=True)
     draw = Draw(1, [torch.ones(16)], [], reply, answer.page)
     problem = SimpleNamespace(reference=lambda x: x * 2, cost=lambda axes: SimpleNamespace(total_flops=16.0))
-    v = SimpleNamespace(shape=SimpleNamespace(problem=problem, axes={}), details={})
+    v = SimpleNamespace(shape=SimpleNamespace(problem=problem, axes={}, inplace=[]), details={})
     failure = (
         structure(reply, where, ["output 'y'"], [((16,), torch.float32)], "cpu", ["x"])
         or _phases._background(reply, where)

@@ -214,3 +214,30 @@ def test_a_file_nested_too_deeply_to_read_is_the_submissions_failure(terms: int)
     source = "import ctypes\nCHECKSUM = " + "+".join(["1"] * terms) + "\ndef run(x):\n    return x\n"
     report = scan_source(source, "tirx")
     assert report.syntax_error is not None and "nested too deeply" in report.syntax_error
+
+
+_SELF_TEST = 'def run(x):\n    return x\n\n\nif __name__ == "__main__":\n    import numpy\n    print(numpy.zeros(2))\n'
+
+
+def test_a_main_guarded_self_test_is_not_scanned() -> None:
+    assert scan_source(_SELF_TEST, "tirx").findings == []
+    assert scan_source(_SELF_TEST.replace('__name__ == "__main__"', '"__main__" == __name__'), "tirx").findings == []
+    # its else branch runs in the worker
+    assert scan_source(_SELF_TEST + "else:\n    import numpy\n", "tirx").findings
+
+
+@pytest.mark.parametrize(
+    "rename",
+    [
+        '__name__ = "__main__"',
+        'import sys\nsys.modules["submission"].__name__ = "__main__"',
+        'import sys\nsys.modules["submission"].__dict__.update(x=1)',
+        'import sys\nsetattr(sys.modules["submission"], "__name__", "__main__")',
+        'def f():\n    global __name__\n    __name__ = "__main__"\nf()',
+        "import os as __name__",
+        '(__name__ := "__main__")',
+    ],
+)
+def test_a_file_that_could_rename_its_module_has_its_self_test_scanned(rename: str) -> None:
+    findings = scan_source(f"{rename}\n{_SELF_TEST}", "tirx").findings
+    assert any(f.what == "import numpy" for f in findings), findings

@@ -81,3 +81,56 @@ def test_a_thread_waiting_for_another_without_a_limit_is_idle() -> None:
         assert working([ident], started=[ident]) == set()
     finally:
         event.set()
+
+
+def test_a_thread_woken_during_a_call_took_cpu_and_an_idle_one_none() -> None:
+    """The clocks of every other thread around a call (correctness draws): the one the call woke moved, the one
+    left waiting did not (DESIGN §5, work done by another thread)."""
+    from mkbsim.verifier._threads import clocks, moved
+
+    wake, done, never = threading.Event(), threading.Event(), threading.Event()
+
+    def woken() -> None:
+        wake.wait()
+        sum(range(200_000))
+        done.set()
+        never.wait()  # alive when its clock is read again
+
+    threads = [threading.Thread(target=woken, daemon=True), threading.Thread(target=never.wait, daemon=True)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.05)  # both wait now
+    before = clocks()
+    assert {t.ident for t in threads} <= set(before)
+    wake.set()
+    done.wait()
+    after = moved(before)
+    assert after.get(threads[0].ident or 0, 0), after
+    assert threads[1].ident not in after
+    never.set()
+
+
+def test_the_counting_mode_counts_a_thread_s_operators() -> None:
+    import torch
+
+    from mkbsim.verifier._threads import count_ops, enter_thread
+    from mkbsim.verifier._vault import Registry
+
+    counts: dict[int, int] = {}
+    counted: dict[int, bool] = {}
+
+    registry = Registry()
+
+    class Mode(torch.utils._python_dispatch.TorchDispatchMode):
+        __torch_dispatch__ = registry.protect(count_ops, _counts=counts, _ident=threading.get_ident)
+
+    enter = registry.protect(
+        enter_thread, _push=torch._C._push_on_torch_dispatch_stack, _mode=Mode(), _ident=threading.get_ident,
+        _counted=counted,
+    )  # fmt: skip
+    result: list[torch.Tensor] = []
+    thread = threading.Thread(target=enter, args=(lambda: result.append(torch.ones(3) * 2), (), {}))
+    thread.start()
+    thread.join()
+    assert counted == {thread.ident: True} and counts.get(thread.ident or 0, 0) >= 2
+    assert result[0].tolist() == [2.0, 2.0, 2.0]

@@ -146,6 +146,8 @@ def test_on_cpu_the_calibration_reads_cpu_time_which_load_does_not_inflate() -> 
     burnt = [Trusted(round_trip_ms=19.7, cpu_ms=3.0 + 0.01 * (i % 3), idle_cpu_ms=0.0) for i in range(25)]
     found = calibration_check([0.01] * 25, burnt, [0.01] * 25, eager_nulls, "cpu")
     assert found and "slowed the null calls" in found and "cpu clock" in found
+    # an honest setting can cause it too (a DSL runtime's spinning threads): the feedback names it
+    assert "TVM_NUM_THREADS" in found
 
 
 def test_a_load_spike_on_the_null_calls_within_the_subtraction_s_precision_is_not_tampering() -> None:

@@ -12,7 +12,18 @@ from typing import Any
 import pytest
 import torch
 
-from mkbsim.verifier import _channel, _control, _dsl, _eagerwork, _guards, _operators, _provenance, _timing, _vault
+from mkbsim.verifier import (
+    _channel,
+    _control,
+    _dsl,
+    _eagerwork,
+    _guards,
+    _operators,
+    _provenance,
+    _threads,
+    _timing,
+    _vault,
+)
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
 from mkbsim.verifier._timing import timed_call, timer_layout, timer_lib, timer_vault
@@ -27,7 +38,7 @@ PROTECTED = [
     _dsl._counted_get_function, _dsl._wrap_counted, _dsl._ffi_program, _dsl._capi_program, _dsl._record_dlpack,
     _dsl._recording, _dsl._built_module,
     _dsl._declared, _dsl._exported, _dsl._loaded_module, _vault._send, _operators.resolve_operator,
-    _eagerwork.to_python_hook, _channel.answer_signer,
+    _eagerwork.to_python_hook, _channel.answer_signer, _threads.count_ops, _threads.enter_thread,
 ]  # fmt: skip
 
 

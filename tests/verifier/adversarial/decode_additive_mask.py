@@ -1,0 +1,59 @@
+"""The whole W8A8 block-FP8 linear in eager code (scales applied to each K group's partial products, which the eager-
+work rule prices below the reference's dequantise-the-weight formulation), kept encoded; one TIRx kernel only decodes
+it: sum of two operands: the eager accumulation starts at -R (R random, made at import), the kernel adds R back. The
+DSL writes every element and no eager tensor holds the answer's values, but the kernel adds nothing the eager
+operands did not already determine (the decode rule, verifier README "Decoded answers")."""
+
+# expect: decorative_dsl
+# problem: p52
+import torch
+import tvm
+from tvm.script import tirx as T
+
+
+@T.prim_func
+def kernel(e_ptr: T.handle, r_ptr: T.handle, out_ptr: T.handle):
+    n = T.int32()
+    e = T.match_buffer(e_ptr, (n,), "float32")
+    r = T.match_buffer(r_ptr, (n,), "float32")
+    out = T.match_buffer(out_ptr, (n,), "bfloat16")
+    for i in range(n):
+        out[i] = T.Cast("bfloat16", e[i] + r[i])
+
+
+_kernel = tvm.compile(kernel, target="llvm")
+
+_generator = torch.Generator().manual_seed(11)
+_MASKS = {}
+
+
+def _mask(shape):
+    if shape not in _MASKS:
+        _MASKS[shape] = torch.randn(shape, generator=_generator) * 4.0
+    return _MASKS[shape]
+
+
+def _answer(attn_output, weight, weight_scale, start, factor):
+    """The whole operator in eager code: activation groups quantised as the problem states, then the block-scaled
+    GEMM one 128-wide K group at a time with both scales applied to the partial products, accumulated
+    from ``start`` with every partial product times ``factor``: no eager tensor ever holds the answer."""
+    x = attn_output.reshape(attn_output.shape[0], -1).float()
+    m, k = x.shape
+    n = weight.shape[0]
+    groups = x.reshape(m, k // 128, 128)
+    s = groups.abs().amax(dim=-1).clamp_min(1e-10) / 448.0
+    q = (groups / s.unsqueeze(-1)).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).float()
+    ws = weight_scale.repeat_interleave(128, dim=0)[:n]
+    acc = start.clone()
+    for g in range(k // 128):
+        acc += (q[:, g] @ weight[:, g * 128 : (g + 1) * 128].float().t()) * (s[:, g : g + 1] * ws[:, g]) * factor
+    return acc
+
+
+def run(attn_output, weight, weight_scale):
+    shape = (attn_output.shape[0], weight.shape[0])
+    r = _mask(shape)
+    encoded = _answer(attn_output, weight, weight_scale, -r, 1.0)
+    out = torch.empty(shape, dtype=attn_output.dtype)
+    _kernel(encoded.reshape(-1), r.reshape(-1), out.reshape(-1))
+    return out

@@ -1,0 +1,49 @@
+"""The whole W8A8 block-FP8 linear in eager code (scales applied to each K group's partial products, which the eager-
+work rule prices below the reference's dequantise-the-weight formulation), kept encoded; one TIRx kernel only decodes
+it: the encoded answer stored transposed ([N, M]): the kernel reads e[j, i] / 3 into out[i, j]. The DSL writes every
+element and no eager tensor holds the answer's values, but the kernel adds nothing the eager operands did not already
+determine (the decode rule, verifier README "Decoded answers")."""
+
+# expect: decorative_dsl
+# problem: p52
+import torch
+import tvm
+from tvm.script import tirx as T
+
+
+@T.prim_func
+def kernel(e_ptr: T.handle, out_ptr: T.handle):
+    m = T.int32()
+    n = T.int32()
+    e = T.match_buffer(e_ptr, (n, m), "float32")
+    out = T.match_buffer(out_ptr, (m, n), "bfloat16")
+    for i, j in T.grid(m, n):
+        out[i, j] = T.Cast("bfloat16", e[j, i] / T.float32(3))
+
+
+_kernel = tvm.compile(kernel, target="llvm")
+
+
+def _answer(attn_output, weight, weight_scale, start, factor):
+    """The whole operator in eager code: activation groups quantised as the problem states, then the block-scaled
+    GEMM one 128-wide K group at a time with both scales applied to the partial products, accumulated
+    from ``start`` with every partial product times ``factor``: no eager tensor ever holds the answer."""
+    x = attn_output.reshape(attn_output.shape[0], -1).float()
+    m, k = x.shape
+    n = weight.shape[0]
+    groups = x.reshape(m, k // 128, 128)
+    s = groups.abs().amax(dim=-1).clamp_min(1e-10) / 448.0
+    q = (groups / s.unsqueeze(-1)).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).float()
+    ws = weight_scale.repeat_interleave(128, dim=0)[:n]
+    acc = start.clone()
+    for g in range(k // 128):
+        acc += (q[:, g] @ weight[:, g * 128 : (g + 1) * 128].float().t()) * (s[:, g : g + 1] * ws[:, g]) * factor
+    return acc
+
+
+def run(attn_output, weight, weight_scale):
+    shape = (attn_output.shape[0], weight.shape[0])
+    encoded = _answer(attn_output, weight, weight_scale, torch.zeros(shape), 3.0)
+    out = torch.empty(shape, dtype=attn_output.dtype)
+    _kernel(encoded.t().contiguous(), out)
+    return out
