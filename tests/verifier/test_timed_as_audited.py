@@ -178,7 +178,9 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
 def test_each_rule_is_what_rejects_its_case(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str, rules: tuple[str, ...]
 ) -> None:
-    """Without the rules the audit-aware case passes (its own test in test_adversarial would fail)."""
+    """Without the rules the audit-aware case passes (its own test in test_adversarial would fail). The other
+    timing rules are off too: a case that passes only when a loaded machine's noise spares them shows nothing."""
+    timing_rules_off(monkeypatch)
     for rule in rules:
         monkeypatch.setattr(
             _coverage, rule, 0.0 if rule in ("KERNELS_SHARE", "WORK_SHARE") else {"cpu": 0.0, "cuda": 0.0}
