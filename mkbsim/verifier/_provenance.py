@@ -887,7 +887,7 @@ def provenance_vault(
             if length >= lib.weighed_line:
                 m = lib.sub(m, lib.mean(m, dim=1, keepdim=True))
                 norm = lib.sqrt(lib.sum(lib.mul(m, m), dim=1, keepdim=True))
-                found.append((axis, length, lib.div(m, lib.clamp(norm, min=1e-30))))
+                found.append((axis, length, lib.div(m, lib.add(norm, 1e-30))))
         return found
 
     def undone(u: Any, mask: Any) -> Any:

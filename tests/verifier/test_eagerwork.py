@@ -311,7 +311,7 @@ ALSO_BY_PROVENANCE = frozenset((
 ))  # fmt: skip
 #: eagerwork_* cases whose kernel only decodes the eager answer element by element: the decode rule (``_decode``)
 #: withdraws the DSL's credit for them too
-ALSO_BY_DECODE = frozenset(("eagerwork_answer_encoded",))
+ALSO_BY_DECODE = frozenset(("eagerwork_answer_encoded", "eagerwork_chunks_renamed"))
 
 
 @pytest.mark.parametrize("path", EAGER_CASES, ids=[p.stem for p in EAGER_CASES])

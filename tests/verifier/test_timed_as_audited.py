@@ -114,7 +114,7 @@ def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evid
     # honest: the evidence calls pay the gate's clock on each of their 2 launches, and are noisier
     assert _judge.scored_time([0.2] * 50, [0.2 + 2 * cost] * 10, [2] * 10, "cpu") is None
     assert _judge.scored_time([0.2] * 50, [0.24] * 10, [2] * 10, "cpu") is None
-    failure = _judge.scored_time([0.2] * 50, [0.6] * 10, [2] * 10, "cpu")
+    failure = _judge.scored_time([0.2] * 50, [2.0] * 10, [2] * 10, "cpu")  # 10x: beyond 25% and 2 launches
     assert failure and failure.code == "decorative_dsl" and "when it is watched" in failure.feedback
 
 
