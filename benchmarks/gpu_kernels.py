@@ -57,15 +57,15 @@ def problem_path(number: int) -> Path:
     return hits[0]
 
 
-def solutions(only: set[int] | None) -> list[tuple[int, str, str, Path]]:
-    """(problem number, plan, dsl, path) of every solution file, sorted."""
+def solutions(only: set[int] | None, plans: set[str] | None = None) -> list[tuple[int, str, str, Path]]:
+    """(problem number, plan, dsl, path) of every solution file (of the given plans), sorted."""
     found = []
     for path in sorted(ROOT.glob("problems/*/solutions/*.py")):
         m = SOLUTION_RE.match(path.name)
         if not m:
             continue
         num = int(m.group(1))
-        if only is None or num in only:
+        if (only is None or num in only) and (plans is None or m.group(2) in plans):
             found.append((num, m.group(2), m.group(3), path))
     return found
 
@@ -293,6 +293,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the logs (default $OUT)")
     ap.add_argument("--only", default=None, help="comma-separated problem ids, e.g. p36,p28")
+    ap.add_argument("--plans", default=None, help="comma-separated plan names, e.g. wgmma,wgmmapipe")
     ap.add_argument("--draws", type=int, default=5, help="correctness draws per solution")
     ap.add_argument("--budget", type=float, default=480.0, help="wall-clock seconds for the whole run")
     ap.add_argument("--timeout", type=float, default=150.0, help="seconds per child")
@@ -318,7 +319,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     env = environment()
     print("environment:", json.dumps(env), flush=True)
-    sols = solutions(only)
+    sols = solutions(only, set(args.plans.split(",")) if args.plans else None)
     numbers = sorted({s[0] for s in sols})
     rows: list[dict[str, Any]] = []
     eager: dict[str, dict[str, Any]] = {}

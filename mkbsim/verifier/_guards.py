@@ -209,8 +209,23 @@ def _constants() -> types.SimpleNamespace:
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
         VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS), FFI=_FFI_MODULES,
         ENVIRONMENT=_ENVIRONMENT_EVENTS, COMPILERS=dict(_COMPILERS),
-        EXEC_DIRS=tuple((_EXEC_PATH or [""])[0].split(":")),
+        EXEC_DIRS=tuple((_EXEC_PATH or [""])[0].split(":")), LIBRARY_LOOKUPS=_library_lookup_codes(),
     )  # fmt: skip
+
+
+def _library_lookup_codes() -> frozenset[int]:
+    """The code objects of ``ctypes.util``, whose ``find_library`` probes ldconfig, gcc, ld and objdump as
+    processes (catching the OSError when one cannot run): a library's lookup of a shared library that way
+    (cuda.pathfinder's of libdl, loaded inside a TIRx build for cuda) is declined, not blamed."""
+    import ctypes.util
+
+    functions = [f for f in vars(ctypes.util).values() if type(f) is types.FunctionType]
+    pending, found = [f.__code__ for f in functions], set()
+    while pending:
+        code = pending.pop()
+        found.add(id(code))
+        pending += [c for c in code.co_consts if type(c) is types.CodeType]
+    return frozenset(found)
 
 
 def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
@@ -496,6 +511,18 @@ def _guard_vault(
             lib.pack_into("<Q", page, offset, lib.len(blob))
         lib.pack_into("<Q", page, k.VIOLATION_COUNT, lib.len(violations))
 
+    def library_lookup(frame: Any) -> bool:
+        """Whether a process start comes from ``ctypes.util``'s probes, called by a library's own code that names
+        ``find_library`` (one handed it, as ``tree_map`` is, calls the submission's lookup: ``handed``)."""
+        probing = False
+        while frame is not None and classify_code(frame.f_code) == k.TRANSPARENT:
+            probing = probing or lib.id(frame.f_code) in k.LIBRARY_LOOKUPS
+            frame = frame.f_back
+        return (
+            probing and frame is not None and classify_code(frame.f_code) == k.LIBRARY
+            and "find_library" in frame.f_code.co_names
+        )  # fmt: skip
+
     def anywhere(frame: Any) -> bool:
         while frame is not None:
             if classify_code(frame.f_code) == k.CANDIDATE:
@@ -662,6 +689,8 @@ def _guard_vault(
                 return None
             kind, who = culprit(frame)
             return refuse(f"import of {name}", reason, who, lib.ImportError) if kind == k.CANDIDATE else None
+        if event in k.PROCESS_START and library_lookup(frame):
+            return lib.PermissionError("mkbsim verifier: a library's search for a shared library runs no process")
         kind, who = handed(*culprit(frame, event in k.FILE_CHANGE), callers(event))
         if event.startswith("socket."):
             return (

@@ -72,6 +72,19 @@ def test_hardened_protocol_times_side_stream_work_instead_of_missing_it(cuda_ses
     assert sneaky.runtime_ms > honest.runtime_ms + 1.0
 
 
+def test_a_short_side_stream_kernel_is_caught_or_timed_in_full(cuda_session: VerifierSession) -> None:
+    honest = cuda_session.verify(CUDA_EXAMPLES / "p36_rmsnorm_cutedsl.py", "p36", "cutedsl", workload="production")
+    assert honest.passed, honest.feedback
+    case = Path(__file__).with_name("gpu_timed_cases") / "side_stream_short.py"
+    sneaky = cuda_session.verify(case, "p36", "cutedsl", workload="production")
+    if sneaky.failure == "background_work":
+        return
+    assert sneaky.passed, sneaky.feedback
+    # the same kernel, so the same time: the side stream hid none of it (medians of 50 calls: 10% of noise)
+    assert sneaky.runtime_ms is not None and honest.runtime_ms is not None
+    assert sneaky.runtime_ms >= 0.9 * honest.runtime_ms
+
+
 def test_a_fast_honest_kernel_verified_again_in_a_session_still_passes(cuda_session: VerifierSession) -> None:
     # a 12 us kernel: from a session's second verification of it on, a few calls overran the end of the
     # measured region on the host clock, which the background-work rule (3 calls then) took for a side stream

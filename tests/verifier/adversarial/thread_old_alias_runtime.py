@@ -1,5 +1,6 @@
 """Starts its background thread through _thread.start_new, an old alias of start_new_thread, and
-leaves it running after run() returns."""
+leaves it running after run() returns: for a second, so that it is still running whenever the draw is judged (at
+50 ms a loaded machine's draw sometimes ended after it, and the draw's count of thread starts spoke first)."""
 
 # expect: background_work
 # problem: p36
@@ -32,7 +33,7 @@ _kernel = tvm.compile(rmsnorm, target="llvm")
 
 
 def _spin():
-    end = time.perf_counter() + 0.05
+    end = time.perf_counter() + 1.0
     while time.perf_counter() < end:
         pass
 
