@@ -980,6 +980,10 @@ class Guards:
         ffi = sys.modules.get("ctypes")
         for name in ("memmove", "memset", "string_at", "wstring_at"):
             self.deny(ffi, name, f"ctypes.{name}", "ctypes loads native code and reads raw memory")
+        # anonymous files live in no mapping and no resident set until mapped: outside the worker's memory limit
+        # (RLIMIT_AS, the watchdog's VmRSS), and a bounded tmpfs holds the worker's other files
+        for module in (os, posix):
+            self.deny(module, "memfd_create", "os.memfd_create", "memory outside the worker's limit is forbidden")
         self._install_torch()
         self._install_python_data()
         self._install_numpy()

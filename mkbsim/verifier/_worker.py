@@ -12,7 +12,6 @@ already imported.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import importlib.util
 import linecache
@@ -23,14 +22,14 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from types import ModuleType, TracebackType
+from collections.abc import Callable
+from types import MethodType, ModuleType, TracebackType
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mkbsim.verifier._arena import MappedArena, dtype_from_name, map_block
+from mkbsim.verifier._arena import MappedArena, map_block
 from mkbsim.verifier._attribution import attribution_config
 from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answer_signer, signer_lib
 from mkbsim.verifier._control import BLOCK_NONCE, map_control
@@ -79,34 +78,15 @@ _layout = _Base.__dict__["layout"].__get__
 _is_functional = torch._is_functional_tensor
 _Tensor = torch.Tensor
 _type = type
-_tuple_iter = tuple.__iter__
 _mode_depth = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack)
 _PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
     torch._C.DispatchKey.PythonTLSSnapshot
 )
 
 
-@contextlib.contextmanager
-def _harness_ops() -> Iterator[None]:
-    """The harness's own tensor operations, out of reach of any torch mode or tensor subclass: a mode a
-    finalizer of the submission's pushes at any moment must not run its code inside them."""
-    with torch._C.DisableTorchFunction(), torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
-        yield
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No automatic garbage collection during a call and the harness's work on its result: a collection
-    there would run the submission's finalizers or collector callbacks after the timer stopped (between
-    calls a collection is the worker's CPU time between calls, which the verifier measures)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
+# the collector's switches as the interpreter has them (the guards refuse ``gc.enable`` to everyone once installed)
+_GC_SWITCHES = (gc.isenabled, gc.disable, gc.enable)
+_HARNESS_OPS = (torch._C.DisableTorchFunction, torch._C._ExcludeDispatchKeyGuard, _PYTHON_KEYS)
 
 _push_mode = torch._C._push_on_torch_dispatch_stack
 _pop_mode = torch._C._pop_torch_dispatch_stack
@@ -135,13 +115,14 @@ def _lazy_reason(t: torch.Tensor) -> str | None:
 
 def describe(result: Any, n_outputs: int) -> tuple[dict[str, Any], list[Any]]:
     """Plain facts about what run() returned, and the returned items in output order."""
-    if n_outputs == 1:
-        items, container = [result], "single"
-    elif issubclass(_type(result), tuple):
-        # a NamedTuple too: its items read through tuple's own iterator, never a method the subclass defines
-        items, container = list(_tuple_iter(result)), "tuple"
-    else:
-        return {"container": _type(result).__qualname__, "items": []}, []
+    items = _returned_items(result, n_outputs, **_ITEMS)
+    return structure(result, items, n_outputs), items
+
+
+def structure(result: Any, items: list[Any], n_outputs: int) -> dict[str, Any]:
+    """Plain facts about what run() returned (its ``items``, as ``_returned_items`` reads them)."""
+    if n_outputs != 1 and not issubclass(_type(result), tuple):
+        return {"container": _type(result).__qualname__, "items": []}
     facts = []
     for item in items:
         kind = _type(item)
@@ -157,7 +138,7 @@ def describe(result: Any, n_outputs: int) -> tuple[dict[str, Any], list[Any]]:
         else:
             fact = {"kind": "other", "type": f"{kind.__module__}.{kind.__qualname__}"}
         facts.append(fact)
-    return {"container": container, "items": facts}, items
+    return {"container": "single" if n_outputs == 1 else "tuple", "items": facts}
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:
@@ -205,15 +186,7 @@ class Worker:
         self.timers = [(owner, attr, getattr(owner, attr)) for owner, attr in TIMER_ATTRIBUTES]
         self.guards: Guards | None = None
         self.gates: DslGates | None = None
-        self.mode: _ProvenanceMode | None = None
-        self.report_result: Callable[[Any], None] | None = None
-        self.report_inputs: Callable[[Any], None] | None = None
-        self.report_end: Callable[[], None] | None = None
         self.flusher: CacheFlusher | None = None
-        self.fn: Callable[..., Any] | None = None
-        self.timed_call: Callable[..., Any] = timed_call  # replaced by the vault's hooks in open_vaults
-        self.advance_block: Callable[..., Any] = advance_block
-        self.end_block: Callable[..., None] = end_block
         # the collector callbacks the libraries registered; the submission may add none (gc.callbacks is
         # the interpreter's own list, whatever name it is reached by)
         self.gc_callbacks = gc.callbacks
@@ -237,23 +210,24 @@ class Worker:
             total = torch.cuda.get_device_properties(self.device).total_memory
             torch.cuda.set_per_process_memory_fraction(min(1.0, s["memory_bytes"] / total), self.device)
 
-    def open_vaults(self) -> None:
+    def open_vaults(self) -> Callable[[Any], None]:
         """The timer (every worker) and, for a submission, the guards, the DSL gates and the provenance
-        audit. Only vaults keep the control page; the audit hook comes last and protects all of them."""
+        audit. Only vaults keep the control page; the audit hook comes last and protects all of them.
+        Returns the loop over blocks, its every step bound now (``_serve_blocks``)."""
         registry = Registry()
         page = map_control(self.control_fd)
         key = self.setup.pop("answer_key", None)  # into the signing vault and nowhere else (_channel)
         if key is not None:  # (without one, no answer of this worker is accepted by a verification)
             self.chan.sign = registry.open(answer_signer, key, page, BLOCK_NONCE[0], signer_lib())
         timer = registry.open(timer_vault, page, timer_lib(self.device.type, self.setup["sync"]), timer_layout())
-        self.timed_call = registry.protect(timed_call, _timer=timer, _clock=_perf_counter)
-        self.advance_block = registry.protect(advance_block, _timer=timer)
-        self.end_block = registry.protect(end_block, _timer=timer)
+        audit: dict[str, Any] = {"_mode": None, "_ask": None, "_report_inputs": None, "_report_end": None}
+        report: Any = None
         if self.candidate:
             cfg = attribution_config(HARNESS_DIR, self.path, self.setup["off_limits"])
             self.guards = Guards(registry, cfg, self.setup["dsl"], page)
             sources: dict[int, Any] = {}
-            positions = [torch.tensor(p, dtype=torch.int64) for p in self.setup["sample_positions"]]
+            # the audit's secret sample positions go into its vault and stay nowhere else
+            positions = [torch.tensor(p, dtype=torch.int64) for p in self.setup.pop("sample_positions")]
             send = registry.open(
                 provenance_vault, page, provenance_lib(self.device), page_layout(), positions,
                 list(self.setup["output_numels"]), sources,
@@ -273,15 +247,53 @@ class Worker:
                 _marker=torch.ops.aten._local_scalar_dense.default,
             )  # fmt: skip
             self.guards.replace(torch.Tensor, "tolist", tolist)
-            self.mode = _ProvenanceMode()
-            self.report_result = registry.protect(report_result, _send=send)
-            self.report_inputs = registry.protect(report_inputs, _send=send)
-            self.report_end = registry.protect(report_end, _send=send)
+            audit = {
+                "_mode": _ProvenanceMode(), "_ask": self.guards.ask,
+                "_report_inputs": registry.protect(report_inputs, _send=send),
+                "_report_end": registry.protect(report_end, _send=send),
+            }  # fmt: skip
+            report = registry.protect(report_result, _send=send)
+        loop = self.call_path(registry, timer, audit, report)
+        if self.guards is not None:
             self.guards.install_audit_hook()
         registry.objects.clear()
         registry.vault_codes.clear()
         registry.hook_codes.clear()
         del page
+        return loop
+
+    def call_path(self, registry: Registry, timer: Any, audit: dict[str, Any], report: Any) -> Callable[[Any], None]:
+        """The hooks of the per-call path (``_serve_blocks`` down to ``timed_call``), bound to the vaults' hooks,
+        C functions and the Worker's fact-finding methods."""
+        protect = registry.protect
+        cuda = self.device.type == "cuda"
+        sync = torch.cuda.synchronize if cuda else None
+        mode_ops = {"_depth": _mode_depth, "_mode": audit["_mode"], "_ask": audit["_ask"]}
+        finish = protect(_finish_call, _report_end=audit["_report_end"], _top=_top_mode, _pop=_pop_mode, **mode_ops)
+        copy_into = protect(
+            _copy_into_slots, _len=len, _zip=zip, _type=_type, _Tensor=_Tensor, _layout=_layout, _strided=torch.strided,
+            _functional=_is_functional, _zerotensor=_zerotensor, _device=_device, _device_type=self.device.type,
+            _dtype=_dtype, _size=_size, _copy=_copy, _sync=sync,
+        )  # fmt: skip
+        call = protect(
+            _call_once, _timed=protect(timed_call, _timer=timer, _clock=_perf_counter),
+            _null_run=MappedArena.null_run, _method=MethodType,
+            _flush=self.flusher.buffer.add_ if self.flusher is not None else None, _sync=sync, _ops=_HARNESS_OPS,
+            _push=_push_mode, _report_inputs=audit["_report_inputs"], _report_result=report, _finish=finish,
+            _items=protect(_returned_items, **_ITEMS), _copy_into=copy_into, _inplace=tuple(self.setup["inplace"]),
+            _len=len, _exception=BaseException, _threads_before=self.threads_before, _clocks_before=self.clocks_before,
+            _moved=moved, _threads_after=self.threads_after, _describe=structure, _aliases=self.aliases,
+            _error=self.error, _news=self.news, **mode_ops,
+        )  # fmt: skip
+        block = protect(
+            _run_block, _map=map_block, _device=self.device, _stage_out=MappedArena.stage_out,
+            _advance=protect(advance_block, _timer=timer), _end=protect(end_block, _timer=timer), _call=call,
+            _news=self.news, _ops=_HARNESS_OPS, _exception=BaseException, _isinstance=isinstance,
+        )  # fmt: skip
+        loop: Callable[[Any], None] = protect(
+            _serve_blocks, _recv=self.chan.recv, _send=self.chan.send, _block=block, _gc=_GC_SWITCHES
+        )
+        return loop
 
     def hide_harness(self) -> None:
         # The verifier's own modules stay loaded (the harness runs on them) but out of reach by name.
@@ -304,7 +316,9 @@ class Worker:
         self.limit_resources()
         if self.setup["cache_flush"]:
             self.flusher = CacheFlusher(self.device)
-        self.open_vaults()
+        # everything used after the submission is loaded is bound before (it may rebind any attribute it reaches)
+        serve_blocks = self.open_vaults()
+        send, ready = self.chan.send, self.guards.between_calls if self.guards is not None else None
         if self.candidate:
             self.hide_harness()
         t0 = time.perf_counter()
@@ -314,14 +328,13 @@ class Worker:
             fn = getattr(module, entry, None)
             if not callable(fn):
                 raise AttributeError(f"the file defines no callable {entry}(*inputs)")
-            self.fn = fn
         except BaseException as exc:  # the submission's failure, reported; never ours to raise
-            self.chan.send({"ok": False, "error": error_facts(exc, self.path), **self.news()})
+            send({"ok": False, "error": error_facts(exc, self.path), **self.news()})
             return
-        self.chan.send({"ok": True, "import_s": time.perf_counter() - t0, **self.news()})
-        if self.guards is not None:
-            self.guards.between_calls(True)
-        self.serve()
+        send({"ok": True, "import_s": time.perf_counter() - t0, **self.news()})
+        if ready is not None:
+            ready(True)
+        serve_blocks(fn)
 
     # --- calls ---------------------------------------------------------------------------------------
     def news(self) -> dict[str, Any]:
@@ -338,104 +351,31 @@ class Worker:
             self.gc_callbacks[:] = self.library_callbacks
         return {"tampered": tampered, "timer_tampered": timers}
 
-    def serve(self) -> None:
-        while True:
-            msg, fds = self.chan.recv()
-            if msg["op"] == "exit":
-                return
-            with _collector_paused():
-                reply = self.block(msg, fds)
-            self.chan.send(reply)
+    def threads_before(self, audit: bool) -> tuple[set[int], int]:
+        """The threads when a call starts; on a correctness draw, how many the submission has started: the audit's
+        dispatch mode is thread-local, torch work in a thread run() starts is invisible to it. Counted, not told by
+        ident: a thread an earlier call of the block started and joined leaves its ident to the next."""
+        started = len(self.guards.threads()[0]) if audit and self.guards is not None else 0
+        return set(sys._current_frames()), started
 
-    def block(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        """A block of calls back to back (DESIGN §5, timing): every call's inputs were staged in before the
-        first, nothing but each call's own bookkeeping runs between them (its outputs copied into its slots,
-        where they stay), and one answer comes for all. The message is the same for every kind of call: the
-        timer's vault says which are null calls as each starts; which are evidence calls, the gate reads in
-        the control page. The block stops at a call whose answer fails it."""
-        with _harness_ops():
-            memory, arenas = map_block(msg["block"], fds, self.device)
-        replies: list[dict[str, Any]] = []
-        try:
-            for index in msg["calls"]:
-                flags = self.advance_block()  # the timer's vault moves to this call's slot
-                if isinstance(flags, BaseException):
-                    raise flags
-                flags = flags or 0  # None: out of order (the vault marked the block for the verifier)
-                reply = self.call_on(arenas[index], msg["flush"], audit=bool(flags & 2), null=bool(flags & 1))
-                replies.append(reply)
-                if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):
-                    break
-        finally:
-            self.end_block()
-            with _harness_ops():
-                memory.stage_out()
-        return {"ok": True, "calls": replies, **self.news()}
+    def clocks_before(self, audit: bool) -> tuple[dict[int, tuple[int, int]], dict[int, int]]:
+        """On a correctness draw, the other threads' CPU clocks and the operators of those that count theirs."""
+        ops = dict(self.guards.thread_ops) if audit and self.guards is not None else {}
+        return (clocks() if audit else {}), ops
 
-    def call_on(self, arena: MappedArena, flush: bool, audit: bool, null: bool = False) -> dict[str, Any]:
-        with _harness_ops():
-            if self.flusher is not None and flush:
-                self.flusher.flush()
-                if self.device.type == "cuda":
-                    torch.cuda.synchronize()
-        modes_before = _mode_depth[0]() + _mode_depth[1]()
-        if modes_before:  # a mode entered between calls (from a finalizer, say): the call is not run
-            return {"ok": True, "ran": False, "modes": modes_before, "left_mode": False, **self.news()}
-        fn: Callable[..., Any] = arena.null_run if null else self.fn  # type: ignore[assignment]
-        audit = audit and self.mode is not None and not null
-        threads_before = set(sys._current_frames())
-        # the audit's dispatch mode is thread-local: torch work in a thread run() starts is invisible to it. Counted,
-        # not told by ident: a thread an earlier call of the block started and joined leaves its ident to the next
-        started_before = len(self.guards.threads()[0]) if audit and self.guards is not None else 0
-        if self.guards is not None:
-            self.guards.between_calls(False)
-        if audit:
-            assert self.mode is not None and self.report_inputs is not None
-            with _harness_ops():
-                self.report_inputs(arena.args)
-            _push_mode(self.mode)
-        # the other threads when the call starts, their CPU clocks and the operators of those that count theirs
-        others = clocks() if audit else {}
-        ops_before = dict(self.guards.thread_ops) if audit and self.guards is not None else {}
-        try:
-            result = self.timed_call(fn, arena.args)
-        except BaseException as exc:  # the submission's exception (SystemExit too), reported as data
-            return {"ok": False, "error": error_facts(exc, self.path), **self.after_call(audit), **self.news()}
-        woken = moved(others)
-        reply: dict[str, Any] = {"ok": True, **self.after_call(audit)}
-        reply["background"] = self.background(threads_before, audit)
+    def threads_after(
+        self, before: tuple[set[int], int], others: tuple[Any, dict[int, int]], woken: dict[int, int | None],
+        audit: bool,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The threads facts of a call that returned."""
+        reply: dict[str, Any] = {"background": self.background(before[0], audit)}
         if audit and self.guards is not None:
-            reply["audit_threads"] = len(self.guards.threads()[0]) - started_before
-            reply["audit_busy"] = self.describe_woken(woken, ops_before)
-        reply["modes"] = modes_before + _mode_depth[0]() + _mode_depth[1]()
-        if reply["modes"] or reply["left_mode"]:
-            # A mode active now would run the submission's code inside the harness's own tensor
-            # operations below: answer without touching the outputs.
-            reply.update(structure={}, alias=[], copied=False, **self.news())
-            return reply
-        with _harness_ops():
-            facts, items = describe(result, len(arena.outputs))
-            if self.report_result is not None:  # every call alike: the vault reads it on draws and evidence calls
-                self.report_result(items + [arena.args[i] for i in self.setup["inplace"]])
-            reply["structure"] = facts
-            reply["alias"] = self.aliases(items, arena.args)
-            reply["copied"] = self.copy_outputs(facts, items, arena)
-        reply.update(self.news())
+            reply["audit_threads"] = len(self.guards.threads()[0]) - before[1]
+            reply["audit_busy"] = self.describe_woken(woken, others[1])
         return reply
 
-    def after_call(self, audit: bool) -> dict[str, Any]:
-        """Undo what a correctness draw armed; whether the submission left its own mode on the stack. The
-        gate's vault writes the call's DSL time (the timer has stopped: on cuda the device is idle)."""
-        if self.report_end is not None:
-            self.report_end()
-        left = False
-        if audit:
-            left = _mode_depth[1]() == 0 or _top_mode(_mode_depth[1]() - 1) is not self.mode
-            if not left:
-                _pop_mode(None)
-        if self.guards is not None:
-            self.guards.between_calls(True)
-        return {"left_mode": left}
+    def error(self, exc: BaseException) -> dict[str, Any]:
+        return error_facts(exc, self.path)
 
     def describe_woken(self, woken: dict[int, int | None], ops_before: dict[int, int]) -> list[str]:
         """The threads that existed before a correctness draw and worked for it: one the submission started
@@ -486,27 +426,174 @@ class Worker:
                         pairs.append([i, j])
         return pairs
 
-    def copy_outputs(self, facts: dict[str, Any], items: list[Any], arena: MappedArena) -> bool:
-        """Copy every output into its slot when all of them have the declared form."""
-        if len(items) != len(arena.outputs):
+
+# --- the per-call path ------------------------------------------------------------------------------
+# Every step from the loop over blocks down to run() is a hook (``_vault``): isolated (no globals, no builtins), with
+# all it calls bound as keyword-only defaults before the submission is loaded. Whatever the submission reaches from
+# run() (a frame's locals, the Worker, a class, a module's globals) and rebinds, these steps call what they were
+# given; what they keep in their frames is the call's own arguments and outputs (the block's layout is dropped once
+# mapped, the audit's sample positions live only in the provenance vault). The facts a reply carries besides (threads,
+# structure, aliases, tampering) come from the Worker's methods: forging them gains nothing the verifier's own
+# checks would not catch (module docstring).
+
+
+def _serve_blocks(fn: Any, *, _recv: Any, _send: Any, _block: Any, _gc: Any) -> None:
+    """The worker's loop over the verifier's blocks, ``fn`` being run() (or the reference). No automatic garbage
+    collection runs during a block: a collection there would run the submission's finalizers or collector callbacks
+    after the timer stopped (between blocks a collection is the worker's CPU time, which the verifier measures)."""
+    while True:
+        msg, fds = _recv()
+        if msg["op"] == "exit":
+            return
+        enabled = _gc[0]()
+        _gc[1]()
+        try:
+            reply = _block(fn, msg.pop("block"), fds, msg["calls"], msg["flush"])
+        finally:
+            if enabled:
+                _gc[2]()
+        del msg, fds
+        _send(reply)
+
+
+def _run_block(
+    fn: Any, layout: Any, fds: Any, calls: Any, flush: bool, *, _map: Any, _device: Any, _stage_out: Any,
+    _advance: Any, _end: Any, _call: Any, _news: Any, _ops: Any, _exception: Any, _isinstance: Any
+) -> dict[str, Any]:  # fmt: skip
+    """A block of calls back to back (DESIGN §5, timing): every call's inputs were staged in before the first,
+    nothing but each call's own bookkeeping runs between them (its outputs copied into its slots, where they
+    stay), and one answer comes for all. The message is the same for every kind of call: the timer's vault says
+    which are null calls as each starts; which are evidence calls, the gate reads in the control page. The block
+    stops at a call whose answer fails it."""
+    with _ops[0](), _ops[1](_ops[2]):
+        memory, arenas = _map(layout, fds, _device)
+    del layout, fds
+    replies = []
+    try:
+        for index in calls:
+            flags = _advance()  # the timer's vault moves to this call's slot
+            if _isinstance(flags, _exception):
+                raise flags
+            # None: out of order (the vault marked the block for the verifier)
+            reply = _call(fn, arenas[index], flush, flags or 0)
+            del flags
+            replies.append(reply)
+            if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):
+                break
+    finally:
+        _end()
+        with _ops[0](), _ops[1](_ops[2]):
+            _stage_out(memory)
+    return {"ok": True, "calls": replies, **_news()}
+
+
+def _call_once(
+    fn: Any, arena: Any, flush: bool, flags: int, *, _timed: Any, _null_run: Any, _method: Any, _flush: Any,
+    _sync: Any, _ops: Any, _depth: Any, _push: Any, _mode: Any, _ask: Any, _report_inputs: Any, _report_result: Any,
+    _finish: Any, _items: Any, _copy_into: Any, _inplace: Any, _len: Any, _exception: Any, _threads_before: Any,
+    _clocks_before: Any, _moved: Any, _threads_after: Any, _describe: Any, _aliases: Any, _error: Any, _news: Any
+) -> dict[str, Any]:  # fmt: skip
+    """One call of a block: flags 1 a null call (the harness's own trivial kernel), 2 a correctness draw."""
+    null = flags & 1
+    audit = flags & 2 and _mode is not None and not null
+    if _flush is not None and flush:
+        with _ops[0](), _ops[1](_ops[2]):
+            _flush(1)
+            if _sync is not None:
+                _sync()
+    modes_before = _depth[0]() + _depth[1]()
+    if modes_before:  # a mode entered between calls (from a finalizer, say): the call is not run
+        return {"ok": True, "ran": False, "modes": modes_before, "left_mode": False, **_news()}
+    call = _method(_null_run, arena) if null else fn
+    before = _threads_before(audit)
+    if _ask is not None:
+        _ask(("between", False))
+    if audit:
+        with _ops[0](), _ops[1](_ops[2]):
+            _report_inputs(arena.args)
+        _push(_mode)
+    # the other threads when the call starts, their CPU clocks and the operators of those that count theirs
+    others = _clocks_before(audit)
+    try:
+        result = _timed(call, arena.args)
+    except _exception as exc:  # the submission's exception (SystemExit too), reported as data
+        return {"ok": False, "error": _error(exc), "left_mode": _finish(audit), **_news()}
+    woken = _moved(others[0])
+    reply = {"ok": True, "left_mode": _finish(audit), **_threads_after(before, others, woken, audit)}
+    reply["modes"] = modes_before + _depth[0]() + _depth[1]()
+    if reply["modes"] or reply["left_mode"]:
+        # A mode active now would run the submission's code inside the harness's own tensor
+        # operations below: answer without touching the outputs.
+        reply.update(structure={}, alias=[], copied=False, **_news())
+        return reply
+    with _ops[0](), _ops[1](_ops[2]):
+        n_outputs = _len(arena.outputs)
+        items = _items(result, n_outputs)
+        if _report_result is not None:  # every call alike: the vault reads it on draws and evidence calls
+            reported = items[:]
+            for i in _inplace:
+                reported.append(arena.args[i])
+            _report_result(reported)
+        reply["structure"] = _describe(result, items, n_outputs)
+        reply["alias"] = _aliases(items, arena.args)
+        reply["copied"] = _copy_into(items, arena.outputs)
+    reply.update(_news())
+    return reply
+
+
+def _finish_call(
+    audit: bool, *, _report_end: Any, _depth: Any, _top: Any, _pop: Any, _mode: Any, _ask: Any
+) -> bool:  # fmt: skip
+    """Undo what a correctness draw armed; whether the submission left its own mode on the stack. The gate's
+    vault writes the call's DSL time (the timer has stopped: on cuda the device is idle)."""
+    if _report_end is not None:
+        _report_end()
+    left = False
+    if audit:
+        left = _depth[1]() == 0 or _top(_depth[1]() - 1) is not _mode
+        if not left:
+            _pop(None)
+    if _ask is not None:
+        _ask(("between", True))
+    return left
+
+
+def _returned_items(result: Any, n_outputs: int, *, _type: Any, _issubclass: Any, _tuple: Any, _list: Any) -> Any:
+    """The items run() returned, in output order (a NamedTuple's read through tuple's own iterator, never a method
+    the subclass defines); [] for a container that is not a tuple."""
+    if n_outputs == 1:
+        return [result]
+    if _issubclass(_type(result), _tuple):
+        return _list(_tuple.__iter__(result))
+    return []
+
+
+def _copy_into_slots(
+    items: Any, outputs: Any, *, _len: Any, _zip: Any, _type: Any, _Tensor: Any, _layout: Any, _strided: Any,
+    _functional: Any, _zerotensor: Any, _device: Any, _device_type: str, _dtype: Any, _size: Any, _copy: Any,
+    _sync: Any
+) -> bool:  # fmt: skip
+    """Copy every output into its slot when all of them have the declared form (a plain, eager tensor of the slot's
+    device, dtype and shape)."""
+    if _len(items) != _len(outputs):
+        return False
+    for item, slot in _zip(items, outputs):
+        if slot is None:
+            continue
+        if (
+            _type(item) is not _Tensor or _layout(item) != _strided or _functional(item) or _zerotensor(item)
+            or _device(item).type != _device_type or _dtype(item) != _dtype(slot) or _size(item) != _size(slot)
+        ):  # fmt: skip
             return False
-        for fact, slot in zip(facts["items"], arena.outputs, strict=True):
-            if slot is None:
-                continue
-            if (
-                fact.get("kind") != "tensor"
-                or "lazy" in fact
-                or fact["device"] != self.device.type
-                or dtype_from_name(fact["dtype"]) != _dtype(slot)
-                or tuple(fact["shape"]) != tuple(_size(slot))
-            ):
-                return False
-        for item, slot in zip(items, arena.outputs, strict=True):
-            if slot is not None:
-                _copy(slot, item)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-        return True
+    for item, slot in _zip(items, outputs):
+        if slot is not None:
+            _copy(slot, item)
+    if _sync is not None:
+        _sync()
+    return True
+
+
+_ITEMS = {"_type": type, "_issubclass": issubclass, "_tuple": tuple, "_list": list}
 
 
 def serve(sock_fd: int) -> None:

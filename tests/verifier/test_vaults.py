@@ -23,6 +23,7 @@ from mkbsim.verifier import (
     _threads,
     _timing,
     _vault,
+    _worker,
 )
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
@@ -39,6 +40,8 @@ PROTECTED = [
     _dsl._recording, _dsl._built_module,
     _dsl._declared, _dsl._exported, _dsl._loaded_module, _vault._send, _operators.resolve_operator,
     _eagerwork.to_python_hook, _channel.answer_signer, _threads.count_ops, _threads.enter_thread,
+    _worker._serve_blocks, _worker._run_block, _worker._call_once, _worker._finish_call, _worker._returned_items,
+    _worker._copy_into_slots,
 ]  # fmt: skip
 
 

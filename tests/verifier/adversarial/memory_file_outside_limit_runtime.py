@@ -1,0 +1,47 @@
+"""Memory outside the worker's limit: anonymous memory files (``os.memfd_create``) live in no mapping and no resident
+set until mapped, so neither the address-space limit nor the watchdog's VmRSS counts them (the red team kept 2 GiB
+under a 1 GiB limit). Refused to the submission, whatever name it reaches the function by."""
+
+# expect: forbidden_api
+# problem: p36
+# static-scan: off
+import os
+
+import torch
+import tvm
+from tvm.script import tirx as T
+
+
+@T.prim_func
+def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle):
+    rows = T.int32()
+    x = T.match_buffer(x_ptr, (rows, 128), "bfloat16")
+    w = T.match_buffer(w_ptr, (128,), "bfloat16")
+    out = T.match_buffer(out_ptr, (rows, 128), "bfloat16")
+    acc = T.alloc_buffer((1,), "float32")
+    for i in range(rows):
+        acc[0] = T.float32(0)
+        for j in range(128):
+            acc[0] = acc[0] + T.Cast("float32", x[i, j]) * T.Cast("float32", x[i, j])
+        scale = T.rsqrt(acc[0] / T.float32(128) + T.float32(1e-6))
+        for j in range(128):
+            out[i, j] = T.Cast("bfloat16", T.Cast("float32", x[i, j]) * scale * T.Cast("float32", w[j]))
+
+
+_kernel = tvm.compile(rmsnorm, target="llvm")
+
+
+_files = []
+
+
+def run(hidden_states, weight):
+    if not _files:
+        try:
+            fd = os.memfd_create("spare")
+            os.write(fd, b"\0" * (1 << 20))
+            _files.append(fd)
+        except PermissionError:
+            _files.append(None)
+    out = torch.empty_like(hidden_states)
+    _kernel(hidden_states, weight, out)
+    return out
