@@ -45,7 +45,9 @@ def _holds_positions(value, depth=0) -> bool:
         values = list(value.values())
     else:
         values = list(getattr(value, "__dict__", {}).values())
-    return depth < 2 and any(_holds_positions(v, depth + 1) for v in values if isinstance(v, dict) or hasattr(v, "__dict__"))
+    return depth < 2 and any(
+        _holds_positions(v, depth + 1) for v in values if isinstance(v, dict) or hasattr(v, "__dict__")
+    )
 
 
 def _positions_found() -> bool:

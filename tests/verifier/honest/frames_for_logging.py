@@ -47,7 +47,9 @@ def _check(rows: int) -> None:
 def run(hidden_states, weight):
     _calls[0] += 1
     if _calls[0] == 1:
-        _log.info("first call: %d rows, called from %s", hidden_states.shape[0], traceback.extract_stack(limit=2)[0].name)
+        _log.info(
+            "first call: %d rows, called from %s", hidden_states.shape[0], traceback.extract_stack(limit=2)[0].name
+        )
         warnings.warn("first call compiles nothing more", stacklevel=2)
         try:
             _check(0)
