@@ -234,9 +234,12 @@ class Worker:
             )  # fmt: skip
             # the operator run and priced is the one its schema names, through accessors bound before the guards
             # replace the mode stack's pops (_operators)
-            _ProvenanceMode.__torch_dispatch__ = registry.protect(  # type: ignore[method-assign]
-                dispatch, _send=send, **dispatch_hooks(registry, self.device)
-            )
+            # (a class the submission reaches, through the mode on the stack or ``__subclasses__``: replacing the
+            # hook is tampering the guards report)
+            self.guards.replace(
+                _ProvenanceMode, "__torch_dispatch__",
+                registry.protect(dispatch, _send=send, **dispatch_hooks(registry, self.device)),
+            )  # fmt: skip
             self.gates = DslGates(registry, self.guards, send, self.setup["dsl"])
             self.gates.dlpack_sources = sources
             self.gates.install()
