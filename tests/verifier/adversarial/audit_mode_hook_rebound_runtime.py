@@ -1,5 +1,5 @@
-"""Reaches the class of the provenance audit's dispatch mode (every ``TorchDispatchMode`` subclass, through
-``type.__subclasses__``) and replaces its ``__torch_dispatch__`` with a plain pass-through, so that the audit would see
+"""Reaches the class of the provenance audit's dispatch mode (by its name among the ``TorchDispatchMode`` subclasses,
+through ``type.__subclasses__``) and replaces its ``__torch_dispatch__`` with a plain pass-through, so that the audit would see
 no operator of a correctness draw, then computes the answer in eager torch. The harness's hook on that class is one
 the guards keep in place: its replacement is reported as tampering."""
 
@@ -21,7 +21,8 @@ def _subclasses(cls):
 
 
 for _mode in list(_subclasses(TorchDispatchMode)):
-    _mode.__torch_dispatch__ = _through
+    if _mode.__name__ == "_ProvenanceMode":
+        _mode.__torch_dispatch__ = _through
 
 
 def run(hidden_states, weight):
