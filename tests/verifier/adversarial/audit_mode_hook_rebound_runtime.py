@@ -1,7 +1,7 @@
-"""Reaches the class of the provenance audit's dispatch mode (by its name among the ``TorchDispatchMode`` subclasses,
-through ``type.__subclasses__``) and replaces its ``__torch_dispatch__`` with a plain pass-through, so that the audit would see
-no operator of a correctness draw, then computes the answer in eager torch. The harness's hook on that class is one
-the guards keep in place: its replacement is reported as tampering."""
+"""Reaches the class of the provenance audit's dispatch mode (by its name among the ``TorchDispatchMode``
+subclasses, through ``type.__subclasses__``) and replaces its ``__torch_dispatch__`` with a plain pass-through, so
+that the audit would see no operator of a correctness draw, then computes the answer in eager torch. The harness's
+hook on that class is one the guards keep in place: its replacement is reported as tampering."""
 
 # expect: harness_tamper
 # problem: p36
