@@ -121,7 +121,7 @@ def describe(result: Any, n_outputs: int) -> tuple[dict[str, Any], list[Any]]:
 
 def structure(result: Any, items: list[Any], n_outputs: int) -> dict[str, Any]:
     """Plain facts about what run() returned (its ``items``, as ``_returned_items`` reads them)."""
-    if n_outputs != 1 and not issubclass(_type(result), tuple):
+    if n_outputs != 1 and not (n_outputs == 0 and result is None) and not issubclass(_type(result), tuple):
         return {"container": _type(result).__qualname__, "items": []}
     facts = []
     for item in items:
@@ -563,9 +563,11 @@ def _finish_call(
 
 def _returned_items(result: Any, n_outputs: int, *, _type: Any, _issubclass: Any, _tuple: Any, _list: Any) -> Any:
     """The items run() returned, in output order (a NamedTuple's read through tuple's own iterator, never a method
-    the subclass defines); [] for a container that is not a tuple."""
+    the subclass defines); [] for a container that is not a tuple, and for None where no output is declared."""
     if n_outputs == 1:
         return [result]
+    if n_outputs == 0 and result is None:  # an in-place problem: "Nothing is returned" (p21-p25)
+        return []
     if _issubclass(_type(result), _tuple):
         return _list(_tuple.__iter__(result))
     return []
