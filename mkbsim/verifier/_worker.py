@@ -321,7 +321,7 @@ class Worker:
             self.flusher = CacheFlusher(self.device)
         # everything used after the submission is loaded is bound before (it may rebind any attribute it reaches)
         serve_blocks = self.open_vaults()
-        send, ready = self.chan.send, self.guards.between_calls if self.guards is not None else None
+        send, ask = self.chan.send, self.guards.ask if self.guards is not None else None
         if self.candidate:
             self.hide_harness()
         t0 = time.perf_counter()
@@ -335,8 +335,8 @@ class Worker:
             send({"ok": False, "error": error_facts(exc, self.path), **self.news()})
             return
         send({"ok": True, "import_s": time.perf_counter() - t0, **self.news()})
-        if ready is not None:
-            ready(True)
+        if ask is not None:
+            ask(("between", True))
         serve_blocks(fn)
 
     # --- calls ---------------------------------------------------------------------------------------
