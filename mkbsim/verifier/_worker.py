@@ -137,6 +137,8 @@ def describe(result: Any, n_outputs: int) -> tuple[dict[str, Any], list[Any]]:
     """Plain facts about what run() returned, and the returned items in output order."""
     if n_outputs == 1:
         items, container = [result], "single"
+    elif n_outputs == 0 and result is None:  # an in-place problem: "Nothing is returned" (p21-p25)
+        items, container = [], "tuple"
     elif issubclass(_type(result), tuple):
         # a NamedTuple too: its items read through tuple's own iterator, never a method the subclass defines
         items, container = list(_tuple_iter(result)), "tuple"
