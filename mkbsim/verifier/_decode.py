@@ -1,23 +1,33 @@
 """The decode rule (DESIGN §5, verifier README "Decoded answers"): what a DSL launch adds to the data it reads.
 
-An eager answer kept in an encoded form (×3, offset by a fixed random tensor, a table's entries) and decoded by a
-kernel element by element leaves every output element written by the DSL, while the DSL adds nothing the eager
-code had not computed. On a correctness draw, after each launch, the vault (``_provenance``) asks here whether
-the elements the launch changed are recoverable, within the verifier's allowance, from the launch's operands that
-are neither problem inputs (nor copies of them) nor the DSL's own data (eager-made tensors, the submission's
-constants and tables, the launch's own buffers as they were before it) by a simple element-wise map:
+An eager answer kept in an encoded form (×3, offset by a fixed random tensor, a table's entries, its bits XORed with
+a key, its rows moved) and decoded by a kernel element by element leaves every output element written by the DSL,
+while the DSL adds nothing the eager code had not computed. On a correctness draw, after each launch, the vault
+(``_provenance``) asks here whether the elements the launch changed are recoverable, within the verifier's
+allowance, from the launch's operands that are neither problem inputs (nor copies of them) nor the DSL's own data
+(eager-made tensors, the submission's constants and tables, the launch's own buffers as they were before it) by a
+simple map:
 
 * any univariate map of one such operand (or of the sum, difference, product or ratio of two), learned by
   piecewise-linear interpolation on one random sample of the changed elements and judged on another (a global
   affine map, a monotone or any smooth unary function, a table lookup of a code);
-* a global affine map of two operands (least squares on the first sample, judged on the second).
+* a global affine map of two operands, and one of all of them and their pairwise products (least squares on the
+  first sample, judged on the second);
+* on the bit patterns, where an operand's elements are as wide as the output's: the output's bits XOR an operand's,
+  or minus it (modulo the width), constant; or XOR, sum or difference of two operands' bits (a key per element);
+* any univariate map of an operand whose elements the launch moved: each sampled element's run of
+  ``DECODE_WINDOW`` neighbours is looked up in the operand by its pattern of rises and falls (which any monotone
+  map keeps), and the map is learned on the pairs found (a permutation of rows or blocks, with a scale).
+
+Every map is scored against chance: the same map judged on the held-out sample with the operands of one element
+paired with another's output (a mask's two values, a small integer domain, a run of zeros match that often), and
+``(held - chance) / (1 - chance)`` is the score. So integer and boolean outputs are judged too, exactly.
 
 Problem inputs are never regressors: an honest epilogue (eager GEMM, DSL scales by the problem's per-row and
 per-column scales, adds its bias or residual) depends on them in a way the eager operands alone do not fix.
-Where the best map holds on at least ``DECODE_SHARE`` of the held-out sample, the changed elements it holds for
-are not the DSL's (the vault withdraws their credit, so derived credit does not flow from them either); the
-others keep theirs (a kernel computing some elements honestly keeps those). One record per judged launch tells
-the verifier what was found.
+Where the best map scores at least ``DECODE_SHARE``, the changed elements it holds for are not the DSL's (the vault
+withdraws their credit, so derived credit does not flow from them either); the others keep theirs (a kernel
+computing some elements honestly keeps those). One record per judged launch tells the verifier what was found.
 
 Everything here runs inside the submission's worker: the functions use only the C functions bound in the
 namespace ``bound()`` makes before the submission exists (no module global or builtin is looked up at run time).
@@ -30,8 +40,8 @@ from typing import Any
 
 import torch
 
-#: A launch's changed elements are a decoded eager answer where the best map holds on this share of the held-out
-#: sample: honest kernels reading eager data and problem inputs hold by chance on a few percent (README figures).
+#: A launch's changed elements are a decoded eager answer where the best map's score (its share of the held-out
+#: sample beyond chance) reaches this: honest kernels reading eager data and problem inputs score a few percent.
 DECODE_SHARE = 0.5
 #: The map holds on an element within this many of the launch output's dtype epsilons of the element's own
 #: magnitude (a decode is off by its output's rounding, half an epsilon, and its float32 arithmetic's) ...
@@ -42,7 +52,7 @@ DECODE_RTOL_FLOOR = 2.0**-10
 #: ... plus this many epsilons of the sample's largest magnitude (elements near zero). Tighter than the verifier's
 #: allowance (3 epsilons of the largest magnitude): at that width an honest bfloat16 epilogue scaling an eager GEMM
 #: by the problem's scales was held on 60% of its elements (an answer hidden under noise as wide as the allowance
-#: escapes: README "Known limits").
+#: escapes: README "Known limits"). Integer and boolean outputs are held exactly.
 DECODE_ABS_ULPS = 0.5
 #: Elements in each of the two samples (fit, held out).
 DECODE_SAMPLES = 2048
@@ -50,6 +60,11 @@ DECODE_SAMPLES = 2048
 DECODE_MIN_ELEMENTS = 64
 #: The operands tried as regressors, largest first.
 DECODE_OPERANDS = 6
+#: Consecutive elements whose order (rises and falls) locates a moved element's run in an operand: 15 rises or
+#: falls, 32768 patterns; a block of at least twice this many elements moved whole is found at every element.
+DECODE_WINDOW = 16
+#: Runs of the operand with the same pattern tried per element (the one an affine map fits best is taken).
+DECODE_CANDIDATES = 8
 
 
 def bound() -> types.SimpleNamespace:
@@ -58,33 +73,46 @@ def bound() -> types.SimpleNamespace:
     base = torch._C.TensorBase
     return types.SimpleNamespace(
         len=len, range=range, min=min, max=max, int=int, float=float, tuple=tuple, list=list, sorted=sorted,
-        str=str,
+        str=str, enumerate=enumerate,
         to=base.to, reshape=base.reshape, numel=base.numel, size=base.size, dim=base.dim, take=base.take,
         abs=base.abs, amax=base.amax, sub=base.sub, add=base.add, mul=base.mul, div=base.div, le=base.le,
-        ne=base.ne, logical_and=base.logical_and, logical_or=base.logical_or, logical_not=base.logical_not,
-        isfinite=fns.isfinite, nonzero=base.nonzero, sum=base.sum, all=base.all, clamp=base.clamp, where=fns.where,
-        searchsorted=fns.searchsorted, sort=base.sort, randperm=fns.randperm, stack=fns.stack,
-        ones_like=fns.ones_like, zeros_like=fns.zeros_like, cat=fns.cat, eq=base.eq,
-        minimum=fns.minimum, maximum=fns.maximum, broadcast_to=fns.broadcast_to, transpose=base.transpose,
-        masked_select=fns.masked_select,
+        gt=base.gt, ne=base.ne, logical_and=base.logical_and, logical_or=base.logical_or,
+        logical_not=base.logical_not, isfinite=fns.isfinite, nonzero=base.nonzero, sum=base.sum, all=base.all,
+        any=base.any, clamp=base.clamp, where=fns.where, searchsorted=fns.searchsorted, sort=base.sort,
+        randperm=fns.randperm, stack=fns.stack, ones_like=fns.ones_like, zeros_like=fns.zeros_like, cat=fns.cat,
+        eq=base.eq, minimum=fns.minimum, maximum=fns.maximum, broadcast_to=fns.broadcast_to,
+        transpose=base.transpose, masked_select=fns.masked_select, roll=fns.roll, view=base.view,
+        element_size=base.element_size, bitwise_xor=base.bitwise_xor, bitwise_and=base.bitwise_and,
+        mode=base.mode, arange=fns.arange, pow=fns.pow, matmul=base.matmul, argmin=base.argmin, mean=base.mean, unsqueeze=base.unsqueeze,
         lstsq=torch.linalg.lstsq, zeros=fns.zeros, index_put_=base.index_put_,
         is_floating=base.is_floating_point, is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__,
         device_of=base.__dict__["device"].__get__, float64=torch.float64, float32=torch.float32, bool_=torch.bool,
+        int64=torch.int64, inf=float("inf"), nan=float("nan"),
         eps={dtype: torch.finfo(dtype).eps for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16,
                                                          torch.float8_e4m3fn, torch.float8_e5m2)},
+        ints={1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64},
         share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
-        samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS,
+        samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
+        candidates=DECODE_CANDIDATES,
     )  # fmt: skip
+
+
+def _lined_up(d: Any, r: Any, t: Any) -> Any:
+    """``r`` flat in ``t``'s logical order where it has ``t``'s elements (a matrix's transpose read back), or None."""
+    if d.numel(r) != d.numel(t):
+        return None
+    shape = d.tuple(d.size(r))
+    if d.dim(t) == 2 and d.len(shape) == 2 and shape == d.tuple(d.size(t))[::-1] and shape[0] != shape[1]:
+        r = d.transpose(r, 0, 1)
+    return d.reshape(r, (-1,))
 
 
 def _aligned(d: Any, r: Any, t: Any) -> Any:
     """``r`` element by element with ``t``'s logical order (float64, flat), or None: the same number of elements,
     the transpose of a matrix, or a broadcast."""
-    if d.numel(r) == d.numel(t):
-        shape = d.tuple(d.size(r))
-        if d.dim(t) == 2 and d.len(shape) == 2 and shape == d.tuple(d.size(t))[::-1] and shape[0] != shape[1]:
-            r = d.transpose(r, 0, 1)
-        return d.reshape(d.to(r, d.float64), (-1,))
+    flat = _lined_up(d, r, t)
+    if flat is not None:
+        return d.to(flat, d.float64)
     shape, target = d.tuple(d.size(r)), d.tuple(d.size(t))
     if d.len(shape) > d.len(target) or d.numel(r) < 2:
         return None
@@ -92,6 +120,19 @@ def _aligned(d: Any, r: Any, t: Any) -> Any:
         if shape[-k] != 1 and shape[-k] != target[-k]:
             return None
     return d.reshape(d.to(d.broadcast_to(r, target), d.float64), (-1,))
+
+
+def _bits(d: Any, r: Any, t: Any) -> Any:
+    """``r``'s elements as bit patterns (int64, flat, ``t``'s logical order) where they are as many and as wide as
+    ``t``'s, or None."""
+    width = d.element_size(r)
+    if width != d.element_size(t) or width not in d.ints:
+        return None
+    flat = _lined_up(d, r, t)
+    if flat is None:
+        return None
+    codes = d.to(d.view(flat, d.ints[width]), d.int64)
+    return codes if width == 8 else d.bitwise_and(codes, (1 << (8 * width)) - 1)
 
 
 def _feature(d: Any, columns: Any, key: Any) -> Any:
@@ -142,15 +183,25 @@ def _interpolated(d: Any, table: Any, q: Any) -> Any:
     return d.add(y0, d.mul(w, d.sub(y1, y0)))
 
 
-def _affine(d: Any, a: Any, b: Any, y: Any) -> Any:
-    """The least-squares coefficients of y ≈ p·a + q·b + c, or None where they are not finite."""
-    design = d.stack([a, b, d.ones_like(a)], 1)
+def _solved(d: Any, design: Any, y: Any) -> Any:
+    """The least-squares coefficients of y ≈ design · c (one column each), or None where they are not finite."""
     keep = d.logical_and(d.isfinite(y), d.isfinite(d.sum(design, 1)))
     rows = d.reshape(d.nonzero(keep), (-1,))
-    if d.numel(rows) < 4:
+    if d.numel(rows) < 2 * d.size(design, 1):
         return None
     solution = d.lstsq(design[rows], d.reshape(y[rows], (-1, 1)))[0]
     return solution if d.all(d.isfinite(solution)) else None
+
+
+def _design(d: Any, columns: Any, products: bool) -> Any:
+    """The operands (and, with ``products``, each pair's product) and a constant, one column each."""
+    parts = d.list(columns)
+    if products:
+        for i in d.range(d.len(columns)):
+            for j in d.range(i + 1, d.len(columns)):
+                parts.append(d.mul(columns[i], columns[j]))
+    parts.append(d.ones_like(columns[0]))
+    return d.stack(parts, 1)
 
 
 def _held(d: Any, predicted: Any, y: Any, relative: float, tolerance: float) -> Any:
@@ -159,26 +210,106 @@ def _held(d: Any, predicted: Any, y: Any, relative: float, tolerance: float) -> 
     return d.logical_and(d.isfinite(predicted), d.le(d.abs(d.sub(predicted, y)), allowed))
 
 
+def _score(d: Any, held: Any, by_chance: Any) -> float:
+    """The share ``held`` of the held-out sample beyond ``by_chance`` (the same map, operands and outputs of
+    different elements paired), as a share of what chance leaves."""
+    share, chance = d.float(d.mean(d.to(held, d.float64))), d.float(d.mean(d.to(by_chance, d.float64)))
+    return (share - chance) / (1.0 - chance) if chance < 1.0 else 0.0
+
+
+def _windows(d: Any, v: Any, starts: Any) -> Any:
+    """The runs of ``DECODE_WINDOW`` elements of flat ``v`` from ``starts`` (one row each)."""
+    return d.take(v, d.add(d.unsqueeze(starts, 1), d.unsqueeze(d.arange(d.window, device=d.device_of(v)), 0)))
+
+
+def _rises(d: Any, rows: Any) -> Any:
+    """Each run's pattern of rises (bit k: element k + 1 above element k) and whether it is usable (no tie, no
+    non-finite element, not monotone): the runs are ``rows`` (one each), or with a flat ``rows`` every run of it."""
+    if d.dim(rows) == 1:  # every run of a flat tensor: shifted slices, not a gather of window × elements
+        count = d.numel(rows) - d.window + 1
+        up, down = d.gt(rows[1:], rows[:-1]), d.gt(rows[:-1], rows[1:])
+        steps = [(up[k : k + count], down[k : k + count]) for k in d.range(d.window - 1)]
+    else:
+        up, down = d.gt(rows[:, 1:], rows[:, :-1]), d.gt(rows[:, :-1], rows[:, 1:])
+        steps = [(up[:, k], down[:, k]) for k in d.range(d.window - 1)]
+    code = d.mul(d.to(steps[0][0], d.int64), 1)
+    usable = d.logical_or(steps[0][0], steps[0][1])
+    for k in d.range(1, d.window - 1):
+        code = d.add(code, d.mul(d.to(steps[k][0], d.int64), 1 << k))
+        usable = d.logical_and(usable, d.logical_or(steps[k][0], steps[k][1]))
+    full = (1 << (d.window - 1)) - 1
+    return code, d.logical_and(usable, d.logical_and(d.ne(code, 0), d.ne(code, full)))
+
+
+def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
+    """For each of ``positions`` (of flat ``y_all``), the element of flat ``v`` it was moved from, or -1: the run
+    around it (starting there, or ending there) looked up among ``v``'s runs of the same pattern of rises (or of
+    falls: a decreasing map), the candidate an affine map of the run fits best. ``index``: ``v``'s runs' patterns,
+    sorted, and their starts."""
+    codes, starts = index
+    n_y = d.numel(y_all)
+    best_error = d.add(d.mul(d.to(positions, d.float64), 0.0), d.inf)
+    best = d.sub(d.mul(positions, 0), 1)
+    full = (1 << (d.window - 1)) - 1
+    ahead = d.clamp(positions, 0, n_y - d.window)
+    for first in (ahead, d.clamp(d.sub(positions, d.window - 1), 0, n_y - d.window)):
+        ys = _windows(d, y_all, first)
+        code, usable = _rises(d, ys)
+        offset = d.sub(positions, first)
+        for wanted in (code, d.sub(d.mul(code, -1), -full)):
+            lo = d.searchsorted(codes, wanted)
+            hi = d.searchsorted(codes, wanted, right=True)
+            for k in d.range(d.candidates):
+                rows = d.reshape(d.nonzero(d.logical_and(usable, d.gt(hi, d.add(lo, k)))), (-1,))
+                if not d.numel(rows):
+                    break
+                start = d.take(starts, d.add(d.take(lo, rows), k))
+                vs, ys_k = _windows(d, v, start), ys[rows]
+                # the run's affine fit: residual over the output run's own spread
+                dv, dy = d.sub(vs, d.mean(vs, 1, True)), d.sub(ys_k, d.mean(ys_k, 1, True))
+                slope = d.div(d.sum(d.mul(dv, dy), 1, True), d.add(d.sum(d.mul(dv, dv), 1, True), 1e-300))
+                miss = d.sub(dy, d.mul(dv, slope))
+                error = d.div(d.sum(d.mul(miss, miss), 1), d.add(d.sum(d.mul(dy, dy), 1), 1e-300))
+                better = d.le(error, d.take(best_error, rows))
+                chosen = d.masked_select(rows, better)
+                d.index_put_(best_error, (chosen,), d.masked_select(error, better))
+                d.index_put_(best, (chosen,), d.add(d.masked_select(start, better), d.take(offset, chosen)))
+    return best
+
+
+def _run_index(d: Any, v: Any) -> Any:
+    """``v``'s runs' patterns of rises, usable ones only, sorted, with their starts."""
+    starts = d.arange(d.numel(v) - d.window + 1, device=d.device_of(v))
+    code, usable = _rises(d, v)
+    code, starts = d.masked_select(code, usable), d.masked_select(starts, usable)
+    code, order = d.sort(code)
+    return code, d.take(starts, order)
+
+
+def _moved(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
+    """The values of flat ``v`` the elements at ``positions`` were moved from (NaN where none was found)."""
+    source = _sources(d, v, index, y_all, positions)
+    found = d.take(v, d.clamp(source, 0, d.numel(v) - 1))
+    return d.where(d.gt(source, -1), found, d.nan)
+
+
 def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     """Which of ``t``'s elements (flat, logical order) the best map of ``operands`` (their values before the launch)
-    holds for, among ``changed`` (flat bool), with the share of the held-out sample it holds for and the map's
-    description; None where nothing is judged (too few elements, no operand lines up, a complex dtype)."""
-    if not d.is_floating(t):  # ids, counts, masks: a small value domain is matched by chance (not judged)
+    holds for, among ``changed`` (flat bool), with its score (the share of the held-out sample beyond chance) and
+    the map's description; None where nothing is judged (too few elements, no operand lines up, a complex dtype)."""
+    if d.is_complex(t):
         return None
     where = d.reshape(d.nonzero(changed), (-1,))
     n = d.numel(where)
     if n < d.least:
         return None
     y_all = d.reshape(d.to(t, d.float64), (-1,))
-    columns: list[Any] = []
-    for r in d.sorted(operands, key=d.numel, reverse=True):
-        if d.len(columns) == d.operands:
-            break
-        if not d.is_complex(r):
-            column = _aligned(d, r, t)
-            if column is not None:
-                columns.append(column)
-    if not columns:
+    chosen = [r for r in d.sorted(operands, key=d.numel, reverse=True) if not d.is_complex(r)][: d.operands]
+    columns = [c for c in (_aligned(d, r, t) for r in chosen) if c is not None]
+    codes = [c for c in (_bits(d, r, t) for r in chosen) if c is not None]
+    flats = [d.reshape(d.to(r, d.float64), (-1,)) for r in chosen if d.numel(r) >= d.window]
+    floating = d.is_floating(t)
+    if not columns and not codes and not (floating and flats):
         return None
     picked = d.take(where, d.to(d.randperm(n, generator=generator, device=generator.device), d.device_of(where)))
     half = d.min(d.samples, n // 2)
@@ -188,53 +319,143 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     if not d.numel(finite):
         return None
     scale = d.float(d.amax(d.abs(finite)))
-    eps = d.eps.get(d.dtype_of(t), d.eps[d.float32])
-    relative, tolerance = d.max(d.ulps * eps, d.rtol_floor), d.abs_ulps * eps * scale
+    if floating:
+        eps = d.eps.get(d.dtype_of(t), d.eps[d.float32])
+        relative, tolerance = d.max(d.ulps * eps, d.rtol_floor), d.abs_ulps * eps * scale
+    else:  # ids, counts, masks: exactly
+        relative, tolerance = 0.0, 0.0
     best: Any = (-1.0, "", None)
-    sampled = [d.take(c, picked[: 2 * half]) for c in columns]
-    for key in _keys(d, d.len(columns)):
-        values = _feature(d, sampled, key)
+
+    def univariate(values: Any, name: str, how: Any) -> None:
+        """The interpolated map of one feature (both samples' values, fit half first)."""
+        nonlocal best
         table = _table(d, values[:half], y_fit)
         if table is None:
-            continue
-        held = _held(d, _interpolated(d, table, values[half:]), y_check, relative, tolerance)
-        share = d.float(d.sum(held)) / half
-        if share > best[0]:
+            return
+        checked = values[half:]
+        held = _held(d, _interpolated(d, table, checked), y_check, relative, tolerance)
+        score = _score(d, held, _held(d, _interpolated(d, table, d.roll(checked, 1)), y_check, relative, tolerance))
+        if score > best[0]:
             # the map every element is judged by: the sample's points that agree with the other half's map (an
             # honest element of the sample would otherwise match itself)
-            other = _table(d, values[half:], y_check)
+            other = _table(d, checked, y_check)
             if other is None:
-                continue
+                return
             agree = _held(d, _interpolated(d, other, values[:half]), y_fit, relative, tolerance)
             both = d.cat([agree, held])
             consistent = _table(d, d.masked_select(values, both), d.masked_select(d.cat([y_fit, y_check]), both))
-            best = (share, f"a map of {_named(key)}", (key, consistent))
-    for i in d.range(d.len(columns)):
-        for j in d.range(i + 1, d.len(columns)):
-            a, b = d.take(columns[i], fit), d.take(columns[j], fit)
-            solution = _affine(d, a, b, y_fit)
-            if solution is None:
+            best = (score, name, (how, consistent))
+
+    sampled = [d.take(c, picked[: 2 * half]) for c in columns]
+    for key in _keys(d, d.len(columns)):
+        univariate(_feature(d, sampled, key), f"a map of {_named(key)}", ("map", key))
+    # affine maps: each pair of operands, then all of them with their pairwise products (three or more operands)
+    sets = [((i, j), False) for i in d.range(d.len(columns)) for j in d.range(i + 1, d.len(columns))]
+    usable = [i for i in d.range(d.len(columns)) if d.all(d.isfinite(sampled[i]))]
+    if d.len(usable) >= 2:
+        sets.append((d.tuple(usable), True))
+    for kept, products in sets:
+        design = _design(d, [d.take(columns[i], picked[: 2 * half]) for i in kept], products)
+        solution = _solved(d, design[:half], y_fit)
+        if solution is None:
+            continue
+        predicted = d.reshape(d.matmul(design[half:], solution), (-1,))
+        rolled = d.reshape(d.matmul(d.roll(design[half:], 1, 0), solution), (-1,))
+        score = _score(d, _held(d, predicted, y_check, relative, tolerance), _held(d, rolled, y_check, relative,
+                                                                                   tolerance))
+        if score > best[0]:
+            name = "an affine map of operands " + ", ".join(d.str(i) for i in kept)
+            best = (score, name + (" and their products" if products else ""), ("affine", kept, products, solution))
+    # bit patterns: the output's bits XOR (or minus) one operand's constant, or those of two operands combined
+    if codes:
+        mine = _bits(d, t, t)
+        width = 8 * d.element_size(t)
+        wrap = -1 if width == 64 else (1 << width) - 1
+        code_sample = [d.take(c, picked[: 2 * half]) for c in codes]
+        y_codes = d.take(mine, picked[: 2 * half])
+        for key in _bit_keys(d, d.len(codes)):
+            gap = _bit_gap(d, y_codes, code_sample, key, wrap)
+            rolled = _bit_gap(d, y_codes, [d.roll(c, 1) for c in code_sample], key, wrap)
+            value = d.mode(gap[:half])[0]
+            score = _score(d, d.eq(gap[half:], value), d.eq(rolled[half:], value))
+            if score > best[0]:
+                best = (score, f"a constant and the bits of {_bits_named(key)}", ("bits", key, value))
+    # moved elements: an operand's runs found again elsewhere in the output (floating outputs: integer ones tie)
+    if floating and best[0] < d.share:  # (a map in place already decides)
+        for i, v in d.enumerate(flats):
+            index = _run_index(d, v)
+            if d.numel(index[0]) == 0:
                 continue
-            p, q, c = d.float(solution[0, 0]), d.float(solution[1, 0]), d.float(solution[2, 0])
-            predict = d.add(d.add(d.mul(d.take(columns[i], check), p), d.mul(d.take(columns[j], check), q)), c)
-            share = d.float(d.sum(_held(d, predict, y_check, relative, tolerance))) / half
-            if share > best[0]:
-                best = (share, f"{p:.4g}·operand {i} + {q:.4g}·operand {j} + {c:.4g}", (i, j, p, q, c))
-    share, what, how = best
-    if share < d.share:
-        return None, share, what
-    if d.len(how) == 2:  # the univariate map, evaluated on every changed element
-        if how[1] is None:
-            return None, share, what
-        whole = _feature(d, [d.take(c, where) for c in columns], how[0])
-        predicted = _interpolated(d, how[1], whole)
-    else:
-        i, j, p, q, c = how
-        predicted = d.add(d.add(d.mul(d.take(columns[i], where), p), d.mul(d.take(columns[j], where), q)), c)
-    held = _held(d, predicted, d.take(y_all, where), relative, tolerance)
+            univariate(_moved(d, v, index, y_all, picked[: 2 * half]), f"a map of operand {i}'s elements moved",
+                       ("moved", i, index))
+    score, what, how = best
+    if score < d.share:
+        return None, score, what
     mask = d.zeros((d.numel(y_all),), dtype=d.bool_, device=d.device_of(y_all))
-    d.index_put_(mask, (where,), held)
-    return mask, share, what
+    d.index_put_(mask, (where,), _holds(d, how, where, columns, codes, flats, t, y_all, relative, tolerance))
+    return mask, score, what
+
+
+def _bit_keys(d: Any, count: int) -> Any:
+    """The bit maps: one operand XOR or minus; two operands XORed, summed, or one minus the other."""
+    found = [(i, None, "^") for i in d.range(count)] + [(i, None, "-") for i in d.range(count)]
+    for i in d.range(count):
+        for j in d.range(i + 1, count):
+            found += [(i, j, "^"), (i, j, "-"), (i, j, "+-"), (j, i, "+-")]
+    return found
+
+
+def _bits_named(key: Any) -> str:
+    i, j, how = key
+    if j is None:
+        return f"operand {i} (XOR)" if how == "^" else f"operand {i} (sum)"
+    return {"^": f"operands {i} and {j} (XOR)", "-": f"operands {i} and {j} (sum)"}.get(
+        how, f"operands {i} and {j} (difference)")
+
+
+def _bit_gap(d: Any, y: Any, codes: Any, key: Any, wrap: int) -> Any:
+    """The output's bits against one operand's or two operands' (``key``): constant where the map holds."""
+    i, j, how = key
+    a = codes[i]
+    if how == "^":
+        gap = d.bitwise_xor(y, a) if j is None else d.bitwise_xor(d.bitwise_xor(y, a), codes[j])
+    elif how == "-":
+        gap = d.sub(y, a) if j is None else d.sub(d.sub(y, a), codes[j])
+    else:  # y - a + b
+        gap = d.add(d.sub(y, a), codes[j])
+    return gap if wrap == -1 else d.bitwise_and(gap, wrap)
+
+
+def _holds(d: Any, how: Any, where: Any, columns: Any, codes: Any, flats: Any, t: Any, y_all: Any, relative: float,
+           tolerance: float) -> Any:
+    """Which of the changed elements (``where``) the chosen map holds for."""
+    kind = how[0][0] if d.len(how) == 2 else how[0]
+    y = d.take(y_all, where)
+    if kind == "map":
+        (_, key), table = how
+        if table is None:
+            return d.zeros_like(where, dtype=d.bool_)
+        return _held(d, _interpolated(d, table, _feature(d, [d.take(c, where) for c in columns], key)), y, relative,
+                     tolerance)
+    if kind == "moved":
+        (_, i, index), table = how
+        if table is None:
+            return d.zeros_like(where, dtype=d.bool_)
+        held = []
+        for start in d.range(0, d.numel(where), 1 << 16):  # in parts: each element's runs are 16 × 8 values
+            part = where[start : start + (1 << 16)]
+            values = _moved(d, flats[i], index, y_all, part)
+            held.append(_held(d, _interpolated(d, table, values), d.take(y_all, part), relative, tolerance))
+        return d.cat(held)
+    if kind == "affine":
+        _, kept, products, solution = how
+        design = _design(d, [d.take(columns[i], where) for i in kept], products)
+        return _held(d, d.reshape(d.matmul(design, solution), (-1,)), y, relative, tolerance)
+    _, key, value = how
+    width = 8 * d.element_size(t)
+    gap = _bit_gap(d, d.take(_bits(d, t, t), where), [d.take(c, where) for c in codes], key,
+                   -1 if width == 64 else (1 << width) - 1)
+    return d.eq(gap, value)
 
 
 def explain(decoded: Any) -> str:
