@@ -35,6 +35,7 @@ namespace ``bound()`` makes before the submission exists (no module global or bu
 
 from __future__ import annotations
 
+import math
 import types
 from typing import Any
 
@@ -91,6 +92,9 @@ def bound() -> types.SimpleNamespace:
         eps={dtype: torch.finfo(dtype).eps for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16,
                                                          torch.float8_e4m3fn, torch.float8_e5m2)},
         ints={1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64},
+        floats={1: torch.float8_e4m3fn, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64},
+        mantissa={dtype: round(-math.log2(torch.finfo(dtype).eps)) for dtype in (
+            torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)},
         share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
         candidates=DECODE_CANDIDATES,
@@ -122,17 +126,79 @@ def _aligned(d: Any, r: Any, t: Any) -> Any:
     return d.reshape(d.to(d.broadcast_to(r, target), d.float64), (-1,))
 
 
-def _bits(d: Any, r: Any, t: Any) -> Any:
-    """``r``'s elements as bit patterns (int64, flat, ``t``'s logical order) where they are as many and as wide as
-    ``t``'s, or None."""
+def _coded(d: Any, r: Any, t: Any) -> Any:
+    """``r``'s elements as bit patterns (int64, unsigned, flat, ``t``'s logical order) with the type a kernel reading
+    them would decode them as: a float of their width (``t``'s dtype where it is as wide), or their integers for an
+    integer output; None where they do not line up with ``t`` element by element."""
     width = d.element_size(r)
-    if width != d.element_size(t) or width not in d.ints:
-        return None
     flat = _lined_up(d, r, t)
-    if flat is None:
+    if flat is None or width not in d.ints:
         return None
     codes = d.to(d.view(flat, d.ints[width]), d.int64)
-    return codes if width == 8 else d.bitwise_and(codes, (1 << (8 * width)) - 1)
+    if width < 8:
+        codes = d.bitwise_and(codes, (1 << (8 * width)) - 1)
+    kind = d.ints[width]
+    if d.is_floating(t):
+        kind = d.dtype_of(t) if d.element_size(t) == width else d.floats.get(width, kind)
+    return codes, width, kind
+
+
+def _decoded(d: Any, codes: Any, width: int, kind: Any) -> Any:
+    """Bit patterns (int64) of ``width`` bytes as the values of type ``kind`` (float64)."""
+    if width < 8:
+        codes = d.bitwise_and(codes, (1 << (8 * width)) - 1)
+    return d.to(d.view(d.to(codes, d.ints[width]), kind), d.float64)
+
+
+def _in_kind(d: Any, y: Any, t: Any, width: int, kind: Any) -> Any:
+    """The output's values (float64) as bit patterns of ``kind``, and the low bits the output's own type lacks."""
+    codes = d.to(d.view(d.to(y, kind), d.ints[width]), d.int64)
+    if width < 8:
+        codes = d.bitwise_and(codes, (1 << (8 * width)) - 1)
+    lacking = d.mantissa.get(kind, 0) - d.mantissa.get(d.dtype_of(t), 0) if d.is_floating(t) else 0
+    return codes, d.max(lacking, 0)
+
+
+def _bit_keys(d: Any, coded: Any) -> Any:
+    """The bit maps: one operand's bits XOR or plus a constant; two operands' of one width XORed, summed or
+    subtracted."""
+    found = [(i, None, how) for i in d.range(d.len(coded)) for how in ("^", "+")]
+    for i in d.range(d.len(coded)):
+        for j in d.range(i + 1, d.len(coded)):
+            if coded[i][1] == coded[j][1]:
+                found += [(i, j, "^"), (i, j, "+"), (i, j, "-"), (j, i, "-")]
+    return found
+
+
+def _bits_named(key: Any) -> str:
+    i, j, how = key
+    if j is None:
+        return f"operand {i}'s bits " + ("XOR" if how == "^" else "plus") + " a constant"
+    return f"operand {i}'s bits " + {"^": "XOR", "+": "plus", "-": "minus"}[how] + f" operand {j}'s"
+
+
+def _combined(d: Any, a: Any, b: Any, how: str) -> Any:
+    return d.bitwise_xor(a, b) if how == "^" else d.add(a, b) if how == "+" else d.sub(a, b)
+
+
+def _key_of(d: Any, coded: Any, key: Any, y: Any, t: Any) -> Any:
+    """The constant of a one-operand bit map, from the sample: the commonest gap between the output's bits (in the
+    operand's type) and the operand's, over the bits the output keeps (a narrower output rounds off the rest)."""
+    i, _, how = key
+    codes, width, kind = coded[i]
+    mine, lacking = _in_kind(d, y, t, width, kind)
+    gap = d.bitwise_xor(mine, codes) if how == "^" else d.sub(mine, codes)
+    unit = 1 << lacking
+    return d.mul(d.mode(d.div(gap, unit, rounding_mode="floor"))[0], unit)
+
+
+def _bit_values(d: Any, coded: Any, spec: Any, positions: Any) -> Any:
+    """The values a kernel decodes at ``positions`` by the bit map ``spec`` ("bits", i, j, how, constant)."""
+    _, i, j, how, constant = spec
+    codes, width, kind = coded[i]
+    a = d.take(codes, positions)
+    b = d.take(coded[j][0], positions) if j is not None else constant
+    return _decoded(d, _combined(d, a, b, how), width, kind)
 
 
 def _feature(d: Any, columns: Any, key: Any) -> Any:
@@ -306,10 +372,10 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     y_all = d.reshape(d.to(t, d.float64), (-1,))
     chosen = [r for r in d.sorted(operands, key=d.numel, reverse=True) if not d.is_complex(r)][: d.operands]
     columns = [c for c in (_aligned(d, r, t) for r in chosen) if c is not None]
-    codes = [c for c in (_bits(d, r, t) for r in chosen) if c is not None]
+    coded = [c for c in (_coded(d, r, t) for r in chosen) if c is not None]
     flats = [d.reshape(d.to(r, d.float64), (-1,)) for r in chosen if d.numel(r) >= d.window]
     floating = d.is_floating(t)
-    if not columns and not codes and not (floating and flats):
+    if not columns and not coded and not (floating and flats):
         return None
     picked = d.take(where, d.to(d.randperm(n, generator=generator, device=generator.device), d.device_of(where)))
     half = d.min(d.samples, n // 2)
@@ -344,7 +410,8 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
             agree = _held(d, _interpolated(d, other, values[:half]), y_fit, relative, tolerance)
             both = d.cat([agree, held])
             consistent = _table(d, d.masked_select(values, both), d.masked_select(d.cat([y_fit, y_check]), both))
-            best = (score, name, (how, consistent))
+            if consistent is not None:
+                best = (score, name, (how, consistent))
 
     sampled = [d.take(c, picked[: 2 * half]) for c in columns]
     for key in _keys(d, d.len(columns)):
@@ -366,20 +433,15 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
         if score > best[0]:
             name = "an affine map of operands " + ", ".join(d.str(i) for i in kept)
             best = (score, name + (" and their products" if products else ""), ("affine", kept, products, solution))
-    # bit patterns: the output's bits XOR (or minus) one operand's constant, or those of two operands combined
-    if codes:
-        mine = _bits(d, t, t)
-        width = 8 * d.element_size(t)
-        wrap = -1 if width == 64 else (1 << width) - 1
-        code_sample = [d.take(c, picked[: 2 * half]) for c in codes]
-        y_codes = d.take(mine, picked[: 2 * half])
-        for key in _bit_keys(d, d.len(codes)):
-            gap = _bit_gap(d, y_codes, code_sample, key, wrap)
-            rolled = _bit_gap(d, y_codes, [d.roll(c, 1) for c in code_sample], key, wrap)
-            value = d.mode(gap[:half])[0]
-            score = _score(d, d.eq(gap[half:], value), d.eq(rolled[half:], value))
-            if score > best[0]:
-                best = (score, f"a constant and the bits of {_bits_named(key)}", ("bits", key, value))
+    # bit patterns: an operand's bits XOR (or plus) a constant, or two operands' combined, decoded as the kernel
+    # would read them (then any univariate map: a cast to the output's type)
+    for key in _bit_keys(d, coded):
+        if key[1] is None:
+            found = _key_of(d, [(d.take(c, fit), w, k) for c, w, k in coded], key, y_fit, t)
+            spec: Any = ("bits", key[0], None, key[2], found)
+        else:
+            spec = ("bits", key[0], key[1], key[2], 0)
+        univariate(_bit_values(d, coded, spec, picked[: 2 * half]), f"a map of {_bits_named(key)}", spec)
     # moved elements: an operand's runs found again elsewhere in the output (floating outputs: integer ones tie)
     if floating and best[0] < d.share:  # (a map in place already decides)
         for i, v in d.enumerate(flats):
@@ -392,70 +454,36 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     if score < d.share:
         return None, score, what
     mask = d.zeros((d.numel(y_all),), dtype=d.bool_, device=d.device_of(y_all))
-    d.index_put_(mask, (where,), _holds(d, how, where, columns, codes, flats, t, y_all, relative, tolerance))
+    d.index_put_(mask, (where,), _holds(d, how, where, (columns, coded, flats, y_all), relative, tolerance))
     return mask, score, what
 
 
-def _bit_keys(d: Any, count: int) -> Any:
-    """The bit maps: one operand XOR or minus; two operands XORed, summed, or one minus the other."""
-    found = [(i, None, "^") for i in d.range(count)] + [(i, None, "-") for i in d.range(count)]
-    for i in d.range(count):
-        for j in d.range(i + 1, count):
-            found += [(i, j, "^"), (i, j, "-"), (i, j, "+-"), (j, i, "+-")]
-    return found
+def _values(d: Any, spec: Any, positions: Any, data: Any) -> Any:
+    """The feature ``spec`` at ``positions``: a map's operand or pair ("map", key), a bit map ("bits", ...), or the
+    operand elements found moved there ("moved", i, index); ``data``: (columns, coded operands, flat operands,
+    the output flat)."""
+    columns, coded, flats, y_all = data
+    if spec[0] == "map":
+        return _feature(d, [d.take(c, positions) for c in columns], spec[1])
+    if spec[0] == "bits":
+        return _bit_values(d, coded, spec, positions)
+    return _moved(d, flats[spec[1]], spec[2], y_all, positions)
 
 
-def _bits_named(key: Any) -> str:
-    i, j, how = key
-    if j is None:
-        return f"operand {i} (XOR)" if how == "^" else f"operand {i} (sum)"
-    return {"^": f"operands {i} and {j} (XOR)", "-": f"operands {i} and {j} (sum)"}.get(
-        how, f"operands {i} and {j} (difference)")
-
-
-def _bit_gap(d: Any, y: Any, codes: Any, key: Any, wrap: int) -> Any:
-    """The output's bits against one operand's or two operands' (``key``): constant where the map holds."""
-    i, j, how = key
-    a = codes[i]
-    if how == "^":
-        gap = d.bitwise_xor(y, a) if j is None else d.bitwise_xor(d.bitwise_xor(y, a), codes[j])
-    elif how == "-":
-        gap = d.sub(y, a) if j is None else d.sub(d.sub(y, a), codes[j])
-    else:  # y - a + b
-        gap = d.add(d.sub(y, a), codes[j])
-    return gap if wrap == -1 else d.bitwise_and(gap, wrap)
-
-
-def _holds(d: Any, how: Any, where: Any, columns: Any, codes: Any, flats: Any, t: Any, y_all: Any, relative: float,
-           tolerance: float) -> Any:
+def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: float) -> Any:
     """Which of the changed elements (``where``) the chosen map holds for."""
-    kind = how[0][0] if d.len(how) == 2 else how[0]
-    y = d.take(y_all, where)
-    if kind == "map":
-        (_, key), table = how
-        if table is None:
-            return d.zeros_like(where, dtype=d.bool_)
-        return _held(d, _interpolated(d, table, _feature(d, [d.take(c, where) for c in columns], key)), y, relative,
-                     tolerance)
-    if kind == "moved":
-        (_, i, index), table = how
-        if table is None:
-            return d.zeros_like(where, dtype=d.bool_)
-        held = []
-        for start in d.range(0, d.numel(where), 1 << 16):  # in parts: each element's runs are 16 × 8 values
-            part = where[start : start + (1 << 16)]
-            values = _moved(d, flats[i], index, y_all, part)
-            held.append(_held(d, _interpolated(d, table, values), d.take(y_all, part), relative, tolerance))
-        return d.cat(held)
-    if kind == "affine":
+    y_all = data[3]
+    if how[0] == "affine":
         _, kept, products, solution = how
-        design = _design(d, [d.take(columns[i], where) for i in kept], products)
-        return _held(d, d.reshape(d.matmul(design, solution), (-1,)), y, relative, tolerance)
-    _, key, value = how
-    width = 8 * d.element_size(t)
-    gap = _bit_gap(d, d.take(_bits(d, t, t), where), [d.take(c, where) for c in codes], key,
-                   -1 if width == 64 else (1 << width) - 1)
-    return d.eq(gap, value)
+        design = _design(d, [d.take(data[0][i], where) for i in kept], products)
+        return _held(d, d.reshape(d.matmul(design, solution), (-1,)), d.take(y_all, where), relative, tolerance)
+    spec, table = how
+    held = []
+    for start in d.range(0, d.numel(where), 1 << 16):  # in parts: a moved element's runs are 16 × 8 values
+        part = where[start : start + (1 << 16)]
+        predicted = _interpolated(d, table, _values(d, spec, part, data))
+        held.append(_held(d, predicted, d.take(y_all, part), relative, tolerance))
+    return d.cat(held)
 
 
 def explain(decoded: Any) -> str:
