@@ -64,6 +64,9 @@ DECODE_OPERANDS = 6
 #: Consecutive elements whose order (rises and falls) locates a moved element's run in an operand: 15 rises or
 #: falls, 32768 patterns; a block of at least twice this many elements moved whole is found at every element.
 DECODE_WINDOW = 16
+#: Bit maps of the operands (bits XOR, plus or minus a constant or another operand's) kept as further columns, the
+#: most plausible first (their values finite and near the output's magnitudes).
+DECODE_BIT_COLUMNS = 4
 #: Runs of the operand with the same pattern tried per element (the one an affine map fits best is taken).
 DECODE_CANDIDATES = 8
 
@@ -74,7 +77,7 @@ def bound() -> types.SimpleNamespace:
     base = torch._C.TensorBase
     return types.SimpleNamespace(
         len=len, range=range, min=min, max=max, int=int, float=float, tuple=tuple, list=list, sorted=sorted,
-        str=str, enumerate=enumerate,
+        str=str, enumerate=enumerate, bool=bool,
         to=base.to, reshape=base.reshape, numel=base.numel, size=base.size, dim=base.dim, take=base.take,
         abs=base.abs, amax=base.amax, sub=base.sub, add=base.add, mul=base.mul, div=base.div, le=base.le,
         gt=base.gt, ne=base.ne, logical_and=base.logical_and, logical_or=base.logical_or,
@@ -84,7 +87,7 @@ def bound() -> types.SimpleNamespace:
         eq=base.eq, minimum=fns.minimum, maximum=fns.maximum, broadcast_to=fns.broadcast_to,
         transpose=base.transpose, masked_select=fns.masked_select, roll=fns.roll, view=base.view,
         element_size=base.element_size, bitwise_xor=base.bitwise_xor, bitwise_and=base.bitwise_and,
-        mode=base.mode, arange=fns.arange, pow=fns.pow, matmul=base.matmul, argmin=base.argmin, mean=base.mean, unsqueeze=base.unsqueeze,
+        mode=base.mode, arange=fns.arange, matmul=base.matmul, mean=base.mean, unsqueeze=base.unsqueeze,
         lstsq=torch.linalg.lstsq, zeros=fns.zeros, index_put_=base.index_put_,
         is_floating=base.is_floating_point, is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__,
         device_of=base.__dict__["device"].__get__, float64=torch.float64, float32=torch.float32, bool_=torch.bool,
@@ -97,7 +100,7 @@ def bound() -> types.SimpleNamespace:
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)},
         share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
-        candidates=DECODE_CANDIDATES,
+        candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS,
     )  # fmt: skip
 
 
@@ -159,13 +162,13 @@ def _in_kind(d: Any, y: Any, t: Any, width: int, kind: Any) -> Any:
     return codes, d.max(lacking, 0)
 
 
-def _bit_keys(d: Any, coded: Any) -> Any:
+def _bit_keys(d: Any, coded: Any, varied: Any) -> Any:
     """The bit maps: one operand's bits XOR or plus a constant; two operands' of one width XORed, summed or
-    subtracted."""
+    subtracted (neither constant: that is the first kind)."""
     found = [(i, None, how) for i in d.range(d.len(coded)) for how in ("^", "+")]
     for i in d.range(d.len(coded)):
         for j in d.range(i + 1, d.len(coded)):
-            if coded[i][1] == coded[j][1]:
+            if coded[i][1] == coded[j][1] and varied[i] and varied[j]:
                 found += [(i, j, "^"), (i, j, "+"), (i, j, "-"), (j, i, "-")]
     return found
 
@@ -181,24 +184,67 @@ def _combined(d: Any, a: Any, b: Any, how: str) -> Any:
     return d.bitwise_xor(a, b) if how == "^" else d.add(a, b) if how == "+" else d.sub(a, b)
 
 
-def _key_of(d: Any, coded: Any, key: Any, y: Any, t: Any) -> Any:
-    """The constant of a one-operand bit map, from the sample: the commonest gap between the output's bits (in the
-    operand's type) and the operand's, over the bits the output keeps (a narrower output rounds off the rest)."""
-    i, _, how = key
-    codes, width, kind = coded[i]
-    mine, lacking = _in_kind(d, y, t, width, kind)
-    gap = d.bitwise_xor(mine, codes) if how == "^" else d.sub(mine, codes)
+def _key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any, how: str) -> Any:
+    """The constant of a one-operand bit map that turns ``codes`` into ``target``'s values: the commonest gap between
+    ``target``'s bits (in the operand's type) and the operand's, over the bits the output keeps (a narrower output
+    rounds off the rest); with how many of the elements share it."""
+    mine, lacking = _in_kind(d, target, t, width, kind)
     unit = 1 << lacking
-    return d.mul(d.mode(d.div(gap, unit, rounding_mode="floor"))[0], unit)
+    gap = d.div(d.bitwise_xor(mine, codes) if how == "^" else d.sub(mine, codes), unit, rounding_mode="floor")
+    common = d.mode(gap)[0]
+    return d.mul(common, unit), d.int(d.sum(d.eq(gap, common)))
 
 
 def _bit_values(d: Any, coded: Any, spec: Any, positions: Any) -> Any:
-    """The values a kernel decodes at ``positions`` by the bit map ``spec`` ("bits", i, j, how, constant)."""
-    _, i, j, how, constant = spec
+    """The values a kernel decodes at ``positions`` by the bit map ``spec`` (i, j, how, constant)."""
+    i, j, how, constant = spec
     codes, width, kind = coded[i]
     a = d.take(codes, positions)
     b = d.take(coded[j][0], positions) if j is not None else constant
     return _decoded(d, _combined(d, a, b, how), width, kind)
+
+
+def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any, scale: float) -> Any:
+    """The bit maps of the operands most likely to be a decode, as further columns (name, values in ``t``'s order):
+    those whose values are finite and within 2^24 of the output's largest magnitude on most of the sample, the most
+    such first. A constant key is the one the sample agrees on best against the output, or against the output
+    plus or minus an operand (an offset the kernel takes off after the bits)."""
+    y = d.take(y_all, fit)
+    targets = [y]
+    for c in columns:
+        sampled = d.take(c, fit)
+        targets += [d.add(y, sampled), d.sub(y, sampled)]
+    found = []
+    varied = [d.bool(d.any(d.ne(d.take(c, fit), d.take(c, fit[:1])))) for c, _, _ in coded]
+    for key in _bit_keys(d, coded, varied):
+        i, j, how = key
+        if j is None:
+            codes, width, kind = coded[i]
+            codes = d.take(codes, fit)
+            agreed = [_key_of(d, codes, width, kind, target, t, how) for target in targets]
+            constant, count = d.sorted(agreed, key=_second)[-1]
+            if count < d.numel(fit) // 10:  # no key the sample agrees on
+                continue
+            spec = (i, None, how, constant)
+        else:
+            spec = (i, j, how, 0)
+        values = d.abs(_bit_values(d, coded, spec, fit))
+        plausible = d.logical_and(d.le(values, scale * 2.0**24), d.logical_or(d.eq(values, 0), d.gt(values, scale
+                                                                                                  * 2.0**-24)))
+        share = d.float(d.mean(d.to(plausible, d.float64)))
+        if share >= 0.5:
+            found.append((share, _bits_named(key), spec))
+    every = d.arange(d.numel(y_all), device=d.device_of(y_all))
+    return [(name, _bit_values(d, coded, spec, every)) for _, name, spec in d.sorted(found, key=_first)[::-1]
+            [: d.bit_columns]]
+
+
+def _first(item: Any) -> Any:
+    return item[0]
+
+
+def _second(item: Any) -> Any:
+    return item[1]
 
 
 def _feature(d: Any, columns: Any, key: Any) -> Any:
@@ -220,9 +266,9 @@ def _keys(d: Any, count: int) -> Any:
     return found
 
 
-def _named(key: Any) -> str:
+def _named(names: Any, key: Any) -> str:
     i, j, how = key
-    return f"operand {i}" if j is None else f"operand {i} {how} operand {j}"
+    return names[i] if j is None else f"({names[i]}) {how} ({names[j]})"
 
 
 def _table(d: Any, x: Any, y: Any) -> Any:
@@ -371,7 +417,12 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
         return None
     y_all = d.reshape(d.to(t, d.float64), (-1,))
     chosen = [r for r in d.sorted(operands, key=d.numel, reverse=True) if not d.is_complex(r)][: d.operands]
-    columns = [c for c in (_aligned(d, r, t) for r in chosen) if c is not None]
+    columns, names = [], []
+    for i, r in d.enumerate(chosen):
+        column = _aligned(d, r, t)
+        if column is not None:
+            columns.append(column)
+            names.append(f"operand {i}")
     coded = [c for c in (_coded(d, r, t) for r in chosen) if c is not None]
     flats = [d.reshape(d.to(r, d.float64), (-1,)) for r in chosen if d.numel(r) >= d.window]
     floating = d.is_floating(t)
@@ -390,6 +441,9 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
         relative, tolerance = d.max(d.ulps * eps, d.rtol_floor), d.abs_ulps * eps * scale
     else:  # ids, counts, masks: exactly
         relative, tolerance = 0.0, 0.0
+    for name, column in _bit_columns(d, coded, t, y_all, fit, columns, scale):
+        columns.append(column)
+        names.append(name)
     best: Any = (-1.0, "", None)
 
     def univariate(values: Any, name: str, how: Any) -> None:
@@ -415,7 +469,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
 
     sampled = [d.take(c, picked[: 2 * half]) for c in columns]
     for key in _keys(d, d.len(columns)):
-        univariate(_feature(d, sampled, key), f"a map of {_named(key)}", ("map", key))
+        univariate(_feature(d, sampled, key), f"a map of {_named(names, key)}", ("map", key))
     # affine maps: each pair of operands, then all of them with their pairwise products (three or more operands)
     sets = [((i, j), False) for i in d.range(d.len(columns)) for j in d.range(i + 1, d.len(columns))]
     usable = [i for i in d.range(d.len(columns)) if d.all(d.isfinite(sampled[i]))]
@@ -431,17 +485,8 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
         score = _score(d, _held(d, predicted, y_check, relative, tolerance), _held(d, rolled, y_check, relative,
                                                                                    tolerance))
         if score > best[0]:
-            name = "an affine map of operands " + ", ".join(d.str(i) for i in kept)
+            name = "an affine map of " + ", ".join(names[i] for i in kept)
             best = (score, name + (" and their products" if products else ""), ("affine", kept, products, solution))
-    # bit patterns: an operand's bits XOR (or plus) a constant, or two operands' combined, decoded as the kernel
-    # would read them (then any univariate map: a cast to the output's type)
-    for key in _bit_keys(d, coded):
-        if key[1] is None:
-            found = _key_of(d, [(d.take(c, fit), w, k) for c, w, k in coded], key, y_fit, t)
-            spec: Any = ("bits", key[0], None, key[2], found)
-        else:
-            spec = ("bits", key[0], key[1], key[2], 0)
-        univariate(_bit_values(d, coded, spec, picked[: 2 * half]), f"a map of {_bits_named(key)}", spec)
     # moved elements: an operand's runs found again elsewhere in the output (floating outputs: integer ones tie)
     if floating and best[0] < d.share:  # (a map in place already decides)
         for i, v in d.enumerate(flats):
@@ -465,8 +510,6 @@ def _values(d: Any, spec: Any, positions: Any, data: Any) -> Any:
     columns, coded, flats, y_all = data
     if spec[0] == "map":
         return _feature(d, [d.take(c, positions) for c in columns], spec[1])
-    if spec[0] == "bits":
-        return _bit_values(d, coded, spec, positions)
     return _moved(d, flats[spec[1]], spec[2], y_all, positions)
 
 
