@@ -229,14 +229,17 @@ def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any,
         else:
             spec = (i, j, how, 0)
         values = d.abs(_bit_values(d, coded, spec, fit))
-        plausible = d.logical_and(d.le(values, scale * 2.0**24), d.logical_or(d.eq(values, 0), d.gt(values, scale
-                                                                                                  * 2.0**-24)))
+        plausible = d.logical_and(
+            d.le(values, scale * 2.0**24), d.logical_or(d.eq(values, 0), d.gt(values, scale * 2.0**-24))
+        )
         share = d.float(d.mean(d.to(plausible, d.float64)))
         if share >= 0.5:
             found.append((share, _bits_named(key), spec))
     every = d.arange(d.numel(y_all), device=d.device_of(y_all))
-    return [(name, _bit_values(d, coded, spec, every)) for _, name, spec in d.sorted(found, key=_first)[::-1]
-            [: d.bit_columns]]
+    return [
+        (name, _bit_values(d, coded, spec, every))
+        for _, name, spec in d.sorted(found, key=_first)[::-1][: d.bit_columns]
+    ]
 
 
 def _first(item: Any) -> Any:
@@ -482,8 +485,9 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
             continue
         predicted = d.reshape(d.matmul(design[half:], solution), (-1,))
         rolled = d.reshape(d.matmul(d.roll(design[half:], 1, 0), solution), (-1,))
-        score = _score(d, _held(d, predicted, y_check, relative, tolerance), _held(d, rolled, y_check, relative,
-                                                                                   tolerance))
+        score = _score(
+            d, _held(d, predicted, y_check, relative, tolerance), _held(d, rolled, y_check, relative, tolerance)
+        )
         if score > best[0]:
             name = "an affine map of " + ", ".join(names[i] for i in kept)
             best = (score, name + (" and their products" if products else ""), ("affine", kept, products, solution))
@@ -493,21 +497,23 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
             index = _run_index(d, v)
             if d.numel(index[0]) == 0:
                 continue
-            univariate(_moved(d, v, index, y_all, picked[: 2 * half]), f"a map of operand {i}'s elements moved",
-                       ("moved", i, index))
+            univariate(
+                _moved(d, v, index, y_all, picked[: 2 * half]),
+                f"a map of operand {i}'s elements moved",
+                ("moved", i, index),
+            )
     score, what, how = best
     if score < d.share:
         return None, score, what
     mask = d.zeros((d.numel(y_all),), dtype=d.bool_, device=d.device_of(y_all))
-    d.index_put_(mask, (where,), _holds(d, how, where, (columns, coded, flats, y_all), relative, tolerance))
+    d.index_put_(mask, (where,), _holds(d, how, where, (columns, flats, y_all), relative, tolerance))
     return mask, score, what
 
 
 def _values(d: Any, spec: Any, positions: Any, data: Any) -> Any:
     """The feature ``spec`` at ``positions``: a map's operand or pair ("map", key), a bit map ("bits", ...), or the
-    operand elements found moved there ("moved", i, index); ``data``: (columns, coded operands, flat operands,
-    the output flat)."""
-    columns, coded, flats, y_all = data
+    operand elements found moved there ("moved", i, index); ``data``: (columns, flat operands, the output flat)."""
+    columns, flats, y_all = data
     if spec[0] == "map":
         return _feature(d, [d.take(c, positions) for c in columns], spec[1])
     return _moved(d, flats[spec[1]], spec[2], y_all, positions)
@@ -515,7 +521,7 @@ def _values(d: Any, spec: Any, positions: Any, data: Any) -> Any:
 
 def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: float) -> Any:
     """Which of the changed elements (``where``) the chosen map holds for."""
-    y_all = data[3]
+    y_all = data[2]
     if how[0] == "affine":
         _, kept, products, solution = how
         design = _design(d, [d.take(data[0][i], where) for i in kept], products)
