@@ -61,8 +61,9 @@ DECODE_SAMPLES = 2048
 DECODE_MIN_ELEMENTS = 64
 #: The operands tried as regressors, largest first.
 DECODE_OPERANDS = 6
-#: Consecutive elements whose order (rises and falls) locates a moved element's run in an operand: 15 rises or
-#: falls, 32768 patterns; a block of at least twice this many elements moved whole is found at every element.
+#: Consecutive elements whose order (rises and falls, the places of the largest and the smallest) locates a moved
+#: element's run in an operand: 2^23 patterns; a block of at least twice this many elements moved whole is found at
+#: every element.
 DECODE_WINDOW = 16
 #: Bit maps of the operands (bits XOR, plus or minus a constant or another operand's) kept as further columns, the
 #: most plausible first (their values finite and near the output's magnitudes).
@@ -87,7 +88,8 @@ def bound() -> types.SimpleNamespace:
         eq=base.eq, minimum=fns.minimum, maximum=fns.maximum, broadcast_to=fns.broadcast_to,
         transpose=base.transpose, masked_select=fns.masked_select, roll=fns.roll, view=base.view,
         element_size=base.element_size, bitwise_xor=base.bitwise_xor, bitwise_and=base.bitwise_and,
-        mode=base.mode, arange=fns.arange, matmul=base.matmul, mean=base.mean, unsqueeze=base.unsqueeze,
+        mode=base.mode, arange=fns.arange, matmul=base.matmul, unfold=base.unfold, argmax=base.argmax,
+        argmin=base.argmin, conv1d=fns.conv1d, pow=fns.pow, mean=base.mean, unsqueeze=base.unsqueeze,
         lstsq=torch.linalg.lstsq, zeros=fns.zeros, index_put_=base.index_put_,
         is_floating=base.is_floating_point, is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__,
         device_of=base.__dict__["device"].__get__, float64=torch.float64, float32=torch.float32, bool_=torch.bool,
@@ -100,7 +102,7 @@ def bound() -> types.SimpleNamespace:
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)},
         share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
-        candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS,
+        candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS, settled=1e-9,
     )  # fmt: skip
 
 
@@ -337,23 +339,34 @@ def _windows(d: Any, v: Any, starts: Any) -> Any:
     return d.take(v, d.add(d.unsqueeze(starts, 1), d.unsqueeze(d.arange(d.window, device=d.device_of(v)), 0)))
 
 
-def _rises(d: Any, rows: Any) -> Any:
-    """Each run's pattern of rises (bit k: element k + 1 above element k) and whether it is usable (no tie, no
-    non-finite element, not monotone): the runs are ``rows`` (one each), or with a flat ``rows`` every run of it."""
-    if d.dim(rows) == 1:  # every run of a flat tensor: shifted slices, not a gather of window × elements
-        count = d.numel(rows) - d.window + 1
-        up, down = d.gt(rows[1:], rows[:-1]), d.gt(rows[:-1], rows[1:])
-        steps = [(up[k : k + count], down[k : k + count]) for k in d.range(d.window - 1)]
+def _shapes(d: Any, rows: Any) -> Any:
+    """Each run's order pattern, which any increasing map keeps: its rises (bit k: element k + 1 above element k),
+    where its largest and its smallest element are; and whether the run is usable (no tie, no non-finite element,
+    not monotone). The runs are ``rows`` (one each), or with a flat ``rows`` every run of it."""
+    full = (1 << (d.window - 1)) - 1
+    if d.dim(rows) == 1:  # every run of a flat tensor: each step's bit weighted along the run, in one pass
+        up = d.to(d.gt(rows[1:], rows[:-1]), d.float64)
+        tie = d.to(d.logical_not(d.logical_or(d.gt(rows[1:], rows[:-1]), d.gt(rows[:-1], rows[1:]))), d.float64)
+        weights = d.reshape(d.to(d.pow(2.0, d.arange(d.window - 1, device=d.device_of(rows))), d.float64), (1, 1, -1))
+        rises = d.to(d.reshape(d.conv1d(d.reshape(up, (1, 1, -1)), weights), (-1,)), d.int64)
+        flat = d.gt(d.reshape(d.conv1d(d.reshape(tie, (1, 1, -1)), d.mul(weights, 0.0) ), (-1,)), 0.5)
+        runs = d.unfold(rows, 0, d.window, 1)
     else:
         up, down = d.gt(rows[:, 1:], rows[:, :-1]), d.gt(rows[:, :-1], rows[:, 1:])
-        steps = [(up[:, k], down[:, k]) for k in d.range(d.window - 1)]
-    code = d.mul(d.to(steps[0][0], d.int64), 1)
-    usable = d.logical_or(steps[0][0], steps[0][1])
-    for k in d.range(1, d.window - 1):
-        code = d.add(code, d.mul(d.to(steps[k][0], d.int64), 1 << k))
-        usable = d.logical_and(usable, d.logical_or(steps[k][0], steps[k][1]))
-    full = (1 << (d.window - 1)) - 1
-    return code, d.logical_and(usable, d.logical_and(d.ne(code, 0), d.ne(code, full)))
+        rises = d.mul(up[:, 0], 1)
+        flat = d.logical_not(d.logical_or(up[:, 0], down[:, 0]))
+        for k in d.range(1, d.window - 1):
+            rises = d.add(rises, d.mul(up[:, k], 1 << k))
+            flat = d.logical_or(flat, d.logical_not(d.logical_or(up[:, k], down[:, k])))
+        runs = rows
+    usable = d.logical_and(d.logical_not(flat), d.logical_and(d.ne(rises, 0), d.ne(rises, full)))
+    return rises, d.argmax(runs, 1), d.argmin(runs, 1), usable
+
+
+def _code(d: Any, rises: Any, top: Any, bottom: Any) -> Any:
+    """One number for an order pattern (rises, the largest's and the smallest's places)."""
+    bits = d.window - 1
+    return d.add(rises, d.add(d.mul(top, 1 << bits), d.mul(bottom, 1 << (bits + 4))))
 
 
 def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
@@ -366,16 +379,22 @@ def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     best_error = d.add(d.mul(d.to(positions, d.float64), 0.0), d.inf)
     best = d.sub(d.mul(positions, 0), 1)
     full = (1 << (d.window - 1)) - 1
-    ahead = d.clamp(positions, 0, n_y - d.window)
-    for first in (ahead, d.clamp(d.sub(positions, d.window - 1), 0, n_y - d.window)):
+    for back in (0, d.window - 1):  # the run starting at the element, then (where none settled) the one ending there
+        todo = d.reshape(d.nonzero(d.gt(best_error, d.settled)), (-1,))
+        if not d.numel(todo):
+            break
+        first = d.clamp(d.sub(d.take(positions, todo), back), 0, n_y - d.window)
         ys = _windows(d, y_all, first)
-        code, usable = _rises(d, ys)
-        offset = d.sub(positions, first)
-        for wanted in (code, d.sub(d.mul(code, -1), -full)):
+        rises, top, bottom, usable = _shapes(d, ys)
+        offset = d.sub(d.take(positions, todo), first)
+        # an increasing map keeps the pattern; a decreasing one turns rises into falls and swaps the extremes
+        for wanted in (_code(d, rises, top, bottom), _code(d, d.sub(d.mul(rises, -1), -full), bottom, top)):
             lo = d.searchsorted(codes, wanted)
             hi = d.searchsorted(codes, wanted, right=True)
             for k in d.range(d.candidates):
-                rows = d.reshape(d.nonzero(d.logical_and(usable, d.gt(hi, d.add(lo, k)))), (-1,))
+                # runs still open: a candidate left, and none found yet that an affine map fits to rounding
+                open_ = d.logical_and(d.gt(d.take(best_error, todo), d.settled), d.gt(hi, d.add(lo, k)))
+                rows = d.reshape(d.nonzero(d.logical_and(usable, open_)), (-1,))
                 if not d.numel(rows):
                     break
                 start = d.take(starts, d.add(d.take(lo, rows), k))
@@ -385,17 +404,20 @@ def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
                 slope = d.div(d.sum(d.mul(dv, dy), 1, True), d.add(d.sum(d.mul(dv, dv), 1, True), 1e-300))
                 miss = d.sub(dy, d.mul(dv, slope))
                 error = d.div(d.sum(d.mul(miss, miss), 1), d.add(d.sum(d.mul(dy, dy), 1), 1e-300))
-                better = d.le(error, d.take(best_error, rows))
-                chosen = d.masked_select(rows, better)
+                where = d.take(todo, rows)
+                better = d.le(error, d.take(best_error, where))
+                chosen = d.masked_select(where, better)
                 d.index_put_(best_error, (chosen,), d.masked_select(error, better))
-                d.index_put_(best, (chosen,), d.add(d.masked_select(start, better), d.take(offset, chosen)))
+                moved_from = d.add(d.masked_select(start, better), d.masked_select(d.take(offset, rows), better))
+                d.index_put_(best, (chosen,), moved_from)
     return best
 
 
 def _run_index(d: Any, v: Any) -> Any:
-    """``v``'s runs' patterns of rises, usable ones only, sorted, with their starts."""
+    """``v``'s runs' order patterns, usable ones only, sorted, with their starts."""
     starts = d.arange(d.numel(v) - d.window + 1, device=d.device_of(v))
-    code, usable = _rises(d, v)
+    rises, top, bottom, usable = _shapes(d, v)
+    code = _code(d, rises, top, bottom)
     code, starts = d.masked_select(code, usable), d.masked_select(starts, usable)
     code, order = d.sort(code)
     return code, d.take(starts, order)
@@ -427,7 +449,9 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
             columns.append(column)
             names.append(f"operand {i}")
     coded = [c for c in (_coded(d, r, t) for r in chosen) if c is not None]
-    flats = [d.reshape(d.to(r, d.float64), (-1,)) for r in chosen if d.numel(r) >= d.window]
+    # an operand the changed elements could have been moved from: at least half as many elements, not constant
+    flats = [d.reshape(d.to(r, d.float64), (-1,)) for r in chosen if d.numel(r) >= d.max(d.window, n // 2)]
+    flats = [v for v in flats if d.bool(d.any(d.logical_and(d.isfinite(v), d.ne(v, v[:1]))))]
     floating = d.is_floating(t)
     if not columns and not coded and not (floating and flats):
         return None
