@@ -89,7 +89,7 @@ def bound() -> types.SimpleNamespace:
         transpose=base.transpose, masked_select=fns.masked_select, roll=fns.roll, view=base.view,
         element_size=base.element_size, bitwise_xor=base.bitwise_xor, bitwise_and=base.bitwise_and,
         mode=base.mode, arange=fns.arange, matmul=base.matmul, unfold=base.unfold, argmax=base.argmax,
-        argmin=base.argmin, conv1d=fns.conv1d, pow=fns.pow, mean=base.mean, unsqueeze=base.unsqueeze,
+        argmin=base.argmin, cumsum=base.cumsum, mean=base.mean, unsqueeze=base.unsqueeze,
         lstsq=torch.linalg.lstsq, zeros=fns.zeros, index_put_=base.index_put_,
         is_floating=base.is_floating_point, is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__,
         device_of=base.__dict__["device"].__get__, float64=torch.float64, float32=torch.float32, bool_=torch.bool,
@@ -132,20 +132,24 @@ def _aligned(d: Any, r: Any, t: Any) -> Any:
 
 
 def _coded(d: Any, r: Any, t: Any) -> Any:
-    """``r``'s elements as bit patterns (int64, unsigned, flat, ``t``'s logical order) with the type a kernel reading
-    them would decode them as: a float of their width (``t``'s dtype where it is as wide), or their integers for an
-    integer output; None where they do not line up with ``t`` element by element."""
+    """``r``'s elements as bit patterns (integers of their width, flat, ``t``'s logical order: ``_unsigned`` reads
+    them) with the type a kernel reading them would decode them as: a float of their width (``t``'s dtype where it
+    is as wide), or their integers for an integer output; None where they do not line up with ``t`` element by
+    element."""
     width = d.element_size(r)
     flat = _lined_up(d, r, t)
     if flat is None or width not in d.ints:
         return None
-    codes = d.to(d.view(flat, d.ints[width]), d.int64)
-    if width < 8:
-        codes = d.bitwise_and(codes, (1 << (8 * width)) - 1)
     kind = d.ints[width]
     if d.is_floating(t):
         kind = d.dtype_of(t) if d.element_size(t) == width else d.floats.get(width, kind)
-    return codes, width, kind
+    return d.view(flat, d.ints[width]), width, kind
+
+
+def _unsigned(d: Any, codes: Any, positions: Any, width: int) -> Any:
+    """The bit patterns at ``positions`` as non-negative int64 (all 64 bits for 8-byte ones)."""
+    taken = d.to(d.take(codes, positions), d.int64)
+    return taken if width == 8 else d.bitwise_and(taken, (1 << (8 * width)) - 1)
 
 
 def _decoded(d: Any, codes: Any, width: int, kind: Any) -> Any:
@@ -201,8 +205,8 @@ def _bit_values(d: Any, coded: Any, spec: Any, positions: Any) -> Any:
     """The values a kernel decodes at ``positions`` by the bit map ``spec`` (i, j, how, constant)."""
     i, j, how, constant = spec
     codes, width, kind = coded[i]
-    a = d.take(codes, positions)
-    b = d.take(coded[j][0], positions) if j is not None else constant
+    a = _unsigned(d, codes, positions, width)
+    b = _unsigned(d, coded[j][0], positions, width) if j is not None else constant
     return _decoded(d, _combined(d, a, b, how), width, kind)
 
 
@@ -217,12 +221,12 @@ def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any,
         sampled = d.take(c, fit)
         targets += [d.add(y, sampled), d.sub(y, sampled)]
     found = []
-    varied = [d.bool(d.any(d.ne(d.take(c, fit), d.take(c, fit[:1])))) for c, _, _ in coded]
+    varied = [d.bool(d.any(d.ne(d.take(c, fit), d.take(c, fit[:1])))) for c, _, _ in coded]  # (bit patterns)
     for key in _bit_keys(d, coded, varied):
         i, j, how = key
         if j is None:
             codes, width, kind = coded[i]
-            codes = d.take(codes, fit)
+            codes = _unsigned(d, codes, fit, width)
             agreed = [_key_of(d, codes, width, kind, target, t, how) for target in targets]
             constant, count = d.sorted(agreed, key=_second)[-1]
             if count < d.numel(fit) // 10:  # no key the sample agrees on
@@ -344,12 +348,15 @@ def _shapes(d: Any, rows: Any) -> Any:
     where its largest and its smallest element are; and whether the run is usable (no tie, no non-finite element,
     not monotone). The runs are ``rows`` (one each), or with a flat ``rows`` every run of it."""
     full = (1 << (d.window - 1)) - 1
-    if d.dim(rows) == 1:  # every run of a flat tensor: each step's bit weighted along the run, in one pass
-        up = d.to(d.gt(rows[1:], rows[:-1]), d.float64)
-        tie = d.to(d.logical_not(d.logical_or(d.gt(rows[1:], rows[:-1]), d.gt(rows[:-1], rows[1:]))), d.float64)
-        weights = d.reshape(d.to(d.pow(2.0, d.arange(d.window - 1, device=d.device_of(rows))), d.float64), (1, 1, -1))
-        rises = d.to(d.reshape(d.conv1d(d.reshape(up, (1, 1, -1)), weights), (-1,)), d.int64)
-        flat = d.gt(d.reshape(d.conv1d(d.reshape(tie, (1, 1, -1)), d.mul(weights, 0.0) ), (-1,)), 0.5)
+    if d.dim(rows) == 1:  # every run of a flat tensor: contiguous shifted slices, ties by a running count
+        count = d.numel(rows) - d.window + 1
+        up = d.to(d.gt(rows[1:], rows[:-1]), d.int64)
+        rises = d.mul(up[:count], 1)
+        for k in d.range(1, d.window - 1):
+            rises = d.add(rises, d.mul(up[k : k + count], 1 << k))
+        tie = d.logical_not(d.logical_or(d.gt(rows[1:], rows[:-1]), d.gt(rows[:-1], rows[1:])))
+        ties = d.cat([d.zeros((1,), dtype=d.int64, device=d.device_of(rows)), d.cumsum(tie, 0)])
+        flat = d.gt(d.sub(ties[d.window - 1 :], ties[:count]), 0)
         runs = d.unfold(rows, 0, d.window, 1)
     else:
         up, down = d.gt(rows[:, 1:], rows[:, :-1]), d.gt(rows[:, :-1], rows[:, 1:])
