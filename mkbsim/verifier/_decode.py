@@ -31,6 +31,8 @@ computing some elements honestly keeps those). One record per judged launch tell
 
 Everything here runs inside the submission's worker: the functions use only the C functions bound in the
 namespace ``bound()`` makes before the submission exists (no module global or builtin is looked up at run time).
+Tensors are compared with tensors or integers, never a float scalar: inside an audited draw that imports a module,
+which the guards refuse as a frame lookup of the verifier's.
 """
 
 from __future__ import annotations
@@ -236,7 +238,8 @@ def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any,
             spec = (i, j, how, 0)
         values = d.abs(_bit_values(d, coded, spec, fit))
         plausible = d.logical_and(
-            d.le(values, scale * 2.0**24), d.logical_or(d.eq(values, 0), d.gt(values, scale * 2.0**-24))
+            d.le(d.sub(values, scale * 2.0**24), 0),
+            d.logical_or(d.eq(values, 0), d.gt(d.sub(values, scale * 2.0**-24), 0)),
         )
         share = d.float(d.mean(d.to(plausible, d.float64)))
         if share >= 0.5:
@@ -387,7 +390,7 @@ def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     best = d.sub(d.mul(positions, 0), 1)
     full = (1 << (d.window - 1)) - 1
     for back in (0, d.window - 1):  # the run starting at the element, then (where none settled) the one ending there
-        todo = d.reshape(d.nonzero(d.gt(best_error, d.settled)), (-1,))
+        todo = d.reshape(d.nonzero(d.gt(d.sub(best_error, d.settled), 0)), (-1,))
         if not d.numel(todo):
             break
         first = d.clamp(d.sub(d.take(positions, todo), back), 0, n_y - d.window)
@@ -400,7 +403,7 @@ def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
             hi = d.searchsorted(codes, wanted, right=True)
             for k in d.range(d.candidates):
                 # runs still open: a candidate left, and none found yet that an affine map fits to rounding
-                open_ = d.logical_and(d.gt(d.take(best_error, todo), d.settled), d.gt(hi, d.add(lo, k)))
+                open_ = d.logical_and(d.gt(d.sub(d.take(best_error, todo), d.settled), 0), d.gt(hi, d.add(lo, k)))
                 rows = d.reshape(d.nonzero(d.logical_and(usable, open_)), (-1,))
                 if not d.numel(rows):
                     break
@@ -434,7 +437,7 @@ def _moved(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     """The values of flat ``v`` the elements at ``positions`` were moved from (NaN where none was found)."""
     source = _sources(d, v, index, y_all, positions)
     found = d.take(v, d.clamp(source, 0, d.numel(v) - 1))
-    return d.where(d.gt(source, -1), found, d.nan)
+    return d.where(d.gt(source, -1), found, d.add(d.mul(found, 0.0), d.nan))
 
 
 def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
