@@ -571,13 +571,14 @@ def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: 
 
 def explain(decoded: Any) -> str:
     """The sentence a coverage failure adds where the decode rule withdrew credit (``decoded``: the vault's
-    records as the verifier lists them, [draw, launch, changed elements, share, map, withdrawn])."""
+    records as the verifier lists them, [draw, launch, changed elements, score, map, withdrawn])."""
     withdrawn = [r for r in decoded if r[5]]
     if not withdrawn:
         return ""
     draw, launch, changed, share, what = withdrawn[0][:5]
     return (
-        f" In correctness draw {draw}, DSL launch {launch} wrote {changed} elements {share:.0%} of which are {what} "
+        f" In correctness draw {draw}, DSL launch {launch} wrote {changed} elements, {share:.0%} of them (beyond "
+        f"chance) are {what} "
         "of its operands that eager code or the submission made (not problem inputs), within the verifier's "
         "allowance: the kernel decodes an answer computed outside the DSL, and those elements are not the DSL's."
     )
