@@ -509,7 +509,10 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
         univariate(_feature(d, sampled, key), f"a map of {_named(names, key)}", ("map", key))
     # affine maps: each pair of operands, then all of them with their pairwise products (three or more operands)
     sets = [((i, j), False) for i in d.range(d.len(columns)) for j in d.range(i + 1, d.len(columns))]
-    usable = [i for i in d.range(d.len(columns)) if d.all(d.isfinite(sampled[i]))]
+    # (finite and not constant: a constant column is the intercept again, which cuda's least squares cannot take)
+    usable = [
+        i for i in d.range(d.len(columns)) if d.all(d.isfinite(sampled[i])) and d.any(d.ne(sampled[i], sampled[i][:1]))
+    ]
     if d.len(usable) >= 2:
         sets.append((d.tuple(usable), True))
     for kept, products in sets:
