@@ -41,6 +41,8 @@ def _margins(cases: list[str], backend: str, dsl: str) -> None:
                 f"max_share={share if share is None else round(share, 4)!s:7s} "
                 f"(line {_decode.DECODE_SHARE}) {what}; judged {len(judged)}/{len(decoded)}"
             )
+            if not report.passed:  # which rule, in the verifier's words (a cuda failure cannot be re-run cheaply)
+                print("    " + " ".join(report.feedback.split())[:600])
 
 
 def _fit(y: torch.Tensor, operands: list[torch.Tensor]) -> tuple[float, tuple[object, float, str]]:
