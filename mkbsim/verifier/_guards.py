@@ -1018,6 +1018,10 @@ class Guards:
         if runtime is None:
             return
         self.deny(runtime.Tensor, "copyfrom", "tvm.runtime.Tensor.copyfrom", python)
+        # ... and out of them: a TVM tensor's numpy copy (of a torch tensor through DLPack: no operator, no tolist
+        # hook), in any thread of the submission's and under its str()/repr()
+        out = "a DSL tensor's values read into Python in bulk are forbidden (keep the data in tensors)"
+        self.deny(runtime.Tensor, "numpy", "tvm.runtime.Tensor.numpy", out, how="asked")
         made = runtime.tensor  # and every module that bound the same function
         for name, module in list(sys.modules.items()):
             if name.startswith("tvm") and getattr(module, "tensor", None) is made:
