@@ -1,16 +1,24 @@
-"""The decode rule's margins (verifier README "Decoded answers"): each submission verified, and the largest share of
-a launch's changed elements the best map of its eager-made operands held for (``details.decoded``), against
-``_decode.DECODE_SHARE``. Honest submissions must stay far under it, decodes far over it.
+"""The decode rule's margins (verifier README "Decoded answers"): each submission verified, and the largest score of
+a launch's changed elements under the best map of its eager-made operands (``details.decoded``: the share of the
+held-out sample it holds for, beyond chance), against ``_decode.DECODE_SHARE``. Honest submissions must stay far
+under it, decodes far over it. Every kind of map is tried (values, bits, moved runs, all operands together); the line
+names the one that scored best.
 
     python benchmarks/decode_margins.py FILE:PROBLEM ... [--backend cpu|cuda]
+    python benchmarks/decode_margins.py --cost 1280 131072 1048576
+    python benchmarks/decode_margins.py --inputs
 
-Prints one line per file: passed, failure, the largest share and its map, the launches judged.
+Prints one line per file: passed, failure, the largest score and its map, the launches judged. ``--cost``: the rule's
+time on one launch of that many changed elements (an honest residual epilogue over an eager GEMM's result, beside the
+output's fresh buffer; and a decode), best of three, per audited draw. ``--inputs``: the scores a problem input would
+get as a regressor (what the rule does not do): an honest residual epilogue against a decode mixing in that input.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -18,18 +26,12 @@ import torch
 from mkbsim.verifier import VerifierSession, _decode
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cases", nargs="+", help="FILE:PROBLEM")
-    parser.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
-    parser.add_argument("--dsl", default="tirx")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    with VerifierSession(args.backend) as session:
-        for case in args.cases:
+def _margins(cases: list[str], backend: str, dsl: str) -> None:
+    with VerifierSession(backend) as session:
+        for case in cases:
             path, problem = case.rsplit(":", 1)
             print(f"verifying {path} ({problem})", file=sys.stderr)
-            report = session.verify(Path(path), problem, args.dsl)
+            report = session.verify(Path(path), problem, dsl)
             decoded = report.details.get("decoded") or []
             judged = [r for r in decoded if not str(r[4]).startswith("not judged")]
             top = max(judged, key=lambda r: r[3], default=None)
@@ -39,6 +41,61 @@ def main() -> None:
                 f"max_share={share if share is None else round(share, 4)!s:7s} "
                 f"(line {_decode.DECODE_SHARE}) {what}; judged {len(judged)}/{len(decoded)}"
             )
+            if not report.passed:  # which rule, in the verifier's words (a cuda failure cannot be re-run cheaply)
+                print("    " + " ".join(report.feedback.split())[:600])
+
+
+def _fit(y: torch.Tensor, operands: list[torch.Tensor]) -> tuple[float, tuple[object, float, str]]:
+    """The best of three times of one launch's judgement (ms), and its result."""
+    changed = torch.ones(y.numel(), dtype=torch.bool)
+    best, found = float("inf"), None
+    for _ in range(3):
+        start = time.perf_counter()
+        found = _decode.fitted(_decode.bound(), y, changed, operands, torch.Generator().manual_seed(5))
+        best = min(best, (time.perf_counter() - start) * 1e3)
+    return best, found
+
+
+def _cost(sizes: list[int]) -> None:
+    g = torch.Generator().manual_seed(1)
+    for n in sizes:
+        acc, residual = torch.randn(n, generator=g) * 10, torch.randn(n, generator=g) * 10
+        fresh = torch.full((n,), float("nan"))
+        honest, found = _fit((acc + residual).bfloat16(), [acc, fresh])
+        decode, _ = _fit((acc * 3 / 3).bfloat16(), [acc * 3, fresh])
+        score = found[1] if found else None
+        print(f"{n:9d} elements: honest epilogue {honest:8.1f} ms (score {score}), decode {decode:8.1f} ms")
+
+
+def _inputs() -> None:
+    """Problem inputs as regressors: the rule would hold an honest residual epilogue as it holds the decode."""
+    g = torch.Generator().manual_seed(2)
+    acc, x = torch.randn(64, 96, generator=g) * 10, torch.randn(64, 96, generator=g) * 10
+    answer = acc + x
+    cases = {
+        "honest: eager GEMM acc, the kernel adds the residual input x": ((acc + x).bfloat16(), [acc, x]),
+        "decode: eager e = 3y - x, the kernel computes (e + x) / 3": (((3 * answer - x) + x) / 3, [3 * answer - x, x]),
+    }
+    for name, (y, operands) in cases.items():
+        _, found = _fit(y.bfloat16(), operands)
+        print(f"{name}: score {found[1]:.3f} ({found[2]}) with x as a regressor")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", help="FILE:PROBLEM")
+    parser.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--dsl", default="tirx")
+    parser.add_argument("--cost", nargs="+", type=int, metavar="ELEMENTS", help="time the rule on one launch")
+    parser.add_argument("--inputs", action="store_true", help="scores with a problem input as a regressor")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.cost:
+        _cost(args.cost)
+    if args.inputs:
+        _inputs()
+    if args.cases:
+        _margins(args.cases, args.backend, args.dsl)
 
 
 if __name__ == "__main__":

@@ -1,37 +1,50 @@
 """The decode rule (DESIGN §5, verifier README "Decoded answers"): what a DSL launch adds to the data it reads.
 
-An eager answer kept in an encoded form (×3, offset by a fixed random tensor, a table's entries) and decoded by a
-kernel element by element leaves every output element written by the DSL, while the DSL adds nothing the eager
-code had not computed. On a correctness draw, after each launch, the vault (``_provenance``) asks here whether
-the elements the launch changed are recoverable, within the verifier's allowance, from the launch's operands that
-are neither problem inputs (nor copies of them) nor the DSL's own data (eager-made tensors, the submission's
-constants and tables, the launch's own buffers as they were before it) by a simple element-wise map:
+An eager answer kept in an encoded form (×3, offset by a fixed random tensor, a table's entries, its bits XORed with
+a key, its rows moved) and decoded by a kernel element by element leaves every output element written by the DSL,
+while the DSL adds nothing the eager code had not computed. On a correctness draw, after each launch, the vault
+(``_provenance``) asks here whether the elements the launch changed are recoverable, within the verifier's
+allowance, from the launch's operands that are neither problem inputs (nor copies of them) nor the DSL's own data
+(eager-made tensors, the submission's constants and tables, the launch's own buffers as they were before it) by a
+simple map:
 
 * any univariate map of one such operand (or of the sum, difference, product or ratio of two), learned by
   piecewise-linear interpolation on one random sample of the changed elements and judged on another (a global
   affine map, a monotone or any smooth unary function, a table lookup of a code);
-* a global affine map of two operands (least squares on the first sample, judged on the second).
+* a global affine map of two operands, and one of all of them and their pairwise products (least squares on the
+  first sample, judged on the second);
+* on the bit patterns, where an operand's elements are as wide as the output's: the output's bits XOR an operand's,
+  or minus it (modulo the width), constant; or XOR, sum or difference of two operands' bits (a key per element);
+* any univariate map of an operand whose elements the launch moved: each sampled element's run of
+  ``DECODE_WINDOW`` neighbours is looked up in the operand by its pattern of rises and falls (which any monotone
+  map keeps), and the map is learned on the pairs found (a permutation of rows or blocks, with a scale).
+
+Every map is scored against chance: the same map judged on the held-out sample with the operands of one element
+paired with another's output (a mask's two values, a small integer domain, a run of zeros match that often), and
+``(held - chance) / (1 - chance)`` is the score. So integer and boolean outputs are judged too, exactly.
 
 Problem inputs are never regressors: an honest epilogue (eager GEMM, DSL scales by the problem's per-row and
 per-column scales, adds its bias or residual) depends on them in a way the eager operands alone do not fix.
-Where the best map holds on at least ``DECODE_SHARE`` of the held-out sample, the changed elements it holds for
-are not the DSL's (the vault withdraws their credit, so derived credit does not flow from them either); the
-others keep theirs (a kernel computing some elements honestly keeps those). One record per judged launch tells
-the verifier what was found.
+Where the best map scores at least ``DECODE_SHARE``, the changed elements it holds for are not the DSL's (the vault
+withdraws their credit, so derived credit does not flow from them either); the others keep theirs (a kernel
+computing some elements honestly keeps those). One record per judged launch tells the verifier what was found.
 
 Everything here runs inside the submission's worker: the functions use only the C functions bound in the
 namespace ``bound()`` makes before the submission exists (no module global or builtin is looked up at run time).
+Tensors are compared with tensors or integers, never a float scalar: inside an audited draw that imports a module,
+which the guards refuse as a frame lookup of the verifier's.
 """
 
 from __future__ import annotations
 
+import math
 import types
 from typing import Any
 
 import torch
 
-#: A launch's changed elements are a decoded eager answer where the best map holds on this share of the held-out
-#: sample: honest kernels reading eager data and problem inputs hold by chance on a few percent (README figures).
+#: A launch's changed elements are a decoded eager answer where the best map's score (its share of the held-out
+#: sample beyond chance) reaches this: honest kernels reading eager data and problem inputs score a few percent.
 DECODE_SHARE = 0.5
 #: The map holds on an element within this many of the launch output's dtype epsilons of the element's own
 #: magnitude (a decode is off by its output's rounding, half an epsilon, and its float32 arithmetic's) ...
@@ -42,7 +55,7 @@ DECODE_RTOL_FLOOR = 2.0**-10
 #: ... plus this many epsilons of the sample's largest magnitude (elements near zero). Tighter than the verifier's
 #: allowance (3 epsilons of the largest magnitude): at that width an honest bfloat16 epilogue scaling an eager GEMM
 #: by the problem's scales was held on 60% of its elements (an answer hidden under noise as wide as the allowance
-#: escapes: README "Known limits").
+#: escapes: README "Known limits"). Integer and boolean outputs are held exactly.
 DECODE_ABS_ULPS = 0.5
 #: Elements in each of the two samples (fit, held out).
 DECODE_SAMPLES = 2048
@@ -50,6 +63,15 @@ DECODE_SAMPLES = 2048
 DECODE_MIN_ELEMENTS = 64
 #: The operands tried as regressors, largest first.
 DECODE_OPERANDS = 6
+#: Consecutive elements whose order (rises and falls, the places of the largest and the smallest) locates a moved
+#: element's run in an operand: 2^23 patterns; a block of at least twice this many elements moved whole is found at
+#: every element.
+DECODE_WINDOW = 16
+#: Bit maps of the operands (bits XOR, plus or minus a constant or another operand's) kept as further columns, the
+#: most plausible first (their values finite and near the output's magnitudes).
+DECODE_BIT_COLUMNS = 4
+#: Runs of the operand with the same pattern tried per element (the one an affine map fits best is taken).
+DECODE_CANDIDATES = 8
 
 
 def bound() -> types.SimpleNamespace:
@@ -58,33 +80,50 @@ def bound() -> types.SimpleNamespace:
     base = torch._C.TensorBase
     return types.SimpleNamespace(
         len=len, range=range, min=min, max=max, int=int, float=float, tuple=tuple, list=list, sorted=sorted,
-        str=str,
+        str=str, enumerate=enumerate, bool=bool,
         to=base.to, reshape=base.reshape, numel=base.numel, size=base.size, dim=base.dim, take=base.take,
         abs=base.abs, amax=base.amax, sub=base.sub, add=base.add, mul=base.mul, div=base.div, le=base.le,
-        ne=base.ne, logical_and=base.logical_and, logical_or=base.logical_or, logical_not=base.logical_not,
-        isfinite=fns.isfinite, nonzero=base.nonzero, sum=base.sum, all=base.all, clamp=base.clamp, where=fns.where,
-        searchsorted=fns.searchsorted, sort=base.sort, randperm=fns.randperm, stack=fns.stack,
-        ones_like=fns.ones_like, zeros_like=fns.zeros_like, cat=fns.cat, eq=base.eq,
-        minimum=fns.minimum, maximum=fns.maximum, broadcast_to=fns.broadcast_to, transpose=base.transpose,
-        masked_select=fns.masked_select,
+        gt=base.gt, ne=base.ne, logical_and=base.logical_and, logical_or=base.logical_or,
+        logical_not=base.logical_not, isfinite=fns.isfinite, nonzero=base.nonzero, sum=base.sum, all=base.all,
+        any=base.any, clamp=base.clamp, where=fns.where, searchsorted=fns.searchsorted, sort=base.sort,
+        randperm=fns.randperm, stack=fns.stack, ones_like=fns.ones_like, zeros_like=fns.zeros_like, cat=fns.cat,
+        eq=base.eq, minimum=fns.minimum, maximum=fns.maximum, broadcast_to=fns.broadcast_to,
+        transpose=base.transpose, masked_select=fns.masked_select, roll=fns.roll, view=base.view,
+        element_size=base.element_size, bitwise_xor=base.bitwise_xor, bitwise_and=base.bitwise_and,
+        mode=base.mode, arange=fns.arange, matmul=base.matmul, unfold=base.unfold, argmax=base.argmax,
+        argmin=base.argmin, cumsum=base.cumsum, mean=base.mean, unsqueeze=base.unsqueeze,
         lstsq=torch.linalg.lstsq, zeros=fns.zeros, index_put_=base.index_put_,
         is_floating=base.is_floating_point, is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__,
         device_of=base.__dict__["device"].__get__, float64=torch.float64, float32=torch.float32, bool_=torch.bool,
+        int64=torch.int64, inf=float("inf"), nan=float("nan"),
         eps={dtype: torch.finfo(dtype).eps for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16,
                                                          torch.float8_e4m3fn, torch.float8_e5m2)},
+        ints={1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64},
+        floats={1: torch.float8_e4m3fn, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64},
+        mantissa={dtype: round(-math.log2(torch.finfo(dtype).eps)) for dtype in (
+            torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)},
         share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
-        samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS,
+        samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
+        candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS, settled=1e-9,
     )  # fmt: skip
+
+
+def _lined_up(d: Any, r: Any, t: Any) -> Any:
+    """``r`` flat in ``t``'s logical order where it has ``t``'s elements (a matrix's transpose read back), or None."""
+    if d.numel(r) != d.numel(t):
+        return None
+    shape = d.tuple(d.size(r))
+    if d.dim(t) == 2 and d.len(shape) == 2 and shape == d.tuple(d.size(t))[::-1] and shape[0] != shape[1]:
+        r = d.transpose(r, 0, 1)
+    return d.reshape(r, (-1,))
 
 
 def _aligned(d: Any, r: Any, t: Any) -> Any:
     """``r`` element by element with ``t``'s logical order (float64, flat), or None: the same number of elements,
     the transpose of a matrix, or a broadcast."""
-    if d.numel(r) == d.numel(t):
-        shape = d.tuple(d.size(r))
-        if d.dim(t) == 2 and d.len(shape) == 2 and shape == d.tuple(d.size(t))[::-1] and shape[0] != shape[1]:
-            r = d.transpose(r, 0, 1)
-        return d.reshape(d.to(r, d.float64), (-1,))
+    flat = _lined_up(d, r, t)
+    if flat is not None:
+        return d.to(flat, d.float64)
     shape, target = d.tuple(d.size(r)), d.tuple(d.size(t))
     if d.len(shape) > d.len(target) or d.numel(r) < 2:
         return None
@@ -92,6 +131,132 @@ def _aligned(d: Any, r: Any, t: Any) -> Any:
         if shape[-k] != 1 and shape[-k] != target[-k]:
             return None
     return d.reshape(d.to(d.broadcast_to(r, target), d.float64), (-1,))
+
+
+def _coded(d: Any, r: Any, t: Any) -> Any:
+    """``r``'s elements as bit patterns (integers of their width, flat, ``t``'s logical order: ``_unsigned`` reads
+    them) with the type a kernel reading them would decode them as: a float of their width (``t``'s dtype where it
+    is as wide), or their integers for an integer output; None where they do not line up with ``t`` element by
+    element."""
+    width = d.element_size(r)
+    flat = _lined_up(d, r, t)
+    if flat is None or width not in d.ints:
+        return None
+    kind = d.ints[width]
+    if d.is_floating(t):
+        kind = d.dtype_of(t) if d.element_size(t) == width else d.floats.get(width, kind)
+    return d.view(flat, d.ints[width]), width, kind
+
+
+def _unsigned(d: Any, codes: Any, positions: Any, width: int) -> Any:
+    """The bit patterns at ``positions`` as non-negative int64 (all 64 bits for 8-byte ones)."""
+    taken = d.to(d.take(codes, positions), d.int64)
+    return taken if width == 8 else d.bitwise_and(taken, (1 << (8 * width)) - 1)
+
+
+def _decoded(d: Any, codes: Any, width: int, kind: Any) -> Any:
+    """Bit patterns (int64) of ``width`` bytes as the values of type ``kind`` (float64)."""
+    if width < 8:
+        codes = d.bitwise_and(codes, (1 << (8 * width)) - 1)
+    return d.to(d.view(d.to(codes, d.ints[width]), kind), d.float64)
+
+
+def _in_kind(d: Any, y: Any, t: Any, width: int, kind: Any) -> Any:
+    """The output's values (float64) as bit patterns of ``kind``, and the low bits the output's own type lacks."""
+    codes = d.to(d.view(d.to(y, kind), d.ints[width]), d.int64)
+    if width < 8:
+        codes = d.bitwise_and(codes, (1 << (8 * width)) - 1)
+    lacking = d.mantissa.get(kind, 0) - d.mantissa.get(d.dtype_of(t), 0) if d.is_floating(t) else 0
+    return codes, d.max(lacking, 0)
+
+
+def _bit_keys(d: Any, coded: Any, varied: Any) -> Any:
+    """The bit maps: one operand's bits XOR or plus a constant; two operands' of one width XORed, summed or
+    subtracted (neither constant: that is the first kind)."""
+    found = [(i, None, how) for i in d.range(d.len(coded)) for how in ("^", "+")]
+    for i in d.range(d.len(coded)):
+        for j in d.range(i + 1, d.len(coded)):
+            if coded[i][1] == coded[j][1] and varied[i] and varied[j]:
+                found += [(i, j, "^"), (i, j, "+"), (i, j, "-"), (j, i, "-")]
+    return found
+
+
+def _bits_named(key: Any) -> str:
+    i, j, how = key
+    if j is None:
+        return f"operand {i}'s bits " + ("XOR" if how == "^" else "plus") + " a constant"
+    return f"operand {i}'s bits " + {"^": "XOR", "+": "plus", "-": "minus"}[how] + f" operand {j}'s"
+
+
+def _combined(d: Any, a: Any, b: Any, how: str) -> Any:
+    return d.bitwise_xor(a, b) if how == "^" else d.add(a, b) if how == "+" else d.sub(a, b)
+
+
+def _key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any, how: str) -> Any:
+    """The constant of a one-operand bit map that turns ``codes`` into ``target``'s values: the commonest gap between
+    ``target``'s bits (in the operand's type) and the operand's, over the bits the output keeps (a narrower output
+    rounds off the rest); with how many of the elements share it."""
+    mine, lacking = _in_kind(d, target, t, width, kind)
+    unit = 1 << lacking
+    gap = d.div(d.bitwise_xor(mine, codes) if how == "^" else d.sub(mine, codes), unit, rounding_mode="floor")
+    common = d.mode(gap)[0]
+    return d.mul(common, unit), d.int(d.sum(d.eq(gap, common)))
+
+
+def _bit_values(d: Any, coded: Any, spec: Any, positions: Any) -> Any:
+    """The values a kernel decodes at ``positions`` by the bit map ``spec`` (i, j, how, constant)."""
+    i, j, how, constant = spec
+    codes, width, kind = coded[i]
+    a = _unsigned(d, codes, positions, width)
+    b = _unsigned(d, coded[j][0], positions, width) if j is not None else constant
+    return _decoded(d, _combined(d, a, b, how), width, kind)
+
+
+def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any, scale: float) -> Any:
+    """The bit maps of the operands most likely to be a decode, as further columns (name, values in ``t``'s order):
+    those whose values are finite and within 2^24 of the output's largest magnitude on most of the sample, the most
+    such first. A constant key is the one the sample agrees on best against the output, or against the output
+    plus or minus an operand (an offset the kernel takes off after the bits)."""
+    y = d.take(y_all, fit)
+    targets = [y]
+    for c in columns:
+        sampled = d.take(c, fit)
+        targets += [d.add(y, sampled), d.sub(y, sampled)]
+    found = []
+    varied = [d.bool(d.any(d.ne(d.take(c, fit), d.take(c, fit[:1])))) for c, _, _ in coded]  # (bit patterns)
+    for key in _bit_keys(d, coded, varied):
+        i, j, how = key
+        if j is None:
+            codes, width, kind = coded[i]
+            codes = _unsigned(d, codes, fit, width)
+            agreed = [_key_of(d, codes, width, kind, target, t, how) for target in targets]
+            constant, count = d.sorted(agreed, key=_second)[-1]
+            if count < d.numel(fit) // 10:  # no key the sample agrees on
+                continue
+            spec = (i, None, how, constant)
+        else:
+            spec = (i, j, how, 0)
+        values = d.abs(_bit_values(d, coded, spec, fit))
+        plausible = d.logical_and(
+            d.le(d.sub(values, scale * 2.0**24), 0),
+            d.logical_or(d.eq(values, 0), d.gt(d.sub(values, scale * 2.0**-24), 0)),
+        )
+        share = d.float(d.mean(d.to(plausible, d.float64)))
+        if share >= 0.5:
+            found.append((share, _bits_named(key), spec))
+    every = d.arange(d.numel(y_all), device=d.device_of(y_all))
+    return [
+        (name, _bit_values(d, coded, spec, every))
+        for _, name, spec in d.sorted(found, key=_first)[::-1][: d.bit_columns]
+    ]
+
+
+def _first(item: Any) -> Any:
+    return item[0]
+
+
+def _second(item: Any) -> Any:
+    return item[1]
 
 
 def _feature(d: Any, columns: Any, key: Any) -> Any:
@@ -113,9 +278,9 @@ def _keys(d: Any, count: int) -> Any:
     return found
 
 
-def _named(key: Any) -> str:
+def _named(names: Any, key: Any) -> str:
     i, j, how = key
-    return f"operand {i}" if j is None else f"operand {i} {how} operand {j}"
+    return names[i] if j is None else f"({names[i]}) {how} ({names[j]})"
 
 
 def _table(d: Any, x: Any, y: Any) -> Any:
@@ -142,15 +307,25 @@ def _interpolated(d: Any, table: Any, q: Any) -> Any:
     return d.add(y0, d.mul(w, d.sub(y1, y0)))
 
 
-def _affine(d: Any, a: Any, b: Any, y: Any) -> Any:
-    """The least-squares coefficients of y ≈ p·a + q·b + c, or None where they are not finite."""
-    design = d.stack([a, b, d.ones_like(a)], 1)
+def _solved(d: Any, design: Any, y: Any) -> Any:
+    """The least-squares coefficients of y ≈ design · c (one column each), or None where they are not finite."""
     keep = d.logical_and(d.isfinite(y), d.isfinite(d.sum(design, 1)))
     rows = d.reshape(d.nonzero(keep), (-1,))
-    if d.numel(rows) < 4:
+    if d.numel(rows) < 2 * d.size(design, 1):
         return None
     solution = d.lstsq(design[rows], d.reshape(y[rows], (-1, 1)))[0]
     return solution if d.all(d.isfinite(solution)) else None
+
+
+def _design(d: Any, columns: Any, products: bool) -> Any:
+    """The operands (and, with ``products``, each pair's product) and a constant, one column each."""
+    parts = d.list(columns)
+    if products:
+        for i in d.range(d.len(columns)):
+            for j in d.range(i + 1, d.len(columns)):
+                parts.append(d.mul(columns[i], columns[j]))
+    parts.append(d.ones_like(columns[0]))
+    return d.stack(parts, 1)
 
 
 def _held(d: Any, predicted: Any, y: Any, relative: float, tolerance: float) -> Any:
@@ -159,26 +334,136 @@ def _held(d: Any, predicted: Any, y: Any, relative: float, tolerance: float) -> 
     return d.logical_and(d.isfinite(predicted), d.le(d.abs(d.sub(predicted, y)), allowed))
 
 
+def _score(d: Any, held: Any, by_chance: Any) -> float:
+    """The share ``held`` of the held-out sample beyond ``by_chance`` (the same map, operands and outputs of
+    different elements paired), as a share of what chance leaves."""
+    share, chance = d.float(d.mean(d.to(held, d.float64))), d.float(d.mean(d.to(by_chance, d.float64)))
+    return (share - chance) / (1.0 - chance) if chance < 1.0 else 0.0
+
+
+def _windows(d: Any, v: Any, starts: Any) -> Any:
+    """The runs of ``DECODE_WINDOW`` elements of flat ``v`` from ``starts`` (one row each)."""
+    return d.take(v, d.add(d.unsqueeze(starts, 1), d.unsqueeze(d.arange(d.window, device=d.device_of(v)), 0)))
+
+
+def _shapes(d: Any, rows: Any) -> Any:
+    """Each run's order pattern, which any increasing map keeps: its rises (bit k: element k + 1 above element k),
+    where its largest and its smallest element are; and whether the run is usable (no tie, no non-finite element,
+    not monotone). The runs are ``rows`` (one each), or with a flat ``rows`` every run of it."""
+    full = (1 << (d.window - 1)) - 1
+    if d.dim(rows) == 1:  # every run of a flat tensor: contiguous shifted slices, ties by a running count
+        count = d.numel(rows) - d.window + 1
+        up = d.to(d.gt(rows[1:], rows[:-1]), d.int64)
+        rises = d.mul(up[:count], 1)
+        for k in d.range(1, d.window - 1):
+            rises = d.add(rises, d.mul(up[k : k + count], 1 << k))
+        tie = d.logical_not(d.logical_or(d.gt(rows[1:], rows[:-1]), d.gt(rows[:-1], rows[1:])))
+        ties = d.cat([d.zeros((1,), dtype=d.int64, device=d.device_of(rows)), d.cumsum(tie, 0)])
+        flat = d.gt(d.sub(ties[d.window - 1 :], ties[:count]), 0)
+        runs = d.unfold(rows, 0, d.window, 1)
+    else:
+        up, down = d.gt(rows[:, 1:], rows[:, :-1]), d.gt(rows[:, :-1], rows[:, 1:])
+        rises = d.mul(up[:, 0], 1)
+        flat = d.logical_not(d.logical_or(up[:, 0], down[:, 0]))
+        for k in d.range(1, d.window - 1):
+            rises = d.add(rises, d.mul(up[:, k], 1 << k))
+            flat = d.logical_or(flat, d.logical_not(d.logical_or(up[:, k], down[:, k])))
+        runs = rows
+    usable = d.logical_and(d.logical_not(flat), d.logical_and(d.ne(rises, 0), d.ne(rises, full)))
+    return rises, d.argmax(runs, 1), d.argmin(runs, 1), usable
+
+
+def _code(d: Any, rises: Any, top: Any, bottom: Any) -> Any:
+    """One number for an order pattern (rises, the largest's and the smallest's places)."""
+    bits = d.window - 1
+    return d.add(rises, d.add(d.mul(top, 1 << bits), d.mul(bottom, 1 << (bits + 4))))
+
+
+def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
+    """For each of ``positions`` (of flat ``y_all``), the element of flat ``v`` it was moved from, or -1: the run
+    around it (starting there, or ending there) looked up among ``v``'s runs of the same pattern of rises (or of
+    falls: a decreasing map), the candidate an affine map of the run fits best. ``index``: ``v``'s runs' patterns,
+    sorted, and their starts."""
+    codes, starts = index
+    n_y = d.numel(y_all)
+    best_error = d.add(d.mul(d.to(positions, d.float64), 0.0), d.inf)
+    best = d.sub(d.mul(positions, 0), 1)
+    full = (1 << (d.window - 1)) - 1
+    for back in (0, d.window - 1):  # the run starting at the element, then (where none settled) the one ending there
+        todo = d.reshape(d.nonzero(d.gt(d.sub(best_error, d.settled), 0)), (-1,))
+        if not d.numel(todo):
+            break
+        first = d.clamp(d.sub(d.take(positions, todo), back), 0, n_y - d.window)
+        ys = _windows(d, y_all, first)
+        rises, top, bottom, usable = _shapes(d, ys)
+        offset = d.sub(d.take(positions, todo), first)
+        # an increasing map keeps the pattern; a decreasing one turns rises into falls and swaps the extremes
+        for wanted in (_code(d, rises, top, bottom), _code(d, d.sub(d.mul(rises, -1), -full), bottom, top)):
+            lo = d.searchsorted(codes, wanted)
+            hi = d.searchsorted(codes, wanted, right=True)
+            for k in d.range(d.candidates):
+                # runs still open: a candidate left, and none found yet that an affine map fits to rounding
+                open_ = d.logical_and(d.gt(d.sub(d.take(best_error, todo), d.settled), 0), d.gt(hi, d.add(lo, k)))
+                rows = d.reshape(d.nonzero(d.logical_and(usable, open_)), (-1,))
+                if not d.numel(rows):
+                    break
+                start = d.take(starts, d.add(d.take(lo, rows), k))
+                vs, ys_k = _windows(d, v, start), ys[rows]
+                # the run's affine fit: residual over the output run's own spread
+                dv, dy = d.sub(vs, d.mean(vs, 1, True)), d.sub(ys_k, d.mean(ys_k, 1, True))
+                slope = d.div(d.sum(d.mul(dv, dy), 1, True), d.add(d.sum(d.mul(dv, dv), 1, True), 1e-300))
+                miss = d.sub(dy, d.mul(dv, slope))
+                error = d.div(d.sum(d.mul(miss, miss), 1), d.add(d.sum(d.mul(dy, dy), 1), 1e-300))
+                where = d.take(todo, rows)
+                better = d.le(error, d.take(best_error, where))
+                chosen = d.masked_select(where, better)
+                d.index_put_(best_error, (chosen,), d.masked_select(error, better))
+                moved_from = d.add(d.masked_select(start, better), d.masked_select(d.take(offset, rows), better))
+                d.index_put_(best, (chosen,), moved_from)
+    return best
+
+
+def _run_index(d: Any, v: Any) -> Any:
+    """``v``'s runs' order patterns, usable ones only, sorted, with their starts."""
+    starts = d.arange(d.numel(v) - d.window + 1, device=d.device_of(v))
+    rises, top, bottom, usable = _shapes(d, v)
+    code = _code(d, rises, top, bottom)
+    code, starts = d.masked_select(code, usable), d.masked_select(starts, usable)
+    code, order = d.sort(code)
+    return code, d.take(starts, order)
+
+
+def _moved(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
+    """The values of flat ``v`` the elements at ``positions`` were moved from (NaN where none was found)."""
+    source = _sources(d, v, index, y_all, positions)
+    found = d.take(v, d.clamp(source, 0, d.numel(v) - 1))
+    return d.where(d.gt(source, -1), found, d.add(d.mul(found, 0.0), d.nan))
+
+
 def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     """Which of ``t``'s elements (flat, logical order) the best map of ``operands`` (their values before the launch)
-    holds for, among ``changed`` (flat bool), with the share of the held-out sample it holds for and the map's
-    description; None where nothing is judged (too few elements, no operand lines up, a complex dtype)."""
-    if not d.is_floating(t):  # ids, counts, masks: a small value domain is matched by chance (not judged)
+    holds for, among ``changed`` (flat bool), with its score (the share of the held-out sample beyond chance) and
+    the map's description; None where nothing is judged (too few elements, no operand lines up, a complex dtype)."""
+    if d.is_complex(t):
         return None
     where = d.reshape(d.nonzero(changed), (-1,))
     n = d.numel(where)
     if n < d.least:
         return None
     y_all = d.reshape(d.to(t, d.float64), (-1,))
-    columns: list[Any] = []
-    for r in d.sorted(operands, key=d.numel, reverse=True):
-        if d.len(columns) == d.operands:
-            break
-        if not d.is_complex(r):
-            column = _aligned(d, r, t)
-            if column is not None:
-                columns.append(column)
-    if not columns:
+    chosen = [r for r in d.sorted(operands, key=d.numel, reverse=True) if not d.is_complex(r)][: d.operands]
+    columns, names = [], []
+    for i, r in d.enumerate(chosen):
+        column = _aligned(d, r, t)
+        if column is not None:
+            columns.append(column)
+            names.append(f"operand {i}")
+    coded = [c for c in (_coded(d, r, t) for r in chosen) if c is not None]
+    # an operand the changed elements could have been moved from: at least half as many elements, not constant
+    flats = [d.reshape(d.to(r, d.float64), (-1,)) for r in chosen if d.numel(r) >= d.max(d.window, n // 2)]
+    flats = [v for v in flats if d.bool(d.any(d.logical_and(d.isfinite(v), d.ne(v, v[:1]))))]
+    floating = d.is_floating(t)
+    if not columns and not coded and not (floating and flats):
         return None
     picked = d.take(where, d.to(d.randperm(n, generator=generator, device=generator.device), d.device_of(where)))
     half = d.min(d.samples, n // 2)
@@ -188,64 +473,115 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     if not d.numel(finite):
         return None
     scale = d.float(d.amax(d.abs(finite)))
-    eps = d.eps.get(d.dtype_of(t), d.eps[d.float32])
-    relative, tolerance = d.max(d.ulps * eps, d.rtol_floor), d.abs_ulps * eps * scale
+    if floating:
+        eps = d.eps.get(d.dtype_of(t), d.eps[d.float32])
+        relative, tolerance = d.max(d.ulps * eps, d.rtol_floor), d.abs_ulps * eps * scale
+    else:  # ids, counts, masks: exactly
+        relative, tolerance = 0.0, 0.0
+    for name, column in _bit_columns(d, coded, t, y_all, fit, columns, scale):
+        columns.append(column)
+        names.append(name)
     best: Any = (-1.0, "", None)
-    sampled = [d.take(c, picked[: 2 * half]) for c in columns]
-    for key in _keys(d, d.len(columns)):
-        values = _feature(d, sampled, key)
+
+    def univariate(values: Any, name: str, how: Any) -> None:
+        """The interpolated map of one feature (both samples' values, fit half first)."""
+        nonlocal best
         table = _table(d, values[:half], y_fit)
         if table is None:
-            continue
-        held = _held(d, _interpolated(d, table, values[half:]), y_check, relative, tolerance)
-        share = d.float(d.sum(held)) / half
-        if share > best[0]:
+            return
+        checked = values[half:]
+        held = _held(d, _interpolated(d, table, checked), y_check, relative, tolerance)
+        score = _score(d, held, _held(d, _interpolated(d, table, d.roll(checked, 1)), y_check, relative, tolerance))
+        if score > best[0]:
             # the map every element is judged by: the sample's points that agree with the other half's map (an
             # honest element of the sample would otherwise match itself)
-            other = _table(d, values[half:], y_check)
+            other = _table(d, checked, y_check)
             if other is None:
-                continue
+                return
             agree = _held(d, _interpolated(d, other, values[:half]), y_fit, relative, tolerance)
             both = d.cat([agree, held])
             consistent = _table(d, d.masked_select(values, both), d.masked_select(d.cat([y_fit, y_check]), both))
-            best = (share, f"a map of {_named(key)}", (key, consistent))
-    for i in d.range(d.len(columns)):
-        for j in d.range(i + 1, d.len(columns)):
-            a, b = d.take(columns[i], fit), d.take(columns[j], fit)
-            solution = _affine(d, a, b, y_fit)
-            if solution is None:
+            if consistent is not None:
+                best = (score, name, (how, consistent))
+
+    sampled = [d.take(c, picked[: 2 * half]) for c in columns]
+    for key in _keys(d, d.len(columns)):
+        univariate(_feature(d, sampled, key), f"a map of {_named(names, key)}", ("map", key))
+    # affine maps: each pair of operands, then all of them with their pairwise products (three or more operands)
+    sets = [((i, j), False) for i in d.range(d.len(columns)) for j in d.range(i + 1, d.len(columns))]
+    # (finite and not constant: a constant column is the intercept again, which cuda's least squares cannot take)
+    usable = [
+        i for i in d.range(d.len(columns)) if d.all(d.isfinite(sampled[i])) and d.any(d.ne(sampled[i], sampled[i][:1]))
+    ]
+    if d.len(usable) >= 2:
+        sets.append((d.tuple(usable), True))
+    for kept, products in sets:
+        design = _design(d, [d.take(columns[i], picked[: 2 * half]) for i in kept], products)
+        solution = _solved(d, design[:half], y_fit)
+        if solution is None:
+            continue
+        predicted = d.reshape(d.matmul(design[half:], solution), (-1,))
+        rolled = d.reshape(d.matmul(d.roll(design[half:], 1, 0), solution), (-1,))
+        score = _score(
+            d, _held(d, predicted, y_check, relative, tolerance), _held(d, rolled, y_check, relative, tolerance)
+        )
+        if score > best[0]:
+            name = "an affine map of " + ", ".join(names[i] for i in kept)
+            best = (score, name + (" and their products" if products else ""), ("affine", kept, products, solution))
+    # moved elements: an operand's runs found again elsewhere in the output (floating outputs: integer ones tie)
+    if floating and best[0] < d.share:  # (a map in place already decides)
+        for i, v in d.enumerate(flats):
+            index = _run_index(d, v)
+            if d.numel(index[0]) == 0:
                 continue
-            p, q, c = d.float(solution[0, 0]), d.float(solution[1, 0]), d.float(solution[2, 0])
-            predict = d.add(d.add(d.mul(d.take(columns[i], check), p), d.mul(d.take(columns[j], check), q)), c)
-            share = d.float(d.sum(_held(d, predict, y_check, relative, tolerance))) / half
-            if share > best[0]:
-                best = (share, f"{p:.4g}·operand {i} + {q:.4g}·operand {j} + {c:.4g}", (i, j, p, q, c))
-    share, what, how = best
-    if share < d.share:
-        return None, share, what
-    if d.len(how) == 2:  # the univariate map, evaluated on every changed element
-        if how[1] is None:
-            return None, share, what
-        whole = _feature(d, [d.take(c, where) for c in columns], how[0])
-        predicted = _interpolated(d, how[1], whole)
-    else:
-        i, j, p, q, c = how
-        predicted = d.add(d.add(d.mul(d.take(columns[i], where), p), d.mul(d.take(columns[j], where), q)), c)
-    held = _held(d, predicted, d.take(y_all, where), relative, tolerance)
+            univariate(
+                _moved(d, v, index, y_all, picked[: 2 * half]),
+                f"a map of operand {i}'s elements moved",
+                ("moved", i, index),
+            )
+    score, what, how = best
+    if score < d.share:
+        return None, score, what
     mask = d.zeros((d.numel(y_all),), dtype=d.bool_, device=d.device_of(y_all))
-    d.index_put_(mask, (where,), held)
-    return mask, share, what
+    d.index_put_(mask, (where,), _holds(d, how, where, (columns, flats, y_all), relative, tolerance))
+    return mask, score, what
+
+
+def _values(d: Any, spec: Any, positions: Any, data: Any) -> Any:
+    """The feature ``spec`` at ``positions``: a map's operand or pair ("map", key), a bit map ("bits", ...), or the
+    operand elements found moved there ("moved", i, index); ``data``: (columns, flat operands, the output flat)."""
+    columns, flats, y_all = data
+    if spec[0] == "map":
+        return _feature(d, [d.take(c, positions) for c in columns], spec[1])
+    return _moved(d, flats[spec[1]], spec[2], y_all, positions)
+
+
+def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: float) -> Any:
+    """Which of the changed elements (``where``) the chosen map holds for."""
+    y_all = data[2]
+    if how[0] == "affine":
+        _, kept, products, solution = how
+        design = _design(d, [d.take(data[0][i], where) for i in kept], products)
+        return _held(d, d.reshape(d.matmul(design, solution), (-1,)), d.take(y_all, where), relative, tolerance)
+    spec, table = how
+    held = []
+    for start in d.range(0, d.numel(where), 1 << 16):  # in parts: a moved element's runs are 16 × 8 values
+        part = where[start : start + (1 << 16)]
+        predicted = _interpolated(d, table, _values(d, spec, part, data))
+        held.append(_held(d, predicted, d.take(y_all, part), relative, tolerance))
+    return d.cat(held)
 
 
 def explain(decoded: Any) -> str:
     """The sentence a coverage failure adds where the decode rule withdrew credit (``decoded``: the vault's
-    records as the verifier lists them, [draw, launch, changed elements, share, map, withdrawn])."""
+    records as the verifier lists them, [draw, launch, changed elements, score, map, withdrawn])."""
     withdrawn = [r for r in decoded if r[5]]
     if not withdrawn:
         return ""
     draw, launch, changed, share, what = withdrawn[0][:5]
     return (
-        f" In correctness draw {draw}, DSL launch {launch} wrote {changed} elements {share:.0%} of which are {what} "
+        f" In correctness draw {draw}, DSL launch {launch} wrote {changed} elements, {share:.0%} of them (beyond "
+        f"chance) are {what} "
         "of its operands that eager code or the submission made (not problem inputs), within the verifier's "
         "allowance: the kernel decodes an answer computed outside the DSL, and those elements are not the DSL's."
     )

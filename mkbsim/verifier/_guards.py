@@ -850,44 +850,59 @@ def _ask(request: Any, *, _send: Any, _busy: Any, _lock: Any, _ident: Any, _gc: 
             _busy.discard(me)
 
 
+def _caller_frame(*, _busy: Any, _ident: Any, _getframe: Any) -> Any:
+    """The frame of whoever called the hook that calls this, looked up with the audit hook's exclusion of the
+    guards' own events: C code running inside a vault calls hooks too (an operator importing torch the first
+    time it parses a Python scalar calls ``__import__``), and the hook's look at its caller, the vault's frame,
+    must not be judged as someone reaching into a vault."""
+    me = _ident()
+    if me in _busy:
+        return _getframe(2)
+    _busy.add(me)
+    try:
+        return _getframe(2)
+    finally:
+        _busy.discard(me)
+
+
 def _guarded_import(
     name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0, *, _ask: Any,
-    _original: Any, _getframe: Any
+    _original: Any, _caller: Any
 ) -> Any:  # fmt: skip
     if level == 0:
-        refused = _ask(("import", name, fromlist or (), _getframe(1), (globals, locals, fromlist, level)))
+        refused = _ask(("import", name, fromlist or (), _caller(), (globals, locals, fromlist, level)))
         if refused is not None:
             raise refused
     return _original(name, globals, locals, fromlist, level)
 
 
-def _guarded_import_module(name: str, package: str | None = None, *, _ask: Any, _original: Any, _getframe: Any) -> Any:
+def _guarded_import_module(name: str, package: str | None = None, *, _ask: Any, _original: Any, _caller: Any) -> Any:
     if not name.startswith("."):
-        refused = _ask(("import", name, (), _getframe(1), None))
+        refused = _ask(("import", name, (), _caller(), None))
         if refused is not None:
             raise refused
     return _original(name, package)
 
 
 def _denied(
-    *args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str, _reason: str, _how: str, _names: Any,
+    *args: Any, _ask: Any, _original: Any, _caller: Any, _what: str, _reason: str, _how: str, _names: Any,
     **kwargs: Any
 ) -> Any:  # fmt: skip
-    refused = _ask((_how, _what, _reason, _getframe(1), _names))
+    refused = _ask((_how, _what, _reason, _caller(), _names))
     if refused is not None:
         raise refused
     return _original(*args, **kwargs)
 
 
 def _start_thread(
-    function: Any, args: Any, kwargs: Any = None, *, _ask: Any, _original: Any, _getframe: Any, _lock: Any,
+    function: Any, args: Any, kwargs: Any = None, *, _ask: Any, _original: Any, _caller: Any, _lock: Any,
     _enter: Any
 ) -> Any:  # fmt: skip
     # the guards' lock is held until the thread is recorded: its first audited call waits for that; the thread
     # starts under the mode that counts its operators (``_threads.enter_thread``)
     with _lock:
         ident = _original(_enter, (function, args, kwargs or {}))
-        _ask(("thread", ident, _getframe(1)))
+        _ask(("thread", ident, _caller()))
     return ident
 
 
@@ -923,6 +938,10 @@ class Guards:
         self.ask = registry.protect(
             _ask, _send=send, _busy=self._busy, _lock=self._lock, _ident=_thread.get_ident, _gc=self._gc
         )
+        # what the hooks look their caller's frame up with (``_caller_frame``)
+        self.caller = registry.protect(
+            _caller_frame, _busy=self._busy, _ident=_thread.get_ident, _getframe=sys._getframe
+        )
         self._send = send
 
     def replace(self, owner: Any, attr: str, hook: Any) -> None:
@@ -939,7 +958,7 @@ class Guards:
             return
         # the names a library's code calls it by (vouching for the call: ``handed`` in the vault)
         names = (attr, what.rsplit(".", 1)[-1].removesuffix("()"))
-        hook = self.registry.protect(_denied, _ask=self.ask, _original=original, _getframe=sys._getframe,
+        hook = self.registry.protect(_denied, _ask=self.ask, _original=original, _caller=self.caller,
                                      _what=what, _reason=reason, _how=how, _names=names)  # fmt: skip
         self.replace(owner, attr, hook)
 
@@ -949,7 +968,7 @@ class Guards:
             (builtins, "__import__", _guarded_import),
             (importlib, "import_module", _guarded_import_module),
         ):
-            hook = protect(body, _ask=self.ask, _original=getattr(owner, attr), _getframe=sys._getframe)
+            hook = protect(body, _ask=self.ask, _original=getattr(owner, attr), _caller=self.caller)
             self.replace(owner, attr, hook)
         for name in ("exec", "eval", "compile"):
             self.deny(builtins, name, f"{name}()", "dynamic code execution is forbidden", how="direct")
@@ -959,7 +978,7 @@ class Guards:
             original = getattr(owner, attr, None)
             if original is not None:
                 hook = protect(
-                    _start_thread, _ask=self.ask, _original=original, _getframe=sys._getframe, _lock=self._lock,
+                    _start_thread, _ask=self.ask, _original=original, _caller=self.caller, _lock=self._lock,
                     _enter=enter,
                 )  # fmt: skip
                 self.replace(owner, attr, hook)
@@ -1022,6 +1041,10 @@ class Guards:
         if runtime is None:
             return
         self.deny(runtime.Tensor, "copyfrom", "tvm.runtime.Tensor.copyfrom", python)
+        # ... and out of them: a TVM tensor's numpy copy (of a torch tensor through DLPack: no operator, no tolist
+        # hook), in any thread of the submission's and under its str()/repr()
+        out = "a DSL tensor's values read into Python in bulk are forbidden (keep the data in tensors)"
+        self.deny(runtime.Tensor, "numpy", "tvm.runtime.Tensor.numpy", out, how="asked")
         made = runtime.tensor  # and every module that bound the same function
         for name, module in list(sys.modules.items()):
             if name.startswith("tvm") and getattr(module, "tensor", None) is made:

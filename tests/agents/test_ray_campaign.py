@@ -73,6 +73,24 @@ def shape(store: EventStore) -> dict[str, tuple[list[str], list[str]]]:
     return out
 
 
+def steps(store: EventStore, attempt: str) -> list[str]:
+    """An attempt's events in detail (each step's kind and event, each end's reason): what a failed comparison
+    shows, so that the run that differed says why."""
+    out = []
+    for e in store.read():
+        if e.stream_id.startswith("attempt-") and e.stream_id.split(".", 1)[1] == attempt:
+            p = e.payload
+            why = p.get("event") or p.get("purpose") or p.get("action") or p.get("role")
+            out.append(f"{e.type}({p['kind']}:{why})" if e.type == "AgentStep" else f"{e.type}({p.get('reason', '')})")
+    return out
+
+
+def differences(remote: EventStore, local: EventStore) -> str:
+    theirs, ours = shape(remote), shape(local)
+    return "\n".join(f"{a}:\n  ray:   {steps(remote, a)}\n  local: {steps(local, a)}"
+                     for a in sorted(set(theirs) | set(ours)) if theirs.get(a) != ours.get(a))  # fmt: skip
+
+
 def test_a_ray_run_records_what_a_local_run_records(
     tmp_path: Path, stub: StubLLM, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -89,7 +107,7 @@ def test_a_ray_run_records_what_a_local_run_records(
         "stub.p36.tirx2cutedsl_skill.r0": ["infra_error"],
     }
     assert {a: statuses for a, (_, statuses) in shape(remote).items()} == expected
-    assert shape(remote) == shape(local)
+    assert shape(remote) == shape(local), differences(remote, local)
     pids = {e.payload["runner"]["pid"] for e in remote.read(types=["AttemptStarted"])}
     assert os.getpid() not in pids  # the attempts ran in Ray workers
     (read,) = [e.payload for e in remote.read(types=["SkillRead"])]

@@ -368,8 +368,12 @@ def _decoded(report: Any) -> bool:
     return decoded
 
 
-#: python_answer_* cases the crossing rule rejects (the others cross in bulk, which the guards refuse)
-PYTHON_CASES = sorted(p for p in ADVERSARIAL.glob("python_answer_*.py") if "# expect: decorative_dsl" in p.read_text())
+#: python_answer_* cases the crossing rule rejects (the others cross in bulk, which the guards refuse), and the one
+#: whose Python runs in another thread (it reads with tolist(), run() lifts its list)
+PYTHON_CASES = [
+    *sorted(p for p in ADVERSARIAL.glob("python_answer_*.py") if "# expect: decorative_dsl" in p.read_text()),
+    ADVERSARIAL / "thread_python_tolist.py",
+]
 
 
 @pytest.mark.parametrize("path", PYTHON_CASES, ids=lambda p: p.stem)
@@ -385,6 +389,20 @@ def test_without_the_rule_the_python_answers_pass(
     assert report.correct and report.bypass_ok, report.feedback
     found = report.details["eager_work"]
     assert not found["covers"] and min(found["python"].values()) >= 1.0, found
+
+
+def test_a_thread_s_tolist_is_counted_as_the_calling_thread_s(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """adversarial/thread_python_tolist.py with what enters the tensors not counted: the input elements its thread
+    (started at import, woken by run()) read with tolist() reject it alone, as the calling thread's would (the
+    hook reports to the vault whichever thread calls it)."""
+    crossing = _eagerwork.crossing
+    monkeypatch.setattr(_eagerwork, "crossing", lambda name, ins, outs: (crossing(name, ins, outs)[0], 0))
+    report = cpu_session.verify(ADVERSARIAL / "thread_python_tolist.py", "p36", "tirx")
+    assert report.failure == "decorative_dsl", report.feedback
+    found = report.details["eager_work"]
+    assert found["python"]["in"] == 0 and found["python"]["out"] >= 1.0, found
 
 
 def test_without_the_thread_check_an_answer_computed_in_a_thread_passes(

@@ -33,7 +33,8 @@ from mkbsim.verifier._vault import Registry
 # Every function that runs as a vault or is installed as a hook.
 PROTECTED = [
     _guards._guard_vault, _guards._audit_hook, _guards._ask, _guards._guarded_import, _guards._guarded_import_module,
-    _guards._denied, _guards._start_thread, _provenance.provenance_vault, _provenance.gate, _provenance.dispatch,
+    _guards._denied, _guards._start_thread, _guards._caller_frame, _provenance.provenance_vault, _provenance.gate,
+    _provenance.dispatch,
     _provenance.report_result, _provenance.report_end, _provenance.report_inputs, _timing.timer_vault,
     _timing.timed_call,
     _dsl._counted_get_function, _dsl._wrap_counted, _dsl._ffi_program, _dsl._capi_program, _dsl._record_dlpack,
