@@ -1,10 +1,12 @@
 """Whose import a library's frame runs (DESIGN §5, verifier README step 2): C code importing under a library's frame
-(numpy's lazy submodules, as ``tvm.runtime.Tensor.numpy`` runs them) is the library's, while ``__import__`` handed to
-a library (``tree_map``) is the submission's; C code importing under a vault's frame (torch imports itself the first
-time an operator parses a Python scalar: ``clamp(t, min=<float>)``, ``where(mask, 1, 0.0)``, as the provenance
-audit's vault runs them inside an audited correctness draw) calls the import hook, whose look at its caller is the
-guards' own, not a reach into the vault. One guarded process: the guards installed as the worker installs them, a
-vault opened as the worker opens its vaults, then a submission file imported and its functions called."""
+(numpy's lazy submodules, as ``tvm.runtime.Tensor.numpy`` runs them; since that method is refused to the
+submission's code, the harness's own call of it stands for a library's, with no frame of the submission below) is
+the library's, while ``__import__`` handed to a library (``tree_map``) is the submission's; C code importing under a
+vault's frame (torch imports itself the first time an operator parses a Python scalar: ``clamp(t, min=<float>)``,
+``where(mask, 1, 0.0)``, as the provenance audit's vault runs them inside an audited correctness draw) calls the
+import hook, whose look at its caller is the guards' own, not a reach into the vault. One guarded process: the
+guards installed as the worker installs them, a vault opened as the worker opens its vaults, then a submission file
+imported and its functions called."""
 
 from __future__ import annotations
 
@@ -15,15 +17,10 @@ from pathlib import Path
 
 SUBMISSION = """
 import torch.utils._pytree as pytree
-import tvm
 
 
 def vault_operators(audit):
     return audit("draw")  # an operator the submission ran, whose audit runs in the vault
-
-
-def library_imports_through_c_code():
-    return tvm.runtime.empty((4,), "float32").numpy().shape  # numpy's C code imports numpy._core._internal
 
 
 def hands_import_to_a_library():
@@ -65,6 +62,13 @@ module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 print("vault_operators", module.vault_operators(audit))
 print("violations", control.guard_records()[0])
+
+
+def library_imports_through_c_code():
+    return tvm.runtime.empty((4,), "float32").numpy().shape  # numpy's C code imports numpy._core._internal
+
+
+module.library_imports_through_c_code = library_imports_through_c_code
 for name in ("library_imports_through_c_code", "hands_import_to_a_library"):
     try:
         getattr(module, name)()
