@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,9 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
         "role": "reference" if eager else "candidate", "path": str(FILE), "dsl": DSL, "device": backend,
         "sync": "stream", "off_limits": [], "inplace": [], "sample_positions": [], "output_numels": [],
     }  # fmt: skip
-    worker = Worker(None, setup, os.dup(control.take_fd()))  # type: ignore[arg-type]
+    # no channel: the worker's loop over blocks is bound to one, never run here
+    chan = types.SimpleNamespace(recv=None, send=None)
+    worker = Worker(chan, setup, os.dup(control.take_fd()))  # type: ignore[arg-type]
     if guarded:
         worker.open_vaults()  # the audit hook stays in this process: every variant runs in its own
     # The submission is imported from the harness's frame, as the worker does.
@@ -101,7 +104,7 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
         control.begin_call(suppress=False, audit=False)
         c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
         if guarded:
-            worker.timed_call(fn, args)
+            worker.timed_call(fn, args)  # type: ignore[misc]
             cpu_us = (time.thread_time_ns() - c0) / 1e3
             return control.report()["ms"] * 1e3, cpu_us
         fn(*args)
