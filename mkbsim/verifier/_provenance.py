@@ -626,9 +626,9 @@ def provenance_vault(
         lo, hi = span(t)
         width = lib.element_size(t)
         mine = bits(t, width)  # at its own width: always a view
-        # an integer or boolean output has few distinct values: a table much larger than it would hold them by
+        # an integer, boolean or fp8 output has few distinct values: a table much larger than it would hold them by
         # multiplicity alone (a copy is about the output's size: padded, strided)
-        largest = lib.copy_tables * lib.numel(t) if not lib.is_floating(t) else None
+        largest = lib.copy_tables * lib.numel(t) if not lib.is_floating(t) or width == 1 else None
         for source, a, b, size, patterns, counts, dtype, n in held:
             if (a < hi and lo < b) or n < lib.copy_share * lib.numel(t) or (largest is not None and n > largest):
                 continue  # the output's own memory before a launch updated it in place; too small; a table
@@ -716,7 +716,8 @@ def provenance_vault(
             shuffled = lib.stack([lib.take(runs[:, j], lib.randperm(count, generator=lib.decoys, device=device))
                                   for j in lib.range(k)], 1)  # fmt: skip
             decoy, decoy_flat = window_keys(lib.reshape(shuffled, (-1,)), k)
-            decoy, decoy_flat = decoy[::k], decoy_flat[::k]  # one per decoy run
+            # one per decoy run (contiguous: searchsorted warns about a strided probe, and a warning reads frames)
+            decoy, decoy_flat = lib.contiguous(decoy[::k]), decoy_flat[::k]
             hit = lib.zeros((lib.numel(own),), dtype=lib.bool_, device=device)
             chance = lib.zeros((lib.numel(decoy),), dtype=lib.bool_, device=device)
             for values, eager in held_readings:

@@ -4,6 +4,7 @@ functools, closures, warnings, logging), which run exec and frame introspection 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ CASES = sorted(HONEST.glob("*.py"))
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_honest_submission_passes(cpu_session: VerifierSession, path: Path) -> None:
-    report = cpu_session.verify(path, "p36", "tirx")
+    named = re.search(r"^# problem: (\w+)$", path.read_text(), re.M)  # p36 unless the file names another
+    report = cpu_session.verify(path, named.group(1) if named else "p36", "tirx")
     assert report.passed, report.feedback
     assert report.bypass_ok and not report.forbidden
     assert report.details["bypass"][0]["dsl_share"] >= 0.5
