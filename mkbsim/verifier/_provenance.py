@@ -240,13 +240,15 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         enumerate=enumerate, transpose=base.transpose, table_run=TABLE_RUN, varied_values=VARIED_VALUES,
         sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
+        cat=torch._C._VariableFunctions.cat,
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
         copy_runs=COPY_RUNS, run_chance=RUN_CHANCE,
-        window_weights=torch.randint(-(1 << 62), 1 << 62, (max(COPY_RUNS),), generator=torch.Generator().manual_seed(2))
-        | 1,
+        window_weights=torch.randint(
+            -(1 << 62), 1 << 62, (max(COPY_RUNS, default=1),), generator=torch.Generator().manual_seed(2)
+        ) | 1,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         # dtypes whose values are taken through a signed integer view of their width: fp8 (CUDA has no take for
         # it) and the unsigned 16/32/64-bit ones (no take kernel on either device)
@@ -659,17 +661,15 @@ def provenance_vault(
                 covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
                 records.append(("contains", f"{source}, a table holding its rows of values in order", i, covered))
 
-    def window_keys(values: Any, k: int) -> tuple[Any, Any]:
-        """One number per window of ``k`` consecutive int64 ``values`` (one per start: wrapping products and sums), and
-        whether the window's values are all equal."""
+    def window_keys(values: Any, k: int) -> Any:
+        """One number per window of ``k`` consecutive int64 ``values``, one per start (wrapping products and sums by
+        ``window_weights``: the same number as a window of the output's)."""
         n = lib.numel(values) - k + 1
         keys = lib.zeros((n,), dtype=lib.int64, device=lib.device_of(values))
-        flat = lib.ones((n,), dtype=lib.bool_, device=lib.device_of(values))
         weights = lib.to(lib.window_weights, lib.device_of(values))
         for j in lib.range(k):
             keys = lib.add(keys, lib.mul(values[j : j + n], weights[j]))
-            lib.logical_and_(flat, lib.eq(values[j : j + n], values[:n]))
-        return keys, flat
+        return keys
 
     def readings(t: Any, values: Any, eager: Any) -> Any:
         """A held argument's values as the output ``t``'s bit patterns (int64, flat), by rows and, for a matrix, by
@@ -697,54 +697,67 @@ def provenance_vault(
                 found.append((lib.to(form, lib.int64), flat))
         return found
 
+    def members(values: Any, keys: Any) -> Any:
+        """Per element of ``values``: whether sorted ``keys`` hold it."""
+        if not lib.numel(keys):
+            return lib.zeros((lib.numel(values),), dtype=lib.bool_, device=lib.device_of(values))
+        idx = lib.clamp(lib.searchsorted(keys, values), 0, lib.numel(keys) - 1)
+        return lib.eq(lib.take(keys, idx), values)
+
     def found_in_runs(t: Any, i: int) -> None:
         """Record the sampled positions of output i that a window of consecutive output elements found in a held
-        argument covers, pooled over the call's held arguments (``COPY_RUNS``)."""
+        argument covers, pooled over the call's held arguments (``COPY_RUNS``). Only the windows holding a sampled
+        position are looked for (the held windows, many more, are matched against them, never sorted)."""
         lo, hi = span(t)
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         device = lib.device_of(t)
+        n = lib.numel(mine)
         held_readings = [r for source, a, b, values, eager in sources if not (a < hi and lo < b)
                          for r in readings(t, values, eager)]  # fmt: skip
         if not held_readings:
             return
+        sampled = lib.to(positions[i], device)
         for k in lib.copy_runs:
-            count = lib.numel(mine) // k
-            if count < 2:
+            if n < 2 * k:
                 return
-            own, flat = window_keys(mine, k)
-            runs = lib.reshape(mine[: count * k], (count, k))
+            steps = lib.arange(k, device=device)
+            weights = lib.to(lib.window_weights[:k], device)
+            # every window holding a sampled position (k of them, clamped into the output), and a decoy per position:
+            # the window starting there, each of its columns shuffled across the positions
+            starts = lib.clamp(lib.sub(lib.unsqueeze(sampled, 1), steps), 0, n - k)
+            windows = lib.take(mine, lib.add(lib.unsqueeze(starts, 2), steps))  # (position, window, element)
+            own = lib.sum(lib.mul(windows, weights), 2)
+            flat = lib.all_of(lib.eq(windows, windows[:, :, :1]), 2)
+            runs = lib.take(mine, lib.add(lib.unsqueeze(starts[:, 0], 1), steps))
+            count = lib.numel(sampled)
             shuffled = lib.stack([lib.take(runs[:, j], lib.randperm(count, generator=lib.decoys, device=device))
                                   for j in lib.range(k)], 1)  # fmt: skip
-            decoy, decoy_flat = window_keys(lib.reshape(shuffled, (-1,)), k)
-            # one per decoy run (contiguous: searchsorted warns about a strided probe, and a warning reads frames)
-            decoy, decoy_flat = lib.contiguous(decoy[::k]), decoy_flat[::k]
-            hit = lib.zeros((lib.numel(own),), dtype=lib.bool_, device=device)
-            chance = lib.zeros((lib.numel(decoy),), dtype=lib.bool_, device=device)
+            decoy = lib.sum(lib.mul(shuffled, weights), 1)
+            decoy_flat = lib.all_of(lib.eq(shuffled, shuffled[:, :1]), 1)
+            probes = (lib.unique(own, True, False, False)[0], lib.unique(decoy, True, False, False)[0])
+            matched: tuple[list[Any], list[Any]] = ([], [])
             for values, eager in held_readings:
                 if lib.numel(values) < k:
                     continue
-                keys, _ = window_keys(values, k)
+                keys = window_keys(values, k)
                 if eager is not None:  # windows holding an element the DSL produced are not eager copies
-                    mixed, _ = window_keys(lib.to(lib.logical_not(eager), lib.int64), k)
+                    mixed = window_keys(lib.to(lib.logical_not(eager), lib.int64), k)
                     keys = lib.masked_select(keys, lib.eq(mixed, 0))
-                if not lib.numel(keys):
-                    continue
-                keys = lib.unique(keys, True, False, False)[0]
-                for probe, into in ((own, hit), (decoy, chance)):
-                    idx = lib.clamp(lib.searchsorted(keys, probe), 0, lib.numel(keys) - 1)
-                    lib.logical_or_(into, lib.eq(lib.take(keys, idx), probe))
-            lib.logical_and_(hit, lib.logical_not(flat))
-            lib.logical_and_(chance, lib.logical_not(decoy_flat))
+                for probe, into in lib.zip(probes, matched):
+                    into.append(lib.masked_select(keys, members(keys, probe)))
+            if not matched[0]:  # no argument as long as a window
+                return
+            hit = members(lib.reshape(own, (-1,)), lib.unique(lib.cat(matched[0]), True, False, False)[0])
+            hit = lib.logical_and(lib.reshape(hit, lib.size(own)), lib.logical_not(flat))
+            chance = lib.logical_and(members(decoy, lib.unique(lib.cat(matched[1]), True, False, False)[0]),
+                                     lib.logical_not(decoy_flat))  # fmt: skip
             if lib.float(lib.sum(chance)) / count > lib.run_chance:
                 continue  # windows this long match by chance: a longer one, or none
-            covered = lib.zeros((lib.numel(mine),), dtype=lib.bool_, device=device)
-            for j in lib.range(k):  # each found window covers its k elements
-                lib.logical_or_(covered[j : j + lib.numel(hit)], hit)
+            covered = lib.any_of(hit, 1)
             if lib.bool(lib.any_of(covered)):
-                picked = lib.tolist(lib.take(covered, lib.to(positions[i], device)))
-                share = lib.float(lib.sum(covered)) / lib.numel(covered)
-                label = f"launch arguments eager code made, holding runs of {k} of its values ({share:.1%})"
-                records.append(("contains", label, i, picked))
+                share = lib.float(lib.sum(covered)) / count
+                label = f"launch arguments eager code made, holding runs of {k} of its values ({share:.1%} sampled)"
+                records.append(("contains", label, i, lib.tolist(covered)))
             return
 
     def before(args: Any, prior: int) -> None:
