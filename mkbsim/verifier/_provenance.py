@@ -19,8 +19,9 @@ data flow is structural: ``_MOVEMENT``, ``_POINTWISE``, ``_CONTRACTIONS``; see `
 The vault samples, at positions the verifier chose, every tensor of an output's size holding nothing the DSL
 produced (eager results and inputs, launch arguments before the launch), and
 keeps the bit-pattern counts of every launch argument that is neither a problem input nor the DSL's, for
-the layout-free copy check. The verifier compares those samples with its anchors: an output whose values
-existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
+the layout-free copy check, and their values, for the windowed one (``COPY_RUNS``). The verifier compares
+those samples with its anchors: an output whose values existed without the DSL (a kernel copying or gating an eager
+answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
 
 Every call counts its genuine launches (below). On an evidence call (an unscored timed-protocol call the
@@ -77,8 +78,9 @@ TABLE_RUN = 8
 #: for a matrix, by columns, bit for bit at the output's width or a floating argument rounded to the output's dtype.
 #: Pooled over every such argument of every launch of the call, and only the positions found are taken from the DSL
 #: (halves in two arguments, two launches, a padded buffer holding 94% of the answer). Where windows of a length match
-#: by chance (decoys: each column of the output's windows shuffled across them) more often than ``RUN_CHANCE``, the
-#: next length is tried, then none (few distinct values: bools, small integer domains, fp8 codes).
+#: by chance (decoys: the window starting at each sampled position, each column shuffled across the positions) more
+#: often than ``RUN_CHANCE``, the next length is tried, then none (few distinct values: bools, small integer domains,
+#: fp8 codes).
 COPY_RUNS = (8, 32)
 RUN_CHANCE = 0.01
 #: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
