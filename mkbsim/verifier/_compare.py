@@ -106,15 +106,15 @@ def build_refs(
         eps_term = eps_of(dtype) * _max_or_zero(anc64[torch.isfinite(anc64)].abs())
         allowance = factor * max(ref_error, eps_term)
         per_element = None
-        if is_one_byte_float(dtype):
+        if dtype is not None and is_one_byte_float(dtype):
             per_element = fp8_allowances(diff, anc64, dtype, factor)
             allowance = _max_or_zero(per_element)
         refs.append(OutputRef(label, anc, nat, dtype, True, ref_error, eps_term, allowance, per_element))
     return refs
 
 
-def is_one_byte_float(dtype: torch.dtype | None) -> bool:
-    return dtype is not None and dtype.is_floating_point and dtype.itemsize == 1
+def is_one_byte_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point and dtype.itemsize == 1
 
 
 def fp8_allowances(ref_diff: torch.Tensor, anchor: torch.Tensor, dtype: torch.dtype, factor: float) -> torch.Tensor:
