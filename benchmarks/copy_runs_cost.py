@@ -5,8 +5,11 @@ size, reported to the provenance vault as the audit reports them, with the check
 the same process. Audited draws are never timed.
 
     python benchmarks/copy_runs_cost.py [--rows 4096 --hidden 128 --held 2] [--rounds 3]
+    python benchmarks/copy_runs_cost.py --chance
 
-CPU time of the calling thread per audited call: the least of ``--rounds`` rounds.
+CPU time of the calling thread per audited call: the least of ``--rounds`` rounds. ``--chance``: the share of an
+output's windows (4096 elements of a few dtypes and value domains) that an unrelated buffer of the same values, 64
+times its size, holds by chance, per window length: what the decoys measure (``RUN_CHANCE``).
 """
 
 from __future__ import annotations
@@ -61,6 +64,29 @@ def _audited_call(rows: int, hidden: int, held: int, runs: tuple[int, ...]) -> f
     return spent
 
 
+def _chance() -> dict[str, dict[int, float]]:
+    import torch
+
+    def windows(values: torch.Tensor, k: int) -> torch.Tensor:
+        return values.to(torch.int64).unfold(0, k, 1).unique(dim=0)
+
+    domains = {
+        "bool": lambda n: torch.randint(0, 2, (n,)).bool().view(torch.int8),
+        "int8, 4 values": lambda n: torch.randint(0, 4, (n,)).to(torch.int8),
+        "fp8 e4m3 codes of randn x 64": lambda n: (torch.randn(n) * 64).to(torch.float8_e4m3fn).view(torch.int8),
+        "bf16 randn": lambda n: torch.randn(n).to(torch.bfloat16).view(torch.int16),
+    }
+    found: dict[str, dict[int, float]] = {}
+    for name, draw in domains.items():
+        out, pool = draw(4096), draw(64 * 4096)
+        found[name] = {}
+        for k in (8, 32):
+            own, held = windows(out, k), windows(pool, k)
+            both = torch.cat([own, held]).unique(dim=0).shape[0]
+            found[name][k] = round((own.shape[0] + held.shape[0] - both) / own.shape[0], 4)
+    return found
+
+
 def main() -> None:
     import torch
 
@@ -69,7 +95,11 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--held", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--chance", action="store_true")
     args = parser.parse_args()
+    if args.chance:
+        print(json.dumps(_chance()))
+        return
     torch.set_num_threads(1)
     from mkbsim.verifier._provenance import COPY_RUNS
 
