@@ -49,7 +49,7 @@ BLOCK_WARMUP = 3
 #: "Block totals"). So a plan doing the scored calls' work in a few of them (any call of a block can read
 #: every later call's inputs) hides at most this share of a call's work, plus that noise allowance.
 TOTAL_SLACK = {"cpu": 0.5, "cuda": 0.5}
-TOTAL_NOISE = {"cpu": 0.1, "cuda": 0.1}
+TOTAL_NOISE = {"cpu": 0.25, "cuda": 0.25}
 
 
 def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: str) -> tuple[dict[str, Any], str | None]:

@@ -44,15 +44,15 @@ def test_the_rule_bounds_what_moving_work_between_calls_gains() -> None:
 
 
 def test_the_outputs_a_call_delivered_are_put_back_over_a_later_rewrite() -> None:
-    inputs, out = torch.zeros(4), torch.zeros(4)
-    arena = MappedArena(args=[inputs], outputs=[out], keepalive=None)
+    out, second = torch.zeros(4), torch.zeros(2, dtype=torch.int32)
+    arena = MappedArena(args=[torch.zeros(4)], outputs=[out, None, second], keepalive=None)
     out.fill_(1.0)  # what the call delivered
-    inputs.fill_(5.0)  # an in-place input
-    arena.keep([0])
+    second.fill_(3)
+    arena.keep()
     out.fill_(2.0)  # a later call's rewrite
-    inputs.fill_(7.0)
-    arena.restore([0])
-    assert out.tolist() == [1.0] * 4 and inputs.tolist() == [5.0] * 4
+    second.fill_(9)
+    arena.restore()
+    assert out.tolist() == [1.0] * 4 and second.tolist() == [3, 3]
 
 
 @pytest.mark.parametrize("case", ["block_lookahead_first_call_p28", "block_lookahead_spread_p28"])
