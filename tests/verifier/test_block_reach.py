@@ -22,7 +22,7 @@ def _calls(costs: list[float], kind: str = "timed") -> list[tuple[str, Trusted]]
 
 
 def test_a_block_of_even_calls_passes_and_one_doing_the_others_work_fails() -> None:
-    harness, work = 0.3, 0.1
+    harness, work = 0.3, 0.5
     nulls = _calls([harness] * 25, "null")
     even = _calls([harness + work * (1 + 0.1 * (i % 3)) for i in range(60)]) + nulls
     found, reason = _blocks.total_check([even], "cpu")
@@ -35,9 +35,11 @@ def test_a_block_of_even_calls_passes_and_one_doing_the_others_work_fails() -> N
 
 
 def test_the_rule_bounds_what_moving_work_between_calls_gains() -> None:
-    """Work hidden per call: at most TOTAL_SLACK of the median's work plus TOTAL_NOISE of the harness's cost."""
+    """Work hidden per call: at most TOTAL_SLACK of the median's work plus TOTAL_NOISE of the harness's cost,
+    and one call's worth per block."""
     harness, median_work, n = 0.3, 1.0, 60
     bound = _blocks.TOTAL_SLACK["cpu"] * median_work + _blocks.TOTAL_NOISE["cpu"] * harness * (n + 25) / n
+    bound += (harness + median_work) / n
     for hidden, passes in ((0.9 * bound, True), (1.1 * bound, False)):
         calls = _calls([harness + median_work] * (n - 1) + [harness + median_work + n * hidden])
         assert (_blocks.total_check([calls + _calls([harness] * 25, "null")], "cpu")[1] is None) is passes
