@@ -15,6 +15,7 @@ from mkbsim.verifier._trusted import Trusted
 from tests.kits.timing_rules import timing_rules_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
+EVIDENCE = Path(__file__).with_name("evidence")
 
 
 def _calls(costs: list[float], kind: str = "timed") -> list[tuple[str, Trusted]]:
@@ -57,18 +58,25 @@ def test_the_outputs_a_call_delivered_are_put_back_over_a_later_rewrite() -> Non
     assert out.tolist() == [1.0] * 4 and second.tolist() == [3, 3]
 
 
-@pytest.mark.parametrize("case", ["block_lookahead_first_call_p28", "block_lookahead_spread_p28"])
+@pytest.mark.parametrize(
+    ("case", "workload"),
+    [
+        (ADVERSARIAL / "block_lookahead_first_call_p28.py", None),
+        (EVIDENCE / "block_lookahead_spread_p28.py", "production"),
+    ],
+    ids=["first_call", "spread_production"],
+)
 def test_work_moved_between_a_block_s_calls_fails_the_block_total_alone(
-    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: Path, workload: str | None
 ) -> None:
     """The rule alone (the other timing rules off, tests/kits): it fails the case; without it the case passes.
     (The same cases passed the verifier of before, whose warm-ups shared the scored calls' block: their look-ahead
     ran in a warm-up, benchmarks/RESULTS.md "Block totals".)"""
     timing_rules_off(monkeypatch, keep=("block_total",))
-    report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p28", "tirx")
+    report = cpu_session.verify(case, "p28", "tirx", workload=workload)
     assert report.failure == "timing_tamper" and "work for several calls" in report.feedback, report.feedback
     assert [r["failure"] for r in report.details["timing_rounds"]] == ["timing_tamper", "timing_tamper"]
     timing_rules_off(monkeypatch)
     monkeypatch.setattr("mkbsim.verifier._coverage.WORK_SHARE", 0.0)  # the look-ahead's epilogue changes fewer bytes
-    report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p28", "tirx")
+    report = cpu_session.verify(case, "p28", "tirx", workload=workload)
     assert report.passed, report.feedback

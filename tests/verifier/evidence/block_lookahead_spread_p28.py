@@ -2,7 +2,9 @@
 block's memory through its input's storage, so a call whose rows are not ready runs the fused kernel for itself
 and the next 3 arenas and keeps their normalised rows; those calls launch the same kernel in a mode that only
 applies the weight. Draws (blocks of at most 3 arenas) run it honestly. The median times the epilogue (3 calls
-in 4); the block's total shows the rest."""
+in 4); the block's total shows the rest at production sizes, where the work hidden exceeds half a call's work.
+At SMOKE it passes: the work it hides (~0.07 ms a call) is within the harness's noise allowance (verifier
+README, "What a call can reach"), so it is no adversarial/ case."""
 
 # expect: timing_tamper
 # problem: p28
