@@ -74,7 +74,8 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
         # an evidence call's own excess is the gate's measuring, not work: the timed median stands for both
         work = sum(max(medians.get("timed", harness) - harness, 0.0) for kind, _ in calls if kind != "null")
         # and one call's worth: the first call after the pause before a block may run cold (a block of few calls)
-        allowed.append(slack * work + noise * harness * len(calls) + max(medians[kind] for kind, _ in calls))
+        one = medians.get("timed", max(medians.values()))
+        allowed.append(slack * work + noise * harness * len(calls) + one)
     ratios = [e / a if a > 0 else 0.0 for e, a in zip(excess, allowed, strict=True)]
     found = {
         "excess_ms": [round(e, 3) for e in excess],

@@ -6,7 +6,6 @@ in 4); the block's total shows the rest at production sizes, where the work hidd
 At SMOKE it passes: the work it hides (~0.07 ms a call) is within the harness's noise allowance (verifier
 README, "What a call can reach"), so it is no adversarial/ case."""
 
-# expect: timing_tamper
 # problem: p28
 import torch
 import tvm

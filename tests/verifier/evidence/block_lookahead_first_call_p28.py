@@ -3,9 +3,10 @@ through its input's storage, so the first call on a block of many arenas runs th
 arena and keeps the normalised rows; each later call launches the same kernel in a mode that only applies the
 weight to them. Draws (blocks of at most 3 arenas) run it honestly. Before the warm-ups had blocks of their own,
 the block's first call was an unscored warm-up and the scored median timed the epilogue; now the precompute
-falls on a scored call and the block's total shows it."""
+falls on a scored call and the block's total shows it, when the work it hides exceeds the rule's allowance:
+at SMOKE on a loaded 2-core machine it is about as large as the allowance (caught in some runs), so it is no
+adversarial/ case (tests/verifier/test_block_reach.py narrows the allowance's noise term)."""
 
-# expect: timing_tamper
 # problem: p28
 import torch
 import tvm
