@@ -48,6 +48,7 @@ def test_the_rule_bounds_what_moving_work_between_calls_gains() -> None:
 def test_the_outputs_a_call_delivered_are_put_back_over_a_later_rewrite() -> None:
     out, second = torch.zeros(4), torch.zeros(2, dtype=torch.int32)
     arena = MappedArena(args=[torch.zeros(4)], outputs=[out, None, second], keepalive=None)
+    arena.reserve()
     out.fill_(1.0)  # what the call delivered
     second.fill_(3)
     arena.keep()
