@@ -7,7 +7,9 @@ a socket round trip) the same ``run()`` cost 4-6x its host time in a plain loop 
 arenas out in one allocation (``_arena.BlockArenas``), staged into the worker's memory before the first
 call, arms one control-page slot per call (``_control``: evidence and null calls named there only), and
 sends the block in one message whose every call looks the same; the worker answers once. Each call's
-outputs stay in its own slots until then, so the calls re-checked are drawn after the block answered.
+outputs stay in its own slots until then (as it delivered them: the harness puts back its copies), so the
+calls re-checked are drawn after the block answered. Unscored warm-ups are sent as a block of their own
+before the calls they warm up (``parts``): every call of a block can reach every other's memory.
 
 The block's arenas take at most ``BUDGET_SHARE`` of the memory available (the device's free memory or the
 host's, and the worker's limit); a plan that does not fit runs as several blocks, each after the first led by
@@ -115,6 +117,13 @@ def plan(scored: Sequence[str], warmups: int, per_call: int, budget: int, distin
     for i in range(0, len(scored), fit):
         blocks.append(["warmup"] * (warmups if i == 0 else BLOCK_WARMUP) + list(scored[i : i + fit]))
     return blocks or [["warmup"] * warmups]
+
+
+def parts(kinds: Sequence[str]) -> list[list[str]]:
+    """A planned block as it is sent: its leading warm-ups in a block of their own, answered before the scored
+    calls' block reaches the worker (no unscored call reaches a scored call's inputs: verifier README, "Blocks")."""
+    lead = next((i for i, kind in enumerate(kinds) if kind != "warmup"), len(kinds))
+    return [list(part) for part in (kinds[:lead], kinds[lead:]) if part]
 
 
 def plan_for(

@@ -348,11 +348,7 @@ def timing(v: Verification) -> Failure | None:
     t["blocks"] = []
     k = unique = position = 0
     for planned in blocks:
-        lead = next((i for i, kind in enumerate(planned) if kind != "warmup"), len(planned))
-        # the warm-ups in a block of their own: no unscored call reaches the scored calls' inputs (README, "Blocks")
-        for kinds in (planned[:lead], planned[lead:]):
-            if not kinds:
-                continue
+        for kinds in _blocks.parts(planned):
             block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
                           v.session.staged_arenas, distinct=distinct)  # fmt: skip
             # an evidence call is named as a timed call: the feedback does not say which calls were evidence

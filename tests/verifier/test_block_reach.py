@@ -76,3 +76,13 @@ def test_work_moved_into_one_call_of_a_block_fails_the_block_total_alone(
     timing_rules_off(monkeypatch)
     report = cpu_session.verify(case, "p28", "tirx")
     assert report.passed, report.feedback
+
+
+def test_a_planned_block_s_warm_ups_are_sent_as_a_block_of_their_own() -> None:
+    scored = ["timed", "null", "evidence"]
+    for planned in _blocks.plan(scored * 20, 10, 1000, 31_000, distinct=False):
+        sent = _blocks.parts(planned)
+        assert [kinds[0] == "warmup" for kinds in sent] == [True, False]
+        assert all(set(kinds) == {"warmup"} for kinds in sent[:1]) and "warmup" not in sent[1]
+        assert sum(sent, []) == planned
+    assert _blocks.parts(["warmup"] * 3) == [["warmup"] * 3]
