@@ -84,5 +84,5 @@ def test_a_planned_block_s_warm_ups_are_sent_as_a_block_of_their_own() -> None:
         sent = _blocks.parts(planned)
         assert [kinds[0] == "warmup" for kinds in sent] == [True, False]
         assert all(set(kinds) == {"warmup"} for kinds in sent[:1]) and "warmup" not in sent[1]
-        assert sum(sent, []) == planned
+        assert sent[0] + sent[1] == planned
     assert _blocks.parts(["warmup"] * 3) == [["warmup"] * 3]
