@@ -365,12 +365,18 @@ class Worker:
                     raise flags
                 flags = flags or 0  # None: out of order (the vault marked the block for the verifier)
                 reply = self.call_on(arenas[index], msg["flush"], audit=bool(flags & 2), null=bool(flags & 1))
+                with _harness_ops():
+                    arenas[index].keep()
                 replies.append(reply)
                 if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):
                     break
         finally:
             self.end_block()
             with _harness_ops():
+                for arena in arenas:  # what each call delivered, whatever a later call wrote over it
+                    arena.restore()
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize()
                 memory.stage_out()
         return {"ok": True, "calls": replies, **self.news()}
 
