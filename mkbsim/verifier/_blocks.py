@@ -7,7 +7,9 @@ a socket round trip) the same ``run()`` cost 4-6x its host time in a plain loop 
 arenas out in one allocation (``_arena.BlockArenas``), staged into the worker's memory before the first
 call, arms one control-page slot per call (``_control``: evidence and null calls named there only), and
 sends the block in one message whose every call looks the same; the worker answers once. Each call's
-outputs stay in its own slots until then, so the calls re-checked are drawn after the block answered.
+outputs stay in its own slots until then (as it delivered them: the harness puts back its copies), so the
+calls re-checked are drawn after the block answered. Unscored warm-ups are sent as a block of their own
+before the calls they warm up (``parts``): every call of a block can reach every other's memory.
 
 The block's arenas take at most ``BUDGET_SHARE`` of the memory available (the device's free memory or the
 host's, and the worker's limit); a plan that does not fit runs as several blocks, each after the first led by
@@ -17,6 +19,7 @@ host's, and the worker's limit); a plan that does not fit runs as several blocks
 from __future__ import annotations
 
 import itertools
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ import torch
 
 from mkbsim.verifier._arena import BlockArenas, block_bytes
 from mkbsim.verifier._control import MAX_BLOCK_CALLS, ControlPage
+from mkbsim.verifier._judge import fmt
 from mkbsim.verifier._process import WorkerHandle
 from mkbsim.verifier._trusted import Trusted
 
@@ -38,6 +42,62 @@ AUDITED = ("draw", "suppressed")
 #: Unscored warm-up calls before the scored calls of every block after the first (the host warms up again
 #: after the verifier's checks between blocks).
 BLOCK_WARMUP = 3
+
+
+#: A scored block's calls may take, in all, what the median call of each kind explains, plus this share of
+#: the work the medians explain (their excess over the null calls' median, the harness's own cost) and
+#: ``TOTAL_NOISE`` of the harness's cost per call, plus one call (cpu: the lesser of the worker's CPU time and the host
+#: clock per call, see ``total_check``; cuda: the host clock). Measured on honest plans (benchmarks/RESULTS.md,
+#: "Block totals"). So a plan doing the scored calls' work in a few of them (any call of a block can read
+#: every later call's inputs) hides at most this share of a call's work, plus that noise allowance.
+TOTAL_SLACK = {"cpu": 0.5, "cuda": 0.5}
+TOTAL_NOISE = {"cpu": 0.25, "cuda": 0.25}
+
+
+def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: str) -> tuple[dict[str, Any], str | None]:
+    """Each scored block's calls (timed, evidence and null) in all against what the median of each kind
+    explains: any call of a block can reach every later call's inputs, so work done for many calls in a few
+    of them shows here (the median does not move); (the figures, the reason it fails or None)."""
+
+    def cost(trusted: Trusted) -> float:
+        # cpu: the lesser of the worker's CPU time (no preemption in it) and the host clock (no idle pool thread
+        # spinning in it, which an honest TVM kernel's pool does on a loaded machine); work shows in both
+        if device_type == "cpu" and trusted.cpu_ms is not None:
+            return min(trusted.cpu_ms, trusted.round_trip_ms)
+        return trusted.round_trip_ms
+
+    by_kind: dict[str, list[float]] = {}
+    for calls in blocks:
+        for kind, trusted in calls:
+            by_kind.setdefault(kind, []).append(cost(trusted))
+    medians = {kind: statistics.median(xs) for kind, xs in by_kind.items()}
+    harness = medians.get("null", 0.0)
+    slack = TOTAL_SLACK.get(device_type, TOTAL_SLACK["cuda"])
+    noise = TOTAL_NOISE.get(device_type, TOTAL_NOISE["cuda"])
+    excess, allowed = [], []
+    for calls in blocks:
+        excess.append(sum(cost(trusted) - medians[kind] for kind, trusted in calls))
+        # an evidence call's own excess is the gate's measuring, not work: the timed median stands for both
+        work = sum(max(medians.get("timed", harness) - harness, 0.0) for kind, _ in calls if kind != "null")
+        # and one call's worth: the first call after the pause before a block may run cold (a block of few calls)
+        one = medians.get("timed", max(medians.values()))
+        allowed.append(slack * work + noise * harness * len(calls) + one)
+    ratios = [e / a if a > 0 else 0.0 for e, a in zip(excess, allowed, strict=True)]
+    found = {
+        "excess_ms": [round(e, 3) for e in excess],
+        "allowed_ms": [round(a, 3) for a in allowed],
+        "ratios": [round(r, 3) for r in ratios],
+        "medians_ms": {k: round(m, 4) for k, m in medians.items()},
+    }
+    worst = max(ratios, default=0.0)
+    if worst <= 1.0:
+        return found, None
+    where = ratios.index(worst)
+    return found, (
+        f"the calls of timing block {where + 1} took {fmt(excess[where])} ms more in all than the median call "
+        f"of each kind explains (at most {fmt(allowed[where])} ms): work for several calls was done in a few "
+        "of them"
+    )
 
 
 def budget_bytes(device: torch.device, worker_limit: int) -> int:
@@ -61,6 +121,13 @@ def plan(scored: Sequence[str], warmups: int, per_call: int, budget: int, distin
     for i in range(0, len(scored), fit):
         blocks.append(["warmup"] * (warmups if i == 0 else BLOCK_WARMUP) + list(scored[i : i + fit]))
     return blocks or [["warmup"] * warmups]
+
+
+def parts(kinds: Sequence[str]) -> list[list[str]]:
+    """A planned block as it is sent: its leading warm-ups in a block of their own, answered before the scored
+    calls' block reaches the worker (no unscored call reaches a scored call's inputs: verifier README, "Blocks")."""
+    lead = next((i for i, kind in enumerate(kinds) if kind != "warmup"), len(kinds))
+    return [list(part) for part in (kinds[:lead], kinds[lead:]) if part]
 
 
 def plan_for(

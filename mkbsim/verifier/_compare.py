@@ -77,7 +77,9 @@ class OutputRef:
     is_float: bool
     ref_error: float
     eps_term: float  # eps(out dtype) · max|anchor|
-    allowance: float
+    allowance: float  # the largest element's, where ``per_element`` is set
+    #: For a one-byte float output (fp8), each flat element's own allowance (``fp8_allowances``); else None.
+    per_element: torch.Tensor | None = None
 
 
 def build_refs(
@@ -103,8 +105,34 @@ def build_refs(
         anc64 = anc_t.to(torch.float64)
         eps_term = eps_of(dtype) * _max_or_zero(anc64[torch.isfinite(anc64)].abs())
         allowance = factor * max(ref_error, eps_term)
-        refs.append(OutputRef(label, anc, nat, dtype, True, ref_error, eps_term, allowance))
+        per_element = None
+        if dtype is not None and is_one_byte_float(dtype):
+            per_element = fp8_allowances(diff, anc64, dtype, factor)
+            allowance = _max_or_zero(per_element)
+        refs.append(OutputRef(label, anc, nat, dtype, True, ref_error, eps_term, allowance, per_element))
     return refs
+
+
+def is_one_byte_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point and dtype.itemsize == 1
+
+
+def fp8_allowances(ref_diff: torch.Tensor, anchor: torch.Tensor, dtype: torch.dtype, factor: float) -> torch.Tensor:
+    """Each element's allowance of a one-byte float output (DESIGN §5, per element for fp8): the contract's
+    ``factor · max(ref_error, eps · |anchor|)`` taken per element, in the element's own rounding steps, and never below
+    the smallest normal. An fp8 format has 8 (e4m3) or 4 (e5m2) steps per binade, so ``eps · max|anchor|`` is a third
+    of the whole range (e4m3: 168 of 448): a ternary code passed, and old codes left in a cache were "correct". Here
+    ``ref_error`` is the reference's own error at the element and the step ``eps · 2^floor(log2 |anchor_i|)`` (the
+    subnormal step below the smallest normal); the smallest normal is the most a conversion flushing subnormals to zero
+    is off by (TVM's llvm fp8 cast does), 1/28672 of e4m3's range. An infinite or NaN anchor element gets 0 (matched
+    exactly). Flat, float64."""
+    info = torch.finfo(dtype)
+    magnitude = anchor.reshape(-1).abs().clamp_min(info.smallest_normal)
+    _, exponent = torch.frexp(magnitude)  # magnitude = m · 2^exponent, m in [0.5, 1)
+    step = info.eps * torch.pow(2.0, (exponent - 1).to(torch.float64))
+    own_error = torch.where(torch.isfinite(ref_diff), ref_diff, torch.zeros_like(ref_diff)).reshape(-1)
+    allowance = (factor * torch.maximum(own_error.to(torch.float64), step)).clamp_min(info.smallest_normal)
+    return torch.where(torch.isfinite(anchor.reshape(-1)), allowance, torch.zeros_like(allowance))
 
 
 def anchor_outputs(
@@ -137,6 +165,7 @@ class Check:
     worst_index: tuple[int, ...] | None
     got: float | None
     expected: float | None
+    per_element: bool = False  # the allowance is the worst element's own (a one-byte float output)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -174,14 +203,18 @@ def compare(out: Any, ref: OutputRef) -> Check:
         has_nan = bool(nan_mask.any())
         diff = _abs_diff(out_t, anc_t)
         diff = torch.where(nan_mask, torch.full_like(diff, math.inf), diff)
-        over = diff > ref.allowance
-        max_error = _max_or_zero(diff)
-        worst = _unravel(int(diff.argmax()), shape) if diff.numel() else None
+        limit = _allowance(ref, diff.device)
+        limit = limit.reshape(diff.shape) if isinstance(limit, torch.Tensor) else torch.full_like(diff, limit)
+        over = diff > limit
+        at = int((diff - limit).argmax()) if diff.numel() else 0  # the worst element: the largest excess
+        max_error = float(diff.flatten()[at]) if diff.numel() else 0.0
+        bound = float(limit.flatten()[at]) if diff.numel() else ref.allowance
+        worst = _unravel(at, shape) if diff.numel() else None
         ok = not has_nan and not bool(over.any())
-        got = float(out_t.to(torch.float64).flatten()[int(diff.argmax())]) if diff.numel() else None
-        expected = float(anc_t.to(torch.float64).flatten()[int(diff.argmax())]) if diff.numel() else None
-        return Check(ref.label, ok, has_nan, max_error, ref.allowance, ref.ref_error, ref.eps_term,
-                     False, int(over.sum()), worst, got, expected)  # fmt: skip
+        got = float(out_t.to(torch.float64).flatten()[at]) if diff.numel() else None
+        expected = float(anc_t.to(torch.float64).flatten()[at]) if diff.numel() else None
+        return Check(ref.label, ok, has_nan, max_error, bound, ref.ref_error, ref.eps_term,
+                     False, int(over.sum()), worst, got, expected, ref.per_element is not None)  # fmt: skip
     nat_t = _as_tensor(ref.native, out_t.device)
     equal_anchor = out_t.shape == anc_t.shape and bool(torch.equal(out_t, anc_t.to(out_t.dtype)))
     equal_native = out_t.shape == nat_t.shape and bool(torch.equal(out_t, nat_t.to(out_t.dtype)))
@@ -194,13 +227,18 @@ def compare(out: Any, ref: OutputRef) -> Check:
     return Check(ref.label, False, False, math.inf, 0.0, 0.0, 0.0, True, int(wrong.sum()), first, got, expected)
 
 
+def _allowance(ref: OutputRef, device: torch.device) -> torch.Tensor | float:
+    """The allowance ``diff`` is compared with: per flat element for a one-byte float output, else one number."""
+    return ref.per_element.to(device) if ref.per_element is not None else ref.allowance
+
+
 def wrong_mask(out: Any, ref: OutputRef) -> torch.Tensor:
     """Elementwise: where ``out`` breaks the rule ``compare`` applies (flattened; NaN is always wrong)."""
     out_t = _as_tensor(out).reshape(-1)
     anc_t = _as_tensor(ref.anchor, out_t.device).reshape(-1)
     if ref.is_float:
         diff = _abs_diff(out_t, anc_t)
-        return torch.isnan(out_t.to(torch.float64)) | (diff > ref.allowance)
+        return torch.isnan(out_t.to(torch.float64)) | (diff > _allowance(ref, diff.device))
     nat_t = _as_tensor(ref.native, out_t.device).reshape(-1)
     return (out_t != anc_t.to(out_t.dtype)) & (out_t != nat_t.to(out_t.dtype))
 

@@ -16,7 +16,10 @@ and padding say nothing about who computed them:
   vault also checks layouts it cannot line up: when a floating tensor that eager code made during the
   call (not an input) and passed to a DSL launch holds at least 95% of a returned output's elements by
   value, counted with their multiplicity (``COPY_SHARE``: padded, transposed, strided or gathered, the
-  values are the same), the output's positions whose values it holds existed without the DSL.
+  values are the same), the output's positions whose values it holds existed without the DSL; and, pooled over
+  every such argument of every launch of the call, the output's positions inside a run of consecutive output
+  elements that one of them holds consecutively, at any offset (``_provenance.COPY_RUNS``), however little of the
+  output each holds.
 
 An output's DSL share is the smaller of the two. The rule: at least one output at least half
 produced by the DSL (``OUTPUT_SHARE``), the DSL's share of all outputs' input-dependent elements at

@@ -174,12 +174,18 @@ def values(checks: Sequence[Check], where: str, factor: float) -> Failure | None
                 f"{c.label} {where} differs from the reference in {c.mismatches} elements "
                 f"(first{at}: got {c.got}, expected {c.expected}); integer outputs must match exactly.",
             )
+        error = "|out - anchor|" if c.per_element else "max |out - anchor|"
+        rule = (
+            f"allowance per element = {fmt(factor)} x max(the reference's error there, one fp8 step of the expected "
+            "value), at least the smallest normal"
+            if c.per_element
+            else f"allowance = {fmt(factor)} x max(reference error {fmt(c.ref_error)}, "
+            f"eps(dtype) x max|anchor| {fmt(c.eps_term)})"
+        )
         return Failure(
             "wrong_output",
-            f"{c.label} {where}: max |out - anchor| = {fmt(c.max_error)} exceeds the allowance {fmt(c.allowance)}{at} "
-            f"(got {fmt(c.got or 0.0)}, expected {fmt(c.expected or 0.0)}; {c.mismatches} elements over; "
-            f"allowance = {fmt(factor)} x max(reference error {fmt(c.ref_error)}, "
-            f"eps(dtype) x max|anchor| {fmt(c.eps_term)})).",
+            f"{c.label} {where}: {error} = {fmt(c.max_error)} exceeds the allowance {fmt(c.allowance)}{at} "
+            f"(got {fmt(c.got or 0.0)}, expected {fmt(c.expected or 0.0)}; {c.mismatches} elements over; {rule}).",
         )
     return None
 

@@ -13,6 +13,7 @@ import torch
 from mkbsim.verifier import _blocks, _coverage, _decode, _eagerwork
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._blocks import Block, BlockCall
+from mkbsim.verifier._blocks import total_check as block_total_check
 from mkbsim.verifier._compare import compare
 from mkbsim.verifier._judge import (
     Failure,
@@ -107,8 +108,10 @@ def correctness(v: Verification) -> Failure | None:
     anchors: list[float] = []
     for number in [1, *later]:  # the first draw is never the suppressed one (nor is the first call: a warm-up)
         kinds = ["warmup"] * DRAW_WARMUP + ["draw" if number else "suppressed"]
-        block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
-                      v.session.staged_arenas, distinct=False)  # fmt: skip
+        # the warm-ups in a block of their own, answered before the draw's inputs reach the worker: an unaudited
+        # call never reaches an audited draw's inputs (verifier README, "Blocks"); both made now, sent back to back
+        warm, block = (Block(part, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
+                             v.session.staged_arenas, distinct=False) for part in (kinds[:-1], kinds[-1:]))  # fmt: skip
         call = block.calls[-1]
         refs: list[Any] = []
 
@@ -118,7 +121,13 @@ def correctness(v: Verification) -> Failure | None:
             anchors.append(time.perf_counter() - ta)
 
         where = f"in correctness draw {number} of {p.correctness_draws}" if number else "with DSL launches suppressed"
-        answers = v.call_block(block, [where] * len(kinds), meanwhile=anchor)
+        answers = v.call_block(warm, [where] * DRAW_WARMUP)
+        if not isinstance(answers, Failure) and len(answers) == DRAW_WARMUP:
+            answered = time.perf_counter()
+            drawn = v.call_block(block, [where], meanwhile=anchor)
+            answers = drawn if isinstance(drawn, Failure) else answers + drawn
+            if not isinstance(drawn, Failure) and drawn:  # the host's pause between the warm-ups and the draw
+                v.details.setdefault("draw_gap_ms", []).append(round((drawn[0].page["start_t"] - answered) * 1e3, 3))
         if isinstance(answers, Failure):
             return answers
         if len(answers) < len(kinds):  # a warm-up's answer ended the block: judged as the draw's
@@ -325,8 +334,9 @@ def timing(v: Verification) -> Failure | None:
         ["timed"] * p.timed_calls + ["evidence"] * EVIDENCE_CALLS + ["null"] * p.null_calls, key=lambda _: rng.random()
     )
     # drawn here, never sent to the worker: a block's outputs are read after it answered, so nothing
-    # the submission sees during a call tells it that this call will be re-checked
-    recheck = set(rng.sample(range(p.timed_calls), rechecked_count(p.timed_calls, p.rechecked_timed_calls)))
+    # the submission sees during a call tells it that this call will be re-checked; evidence calls alike
+    checked = [i for i, kind in enumerate(scored) if kind != "null"]
+    recheck = set(rng.sample(checked, rechecked_count(len(checked), p.rechecked_timed_calls)))
     v.details["timing_rechecks"] = []
     anchors_before = v.phases.get("anchors_s", 0.0)
     t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
@@ -335,27 +345,33 @@ def timing(v: Verification) -> Failure | None:
     distinct = p.unique_input_buffers
     blocks = _blocks.plan_for(s, v.session.device, v.session.limits.memory_bytes, p.warmup_calls, scored, distinct)
     v.details["timing_blocks"] = [len(kinds) for kinds in blocks]
-    k = unique = 0
-    for kinds in blocks:
-        block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
-                      v.session.staged_arenas, distinct=distinct)  # fmt: skip
-        # an evidence call is named as a timed call: the feedback does not say which calls were evidence
-        wheres, counted = [], k
-        for kind in kinds:
-            wheres.append(f"in timed call {counted + 1} of {p.timed_calls}" if kind in ("timed", "evidence")
-                          else f"in a {kind} call")  # fmt: skip
-            counted += kind == "timed"
-        answers = v.call_block(block, wheres, p.cache_flush)
-        if isinstance(answers, Failure):
-            return answers
-        for call, answer, where in zip(block.calls, answers, wheres, strict=False):
-            failure, k = _timed_call(v, block, call, answer, where, k, recheck)
-            if failure is not None:
-                return failure
-        if len(answers) < len(block.calls):
-            return Failure("harness_tamper", f"The worker answered {len(answers)} of a block's {len(block.calls)} "
-                           "timed calls, though none of its answers failed.")  # fmt: skip
-        unique += len(block.memory.arenas)
+    t["blocks"] = []
+    k = unique = position = 0
+    for planned in blocks:
+        for kinds in _blocks.parts(planned):
+            block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
+                          v.session.staged_arenas, distinct=distinct)  # fmt: skip
+            # an evidence call is named as a timed call: the feedback does not say which calls were evidence
+            wheres, counted = [], k
+            for kind in kinds:
+                wheres.append(f"in timed call {counted + 1} of {p.timed_calls}" if kind in ("timed", "evidence")
+                              else f"in a {kind} call")  # fmt: skip
+                counted += kind == "timed"
+            answers = v.call_block(block, wheres, p.cache_flush)
+            if isinstance(answers, Failure):
+                return answers
+            for call, answer, where in zip(block.calls, answers, wheres, strict=False):
+                checked_now = call.kind != "warmup" and position in recheck
+                position += call.kind != "warmup"
+                failure, k = _timed_call(v, block, call, answer, where, k, checked_now)
+                if failure is not None:
+                    return failure
+            if len(answers) < len(block.calls):
+                return Failure("harness_tamper", f"The worker answered {len(answers)} of a block's "
+                               f"{len(block.calls)} timed calls, though none of its answers failed.")  # fmt: skip
+            if kinds[0] != "warmup":  # the scored block, judged whole (``_blocks.total_check``)
+                t["blocks"].append([(c.kind, c.trusted) for c in block.calls])
+            unique += len(block.memory.arenas)
     t["unique"] = unique if distinct else None
     v.timed("timing_s", t0)
     v.phases["timing_s"] -= v.phases.get("anchors_s", 0.0) - anchors_before  # re-checks count as anchors
@@ -363,8 +379,9 @@ def timing(v: Verification) -> Failure | None:
 
 
 def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, where: str, k: int,
-                recheck: set[int]) -> tuple[Failure | None, int]:  # fmt: skip
-    """One answered call of a block, judged and recorded; (its failure, the scored calls counted so far)."""
+                recheck: bool) -> tuple[Failure | None, int]:  # fmt: skip
+    """One answered call of a block, judged and recorded (``recheck``: its outputs compared with the
+    reference's too); (its failure, the scored calls counted so far)."""
     t, s = v.timing, v.shape
     page, reply = answer.page, answer.reply
     if call.kind == "null":
@@ -387,12 +404,16 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     # device work that ran past the call is charged to it: hiding work on a few calls then gains nothing
     pending = page["pending_ms"]
     ms = page["ms"] + (pending if pending > PENDING_CHARGE_MS else 0.0)
+    arena = block.arena(call)
+    failure = mutation(arena, call.inputs, where, s.input_names, s.inplace)
+    if failure is None and recheck:
+        failure = _rechecked(v, where, call.seed, _delivered(v, arena, reply))
     if call.kind == "evidence":
         for key, value in (("ms", ms), ("launches", page["launches"]), ("dsl_ms", page["dsl_ms"]),
                            ("signatures", page["signatures"]), ("trusted", answer.trusted),
                            ("work", page["work"])):  # fmt: skip
             t["evidence"][key].append(value)
-        return None, k
+        return failure, k
     t["timed_ms"].append(ms)
     t["host_ms"].append(page["host_ms"])
     # the harness's own time between this call's timer and the next one's (its trusted measure is start to start)
@@ -400,10 +421,6 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     t["pending_ms"].append(pending)
     t["launches_per_call"].append(page["launches"])
     t["trusted"].append(answer.trusted)
-    arena = block.arena(call)
-    failure = mutation(arena, call.inputs, where, s.input_names, s.inplace)
-    if failure is None and k in recheck:
-        failure = _rechecked(v, k, call.seed, _delivered(v, arena, reply))
     return failure, k + 1
 
 
@@ -418,13 +435,14 @@ def rechecked_count(timed_calls: int, least: int) -> int:
     return n
 
 
-def _rechecked(v: Verification, k: int, seed: int, outs: list[Any]) -> Failure | None:
-    """Scored call ``k``'s delivered outputs against the reference on its inputs, drawn again from its seed."""
+def _rechecked(v: Verification, where: str, seed: int, outs: list[Any]) -> Failure | None:
+    """A scored or evidence call's delivered outputs (``where``: named as a timed call either way) against
+    the reference on its inputs, drawn again from its seed."""
     ta = time.perf_counter()
     checks = [compare(out, ref) for out, ref in zip(outs, v.shape.refs(v.shape.draw(seed)), strict=True)]
-    v.details["timing_rechecks"].append({"call": k + 1, "outputs": [c.as_dict() for c in checks]})
+    v.details["timing_rechecks"].append({"call": where, "outputs": [c.as_dict() for c in checks]})
     v.phases["anchors_s"] = v.phases.get("anchors_s", 0.0) + time.perf_counter() - ta
-    return values(checks, f"in timed call {k + 1} (re-checked)", v.protocol.allowance_factor)
+    return values(checks, f"{where} (re-checked)", v.protocol.allowance_factor)
 
 
 def timing_rounds(v: Verification) -> Failure | None:
@@ -446,7 +464,7 @@ def timing_rounds(v: Verification) -> Failure | None:
     return failure
 
 
-_ROUND_DETAILS = ("timed_kernels", "dsl_time", "evidence_calls", "clock_check", "harness_gap_ms")
+_ROUND_DETAILS = ("timed_kernels", "dsl_time", "evidence_calls", "clock_check", "harness_gap_ms", "block_totals")
 
 
 def _round_summary(v: Verification, failure: Failure | None) -> dict[str, Any]:
@@ -483,6 +501,9 @@ def cross_check(v: Verification) -> Failure | None:
         return Failure(
             "background_work", f"Work ran outside the timed calls: {busy}; finish all work inside run().", measured=True
         )
+    v.details["block_totals"], concentrated = block_total_check(t["blocks"], device_type)
+    if concentrated:
+        return Failure("timing_tamper", f"The timed calls' times are not their own: {concentrated}.", measured=True)
     failure = _timed_as_audited(v)
     if failure is not None:
         return failure

@@ -19,8 +19,9 @@ data flow is structural: ``_MOVEMENT``, ``_POINTWISE``, ``_CONTRACTIONS``; see `
 The vault samples, at positions the verifier chose, every tensor of an output's size holding nothing the DSL
 produced (eager results and inputs, launch arguments before the launch), and
 keeps the bit-pattern counts of every launch argument that is neither a problem input nor the DSL's, for
-the layout-free copy check. The verifier compares those samples with its anchors: an output whose values
-existed without the DSL (a kernel copying or gating an eager answer) was not produced by it.
+the layout-free copy check, and their values, for the windowed one (``COPY_RUNS``). The verifier compares
+those samples with its anchors: an output whose values existed without the DSL (a kernel copying or gating an eager
+answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
 
 Every call counts its genuine launches (below). On an evidence call (an unscored timed-protocol call the
@@ -71,6 +72,17 @@ COPY_SHARE = 0.95
 #: would hold), in any order within a run.
 COPY_TABLES = 2
 TABLE_RUN = 8
+#: Copies in any layout: an output element is found in a launch argument that eager code made before the launch (not
+#: a problem input, nor mostly the DSL's) when a window of this many consecutive output elements (logical order),
+#: not all equal, that contains it appears as consecutive elements of that argument, at any offset, read by rows or,
+#: for a matrix, by columns, bit for bit at the output's width or a floating argument rounded to the output's dtype.
+#: Pooled over every such argument of every launch of the call, and only the positions found are taken from the DSL
+#: (halves in two arguments, two launches, a padded buffer holding 94% of the answer). Where windows of a length match
+#: by chance (decoys: the window starting at each sampled position, each column shuffled across the positions) more
+#: often than ``RUN_CHANCE``, the next length is tried, then none (few distinct values: bools, small integer domains,
+#: fp8 codes).
+COPY_RUNS = (8, 32)
+RUN_CHANCE = 0.01
 #: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
 #: a call packed into a longer array is not counted.
 _MAX_PACKED_ARGS = 256
@@ -230,10 +242,15 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         enumerate=enumerate, transpose=base.transpose, table_run=TABLE_RUN, varied_values=VARIED_VALUES,
         sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
+        cat=torch._C._VariableFunctions.cat,
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
+        copy_runs=COPY_RUNS, run_chance=RUN_CHANCE,
+        window_weights=torch.randint(
+            -(1 << 62), 1 << 62, (max(COPY_RUNS, default=1),), generator=torch.Generator().manual_seed(2)
+        ) | 1,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         # dtypes whose values are taken through a signed integer view of their width: fp8 (CUDA has no take for
         # it) and the unsigned 16/32/64-bit ones (no take kernel on either device)
@@ -287,6 +304,9 @@ def provenance_vault(
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
+    # (source, byte range, its values before the launch, which of them eager code made) of launch arguments, for the
+    # windowed copy check (``found_in_runs``)
+    sources: list[Any] = []
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
     lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
@@ -539,8 +559,11 @@ def provenance_vault(
         if key in seen:
             return
         seen[key] = True
-        if 2 * dsl_elements(t) >= lib.numel(t):
+        states = produced(t) if touched(t) else None
+        if states is not None and 2 * lib.int(lib.sum(lib.eq(states, 1))) >= lib.numel(t):
             return
+        eager = lib.reshape(lib.ne(states, 1), lib.size(t)) if states is not None else None
+        sources.append((source, lo, hi, lib.clone(t), eager))
         floating = lib.is_floating(t)
         smallest = lib.min(numels) if numels else 0
         if not floating and lib.numel(t) > lib.copy_tables * smallest:  # a table, read by runs (``in_runs``)
@@ -607,9 +630,9 @@ def provenance_vault(
         lo, hi = span(t)
         width = lib.element_size(t)
         mine = bits(t, width)  # at its own width: always a view
-        # an integer or boolean output has few distinct values: a table much larger than it would hold them by
+        # an integer, boolean or fp8 output has few distinct values: a table much larger than it would hold them by
         # multiplicity alone (a copy is about the output's size: padded, strided)
-        largest = lib.copy_tables * lib.numel(t) if not lib.is_floating(t) else None
+        largest = lib.copy_tables * lib.numel(t) if not lib.is_floating(t) or width == 1 else None
         for source, a, b, size, patterns, counts, dtype, n in held:
             if (a < hi and lo < b) or n < lib.copy_share * lib.numel(t) or (largest is not None and n > largest):
                 continue  # the output's own memory before a launch updated it in place; too small; a table
@@ -628,6 +651,7 @@ def provenance_vault(
                     covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
                     records.append(("contains", f"{source}, holding {share:.1%} of its values", i, covered))
                     break
+        found_in_runs(t, i)
         if largest is None:
             return
         mine = lib.to(lib.reshape(t, (-1,)), lib.int64)
@@ -638,6 +662,105 @@ def provenance_vault(
             if hit is not None:
                 covered = lib.tolist(lib.take(hit, lib.to(positions[i], lib.device_of(t))))
                 records.append(("contains", f"{source}, a table holding its rows of values in order", i, covered))
+
+    def window_keys(values: Any, k: int) -> Any:
+        """One number per window of ``k`` consecutive int64 ``values``, one per start (wrapping products and sums by
+        ``window_weights``: the same number as a window of the output's)."""
+        n = lib.numel(values) - k + 1
+        keys = lib.zeros((n,), dtype=lib.int64, device=lib.device_of(values))
+        weights = lib.to(lib.window_weights, lib.device_of(values))
+        for j in lib.range(k):
+            keys = lib.add(keys, lib.mul(values[j : j + n], weights[j]))
+        return keys
+
+    def readings(t: Any, values: Any, eager: Any) -> Any:
+        """A held argument's values as the output ``t``'s bit patterns (int64, flat), by rows and, for a matrix, by
+        columns, each with which of them eager code made (None: all): bit for bit at ``t``'s width, and a floating
+        argument of another dtype rounded to ``t``'s."""
+        width = lib.element_size(t)
+        views = [(values, eager)]
+        if lib.len(lib.size(values)) >= 2:
+            views.append((lib.transpose(values, -1, -2), lib.transpose(eager, -1, -2) if eager is not None else None))
+        found = []
+        for view, mask in views:
+            view = lib.contiguous(view)
+            forms = [bits(view, width)]
+            if lib.is_floating(view) and lib.is_floating(t) and lib.dtype_of(view) is not lib.dtype_of(t):
+                forms.append(bits(lib.contiguous(lib.to(view, lib.dtype_of(t))), width))
+            for form in forms:
+                if form is None:
+                    continue
+                flat = lib.reshape(mask, (-1,)) if mask is not None else None
+                if flat is not None and lib.numel(flat) < lib.numel(form):  # several patterns per element
+                    ratio = lib.numel(form) // lib.numel(flat)
+                    flat = lib.reshape(lib.broadcast_to(lib.unsqueeze(flat, 1), (lib.numel(flat), ratio)), (-1,))
+                elif flat is not None and lib.numel(flat) > lib.numel(form):  # several elements per pattern
+                    flat = lib.all_of(lib.reshape(flat, (lib.numel(form), -1)), 1)
+                found.append((lib.to(form, lib.int64), flat))
+        return found
+
+    def members(values: Any, keys: Any) -> Any:
+        """Per element of ``values``: whether sorted ``keys`` hold it."""
+        if not lib.numel(keys):
+            return lib.zeros((lib.numel(values),), dtype=lib.bool_, device=lib.device_of(values))
+        idx = lib.clamp(lib.searchsorted(keys, values), 0, lib.numel(keys) - 1)
+        return lib.eq(lib.take(keys, idx), values)
+
+    def found_in_runs(t: Any, i: int) -> None:
+        """Record the sampled positions of output i that a window of consecutive output elements found in a held
+        argument covers, pooled over the call's held arguments (``COPY_RUNS``). Only the windows holding a sampled
+        position are looked for (the held windows, many more, are matched against them, never sorted)."""
+        lo, hi = span(t)
+        mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
+        device = lib.device_of(t)
+        n = lib.numel(mine)
+        held_readings = [r for source, a, b, values, eager in sources if not (a < hi and lo < b)
+                         for r in readings(t, values, eager)]  # fmt: skip
+        if not held_readings:
+            return
+        sampled = lib.to(positions[i], device)
+        for k in lib.copy_runs:
+            if n < 2 * k:
+                return
+            steps = lib.arange(k, device=device)
+            weights = lib.to(lib.window_weights[:k], device)
+            # every window holding a sampled position (k of them, clamped into the output), and a decoy per position:
+            # the window starting there, each of its columns shuffled across the positions
+            starts = lib.clamp(lib.sub(lib.unsqueeze(sampled, 1), steps), 0, n - k)
+            windows = lib.take(mine, lib.add(lib.unsqueeze(starts, 2), steps))  # (position, window, element)
+            own = lib.sum(lib.mul(windows, weights), 2)
+            flat = lib.all_of(lib.eq(windows, windows[:, :, :1]), 2)
+            runs = lib.take(mine, lib.add(lib.unsqueeze(starts[:, 0], 1), steps))
+            count = lib.numel(sampled)
+            shuffled = lib.stack([lib.take(runs[:, j], lib.randperm(count, generator=lib.decoys, device=device))
+                                  for j in lib.range(k)], 1)  # fmt: skip
+            decoy = lib.sum(lib.mul(shuffled, weights), 1)
+            decoy_flat = lib.all_of(lib.eq(shuffled, shuffled[:, :1]), 1)
+            probes = (lib.unique(own, True, False, False)[0], lib.unique(decoy, True, False, False)[0])
+            matched: tuple[list[Any], list[Any]] = ([], [])
+            for values, eager in held_readings:
+                if lib.numel(values) < k:
+                    continue
+                keys = window_keys(values, k)
+                if eager is not None:  # windows holding an element the DSL produced are not eager copies
+                    mixed = window_keys(lib.to(lib.logical_not(eager), lib.int64), k)
+                    keys = lib.masked_select(keys, lib.eq(mixed, 0))
+                for probe, into in lib.zip(probes, matched):
+                    into.append(lib.masked_select(keys, members(keys, probe)))
+            if not matched[0]:  # no argument as long as a window
+                return
+            hit = members(lib.reshape(own, (-1,)), lib.unique(lib.cat(matched[0]), True, False, False)[0])
+            hit = lib.logical_and(lib.reshape(hit, lib.size(own)), lib.logical_not(flat))
+            chance = lib.logical_and(members(decoy, lib.unique(lib.cat(matched[1]), True, False, False)[0]),
+                                     lib.logical_not(decoy_flat))  # fmt: skip
+            if lib.float(lib.sum(chance)) / count > lib.run_chance:
+                continue  # windows this long match by chance: a longer one, or none
+            covered = lib.any_of(hit, 1)
+            if lib.bool(lib.any_of(covered)):
+                share = lib.float(lib.sum(covered)) / count
+                label = f"launch arguments eager code made, holding runs of {k} of its values ({share:.1%} sampled)"
+                records.append(("contains", label, i, lib.tolist(covered)))
+            return
 
     def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
@@ -1228,6 +1351,7 @@ def provenance_vault(
                 left.clear()
                 held.clear()
                 tables.clear()
+                sources.clear()
                 eager_ops.clear()
                 weighed.clear()
                 lineages.clear()

@@ -257,7 +257,8 @@ class VerifierSession:
                 raise RuntimeError(f"the reference of {problem.id} failed to import: {hello.get('error')}")
             distinct = protocol.unique_input_buffers
             limit, warmups = self.limits.memory_bytes, protocol.warmup_calls
-            for kinds in _blocks.plan_for(shape, self.device, limit, warmups, scored, distinct):
+            planned = _blocks.plan_for(shape, self.device, limit, warmups, scored, distinct)
+            for kinds in (part for p in planned for part in _blocks.parts(p)):
                 block = _blocks.Block(kinds, shape.draw, lambda: rng.getrandbits(63), shape.out_specs, self.device,
                                       self.staged_arenas, distinct)  # fmt: skip
                 sent = _blocks.send(worker, control, block, protocol.cache_flush)

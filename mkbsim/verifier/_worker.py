@@ -292,7 +292,8 @@ class Worker:
             _error=self.error, _news=self.news, **mode_ops,
         )  # fmt: skip
         block = protect(
-            _run_block, _map=map_block, _device=self.device, _stage_out=MappedArena.stage_out,
+            _run_block, _map=map_block, _device=self.device, _keep=MappedArena.keep, _restore=MappedArena.restore,
+            _sync=sync, _stage_out=MappedArena.stage_out,
             _advance=protect(advance_block, _timer=timer), _end=protect(end_block, _timer=timer), _call=call,
             _news=self.news, _ops=_HARNESS_OPS, _exception=BaseException, _isinstance=isinstance,
         )  # fmt: skip
@@ -463,7 +464,8 @@ def _serve_blocks(fn: Any, *, _recv: Any, _send: Any, _block: Any, _gc: Any) -> 
 
 
 def _run_block(
-    fn: Any, layout: Any, fds: Any, calls: Any, flush: bool, *, _map: Any, _device: Any, _stage_out: Any,
+    fn: Any, layout: Any, fds: Any, calls: Any, flush: bool, *, _map: Any, _device: Any, _keep: Any, _restore: Any,
+    _sync: Any, _stage_out: Any,
     _advance: Any, _end: Any, _call: Any, _news: Any, _ops: Any, _exception: Any, _isinstance: Any
 ) -> dict[str, Any]:  # fmt: skip
     """A block of calls back to back (DESIGN §5, timing): every call's inputs were staged in before the first,
@@ -483,12 +485,18 @@ def _run_block(
             # None: out of order (the vault marked the block for the verifier)
             reply = _call(fn, arenas[index], flush, flags or 0)
             del flags
+            with _ops[0](), _ops[1](_ops[2]):
+                _keep(arenas[index])
             replies.append(reply)
             if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):
                 break
     finally:
         _end()
         with _ops[0](), _ops[1](_ops[2]):
+            for arena in arenas:  # what each call delivered, whatever a later call wrote over it
+                _restore(arena)
+            if _sync is not None:
+                _sync()
             _stage_out(memory)
     return {"ok": True, "calls": replies, **_news()}
 

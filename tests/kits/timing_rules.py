@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 #: idle: CPU between calls and device work after them; dsl_time and scored_time: "timed as audited";
-#: clock: the trusted clock's cross-check; calibration: the null calls against the eager worker's.
-RULES = ("idle", "dsl_time", "scored_time", "clock", "calibration")
+#: clock: the trusted clock's cross-check; calibration: the null calls against the eager worker's; block_total: a
+#: scored block's calls in all against their medians.
+RULES = ("idle", "dsl_time", "scored_time", "clock", "calibration", "block_total")
 
 
 def timing_rules_off(monkeypatch: pytest.MonkeyPatch, keep: Collection[str] = ()) -> None:
@@ -33,5 +34,7 @@ def timing_rules_off(monkeypatch: pytest.MonkeyPatch, keep: Collection[str] = ()
         monkeypatch.setattr(_phases, "scored_time", silent)
     if "clock" not in keep:
         monkeypatch.setattr(_phases, "trusted_cross_check", lambda *args: {"tampered": None})
+    if "block_total" not in keep:
+        monkeypatch.setattr(_phases, "block_total_check", lambda *args: ({}, None))
     if "calibration" not in keep:
         monkeypatch.setattr(_phases, "calibration_check", silent)

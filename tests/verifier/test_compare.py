@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mkbsim.verifier._compare import (
+    OutputRef,
     anchor_outputs,
     build_refs,
     compare,
@@ -134,3 +135,29 @@ def test_a_reference_overflow_does_not_open_the_allowance() -> None:
     assert math.isfinite(ref.allowance)
     assert ref.allowance == pytest.approx(3 * 2.0**-10 * 70000.0)  # from the finite anchor only
     assert not compare(torch.tensor([70000.0, 500.0], dtype=torch.float64), ref).ok
+
+
+def _fp8_ref(anchor: list[float], native: list[float] | None = None) -> OutputRef:
+    a = torch.tensor(anchor, dtype=torch.float64).to(torch.float8_e4m3fn)
+    n = torch.tensor(native if native is not None else anchor, dtype=torch.float64).to(torch.float8_e4m3fn)
+    return build_refs(["cache"], [n], [a], [torch.float8_e4m3fn], 3.0)[0]
+
+
+def test_fp8_outputs_are_judged_in_their_own_steps() -> None:
+    """e4m3 (DESIGN §5, per element for fp8): 3 steps of each expected code, not 3 · eps · max|anchor| = 168 of 448."""
+    ref = _fp8_ref([448.0, 160.0, 1.0, -20.0])
+    fp8 = torch.float8_e4m3fn
+    assert compare(torch.tensor([448.0, 160.0, 1.0, -20.0]).to(fp8), ref).ok
+    assert compare(torch.tensor([416.0, 176.0, 1.125, -22.0]).to(fp8), ref).ok  # one step off each
+    ternary = compare(torch.tensor([320.0, 320.0, 0.0, 0.0]).to(fp8), ref)  # within 168 everywhere
+    assert not ternary.ok and ternary.mismatches == 4 and ternary.expected == 160.0 and ternary.allowance == 48.0
+
+
+def test_fp8_subnormals_flushed_to_zero_pass_and_the_reference_error_counts_per_element() -> None:
+    fp8 = torch.float8_e4m3fn
+    assert compare(torch.tensor([0.0, 448.0]).to(fp8), _fp8_ref([2.0**-7, 448.0])).ok  # a subnormal code flushed
+    assert not compare(torch.tensor([0.0, 448.0]).to(fp8), _fp8_ref([2.0**-5, 448.0])).ok  # a normal one is not
+    # the reference itself off by 4 steps of 16 at the second element: 3 x 64 there, 3 steps elsewhere
+    ref = _fp8_ref([1.0, 128.0], native=[1.0, 192.0])
+    assert compare(torch.tensor([1.0, 320.0]).to(fp8), ref).ok
+    assert not compare(torch.tensor([2.0, 128.0]).to(fp8), ref).ok

@@ -349,3 +349,53 @@ def test_an_integer_output_copied_from_an_eager_table_of_its_rows_reversed_and_t
     ids = audit.eager("aten.empty.memory_format", (list(answer.shape),), {"dtype": torch.int32})
     audit.launch(lambda tab, o: o.copy_(tab[: o.shape[0]].flip(1)), table, ids)
     assert audit.outside_share(ids) == 1.0
+
+
+# Copies in any layout (``COPY_RUNS``): runs of the output found in eager-made launch arguments, pooled over
+# arguments and launches, only the positions found taken from the DSL. Each of the first three was judged 0% eager
+# before (no argument held 95% of the output).
+
+
+def copy_rows(dst: torch.Tensor, src: torch.Tensor, first: int) -> None:
+    dst[first : first + src.shape[0]] = src
+
+
+def test_an_answer_in_two_halves_copied_by_two_launches_is_not_the_dsls(audit: Audit) -> None:
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    for k, half in enumerate(_halves()):
+        audit.launch(copy_rows, out, audit.eager("aten.mul.Tensor", (half, 1.0)), k * ROWS // 2)
+    assert audit.outside_share(out) == 1.0
+
+
+def test_an_answer_split_by_columns_into_two_arguments_is_not_the_dsls(audit: Audit) -> None:
+    answer = _answer()
+    left, right = (audit.eager("aten.mul.Tensor", (part, 1.0)) for part in answer.split(N // ROWS // 2, 1))
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    audit.launch(lambda o, a, b: o.copy_(torch.cat([a, b], 1)), out, left, right)
+    assert audit.outside_share(out) == 1.0
+
+
+def test_a_padded_argument_holding_most_of_the_answer_takes_only_those_positions(audit: Audit) -> None:
+    """7/8 of the answer in a padded, transposed buffer; the kernel computes the last 2 of 16 columns itself."""
+    answer = _answer()
+    held = audit.eager("aten.zeros.default", ([N // ROWS, ROWS + 3],), {"dtype": torch.float32})
+    audit.eager("aten.copy_.default", (held[:14, 3:], audit.eager("aten.mul.Tensor", (answer[:, :14].t(), 1.0))))
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    audit.launch(lambda o, h: (o[:, :14].copy_(h[:14, 3:].t()), o[:, 14:].copy_(answer[:, 14:] * 1.0)), out, held)
+    assert audit.outside_share(out) == pytest.approx(14 / 16)
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.bool, torch.int8, torch.float8_e4m3fn], ids=["bool", "int8 of 4 values", "fp8 codes"]
+)
+def test_outputs_of_few_values_are_not_found_by_chance(audit: Audit, dtype: torch.dtype) -> None:
+    """A kernel writing its own values next to an eager buffer of the same few values, 64 times the output's size:
+    windows of 8 match by chance there, so longer ones or none are used."""
+    levels = {torch.bool: 2, torch.int8: 4, torch.float8_e4m3fn: 4}[dtype]
+    pool = audit.eager("aten.mul.Tensor", (torch.randint(0, levels, (64 * N,)), 1))
+    values = torch.randint(0, levels, (ROWS, N // ROWS))
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": dtype})
+    audit.launch(
+        lambda o, p: o.copy_(values.to(dtype)), out, audit.eager("aten._to_copy.default", (pool,), {"dtype": dtype})
+    )
+    assert audit.outside_share(out) == 0.0
