@@ -1,22 +1,27 @@
 """CuTe DSL sm_90a causal prefill, plan `wgmmalean`: plan `wgmmapipe`'s kernel (`_flash_prefill_wgmma_cutedsl.py`:
-the same CTA, tiles, copy distances, schedule and epilogue) with a leaner online softmax, instantiated by the
-p04-p09 `NN_wgmmalean_cutedsl.py` solutions.
+the same CTA, tiles, copy distances, schedule and epilogue) with its online softmax restructured, instantiated by
+the p04-p09 `NN_wgmmalean_cutedsl.py` solutions.
 
-The softmax of each KV tile runs while the tensor cores run P(j-1)·V(j-1) and must fit under it: per thread it
-is 64 logits at head dim 128 (bn 128), and plan `wgmmapipe` spends on each a multiply by the folded scale, a max,
-a subtraction, an exp2 and an add, the max and the sum each one dependent chain of 32 (`ptxas` cannot reorder
-float max/add chains). Here:
+The template means the softmax of S(j) to run while the tensor cores run P(j-1)·V(j-1) (PTX: wait_group 1, the
+softmax, wait_group 0, rescale O, P(j) into the A operand). ptxas does not keep that order: in plan `wgmmapipe`'s
+SASS (sm_90a, ptxas 13.0) the `WARPGROUP.DEPBAR.LE gsb0, 0x0` of wait_group 0 sits at the top of the basic block
+after the mask's branch, before every `MUFU.EX2`: a wait with no operands is ready at once, and hoisting it lets
+the P conversions (which overwrite the in-flight product's A registers) interleave with the exponentials. So each
+KV tile runs S, then P·V, then the softmax, one after the other. Here:
 
+- the softmax is one branch per case (a tile crossing the warp's causal diagonal: mask, then exponentiate; any
+  other: exponentiate), so the caller's wait_group 0 opens the join block after both and can rise no higher than
+  the end of the exponentials (SASS: the gsb0 0x0 wait after all 66 of a tile's MUFU.EX2; 199 registers, no
+  spills, against 194);
 - the row max is taken over the raw logits (the scale is positive and rounding is monotonic, so
-  max(round(c·s)) = round(c·max(s)): the running max is bit for bit the scaled one of `wgmmapipe`), and each
-  exponent is c·s - m in one fused multiply-add (ptxas contracts the PTX mul/sub pair): 64 multiplies fewer
-  per thread and tile;
-- the row max and the row sum are reduced in four interleaved partial chains of 8, then combined, instead of
-  one chain of 32: a quarter of the dependent latency, which two warps a scheduler cannot hide.
+  max(round(c·s)) = round(c·max(s)): the running max is the scaled one of `wgmmapipe`), and each exponent is
+  c·s - m in one FFMA (ptxas contracts the PTX mul/sub pair): 64 multiplies fewer per thread and tile;
+- the row max and the row sum are reduced in four interleaved partial chains, then combined, instead of one
+  dependent chain of 32.
 
 A masked logit stays -3e38 raw; its exponent c·(-3e38) - m is below -126 for any positive scale above 1e-36
-(sm_scale is 1/sqrt(d)), so 2^it is 0 and never NaN, and a tile max that is -3e38 (every logit masked) counts
-as -3e38 scaled, so a row with nothing unmasked so far keeps m = -3e38 and p = 0 as in `wgmmapipe`.
+(sm_scale is 1/sqrt(d)), so 2^it is 0 and never NaN, and a tile max of -3e38 (every logit masked) counts as -3e38
+scaled, so a row with nothing unmasked so far keeps m = -3e38 and p = 0 as in `wgmmapipe`.
 """
 
 import cutlass
