@@ -222,7 +222,9 @@ class AsyncSharedMemory(SharedMemory):
         self.published -= {buf for group in self.groups_in_flight for buf, _ in group}
 
 
-def lean_step(s: torch.Tensor, scale2: torch.Tensor, m_run: torch.Tensor, l_run: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def lean_step(
+    s: torch.Tensor, scale2: torch.Tensor, m_run: torch.Tensor, l_run: torch.Tensor
+) -> tuple[torch.Tensor, ...]:
     """Plan `wgmmalean`'s online softmax step on raw (masked) logits ``s``: the row max taken raw and scaled once
     (a tile max of -3e38 stays -3e38), each exponent c·s - m one FFMA (rounded once: the float64 product of two
     floats is exact)."""
