@@ -90,9 +90,11 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
         "medians_ms": {k: round(m, 4) for k, m in medians.items()},
     }
     worst = max(ratios, default=0.0)
+    where = ratios.index(worst) if ratios else 0
+    if blocks:  # where the worst block's excess lies: each call's cost less its kind's median, in order
+        found["worst_calls"] = [[kind, round(cost(trusted) - medians[kind], 3)] for kind, trusted in blocks[where]]
     if worst <= 1.0:
         return found, None
-    where = ratios.index(worst)
     return found, (
         f"the calls of timing block {where + 1} took {fmt(excess[where])} ms more in all than the median call "
         f"of each kind explains (at most {fmt(allowed[where])} ms): work for several calls was done in a few "
