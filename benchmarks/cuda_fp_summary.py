@@ -28,9 +28,11 @@ def summary(payload: dict[str, Any]) -> list[str]:
         lines.append(f"  feedback: {str(payload.get('feedback'))[:300]}")
     lines.append("  phases s: " + ", ".join(f"{k}={v:.1f}" for k, v in (d.get("overhead") or {}).items()))
     for i, r in enumerate(d.get("timing_rounds") or [], 1):
-        lines.append(f"  round {i}: {r.get('failure')}  timed median {_num(r.get('median_ms'))} ms, evidence median "
-                     f"{_num(r.get('evidence_median_ms'))} ms (CPU {_num(r.get('cpu_median_ms'))} / "
-                     f"{_num(r.get('evidence_cpu_median_ms'))}), null CPU over {_num(r.get('null_cpu_over_ms'))}")
+        lines.append(
+            f"  round {i}: {r.get('failure')}  timed median {_num(r.get('median_ms'))} ms, evidence median "
+            f"{_num(r.get('evidence_median_ms'))} ms (CPU {_num(r.get('cpu_median_ms'))} / "
+            f"{_num(r.get('evidence_cpu_median_ms'))}), null CPU over {_num(r.get('null_cpu_over_ms'))}"
+        )
     ev = d.get("evidence_calls") or {}
     if ev:
         spent = _median([w["ms"] for w in ev.get("work") or [] if w])
@@ -38,9 +40,11 @@ def summary(payload: dict[str, Any]) -> list[str]:
         launches = _median(ev.get("launches") or [])
         timed = (d.get("timing_rounds") or [{}])[-1].get("median_ms")
         per_launch = (watched - timed) / launches if watched is not None and timed is not None and launches else None
-        lines.append(f"  evidence: median {_num(_median(ev['ms']))} ms, gate's own {_num(spent)} ms, less it "
-                     f"{_num(watched)} ms; launches {_num(launches)}; watching cost per launch {_num(per_launch)} ms "
-                     "(allowed 0.1 on cuda)")
+        lines.append(
+            f"  evidence: median {_num(_median(ev['ms']))} ms, gate's own {_num(spent)} ms, less it "
+            f"{_num(watched)} ms; launches {_num(launches)}; watching cost per launch {_num(per_launch)} ms "
+            "(allowed 0.1 on cuda)"
+        )
     rules = {
         "scored_time (scored >= floor)": ("scored_time", "scored_ms", "floor_ms"),
         "idle CPU (median <= limit)": ("idle_cpu", "median_ms", "limit_ms"),
@@ -53,8 +57,10 @@ def summary(payload: dict[str, Any]) -> list[str]:
             lines.append(f"  {name}: {_num(found.get(value))} vs {_num(found.get(line))}{extra}")
     totals = d.get("block_totals")
     if totals:
-        lines.append(f"  block totals: worst ratio {_num(max(totals['ratios'], default=None), 3)}, ratios "
-                     f"{totals['ratios']}, medians {totals.get('medians_ms')}")
+        lines.append(
+            f"  block totals: worst ratio {_num(max(totals['ratios'], default=None), 3)}, ratios "
+            f"{totals['ratios']}, medians {totals.get('medians_ms')}"
+        )
         lines.append(f"    worst block's calls (kind, cost less its median): {totals.get('worst_calls')}")
     if d.get("harness_gap_ms"):
         lines.append(f"  harness gap median {_num(_median(d['harness_gap_ms']))} ms; draw gaps {d.get('draw_gap_ms')}")

@@ -428,12 +428,13 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
 
 def _unwatched(call: BlockCall) -> Trusted:
     """A scored call's trusted measure less what the gate spent measuring an evidence call's work (the vault's
-    clock, its device work included on cuda: ``_provenance``): the block total judges the calls' own work. The
-    gate's copies scale with the launch's arguments (~5 ms a call, varying by a millisecond, for the 600 MB paged
-    cache of p01 on the H200), which left to the total outweighed the allowance of a block of six calls."""
+    clock, its device work included on cuda, and on cuda its reading of the outputs after the timer stopped:
+    ``_provenance``): the block total judges the calls' own work. The gate's copies scale with the launch's
+    arguments (~5 ms a call, varying by a millisecond, for the 600 MB paged cache of p01 on the H200), which left to
+    the total outweighed the allowance of a block of six calls."""
     assert call.trusted is not None and call.page is not None
     work = call.page.get("work") if call.kind == "evidence" else None
-    spent = float(work["ms"]) if work else 0.0
+    spent = float(work["ms"]) + float(work.get("after_ms", 0.0)) if work else 0.0
     if not spent:
         return call.trusted
     cpu = call.trusted.cpu_ms

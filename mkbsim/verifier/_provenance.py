@@ -1297,7 +1297,9 @@ def provenance_vault(
             lib.f64.pack_into(page, offset + 8 + 8 * i, share)
         lib.u64.pack_into(page, offset, count)
         left.clear()  # freed inside the vault's own time
-        if not lib.cuda:  # on cuda only the time inside the call is the call's measure
+        if lib.cuda:  # on cuda only the time inside the call is the call's measure; this is in its round trip
+            lib.f64.pack_into(page, layout.WORK_AFTER_MS, (lib.work_clock() - start) * 1e3)
+        else:
             spent += lib.work_clock() - start
         lib.u64.pack_into(page, layout.WORK_BYTES, changed)
         lib.f64.pack_into(page, layout.WORK_MS, spent * 1e3)
@@ -1468,6 +1470,7 @@ def page_layout() -> types.SimpleNamespace:
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
         WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
+        WORK_AFTER_MS=_control.WORK_AFTER_MS[0],
         WORK_SHARES=_control.WORK_SHARES,
     )  # fmt: skip
 
