@@ -54,6 +54,7 @@ def summary(payload: dict[str, Any]) -> list[str]:
         found = d.get(key)
         if found:
             extra = f", reference {_num(found['reference_ms'])} ms" if "reference_ms" in found else ""
+            extra += f", share of a core while waiting {_num(found['cpu_share'], 3)}" if "cpu_share" in found else ""
             lines.append(f"  {name}: {_num(found.get(value))} vs {_num(found.get(line))}{extra}")
     totals = d.get("block_totals")
     if totals:

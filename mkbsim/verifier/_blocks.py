@@ -238,11 +238,12 @@ def trusted_calls(slots: Sequence[dict[str, Any]], state: dict[str, Any], block:
     (``_trusted.idle_check`` judges the CPU per gap). A reason instead where the stamps do not run forward."""
     starts = [(s["start_t"], s["start_cpu_ns"]) for s in slots] + [(state["end_t"], state["end_cpu_ns"])]
     idle = block.idle_cpu_ms / max(len(slots), 1) if block.idle_cpu_ms is not None else None
+    waited = block.idle_ms / max(len(slots), 1) if block.idle_ms is not None else None
     out = []
     for (t0, c0), (t1, c1) in itertools.pairwise(starts):
         if t1 < t0 or c1 < c0:
             return "the timer's stamps of the block's calls do not run forward"
-        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle))
+        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle, idle_ms=waited))
     return out
 
 

@@ -94,6 +94,7 @@ class Trusted:
     round_trip_ms: float
     cpu_ms: float | None  # all threads, from the send to the answer
     idle_cpu_ms: float | None  # all threads, from the previous answer to this send
+    idle_ms: float | None = None  # the host clock over the same wait
 
 
 def _mad(xs: Sequence[float]) -> float:
@@ -191,6 +192,9 @@ def idle_figures(
         return None
     limit = max(IDLE_FLOOR_MS[device_type], 0.5 * median_reported)
     found = {"median_ms": float(statistics.median(idle)), "limit_ms": limit}
+    waits = [t.idle_ms for t in calls if t.idle_ms is not None]
+    if waits and statistics.median(waits) > 0:  # the share of a core the worker used while it waited
+        found["cpu_share"] = found["median_ms"] / float(statistics.median(waits))
     if reference:
         found["reference_ms"] = float(statistics.median(reference))
         found["limit_ms"] = max(limit, IDLE_REFERENCE_FACTOR * found["reference_ms"])
