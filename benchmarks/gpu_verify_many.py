@@ -36,7 +36,8 @@ def _verify_all(files: list[Path], out: Path, deadline: float, resume: bool) -> 
             if time.monotonic() > deadline:
                 print(f"{path.stem}: skipped (budget spent)", flush=True)
                 continue
-            number, dsl = path.stem.split("_")[0], path.stem.rsplit("_", 1)[1]
+            # a solution's stem starts with its number (01_...), an example's with its id (p36_...)
+            number, dsl = path.stem.split("_")[0].removeprefix("p"), path.stem.rsplit("_", 1)[1]
             started = time.monotonic()
             try:
                 report = session.verify(path, catalog.get(f"p{number}"), dsl, protocol="paper", workload="production")

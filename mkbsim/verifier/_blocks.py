@@ -90,9 +90,11 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
         "medians_ms": {k: round(m, 4) for k, m in medians.items()},
     }
     worst = max(ratios, default=0.0)
+    where = ratios.index(worst) if ratios else 0
+    if blocks:  # where the worst block's excess lies: each call's cost less its kind's median, in order
+        found["worst_calls"] = [[kind, round(cost(trusted) - medians[kind], 3)] for kind, trusted in blocks[where]]
     if worst <= 1.0:
         return found, None
-    where = ratios.index(worst)
     return found, (
         f"the calls of timing block {where + 1} took {fmt(excess[where])} ms more in all than the median call "
         f"of each kind explains (at most {fmt(allowed[where])} ms): work for several calls was done in a few "
@@ -236,11 +238,12 @@ def trusted_calls(slots: Sequence[dict[str, Any]], state: dict[str, Any], block:
     (``_trusted.idle_check`` judges the CPU per gap). A reason instead where the stamps do not run forward."""
     starts = [(s["start_t"], s["start_cpu_ns"]) for s in slots] + [(state["end_t"], state["end_cpu_ns"])]
     idle = block.idle_cpu_ms / max(len(slots), 1) if block.idle_cpu_ms is not None else None
+    waited = block.idle_ms / max(len(slots), 1) if block.idle_ms is not None else None
     out = []
     for (t0, c0), (t1, c1) in itertools.pairwise(starts):
         if t1 < t0 or c1 < c0:
             return "the timer's stamps of the block's calls do not run forward"
-        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle))
+        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle, idle_ms=waited))
     return out
 
 

@@ -208,6 +208,13 @@ def scored_launches(scored: Sequence[int], evidence: Sequence[int]) -> Failure |
     )
 
 
+def scored_time_floor(evidence_ms: Sequence[float], launches: Sequence[int], device_type: str) -> float:
+    """The least median the scored calls may cost (``scored_time``): the evidence calls' median less its noise
+    and the watching's cost per launch."""
+    watched = statistics.median(evidence_ms)
+    return watched * (1 - EVIDENCE_NOISE) - statistics.median(launches) * EVIDENCE_COST_MS[device_type]
+
+
 def scored_time(
     scored_ms: Sequence[float], evidence_ms: Sequence[float], launches: Sequence[int], device_type: str
 ) -> Failure | None:
@@ -219,7 +226,7 @@ def scored_time(
     if not scored_ms or not evidence_ms:
         return None
     scored, watched = statistics.median(scored_ms), statistics.median(evidence_ms)
-    allowed = watched * (1 - EVIDENCE_NOISE) - statistics.median(launches) * EVIDENCE_COST_MS[device_type]
+    allowed = scored_time_floor(evidence_ms, launches, device_type)
     if scored >= allowed:
         return None
     return Failure(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -23,6 +24,7 @@ from mkbsim.verifier._judge import (
     mutation,
     scored_launches,
     scored_time,
+    scored_time_floor,
     structure,
     values,
     worker_failed,
@@ -30,7 +32,7 @@ from mkbsim.verifier._judge import (
 from mkbsim.verifier._process import WorkerFailed
 from mkbsim.verifier._provenance import SAMPLES
 from mkbsim.verifier._static import scan_source
-from mkbsim.verifier._trusted import calibration_check, idle_check, pending_check
+from mkbsim.verifier._trusted import Trusted, calibration_check, idle_check, idle_figures, pending_check
 from mkbsim.verifier._trusted import cross_check as trusted_cross_check
 from mkbsim.verifier._verification import Call, Draw, Verification, rng
 
@@ -370,7 +372,7 @@ def timing(v: Verification) -> Failure | None:
                 return Failure("harness_tamper", f"The worker answered {len(answers)} of a block's "
                                f"{len(block.calls)} timed calls, though none of its answers failed.")  # fmt: skip
             if kinds[0] != "warmup":  # the scored block, judged whole (``_blocks.total_check``)
-                t["blocks"].append([(c.kind, c.trusted) for c in block.calls])
+                t["blocks"].append([(c.kind, _unwatched(c, v.session.device.type)) for c in block.calls])
             unique += len(block.memory.arenas)
     t["unique"] = unique if distinct else None
     v.timed("timing_s", t0)
@@ -424,6 +426,22 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     return failure, k + 1
 
 
+def _unwatched(call: BlockCall, device_type: str) -> Trusted:
+    """A scored call's trusted measure as the block total judges it: on cuda an evidence call's host clock less what
+    the gate spent measuring its work (the vault's host clock over its steps, its device copies included, and its
+    reading of the outputs after the timer stopped: ``_provenance``). The gate's copies scale with the launch's
+    arguments (~5 ms a call, varying by milliseconds, for the 600 MB paged cache of p01 on the H200), which left to
+    the total outweighed the allowance of a block of six calls. On cpu the gate's time is the process's CPU clock,
+    the call's cost may be the host clock (``_blocks.total_check``): taken off, it widened honest blocks' excess
+    (``honest/many_small_launches.py``: worst ratio 0.18-0.28 counted, 0.47-0.64 taken off, load 9)."""
+    assert call.trusted is not None and call.page is not None
+    work = call.page.get("work") if call.kind == "evidence" and device_type == "cuda" else None
+    if not work:
+        return call.trusted
+    spent = float(work["ms"]) + float(work["after_ms"])
+    return replace(call.trusted, round_trip_ms=max(call.trusted.round_trip_ms - spent, 0.0))
+
+
 def rechecked_count(timed_calls: int, least: int) -> int:
     """The fewest scored calls to re-check (at least ``least``) so that wrong outputs on a share
     ``RECHECK_CHEAT_SHARE`` of them are missed with probability at most ``RECHECK_MISS`` (drawn without
@@ -464,7 +482,10 @@ def timing_rounds(v: Verification) -> Failure | None:
     return failure
 
 
-_ROUND_DETAILS = ("timed_kernels", "dsl_time", "evidence_calls", "clock_check", "harness_gap_ms", "block_totals")
+_ROUND_DETAILS = (
+    "timed_kernels", "dsl_time", "evidence_calls", "clock_check", "harness_gap_ms", "block_totals", "scored_time",
+    "idle_cpu",
+)  # fmt: skip
 
 
 def _round_summary(v: Verification, failure: Failure | None) -> dict[str, Any]:
@@ -493,10 +514,13 @@ def cross_check(v: Verification) -> Failure | None:
     t = v.timing
     device_type = v.session.device.type
     runtime = statistics.median(t["timed_ms"])
-    # work off the timed stream or between calls first: it also leaves the trusted clock unexplained
-    busy = (pending_check(t["pending_ms"], t["null_pending"], runtime) if device_type == "cuda" else None) or (
-        idle_check(t["trusted"], runtime, device_type)
-    )
+    # work off the timed stream or between calls first: it also leaves the trusted clock unexplained (on cuda the CPU
+    # between calls is judged in ``verdict``, against the eager reference's worker)
+    if device_type == "cuda":
+        busy = pending_check(t["pending_ms"], t["null_pending"], runtime)
+    else:
+        v.details["idle_cpu"] = idle_figures(t["trusted"], runtime, device_type)
+        busy = idle_check(t["trusted"], runtime, device_type)
     if busy:
         return Failure(
             "background_work", f"Work ran outside the timed calls: {busy}; finish all work inside run().", measured=True
@@ -562,16 +586,16 @@ def _timed_as_audited(v: Verification) -> Failure | None:
     v.details["evidence_calls"]["cpu_ms"] = [c.cpu_ms for c in evidence["trusted"]]  # what scored_time compares on cpu
     # what the gate spent measuring an evidence call's work is not the call's (the scored calls have none of it)
     spent = [w["ms"] if w is not None else 0.0 for w in evidence["work"]]
+    costs = _call_costs(t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], spent, v.session.device.type)
+    if costs[0] and costs[1]:  # the rule's figures: the scored calls' median against the least it may be
+        v.details["scored_time"] = {
+            "scored_ms": statistics.median(costs[0]), "watched_ms": statistics.median(costs[1]),
+            "floor_ms": scored_time_floor(costs[1], evidence["launches"], v.session.device.type),
+        }  # fmt: skip
     judged = (
         judged
         or scored_launches(t["launches_per_call"], evidence["launches"])
-        or scored_time(
-            *_call_costs(
-                t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], spent, v.session.device.type
-            ),
-            evidence["launches"],
-            v.session.device.type,
-        )
+        or scored_time(*costs, evidence["launches"], v.session.device.type)
     )
     v.report.bypass_ok = judged is None  # the coverage phase passed to get here; a second round may pass again
     return judged
@@ -610,6 +634,13 @@ def verdict(v: Verification) -> Failure | None:
     if slowed:
         return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
     runtime = statistics.median(t["timed_ms"])
+    if device_type == "cuda":
+        busy = _idle_against(v, runtime, eager.idle_cpu_ms)
+        if busy and cached:  # the cached baseline's idle was measured under another moment's load
+            now, _ = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol, fresh=True)
+            busy = _idle_against(v, runtime, now.idle_cpu_ms)
+        if busy:
+            return Failure("background_work", f"Work ran outside the timed calls: {busy}; finish all work in run().")
     v.details["timing"] = {
         **{k: t[k] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call")},
         "null_ms": t["null_ms"],
@@ -632,6 +663,13 @@ def verdict(v: Verification) -> Failure | None:
         f"Median {fmt(runtime)} ms vs eager {fmt(eager.median_ms)} ms."
     )
     return None
+
+
+def _idle_against(v: Verification, runtime: float, reference: list[float]) -> str | None:
+    """cuda: the worker's CPU between its blocks against the eager reference's worker's on the same plan (the
+    harness's own cost there: staging the arenas in and out, the CUDA runtime's bookkeeping), with the figures."""
+    v.details["idle_cpu"] = idle_figures(v.timing["trusted"], runtime, "cuda", reference)
+    return idle_check(v.timing["trusted"], runtime, "cuda", reference)
 
 
 PHASES = (

@@ -240,6 +240,7 @@ class WorkerHandle:
         self.closed = False
         self.clock = ProcessClock(pid)
         self._last_cpu: int | None = None
+        self._last_t: float | None = None
         self._sent: tuple[float, int | None] | None = None
         self.answer_key: tuple[bytes, Callable[[], int]] | None = None  # its answers' key and the call's nonce
 
@@ -265,9 +266,10 @@ class WorkerHandle:
         cpu1 = self.clock.cpu_ns()
         both = cpu0 is not None and cpu1 is not None
         idle = (cpu0 - self._last_cpu) / 1e6 if cpu0 is not None and self._last_cpu is not None else None
-        self._last_cpu = cpu1
+        waited = (t0 - self._last_t) * 1e3 if self._last_t is not None else None
+        self._last_cpu, self._last_t = cpu1, time.perf_counter()
         cpu_ms = (cpu1 - cpu0) / 1e6 if both else None  # type: ignore[operator]
-        return Exchange(reply, Trusted(round_trip_ms, cpu_ms, idle))
+        return Exchange(reply, Trusted(round_trip_ms, cpu_ms, idle, waited))
 
     def request(self, msg: dict[str, Any], fds: list[int] | None = None, *, timeout: float) -> Exchange:
         """Send ``msg`` and wait for the answer, measured by the verifier's own clocks."""

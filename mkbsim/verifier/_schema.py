@@ -231,9 +231,9 @@ def times(page: dict[str, Any], keys: Sequence[str]) -> None:
 
 def work(found: dict[str, Any]) -> None:
     """The gate's work record: a finite, non-negative time (what the vault spent) and shares within [0, 1]."""
-    spent = found["ms"]
-    if not math.isfinite(spent) or spent < 0:
-        raise Malformed(f"the control page's work time is {spent!r}")
+    for spent in (found["ms"], found["after_ms"]):
+        if not math.isfinite(spent) or spent < 0:
+            raise Malformed(f"the control page's work time is {spent!r}")
     for share in found["shares"]:
         if not 0.0 <= share <= 1.0:  # NaN fails too
             raise Malformed(f"the control page's output share is {share!r}")

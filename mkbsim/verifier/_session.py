@@ -61,11 +61,13 @@ class EagerBaseline:
     # submission cannot influence here (``_trusted.calibration_check``)
     null_ms: list[float]
     null_trusted: list[Trusted]
+    # the worker's CPU between its blocks, per scored call (``_trusted.idle_check`` on cuda)
+    idle_cpu_ms: list[float]
 
     def as_dict(self, cached: bool) -> dict[str, Any]:
         return {"median_ms": self.median_ms, "timed_ms": self.timed_ms, "round_trip_ms": self.round_trip_ms,
                 "null_round_trip_ms": [t.round_trip_ms for t in self.null_trusted],
-                "null_cpu_ms": [t.cpu_ms for t in self.null_trusted],
+                "null_cpu_ms": [t.cpu_ms for t in self.null_trusted], "idle_cpu_ms": self.idle_cpu_ms,
                 "measured_s": self.measured_s, "cached": cached}  # fmt: skip
 
 
@@ -250,6 +252,7 @@ class VerifierSession:
         trips: list[float] = []
         nulls: list[float] = []
         null_trusted: list[Trusted] = []
+        idle: list[float] = []
         # the same blocks as a verification's timing phase (``_blocks``), without evidence calls
         scored = sorted(["timed"] * protocol.timed_calls + ["null"] * protocol.null_calls, key=lambda _: rng.random())
         try:
@@ -268,6 +271,8 @@ class VerifierSession:
                         error = wrong or (call.reply or {}).get("error")
                         raise RuntimeError(f"the reference of {problem.id} failed: {error}")
                     assert call.page is not None and call.trusted is not None
+                    if call.kind != "warmup" and call.trusted.idle_cpu_ms is not None:
+                        idle.append(call.trusted.idle_cpu_ms)
                     if call.kind == "null":
                         nulls.append(call.page["ms"])
                         null_trusted.append(call.trusted)
@@ -277,7 +282,7 @@ class VerifierSession:
         finally:
             worker.close()
             control.close()
-        baseline = EagerBaseline(median(timed), timed, trips, time.perf_counter() - t0, nulls, null_trusted)
+        baseline = EagerBaseline(median(timed), timed, trips, time.perf_counter() - t0, nulls, null_trusted, idle)
         self._eager.setdefault(key, baseline)
         return baseline, False
 

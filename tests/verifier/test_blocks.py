@@ -139,7 +139,10 @@ def test_each_call_s_work_record_lands_in_its_own_slot(control: ControlPage) -> 
         _control.put(control.buf, _control.WORK_ACK, nonce)
     timer(END)  # type: ignore[operator]
     works = [control.slot_report(i, n)["work"] for i, n in enumerate(nonces)]
-    assert works == [{"bytes": 100, "ms": 0.01, "shares": [0.25]}, {"bytes": 200, "ms": 0.01, "shares": [0.5]}]
+    assert works == [
+        {"bytes": 100, "ms": 0.01, "shares": [0.25], "after_ms": 0.0},
+        {"bytes": 200, "ms": 0.01, "shares": [0.5], "after_ms": 0.0},
+    ]
 
 
 def test_a_block_s_one_answer_is_signed_for_the_nonce_the_verifier_checks(control: ControlPage) -> None:

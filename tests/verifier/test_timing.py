@@ -14,6 +14,7 @@ from mkbsim.verifier._trusted import (
     calibration_check,
     cross_check,
     idle_check,
+    idle_figures,
     pending_check,
 )
 
@@ -86,6 +87,18 @@ def test_cpu_time_between_calls_is_background_work() -> None:
     # an honest cuda worker's own cleanup between calls (p26 on the H200: 0.08-0.1 ms), and more is caught
     assert idle_check([Trusted(1.0, 0.3, 0.098)] * 50, 0.05, "cuda") is None
     assert idle_check([Trusted(1.0, 0.3, 0.5)] * 50, 0.05, "cuda")
+
+
+def test_cuda_idle_cpu_is_judged_against_the_eager_reference_workers() -> None:
+    """Blocks of six 600 MB staged arenas (honest p01 decode kernels on the H200, 2026-12-02): 0.28-0.29 ms of CPU a
+    call between blocks, over the 0.25 ms floor. The eager reference's worker waits through the same blocks: its
+    idle sets the line, and a worker using far more than it is still caught."""
+    honest = [Trusted(0.4, 0.8, 0.29, 13.0)] * 50
+    assert idle_check(honest, 0.37, "cuda")  # the floor alone
+    assert idle_check(honest, 0.37, "cuda", reference=[0.2] * 75) is None
+    figures = idle_figures(honest, 0.37, "cuda", reference=[0.2] * 75)
+    assert figures == {"median_ms": 0.29, "limit_ms": 0.4, "reference_ms": 0.2, "cpu_share": 0.29 / 13.0}
+    assert "eager reference" in str(idle_check([Trusted(0.4, 0.8, 0.9)] * 50, 0.37, "cuda", reference=[0.2] * 75))
 
 
 def test_device_work_after_the_timed_stream_is_caught_at_any_duration() -> None:
