@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (auto or host:port; --executor ray)")
     p.add_argument("--workers", type=positive_int, metavar="N", help="attempts at once (default: the file's "
                    "limits.agents, else this machine's cores for simulated campaigns and 1 for LLM ones)")  # fmt: skip
+    p.add_argument("--similarity", choices=("auto", "minilm", "lexical"), default="auto",
+                   help="a chain campaign's claim linking, as `mkbsim chain --similarity` (auto: MiniLM embeddings "
+                   "when installed, else lexical cosine)")  # fmt: skip
     p.add_argument("--new-campaign", action="store_true",
                    help="when the plan fingerprint changed (problem definitions, verifier protocol or config), "
                    "start a separate campaign instead of refusing")  # fmt: skip
@@ -79,7 +82,8 @@ def _run(args: argparse.Namespace) -> int:
     with scope, open_store(args.store, create=True) as store:
         summary = run_campaign(store, campaign, executor=args.executor, ray_address=args.ray_address,
                                new_campaign=args.new_campaign, progress=True, skill_filter=transform)  # fmt: skip
-    return conclude(summary, args.store, chain=getattr(campaign, "chain", None) is not None)
+    return conclude(summary, args.store, chain=getattr(campaign, "chain", None) is not None,
+                    similarity=args.similarity)  # fmt: skip
 
 
 def _campaign(

@@ -13,7 +13,9 @@ from pathlib import Path
 from mkbsim.campaigns import SimCampaign
 from mkbsim.simulator import CampaignConfig, get_profile, select_problems
 
-PROBLEMS = "p01-p40"  # with six profiles: 960 attempts, a run of a few flushes
+# one problem of each family or two, with six profiles: 288 attempts (~9,000 events), a run of a few flushes
+# (5,000 events or 0.25 s each) that a kill can land between
+PROBLEMS = "p01,p04,p19,p23,p28,p33,p45,p49,p52,p58,p62,p72"
 PROFILES = ("sim-gpt-5.6-sol", "sim-glm-5.3")
 
 

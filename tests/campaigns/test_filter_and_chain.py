@@ -81,7 +81,9 @@ def test_an_unknown_filter_is_a_one_line_error(tmp_path: Path) -> None:
 
 def test_a_chain_campaign_file_runs_the_chain_protocol_and_reports_per_hop(tmp_path: Path) -> None:
     store = tmp_path / "chain.sqlite"
-    done = mkbsim("run", "--campaign", str(_campaign_file(tmp_path, "chain = 2")), "--store", str(store))
+    # lexical claim links: loading MiniLM would cost this test most of its time (tests/skills checks MiniLM)
+    lexical = ("--similarity", "lexical")
+    done = mkbsim("run", "--campaign", str(_campaign_file(tmp_path, "chain = 2")), "--store", str(store), *lexical)
     assert done.returncode == 0, done.stderr
     conn = sqlite3.connect(store)
     started = conn.execute("SELECT json_extract(payload, '$.hop') FROM events WHERE type = 'AttemptStarted'")
@@ -90,8 +92,8 @@ def test_a_chain_campaign_file_runs_the_chain_protocol_and_reports_per_hop(tmp_p
         "SELECT json_extract(payload, '$.config.kind') FROM events WHERE type = 'CampaignStarted'")}  # fmt: skip
     conn.close()
     assert hops == [1, 2] and kinds == {"simulated_chain"}  # hop 0 is the plain solo
-    assert "hop" in done.stdout.lower()
-    again = mkbsim("run", "--campaign", str(_campaign_file(tmp_path, "chain = 2")), "--store", str(store))
+    assert "hop" in done.stdout.lower() and "lexical" in done.stdout
+    again = mkbsim("run", "--campaign", str(_campaign_file(tmp_path, "chain = 2")), "--store", str(store), *lexical)
     assert again.returncode == 0 and "already in" in again.stderr  # the same file finds the stored chains
     bad = mkbsim("run", "--campaign", str(_campaign_file(tmp_path, 'chain = 2\nfilter = "identity"')), "--store",
                  str(store))  # fmt: skip

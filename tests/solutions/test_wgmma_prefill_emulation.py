@@ -23,8 +23,11 @@ The kernel traces its layouts and descriptors from `problems/attention/solutions
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import importlib.util
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -193,17 +196,30 @@ def _cutlass_include() -> Path | None:
 ORACLE_GROUP = pytest.mark.xdist_group("wgmma_oracle")
 
 
+def _oracle_binary(nvcc: str, include: Path) -> Path:
+    """The oracle compiled (a minute or two of CuTe template instantiation), kept in the user's cache folder under
+    a key of its source, the CUTLASS headers' release and nvcc's: a later run of the suite only runs it."""
+    source = Path(__file__).with_name("wgmma_oracle.cu")
+    nvcc_version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    key = "\0".join([source.read_text(), str(include), importlib.metadata.version("apache-tvm"), nvcc_version])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mkbsim-tests"
+    exe = cache / f"wgmma_oracle-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    if not exe.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = exe.with_name(f"{exe.name}.{os.getpid()}.part")  # another worker may build it meanwhile
+        built = subprocess.run([nvcc, "-std=c++17", "-w", f"-I{include}", "-o", str(partial), str(source)],
+                               capture_output=True, text=True, timeout=900)  # fmt: skip
+        assert built.returncode == 0, built.stderr[-3000:]
+        os.replace(partial, exe)
+    return exe
+
+
 @pytest.fixture(scope="module")
-def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[int]]:
+def oracle() -> dict[str, list[int]]:
     nvcc, include = shutil.which("nvcc"), _cutlass_include()
     if nvcc is None or include is None:
         pytest.skip("needs nvcc and the CUTLASS headers that apache-tvm ships")
-    exe = tmp_path_factory.mktemp("oracle") / "wgmma_oracle"
-    source = Path(__file__).with_name("wgmma_oracle.cu")
-    built = subprocess.run([nvcc, "-std=c++17", "-w", f"-I{include}", "-o", str(exe), str(source)],
-                           capture_output=True, text=True, timeout=900)  # fmt: skip
-    assert built.returncode == 0, built.stderr[-3000:]
-    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120, check=True)
+    ran = subprocess.run([str(_oracle_binary(nvcc, include))], capture_output=True, text=True, timeout=120, check=True)
     tables = {}
     for line in ran.stdout.splitlines():
         if line.startswith("ERROR:"):  # CuTe cannot take a shared-memory address on the host: start offsets only
