@@ -204,23 +204,29 @@ def _chain_key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any
     ``target``'s bits, found bit by bit from the lowest (a bit of the result depends on the constants' bits up to its
     own and on no higher one), keeping the pairs that agree with the most elements so far (a pair's two bits are told
     apart only by the carry they leave); with how many elements the best pair holds for. Only where the output keeps
-    every bit of the operand's type (a rounded output hides the low bits the carries come from): else no key."""
+    every bit of the operand's type (a rounded output hides the low bits the carries come from): else no key. The
+    search stops once fewer than a tenth of the sample agree (no key: an honest operand's bits leave it after a few)."""
     mine, lacking = _in_kind(d, target, t, width, kind)
+    none = ((0, 0), 0)
     if lacking:
-        return (0, 0), 0
-    pairs = [(0, 0)]
+        return none
+    first = d.zeros((1,), dtype=d.int64, device=d.device_of(codes))
+    second = d.zeros((1,), dtype=d.int64, device=d.device_of(codes))
+    rows = d.unsqueeze(codes, 0)
     for k in d.range(8 * width):
         low = (1 << (k + 1)) - 1 if k < 63 else -1  # the bits 0..k (all of them at the 64th)
-        wanted = d.bitwise_and(mine, low)
-        scored = []
-        for first, second in pairs:
-            for b1, b2 in ((0, 0), (1, 0), (0, 1), (1, 1)):
-                pair = (first | (b1 << k), second | (b2 << k))
-                got = d.bitwise_and(_combined(d, codes, pair, how), low)
-                scored.append((d.int(d.sum(d.eq(got, wanted))), pair))
-        top = d.max(count for count, _ in scored)
-        pairs = [pair for count, pair in scored if count == top][: d.candidates]
-    return pairs[0], top
+        bit = 1 << k if k < 63 else -(1 << 63)
+        # every kept pair with this bit of each constant clear or set (a bit not yet set: adding it sets it)
+        firsts = d.cat([first, d.add(first, bit), first, d.add(first, bit)])
+        seconds = d.cat([second, second, d.add(second, bit), d.add(second, bit)])
+        got = _combined(d, rows, (d.unsqueeze(firsts, 1), d.unsqueeze(seconds, 1)), how)
+        counts = d.sum(d.eq(d.bitwise_and(got, low), d.bitwise_and(mine, low)), 1)
+        top = d.amax(counts)
+        if d.int(top) < d.numel(codes) // 10:
+            return none
+        best = d.eq(counts, top)
+        first, second = d.masked_select(firsts, best)[: d.candidates], d.masked_select(seconds, best)[: d.candidates]
+    return (d.int(first[0]), d.int(second[0])), d.int(top)
 
 
 def _key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any, how: str) -> Any:
