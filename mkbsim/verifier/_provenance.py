@@ -81,8 +81,25 @@ TABLE_RUN = 8
 #: by chance (decoys: the window starting at each sampled position, each column shuffled across the positions) more
 #: often than ``RUN_CHANCE``, the next length is tried, then none (few distinct values: bools, small integer domains,
 #: fp8 codes).
-COPY_RUNS = (8, 32)
+COPY_RUNS: tuple[int, ...] = (8, 32)
 RUN_CHANCE = 0.01
+#: Copies in any order: an output's values found among the elements eager code made in launch arguments (as above:
+#: not problem inputs nor the DSL's; bit for bit at the output's width or rounded to its dtype), pooled over every
+#: argument of every launch of the call, whatever the order (a fixed shuffle, a gather by index, interleaving). Judged
+#: on ``ELEMENT_PROBES`` output positions (the verifier's sampled ones and more the vault draws), each value twice: is
+#: it there at all (presence), and as many times as the output holds it (multiplicity: a low-entropy dtype's answer,
+#: bf16, holds most of its own bit patterns' neighbours too). Chance is the same question asked of a neighbouring bit
+#: pattern (1 to ``ELEMENT_STEPS`` steps either way, drawn by the vault's generator): an eager tensor that holds values
+#: near the output's as densely as the output's own holds them by chance. Where the share found beats chance by
+#: ``ELEMENT_SHARE`` of what chance leaves, ``(found - chance) / (1 - chance)``, and chance is at most
+#: ``ELEMENT_CHANCE`` (above it the estimate is noise), the sampled positions found are taken from the DSL. A value
+#: that more than one output element in ``ELEMENT_COMMON`` holds (a relu's zeros, a mask's two values, a small integer
+#: domain) says nothing about a copy and is not judged.
+ELEMENT_PROBES = 4096
+ELEMENT_STEPS = 4
+ELEMENT_SHARE = 0.25
+ELEMENT_CHANCE = 0.75
+ELEMENT_COMMON = 256
 #: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
 #: a call packed into a longer array is not counted.
 _MAX_PACKED_ARGS = 256
@@ -247,7 +264,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
-        copy_runs=COPY_RUNS, run_chance=RUN_CHANCE,
+        copy_runs=COPY_RUNS, run_chance=RUN_CHANCE, element_probes=ELEMENT_PROBES, element_steps=ELEMENT_STEPS,
+        element_share=ELEMENT_SHARE, element_chance=ELEMENT_CHANCE, element_common=ELEMENT_COMMON,
+        randint=torch._C._VariableFunctions.randint, maximum=base.maximum,
         window_weights=torch.randint(
             -(1 << 62), 1 << 62, (max(COPY_RUNS, default=1),), generator=torch.Generator().manual_seed(2)
         ) | 1,
@@ -652,6 +671,7 @@ def provenance_vault(
                     records.append(("contains", f"{source}, holding {share:.1%} of its values", i, covered))
                     break
         found_in_runs(t, i)
+        found_as_elements(t, i)
         if largest is None:
             return
         mine = lib.to(lib.reshape(t, (-1,)), lib.int64)
@@ -673,13 +693,13 @@ def provenance_vault(
             keys = lib.add(keys, lib.mul(values[j : j + n], weights[j]))
         return keys
 
-    def readings(t: Any, values: Any, eager: Any) -> Any:
+    def readings(t: Any, values: Any, eager: Any, by_columns: bool = True) -> Any:
         """A held argument's values as the output ``t``'s bit patterns (int64, flat), by rows and, for a matrix, by
-        columns, each with which of them eager code made (None: all): bit for bit at ``t``'s width, and a floating
-        argument of another dtype rounded to ``t``'s."""
+        columns (``by_columns``), each with which of them eager code made (None: all): bit for bit at ``t``'s width,
+        and a floating argument of another dtype rounded to ``t``'s."""
         width = lib.element_size(t)
         views = [(values, eager)]
-        if lib.len(lib.size(values)) >= 2:
+        if by_columns and lib.len(lib.size(values)) >= 2:
             views.append((lib.transpose(values, -1, -2), lib.transpose(eager, -1, -2) if eager is not None else None))
         found = []
         for view, mask in views:
@@ -724,18 +744,21 @@ def provenance_vault(
                 return
             steps = lib.arange(k, device=device)
             weights = lib.to(lib.window_weights[:k], device)
+            # each window's key read forwards and backwards: an argument holding it reversed (rows stored last element
+            # first) has the reversed key (the held windows are only ever read forwards)
+            weights = lib.stack([weights, lib.take(weights, lib.arange(k - 1, -1, -1, device=device))], 0)
             # every window holding a sampled position (k of them, clamped into the output), and a decoy per position:
             # the window starting there, each of its columns shuffled across the positions
             starts = lib.clamp(lib.sub(lib.unsqueeze(sampled, 1), steps), 0, n - k)
             windows = lib.take(mine, lib.add(lib.unsqueeze(starts, 2), steps))  # (position, window, element)
-            own = lib.sum(lib.mul(windows, weights), 2)
-            flat = lib.all_of(lib.eq(windows, windows[:, :, :1]), 2)
+            own = lib.sum(lib.mul(lib.unsqueeze(windows, 2), weights), 3)  # (position, window, direction)
+            flat = lib.unsqueeze(lib.all_of(lib.eq(windows, windows[:, :, :1]), 2), 2)
             runs = lib.take(mine, lib.add(lib.unsqueeze(starts[:, 0], 1), steps))
             count = lib.numel(sampled)
             shuffled = lib.stack([lib.take(runs[:, j], lib.randperm(count, generator=lib.decoys, device=device))
                                   for j in lib.range(k)], 1)  # fmt: skip
-            decoy = lib.sum(lib.mul(shuffled, weights), 1)
-            decoy_flat = lib.all_of(lib.eq(shuffled, shuffled[:, :1]), 1)
+            decoy = lib.sum(lib.mul(lib.unsqueeze(shuffled, 1), weights), 2)  # (position, direction)
+            decoy_flat = lib.unsqueeze(lib.all_of(lib.eq(shuffled, shuffled[:, :1]), 1), 1)
             probes = (lib.unique(own, True, False, False)[0], lib.unique(decoy, True, False, False)[0])
             matched: tuple[list[Any], list[Any]] = ([], [])
             for values, eager in held_readings:
@@ -751,16 +774,65 @@ def provenance_vault(
                 return
             hit = members(lib.reshape(own, (-1,)), lib.unique(lib.cat(matched[0]), True, False, False)[0])
             hit = lib.logical_and(lib.reshape(hit, lib.size(own)), lib.logical_not(flat))
-            chance = lib.logical_and(members(decoy, lib.unique(lib.cat(matched[1]), True, False, False)[0]),
-                                     lib.logical_not(decoy_flat))  # fmt: skip
+            chance = members(lib.reshape(decoy, (-1,)), lib.unique(lib.cat(matched[1]), True, False, False)[0])
+            chance = lib.any_of(lib.logical_and(lib.reshape(chance, lib.size(decoy)), lib.logical_not(decoy_flat)), 1)
             if lib.float(lib.sum(chance)) / count > lib.run_chance:
                 continue  # windows this long match by chance: a longer one, or none
-            covered = lib.any_of(hit, 1)
+            covered = lib.any_of(lib.any_of(hit, 2), 1)
             if lib.bool(lib.any_of(covered)):
                 share = lib.float(lib.sum(covered)) / count
                 label = f"launch arguments eager code made, holding runs of {k} of its values ({share:.1%} sampled)"
                 records.append(("contains", label, i, lib.tolist(covered)))
             return
+
+    def tally(values: Any, keys: Any) -> Any:
+        """How many of ``values`` equal each of sorted, distinct ``keys`` (int64)."""
+        idx = lib.clamp(lib.searchsorted(keys, values), 0, lib.numel(keys) - 1)
+        zeros = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=lib.device_of(keys))
+        return lib.index_add(zeros, 0, idx, lib.to(lib.eq(lib.take(keys, idx), values), lib.int64))
+
+    def found_as_elements(t: Any, i: int) -> None:
+        """Record the sampled positions of output i whose values the call's held arguments hold, in any order, beyond
+        chance (``ELEMENT_PROBES``). The held elements are counted against the probed values, never sorted."""
+        lo, hi = span(t)
+        held_sources = [(values, eager) for source, a, b, values, eager in sources if not (a < hi and lo < b)]
+        if not held_sources or not lib.element_probes:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
+            return
+        device = lib.device_of(t)
+        mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
+        n = lib.numel(mine)
+        sampled = lib.to(positions[i], device)
+        count = lib.numel(sampled)
+        extra = lib.max(lib.element_probes - count, 0)
+        probes = lib.cat([sampled, lib.randint(0, n, (extra,), generator=lib.decoys, device=device)])
+        values = lib.take(mine, probes)
+        steps = lib.randint(1, lib.element_steps + 1, (lib.numel(probes),), generator=lib.decoys, device=device)
+        signs = lib.sub(lib.mul(lib.randint(0, 2, (lib.numel(probes),), generator=lib.decoys, device=device), 2), 1)
+        neighbours = lib.add(values, lib.mul(steps, signs))
+        keys = lib.unique(lib.cat([values, neighbours]), True, False, False)[0]
+        held = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=device)
+        for values_held, eager in held_sources:  # pooled over arguments; per argument its best reading
+            best = None
+            for form, mask in readings(t, values_held, eager, by_columns=False):
+                counts = tally(form if mask is None else lib.masked_select(form, mask), keys)
+                best = counts if best is None else lib.maximum(best, counts)
+            if best is not None:
+                held = lib.add(held, best)
+        at_value, at_neighbour = lib.searchsorted(keys, values), lib.searchsorted(keys, neighbours)
+        need = lib.take(tally(mine, keys), at_value)  # how often the output holds each probed value
+        judged = lib.logical_not(lib.logical_and(lib.ge(lib.mul(need, lib.element_common), n + 1), lib.ge(need, 2)))
+        weight = lib.float(lib.sum(judged))
+        if weight < lib.element_probes // 8:  # too few values that say anything: no verdict
+            return
+        for label, least in (("its values", 1), ("its values with their multiplicity", need)):
+            found = lib.ge(lib.take(held, at_value), least)
+            share = lib.float(lib.sum(lib.logical_and(found, judged))) / weight
+            chance = lib.float(lib.sum(lib.logical_and(lib.ge(lib.take(held, at_neighbour), least), judged))) / weight
+            if chance <= lib.element_chance and (share - chance) / (1.0 - chance) >= lib.element_share:
+                # a copy: every sampled position whose value the arguments hold is taken, common values' too
+                text = f"launch arguments eager code made, holding {share:.1%} of {label} in any order"
+                records.append(("contains", f"{text} (chance {chance:.1%})", i, lib.tolist(found[:count])))
+                return
 
     def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already

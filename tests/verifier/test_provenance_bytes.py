@@ -399,3 +399,79 @@ def test_outputs_of_few_values_are_not_found_by_chance(audit: Audit, dtype: torc
         lambda o, p: o.copy_(values.to(dtype)), out, audit.eager("aten._to_copy.default", (pool,), {"dtype": dtype})
     )
     assert audit.outside_share(out) == 0.0
+
+
+# Copies in any order (``COPY_ELEMENTS``): output values found among the eager-made arguments' elements, pooled, more
+# often than their neighbouring bit patterns are (the chance). Each "passed before" case was judged 0% eager by the
+# windowed check and the 95% check alone (run against this branch with ``found_as_elements`` not called).
+
+
+def _shuffled(values: torch.Tensor, seed: int) -> torch.Tensor:
+    flat = values.reshape(-1)
+    return flat[torch.randperm(flat.numel(), generator=torch.Generator().manual_seed(seed))]
+
+
+def test_an_answer_shuffled_element_by_element_in_two_halves_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before: each half holds half of the values, and no two neighbours of the output are neighbours in it."""
+    answer = _answer()
+    order = torch.randperm(N, generator=torch.Generator().manual_seed(3))
+    held = [audit.eager("aten.mul.Tensor", (answer.reshape(-1)[part], 1.0)) for part in order.split(N // 2)]
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+
+    def gather(o: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+        o.reshape(-1)[order] = torch.cat([a, b])
+
+    audit.launch(gather, out, *held)
+    assert audit.outside_share(out) == 1.0
+
+
+def test_a_shuffled_third_of_the_answer_takes_only_those_positions(audit: Audit) -> None:
+    """Passed before: a third of the answer shuffled into an argument; the kernel computes the rest itself."""
+    answer = _answer().reshape(-1)
+    third = N // 3
+    held = audit.eager("aten.mul.Tensor", (answer[:third].flip(0)[torch.randperm(third)].contiguous(), 1.0))
+    out = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
+
+    def kernel(o: torch.Tensor, h: torch.Tensor) -> None:
+        o[:third] = answer[:third]  # as the shuffle undone
+        o[third:] = answer[third:] * 1.0
+
+    audit.launch(kernel, out, held)
+    assert audit.outside_share(out) == pytest.approx(third / N)
+
+
+def test_a_bfloat16_answer_shuffled_whole_in_two_arguments_is_not_the_dsls(audit: Audit) -> None:
+    """Passed before. bf16 values repeat: the answer's values are found with their multiplicity."""
+    answer = _answer().to(torch.bfloat16)
+    shuffled = _shuffled(answer, 4)
+    held = [audit.eager("aten.mul.Tensor", (part, 1)) for part in shuffled.split(N // 2)]
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.bfloat16})
+    audit.launch(lambda o, a, b: o.copy_(answer), out, *held)
+    assert audit.outside_share(out) == 1.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_kernels_own_answer_beside_an_eager_tensor_of_its_distribution_is_not_a_copy(
+    audit: Audit, dtype: torch.dtype
+) -> None:
+    """An eager intermediate of the output's distribution, 4 times its size, holds many of a bf16 output's values (and
+    their neighbours as often: chance); the output's relu zeros, half of it, are in an eager zero-filled buffer (a
+    value that common says nothing)."""
+    pool = audit.eager("aten._to_copy.default", (torch.randn(4 * N),), {"dtype": dtype})
+    zeros = audit.eager("aten.zeros.default", ([N],), {"dtype": dtype})
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": dtype})
+    values = torch.randn(ROWS, N // ROWS).relu().to(dtype)
+    audit.launch(lambda o, p, z: o.copy_(values), out, pool, zeros)
+    assert audit.outside_share(out) == 0.0
+
+
+def test_an_answer_with_its_rows_reversed_in_a_padded_argument_takes_those_positions(audit: Audit) -> None:
+    """Passed before (windows were read forwards only): 14 of 16 columns in a padded buffer, each row last element
+    first; the kernel computes the last 2 columns itself."""
+    answer = _answer().to(torch.bfloat16)
+    held = audit.eager("aten.zeros.default", ([ROWS + 1, N // ROWS],), {"dtype": torch.bfloat16})
+    audit.eager("aten.copy_.default", (held[1:, 2:], audit.eager("aten.mul.Tensor", (answer[:, :14].flip(1), 1))))
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.bfloat16})
+    audit.launch(lambda o, h: (o[:, :14].copy_(h[1:, 2:].flip(1)), o[:, 14:].copy_(answer[:, 14:] * 1)), out, held)
+    # the order-free check finds these 256 sparse values too, and a few of the kernel's own by their values
+    assert audit.outside_share(out) == pytest.approx(14 / 16, abs=0.05)
