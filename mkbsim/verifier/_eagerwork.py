@@ -20,7 +20,9 @@ Cost model, in three kinds of work (the reference's decide which are judged):
   An operator none of these (or any custom namespace's) is priced at the most it could have done
   (``_bound``: the largest contraction of its inputs into its output, and a pass over all its operands);
 * ``movement``: elements written by operators that only move or convert data (copies, casts, gathers,
-  scatters, concatenation, padding, repetition: ``_MOVEMENT``); views and fresh allocations are free.
+  scatters, concatenation, padding, repetition: ``_MOVEMENT``); views and fresh allocations are free. A store
+  told to add or multiply into its destination (``scatter``'s reducing overloads, ``accumulate=True``:
+  ``ACCUMULATING``) is element arithmetic, priced by its overload and arguments, not its name.
   Movement is judged only as what a problem made of movement (a KV cache copy) computes; a cast or a
   layout change is never the answer to a problem that also computes.
 
@@ -39,6 +41,12 @@ code covers the problem has its DSL doing none of the problem's work, whatever i
 ``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
 the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is
 measured against (verifier README, "Eager work").
+
+Both measures are relative to the reference's operators, so an answer written more cheaply than the reference
+escapes them. Where the reference makes no products, the eager compute of known operators is also priced against
+the problem's useful FLOPs (its ``cost()``), whatever the formulation: ``USEFUL_SHARE`` of them covers the problem,
+passes or not (``EagerWork.useful``). Problems with products have no such floor: honest partial plans do their
+GEMM eagerly, all of its FLOPs.
 
 Values computed in plain Python (``tolist()``, ``.item()`` in a loop, ``bytes(storage)``, float arithmetic, then
 ``torch.tensor(list)``) are no eager operator at all: what the audit sees of them is what crosses between tensors
@@ -509,7 +517,8 @@ _STAND_INS = {"matmul": ("pointwise",), "pointwise": ("matmul",), "movement": ("
 
 def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
     """The eager code's share of each kind of the reference's work, and of its passes (movement judged only
-    where the reference computes nothing else: a cast or a copy is never the answer to a problem that computes)."""
+    where the reference computes nothing else: a cast or a copy is never the answer to a problem that computes);
+    on a problem of element work alone, its share of the problem's useful FLOPs too."""
     found = EagerWork(draw, eager.amounts, reference.amounts, padding=reference.padding)
     computes = reference.amounts["matmul"] > 0 or reference.amounts["pointwise"] > 0
     judged = ("matmul", "pointwise") if computes else ("movement",)
