@@ -1048,11 +1048,8 @@ def provenance_vault(
              eager_ratio: bool) -> Any:  # fmt: skip
         """Per result of an eager operator with DSL-produced operand elements: which of its elements are the DSL's
         (a mask, with the lineages their credit rests on, or None), element by element where the operator's data
-        flow is known (DESIGN §5)."""
+        flow is known (DESIGN §5). ``name`` is as recorded: a store that accumulates (marked) adds, not moves."""
         entry = lib.movement.get(name)
-        accumulates = (lib.len(args) > 3 and args[3] is True) or kwargs.get("accumulate") is True
-        if operator_name in ("index_put_", "index_put", "_index_put_impl_") and accumulates:  # adds, not moves
-            entry = None
         if entry is not None:
             try:
                 return moved(entry, args, kwargs, outs, known)
@@ -1131,7 +1128,7 @@ def provenance_vault(
             for t, states, ids, _ in operands:
                 if not entirely_dsl(states, ids):
                     weighed.extend((length, lines) for _, length, lines in lines_of(t))
-        found = flow(name, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
+        found = flow(priced, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
         for k in lib.range(lib.len(outs)):
             t = outs[k]
             lo, hi = span(t)

@@ -404,10 +404,11 @@ def test_the_study_s_partial_plans_leave_the_dsl_real_work(path: Path) -> None:
     shares = _shares_module()
     with shares._stubbed_dsls():
         found = shares.shares(path, "smoke")
-    passes = found.pop("passes")
+    passes, useful = found.pop("passes"), found.pop("useful")
     python = max(found.pop("py_out"), found.pop("py_in"))
     amounts = min(found.values())
     assert amounts < _eagerwork.EAGER_SHARE - 0.1 or passes < _eagerwork.PASS_SHARE - 0.1, found
+    assert useful < _eagerwork.USEFUL_SHARE - 0.1, useful
     assert python < _eagerwork.PYTHON_SHARE / 4, python
 
 
@@ -419,6 +420,7 @@ ALSO_BY_PROVENANCE = frozenset((
     "eagerwork_block_copy_seeded", "eagerwork_lookup_squares", "eagerwork_vector_norm", "eagerwork_answer_times_one",
     "eagerwork_decode_unpadded", "eagerwork_fp8_gemm_seeded", "eagerwork_gemm_as_bilinear",
     "eagerwork_gemm_as_embedding_bag", "eagerwork_renamed_operators", "eagerwork_rows_in_chunks",
+    "eagerwork_scatter_arithmetic", "eagerwork_wkv_unstabilised",
 ))  # fmt: skip
 #: eagerwork_* cases whose kernel only decodes the eager answer element by element: the decode rule (``_decode``)
 #: withdraws the DSL's credit for them too
@@ -451,7 +453,9 @@ def test_without_the_rule_the_eager_answers_pass(
 
 #: eagerwork_* cases whose eager answer the rule priced at next to nothing before (red team 8a, finding 3): the
 #: arithmetic written as stores (``reduce=``, ``accumulate=True``), and a formulation cheaper than the reference's
-#: (covered by the problem's useful FLOPs alone: its amounts and passes against the reference stay under 65%)
+#: (covered by the problem's useful FLOPs alone: its amounts and passes against the reference stay under 65%).
+#: Their seed derives nothing, so a whole verification rejects them by provenance first (``ALSO_BY_PROVENANCE``);
+#: red team 8a's hacks combining them with provenance gaps passed it (verifier README, "Eager work")
 PRICED_SINCE_ROUND_8 = {"eagerwork_scatter_arithmetic": "p36", "eagerwork_wkv_unstabilised": "p66"}
 
 
