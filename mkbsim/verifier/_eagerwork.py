@@ -500,10 +500,15 @@ class EagerWork:
         return any(share >= PYTHON_SHARE for share in self.python.values())
 
     @property
+    def like_the_reference(self) -> bool:
+        """Most of every kind of the reference's work, and most of its passes."""
+        amounts = bool(self.shares) and all(share >= EAGER_SHARE for share in self.shares.values())
+        return amounts and self.passes >= PASS_SHARE
+
+    @property
     def covers(self) -> bool:
         """Whether the submission's eager code (operators, or plain Python) computed the answer."""
-        amounts = bool(self.shares) and all(share >= EAGER_SHARE for share in self.shares.values())
-        return (amounts and self.passes >= PASS_SHARE) or self.through_python or self.useful >= USEFUL_SHARE
+        return self.like_the_reference or self.through_python or self.useful >= USEFUL_SHARE
 
     def as_dict(self) -> dict[str, Any]:
         return {"draw": self.draw, "eager": self.eager, "reference": self.reference, "shares": self.shares,
@@ -558,7 +563,7 @@ def explain(found: EagerWork) -> str:
             "either, the answer is computed in plain Python and the DSL kernels do none of the operator's work. Keep "
             "the data in tensors and move the operator's work into the DSL."
         )
-    if found.useful >= USEFUL_SHARE:
+    if found.useful >= USEFUL_SHARE and not found.like_the_reference:
         return (
             f"In correctness draw {found.draw} the eager PyTorch code did {found.useful:.0%} of the problem's useful "
             f"arithmetic (its cost model's FLOPs, counted from the eager operators whatever their formulation; at "

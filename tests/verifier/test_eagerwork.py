@@ -294,6 +294,8 @@ def test_on_element_work_the_problem_s_useful_flops_are_a_floor_no_formulation_e
     found = compare(1, muls(9), reference)  # a cheaper formulation: 9 of them
     assert found.shares == {"pointwise": pytest.approx(9 / 19)} and found.passes == pytest.approx(9 / 19)
     assert found.useful == pytest.approx(9 / 13) and found.covers
+    assert "69% of the problem's useful arithmetic" in _eagerwork.explain(found)
+    assert "passes over the data" in _eagerwork.explain(compare(1, muls(19), reference))  # both: the reference's
     assert not compare(1, muls(8), reference).covers
     unknown = work_of([(("mylib.scan.default", ((1000,), (1000,)), ((1000,),)), 1)])
     assert unknown.amounts["pointwise"] >= 3000 and compare(1, unknown, reference).useful == 0.0
