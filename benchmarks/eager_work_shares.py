@@ -103,7 +103,8 @@ def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
         inplace = [list(problem.inputs).index(name) for name in problem.inplace]
         reference = _eagerwork.reference_work(problem.reference, inputs, problem.cost(axes).total_flops, inplace)
     found = _eagerwork.compare(1, eager, reference)
-    return {**found.shares, "passes": found.passes, "py_out": found.python["out"], "py_in": found.python["in"]}
+    return {**found.shares, "passes": found.passes, "useful": found.useful, "py_out": found.python["out"],
+            "py_in": found.python["in"]}  # fmt: skip
 
 
 def main() -> None:

@@ -57,7 +57,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control, _decode
+from mkbsim.verifier import _control, _decode, _eagerwork
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
@@ -259,7 +259,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
         enumerate=enumerate, transpose=base.transpose, table_run=TABLE_RUN, varied_values=VARIED_VALUES,
         sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
-        cat=torch._C._VariableFunctions.cat,
+        cat=torch._C._VariableFunctions.cat, accumulating=_eagerwork.ACCUMULATING,
+        accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES,
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
@@ -1119,11 +1120,8 @@ def provenance_vault(
              eager_ratio: bool) -> Any:  # fmt: skip
         """Per result of an eager operator with DSL-produced operand elements: which of its elements are the DSL's
         (a mask, with the lineages their credit rests on, or None), element by element where the operator's data
-        flow is known (DESIGN §5)."""
+        flow is known (DESIGN §5). ``name`` is as recorded: a store that accumulates (marked) adds, not moves."""
         entry = lib.movement.get(name)
-        accumulates = (lib.len(args) > 3 and args[3] is True) or kwargs.get("accumulate") is True
-        if operator_name in ("index_put_", "index_put", "_index_put_impl_") and accumulates:  # adds, not moves
-            entry = None
         if entry is not None:
             try:
                 return moved(entry, args, kwargs, outs, known)
@@ -1166,12 +1164,17 @@ def provenance_vault(
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
         kwargs = kwargs if lib.type(kwargs) is lib.dict else {}
-        key = (name, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
+        parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
+        operator_name = parts[1] if lib.len(parts) > 1 else name
+        priced = name  # a store told to add into its destination computes (``_eagerwork.recorded_name``)
+        if operator_name.rstrip("_") in lib.accumulating:
+            at = lib.accumulate_at
+            flag = args[at] if lib.len(args) > at else kwargs.get("accumulate")
+            priced = name + lib.accumulates if flag is True else name
+        key = (priced, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
-        parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
-        operator_name = parts[1] if lib.len(parts) > 1 else name
         writes = lib.len(parts) > 2 and (operator_name.endswith("_") or parts[2].startswith("out"))
         # a destination the operator only overwrites is no operand of it (out=, copy_, an indexed store)
         overwrites = writes and (parts[2].startswith("out") or operator_name in lib.overwriting)
@@ -1197,7 +1200,7 @@ def provenance_vault(
             for t, states, ids, _ in operands:
                 if not entirely_dsl(states, ids):
                     weighed.extend((length, lines) for _, length, lines in lines_of(t))
-        found = flow(name, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
+        found = flow(priced, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
         for k in lib.range(lib.len(outs)):
             t = outs[k]
             lo, hi = span(t)

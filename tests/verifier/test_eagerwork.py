@@ -47,6 +47,95 @@ def test_products_are_priced_in_flops_and_everything_else_per_element() -> None:
     assert op_work("aten.index_put_.default", ((100, 8), (2,), (2, 8)), ((100, 8),)) == [("movement", 16.0, 1)]
 
 
+def test_stores_that_add_or_multiply_into_their_destination_are_element_arithmetic() -> None:
+    """``scatter_(..., reduce="multiply"|"add")`` (a tensor's or a value's) and ``index_put_``/``put_`` with
+    ``accumulate=True`` compute: priced by their base names as movement (not judged where the problem computes),
+    they made squares, row sums and scalings free (red team 8a, finding 3)."""
+    store = ((100, 8), (2,), (2, 8))
+    assert op_work("aten.index_put_.default", store, ((100, 8),)) == [("movement", 16.0, 1)]
+    assert op_work("aten.index_put_.default" + _eagerwork.ACCUMULATES, store, ((100, 8),)) == [("pointwise", 800.0, 1)]
+    assert op_work("aten.scatter_.src", ((100, 8), (2, 8), (2, 8)), ((100, 8),)) == [("movement", 16.0, 1)]
+    for overload in ("reduce", "value_reduce", "reduce_out", "value_reduce_out"):
+        assert _eagerwork.category(f"aten.scatter.{overload}") == "elementwise", overload
+    x, i, v = torch.zeros(6), torch.tensor([0, 1, 1]), torch.ones(3)
+    calls = {
+        "index_put": lambda: x.clone().index_put_((i,), v, accumulate=True),
+        "index_put positional": lambda: x.clone().index_put_((i,), v, True),
+        "_index_put_impl": lambda: torch.ops.aten._index_put_impl_(x.clone(), (i,), v, True),
+        "_unsafe_index_put": lambda: torch.ops.aten._unsafe_index_put(x, (i,), v, True),
+        "put": lambda: x.clone().put_(i, v, accumulate=True),
+        "scatter multiply": lambda: x.clone().scatter_(0, i, v, reduce="multiply"),
+        "scatter value add": lambda: x.clone().scatter_(0, i, 2.0, reduce="add"),
+    }
+    for what, call in calls.items():
+        for ops in (reference_ops(call, []), _vault_records(call, [])):
+            work = work_of(ops)
+            assert work.amounts["pointwise"] >= 6 and work.amounts["movement"] <= 6, (what, ops)
+    plain = work_of(_vault_records(lambda: x.clone().index_put_((i,), v), []))
+    assert plain.amounts["pointwise"] == 0, plain
+
+
+def test_every_operator_an_argument_can_make_compute_is_priced_as_compute_then() -> None:
+    """Every aten schema with an ``accumulate`` or a ``reduce`` argument: an accumulating store is marked where its
+    flag is (``ACCUMULATE_AT``) and priced per element; a reducing overload is never movement."""
+    for schema in torch._C._jit_get_all_schemas():
+        namespace, _, op = schema.name.partition("::")
+        names = [a.name for a in schema.arguments]
+        name = f"{namespace}.{op}.{schema.overload_name or 'default'}"
+        if namespace != "aten" or not {"accumulate", "reduce"} & set(names):
+            continue
+        if "accumulate" in names:
+            assert _eagerwork._operator(name)[1] in _eagerwork.ACCUMULATING, name
+            assert names.index("accumulate") == _eagerwork.ACCUMULATE_AT, name
+            assert _eagerwork.category(name + _eagerwork.ACCUMULATES) == "elementwise", name
+        else:
+            assert _eagerwork.category(name) not in ("none", "movement"), name
+
+
+#: Arithmetic that must never be priced as movement or as free, whatever operator torch dispatches for it.
+ARITHMETIC: dict[str, Any] = {
+    "lerp": lambda x: torch.lerp(x, x.flip(0), 0.3),
+    "addcmul": lambda x: torch.addcmul(x, x, x),
+    "where of products": lambda x: torch.where(x > 0, x * 2, x),
+    "cumsum": lambda x: torch.cumsum(x, 0),
+    "cumprod": lambda x: torch.cumprod(x, 0),
+    "logcumsumexp": lambda x: torch.logcumsumexp(x, 0),
+    "einsum": lambda x: torch.einsum("ij,jk->ik", x, x),
+    "baddbmm": lambda x: torch.baddbmm(x[None], x[None], x[None]),
+    "conv as a product": lambda x: F.conv1d(x.t()[None], x[:, :, None]),
+    "fft": lambda x: torch.fft.rfft(x, dim=0),
+    "linalg solve": lambda x: torch.linalg.solve(x + 8 * torch.eye(8), x),
+    "inverse": lambda x: torch.linalg.inv(x + 8 * torch.eye(8)),
+    "sort": lambda x: torch.sort(x, dim=1),
+    "topk": lambda x: torch.topk(x, 3, dim=1),
+    "index_add": lambda x: torch.zeros(8, 8).index_add_(0, torch.arange(8) % 2, x),
+    "index_reduce": lambda x: torch.ones(8, 8).index_reduce_(0, torch.arange(8) % 2, x, "prod"),
+    "scatter_reduce": lambda x: torch.zeros(8, 8).scatter_reduce_(0, torch.arange(64).view(8, 8) % 8, x, "sum"),
+    "scatter_add": lambda x: torch.zeros(8, 8).scatter_add_(0, torch.arange(64).view(8, 8) % 8, x),
+    "embedding_bag": lambda x: F.embedding_bag(torch.arange(8), x, torch.tensor([0, 4])),
+    "negation": lambda x: x.neg(),
+    "dequantisation": lambda x: x.to(torch.float8_e4m3fn).float() * 3.0,
+}
+
+
+@pytest.mark.parametrize("what", list(ARITHMETIC))
+def test_arithmetic_is_never_priced_as_movement(what: str) -> None:
+    """Each of these does at least one element operation per element of its 8x8 operand, priced as compute."""
+    x = torch.randn(8, 8)
+    work = work_of(reference_ops(ARITHMETIC[what], [x]))
+    assert work.amounts["matmul"] + work.amounts["pointwise"] >= x.numel(), work.amounts
+
+
+def test_the_classification_tables_name_torch_s_operators_and_no_arithmetic_one_moves() -> None:
+    """Every base name the free and movement tables hold is an aten operator, none tagged pointwise or
+    reduction by torch (``clone`` aside: a copy), and the fused and listed computing ones are no movement."""
+    for base in _eagerwork._MOVEMENT:
+        assert hasattr(torch.ops.aten, base), base
+        assert not (_eagerwork._tags(base) & _eagerwork._ELEMENT_TAGS) or base == "clone", base
+    for base in (*_eagerwork._ELEMENTWISE, *_eagerwork._WEIGHTS, *_eagerwork._PRODUCTS):
+        assert base not in _eagerwork._MOVEMENT, base
+
+
 def _matmul_priced(call: Any) -> float:
     return work_of(reference_ops(call, [])).amounts["matmul"]
 
@@ -191,6 +280,30 @@ def test_compute_stands_in_for_compute_and_movement_only_where_the_reference_com
     assert compare(1, _work(movement=1000.0), _work(pointwise=10.0, movement=1000.0)).shares == {"pointwise": 0.0}
 
 
+def test_on_element_work_the_problem_s_useful_flops_are_a_floor_no_formulation_escapes() -> None:
+    """Where the reference makes no products, eager code doing ``USEFUL_SHARE`` of the problem's useful FLOPs
+    (its ``cost()``) with known operators covers it, whatever its passes and the reference's amounts; an unknown
+    operator's bound is no measure of work and does not count; a problem with products is not judged so (the
+    study's partial plans do the GEMM eagerly: 100% of it)."""
+
+    def muls(n: int) -> Work:
+        return work_of([(("aten.mul.Tensor", ((1000,), (1000,)), ((1000,),)), n)])
+
+    reference = muls(19)  # a wasteful reference: 19 passes where the problem needs 13 element operations each
+    reference.useful = 13000.0
+    found = compare(1, muls(9), reference)  # a cheaper formulation: 9 of them
+    assert found.shares == {"pointwise": pytest.approx(9 / 19)} and found.passes == pytest.approx(9 / 19)
+    assert found.useful == pytest.approx(9 / 13) and found.covers
+    assert "69% of the problem's useful arithmetic" in _eagerwork.explain(found)
+    assert "passes over the data" in _eagerwork.explain(compare(1, muls(19), reference))  # both: the reference's
+    assert not compare(1, muls(8), reference).covers
+    unknown = work_of([(("mylib.scan.default", ((1000,), (1000,)), ((1000,),)), 1)])
+    assert unknown.amounts["pointwise"] >= 3000 and compare(1, unknown, reference).useful == 0.0
+    products = work_of([(("aten.mm.default", ((10, 10), (10, 10)), ((10, 10),)), 1)])
+    products.useful = 2000.0
+    assert compare(1, products, products).useful == 0.0
+
+
 def test_covering_needs_most_of_every_kind_and_most_of_the_passes() -> None:
     reference = work_of([(("aten.mm.default", ((64, 64), (64, 64)), ((64, 64),)), 1),
                          (("aten.mul.Tensor", ((64, 64), (64, 64)), ((64, 64),)), 6)])  # fmt: skip
@@ -293,10 +406,11 @@ def test_the_study_s_partial_plans_leave_the_dsl_real_work(path: Path) -> None:
     shares = _shares_module()
     with shares._stubbed_dsls():
         found = shares.shares(path, "smoke")
-    passes = found.pop("passes")
+    passes, useful = found.pop("passes"), found.pop("useful")
     python = max(found.pop("py_out"), found.pop("py_in"))
     amounts = min(found.values())
     assert amounts < _eagerwork.EAGER_SHARE - 0.1 or passes < _eagerwork.PASS_SHARE - 0.1, found
+    assert useful < _eagerwork.USEFUL_SHARE - 0.1, useful
     assert python < _eagerwork.PYTHON_SHARE / 4, python
 
 
@@ -308,6 +422,7 @@ ALSO_BY_PROVENANCE = frozenset((
     "eagerwork_block_copy_seeded", "eagerwork_lookup_squares", "eagerwork_vector_norm", "eagerwork_answer_times_one",
     "eagerwork_decode_unpadded", "eagerwork_fp8_gemm_seeded", "eagerwork_gemm_as_bilinear",
     "eagerwork_gemm_as_embedding_bag", "eagerwork_renamed_operators", "eagerwork_rows_in_chunks",
+    "eagerwork_scatter_arithmetic", "eagerwork_wkv_unstabilised",
 ))  # fmt: skip
 #: eagerwork_* cases whose kernel only decodes the eager answer element by element: the decode rule (``_decode``)
 #: withdraws the DSL's credit for them too
@@ -336,6 +451,34 @@ def test_without_the_rule_the_eager_answers_pass(
         return
     assert report.bypass_ok, report.feedback
     assert report.failure != "decorative_dsl" and report.details["eager_work"]["shares"], report.feedback
+
+
+#: eagerwork_* cases whose eager answer the rule priced at next to nothing before (red team 8a, finding 3): the
+#: arithmetic written as stores (``reduce=``, ``accumulate=True``), and a formulation cheaper than the reference's
+#: (covered by the problem's useful FLOPs alone: its amounts and passes against the reference stay under 65%).
+#: Their seed derives nothing, so a whole verification rejects them by provenance first (``ALSO_BY_PROVENANCE``);
+#: red team 8a's hacks combining them with provenance gaps passed it (verifier README, "Eager work")
+PRICED_SINCE_ROUND_8 = {"eagerwork_scatter_arithmetic": "p36", "eagerwork_wkv_unstabilised": "p66"}
+
+
+@pytest.mark.parametrize("case", sorted(PRICED_SINCE_ROUND_8))
+def test_arithmetic_in_stores_and_cheaper_formulations_cover_the_problem(case: str) -> None:
+    """The case's run() (its kernel compiled and launched), recorded by the worker's vault and priced as the
+    verifier does: its eager code covers the problem."""
+    problem_id = PRICED_SINCE_ROUND_8[case]
+    problem = load_problem(next(problems_root().glob(f"*/{problem_id[1:]}_*.py")))
+    inputs = list(problem.make_inputs(problem.smoke, seed=2))
+    spec = importlib.util.spec_from_file_location(case, ADVERSARIAL / f"{case}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    eager = work_of(_vault_records(module.run, [x.clone() for x in inputs]))
+    reference = reference_work(problem.reference, inputs, problem.cost(problem.smoke).total_flops)
+    found = compare(1, eager, reference)
+    assert found.covers, found.as_dict()
+    if case == "eagerwork_wkv_unstabilised":
+        assert max(found.shares["pointwise"], found.passes) < _eagerwork.EAGER_SHARE, found.as_dict()
+        assert found.useful >= _eagerwork.USEFUL_SHARE, found.as_dict()
 
 
 def test_what_crosses_between_tensors_and_python_is_counted_per_element() -> None:
