@@ -19,7 +19,7 @@ CASE = Path(__file__).with_name("honest") / "many_small_launches.py"
 def _call(kind: str, ms: float, gate_ms: float = 0.0) -> BlockCall:
     call = BlockCall(kind, 0, [], 0)
     call.trusted = Trusted(round_trip_ms=ms, cpu_ms=ms, idle_cpu_ms=0.0)
-    call.page = {"work": {"ms": gate_ms, "bytes": 1, "shares": [1.0]} if kind == "evidence" else None}
+    call.page = {"work": {"ms": gate_ms, "bytes": 1, "shares": [1.0], "after_ms": 0.0} if kind == "evidence" else None}
     return call
 
 
@@ -35,9 +35,10 @@ def test_a_block_total_leaves_out_the_gates_time_on_evidence_calls() -> None:
     counted = [[(c.kind, c.trusted) for c in calls] for calls in blocks]
     found, reason = _blocks.total_check(counted, "cuda")
     assert reason is not None and "timing block 3" in reason, found
-    found, reason = _blocks.total_check([[(c.kind, _unwatched(c)) for c in calls] for calls in blocks], "cuda")
+    found, reason = _blocks.total_check([[(c.kind, _unwatched(c, "cuda")) for c in calls] for calls in blocks], "cuda")
     assert reason is None, found
-    assert _unwatched(block[-1]).round_trip_ms == pytest.approx(0.7) and _unwatched(block[0]) is block[0].trusted
+    assert _unwatched(block[-1], "cuda").round_trip_ms == pytest.approx(0.7)
+    assert _unwatched(block[0], "cuda") is block[0].trusted and _unwatched(block[-1], "cpu") is block[-1].trusted
 
 
 def test_sixteen_cheap_launches_a_call_pass_every_timing_rule(cpu_session: VerifierSession) -> None:
