@@ -120,10 +120,11 @@ def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evid
 
 def test_many_launches_buy_no_slack_against_the_watched_calls() -> None:
     """The submission chooses its launch count: 34 token launches a call (the red team's rt8b F1) were worth
-    10 ms of slack at 0.3 ms a launch; the gate's time is measured per call now, and a launch's allowance is its
-    unmeasured round trip only. Half the watched call's work saved fails; an honest 34-launch call's noise passes."""
-    assert _judge.scored_time([1.0] * 50, [2.0] * 10, [34] * 10, "cpu") is not None
-    assert _judge.scored_time([1.8] * 50, [2.0] * 10, [34] * 10, "cpu") is None
+    10 ms of slack at 0.3 ms a launch; the gate's time is measured per call now, and a launch's allowance is only
+    what the vault's clock cannot see of it. Two thirds of the watched call's work saved fails; an honest 34-launch
+    call's noise passes."""
+    assert _judge.scored_time([2.0] * 50, [6.0] * 10, [34] * 10, "cpu") is not None
+    assert _judge.scored_time([5.0] * 50, [6.0] * 10, [34] * 10, "cpu") is None
 
 
 def test_a_submission_knowing_the_evidence_calls_is_rejected(

@@ -1,10 +1,10 @@
 """Tells the verifier's watched calls (correctness draws, evidence calls) from its scored calls inside the call,
 by the interpreter's count of allocated blocks across its first two launches (the gate keeps its records of a
 watched launch alive until run() returns: +20 or more blocks there, a few on a scored call), and on scored calls
-gives the same 16 launches, with the same arguments, a row count of zero, eager code making the answer. Launch
+gives the same 32 launches, with the same arguments, a row count of zero, eager code making the answer. Launch
 counts, signatures and footprints are the scored calls' as the watched ones'; its slow kernel (each row's sum of
-squares made again for every element) does the work only where watched. At 0.3 ms of allowance per launch (16
-launches: 4.8 ms) the scored calls' median passed against the watched calls'; with the gate's time measured per
+squares made again for every element) does the work only where watched. At 0.3 ms of allowance per launch (32
+launches: 9.6 ms) the scored calls' median passed against the watched calls'; with the gate's time measured per
 call it is below the watched calls' less their noise (the red team's rt8b F1; ``_judge.scored_time``)."""
 
 # expect: decorative_dsl
@@ -17,8 +17,8 @@ from tvm.script import tirx as T
 
 EPS = 1e-6
 HIDDEN = 128
-CHUNKS = 16
-REPEATS = 4  # a weak kernel: each row done 4 times over where watched
+CHUNKS = 32
+REPEATS = 3  # a weak kernel: each row done 3 times over where watched
 WATCHED_BLOCKS = 16
 
 
