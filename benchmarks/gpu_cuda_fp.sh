@@ -8,7 +8,9 @@
 # bash benchmarks/gpu_bwrap.sh --stage, then carry=[".gpu/bwrap"]). Sandboxed as the failing run was
 # (bwrap, MKBSIM_VERIFIER_SANDBOX_SHARE=pid) unless the caller sets those variables. Writes $OUT/cudafp/:
 # summary.txt (per file: verdict, failure, seconds per phase, evidence vs timed medians, every timing rule's value
-# against its allowance, block-total ratios and the worst block's calls), run.log, verdicts.tar.gz.
+# against its allowance, block-total ratios and the worst block's calls), run.log, verdicts.tar.gz, rewritten after
+# every verdict (a call cut short by its time limit brings back what was done). BUDGET (s, default 470) bounds the
+# files started; the verifications are killed at BUDGET + 25 s: give the run tool timeout_s >= BUDGET + 60.
 set -uo pipefail
 export PYTHONPATH="$PWD:$PWD/.gpu/bwrap:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages"
 export CUDA_PATH=${CUDA_PATH:-/usr/local/cuda} PYTHONUNBUFFERED=1
@@ -24,7 +26,15 @@ FILES=(problems/attention/solutions/01_pageprefetch_tirx.py problems/attention/s
        problems/quantization/solutions/58_fused_cutedsl.py problems/attention/solutions/01_splitkv_tirx.py)
 echo "sandbox: MKBSIM_VERIFIER_SANDBOX=$MKBSIM_VERIFIER_SANDBOX MKBSIM_VERIFIER_SANDBOX_SHARE=$MKBSIM_VERIFIER_SANDBOX_SHARE" \
   | tee "$out/run.log"
+summarize() {  # after every verdict: a run cut short by the caller's time limit still brings back what it found
+  [ -d "$work/verdicts" ] || return 0
+  python3 benchmarks/cuda_fp_summary.py "$work/verdicts" > "$out/summary.txt" 2>&1
+  tar -czf "$out/verdicts.tar.gz" -C "$work" verdicts
+}
 timeout $((BUDGET + 25)) python3 benchmarks/gpu_verify_many.py "${FILES[@]}" --out "$work" --budget "$BUDGET" \
-  --no-do-bench 2>&1 | tee -a "$out/run.log"
-python3 benchmarks/cuda_fp_summary.py "$work/verdicts" | tee "$out/summary.txt"
-tar -czf "$out/verdicts.tar.gz" -C "$work" verdicts
+  --no-do-bench >> "$out/run.log" 2>&1 &
+verifying=$!
+while kill -0 "$verifying" 2>/dev/null; do sleep 10; summarize; done
+wait "$verifying"
+summarize
+cat "$out/run.log" "$out/summary.txt"
