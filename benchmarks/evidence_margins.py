@@ -1,7 +1,7 @@
 """What a scored call saves against a watched (evidence) call, on honest submissions and on the cases that behave
 differently when watched (``_judge.scored_time``, ``_judge.scored_footprint``): per verification, the scored
 calls' median cost against the evidence calls' (their CPU time less the gate's own time, ``_phases._call_costs``),
-the evidence calls' launches, and the scored calls' launch footprint against the evidence calls' least.
+the evidence calls' launches, and the scored calls' median launch footprint against the evidence calls'.
 
     python benchmarks/evidence_margins.py --repeats 2                  # the examples and tests/verifier/honest
     python benchmarks/evidence_margins.py --only evidence_aware        # the adversarial cases of that name
@@ -50,8 +50,8 @@ def _figures(path: Path, report: Any) -> dict[str, Any]:
         found["ratio"] = round(scored["scored_ms"] / scored["watched_ms"], 3) if scored["watched_ms"] > 0 else None
         if launches:
             found["saved_per_launch_ms"] = round((scored["watched_ms"] - scored["scored_ms"]) / launches, 4)
-    if d.get("footprint"):
-        found["footprint"] = d["footprint"]
+    if evidence.get("footprints") and evidence.get("scored_footprint") is not None:
+        found["footprint_ratio"] = round(evidence["scored_footprint"] / statistics.median(evidence["footprints"]), 3)
     return found
 
 

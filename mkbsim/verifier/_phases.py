@@ -597,6 +597,8 @@ def _timed_as_audited(v: Verification) -> Failure | None:
             "scored_ms": statistics.median(costs[0]), "watched_ms": statistics.median(costs[1]),
             "floor_ms": scored_time_floor(costs[1], evidence["launches"], v.session.device.type),
         }  # fmt: skip
+    if t["footprints"]:  # the scored calls' median footprint, beside the evidence calls' own
+        v.details["evidence_calls"]["scored_footprint"] = statistics.median(t["footprints"])
     judged = (
         judged
         or scored_launches(t["launches_per_call"], evidence["launches"])

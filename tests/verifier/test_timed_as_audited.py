@@ -109,6 +109,17 @@ def test_scored_calls_launch_as_many_kernels_as_the_evidence_calls() -> None:
     assert failure and failure.code == "decorative_dsl" and "fewer than every call" in failure.feedback
 
 
+def test_scored_calls_launch_over_as_many_bytes_as_the_evidence_calls() -> None:
+    """The launch footprint (``_judge.scored_footprint``): the same plan spans the same bytes; launches sized by the
+    data vary a little; a token launch over one row of the output does not reach it, even where a guess missed two
+    of the evidence calls (they spanned the token launch's bytes too: the red team's detector missed 2 of 10)."""
+    assert _judge.scored_footprint([66560] * 50, [66560] * 10) is None
+    assert _judge.scored_footprint([900, 1100, 1000] * 10, [1100, 950, 1000, 1050]) is None  # ragged
+    missed = [66560] * 8 + [34052] * 2
+    failure = _judge.scored_footprint([34052] * 50, missed)
+    assert failure and failure.code == "decorative_dsl" and "spanned 34052 bytes" in failure.feedback
+
+
 def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evidence_costs() -> None:
     per_call, per_launch = _judge.EVIDENCE_COST_MS["cpu"]
     # honest: the evidence calls pay the gate's round trip on each of their 2 launches, and are noisier

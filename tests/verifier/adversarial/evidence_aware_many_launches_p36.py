@@ -18,7 +18,7 @@ from tvm.script import tirx as T
 EPS = 1e-6
 HIDDEN = 128
 CHUNKS = 32
-REPEATS = 3  # a weak kernel: each row done 3 times over where watched
+REPEATS = 5  # a weak kernel: each row done 5 times over where watched
 WATCHED_BLOCKS = 16
 
 
