@@ -2,7 +2,9 @@
 its first two launches (as evidence_aware_many_launches_p36.py), and on scored calls launches its second kernel
 over one row, eager code making the answer, which it makes three times over so that the scored calls cost no less
 than the watched ones (the time rule then cannot tell). Launch counts and signatures are the watched calls'; the
-bytes its scored launches span are not: one row of the output against all of them (``_judge.scored_footprint``)."""
+bytes its scored launches span are not: one row of the output against all of them (``_judge.scored_footprint``).
+Where its guess misses three evidence calls or more (a loaded machine), their one-row launches fail the kernel
+signatures first (``_coverage.kernels_check``); fewer misses leave the evidence calls' median footprint whole."""
 
 # expect: decorative_dsl
 # problem: p36
