@@ -22,7 +22,7 @@ _DSL_ERROR_MODULES = ("tvm", "tvm_ffi", "cutlass")
 #: in ms. What the vault cannot measure is the gate's own round trip after a watched launch (scored launches have
 #: none) and the clocks' reads; and a scored call chooses its launches, so the per-launch term is what that round
 #: trip costs, not a share of the call. cpu: calibrated on the honest cases (benchmarks/evidence_margins.py,
-#: verifier README "Scored against watched calls"); cuda: the gate's host work inside the call's event window (an
+#: benchmarks/RESULTS.md "Scored against watched calls"); cuda: the gate's host work inside the call's event window (an
 #: idle GPU's events fire when recorded), evidence minus scored medians 0.063 and 0.074 ms on the H200 for the
 #: one-launch p36 and p28 TIRx examples in blocks (2026-12-02; at 0.03 per launch both failed the rule), allowed
 #: 0.1 per launch until an H200 run measures the gate's time there.
