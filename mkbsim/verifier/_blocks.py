@@ -47,11 +47,17 @@ BLOCK_WARMUP = 3
 #: A scored block's calls may take, in all, what the median call of each kind explains, plus this share of
 #: the work the medians explain (their excess over the null calls' median, the harness's own cost) and
 #: ``TOTAL_NOISE`` of the harness's cost per call, plus one call (cpu: the lesser of the worker's CPU time and the host
-#: clock per call, see ``total_check``; cuda: the host clock). Measured on honest plans (benchmarks/RESULTS.md,
-#: "Block totals"). So a plan doing the scored calls' work in a few of them (any call of a block can read
-#: every later call's inputs) hides at most this share of a call's work, plus that noise allowance.
+#: clock per call, at least its CPU time over ``PARALLEL_CORES``, see ``total_check``; cuda: the host clock).
+#: Measured on honest plans (benchmarks/RESULTS.md, "Block totals"). So a plan doing the scored calls' work in a
+#: few of them (any call of a block can read every later call's inputs) hides at most this share of a call's work,
+#: plus that noise allowance.
 TOTAL_SLACK = {"cpu": 0.5, "cuda": 0.5}
 TOTAL_NOISE = {"cpu": 0.25, "cuda": 0.25}
+#: cpu: the cores a call's CPU time may have run on at once and still be costed by its host clock: the worker's
+#: one computing thread (its pools are pinned to ``Limits.cpu_threads`` = 1) and one pool thread spinning idle
+#: beside it, which honest TVM kernels' pools do on a loaded machine. Work spread over more threads is costed
+#: at its CPU time over this (the red team's rt8b F2: a look-ahead by k threads cost 1/k of its work).
+PARALLEL_CORES = 2
 
 
 def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: str) -> tuple[dict[str, Any], str | None]:
@@ -61,9 +67,10 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
 
     def cost(trusted: Trusted) -> float:
         # cpu: the lesser of the worker's CPU time (no preemption in it) and the host clock (no idle pool thread
-        # spinning in it, which an honest TVM kernel's pool does on a loaded machine); work shows in both
+        # spinning in it, which an honest TVM kernel's pool does on a loaded machine); work shows in both, and
+        # work in parallel shows in the CPU time beyond PARALLEL_CORES
         if device_type == "cpu" and trusted.cpu_ms is not None:
-            return min(trusted.cpu_ms, trusted.round_trip_ms)
+            return max(min(trusted.cpu_ms, trusted.round_trip_ms), trusted.cpu_ms / PARALLEL_CORES)
         return trusted.round_trip_ms
 
     by_kind: dict[str, list[float]] = {}

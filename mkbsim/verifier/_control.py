@@ -58,6 +58,9 @@ DSL_ACK = (88, "<Q")  # gate vault: the nonce of the last call whose DSL time it
 #: Gate vault, with DSL_MS: the call's distinct launch signatures (kernel and argument shapes), as numbers
 #: the vault assigns in order of first appearance: a count, then that many little-endian u32.
 SIGNATURES = (96, 64)  # offset, capacity (signatures beyond it are not listed)
+#: Gate vault, on every call: the bytes its counted launches' tensor arguments spanned, summed over the launches
+#: (the verifier zeroes it); a scored call's against the evidence calls' (``_judge.scored_footprint``)
+FOOTPRINT = (160, "<Q")
 #: Gate vault, on an evidence call or a correctness draw, once run() returned (``_provenance``, "work"): the bytes
 #: the call's launches changed in their tensor arguments, the vault's own time spent measuring it (cpu: its
 #: thread's CPU time; cuda: host time inside the call), and each returned output's share of elements that still
@@ -140,6 +143,7 @@ class ControlPage:
         """Arm the page for the next call and return its nonce."""
         self.nonce += 1
         put(self.buf, LAUNCHES, 0)
+        put(self.buf, FOOTPRINT, 0)
         put(self.buf, RECORDS_FLAG, 0)
         put(self.buf, SUPPRESS, int(suppress))
         put(self.buf, AUDIT, int(audit))
@@ -217,6 +221,7 @@ class ControlPage:
         dsl_acked = get(self.buf, DSL_ACK, base) == nonce
         found = {
             "launches": get(self.buf, LAUNCHES, base),
+            "footprint": get(self.buf, FOOTPRINT, base),
             "acked": get(self.buf, ACK, base) == nonce,
             "ms": get(self.buf, CALL_MS, base),
             "host_ms": get(self.buf, HOST_MS, base),

@@ -16,15 +16,21 @@ from mkbsim.verifier._compare import Check
 from mkbsim.verifier._process import WorkerFailed
 
 _DSL_ERROR_MODULES = ("tvm", "tvm_ffi", "cutlass")
-#: What the gate's evidence costs an evidence call per DSL launch at most beyond the work time its vault
-#: records and the verifier subtracts (its signature, its clock or CUDA event pair, the copy of the launch's
-#: arguments set up and compared, the outputs' work shares after run()): cpu 0.10-0.28 ms measured on the
-#: one-launch p28 example (2026-12-02, load 2-10: evidence CPU less work time against the scored calls' CPU;
-#: at 0.02 ms honest p28 and two honest cases failed the rule in both rounds, 3 of 34), allowed 0.3; cuda: the
-#: gate's host work inside the call's event window (an idle GPU's events fire when recorded): evidence minus
-#: scored medians 0.063 and 0.074 ms on the H200 for the one-launch p36 and p28 TIRx examples in blocks
-#: (2026-12-02; at 0.03 both failed the rule), allowed 0.1.
-EVIDENCE_COST_MS = {"cpu": 0.3, "cuda": 0.1}
+#: What watching costs an evidence call beyond the time the gate's vault measures and the verifier subtracts
+#: (``_provenance``: from the vault's first step on each of the call's requests: the signature's pass over a
+#: launch's arguments, its clock, its copies and comparisons, the outputs' work shares), as (per call, per launch)
+#: in ms. What the vault cannot measure is the gate's own round trip after a watched launch (scored launches have
+#: none) and the clocks' reads; and a scored call chooses its launches, so the per-launch term is what that round
+#: trip costs, not a share of the call. cpu: calibrated on the honest cases (benchmarks/evidence_margins.py,
+#: benchmarks/RESULTS.md "Scored against watched calls"); cuda: the gate's host work inside the call's event window (an
+#: idle GPU's events fire when recorded), evidence minus scored medians 0.063 and 0.074 ms on the H200 for the
+#: one-launch p36 and p28 TIRx examples in blocks (2026-12-02; at 0.03 per launch both failed the rule), allowed
+#: 0.1 per launch until an H200 run measures the gate's time there.
+EVIDENCE_COST_MS = {"cpu": (0.3, 0.04), "cuda": (0.0, 0.1)}
+#: The share of the evidence calls' median launch footprint (bytes their launches' tensor arguments span) the
+#: scored calls' median must reach (``scored_footprint``): the same plan spans the same bytes; the share leaves room
+#: for launches sized by the data, whose sums vary from call to call (a median of 10 against one of 50).
+FOOTPRINT_SHARE = 0.75
 #: The share of the evidence calls' median by which the scored calls' median may fall short beyond that
 #: cost: the noise of a median of 10 calls against one of 50 under load (the p36 example, one launch, load ~11:
 #: evidence medians 0.98-1.25x the scored one).
@@ -208,11 +214,33 @@ def scored_launches(scored: Sequence[int], evidence: Sequence[int]) -> Failure |
     )
 
 
+def scored_footprint(scored: Sequence[int], evidence: Sequence[int]) -> Failure | None:
+    """The bytes the scored calls' launches spanned in their tensor arguments against the evidence calls' (DESIGN
+    §5, "audits cannot be told apart"): the same plan on inputs of the same shapes spans the same bytes, so a
+    scored call launching its kernels over a token slice (a row, while eager code makes the answer) shows here
+    whatever its time. Medians against ``FOOTPRINT_SHARE``: launches sized by the data (ragged, paged, routed
+    problems) vary from call to call, and a guess that misses a few evidence calls moves their least, not their
+    median; a kernel given whole tensors and told by a number to do one row of them is no smaller here (the time
+    rule bounds that one)."""
+    if not scored or not evidence:
+        return None
+    watched, median = statistics.median(evidence), statistics.median(scored)
+    if median >= FOOTPRINT_SHARE * watched:
+        return None
+    return Failure(
+        "decorative_dsl",
+        f"The timed calls' DSL launches spanned {median:g} bytes of tensor arguments per call (median), against "
+        f"{watched:g} on the calls the verifier watched: the timed calls launch the DSL kernels over less data than "
+        "the calls the verifier checked. Run the same DSL work on every call.",
+    )
+
+
 def scored_time_floor(evidence_ms: Sequence[float], launches: Sequence[int], device_type: str) -> float:
     """The least median the scored calls may cost (``scored_time``): the evidence calls' median less its noise
     and the watching's cost per launch."""
     watched = statistics.median(evidence_ms)
-    return watched * (1 - EVIDENCE_NOISE) - statistics.median(launches) * EVIDENCE_COST_MS[device_type]
+    per_call, per_launch = EVIDENCE_COST_MS[device_type]
+    return watched * (1 - EVIDENCE_NOISE) - per_call - statistics.median(launches) * per_launch
 
 
 def scored_time(
@@ -221,8 +249,8 @@ def scored_time(
     """The scored timed calls cost no less than the evidence calls beyond what the evidence itself costs
     (each call's cost: on cpu the worker's CPU time the verifier reads, on cuda the reported time)
     (DESIGN §5, "audits cannot be told apart"): a submission that does its DSL work only on the calls it
-    guesses are evidence, and something faster otherwise, gains at most ``EVIDENCE_COST_MS`` per launch
-    and ``EVIDENCE_NOISE`` of the time."""
+    guesses are evidence, and something faster otherwise, gains at most ``EVIDENCE_NOISE`` of the time and
+    ``EVIDENCE_COST_MS`` (the gate's unmeasured round trips)."""
     if not scored_ms or not evidence_ms:
         return None
     scored, watched = statistics.median(scored_ms), statistics.median(evidence_ms)

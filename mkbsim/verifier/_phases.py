@@ -22,6 +22,7 @@ from mkbsim.verifier._judge import (
     error_text,
     fmt,
     mutation,
+    scored_footprint,
     scored_launches,
     scored_time,
     scored_time_floor,
@@ -341,8 +342,10 @@ def timing(v: Verification) -> Failure | None:
     recheck = set(rng.sample(checked, rechecked_count(len(checked), p.rechecked_timed_calls)))
     v.details["timing_rechecks"] = []
     anchors_before = v.phases.get("anchors_s", 0.0)
-    t = v.timing = {k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "null_ms")}
-    t["evidence"] = {k: [] for k in ("ms", "launches", "dsl_ms", "signatures", "trusted", "work")}
+    t = v.timing = {
+        k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "footprints", "null_ms")
+    }
+    t["evidence"] = {k: [] for k in ("ms", "launches", "footprints", "dsl_ms", "signatures", "trusted", "work")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     distinct = p.unique_input_buffers
     blocks = _blocks.plan_for(s, v.session.device, v.session.limits.memory_bytes, p.warmup_calls, scored, distinct)
@@ -411,7 +414,8 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     if failure is None and recheck:
         failure = _rechecked(v, where, call.seed, _delivered(v, arena, reply))
     if call.kind == "evidence":
-        for key, value in (("ms", ms), ("launches", page["launches"]), ("dsl_ms", page["dsl_ms"]),
+        for key, value in (("ms", ms), ("launches", page["launches"]), ("footprints", page["footprint"]),
+                           ("dsl_ms", page["dsl_ms"]),
                            ("signatures", page["signatures"]), ("trusted", answer.trusted),
                            ("work", page["work"])):  # fmt: skip
             t["evidence"][key].append(value)
@@ -422,6 +426,7 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     v.details.setdefault("harness_gap_ms", []).append(answer.trusted.round_trip_ms - page["host_ms"])
     t["pending_ms"].append(pending)
     t["launches_per_call"].append(page["launches"])
+    t["footprints"].append(page["footprint"])
     t["trusted"].append(answer.trusted)
     return failure, k + 1
 
@@ -582,7 +587,7 @@ def _timed_as_audited(v: Verification) -> Failure | None:
     if judged is None:  # what the launches changed: bytes, not time (not retried)
         v.details["timed_work"], unworked = _coverage.work_check([d.page["work"] for d in audited], evidence["work"])
         judged = Failure("decorative_dsl", unworked) if unworked else None
-    v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "dsl_ms", "work")}
+    v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "footprints", "dsl_ms", "work")}
     v.details["evidence_calls"]["cpu_ms"] = [c.cpu_ms for c in evidence["trusted"]]  # what scored_time compares on cpu
     # what the gate spent measuring an evidence call's work is not the call's (the scored calls have none of it)
     spent = [w["ms"] if w is not None else 0.0 for w in evidence["work"]]
@@ -592,9 +597,12 @@ def _timed_as_audited(v: Verification) -> Failure | None:
             "scored_ms": statistics.median(costs[0]), "watched_ms": statistics.median(costs[1]),
             "floor_ms": scored_time_floor(costs[1], evidence["launches"], v.session.device.type),
         }  # fmt: skip
+    if t["footprints"]:  # the scored calls' median footprint, beside the evidence calls' own
+        v.details["evidence_calls"]["scored_footprint"] = statistics.median(t["footprints"])
     judged = (
         judged
         or scored_launches(t["launches_per_call"], evidence["launches"])
+        or scored_footprint(t["footprints"], evidence["footprints"])
         or scored_time(*costs, evidence["launches"], v.session.device.type)
     )
     v.report.bypass_ok = judged is None  # the coverage phase passed to get here; a second round may pass again

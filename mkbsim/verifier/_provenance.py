@@ -477,6 +477,19 @@ def provenance_vault(
         except lib.BaseException:
             return None
 
+    def footprint(positional: Any) -> int:
+        """The bytes a launch's tensor arguments span (every call, the scored ones too: a few reads per argument,
+        no copy): a launch over one row of what the watched calls launched over spans one row's bytes. TVM's own
+        tensors are read through their torch view; a CuTe launch's arguments (one array of pointers) span none."""
+        total = 0
+        for arg in positional[1:]:
+            if lib.id(lib.type(arg)) in lib.ffi_tensors:
+                arg = ffi_view(arg)
+            if lib.type(arg) is lib.Tensor and lib.layout_of(arg) is lib.strided:
+                lo, hi = span(arg)
+                total += hi - lo
+        return total
+
     def tensors_in(obj: Any, out: list[Any]) -> list[Any]:
         stack = [obj]
         while stack:
@@ -1441,6 +1454,11 @@ def provenance_vault(
                 launches = depth = running = used = changed = 0
                 dsl_s = spent = 0.0
             kind = request[0]
+            # a launch's footprint, read before the evidence clock starts: the scored calls pay it too
+            spanned_bytes = footprint(request[1][0]) if kind == 1 and request[2] else 0
+            # the vault's own time on an evidence call counts from here (its signature, clock and copies): what a
+            # scored call saves against a watched one is then measured per call, not allowed per launch
+            entered = lib.work_clock() if evidence and not audit else 0.0
             role = 0  # of a BEFORE: 0 watched only on a correctness draw, 1 a timed launch, 2 a call above one
             ended = 0  # of an AFTER: the role of the gate it ends (0: none awaited one)
             prior = launches  # counted before this request (a BEFORE may count its own launch below)
@@ -1460,6 +1478,8 @@ def provenance_vault(
             elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None:
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
+                spanned_bytes += lib.u64.unpack_from(page, layout.FOOTPRINT)[0]
+                lib.u64.pack_into(page, layout.FOOTPRINT, spanned_bytes)
                 if evidence:  # BEFORE a counted launch of an evidence call (or a draw): timed, its signature noted
                     role = 1
                     note(key, request[3], request[1][0][0] if request[1][0] else None)
@@ -1499,6 +1519,8 @@ def provenance_vault(
                 # device work and nothing of the call's (the call's work before the launch, the launch itself):
                 # unsynchronised, a launch's snapshot of a 600 MB paged cache (~0.3 ms of copying) was charged to
                 # the call on the H200 (``_judge.scored_time`` then failed honest p01 kernels)
+                if kind != 4:  # the gate's bookkeeping so far (the signature's pass over the arguments, the clock)
+                    spent += lib.work_clock() - entered
                 outermost = lib.cuda_sync is not None and ((kind == 1 and depth == 0) or (ended and depth == 1))
                 if outermost:
                     lib.cuda_sync()
@@ -1540,7 +1562,8 @@ def provenance_vault(
 def page_layout() -> types.SimpleNamespace:
     """The control page's offsets, for the vault (which has no globals)."""
     return types.SimpleNamespace(
-        NONCE=_control.NONCE[0], LAUNCHES=_control.LAUNCHES[0], AUDIT=_control.AUDIT[0],
+        NONCE=_control.NONCE[0], LAUNCHES=_control.LAUNCHES[0], FOOTPRINT=_control.FOOTPRINT[0],
+        AUDIT=_control.AUDIT[0],
         SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,

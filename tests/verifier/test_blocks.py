@@ -13,6 +13,7 @@ from mkbsim.verifier import _blocks, _control
 from mkbsim.verifier._channel import answer_signer, answer_tag, signer_lib
 from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._timing import ADVANCE, END, START, timer_layout, timer_lib, timer_vault
+from mkbsim.verifier._trusted import Trusted
 from mkbsim.verifier._vault import Registry
 
 torch.set_num_threads(1)
@@ -158,3 +159,22 @@ def test_a_block_s_one_answer_is_signed_for_the_nonce_the_verifier_checks(contro
     assert _control.get(control.buf, _control.NONCE) == nonces[-1] != control.nonce
     assert sign(b"answer") == answer_tag(key, control.nonce, b"answer")
     assert sign(b"a second answer") is None  # one answer per block
+
+
+def _costed(kind: str, wall_ms: float, cpu_ms: float) -> tuple[str, Trusted]:
+    return kind, Trusted(round_trip_ms=wall_ms, cpu_ms=cpu_ms, idle_cpu_ms=0.0)
+
+
+def test_work_spread_over_threads_counts_in_the_block_total() -> None:
+    """The red team's rt8b F2: a block's first call does the 50 calls' work (0.5 ms each) on 16 pool threads, the
+    others return what it made. Its host clock shows a sixteenth of the work, within the block's allowance; its CPU
+    time over ``PARALLEL_CORES`` does not. An honest call whose idle pool thread spins beside it (CPU 1.8x its
+    host clock) is costed as before."""
+    lookahead = [_costed("timed", 25.0 / 16, 25.0)] + [_costed("timed", 0.22, 0.22)] * 49
+    nulls = [_costed("null", 0.2, 0.2)] * 10
+    found, reason = _blocks.total_check([lookahead + nulls], "cpu")
+    assert reason is not None and "timing block 1" in reason, found
+    spinning = [_costed("timed", 0.5, 0.9)] * 50
+    found, reason = _blocks.total_check([spinning + nulls], "cpu")
+    assert reason is None, found
+    assert found["medians_ms"]["timed"] == 0.5

@@ -109,13 +109,33 @@ def test_scored_calls_launch_as_many_kernels_as_the_evidence_calls() -> None:
     assert failure and failure.code == "decorative_dsl" and "fewer than every call" in failure.feedback
 
 
+def test_scored_calls_launch_over_as_many_bytes_as_the_evidence_calls() -> None:
+    """The launch footprint (``_judge.scored_footprint``): the same plan spans the same bytes; launches sized by the
+    data vary a little; a token launch over one row of the output does not reach it, even where a guess missed two
+    of the evidence calls (they spanned the token launch's bytes too: the red team's detector missed 2 of 10)."""
+    assert _judge.scored_footprint([66560] * 50, [66560] * 10) is None
+    assert _judge.scored_footprint([900, 1100, 1000] * 10, [1100, 950, 1000, 1050]) is None  # ragged
+    missed = [66560] * 8 + [34052] * 2
+    failure = _judge.scored_footprint([34052] * 50, missed)
+    assert failure and failure.code == "decorative_dsl" and "spanned 34052 bytes" in failure.feedback
+
+
 def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evidence_costs() -> None:
-    cost = _judge.EVIDENCE_COST_MS["cpu"]
-    # honest: the evidence calls pay the gate's clock on each of their 2 launches, and are noisier
-    assert _judge.scored_time([0.2] * 50, [0.2 + 2 * cost] * 10, [2] * 10, "cpu") is None
+    per_call, per_launch = _judge.EVIDENCE_COST_MS["cpu"]
+    # honest: the evidence calls pay the gate's round trip on each of their 2 launches, and are noisier
+    assert _judge.scored_time([0.2] * 50, [0.2 + per_call + 2 * per_launch] * 10, [2] * 10, "cpu") is None
     assert _judge.scored_time([0.2] * 50, [0.24] * 10, [2] * 10, "cpu") is None
     failure = _judge.scored_time([0.2] * 50, [2.0] * 10, [2] * 10, "cpu")  # 10x: beyond 25% and 2 launches
     assert failure and failure.code == "decorative_dsl" and "when it is watched" in failure.feedback
+
+
+def test_many_launches_buy_no_slack_against_the_watched_calls() -> None:
+    """The submission chooses its launch count: 34 token launches a call (the red team's rt8b F1) were worth
+    10 ms of slack at 0.3 ms a launch; the gate's time is measured per call now, and a launch's allowance is only
+    what the vault's clock cannot see of it. Two thirds of the watched call's work saved fails; an honest 34-launch
+    call's noise passes."""
+    assert _judge.scored_time([2.0] * 50, [6.0] * 10, [34] * 10, "cpu") is not None
+    assert _judge.scored_time([5.0] * 50, [6.0] * 10, [34] * 10, "cpu") is None
 
 
 def test_a_submission_knowing_the_evidence_calls_is_rejected(
@@ -154,7 +174,7 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         watched = statistics.median(
             cpu - work["ms"] for cpu, work in zip(evidence["cpu_ms"], evidence["work"], strict=True)
         )
-        allowed = watched * (1 - _judge.EVIDENCE_NOISE) - 2 * _judge.EVIDENCE_COST_MS["cpu"]
+        allowed = _judge.scored_time_floor([watched], evidence["launches"], "cpu")
         assert report.details["timing_rounds"][-1]["cpu_median_ms"] >= allowed
 
 
