@@ -11,6 +11,7 @@ import pytest
 from campaign_kit import mkbsim, small_campaign
 
 from mkbsim.campaigns import run_campaign
+from mkbsim.cli import main
 from mkbsim.errors import UserError
 from mkbsim.events import EventStore
 
@@ -44,11 +45,14 @@ def _treatments(store: Path) -> dict[tuple[str, str, str], tuple[str, str | None
     return {(m, p, a): (st, fi, bool(ok)) for m, p, a, st, fi, ok in rows}
 
 
-def test_an_identity_filter_changes_nothing_but_the_label_and_a_dropping_filter_changes_skills(tmp_path: Path) -> None:
+def test_an_identity_filter_changes_nothing_but_the_label_and_a_dropping_filter_changes_skills(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     plain, identity, dropped = tmp_path / "plain.sqlite", tmp_path / "identity.sqlite", tmp_path / "dropped.sqlite"
     for store, extra in ((plain, ""), (identity, 'filter = "identity"'), (dropped, 'filter = "evidence_only"')):
-        done = mkbsim("run", "--campaign", str(_campaign_file(tmp_path, extra)), "--store", str(store))
-        assert done.returncode == 0, done.stderr
+        # the CLI in this process: three `mkbsim` subprocesses would each import torch (most of their cost)
+        code = main(["run", "--campaign", str(_campaign_file(tmp_path, extra)), "--store", str(store)])
+        assert code == 0, capsys.readouterr().err
     base, same = _treatments(plain), _treatments(identity)
     assert len(base) == 2 * 3 * 2 and set(base) == set(same)
     # same seeds, same skills: the identity filter reproduces every outcome, and labels the attempts
