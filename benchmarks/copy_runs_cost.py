@@ -1,8 +1,9 @@
 """What the windowed copy check costs an audited draw (DESIGN §5, the bypass test as coverage; ``_provenance``'s
 ``COPY_RUNS``): one launch writes a bf16 output of ``rows x hidden`` from a float32 argument eager code made (an
 intermediate of the output's size, which holds no run of it) and an eager bf16 buffer ``--held`` times the output's
-size, reported to the provenance vault as the audit reports them, with the check on and off (no window lengths) in
-the same process. Audited draws are never timed.
+size, reported to the provenance vault as the audit reports them, with the checks on, the windowed one alone (no
+order-free probes, ``ELEMENT_PROBES``) and neither (no window lengths either), in the same process. Audited draws are
+never timed.
 
     python benchmarks/copy_runs_cost.py [--rows 4096 --hidden 128 --held 2] [--rounds 3]
     python benchmarks/copy_runs_cost.py --chance
@@ -21,19 +22,19 @@ import time
 from typing import Any
 
 
-def _audited_call(rows: int, hidden: int, held: int, runs: tuple[int, ...]) -> float:
+def _audited_call(rows: int, hidden: int, held: int, runs: tuple[int, ...], probes: int) -> float:
     import torch
 
     from mkbsim.verifier import _control, _provenance
     from mkbsim.verifier._operators import dispatch_hooks
     from mkbsim.verifier._vault import Registry
 
-    saved = _provenance.COPY_RUNS
-    _provenance.COPY_RUNS = runs
+    saved = _provenance.COPY_RUNS, _provenance.ELEMENT_PROBES
+    _provenance.COPY_RUNS, _provenance.ELEMENT_PROBES = runs, probes
     try:
         lib = _provenance.provenance_lib(torch.device("cpu"))
     finally:
-        _provenance.COPY_RUNS = saved
+        _provenance.COPY_RUNS, _provenance.ELEMENT_PROBES = saved
     control = _control.ControlPage()
     registry = Registry()
     numel = rows * hidden
@@ -101,13 +102,16 @@ def main() -> None:
         print(json.dumps(_chance()))
         return
     torch.set_num_threads(1)
-    from mkbsim.verifier._provenance import COPY_RUNS
+    from mkbsim.verifier._provenance import COPY_RUNS, ELEMENT_PROBES
 
-    found: dict[str, list[float]] = {"check": [], "no_check": []}
+    # both checks, the windowed one alone (no order-free probes), neither
+    settings: dict[str, tuple[tuple[int, ...], int]] = {
+        "check": (COPY_RUNS, ELEMENT_PROBES), "windows_only": (COPY_RUNS, 0), "no_check": ((), 0)
+    }  # fmt: skip
+    found: dict[str, list[float]] = {kind: [] for kind in settings}
     for _ in range(args.rounds):
-        for kind in found:
-            runs = COPY_RUNS if kind == "check" else ()
-            found[kind].append(_audited_call(args.rows, args.hidden, args.held, runs) * 1e3)
+        for kind, (runs, probes) in settings.items():
+            found[kind].append(_audited_call(args.rows, args.hidden, args.held, runs, probes) * 1e3)
     shape = {"rows": args.rows, "hidden": args.hidden, "held": args.held}
     print(json.dumps({**shape, **{f"{kind}_ms_min": round(min(ms), 1) for kind, ms in found.items()}}))
 

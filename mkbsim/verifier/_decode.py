@@ -89,8 +89,9 @@ def bound() -> types.SimpleNamespace:
         logical_not=base.logical_not, isfinite=fns.isfinite, nonzero=base.nonzero, sum=base.sum, all=base.all,
         any=base.any, clamp=base.clamp, where=fns.where, searchsorted=fns.searchsorted, sort=base.sort,
         randperm=fns.randperm, stack=fns.stack, ones_like=fns.ones_like, zeros_like=fns.zeros_like, cat=fns.cat,
-        eq=base.eq, minimum=fns.minimum, maximum=fns.maximum, broadcast_to=fns.broadcast_to,
-        transpose=base.transpose, masked_select=fns.masked_select, roll=fns.roll, view=base.view,
+        eq=base.eq, minimum=fns.minimum, maximum=fns.maximum,
+        transpose=base.transpose, masked_select=fns.masked_select, repeat=base.repeat, zip=zip, roll=fns.roll,
+        view=base.view,
         element_size=base.element_size, bitwise_xor=base.bitwise_xor, bitwise_and=base.bitwise_and,
         mode=base.mode, arange=fns.arange, matmul=base.matmul, unfold=base.unfold, argmax=base.argmax,
         argmin=base.argmin, cumsum=base.cumsum, mean=base.mean, unsqueeze=base.unsqueeze,
@@ -111,34 +112,28 @@ def bound() -> types.SimpleNamespace:
 
 
 def _lined_up(d: Any, r: Any, t: Any) -> Any:
-    """``r`` flat in ``t``'s logical order where it has ``t``'s elements (a matrix's transpose read back), or None."""
-    if d.numel(r) != d.numel(t):
+    """``r`` flat in ``t``'s logical order where it has ``t``'s elements (a matrix's transpose read back) or repeats
+    to them (a tile: each trailing size dividing the target's, a broadcast among them), or None."""
+    shape, target = d.tuple(d.size(r)), d.tuple(d.size(t))
+    if d.numel(r) == d.numel(t):
+        if d.dim(t) == 2 and d.len(shape) == 2 and shape == target[::-1] and shape[0] != shape[1]:
+            r = d.transpose(r, 0, 1)
+        return d.reshape(r, (-1,))
+    if d.len(shape) > d.len(target) or d.numel(r) < 2 or d.numel(t) % d.numel(r):
         return None
-    shape = d.tuple(d.size(r))
-    if d.dim(t) == 2 and d.len(shape) == 2 and shape == d.tuple(d.size(t))[::-1] and shape[0] != shape[1]:
-        r = d.transpose(r, 0, 1)
-    return d.reshape(r, (-1,))
+    shape = (1,) * (d.len(target) - d.len(shape)) + shape
+    for size, whole in d.zip(shape, target):
+        if whole % size:
+            return None
+    # a tile repeated along every axis (an offset tile of 16 x 16 over the answer; a row or a column broadcast)
+    return d.reshape(d.repeat(d.reshape(r, shape), [whole // size for size, whole in d.zip(shape, target)]), (-1,))
 
 
 def _aligned(d: Any, r: Any, t: Any) -> Any:
     """``r`` element by element with ``t``'s logical order (float64, flat), or None: the same number of elements,
-    the transpose of a matrix, or a broadcast."""
+    the transpose of a matrix, or a tile repeated over it (a broadcast is one)."""
     flat = _lined_up(d, r, t)
-    if flat is not None:
-        return d.to(flat, d.float64)
-    broadcast = _broadcast(d, r, t)
-    return d.to(broadcast, d.float64) if broadcast is not None else None
-
-
-def _broadcast(d: Any, r: Any, t: Any) -> Any:
-    """``r`` broadcast to ``t``'s shape (flat, its dtype), or None where it does not broadcast (or is one element)."""
-    shape, target = d.tuple(d.size(r)), d.tuple(d.size(t))
-    if d.len(shape) > d.len(target) or d.numel(r) < 2:
-        return None
-    for k in d.range(1, d.len(shape) + 1):  # broadcastable: each trailing size 1 or the target's
-        if shape[-k] != 1 and shape[-k] != target[-k]:
-            return None
-    return d.reshape(d.broadcast_to(r, target), (-1,))
+    return d.to(flat, d.float64) if flat is not None else None
 
 
 def _coded(d: Any, r: Any, t: Any) -> Any:
@@ -181,7 +176,7 @@ def _in_kind(d: Any, y: Any, t: Any, width: int, kind: Any) -> Any:
 def _bit_keys(d: Any, coded: Any, varied: Any) -> Any:
     """The bit maps: one operand's bits XOR or plus a constant; two operands' of one width XORed, summed or
     subtracted (neither constant: that is the first kind)."""
-    found = [(i, None, how) for i in d.range(d.len(coded)) for how in ("^", "+")]
+    found = [(i, None, how) for i in d.range(d.len(coded)) for how in ("^", "+", "^+", "+^")]
     for i in d.range(d.len(coded)):
         for j in d.range(i + 1, d.len(coded)):
             if coded[i][1] == coded[j][1] and varied[i] and varied[j]:
@@ -192,12 +187,48 @@ def _bit_keys(d: Any, coded: Any, varied: Any) -> Any:
 def _bits_named(key: Any) -> str:
     i, j, how = key
     if j is None:
-        return f"operand {i}'s bits " + ("XOR" if how == "^" else "plus") + " a constant"
+        said = {"^": "XOR a constant", "+": "plus a constant", "^+": "XOR a constant, plus another",
+                "+^": "plus a constant, XOR another"}[how]  # fmt: skip
+        return f"operand {i}'s bits {said}"
     return f"operand {i}'s bits " + {"^": "XOR", "+": "plus", "-": "minus"}[how] + f" operand {j}'s"
 
 
 def _combined(d: Any, a: Any, b: Any, how: str) -> Any:
+    if how == "^+":  # two constants (b): XOR, then add
+        return d.add(d.bitwise_xor(a, b[0]), b[1])
+    if how == "+^":
+        return d.bitwise_xor(d.add(a, b[0]), b[1])
     return d.bitwise_xor(a, b) if how == "^" else d.add(a, b) if how == "+" else d.sub(a, b)
+
+
+def _chain_key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any, how: str) -> Any:
+    """The two constants of a chained bit map (``how``: "^+", XOR then add, or "+^") that turn ``codes`` into
+    ``target``'s bits, found bit by bit from the lowest (a bit of the result depends on the constants' bits up to its
+    own and on no higher one), keeping the pairs that agree with the most elements so far (a pair's two bits are told
+    apart only by the carry they leave); with how many elements the best pair holds for. Only where the output keeps
+    every bit of the operand's type (a rounded output hides the low bits the carries come from): else no key. The
+    search stops once fewer than a tenth of the sample agree (no key: an honest operand's bits leave it after a few)."""
+    mine, lacking = _in_kind(d, target, t, width, kind)
+    none = ((0, 0), 0)
+    if lacking:
+        return none
+    first = d.zeros((1,), dtype=d.int64, device=d.device_of(codes))
+    second = d.zeros((1,), dtype=d.int64, device=d.device_of(codes))
+    rows = d.unsqueeze(codes, 0)
+    for k in d.range(8 * width):
+        low = (1 << (k + 1)) - 1 if k < 63 else -1  # the bits 0..k (all of them at the 64th)
+        bit = 1 << k if k < 63 else -(1 << 63)
+        # every kept pair with this bit of each constant clear or set (a bit not yet set: adding it sets it)
+        firsts = d.cat([first, d.add(first, bit), first, d.add(first, bit)])
+        seconds = d.cat([second, second, d.add(second, bit), d.add(second, bit)])
+        got = _combined(d, rows, (d.unsqueeze(firsts, 1), d.unsqueeze(seconds, 1)), how)
+        counts = d.sum(d.eq(d.bitwise_and(got, low), d.bitwise_and(mine, low)), 1)
+        top = d.amax(counts)
+        if d.int(top) < d.numel(codes) // 10:
+            return none
+        best = d.eq(counts, top)
+        first, second = d.masked_select(firsts, best)[: d.candidates], d.masked_select(seconds, best)[: d.candidates]
+    return (d.int(first[0]), d.int(second[0])), d.int(top)
 
 
 def _key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any, how: str) -> Any:
@@ -237,7 +268,10 @@ def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any,
         if j is None:
             codes, width, kind = coded[i]
             codes = _unsigned(d, codes, fit, width)
-            agreed = [_key_of(d, codes, width, kind, target, t, how) for target in targets]
+            if how in ("^+", "+^"):  # two constants: searched against the output itself only (32 bit steps each)
+                agreed = [_chain_key_of(d, codes, width, kind, y, t, how)]
+            else:
+                agreed = [_key_of(d, codes, width, kind, target, t, how) for target in targets]
             constant, count = d.sorted(agreed, key=_second)[-1]
             if count < d.numel(fit) // 10:  # no key the sample agrees on
                 continue
@@ -466,12 +500,11 @@ def regressor(d: Any, old: Any, eager: Any) -> Any:
 def picked(d: Any, t: Any, where: Any, operands: Any) -> Any:
     """What the pool (``pooled``) keeps of a launch that changed ``t`` at flat ``where`` (logical order): those
     elements, and each operand's elements lined up with them (the operands as ``fitted`` would take them, in order,
-    their own dtype; broadcast ones too; the others left out), or None where none lines up."""
+    their own dtype; tiles and broadcasts too; the others left out), or None where none lines up."""
     chosen = [r for r in d.sorted(operands, key=d.numel, reverse=True) if not d.is_complex(r)][: d.operands]
     columns = []
     for r in chosen:
         flat = _lined_up(d, r, t)
-        flat = flat if flat is not None else _broadcast(d, r, t)
         if flat is not None:
             columns.append(d.take(flat, where))
     return (d.take(d.reshape(t, (-1,)), where), columns) if columns else None

@@ -81,7 +81,7 @@ TABLE_RUN = 8
 #: by chance (decoys: the window starting at each sampled position, each column shuffled across the positions) more
 #: often than ``RUN_CHANCE``, the next length is tried, then none (few distinct values: bools, small integer domains,
 #: fp8 codes).
-COPY_RUNS = (8, 32)
+COPY_RUNS: tuple[int, ...] = (8, 32)
 RUN_CHANCE = 0.01
 #: Copies in any order: an output's values found among the elements eager code made in launch arguments (as above:
 #: not problem inputs nor the DSL's; bit for bit at the output's width or rounded to its dtype), pooled over every
@@ -848,7 +848,7 @@ def provenance_vault(
         chance (``ELEMENT_PROBES``). The held elements are counted against the probed values, never sorted."""
         lo, hi = span(t)
         held_sources = [(values, eager) for source, a, b, values, eager in sources if not (a < hi and lo < b)]
-        if not held_sources:
+        if not held_sources or not lib.element_probes:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
             return
         device = lib.device_of(t)
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)

@@ -56,6 +56,7 @@ def _keyed() -> dict[str, Any]:
         "rows": torch.randperm(M, generator=g),
         "blocks": torch.randperm(M * N // 32, generator=g),
         "ints": torch.randint(-(2**20), 2**20, (M, N), generator=g, dtype=torch.int32),
+        "tile": torch.randn(16, 16, generator=g) * 5,
     }
 
 
@@ -91,6 +92,16 @@ DECODES += [
     ("bool_mask", lambda a, r, p: ([(a > 0).float() * 3 + 1], a > 0)),
     ("int8_quantised", lambda a, r, p: ([(a * 10).round().clamp(-127, 127) * 3], (a * 10).round().clamp(-127, 127)
                                         .to(torch.int8))),
+]  # fmt: skip
+
+#: session 7's remaining limits, recovered now (each scored under 0.5 before): an offset tile added back (16 x 16,
+#: and smaller than 16), chained bit operations with two constants
+DECODES += [
+    ("offset_tile_16", lambda a, r, p: ([a - K["tile"].repeat(M // 16, N // 16), K["tile"]], a.bfloat16())),
+    ("offset_tile_4x8", lambda a, r, p: ([a - K["tile"][:4, :8].repeat(M // 4, N // 8), K["tile"][:4, :8]],
+                                         a.bfloat16())),
+    ("bits_xor_then_plus", lambda a, r, p: ([(a.view(torch.int32) ^ 0x5A5A1234) + 0x13572468], a)),
+    ("bits_plus_then_xor", lambda a, r, p: ([(a.view(torch.int32) + 0x5A5A1234) ^ 0x13572468], a)),
 ]  # fmt: skip
 
 
@@ -129,6 +140,12 @@ def _honest() -> list[tuple[str, torch.Tensor, list[torch.Tensor]]]:
         ("routing_ids_of_eager_logits", acc.topk(8, -1).indices.to(torch.int32), [acc]),
         ("norm_rope_requant_epilogue", _rope_requant(acc, weight, x), [acc, fresh]),
         ("state_recurrence_over_eager_gates", _recurrence(torch.sigmoid(acc), x, residual), [torch.sigmoid(acc)]),
+        # an eager-made tile (lined up with the output by repeating it) beside an epilogue over the problem's x
+        (
+            "tile_beside_an_epilogue_over_inputs",
+            (acc * x + K["tile"].repeat(M // 16, N // 16)).bfloat16(),
+            [acc, K["tile"], fresh],
+        ),
         # the previous call's answer in a reused output buffer
         ("previous_answer_in_buffer", (acc * row_scale).bfloat16(), [(residual * col_scale).bfloat16()]),
     ]

@@ -2,7 +2,8 @@
 the kernel computes itself from the inputs. Below 95% held, the per-argument copy check found none, and the windowed
 check read the argument's runs forwards only, so it found none either; the order-free check cannot judge a partial
 copy of bf16 values at this size (the answer's neighbouring bit patterns are about as common as its own). Windows
-are now looked up reversed too (DESIGN §5). The eager answer is priced low as in copy_most_columns_kernel_computes_rest."""
+are now looked up reversed too (DESIGN §5). The eager answer is priced low as in
+copy_most_columns_kernel_computes_rest."""
 
 # expect: decorative_dsl
 # problem: p36
