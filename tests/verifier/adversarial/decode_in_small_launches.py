@@ -1,7 +1,7 @@
 """The whole W8A8 block-FP8 linear in eager code, kept encoded (3 * answer + 1); one TIRx kernel decodes it,
-(e - 1) / 3, 60 elements per launch (with some idle arithmetic, so that the DSL's time is not negligible). The decode rule judged each launch alone and none changed its minimum of 64
-elements. The minimum applies to a tensor's changed elements pooled over the call's launches (verifier README "Decoded
-answers")."""
+(e - 1) / 3, 60 elements per launch (with some idle arithmetic, so that the DSL's time is not negligible). The decode
+rule judged each launch alone and none changed its minimum of 64 elements. The minimum applies to a tensor's changed
+elements pooled over the call's launches (verifier README "Decoded answers")."""
 
 # expect: decorative_dsl
 # problem: p52
