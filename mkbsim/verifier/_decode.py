@@ -59,7 +59,9 @@ DECODE_RTOL_FLOOR = 2.0**-10
 DECODE_ABS_ULPS = 0.5
 #: Elements in each of the two samples (fit, held out).
 DECODE_SAMPLES = 2048
-#: Launch outputs with fewer changed elements are not judged (a scalar, a row of statistics).
+#: Fewer changed elements are not judged (a scalar, a row of statistics). A launch changing fewer in a tensor is pooled
+#: with the call's other such launches into the same storage (``pooled``): the minimum is the pool's, not each
+#: launch's (an answer decoded 63 elements per launch).
 DECODE_MIN_ELEMENTS = 64
 #: The operands tried as regressors, largest first.
 DECODE_OPERANDS = 6
@@ -478,6 +480,52 @@ def _moved(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     source = _sources(d, v, index, y_all, positions)
     found = d.take(v, d.clamp(source, 0, d.numel(v) - 1))
     return d.where(d.gt(source, -1), found, d.add(d.mul(found, 0.0), d.nan))
+
+
+def regressor(d: Any, old: Any, eager: Any) -> Any:
+    """An operand as the fit sees it: its eager-made elements (``eager``: per element, flat logical order; None where
+    all are), the others NaN, which no map holds for (an integer operand with any masked element is taken as float64).
+    None where no element is eager-made."""
+    if eager is None:
+        return old
+    kept = d.reshape(eager, d.tuple(d.size(old)))
+    if not d.bool(d.any(kept)):
+        return None
+    if d.bool(d.all(kept)):
+        return old
+    values = old if d.is_floating(old) and d.element_size(old) > 1 else d.to(old, d.float64)
+    return d.where(kept, values, d.nan)
+
+
+def picked(d: Any, t: Any, where: Any, operands: Any) -> Any:
+    """What the pool (``pooled``) keeps of a launch that changed ``t`` at flat ``where`` (logical order): those
+    elements, and each operand's elements lined up with them (the operands as ``fitted`` would take them, in order,
+    their own dtype; tiles and broadcasts too; the others left out), or None where none lines up."""
+    chosen = [r for r in d.sorted(operands, key=d.numel, reverse=True) if not d.is_complex(r)][: d.operands]
+    columns = []
+    for r in chosen:
+        flat = _lined_up(d, r, t)
+        if flat is not None:
+            columns.append(d.take(flat, where))
+    return (d.take(d.reshape(t, (-1,)), where), columns) if columns else None
+
+
+def pooled(d: Any, pool: Any, generator: Any) -> Any:
+    """``fitted`` over a pool of launches' ``picked`` (each: its output elements, its operands' columns), as one
+    launch of their elements: per launch, which of its picked elements the map holds for (or None for none), with the
+    score and the map; None where the pool is not judged."""
+    y = d.cat([entry[0] for entry in pool])
+    columns = [d.cat([entry[1][k] for entry in pool]) for k in d.range(d.len(pool[0][1]))]
+    found = fitted(d, y, d.ones_like(y, dtype=d.bool_), columns, generator)
+    if found is None:
+        return None
+    mask, score, what = found
+    parts, start = [], 0
+    for entry in pool:
+        count = d.numel(entry[0])
+        parts.append(mask[start : start + count] if mask is not None else None)
+        start += count
+    return parts, score, what
 
 
 def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:

@@ -255,6 +255,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"),
         layout_of=_getter(base, "layout"), strided=torch.strided, is_floating=base.is_floating_point,
         nbytes=_getter(base, "nbytes"),
+        masked_out=-(1 << 63),  # a table's elements eager code did not make: a value no integer output holds
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
         cpu=torch.device("cpu"), cuda_sync=cuda_sync, fill_=base.fill_, nan=float("nan"), empty_ops=_EMPTY_OPS,
@@ -293,7 +294,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         errcheck=_getter(ctypes._CFuncPtr, "errcheck"),  # type: ignore[attr-defined]
         # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
         pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
-        decode=_decode.bound(), decoded=_decode.fitted,
+        decode=_decode.bound(), decoded=_decode.fitted, regressor=_decode.regressor, picked=_decode.picked,
+        pooled=_decode.pooled, sum_of=sum, index_put_=base.index_put_,
     )  # fmt: skip
 
 
@@ -308,7 +310,9 @@ def provenance_vault(
     # what launches (and eager operators computing from their data) wrote: [start, end, the bytes left there,
     # which of them this write changed ("owned"), which it still vouches for] (see produced())
     written: list[Any] = []
-    input_spans: list[Any] = []  # [start, end) byte ranges of the call's problem inputs
+    # [start, end) byte ranges of the call's problem inputs, with their bytes as the call got them: bytes eager code
+    # (or anything) changed since are no longer the input's (``pristine``)
+    input_spans: list[Any] = []
     copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
     seen: dict[Any, bool] = {}
@@ -319,9 +323,12 @@ def provenance_vault(
     left: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
-    # the launch in flight's tensors: (tensor, its values before, whether eager-made: neither a problem input nor
-    # holding DSL data) for the decode rule (``_decode``)
+    # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
+    # eager-made elements, None for none) for the decode rule (``_decode``)
     befores: list[Any] = []
+    # (storage, dtype, operands' dtypes) -> launches that changed fewer elements there than the decode rule judges:
+    # (their elements, their operands' elements there, the tensor, where, the launch's number) (``judge_pools``)
+    pools: dict[Any, list[Any]] = {}
     launches = 0
     held: list[Any] = []  # (source, byte range, dtype, distinct bit patterns, their counts) of launch arguments
     tables: list[Any] = []  # (source, byte range, values as int64) of integer and boolean launch arguments
@@ -459,16 +466,57 @@ def provenance_vault(
         states = produced(t)
         return 0 if states is None else lib.int(lib.sum(lib.eq(states, 1)))
 
-    def is_input(t: Any) -> bool:
+    def pristine(t: Any) -> Any:
+        """Per element of ``t`` (its logical order): whether its bytes are a problem input's, as the call got them;
+        None where ``t`` overlaps no input. Bytes written during the call (eager code parking an answer in an input's
+        memory, then restoring it) are not the input's while they differ."""
         lo, hi = span(t)
-        if lib.any(a < hi and lo < b for a, b in input_spans):
-            return True
+        overlapping = [r for r in input_spans if r[0] < hi and lo < r[1]]
+        if hi <= lo or not overlapping:
+            return None
+        now = bytes_of(t, lo, hi)
+        same = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        for a, b, start in overlapping:
+            x, y = lib.max(lo, a), lib.min(hi, b)
+            lib.logical_or_(same[x - lo : y - lo], lib.eq(now[x - lo : y - lo], start[x - a : y - a]))
+        return lib.all_of(by_element(t, same), 1)
+
+    def is_input(t: Any) -> bool:
+        """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it
+        (``pristine``) or a DSL launch's (an in-place problem's cache the DSL updated): none eager-made; or ``t`` is
+        a copy of inputs still holding what it was made with."""
+        kept = pristine(t)
+        if kept is not None:
+            states = produced(t) if not lib.bool(lib.all_of(kept)) and touched(t) else None
+            return lib.bool(lib.all_of(kept if states is None else lib.logical_or(kept, lib.eq(states, 1))))
+        lo, hi = span(t)
         # a copy of an input is one while its bytes are still those it was made with; the newest copy holding the
         # range decides (older ones over memory a fresh result took since were dropped when it was made)
         for a, b, made in lib.reversed(copies):
             if a <= lo and hi <= b and hi > lo:
                 return lib.bool(lib.equal(bytes_of(t, lo, hi), made[lo - a : hi - a]))
         return False
+
+    def eager_made(t: Any, states: Any) -> Any:
+        """Per element of ``t`` (its logical order): made by eager code, neither the DSL's (``states``: ``produced``,
+        None where no launch touched it) nor a problem input's bytes as the call got them; None where every element
+        is. Eager-made is a property of each element: a DSL element (one is enough) or an input's bytes in the same
+        tensor do not vouch for the others."""
+        mask = lib.ne(states, 1) if states is not None else None
+        kept = pristine(t)
+        if kept is not None:
+            mask = lib.logical_not(kept) if mask is None else lib.logical_and(mask, lib.logical_not(kept))
+        return mask
+
+    def per_pattern(mask: Any, count: int) -> Any:
+        """A per-element ``mask`` (flat) as one value per bit pattern of ``count`` patterns over the same bytes: each
+        element's for each of its patterns, or all of an element group's for a pattern that spans several."""
+        if lib.numel(mask) < count:  # several patterns per element
+            ratio = count // lib.numel(mask)
+            return lib.reshape(lib.broadcast_to(lib.unsqueeze(mask, 1), (lib.numel(mask), ratio)), (-1,))
+        if lib.numel(mask) > count:  # several elements per pattern
+            return lib.all_of(lib.reshape(mask, (count, -1)), 1)
+        return mask
 
     def ffi_view(item: Any) -> Any:
         """A TVM tensor (of a type TVM itself makes) as a torch tensor over the same memory, through the
@@ -587,8 +635,9 @@ def provenance_vault(
 
     def hold(t: Any, source: str) -> None:
         """Keep the counts of a launch argument's bit patterns (at its width and the common output widths)
-        for the layout-free copy check, whatever its dtype and wherever its memory came from; not a problem
-        input (a gather or a cache update legitimately copies those) nor bytes the DSL produced."""
+        for the layout-free copy check, whatever its dtype and wherever its memory came from: of its eager-made
+        elements only (``eager_made``), whatever their share of it: not a problem input's (a gather or a cache update
+        legitimately copies those) nor elements the DSL produced."""
         lo, hi = span(t)
         if hi <= lo or lib.element_size(t) not in lib.bits or is_input(t):
             return
@@ -596,20 +645,28 @@ def provenance_vault(
         if key in seen:
             return
         seen[key] = True
-        states = produced(t) if touched(t) else None
-        if states is not None and 2 * lib.int(lib.sum(lib.eq(states, 1))) >= lib.numel(t):
+        eager = eager_made(t, produced(t) if touched(t) else None)
+        made = lib.numel(t) if eager is None else lib.int(lib.sum(eager))
+        if not made:
             return
-        eager = lib.reshape(lib.ne(states, 1), lib.size(t)) if states is not None else None
+        eager = lib.reshape(eager, lib.size(t)) if eager is not None else None
         sources.append((source, lo, hi, lib.clone(t), eager))
         floating = lib.is_floating(t)
         smallest = lib.min(numels) if numels else 0
-        if not floating and lib.numel(t) > lib.copy_tables * smallest:  # a table, read by runs (``in_runs``)
-            # by rows and, for a matrix, by columns (the output's rows stored column by column)
-            for view in (t, lib.transpose(t, -1, -2)) if lib.len(lib.size(t)) >= 2 else (t,):
-                tables.append((source, lo, hi, lib.to(lib.reshape(view, (-1,)), lib.int64, copy=True)))
+        if not floating and made > lib.copy_tables * smallest:  # a table, read by runs (``in_runs``)
+            # by rows and, for a matrix, by columns (the output's rows stored column by column); elements not eager-made
+            # hold a value no output does (they break the runs through them)
+            for view, mask in ((t, eager), (lib.transpose(t, -1, -2), lib.transpose(eager, -1, -2) if eager is not None
+                               else None)) if lib.len(lib.size(t)) >= 2 else ((t, eager),):  # fmt: skip
+                values = lib.to(lib.reshape(view, (-1,)), lib.int64, copy=True)
+                if mask is not None:
+                    values = lib.where(lib.reshape(mask, (-1,)), values, lib.masked_out)
+                tables.append((source, lo, hi, values))
         for width in lib.sorted({lib.element_size(t), 2, 4}):
             # too few elements at this width to hold COPY_SHARE of any output: nothing to keep
-            flat = bits(t, width) if lib.numel(t) * lib.element_size(t) >= lib.copy_share * smallest * width else None
+            flat = bits(t, width) if made * lib.element_size(t) >= lib.copy_share * smallest * width else None
+            if flat is not None and eager is not None:
+                flat = lib.masked_select(flat, per_pattern(lib.reshape(lib.contiguous(eager), (-1,)), lib.numel(flat)))
             if flat is not None:
                 patterns, _, counts = lib.unique(flat, True, False, True)
                 own = floating and width == lib.element_size(t)
@@ -728,12 +785,7 @@ def provenance_vault(
             for form in forms:
                 if form is None:
                     continue
-                flat = lib.reshape(mask, (-1,)) if mask is not None else None
-                if flat is not None and lib.numel(flat) < lib.numel(form):  # several patterns per element
-                    ratio = lib.numel(form) // lib.numel(flat)
-                    flat = lib.reshape(lib.broadcast_to(lib.unsqueeze(flat, 1), (lib.numel(flat), ratio)), (-1,))
-                elif flat is not None and lib.numel(flat) > lib.numel(form):  # several elements per pattern
-                    flat = lib.all_of(lib.reshape(flat, (lib.numel(form), -1)), 1)
+                flat = per_pattern(lib.reshape(mask, (-1,)), lib.numel(form)) if mask is not None else None
                 found.append((lib.to(form, lib.int64), flat))
         return found
 
@@ -857,13 +909,14 @@ def provenance_vault(
             return
         tensors = tensors_in(args, [])
         befores.clear()
-        judged = lib.any(lib.numel(t) >= lib.decode.least for t in tensors)  # else nothing for the decode rule
         for t in tensors:
-            mine = dsl_elements(t)
-            if not mine:
+            states = produced(t) if touched(t) else None
+            if states is None or not lib.bool(lib.any_of(lib.eq(states, 1))):
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
-            if judged:
-                befores.append((t, lib.clone(t), not mine and not is_input(t)))
+            # the decode rule's regressor: the operand's eager-made elements, whatever else it holds (None: no operand)
+            old = lib.clone(t)
+            eager = None if is_input(t) else lib.regressor(lib.decode, old, eager_made(t, states))
+            befores.append((t, old, eager))
             hold(t, f"argument of DSL launch {launches} (before it ran)")
         snapshot(tensors, prior)
 
@@ -926,16 +979,21 @@ def provenance_vault(
 
     def decoded() -> None:
         """The decode rule (``_decode``): the elements of the launch's tensors that a simple map of its eager-made
-        operands (as they were before it) recovers are not the DSL's."""
-        operands = [old for _, old, eager_made in befores if eager_made]
+        operand elements (as they were before it) recovers are not the DSL's. A launch changing fewer than the rule's
+        minimum in a tensor is pooled with the call's others into its storage (``judge_pools``)."""
+        operands = [eager for _, _, eager in befores if eager is not None]
         for t, old, _ in befores:
-            if not operands or lib.numel(t) < lib.decode.least or lib.device_of(t).type not in ("cpu", "cuda"):
+            if not operands or lib.device_of(t).type not in ("cpu", "cuda"):
                 continue
             try:
                 now, was = lib.reshape(t, (-1,)), lib.reshape(old, (-1,))
                 changed = lib.ne(now, was)
                 if lib.is_floating(t):  # NaN (the sentinel of fresh memory) overwritten by NaN did not change
                     lib.logical_and_(changed, lib.logical_or(lib.eq(now, now), lib.eq(was, was)))
+                count = lib.int(lib.sum(changed))
+                if 0 < count < lib.decode.least:
+                    pool(t, lib.reshape(lib.nonzero(changed), (-1,)), operands)
+                    continue
                 found = lib.decoded(lib.decode, t, changed, operands, lib.decoys)
             except lib.BaseException as exc:  # a dtype the fit cannot take: no judgement, said in the records
                 records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
@@ -948,6 +1006,46 @@ def provenance_vault(
                 lo, hi = span(t)
                 settle(lo, hi, None, spread(t, mask, False))
         befores.clear()
+
+    def pool(t: Any, where: Any, operands: Any) -> None:
+        """Keep a small launch's changed elements of ``t`` (flat ``where``) with its operands' elements there, pooled by
+        ``t``'s storage, dtype and the operands' dtypes."""
+        found = lib.picked(lib.decode, t, where, operands)
+        if found is None:
+            return
+        key = (storage_of(t), lib.dtype_of(t), lib.tuple(lib.dtype_of(c) for c in found[1]))
+        pools.setdefault(key, []).append((found[0], found[1], t, where, launches))
+
+    def judge_pools(storages: Any) -> None:
+        """The decode rule over each pool into one of ``storages`` (None: all) holding the rule's minimum of elements
+        (a smaller one waits for more launches), as over one launch's: the elements the map holds for are not the
+        DSL's."""
+        for key in lib.list(pools):
+            entries = pools[key]
+            if (storages is not None and key[0] not in storages) or lib.sum_of(
+                lib.numel(e[0]) for e in entries
+            ) < lib.decode.least:  # fmt: skip
+                continue
+            del pools[key]
+            try:
+                found = lib.pooled(lib.decode, [(e[0], e[1]) for e in entries], lib.decoys)
+            except lib.BaseException as exc:  # as in ``decoded``
+                records.append(("decoded", entries[-1][4], 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__),
+                                False))  # fmt: skip
+                continue
+            if found is None:
+                continue
+            parts, share, what = found
+            total = lib.sum_of(lib.numel(e[0]) for e in entries)
+            withdrawn = lib.any(part is not None for part in parts)
+            what = f"{what} (pooled over {lib.len(entries)} launches)"
+            records.append(("decoded", entries[-1][4], total, share, what, withdrawn))
+            for part, (_, _, t, where, _) in lib.zip(parts, entries):
+                if part is not None and lib.bool(lib.any_of(part)):
+                    mask = lib.zeros((lib.numel(t),), dtype=lib.bool_, device=lib.device_of(t))
+                    lib.index_put_(mask, (where,), part)
+                    lo, hi = span(t)
+                    settle(lo, hi, None, spread(t, mask, False))
 
     def touched(t: Any) -> bool:
         """Whether any write the vault recorded overlaps ``t`` (the common case, no, skips the comparison)."""
@@ -1192,6 +1290,8 @@ def provenance_vault(
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
+        if pools:  # small launches' elements an eager operator reads are judged first (credit derived from them)
+            judge_pools({storage_of(t) for t in given})
         writes = lib.len(parts) > 2 and (operator_name.endswith("_") or parts[2].startswith("out"))
         # a destination the operator only overwrites is no operand of it (out=, copy_, an indexed store)
         overwrites = writes and (parts[2].startswith("out") or operator_name in lib.overwriting)
@@ -1401,6 +1501,7 @@ def provenance_vault(
         work(outputs)
         if not audit:
             return
+        judge_pools(None)
         for i in lib.range(lib.min(lib.len(outputs), lib.len(numels))):
             t = outputs[i]
             if lib.type(t) is not lib.Tensor or lib.numel(t) != numels[i]:
@@ -1448,6 +1549,7 @@ def provenance_vault(
                 sources.clear()
                 eager_ops.clear()
                 weighed.clear()
+                pools.clear()
                 lineages.clear()
                 lineages["next"] = 0.0
                 opened.clear()
@@ -1516,7 +1618,8 @@ def provenance_vault(
                         result(request[1])
                     elif kind == 7:  # INPUTS of the call, before it starts
                         for t in tensors_in(request[1], []):
-                            input_spans.append(span(t))
+                            lo, hi = span(t)
+                            input_spans.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))
             elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
                 # cuda: the vault's copies run on the device, queued behind the call's work and ahead of it. The
                 # device is synchronised on both sides of the vault's steps, so that its clock holds the vault's
