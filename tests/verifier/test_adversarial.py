@@ -27,6 +27,11 @@ def _header(path: Path) -> tuple[str, str, bool]:
     return expect.group(1), problem.group(1), "# static-scan: off" in text
 
 
+def _also(path: Path) -> set[str]:
+    """A second right reason a case may get first (`# or: FAILURE, why`): a race the harness may see either side of."""
+    return set(re.findall(r"^# or: (\w+),", path.read_text(), re.M))
+
+
 def test_the_suite_covers_the_attacks_of_the_issue() -> None:
     expected = {_header(p)[0] for p in CASES}
     assert expected >= {
@@ -41,7 +46,7 @@ def test_the_suite_covers_the_attacks_of_the_issue() -> None:
 def test_rejected_with_the_right_reason(cpu_session: VerifierSession, path: Path) -> None:
     expect, problem, runtime_only = _header(path)
     report = cpu_session.verify(path, problem, "tirx", static_scan=not runtime_only)
-    assert report.failure == expect, report.feedback
+    assert report.failure in {expect} | _also(path), report.feedback
     assert not report.passed
     assert report.runtime_ms is None and report.speedup is None
     assert report.feedback.strip()

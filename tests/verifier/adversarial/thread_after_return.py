@@ -1,6 +1,7 @@
 """Returns an empty output and fills it from a thread after run() has returned."""
 
 # expect: background_work
+# or: decorative_dsl, if the thread has ended when the harness looks (load): no DSL launch of the call wrote it
 # problem: p36
 import threading
 import time
