@@ -67,6 +67,14 @@ PARALLEL_CORES = 2
 NULL_SKEW_FACTOR = 1.5
 #: null calls needed for their skew to count
 NULL_SKEW_MIN_CALLS = 5
+#: A block whose own null calls ran slower than the null median (the median of their excess, at least this many
+#: of them in the block) is allowed that shift on each of its calls: a whole block slowed by the machine (clocks,
+#: the staging before it, another process) slows the harness's trivial calls alike, and no submission code runs
+#: in them. An honest split-KV MLA decode kernel (p14, CuTe DSL) failed both rounds on the H200, 2026-12-02: one
+#: block of 12 calls, every call of every kind 0.2-0.9 ms over its median (its null calls +0.2-0.5 ms), excess
+#: 4.2 ms against 3.6 allowed. The median, not the mean: one slow null call (a submission's stray thread that
+#: the idle rules let through) does not buy the block anything.
+BLOCK_SHIFT_MIN_NULLS = 3
 
 
 def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: str) -> tuple[dict[str, Any], str | None]:
@@ -92,14 +100,17 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
     nulls = by_kind.get("null", [])
     skew = statistics.fmean(nulls) - harness if len(nulls) >= NULL_SKEW_MIN_CALLS else 0.0
     per_call_noise = max(TOTAL_NOISE.get(device_type, TOTAL_NOISE["cuda"]) * harness, NULL_SKEW_FACTOR * skew)
-    excess, allowed = [], []
+    excess, allowed, shifts = [], [], []
     for calls in blocks:
         excess.append(sum(cost(trusted) - medians[kind] for kind, trusted in calls))
+        own_nulls = [cost(trusted) - harness for kind, trusted in calls if kind == "null"]
+        shift = max(statistics.median(own_nulls), 0.0) if len(own_nulls) >= BLOCK_SHIFT_MIN_NULLS else 0.0
+        shifts.append(shift)
         # an evidence call's own excess is the gate's measuring, not work: the timed median stands for both
         work = sum(max(medians.get("timed", harness) - harness, 0.0) for kind, _ in calls if kind != "null")
         # and one call's worth: the first call after the pause before a block may run cold (a block of few calls)
         one = medians.get("timed", max(medians.values()))
-        allowed.append(slack * work + per_call_noise * len(calls) + one)
+        allowed.append(slack * work + (per_call_noise + shift) * len(calls) + one)
     ratios = [e / a if a > 0 else 0.0 for e, a in zip(excess, allowed, strict=True)]
     found = {
         "excess_ms": [round(e, 3) for e in excess],
@@ -107,6 +118,7 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
         "ratios": [round(r, 3) for r in ratios],
         "medians_ms": {k: round(m, 4) for k, m in medians.items()},
         "null_skew_ms": round(skew, 4),
+        "block_shift_ms": [round(x, 4) for x in shifts],
     }
     worst = max(ratios, default=0.0)
     where = ratios.index(worst) if ratios else 0

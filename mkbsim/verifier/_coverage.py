@@ -70,8 +70,11 @@ OUTPUTS_SHARE = 0.5
 #: the evidence calls' launches are warm and the audited draws' still pay the audit around them: on the merged
 #: blocks code (with the work rule) on cpu the honest cases measured 0.48-1.89 (34 verifications, load 4-13) and
 #: the idle-kernel case 0.13-0.23 (5): 0.33 is their geometric mean, 1.45x from each (benchmarks/RESULTS.md,
-#: "DSL-time ratio on the merged blocks code"); cuda's share awaits the next H200 run.
-DSL_TIME_SHARE = {"cpu": 0.33, "cuda": 0.6}
+#: "DSL-time ratio on the merged blocks code"). On the H200 (2026-12-02, blocks code) the p36 CuTe DSL solution
+#: through TVM FFI measured 0.47-0.48 in four rounds of two verifications (draws 44-92 µs against 21-29 µs: the
+#: draws' launches of that host path are inflated, the cause not identified), the other kernels run 0.94-1.16:
+#: cuda takes cpu's share (0.6 rejected an honest kernel; the work rule, not this one, rejects idle kernels).
+DSL_TIME_SHARE = {"cpu": 0.33, "cuda": 0.33}
 #: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the host's nanosecond clock,
 #: read around a native call).
 DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}

@@ -198,3 +198,23 @@ def test_noise_the_null_calls_share_is_allowed_and_work_moved_beyond_it_is_not()
     ]
     found, reason = _blocks.total_check([moved + nulls], "cpu")
     assert reason is not None and "timing block 1" in reason, found
+
+
+def test_a_block_the_machine_slowed_is_allowed_what_its_own_null_calls_show() -> None:
+    """The H200, 2026-12-02: an honest p14 kernel's block of 12 calls ran 0.2-0.9 ms over every kind's median, its
+    null calls (no submission code) too, and failed at 4.2 ms of excess against 3.6 allowed. Judged against its own
+    null calls' shift it passes; the same slow calls beside quiet null calls fail, and so does work moved into one
+    call of a slowed block beyond the shift."""
+    quiet = [_costed("timed", 0.24, 0.24)] * 30 + [_costed("evidence", 0.97, 0.97)] * 6
+    quiet += [_costed("null", 0.39, 0.39)] * 12
+    slowed = [_costed("timed", 0.24 + 0.35, 0.6)] * 6 + [_costed("evidence", 0.97 + 0.9, 1.9)] * 2
+    slowed += [_costed("null", 0.39 + x, 0.4 + x) for x in (0.525, 0.322, 0.205, 0.294)]
+    found, reason = _blocks.total_check([quiet, slowed], "cuda")
+    assert reason is None, found
+    assert found["block_shift_ms"][1] > 0.25 and found["block_shift_ms"][0] == 0.0
+    unshared = slowed[:8] + [_costed("null", 0.39, 0.39)] * 4
+    found, reason = _blocks.total_check([quiet, unshared], "cuda")
+    assert reason is not None and "timing block 2" in reason, found
+    moved = [_costed("timed", 0.59 + 11 * 0.24, 3.3), *slowed[1:]]
+    found, reason = _blocks.total_check([quiet, moved], "cuda")
+    assert reason is not None and "timing block 2" in reason, found

@@ -57,7 +57,8 @@ def test_dsl_time_must_stay_near_the_draws() -> None:
     assert _coverage.dsl_time_check([0.1] * 5, [0.023] * 10, "cpu")[1]
     assert _coverage.dsl_time_check([0.1] * 5, [0.048] * 10, "cpu")[1] is None
     assert _coverage.dsl_time_check([0.1] * 5, [0.092] * 10, "cuda")[1] is None
-    assert _coverage.dsl_time_check([0.1] * 5, [0.05] * 10, "cuda")[1]
+    assert _coverage.dsl_time_check([0.1] * 5, [0.047] * 10, "cuda")[1] is None  # p36 CuTe DSL via TVM FFI, H200
+    assert _coverage.dsl_time_check([0.1] * 5, [0.03] * 10, "cuda")[1]
     # below the clocks' resolution nothing is judged
     assert _coverage.dsl_time_check([0.001] * 5, [0.0] * 50, "cuda")[1] is None
 
