@@ -87,6 +87,10 @@ PYTHON_SHARE = 0.25
 USEFUL_SHARE = 0.65
 #: The record the worker's ``Tensor.tolist`` hook writes: its tensor's elements leave for Python.
 TO_PYTHON = "mkbsim.to_python.default"
+#: The record the provenance vault writes for a DSL launch's arguments that are not tensors (numbers, and anything
+#: else given by value): each carries a value from Python into the DSL's memory, as a lifted element does (the red
+#: team's rt9a F4: an eager answer read out with one ``tolist`` and stored by launches taking 32 floats each).
+LAUNCH_SCALARS = "mkbsim.launch_scalars.default"
 #: Operators taking one Python scalar into a tensor (a fill or a full: one value crosses, whatever their size).
 _SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill"))
 
@@ -331,7 +335,7 @@ def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
         return (_numel(ins[0]) if ins else 0), 0
     if base == "_local_scalar_dense":
         return 1, 0
-    if base in ("lift_fresh", "lift_fresh_copy"):
+    if base in ("lift_fresh", "lift_fresh_copy") or name == LAUNCH_SCALARS:
         return 0, max((_numel(s) for s in outs), default=0)
     # one Python value: a fill's or a full's, or an operator computing on single elements (``out[i].add_(v)``),
     # element by element the way Python writes an answer into a tensor; a view of one element takes none

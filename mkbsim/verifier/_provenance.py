@@ -295,7 +295,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
         pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
         decode=_decode.bound(), decoded=_decode.fitted, regressor=_decode.regressor, picked=_decode.picked,
-        pooled=_decode.pooled, sum_of=sum, index_put_=base.index_put_,
+        pooled=_decode.pooled, sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
     )  # fmt: skip
 
 
@@ -1372,6 +1372,7 @@ def provenance_vault(
         if not tirx and outer:  # a CuTe launch: its arguments as the call above it had them (tensors)
             positional = outer[0][0]
             outer.clear()
+        by_value = 0  # arguments not tensors: values that enter the DSL's memory from Python (``_eagerwork``)
         for arg in positional[1:]:
             kind = lib.type(arg)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
@@ -1390,6 +1391,10 @@ def provenance_vault(
                 return None
             else:
                 parts.append(lib.id(kind))
+                by_value += 1
+        if audit and by_value:  # each as many elements as 64 bits hold of the narrowest output (fp8): packed values
+            key = (lib.launch_scalars, (), ((8 * by_value,),))
+            eager_ops[key] = eager_ops.get(key, 0) + 1
         return lib.tuple(parts)
 
     def note(key: Any, original: Any, target: Any) -> None:

@@ -298,7 +298,8 @@ class Worker:
             _news=self.news, _ops=_HARNESS_OPS, _exception=BaseException, _isinstance=isinstance,
         )  # fmt: skip
         loop: Callable[[Any], None] = protect(
-            _serve_blocks, _recv=self.chan.recv, _send=self.chan.send, _block=block, _gc=_GC_SWITCHES
+            _serve_blocks, _recv=self.chan.recv, _ready=self.chan.wait_readable, _send=self.chan.send, _block=block,
+            _gc=_GC_SWITCHES, _collect=gc.collect,
         )
         return loop
 
@@ -444,35 +445,46 @@ class Worker:
 # checks would not catch (module docstring).
 
 
-def _serve_blocks(fn: Any, *, _recv: Any, _send: Any, _block: Any, _gc: Any) -> None:
-    """The worker's loop over the verifier's blocks, ``fn`` being run() (or the reference). No automatic garbage
-    collection runs during a block: a collection there would run the submission's finalizers or collector callbacks
-    after the timer stopped (between blocks a collection is the worker's CPU time, which the verifier measures)."""
-    while True:
-        msg, fds = _recv()
-        if msg["op"] == "exit":
-            return
-        enabled = _gc[0]()
-        _gc[1]()
-        try:
-            reply = _block(fn, msg.pop("block"), fds, msg["calls"], msg["flush"])
-        finally:
+def _serve_blocks(fn: Any, *, _recv: Any, _ready: Any, _send: Any, _block: Any, _gc: Any, _collect: Any) -> None:
+    """The worker's loop over the verifier's blocks, ``fn`` being run() (or the reference). No garbage collection
+    runs, automatic or not, from a block's start until the verifier's next message has arrived, and every object of
+    the block (its arenas, what run() returned) is held until then: so no finalizer, weakref callback or collector
+    callback of the submission's runs between the block's end stamp and the verifier's reading of its output slots
+    (red team rt9b F1: a weakref callback, fired by a collection the reply's pickling triggered, wrote an eager answer
+    into every call's slot after the end stamp). The collection runs once that message is waiting, before it is read
+    (none of the next block's inputs is mapped yet); its CPU time is the worker's, between blocks."""
+    enabled = _gc[0]()
+    _gc[1]()
+    _held: Any = None  # the last block's memory, kept alive until the verifier has read it
+    try:
+        while True:
+            _ready(None)
+            _held = None
             if enabled:
-                _gc[2]()
-        del msg, fds
-        _send(reply)
+                _collect()
+            msg, fds = _recv()
+            if msg["op"] == "exit":
+                return
+            reply, _held = _block(fn, msg.pop("block"), fds, msg["calls"], msg["flush"])
+            del msg, fds
+            _send(reply)
+            del reply
+    finally:
+        if enabled:
+            _gc[2]()
 
 
 def _run_block(
     fn: Any, layout: Any, fds: Any, calls: Any, flush: bool, *, _map: Any, _device: Any, _keep: Any, _restore: Any,
     _sync: Any, _stage_out: Any,
     _advance: Any, _end: Any, _call: Any, _news: Any, _ops: Any, _exception: Any, _isinstance: Any
-) -> dict[str, Any]:  # fmt: skip
+) -> tuple[dict[str, Any], Any]:  # fmt: skip
     """A block of calls back to back (DESIGN §5, timing): every call's inputs were staged in before the first,
     nothing but each call's own bookkeeping runs between them (its outputs copied into its slots, where they
     stay), and one answer comes for all. The message is the same for every kind of call: the timer's vault says
     which are null calls as each starts; which are evidence calls, the gate reads in the control page. The block
-    stops at a call whose answer fails it."""
+    stops at a call whose answer fails it. Returns the answer and the block's memory, which the caller holds until
+    the verifier has read the slots (``_serve_blocks``)."""
     with _ops[0](), _ops[1](_ops[2]):
         memory, arenas = _map(layout, fds, _device)
     del layout, fds
@@ -498,7 +510,7 @@ def _run_block(
             if _sync is not None:
                 _sync()
             _stage_out(memory)
-    return {"ok": True, "calls": replies, **_news()}
+    return {"ok": True, "calls": replies, **_news()}, (memory, arenas)
 
 
 def _call_once(

@@ -559,3 +559,13 @@ def test_without_the_thread_check_an_answer_computed_in_a_thread_passes(
         return
     assert report.correct and report.bypass_ok, report.feedback
     assert report.details["eager_work"]["shares"] == {"pointwise": 0.0}
+
+
+def test_a_launch_s_arguments_given_by_value_cross_from_python() -> None:
+    """rt9a F4: an eager answer read out with one ``tolist`` and stored by launches taking floats passed the
+    plain-Python rule (no element lifted into a tensor). The vault records a counted launch's by-value arguments,
+    eight elements each (64 bits of one-byte outputs), and they cross into the DSL's memory as lifted elements do."""
+    assert _eagerwork.category(_eagerwork.LAUNCH_SCALARS) == "none"
+    assert _eagerwork.crossing(_eagerwork.LAUNCH_SCALARS, (), ((8 * 16,),)) == (0, 128)
+    found = _eagerwork.work_of([((_eagerwork.LAUNCH_SCALARS, (), ((8 * 16,),)), 80)])
+    assert found.from_python == 80 * 128 and sum(found.amounts.values()) == 0.0

@@ -4,6 +4,8 @@ call's inputs before sending the call, so such a thread could do the next call's
 be gone before run() returns. The worker flags any thread the submission starts between calls."""
 
 # expect: background_work
+# or: decorative_dsl, the harness frees a block's inputs only once the verifier's next message is waiting: the thread
+#     then starts before the next block, and a correctness draw's audit may see it work first
 # problem: p36
 import threading
 import weakref
