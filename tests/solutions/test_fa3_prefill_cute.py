@@ -7,22 +7,32 @@ possible, or a seeded random choice among the agents that can move. Every step f
 j % stages, the parity each wait uses, the arrival counts, which consumer arrives on which named barrier and
 when) and checks the data discipline independently of it: a consumer reads only a buffer holding the tile it
 wants, landed; a refill never lands on a buffer a consumer has not retired its reads of; no agent waits forever
-(deadlock); no named barrier is left half-full at the end. The arithmetic is plan `wgmmalean`'s (`lean_step`),
-checked against the problem's float64 anchor under the verifier's allowance, on SMOKE and a larger shape.
+(deadlock); no named barrier is left half-full at the end. The arithmetic is plan `wgmmalean`'s (`lean_step`) at
+head dim 128 and plan `wgmmapipe`'s (`scaled_step`) at 256, as the kernel's `softmax` picks, checked against the
+problem's float64 anchor under the verifier's allowance, on SMOKE and a larger shape. ptxas (when installed)
+checks the compiled kernel: no spills, no serialised wgmma, the registers `setmaxnreg` moves.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import random
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
 from collections.abc import Callable, Generator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 from test_tensorcore_attention_emulation import FP, _check_against_anchor, _larger, _problem
-from test_wgmma_prefill_cute import WARP_ROWS, lean_step, rank_major
-from test_wgmma_prefill_emulation import SOLUTIONS, _tiling, emulate_wgmma
+from test_wgmma_prefill_cute import COMPILE, ROOT, WARP_ROWS, lean_step, rank_major, scaled_step
+from test_wgmma_prefill_emulation import PREFILL, SOLUTIONS, _tiling, emulate_wgmma
 
 from problems.attention.solutions import _flash_prefill_sm90 as S9
 
@@ -168,6 +178,9 @@ def run_cta_fa3(
 
         def softmax(s: torch.Tensor, j: int) -> tuple[torch.Tensor, ...]:
             n = ntile - 1 - j
+            lean = t.d == 128  # plan wgmmalean's step on raw logits, else wgmmapipe's on scaled ones
+            if not lean:
+                s = s * w.scale2
             r = c * S9.WG_ROWS + torch.arange(S9.WG_ROWS)
             over = (n * bn + torch.arange(bn))[None, :] > (w.m0 + r)[:, None] + w.delta
             for r0 in range(0, S9.WG_ROWS, WARP_ROWS):
@@ -176,7 +189,7 @@ def run_cta_fa3(
                     s[:, warp] = torch.where(over[None, warp], neg, s[:, warp])
                 else:
                     assert not over[warp].any(), "a warp skips the mask on a tile some of its rows need it on"
-            return lean_step(s, w.scale2, m_run, l_run)
+            return lean_step(s, w.scale2, m_run, l_run) if lean else scaled_step(s, m_run, l_run)
 
         if c == 1:
             cta.sched[0].add()
@@ -239,12 +252,13 @@ def _kernel(problem: Any, **kw: Any) -> Any:
     return partial(emulate_wgmma, order=rank_major, cta=cta)
 
 
-def test_solution_file_instantiates_the_problem_tiling_and_its_stages() -> None:
-    t = _tiling(_problem("04"))
+@pytest.mark.parametrize("nn", PREFILL)
+def test_solution_files_instantiate_the_problem_tiling_and_its_stages(nn: str) -> None:
+    t = _tiling(_problem(nn))
     k_stages, v_stages = _stages(t)
     tiling = f"SM90.Sm90Tiling(hq={t.hq}, hkv={t.hkv}, d={t.d}, page={t.page})"
     want = f"FA3.FlashPrefillFa3({tiling}, k_stages={k_stages}, v_stages={v_stages})"
-    assert want in (SOLUTIONS / "04_fa3_cutedsl.py").read_text()
+    assert want in (SOLUTIONS / f"{nn}_fa3_cutedsl.py").read_text()
 
 
 @pytest.mark.parametrize("d", sorted(STAGES))
@@ -268,8 +282,9 @@ def test_registers_the_producer_gives_up_fit_the_consumers() -> None:
 
 
 @pytest.mark.parametrize("policy", ["eager", "lazy", "random"])
-def test_emulated_kernel_passes_the_verifier_rule_on_smoke(policy: str) -> None:
-    problem = _problem("04")
+@pytest.mark.parametrize("nn", PREFILL)
+def test_emulated_kernel_passes_the_verifier_rule_on_smoke(nn: str, policy: str) -> None:
+    problem = _problem(nn)
     for seed in (3, 4):
         inputs = problem.make_inputs(problem.smoke, seed=seed)
         _check_against_anchor(problem, inputs, kernel=_kernel(problem, policy=policy, seed=seed))
@@ -277,8 +292,9 @@ def test_emulated_kernel_passes_the_verifier_rule_on_smoke(policy: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["eager", "random"])
-def test_emulated_kernel_passes_the_verifier_rule_on_a_larger_shape(policy: str) -> None:
-    problem = _problem("04")
+@pytest.mark.parametrize("nn", PREFILL)
+def test_emulated_kernel_passes_the_verifier_rule_on_a_larger_shape(nn: str, policy: str) -> None:
+    problem = _problem(nn)
     inputs = problem.make_inputs(_larger(problem), seed=5)
     _check_against_anchor(problem, inputs, kernel=_kernel(problem, policy=policy))
 
@@ -297,3 +313,61 @@ def test_the_replay_catches_a_broken_protocol(broken: dict[str, Any], policy: st
     inputs = problem.make_inputs(_larger(problem), seed=5)
     with pytest.raises(AssertionError, match=message):
         _kernel(problem, policy=policy, **broken)(problem, inputs)
+
+
+def _ptxas(nn: str, tmp_path: Path, *flags: str) -> tuple[str, str, Path]:
+    """(PTX, ptxas -v output, cubin) of ``nn``'s fa3 solution compiled for sm_90a; skips without a CUDA toolkit."""
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        pytest.skip("no CUDA toolkit (ptxas) on this machine")
+    spec = importlib.util.spec_from_file_location("attest_device_code", ROOT / "benchmarks" / "attest_device_code.py")
+    assert spec is not None and spec.loader is not None
+    attest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(attest)
+    env = {**os.environ, **attest.cute_env(tmp_path, keep="ptx")}
+    path = SOLUTIONS / f"{nn}_fa3_cutedsl.py"
+    done = subprocess.run([sys.executable, "-c", COMPILE, str(path)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (ptx,) = sorted(tmp_path.glob("*.ptx"))
+    cubin = tmp_path / "k.cubin"
+    out = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", str(cubin), str(ptx)],
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return ptx.read_text(), out.stderr, cubin
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nn", ["04", "09"])
+def test_ptxas_keeps_every_wgmma_asynchronous_without_spills(nn: str, tmp_path: Path) -> None:
+    """No serialised wgmma (ptxas's C7520 note), no spills, the wgmmas of one CTA, and the kernel's register count
+    is what `setmaxnreg` redistributes: the consumers' increase blocks unless the producer's decrease frees enough
+    of the CTA's allocation (384 threads at the launch count)."""
+    ptx, log, _ = _ptxas(nn, tmp_path)
+    assert "serialized" not in log and "Performance Loss" not in log, log[-2000:]
+    assert "0 bytes spill stores, 0 bytes spill loads" in log, log[-2000:]
+    t = _tiling(_problem(nn))
+    found = Counter(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)\.f32\.bf16\.bf16", ptx))
+    assert found == Counter({f"m64n{t.bn}k16": 2 * t.d // 16}) + Counter({f"m64n{t.d}k16": 2 * t.bn // 16})
+    (regs,) = re.findall(r"Used (\d+) registers", log)
+    moved = FA3.WG_THREADS * FA3.PRODUCER_REGS + 2 * FA3.WG_THREADS * FA3.CONSUMER_REGS
+    assert moved <= FA3.CTA_THREADS * int(regs), f"setmaxnreg wants {moved} registers, the CTA holds {regs} x 384"
+    assert f"setmaxnreg.dec.sync.aligned.u32 \t{FA3.PRODUCER_REGS};" in ptx
+    assert f"setmaxnreg.inc.sync.aligned.u32 \t{FA3.CONSUMER_REGS};" in ptx
+
+
+@pytest.mark.slow
+def test_the_softmax_runs_while_the_previous_product_is_in_flight(tmp_path: Path) -> None:
+    """p04 (head dim 128, plan wgmmalean's softmax): in the SASS of the consumers' KV loop the exp2 of S(j)'s softmax
+    sit between the wait for S(j) (`gsb0, 0x1`) and the wait for P(j-1)·V(j-1) (`gsb0, 0x0`)."""
+    nvdisasm = shutil.which("nvdisasm")
+    if nvdisasm is None:
+        pytest.skip("no nvdisasm on this machine")
+    _, _, cubin = _ptxas("04", tmp_path)
+    sass = subprocess.run([nvdisasm, "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+    events = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x([01])|(MUFU\.EX2)", sass)
+    order = ["exp" if exp else f"wait{n}" for n, exp in events]
+    loop = order.index("wait1")
+    exps = order[loop + 1 :].index("wait0")
+    t = _tiling(_problem("04"))
+    assert exps >= t.s_regs + 2, f"{exps} exp2 between the loop's waits (a tile's softmax has {t.s_regs + 2})"

@@ -1,12 +1,12 @@
 """p04 gqa_paged_prefill_causal_h24_kv8_d128_ps1_bf16 — plan `fa3`, CuTe DSL: flash attention (WGMMA).
 
-Plan: FlashAttention-3's CTA structure (`_flash_prefill_fa3_cutedsl.py`, inlined in this file): a producer
-warpgroup copies Q and K/V tiles through the page table with cp.async into rings of three K and three V tiles,
-tracked by mbarriers (no CTA barrier per KV tile), and two consumer warpgroups of 64 query rows each run plan
-`wgmmalean`'s tile loop (S(j) = Q·K(j)ᵀ and O += P(j-1)·V(j-1) on CuTe's warpgroup MMA atoms, the softmax of
-S(j) under P(j-1)·V(j-1)), ping-ponging through named barriers so one's softmax runs under the other's MMAs;
-`setmaxnreg` moves registers from the producer to the consumers. Instantiated for 24 query / 8 KV heads, head
-dim 128, page size 1. Compute-bound: 155 GFLOP of bf16 matmul at WORKLOAD.
+Plan: FlashAttention-3's CTA structure (`_flash_prefill_fa3_cutedsl.py`, inlined in this file): a producer warpgroup
+copies Q and K/V tiles through the page table with cp.async into rings of three K and three V tiles, tracked by
+mbarriers (no CTA barrier per KV tile), and two consumer warpgroups of 64 query rows each run plan `wgmmalean`'s
+tile loop (S(j) = Q·K(j)ᵀ and O += P(j-1)·V(j-1) on CuTe's warpgroup MMA atoms, the softmax of S(j) under
+P(j-1)·V(j-1)), ping-ponging through named barriers so one's softmax runs under the other's MMAs; `setmaxnreg` moves
+registers from the producer to the consumers. Instantiated for 24 query / 8 KV heads, head dim 128, page size 1.
+Compute-bound: 155 GFLOP of bf16 matmul at WORKLOAD.
 """
 
 import math
@@ -767,8 +767,8 @@ FWL = SimpleNamespace(
 _FA3_WG_THREADS = FWC.WG_THREADS
 _FA3_CTA_THREADS = 3 * _FA3_WG_THREADS  # producer + two consumers
 _FA3_CONSUMER_THREADS = 2 * _FA3_WG_THREADS
-_FA3_PRODUCER_REGS = 56  # row indices and addresses of one tile's 16 copies
-_FA3_CONSUMER_REGS = 224  # 128·56 + 256·224 = 64 K registers, the SM's file; plan wgmmalean needs 199
+_FA3_PRODUCER_REGS = 40  # row indices and addresses of one tile's 16 copies
+_FA3_CONSUMER_REGS = 232  # 128·56 + 256·224 = 64 K registers, the SM's file; plan wgmmalean needs 199
 _FA3_SCHED = (1, 2)  # named barriers: consumer c's turn to issue MMAs (0 is the CTA barrier)
 _FA3_EPILOGUE = 3  # named barrier of the 256 consumer threads around the output tile in shared memory
 _FA3_CONSUMER_WARPS = _FA3_CONSUMER_THREADS // 32  # arrivals on an `empty` barrier
@@ -816,6 +816,17 @@ class _FA3_FlashPrefillFa3(FWL.FlashPrefillWgmmaLean):
         return Storage
 
     # --- device code -------------------------------------------------------------------------------
+    @cute.jit
+    def softmax(self, acc, m_run, l_run, alpha, scale2, n, q_row0, delta, lane):
+        # plan wgmmalean's softmax (one branch per mask case) at head dim 128; at 256 its two exponentiate copies
+        # inside the consumers' branch make ptxas serialise every wgmma (C7520, "compiler-inserted WG.AR in
+        # divergent path"), so plan wgmmapipe's single-block softmax, whose wait for P(j-1)·V(j-1) ptxas hoists
+        # above the exponentials: the other consumer's products keep the tensor cores busy meanwhile
+        if cutlass.const_expr(self.t.d == 128):
+            FWL.FlashPrefillWgmmaLean.softmax(self, acc, m_run, l_run, alpha, scale2, n, q_row0, delta, lane)
+        else:
+            FWC.FlashPrefillWgmma.softmax(self, acc, m_run, l_run, alpha, scale2, n, q_row0, delta, lane)
+
     @cute.jit
     def walk(self, mQO: cute.Tensor, mKVP: cute.Tensor, mLast: cute.Tensor, seq, mblk):
         """(q0, lq, kv0, lk, m0, nrows, delta, ntile) of query tile ``mblk`` of sequence ``seq``: its first query

@@ -43,8 +43,8 @@ from problems.attention.solutions._flash_prefill_sm90 import BM, WG_ROWS, Sm90Ti
 WG_THREADS = FWC.WG_THREADS
 CTA_THREADS = 3 * WG_THREADS  # producer + two consumers
 CONSUMER_THREADS = 2 * WG_THREADS
-PRODUCER_REGS = 56  # row indices and addresses of one tile's 16 copies
-CONSUMER_REGS = 224  # 128·56 + 256·224 = 64 K registers, the SM's file; plan wgmmalean needs 199
+PRODUCER_REGS = 40  # row indices and addresses of one tile's 16 copies
+CONSUMER_REGS = 232  # 128·56 + 256·224 = 64 K registers, the SM's file; plan wgmmalean needs 199
 SCHED = (1, 2)  # named barriers: consumer c's turn to issue MMAs (0 is the CTA barrier)
 EPILOGUE = 3  # named barrier of the 256 consumer threads around the output tile in shared memory
 CONSUMER_WARPS = CONSUMER_THREADS // 32  # arrivals on an `empty` barrier
@@ -92,6 +92,17 @@ class FlashPrefillFa3(FWL.FlashPrefillWgmmaLean):
         return Storage
 
     # --- device code -------------------------------------------------------------------------------
+    @cute.jit
+    def softmax(self, acc, m_run, l_run, alpha, scale2, n, q_row0, delta, lane):
+        # plan wgmmalean's softmax (one branch per mask case) at head dim 128; at 256 its two exponentiate copies
+        # inside the consumers' branch make ptxas serialise every wgmma (C7520, "compiler-inserted WG.AR in
+        # divergent path"), so plan wgmmapipe's single-block softmax, whose wait for P(j-1)·V(j-1) ptxas hoists
+        # above the exponentials: the other consumer's products keep the tensor cores busy meanwhile
+        if cutlass.const_expr(self.t.d == 128):
+            FWL.FlashPrefillWgmmaLean.softmax(self, acc, m_run, l_run, alpha, scale2, n, q_row0, delta, lane)
+        else:
+            FWC.FlashPrefillWgmma.softmax(self, acc, m_run, l_run, alpha, scale2, n, q_row0, delta, lane)
+
     @cute.jit
     def walk(self, mQO: cute.Tensor, mKVP: cute.Tensor, mLast: cute.Tensor, seq, mblk):
         """(q0, lq, kv0, lk, m0, nrows, delta, ntile) of query tile ``mblk`` of sequence ``seq``: its first query
