@@ -1,16 +1,16 @@
 """CPU evidence for plan `fa3` (`problems/attention/solutions/_flash_prefill_fa3_cutedsl.py`; no GPU here).
 
-The kernel's three warpgroups run concurrently, synchronised only by mbarriers (phase parity) and named
-barriers, so its CTA program is replayed here as three agents (the producer, consumers 0 and 1) plus the copies
-landing, interleaved by a scheduler policy: the producer and its copies as eager as the barriers allow, as lazy as
-possible, or a seeded random choice among the agents that can move. Every step follows the kernel's index math (buffer
-j % stages, the parity each wait uses, the arrival counts, which consumer arrives on which named barrier and
-when) and checks the data discipline independently of it: a consumer reads only a buffer holding the tile it
-wants, landed; a refill never lands on a buffer a consumer has not retired its reads of; no agent waits forever
-(deadlock); no named barrier is left half-full at the end. The arithmetic is plan `wgmmalean`'s (`lean_step`) at
-head dim 128 and plan `wgmmapipe`'s (`scaled_step`) at 256, as the kernel's `softmax` picks, checked against the
-problem's float64 anchor under the verifier's allowance, on SMOKE and a larger shape. ptxas (when installed)
-checks the compiled kernel: no spills, no serialised wgmma, the registers `setmaxnreg` moves.
+The kernel's three warpgroups run concurrently, synchronised only by mbarriers (phase parity) and named barriers, so
+its CTA program is replayed here as three agents (the producer, consumers 0 and 1) plus the copies landing,
+interleaved by a scheduler policy: the producer and its copies as eager as the barriers allow, as lazy as possible,
+or a seeded random choice among the agents that can move. Every step follows the kernel's index math (buffer j %
+stages, the parity each wait uses, the arrival counts, which consumer arrives on which named barrier and when) and
+checks the data discipline independently of it: a consumer reads only a buffer holding the tile it wants, landed; a
+refill never lands on a buffer a consumer has not retired its reads of; no agent waits forever (deadlock); the
+consumers take turns issuing MMAs; no named barrier is left half-full at the end. The arithmetic is plan
+`wgmmalean`'s (`lean_step`) at head dim 128 and plan `wgmmapipe`'s (`scaled_step`) at 256, as the kernel's `softmax`
+picks, checked against the problem's float64 anchor under the verifier's allowance, on SMOKE and a larger shape.
+ptxas (when installed) checks the compiled kernel: no spills, no serialised wgmma, the registers `setmaxnreg` moves.
 """
 
 from __future__ import annotations
@@ -72,10 +72,12 @@ class NamedBarrier:
         self.units, self.generation = 0, 0
 
     def add(self) -> int:
+        """One warpgroup's 128 threads arrive; returns the generation they wait for (bar.sync's release)."""
+        waits_for = self.generation + 1
         self.units += 1
         if self.units == 2:
             self.units, self.generation = 0, self.generation + 1
-        return self.generation
+        return waits_for
 
 
 class Ring:
@@ -123,14 +125,16 @@ def run_cta_fa3(
     empty_parity_shift: int = 1,
     empty_count: int = FA3.CONSUMER_WARPS,
     last_arrive_by_both: bool = False,
+    opening_arrive: bool = True,
 ) -> tuple[torch.Tensor, ...]:
     """`FlashPrefillFa3.kernel`'s CTA program replayed under ``policy`` ("eager", "lazy" producer or "random"):
-    O / l and lse of its BM rows. The last three arguments break the kernel on purpose (tests below): the
-    producer's parity for `empty` ((j // stages + shift) % 2), the arrivals an `empty` phase takes, and consumer
-    1 arriving after its last issue too."""
+    O / l and lse of its BM rows. The last four arguments break the kernel on purpose (tests below): the
+    producer's parity for `empty` ((j // stages + shift) % 2), the arrivals an `empty` phase takes, consumer 1
+    arriving after its last issue too, and consumer 1's opening arrive on consumer 0's barrier."""
     t, bn, ntile = w.t, w.t.bn, w.ntile
     cta = Cta(k_stages, v_stages, empty_count)
     results: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    issues: list[int] = []  # the consumer issuing MMAs at each turn
 
     def tile_rows(j: int) -> torch.Tensor:
         tok = torch.clamp((ntile - 1 - j) * bn + torch.arange(bn), max=w.lk - 1)
@@ -164,6 +168,7 @@ def run_cta_fa3(
     def my_turn(c: int) -> Agent:
         gen = cta.sched[c].add()
         yield lambda: cta.sched[c].generation >= gen
+        issues.append(c)
 
     def release(ring: Ring, j: int, c: int) -> None:
         ring.retire(j, c)
@@ -191,7 +196,7 @@ def run_cta_fa3(
                     assert not over[warp].any(), "a warp skips the mask on a tile some of its rows need it on"
             return lean_step(s, w.scale2, m_run, l_run) if lean else scaled_step(s, m_run, l_run)
 
-        if c == 1:
+        if c == 1 and opening_arrive:
             cta.sched[0].add()
         yield from acquire(cta.k, 0)
         assert cta.q is not None, "K(0)'s full barrier passed before Q landed"
@@ -241,6 +246,7 @@ def run_cta_fa3(
         except StopIteration:
             del agents[pick], waiting[pick]
     assert [b.units for b in cta.sched] == [0, 0], "a named barrier is left half-full at the CTA's exit"
+    assert issues == [0, 1] * (ntile + 1), f"the consumers' MMA turns do not alternate: {issues}"
     o = torch.cat([results[0][0], results[1][0]], dim=1)
     lse = torch.cat([results[0][1], results[1][1]], dim=1)
     return o, lse
@@ -305,6 +311,7 @@ def test_emulated_kernel_passes_the_verifier_rule_on_a_larger_shape(nn: str, pol
         ({"empty_parity_shift": 0}, "random", "deadlock"),  # the producer waits for a phase nobody completes
         ({"empty_count": FA3.CONSUMER_WARPS // 2}, "eager", "while a wgmma reads it"),  # one consumer's release
         ({"last_arrive_by_both": True}, "random", "half-full"),
+        ({"opening_arrive": False}, "random", "deadlock"),  # consumer 0 waits for a turn nobody gives
     ],
 )
 def test_the_replay_catches_a_broken_protocol(broken: dict[str, Any], policy: str, message: str) -> None:
