@@ -237,6 +237,17 @@ def lean_step(
     return mx, l_run * alpha + p.sum(-1), alpha, p.to(torch.bfloat16)
 
 
+def scaled_step(s: torch.Tensor, m_run: torch.Tensor, l_run: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Plans `wgmma`/`wgmmapipe`'s online softmax step on scaled (masked) logits ``s``: a row whose max is still
+    -3e38 uses 0, so its p = 2^(-3e38) = 0."""
+    neg = torch.tensor(FP.NEG_BIG, dtype=torch.float32)
+    mx = torch.maximum(m_run, s.amax(-1))
+    m_use = torch.where(mx == neg, torch.zeros(()), mx)
+    alpha = torch.exp2(m_run - m_use)
+    p = torch.exp2(s - m_use[..., None])
+    return mx, l_run * alpha + p.sum(-1), alpha, p.to(torch.bfloat16)
+
+
 def run_cta_cute(
     w: Any, k_ahead: int, v_ahead: int, in_flight: int | None = None, raw_max: bool = False
 ) -> tuple[torch.Tensor, ...]:
@@ -285,11 +296,7 @@ def run_cta_cute(
                 assert not over[warp].any(), "a warp skips the mask on a tile some of its rows need it on"
         if raw_max:
             return lean_step(s, w.scale2, m_run, l_run)
-        mx = torch.maximum(m_run, s.amax(-1))
-        m_use = torch.where(mx == neg, torch.zeros(()), mx)
-        alpha = torch.exp2(m_run - m_use)
-        p = torch.exp2(s - m_use[..., None])
-        return mx, l_run * alpha + p.sum(-1), alpha, p.to(torch.bfloat16)
+        return scaled_step(s, m_run, l_run)
 
     for i in range(k_ahead + 1):
         fill_rows(i)
