@@ -577,8 +577,8 @@ def explain(found: EagerWork) -> str:
         return (
             f"In correctness draw {found.draw} the eager PyTorch code did {found.useful:.0%} of the problem's useful "
             "arithmetic (the FLOPs every formulation of it does, counted from the eager operators whatever they are; "
-            f"at {USEFUL_SHARE:.0%} the eager code computed the answer): the DSL kernels do none of the operator's "
-            "work, whatever the outputs depend on. Move the operator's work into the DSL."
+            f"at {USEFUL_SHARE:.0%} the eager code computed the answer): what the DSL kernels do is too little of the "
+            "operator's work, whatever the outputs depend on. Move the operator's work into the DSL."
         )
     shares = ", ".join(f"{share:.0%} of its {kind} work" for kind, share in found.shares.items())
     shares += f" and {found.passes:.0%} of its passes over the data"
