@@ -101,7 +101,8 @@ def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
             stack.enter_context(fake)
         eager = _work(mod.run, inputs)
         inplace = [list(problem.inputs).index(name) for name in problem.inplace]
-        reference = _eagerwork.reference_work(problem.reference, inputs, problem.cost(axes).total_flops, inplace)
+        cost = problem.cost(axes)
+        reference = _eagerwork.reference_work(problem.reference, inputs, cost.total_flops, inplace, cost.floor_flops)
     found = _eagerwork.compare(1, eager, reference)
     return {**found.shares, "passes": found.passes, "useful": found.useful, "py_out": found.python["out"],
             "py_in": found.python["in"]}  # fmt: skip

@@ -56,6 +56,10 @@ class Cost:
 
     bytes: int
     flops: Mapping[str, float] = field(default_factory=dict)
+    #: The FLOPs no correct formulation can skip, where fewer than ``flops`` count (a softmax before a top-k that
+    #: the top-k of the logits makes unnecessary, a stabilisation float64 arithmetic does not need): the verifier
+    #: prices eager work against it (verifier README, "A floor no formulation escapes"). ``None``: ``flops`` are.
+    necessary_flops: float | None = None
 
     def __post_init__(self) -> None:
         if self.bytes <= 0:
@@ -65,10 +69,17 @@ class Cost:
                 raise ValueError(f"unknown FLOP class {cls!r}; use one of {FLOP_CLASSES}")
             if n < 0:
                 raise ValueError(f"Cost.flops[{cls!r}] must be >= 0, got {n}")
+        if self.necessary_flops is not None and not 0 < self.necessary_flops <= self.total_flops:
+            raise ValueError(f"Cost.necessary_flops must be in (0, total_flops], got {self.necessary_flops}")
 
     @property
     def total_flops(self) -> float:
         return float(sum(self.flops.values()))
+
+    @property
+    def floor_flops(self) -> float:
+        """The work every formulation of the operator does: ``necessary_flops``, else every useful FLOP."""
+        return self.total_flops if self.necessary_flops is None else float(self.necessary_flops)
 
 
 def nbytes(shape: Sequence[int], dtype: torch.dtype) -> int:

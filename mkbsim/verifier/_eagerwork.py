@@ -44,9 +44,10 @@ measured against (verifier README, "Eager work").
 
 Both measures are relative to the reference's operators, so an answer written more cheaply than the reference
 escapes them. Where the reference makes no products, the eager compute of known operators is also priced against
-the problem's useful FLOPs (its ``cost()``), whatever the formulation: ``USEFUL_SHARE`` of them covers the problem,
-passes or not (``EagerWork.useful``). Problems with products have no such floor: honest partial plans do their
-GEMM eagerly, all of its FLOPs.
+the work every formulation of the problem does (``Cost.floor_flops``: its useful FLOPs, or the fewer its cost model
+declares necessary where a correct formulation skips some: p45's softmax before the top-k, p66's stabilisation),
+whatever the formulation: ``USEFUL_SHARE`` of it covers the problem, passes or not (``EagerWork.useful``). Problems
+with products have no such floor: honest partial plans do their GEMM eagerly, all of its FLOPs.
 
 Values computed in plain Python (``tolist()``, ``.item()`` in a loop, ``bytes(storage)``, float arithmetic, then
 ``torch.tensor(list)``) are no eager operator at all: what the audit sees of them is what crosses between tensors
@@ -82,8 +83,8 @@ KINDS = ("matmul", "pointwise", "movement")
 #: output elements lifted into them, on one draw (honest plans read a few counts and scalars: README).
 PYTHON_SHARE = 0.25
 #: On a problem of element work alone (no products in its reference), the eager code computes the answer from this
-#: share of the problem's useful FLOPs (its ``cost()``) done by known operators, whatever their formulation (honest
-#: partial plans do at most 0.50; cheaper formulations than the cost model by a third or more pass under it: README).
+#: share of the FLOPs every formulation of the problem does (``Cost.floor_flops``: its useful FLOPs, or fewer where a
+#: correct formulation skips some) done by known operators, whatever they are (honest partial plans do at most 0.50).
 USEFUL_SHARE = 0.65
 #: The record the worker's ``Tensor.tolist`` hook writes: its tensor's elements leave for Python.
 TO_PYTHON = "mkbsim.to_python.default"
@@ -323,6 +324,8 @@ class Work:
     from_python: int = 0  # elements made from Python objects into tensors
     elements: tuple[int, int] = (0, 0)  # the problem's (input, output) tensor elements: the reference's only
     useful: float = 0.0  # the problem's useful FLOPs (its ``cost()``): the reference's only
+    #: the FLOPs every formulation of the problem does (``Cost.floor_flops``, at most ``useful``): the reference's only
+    necessary: float = 0.0
     unknown: float = 0.0  # compute priced at an unknown operator's bound (``_bound``), an upper limit, not a measure
     padding: float = 1.0  # how much more than its useful products the reference computed (the reference's only)
 
@@ -461,19 +464,25 @@ def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[
 
 
 def reference_work(
-    reference: Callable[..., Any], inputs: Sequence[Any], useful_flops: float = 0.0, inplace: Sequence[int] = ()
+    reference: Callable[..., Any],
+    inputs: Sequence[Any],
+    useful_flops: float = 0.0,
+    inplace: Sequence[int] = (),
+    necessary_flops: float = 0.0,
 ) -> Work:
     """The reference's work on ``inputs``, with the problem's input and output elements (``Work.elements``; the
     in-place inputs, at ``inplace``, are outputs too).
     A reference that computes more products than the problem's ``useful_flops`` (its ``cost()``: every FLOP
     the operator needs) pads or masks (attention over sequences padded to the longest, causal blocks computed
     whole): its work, every kind and every pass, is taken at the useful share (``Work.padding``), so an answer
-    that skips the padding is priced against what the problem needs."""
+    that skips the padding is priced against what the problem needs. ``necessary_flops`` (``Cost.floor_flops``,
+    ``useful_flops`` where not given) is what the floor on element work prices eager code against."""
     ops, outputs = _recorded(reference, inputs)
     work = work_of(ops)
     written = [*_tensor_sizes(outputs), *_tensor_sizes([inputs[i] for i in inplace])]
     work.elements = (sum(map(_numel, _tensor_sizes(list(inputs)))), sum(map(_numel, written)))
     work.useful = useful_flops
+    work.necessary = necessary_flops or useful_flops
     if 0 < useful_flops < work.amounts["matmul"]:
         work.padding = work.amounts["matmul"] / useful_flops
         work.amounts = {kind: amount / work.padding for kind, amount in work.amounts.items()}
@@ -494,7 +503,8 @@ class EagerWork:
     shares: dict[str, float] = field(default_factory=dict)  # per judged kind: the eager share, stand-ins included
     passes: float = 0.0  # the share of the reference's passes the eager passes stand for
     padding: float = 1.0  # the reference's products over the problem's useful FLOPs, taken out of its work
-    #: on a problem of element work alone: the eager compute of known operators over the problem's useful FLOPs
+    #: on a problem of element work alone: the eager compute of known operators over the FLOPs every formulation of
+    #: the problem does (``Cost.floor_flops``: its useful FLOPs, or fewer where a correct formulation skips some)
     useful: float = 0.0
     #: "out": elements read into Python over the problem's input elements; "in": lifted from Python over its outputs'
     python: dict[str, float] = field(default_factory=dict)
@@ -540,9 +550,9 @@ def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
     doing = [(amount, count) for kind in (judged if computes else KINDS) for _, amount, count in eager.passes[kind]]
     total = sum(count for _, count in wanted)
     found.passes = _matched(wanted, doing) / total if total else 0.0
-    if reference.useful > 0 and reference.amounts["matmul"] == 0 and reference.amounts["pointwise"] > 0:
-        # a floor no formulation escapes: the problem's useful FLOPs (``cost()``), not the reference's operators
-        found.useful = (eager.amounts["matmul"] + eager.amounts["pointwise"] - eager.unknown) / reference.useful
+    if reference.necessary > 0 and reference.amounts["matmul"] == 0 and reference.amounts["pointwise"] > 0:
+        # a floor no formulation escapes: the work every formulation does (``Cost.floor_flops``), not the reference's
+        found.useful = (eager.amounts["matmul"] + eager.amounts["pointwise"] - eager.unknown) / reference.necessary
     inputs, outputs = reference.elements
     found.python = {"out": eager.to_python / max(inputs, 1), "in": eager.from_python / max(outputs, 1)}
     return found
@@ -570,9 +580,9 @@ def explain(found: EagerWork) -> str:
     if found.useful >= USEFUL_SHARE and not found.like_the_reference:
         return (
             f"In correctness draw {found.draw} the eager PyTorch code did {found.useful:.0%} of the problem's useful "
-            f"arithmetic (its cost model's FLOPs, counted from the eager operators whatever their formulation; at "
-            f"{USEFUL_SHARE:.0%} the eager code computed the answer): the DSL kernels do none of the operator's work, "
-            "whatever the outputs depend on. Move the operator's work into the DSL."
+            "arithmetic (the FLOPs every formulation of it does, counted from the eager operators whatever they are; "
+            f"at {USEFUL_SHARE:.0%} the eager code computed the answer): what the DSL kernels do is too little of the "
+            "operator's work, whatever the outputs depend on. Move the operator's work into the DSL."
         )
     shares = ", ".join(f"{share:.0%} of its {kind} work" for kind, share in found.shares.items())
     shares += f" and {found.passes:.0%} of its passes over the data"

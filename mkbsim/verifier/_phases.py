@@ -285,8 +285,10 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
     except IndexError:  # an operator with fewer operands than its kind has: not what the vault records
         return Failure("harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are "
                        "not the harness's.")  # fmt: skip
-    useful = v.shape.problem.cost(v.shape.axes).total_flops  # what padding the reference computes is taken out
-    reference = _eagerwork.reference_work(v.shape.problem.reference, d.inputs, useful, v.shape.inplace)
+    cost = v.shape.problem.cost(v.shape.axes)  # its useful FLOPs: what padding the reference computes is taken out
+    reference = _eagerwork.reference_work(
+        v.shape.problem.reference, d.inputs, cost.total_flops, v.shape.inplace, cost.floor_flops
+    )
     found = _eagerwork.compare(d.number, work, reference)
     v.details["eager_work"] = found.as_dict()
     return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None

@@ -116,4 +116,7 @@ def cost(workload: dict[str, int]) -> Cost:
     )
     # softmax (max, exp, sum, divide) + top-k renormalisation; the slot prefix count is integer work
     flops = {"fp32": 5.0 * tokens * experts + 2.0 * tokens * TOP_K, "int": 2.0 * tokens * experts}
-    return Cost(bytes=moved, flops=flops)
+    # every formulation: one comparison per logit (the top-k of the logits is the top-k of p), a softmax over the
+    # k kept (max, exp, sum, divide: the renormalised weights) and one count per kept assignment (its slot)
+    necessary = 1.0 * tokens * experts + 5.0 * tokens * TOP_K
+    return Cost(bytes=moved, flops=flops, necessary_flops=necessary)

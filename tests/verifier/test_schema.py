@@ -200,7 +200,8 @@ def _rules(answer: Call) -> Failure | None:
     if not reply.get("ok"):
         return call_error(reply, where, first=True)
     draw = Draw(1, [torch.ones(16)], [], reply, answer.page)
-    problem = SimpleNamespace(reference=lambda x: x * 2, cost=lambda axes: SimpleNamespace(total_flops=16.0))
+    cost = SimpleNamespace(total_flops=16.0, floor_flops=16.0)
+    problem = SimpleNamespace(reference=lambda x: x * 2, cost=lambda axes: cost)
     v = SimpleNamespace(shape=SimpleNamespace(problem=problem, axes={}, inplace=[]), details={})
     failure = (
         structure(reply, where, ["output 'y'"], [((16,), torch.float32)], "cpu", ["x"])
