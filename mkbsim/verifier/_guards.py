@@ -583,13 +583,28 @@ def _guard_vault(
         kind, who = culprit(frame, writing)
         if kind != k.CANDIDATE:
             return None
-        if real.startswith("/proc/") and real.split("/")[2] not in k.PROC_READABLE:
+        # the event carries no dir_fd: a relative path was judged against the working directory, which a descriptor
+        # of another directory escapes (rt9b F2: /proc opened as a directory, then "self/maps" relative to it). So
+        # the submission opens directories as descriptors only in its temporary directory, and no relative path
+        # climbs out of the one it is relative to
+        given = text(raw)
+        if given is not None and not given.startswith("/") and ".." in given.split("/"):
+            return refuse(f"open({raw!r})", "a relative path may not climb out of its directory", who)
+        if is_directory(real) and not (real + "/").startswith(cfg.writable):
+            return refuse(f"open({real!r})", "a directory outside the temporary directory is not opened", who)
+        if (real + "/").startswith("/proc/") and (real + "//").split("/")[2] not in k.PROC_READABLE:
             return refuse(f"open({real!r})", "reading other processes is forbidden", who)
         if real.startswith(("/dev/mem", "/dev/kmem", "/dev/port")) or (real + "/").startswith(cfg.off_limits):
             return refuse(f"open({real!r})", "the reference and the verifier are off limits", who)
         if writing and not (raw_is_absolute(raw) and writable(raw)):
             return refuse(f"open({real!r}) for writing", "writing outside the temporary directory is forbidden", who)
         return None
+
+    def is_directory(path: str) -> bool:
+        try:
+            return (lib.stat(path).st_mode & 0o170000) == 0o040000
+        except lib.OSError:
+            return False
 
     def raw_is_absolute(raw: Any) -> bool:
         text = raw.decode("utf-8", "surrogateescape") if lib.type(raw) is lib.bytes else raw
