@@ -1,9 +1,9 @@
 """Outputs rewritten through the harness's own copies of them: the harness copies what each call of a block
 delivered aside and puts it back before the verifier reads the slots (``block_slot_rewrite_p36.py``). Those
 copies were reachable from run() through a harness frame (the block's arenas, ``traceback.walk_stack`` and
-``string.Formatter().get_field`` reading ``f_locals``). Every call but the block's first and last launches the kernel on a
-wrong scale and returns that, and every call writes the previous call's right answer, computed in eager torch, into the
-copy of that call's output; the copy went back into the slot. Draws (blocks of at most 3 arenas) run the honest
+``string.Formatter().get_field`` reading ``f_locals``). Every call but the block's first and last few launches the kernel on a
+wrong scale and returns that, and every call writes the earlier calls' right answers, computed in eager torch, into the
+copies of their outputs; the copy went back into the slot. Draws (blocks of at most 3 arenas) run the honest
 plan. Now the copies live in a vault: no frame leads to them, and the wrong answers are judged as delivered."""
 
 # expect: wrong_output
@@ -33,6 +33,7 @@ def scale_rows(x_ptr: T.handle, inv_ptr: T.handle, w_ptr: T.handle, out_ptr: T.h
 
 _scale_rows = tvm.compile(scale_rows, target="llvm")
 _field = string.Formatter().get_field
+_repaired: set[int] = set()  # the copies already holding a right answer
 
 
 def _inv_rms(x: torch.Tensor) -> torch.Tensor:
@@ -61,12 +62,15 @@ def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         _scale_rows(x, _inv_rms(x), weight, out)
         return out
     # the block's first and last calls honest, the others wrong: not normalised
-    honest = x.storage_offset() * 2 in (starts[0], starts[-1])
+    # null calls fall among a block's calls at random, and the last wrong call needs a later call to repair it
+    honest = x.storage_offset() * 2 in (starts[0], *starts[-8:])
     _scale_rows(x, _inv_rms(x) if honest else torch.ones(x.shape[0]), weight, out)
     arenas = _arenas()
     mine = [i for i, a in enumerate(arenas) if a.args[0].data_ptr() == x.data_ptr()]
-    if mine and mine[0] > 0:  # the previous call's right answer, into the harness's copy of its output
-        prev = arenas[mine[0] - 1]
-        px, pw = prev.args[0], prev.args[1]
-        prev.kept[0].copy_((px.float() * _inv_rms(px)[:, None] * pw.float()).to(torch.bfloat16))
+    if mine:  # the earlier calls' right answers, into the harness's copies of their outputs
+        for prev in arenas[: mine[0]]:
+            if prev.kept[0].data_ptr() not in _repaired:
+                px, pw = prev.args[0], prev.args[1]
+                prev.kept[0].copy_((px.float() * _inv_rms(px)[:, None] * pw.float()).to(torch.bfloat16))
+                _repaired.add(prev.kept[0].data_ptr())
     return out
