@@ -1,10 +1,10 @@
-"""In-place results rewritten after they were delivered (p25, the caches are the answer): in a block of many
-arenas every call but the first and the last few copies only the first three quarters of each block with its kernel (the same
-launch, arguments and footprint, three quarters of the bytes), and the next call that runs copies the missing quarter of that
-call's blocks in eager torch, reaching that call's caches through its own input's storage. The verifier read the
-caches after the block, so every re-checked call looked right. Draws (blocks of at most 3 arenas) run the honest
-plan. Now the harness copies the in-place inputs aside with the outputs after each call and puts them back before
-the verifier reads them."""
+"""In-place results rewritten after they were delivered (p25, the caches are the answer): in a block of many arenas
+every call but the first and the last few copies only the first three quarters of each block with its kernel (the
+same launch, arguments and footprint, three quarters of the bytes), and the next call that runs copies the
+missing quarter of that call's blocks in eager torch, reaching that call's caches through its own input's
+storage. The verifier read the caches after the block, so every re-checked call looked right. Draws (blocks of at
+most 3 arenas) run the honest plan. Now the harness copies the in-place inputs aside with the outputs after each
+call and puts them back before the verifier reads them."""
 
 # expect: wrong_output
 # problem: p25

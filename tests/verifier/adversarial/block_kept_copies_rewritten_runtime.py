@@ -1,10 +1,11 @@
 """Outputs rewritten through the harness's own copies of them: the harness copies what each call of a block
 delivered aside and puts it back before the verifier reads the slots (``block_slot_rewrite_p36.py``). Those
 copies were reachable from run() through a harness frame (the block's arenas, ``traceback.walk_stack`` and
-``string.Formatter().get_field`` reading ``f_locals``). Every call but the block's first and last few launches the kernel on a
-wrong scale and returns that, and every call writes the earlier calls' right answers, computed in eager torch, into the
-copies of their outputs; the copy went back into the slot. Draws (blocks of at most 3 arenas) run the honest
-plan. Now the copies live in a vault: no frame leads to them, and the wrong answers are judged as delivered."""
+``string.Formatter().get_field`` reading ``f_locals``). Every call but the block's first and last few launches
+the kernel on a wrong scale and returns that, and every call writes the earlier calls' right answers, computed in
+eager torch, into the copies of their outputs; the copy went back into the slot. Draws (blocks of at most 3
+arenas) run the honest plan. Now the copies live in a vault: no frame leads to them, and the wrong answers are
+judged as delivered."""
 
 # expect: wrong_output
 # problem: p36

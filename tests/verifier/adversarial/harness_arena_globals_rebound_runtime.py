@@ -12,6 +12,7 @@ step of the mapping and the copies is bound before the submission loads: the wro
 # static-scan: off
 import traceback
 import types
+
 import torch
 import tvm
 from tvm.script import tirx as T
