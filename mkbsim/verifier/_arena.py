@@ -11,6 +11,7 @@ shapes the problem declares.
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import weakref
@@ -244,3 +245,12 @@ class BlockArenas:
 def block_bytes(inputs: Sequence[Any], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None]) -> int:
     """The bytes one call's arena takes in a block."""
     return _arena_layout(inputs, outputs)[2]
+
+
+def delivered_bytes(
+    inputs: Sequence[Any], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None], inplace: Sequence[int]
+) -> int:
+    """The bytes of the worker's copies of what one call delivers (``_mapped.delivered_vault``): its output slots
+    and in-place inputs."""
+    slots = sum(math.prod(shape) * dtype.itemsize for shape, dtype in (o for o in outputs if o is not None))
+    return slots + sum(inputs[i].numel() * inputs[i].element_size() for i in inplace)
