@@ -235,7 +235,10 @@ def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tupl
     if not exchange.reply.get("ok") or "calls" not in exchange.reply:
         return exchange.reply, "the worker's answer to a block is not of the harness's form"
     if state["fault"]:
-        return exchange.reply, "the timer's requests came out of the harness's order (a call split or left untimed)"
+        return exchange.reply, (
+            "the harness's requests to its timer or to its copies of the outputs came out of its order (a call split "
+            "or left untimed, a copy forged)"
+        )
     if len(replies) > len(block.calls) or state["loaded"] != len(replies):
         return exchange.reply, (
             f"the worker answered {len(replies)} of the block's {len(block.calls)} calls and its timer started "
