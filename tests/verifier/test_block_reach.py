@@ -59,8 +59,9 @@ def test_the_outputs_and_in_place_results_a_call_delivered_are_put_back_over_a_l
     call (or code between calls) rewriting them changes nothing (adversarial/block_slot_rewrite_p36.py,
     block_inplace_rewrite_p25.py)."""
     control, hooks = _delivered(inplace=(1,))
-    arenas = [([torch.zeros(4), torch.zeros(3)], [torch.zeros(4), None, torch.zeros(2, dtype=torch.int32)])
-              for _ in range(2)]  # fmt: skip
+    arenas: list[tuple[list[torch.Tensor], list[Any]]] = [
+        ([torch.zeros(4), torch.zeros(3)], [torch.zeros(4), None, torch.zeros(2, dtype=torch.int32)]) for _ in range(2)
+    ]
     control.begin_block([(False, False, False, False)] * 2)
     hooks["open"](arenas, [0, 1])
     for call in range(2):
