@@ -36,7 +36,7 @@ _HARNESS_OPS = (
 )
 
 #: The harness's requests to ``delivered_vault``.
-OPEN, ARENA, KEEP, RESTORE = 1, 2, 3, 4
+OPEN, ARENA, KEEP, RESTORE, AUDITED = 1, 2, 3, 4, 5
 
 
 def view(slot: Any, base: Any, *, _dtypes: Any, _getitem: Any, _slice: Any, _as_dtype: Any, _as_strided: Any,
@@ -144,10 +144,13 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
     OPEN ((1, arenas, calls)) takes the block's arenas (``map_block``) and the arena of each call, and copies every
     delivered tensor once (their memory made and touched before the first call: copies allocated per call left
     run() fresh pages to fault in). ARENA ((2,)) answers the arena of the call the timer's vault has loaded (its
-    cursor, BLOCK_NEXT, in the control page); KEEP ((3,)) copies that call's delivered tensors, once; RESTORE
-    ((4,)) puts every copy back and closes the block, answering what it held for the caller to drop (no object is
-    freed here, so no finalizer runs in this frame). Any other request, or one out of that order (a second KEEP of
-    a call, ARENA or KEEP while no call is loaded, OPEN of an open block, RESTORE of a closed one), is no harness's:
+    cursor, BLOCK_NEXT, in the control page); AUDITED ((5,)) answers, once, whether that call is a correctness
+    draw (1) or not (0): the harness asks after the call, so that no frame below run() holds the flag, and learns
+    it from here rather than from the dispatch stack, where its mode could have been popped; KEEP ((3,)) copies
+    that call's delivered tensors, once; RESTORE ((4,)) puts every copy back and closes the block, answering what it
+    held for the caller to drop (no object is freed here, so no finalizer runs in this frame). Any other request,
+    or one out of that order (a second KEEP or AUDITED of a call, ARENA, AUDITED or KEEP while no call is loaded,
+    OPEN of an open block, RESTORE of a closed one), is no harness's:
     the vault marks the block (BLOCK_FAULT, as the timer does) and answers None from then on, so a forged request
     fails the block it was made in or the next."""
     arenas: Any = None
@@ -155,6 +158,7 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
     delivered: Any = None
     kept: Any = None
     done: Any = None
+    asked: Any = None
     faulty = False
     reply: Any = None
     while True:
@@ -183,6 +187,10 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
                         delivered.append(tensors)
                         kept.append(copies)
                 done = [False] * lib.len(order)
+                asked = [False] * lib.len(order)
+            elif kind == 5 and 0 <= current < lib.len(order) and not asked[current]:  # AUDITED
+                asked[current] = True
+                reply = 1 if page[layout.AUDIT] and not page[layout.NULL] else 0
             elif kind == 2 and 0 <= current < lib.len(order):  # ARENA
                 reply = arenas[order[current]]
             elif kind == 3 and 0 <= current < lib.len(order) and not done[current]:  # KEEP
@@ -196,7 +204,7 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
                         for copy, slot in lib.zip(copies, slots):
                             lib.copy(slot, copy)
                 reply = (arenas, delivered, kept)
-                arenas = order = delivered = kept = done = None
+                arenas = order = delivered = kept = done = asked = None
             else:
                 faulty = True
                 lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
@@ -218,12 +226,13 @@ def delivered_lib() -> types.SimpleNamespace:
 
 def delivered_layout() -> types.SimpleNamespace:
     return types.SimpleNamespace(
-        BLOCK_CALLS=_control.BLOCK_CALLS[0], BLOCK_NEXT=_control.BLOCK_NEXT[0], BLOCK_FAULT=_control.BLOCK_FAULT[0]
-    )
+        BLOCK_CALLS=_control.BLOCK_CALLS[0], BLOCK_NEXT=_control.BLOCK_NEXT[0], BLOCK_FAULT=_control.BLOCK_FAULT[0],
+        AUDIT=_control.AUDIT[0], NULL=_control.NULL[0],
+    )  # fmt: skip
 
 
 def request(*, _kind: int, _send: Any) -> Any:
-    """One of the harness's requests to ``delivered_vault`` (ARENA, KEEP, RESTORE): its answer."""
+    """One of the harness's requests to ``delivered_vault`` (ARENA, AUDITED, KEEP, RESTORE): its answer."""
     return _send((_kind,))
 
 
@@ -266,6 +275,7 @@ def vault_requests(protect: Callable[..., Any], send: Any) -> dict[str, Any]:
     return {
         "open": protect(open_block, _send=send),
         "arena": protect(request, _kind=ARENA, _send=send),
+        "audited": protect(request, _kind=AUDITED, _send=send),
         "keep": protect(request, _kind=KEEP, _send=send),
         "restore": protect(request, _kind=RESTORE, _send=send),
     }

@@ -279,15 +279,16 @@ class Worker:
         # the device's synchronisation as a C function (torch.cuda.synchronize is Python, over module globals)
         sync = torch._C._cuda_synchronize if cuda else None
         mode_ops = {"_depth": _mode_depth, "_mode": audit["_mode"], "_ask": audit["_ask"]}
-        finish = protect(
-            _finish_call, _report_end=audit["_report_end"], _top=_top_mode, _pop=_pop_mode, _range=range, **mode_ops
-        )  # fmt: skip
         copy_into = protect(
             _copy_into_slots, _len=len, _zip=zip, _type=_type, _Tensor=_Tensor, _layout=_layout, _strided=torch.strided,
             _functional=_is_functional, _zerotensor=_zerotensor, _device=_device, _device_type=self.device.type,
             _dtype=_dtype, _size=_size, _copy=_copy, _sync=sync,
         )  # fmt: skip
         steps, requests = bound_steps(protect, self.device, sync), vault_requests(protect, delivered)
+        finish = protect(
+            _finish_call, _report_end=audit["_report_end"], _audited=requests["audited"], _top=_top_mode,
+            _pop=_pop_mode, **mode_ops,
+        )  # fmt: skip
         # the same hook as the harness's bound one, kept for benchmarks/verifier_overhead.py: nothing calls it from here
         self.timed_call = protect(timed_call, _timer=timer, _clock=_perf_counter)
         call = protect(
@@ -518,7 +519,7 @@ def _call_once(
 ) -> dict[str, Any]:  # fmt: skip
     """One call of a block, on the arena of the call the timer's vault loads: flags 1 a null call (the harness's own
     trivial kernel), 2 a correctness draw. The flags are dropped before the call (a frame below run() holds nothing
-    that tells a draw apart) and the audit is read back after it from the dispatch stack, where the draw's mode is."""
+    that tells a draw apart) and the block's vault answers the audit again after it (``_finish_call``)."""
     flags = _advance()  # the timer's vault moves to this call's slot
     if _isinstance(flags, _exception):
         raise flags
@@ -574,21 +575,19 @@ def _call_once(
 
 
 def _finish_call(
-    *, _report_end: Any, _depth: Any, _top: Any, _pop: Any, _mode: Any, _ask: Any, _range: Any
+    *, _report_end: Any, _audited: Any, _depth: Any, _top: Any, _pop: Any, _mode: Any, _ask: Any
 ) -> tuple[bool, bool]:  # fmt: skip
-    """Undo what a correctness draw armed: (whether the call was audited, read from the dispatch stack, where the
-    harness pushed the draw's mode and where the submission cannot pop it; whether the submission left its own mode
-    above it). The gate's vault writes the call's DSL time (the timer has stopped: on cuda the device is idle)."""
+    """Undo what a correctness draw armed: (whether the call was audited, asked of the block's vault after the call;
+    whether the submission left its own mode on the stack, or took the harness's off it). The gate's vault writes
+    the call's DSL time (the timer has stopped: on cuda the device is idle)."""
     if _report_end is not None:
         _report_end()
-    depth = _depth[1]()
-    audit = False
-    if _mode is not None:
-        for level in _range(depth):
-            audit = audit or _top(level) is _mode
-    left = audit and _top(depth - 1) is not _mode
-    if audit and not left:
-        _pop(None)
+    audit = _mode is not None and _audited() == 1
+    left = False
+    if audit:
+        left = _depth[1]() == 0 or _top(_depth[1]() - 1) is not _mode
+        if not left:
+            _pop(None)
     if _ask is not None:
         _ask(("between", True))
     return audit, left

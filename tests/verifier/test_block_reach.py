@@ -65,12 +65,14 @@ def test_the_outputs_and_in_place_results_a_call_delivered_are_put_back_over_a_l
     control.begin_block([(False, False, False, False)] * 2)
     hooks["open"](arenas, [0, 1])
     for call in range(2):
-        _control.put(control.buf, _control.BLOCK_NEXT, call + 1)  # the timer's vault loads the call
+        _control.put(control.buf, _control.BLOCK_NEXT, call + 1)  # the timer's vault loads the call...
+        _control.put(control.buf, _control.AUDIT, call)  # ...and its orders: the second call is a correctness draw
         args, outputs = hooks["arena"]()
         assert args is arenas[call][0]
         outputs[0].fill_(1.0 + call)  # what the call delivered
         outputs[2].fill_(3)
         args[1].fill_(5.0)
+        assert hooks["audited"]() == call  # asked after the call
         hooks["keep"]()
         for args, outputs in arenas:  # a later rewrite of every call's slots and in-place input
             outputs[0].fill_(9.0)
@@ -85,10 +87,13 @@ def test_the_outputs_and_in_place_results_a_call_delivered_are_put_back_over_a_l
     control.close()
 
 
-@pytest.mark.parametrize("forged", ["second keep", "keep before a call", "open", "restore", "malformed"])
+@pytest.mark.parametrize(
+    "forged", ["second keep", "keep before a call", "second audited", "open", "restore", "malformed"]
+)
 def test_a_request_out_of_the_harness_order_fails_the_block(forged: str) -> None:
-    """The vault copies only the call the timer's vault has loaded, once: a request the submission sends (its hooks
-    are reachable from a frame) marks the block, and the vault answers nothing more."""
+    """The vault copies only the call the timer's vault has loaded, once, and tells the harness once whether it was
+    a correctness draw: a request the submission sends (its hooks are reachable from a frame) marks the block, and
+    the vault answers nothing more."""
     control, hooks = _delivered(inplace=())
     arenas = [([torch.zeros(2)], [torch.zeros(2)])]
     control.begin_block([(False, False, False, False)])
@@ -98,6 +103,7 @@ def test_a_request_out_of_the_harness_order_fails_the_block(forged: str) -> None
     {
         "second keep": lambda: (hooks["keep"](), hooks["keep"]()),
         "keep before a call": hooks["keep"],
+        "second audited": lambda: (hooks["audited"](), hooks["audited"]()),
         "open": lambda: hooks["open"](arenas, [0]),
         "restore": lambda: (hooks["restore"](), hooks["keep"]()),
         "malformed": lambda: hooks["open"](object(), None),

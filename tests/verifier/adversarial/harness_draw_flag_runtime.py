@@ -2,9 +2,9 @@
 ``string.Formatter().get_field("0.f_locals", ...)``): the call's flags the timer's vault answers (bit 2: audited),
 or what the harness derived from them. Were they found, a submission would run its DSL only on draws; this one
 returns its correct answer when it finds them and a wrong one when it does not: a verdict other than wrong_output
-means the harness's frames told the draws apart. The harness now drops them before run() is called and reads the
-audit's state back from the dispatch stack after it (the draws stay observable by other means: verifier README,
-"Audits are observable")."""
+means the harness's frames told the draws apart. The harness now drops them before run() is called and asks the
+block's vault for the audit again after it (the draws stay observable by other means: verifier README, "Audits
+are observable")."""
 
 # expect: wrong_output
 # problem: p36
