@@ -6,7 +6,7 @@ open. CUDA: one device allocation shared through CUDA IPC; or, for a sandboxed w
 across the sandbox's boundary: "mapping of buffer object failed" on the H200), *staged*: each side holds
 its own device copy and the bytes travel through a memfd, copied in before the block's first call and out
 after its last, outside every timed call. Inputs keep their shapes and strides; output slots are contiguous in the
-shapes the problem declares.
+shapes the problem declares. This module is the verifier's side; the worker maps the block with ``_mapped``.
 """
 
 from __future__ import annotations
