@@ -28,7 +28,9 @@ _Base = torch._C.TensorBase
 # captured when the harness is imported: the worker's guards replace torch.frombuffer for submissions
 _frombuffer, _empty = torch.frombuffer, torch.empty
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux
-_HARNESS_OPS = (
+#: torch functions off and torch's Python dispatch excluded: the harness's own tensor operations run no code of the
+#: submission's (its modes, its tensor subclasses)
+HARNESS_OPS = (
     torch._C.DisableTorchFunction,
     torch._C._ExcludeDispatchKeyGuard,
     torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
@@ -220,7 +222,7 @@ def delivered_lib() -> types.SimpleNamespace:
     """What ``delivered_vault`` calls: C functions, bound when the worker opens it."""
     return types.SimpleNamespace(
         type=type, tuple=tuple, int=int, len=len, zip=zip, BaseException=BaseException, u64=struct.Struct("<Q"),
-        clone=_Base.clone, copy=_Base.copy_, ops=_HARNESS_OPS,
+        clone=_Base.clone, copy=_Base.copy_, ops=HARNESS_OPS,
     )  # fmt: skip
 
 

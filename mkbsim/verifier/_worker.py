@@ -35,7 +35,14 @@ from mkbsim.verifier._control import BLOCK_NONCE, map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._eagerwork import to_python_hook
 from mkbsim.verifier._guards import Guards
-from mkbsim.verifier._mapped import bound_steps, delivered_layout, delivered_lib, delivered_vault, vault_requests
+from mkbsim.verifier._mapped import (
+    HARNESS_OPS,
+    bound_steps,
+    delivered_layout,
+    delivered_lib,
+    delivered_vault,
+    vault_requests,
+)
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import (
     dispatch,
@@ -79,14 +86,10 @@ _is_functional = torch._is_functional_tensor
 _Tensor = torch.Tensor
 _type = type
 _mode_depth = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack)
-_PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
-    torch._C.DispatchKey.PythonTLSSnapshot
-)
 
 
 # the collector's switches as the interpreter has them (the guards refuse ``gc.enable`` to everyone once installed)
 _GC_SWITCHES = (gc.isenabled, gc.disable, gc.enable)
-_HARNESS_OPS = (torch._C.DisableTorchFunction, torch._C._ExcludeDispatchKeyGuard, _PYTHON_KEYS)
 
 _push_mode = torch._C._push_on_torch_dispatch_stack
 _pop_mode = torch._C._pop_torch_dispatch_stack
@@ -294,7 +297,7 @@ class Worker:
         call = protect(
             _call_once, _advance=protect(advance_block, _timer=timer), _arena=requests["arena"],
             _timed=self.timed_call, _null_run=steps["null_run"], _method=MethodType,
-            _flush=self.flusher.buffer.add_ if self.flusher is not None else None, _sync=sync, _ops=_HARNESS_OPS,
+            _flush=self.flusher.buffer.add_ if self.flusher is not None else None, _sync=sync, _ops=HARNESS_OPS,
             _push=_push_mode, _report_inputs=audit["_report_inputs"], _report_result=report,
             _finish=finish, _items=protect(_returned_items, **_ITEMS), _copy_into=copy_into,
             _inplace=tuple(self.setup["inplace"]), _len=len, _exception=BaseException, _isinstance=isinstance,
@@ -305,7 +308,7 @@ class Worker:
         block = protect(
             _run_block, _map=steps["map"], _device=self.device, _open=requests["open"], _keep=requests["keep"],
             _restore=requests["restore"], _sync=sync, _stage_out=steps["stage_out"],
-            _end=protect(end_block, _timer=timer), _call=call, _news=self.news, _ops=_HARNESS_OPS,
+            _end=protect(end_block, _timer=timer), _call=call, _news=self.news, _ops=HARNESS_OPS,
         )  # fmt: skip
         loop: Callable[[Any], None] = protect(
             _serve_blocks, _recv=self.chan.recv, _send=self.chan.send, _block=block, _gc=_GC_SWITCHES
