@@ -71,8 +71,10 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
 
     torch.set_num_threads(threads)
     from mkbsim.catalog import load_catalog
-    from mkbsim.verifier._arena import BlockArenas, map_block
+    from mkbsim.verifier._arena import BlockArenas
     from mkbsim.verifier._control import ControlPage
+    from mkbsim.verifier._mapped import bound_steps
+    from mkbsim.verifier._vault import Registry
     from mkbsim.verifier._worker import Worker
 
     problem = load_catalog().get(PROBLEM)
@@ -127,6 +129,7 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
     def mapped(draws: list[list[Any]]) -> list[Any]:
         block = BlockArenas(draws, out_specs, device)
         desc, fds = block.descriptor()
+        map_block = bound_steps(Registry().protect, device, None)["map"]  # the worker's step, as it binds it
         arenas = map_block(desc, [os.dup(fd) for fd in fds], device)[1]
         block.release_fd()
         return arenas
@@ -137,9 +140,9 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
         args: list[Any] = draws[i] if fresh else fixed
         if arena_mode == "new":
             kept[:] = mapped([args])  # the previous arena is unmapped here, before the timed call, as before
-            args = kept[0].args
+            args = kept[0][0]  # an arena: (its arguments, its output slots)
         elif arena_mode == "block":
-            args = in_block[i].args
+            args = in_block[i][0]
         if gap and variant.endswith("spin-gap"):
             t = time.perf_counter()
             while time.perf_counter() - t < gap:

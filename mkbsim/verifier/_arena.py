@@ -6,12 +6,12 @@ open. CUDA: one device allocation shared through CUDA IPC; or, for a sandboxed w
 across the sandbox's boundary: "mapping of buffer object failed" on the H200), *staged*: each side holds
 its own device copy and the bytes travel through a memfd, copied in before the block's first call and out
 after its last, outside every timed call. Inputs keep their shapes and strides; output slots are contiguous in the
-shapes the problem declares.
+shapes the problem declares. This module is the verifier's side; the worker maps the block with ``_mapped``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import math
 import mmap
 import os
 import weakref
@@ -21,37 +21,55 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier._mapping import map_shared
-
 _ALIGN = 256
 _Base = torch._C.TensorBase
-_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux
-# captured when the harness is imported: the worker's guards replace weakref.finalize for submissions
 _finalize = weakref.finalize
-_cudart = torch.cuda.cudart
 
 
-def _unpin(address: int) -> None:
-    # the process may be ending, or CUDA gone: the mapping's pages go with it then
-    with contextlib.suppress(Exception):
-        _cudart().cudaHostUnregister(address)
+def cuda_pages() -> tuple[Any, Any] | None:
+    """CUDA's ``cudaHostRegister`` and ``cudaHostUnregister`` (C functions), or None without a CUDA runtime."""
+    try:
+        cudart = torch.cuda.cudart()
+        return cudart.cudaHostRegister, cudart.cudaHostUnregister
+    except Exception:  # no CUDA runtime here
+        return None
 
 
-def pin(host: torch.Tensor, owner: object) -> bool:
-    """Page-lock a staged arena's memfd mapping for the copy engines, until ``owner`` is collected.
+def lock_pages(
+    host: torch.Tensor, *, _register: Any, _data_ptr: Any = _Base.data_ptr, _numel: Any = _Base.numel,
+    _int: Any = int, _exception: Any = Exception
+) -> int:  # fmt: skip
+    """Page-lock a staged arena's memfd mapping for the copy engines; its address, to unlock it, or 0.
 
     Pageable copies go through the driver's bounce buffer by CPU memcpy: a 135 MB arena copied in and out
     around every call kept the GPU idle for tens of milliseconds and evicted the host caches, and the next
     call's Python dispatch then ran 4-6x slower than in a plain loop (benchmarks/RESULTS.md, "Cold host on
-    the H200"). Registered pages are copied by DMA. Best effort: False where the driver refuses."""
+    the H200"). Registered pages are copied by DMA. Best effort: 0 where the driver refuses. (Every function it
+    calls is a keyword-only default: the worker runs it as a hook, ``_mapped``.)"""
     try:
-        address, size = host.data_ptr(), host.numel()
-        if size == 0 or int(_cudart().cudaHostRegister(address, size, 0)) != 0:
-            return False
-    except Exception:  # no CUDA runtime here, or a driver refusing to lock these pages
-        return False
-    _finalize(owner, _unpin, address)
-    return True
+        address, size = _data_ptr(host), _numel(host)
+        if size == 0 or _int(_register(address, size, 0)) != 0:
+            return 0
+    except _exception:  # a driver refusing to lock these pages
+        return 0
+    return address
+
+
+def unlock_pages(address: int, *, _unregister: Any, _exception: Any = Exception) -> None:
+    # the process may be ending, or CUDA gone: the mapping's pages go with it then
+    try:
+        _unregister(address)
+    except _exception:
+        return
+
+
+def pin(host: torch.Tensor, owner: object) -> bool:
+    """``lock_pages`` until ``owner`` is collected (the verifier's side of a staged block)."""
+    pages = cuda_pages()
+    address = lock_pages(host, _register=pages[0]) if pages is not None else 0
+    if address:
+        _finalize(owner, unlock_pages, address, _unregister=pages[1])  # type: ignore[index]
+    return bool(address)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -173,106 +191,6 @@ class Arena:
         }
 
 
-@dataclass
-class MappedArena:
-    """Worker side: the arguments for run() and the output slots, over shared memory."""
-
-    args: list[Any]
-    outputs: list[torch.Tensor | None]
-    keepalive: Any
-    base: torch.Tensor | None = None
-    host: torch.Tensor | None = None  # staged: the memfd the bytes travel through (``base`` is this process's own)
-    kept: list[torch.Tensor] | None = None  # the outputs as the last call on this arena left them (``keep``)
-
-    def reserve(self) -> None:
-        """Memory for ``keep``, made and touched when the block is mapped, before its first call: a copy
-        allocated per call would leave each run() fresh pages to fault in, timed as its own work."""
-        self.kept = [_Base.clone(o) for o in self.outputs if o is not None]
-
-    def keep(self) -> None:
-        """The harness's copy of the output slots as the call on this arena delivered them, taken right after
-        the call, out of its timed window, for every call alike: ``restore`` puts it back before the verifier
-        reads the slots, so a later call of the block rewriting them changes nothing. In-place inputs are not
-        copied (a whole cache per call: 9 ms of CPU a call for p25 at SMOKE; verifier README, Known limits)."""
-        for copy, slot in zip(self.kept or (), (o for o in self.outputs if o is not None), strict=True):
-            _Base.copy_(copy, slot)
-
-    def restore(self) -> None:
-        for slot, copy in zip((o for o in self.outputs if o is not None), self.kept or (), strict=True):
-            _Base.copy_(slot, copy)
-
-    def stage_in(self) -> None:
-        """Staged: the block's draws into the worker's own memory (before its first call, outside every timed call)."""
-        if self.host is not None and self.base is not None:
-            _Base.copy_(self.base, self.host)
-            if self.base.is_cuda:
-                torch.cuda.synchronize(self.base.device)
-
-    def stage_out(self) -> None:
-        """Staged: the outputs and in-place inputs back to the verifier (after the block's last call)."""
-        if self.host is not None and self.base is not None:
-            _Base.copy_(self.host, self.base)
-
-    def null_run(self, *args: Any) -> Any:
-        """The harness's own trivial "kernel" (new outputs of the declared form, their bytes left as they are),
-        timed like run() so that the verifier measures the harness around a call in this very process. It does
-        not read the slots: the harness then copies its outputs into slots no one touched since the block was
-        staged in, as it does a submission's (in a block every call's slots are its own)."""
-        made = [_Base.new_empty(o, _Base.size(o)) if o is not None else 0.0 for o in self.outputs]
-        return made[0] if len(made) == 1 else tuple(made)
-
-
-def _mapped(desc: dict[str, Any], base: torch.Tensor, host: torch.Tensor | None, keepalive: Any) -> MappedArena:
-    """The arguments and output slots ``desc`` lays out over ``base``."""
-    inputs = iter(Slot(**s).view(base) for s in desc["inputs"])
-    scalars = desc["scalars"]
-    args = [scalars[i] if i in scalars else next(inputs) for i in range(desc["n_args"])]
-    out_views = [Slot(**s).view(base) for s in desc["outputs"]]
-    outputs: list[torch.Tensor | None] = [None] * desc["n_outputs"]
-    for pos, view in zip(desc["out_positions"], out_views, strict=True):
-        outputs[pos] = view
-    return MappedArena(args=args, outputs=outputs, keepalive=keepalive, base=base, host=host)
-
-
-def _block_memory(desc: dict[str, Any], fds: list[int], device: torch.device) -> MappedArena:
-    """Worker side: a block's whole memory, mapped once (and, staged, copied into this process's own once)."""
-    host: torch.Tensor | None = None
-    if desc.get("staged"):
-        mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
-        host = torch.frombuffer(mm, dtype=torch.uint8)
-        base = torch.empty(desc["nbytes"], dtype=torch.uint8, device=device)
-        keepalive: Any = mm
-    elif "cuda_ipc" in desc:
-        rebuild, rebuild_args = desc["cuda_ipc"]
-        base = rebuild(*rebuild_args)
-        keepalive = base
-    else:
-        # MAP_POPULATE faults the whole mapping in now, before the timed calls: otherwise the first touch of
-        # every page (a minor fault each) would be timed as the submission's work, which a plain process
-        # reusing its own memory never pays.
-        mm = map_shared(fds[0], desc["nbytes"], mmap.MAP_SHARED | _MAP_POPULATE)
-        base = torch.frombuffer(mm, dtype=torch.uint8)
-        keepalive = mm
-    return MappedArena(args=[], outputs=[], keepalive=keepalive, base=base, host=host)
-
-
-def map_block(desc: dict[str, Any], fds: list[int], device: torch.device) -> tuple[MappedArena, list[MappedArena]]:
-    """Worker side: the block's memory (staged in before its first call) and every call's arena over it."""
-    memory = _block_memory(desc, fds, device)
-    assert memory.base is not None
-    if memory.host is not None:
-        pin(memory.host, memory)
-    memory.stage_in()
-    arenas = []
-    for layout in desc["arenas"]:
-        offset, nbytes = layout["offset"], layout["nbytes"]
-        if offset < 0 or offset + nbytes > desc["nbytes"]:
-            raise ValueError("an arena of the block lies outside its memory")
-        arenas.append(_mapped(layout, _Base.__getitem__(memory.base, slice(offset, offset + nbytes)), None, memory))
-        arenas[-1].reserve()
-    return memory, arenas
-
-
 class BlockArenas:
     """Verifier side: the arenas of one block's calls (DESIGN §5, timing), in one allocation: one memfd, one
     mapping in the worker, one staging copy each way, so every call's fresh inputs are in the worker's memory
@@ -327,3 +245,12 @@ class BlockArenas:
 def block_bytes(inputs: Sequence[Any], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None]) -> int:
     """The bytes one call's arena takes in a block."""
     return _arena_layout(inputs, outputs)[2]
+
+
+def delivered_bytes(
+    inputs: Sequence[Any], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None], inplace: Sequence[int]
+) -> int:
+    """The bytes of the worker's copies of what one call delivers (``_mapped.delivered_vault``): its output slots
+    and in-place inputs."""
+    slots = sum(math.prod(shape) * dtype.itemsize for shape, dtype in (o for o in outputs if o is not None))
+    return slots + sum(inputs[i].numel() * inputs[i].element_size() for i in inplace)

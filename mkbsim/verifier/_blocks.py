@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier._arena import BlockArenas, block_bytes
+from mkbsim.verifier._arena import BlockArenas, block_bytes, delivered_bytes
 from mkbsim.verifier._control import MAX_BLOCK_CALLS, ControlPage
 from mkbsim.verifier._judge import fmt
 from mkbsim.verifier._process import WorkerHandle
@@ -166,8 +166,11 @@ def parts(kinds: Sequence[str]) -> list[list[str]]:
 def plan_for(
     shape: Any, device: torch.device, worker_limit: int, warmups: int, scored: Sequence[str], distinct: bool
 ) -> list[list[str]]:
-    """``plan`` for ``shape``'s calls on ``device`` (one draw measures a call's arena)."""
-    per_call = block_bytes(shape.draw(), shape.out_specs)
+    """``plan`` for ``shape``'s calls on ``device`` (one draw measures a call's arena and the worker's copies of what
+    the call delivers)."""
+    draw = shape.draw()
+    # the block's memory, and the worker's copies of what each call delivers (its outputs and in-place inputs)
+    per_call = block_bytes(draw, shape.out_specs) + delivered_bytes(draw, shape.out_specs, shape.inplace)
     return plan(scored, warmups, per_call, budget_bytes(device, worker_limit), distinct)
 
 
@@ -244,7 +247,10 @@ def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tupl
     if not exchange.reply.get("ok") or "calls" not in exchange.reply:
         return exchange.reply, "the worker's answer to a block is not of the harness's form"
     if state["fault"]:
-        return exchange.reply, "the timer's requests came out of the harness's order (a call split or left untimed)"
+        return exchange.reply, (
+            "the harness's requests to its timer or to its copies of the outputs came out of its order (a call split "
+            "or left untimed, a copy forged)"
+        )
     if len(replies) > len(block.calls) or state["loaded"] != len(replies):
         return exchange.reply, (
             f"the worker answered {len(replies)} of the block's {len(block.calls)} calls and its timer started "

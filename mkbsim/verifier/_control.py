@@ -175,8 +175,9 @@ class ControlPage:
         return nonces
 
     def block_state(self) -> dict[str, Any]:
-        """What the timer's vault wrote about the block as a whole: how many slots it loaded, whether a request
-        came out of the harness's order, whether it ended the block (it zeroes BLOCK_CALLS), and its clocks then."""
+        """What the timer's vault wrote about the block as a whole: how many slots it loaded, whether a request (or
+        one to the copies of what the calls delivered, ``_mapped``) came out of the harness's order, whether it
+        ended the block (it zeroes BLOCK_CALLS), and its clocks then."""
         found = {
             "loaded": get(self.buf, BLOCK_NEXT),
             "fault": bool(get(self.buf, BLOCK_FAULT)),

@@ -247,7 +247,11 @@ class VerifierSession:
             return self._eager[key], True
         t0 = time.perf_counter()
         shape = Shape(problem, workload, self.device, protocol.allowance_factor)
-        worker, control, hello = self.start_worker("reference", problem.path, "tirx", protocol)
+        # the harness copies the in-place inputs aside after each call as in the candidate's worker (``_mapped``): the
+        # null calls calibrated here then cost what the candidate's cost
+        worker, control, hello = self.start_worker(
+            "reference", problem.path, "tirx", protocol, extra={"inplace": list(shape.inplace)}
+        )  # fmt: skip
         timed: list[float] = []
         trips: list[float] = []
         nulls: list[float] = []

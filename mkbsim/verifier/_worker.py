@@ -29,13 +29,20 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mkbsim.verifier._arena import MappedArena, map_block
 from mkbsim.verifier._attribution import attribution_config
 from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answer_signer, signer_lib
 from mkbsim.verifier._control import BLOCK_NONCE, map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._eagerwork import to_python_hook
 from mkbsim.verifier._guards import Guards
+from mkbsim.verifier._mapped import (
+    HARNESS_OPS,
+    bound_steps,
+    delivered_layout,
+    delivered_lib,
+    delivered_vault,
+    vault_requests,
+)
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import (
     dispatch,
@@ -79,14 +86,10 @@ _is_functional = torch._is_functional_tensor
 _Tensor = torch.Tensor
 _type = type
 _mode_depth = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack)
-_PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
-    torch._C.DispatchKey.PythonTLSSnapshot
-)
 
 
 # the collector's switches as the interpreter has them (the guards refuse ``gc.enable`` to everyone once installed)
 _GC_SWITCHES = (gc.isenabled, gc.disable, gc.enable)
-_HARNESS_OPS = (torch._C.DisableTorchFunction, torch._C._ExcludeDispatchKeyGuard, _PYTHON_KEYS)
 
 _push_mode = torch._C._push_on_torch_dispatch_stack
 _pop_mode = torch._C._pop_torch_dispatch_stack
@@ -257,7 +260,10 @@ class Worker:
                 "_report_end": registry.protect(report_end, _send=send),
             }  # fmt: skip
             report = registry.protect(report_result, _send=send)
-        loop = self.call_path(registry, timer, audit, report)
+        delivered = registry.open(
+            delivered_vault, page, delivered_lib(), delivered_layout(), tuple(self.setup["inplace"])
+        )  # fmt: skip
+        loop = self.call_path(registry, timer, delivered, audit, report)
         if self.guards is not None:
             self.guards.install_audit_hook()
         registry.objects.clear()
@@ -266,41 +272,48 @@ class Worker:
         del page
         return loop
 
-    def call_path(self, registry: Registry, timer: Any, audit: dict[str, Any], report: Any) -> Callable[[Any], None]:
+    def call_path(
+        self, registry: Registry, timer: Any, delivered: Any, audit: dict[str, Any], report: Any
+    ) -> Callable[[Any], None]:  # fmt: skip
         """The hooks of the per-call path (``_serve_blocks`` down to ``timed_call``), bound to the vaults' hooks,
         C functions and the Worker's fact-finding methods."""
         protect = registry.protect
         cuda = self.device.type == "cuda"
-        sync = torch.cuda.synchronize if cuda else None
+        # the device's synchronisation as a C function (torch.cuda.synchronize is Python, over module globals)
+        sync = torch._C._cuda_synchronize if cuda else None
         mode_ops = {"_depth": _mode_depth, "_mode": audit["_mode"], "_ask": audit["_ask"]}
-        finish = protect(_finish_call, _report_end=audit["_report_end"], _top=_top_mode, _pop=_pop_mode, **mode_ops)
         copy_into = protect(
             _copy_into_slots, _len=len, _zip=zip, _type=_type, _Tensor=_Tensor, _layout=_layout, _strided=torch.strided,
             _functional=_is_functional, _zerotensor=_zerotensor, _device=_device, _device_type=self.device.type,
             _dtype=_dtype, _size=_size, _copy=_copy, _sync=sync,
         )  # fmt: skip
+        steps, requests = bound_steps(protect, self.device, sync), vault_requests(protect, delivered)
+        finish = protect(
+            _finish_call, _report_end=audit["_report_end"], _audited=requests["audited"], _top=_top_mode,
+            _pop=_pop_mode, **mode_ops,
+        )  # fmt: skip
         # the same hook as the harness's bound one, kept for benchmarks/verifier_overhead.py: nothing calls it from here
         self.timed_call = protect(timed_call, _timer=timer, _clock=_perf_counter)
         call = protect(
-            _call_once, _timed=self.timed_call,
-            _null_run=MappedArena.null_run, _method=MethodType,
-            _flush=self.flusher.buffer.add_ if self.flusher is not None else None, _sync=sync, _ops=_HARNESS_OPS,
-            _push=_push_mode, _report_inputs=audit["_report_inputs"], _report_result=report, _finish=finish,
-            _items=protect(_returned_items, **_ITEMS), _copy_into=copy_into, _inplace=tuple(self.setup["inplace"]),
-            _len=len, _exception=BaseException, _threads_before=self.threads_before, _clocks_before=self.clocks_before,
-            _moved=moved, _threads_after=self.threads_after, _describe=structure, _aliases=self.aliases,
-            _error=self.error, _news=self.news, **mode_ops,
+            _call_once, _advance=protect(advance_block, _timer=timer), _arena=requests["arena"],
+            _timed=self.timed_call, _null_run=steps["null_run"], _method=MethodType,
+            _flush=self.flusher.buffer.add_ if self.flusher is not None else None, _sync=sync, _ops=HARNESS_OPS,
+            _push=_push_mode, _report_inputs=audit["_report_inputs"], _report_result=report,
+            _finish=finish, _items=protect(_returned_items, **_ITEMS), _copy_into=copy_into,
+            _inplace=tuple(self.setup["inplace"]), _len=len, _exception=BaseException, _isinstance=isinstance,
+            _threads_before=self.threads_before, _clocks_before=self.clocks_before, _moved=moved,
+            _threads_after=self.threads_after, _describe=structure, _aliases=self.aliases, _error=self.error,
+            _news=self.news, **mode_ops,
         )  # fmt: skip
         block = protect(
-            _run_block, _map=map_block, _device=self.device, _keep=MappedArena.keep, _restore=MappedArena.restore,
-            _sync=sync, _stage_out=MappedArena.stage_out,
-            _advance=protect(advance_block, _timer=timer), _end=protect(end_block, _timer=timer), _call=call,
-            _news=self.news, _ops=_HARNESS_OPS, _exception=BaseException, _isinstance=isinstance,
+            _run_block, _map=steps["map"], _device=self.device, _open=requests["open"], _keep=requests["keep"],
+            _restore=requests["restore"], _sync=sync, _stage_out=steps["stage_out"],
+            _end=protect(end_block, _timer=timer), _call=call, _news=self.news, _ops=HARNESS_OPS,
         )  # fmt: skip
         loop: Callable[[Any], None] = protect(
             _serve_blocks, _recv=self.chan.recv, _ready=self.chan.wait_readable, _send=self.chan.send, _block=block,
             _gc=_GC_SWITCHES, _collect=gc.collect,
-        )
+        )  # fmt: skip
         return loop
 
     def hide_harness(self) -> None:
@@ -468,60 +481,65 @@ def _serve_blocks(fn: Any, *, _recv: Any, _ready: Any, _send: Any, _block: Any, 
             reply, _held = _block(fn, msg.pop("block"), fds, msg["calls"], msg["flush"])
             del msg, fds
             _send(reply)
-            del reply
+            del reply  # a draw's answer names its audit's facts: not left for the next block's calls to read
     finally:
         if enabled:
             _gc[2]()
 
 
 def _run_block(
-    fn: Any, layout: Any, fds: Any, calls: Any, flush: bool, *, _map: Any, _device: Any, _keep: Any, _restore: Any,
-    _sync: Any, _stage_out: Any,
-    _advance: Any, _end: Any, _call: Any, _news: Any, _ops: Any, _exception: Any, _isinstance: Any
+    fn: Any, layout: Any, fds: Any, calls: Any, flush: bool, *, _map: Any, _device: Any, _open: Any, _keep: Any,
+    _restore: Any, _sync: Any, _stage_out: Any, _end: Any, _call: Any, _news: Any, _ops: Any
 ) -> tuple[dict[str, Any], Any]:  # fmt: skip
     """A block of calls back to back (DESIGN §5, timing): every call's inputs were staged in before the first,
-    nothing but each call's own bookkeeping runs between them (its outputs copied into its slots, where they
-    stay), and one answer comes for all. The message is the same for every kind of call: the timer's vault says
-    which are null calls as each starts; which are evidence calls, the gate reads in the control page. The block
-    stops at a call whose answer fails it. Returns the answer and the block's memory, which the caller holds until
-    the verifier has read the slots (``_serve_blocks``)."""
+    nothing but each call's own bookkeeping runs between them (its outputs and in-place inputs copied aside by the
+    block's ``delivered_vault``, which puts them back after the last call), and one answer comes for all. The
+    message is the same for every kind of call: the timer's vault says which are null calls as each starts; which
+    are evidence calls, the gate reads in the control page. The arenas go to the vault as soon as they are mapped:
+    this frame holds the block's memory, never another call's arena or the copies. The block stops at a call whose
+    answer fails it. Returns the answer, and the block's memory and copies, which the caller holds until the verifier
+    has read the slots (``_serve_blocks``)."""
     with _ops[0](), _ops[1](_ops[2]):
         memory, arenas = _map(layout, fds, _device)
-    del layout, fds
+        _open(arenas, calls)
+    del layout, fds, arenas
     replies = []
+    held = None
     try:
-        for index in calls:
-            flags = _advance()  # the timer's vault moves to this call's slot
-            if _isinstance(flags, _exception):
-                raise flags
-            # None: out of order (the vault marked the block for the verifier)
-            reply = _call(fn, arenas[index], flush, flags or 0)
-            del flags
+        for _ in calls:
+            reply = _call(fn, flush)
             with _ops[0](), _ops[1](_ops[2]):
-                _keep(arenas[index])
+                _keep()
             replies.append(reply)
             if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):
                 break
     finally:
         _end()
         with _ops[0](), _ops[1](_ops[2]):
-            for arena in arenas:  # what each call delivered, whatever a later call wrote over it
-                _restore(arena)
+            held = _restore()  # what each call delivered, whatever a later call wrote over it
             if _sync is not None:
                 _sync()
             _stage_out(memory)
-    return {"ok": True, "calls": replies, **_news()}, (memory, arenas)
+    return {"ok": True, "calls": replies, **_news()}, (memory, held)
 
 
 def _call_once(
-    fn: Any, arena: Any, flush: bool, flags: int, *, _timed: Any, _null_run: Any, _method: Any, _flush: Any,
-    _sync: Any, _ops: Any, _depth: Any, _push: Any, _mode: Any, _ask: Any, _report_inputs: Any, _report_result: Any,
-    _finish: Any, _items: Any, _copy_into: Any, _inplace: Any, _len: Any, _exception: Any, _threads_before: Any,
-    _clocks_before: Any, _moved: Any, _threads_after: Any, _describe: Any, _aliases: Any, _error: Any, _news: Any
+    fn: Any, flush: bool, *, _advance: Any, _arena: Any, _timed: Any, _null_run: Any, _method: Any, _flush: Any,
+    _sync: Any, _ops: Any, _depth: Any, _push: Any, _mode: Any, _ask: Any, _report_inputs: Any,
+    _report_result: Any, _finish: Any, _items: Any, _copy_into: Any, _inplace: Any, _len: Any, _exception: Any,
+    _isinstance: Any, _threads_before: Any, _clocks_before: Any, _moved: Any, _threads_after: Any, _describe: Any,
+    _aliases: Any, _error: Any, _news: Any
 ) -> dict[str, Any]:  # fmt: skip
-    """One call of a block: flags 1 a null call (the harness's own trivial kernel), 2 a correctness draw."""
-    null = flags & 1
-    audit = flags & 2 and _mode is not None and not null
+    """One call of a block, on the arena of the call the timer's vault loads: flags 1 a null call (the harness's own
+    trivial kernel), 2 a correctness draw. The flags are dropped before the call (a frame below run() holds nothing
+    that tells a draw apart) and the block's vault answers the audit again after it (``_finish_call``)."""
+    flags = _advance()  # the timer's vault moves to this call's slot
+    if _isinstance(flags, _exception):
+        raise flags
+    flags = flags or 0  # None: out of order (the vault marked the block for the verifier)
+    args, outputs = _arena() or ([], [])
+    audit = flags & 2 and _mode is not None and not flags & 1
+    call = _method(_null_run, outputs) if flags & 1 else fn
     if _flush is not None and flush:
         with _ops[0](), _ops[1](_ops[2]):
             _flush(1)
@@ -530,22 +548,24 @@ def _call_once(
     modes_before = _depth[0]() + _depth[1]()
     if modes_before:  # a mode entered between calls (from a finalizer, say): the call is not run
         return {"ok": True, "ran": False, "modes": modes_before, "left_mode": False, **_news()}
-    call = _method(_null_run, arena) if null else fn
-    before = _threads_before(audit)
+    # the threads when the call starts, their CPU clocks and the operators of those that count theirs: read on every
+    # call alike (what a draw needs), so that nothing here differs on a draw
+    before = _threads_before(True)
     if _ask is not None:
         _ask(("between", False))
     if audit:
         with _ops[0](), _ops[1](_ops[2]):
-            _report_inputs(arena.args)
+            _report_inputs(args)
         _push(_mode)
-    # the other threads when the call starts, their CPU clocks and the operators of those that count theirs
-    others = _clocks_before(audit)
+    others = _clocks_before(True)
+    del flags, audit
     try:
-        result = _timed(call, arena.args)
+        result = _timed(call, args)
     except _exception as exc:  # the submission's exception (SystemExit too), reported as data
-        return {"ok": False, "error": _error(exc), "left_mode": _finish(audit), **_news()}
+        return {"ok": False, "error": _error(exc), "left_mode": _finish()[1], **_news()}
+    audit, left = _finish()
     woken = _moved(others[0])
-    reply = {"ok": True, "left_mode": _finish(audit), **_threads_after(before, others, woken, audit)}
+    reply = {"ok": True, "left_mode": left, **_threads_after(before, others, woken, audit)}
     reply["modes"] = modes_before + _depth[0]() + _depth[1]()
     if reply["modes"] or reply["left_mode"]:
         # A mode active now would run the submission's code inside the harness's own tensor
@@ -553,27 +573,29 @@ def _call_once(
         reply.update(structure={}, alias=[], copied=False, **_news())
         return reply
     with _ops[0](), _ops[1](_ops[2]):
-        n_outputs = _len(arena.outputs)
+        n_outputs = _len(outputs)
         items = _items(result, n_outputs)
         if _report_result is not None:  # every call alike: the vault reads it on draws and evidence calls
             reported = items[:]
             for i in _inplace:
-                reported.append(arena.args[i])
+                reported.append(args[i])
             _report_result(reported)
         reply["structure"] = _describe(result, items, n_outputs)
-        reply["alias"] = _aliases(items, arena.args)
-        reply["copied"] = _copy_into(items, arena.outputs)
+        reply["alias"] = _aliases(items, args)
+        reply["copied"] = _copy_into(items, outputs)
     reply.update(_news())
     return reply
 
 
 def _finish_call(
-    audit: bool, *, _report_end: Any, _depth: Any, _top: Any, _pop: Any, _mode: Any, _ask: Any
-) -> bool:  # fmt: skip
-    """Undo what a correctness draw armed; whether the submission left its own mode on the stack. The gate's
-    vault writes the call's DSL time (the timer has stopped: on cuda the device is idle)."""
+    *, _report_end: Any, _audited: Any, _depth: Any, _top: Any, _pop: Any, _mode: Any, _ask: Any
+) -> tuple[bool, bool]:  # fmt: skip
+    """Undo what a correctness draw armed: (whether the call was audited, asked of the block's vault after the call;
+    whether the submission left its own mode on the stack, or took the harness's off it). The gate's vault writes
+    the call's DSL time (the timer has stopped: on cuda the device is idle)."""
     if _report_end is not None:
         _report_end()
+    audit = _mode is not None and _audited() == 1
     left = False
     if audit:
         left = _depth[1]() == 0 or _top(_depth[1]() - 1) is not _mode
@@ -581,7 +603,7 @@ def _finish_call(
             _pop(None)
     if _ask is not None:
         _ask(("between", True))
-    return left
+    return audit, left
 
 
 def _returned_items(result: Any, n_outputs: int, *, _type: Any, _issubclass: Any, _tuple: Any, _list: Any) -> Any:

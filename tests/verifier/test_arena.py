@@ -7,9 +7,13 @@ import os
 import pytest
 import torch
 
-from mkbsim.verifier._arena import BlockArenas, map_block
+from mkbsim.verifier._arena import BlockArenas
+from mkbsim.verifier._mapped import bound_steps
+from mkbsim.verifier._vault import Registry
 
 CPU = torch.device("cpu")
+STEPS = bound_steps(Registry().protect, CPU, None)  # the worker's steps, as it binds them
+map_block = STEPS["map"]  # an arena: (its arguments, its output slots)
 
 
 def test_inputs_and_output_slots_round_trip_through_a_memfd() -> None:
@@ -21,10 +25,10 @@ def test_inputs_and_output_slots_round_trip_through_a_memfd() -> None:
     _, (mapped,) = map_block(desc, [os.dup(fds[0])], CPU)  # the worker receives its own descriptor
     block.release_fd()
     arena = block.arenas[0]
-    x, s, b, t = mapped.args
+    x, s, b, t = mapped[0]
     assert x.stride() == (1, 3) and torch.equal(x, transposed)
     assert s == 2.5 and torch.equal(b, broadcast) and torch.equal(t, scalar_tensor)
-    slot, scalar_slot = mapped.outputs
+    slot, scalar_slot = mapped[1]
     assert scalar_slot is None and slot is not None and slot.dtype == torch.bfloat16
     slot.fill_(7)
     x.zero_()  # a mutation by the worker is visible to the verifier
@@ -39,10 +43,11 @@ def test_every_call_of_a_block_has_its_own_inputs_and_output_slots() -> None:
     _, mapped = map_block(desc, [os.dup(fds[0])], CPU)
     block.release_fd()
     for i, arena in enumerate(mapped):
-        assert torch.equal(arena.args[0], torch.full((2, 3), float(i))) and arena.args[1] == float(i)
-        assert arena.outputs[0] is not None and not arena.outputs[0].any()  # output slots start zeroed
-        arena.outputs[0].fill_(10 + i)
-    spans = {a.args[0].data_ptr() for a in mapped} | {o.data_ptr() for a in mapped for o in a.outputs if o is not None}
+        args, outputs = arena
+        assert torch.equal(args[0], torch.full((2, 3), float(i))) and args[1] == float(i)
+        assert outputs[0] is not None and not outputs[0].any()  # output slots start zeroed
+        outputs[0].fill_(10 + i)
+    spans = {a[0][0].data_ptr() for a in mapped} | {o.data_ptr() for a in mapped for o in a[1] if o is not None}
     assert len(spans) == 6  # no two calls share a buffer
     assert [int(a.out_views[0][0, 0]) for a in block.arenas] == [10, 11, 12]
 
@@ -54,16 +59,16 @@ def test_a_staged_block_copies_the_draws_in_and_what_the_worker_wrote_back() -> 
     assert desc["staged"] and "cuda_ipc" not in desc
     memory, (mapped,) = map_block(desc, [os.dup(fds[0])], CPU)
     block.release_fd()
-    assert memory.base is not None and memory.host is not None
-    assert memory.base.data_ptr() != memory.host.data_ptr()  # the worker's own memory, not the shared bytes
+    base, host = memory[0], memory[1]
+    assert base.data_ptr() != host.data_ptr()  # the worker's own memory, not the shared bytes
     arena = block.arenas[0]
-    x, s = mapped.args
+    x, s = mapped[0]
     assert torch.equal(x, torch.arange(6.0).reshape(2, 3)) and s == 1.5
-    assert mapped.outputs[0] is not None
-    mapped.outputs[0].fill_(4)
+    assert mapped[1][0] is not None
+    mapped[1][0].fill_(4)
     x.add_(1)  # an in-place update
     assert not arena.out_views[0].any(), "nothing reaches the verifier before the worker stages out"
-    memory.stage_out()
+    STEPS["stage_out"](memory)
     block.arrived()
     assert torch.equal(arena.out_views[0], torch.full((2, 3), 4.0))
     assert torch.equal(arena.args[0], torch.arange(6.0).reshape(2, 3) + 1)

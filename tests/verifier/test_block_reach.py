@@ -5,13 +5,15 @@ work several calls need, done in a few of them, shows in the block's total."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from mkbsim.verifier import VerifierSession, _blocks
-from mkbsim.verifier._arena import MappedArena
+from mkbsim.verifier import VerifierSession, _blocks, _control
+from mkbsim.verifier._mapped import delivered_layout, delivered_lib, delivered_vault, vault_requests
 from mkbsim.verifier._trusted import Trusted
+from mkbsim.verifier._vault import Registry
 from tests.kits.timing_rules import timing_rules_off
 
 EVIDENCE = Path(__file__).with_name("evidence")
@@ -45,17 +47,71 @@ def test_the_rule_bounds_what_moving_work_between_calls_gains() -> None:
         assert (_blocks.total_check([calls + _calls([harness] * 25, "null")], "cpu")[1] is None) is passes
 
 
-def test_the_outputs_a_call_delivered_are_put_back_over_a_later_rewrite() -> None:
-    out, second = torch.zeros(4), torch.zeros(2, dtype=torch.int32)
-    arena = MappedArena(args=[torch.zeros(4)], outputs=[out, None, second], keepalive=None)
-    arena.reserve()
-    out.fill_(1.0)  # what the call delivered
-    second.fill_(3)
-    arena.keep()
-    out.fill_(2.0)  # a later call's rewrite
-    second.fill_(9)
-    arena.restore()
-    assert out.tolist() == [1.0] * 4 and second.tolist() == [3, 3]
+def _delivered(inplace: tuple[int, ...]) -> tuple[_control.ControlPage, dict[str, Any]]:
+    """A control page and the harness's hooks to a ``delivered_vault`` over it."""
+    control, registry = _control.ControlPage(), Registry()
+    send = registry.open(delivered_vault, control.buf, delivered_lib(), delivered_layout(), inplace)
+    return control, vault_requests(registry.protect, send)
+
+
+def test_the_outputs_and_in_place_results_a_call_delivered_are_put_back_over_a_later_rewrite() -> None:
+    """Each call's output slots and in-place inputs, copied aside right after it, go back after the block: a later
+    call (or code between calls) rewriting them changes nothing (adversarial/block_slot_rewrite_p36.py,
+    block_inplace_rewrite_p25.py)."""
+    control, hooks = _delivered(inplace=(1,))
+    arenas: list[tuple[list[torch.Tensor], list[Any]]] = [
+        ([torch.zeros(4), torch.zeros(3)], [torch.zeros(4), None, torch.zeros(2, dtype=torch.int32)]) for _ in range(2)
+    ]
+    control.begin_block([(False, False, False, False)] * 2)
+    hooks["open"](arenas, [0, 1])
+    for call in range(2):
+        _control.put(control.buf, _control.BLOCK_NEXT, call + 1)  # the timer's vault loads the call...
+        _control.put(control.buf, _control.AUDIT, call)  # ...and its orders: the second call is a correctness draw
+        args, outputs = hooks["arena"]()
+        assert args is arenas[call][0]
+        outputs[0].fill_(1.0 + call)  # what the call delivered
+        outputs[2].fill_(3)
+        args[1].fill_(5.0)
+        assert hooks["audited"]() == call  # asked after the call
+        hooks["keep"]()
+        for args, outputs in arenas:  # a later rewrite of every call's slots and in-place input
+            outputs[0].fill_(9.0)
+            outputs[2].fill_(9)
+            args[1].fill_(9.0)
+    _control.put(control.buf, _control.BLOCK_CALLS, 0)  # the timer's END
+    assert hooks["restore"]() is not None
+    assert not _control.get(control.buf, _control.BLOCK_FAULT)
+    for call, (args, outputs) in enumerate(arenas):
+        assert outputs[0].tolist() == [1.0 + call] * 4 and outputs[2].tolist() == [3, 3]
+        assert args[1].tolist() == [5.0] * 3 and args[0].tolist() == [0.0] * 4  # an input not in place: not kept
+    control.close()
+
+
+@pytest.mark.parametrize(
+    "forged", ["second keep", "keep before a call", "second audited", "open", "restore", "malformed"]
+)
+def test_a_request_out_of_the_harness_order_fails_the_block(forged: str) -> None:
+    """The vault copies only the call the timer's vault has loaded, once, and tells the harness once whether it was
+    a correctness draw: a request the submission sends (its hooks are reachable from a frame) marks the block, and
+    the vault answers nothing more."""
+    control, hooks = _delivered(inplace=())
+    arenas = [([torch.zeros(2)], [torch.zeros(2)])]
+    control.begin_block([(False, False, False, False)])
+    hooks["open"](arenas, [0])
+    if forged != "keep before a call":
+        _control.put(control.buf, _control.BLOCK_NEXT, 1)
+    {
+        "second keep": lambda: (hooks["keep"](), hooks["keep"]()),
+        "keep before a call": hooks["keep"],
+        "second audited": lambda: (hooks["audited"](), hooks["audited"]()),
+        "open": lambda: hooks["open"](arenas, [0]),
+        "restore": lambda: (hooks["restore"](), hooks["keep"]()),
+        "malformed": lambda: hooks["open"](object(), None),
+    }[forged]()
+    assert _control.get(control.buf, _control.BLOCK_FAULT) == 1
+    _control.put(control.buf, _control.BLOCK_NEXT, 1)
+    assert hooks["arena"]() is None
+    control.close()
 
 
 def test_work_moved_into_one_call_of_a_block_fails_the_block_total_alone(

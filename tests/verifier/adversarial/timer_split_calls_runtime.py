@@ -44,7 +44,7 @@ def _harness():
         timer = timer or frame.f_locals.get("_timer")
         worker = worker or getattr(frame.f_locals.get("self"), "report_end", None)
         finish = frame.f_locals.get("_finish")  # the harness's end of a call (its gate record) as a bound step
-        worker = worker or (finish and (lambda finish=finish: finish(False)))
+        worker = worker or (finish and (lambda finish=finish: finish()))
         frame = frame.f_back
     return timer, worker
 
