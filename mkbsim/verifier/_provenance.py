@@ -526,17 +526,27 @@ def provenance_vault(
         except lib.BaseException:
             return None
 
+    # the footprint's reads, bound once: it runs on every launch of every call, where each attribute read of ``lib``
+    # costs as much as one of the C calls
+    tensor_type, strided, layout_of, is_contiguous = lib.Tensor, lib.strided, lib.layout_of, lib.is_contiguous
+    nbytes, ffi_tensors, type_of, id_of = lib.nbytes, lib.ffi_tensors, lib.type, lib.id
+
     def footprint(positional: Any) -> int:
         """The bytes a launch's tensor arguments span (every call, the scored ones too: a few reads per argument,
         no copy): a launch over one row of what the watched calls launched over spans one row's bytes. TVM's own
         tensors are read through their torch view; a CuTe launch's arguments (one array of pointers) span none."""
         total = 0
         for arg in positional[1:]:
-            if lib.id(lib.type(arg)) in lib.ffi_tensors:
+            kind = type_of(arg)
+            if kind is not tensor_type:  # torch's tensor first: the common argument skips the TVM check
+                if id_of(kind) not in ffi_tensors:
+                    continue
                 arg = ffi_view(arg)
-            if lib.type(arg) is lib.Tensor and lib.layout_of(arg) is lib.strided:
-                if lib.is_contiguous(arg):  # its span: one C call (a launch's few µs matter on scored calls)
-                    total += lib.nbytes(arg)
+                if type_of(arg) is not tensor_type:
+                    continue
+            if layout_of(arg) is strided:
+                if is_contiguous(arg):  # its span: one C call (a launch's few µs matter on scored calls)
+                    total += nbytes(arg)
                 else:
                     lo, hi = span(arg)
                     total += hi - lo

@@ -218,6 +218,32 @@ def test_a_scored_call_counts_its_launches_and_nothing_else(page: mmap.mmap) -> 
             assert requests == [1, 1] and _control.get(page, _control.DSL_MS) == 0.0 and listed == 0
 
 
+def test_a_launch_footprint_is_the_bytes_its_tensor_arguments_span(page: mmap.mmap) -> None:
+    """The footprint (``_judge.scored_footprint``), read on every launch of a scored call: a contiguous tensor's
+    bytes, a strided view's span from its first element to its last (an expanded row spans one row, not the
+    elements it repeats), a TVM tensor's memory through its torch view, nothing for a sparse tensor or a number;
+    summed over the call's launches."""
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    registry = Registry()
+    send = registry.open(provenance_vault, page, provenance_lib(torch.device("cpu")), page_layout(), [], [], {})
+
+    def kernel(target: Any, *args: Any) -> None:  # the gate skips the target, as a TVM FFI call's function
+        return None
+
+    send((0, kernel, "launch"))
+    send((0, None, None))
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    contiguous, expanded, columns = torch.zeros(10), torch.zeros(4).expand(8, 4), torch.zeros(8, 8)[:, :2]
+    ffi_tensor, sparse = tvm_ffi.from_dlpack(torch.zeros(6)), torch.zeros(3).to_sparse()
+    _arm(page, 1)
+    _control.put(page, _control.FOOTPRINT, 0)
+    launch("target", contiguous, expanded, columns, ffi_tensor, sparse, 5)
+    launch("target", contiguous)
+    spans = 10 * 4 + 4 * 4 + (7 * 8 + 2) * 4 + 6 * 4
+    assert _control.get(page, _control.FOOTPRINT) == spans + 10 * 4
+    assert _control.get(page, _control.LAUNCHES) == 2
+
+
 def _fp8_without_take(lib: types.SimpleNamespace) -> types.SimpleNamespace:
     """The vault's functions as on a CUDA device, which has no take kernel for one-byte floats."""
     take = lib.take
