@@ -89,8 +89,11 @@ DECODE_UNORDERED_COMMON = 256
 #: An operand of more than this many times the changed elements is not fitted order-free (its sort's cost); one of
 #: up to this many is, less its commonest value's excess copies (an answer parked in a table of fill values).
 DECODE_UNORDERED_TABLE = 4
-#: A value's count is its count in the output within one in this many (``_as_often``).
-DECODE_UNORDERED_SLACK = 16
+#: A value's count is its count in the output within this fraction of its square root (``_as_often``).
+DECODE_UNORDERED_SLACK = 4
+#: Rank pairs the map is fitted on, where the sampled ones hold it (its precision at a bfloat16 output: most elements
+#: keep their value; the cost of a launch of a million elements).
+DECODE_UNORDERED_FIT = 1 << 16
 
 
 def bound() -> types.SimpleNamespace:
@@ -113,7 +116,7 @@ def bound() -> types.SimpleNamespace:
         mode=base.mode, arange=fns.arange, matmul=base.matmul, unfold=base.unfold, argmax=base.argmax,
         argmin=base.argmin, cumsum=base.cumsum, mean=base.mean, unsqueeze=base.unsqueeze,
         lstsq=torch.linalg.lstsq, log=base.log, exp=base.exp, lt=base.lt, ge=base.ge, flip=base.flip, round=round,
-        rounded=base.round, randint=fns.randint, zeros=fns.zeros, index_put_=base.index_put_,
+        rounded=base.round, randint=fns.randint, sqrt=base.sqrt, zeros=fns.zeros, index_put_=base.index_put_,
         is_floating=base.is_floating_point, is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__,
         device_of=base.__dict__["device"].__get__, float64=torch.float64, float32=torch.float32, bool_=torch.bool,
         int64=torch.int64, inf=float("inf"), nan=float("nan"),
@@ -129,7 +132,7 @@ def bound() -> types.SimpleNamespace:
         unordered_limit=DECODE_UNORDERED_LIMIT, unordered_bits=DECODE_UNORDERED_BITS,
         unordered_steps=DECODE_UNORDERED_STEPS, unordered_common=DECODE_UNORDERED_COMMON,
         unordered_chance=DECODE_UNORDERED_CHANCE, unordered_table=DECODE_UNORDERED_TABLE,
-        unordered_slack=DECODE_UNORDERED_SLACK,
+        unordered_slack=DECODE_UNORDERED_SLACK, unordered_fit=DECODE_UNORDERED_FIT,
     )  # fmt: skip
 
 
@@ -783,21 +786,38 @@ def _quantile_maps(d: Any, a: Any, b: Any) -> Any:
 
 
 def _line(d: Any, x: Any, target: Any, sign: Any, at: Any) -> Any:
-    """The least-squares line through (``x``, ``target``) at ``at``, back to values (``sign``: the target is the log
-    of the values' magnitudes, of that sign), or None. Values (no ``sign``) are fitted again by their relative error,
-    weighted by the first line's magnitude (a float output's rounding is relative: near zero its values are exact)."""
-    design = d.stack([x, d.ones_like(x)], 1)
-    solution = _solved(d, design, target)
-    if solution is None:
+    """The least-squares line through (``x``, ``target``), at ``at`` and back to values (``sign``: the target is the
+    log of the values' magnitudes, of that sign), or None. Values (no ``sign``) are fitted again by their relative
+    error, weighted by the first line's magnitude (a float output's rounding is relative: near zero it is fine)."""
+    keep = d.to(d.logical_and(d.isfinite(x), d.isfinite(target)), d.float64)
+    line = _weighted_line(d, x, target, keep)
+    if line is None:
         return None
     if sign is None:
-        first = d.abs(d.reshape(d.matmul(design, solution), (-1,)))
-        weight = d.unsqueeze(d.div(d.ones_like(first), d.add(first, d.float(d.amax(first)) * 2.0**-24 + 1e-300)), 1)
-        solution = _solved(d, d.mul(design, weight), d.mul(target, d.reshape(weight, (-1,))))
-        if solution is None:
+        magnitude = d.abs(d.add(d.mul(x, line[0]), line[1]))
+        weight = d.div(keep, d.add(magnitude, d.float(d.amax(magnitude)) * 2.0**-24 + 1e-300))
+        line = _weighted_line(d, x, target, d.mul(weight, weight))
+        if line is None:
             return None
-    line = d.add(d.mul(at, d.float(solution[0, 0])), d.float(solution[1, 0]))
-    return line if sign is None else d.mul(d.exp(line), sign)
+    mapped = d.add(d.mul(at, line[0]), line[1])
+    return mapped if sign is None else d.mul(d.exp(mapped), sign)
+
+
+def _weighted_line(d: Any, x: Any, y: Any, weight: Any) -> Any:
+    """The slope and intercept minimising the ``weight``-ed squared misses of ``y`` by ``x`` (weight 0: left out);
+    None where ``x`` is constant."""
+    total = d.float(d.sum(weight))
+    if not total > 0:
+        return None
+    used = d.gt(weight, 0)
+    x0, y0 = d.where(used, x, d.zeros_like(x)), d.where(used, y, d.zeros_like(y))
+    mx, my = d.float(d.sum(d.mul(weight, x0))) / total, d.float(d.sum(d.mul(weight, y0))) / total
+    dx = d.sub(x0, mx)
+    spread = d.float(d.sum(d.mul(weight, d.mul(dx, dx))))
+    if not spread > 0:
+        return None
+    slope = d.float(d.sum(d.mul(weight, d.mul(dx, d.sub(y0, my))))) / spread
+    return slope, my - slope * mx
 
 
 def _unordered(d: Any, y: Any, operands: Any, t: Any, generator: Any, tolerances: Any) -> Any:
@@ -806,15 +826,18 @@ def _unordered(d: Any, y: Any, operands: Any, t: Any, generator: Any, tolerances
     order (rank by rank, fitted on a sample of ranks) holds their values with their multiplicity, at the output's
     precision (``_ordered_keys``), beyond chance (the same question asked of a neighbouring key, as the vault's copies
     in any order): a permutation of a decoded answer. Returns (score, the map's name, per element of ``y`` whether the
-    mapped operand holds its value as often as ``y`` does), or None where nothing is judged."""
+    mapped operand holds its value as often as ``y`` does: None under ``DECODE_SHARE``), or None where nothing is
+    judged."""
     n = d.numel(y)
     if n > d.unordered_limit or d.dtype_of(t) == d.bool_ or not d.bool(d.all(d.isfinite(y))):
         return None
-    mine = _ordered_keys(d, y, t)
-    keys = d.sort(mine)[0]
+    ys = d.sort(y)[0]
+    keys = _ordered_keys(d, ys, t)  # sorted, as the values are
     device = d.device_of(y)
     count = d.min(d.samples, n)
-    probes = d.take(mine, d.to(d.randperm(n, generator=generator, device=generator.device), device)[:count])
+    # one random order: its first elements are the probed values, and (as ranks) the rank pairs the map is fitted on
+    many = d.to(d.randperm(n, generator=generator, device=generator.device), device)[: d.unordered_fit]
+    probes = _ordered_keys(d, d.take(y, many[:count]), t)
     steps = d.randint(1, d.unordered_steps + 1, (count,), generator=generator, device=generator.device)
     signs = d.sub(d.mul(d.randint(0, 2, (count,), generator=generator, device=generator.device), 2), 1)
     neighbours = d.add(probes, d.to(d.mul(steps, signs), device))
@@ -824,8 +847,7 @@ def _unordered(d: Any, y: Any, operands: Any, t: Any, generator: Any, tolerances
     weight = d.float(d.sum(judged))
     if weight < count // 8:
         return None
-    ys = d.sort(y)[0]
-    ranks = d.to(d.randperm(n, generator=generator, device=generator.device), device)[:count]
+    ranks = many[:count]
     best: Any = (-1.0, "", None)
     for i, r in d.enumerate(operands):
         if d.numel(r) < n or d.numel(r) > d.unordered_table * n:
@@ -844,12 +866,14 @@ def _unordered(d: Any, y: Any, operands: Any, t: Any, generator: Any, tolerances
                     d.share
                 ):
                     continue
-                # then every rank: the map as exact as the output's rounding lets it be (a value's neighbours are close)
-                mapped = _line(d, x, target, sign, x)
+                # then more ranks: the map as exact as the output's rounding lets it be (a value's neighbours are close)
+                mapped = _line(d, x[many], target[many], sign, x)
                 if mapped is None:
                     continue
-                mapped = d.masked_select(mapped, d.isfinite(mapped))
-                theirs = d.sort(_ordered_keys(d, mapped, t))[0]
+                # the keys of a monotone map of sorted values are sorted (ascending, or descending: reversed)
+                theirs = _ordered_keys(d, d.masked_select(mapped, d.isfinite(mapped)), t)
+                if d.numel(theirs) and d.bool(d.gt(theirs[0], theirs[-1])):
+                    theirs = d.flip(theirs, (0,))
                 share = d.float(d.sum(d.logical_and(_as_often(d, _counts(d, theirs, probes), need), judged))) / weight
                 chance = d.float(d.sum(d.logical_and(_as_often(d, _counts(d, theirs, neighbours), need), judged)))
                 chance /= weight
@@ -861,14 +885,18 @@ def _unordered(d: Any, y: Any, operands: Any, t: Any, generator: Any, tolerances
     if best[2] is None:
         return None
     score, name, theirs = best
+    if score < d.share:  # (each element's count: only where the rule withdraws them)
+        return score, name, None
+    mine = _ordered_keys(d, y, t)
     return score, name, _as_often(d, _counts(d, theirs, mine), _counts(d, keys, mine))
 
 
 def _as_often(d: Any, held: Any, need: Any) -> Any:
     """Whether a value's count among the mapped operand's (``held``) is its count among the output's (``need``), up
-    to one in ``DECODE_UNORDERED_SLACK`` of it: a dense output's values (many elements a key) keep their counts but
-    for the few a map fitted to rounded values puts a key away."""
-    slack = d.div(need, d.unordered_slack, rounding_mode="floor")
+    to a ``DECODE_UNORDERED_SLACK``-th of the count's square root: a dense output's values (many elements a key) keep
+    their counts but for the few a map fitted to rounded values puts a key away, while a count drawn independently is
+    off by about its square root."""
+    slack = d.div(d.sqrt(d.to(need, d.float64)), d.unordered_slack, rounding_mode="floor")
     return d.le(d.abs(d.sub(held, need)), slack)
 
 
