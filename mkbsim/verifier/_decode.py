@@ -82,10 +82,12 @@ DECODE_UNORDERED_LIMIT = 1 << 22
 DECODE_UNORDERED_BITS = 10
 #: ... against chance: the same question asked of a neighbouring value, 1 to this many keys away (as the vault's
 #: "copies in any order", ``_provenance.ELEMENT_STEPS``), no verdict where chance is above ``DECODE_UNORDERED_CHANCE``,
-#: and a value more than one element in ``DECODE_UNORDERED_COMMON`` holds not judged.
+#: and a value more than one element in ``DECODE_UNORDERED_COMMON`` holds not judged ...
 DECODE_UNORDERED_STEPS = 4
 DECODE_UNORDERED_CHANCE = 0.75
 DECODE_UNORDERED_COMMON = 256
+#: ... and by at least this many.
+DECODE_UNORDERED_FEW = 8
 #: An operand of more than this many times the changed elements is not fitted order-free (its sort's cost); one of
 #: up to this many is, less its commonest value's excess copies (an answer parked in a table of fill values).
 DECODE_UNORDERED_TABLE = 4
@@ -133,6 +135,7 @@ def bound() -> types.SimpleNamespace:
         unordered_steps=DECODE_UNORDERED_STEPS, unordered_common=DECODE_UNORDERED_COMMON,
         unordered_chance=DECODE_UNORDERED_CHANCE, unordered_table=DECODE_UNORDERED_TABLE,
         unordered_slack=DECODE_UNORDERED_SLACK, unordered_fit=DECODE_UNORDERED_FIT,
+        unordered_few=DECODE_UNORDERED_FEW,
     )  # fmt: skip
 
 
@@ -842,8 +845,9 @@ def _unordered(d: Any, y: Any, operands: Any, t: Any, generator: Any, tolerances
     signs = d.sub(d.mul(d.randint(0, 2, (count,), generator=generator, device=generator.device), 2), 1)
     neighbours = d.add(probes, d.to(d.mul(steps, signs), device))
     need = _counts(d, keys, probes)
-    # a value many output elements hold (a relu's zeros, a small integer domain) says nothing
-    judged = d.logical_not(d.logical_and(d.ge(d.mul(need, d.unordered_common), n + 1), d.ge(need, 2)))
+    # a value many output elements hold (a relu's zeros, a small integer domain) says nothing; a few copies of one
+    # (scales of rounded maxima) do
+    judged = d.logical_not(d.logical_and(d.ge(d.mul(need, d.unordered_common), n + 1), d.ge(need, d.unordered_few)))
     weight = d.float(d.sum(judged))
     if weight < count // 8:
         return None
