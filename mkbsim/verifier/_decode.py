@@ -74,6 +74,28 @@ DECODE_WINDOW = 16
 DECODE_BIT_COLUMNS = 4
 #: Runs of the operand with the same pattern tried per element (the one an affine map fits best is taken).
 DECODE_CANDIDATES = 8
+#: The order-free fit (``_unordered``: an operand's values mapped and permuted) judges launches changing at most this
+#: many elements (it sorts them and each operand of as many).
+DECODE_UNORDERED_LIMIT = 1 << 22
+#: ... comparing values at the output dtype's precision, a wider float's at this many bits of mantissa (2^-10, the
+#: smooth maps' floor above) ...
+DECODE_UNORDERED_BITS = 10
+#: ... against chance: the same question asked of a neighbouring value, 1 to this many keys away (as the vault's
+#: "copies in any order", ``_provenance.ELEMENT_STEPS``), no verdict where chance is above ``DECODE_UNORDERED_CHANCE``,
+#: and a value more than one element in ``DECODE_UNORDERED_COMMON`` holds not judged ...
+DECODE_UNORDERED_STEPS = 4
+DECODE_UNORDERED_CHANCE = 0.75
+DECODE_UNORDERED_COMMON = 256
+#: ... and by at least this many.
+DECODE_UNORDERED_FEW = 8
+#: An operand of more than this many times the changed elements is not fitted order-free (its sort's cost); one of
+#: up to this many is, less its commonest value's excess copies (an answer parked in a table of fill values).
+DECODE_UNORDERED_TABLE = 4
+#: A value's count is its count in the output within this fraction of its square root (``_as_often``).
+DECODE_UNORDERED_SLACK = 4
+#: Rank pairs the map is fitted on, where the sampled ones hold it (its precision at a bfloat16 output: most elements
+#: keep their value; the cost of a launch of a million elements).
+DECODE_UNORDERED_FIT = 1 << 16
 
 
 def bound() -> types.SimpleNamespace:
@@ -95,7 +117,8 @@ def bound() -> types.SimpleNamespace:
         element_size=base.element_size, bitwise_xor=base.bitwise_xor, bitwise_and=base.bitwise_and,
         mode=base.mode, arange=fns.arange, matmul=base.matmul, unfold=base.unfold, argmax=base.argmax,
         argmin=base.argmin, cumsum=base.cumsum, mean=base.mean, unsqueeze=base.unsqueeze,
-        lstsq=torch.linalg.lstsq, zeros=fns.zeros, index_put_=base.index_put_,
+        lstsq=torch.linalg.lstsq, log=base.log, exp=base.exp, lt=base.lt, ge=base.ge, flip=base.flip, round=round,
+        rounded=base.round, randint=fns.randint, sqrt=base.sqrt, zeros=fns.zeros, index_put_=base.index_put_,
         is_floating=base.is_floating_point, is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__,
         device_of=base.__dict__["device"].__get__, float64=torch.float64, float32=torch.float32, bool_=torch.bool,
         int64=torch.int64, inf=float("inf"), nan=float("nan"),
@@ -108,6 +131,11 @@ def bound() -> types.SimpleNamespace:
         share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
         candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS, settled=1e-9,
+        unordered_limit=DECODE_UNORDERED_LIMIT, unordered_bits=DECODE_UNORDERED_BITS,
+        unordered_steps=DECODE_UNORDERED_STEPS, unordered_common=DECODE_UNORDERED_COMMON,
+        unordered_chance=DECODE_UNORDERED_CHANCE, unordered_table=DECODE_UNORDERED_TABLE,
+        unordered_slack=DECODE_UNORDERED_SLACK, unordered_fit=DECODE_UNORDERED_FIT,
+        unordered_few=DECODE_UNORDERED_FEW,
     )  # fmt: skip
 
 
@@ -551,7 +579,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     flats = [d.reshape(d.to(r, d.float64), (-1,)) for r in chosen if d.numel(r) >= d.max(d.window, n // 2)]
     flats = [v for v in flats if d.bool(d.any(d.logical_and(d.isfinite(v), d.ne(v, v[:1]))))]
     floating = d.is_floating(t)
-    if not columns and not coded and not (floating and flats):
+    if not columns and not coded and not (floating and flats) and not [r for r in chosen if d.numel(r) >= n]:
         return None
     picked = d.take(where, d.to(d.randperm(n, generator=generator, device=generator.device), d.device_of(where)))
     half = d.min(d.samples, n // 2)
@@ -616,6 +644,16 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
         if score > best[0]:
             name = "an affine map of " + ", ".join(names[i] for i in kept)
             best = (score, name + (" and their products" if products else ""), ("affine", kept, products, solution))
+    if d.len(usable) >= 2:  # a monomial of them, any degree (E·R1·R2, E/(R1·R2), E²·R): affine in log space
+        sampled_usable = [sampled[i] for i in usable]
+        monomial = _monomial_fitted(d, [c[:half] for c in sampled_usable], y_fit)
+        if monomial is not None:
+            checked = [c[half:] for c in sampled_usable]
+            held = _held(d, _monomial(d, checked, monomial), y_check, relative, tolerance)
+            rolled = _monomial(d, [d.roll(c, 1) for c in checked], monomial)
+            score = _score(d, held, _held(d, rolled, y_check, relative, tolerance))
+            if score > best[0]:
+                best = (score, "a monomial of " + ", ".join(names[i] for i in usable), ("monomial", usable, monomial))
     # moved elements: an operand's runs found again elsewhere in the output (floating outputs: integer ones tie)
     if floating and best[0] < d.share:  # (a map in place already decides)
         for i, v in d.enumerate(flats):
@@ -627,11 +665,21 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
                 f"a map of operand {i}'s elements moved",
                 ("moved", i, index),
             )
+    unordered = None
+    if best[0] < d.share:  # a permuted operand: the values in any order (``_unordered``)
+        unordered = _unordered(d, d.take(y_all, where), chosen, t, generator, (relative, tolerance))
+        if unordered is not None and unordered[0] > best[0]:
+            best = unordered
     score, what, how = best
     if score < d.share:
         return None, score, what
     mask = d.zeros((d.numel(y_all),), dtype=d.bool_, device=d.device_of(y_all))
-    d.index_put_(mask, (where,), _holds(d, how, where, (columns, flats, y_all), relative, tolerance))
+    held = (
+        how
+        if unordered is not None and how is unordered[2]
+        else _holds(d, how, where, (columns, flats, y_all), relative, tolerance)
+    )
+    d.index_put_(mask, (where,), held)
     return mask, score, what
 
 
@@ -651,6 +699,9 @@ def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: 
         _, kept, products, solution = how
         design = _design(d, [d.take(data[0][i], where) for i in kept], products)
         return _held(d, d.reshape(d.matmul(design, solution), (-1,)), d.take(y_all, where), relative, tolerance)
+    if how[0] == "monomial":
+        predicted = _monomial(d, [d.take(data[0][i], where) for i in how[1]], how[2])
+        return _held(d, predicted, d.take(y_all, where), relative, tolerance)
     spec, table = how
     held = []
     for start in d.range(0, d.numel(where), 1 << 16):  # in parts: a moved element's runs are 16 × 8 values
@@ -658,6 +709,199 @@ def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: 
         predicted = _interpolated(d, table, _values(d, spec, part, data))
         held.append(_held(d, predicted, d.take(y_all, part), relative, tolerance))
     return d.cat(held)
+
+
+def _monomial(d: Any, columns: Any, how: Any) -> Any:
+    """The monomial ``how`` (exponents and constant, the operands whose signs it takes, an overall sign) of
+    ``columns``: sign · exp(c0 + Σ c_k·log|x_k|) (a zero operand gives 0 or inf)."""
+    solution, odd, sign = how
+    magnitude = d.exp(d.reshape(d.matmul(_log_design(d, columns), solution), (-1,)))
+    for c, flips in d.zip(columns, odd):
+        if flips:
+            magnitude = d.where(d.lt(c, 0), d.mul(magnitude, -1.0), magnitude)
+    return d.mul(magnitude, sign)
+
+
+def _log_design(d: Any, columns: Any) -> Any:
+    """The operands' logs of magnitudes and a constant, one column each."""
+    return d.stack([*(d.log(d.abs(c)) for c in columns), d.ones_like(columns[0])], 1)
+
+
+def _monomial_fitted(d: Any, columns: Any, y: Any) -> Any:
+    """A monomial of ``columns`` fitted to ``y`` (least squares in log space, zeros and non-finite elements left
+    out; its sign from the operands whose signs the sample follows, and overall the majority's), or None."""
+    solution = _solved(d, _log_design(d, columns), d.log(d.abs(y)))
+    if solution is None:
+        return None
+    # each operand's sign flips the output's where that agrees with more of the sample (odd exponents, sign-keeping
+    # roots alike), then the overall sign
+    odd = [False] * d.len(columns)
+    agree = d.float(d.mean(d.to(d.gt(d.mul(_monomial(d, columns, (solution, odd, 1.0)), y), 0), d.float64)))
+    for k in d.range(d.len(columns)):
+        tried = [*odd[:k], True, *odd[k + 1 :]]
+        agrees = d.float(d.mean(d.to(d.gt(d.mul(_monomial(d, columns, (solution, tried, 1.0)), y), 0), d.float64)))
+        if agrees > agree:
+            odd, agree = tried, agrees
+    return solution, odd, 1.0 if agree >= 0.5 else -1.0
+
+
+def _ordered_keys(d: Any, values: Any, t: Any) -> Any:
+    """Integer keys of finite ``values`` (float64) at ``t``'s precision, in the values' order: a float output's
+    rounding to its dtype (its bit patterns as sign and magnitude, neighbouring keys neighbouring values; a wide float
+    to ``DECODE_UNORDERED_BITS`` bits of mantissa), an integer output's nearest integer."""
+    if not d.is_floating(t):
+        return d.to(d.rounded(values), d.int64)
+    width = d.element_size(t)
+    bits = d.to(d.view(d.to(values, d.dtype_of(t)), d.ints[width]), d.int64)
+    magnitude = d.bitwise_and(bits, (1 << (8 * width - 1)) - 1)
+    coarse = d.div(magnitude, 1 << d.max(d.mantissa.get(d.dtype_of(t), 0) - d.unordered_bits, 0), rounding_mode="floor")
+    return d.where(d.ne(bits, magnitude), d.mul(coarse, -1), coarse)
+
+
+def _counts(d: Any, keys: Any, probes: Any) -> Any:
+    """How many of sorted ``keys`` equal each of ``probes``."""
+    return d.sub(d.searchsorted(keys, probes, right=True), d.searchsorted(keys, probes))
+
+
+def _without_fill(d: Any, v: Any, excess: int) -> Any:
+    """Sorted ``v`` less ``excess`` copies of its commonest value (a table's fill around a parked answer), or None
+    where that value has fewer."""
+    fill = d.mode(v)[0]
+    start = d.int(d.searchsorted(v, fill))
+    if d.int(d.searchsorted(v, fill, right=True)) - start < excess:
+        return None
+    return d.cat([v[:start], v[start + excess :]])
+
+
+def _quantile_maps(d: Any, a: Any, b: Any) -> Any:
+    """The maps a decode applies to one value tried on rank pairs (``a`` the operand's sorted values, ``b`` the
+    output's, either direction): affine, an exponential (b of one sign) and a power (a and b each of one sign), as
+    (name, the design of a, the target, back from the target to values)."""
+    found: list[tuple[str, Any, Any, Any]] = [("an affine map", a, b, None)]
+    one_sign = d.bool(d.gt(b[0], 0)) or d.bool(d.lt(b[-1], 0))
+    if one_sign:
+        sign = 1.0 if d.bool(d.gt(b[0], 0)) else -1.0
+        target = d.log(d.abs(b))
+        found.append(("an exponential", a, target, sign))
+        if d.bool(d.gt(a[0], 0)) or d.bool(d.lt(a[-1], 0)):
+            found.append(("a power", d.log(d.abs(a)), target, sign))
+    return found
+
+
+def _line(d: Any, x: Any, target: Any, sign: Any, at: Any) -> Any:
+    """The least-squares line through (``x``, ``target``), at ``at`` and back to values (``sign``: the target is the
+    log of the values' magnitudes, of that sign), or None. Values (no ``sign``) are fitted again by their relative
+    error, weighted by the first line's magnitude (a float output's rounding is relative: near zero it is fine)."""
+    keep = d.to(d.logical_and(d.isfinite(x), d.isfinite(target)), d.float64)
+    line = _weighted_line(d, x, target, keep)
+    if line is None:
+        return None
+    if sign is None:
+        magnitude = d.abs(d.add(d.mul(x, line[0]), line[1]))
+        weight = d.div(keep, d.add(magnitude, d.float(d.amax(magnitude)) * 2.0**-24 + 1e-300))
+        line = _weighted_line(d, x, target, d.mul(weight, weight))
+        if line is None:
+            return None
+    mapped = d.add(d.mul(at, line[0]), line[1])
+    return mapped if sign is None else d.mul(d.exp(mapped), sign)
+
+
+def _weighted_line(d: Any, x: Any, y: Any, weight: Any) -> Any:
+    """The slope and intercept minimising the ``weight``-ed squared misses of ``y`` by ``x`` (weight 0: left out);
+    None where ``x`` is constant."""
+    total = d.float(d.sum(weight))
+    if not total > 0:
+        return None
+    used = d.gt(weight, 0)
+    x0, y0 = d.where(used, x, d.zeros_like(x)), d.where(used, y, d.zeros_like(y))
+    mx, my = d.float(d.sum(d.mul(weight, x0))) / total, d.float(d.sum(d.mul(weight, y0))) / total
+    dx = d.sub(x0, mx)
+    spread = d.float(d.sum(d.mul(weight, d.mul(dx, dx))))
+    if not spread > 0:
+        return None
+    slope = d.float(d.sum(d.mul(weight, d.mul(dx, d.sub(y0, my))))) / spread
+    return slope, my - slope * mx
+
+
+def _unordered(d: Any, y: Any, operands: Any, t: Any, generator: Any, tolerances: Any) -> Any:
+    """The order-free fit: an eager operand whose values, less the fill of a table, are as many as the changed
+    elements ``y`` (float64, flat) and which a monotone map (affine, exponential, power) sends onto them in sorted
+    order (rank by rank, fitted on a sample of ranks) holds their values with their multiplicity, at the output's
+    precision (``_ordered_keys``), beyond chance (the same question asked of a neighbouring key, as the vault's copies
+    in any order): a permutation of a decoded answer. Returns (score, the map's name, per element of ``y`` whether the
+    mapped operand holds its value as often as ``y`` does: None under ``DECODE_SHARE``), or None where nothing is
+    judged."""
+    n = d.numel(y)
+    if n > d.unordered_limit or d.dtype_of(t) == d.bool_ or not d.bool(d.all(d.isfinite(y))):
+        return None
+    ys = d.sort(y)[0]
+    keys = _ordered_keys(d, ys, t)  # sorted, as the values are
+    device = d.device_of(y)
+    count = d.min(d.samples, n)
+    # one random order: its first elements are the probed values, and (as ranks) the rank pairs the map is fitted on
+    many = d.to(d.randperm(n, generator=generator, device=generator.device), device)[: d.unordered_fit]
+    probes = _ordered_keys(d, d.take(y, many[:count]), t)
+    steps = d.randint(1, d.unordered_steps + 1, (count,), generator=generator, device=generator.device)
+    signs = d.sub(d.mul(d.randint(0, 2, (count,), generator=generator, device=generator.device), 2), 1)
+    neighbours = d.add(probes, d.to(d.mul(steps, signs), device))
+    need = _counts(d, keys, probes)
+    # a value many output elements hold (a relu's zeros, a small integer domain) says nothing; a few copies of one
+    # (scales of rounded maxima) do
+    judged = d.logical_not(d.logical_and(d.ge(d.mul(need, d.unordered_common), n + 1), d.ge(need, d.unordered_few)))
+    weight = d.float(d.sum(judged))
+    if weight < count // 8:
+        return None
+    ranks = many[:count]
+    best: Any = (-1.0, "", None)
+    for i, r in d.enumerate(operands):
+        if d.numel(r) < n or d.numel(r) > d.unordered_table * n:
+            continue
+        v = d.reshape(d.to(r, d.float64), (-1,))
+        v = d.sort(d.masked_select(v, d.isfinite(v)))[0]
+        if d.numel(v) > n:
+            v = _without_fill(d, v, d.numel(v) - n)
+        if v is None or d.numel(v) != n:
+            continue
+        for direction, a in (("", v), (", decreasing", d.flip(v, (0,)))):
+            for name, x, target, sign in _quantile_maps(d, a, ys):
+                # the sampled rank pairs first (cheap): a map that misses most of them holds no permutation
+                mapped = _line(d, x[ranks], target[ranks], sign, x[ranks])
+                if mapped is None or d.float(d.mean(d.to(_held(d, mapped, ys[ranks], *tolerances), d.float64))) < (
+                    d.share
+                ):
+                    continue
+                # then more ranks: the map as exact as the output's rounding lets it be (a value's neighbours are close)
+                mapped = _line(d, x[many], target[many], sign, x)
+                if mapped is None:
+                    continue
+                # the keys of a monotone map of sorted values are sorted (ascending, or descending: reversed)
+                theirs = _ordered_keys(d, d.masked_select(mapped, d.isfinite(mapped)), t)
+                if d.numel(theirs) and d.bool(d.gt(theirs[0], theirs[-1])):
+                    theirs = d.flip(theirs, (0,))
+                share = d.float(d.sum(d.logical_and(_as_often(d, _counts(d, theirs, probes), need), judged))) / weight
+                chance = d.float(d.sum(d.logical_and(_as_often(d, _counts(d, theirs, neighbours), need), judged)))
+                chance /= weight
+                if chance > d.unordered_chance:
+                    continue  # keys this dense hold anything: no verdict
+                score = (share - chance) / (1.0 - chance)
+                if score > best[0]:
+                    best = (score, f"{name}{direction} of operand {i}'s values in any order", theirs)
+    if best[2] is None:
+        return None
+    score, name, theirs = best
+    if score < d.share:  # (each element's count: only where the rule withdraws them)
+        return score, name, None
+    mine = _ordered_keys(d, y, t)
+    return score, name, _as_often(d, _counts(d, theirs, mine), _counts(d, keys, mine))
+
+
+def _as_often(d: Any, held: Any, need: Any) -> Any:
+    """Whether a value's count among the mapped operand's (``held``) is its count among the output's (``need``), up
+    to a ``DECODE_UNORDERED_SLACK``-th of the count's square root: a dense output's values (many elements a key) keep
+    their counts but for the few a map fitted to rounded values puts a key away, while a count drawn independently is
+    off by about its square root."""
+    slack = d.div(d.sqrt(d.to(need, d.float64)), d.unordered_slack, rounding_mode="floor")
+    return d.le(d.abs(d.sub(held, need)), slack)
 
 
 def explain(decoded: Any) -> str:

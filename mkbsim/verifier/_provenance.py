@@ -241,6 +241,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES,
         derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_movement_ops(),
         broadcast_to=torch._C._VariableFunctions.broadcast_to, unsqueeze=base.unsqueeze, lt=base.lt,
+        argmax=base.argmax,
         count_nonzero=torch._C._VariableFunctions.count_nonzero, amax=base.amax, amin=base.amin,
         masked_select=torch._C._VariableFunctions.masked_select, masked_scatter_=base.masked_scatter_,
         arange=torch._C._VariableFunctions.arange, full=torch._C._VariableFunctions.full, float32_of=torch.float32,
@@ -727,6 +728,15 @@ def provenance_vault(
         lib.copy_(per_element[: count * lib.table_run], lib.reshape(runs_found, (-1,)))
         return per_element
 
+    def unfilled(counts: Any, excess: int) -> tuple[Any, int]:
+        """A held tensor's pattern ``counts`` less up to ``excess`` copies of its commonest pattern (a table's fill),
+        and how many elements are left."""
+        fill = lib.argmax(counts)
+        dropped = lib.min(lib.int(lib.take(counts, fill)), excess)
+        at_fill = lib.eq(lib.arange(lib.numel(counts), device=lib.device_of(counts)), fill)
+        counts = lib.sub(counts, lib.mul(lib.to(at_fill, lib.int64), dropped))
+        return counts, lib.int(lib.sum(counts))
+
     def copied(t: Any, i: int) -> None:
         """Record each held tensor that holds nearly all of output i's elements with their multiplicity
         (padded, transposed, strided or gathered: the values, not the layout; by bit pattern at the output's
@@ -738,6 +748,9 @@ def provenance_vault(
         # multiplicity alone (a copy is about the output's size: padded, strided)
         largest = lib.copy_tables * lib.numel(t) if not lib.is_floating(t) or width == 1 else None
         for source, a, b, size, patterns, counts, dtype, n in held:
+            if largest is not None and n > largest and lib.is_floating(t):
+                # fp8 codes parked in a table of one fill value: the rest, of the output's size, is judged as a copy
+                counts, n = unfilled(counts, n - lib.numel(t))
             if (a < hi and lo < b) or n < lib.copy_share * lib.numel(t) or (largest is not None and n > largest):
                 continue  # the output's own memory before a launch updated it in place; too small; a table
             found = []

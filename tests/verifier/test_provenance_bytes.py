@@ -477,3 +477,36 @@ def test_an_answer_with_its_rows_reversed_in_a_padded_argument_takes_those_posit
     audit.launch(lambda o, h: (o[:, :14].copy_(h[1:, 2:].flip(1)), o[:, 14:].copy_(answer[:, 14:] * 1)), out, held)
     # the order-free check finds these 256 sparse values too, and a few of the kernel's own by their values
     assert audit.outside_share(out) == pytest.approx(14 / 16, abs=0.05)
+
+
+def _fp8_codes_in_fill_table(fill: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """An fp8 answer's codes (a quantised row of N values), and where each lies in a table of ``fill`` codes three
+    times its size (positions i·K mod 3N, K odd: no run of the answer survives)."""
+    answer = (torch.randn(N) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return answer, (torch.arange(N) * 1000003) % (3 * N)
+
+
+@pytest.mark.parametrize("fill", [0x00, 0x38], ids=["zeros", "ones"])
+def test_fp8_codes_parked_in_a_table_of_one_fill_value_are_a_copy(audit: Audit, fill: int) -> None:
+    """rt9a's F5: the codes of an eager fp8 answer scattered into a table of one fill value three times the output's
+    size, un-scattered by the DSL; the table less its fill's excess copies holds the output's codes with their
+    multiplicity (passed before: a one-byte output's table more than twice its size was read only by runs)."""
+    answer, places = _fp8_codes_in_fill_table(fill)
+    table = audit.eager("aten.full.default", ([3 * N], fill), {"dtype": torch.uint8})
+    table = audit.eager("aten.index_put.default", (table, [places], answer.view(torch.uint8)))
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float8_e4m3fn})
+    audit.launch(lambda tab, o: o.view(torch.uint8).view(-1).copy_(tab[places]), table, out)
+    assert audit.outside_share(out) == 1.0
+
+
+def test_fp8_codes_next_to_a_table_of_fill_holding_other_codes_are_the_dsl_s(audit: Audit) -> None:
+    """The same table holding another quantised row: less its fill it is of the output's size and distribution,
+    and holds the output's codes only by chance (no copy)."""
+    _, places = _fp8_codes_in_fill_table(0)
+    other = (torch.randn(N) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
+    table = audit.eager("aten.zeros.default", ([3 * N],), {"dtype": torch.uint8})
+    table = audit.eager("aten.index_put.default", (table, [places], other.view(torch.uint8)))
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float8_e4m3fn})
+    mine = (torch.randn(N) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
+    audit.launch(lambda tab, o: o.view(torch.uint8).view(-1).copy_(mine.view(torch.uint8)), table, out)
+    assert audit.outside_share(out) == 0.0
