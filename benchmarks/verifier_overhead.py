@@ -93,7 +93,7 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
         "sync": "stream", "off_limits": [], "inplace": [], "sample_positions": [], "output_numels": [],
     }  # fmt: skip
     # no channel: the worker's loop over blocks is bound to one, never run here
-    chan = types.SimpleNamespace(recv=None, send=None)
+    chan = types.SimpleNamespace(recv=None, send=None, wait_readable=None)
     worker = Worker(chan, setup, os.dup(control.take_fd()))  # type: ignore[arg-type]
     if guarded:
         worker.open_vaults()  # the audit hook stays in this process: every variant runs in its own
