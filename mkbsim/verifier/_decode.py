@@ -437,7 +437,8 @@ def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     falls: a decreasing map), the candidate an affine map of the run fits best. ``index``: ``v``'s runs' patterns,
     sorted, their starts and the stride k they were taken at (``_run_index``): the runs holding the element that start
     at it or at the k - 1 before it, and those that end at it or at the k - 1 after it, are looked up, so that one of
-    them is indexed wherever they lie in a block moved whole (a run not holding the element could be another block's)."""
+    them is indexed wherever they lie in a block moved whole (a run not holding the element could be another
+    block's)."""
     codes, starts, stride = index
     n_y = d.numel(y_all)
     best_error = d.add(d.mul(d.to(positions, d.float64), 0.0), d.inf)

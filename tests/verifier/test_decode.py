@@ -226,7 +226,7 @@ def test_a_large_operand_s_runs_are_indexed_in_bounded_number_and_a_moved_block_
 
 def test_a_moved_decode_s_elements_are_looked_up_one_by_one_in_bounded_number(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past ``DECODE_MOVED_CHECKED`` changed elements, a moved map is checked on a sample of that many and the others
-    go with it (each element's source costs up to 2k lookups: 9 µs each at a million elements, 150 s at rt8a's 16.8M)."""
+    go with it (each element's source costs up to 2k lookups: 9 µs at a million elements, 150 s at rt8a's 16.8M)."""
     d = _bounded(monkeypatch, _decode.DECODE_INDEX, 1024)
     looked_up: list[int] = []
     sources = _decode._sources
