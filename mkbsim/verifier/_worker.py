@@ -524,7 +524,7 @@ def _call_once(
         _ask(("between", False))
     if audit:
         with _ops[0](), _ops[1](_ops[2]):
-            _report_inputs(arena.args)
+            _report_inputs(arena.args, _inplace)
         _push(_mode)
     # the other threads when the call starts, their CPU clocks and the operators of those that count theirs
     others = _clocks_before(audit)
