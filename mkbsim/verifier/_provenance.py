@@ -496,19 +496,21 @@ def provenance_vault(
             now, then = whole[x - a : y - a], exact[x - a : y - a]
             return True if lib.equal(now, then) else lib.eq(now, then)
         full = a + lib.numel(chunks) * lib.chunk  # where the last partial chunk starts
-        parts, all_kept = [], True
+        same = same_tail = None
         if x < full:
             first, last = (x - a) // lib.chunk, (lib.min(y, full) - a + lib.chunk - 1) // lib.chunk
             same = lib.eq(digests(whole[first * lib.chunk : last * lib.chunk]), chunks[first:last])
-            all_kept = lib.bool(lib.all_of(same))
+        if y > full:
+            same_tail = lib.eq(whole[lib.max(x, full) - a : y - a], exact[lib.max(x, full) - full : y - full])
+        if (same is None or lib.bool(lib.all_of(same))) and (same_tail is None or lib.bool(lib.all_of(same_tail))):
+            return True
+        parts = []  # per byte only now (as large as the overlap)
+        if same is not None:
             per_byte = lib.reshape(lib.unsqueeze_to(lib.unsqueeze(same, 1), (last - first, lib.chunk)), (-1,))
             parts.append(per_byte[x - a - first * lib.chunk : lib.min(y, full) - a - first * lib.chunk])
-        if y > full:
-            now, then = whole[lib.max(x, full) - a : y - a], exact[lib.max(x, full) - full : y - full]
-            same_tail = lib.eq(now, then)
-            all_kept = all_kept and lib.bool(lib.all_of(same_tail))
+        if same_tail is not None:
             parts.append(same_tail)
-        return True if all_kept else lib.cat(parts)
+        return lib.cat(parts)
 
     def pristine(t: Any) -> Any:
         """Per element of ``t`` (its logical order): whether its bytes are a problem input's, as the call got them;
