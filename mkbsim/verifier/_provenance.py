@@ -691,13 +691,13 @@ def provenance_vault(
                     return None
         return lib.reshape(lib.view(t, lib.bits[width]), (-1,))
 
-    def hold(t: Any, source: str) -> None:
+    def hold(t: Any, source: str, given_input: bool) -> None:
         """Keep the counts of a launch argument's bit patterns (at its width and the common output widths)
         for the layout-free copy check, whatever its dtype and wherever its memory came from: of its eager-made
-        elements only (``eager_made``), whatever their share of it: not a problem input's (a gather or a cache update
-        legitimately copies those) nor elements the DSL produced."""
+        elements only (``eager_made``), whatever their share of it: not a problem input's (``given_input``: a gather or
+        a cache update legitimately copies those) nor elements the DSL produced."""
         lo, hi = span(t)
-        if hi <= lo or lib.element_size(t) not in lib.bits or is_input(t):
+        if hi <= lo or lib.element_size(t) not in lib.bits or given_input:
             return
         key = ("held", view_of(t), None if lib.is_inference(t) else lib.version(t))
         if key in seen:
@@ -973,9 +973,10 @@ def provenance_vault(
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
             # the decode rule's regressor: the operand's eager-made elements, whatever else it holds (None: no operand)
             old = lib.clone(t)
-            eager = None if is_input(t) else lib.regressor(lib.decode, old, eager_made(t, states))
+            given_input = is_input(t)  # (once: a pass over the input's bytes or digests)
+            eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states))
             befores.append((t, old, eager))
-            hold(t, f"argument of DSL launch {launches} (before it ran)")
+            hold(t, f"argument of DSL launch {launches} (before it ran)", given_input)
         snapshot(tensors, prior)
 
     def snapshot(tensors: Any, prior: int) -> None:
