@@ -476,7 +476,7 @@ def provenance_vault(
         if not lib.any(r[0] < hi and lo < r[1] for r in written):  # the common case: nothing to compare
             return 0
         states = produced(t)
-        return 0 if states is None else lib.int(lib.sum(lib.eq(states, 1)))
+        return 0 if states is None else lib.int(lib.count_nonzero(lib.eq(states, 1)))
 
     def digests(whole: Any) -> Any:
         """Per ``INPUT_CHUNK`` bytes of ``whole`` (a uint8 view, 4-byte aligned, whole chunks): a keyed multilinear hash
@@ -704,7 +704,7 @@ def provenance_vault(
             return
         seen[key] = True
         eager = eager_made(t, produced(t) if touched(t) else None)
-        made = lib.numel(t) if eager is None else lib.int(lib.sum(eager))
+        made = lib.numel(t) if eager is None else lib.int(lib.count_nonzero(eager))
         if not made:
             return
         eager = lib.reshape(eager, lib.size(t)) if eager is not None else None
@@ -1049,7 +1049,7 @@ def provenance_vault(
                 changed = lib.ne(now, was)
                 if lib.is_floating(t):  # NaN (the sentinel of fresh memory) overwritten by NaN did not change
                     lib.logical_and_(changed, lib.logical_or(lib.eq(now, now), lib.eq(was, was)))
-                count = lib.int(lib.sum(changed))
+                count = lib.int(lib.count_nonzero(changed))
                 if 0 < count < lib.decode.least:
                     pool(t, lib.reshape(lib.nonzero(changed), (-1,)), operands)
                     continue
@@ -1060,7 +1060,7 @@ def provenance_vault(
             if found is None:
                 continue
             mask, share, what = found
-            records.append(("decoded", launches, lib.int(lib.sum(changed)), share, what, mask is not None))
+            records.append(("decoded", launches, lib.int(lib.count_nonzero(changed)), share, what, mask is not None))
             if mask is not None and lib.bool(lib.any_of(mask)):
                 lo, hi = span(t)
                 settle(lo, hi, None, spread(t, mask, False))
@@ -1165,7 +1165,7 @@ def provenance_vault(
         for a DSL element, -1 for none (an input, zeros a launch left)."""
         shape = lib.tuple(lib.size(t))
         carried = lib.reshape(ids, shape) if ids is not None else None
-        if states is not None and not lib.int(lib.sum(lib.eq(states, 0))):
+        if states is not None and not lib.int(lib.count_nonzero(lib.eq(states, 0))):
             return carried
         key = (view_of(t), None if lib.is_inference(t) else lib.version(t))
         first = lineages.get(key)
@@ -1221,7 +1221,7 @@ def provenance_vault(
 
     def entirely_dsl(states: Any, ids: Any) -> bool:
         """Every element the DSL's, none resting on an eager element."""
-        if states is None or lib.int(lib.sum(lib.ne(states, 1))):
+        if states is None or lib.int(lib.count_nonzero(lib.ne(states, 1))):
             return False
         return ids is None or not lib.bool(lib.any_of(lib.ge(ids, 0)))
 
@@ -1362,7 +1362,7 @@ def provenance_vault(
             if overwrites and lib.any(t is u for u in outs):
                 continue
             states, ids = known[lib.id(t)]
-            k = lib.int(lib.sum(lib.eq(states, 1))) if states is not None else 0
+            k = lib.int(lib.count_nonzero(lib.eq(states, 1))) if states is not None else 0
             dsl += k
             if not k:
                 observe(t, f"input of eager {name}")
@@ -1532,7 +1532,7 @@ def provenance_vault(
         if same is None or owned is None:
             return 0.0
         kept = lib.logical_and(lib.all_of(same, 1), lib.any_of(owned, 1))
-        return lib.int(lib.sum(kept)) / lib.numel(kept)
+        return lib.int(lib.count_nonzero(kept)) / lib.numel(kept)
 
     def work(outputs: Any) -> None:
         """What the call's launches did, written to the control page once run() returned (evidence calls and
@@ -1569,7 +1569,7 @@ def provenance_vault(
             if values is None:
                 continue
             states = produced(t)
-            if states is not None and lib.int(lib.sum(lib.eq(states, 1))):
+            if states is not None and lib.int(lib.count_nonzero(lib.eq(states, 1))):
                 copied(t, i)
             label = "returned output" if states is not None else "returned output (no DSL launch wrote it)"
             records.append(("result", label, i, values, states is not None))
