@@ -10,8 +10,9 @@ names the one that scored best.
 
 Prints one line per file: passed, failure, the largest score and its map, the launches judged. ``--cost``: the rule's
 time on one launch of that many changed elements (an honest residual epilogue over an eager GEMM's result, beside the
-output's fresh buffer; a decode; rows of 64 moved), best of three, per audited draw. ``--inputs``: the scores a problem input would
-get as a regressor (what the rule does not do): an honest residual epilogue against a decode mixing in that input.
+output's fresh buffer; a decode; rows of 64 moved), CPU, best of three, per audited draw. ``--inputs``: the scores a
+problem input would get as a regressor (what the rule does not do): an honest residual epilogue against a decode
+mixing in that input.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 from pathlib import Path
 
 import torch
@@ -45,7 +47,7 @@ def _margins(cases: list[str], backend: str, dsl: str) -> None:
                 print("    " + " ".join(report.feedback.split())[:600])
 
 
-def _fit(y: torch.Tensor, operands: list[torch.Tensor]) -> tuple[float, tuple[object, float, str]]:
+def _fit(y: torch.Tensor, operands: list[torch.Tensor]) -> tuple[float, Any]:
     """The best of three CPU times of one launch's judgement (ms), and its result."""
     changed = torch.ones(y.numel(), dtype=torch.bool)
     best, found = float("inf"), None
