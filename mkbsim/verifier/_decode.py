@@ -96,6 +96,15 @@ DECODE_UNORDERED_SLACK = 4
 #: Rank pairs the map is fitted on, where the sampled ones hold it (its precision at a bfloat16 output: most elements
 #: keep their value; the cost of a launch of a million elements).
 DECODE_UNORDERED_FIT = 1 << 16
+#: An operand's runs indexed at most (up to 16.8M elements; one in 16 past that): a larger operand's runs are indexed at
+#: every k-th start (k the least stride that keeps to this, at most 16, from a random phase) and each element is looked
+#: up at up to 2k runs holding it instead of 2, so the index's cost (a sort) stays bounded while every element of a
+#: block of at least 30 elements moved whole is still found, but those within k - 1 of its ends (a 16.8M-element eager
+#: operand's index timed a production call out: rt8a, session 8).
+DECODE_INDEX = 1 << 20
+#: Changed elements at most whose moved source is looked up to withdraw them one by one (each costs 2k lookups);
+#: where a moved map holds on more, a random sample of this many is checked and the rest are withdrawn with the map.
+DECODE_MOVED_CHECKED = 1 << 14
 
 
 def bound() -> types.SimpleNamespace:
@@ -130,7 +139,8 @@ def bound() -> types.SimpleNamespace:
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)},
         share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
-        candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS, settled=1e-9,
+        candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS, settled=1e-9, index=DECODE_INDEX,
+        moved_checked=DECODE_MOVED_CHECKED,
         unordered_limit=DECODE_UNORDERED_LIMIT, unordered_bits=DECODE_UNORDERED_BITS,
         unordered_steps=DECODE_UNORDERED_STEPS, unordered_common=DECODE_UNORDERED_COMMON,
         unordered_chance=DECODE_UNORDERED_CHANCE, unordered_table=DECODE_UNORDERED_TABLE,
@@ -453,13 +463,20 @@ def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     """For each of ``positions`` (of flat ``y_all``), the element of flat ``v`` it was moved from, or -1: the run
     around it (starting there, or ending there) looked up among ``v``'s runs of the same pattern of rises (or of
     falls: a decreasing map), the candidate an affine map of the run fits best. ``index``: ``v``'s runs' patterns,
-    sorted, and their starts."""
-    codes, starts = index
+    sorted, their starts and the stride k they were taken at (``_run_index``): the runs holding the element that start
+    at it or at the k - 1 before it, and those that end at it or at the k - 1 after it, are looked up, so that one of
+    them is indexed wherever they lie in a block moved whole (a run not holding the element could be another
+    block's)."""
+    codes, starts, stride = index
     n_y = d.numel(y_all)
     best_error = d.add(d.mul(d.to(positions, d.float64), 0.0), d.inf)
     best = d.sub(d.mul(positions, 0), 1)
     full = (1 << (d.window - 1)) - 1
-    for back in (0, d.window - 1):  # the run starting at the element, then (where none settled) the one ending there
+    # the run starting at the element, the one ending there, then (with a stride) those shifted by up to k - 1
+    backs = [0, d.window - 1]
+    for j in d.range(1, stride):
+        backs += [b for b in (j, d.window - 1 - j) if b not in backs]
+    for back in backs:
         todo = d.reshape(d.nonzero(d.gt(d.sub(best_error, d.settled), 0)), (-1,))
         if not d.numel(todo):
             break
@@ -493,14 +510,30 @@ def _sources(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     return best
 
 
-def _run_index(d: Any, v: Any) -> Any:
-    """``v``'s runs' order patterns, usable ones only, sorted, with their starts."""
-    starts = d.arange(d.numel(v) - d.window + 1, device=d.device_of(v))
-    rises, top, bottom, usable = _shapes(d, v)
-    code = _code(d, rises, top, bottom)
-    code, starts = d.masked_select(code, usable), d.masked_select(starts, usable)
+def _run_index(d: Any, v: Any, generator: Any) -> Any:
+    """``v``'s runs' order patterns, usable ones only, sorted, with their starts and the stride k they were taken at:
+    every run (k = 1) where ``v`` has at most ``DECODE_INDEX``, else those starting at every k-th element from a
+    random phase, k the least stride that keeps to it, at most ``DECODE_WINDOW`` (so that every run holding an element
+    is looked up: past 16.8M elements, one in 16 is indexed)."""
+    runs = d.numel(v) - d.window + 1
+    stride = d.min((runs + d.index - 1) // d.index, d.window)
+    if stride == 1:
+        starts = d.arange(runs, device=d.device_of(v))
+        rises, top, bottom, usable = _shapes(d, v)
+        code = d.masked_select(_code(d, rises, top, bottom), usable)
+        starts = d.masked_select(starts, usable)
+    else:
+        phase = d.int(d.randint(0, stride, (1,), generator=generator, device=generator.device))
+        starts = d.arange(phase, runs, stride, device=d.device_of(v))
+        codes, kept = [], []
+        for first in d.range(0, d.numel(starts), 1 << 16):  # in parts: each run's 16 values
+            part = starts[first : first + (1 << 16)]
+            rises, top, bottom, usable = _shapes(d, _windows(d, v, part))
+            codes.append(d.masked_select(_code(d, rises, top, bottom), usable))
+            kept.append(d.masked_select(part, usable))
+        code, starts = d.cat(codes), d.cat(kept)
     code, order = d.sort(code)
-    return code, d.take(starts, order)
+    return code, d.take(starts, order), stride
 
 
 def _moved(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
@@ -657,7 +690,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     # moved elements: an operand's runs found again elsewhere in the output (floating outputs: integer ones tie)
     if floating and best[0] < d.share:  # (a map in place already decides)
         for i, v in d.enumerate(flats):
-            index = _run_index(d, v)
+            index = _run_index(d, v, generator)
             if d.numel(index[0]) == 0:
                 continue
             univariate(
@@ -677,7 +710,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     held = (
         how
         if unordered is not None and how is unordered[2]
-        else _holds(d, how, where, (columns, flats, y_all), relative, tolerance)
+        else _holds(d, how, where, (columns, flats, y_all), relative, tolerance, generator)
     )
     d.index_put_(mask, (where,), held)
     return mask, score, what
@@ -692,8 +725,10 @@ def _values(d: Any, spec: Any, positions: Any, data: Any) -> Any:
     return _moved(d, flats[spec[1]], spec[2], y_all, positions)
 
 
-def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: float) -> Any:
-    """Which of the changed elements (``where``) the chosen map holds for."""
+def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: float, generator: Any) -> Any:
+    """Which of the changed elements (``where``) the chosen map holds for. A moved map is checked on at most
+    ``DECODE_MOVED_CHECKED`` of them (a random sample; each element's source costs 2k lookups), the others taken as
+    held: the map already holds on most of the launch's elements."""
     y_all = data[2]
     if how[0] == "affine":
         _, kept, products, solution = how
@@ -703,12 +738,21 @@ def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: 
         predicted = _monomial(d, [d.take(data[0][i], where) for i in how[1]], how[2])
         return _held(d, predicted, d.take(y_all, where), relative, tolerance)
     spec, table = how
+    checked, chosen = where, None
+    if spec[0] == "moved" and d.numel(where) > d.moved_checked:
+        order = d.randperm(d.numel(where), generator=generator, device=generator.device)
+        chosen = d.to(order[: d.moved_checked], d.device_of(where))
+        checked = d.take(where, chosen)
     held = []
-    for start in d.range(0, d.numel(where), 1 << 16):  # in parts: a moved element's runs are 16 × 8 values
-        part = where[start : start + (1 << 16)]
+    for start in d.range(0, d.numel(checked), 1 << 16):  # in parts: a moved element's runs are 16 × 8 values
+        part = checked[start : start + (1 << 16)]
         predicted = _interpolated(d, table, _values(d, spec, part, data))
         held.append(_held(d, predicted, d.take(y_all, part), relative, tolerance))
-    return d.cat(held)
+    if chosen is None:
+        return d.cat(held)
+    every = d.ones_like(where, dtype=d.bool_)
+    d.index_put_(every, (chosen,), d.cat(held))
+    return every
 
 
 def _monomial(d: Any, columns: Any, how: Any) -> Any:

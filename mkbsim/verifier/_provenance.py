@@ -62,6 +62,11 @@ from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed,
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
 SAMPLES = 512
+#: A problem input that is not in-place is kept as it was when a correctness draw's call started as one keyed digest per
+#: this many of its bytes (its last partial chunk as bytes), not as a copy: a copy doubled the inputs' memory. A chunk
+#: whose digest differs is no longer the input's, all its bytes: no honest call writes there (the input-mutation check
+#: refuses a change left). In-place inputs, which a launch updates legitimately element by element, keep a copy.
+INPUT_CHUNK = 4096
 #: An output at least this share of whose elements (values counted with their multiplicity) a DSL-free
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
@@ -297,6 +302,12 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
         decode=_decode.bound(), decoded=_decode.fitted, regressor=_decode.regressor, picked=_decode.picked,
         pooled=_decode.pooled, sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
+        # the input digests' keys (``INPUT_CHUNK``): one random 64-bit multiplier per 32-bit word of a chunk, drawn from
+        # the system, which the submission cannot read (two chunks that differ agree with probability 2^-32 at most)
+        chunk=INPUT_CHUNK, chunk_words=INPUT_CHUNK // 4, digest_piece=1 << 24, int32=torch.int32,
+        chunk_keys=torch.randint(-(1 << 63), (1 << 63) - 1, (INPUT_CHUNK // 4,), dtype=torch.int64, generator=(
+            torch.Generator().manual_seed(random.SystemRandom().getrandbits(63)))).to(device),
+        mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
     )  # fmt: skip
 
 
@@ -311,8 +322,9 @@ def provenance_vault(
     # what launches (and eager operators computing from their data) wrote: [start, end, the bytes left there,
     # which of them this write changed ("owned"), which it still vouches for] (see produced())
     written: list[Any] = []
-    # [start, end) byte ranges of the call's problem inputs, with their bytes as the call got them: bytes eager code
-    # (or anything) changed since are no longer the input's (``pristine``)
+    # [start, end) byte ranges of the call's problem inputs, a uint8 view of them, and their bytes as the call got them
+    # (in-place inputs: a copy) or their digests (the others: ``INPUT_CHUNK``) and the last partial chunk's bytes:
+    # bytes eager code (or anything) changed since are no longer the input's (``pristine``)
     input_spans: list[Any] = []
     copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
@@ -465,21 +477,63 @@ def provenance_vault(
         if not lib.any(r[0] < hi and lo < r[1] for r in written):  # the common case: nothing to compare
             return 0
         states = produced(t)
-        return 0 if states is None else lib.int(lib.sum(lib.eq(states, 1)))
+        return 0 if states is None else lib.int(lib.count_nonzero(lib.eq(states, 1)))
+
+    def digests(whole: Any) -> Any:
+        """Per ``INPUT_CHUNK`` bytes of ``whole`` (a uint8 view, 4-byte aligned, whole chunks): a keyed multilinear hash
+        of its 32-bit words (wrapping 64-bit products and sums), in pieces (the words widened to 64 bits)."""
+        found = []
+        for start in lib.range(0, lib.numel(whole), lib.digest_piece):
+            words = lib.view(whole[start : start + lib.digest_piece], lib.int32)
+            rows = lib.to(lib.reshape(words, (-1, lib.chunk_words)), lib.int64)
+            found.append(lib.sum(lib.mul(rows, lib.chunk_keys), 1) if lib.cuda else lib.mv(rows, lib.chunk_keys))
+        return lib.cat(found)
+
+    def kept_input(record: Any, x: int, y: int) -> Any:
+        """Per byte of [x, y) within an input's span (``record``, of ``input_spans``): whether it is the input's as the
+        call got it; True where all are. By its copy, or by its chunks' digests (a changed chunk: all its bytes)."""
+        a, _, whole, exact, chunks = record
+        if chunks is None:
+            now, then = whole[x - a : y - a], exact[x - a : y - a]
+            return True if lib.equal(now, then) else lib.eq(now, then)
+        full = a + lib.numel(chunks) * lib.chunk  # where the last partial chunk starts
+        same = same_tail = None
+        if x < full:
+            first, last = (x - a) // lib.chunk, (lib.min(y, full) - a + lib.chunk - 1) // lib.chunk
+            same = lib.eq(digests(whole[first * lib.chunk : last * lib.chunk]), chunks[first:last])
+        if y > full:
+            same_tail = lib.eq(whole[lib.max(x, full) - a : y - a], exact[lib.max(x, full) - full : y - full])
+        if (same is None or lib.bool(lib.all_of(same))) and (same_tail is None or lib.bool(lib.all_of(same_tail))):
+            return True
+        parts = []  # per byte only now (as large as the overlap)
+        if same is not None:
+            per_byte = lib.reshape(lib.unsqueeze_to(lib.unsqueeze(same, 1), (last - first, lib.chunk)), (-1,))
+            parts.append(per_byte[x - a - first * lib.chunk : lib.min(y, full) - a - first * lib.chunk])
+        if same_tail is not None:
+            parts.append(same_tail)
+        return lib.cat(parts)
 
     def pristine(t: Any) -> Any:
         """Per element of ``t`` (its logical order): whether its bytes are a problem input's, as the call got them;
-        None where ``t`` overlaps no input. Bytes written during the call (eager code parking an answer in an input's
-        memory, then restoring it) are not the input's while they differ."""
+        True where all are; None where ``t`` overlaps no input. Bytes written during the call (eager code parking an
+        answer in an input's memory, then restoring it) are not the input's while they differ."""
         lo, hi = span(t)
         overlapping = [r for r in input_spans if r[0] < hi and lo < r[1]]
         if hi <= lo or not overlapping:
             return None
-        now = bytes_of(t, lo, hi)
+        found, covered = [], 0
+        for r in overlapping:
+            x, y = lib.max(lo, r[0]), lib.min(hi, r[1])
+            covered += y - x
+            found.append((x, y, kept_input(r, x, y)))
+        if covered == hi - lo and lib.all_of_list(kept is True for _, _, kept in found):
+            return True
         same = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
-        for a, b, start in overlapping:
-            x, y = lib.max(lo, a), lib.min(hi, b)
-            lib.logical_or_(same[x - lo : y - lo], lib.eq(now[x - lo : y - lo], start[x - a : y - a]))
+        for x, y, kept in found:
+            if kept is True:
+                lib.fill_(same[x - lo : y - lo], True)
+            else:
+                lib.logical_or_(same[x - lo : y - lo], kept)
         return lib.all_of(by_element(t, same), 1)
 
     def is_input(t: Any) -> bool:
@@ -487,6 +541,8 @@ def provenance_vault(
         (``pristine``) or a DSL launch's (an in-place problem's cache the DSL updated): none eager-made; or ``t`` is
         a copy of inputs still holding what it was made with."""
         kept = pristine(t)
+        if kept is True:
+            return True
         if kept is not None:
             states = produced(t) if not lib.bool(lib.all_of(kept)) and touched(t) else None
             return lib.bool(lib.all_of(kept if states is None else lib.logical_or(kept, lib.eq(states, 1))))
@@ -505,6 +561,8 @@ def provenance_vault(
         tensor do not vouch for the others."""
         mask = lib.ne(states, 1) if states is not None else None
         kept = pristine(t)
+        if kept is True:  # every element the input's: none eager-made
+            return lib.zeros((lib.numel(t),), dtype=lib.bool_, device=lib.device_of(t))
         if kept is not None:
             mask = lib.logical_not(kept) if mask is None else lib.logical_and(mask, lib.logical_not(kept))
         return mask
@@ -644,20 +702,20 @@ def provenance_vault(
                     return None
         return lib.reshape(lib.view(t, lib.bits[width]), (-1,))
 
-    def hold(t: Any, source: str) -> None:
+    def hold(t: Any, source: str, given_input: bool) -> None:
         """Keep the counts of a launch argument's bit patterns (at its width and the common output widths)
         for the layout-free copy check, whatever its dtype and wherever its memory came from: of its eager-made
-        elements only (``eager_made``), whatever their share of it: not a problem input's (a gather or a cache update
-        legitimately copies those) nor elements the DSL produced."""
+        elements only (``eager_made``), whatever their share of it: not a problem input's (``given_input``: a gather or
+        a cache update legitimately copies those) nor elements the DSL produced."""
         lo, hi = span(t)
-        if hi <= lo or lib.element_size(t) not in lib.bits or is_input(t):
+        if hi <= lo or lib.element_size(t) not in lib.bits or given_input:
             return
         key = ("held", view_of(t), None if lib.is_inference(t) else lib.version(t))
         if key in seen:
             return
         seen[key] = True
         eager = eager_made(t, produced(t) if touched(t) else None)
-        made = lib.numel(t) if eager is None else lib.int(lib.sum(eager))
+        made = lib.numel(t) if eager is None else lib.int(lib.count_nonzero(eager))
         if not made:
             return
         eager = lib.reshape(eager, lib.size(t)) if eager is not None else None
@@ -938,9 +996,10 @@ def provenance_vault(
                 observe(t, f"argument of DSL launch {launches} (before it ran)")
             # the decode rule's regressor: the operand's eager-made elements, whatever else it holds (None: no operand)
             old = lib.clone(t)
-            eager = None if is_input(t) else lib.regressor(lib.decode, old, eager_made(t, states))
+            given_input = is_input(t)  # (once: a pass over the input's bytes or digests)
+            eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states))
             befores.append((t, old, eager))
-            hold(t, f"argument of DSL launch {launches} (before it ran)")
+            hold(t, f"argument of DSL launch {launches} (before it ran)", given_input)
         snapshot(tensors, prior)
 
     def snapshot(tensors: Any, prior: int) -> None:
@@ -1013,7 +1072,7 @@ def provenance_vault(
                 changed = lib.ne(now, was)
                 if lib.is_floating(t):  # NaN (the sentinel of fresh memory) overwritten by NaN did not change
                     lib.logical_and_(changed, lib.logical_or(lib.eq(now, now), lib.eq(was, was)))
-                count = lib.int(lib.sum(changed))
+                count = lib.int(lib.count_nonzero(changed))
                 if 0 < count < lib.decode.least:
                     pool(t, lib.reshape(lib.nonzero(changed), (-1,)), operands)
                     continue
@@ -1024,7 +1083,7 @@ def provenance_vault(
             if found is None:
                 continue
             mask, share, what = found
-            records.append(("decoded", launches, lib.int(lib.sum(changed)), share, what, mask is not None))
+            records.append(("decoded", launches, lib.int(lib.count_nonzero(changed)), share, what, mask is not None))
             if mask is not None and lib.bool(lib.any_of(mask)):
                 lo, hi = span(t)
                 settle(lo, hi, None, spread(t, mask, False))
@@ -1129,7 +1188,7 @@ def provenance_vault(
         for a DSL element, -1 for none (an input, zeros a launch left)."""
         shape = lib.tuple(lib.size(t))
         carried = lib.reshape(ids, shape) if ids is not None else None
-        if states is not None and not lib.int(lib.sum(lib.eq(states, 0))):
+        if states is not None and not lib.int(lib.count_nonzero(lib.eq(states, 0))):
             return carried
         key = (view_of(t), None if lib.is_inference(t) else lib.version(t))
         first = lineages.get(key)
@@ -1185,7 +1244,7 @@ def provenance_vault(
 
     def entirely_dsl(states: Any, ids: Any) -> bool:
         """Every element the DSL's, none resting on an eager element."""
-        if states is None or lib.int(lib.sum(lib.ne(states, 1))):
+        if states is None or lib.int(lib.count_nonzero(lib.ne(states, 1))):
             return False
         return ids is None or not lib.bool(lib.any_of(lib.ge(ids, 0)))
 
@@ -1326,7 +1385,7 @@ def provenance_vault(
             if overwrites and lib.any(t is u for u in outs):
                 continue
             states, ids = known[lib.id(t)]
-            k = lib.int(lib.sum(lib.eq(states, 1))) if states is not None else 0
+            k = lib.int(lib.count_nonzero(lib.eq(states, 1))) if states is not None else 0
             dsl += k
             if not k:
                 observe(t, f"input of eager {name}")
@@ -1501,7 +1560,7 @@ def provenance_vault(
         if same is None or owned is None:
             return 0.0
         kept = lib.logical_and(lib.all_of(same, 1), lib.any_of(owned, 1))
-        return lib.int(lib.sum(kept)) / lib.numel(kept)
+        return lib.int(lib.count_nonzero(kept)) / lib.numel(kept)
 
     def work(outputs: Any) -> None:
         """What the call's launches did, written to the control page once run() returned (evidence calls and
@@ -1538,7 +1597,7 @@ def provenance_vault(
             if values is None:
                 continue
             states = produced(t)
-            if states is not None and lib.int(lib.sum(lib.eq(states, 1))):
+            if states is not None and lib.int(lib.count_nonzero(lib.eq(states, 1))):
                 copied(t, i)
             label = "returned output" if states is not None else "returned output (no DSL launch wrote it)"
             records.append(("result", label, i, values, states is not None))
@@ -1644,10 +1703,16 @@ def provenance_vault(
                         op(request[1], request[2], request[3], request[4], request[5])
                     elif kind == 4:  # RESULT
                         result(request[1])
-                    elif kind == 7:  # INPUTS of the call, before it starts
-                        for t in tensors_in(request[1], []):
-                            lo, hi = span(t)
-                            input_spans.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))
+                    elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
+                        for i in lib.range(lib.len(request[1])):
+                            for t in tensors_in(request[1][i], []):
+                                lo, hi = span(t)
+                                whole = bytes_of(t, lo, hi)
+                                full = (hi - lo) // lib.chunk * lib.chunk
+                                if i in request[2] or lo % 4 or not full:  # a copy (a 4-byte misaligned input too)
+                                    input_spans.append((lo, hi, whole, lib.clone(whole), None))
+                                else:
+                                    input_spans.append((lo, hi, whole, lib.clone(whole[full:]), digests(whole[:full])))
             elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
                 # cuda: the vault's copies run on the device, queued behind the call's work and ahead of it. The
                 # device is synchronised on both sides of the vault's steps, so that its clock holds the vault's
@@ -1757,9 +1822,10 @@ def report_end(*, _send: Any) -> None:
         raise failed
 
 
-def report_inputs(inputs: Any, *, _send: Any) -> None:
-    """The harness, before a correctness draw's call: the problem inputs (never held as eager-made)."""
-    failed = _send((7, inputs))  # INPUTS
+def report_inputs(inputs: Any, inplace: Any = (), *, _send: Any) -> None:
+    """The harness, before a correctness draw's call: the problem inputs (never held as eager-made), and the positions
+    of the in-place ones."""
+    failed = _send((7, inputs, inplace))  # INPUTS
     if failed is not None:
         raise failed
 

@@ -555,7 +555,7 @@ def _call_once(
         _ask(("between", False))
     if audit:
         with _ops[0](), _ops[1](_ops[2]):
-            _report_inputs(args)
+            _report_inputs(args, _inplace)
         _push(_mode)
     others = _clocks_before(True)
     del flags, audit

@@ -236,6 +236,62 @@ def test_a_clamped_epilogue_is_held_only_where_the_clamp_decides() -> None:
     assert found is None and score < 0.35, score
 
 
+def _bounded(monkeypatch: pytest.MonkeyPatch, index: int, checked: int) -> Any:
+    """The rule's functions with a smaller index and fewer moved elements checked one by one, as a production-sized
+    operand meets them (the module's constants are read when ``bound()`` is made)."""
+    monkeypatch.setattr(_decode, "DECODE_INDEX", index)
+    monkeypatch.setattr(_decode, "DECODE_MOVED_CHECKED", checked)
+    return _decode.bound()
+
+
+def test_a_large_operand_s_runs_are_indexed_in_bounded_number_and_a_moved_block_is_still_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An operand with more runs than ``DECODE_INDEX`` is indexed at every k-th run (k = 12 here: 6144 elements, 512
+    runs), and every element of a row moved whole (96 elements, a decreasing map) at least k - 1 from the row's ends
+    is still found: one of the runs holding it that are looked up is indexed (rt8a's 16.8M-element eager operand, whose
+    whole index timed a production call out)."""
+    d = _bounded(monkeypatch, 512, _decode.DECODE_MOVED_CHECKED)
+    a, _, _ = _data()
+    rows = K["rows"]
+    operand = (a * -2)[rows].reshape(-1).double()
+    y = a.reshape(-1).double()  # y[i, j] = a[i, j], moved from the operand's row argsort(rows)[i]
+    codes, starts, stride = _decode._run_index(d, operand, torch.Generator().manual_seed(7))
+    assert stride == 12 and codes.numel() <= 512 and bool((starts % stride == starts[0] % stride).all())
+    positions = torch.arange(M * N)
+    source = _decode._sources(d, operand, (codes, starts, stride), y, positions)
+    truth = torch.argsort(rows)[positions // N] * N + positions % N
+    inner = ((positions % N) >= stride - 1) & ((positions % N) <= N - stride)
+    assert (source == truth)[inner].float().mean() >= 0.99
+    mask, share, what = _decode.fitted(d, y.float(), torch.ones(M * N, dtype=torch.bool), [operand.float()],
+                                       torch.Generator().manual_seed(5))  # fmt: skip
+    # the launch's elements the rule withdraws: at least those the guarantee covers (77%, over the line)
+    assert "moved" in what and share >= _decode.DECODE_SHARE and mask is not None
+    assert mask.float().mean() >= 0.99 * inner.float().mean()
+
+
+def test_a_moved_decode_s_elements_are_looked_up_one_by_one_in_bounded_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``DECODE_MOVED_CHECKED`` changed elements, a moved map is checked on a sample of that many and the others
+    go with it (each element's source costs up to 2k lookups: 9 µs at a million elements, 150 s at rt8a's 16.8M)."""
+    d = _bounded(monkeypatch, _decode.DECODE_INDEX, 1024)
+    looked_up: list[int] = []
+    sources = _decode._sources
+
+    def counted(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
+        looked_up.append(positions.numel())
+        return sources(d, v, index, y_all, positions)
+
+    monkeypatch.setattr(_decode, "_sources", counted)
+    a, _, _ = _data()
+    operand = _moved_rows(a)
+    y = (operand[torch.argsort(K["rows"])] / -2).bfloat16()
+    mask, share, what = _decode.fitted(d, y, torch.ones(M * N, dtype=torch.bool), [operand],
+                                       torch.Generator().manual_seed(5))  # fmt: skip
+    assert "moved" in what and share >= 0.98 and mask is not None and mask.float().mean() >= 0.98
+    # the fit's two samples, then the withdrawal's checked sample
+    assert looked_up == [2 * _decode.DECODE_SAMPLES, 1024], looked_up
+
+
 def test_few_elements_are_not_judged() -> None:
     a = torch.randn(_decode.DECODE_MIN_ELEMENTS - 1)
     assert _fit((a * 3 / 3).bfloat16(), [a * 3]) is None

@@ -510,3 +510,39 @@ def test_fp8_codes_next_to_a_table_of_fill_holding_other_codes_are_the_dsl_s(aud
     mine = (torch.randn(N) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
     audit.launch(lambda tab, o: o.view(torch.uint8).view(-1).copy_(mine.view(torch.uint8)), table, out)
     assert audit.outside_share(out) == 0.0
+
+
+def _report_inputs(audit: Audit, inputs: list[torch.Tensor], inplace: tuple[int, ...] = ()) -> None:
+    audit.registry.protect(_provenance.report_inputs, _send=audit.send)(inputs, inplace)
+
+
+def _divide_by_3(e: torch.Tensor, o: torch.Tensor) -> None:
+    o.copy_((e / 3).view(o.shape))
+
+
+@pytest.mark.parametrize("where", ["chunks", "last_partial_chunk"])
+def test_an_answer_parked_in_an_input_kept_as_digests_and_restored_is_eager_made(audit: Audit, where: str) -> None:
+    """``adversarial/decode_parked_in_input_bytes.py`` on an input kept as one digest per ``INPUT_CHUNK`` bytes (not a
+    copy, since session 9): an encoded answer parked in its bytes unseen, decoded by a launch, the input restored.
+    The changed chunks (or the exact bytes of the last partial chunk) are no longer the input's."""
+    weight = torch.randn(4 * _provenance.INPUT_CHUNK + 100)  # 16 chunks of 4 KiB and 400 bytes
+    _report_inputs(audit, [weight])
+    saved = weight.clone()
+    parked = weight[:N] if where == "chunks" else weight[-N:]
+    parked.copy_(_answer().reshape(-1) * 3)  # unseen
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    audit.launch(_divide_by_3, parked, out)
+    weight.copy_(saved)  # unseen
+    assert audit.outside_share(out) >= 0.95  # the decode holds within its tolerance on ~98% (exact copies: the same)
+
+
+def test_an_in_place_input_a_launch_updates_keeps_its_other_bytes_as_the_input_s(audit: Audit) -> None:
+    """An in-place cache keeps a copy, compared byte by byte: a launch writing 4 slots leaves the rest of their chunk
+    the input's, so a later launch reading rows beside them copies input values, no eager answer (judged by chunks,
+    the chunk's other 1020 elements would be eager-made: a copy)."""
+    cache = torch.randn(4 * _provenance.INPUT_CHUNK)
+    _report_inputs(audit, [cache], (0,))
+    audit.launch(lambda c: c[:4].copy_(torch.randn(4)), cache)
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    audit.launch(lambda c, o: o.copy_(c[4 : 4 + N].view(ROWS, -1)), cache, out)
+    assert audit.outside_share(out) == 0.0
