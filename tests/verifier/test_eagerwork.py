@@ -4,6 +4,7 @@ leaves the DSL decorative, whatever the outputs depend on."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import sys
@@ -284,7 +285,7 @@ def test_a_scaled_product_is_a_product_and_a_pass() -> None:
     """Red team 9a's F6: ``baddbmm(..., beta=0, alpha=scale)`` did the scores' scaling for free."""
     q, k = torch.randn(2, 8, 4), torch.randn(2, 4, 8)
     for alpha, beta, scaled in ((0.5, 0.0, True), (1.0, 2.0, True), (1.0, 0.0, False), (1.0, 1.0, False)):
-        ops = reference_ops(lambda q, k: torch.baddbmm(torch.zeros(2, 8, 8), q, k, beta=beta, alpha=alpha), [q, k])
+        ops = reference_ops(functools.partial(torch.baddbmm, torch.zeros(2, 8, 8), beta=beta, alpha=alpha), [q, k])
         work = work_of(ops)
         assert [name for (name, _, _), _ in ops][-1].endswith(_eagerwork.SCALES) == scaled
         assert work.passes["pointwise"] == ([("baddbmm", 128.0, 1)] if scaled else []), (alpha, beta)
