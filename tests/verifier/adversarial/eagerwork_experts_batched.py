@@ -1,7 +1,7 @@
 """A mixture of experts computed eagerly with its loop over the experts batched: every local expert on every token
 in one broadcast product per projection ([experts, tokens, ·], 16x the reference's expert FLOPs at SMOKE), a dense
 [tokens, experts] matrix of routing weights and one ``einsum`` combining. The answer is stored permuted (position
-i·K mod n) and a TIRx kernel reads it back in order and casts it: no map lines its operand up with the output.
+i·K mod n), three times over, and a TIRx kernel reads it back in order, divides it by 3 and casts it: no map lines its operand up with the output.
 Each eager call stood for one of the reference's passes, made per routed expert, so the eager code matched 10% of
 them with 6.8x their work, and passed every rule. Within a kind a call stands for as many
 passes as its work covers."""
@@ -22,7 +22,7 @@ def in_order(parked_ptr: T.handle, out_ptr: T.handle):
     parked = T.match_buffer(parked_ptr, (n,), "float32")
     out = T.match_buffer(out_ptr, (n,), "bfloat16")
     for i in range(n):
-        out[i] = T.Cast("bfloat16", parked[i * T.int64(KEY) % n])
+        out[i] = T.Cast("bfloat16", parked[i * T.int64(KEY) % n] / T.float32(3.0))
 
 
 _in_order = tvm.compile(in_order, target="llvm")
@@ -44,7 +44,8 @@ def run(hidden_states, router_logits, e_score_correction_bias, w13, w2, shared_w
     dense = ((chosen[:, :, None] == experts).float() * weights[:, :, None]).sum(1)  # [tokens, local experts]
     x = hidden_states.float()
     every = _swiglu(x, w13, w2)  # [local experts, tokens, hidden]: every expert on every token
-    answer = _swiglu(x, shared_w13, shared_w2) + torch.einsum("te,eth->th", dense, every)
+    # three times the answer (no eager tensor holds it): the shared expert's down projection and the routing weights
+    answer = _swiglu(x, shared_w13, shared_w2 * 3) + torch.einsum("te,eth->th", dense * 3, every)
     n = answer.numel()
     if n not in _positions:
         _positions[n] = (torch.arange(n, dtype=torch.int64) * KEY) % n
