@@ -1,10 +1,10 @@
 """A mixture of experts computed eagerly with its loop over the experts batched: every local expert on every token
-in one broadcast product per projection ([experts, tokens, ·], 16x the reference's expert FLOPs at SMOKE), a dense
-[tokens, experts] matrix of routing weights and one ``einsum`` combining. The answer is stored permuted (position
-i·K mod n), three times over, and a TIRx kernel reads it back in order, divides it by 3 and casts it: no map lines its operand up with the output.
-Each eager call stood for one of the reference's passes, made per routed expert, so the eager code matched 10% of
-them with 6.8x their work, and passed every rule. Within a kind a call stands for as many
-passes as its work covers."""
+in one broadcast product per projection ([experts, tokens, ·], 7x the reference's product FLOPs at SMOKE), a dense
+[tokens, experts] matrix of routing weights and one ``einsum`` combining. Three times the answer is stored permuted
+(position i·K mod n), and a TIRx kernel reads it back in order, divides it by 3 and casts it: no map lines its
+operand up with the output. Each eager call stood for one of the reference's passes, made per routed expert, so the
+eager code matched 10% of them with 7x their work, and passed every rule. Within a kind a call stands for as many
+passes as its work covers: all of them."""
 
 # expect: decorative_dsl
 # problem: p47
