@@ -32,15 +32,16 @@ kind beyond the reference's own counts towards the others (FLOP for element oper
 movement, never movement towards compute).
 
 Rule: the eager code covers the problem when, for every kind of work the reference does, it does at least
-``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the
-reference's passes over the data are stood for by the eager calls, whatever operators they are, so that a pass
-split into chunks is still that pass when each chunk is written with another operator (``_matched``; a stage the
-DSL took over is missing from them however small its cost). The reference is priced without the padding it
-computes on (``reference_work``: its products beyond the problem's ``cost()`` FLOPs). A submission whose eager
-code covers the problem has its DSL doing none of the problem's work, whatever its outputs depend on, and fails as
-``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
-the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is
-measured against (verifier README, "Eager work").
+``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the reference's
+passes over the data are stood for by the eager calls, whatever operators they are, so that a pass split into chunks
+is still that pass when each chunk is written with another operator, a call covering k passes of its kind stands for
+k (a loop batched into one call), and an unknown operator's for every pass it could have made
+(``_passes_stood_for``; a stage the DSL took over is missing from them however small its cost). The reference is
+priced without the padding it computes on (``reference_work``: its products beyond the problem's ``cost()`` FLOPs).
+A submission whose eager code covers the problem has its DSL doing none of the problem's work, whatever its outputs
+depend on, and fails as ``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to
+the DSL (p28: the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the
+threshold is measured against (verifier README, "Eager work").
 
 Both measures are relative to the reference's operators, so an answer written more cheaply than the reference
 escapes them. Where the reference makes no products, the eager compute of known operators is also priced against
