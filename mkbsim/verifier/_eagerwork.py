@@ -32,15 +32,16 @@ kind beyond the reference's own counts towards the others (FLOP for element oper
 movement, never movement towards compute).
 
 Rule: the eager code covers the problem when, for every kind of work the reference does, it does at least
-``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the
-reference's passes over the data are stood for by the eager calls, whatever operators they are, so that a pass
-split into chunks is still that pass when each chunk is written with another operator (``_matched``; a stage the
-DSL took over is missing from them however small its cost). The reference is priced without the padding it
-computes on (``reference_work``: its products beyond the problem's ``cost()`` FLOPs). A submission whose eager
-code covers the problem has its DSL doing none of the problem's work, whatever its outputs depend on, and fails as
-``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to the DSL (p28:
-the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the threshold is
-measured against (verifier README, "Eager work").
+``EAGER_SHARE`` of the reference's amount (with the stand-ins above), and at least ``PASS_SHARE`` of the reference's
+passes over the data are stood for by the eager calls, whatever operators they are, so that a pass split into chunks
+is still that pass when each chunk is written with another operator, a call covering k passes of its kind stands for
+k (a loop batched into one call), and an unknown operator's for every pass it could have made
+(``_passes_stood_for``; a stage the DSL took over is missing from them however small its cost). The reference is
+priced without the padding it computes on (``reference_work``: its products beyond the problem's ``cost()`` FLOPs).
+A submission whose eager code covers the problem has its DSL doing none of the problem's work, whatever its outputs
+depend on, and fails as ``decorative_dsl``. Honest partial plans leave at least one kind of the reference's work to
+the DSL (p28: the norm's reductions; p52: the activation quantisation; p49: the routing), which is what the
+threshold is measured against (verifier README, "Eager work").
 
 Both measures are relative to the reference's operators, so an answer written more cheaply than the reference
 escapes them. Where the reference makes no products, the eager compute of known operators is also priced against
@@ -125,6 +126,11 @@ _MOVEMENT = _FREE | frozenset(
 ACCUMULATING = frozenset(("index_put", "_index_put_impl", "_unsafe_index_put", "put"))
 ACCUMULATE_AT = 3
 ACCUMULATES = "+accumulate"
+#: Products that scale what they compute (``alpha``) or the input they add it to (``beta``), keyword arguments of
+#: every overload: a call scaling either (``alpha`` not 1, ``beta`` neither 0 nor 1) is marked ``SCALES`` and priced
+#: one element pass over its output beyond its product, the multiplication it does (a scaled product).
+SCALING = frozenset(("addmm", "_addmm_activation", "baddbmm", "addbmm", "addmv", "addr"))
+SCALES = "+scaled"
 #: Fused operators priced as the passes they stand for (an unlisted fused operator counts one pass).
 _WEIGHTS = {
     "_softmax": 4, "_log_softmax": 4, "softmax": 4, "log_softmax": 4, "native_layer_norm": 6,
@@ -232,9 +238,12 @@ def _operator(name: str) -> tuple[str, str]:
 
 def recorded_name(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
     """The name a call of operator ``name`` ("ns.op.overload") is recorded under: marked ``ACCUMULATES`` where
-    it is a store told to add into its destination (the worker's vault does the same with its own bound
-    functions)."""
-    if _operator(name)[1] not in ACCUMULATING:
+    it is a store told to add into its destination, ``SCALES`` where a product scales (the worker's vault does the
+    same with its own bound functions)."""
+    base = _operator(name)[1]
+    if base in SCALING:
+        return name + SCALES if kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1) else name
+    if base not in ACCUMULATING:
         return name
     flag = args[ACCUMULATE_AT] if len(args) > ACCUMULATE_AT else kwargs.get("accumulate")
     return name + ACCUMULATES if flag is True else name
@@ -296,7 +305,8 @@ def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
         return []
     if how == "product":
         try:
-            return _product(base, ins, outs)
+            scaling = [("pointwise", float(max(map(_numel, outs), default=0)), 1)] if name.endswith(SCALES) else []
+            return _product(base, ins, outs) + scaling
         except IndexError:  # fewer operands than the product has: priced as an unknown operator
             return _bound(ins, outs)
     if how == "movement":  # the elements written: the output, or the values an in-place scatter puts
@@ -327,6 +337,9 @@ class Work:
     #: the FLOPs every formulation of the problem does (``Cost.floor_flops``, at most ``useful``): the reference's only
     necessary: float = 0.0
     unknown: float = 0.0  # compute priced at an unknown operator's bound (``_bound``), an upper limit, not a measure
+    #: per kind, the largest pass an unknown operator's call could have made (``_bound``): it could have made any
+    #: number of them (the submission's only; its calls are not in ``passes``)
+    unbounded: dict[str, float] = field(default_factory=dict)
     padding: float = 1.0  # how much more than its useful products the reference computed (the reference's only)
 
 
@@ -352,8 +365,12 @@ def work_of(ops: Iterable[OpRecord]) -> Work:
         bound = category(name) == "bound"
         for kind, amount, passes in op_work(name, ins, outs):
             found.amounts[kind] += amount * passes * count
-            found.unknown += amount * passes * count if bound else 0.0
-            if amount > 0:
+            if bound:
+                found.unknown += amount * passes * count
+                # a pass over its operands could as well have moved them
+                for reach in (kind, "movement") if kind == "pointwise" else (kind,):
+                    found.unbounded[reach] = max(found.unbounded.get(reach, 0.0), amount)
+            elif amount > 0:
                 found.passes[kind].append((_operator(name)[1], amount, passes * count))
         out, into = crossing(name, ins, outs)
         found.to_python += out * count
@@ -361,51 +378,88 @@ def work_of(ops: Iterable[OpRecord]) -> Work:
     return found
 
 
+#: Reference passes (amount per pass, how many), and eager calls (amount, how many), of one kind of work.
+Amounts = list[tuple[float, int]]
+
+
 def _matched(reference: Iterable[tuple[float, int]], eager: Iterable[tuple[float, int]]) -> int:
     """How many of the reference's passes (amount, how many) the eager calls (amount, how many) stand for, whatever
-    operators they are: a pass split into chunks is still that pass when each chunk is computed by another
-    operator (a ``mul`` for one, a ``div`` by the reciprocal for the next, a product through ``einsum`` or ``bmm``).
-    Each eager call stands for one pass at most, alone or with others whose amounts add up to the pass's (a bin
-    covering: one large call is one pass, however large). Greedy, the smallest passes first: each is covered by
-    calls smaller than it where they add up to it (largest first, the last one the smallest that completes it),
-    else by the smallest call that covers it alone."""
+    operators they are, each call one pass at most (``_cover`` with whole calls)."""
+    return _cover(reference, eager, divisible=False)[0]
+
+
+def _cover(
+    reference: Iterable[tuple[float, int]], eager: Iterable[tuple[float, int]], *, divisible: bool
+) -> tuple[int, Amounts, Amounts]:
+    """How many of the reference's passes (amount, how many) the eager calls (amount, how many) stand for, the
+    passes left over, and the calls no pass used. A pass split into chunks is still that pass when each chunk is
+    computed by another operator (a ``mul`` for one, a ``div`` by the reciprocal for the next, a product through
+    ``einsum`` or ``bmm``): calls whose amounts add up to a pass stand for it (a bin covering). Each pass is covered
+    by calls smaller than it where they add up to it (largest first, the last one the smallest that completes it),
+    else by the smallest call that covers it alone. Whole calls (not ``divisible``) stand for one pass at most,
+    however large, the smallest passes first (the most passes). ``divisible`` calls stand for as many passes as
+    their amount covers (what a call does beyond a pass is left for the next: a loop batched into one call still
+    makes its passes; calls of one kind of work against passes of that kind), the largest passes first, so that
+    a call the size of one large pass stands for that pass, not for the small ones its amount adds up to."""
     items: dict[float, int] = {}
     for amount, count in eager:
         if amount > 0 and count > 0:
             items[amount] = items.get(amount, 0) + count
     sizes = sorted(items)
     left = [items[size] for size in sizes]
-    matched = 0
-    for amount, count in sorted(reference):
+    rests: dict[float, int] = {}  # of the calls left at a size, those that are what a used call has left
+    matched, missed = 0, []
+    for amount, count in sorted(reference, reverse=divisible):
         need = amount * (1 - 1e-9)  # chunk sizes summed in floating point
         for _ in range(count):
             below = bisect.bisect_left(sizes, need)
-            if sum(size * n for size, n in zip(sizes[:below], left[:below], strict=True)) < need:
-                if below == len(sizes):
-                    return matched  # the passes after this one are no smaller
-                _take(sizes, left, below, 1)  # the smallest call that covers it alone
-            else:
-                rest = need
+            if below < len(sizes):  # the smallest call that covers it alone, unless smaller ones add up to it
+                used = [(below, sizes[below] - need)]
+            if sum(size * n for size, n in zip(sizes[:below], left[:below], strict=True)) >= need:
+                rest, used = need, []
                 while rest > 0 and below:  # the smallest call that completes it, else the largest below the pass
                     i = bisect.bisect_left(sizes, rest, 0, below)
                     if i < below:
-                        _take(sizes, left, i, 1)
+                        used.append((i, sizes[i] - rest))
                         rest = 0.0
                     else:
                         n = min(left[below - 1], max(1, int(rest // sizes[below - 1])))
                         rest -= n * sizes[below - 1]
-                        below -= _take(sizes, left, below - 1, n)
+                        used.extend([(below - 1, 0.0)] * n)
+                        below -= 1 if n == left[below - 1] else 0
+            elif below == len(sizes):
+                missed.append((amount, 1))
+                continue
+            taken = [(sizes[i], spare) for i, spare in used]
+            for size, _ in taken:
+                _take(sizes, left, rests, size)
+            for _, spare in taken if divisible else ():
+                if spare > need * 1e-6:  # not what summing chunks in floating point leaves
+                    _give(sizes, left, rests, spare)
             matched += 1
-    return matched
+    unused = [(size, n - rests.get(size, 0)) for size, n in zip(sizes, left, strict=True)]
+    return matched, missed, [call for call in unused if call[1] > 0]
 
 
-def _take(sizes: list[float], left: list[int], i: int, n: int) -> int:
-    """Take ``n`` calls of the ``i``-th size; 1 where that size is used up (and dropped), else 0."""
-    left[i] -= n
-    if left[i]:
-        return 0
-    del sizes[i], left[i]
-    return 1
+def _take(sizes: list[float], left: list[int], rests: dict[float, int], size: float) -> None:
+    """Take one call of ``size`` (a used call's rest first: whole calls are kept for ``_cover``'s unused)."""
+    i = bisect.bisect_left(sizes, size)
+    left[i] -= 1
+    if rests.get(size):
+        rests[size] -= 1
+    if not left[i]:
+        del sizes[i], left[i]
+
+
+def _give(sizes: list[float], left: list[int], rests: dict[float, int], spare: float) -> None:
+    """What a used call has left beyond the pass it stood for: a call of that amount."""
+    i = bisect.bisect_left(sizes, spare)
+    if i < len(sizes) and sizes[i] == spare:
+        left[i] += 1
+    else:
+        sizes.insert(i, spare)
+        left.insert(i, 1)
+    rests[spare] = rests.get(spare, 0) + 1
 
 
 def _tensor_sizes(obj: Any) -> Sizes:
@@ -546,16 +600,34 @@ def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
             continue
         extra = sum(max(0.0, eager.amounts[o] - reference.amounts[o]) for o in _STAND_INS[kind])
         found.shares[kind] = (eager.amounts[kind] + extra) / reference.amounts[kind]
-    wanted = [(amount, count) for kind in judged for _, amount, count in reference.passes[kind]]
-    doing = [(amount, count) for kind in (judged if computes else KINDS) for _, amount, count in eager.passes[kind]]
-    total = sum(count for _, count in wanted)
-    found.passes = _matched(wanted, doing) / total if total else 0.0
+    found.passes = _passes_stood_for(eager, reference, judged, KINDS if not computes else judged)
     if reference.necessary > 0 and reference.amounts["matmul"] == 0 and reference.amounts["pointwise"] > 0:
         # a floor no formulation escapes: the work every formulation does (``Cost.floor_flops``), not the reference's
         found.useful = (eager.amounts["matmul"] + eager.amounts["pointwise"] - eager.unknown) / reference.necessary
     inputs, outputs = reference.elements
     found.python = {"out": eager.to_python / max(inputs, 1), "in": eager.from_python / max(outputs, 1)}
     return found
+
+
+def _passes_stood_for(eager: Work, reference: Work, judged: Sequence[str], doing: Sequence[str]) -> float:
+    """The share of the reference's passes of the ``judged`` kinds that the eager calls of the ``doing`` kinds stand
+    for. Within a kind, by the work they do (``_cover``, divisible: a call covering k passes stands for k, so
+    batching a loop into one call leaves its passes stood for; an unknown operator's call for every pass it could
+    have made: ``Work.unbounded``); then a pass left by a whole call of any kind, one for one (a reduction done as a
+    product with ones: never what a product does beyond a pass standing for element passes)."""
+    wanted = {kind: [(amount, count) for _, amount, count in reference.passes[kind]] for kind in judged}
+    total = sum(count for kind in judged for _, count in wanted[kind])
+    matched, passes_left, calls_left = 0, [], []
+    for kind in doing:
+        calls = [(amount, count) for _, amount, count in eager.passes[kind]]
+        reach = eager.unbounded.get(kind, 0.0) * (1 + 1e-9)
+        matched += sum(count for amount, count in wanted.get(kind, []) if amount <= reach)
+        within, rest, unused = _cover([p for p in wanted.get(kind, []) if p[0] > reach], calls, divisible=True)
+        matched += within
+        passes_left += rest
+        calls_left += unused
+    matched += _matched(passes_left, calls_left)
+    return matched / total if total else 0.0
 
 
 def to_python_hook(self: Any, *, _send: Any, _original: Any, _marker: Any) -> Any:

@@ -268,7 +268,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         enumerate=enumerate, transpose=base.transpose, table_run=TABLE_RUN, varied_values=VARIED_VALUES,
         sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
         cat=torch._C._VariableFunctions.cat, accumulating=_eagerwork.ACCUMULATING,
-        accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES,
+        accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
+        scales=_eagerwork.SCALES,
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
@@ -1368,6 +1369,9 @@ def provenance_vault(
             at = lib.accumulate_at
             flag = args[at] if lib.len(args) > at else kwargs.get("accumulate")
             priced = name + lib.accumulates if flag is True else name
+        elif operator_name.rstrip("_") in lib.scaling:  # a product scaling (``_eagerwork.SCALES``)
+            scaled = kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1)
+            priced = name + lib.scales if scaled else name
         key = (priced, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])

@@ -189,3 +189,11 @@ def test_the_session_measures_its_own_profile_again_never_a_documented_one(monke
         assert session.speed_of_light(problem, axes, first * 1.5)["sol_ms"] == first
         session._profile = ("a documented device", _peaks(1.5e9))  # never measured again
         assert session.speed_of_light(problem, axes, first * 1.5)["sol_ms"] == slow
+
+
+def test_one_of_two_outputs_wholly_eager_is_not_most_of_the_answer() -> None:
+    """Red team 9a's p72 case: the DSL's new state, eager output (0.5 on average: passed at least half); the study's
+    p49 plan, two of three, passes."""
+    half = judge([_cov("output", 4096, 0.0, 1.0), _cov("new_state", 65536, 1.0)])
+    assert half.outputs_share == OUTPUTS_SHARE and half.failure and "on average" in half.failure
+    assert judge([_cov("output", 4096, 0.02, 0.98), _cov("new_state", 65536, 1.0)]).failure is None

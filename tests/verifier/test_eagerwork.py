@@ -4,6 +4,7 @@ leaves the DSL decorative, whatever the outputs depend on."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import sys
@@ -195,7 +196,8 @@ def test_every_operator_of_the_references_has_a_price_of_its_own() -> None:
 
 def test_a_pass_split_into_row_chunks_is_still_that_pass() -> None:
     """The calls of one operator are pooled: an eager RMSNorm done four rows at a time stands for every pass
-    of the reference's (it matched a third before), while one large call still stands for one pass only."""
+    of the reference's (it matched a third before), and one call as large as four passes for the four (a loop
+    batched into one call: red team 9a's F7, one pass before)."""
     x, w = torch.randn(16, 64), torch.randn(64)
 
     def norm(rows: torch.Tensor) -> torch.Tensor:
@@ -206,7 +208,7 @@ def test_a_pass_split_into_row_chunks_is_still_that_pass() -> None:
     assert chunked.passes == 1.0 and chunked.covers
     mul = "aten.mul.Tensor"
     large = work_of([((mul, ((256,), (256,)), ((256,),)), 1)])
-    assert compare(1, large, work_of([((mul, ((64,), (64,)), ((64,),)), 4)])).passes == 0.25
+    assert compare(1, large, work_of([((mul, ((64,), (64,)), ((64,),)), 4)])).passes == 1.0
 
 
 def test_chunks_of_a_pass_computed_by_other_operators_are_still_that_pass() -> None:
@@ -238,6 +240,55 @@ def test_passes_are_covered_by_whole_calls_best_fit() -> None:
     assert _eagerwork._matched([(10.0, 3)], [(30.0, 1)]) == 1
     assert _eagerwork._matched([(1.0, 2), (10.0, 1)], [(10.0, 1), (0.5, 4)]) == 3
     assert _eagerwork._matched([(10.0, 1)], [(3.0, 3)]) == 0
+
+
+def test_a_call_stands_for_the_passes_of_its_kind_its_work_covers() -> None:
+    """Red team 9a's F7 (p48: every expert on every token in one broadcast product per projection, 30x the
+    reference's FLOPs, matched 8% of its per-expert passes). Within a kind a call stands for as many passes as its
+    amount covers, the largest passes first (a call the size of one large pass stands for it, not for the small
+    ones it adds up to: p52's plan, its weight dequantisation against the DSL's activation quantisation); across
+    kinds for one at most: an eager GEMM never stands for the element passes of the epilogue the DSL computes."""
+    mm, mul = "aten.mm.default", "aten.mul.Tensor"
+    per_expert = work_of([((mm, ((4, 8), (8, 16)), ((4, 16),)), 64), ((mul, ((4, 16), (4, 16)), ((4, 16),)), 64)])
+    batched = work_of([((mm, ((256, 8), (8, 16)), ((256, 16),)), 1), ((mul, ((256, 16), (256, 16)), ((256, 16),)), 1)])
+    assert compare(1, batched, per_expert).passes == 1.0
+    quantised = [((mul, ((15,), ()), ((15,),)), 2), ((mul, ((1920,), ()), ((1920,),)), 5)]
+    weights = ((mul, ((98304,), ()), ((98304,),)), 1)
+    assert compare(1, work_of([weights]), work_of([*quantised, weights])).passes == 1 / 8
+    gemm = ((mm, ((64, 256), (256, 256)), ((64, 256),)), 1)
+    epilogue = ((mul, ((64, 256), (256,)), ((64, 256),)), 3)
+    assert compare(1, work_of([gemm]), work_of([gemm, epilogue])).passes == 1 / 4
+
+
+def test_an_unknown_operator_stands_for_every_pass_it_could_have_made() -> None:
+    """Red team 9a's F1/F5/F6: ``_weight_norm_interface`` (the whole RMS normalisation), ``renorm`` (a quantisation's
+    scaling), ``_masked_softmax`` stood for one pass each, so one call computing the answer matched half the passes.
+    Priced at its bound it stands for any number of passes no larger than a pass over its operands."""
+    x, w = torch.randn(16, 64), torch.randn(64)
+
+    def norm(rows: torch.Tensor) -> torch.Tensor:
+        return rows * torch.rsqrt(rows.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+    def unknown(rows: torch.Tensor) -> torch.Tensor:  # rows / their norm · sqrt(64): rows / their RMS
+        return torch._weight_norm_interface(rows, torch.full((16, 1), 8.0), dim=0)[0] * w
+
+    assert torch.allclose(unknown(x), norm(x), atol=1e-3)
+    reference, eager = work_of(reference_ops(norm, [x])), work_of(reference_ops(unknown, [x]))
+    assert eager.unbounded["pointwise"] >= x.numel() and eager.passes["pointwise"] == [("mul", x.numel(), 1)]
+    found = compare(1, eager, reference)
+    assert found.passes == 1.0 and found.covers, found.as_dict()
+    small = work_of([(("aten.some_new_op.default", ((4,),), ((4,),)), 1)])  # smaller than every pass: none
+    assert compare(1, small, reference).passes == 0.0
+
+
+def test_a_scaled_product_is_a_product_and_a_pass() -> None:
+    """Red team 9a's F6: ``baddbmm(..., beta=0, alpha=scale)`` did the scores' scaling for free."""
+    q, k = torch.randn(2, 8, 4), torch.randn(2, 4, 8)
+    for alpha, beta, scaled in ((0.5, 0.0, True), (1.0, 2.0, True), (1.0, 0.0, False), (1.0, 1.0, False)):
+        ops = reference_ops(functools.partial(torch.baddbmm, torch.zeros(2, 8, 8), beta=beta, alpha=alpha), [q, k])
+        work = work_of(ops)
+        assert [name for (name, _, _), _ in ops][-1].endswith(_eagerwork.SCALES) == scaled
+        assert work.passes["pointwise"] == ([("baddbmm", 128.0, 1)] if scaled else []), (alpha, beta)
 
 
 def test_the_reference_s_padding_is_taken_out_of_its_price() -> None:
