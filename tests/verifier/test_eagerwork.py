@@ -478,9 +478,10 @@ ALSO_BY_PROVENANCE = frozenset((
     "eagerwork_gemm_as_embedding_bag", "eagerwork_renamed_operators", "eagerwork_rows_in_chunks",
     "eagerwork_scatter_arithmetic", "eagerwork_wkv_unstabilised",
 ))  # fmt: skip
-#: eagerwork_* cases whose kernel only decodes the eager answer element by element: the decode rule (``_decode``)
+#: eagerwork_* cases whose kernel only decodes the eager answer element by element (or reads it permuted: the order-free
+#: fit): the decode rule (``_decode``)
 #: withdraws the DSL's credit for them too
-ALSO_BY_DECODE = frozenset(("eagerwork_answer_encoded", "eagerwork_chunks_renamed"))
+ALSO_BY_DECODE = frozenset(("eagerwork_answer_encoded", "eagerwork_chunks_renamed", "eagerwork_experts_batched"))
 
 
 @pytest.mark.parametrize("path", EAGER_CASES, ids=[p.stem for p in EAGER_CASES])
