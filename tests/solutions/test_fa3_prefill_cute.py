@@ -345,7 +345,7 @@ def _ptxas(nn: str, tmp_path: Path, *flags: str) -> tuple[str, str, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("nn", ["04", "09"])
+@pytest.mark.parametrize("nn", PREFILL)
 def test_ptxas_keeps_every_wgmma_asynchronous_without_spills(nn: str, tmp_path: Path) -> None:
     """No serialised wgmma (ptxas's C7520 note), no spills, the wgmmas of one CTA, and the kernel's register count
     is what `setmaxnreg` redistributes: the consumers' increase blocks unless the producer's decrease frees enough
