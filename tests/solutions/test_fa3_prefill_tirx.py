@@ -21,7 +21,7 @@ import pytest
 import test_fa3_prefill_cute as CUTE
 import torch
 from test_dsl_solutions import _load
-from test_tensorcore_attention_emulation import _check_against_anchor, _problem
+from test_tensorcore_attention_emulation import _check_against_anchor, _larger, _problem
 from test_wgmma_prefill_emulation import PREFILL, SOLUTIONS, _tiling
 
 from problems.attention.solutions import _flash_prefill_fa3_tirx as FA3
@@ -102,6 +102,14 @@ def test_emulated_kernel_passes_the_verifier_rule_on_smoke(nn: str, policy: str)
     for seed in (3, 4):
         inputs = problem.make_inputs(problem.smoke, seed=seed)
         _check_against_anchor(problem, inputs, kernel=CUTE._kernel(problem, policy=policy, seed=seed, lean=False))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nn", PREFILL)
+def test_emulated_kernel_passes_the_verifier_rule_on_a_larger_shape(nn: str) -> None:
+    problem = _problem(nn)
+    inputs = problem.make_inputs(_larger(problem), seed=5)
+    _check_against_anchor(problem, inputs, kernel=CUTE._kernel(problem, policy="random", seed=5, lean=False))
 
 
 # ----------------------------------------------------------------------------------------------
