@@ -130,14 +130,16 @@ INIT = re.compile(r"mbarrier_init_init_shared_b64\(.*?pool_buf_ptr\)\[(\d+)\]\)\
 
 
 def _value(expr: str, j: int) -> int:
-    """A C index expression of the loop variable (non-negative operands: C's / and % are Python's // and %)."""
-    py = re.sub(r"\((?:uint|int)\)", "", expr).replace("/", "//")
-    return int(eval(py, {}, {"j": j, "j_1": j}))  # arithmetic of the kernel's own source
+    """A C index expression of the loop variable, or of ntile after the loop (non-negative operands: C's / and %
+    are Python's // and %)."""
+    py = re.sub(r"\((?:uint|int)\)", "", expr).replace("/", "//").replace("ntile_ptr[0]", "ntile")
+    return int(eval(py, {}, {"j": j, "j_1": j, "ntile": j}))  # arithmetic of the kernel's own source
 
 
 def _events(body: str, j: int) -> list[tuple[str, Any, Any]]:
-    """The synchronising calls of a loop body in order: (kind, barrier index, parity) at walk tile ``j``; named
-    barriers as their id expression's text (they depend on the warpgroup, not on j)."""
+    """The synchronising calls of a stretch of source in order: (kind, barrier index, parity) at walk tile ``j``
+    (or ntile = ``j`` after the loop); named barriers as their id expression's text (they depend on the warpgroup,
+    not on j)."""
     out = []
     for m in CALL.finditer(body):
         kind = m.lastgroup if m.lastgroup != "parity" else "wait"
@@ -150,14 +152,14 @@ def _events(body: str, j: int) -> list[tuple[str, Any, Any]]:
     return out
 
 
-def _loop(source: str, start: str) -> str:
-    """The body of the first ``for`` loop from ``start`` on (brace matching)."""
+def _loop(source: str, start: str) -> tuple[int, int]:
+    """Where the body of the first ``for`` loop from ``start`` on begins and ends (brace matching)."""
     head = source.index("{", source.index(start))
     depth = 0
     for i in range(head, len(source)):
         depth += {"{": 1, "}": -1}.get(source[i], 0)
         if depth == 0:
-            return source[head : i + 1]
+            return head, i + 1
     raise AssertionError(f"unbalanced loop after {start!r}")
 
 
@@ -182,10 +184,22 @@ def test_tirx_source_runs_the_replayed_protocol(nn: str) -> None:
     k_full, k_empty, v_full, v_empty = base, base + kr, base + 2 * kr, base + 2 * kr + vr
     want_counts = {k_full: 128, k_empty: 8, v_full: 128, v_empty: 8}
     assert inits == {b + i: want_counts[b] for b in want_counts for i in range(kr if b < v_full else vr)}
-    producer = _loop(body, "for (int j = 0; j < ntile")
-    consumer = _loop(body, "for (int j_1 = 1; j_1 < ntile")
+    start, end = _loop(body, "for (int j = 0; j < ntile")
+    producer = body[start:end]
+    consumers = body[body.index("setmaxnreg_inc_sync_aligned_u32") :]
+    start, end = _loop(consumers, "for (int j_1 = 1; j_1 < ntile")
+    opening, loop, closing = consumers[:start], consumers[start:end], consumers[end:]
     wg = "((uint)((((int)threadIdx.x) >> 7) - 1))"  # consumer c = warpgroup - 1
     mine, other = f"((uint)1 + {wg})", f"((uint)2 - {wg})"
+    # walk tile 0 (consumer 1's opening arrive on consumer 0's barrier first)
+    assert _events(opening, 0) == [
+        ("pass", "(uint)1", None),
+        ("wait", k_full, 0),
+        ("sync", mine, None),
+        ("pass", other, None),
+        ("wgwait", "0", None),
+        ("arrive", k_empty, None),
+    ]
     for j in TILES:
         assert _events(producer, j) == [
             ("wait", k_empty + j % kr, (j // kr + 1) % 2),
@@ -193,7 +207,7 @@ def test_tirx_source_runs_the_replayed_protocol(nn: str) -> None:
             ("wait", v_empty + j % vr, (j // vr + 1) % 2),
             ("noinc", v_full + j % vr, None),
         ]
-        assert _events(consumer, j) == [
+        assert _events(loop, j) == [
             ("wait", k_full + j % kr, j // kr % 2),
             ("wait", v_full + (j - 1) % vr, (j - 1) // vr % 2),
             ("sync", mine, None),
@@ -202,6 +216,15 @@ def test_tirx_source_runs_the_replayed_protocol(nn: str) -> None:
             ("arrive", k_empty + j % kr, None),
             ("wgwait", "0", None),
             ("arrive", v_empty + (j - 1) % vr, None),
+        ]
+        # the last product, P(ntile-1)·V(ntile-1), at ntile = j (consumer 0's arrive only), then the epilogue
+        assert _events(closing, j) == [
+            ("wait", v_full + (j - 1) % vr, (j - 1) // vr % 2),
+            ("sync", mine, None),
+            ("pass", other, None),
+            ("wgwait", "0", None),
+            ("arrive", v_empty + (j - 1) % vr, None),
+            ("sync", f"(uint){FA3.EPILOGUE}", None),
         ]
 
 
