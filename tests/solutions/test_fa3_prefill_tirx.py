@@ -124,6 +124,7 @@ CALL = re.compile(
     r"|ptx_bar_sync_count_sync\((?P<sync>.+?), \(uint\)256\);"
     r"|ptx_bar_arrive_arrive\((?P<pass>.+?), \(uint\)256\);"
     r"|ptx_wgmma_wait_group_wait_group_sync_aligned_(?P<wgwait>\d)\(\);"
+    r"|(?P<cta_sync>cuda_cta_sync)\(\);"  # would wait for the producer warpgroup, which exits early
     r")"
 )
 INIT = re.compile(r"mbarrier_init_init_shared_b64\(.*?pool_buf_ptr\)\[(\d+)\]\)\)\), \(uint\)(\d+)\);")
