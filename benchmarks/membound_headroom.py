@@ -50,6 +50,7 @@ class Row:
     verifier_ms: float
     do_bench_ms: float | None
     bytes_moved: int
+    date: str  # when the verifier measured it (the records' date where the row has none)
 
     @property
     def fraction(self) -> float:
@@ -75,7 +76,7 @@ def memory_rows(data: dict[str, Any]) -> list[Row]:
         if rec.row is None or speed_of_light(cost, h200)["bound"] != "memory":
             continue
         out.append(Row(rec.file, rec.problem, rec.dsl, rec.full, rec.sol_ms, rec.row["verifier_ms"],
-                       rec.row.get("do_bench_ms"), cost.bytes))  # fmt: skip
+                       rec.row.get("do_bench_ms"), cost.bytes, rec.row.get("date", data["date"])))  # fmt: skip
     return out
 
 
@@ -125,7 +126,7 @@ def _table_row(r: Row, reachable: float, kind: str) -> str:
     by_bench = "-" if r.do_bench_ms is None else f"{r.sol_ms / r.do_bench_ms:.3f}"
     return (
         f"| {name} | {r.sol_ms * 1e3:.1f} | {r.verifier_ms * 1e3:.1f} | {bench} | {r.bytes_moved / 1e6:.1f} "
-        f"| {r.fraction:.3f} | {by_bench} | {reachable:.2f} | {kind} |"
+        f"| {r.fraction:.3f} | {by_bench} | {reachable:.2f} | {kind} | {r.date} |"
     )
 
 
@@ -139,8 +140,8 @@ def render(rows: list[Row]) -> str:
         + f"; best streaming rate reached {stream:.3f} of SOL",
         "",
         "| solution file | SOL µs | verifier µs | do_bench µs | MB moved | SOL fraction | by do_bench | best reachable "
-        "| class |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| class | measured |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     kinds: dict[str, list[Row]] = {"at target": [], "capped": [], "headroom": []}
     for r in sorted(rows, key=lambda r: r.fraction):
@@ -159,6 +160,13 @@ def render(rows: list[Row]) -> str:
     ]
     for i, (r, median) in enumerate(lift_path(rows, headroom), 1):
         lines.append(f"| {i} | {r.file} | {r.needed_speedup():.2f}× | {median:.3f} |")
+    median = statistics.median(r.fraction for r in rows)
+    oldest = min(r.date for r in rows)
+    stale = [r.file for r in headroom if r.date == oldest and r.fraction < median]
+    lines.append(
+        f"\nHeadroom rows below the median still measured on {oldest} (the oldest verifier in the records; "
+        f"re-measure before rewriting): {len(stale)}: {', '.join(stale)}."
+    )
     best = best_per_problem(rows)
     lines.append(
         f"\nThe fastest full plan per (problem, DSL) only ({len(best)} rows, superseded and partial plans left out): "

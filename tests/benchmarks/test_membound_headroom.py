@@ -24,7 +24,7 @@ def mb() -> ModuleType:
 
 
 def _row(mb: ModuleType, file: str, sol_us: float, verifier_us: float, *, dsl: str = "tirx", full: bool = True):
-    return mb.Row(file, "p" + file[:2], dsl, full, sol_us / 1e3, verifier_us / 1e3, None, 0)
+    return mb.Row(file, "p" + file[:2], dsl, full, sol_us / 1e3, verifier_us / 1e3, None, 0, "2026-12-01")
 
 
 def test_the_floor_is_the_smallest_excess_over_sol_per_dsl(mb: ModuleType) -> None:
@@ -43,7 +43,9 @@ def test_the_streaming_rate_comes_from_long_rows_only(mb: ModuleType) -> None:
 def test_a_short_row_is_capped_and_a_long_one_has_headroom(mb: ModuleType) -> None:
     rows = [_row(mb, "01_a_tirx.py", 10, 14), _row(mb, "02_a_tirx.py", 100, 110), _row(mb, "03_a_tirx.py", 100, 300)]
     text = mb.render(rows)
-    assert "| 01_a_tirx.py | 10.0 | 14.0 | - | 0.0 | 0.714 | - | " in text and text.count("| capped |") == 1
+    assert (
+        "| 01_a_tirx.py | 10.0 | 14.0 | - | 0.0 | 0.714 | - | " in text and text.count("| capped | 2026-12-01 |") == 1
+    )
     assert "| 03_a_tirx.py | 100.0 | 300.0 |" in text and "| headroom |" in text.split("03_a_tirx.py")[1]
 
 
