@@ -49,6 +49,12 @@ def test_a_short_row_is_capped_and_a_long_one_has_headroom(mb: ModuleType) -> No
     assert "| 03_a_tirx.py | 100.0 | 300.0 |" in text and "| headroom |" in text.split("03_a_tirx.py")[1]
 
 
+def test_a_given_floor_caps_rows_the_records_floor_does_not(mb: ModuleType) -> None:
+    # the sandboxed verifier's ~0.1 ms a call (RESULTS, session 9) caps a 100 µs row the records' 4 µs floor leaves open
+    rows = [_row(mb, "01_a_tirx.py", 10, 14), _row(mb, "02_a_tirx.py", 100, 110), _row(mb, "03_a_tirx.py", 100, 300)]
+    assert "| 03_a_tirx.py | 100.0 | 300.0 | - | 0.0 | 0.333 | - | 0.49 | capped |" in mb.render(rows, floor_ms=0.1)
+
+
 def test_lifting_rows_below_the_median_moves_it_and_rows_above_do_not(mb: ModuleType) -> None:
     rows = [_row(mb, f"0{i}_a_tirx.py", 10, 10 / f) for i, f in enumerate((0.2, 0.4, 0.6, 0.7, 0.9), 1)]
     path = mb.lift_path(rows, [rows[3], rows[0]])  # 0.7 (above the median 0.6), then 0.2 (below)
@@ -59,6 +65,12 @@ def test_superseded_and_partial_plans_leave_the_best_per_problem_median(mb: Modu
     rows = [_row(mb, "01_old_tirx.py", 10, 40), _row(mb, "01_new_tirx.py", 10, 12),
             _row(mb, "01_part_cutedsl.py", 10, 11, dsl="cutedsl", full=False)]  # fmt: skip
     assert [r.file for r in mb.best_per_problem(rows)] == ["01_new_tirx.py"]
+
+
+def test_a_negative_floor_is_a_usage_error(mb: ModuleType) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        mb.main(["--floor-us", "-1"])
+    assert exit_.value.code == 2
 
 
 def test_unreadable_data_is_a_one_line_error(mb: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
