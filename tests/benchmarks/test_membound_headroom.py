@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def mb() -> ModuleType:
     return module
 
 
-def _row(mb: ModuleType, file: str, sol_us: float, verifier_us: float, *, dsl: str = "tirx", full: bool = True):
+def _row(mb: ModuleType, file: str, sol_us: float, verifier_us: float, *, dsl: str = "tirx", full: bool = True) -> Any:
     return mb.Row(file, "p" + file[:2], dsl, full, sol_us / 1e3, verifier_us / 1e3, None, 0, "2026-12-01")
 
 

@@ -24,7 +24,15 @@ def _plan(number: int, plan: str) -> dict[str, Any]:
     return tirx
 
 
-def _emulate_p23_tworows(c: dict[str, Any], src_cache, block_table, cu_seq_lens, seq_starts, scale, dst):
+def _emulate_p23_tworows(
+    c: dict[str, Any],
+    src_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    cu_seq_lens: torch.Tensor,
+    seq_starts: torch.Tensor,
+    scale: torch.Tensor,
+    dst: torch.Tensor,
+) -> torch.Tensor:
     """Plan `tworows`: thread tx of CTA bx owns vector tx % LANES of rows r = bx ROWS_PER_CTA + tx // LANES
     + k GROUPS (k < ROWS), clamped to the last row for the loads and stored only when in range; a row's
     request is the count of cu_seq_lens[1:num_seqs] <= row. Every stored (row, vector) must be stored once."""
@@ -60,7 +68,7 @@ WORKLOADS = [
 
 
 @pytest.mark.parametrize("which", WORKLOADS)
-def test_p23_tworows_plan_matches_reference(which) -> None:
+def test_p23_tworows_plan_matches_reference(which: Any) -> None:
     prob = problem(23)
     args = inputs(prob, prob.smoke if which == "smoke" else {**prob.workload, **which})
     dst = _emulate_p23_tworows(_plan(23, "tworows"), *args)

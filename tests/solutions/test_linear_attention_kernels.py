@@ -188,7 +188,15 @@ def _fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     return (a.double() * b.double() + c.double()).float()
 
 
-def _emulate_wkv_ex2(c: dict[str, Any], time_decay, time_first, k, v, ex2_error: float = EX2_ERROR):
+def _emulate_wkv_ex2(
+    c: dict[str, Any],
+    time_decay: torch.Tensor,
+    time_first: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    ex2_error: float = EX2_ERROR,
+) -> torch.Tensor:
     """p66 plan `ex2`: thread (b, channel) walks the steps in float32; each weight below 1 is
     ex2.approx(-|d| · log2 e), modelled as the exact power off by ``ex2_error`` (the worst case, every step
     the same way); 1 / den is rcp.approx (off by RCP_ERROR) and one FMA Newton step; w is exact."""
@@ -229,7 +237,7 @@ def test_p66_ex2_tirx_copies_cover_each_chunk_once(steps: int) -> None:
 
 
 @pytest.mark.parametrize("which", WORKLOADS)
-def test_p66_ex2_plan_matches_reference(which) -> None:
+def test_p66_ex2_plan_matches_reference(which: Any) -> None:
     prob = problem(66)
     c = _plan(66, "ex2")
     args = inputs(prob, _workload(prob, which))
