@@ -1,0 +1,83 @@
+"""A verdict's plan kind (verifier README, "Plan kinds"): did the DSL's launches make the problem's products?
+
+The study accepted *partial plans*: an eager GEMM with a DSL prologue or epilogue (its p28, p49, p52, p56 and p72
+solutions). The verifier accepts them too (their DSL does real work, ``_eagerwork``), and so it accepts what
+leaves the DSL a larger share than they do (a split-K GEMM that leaves the DSL the last K group): no price of
+the eager work separates the two. So every verdict says which it is, from the eager work already measured on
+the checked draw (``_eagerwork.compare``'s inputs): ``full`` when the eager code made less than
+``PARTIAL_SHARE`` of the problem's work, else ``partial``, with the share it made. The work is the problem's
+products (matmul-class FLOPs, the reference's without its padding: ``cost()``'s useful products) where it has
+any; where it has none, the element work every formulation does (``Cost.floor_flops``); on a problem of data
+movement alone, the reference's movement. An operator the verifier cannot price (``_eagerwork._bound``: a custom
+namespace's, an unlisted aten one) counts at the most it could have done: a plan whose products are out of
+sight is not labelled ``full``.
+
+A protocol with ``require_full_plan`` fails a partial plan (``partial_plan``); the study's protocols accept it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mkbsim.verifier._eagerwork import Work
+from mkbsim.verifier._result import PlanKindName
+
+#: From this share of the problem's work made by eager code on, a plan is partial. Measured (README, "Plan
+#: kinds"; ``benchmarks/eager_work_shares.py``): the study's full plans make at most 0.001 of it eagerly, its
+#: partial plans at least 0.20 (p28's eager residual add; the GEMM plans 1.0).
+PARTIAL_SHARE = 0.05
+
+#: What the share is of: the problem's products, else its element work, else its data movement.
+Basis = Literal["products", "element work", "movement"]
+
+
+@dataclass(frozen=True)
+class PlanKind:
+    kind: PlanKindName
+    #: the share of ``basis`` the eager code made (at most 1: more than the problem needs is all of it)
+    eager_share: float
+    basis: Basis
+
+    @property
+    def partial(self) -> bool:
+        return self.kind == "partial"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "eager_share": self.eager_share, "basis": self.basis}
+
+    def describe(self) -> str:
+        """One sentence for the verdict's feedback."""
+        if not self.partial:
+            return f"Full plan: the DSL made the problem's {self.basis} ({self.eager_share:.0%} of it eager)."
+        return (
+            f"Passed as a partial plan: {self.eager_share:.0%} of the problem's {self.basis} made by eager code "
+            "(the study's protocol accepts partial plans; require_full_plan fails them)."
+        )
+
+
+def plan_kind(eager: Work, reference: Work) -> PlanKind:
+    """The plan kind of a call whose eager work is ``eager``, against the reference's ``reference`` (priced by
+    ``_eagerwork.reference_work``: padding taken out, the problem's necessary FLOPs attached)."""
+    amounts = reference.amounts
+    compute = eager.amounts["matmul"] + eager.amounts["pointwise"]
+    basis: Basis
+    if amounts["matmul"] > 0:
+        basis, share = "products", eager.amounts["matmul"] / amounts["matmul"]
+    elif amounts["pointwise"] > 0:
+        basis, share = "element work", compute / (reference.necessary or amounts["pointwise"])
+    elif amounts["movement"] > 0:  # compute stands in for movement, as in ``_eagerwork.compare``
+        basis, share = "movement", (eager.amounts["movement"] + compute) / amounts["movement"]
+    else:
+        return PlanKind("full", 0.0, "products")
+    share = min(share, 1.0)
+    return PlanKind("partial" if share >= PARTIAL_SHARE else "full", share, basis)
+
+
+def require_full(plan: PlanKind) -> str:
+    """The feedback of a partial plan under a protocol that requires full plans."""
+    return (
+        f"The eager PyTorch code made {plan.eager_share:.0%} of the problem's {plan.basis} (a partial plan: from "
+        f"{PARTIAL_SHARE:.0%} on); this verification requires the DSL kernels to make them (require_full_plan). "
+        "Move the eager products into the DSL."
+    )
