@@ -246,6 +246,8 @@ def coverage(v: Verification) -> Failure | None:
         v.report.bypass_ok = False
         return failure
     v.report.bypass_ok = True
+    if v.plan is not None and v.plan.partial and v.protocol.require_full_plan:  # the bypass test passed: a real plan
+        return Failure("partial_plan", _plankind.require_full(v.plan))
     return None
 
 
@@ -293,11 +295,7 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
     v.plan = plan = _plankind.plan_kind(work, reference)
     v.details["eager_work"] = {**found.as_dict(), "plan": plan.as_dict()}
     v.report.plan, v.report.plan_eager_share = plan.kind, plan.eager_share
-    if found.covers:
-        return Failure("decorative_dsl", _eagerwork.explain(found))
-    if plan.partial and v.protocol.require_full_plan:
-        return Failure("partial_plan", _plankind.require_full(plan))
-    return None
+    return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
 
 
 def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.OutputCoverage]) -> Failure | None:
