@@ -1,16 +1,16 @@
 """A verdict's plan kind (verifier README, "Plan kinds"): did the DSL's launches make the problem's products?
 
-The study accepted *partial plans*: an eager GEMM with a DSL prologue or epilogue (its p28, p49, p52, p56 and p72
-solutions). The verifier accepts them too (their DSL does real work, ``_eagerwork``), and so it accepts what
-leaves the DSL a larger share than they do (a split-K GEMM that leaves the DSL the last K group): no price of
-the eager work separates the two. So every verdict says which it is, from the eager work already measured on
-the checked draw (``_eagerwork.compare``'s inputs): ``full`` when the eager code made less than
-``PARTIAL_SHARE`` of the problem's work, else ``partial``, with the share it made. The work is the problem's
-products (matmul-class FLOPs, the reference's without its padding: ``cost()``'s useful products) where it has
-any; where it has none, the element work every formulation does (``Cost.floor_flops``); on a problem of data
-movement alone, the reference's movement. An operator the verifier cannot price (``_eagerwork._bound``: a custom
-namespace's, an unlisted aten one) counts at the most it could have done: a plan whose products are out of
-sight is not labelled ``full``.
+The study accepted *partial plans*: an eager GEMM with a DSL prologue or epilogue (its p49, p52 and p56
+solutions; p28's leaves the residual add eager). The verifier accepts them too (their DSL does real work,
+``_eagerwork``), and so it accepts what leaves the DSL a larger share than they do (a split-K GEMM that leaves the
+DSL the last K group): no price of the eager work separates the two. So every verdict says which it is, from the
+eager work already measured on the checked draw (``_eagerwork.compare``'s inputs): ``full`` when the eager code
+made less than ``PARTIAL_SHARE`` of the problem's work, else ``partial``, with the share it made. The work is the
+problem's products (matmul-class FLOPs, the reference's without its padding: ``cost()``'s useful products) where
+it has any; where it has none, the element work every formulation does (``Cost.floor_flops``); on a problem of
+data movement alone, the reference's movement. An aten operator the cost model does not know
+(``_eagerwork._bound``) counts at the most it could have done: a plan whose products are out of sight is not
+labelled ``full`` (a custom operator is watched inside, ``_provenance.dispatch``: it is no such operator).
 
 A protocol with ``require_full_plan`` fails a partial plan (``partial_plan``); the study's protocols accept it.
 """
@@ -39,7 +39,7 @@ class PlanKind:
     #: the share of ``basis`` the eager code made (at most 1: more than the problem needs is all of it)
     eager_share: float
     basis: Basis
-    #: the eager code called operators the verifier cannot see into, counted at the most they could have done
+    #: the eager code called operators the cost model does not know, counted at the most they could have done
     unseen: bool = False
 
     @property
@@ -52,7 +52,7 @@ class PlanKind:
     def made(self) -> str:
         """What the eager code did: "made 67% of the problem's products"."""
         how = "made, or could have made," if self.unseen else "made"
-        unseen = " (operators the verifier cannot see into count at their most)" if self.unseen else ""
+        unseen = " (operators the verifier cannot price count at their most)" if self.unseen else ""
         return f"{how} {self.eager_share:.0%} of the problem's {self.basis}{unseen}"
 
     def describe(self) -> str:

@@ -52,12 +52,12 @@ def test_the_share_is_of_the_products_else_the_element_work_else_the_movement() 
     assert plan_kind(_work(), _work()).kind == "full"
 
 
-def test_an_operator_the_verifier_cannot_see_into_counts_at_its_most_and_says_so() -> None:
-    """A custom operator's product is priced at its bound (``_eagerwork._bound``): a plan whose products are out of
-    sight is not labelled full, and the feedback says why."""
+def test_an_operator_the_cost_model_does_not_know_counts_at_its_most_and_says_so() -> None:
+    """An unknown aten operator's product is priced at its bound (``_eagerwork._bound``): a plan whose products are
+    out of sight is not labelled full, and the feedback says why."""
     plan = plan_kind(_work(matmul=100.0, unknown=100.0), _work(matmul=100.0))
     assert plan.partial and plan.unseen
-    assert "could have made" in plan.describe() and "cannot see into" in plan.describe()
+    assert "could have made" in plan.describe() and "cannot price" in plan.describe()
 
 
 @pytest.mark.parametrize("path", TIRX_SOLUTIONS, ids=[p.stem for p in TIRX_SOLUTIONS])

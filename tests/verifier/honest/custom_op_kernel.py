@@ -1,8 +1,6 @@
 """RMSNorm in one TIRx kernel exposed to PyTorch as a custom operator (``torch.library.custom_op``, the
-usual way to give a kernel to PyTorch), with its fake implementation for tracing. The verifier cannot see into
-the operator: it counts at the most it could have done, so the plan is labelled partial (README, "Plan kinds")."""
+usual way to give a kernel to PyTorch), with its fake implementation for tracing."""
 
-# plan: partial
 import torch
 import tvm
 from tvm.script import tirx as T
