@@ -90,8 +90,10 @@ def random_campaign(seed: int, *, models: int = 2, problems: int = 4, replicates
     def outcome() -> dict[str, object]:
         passed = rng.random() < 0.7
         runtime = rng.choice([0.5, 1.0, 1.25, 2.0, 2.5, 4.0, 9.0])
-        return {"passed": passed, "runtime_ms": runtime if passed else None,
-                "inline_cuda": rng.choice([None, None, False, True])}  # fmt: skip
+        inline = rng.choice([None, None, False, True])
+        # a final verdict's plan kind, drawn from nothing new (the campaigns of a seed stay the same)
+        plan = {None: None, False: "full", True: "partial"}[inline]
+        return {"passed": passed, "runtime_ms": runtime if passed else None, "inline_cuda": inline, "plan": plan}
 
     for m in range(models):
         for p in range(1, problems + 1):
