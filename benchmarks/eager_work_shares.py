@@ -9,7 +9,10 @@ there the stubbed kernel's empty output changes the path, so those rows are esti
 At SMOKE the inputs are real CPU tensors; at the production workload they are fake tensors (no memory, no
 compute), which data-dependent eager code cannot run on (``-``), unless ``--real`` asks for real ones.
 
-    python benchmarks/eager_work_shares.py [--workload smoke|workload|both] [--match PATTERN] [--real]
+    python benchmarks/eager_work_shares.py [--workload smoke|workload|both] [--match PATTERN] [--real] [--plans]
+
+``--plans`` prints each solution's plan kind instead (``mkbsim/verifier/_plankind.py``): the share of the
+problem's products (else element work, else movement) its eager code made, and the kind that share gives.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import torch
 
 from mkbsim.catalog import load_problem, problems_root
 from mkbsim.verifier import _eagerwork
+from mkbsim.verifier._plankind import PlanKind, plan_kind
 
 SOLUTION = re.compile(r"^(\d\d)_\w+_(tirx|cutedsl)\.py$")
 
@@ -83,7 +87,8 @@ def _work(fn: Any, inputs: list[Any]) -> _eagerwork.Work:
     return _eagerwork.work_of(_eagerwork.reference_ops(fn, inputs))
 
 
-def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
+def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.EagerWork, PlanKind]:
+    """The solution's eager work against the reference's, and its plan kind, on one draw (seed 0)."""
     number = int(SOLUTION.match(path.name).group(1))  # type: ignore[union-attr]
     (problem_path,) = sorted(problems_root().glob(f"*/{number:02d}_*.py"))
     problem = load_problem(problem_path)
@@ -103,7 +108,11 @@ def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
         inplace = [list(problem.inputs).index(name) for name in problem.inplace]
         cost = problem.cost(axes)
         reference = _eagerwork.reference_work(problem.reference, inputs, cost.total_flops, inplace, cost.floor_flops)
-    found = _eagerwork.compare(1, eager, reference)
+    return _eagerwork.compare(1, eager, reference), plan_kind(eager, reference)
+
+
+def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
+    found = priced(path, workload, real)[0]
     return {**found.shares, "passes": found.passes, "useful": found.useful, "py_out": found.python["out"],
             "py_in": found.python["in"]}  # fmt: skip
 
@@ -113,6 +122,7 @@ def main() -> None:
     parser.add_argument("--workload", choices=("smoke", "workload", "both"), default="both")
     parser.add_argument("--match", default="", help="only solution files whose name contains this")
     parser.add_argument("--real", action="store_true", help="real tensors at the production workload (memory!)")
+    parser.add_argument("--plans", action="store_true", help="each solution's plan kind, not its eager-work shares")
     args = parser.parse_args()
     torch.set_num_threads(1)
     workloads = ("smoke", "workload") if args.workload == "both" else (args.workload,)
@@ -125,8 +135,12 @@ def main() -> None:
             cells = []
             for workload in workloads:
                 try:
-                    found = shares(path, workload, args.real)
-                    cell = " ".join(f"{k if k.startswith('py_') else k[:2]}={v:.3f}" for k, v in found.items())
+                    if args.plans:
+                        plan = priced(path, workload, args.real)[1]
+                        cell = f"{plan.kind} {plan.eager_share:.3g} of {plan.basis}"
+                    else:
+                        found = shares(path, workload, args.real)
+                        cell = " ".join(f"{k if k.startswith('py_') else k[:2]}={v:.3f}" for k, v in found.items())
                 except Exception as exc:  # a row per solution, whatever breaks
                     print(f"  {path.name} {workload}: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
                     cell = "-"

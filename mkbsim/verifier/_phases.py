@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _blocks, _coverage, _decode, _eagerwork
+from mkbsim.verifier import _blocks, _coverage, _decode, _eagerwork, _plankind
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._blocks import Block, BlockCall
 from mkbsim.verifier._blocks import total_check as block_total_check
@@ -246,6 +246,8 @@ def coverage(v: Verification) -> Failure | None:
         v.report.bypass_ok = False
         return failure
     v.report.bypass_ok = True
+    if v.plan is not None and v.plan.partial and v.protocol.require_full_plan:  # the bypass test passed: a real plan
+        return Failure("partial_plan", _plankind.require_full(v.plan))
     return None
 
 
@@ -290,7 +292,9 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
         v.shape.problem.reference, d.inputs, cost.total_flops, v.shape.inplace, cost.floor_flops
     )
     found = _eagerwork.compare(d.number, work, reference)
-    v.details["eager_work"] = found.as_dict()
+    v.plan = plan = _plankind.plan_kind(work, reference)
+    v.details["eager_work"] = {**found.as_dict(), "plan": plan.as_dict()}
+    v.report.plan, v.report.plan_eager_share = plan.kind, plan.eager_share
     return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
 
 
@@ -672,6 +676,8 @@ def verdict(v: Verification) -> Failure | None:
         f"({min(launches)}-{max(launches)} DSL launches per call, {share:.0%} of the outputs produced by the DSL). "
         f"Median {fmt(runtime)} ms vs eager {fmt(eager.median_ms)} ms."
     )
+    if v.plan is not None and v.plan.partial:
+        v.report.feedback += " " + v.plan.describe()
     return None
 
 
