@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _blocks, _coverage, _decode, _eagerwork, _plankind
+from mkbsim.verifier import _blocks, _coverage, _decode, _eagerwork, _plankind, _threads
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._blocks import Block, BlockCall
 from mkbsim.verifier._blocks import total_check as block_total_check
@@ -241,6 +241,7 @@ def coverage(v: Verification) -> Failure | None:
         if verdict.failure is not None:
             v.report.bypass_ok = False
             return Failure("decorative_dsl", verdict.failure + _decode.explain(v.details.get("decoded", [])))
+    v.details["dark_cpu_us"] = [d.reply.get("audit_dark_us") for d in normal]
     failure = _audited_threads(normal) or _eager_work(v, normal)
     if failure is not None:
         v.report.bypass_ok = False
@@ -269,6 +270,14 @@ def _audited_threads(normal: list[Draw]) -> Failure | None:
                 "decorative_dsl",
                 f"another thread worked during correctness draw {d.number} ({'; '.join(busy[:3])}): {why}work "
                 f"cannot be shown. {fix} (a thread may compile kernels meanwhile: torch operators are what counts)",
+            )
+        dark_us = d.reply.get("audit_dark_us")
+        if isinstance(dark_us, int) and dark_us > _threads.DARK_CPU_US:
+            return Failure(
+                "decorative_dsl",
+                f"threads that started during correctness draw {d.number} took {dark_us} us of CPU (the process's CPU "
+                f"that the threads alive before and after the call do not account for: a thread native code started, "
+                f"or one that ended before run() returned): {why}work cannot be shown. {fix}",
             )
     return None
 
