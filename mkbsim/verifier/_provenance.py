@@ -359,7 +359,12 @@ def provenance_vault(
     # id -> (a TVM FFI function the gate made, its handle, its key, keepers) or (a CuTe host function the gate
     # made, its address's bytes, its key, its class, its argtypes)
     functions: dict[int, Any] = {}
-    signatures: dict[Any, int] = {}  # a launch's kernel and argument shapes -> its number (in order of appearance)
+    signatures: dict[Any, int] = {}  # a launch's kernel and argument layouts -> its number (in order of appearance)
+    # a correctness draw's problem sizes: 0, 1, the integers among its inputs, the products of consecutive dimensions
+    # of each input tensor, its strides and offset, and the outputs' element counts (``carried``); [the problem's
+    # largest rank, and two] (the views an honest plan launches on reshape into a tile or two)
+    problem_sizes: dict[int, bool] = {}
+    problem_rank = [0]
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the signatures launched in this call
     opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
@@ -1420,10 +1425,45 @@ def provenance_vault(
             if from_inputs and given and not writes and not view and hi > lo and operator_name in lib.copies:
                 copies.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))  # x.float(): as much an input as x
 
+    def known_sizes(inputs: Any) -> None:
+        """``problem_sizes`` and ``problem_rank`` of a correctness draw's inputs (``INPUTS``)."""
+        found = [0, 1, *numels]
+        for value in inputs:
+            if lib.type(value) is lib.int:
+                found.append(value)
+        for t in tensors_in(inputs, []):
+            sizes = lib.size(t)
+            problem_rank[0] = lib.max(problem_rank[0], lib.len(sizes) + 2)
+            found += lib.stride(t)
+            found.append(lib.storage_offset(t))
+            for i in lib.range(lib.len(sizes)):
+                run = 1
+                for n in sizes[i:]:
+                    run *= n
+                    found.append(run)
+        for n in found:
+            problem_sizes[n] = True
+
+    def carried(t: Any, sizes: Any, strides: Any) -> int:
+        """How many integers tensor argument ``t``'s layout hands a kernel that neither its own sizes nor the
+        problem's imply (correctness draws): a size that is none of the problem's (``problem_sizes``), or any size
+        past the problem's rank and two; a stride but the compact one (the product of the later sizes, whatever
+        the size: a one-element dimension's stride addresses nothing, it is a value) or 0 (a broadcast); a
+        storage offset that is none of the problem's sizes. A kernel binds each to a variable as it binds an
+        argument given by value (red team rt10 F3: answer values as the strides of one-element views)."""
+        count = 0 if lib.storage_offset(t) in problem_sizes else 1
+        compact = 1
+        for i in lib.reversed(lib.range(lib.len(sizes))):
+            n, st = sizes[i], strides[i]
+            count += i >= problem_rank[0] or n not in problem_sizes
+            count += st != compact and st != 0
+            compact *= n
+        return count
+
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
         (a TIRx function's module and name; a CuTe executor or compiled function) and its arguments'
-        shapes and element sizes (other arguments: their type; a value such as a scale or a count drawn
+        shapes, strides and element sizes (other arguments: their type; a value such as a scale or a count drawn
         from the data may differ from call to call). One pass over the arguments, on evidence calls and
         draws only; on a scored call a launch of a genuine kernel is counted (``True``), whatever its
         arguments: they matter to the clock's window and the signature, neither of which a scored call has."""
@@ -1458,7 +1498,9 @@ def provenance_vault(
         if not tirx and outer:  # a CuTe launch: its arguments as the call above it had them (tensors)
             positional = outer[0][0]
             outer.clear()
-        by_value = 0  # arguments not tensors: values that enter the DSL's memory from Python (``_eagerwork``)
+        # values that enter the DSL's memory from Python (``_eagerwork``): arguments not tensors, and the integers a
+        # tensor argument's layout carries beyond the problem's sizes (``carried``)
+        by_value = 0
         for arg in positional[1:]:
             kind = lib.type(arg)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
@@ -1472,7 +1514,10 @@ def provenance_vault(
                     arg = source[1]()
                     kind = lib.type(arg)
             if kind is lib.Tensor:
-                parts.append((lib.size(arg), lib.element_size(arg)))  # torch.Size: a tuple, hashed in C
+                sizes, strides = lib.size(arg), lib.stride(arg)
+                parts.append((sizes, strides, lib.element_size(arg)))  # torch.Size and tuples: hashed in C
+                if audit:
+                    by_value += carried(arg, sizes, strides)
             elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
                 return None
             else:
@@ -1629,6 +1674,8 @@ def provenance_vault(
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
                 input_spans.clear()
+                problem_sizes.clear()
+                problem_rank[0] = 0
                 copies.clear()
                 spanned.clear()
                 seen.clear()
@@ -1708,6 +1755,7 @@ def provenance_vault(
                     elif kind == 4:  # RESULT
                         result(request[1])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
+                        known_sizes(request[1])
                         for i in lib.range(lib.len(request[1])):
                             for t in tensors_in(request[1][i], []):
                                 lo, hi = span(t)
