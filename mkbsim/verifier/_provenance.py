@@ -1447,16 +1447,17 @@ def provenance_vault(
     def carried(t: Any, sizes: Any, strides: Any) -> int:
         """How many integers tensor argument ``t``'s layout hands a kernel that neither its own sizes nor the
         problem's imply (correctness draws): a size that is none of the problem's (``problem_sizes``), or any size
-        past the problem's rank and two; a stride but the compact one (the product of the later sizes, whatever
-        the size: a one-element dimension's stride addresses nothing, it is a value) or 0 (a broadcast); a
-        storage offset that is none of the problem's sizes. A kernel binds each to a variable as it binds an
-        argument given by value (red team rt10 F3: answer values as the strides of one-element views)."""
+        past the problem's rank and two; a stride neither compact (the product of the later sizes) nor one of the
+        problem's sizes (a view of a problem-shaped tensor: a slice, a transpose, 0 for a broadcast), whatever the
+        dimension's size (a one-element dimension's stride addresses nothing: it is only a value); a storage
+        offset that is none of the problem's sizes. A kernel binds each to a variable as it binds an argument given
+        by value (red team rt10 F3: answer values as the strides of one-element views)."""
         count = 0 if lib.storage_offset(t) in problem_sizes else 1
         compact = 1
         for i in lib.reversed(lib.range(lib.len(sizes))):
             n, st = sizes[i], strides[i]
             count += i >= problem_rank[0] or n not in problem_sizes
-            count += st != compact and st != 0
+            count += st != compact and st not in problem_sizes
             compact *= n
         return count
 
