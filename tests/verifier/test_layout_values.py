@@ -126,3 +126,14 @@ def test_values_in_dimensions_past_the_problem_s_rank_are_values_given(draw: Dra
     one = torch.zeros(1, dtype=torch.int8)
     draw.launch(one.as_strided((1,) * 10, (ROWS,) * 10))
     assert draw.values_given() == 10 - (2 + 2)
+
+
+def test_a_launch_s_signature_includes_its_arguments_strides(draw: Draw) -> None:
+    """Two launches of one kernel on views of one shape and different strides are two signatures: the evidence
+    calls (fresh inputs) must launch the layouts a draw launched, so strides drawn from the data are seen there
+    too (``_coverage.kernels_check``); before, both were one signature."""
+    base = torch.zeros(128, dtype=torch.int8)
+    for stride in (3, 5):
+        draw.launch(base.as_strided((ROWS,), (stride,)))
+    draw.registry.protect(_provenance.report_end, _send=draw.send)()
+    assert len(draw.control.report()["signatures"]) == 2
