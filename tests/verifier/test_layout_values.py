@@ -3,7 +3,7 @@
 A kernel binds a tensor argument's sizes, strides and data-pointer offset to variables as it binds a number given
 by value: the red team's rt10 F3 passed 160 answer values of p26 as the strides of one-element views
 (``zeros(2).as_strided((1,), (v + 1,))``), counted nowhere. The vault now counts, per launch of a correctness
-draw, each layout integer neither the argument's own sizes nor the problem's imply (``_provenance.carried``) as
+draw, each layout integer neither the argument's own sizes nor the problem's imply (``_provenance.layout_values``) as
 one value given by value (``_eagerwork.LAUNCH_SCALARS``, eight elements each). Each case drives the vault
 directly (a Python "kernel" behind a counted gate, as in ``test_provenance_bytes``); the channels counted here
 were counted as nothing before (0 values: checked against main 5082941, see the branch's report).
@@ -32,7 +32,8 @@ class Draw:
         self.control = _control.ControlPage()
         self.registry = Registry()
         lib = provenance_lib(torch.device("cpu"))
-        self.send = self.registry.open(provenance_vault, self.control.buf, lib, page_layout(), [torch.arange(N)], [N], {})
+        layout = page_layout()
+        self.send = self.registry.open(provenance_vault, self.control.buf, lib, layout, [torch.arange(N)], [N], {})
         self.control.begin_call(suppress=False, audit=True)
         self.x = torch.randn(ROWS, COLS)
         self.registry.protect(_provenance.report_inputs, _send=self.send)((self.x,))
