@@ -26,15 +26,28 @@ from typing import Any
 import torch
 
 from mkbsim.catalog import load_problem, problems_root
-from mkbsim.verifier import _eagerwork
+from mkbsim.verifier import _eagerwork, _provenance
 
 SOLUTION = re.compile(r"^(\d\d)_\w+_(tirx|cutedsl)\.py$")
 
 
+#: The problem sizes of the run in progress (``_provenance.problem_sizes``) and the values its launches took from
+#: Python: their arguments given by value and the integers their tensor arguments' layouts carry beyond those sizes
+#: (``_provenance.layout_values``), as the verifier's vault counts them on a correctness draw.
+_LAUNCHES: dict[str, Any] = {"lib": None, "known": {}, "rank": 0, "by_value": 0, "layout": 0}
+
+
 class _Stub:
-    """A compiled DSL program whose launches do nothing."""
+    """A compiled DSL program whose launches do nothing but count what they take from Python."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        lib = _LAUNCHES["lib"]
+        for arg in (*args, *kwargs.values()):
+            if isinstance(arg, torch.Tensor):
+                if lib is not None:
+                    _LAUNCHES["layout"] += _provenance.layout_values(lib, arg, _LAUNCHES["known"], _LAUNCHES["rank"])
+            else:
+                _LAUNCHES["by_value"] += 1
         return None
 
     def __getitem__(self, name: Any) -> _Stub:
@@ -99,13 +112,29 @@ def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
             with fake:
                 inputs = list(problem.make_inputs(axes, seed=0))
             stack.enter_context(fake)
-        eager = _work(mod.run, inputs)
         inplace = [list(problem.inputs).index(name) for name in problem.inplace]
+        _LAUNCHES.update(by_value=0, layout=0)
+        numels = [*_numels(problem.reference, inputs), *(inputs[i].numel() for i in inplace)]
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        _LAUNCHES["known"], _LAUNCHES["rank"] = _provenance.problem_sizes(_LAUNCHES["lib"], inputs, tensors, numels)
+        eager = _work(mod.run, inputs)
         cost = problem.cost(axes)
         reference = _eagerwork.reference_work(problem.reference, inputs, cost.total_flops, inplace, cost.floor_flops)
     found = _eagerwork.compare(1, eager, reference)
+    # the launches' values as the vault counts them (``_eagerwork.LAUNCH_SCALARS``: eight elements each), per output
+    # element: by value, and in the tensor arguments' layouts
+    per_output = 8 / max(reference.elements[1], 1)
     return {**found.shares, "passes": found.passes, "useful": found.useful, "py_out": found.python["out"],
-            "py_in": found.python["in"]}  # fmt: skip
+            "py_in": found.python["in"], "py_byval": _LAUNCHES["by_value"] * per_output,
+            "py_layout": _LAUNCHES["layout"] * per_output}  # fmt: skip
+
+
+def _numels(reference: Any, inputs: list[Any]) -> list[int]:
+    """The element counts of the reference's outputs on copies of ``inputs``."""
+    copies = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+    outputs = reference(*copies)
+    outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    return [t.numel() for t in outputs if isinstance(t, torch.Tensor)]
 
 
 def main() -> None:
@@ -115,6 +144,7 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="real tensors at the production workload (memory!)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    _LAUNCHES["lib"] = _provenance.provenance_lib(torch.device("cpu"))
     workloads = ("smoke", "workload") if args.workload == "both" else (args.workload,)
     paths = sorted(p for p in problems_root().glob("*/solutions/*.py") if SOLUTION.match(p.name))
     print(f"{'solution':48s} " + " ".join(f"{w:>28s}" for w in workloads))

@@ -12,15 +12,17 @@ were counted as nothing before (0 values: checked against main 5082941, see the 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from mkbsim.verifier import _control, _eagerwork, _provenance
+from mkbsim.verifier import VerifierSession, _control, _coverage, _eagerwork, _provenance
 from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
 from mkbsim.verifier._vault import Registry
 
+ADVERSARIAL = Path(__file__).with_name("adversarial")
 ROWS, COLS = 16, 24  # the problem's input: a (16, 24) matrix; its output: 16 elements
 N = ROWS
 
@@ -138,3 +140,16 @@ def test_a_launch_s_signature_includes_its_arguments_strides(draw: Draw) -> None
         draw.launch(base.as_strided((ROWS,), (stride,)))
     draw.registry.protect(_provenance.report_end, _send=draw.send)()
     assert len(draw.control.report()["signatures"]) == 2
+
+
+@pytest.mark.parametrize("case", ["answer_in_view_strides_p26", "answer_in_view_sizes_p26"])
+def test_answers_in_layouts_cross_from_python_whatever_the_signatures(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The adversarial cases with the kernels check off (sizes were in the signature on main already, which the
+    sizes case fails there, and strides are now): the layout values alone reject them, 65% of the outputs' elements
+    crossing in (main 5082941: both passed so, 6.7% in, the gather's index only)."""
+    monkeypatch.setattr(_coverage, "kernels_check", lambda audited, timed: ({}, None))
+    report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p26", "tirx")
+    assert report.failure == "decorative_dsl", report.feedback
+    assert report.details["eager_work"]["python"]["in"] >= _eagerwork.PYTHON_SHARE, report.details["eager_work"]
