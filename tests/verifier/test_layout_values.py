@@ -148,7 +148,8 @@ def test_answers_in_layouts_cross_from_python_whatever_the_signatures(
 ) -> None:
     """The adversarial cases with the kernels check off (sizes were in the signature on main already, which the
     sizes case fails there, and strides are now): the layout values alone reject them, 65% of the outputs' elements
-    crossing in (main 5082941: both passed so, 6.7% in, the gather's index only)."""
+    crossing in. On main 5082941 so, 6.7% in (the gather's index only): the strides case passed, the sizes case
+    failed the launch-footprint check only."""
     monkeypatch.setattr(_coverage, "kernels_check", lambda audited, timed: ({}, None))
     report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p26", "tirx")
     assert report.failure == "decorative_dsl", report.feedback
