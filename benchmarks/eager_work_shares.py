@@ -113,6 +113,8 @@ def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
                 inputs = list(problem.make_inputs(axes, seed=0))
             stack.enter_context(fake)
         inplace = [list(problem.inputs).index(name) for name in problem.inplace]
+        if _LAUNCHES["lib"] is None:  # bound once, as a worker binds its vault's
+            _LAUNCHES["lib"] = _provenance.provenance_lib(torch.device("cpu"))
         _LAUNCHES.update(by_value=0, layout=0)
         numels = [*_numels(problem.reference, inputs), *(inputs[i].numel() for i in inplace)]
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
@@ -144,7 +146,6 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="real tensors at the production workload (memory!)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    _LAUNCHES["lib"] = _provenance.provenance_lib(torch.device("cpu"))
     workloads = ("smoke", "workload") if args.workload == "both" else (args.workload,)
     paths = sorted(p for p in problems_root().glob("*/solutions/*.py") if SOLUTION.match(p.name))
     print(f"{'solution':48s} " + " ".join(f"{w:>28s}" for w in workloads))
