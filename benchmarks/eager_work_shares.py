@@ -29,16 +29,29 @@ from typing import Any
 import torch
 
 from mkbsim.catalog import load_problem, problems_root
-from mkbsim.verifier import _eagerwork
+from mkbsim.verifier import _eagerwork, _provenance
 from mkbsim.verifier._plankind import PlanKind, plan_kind
 
 SOLUTION = re.compile(r"^(\d\d)_\w+_(tirx|cutedsl)\.py$")
 
 
+#: The problem sizes of the run in progress (``_provenance.problem_sizes``) and the values its launches took from
+#: Python: their arguments given by value and the integers their tensor arguments' layouts carry beyond those sizes
+#: (``_provenance.layout_values``), as the verifier's vault counts them on a correctness draw.
+_LAUNCHES: dict[str, Any] = {"lib": None, "known": {}, "rank": 0, "by_value": 0, "layout": 0}
+
+
 class _Stub:
-    """A compiled DSL program whose launches do nothing."""
+    """A compiled DSL program whose launches do nothing but count what they take from Python."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        lib = _LAUNCHES["lib"]
+        for arg in (*args, *kwargs.values()):
+            if isinstance(arg, torch.Tensor):
+                if lib is not None:
+                    _LAUNCHES["layout"] += _provenance.layout_values(lib, arg, _LAUNCHES["known"], _LAUNCHES["rank"])
+            else:
+                _LAUNCHES["by_value"] += 1
         return None
 
     def __getitem__(self, name: Any) -> _Stub:
@@ -87,8 +100,9 @@ def _work(fn: Any, inputs: list[Any]) -> _eagerwork.Work:
     return _eagerwork.work_of(_eagerwork.reference_ops(fn, inputs))
 
 
-def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.EagerWork, PlanKind]:
-    """The solution's eager work against the reference's, and its plan kind, on one draw (seed 0)."""
+def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.EagerWork, PlanKind, float]:
+    """The solution's eager work against the reference's, its plan kind, and one launch value's share of the
+    outputs, on one draw (seed 0)."""
     number = int(SOLUTION.match(path.name).group(1))  # type: ignore[union-attr]
     (problem_path,) = sorted(problems_root().glob(f"*/{number:02d}_*.py"))
     problem = load_problem(problem_path)
@@ -104,17 +118,35 @@ def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.Ea
             with fake:
                 inputs = list(problem.make_inputs(axes, seed=0))
             stack.enter_context(fake)
-        eager = _work(mod.run, inputs)
         inplace = [list(problem.inputs).index(name) for name in problem.inplace]
+        if _LAUNCHES["lib"] is None:  # bound once, as a worker binds its vault's
+            _LAUNCHES["lib"] = _provenance.provenance_lib(torch.device("cpu"))
+        _LAUNCHES.update(by_value=0, layout=0)
+        numels = [*_numels(problem.reference, inputs), *(inputs[i].numel() for i in inplace)]
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        _LAUNCHES["known"], _LAUNCHES["rank"] = _provenance.problem_sizes(_LAUNCHES["lib"], inputs, tensors, numels)
+        eager = _work(mod.run, inputs)
         cost = problem.cost(axes)
         reference = _eagerwork.reference_work(problem.reference, inputs, cost.total_flops, inplace, cost.floor_flops)
-    return _eagerwork.compare(1, eager, reference), plan_kind(eager, reference)
+    # the launches' values as the vault counts them (``_eagerwork.LAUNCH_SCALARS``: eight elements each), per output
+    # element: by value, and in the tensor arguments' layouts
+    per_output = 8 / max(reference.elements[1], 1)
+    return _eagerwork.compare(1, eager, reference), plan_kind(eager, reference), per_output
 
 
 def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
-    found = priced(path, workload, real)[0]
+    found, _, per_output = priced(path, workload, real)
     return {**found.shares, "passes": found.passes, "useful": found.useful, "py_out": found.python["out"],
-            "py_in": found.python["in"]}  # fmt: skip
+            "py_in": found.python["in"], "py_byval": _LAUNCHES["by_value"] * per_output,
+            "py_layout": _LAUNCHES["layout"] * per_output}  # fmt: skip
+
+
+def _numels(reference: Any, inputs: list[Any]) -> list[int]:
+    """The element counts of the reference's outputs on copies of ``inputs``."""
+    copies = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+    outputs = reference(*copies)
+    outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    return [t.numel() for t in outputs if isinstance(t, torch.Tensor)]
 
 
 def main() -> None:

@@ -210,6 +210,51 @@ def _movement_ops() -> dict[str, Any]:
     return found
 
 
+def problem_sizes(lib: Any, inputs: Sequence[Any], tensors: Sequence[Any], numels: Sequence[int]) -> tuple[Any, int]:
+    """The sizes a correctness draw's problem implies (``layout_values``): 0, 1, the integers among its ``inputs``,
+    the products of consecutive dimensions of each input tensor (``tensors``), its strides and offset, and the
+    outputs' element counts (``numels``); and the problem's rank and two (the views an honest plan launches on
+    reshape into a tile or two). ``lib``: the vault's (``provenance_lib``): no global or builtin is looked up."""
+    found = [0, 1, *numels]
+    for value in inputs:
+        if lib.type(value) is lib.int:
+            found.append(value)
+    rank = 0
+    for t in tensors:
+        sizes = lib.size(t)
+        rank = lib.max(rank, lib.len(sizes) + 2)
+        found += lib.stride(t)
+        found.append(lib.storage_offset(t))
+        for i in lib.range(lib.len(sizes)):
+            run = 1
+            for n in sizes[i:]:
+                run *= n
+                found.append(run)
+    known: dict[int, bool] = {}
+    for n in found:
+        known[n] = True
+    return known, rank
+
+
+def layout_values(lib: Any, t: Any, known: Any, rank: int) -> int:
+    """How many integers tensor argument ``t``'s layout hands a kernel that neither its own sizes nor the
+    problem's imply (``problem_sizes``: ``known``, ``rank``): a size that is none of the problem's, or any size
+    past the problem's rank and two; a stride neither compact (the product of the later sizes) nor one of the
+    problem's sizes (a view of a problem-shaped tensor: a slice, a transpose, 0 for a broadcast), whatever the
+    dimension's size (a one-element dimension's stride addresses nothing: it is only a value); a storage offset
+    that is none of the problem's sizes. A kernel binds each to a variable as it binds an argument given by value
+    (red team rt10 F3: answer values as the strides of one-element views)."""
+    sizes, strides = lib.size(t), lib.stride(t)
+    count = 0 if lib.storage_offset(t) in known else 1
+    compact = 1
+    for i in lib.reversed(lib.range(lib.len(sizes))):
+        n, st = sizes[i], strides[i]
+        count += i >= rank or n not in known
+        count += st != compact and st not in known
+        compact *= n
+    return count
+
+
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     """The C functions the vault calls, bound before the submission exists."""
     base = torch._C.TensorBase
@@ -309,6 +354,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         chunk_keys=torch.randint(-(1 << 63), (1 << 63) - 1, (INPUT_CHUNK // 4,), dtype=torch.int64, generator=(
             torch.Generator().manual_seed(random.SystemRandom().getrandbits(63)))).to(device),
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
+        problem_sizes=problem_sizes, layout_values=layout_values,
     )  # fmt: skip
 
 
@@ -359,7 +405,8 @@ def provenance_vault(
     # id -> (a TVM FFI function the gate made, its handle, its key, keepers) or (a CuTe host function the gate
     # made, its address's bytes, its key, its class, its argtypes)
     functions: dict[int, Any] = {}
-    signatures: dict[Any, int] = {}  # a launch's kernel and argument shapes -> its number (in order of appearance)
+    signatures: dict[Any, int] = {}  # a launch's kernel and argument layouts -> its number (in order of appearance)
+    problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the signatures launched in this call
     opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
@@ -1423,7 +1470,7 @@ def provenance_vault(
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
         (a TIRx function's module and name; a CuTe executor or compiled function) and its arguments'
-        shapes and element sizes (other arguments: their type; a value such as a scale or a count drawn
+        shapes, strides and element sizes (other arguments: their type; a value such as a scale or a count drawn
         from the data may differ from call to call). One pass over the arguments, on evidence calls and
         draws only; on a scored call a launch of a genuine kernel is counted (``True``), whatever its
         arguments: they matter to the clock's window and the signature, neither of which a scored call has."""
@@ -1436,7 +1483,7 @@ def provenance_vault(
         if entry[1] == "launch":  # an original every call of which is a launch (the vault's tests' kernels)
             if not evidence:
                 return True
-            parts = [(lib.id(original), lib.id(target))]
+            parts: list[Any] = [(lib.id(original), lib.id(target))]
         else:  # a function the gate made and registered ("function", "program"), with nothing that runs Python
             known = functions.get(lib.id(target))
             if known is None or known[0] is not target or args[1]:
@@ -1458,7 +1505,9 @@ def provenance_vault(
         if not tirx and outer:  # a CuTe launch: its arguments as the call above it had them (tensors)
             positional = outer[0][0]
             outer.clear()
-        by_value = 0  # arguments not tensors: values that enter the DSL's memory from Python (``_eagerwork``)
+        # values that enter the DSL's memory from Python (``_eagerwork``): arguments not tensors, and the integers a
+        # tensor argument's layout carries beyond the problem's sizes (``layout_values``)
+        by_value = 0
         for arg in positional[1:]:
             kind = lib.type(arg)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
@@ -1472,7 +1521,9 @@ def provenance_vault(
                     arg = source[1]()
                     kind = lib.type(arg)
             if kind is lib.Tensor:
-                parts.append((lib.size(arg), lib.element_size(arg)))  # torch.Size: a tuple, hashed in C
+                parts.append((lib.size(arg), lib.stride(arg), lib.element_size(arg)))  # tuples: hashed in C
+                if audit:
+                    by_value += lib.layout_values(lib, arg, problem[0], problem[1])
             elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
                 return None
             else:
@@ -1629,6 +1680,7 @@ def provenance_vault(
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
                 input_spans.clear()
+                problem[:] = [{}, 0]
                 copies.clear()
                 spanned.clear()
                 seen.clear()
@@ -1708,6 +1760,7 @@ def provenance_vault(
                     elif kind == 4:  # RESULT
                         result(request[1])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
+                        problem[:] = lib.problem_sizes(lib, request[1], tensors_in(request[1], []), numels)
                         for i in lib.range(lib.len(request[1])):
                             for t in tensors_in(request[1][i], []):
                                 lo, hi = span(t)
