@@ -164,4 +164,3 @@ def _scored(d: Any, held: Any, chance: Any, name: str) -> Any:
     if by_chance > d.keyed_chance:
         return None
     return (share - by_chance) / (1.0 - by_chance), name
-

@@ -126,7 +126,7 @@ def _bits_fit(y: torch.Tensor, operands: list[torch.Tensor]) -> Any:
     [
         ("times_odd", lambda s: s * ODD),
         ("times_odd_plus", lambda s: s * ODD + 0x1234567),
-        ("int32_times_odd", lambda s: (s.to(torch.int32) * 0x2B5E3A17)),
+        ("int32_times_odd", lambda s: s.to(torch.int32) * 0x2B5E3A17),
     ],
 )
 def test_an_answer_times_an_odd_constant_is_a_bit_map(name: str, encode: Callable[[Any], Any]) -> None:
