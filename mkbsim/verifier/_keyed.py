@@ -84,8 +84,9 @@ def judged(d: Any, t: Any, changed: Any, operands: Any, inputs: Any, record: Any
             continue
         for score, what in _forms(d, (y_then, y_now), (e_then, e_now), usable, floating):
             if best is None or score > best[0]:
-                best = (score, f"a key of each element's position combined with operand {k}: the output's {what} "
-                               "that operand's, the same on two correctness draws")  # fmt: skip
+                # (the verifier's sentence goes on: "... of its operands that eager code made")
+                best = (score, f"a key of each element's position (the output's {what} operand {k}'s, the same on "
+                               "two correctness draws) combined with one")  # fmt: skip
     return best
 
 
