@@ -103,7 +103,7 @@ def _keyed_cost(sizes: list[int]) -> None:
         maps, _ = _fit(draws[0][0], [r for _, r in draws[0][1]])
         first, later = draws
         kept, made = _best_of_three(partial(_keyed.kept, d, first[0], changed, *first[1:], torch.Generator()))
-        judged, found = _best_of_three(partial(_keyed.judged, d, later[0], changed, *later[1:], made[0]))
+        judged, (found, _) = _best_of_three(partial(_keyed.judged, d, later[0], changed, *later[1:], made[0]))
         g = torch.Generator().manual_seed(3)
         slots = torch.randint(0, 1 << 20, (n,), generator=g)
         ints, _ = _fit(slots + torch.randint(0, 1 << 20, (n,), generator=g) * 16, [slots, torch.zeros(n).long()])

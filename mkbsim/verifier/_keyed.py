@@ -7,7 +7,8 @@ residual of the output against the operand it was decoded from (``y XOR e`` on t
 width, ``y · e⁻¹`` for odd patterns, ``y - e`` and ``y / e`` on the values) is the same on every correctness draw, while
 an honest kernel's residual varies with the data. So the vault keeps, for each launch's output on the first audited
 draw, a sample of positions with the output's and each lined-up operand's elements there (``kept``), and on every later
-draw asks whether the residual it kept predicts this draw's output from this draw's operand (``judged``).
+draw asks whether the residual the previous draw left predicts this draw's output from this draw's operand, then keeps
+this draw's elements at the same positions for the next (``judged``).
 
 What is not judged, as it says nothing: positions where the launch did not change the output on this draw, where the
 operand has the same element on both draws (a constant table, zeros, the sentinel of fresh memory) or is not
@@ -45,37 +46,38 @@ def bound(decode: Any) -> types.SimpleNamespace:
 
 def kept(d: Any, t: Any, changed: Any, operands: Any, inputs: Any, generator: Any) -> Any:
     """What a draw keeps of the launch's output ``t`` (``changed``: flat bool, the elements it changed) for the next
-    draws: positions drawn among the changed elements, ``t``'s elements there and each lined-up operand's and input's
+    draw: positions drawn among the changed elements, ``t``'s elements there and each lined-up operand's and input's
     (``operands``, ``inputs``: (argument number, values before the launch)); with how many elements that holds. None
-    where too few changed or no operand lines up."""
+    where no operand lines up or too few elements changed."""
+    lined = _lined(d, t, operands)
+    if not lined or d.is_complex(t):
+        return None
     where = d.reshape(d.nonzero(changed), (-1,))
     n = d.numel(where)
-    if n < d.least or d.is_complex(t):
+    if n < d.least:
         return None
     drawn = d.randint(0, n, (d.keyed_samples,), generator=generator, device=generator.device)
     at = d.take(where, d.to(drawn, d.device_of(where)))
-    columns = _columns(d, t, operands, at)
-    if not columns:
-        return None
-    fixed = _columns(d, t, inputs, at)
-    record = (at, _sample(d, d.reshape(t, (-1,)), at), columns, fixed, d.numel(t))
-    return record, d.keyed_samples * (2 + 2 * (d.len(columns) + d.len(fixed)))
+    fixed = _lined(d, t, inputs)
+    record = (at, _sample(d, d.reshape(t, (-1,)), at), _sampled(d, lined, at), _sampled(d, fixed, at), d.numel(t))
+    return record, d.keyed_samples * (2 + 2 * (d.len(lined) + d.len(fixed)))
 
 
 def judged(d: Any, t: Any, changed: Any, operands: Any, inputs: Any, record: Any) -> Any:
-    """The best residual form's score (beyond chance) and its description: how well the residual ``record`` kept on an
-    earlier draw predicts this draw's output ``t`` from this draw's operand at the same positions; None where no
-    form is judged (too few positions say anything)."""
+    """How well the residual ``record`` kept on the previous draw predicts this draw's output ``t`` from this draw's
+    operand at the same positions: the best residual form's score (beyond chance) and its description, or None where
+    no form is judged (too few positions say anything); with what this draw keeps at those positions for the next
+    (so that a kernel decoding with one key on every draw but the first is compared with itself)."""
     at, y_then, then, fixed_then, size = record
     if d.numel(t) != size or d.is_complex(t):
-        return None
+        return None, record
     y_now = _sample(d, d.reshape(t, (-1,)), at)
     usable = d.take(changed, at)
-    fixed_now = _columns(d, t, inputs, at)
+    fixed_now = _sampled(d, _lined(d, t, inputs), at)
     for k, sampled in fixed_then.items():  # an input that repeats decides nothing about the kernel there
         if k in fixed_now:
             usable = d.logical_and(usable, d.ne(fixed_now[k][0], sampled[0]))
-    now = _columns(d, t, operands, at)
+    now = _sampled(d, _lined(d, t, operands), at)
     floating = d.is_floating(y_now[2])
     best: Any = None
     for k, e_then in then.items():
@@ -87,19 +89,23 @@ def judged(d: Any, t: Any, changed: Any, operands: Any, inputs: Any, record: Any
                 # (the verifier's sentence goes on: "... of its operands that eager code made")
                 best = (score, f"a key of each element's position (the output's {what} operand {k}'s, the same on "
                                "two correctness draws) combined with one")  # fmt: skip
-    return best
+    return best, (at, y_now, now, fixed_now, size)
 
 
-def _columns(d: Any, t: Any, tensors: Any, at: Any) -> Any:
-    """Each of ``tensors`` (argument number, values) lined up with ``t``, sampled at ``at``."""
-    found = {}
+def _lined(d: Any, t: Any, tensors: Any) -> Any:
+    """Each of ``tensors`` (argument number, values) that lines up with ``t``: (argument number, flat in its order)."""
+    found = []
     for k, r in tensors:
-        if d.is_complex(r):
-            continue
-        flat = lined_up(d, r, t)
-        if flat is not None:
-            found[k] = _sample(d, flat, at)
+        if not d.is_complex(r):
+            flat = lined_up(d, r, t)
+            if flat is not None:
+                found.append((k, flat))
     return found
+
+
+def _sampled(d: Any, lined: Any, at: Any) -> Any:
+    """``_lined``'s tensors sampled at ``at``, by argument number."""
+    return {k: _sample(d, flat, at) for k, flat in lined}
 
 
 def _sample(d: Any, flat: Any, at: Any) -> Any:

@@ -341,8 +341,8 @@ def provenance_vault(
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
     # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
     befores: list[Any] = []
-    # position keys (``_keyed``): (signature, its launches before it in the call, argument) -> what the first audited
-    # draw kept of that output, compared on the later draws; the elements kept so far; the launch in flight's key
+    # position keys (``_keyed``): (signature, its launches before it in the call, argument) -> what the last audited
+    # draw kept of that output, compared on the next; the elements kept so far; the launch in flight's key
     keyed: dict[Any, Any] = {}
     keyed_used = 0
     occurrences: dict[int, int] = {}  # signature -> its launches so far in this call
@@ -1100,8 +1100,9 @@ def provenance_vault(
 
     def keyed_by_position(argument: int, t: Any, changed: Any, count: int) -> None:
         """The position-key test (``_keyed``) of output ``t`` (argument ``argument`` of the launch in flight, flat
-        ``changed``), where no map of its operands withdrew it: the first audited draw keeps a sample, the later
-        ones compare; a residual the draws share withdraws the launch's changed elements there."""
+        ``changed``), where no map of its operands withdrew it: the first audited draw keeps a sample, each later one
+        compares with the previous one's and keeps its own; a residual two draws share withdraws the launch's changed
+        elements there."""
         nonlocal keyed_used
         operands = [(k, entry[2]) for k, entry in lib.enumerate(befores) if entry[2] is not None]
         if not operands or launch_key is None or count < lib.decode.least:
@@ -1116,7 +1117,7 @@ def provenance_vault(
                         keyed[key], size = made
                         keyed_used += size
                 return
-            found = lib.keyed_judged(lib.decode, t, changed, operands, inputs, keyed[key])
+            found, keyed[key] = lib.keyed_judged(lib.decode, t, changed, operands, inputs, keyed[key])
         except lib.BaseException as exc:  # as in ``decoded``
             records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
             return

@@ -66,7 +66,7 @@ def _judged(case: Case, inputs: bool = True) -> Any:
     made = _keyed.kept(d, y, changed, operands, given if inputs else [], torch.Generator().manual_seed(5))
     assert made is not None
     y, changed, operands, given = draws[1]
-    return _keyed.judged(d, y, changed, operands, given if inputs else [], made[0])
+    return _keyed.judged(d, y, changed, operands, given if inputs else [], made[0])[0]
 
 
 @pytest.mark.parametrize("case", [c for _, c in DECODES], ids=[n for n, _ in DECODES])
@@ -142,3 +142,20 @@ def test_an_honest_integer_output_is_no_odd_multiple() -> None:
     a, x = _data(1)
     found = _bits_fit(_slots(x), [_slots(a)])
     assert found is None or found[1] < _decode.DECODE_SHARE / 2, found
+
+
+def test_a_kernel_honest_on_the_first_draw_only_is_compared_with_its_previous_draw() -> None:
+    """Each draw is compared with the one before it, not with the first (which a submission can tell apart)."""
+    d = _keyed.bound(_decode.bound())
+    honest, keyed = HONEST[0][1], DECODES[2][1]
+    record, found = None, []
+    for draw, case in ((1, honest), (2, keyed), (3, keyed)):
+        y, operands, given = case(*_data(draw))
+        changed = torch.ones(y.numel(), dtype=torch.bool)
+        numbered, inputs = list(enumerate(operands)), [(len(operands) + k, g) for k, g in enumerate(given)]
+        if record is None:
+            record = _keyed.kept(d, y, changed, numbered, inputs, torch.Generator().manual_seed(5))[0]
+            continue
+        verdict, record = _keyed.judged(d, y, changed, numbered, inputs, record)
+        found.append(verdict[0] if verdict else None)
+    assert found[0] is not None and found[0] < 0.25 and found[1] is not None and found[1] >= 0.98, found
