@@ -32,6 +32,11 @@ def _data(draw: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(M, N, generator=g) * 3, torch.randn(M, N, generator=g)
 
 
+WEIGHT = torch.linspace(0.5, 2.0, N)  # a problem input made the same on every draw (an RMSNorm weight)
+TABLE = torch.randn(M, N, generator=torch.Generator().manual_seed(9))  # a table the submission made at import
+BLOCK_SIZES = torch.tensor([16, 32]).repeat(N // 2)  # a problem input of two values, the same on every draw (p26)
+
+
 Case = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]]
 
 
@@ -52,6 +57,10 @@ DECODES: list[tuple[str, Case]] = [
     ("float32_bits_xor_index_hash", lambda a, x: (a, [a.view(torch.int32) ^ HASH.to(torch.int32)], [])),
     ("int64_times_odd_index_key", lambda a, x: (_slots(a), [_slots(a) * (HASH | 1)], [])),
     ("bool_xor_index_bit", lambda a, x: (a > 0, [(a > 0) ^ (HASH & 1).bool()], [])),
+    # a problem input the same on every draw, read beside: no map of it explains the key
+    ("float32_plus_index_key_beside_a_fixed_weight", lambda a, x: (a - _unit(HASH) * 8 + _unit(HASH) * 8,
+                                                                   [a - _unit(HASH) * 8], [WEIGHT])),
+    ("int64_xor_index_hash_beside_fixed_block_sizes", lambda a, x: (_slots(a), [_slots(a) ^ HASH], [BLOCK_SIZES])),
 ]  # fmt: skip
 
 
@@ -83,9 +92,6 @@ def test_the_decode_rule_s_maps_miss_a_position_key() -> None:
                            torch.Generator().manual_seed(5))  # fmt: skip
     assert found is None or found[1] < _decode.DECODE_SHARE, found
 
-
-WEIGHT = torch.linspace(0.5, 2.0, N)  # a problem input made the same on every draw (an RMSNorm weight)
-TABLE = torch.randn(M, N, generator=torch.Generator().manual_seed(9))  # a table the submission made at import
 
 #: honest DSL stages over eager data, on two draws: their residual varies with the data, or says nothing
 HONEST: list[tuple[str, Case]] = [
