@@ -14,7 +14,8 @@ simple map:
 * a global affine map of two operands, and one of all of them and their pairwise products (least squares on the
   first sample, judged on the second);
 * on the bit patterns, where an operand's elements are as wide as the output's: the output's bits XOR an operand's,
-  or minus it (modulo the width), constant; or XOR, sum or difference of two operands' bits (a key per element);
+  or minus it (modulo the width), constant, or its quotient by it, an odd constant (``_odd_key_of``); or XOR, sum or
+  difference of two operands' bits (a key per element);
 * any univariate map of an operand whose elements the launch moved: each sampled element's run of
   ``DECODE_WINDOW`` neighbours is looked up in the operand by its pattern of rises and falls (which any monotone
   map keeps), and the map is learned on the pairs found (a permutation of rows or blocks, with a scale).
@@ -25,6 +26,7 @@ paired with another's output (a mask's two values, a small integer domain, a run
 
 Problem inputs are never regressors: an honest epilogue (eager GEMM, DSL scales by the problem's per-row and
 per-column scales, adds its bias or residual) depends on them in a way the eager operands alone do not fix.
+A key the kernel computes from each element's index is in no operand: ``_keyed`` compares draws instead.
 Where the best map scores at least ``DECODE_SHARE``, the changed elements it holds for are not the DSL's (the vault
 withdraws their credit, so derived credit does not flow from them either); the others keep theirs (a kernel
 computing some elements honestly keeps those). One record per judged launch tells the verifier what was found.
