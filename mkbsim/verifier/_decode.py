@@ -585,10 +585,12 @@ def _moved(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     return d.where(d.gt(source, -1), found, d.add(d.mul(found, 0.0), d.nan))
 
 
-def regressor(d: Any, old: Any, eager: Any) -> Any:
+def regressor(d: Any, old: Any, eager: Any, generator: Any) -> Any:
     """An operand as the fit sees it: its eager-made elements (``eager``: per element, flat logical order; None where
-    all are), the others NaN, which no map holds for (an integer operand with any masked element is taken as float64).
-    None where no element is eager-made."""
+    all are), the others NaN, which no map holds for; an integer (or boolean) operand's others random values of its
+    type, which a map holds for by chance only, so that its bit patterns stay (as float64 with NaN, one element a DSL
+    launch wrote took every bit map away: an odd factor or XOR key decoded beside it passed). None where no element is
+    eager-made."""
     if eager is None:
         return old
     kept = d.reshape(eager, d.tuple(d.size(old)))
@@ -596,8 +598,15 @@ def regressor(d: Any, old: Any, eager: Any) -> Any:
         return None
     if d.bool(d.all(kept)):
         return old
-    values = old if d.is_floating(old) and d.element_size(old) > 1 else d.to(old, d.float64)
-    return d.where(kept, values, d.nan)
+    if d.is_floating(old) and d.element_size(old) > 1:
+        return d.where(kept, old, d.nan)
+    width = d.element_size(old)
+    noise = d.randint(-(1 << 62), 1 << 62, d.tuple(d.size(old)), generator=generator, device=generator.device)
+    if d.dtype_of(old) == d.bool_:
+        noise = d.ne(d.bitwise_and(noise, 1), 0)
+    else:
+        noise = d.view(d.to(noise, d.ints[width]), d.dtype_of(old)) if width < 8 else d.view(noise, d.dtype_of(old))
+    return d.where(kept, old, d.to(noise, d.device_of(old)))
 
 
 def picked(d: Any, t: Any, where: Any, operands: Any) -> Any:

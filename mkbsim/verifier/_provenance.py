@@ -1005,7 +1005,7 @@ def provenance_vault(
             # the decode rule's regressor: the operand's eager-made elements, whatever else it holds (None: no operand)
             old = lib.clone(t)
             given_input = is_input(t)  # (once: a pass over the input's bytes or digests)
-            eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states))
+            eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states), lib.decoys)
             befores.append((t, old, eager, given_input))
             hold(t, f"argument of DSL launch {launches} (before it ran)", given_input)
         snapshot(tensors, prior)

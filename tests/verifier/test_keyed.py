@@ -165,3 +165,15 @@ def test_a_kernel_honest_on_the_first_draw_only_is_compared_with_its_previous_dr
         verdict, record = _keyed.judged(d, y, changed, numbered, inputs, record)
         found.append(verdict[0] if verdict else None)
     assert found[0] is not None and found[0] < 0.25 and found[1] is not None and found[1] >= 0.98, found
+
+
+def test_an_integer_operand_with_one_element_the_dsl_s_keeps_its_bit_maps() -> None:
+    """One element a DSL launch wrote used to turn an integer operand into float64 with NaN, taking every bit map
+    away (the odd factor, XOR keys): its other elements keep their patterns now."""
+    slots = _slots(_data(1)[0]).reshape(-1)
+    eager = torch.ones(slots.numel(), dtype=torch.bool)
+    eager[0] = False
+    operand = _decode.regressor(_decode.bound(), slots * ODD, eager, torch.Generator().manual_seed(1))
+    assert operand.dtype == torch.int64
+    mask, share, what = _bits_fit(slots, [operand])
+    assert share >= 0.98 and mask is not None and "odd constant" in what, (share, what)
