@@ -57,7 +57,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control, _decode, _eagerwork
+from mkbsim.verifier import _control, _decode, _eagerwork, _keyed
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
@@ -346,8 +346,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         errcheck=_getter(ctypes._CFuncPtr, "errcheck"),  # type: ignore[attr-defined]
         # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
         pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
-        decode=_decode.bound(), decoded=_decode.fitted, regressor=_decode.regressor, picked=_decode.picked,
-        pooled=_decode.pooled, sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
+        decode=_keyed.bound(_decode.bound()), decoded=_decode.fitted, regressor=_decode.regressor,
+        picked=_decode.picked, pooled=_decode.pooled, keyed_kept=_keyed.kept, keyed_judged=_keyed.judged,
+        sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
         # the input digests' keys (``INPUT_CHUNK``): one random 64-bit multiplier per 32-bit word of a chunk, drawn from
         # the system, which the submission cannot read (two chunks that differ agree with probability 2^-32 at most)
         chunk=INPUT_CHUNK, chunk_words=INPUT_CHUNK // 4, digest_piece=1 << 24, int32=torch.int32,
@@ -384,8 +385,14 @@ def provenance_vault(
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
-    # eager-made elements, None for none) for the decode rule (``_decode``)
+    # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
     befores: list[Any] = []
+    # position keys (``_keyed``): (signature, its launches before it in the call, argument) -> what the last audited
+    # draw kept of that output, compared on the next; the elements kept so far; the launch in flight's key
+    keyed: dict[Any, Any] = {}
+    keyed_used = 0
+    occurrences: dict[int, int] = {}  # signature -> its launches so far in this call
+    launch_key: Any = None
     # (storage, dtype, operands' dtypes) -> launches that changed fewer elements there than the decode rule judges:
     # (their elements, their operands' elements there, the tensor, where, the launch's number) (``judge_pools``)
     pools: dict[Any, list[Any]] = {}
@@ -1045,8 +1052,8 @@ def provenance_vault(
             # the decode rule's regressor: the operand's eager-made elements, whatever else it holds (None: no operand)
             old = lib.clone(t)
             given_input = is_input(t)  # (once: a pass over the input's bytes or digests)
-            eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states))
-            befores.append((t, old, eager))
+            eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states), lib.decoys)
+            befores.append((t, old, eager, given_input))
             hold(t, f"argument of DSL launch {launches} (before it ran)", given_input)
         snapshot(tensors, prior)
 
@@ -1111,8 +1118,8 @@ def provenance_vault(
         """The decode rule (``_decode``): the elements of the launch's tensors that a simple map of its eager-made
         operand elements (as they were before it) recovers are not the DSL's. A launch changing fewer than the rule's
         minimum in a tensor is pooled with the call's others into its storage (``judge_pools``)."""
-        operands = [eager for _, _, eager in befores if eager is not None]
-        for t, old, _ in befores:
+        operands = [eager for _, _, eager, _ in befores if eager is not None]
+        for argument, (t, old, _, _) in lib.enumerate(befores):
             if not operands or lib.device_of(t).type not in ("cpu", "cuda"):
                 continue
             try:
@@ -1128,14 +1135,47 @@ def provenance_vault(
             except lib.BaseException as exc:  # a dtype the fit cannot take: no judgement, said in the records
                 records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
                 continue
-            if found is None:
-                continue
-            mask, share, what = found
-            records.append(("decoded", launches, lib.int(lib.count_nonzero(changed)), share, what, mask is not None))
-            if mask is not None and lib.bool(lib.any_of(mask)):
-                lo, hi = span(t)
-                settle(lo, hi, None, spread(t, mask, False))
+            if found is not None:
+                mask, share, what = found
+                records.append(("decoded", launches, count, share, what, mask is not None))
+                if mask is not None and lib.bool(lib.any_of(mask)):
+                    lo, hi = span(t)
+                    settle(lo, hi, None, spread(t, mask, False))
+                    continue
+            keyed_by_position(argument, t, changed, count)
         befores.clear()
+
+    def keyed_by_position(argument: int, t: Any, changed: Any, count: int) -> None:
+        """The position-key test (``_keyed``) of output ``t`` (argument ``argument`` of the launch in flight, flat
+        ``changed``), where no map of its operands withdrew it: the first audited draw keeps a sample, each later one
+        compares with the previous one's and keeps its own; a residual two draws share withdraws the launch's changed
+        elements there."""
+        nonlocal keyed_used
+        operands = [(k, entry[2]) for k, entry in lib.enumerate(befores) if entry[2] is not None]
+        if not operands or launch_key is None or count < lib.decode.least:
+            return
+        inputs = [(k, entry[1]) for k, entry in lib.enumerate(befores) if entry[3]]
+        key = (launch_key, argument)
+        try:
+            if key not in keyed:
+                if keyed_used < lib.decode.keyed_budget:
+                    made = lib.keyed_kept(lib.decode, t, changed, operands, inputs, lib.decoys)
+                    if made is not None:
+                        keyed[key], size = made
+                        keyed_used += size
+                return
+            found, keyed[key] = lib.keyed_judged(lib.decode, t, changed, operands, inputs, keyed[key])
+        except lib.BaseException as exc:  # as in ``decoded``
+            records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
+            return
+        if found is None:
+            return
+        share, what = found
+        withdrawn = share >= lib.decode.share
+        records.append(("decoded", launches, count, share, what, withdrawn))
+        if withdrawn:  # judged on a sample: every element the launch changed there, as a moved map's
+            lo, hi = span(t)
+            settle(lo, hi, None, spread(t, changed, False))
 
     def pool(t: Any, where: Any, operands: Any) -> None:
         """Keep a small launch's changed elements of ``t`` (flat ``where``) with its operands' elements there, pooled by
@@ -1535,11 +1575,14 @@ def provenance_vault(
         return lib.tuple(parts)
 
     def note(key: Any, original: Any, target: Any) -> None:
+        nonlocal launch_key
         number = signatures.get(key)
         if number is None:
             number = signatures[key] = lib.len(signatures)
             kept.append((original, target))  # their ids are in the key: never reused while it is known
         called[number] = True
+        launch_key = (number, occurrences.get(number, 0))  # the same launch on every draw (``_keyed``)
+        occurrences[number] = launch_key[1] + 1
 
     def event() -> Any:
         nonlocal used
@@ -1698,6 +1741,7 @@ def provenance_vault(
                 opened.clear()
                 marks.clear()
                 called.clear()
+                occurrences.clear()
                 outer.clear()
                 stream.clear()
                 launches = depth = running = used = changed = 0
