@@ -30,6 +30,7 @@ from mkbsim.verifier._judge import (
     values,
     worker_failed,
 )
+from mkbsim.verifier._noprocess import filters, program
 from mkbsim.verifier._process import WorkerFailed
 from mkbsim.verifier._provenance import SAMPLES
 from mkbsim.verifier._static import scan_source
@@ -89,7 +90,7 @@ def start_worker(v: Verification) -> Failure | None:
         return worker_failed(exc, "while importing the file", v.details)
     v.timed("spawn_import_s", t0)
     v.details["import_s"] = hello.get("import_s")
-    failure = v.absorb(hello, "while importing the file")
+    failure = v.absorb(hello, "while importing the file") or closed_to_processes(v, hello)
     if failure is not None or hello.get("ok"):
         return failure
     error = hello.get("error") or {}
@@ -98,6 +99,31 @@ def start_worker(v: Verification) -> Failure | None:
     tail = v.worker.output_tail() if v.worker else ""
     more = f"\n  output:\n{tail}" if tail.strip() else ""
     return Failure("compile_error", f"Importing the file failed: {error_text(error)}{more}")
+
+
+def closed_to_processes(v: Verification, hello: dict[str, Any]) -> Failure | None:
+    """Once its file is loaded a candidate's worker starts no process (``_noprocess``): the kernel's count of its
+    seccomp filters must have grown since it was forked (where this machine has a filter and the kernel counts them),
+    and a census of its processes then (the zygote's ``strays``: its descendants and the orphans of its own) must
+    find none, since a process started before the filter would run on unaudited (red team rt11 F2)."""
+    assert v.worker is not None
+    if not hello.get("ok"):
+        return None
+    found = v.worker.strays()
+    if found:
+        v.report.forbidden += found
+        return Failure("forbidden_api", f"Processes were running once the file was loaded ({'; '.join(found[:3])}): "
+                       "a submission may start no process (subprocesses are forbidden).")  # fmt: skip
+    before, now = v.worker.filters_at_spawn, filters(v.worker.pid)
+    why = str(hello.get("process_filter") or "")
+    if program() is None or before is None or now is None:
+        why = why or "the kernel counts no seccomp filters"
+        v.report.env["process_filter"] = f"none: processes are refused by the guards' audit rules only ({why})"
+        return None
+    if now <= before:
+        return Failure("harness_tamper", f"The worker's process filter was not installed ({why or 'no reason given'}).")
+    v.report.env["process_filter"] = "seccomp: no process starts once the file is loaded"
+    return None
 
 
 def correctness(v: Verification) -> Failure | None:
