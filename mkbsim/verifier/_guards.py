@@ -1040,13 +1040,16 @@ class Guards:
         starter = getattr(sys.modules.get("_posixsubprocess"), "fork_exec", None)
         if starter is None:
             return
+        # under the names the standard library binds it by (every module's every value: ~100 ms a worker, for the
+        # same two holders, ``_posixsubprocess`` and ``subprocess``)
         for module in list(sys.modules.values()):
             namespace = getattr(module, "__dict__", None)
             if type(namespace) is not dict:
                 continue
-            for name in [name for name, value in list(namespace.items()) if value is starter]:
-                what = f"{getattr(module, '__name__', '?')}.{name}"
-                self.deny(module, name, what, "subprocesses and signals are forbidden")
+            for name in ("fork_exec", "_fork_exec"):
+                if namespace.get(name) is starter:
+                    what = f"{getattr(module, '__name__', '?')}.{name}"
+                    self.deny(module, name, what, "subprocesses and signals are forbidden")
 
     def _install_python_data(self) -> None:
         """Tensors made whole from Python data (a buffer, a list into DSL memory): the values were computed in

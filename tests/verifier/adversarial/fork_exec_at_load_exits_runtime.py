@@ -1,6 +1,6 @@
 """Runtime guards alone (red team rt11 F2): while the file loads, a child started through ``subprocess._fork_exec``
 (reached through a module TVM imported, no audit event) that exits before any block ends, so no census of running
-processes could see it. Refused by identity (the guards replace the C function wherever a loaded module holds it).
+processes could see it. Refused by identity (the guards replace the C function in every module holding it).
 The kernel is otherwise honest."""
 
 # expect: forbidden_api

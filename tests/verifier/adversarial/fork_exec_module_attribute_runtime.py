@@ -1,6 +1,6 @@
 """Runtime guards alone (red team rt11 F2): every call starts a shell through subprocess's C ``fork_exec``, reached as
 an attribute of a module TVM imported, which raises no audit event (``subprocess.Popen`` raises its own in Python
-before calling it). Refused by identity (the guards replace it in every loaded module) and, below Python, by the
+before calling it). Refused by identity (the guards replace it in every module holding it) and, below Python, by the
 worker's process filter. The kernel is otherwise honest."""
 
 # expect: forbidden_api
