@@ -972,14 +972,16 @@ class Guards:
         setattr(owner, attr, hook)
         self.patched.append((owner, attr, hook))
 
-    def deny(self, owner: Any, attr: str, what: str, reason: str, how: str = "culprit") -> None:
+    def deny(
+        self, owner: Any, attr: str, what: str, reason: str, how: str = "culprit", callers: tuple[str, ...] = ()
+    ) -> None:  # fmt: skip
         """Replace ``owner.attr`` by a hook that refuses calls the submission makes (``how="direct"``:
-        only calls written in the submission's own code)."""
+        only calls written in the submission's own code; ``callers``: more names a library calls it by)."""
         original = getattr(owner, attr, None)
         if original is None:
             return
         # the names a library's code calls it by (vouching for the call: ``handed`` in the vault)
-        names = (attr, what.rsplit(".", 1)[-1].removesuffix("()"))
+        names = (attr, what.rsplit(".", 1)[-1].removesuffix("()"), *callers)
         hook = self.registry.protect(_denied, _ask=self.ask, _original=original, _caller=self.caller,
                                      _what=what, _reason=reason, _how=how, _names=names)  # fmt: skip
         self.replace(owner, attr, hook)
@@ -1041,7 +1043,9 @@ class Guards:
         if starter is None:
             return
         # under the names the standard library binds it by (every module's every value: ~100 ms a worker, for the
-        # same two holders, ``_posixsubprocess`` and ``subprocess``)
+        # same two holders, ``_posixsubprocess`` and ``subprocess``); the standard library's frames are looked past,
+        # so a library vouches where it names ``Popen`` (TVM's compiler helpers, whose Popen raised its own event), not
+        # where it merely names ``run`` or ``call`` (a callable it was handed)
         for module in list(sys.modules.values()):
             namespace = getattr(module, "__dict__", None)
             if type(namespace) is not dict:
@@ -1049,7 +1053,7 @@ class Guards:
             for name in ("fork_exec", "_fork_exec"):
                 if namespace.get(name) is starter:
                     what = f"{getattr(module, '__name__', '?')}.{name}"
-                    self.deny(module, name, what, "subprocesses and signals are forbidden")
+                    self.deny(module, name, what, "subprocesses and signals are forbidden", callers=("Popen",))
 
     def _install_python_data(self) -> None:
         """Tensors made whole from Python data (a buffer, a list into DSL memory): the values were computed in
