@@ -6,11 +6,15 @@ names the one that scored best.
 
     python benchmarks/decode_margins.py FILE:PROBLEM ... [--backend cpu|cuda]
     python benchmarks/decode_margins.py --cost 1280 131072 1048576
+    python benchmarks/decode_margins.py --cost-keyed 1280 131072 1048576
     python benchmarks/decode_margins.py --inputs
 
 Prints one line per file: passed, failure, the largest score and its map, the launches judged. ``--cost``: the rule's
 time on one launch of that many changed elements (an honest residual epilogue over an eager GEMM's result, beside the
-output's fresh buffer; a decode; rows of 64 moved), CPU, best of three, per audited draw. ``--inputs``: the scores a
+output's fresh buffer; a decode; rows of 64 moved), CPU, best of three, per audited draw. ``--cost-keyed``: the
+same epilogue's time under the decode rule's maps and under the position-key test (``_keyed``: the sample the first
+draw keeps, the comparison each later draw makes), and an integer epilogue's under the maps (the bit maps, odd factors
+among them). ``--inputs``: the scores a
 problem input would get as a regressor (what the rule does not do): an honest residual epilogue against a decode
 mixing in that input.
 """
@@ -20,12 +24,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from mkbsim.verifier import VerifierSession, _decode
+from mkbsim.verifier import VerifierSession, _decode, _keyed
 
 
 def _margins(cases: list[str], backend: str, dsl: str) -> None:
@@ -74,6 +79,40 @@ def _cost(sizes: list[int]) -> None:
         )
 
 
+def _best_of_three(work: Any) -> tuple[float, Any]:
+    """The best of three CPU times of ``work()`` (ms), and its result."""
+    best, found = float("inf"), None
+    for _ in range(3):
+        start = time.thread_time()
+        found = work()
+        best = min(best, (time.thread_time() - start) * 1e3)
+    return best, found
+
+
+def _keyed_cost(sizes: list[int]) -> None:
+    """Per launch of ``n`` changed elements: the maps (``fitted``) and the position-key test (``_keyed``) of an honest
+    float32 residual epilogue on two draws, and the maps of an int64 one (slots plus a page base, the input)."""
+    d = _keyed.bound(_decode.bound())
+    for n in sizes:
+        draws = []
+        for seed in (1, 2):
+            g = torch.Generator().manual_seed(seed)
+            acc, residual = torch.randn(n, generator=g) * 10, torch.randn(n, generator=g) * 10
+            draws.append((acc + residual, [(0, acc), (1, torch.full((n,), float("nan")))], [(2, residual)]))
+        changed = torch.ones(n, dtype=torch.bool)
+        maps, _ = _fit(draws[0][0], [r for _, r in draws[0][1]])
+        first, later = draws
+        kept, made = _best_of_three(partial(_keyed.kept, d, first[0], changed, *first[1:], torch.Generator()))
+        judged, (found, _) = _best_of_three(partial(_keyed.judged, d, later[0], changed, *later[1:], made[0]))
+        g = torch.Generator().manual_seed(3)
+        slots = torch.randint(0, 1 << 20, (n,), generator=g)
+        ints, _ = _fit(slots + torch.randint(0, 1 << 20, (n,), generator=g) * 16, [slots, torch.zeros(n).long()])
+        print(
+            f"{n:9d} elements: float32 epilogue, maps {maps:8.1f} ms, position keys kept {kept:6.2f} ms, judged "
+            f"{judged:6.2f} ms (score {found[0] if found else None}); int64 epilogue, maps {ints:8.1f} ms"
+        )
+
+
 def _inputs() -> None:
     """Problem inputs as regressors: the rule would hold an honest residual epilogue as it holds the decode."""
     g = torch.Generator().manual_seed(2)
@@ -94,11 +133,14 @@ def main() -> None:
     parser.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--dsl", default="tirx")
     parser.add_argument("--cost", nargs="+", type=int, metavar="ELEMENTS", help="time the rule on one launch")
+    parser.add_argument("--cost-keyed", nargs="+", type=int, metavar="ELEMENTS", help="maps vs position keys")
     parser.add_argument("--inputs", action="store_true", help="scores with a problem input as a regressor")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.cost:
         _cost(args.cost)
+    if args.cost_keyed:
+        _keyed_cost(args.cost_keyed)
     if args.inputs:
         _inputs()
     if args.cases:

@@ -9,7 +9,10 @@ there the stubbed kernel's empty output changes the path, so those rows are esti
 At SMOKE the inputs are real CPU tensors; at the production workload they are fake tensors (no memory, no
 compute), which data-dependent eager code cannot run on (``-``), unless ``--real`` asks for real ones.
 
-    python benchmarks/eager_work_shares.py [--workload smoke|workload|both] [--match PATTERN] [--real]
+    python benchmarks/eager_work_shares.py [--workload smoke|workload|both] [--match PATTERN] [--real] [--plans]
+
+``--plans`` prints each solution's plan kind instead (``mkbsim/verifier/_plankind.py``): the share of the
+problem's products (else element work, else movement) its eager code made, and the kind that share gives.
 """
 
 from __future__ import annotations
@@ -26,15 +29,29 @@ from typing import Any
 import torch
 
 from mkbsim.catalog import load_problem, problems_root
-from mkbsim.verifier import _eagerwork
+from mkbsim.verifier import _eagerwork, _provenance
+from mkbsim.verifier._plankind import PlanKind, plan_kind
 
 SOLUTION = re.compile(r"^(\d\d)_\w+_(tirx|cutedsl)\.py$")
 
 
+#: The problem sizes of the run in progress (``_provenance.problem_sizes``) and the values its launches took from
+#: Python: their arguments given by value and the integers their tensor arguments' layouts carry beyond those sizes
+#: (``_provenance.layout_values``), as the verifier's vault counts them on a correctness draw.
+_LAUNCHES: dict[str, Any] = {"lib": None, "known": {}, "rank": 0, "by_value": 0, "layout": 0}
+
+
 class _Stub:
-    """A compiled DSL program whose launches do nothing."""
+    """A compiled DSL program whose launches do nothing but count what they take from Python."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        lib = _LAUNCHES["lib"]
+        for arg in (*args, *kwargs.values()):
+            if isinstance(arg, torch.Tensor):
+                if lib is not None:
+                    _LAUNCHES["layout"] += _provenance.layout_values(lib, arg, _LAUNCHES["known"], _LAUNCHES["rank"])
+            else:
+                _LAUNCHES["by_value"] += 1
         return None
 
     def __getitem__(self, name: Any) -> _Stub:
@@ -83,7 +100,9 @@ def _work(fn: Any, inputs: list[Any]) -> _eagerwork.Work:
     return _eagerwork.work_of(_eagerwork.reference_ops(fn, inputs))
 
 
-def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
+def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.EagerWork, PlanKind, float]:
+    """The solution's eager work against the reference's, its plan kind, and one launch value's share of the
+    outputs, on one draw (seed 0)."""
     number = int(SOLUTION.match(path.name).group(1))  # type: ignore[union-attr]
     (problem_path,) = sorted(problems_root().glob(f"*/{number:02d}_*.py"))
     problem = load_problem(problem_path)
@@ -99,13 +118,35 @@ def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
             with fake:
                 inputs = list(problem.make_inputs(axes, seed=0))
             stack.enter_context(fake)
-        eager = _work(mod.run, inputs)
         inplace = [list(problem.inputs).index(name) for name in problem.inplace]
+        if _LAUNCHES["lib"] is None:  # bound once, as a worker binds its vault's
+            _LAUNCHES["lib"] = _provenance.provenance_lib(torch.device("cpu"))
+        _LAUNCHES.update(by_value=0, layout=0)
+        numels = [*_numels(problem.reference, inputs), *(inputs[i].numel() for i in inplace)]
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        _LAUNCHES["known"], _LAUNCHES["rank"] = _provenance.problem_sizes(_LAUNCHES["lib"], inputs, tensors, numels)
+        eager = _work(mod.run, inputs)
         cost = problem.cost(axes)
         reference = _eagerwork.reference_work(problem.reference, inputs, cost.total_flops, inplace, cost.floor_flops)
-    found = _eagerwork.compare(1, eager, reference)
+    # the launches' values as the vault counts them (``_eagerwork.LAUNCH_SCALARS``: eight elements each), per output
+    # element: by value, and in the tensor arguments' layouts
+    per_output = 8 / max(reference.elements[1], 1)
+    return _eagerwork.compare(1, eager, reference), plan_kind(eager, reference), per_output
+
+
+def shares(path: Path, workload: str, real: bool = False) -> dict[str, float]:
+    found, _, per_output = priced(path, workload, real)
     return {**found.shares, "passes": found.passes, "useful": found.useful, "py_out": found.python["out"],
-            "py_in": found.python["in"]}  # fmt: skip
+            "py_in": found.python["in"], "py_byval": _LAUNCHES["by_value"] * per_output,
+            "py_layout": _LAUNCHES["layout"] * per_output}  # fmt: skip
+
+
+def _numels(reference: Any, inputs: list[Any]) -> list[int]:
+    """The element counts of the reference's outputs on copies of ``inputs``."""
+    copies = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+    outputs = reference(*copies)
+    outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    return [t.numel() for t in outputs if isinstance(t, torch.Tensor)]
 
 
 def main() -> None:
@@ -113,6 +154,7 @@ def main() -> None:
     parser.add_argument("--workload", choices=("smoke", "workload", "both"), default="both")
     parser.add_argument("--match", default="", help="only solution files whose name contains this")
     parser.add_argument("--real", action="store_true", help="real tensors at the production workload (memory!)")
+    parser.add_argument("--plans", action="store_true", help="each solution's plan kind, not its eager-work shares")
     args = parser.parse_args()
     torch.set_num_threads(1)
     workloads = ("smoke", "workload") if args.workload == "both" else (args.workload,)
@@ -125,8 +167,12 @@ def main() -> None:
             cells = []
             for workload in workloads:
                 try:
-                    found = shares(path, workload, args.real)
-                    cell = " ".join(f"{k if k.startswith('py_') else k[:2]}={v:.3f}" for k, v in found.items())
+                    if args.plans:
+                        plan = priced(path, workload, args.real)[1]
+                        cell = f"{plan.kind} {plan.eager_share:.3g} of {plan.basis}"
+                    else:
+                        found = shares(path, workload, args.real)
+                        cell = " ".join(f"{k if k.startswith('py_') else k[:2]}={v:.3f}" for k, v in found.items())
                 except Exception as exc:  # a row per solution, whatever breaks
                     print(f"  {path.name} {workload}: {type(exc).__name__}: {str(exc)[:120]}", file=sys.stderr)
                     cell = "-"

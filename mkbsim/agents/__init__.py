@@ -5,7 +5,7 @@ campaigns (DESIGN §4).
     from mkbsim.campaigns import run_campaign
 
     config = load_llm_campaign("examples/llm.toml")
-    with VerifierSlots(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots) as scorers:
+    with VerifierSlots(config.verifier_backend, config.protocol, config.gpu_verifier_slots) as scorers:
         summary = run_campaign(store, LlmCampaign(config, load_catalog(), scorers))
 
 Campaigns start and are recorded in ``mkbsim.campaigns``; ``LlmCampaign`` gives the lifecycle the plan and

@@ -2,7 +2,7 @@
 run a campaign file's attempts) and ``LlmRunner``, the ``AttemptRunner`` of LLM attempts.
 
     config = load_llm_campaign("examples/llm.toml")
-    with VerifierSlots(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots) as scorers:
+    with VerifierSlots(config.verifier_backend, config.protocol, config.gpu_verifier_slots) as scorers:
         summary = run_campaign(store, LlmCampaign(config, load_catalog(), scorers))
 
 The plan is the transfer protocol's (``mkbsim.campaigns``): per agent, problem and replicate both solos, then
@@ -104,7 +104,7 @@ class LlmCampaign:
             "budget": [c.budget.minutes, c.budget.submissions], "verifier": [c.verifier_backend, c.verifier_protocol],
         }  # fmt: skip
         measured.update({k: v for k, v in (("filter", c.filter), ("controls", list(c.controls))) if v})
-        parts = fingerprint_parts([p.id for p in problems], c.verifier_protocol, _json(measured))
+        parts = fingerprint_parts([p.id for p in problems], c.protocol, _json(measured))
         # what CampaignStarted records of the file: its credentials (an agent's api_key, headers) left out
         return Plan(cid, without_credentials(_json(dict(c.raw))), parts, attempts)
 

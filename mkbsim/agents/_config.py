@@ -23,6 +23,7 @@ from mkbsim.campaigns._simulated import read_controls
 from mkbsim.campaigns._toml import Table, read_toml
 from mkbsim.catalog import Budget
 from mkbsim.sandbox import DEFAULT_DISK_BYTES, DEFAULT_MAX_PROCESSES
+from mkbsim.verifier import Protocol, resolve_protocol
 
 _ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -41,6 +42,8 @@ class LlmCampaignConfig:
     budget: Budget = field(default_factory=Budget)
     verifier_backend: str | None = None
     verifier_protocol: str = "paper"
+    #: fail partial plans (eager code making the problem's products) as ``partial_plan``; the study accepted them
+    verifier_require_full_plan: bool = False
     #: attempts in a DSL the verifier cannot run (CuTe DSL on cpu) end as infra_error without asking their model
     skip_unverifiable: bool = False
     loop: LoopConfig = field(default_factory=LoopConfig)
@@ -53,6 +56,11 @@ class LlmCampaignConfig:
     filter: str | None = None
     #: control arms (DESIGN §4) run beside each direction's treatment: aa, placebo, matched
     controls: tuple[str, ...] = ()
+
+    @property
+    def protocol(self) -> Protocol:
+        """The verifier's protocol: ``[verifier] protocol``, requiring full plans where ``require_full_plan``."""
+        return resolve_protocol(self.verifier_protocol, require_full_plan=self.verifier_require_full_plan)
 
 
 def _agent(path: Path, index: int, data: Any) -> ModelConfig:
@@ -181,7 +189,8 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
     b = Table(file, "budget", top.get("budget", dict, {}), ("minutes", "submissions"))
     budget = Budget(b.positive("minutes", 40, integer=True), b.positive("submissions", 10, integer=True))
 
-    v = Table(file, "verifier", top.get("verifier", dict, {}), ("backend", "protocol", "skip_unverifiable"))
+    v = Table(file, "verifier", top.get("verifier", dict, {}),
+              ("backend", "protocol", "skip_unverifiable", "require_full_plan"))  # fmt: skip
     backend = v.get("backend", str)
     if backend not in (None, "cuda", "cpu"):
         v.fail("backend", f"use cuda or cpu, got {backend!r}")
@@ -206,6 +215,7 @@ def load_llm_campaign(path: str | os.PathLike[str]) -> LlmCampaignConfig:
         replicates=c.positive("replicates", 1, integer=True), cost_cap_usd=float(cap) if cap is not None else None,
         env_file=Path(env_file), budget=budget, verifier_backend=backend,
         verifier_protocol=protocol, skip_unverifiable=v.get("skip_unverifiable", bool, False),
+        verifier_require_full_plan=v.get("require_full_plan", bool, False),
         loop=_loop(file, top.get("loop", dict, {})), raw=raw, agents_at_once=agents_at_once,
         gpu_verifier_slots=slots, filter=skill_filter, controls=controls,
     )  # fmt: skip

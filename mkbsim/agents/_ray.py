@@ -22,6 +22,7 @@ from mkbsim.campaigns import connect_ray
 
 if TYPE_CHECKING:
     from mkbsim.catalog import Problem
+    from mkbsim.verifier import Protocol as VerifierProtocol
 
 
 class _Pool:
@@ -54,8 +55,9 @@ class RayVerifiers:
     """
 
     def __init__(
-        self, backend: str | None, protocol: str, slots: int | None = None, *, address: str | None = None, cpus: int = 1
-    ) -> None:
+        self, backend: str | None, protocol: str | VerifierProtocol, slots: int | None = None, *,
+        address: str | None = None, cpus: int = 1,
+    ) -> None:  # fmt: skip
         from mkbsim.verifier._slot import SlotServer
 
         ray = connect_ray(address, cpus)
@@ -101,7 +103,7 @@ class RayVerifiers:
 @dataclass(frozen=True)
 class _RayScorer:
     pool: Any
-    protocol: str
+    protocol: str | VerifierProtocol
     problem: str
     dsl: str
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from mkbsim.catalog import Problem
+    from mkbsim.verifier import Protocol as VerifierProtocol
     from mkbsim.verifier import VerifierSession
 
 SubmissionIndex = int | Literal["final"]
@@ -75,7 +76,7 @@ class VerifierScorers:
     session verifies one submission at a time (``VerifierSlots`` runs several at once).
     """
 
-    def __init__(self, backend: str | None = None, protocol: str = "paper") -> None:
+    def __init__(self, backend: str | None = None, protocol: str | VerifierProtocol = "paper") -> None:
         self.backend = backend
         self.protocol = protocol
         self._session: VerifierSession | None = None

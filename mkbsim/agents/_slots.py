@@ -23,6 +23,7 @@ from mkbsim.agents._scoring import Scorer, ScorerFactory, SubmissionIndex, Verdi
 
 if TYPE_CHECKING:
     from mkbsim.catalog import Problem
+    from mkbsim.verifier import Protocol as VerifierProtocol
 
 
 def visible_gpus() -> list[str]:
@@ -103,7 +104,7 @@ class VerifierSlots:
     every scorer goes to slot 0. Close it when the campaign ends.
     """
 
-    def __init__(self, backend: str | None, protocol: str, slots: int | None = None) -> None:
+    def __init__(self, backend: str | None, protocol: str | VerifierProtocol, slots: int | None = None) -> None:
         from mkbsim.verifier import default_backend
 
         self.backend = backend or default_backend()

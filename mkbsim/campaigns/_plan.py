@@ -18,12 +18,15 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mkbsim.campaigns._attempt import PlannedAttempt
 from mkbsim.campaigns._controls import CONTROLS, donor_order
 from mkbsim.errors import UserError
 from mkbsim.metrics._rules import DIRECTIONS
+
+if TYPE_CHECKING:
+    from mkbsim.verifier import Protocol
 
 SOLO = {"cutedsl": "solo_cutedsl", "tirx": "solo_tirx"}
 
@@ -54,11 +57,11 @@ class Plan:
         return counts
 
 
-def fingerprint_parts(problems: Sequence[str], protocol: str, measured: Any) -> dict[str, str]:
+def fingerprint_parts(problems: Sequence[str], protocol: str | Protocol, measured: Any) -> dict[str, str]:
     """The fingerprint's parts: the selected problems' definitions, the verifier protocol's parameters and
     ``measured``, the normalized configuration (what decides the measurements, not how many run at once)."""
     from mkbsim.catalog import load_catalog
-    from mkbsim.verifier import PROTOCOLS
+    from mkbsim.verifier import resolve_protocol
 
     catalog = {p.id: p for p in load_catalog()}
     sources = hashlib.sha256()
@@ -66,7 +69,7 @@ def fingerprint_parts(problems: Sequence[str], protocol: str, measured: Any) -> 
         sources.update(f"{pid}\n".encode() + catalog[pid].path.read_bytes())
     return {
         "problem_definitions": sources.hexdigest(),
-        "verifier_protocol": PROTOCOLS[protocol].hash,
+        "verifier_protocol": resolve_protocol(protocol).hash,
         "config": sha256_json(measured),
     }
 

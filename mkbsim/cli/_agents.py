@@ -107,9 +107,9 @@ def llm_campaign(
             shipped = [*names, *(a.api_key_env for a in config.agents if a.api_key_env)]
             env = {name: os.environ[name] for name in shipped if name in os.environ}
             connect_ray(ray_address, config.agents_at_once * attempt_cpus(config), env)
-            scorers = RayVerifiers(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots)
+            scorers = RayVerifiers(config.verifier_backend, config.protocol, config.gpu_verifier_slots)
         else:
-            scorers = VerifierSlots(config.verifier_backend, config.verifier_protocol, config.gpu_verifier_slots)
+            scorers = VerifierSlots(config.verifier_backend, config.protocol, config.gpu_verifier_slots)
     except ValueError as exc:
         raise UserError(f"{campaign}: verifier: {exc}") from None
     why = unscorable(scorers.backend, "cutedsl")

@@ -31,6 +31,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--dsl", required=True, help="the submission's DSL: cutedsl or tirx")
     p.add_argument("--backend", help="cpu or cuda (default: cuda if a GPU is visible, else cpu)")
     p.add_argument("--protocol", default="paper", help="paper (default) or hardened")
+    p.add_argument(
+        "--require-full-plan",
+        action="store_true",
+        help="fail a partial plan (eager code making the problem's products) as partial_plan; "
+        "the study's protocols accept it (off by default)",
+    )
     p.add_argument("--workload", help="smoke or production (default: production on cuda, smoke on cpu)")
     p.add_argument("--json", action="store_true", help="print the VerifierResult event payload as JSON")
     p.set_defaults(handler=_handle)
@@ -42,7 +48,7 @@ def _choice(value: str | None, allowed: tuple[str, ...], what: str) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from mkbsim.verifier import PROTOCOLS
+    from mkbsim.verifier import PROTOCOLS, resolve_protocol
 
     if not args.file.is_file():
         raise UserError(f"no such file: {args.file}")
@@ -67,8 +73,9 @@ def _handle(args: argparse.Namespace) -> int:
         session = VerifierSession(backend)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    protocol = resolve_protocol(args.protocol, require_full_plan=args.require_full_plan)
     with session:
-        report = session.verify(args.file, problem, args.dsl, protocol=args.protocol, workload=args.workload)
+        report = session.verify(args.file, problem, args.dsl, protocol=protocol, workload=args.workload)
     if args.json:
         json.dump(report.to_payload(None, "final"), sys.stdout, indent=2)
         sys.stdout.write("\n")

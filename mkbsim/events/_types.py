@@ -16,6 +16,7 @@ Arm = Literal[
 Dsl = Literal["cutedsl", "tirx"]
 StepKind = Literal["llm", "command", "observation", "note"]
 AttemptStatus = Literal["finished", "infra_error", "interrupted"]
+PlanKind = Literal["full", "partial"]
 
 
 @event_type
@@ -87,6 +88,11 @@ class VerifierResult(Payload):
     failure: str | None
     details: dict[str, Any] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
+    #: full: the DSL's launches made the problem's products; partial: eager code made ``plan_eager_share`` of them
+    #: (verifier README, "Plan kinds"); None where the verification stopped before the eager work was measured, or in
+    #: results stored before plan kinds (and the simulator's, which has no eager code)
+    plan: PlanKind | None = None
+    plan_eager_share: float | None = None
 
 
 @event_type

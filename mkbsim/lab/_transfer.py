@@ -45,6 +45,7 @@ class SoloOutcome(NamedTuple):
     skipped: bool | None
     started_position: int
     finished_position: int | None
+    plan: str | None
 
     @property
     def resolved(self) -> bool:
@@ -136,7 +137,8 @@ class TransferQueries(Queries):
             if chosen is not None and chosen.resolved:
                 passed, inline = bool(chosen.passed), bool(chosen.inline_cuda)
                 solos.append(SoloRecord(chosen.campaign_id, chosen.model, chosen.problem, chosen.family, chosen.dsl,
-                                        scored_pass(passed, inline), passed and inline, chosen.speedup))  # fmt: skip
+                                        scored_pass(passed, inline), passed and inline, chosen.speedup,
+                                        scored_pass(passed, inline) and chosen.plan == "partial"))  # fmt: skip
         controls = self.control_records(campaign)
         return ReportData(known if campaign is None else [campaign], comparisons, pending, solos, controls)
 

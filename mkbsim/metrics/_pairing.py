@@ -57,6 +57,8 @@ class TransferAttempt:
     skipped: bool | None
     started_position: int
     finished_position: int | None
+    #: the final verdict's plan kind (``full``, ``partial``; None: not measured, or recorded before plan kinds)
+    plan: str | None = None
 
     @property
     def resolved(self) -> bool:

@@ -188,12 +188,13 @@ def _solo(rows: Sequence[Row]) -> list[str]:
     if not pooled:
         return ["", "No resolved solo attempt."]
     lines = ["", "Solo attempts: scored pass rate, passing-only geometric-mean speedup;",
-             "inline: verifier passes excluded for inline CUDA (per family: --format json)"]  # fmt: skip
-    headers = ["model", "dsl", "n", "pass", "speedup", "inline"]
-    align = "llrrrr"
+             "inline: verifier passes excluded for inline CUDA; partial: scored passes",
+             "whose eager code made the products (per family: --format json)"]  # fmt: skip
+    headers = ["model", "dsl", "n", "pass", "speedup", "inline", "partial"]
+    align = "llrrrrr"
     body = [
         [r["model"], r["dsl"], str(r["n"]), _share(r["pass_rate"]), _times(r["speedup_geomean"]),
-         str(r["inline_cuda_excluded"])]
+         str(r["inline_cuda_excluded"]), str(r["partial_plans"])]
         for r in pooled
     ]  # fmt: skip
     return [*lines, *_format(headers, body, align)]

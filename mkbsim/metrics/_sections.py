@@ -86,7 +86,8 @@ class ComparisonRecord:
 @dataclass(slots=True)
 class SoloRecord:
     """One resolved solo attempt. ``passed`` is the scored verdict; ``inline_cuda_excluded`` marks a
-    verifier pass that used inline CUDA (not a scored pass)."""
+    verifier pass that used inline CUDA (not a scored pass); ``partial_plan`` a scored pass whose eager code made
+    the problem's products (a partial plan: verifier README, "Plan kinds"), which the study's protocol scores."""
 
     campaign: str
     model: str
@@ -96,6 +97,7 @@ class SoloRecord:
     passed: bool
     inline_cuda_excluded: bool
     speedup: float | None
+    partial_plan: bool = False
 
 
 def group_dimensions(by: Sequence[str]) -> tuple[str, ...]:
@@ -205,6 +207,7 @@ def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
     n = len(records)
     passed_all = np.fromiter(map(operator.attrgetter("passed"), records), dtype=bool, count=n)
     inline_all = np.fromiter(map(operator.attrgetter("inline_cuda_excluded"), records), dtype=bool, count=n)
+    partial_all = np.fromiter(map(operator.attrgetter("partial_plan"), records), dtype=bool, count=n)
     # a speedup counts where the attempt passed with one (its log; 0 elsewhere, weighted out)
     speedup_of = list(map(operator.attrgetter("speedup"), records))
     counted_all = passed_all & np.fromiter(map(bool, speedup_of), dtype=bool, count=n)
@@ -226,6 +229,7 @@ def solo(records: Sequence[SoloRecord], by: Sequence[str]) -> list[Row]:
                 "pass_rate": passed / at.size,
                 "pass_rate_ci": boot.interval(ratio_of_sums, passed_flags, np.ones(at.size)),
                 "inline_cuda_excluded": int(np.count_nonzero(inline_all[at])),
+                "partial_plans": int(np.count_nonzero(partial_all[at])),  # of the scored passes
                 "speedup_geomean": math.exp(math.fsum(logs[counted].tolist()) / speedups) if speedups else None,
                 "speedup_geomean_ci": boot.interval(_exp_ratio, logs, counted) if speedups else None,
             }

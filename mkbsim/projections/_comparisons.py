@@ -6,7 +6,8 @@ arms' (DESIGN §4: ``aa``, ``placebo``, ``matched``, paired with their treatment
 
 It keeps its own per-attempt outcome table (``transfer_attempts``) rather than reading the `attempts`
 projection, so each projection rebuilds on its own; that table also records whether the final kernel
-used inline CUDA (from the final VerifierResult), which scored verdicts exclude (DESIGN §5).
+used inline CUDA (from the final VerifierResult), which scored verdicts exclude (DESIGN §5), and its plan kind
+(``full`` or ``partial``: whether eager code made the problem's products; verifier README, "Plan kinds").
 
 A page of events touches some attempts; every slot (campaign, model, problem, replicate) holding one
 of them, or holding a treatment that names one as its source or baseline, has its comparisons
@@ -28,9 +29,9 @@ from mkbsim.projections._tables import COMPARISONS, CONTROL_COMPARISONS, TRANSFE
 
 ATTEMPT_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TransferAttempt))
 _START_FIELDS = ATTEMPT_FIELDS[: ATTEMPT_FIELDS.index("status")]
-_STATUS, _PASSED, _INLINE, _RUNTIME, _SPEEDUP, _SKIPPED, _FINISHED = (
+_STATUS, _PASSED, _INLINE, _RUNTIME, _SPEEDUP, _SKIPPED, _FINISHED, _PLAN = (
     ATTEMPT_FIELDS.index(f)
-    for f in ("status", "passed", "inline_cuda", "runtime_ms", "speedup", "skipped", "finished_position")
+    for f in ("status", "passed", "inline_cuda", "runtime_ms", "speedup", "skipped", "finished_position", "plan")
 )
 _SLOT = ("campaign_id", "model", "problem", "replicate")
 _comparison_row = operator.attrgetter(*COMPARISON_FIELDS)
@@ -57,9 +58,9 @@ REPORT_COLUMNS = "family, r, outcome, verdict_change, skipped, standing"
 
 class ComparisonsProjection(Projection):
     name = COMPARISONS
-    version = 4
+    version = 5
     handles = frozenset({"AttemptStarted", "VerifierResult", "AttemptFinished"})
-    # only the final verdict's inline-CUDA flag matters; per-submission results are most of the events
+    # only the final verdict's inline-CUDA flag and plan kind matter; per-submission results are most of the events
     event_filter = "type != 'VerifierResult' OR json_extract(payload, '$.submission') = 'final'"
     # The UNIQUE constraints are there for their indexes: the engine creates ``indexes`` only after a
     # rebuild, but pairing looks attempts up by slot and by reference during the rebuild too.
@@ -69,7 +70,7 @@ class ComparisonsProjection(Projection):
             family TEXT NOT NULL, dsl TEXT NOT NULL, arm TEXT NOT NULL, replicate INTEGER NOT NULL,
             source_attempt_id TEXT, baseline_attempt_id TEXT, chain_id TEXT, hop INTEGER, filter TEXT,
             status TEXT NOT NULL, passed INTEGER, inline_cuda INTEGER NOT NULL, runtime_ms REAL, speedup REAL,
-            skipped INTEGER, started_position INTEGER NOT NULL, finished_position INTEGER,
+            skipped INTEGER, started_position INTEGER NOT NULL, finished_position INTEGER, plan TEXT,
             UNIQUE (campaign_id, model, problem, replicate, attempt_id),
             UNIQUE (source_attempt_id, attempt_id),
             UNIQUE (baseline_attempt_id, attempt_id)
@@ -91,21 +92,21 @@ class ComparisonsProjection(Projection):
     def apply(self, tx: ProjectionTx, rows: Sequence[Row]) -> None:
         started: dict[str, list[object]] = {}  # full rows of attempts (re)started in this page
         finished: dict[str, tuple[object, ...]] = {}  # outcomes of attempts started in an earlier page
-        inline: dict[str, bool] = {}
+        final: dict[str, tuple[bool, str | None]] = {}  # the final verdict's inline-CUDA flag and plan kind
         for position, type_, _, p, _ in rows:
             attempt = p["attempt_id"]
             if type_ == "VerifierResult":
                 if p["submission"] == "final":
                     row = started.get(attempt)
                     if row is None:
-                        inline[attempt] = bool(p["inline_cuda"])
+                        final[attempt] = (bool(p["inline_cuda"]), p.get("plan"))
                     else:
-                        row[_INLINE] = bool(p["inline_cuda"])
+                        row[_INLINE], row[_PLAN] = bool(p["inline_cuda"]), p.get("plan")
             elif type_ == "AttemptStarted":
                 finished.pop(attempt, None)  # a retry under the same id starts over
-                inline.pop(attempt, None)
+                final.pop(attempt, None)
                 started[attempt] = [p.get(f) for f in _START_FIELDS]
-                started[attempt] += ("running", None, False, None, None, None, position, None)
+                started[attempt] += ("running", None, False, None, None, None, position, None, None)
             else:
                 outcome = (p["status"], p["passed"], p["runtime_ms"], p["speedup"], p["skipped"], position)
                 row = started.get(attempt)
@@ -113,9 +114,9 @@ class ComparisonsProjection(Projection):
                     finished[attempt] = outcome
                 else:
                     row[_STATUS], row[_PASSED], row[_RUNTIME], row[_SPEEDUP], row[_SKIPPED], row[_FINISHED] = outcome
-        touched = [*started, *finished, *inline]
+        touched = [*started, *finished, *final]
         if touched:
-            self._update(tx, touched, started, finished, inline)
+            self._update(tx, touched, started, finished, final)
 
     def _update(
         self,
@@ -123,7 +124,7 @@ class ComparisonsProjection(Projection):
         touched: list[str],
         started: dict[str, list[object]],
         finished: dict[str, tuple[object, ...]],
-        inline: dict[str, bool],
+        final: dict[str, tuple[bool, str | None]],
     ) -> None:
         conn, attempts = tx.conn, tx.t[TRANSFER_ATTEMPTS]
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS comparisons_touched (attempt_id TEXT PRIMARY KEY)")
@@ -139,9 +140,9 @@ class ComparisonsProjection(Projection):
                 " WHERE attempt_id = ?",
                 [(*outcome, a) for a, outcome in finished.items()],
             )
-        if inline:
-            conn.executemany(f"UPDATE {attempts} SET inline_cuda = ? WHERE attempt_id = ?",
-                             [(v, a) for a, v in inline.items()])  # fmt: skip
+        if final:
+            conn.executemany(f"UPDATE {attempts} SET inline_cuda = ?, plan = ? WHERE attempt_id = ?",
+                             [(*v, a) for a, v in final.items()])  # fmt: skip
         slots |= _affected_slots(conn, attempts, ("attempt_id", "source_attempt_id", "baseline_attempt_id"))
         self._repair(conn, attempts, tx.t[COMPARISONS], tx.t[CONTROL_COMPARISONS], sorted(slots))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mkbsim.verifier._protocol import HARDENED, PAPER, PROTOCOLS, Limits, Protocol
+from mkbsim.verifier._protocol import HARDENED, PAPER, PROTOCOLS, Limits, Protocol, resolve_protocol
 from mkbsim.verifier._result import FAILURES, VerifierReport
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ __all__ = [
     "VerifierReport",
     "VerifierSession",
     "default_backend",
+    "resolve_protocol",
     "verify",
 ]
 

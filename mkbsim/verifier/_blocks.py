@@ -67,14 +67,18 @@ PARALLEL_CORES = 2
 NULL_SKEW_FACTOR = 1.5
 #: null calls needed for their skew to count
 NULL_SKEW_MIN_CALLS = 5
-#: A block whose own null calls ran slower than the null median (the median of their excess, at least this many
-#: of them in the block) is allowed that shift on each of its calls: a whole block slowed by the machine (clocks,
-#: the staging before it, another process) slows the harness's trivial calls alike, and no submission code runs
-#: in them. An honest split-KV MLA decode kernel (p14, CuTe DSL) failed both rounds on the H200, 2026-12-02: one
-#: block of 12 calls, every call of every kind 0.2-0.9 ms over its median (its null calls +0.2-0.5 ms), excess
-#: 4.2 ms against 3.6 allowed. The median, not the mean: one slow null call (a submission's stray thread that
-#: the idle rules let through) does not buy the block anything.
-BLOCK_SHIFT_MIN_NULLS = 3
+#: A block the machine slowed as a whole (clocks, the staging before it, another process) is allowed the shift of
+#: its lower third: the residual (a call's cost less its kind's median) that a third of its calls stay under, on
+#: each of its calls. Work moved into a few calls leaves most calls at or under their medians, so the shift it
+#: earns is nil; a shift of s needs two thirds of the block's calls each s slow, and a plan whose calls are mostly
+#: slow is scored slow (the median). The lower third, not the median: a block half cheap, half slow would earn
+#: the midpoint. H200, 2026-12-02: an honest split-KV MLA decode kernel (p14, CuTe DSL and TIRx) failed both rounds
+#: of two sessions with one block of 12 calls each 0.07-0.9 ms over its median, null calls included (excess 2.9-4.2
+#: ms against 2.4-3.6 allowed); the first fix counted the block's null calls only, and the next run's slowed
+#: blocks held one or two of them.
+BLOCK_SHIFT_QUANTILE = 1 / 3
+#: calls a block needs for its shift to count (a quantile of a handful of calls is one call)
+BLOCK_SHIFT_MIN_CALLS = 6
 
 
 def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: str) -> tuple[dict[str, Any], str | None]:
@@ -103,8 +107,9 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
     excess, allowed, shifts = [], [], []
     for calls in blocks:
         excess.append(sum(cost(trusted) - medians[kind] for kind, trusted in calls))
-        own_nulls = [cost(trusted) - harness for kind, trusted in calls if kind == "null"]
-        shift = max(statistics.median(own_nulls), 0.0) if len(own_nulls) >= BLOCK_SHIFT_MIN_NULLS else 0.0
+        residuals = sorted(cost(trusted) - medians[kind] for kind, trusted in calls)
+        low = residuals[int((len(residuals) - 1) * BLOCK_SHIFT_QUANTILE)] if residuals else 0.0
+        shift = max(low, 0.0) if len(residuals) >= BLOCK_SHIFT_MIN_CALLS else 0.0
         shifts.append(shift)
         # an evidence call's own excess is the gate's measuring, not work: the timed median stands for both
         work = sum(max(medians.get("timed", harness) - harness, 0.0) for kind, _ in calls if kind != "null")

@@ -14,7 +14,8 @@ simple map:
 * a global affine map of two operands, and one of all of them and their pairwise products (least squares on the
   first sample, judged on the second);
 * on the bit patterns, where an operand's elements are as wide as the output's: the output's bits XOR an operand's,
-  or minus it (modulo the width), constant; or XOR, sum or difference of two operands' bits (a key per element);
+  or minus it (modulo the width), constant, or its quotient by it, an odd constant (``_odd_key_of``); or XOR, sum or
+  difference of two operands' bits (a key per element);
 * any univariate map of an operand whose elements the launch moved: each sampled element's run of
   ``DECODE_WINDOW`` neighbours is looked up in the operand by its pattern of rises and falls (which any monotone
   map keeps), and the map is learned on the pairs found (a permutation of rows or blocks, with a scale).
@@ -25,6 +26,7 @@ paired with another's output (a mask's two values, a small integer domain, a run
 
 Problem inputs are never regressors: an honest epilogue (eager GEMM, DSL scales by the problem's per-row and
 per-column scales, adds its bias or residual) depends on them in a way the eager operands alone do not fix.
+A key the kernel computes from each element's index is in no operand: ``_keyed`` compares draws instead.
 Where the best map scores at least ``DECODE_SHARE``, the changed elements it holds for are not the DSL's (the vault
 withdraws their credit, so derived credit does not flow from them either); the others keep theirs (a kernel
 computing some elements honestly keeps those). One record per judged launch tells the verifier what was found.
@@ -149,7 +151,7 @@ def bound() -> types.SimpleNamespace:
     )  # fmt: skip
 
 
-def _lined_up(d: Any, r: Any, t: Any) -> Any:
+def lined_up(d: Any, r: Any, t: Any) -> Any:
     """``r`` flat in ``t``'s logical order where it has ``t``'s elements (a matrix's transpose read back) or repeats
     to them (a tile: each trailing size dividing the target's, a broadcast among them), or None."""
     shape, target = d.tuple(d.size(r)), d.tuple(d.size(t))
@@ -170,7 +172,7 @@ def _lined_up(d: Any, r: Any, t: Any) -> Any:
 def _aligned(d: Any, r: Any, t: Any) -> Any:
     """``r`` element by element with ``t``'s logical order (float64, flat), or None: the same number of elements,
     the transpose of a matrix, or a tile repeated over it (a broadcast is one)."""
-    flat = _lined_up(d, r, t)
+    flat = lined_up(d, r, t)
     return d.to(flat, d.float64) if flat is not None else None
 
 
@@ -180,7 +182,7 @@ def _coded(d: Any, r: Any, t: Any) -> Any:
     is as wide), or their integers for an integer output; None where they do not line up with ``t`` element by
     element."""
     width = d.element_size(r)
-    flat = _lined_up(d, r, t)
+    flat = lined_up(d, r, t)
     if flat is None or width not in d.ints:
         return None
     kind = d.ints[width]
@@ -214,7 +216,7 @@ def _in_kind(d: Any, y: Any, t: Any, width: int, kind: Any) -> Any:
 def _bit_keys(d: Any, coded: Any, varied: Any) -> Any:
     """The bit maps: one operand's bits XOR or plus a constant; two operands' of one width XORed, summed or
     subtracted (neither constant: that is the first kind)."""
-    found = [(i, None, how) for i in d.range(d.len(coded)) for how in ("^", "+", "^+", "+^")]
+    found = [(i, None, how) for i in d.range(d.len(coded)) for how in ("^", "+", "^+", "+^", "*", "*+")]
     for i in d.range(d.len(coded)):
         for j in d.range(i + 1, d.len(coded)):
             if coded[i][1] == coded[j][1] and varied[i] and varied[j]:
@@ -226,7 +228,8 @@ def _bits_named(key: Any) -> str:
     i, j, how = key
     if j is None:
         said = {"^": "XOR a constant", "+": "plus a constant", "^+": "XOR a constant, plus another",
-                "+^": "plus a constant, XOR another"}[how]  # fmt: skip
+                "+^": "plus a constant, XOR another", "*": "times an odd constant",
+                "*+": "times an odd constant, plus another"}[how]  # fmt: skip
         return f"operand {i}'s bits {said}"
     return f"operand {i}'s bits " + {"^": "XOR", "+": "plus", "-": "minus"}[how] + f" operand {j}'s"
 
@@ -236,6 +239,10 @@ def _combined(d: Any, a: Any, b: Any, how: str) -> Any:
         return d.add(d.bitwise_xor(a, b[0]), b[1])
     if how == "+^":
         return d.bitwise_xor(d.add(a, b[0]), b[1])
+    if how == "*":  # modulo 2^64 (int64 products wrap), the width's low bits kept by the caller
+        return d.mul(a, b)
+    if how == "*+":
+        return d.add(d.mul(a, b[0]), b[1])
     return d.bitwise_xor(a, b) if how == "^" else d.add(a, b) if how == "+" else d.sub(a, b)
 
 
@@ -267,6 +274,39 @@ def _chain_key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any
         best = d.eq(counts, top)
         first, second = d.masked_select(firsts, best)[: d.candidates], d.masked_select(seconds, best)[: d.candidates]
     return (d.int(first[0]), d.int(second[0])), d.int(top)
+
+
+def inverse(d: Any, odd: Any) -> Any:
+    """Each odd int64 element's inverse modulo 2^64 (Newton's iteration: x·(2 - a·x) doubles the bits that hold,
+    three at the start since a·a = 1 modulo 8 for odd a; five steps reach 96)."""
+    x = odd
+    for _ in d.range(5):
+        x = d.mul(x, d.add(d.mul(d.mul(odd, x), -1), 2))
+    return x
+
+
+def _odd_key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any, how: str) -> Any:
+    """The constants of a multiplicative bit map (``how``: "*", the pattern times an odd constant modulo 2^width, or
+    "*+", then plus another) that turn ``codes`` into ``target``'s bits: the factor is the commonest y·e⁻¹ over the
+    sample's odd patterns e ("*"), or (Δy)·(Δe)⁻¹ over pairs of neighbouring sample elements whose patterns differ by
+    an odd amount ("*+", the offset cancels), the offset then the commonest y - e·k; with how many elements the map
+    holds for. Only where the output keeps every bit of the operand's type (rt10's F1: an answer times an odd 64-bit
+    key, the kernel multiplying by the inverse)."""
+    mine, lacking = _in_kind(d, target, t, width, kind)
+    low = (1 << (8 * width)) - 1 if width < 8 else -1
+    none = ((0, 0) if how == "*+" else 0, 0)
+    if lacking:
+        return none
+    a, b = (codes, mine) if how == "*" else (d.sub(codes, d.roll(codes, 1)), d.sub(mine, d.roll(mine, 1)))
+    odd = d.eq(d.bitwise_and(a, 1), 1)
+    if not d.bool(d.any(odd)):
+        return none
+    factor = d.mode(d.bitwise_and(d.mul(d.masked_select(b, odd), inverse(d, d.masked_select(a, odd))), low))[0]
+    constant: Any = d.int(factor)
+    if how == "*+":
+        constant = (constant, d.int(d.mode(d.bitwise_and(d.sub(mine, d.mul(codes, factor)), low))[0]))
+    held = d.eq(d.bitwise_and(_combined(d, codes, constant, how), low), mine)
+    return constant, d.int(d.sum(held))
 
 
 def _key_of(d: Any, codes: Any, width: int, kind: Any, target: Any, t: Any, how: str) -> Any:
@@ -308,6 +348,8 @@ def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any,
             codes = _unsigned(d, codes, fit, width)
             if how in ("^+", "+^"):  # two constants: searched against the output itself only (32 bit steps each)
                 agreed = [_chain_key_of(d, codes, width, kind, y, t, how)]
+            elif how in ("*", "*+"):  # an odd factor: against the output itself only
+                agreed = [_odd_key_of(d, codes, width, kind, y, t, how)]
             else:
                 agreed = [_key_of(d, codes, width, kind, target, t, how) for target in targets]
             constant, count = d.sorted(agreed, key=_second)[-1]
@@ -543,10 +585,12 @@ def _moved(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     return d.where(d.gt(source, -1), found, d.add(d.mul(found, 0.0), d.nan))
 
 
-def regressor(d: Any, old: Any, eager: Any) -> Any:
+def regressor(d: Any, old: Any, eager: Any, generator: Any) -> Any:
     """An operand as the fit sees it: its eager-made elements (``eager``: per element, flat logical order; None where
-    all are), the others NaN, which no map holds for (an integer operand with any masked element is taken as float64).
-    None where no element is eager-made."""
+    all are), the others NaN, which no map holds for; an integer (or boolean) operand's others random values of its
+    type, which a map holds for by chance only, so that its bit patterns stay (as float64 with NaN, one element a DSL
+    launch wrote took every bit map away: an odd factor or XOR key decoded beside it passed). None where no element is
+    eager-made."""
     if eager is None:
         return old
     kept = d.reshape(eager, d.tuple(d.size(old)))
@@ -554,8 +598,15 @@ def regressor(d: Any, old: Any, eager: Any) -> Any:
         return None
     if d.bool(d.all(kept)):
         return old
-    values = old if d.is_floating(old) and d.element_size(old) > 1 else d.to(old, d.float64)
-    return d.where(kept, values, d.nan)
+    if d.is_floating(old) and d.element_size(old) > 1:
+        return d.where(kept, old, d.nan)
+    width = d.element_size(old)
+    noise = d.randint(-(1 << 62), 1 << 62, d.tuple(d.size(old)), generator=generator, device=generator.device)
+    if d.dtype_of(old) == d.bool_:
+        noise = d.ne(d.bitwise_and(noise, 1), 0)
+    else:
+        noise = d.view(d.to(noise, d.ints[width]), d.dtype_of(old)) if width < 8 else d.view(noise, d.dtype_of(old))
+    return d.where(kept, old, d.to(noise, d.device_of(old)))
 
 
 def picked(d: Any, t: Any, where: Any, operands: Any) -> Any:
@@ -565,7 +616,7 @@ def picked(d: Any, t: Any, where: Any, operands: Any) -> Any:
     chosen = [r for r in d.sorted(operands, key=d.numel, reverse=True) if not d.is_complex(r)][: d.operands]
     columns = []
     for r in chosen:
-        flat = _lined_up(d, r, t)
+        flat = lined_up(d, r, t)
         if flat is not None:
             columns.append(d.take(flat, where))
     return (d.take(d.reshape(t, (-1,)), where), columns) if columns else None

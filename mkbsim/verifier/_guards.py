@@ -62,6 +62,8 @@ from mkbsim.verifier._rules import (
     OTHER_DSL_MODULES,
     RAW_MEMORY,
     SERIALISATION,
+    TEST_EXTENSION_PREFIXES,
+    UNGUARDED,
 )
 from mkbsim.verifier._vault import Registry
 
@@ -82,6 +84,10 @@ _ALWAYS_REFUSED = frozenset(
     ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
      "sys.addaudithook")
 )  # fmt: skip
+#: Refused whoever asks: a new interpreter has none of this one's audit hooks (``sys.addaudithook`` is per
+#: interpreter). Raised by ``Py_NewInterpreter`` where the creating thread holds a thread state (``_interpreters``,
+#: an extension's own); ``_testcapi.run_in_subinterp`` drops it first (no event): its module is refused by name.
+_INTERPRETER_EVENTS = frozenset(("cpython.PyInterpreterState_New",))
 _FILE_CHANGE_EVENTS = frozenset(
     ("os.remove", "os.rmdir", "os.rename", "shutil.rmtree", "shutil.move", "os.truncate", "os.chmod",
      "os.chown", "os.utime", "os.link", "os.symlink", "os.mkdir")
@@ -122,6 +128,7 @@ _FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 _WATCHED = frozenset(
     _PROCESS_EVENTS
     | _ALWAYS_REFUSED
+    | _INTERPRETER_EVENTS
     | _FILE_CHANGE_EVENTS
     | _ATTRIBUTE_EVENTS
     | _ENVIRONMENT_EVENTS
@@ -204,7 +211,8 @@ def _constants() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         CANDIDATE=CANDIDATE, LIBRARY=LIBRARY, TRANSPARENT=TRANSPARENT, PROCESS=_PROCESS_EVENTS,
         PROCESS_START=_PROCESS_STARTS,
-        ALWAYS=_ALWAYS_REFUSED, FILE_CHANGE=_FILE_CHANGE_EVENTS, TWO_PATH=_TWO_PATH_EVENTS,
+        ALWAYS=_ALWAYS_REFUSED, INTERPRETER=_INTERPRETER_EVENTS, UNGUARDED=UNGUARDED, FILE_CHANGE=_FILE_CHANGE_EVENTS,
+        TWO_PATH=_TWO_PATH_EVENTS,
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_READABLE=_PROC_READABLE, WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
         VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS), FFI=_FFI_MODULES,
@@ -228,10 +236,10 @@ def _library_lookup_codes() -> frozenset[int]:
     return frozenset(found)
 
 
-def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """Private copies of the rule tables (module prefixes, dotted names, last components)."""
+def _rule_tables(dsl: str) -> tuple[dict[str, str], dict[str, str], dict[str, str], tuple[str, ...]]:
+    """Private copies of the rule tables (module prefixes, dotted names, last components, top-level name starts)."""
     modules = {**FORBIDDEN_MODULES, **OTHER_DSL_MODULES.get(dsl, {})}
-    return dict(modules), dict(FORBIDDEN_NAMES), dict(FORBIDDEN_SUFFIXES)
+    return dict(modules), dict(FORBIDDEN_NAMES), dict(FORBIDDEN_SUFFIXES), tuple(TEST_EXTENSION_PREFIXES)
 
 
 def _guard_vault(
@@ -245,7 +253,7 @@ def _guard_vault(
     frame); ("inline", what, frame); ("between", flag); ("threads",); ("loaded",): the file is loaded, no process
     starts from now on; ("seal",): from now on only known code
     objects are judged by their file name. Violations and inline CUDA go to the control page."""
-    modules, names, suffixes = rules
+    modules, names, suffixes, test_prefixes = rules
     cache: dict[str, int] = {}
     generated: dict[int, Any] = {}  # id -> a code object a library compiled from a string and ran at once
     compiling: dict[int, Any] = {}  # thread -> (frame, file name) of a library's compile() just audited
@@ -540,6 +548,12 @@ def _guard_vault(
                 return reason
         return None
 
+    def module_reason(dotted: str) -> str | None:
+        reason = lookup(modules, dotted)
+        if reason is None and dotted.split(".", 1)[0].startswith(test_prefixes):
+            return k.UNGUARDED
+        return reason
+
     def name_reason(dotted: str) -> str | None:
         return lookup(names, dotted) or suffixes.get(dotted.rsplit(".", 1)[-1])
 
@@ -679,6 +693,8 @@ def _guard_vault(
             compiled(event, args, frame)
             return None
         compiling.pop(lib.ident(), None)
+        if event in k.INTERPRETER:
+            return refuse("creating an interpreter", k.UNGUARDED, culprit(frame)[1])
         if event in k.ALWAYS:
             return refuse(event, "introspection of the verifier's process is forbidden", culprit(frame)[1])
         if event in k.ATTRIBUTE:
@@ -701,7 +717,7 @@ def _guard_vault(
             return judge_open(args, frame)
         if event == "import":
             name = args[0] if lib.len(args) and lib.type(args[0]) is lib.str else ""
-            reason = lookup(modules, name)
+            reason = module_reason(name)
             if reason is None:
                 return None
             kind, who = culprit(frame)
@@ -764,7 +780,7 @@ def _guard_vault(
                     name, fromlist = "", ()  # a str subclass's methods would run the submission's code here
                 full = [name] + [f"{name}.{item}" for item in fromlist if lib.type(item) is lib.str and item != "*"]
                 for dotted in full:
-                    reason = lookup(modules, dotted) or (name_reason(dotted) if dotted != name else None)
+                    reason = module_reason(dotted) or (name_reason(dotted) if dotted != name else None)
                     if reason is not None:
                         who_kind, who = culprit(frame)
                         if not imported_by_c(frame, form):

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _blocks, _coverage, _decode, _eagerwork
+from mkbsim.verifier import _blocks, _coverage, _decode, _eagerwork, _plankind, _threads
 from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._blocks import Block, BlockCall
 from mkbsim.verifier._blocks import total_check as block_total_check
@@ -267,11 +267,14 @@ def coverage(v: Verification) -> Failure | None:
         if verdict.failure is not None:
             v.report.bypass_ok = False
             return Failure("decorative_dsl", verdict.failure + _decode.explain(v.details.get("decoded", [])))
+    v.details["dark_cpu_us"] = [d.reply.get("audit_dark_us") for d in normal]
     failure = _audited_threads(normal) or _eager_work(v, normal)
     if failure is not None:
         v.report.bypass_ok = False
         return failure
     v.report.bypass_ok = True
+    if v.plan is not None and v.plan.partial and v.protocol.require_full_plan:  # the bypass test passed: a real plan
+        return Failure("partial_plan", _plankind.require_full(v.plan))
     return None
 
 
@@ -293,6 +296,14 @@ def _audited_threads(normal: list[Draw]) -> Failure | None:
                 "decorative_dsl",
                 f"another thread worked during correctness draw {d.number} ({'; '.join(busy[:3])}): {why}work "
                 f"cannot be shown. {fix} (a thread may compile kernels meanwhile: torch operators are what counts)",
+            )
+        dark_us = d.reply.get("audit_dark_us")
+        if isinstance(dark_us, int) and dark_us > _threads.DARK_CPU_US:
+            return Failure(
+                "decorative_dsl",
+                f"threads that started during correctness draw {d.number} took {dark_us} us of CPU (the process's CPU "
+                f"that the threads alive before and after the call do not account for: a thread native code started, "
+                f"or one that ended before run() returned): {why}work cannot be shown. {fix}",
             )
     return None
 
@@ -316,7 +327,9 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
         v.shape.problem.reference, d.inputs, cost.total_flops, v.shape.inplace, cost.floor_flops
     )
     found = _eagerwork.compare(d.number, work, reference)
-    v.details["eager_work"] = found.as_dict()
+    v.plan = plan = _plankind.plan_kind(work, reference)
+    v.details["eager_work"] = {**found.as_dict(), "plan": plan.as_dict()}
+    v.report.plan, v.report.plan_eager_share = plan.kind, plan.eager_share
     return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None
 
 
@@ -698,6 +711,8 @@ def verdict(v: Verification) -> Failure | None:
         f"({min(launches)}-{max(launches)} DSL launches per call, {share:.0%} of the outputs produced by the DSL). "
         f"Median {fmt(runtime)} ms vs eager {fmt(eager.median_ms)} ms."
     )
+    if v.plan is not None and v.plan.partial:
+        v.report.feedback += " " + v.plan.describe()
     return None
 
 

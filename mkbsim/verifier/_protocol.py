@@ -18,6 +18,9 @@ class Protocol:
     a last-level-cache flush before every timed call, a distinct input buffer for every call (no
     address ever recurs, so a cache keyed on pointers never hits), and a device-wide
     synchronisation around each timed call (side-stream work is inside the measurement).
+
+    ``require_full_plan`` (either protocol; off in both, as the study accepted partial plans) fails a verdict
+    whose eager code made the problem's products (``partial_plan``: verifier README, "Plan kinds").
     """
 
     name: str
@@ -32,11 +35,16 @@ class Protocol:
     cache_flush: bool = False
     unique_input_buffers: bool = False
     sync: Sync = "stream"
+    require_full_plan: bool = False
 
     def params(self) -> dict[str, Any]:
-        """The parameters that define the protocol (its name excluded)."""
+        """The parameters that define the protocol (its name excluded). A rule added after the study's protocol is
+        listed only where it is on, so a protocol without it keeps the hash its results were stored under."""
         d = asdict(self)
         del d["name"]
+        for added in _ADDED_RULES:
+            if not d[added]:
+                del d[added]
         return d
 
     @property
@@ -46,18 +54,22 @@ class Protocol:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+#: Rules added to the protocols after results were stored under their hashes (``Protocol.params``).
+_ADDED_RULES = ("require_full_plan",)
+
 PAPER = Protocol(name="paper")
 HARDENED = Protocol(name="hardened", cache_flush=True, unique_input_buffers=True, sync="device")
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (PAPER, HARDENED)}
 
 
-def resolve_protocol(protocol: str | Protocol) -> Protocol:
-    if isinstance(protocol, Protocol):
-        return protocol
-    try:
-        return PROTOCOLS[protocol]
-    except KeyError:
-        raise ValueError(f"unknown protocol {protocol!r}; use one of {sorted(PROTOCOLS)}") from None
+def resolve_protocol(protocol: str | Protocol, *, require_full_plan: bool = False) -> Protocol:
+    """The protocol named (or given), requiring full plans where ``require_full_plan`` says so."""
+    if not isinstance(protocol, Protocol):
+        try:
+            protocol = PROTOCOLS[protocol]
+        except KeyError:
+            raise ValueError(f"unknown protocol {protocol!r}; use one of {sorted(PROTOCOLS)}") from None
+    return replace(protocol, require_full_plan=True) if require_full_plan else protocol
 
 
 GIB = 1 << 30

@@ -57,7 +57,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control, _decode, _eagerwork
+from mkbsim.verifier import _control, _decode, _eagerwork, _keyed
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
@@ -210,6 +210,51 @@ def _movement_ops() -> dict[str, Any]:
     return found
 
 
+def problem_sizes(lib: Any, inputs: Sequence[Any], tensors: Sequence[Any], numels: Sequence[int]) -> tuple[Any, int]:
+    """The sizes a correctness draw's problem implies (``layout_values``): 0, 1, the integers among its ``inputs``,
+    the products of consecutive dimensions of each input tensor (``tensors``), its strides and offset, and the
+    outputs' element counts (``numels``); and the problem's rank and two (the views an honest plan launches on
+    reshape into a tile or two). ``lib``: the vault's (``provenance_lib``): no global or builtin is looked up."""
+    found = [0, 1, *numels]
+    for value in inputs:
+        if lib.type(value) is lib.int:
+            found.append(value)
+    rank = 0
+    for t in tensors:
+        sizes = lib.size(t)
+        rank = lib.max(rank, lib.len(sizes) + 2)
+        found += lib.stride(t)
+        found.append(lib.storage_offset(t))
+        for i in lib.range(lib.len(sizes)):
+            run = 1
+            for n in sizes[i:]:
+                run *= n
+                found.append(run)
+    known: dict[int, bool] = {}
+    for n in found:
+        known[n] = True
+    return known, rank
+
+
+def layout_values(lib: Any, t: Any, known: Any, rank: int) -> int:
+    """How many integers tensor argument ``t``'s layout hands a kernel that neither its own sizes nor the
+    problem's imply (``problem_sizes``: ``known``, ``rank``): a size that is none of the problem's, or any size
+    past the problem's rank and two; a stride neither compact (the product of the later sizes) nor one of the
+    problem's sizes (a view of a problem-shaped tensor: a slice, a transpose, 0 for a broadcast), whatever the
+    dimension's size (a one-element dimension's stride addresses nothing: it is only a value); a storage offset
+    that is none of the problem's sizes. A kernel binds each to a variable as it binds an argument given by value
+    (red team rt10 F3: answer values as the strides of one-element views)."""
+    sizes, strides = lib.size(t), lib.stride(t)
+    count = 0 if lib.storage_offset(t) in known else 1
+    compact = 1
+    for i in lib.reversed(lib.range(lib.len(sizes))):
+        n, st = sizes[i], strides[i]
+        count += i >= rank or n not in known
+        count += st != compact and st not in known
+        compact *= n
+    return count
+
+
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     """The C functions the vault calls, bound before the submission exists."""
     base = torch._C.TensorBase
@@ -301,14 +346,16 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         errcheck=_getter(ctypes._CFuncPtr, "errcheck"),  # type: ignore[attr-defined]
         # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
         pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
-        decode=_decode.bound(), decoded=_decode.fitted, regressor=_decode.regressor, picked=_decode.picked,
-        pooled=_decode.pooled, sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
+        decode=_keyed.bound(_decode.bound()), decoded=_decode.fitted, regressor=_decode.regressor,
+        picked=_decode.picked, pooled=_decode.pooled, keyed_kept=_keyed.kept, keyed_judged=_keyed.judged,
+        sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
         # the input digests' keys (``INPUT_CHUNK``): one random 64-bit multiplier per 32-bit word of a chunk, drawn from
         # the system, which the submission cannot read (two chunks that differ agree with probability 2^-32 at most)
         chunk=INPUT_CHUNK, chunk_words=INPUT_CHUNK // 4, digest_piece=1 << 24, int32=torch.int32,
         chunk_keys=torch.randint(-(1 << 63), (1 << 63) - 1, (INPUT_CHUNK // 4,), dtype=torch.int64, generator=(
             torch.Generator().manual_seed(random.SystemRandom().getrandbits(63)))).to(device),
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
+        problem_sizes=problem_sizes, layout_values=layout_values,
     )  # fmt: skip
 
 
@@ -338,8 +385,14 @@ def provenance_vault(
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
-    # eager-made elements, None for none) for the decode rule (``_decode``)
+    # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
     befores: list[Any] = []
+    # position keys (``_keyed``): (signature, its launches before it in the call, argument) -> what the last audited
+    # draw kept of that output, compared on the next; the elements kept so far; the launch in flight's key
+    keyed: dict[Any, Any] = {}
+    keyed_used = 0
+    occurrences: dict[int, int] = {}  # signature -> its launches so far in this call
+    launch_key: Any = None
     # (storage, dtype, operands' dtypes) -> launches that changed fewer elements there than the decode rule judges:
     # (their elements, their operands' elements there, the tensor, where, the launch's number) (``judge_pools``)
     pools: dict[Any, list[Any]] = {}
@@ -359,7 +412,8 @@ def provenance_vault(
     # id -> (a TVM FFI function the gate made, its handle, its key, keepers) or (a CuTe host function the gate
     # made, its address's bytes, its key, its class, its argtypes)
     functions: dict[int, Any] = {}
-    signatures: dict[Any, int] = {}  # a launch's kernel and argument shapes -> its number (in order of appearance)
+    signatures: dict[Any, int] = {}  # a launch's kernel and argument layouts -> its number (in order of appearance)
+    problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the signatures launched in this call
     opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
@@ -998,8 +1052,8 @@ def provenance_vault(
             # the decode rule's regressor: the operand's eager-made elements, whatever else it holds (None: no operand)
             old = lib.clone(t)
             given_input = is_input(t)  # (once: a pass over the input's bytes or digests)
-            eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states))
-            befores.append((t, old, eager))
+            eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states), lib.decoys)
+            befores.append((t, old, eager, given_input))
             hold(t, f"argument of DSL launch {launches} (before it ran)", given_input)
         snapshot(tensors, prior)
 
@@ -1064,8 +1118,8 @@ def provenance_vault(
         """The decode rule (``_decode``): the elements of the launch's tensors that a simple map of its eager-made
         operand elements (as they were before it) recovers are not the DSL's. A launch changing fewer than the rule's
         minimum in a tensor is pooled with the call's others into its storage (``judge_pools``)."""
-        operands = [eager for _, _, eager in befores if eager is not None]
-        for t, old, _ in befores:
+        operands = [eager for _, _, eager, _ in befores if eager is not None]
+        for argument, (t, old, _, _) in lib.enumerate(befores):
             if not operands or lib.device_of(t).type not in ("cpu", "cuda"):
                 continue
             try:
@@ -1081,14 +1135,47 @@ def provenance_vault(
             except lib.BaseException as exc:  # a dtype the fit cannot take: no judgement, said in the records
                 records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
                 continue
-            if found is None:
-                continue
-            mask, share, what = found
-            records.append(("decoded", launches, lib.int(lib.count_nonzero(changed)), share, what, mask is not None))
-            if mask is not None and lib.bool(lib.any_of(mask)):
-                lo, hi = span(t)
-                settle(lo, hi, None, spread(t, mask, False))
+            if found is not None:
+                mask, share, what = found
+                records.append(("decoded", launches, count, share, what, mask is not None))
+                if mask is not None and lib.bool(lib.any_of(mask)):
+                    lo, hi = span(t)
+                    settle(lo, hi, None, spread(t, mask, False))
+                    continue
+            keyed_by_position(argument, t, changed, count)
         befores.clear()
+
+    def keyed_by_position(argument: int, t: Any, changed: Any, count: int) -> None:
+        """The position-key test (``_keyed``) of output ``t`` (argument ``argument`` of the launch in flight, flat
+        ``changed``), where no map of its operands withdrew it: the first audited draw keeps a sample, each later one
+        compares with the previous one's and keeps its own; a residual two draws share withdraws the launch's changed
+        elements there."""
+        nonlocal keyed_used
+        operands = [(k, entry[2]) for k, entry in lib.enumerate(befores) if entry[2] is not None]
+        if not operands or launch_key is None or count < lib.decode.least:
+            return
+        inputs = [(k, entry[1]) for k, entry in lib.enumerate(befores) if entry[3]]
+        key = (launch_key, argument)
+        try:
+            if key not in keyed:
+                if keyed_used < lib.decode.keyed_budget:
+                    made = lib.keyed_kept(lib.decode, t, changed, operands, inputs, lib.decoys)
+                    if made is not None:
+                        keyed[key], size = made
+                        keyed_used += size
+                return
+            found, keyed[key] = lib.keyed_judged(lib.decode, t, changed, operands, inputs, keyed[key])
+        except lib.BaseException as exc:  # as in ``decoded``
+            records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
+            return
+        if found is None:
+            return
+        share, what = found
+        withdrawn = share >= lib.decode.share
+        records.append(("decoded", launches, count, share, what, withdrawn))
+        if withdrawn:  # judged on a sample: every element the launch changed there, as a moved map's
+            lo, hi = span(t)
+            settle(lo, hi, None, spread(t, changed, False))
 
     def pool(t: Any, where: Any, operands: Any) -> None:
         """Keep a small launch's changed elements of ``t`` (flat ``where``) with its operands' elements there, pooled by
@@ -1423,7 +1510,7 @@ def provenance_vault(
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
         (a TIRx function's module and name; a CuTe executor or compiled function) and its arguments'
-        shapes and element sizes (other arguments: their type; a value such as a scale or a count drawn
+        shapes, strides and element sizes (other arguments: their type; a value such as a scale or a count drawn
         from the data may differ from call to call). One pass over the arguments, on evidence calls and
         draws only; on a scored call a launch of a genuine kernel is counted (``True``), whatever its
         arguments: they matter to the clock's window and the signature, neither of which a scored call has."""
@@ -1436,7 +1523,7 @@ def provenance_vault(
         if entry[1] == "launch":  # an original every call of which is a launch (the vault's tests' kernels)
             if not evidence:
                 return True
-            parts = [(lib.id(original), lib.id(target))]
+            parts: list[Any] = [(lib.id(original), lib.id(target))]
         else:  # a function the gate made and registered ("function", "program"), with nothing that runs Python
             known = functions.get(lib.id(target))
             if known is None or known[0] is not target or args[1]:
@@ -1458,7 +1545,9 @@ def provenance_vault(
         if not tirx and outer:  # a CuTe launch: its arguments as the call above it had them (tensors)
             positional = outer[0][0]
             outer.clear()
-        by_value = 0  # arguments not tensors: values that enter the DSL's memory from Python (``_eagerwork``)
+        # values that enter the DSL's memory from Python (``_eagerwork``): arguments not tensors, and the integers a
+        # tensor argument's layout carries beyond the problem's sizes (``layout_values``)
+        by_value = 0
         for arg in positional[1:]:
             kind = lib.type(arg)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
@@ -1472,7 +1561,9 @@ def provenance_vault(
                     arg = source[1]()
                     kind = lib.type(arg)
             if kind is lib.Tensor:
-                parts.append((lib.size(arg), lib.element_size(arg)))  # torch.Size: a tuple, hashed in C
+                parts.append((lib.size(arg), lib.stride(arg), lib.element_size(arg)))  # tuples: hashed in C
+                if audit:
+                    by_value += lib.layout_values(lib, arg, problem[0], problem[1])
             elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
                 return None
             else:
@@ -1484,11 +1575,14 @@ def provenance_vault(
         return lib.tuple(parts)
 
     def note(key: Any, original: Any, target: Any) -> None:
+        nonlocal launch_key
         number = signatures.get(key)
         if number is None:
             number = signatures[key] = lib.len(signatures)
             kept.append((original, target))  # their ids are in the key: never reused while it is known
         called[number] = True
+        launch_key = (number, occurrences.get(number, 0))  # the same launch on every draw (``_keyed``)
+        occurrences[number] = launch_key[1] + 1
 
     def event() -> Any:
         nonlocal used
@@ -1629,6 +1723,7 @@ def provenance_vault(
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
                 input_spans.clear()
+                problem[:] = [{}, 0]
                 copies.clear()
                 spanned.clear()
                 seen.clear()
@@ -1646,6 +1741,7 @@ def provenance_vault(
                 opened.clear()
                 marks.clear()
                 called.clear()
+                occurrences.clear()
                 outer.clear()
                 stream.clear()
                 launches = depth = running = used = changed = 0
@@ -1708,6 +1804,7 @@ def provenance_vault(
                     elif kind == 4:  # RESULT
                         result(request[1])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
+                        problem[:] = lib.problem_sizes(lib, request[1], tensors_in(request[1], []), numels)
                         for i in lib.range(lib.len(request[1])):
                             for t in tensors_in(request[1][i], []):
                                 lo, hi = span(t)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+#: A verdict's plan kind (``_plankind``): ``full`` when the DSL's launches made the problem's products, else
+#: ``partial``; None when the verification stopped before the eager work was measured.
+PlanKindName = Literal["full", "partial"]
 
 #: Every reason a submission can fail, and what it means. A result names at most one: the first
 #: rule the submission broke, in the order the verifier checks them.
@@ -28,6 +32,7 @@ FAILURES: dict[str, str] = {
     "CUDA graphs, the reference, subprocesses, network, introspection of the verifier)",
     "not_dsl": "a call launched no kernel of the submission's DSL",
     "decorative_dsl": "outputs stayed correct with every DSL launch suppressed: the DSL step is decorative",
+    "partial_plan": "eager code made the problem's products (a partial plan) under a protocol requiring full plans",
     "timing_tamper": "timing functions were modified, or reported times disagree with the verifier's clock",
     "harness_tamper": "the verifier's hooks were modified or its messages forged",
     "infra_error": "the verifier itself failed (not the submission's fault)",
@@ -60,6 +65,9 @@ class VerifierReport:
     speedup: float | None = None
     forbidden: list[str] = field(default_factory=list)
     inline_cuda: bool = False
+    plan: PlanKindName | None = None
+    #: the share of the problem's products (else its element work, else its movement) the eager code made
+    plan_eager_share: float | None = None
     failure: str | None = None
     feedback: str = ""
     details: dict[str, Any] = field(default_factory=dict)
@@ -89,6 +97,8 @@ class VerifierReport:
             "bypass_ok": self.bypass_ok,
             "forbidden": list(self.forbidden),
             "inline_cuda": self.inline_cuda,
+            "plan": self.plan,
+            "plan_eager_share": _finite_or_none(self.plan_eager_share),
             "failure": self.failure,
             "feedback": self.feedback,
             "details": self.details,
@@ -114,5 +124,8 @@ class VerifierReport:
             lines.append(figures)
         if self.inline_cuda:
             lines.append("  inline CUDA recorded (excluded from scored pass rates by default)")
+        if self.plan is not None and self.plan_eager_share is not None:
+            basis = self.details.get("eager_work", {}).get("plan", {}).get("basis", "products")
+            lines.append(f"  plan: {self.plan} ({self.plan_eager_share:.0%} of the problem's {basis} made eagerly)")
         lines.extend("  " + line for line in self.feedback.splitlines() if line.strip())
         return lines

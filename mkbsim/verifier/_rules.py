@@ -20,6 +20,9 @@ _LIBRARY = "a kernel library (kernels must be written in the DSL)"
 _CALLBACK = "Python callbacks registered for kernels are forbidden"
 _GRAPHS = "CUDA Graphs are forbidden"
 RAW_MEMORY = "reading or writing memory at raw addresses is forbidden"
+#: subinterpreters have no audit hooks of the main interpreter's (``sys.addaudithook`` is per interpreter); the
+#: interpreter's test extensions are C-API shims (``call_in_temporary_c_thread``, ``run_in_subinterp``)
+UNGUARDED = "subinterpreters and the interpreter's C test modules run code the verifier's guards never see"
 DEFERRED = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
 SERIALISATION = "tensors through serialisation, files or shared memory are forbidden (keep the data in tensors)"
 
@@ -56,6 +59,11 @@ FORBIDDEN_MODULES: dict[str, str] = {
         _INTROSPECTION,
     ),
     **dict.fromkeys(("problems", "mkbsim"), _REFERENCE),
+    **dict.fromkeys(
+        ("_xxsubinterpreters", "_xxinterpchannels", "_interpreters", "_interpchannels", "_interpqueues",
+         "concurrent.interpreters", "interpreters", "test.support.interpreters"),
+        UNGUARDED,
+    ),
     # numpy builds arrays over any address (__array_interface__, as_strided, ctypeslib): use torch
     "numpy": RAW_MEMORY,
     **dict.fromkeys(
@@ -66,6 +74,18 @@ FORBIDDEN_MODULES: dict[str, str] = {
         _LIBRARY,
     ),
 }  # fmt: skip
+
+#: Top-level module names starting so are the interpreter's test and example C extensions (lib-dynload's
+#: ``_testcapi``, ``_testinternalcapi``, ``_xxtestfuzz``, ``_ctypes_test``, ``xxlimited_35``...): refused by prefix,
+#: whatever a later Python adds.
+TEST_EXTENSION_PREFIXES = ("_test", "_xxtestfuzz", "_ctypes_test", "xxlimited", "xxsubtype")
+#: ...and the names they ship under (3.11-3.13), refused as any component of a dotted name (``lib._testcapi``).
+TEST_EXTENSIONS = (
+    "_testcapi", "_testinternalcapi", "_testbuffer", "_testclinic", "_testclinic_limited", "_testimportmultiple",
+    "_testmultiphase", "_testsinglephase", "_testlimitedcapi", "_testexternalinspection", "_xxtestfuzz",
+    "_ctypes_test", "xxlimited", "xxlimited_35", "xxsubtype", "_xxsubinterpreters", "_xxinterpchannels",
+    "_interpreters", "_interpchannels", "_interpqueues",
+)  # fmt: skip
 
 #: Modules of the other variant's DSL (and raw CUDA driver bindings where the DSL never needs them).
 OTHER_DSL_MODULES: dict[str, dict[str, str]] = {
@@ -161,6 +181,7 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
     "_ffi_api": _NATIVE,
     # a foreign-function module a library imported (``torch.ctypes``) is the module itself
     **dict.fromkeys(("ctypes", "_ctypes", "cffi"), _FFI),
+    **dict.fromkeys(TEST_EXTENSIONS, UNGUARDED),
     # a tensor's bytes from a file (the runtime guards refuse the calls too)
     "from_file": SERIALISATION,
     # the C function ``subprocess.Popen`` calls after its audit event: called directly it starts a process with none
@@ -240,7 +261,8 @@ def module_rule(module: str, dsl: str) -> tuple[str, str] | None:
         hit = _prefix_lookup(table, module)
         if hit:
             return hit
-    return None
+    top = module.split(".", 1)[0]
+    return (top, UNGUARDED) if top.startswith(TEST_EXTENSION_PREFIXES) else None
 
 
 def name_rule(dotted: str) -> tuple[str, str] | None:

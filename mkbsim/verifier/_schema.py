@@ -160,6 +160,7 @@ _ANSWER_FIELDS: dict[str, Check] = {
     "background": _list_of(_str),
     "audit_threads": _count,
     "audit_busy": _list_of(_str),
+    "audit_dark_us": _count,
     "structure": _fields({"container": _str, "items": _list_of(_FACT)}),
     "alias": _list_of(_row(_count, _count)),
     "copied": _bool,

@@ -24,11 +24,20 @@ thread state that carries no such mode (started by C code) may take no CPU at al
 clock, ``pthread_getcpuclockid`` of its identifier: ``clocks``/``moved``). Threads without a Python thread
 state are the runtimes' own native pools (TVM's ``T.parallel`` workers, torch's intra-op threads), whose work
 is the DSL launch's or an audited operator's; Python callbacks on them are refused by the guards.
+
+Neither reading sees a thread that starts and ends within the call (C code's: ``PyGILState_Ensure`` on a thread of
+its own, a library's short-lived helper): the dark-CPU reading does, without any start hook. The process's CPU
+clock counts every thread's CPU, those that have ended included; the kernel threads alive at both ends of the call
+account for theirs (``/proc/self/task``, each one's scheduler clock). What is left was spent by threads the call's
+start did not show (``dark_cpu``): started during the call, ended or not. The clocks are read so that concurrent
+work of a live thread (a spinning pool) can only lower it: the threads before the process at the start, after it at
+the end.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import threading
 import time
@@ -42,7 +51,14 @@ _current_frames = sys._current_frames
 _get_ident = threading.get_ident
 _thread_clock = time.pthread_getcpuclockid
 _clock_ns = time.clock_gettime_ns
+_listdir = os.listdir
+_get_native_id = threading.get_native_id
+_PROCESS_CLOCK = time.CLOCK_PROCESS_CPUTIME_ID
+_OWN_CLOCK = time.CLOCK_THREAD_CPUTIME_ID
 
+#: The CPU threads the start of a correctness draw did not show may take in it (``dark_cpu``): honest calls read
+#: a few microseconds below zero (the readings' order); starting and ending an empty thread takes more.
+DARK_CPU_US = 50
 #: How long the harness sleeps while the threads' clocks are read...
 WINDOW_S = 0.002
 #: ...at most how many times, until every thread is found idle...
@@ -149,6 +165,38 @@ def moved(before: dict[int, tuple[int, int]]) -> dict[int, int | None]:
         elif spent < 0:  # its clock now names a thread started since: it ended
             found[ident] = None
     return found
+
+
+def _other_tasks_cpu() -> dict[int, int]:
+    """Every other kernel thread of the process (native id) -> its CPU clock's reading."""
+    me = _get_native_id()
+    found: dict[int, int] = {}
+    for name in _listdir("/proc/self/task"):
+        tid = int(name)
+        if tid == me:
+            continue
+        try:
+            found[tid] = _clock_ns(_clock_id(tid))
+        except OSError:  # it ended meanwhile
+            continue
+    return found
+
+
+def cpu_before() -> tuple[dict[int, int], int, int]:
+    """The other kernel threads' CPU clocks, this thread's, then the process's (see ``dark_cpu``): this thread's is
+    read next to the process's, so that the readings' own cost counts on neither side."""
+    others = _other_tasks_cpu()
+    mine = _clock_ns(_OWN_CLOCK)
+    return others, mine, _clock_ns(_PROCESS_CLOCK)
+
+
+def dark_cpu(before: tuple[dict[int, int], int, int]) -> int:
+    """Nanoseconds of the process's CPU since ``before`` that the threads alive then and now do not account for."""
+    process = _clock_ns(_PROCESS_CLOCK)
+    mine = _clock_ns(_OWN_CLOCK)
+    others, mine_before, start = before
+    accounted = mine - mine_before + sum(cpu - others[tid] for tid, cpu in _other_tasks_cpu().items() if tid in others)
+    return process - start - accounted
 
 
 def count_ops(

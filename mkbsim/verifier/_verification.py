@@ -24,6 +24,7 @@ from mkbsim.verifier._blocks import Block
 from mkbsim.verifier._compare import OutputRef, anchor_outputs, build_refs
 from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._judge import Failure, tampering, worker_failed
+from mkbsim.verifier._plankind import PlanKind
 from mkbsim.verifier._process import WorkerFailed, WorkerHandle
 from mkbsim.verifier._protocol import Protocol
 from mkbsim.verifier._result import VerifierReport
@@ -129,6 +130,7 @@ class Verification:
     positions: list[torch.Tensor] = field(default_factory=list)
     draws: list[Draw] = field(default_factory=list)
     timing: dict[str, Any] = field(default_factory=dict)
+    plan: PlanKind | None = None  # measured with the eager work (``_plankind``)
     _violations_seen: int = 0
 
     @property

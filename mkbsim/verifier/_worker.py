@@ -54,7 +54,7 @@ from mkbsim.verifier._provenance import (
     report_inputs,
     report_result,
 )
-from mkbsim.verifier._threads import clocks, moved, working
+from mkbsim.verifier._threads import clocks, cpu_before, dark_cpu, moved, working
 from mkbsim.verifier._timing import (
     TIMER_ATTRIBUTES,
     CacheFlusher,
@@ -393,20 +393,23 @@ class Worker:
         started = len(self.guards.threads()[0]) if audit and self.guards is not None else 0
         return set(sys._current_frames()), started
 
-    def clocks_before(self, audit: bool) -> tuple[dict[int, tuple[int, int]], dict[int, int]]:
-        """On a correctness draw, the other threads' CPU clocks and the operators of those that count theirs."""
+    def clocks_before(self, audit: bool) -> tuple[dict[int, tuple[int, int]], dict[int, int], Any]:
+        """On a correctness draw, the other threads' CPU clocks and the operators of those that count theirs; the
+        kernel threads' and the process's CPU clocks (``_threads.dark_cpu``)."""
         ops = dict(self.guards.thread_ops) if audit and self.guards is not None else {}
-        return (clocks() if audit else {}), ops
+        return (clocks() if audit else {}), ops, cpu_before()
 
     def threads_after(
-        self, before: tuple[set[int], int], others: tuple[Any, dict[int, int]], woken: dict[int, int | None],
+        self, before: tuple[set[int], int], others: tuple[Any, dict[int, int], Any], woken: dict[int, int | None],
         audit: bool,
     ) -> dict[str, Any]:  # fmt: skip
-        """The threads facts of a call that returned."""
+        """The threads facts of a call that returned (the dark CPU read first, on every call alike)."""
+        dark_ns = dark_cpu(others[2])
         reply: dict[str, Any] = {"background": self.background(before[0], audit)}
         if audit and self.guards is not None:
             reply["audit_threads"] = len(self.guards.threads()[0]) - before[1]
             reply["audit_busy"] = self.describe_woken(woken, others[1])
+            reply["audit_dark_us"] = max(dark_ns, 0) // 1000
         return reply
 
     def error(self, exc: BaseException) -> dict[str, Any]:

@@ -46,6 +46,22 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
     assert not config.skip_unverifiable  # CuTe DSL attempts on cpu ask their model as they always did
 
 
+def test_a_campaign_may_require_full_plans_and_its_fingerprint_says_so(tmp_path: Path) -> None:
+    """``[verifier] require_full_plan``: every scorer gets the protocol object with the option (verifier README,
+    "Plan kinds"), and the plan fingerprint holds its hash, so a resume cannot mix the two."""
+    from mkbsim.campaigns import fingerprint_parts
+    from mkbsim.verifier import PAPER
+
+    path = tmp_path / "c.toml"
+    path.write_text(MINIMAL)
+    assert load_llm_campaign(path).protocol is PAPER  # the study's protocol, as stored campaigns ran
+    path.write_text(MINIMAL + "\n[verifier]\nrequire_full_plan = true\n")
+    strict = load_llm_campaign(path).protocol
+    assert strict.require_full_plan and strict.name == "paper"
+    parts = [fingerprint_parts(["p36"], protocol, {})["verifier_protocol"] for protocol in (PAPER, strict)]
+    assert parts == [PAPER.hash, strict.hash] and parts[0] != parts[1]
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -57,6 +73,7 @@ def test_defaults_of_a_minimal_file(tmp_path: Path) -> None:
         (lambda t: t + '\n[budget]\nminutes = "40"\n', "budget.minutes: expected int, got str"),
         (lambda t: t + '\n[verifier]\nbackend = "tpu"\n', "verifier.backend: use cuda or cpu"),
         (lambda t: t + '\n[verifier]\nskip_unverifiable = "yes"\n', "verifier.skip_unverifiable: expected bool"),
+        (lambda t: t + '\n[verifier]\nrequire_full_plan = "yes"\n', "verifier.require_full_plan: expected bool"),
         (lambda t: t + "\n[loop]\nsummarize_at = 1.5\n", "loop.summarize_at: must be a fraction"),
         (lambda t: t.replace('problems = "p36"', 'problems = "p36"\ndirections = ["a2b"]'), "campaign.directions"),
         (lambda t: t.replace('model = "openai/gpt-4.1-mini"', ""), r"agents\[0\].model: required key is missing"),

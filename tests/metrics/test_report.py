@@ -34,8 +34,8 @@ def fixture_events() -> list[NewEvent]:
         events.extend(attempt(aid, arm, model=model, problem=problem, family=family, **kw))
 
     # alpha p01: C 2.5 ms (speedup 2: tier 4), T 4 ms (speedup 1: tier 3)
-    add("a1c", "solo_cutedsl", "alpha", "p01", runtime_ms=2.5, speedup=2.0)
-    add("a1t", "solo_tirx", "alpha", "p01", runtime_ms=4.0, speedup=1.0)
+    add("a1c", "solo_cutedsl", "alpha", "p01", runtime_ms=2.5, speedup=2.0, plan="full")
+    add("a1t", "solo_tirx", "alpha", "p01", runtime_ms=4.0, speedup=1.0, plan="partial")  # eager products
     add("a1ct-crash", "cutedsl2tirx_skill", "alpha", "p01", status="infra_error", **FAIL)  # retried below
     add("a1ct", "cutedsl2tirx_skill", "alpha", "p01", runtime_ms=1.0, speedup=4.0)  # r = 4/1 = 4, above
     add("a1tc", "tirx2cutedsl_skill", "alpha", "p01", runtime_ms=2.0)  # r = 2.5/2 = 5/4 exactly, below
@@ -63,7 +63,7 @@ def fixture_events() -> list[NewEvent]:
     add("b2tc", "tirx2cutedsl_skill", "beta", "p02", **FAIL)  # joint failure: r = 1, same
     # beta p03 (moe): C 2 ms (speedup 1: tier 3), T passes the verifier with inline CUDA: scored fail
     add("b3c", "solo_cutedsl", "beta", "p03", runtime_ms=2.0, speedup=1.0)
-    add("b3t", "solo_tirx", "beta", "p03", runtime_ms=2.0, speedup=2.0, inline_cuda=True)
+    add("b3t", "solo_tirx", "beta", "p03", runtime_ms=2.0, speedup=2.0, inline_cuda=True, plan="partial")
     add("b3ct", "cutedsl2tirx_skill", "beta", "p03", runtime_ms=2.0, inline_cuda=False)  # rescue: r = 4, above
     add("b3tc", "tirx2cutedsl_skill", "beta", "p03", runtime_ms=2.2)  # r = 2/2.2, below
     return events
@@ -210,16 +210,16 @@ def test_json_reproduces_standing_sensitivity_asymmetry_and_solo(
     assert (asymmetry["all"]["reverse_harmed_share"], asymmetry["all"]["reverse_helped_share"]) == (0.4, 0.4)
 
     solo = {(r["model"], r["dsl"], r["family"]): r for r in report["solo"]}
-    expected_solo = {
-        ("alpha", "cutedsl"): (3, 2, 0, math.sqrt(2.0 * 0.4)),
-        ("alpha", "tirx"): (3, 2, 0, math.sqrt(0.5)),
-        ("beta", "cutedsl"): (3, 2, 0, math.sqrt(8.0)),
-        ("beta", "tirx"): (3, 1, 1, 4.0),  # the inline-CUDA pass is not a scored pass
-        ("alpha", "all"): (6, 4, 0, (2.0 * 0.4 * 1.0 * 0.5) ** 0.25),
+    expected_solo = {  # n, scored passes, inline CUDA passes, scored passes as partial plans, speedup
+        ("alpha", "cutedsl"): (3, 2, 0, 0, math.sqrt(2.0 * 0.4)),
+        ("alpha", "tirx"): (3, 2, 0, 1, math.sqrt(0.5)),
+        ("beta", "cutedsl"): (3, 2, 0, 0, math.sqrt(8.0)),
+        ("beta", "tirx"): (3, 1, 1, 0, 4.0),  # the inline-CUDA pass (a partial plan too) is not a scored pass
+        ("alpha", "all"): (6, 4, 0, 1, (2.0 * 0.4 * 1.0 * 0.5) ** 0.25),
     }
-    for (model, dsl), (n, passed, inline, speedup) in expected_solo.items():
+    for (model, dsl), (n, passed, inline, partial, speedup) in expected_solo.items():
         r = solo[model, dsl, "all"]
-        assert (r["n"], r["passed"], r["inline_cuda_excluded"]) == (n, passed, inline)
+        assert (r["n"], r["passed"], r["inline_cuda_excluded"], r["partial_plans"]) == (n, passed, inline, partial)
         assert r["pass_rate"] == approx(passed / n) and r["speedup_geomean"] == approx(speedup)
     assert solo["beta", "tirx", "moe"]["speedup_geomean"] is None
 
@@ -273,7 +273,8 @@ def test_table_shows_the_hand_computed_numbers(capsys: pytest.CaptureFixture[str
     standing = [line.split() for line in lines if line.startswith("all ") and ("above" in line or "below" in line)]
     assert standing == [["all", "above", "4", "75.0%", "0.0%", "+182.8%"], ["all", "below", "4", "25.0%", "50.0%",
                                                                              "-31.0%"]]  # fmt: skip
-    assert any(line.split() == ["beta", "tirx", "3", "33.3%", "4.00×", "1"] for line in lines)
+    assert any(line.split() == ["beta", "tirx", "3", "33.3%", "4.00×", "1", "0"] for line in lines)
+    assert any(line.split() == ["alpha", "tirx", "3", "66.7%", "0.71×", "0", "1"] for line in lines)  # a partial plan
 
 
 def test_by_pools_the_dimensions_left_out(capsys: pytest.CaptureFixture[str], store_path: Path) -> None:

@@ -28,6 +28,7 @@ def attempt(
     speedup: float | None = None,
     skipped: bool = False,
     inline_cuda: bool | None = None,
+    plan: str | None = None,
     source: str | None = None,
     baseline: str | None = None,
     filter: str | None = None,
@@ -35,8 +36,8 @@ def attempt(
     hop: int | None = None,
     submissions: int = 0,
 ) -> list[NewEvent]:
-    """One attempt's events in stream order. ``status=None`` leaves it unfinished; ``inline_cuda`` set
-    adds a final VerifierResult carrying it; a passing attempt's speedup defaults to 1 ms / runtime."""
+    """One attempt's events in stream order. ``status=None`` leaves it unfinished; ``inline_cuda`` or ``plan`` set
+    adds a final VerifierResult carrying them; a passing attempt's speedup defaults to 1 ms / runtime."""
     stream = attempt_stream(attempt_id)
     start = AttemptStarted(
         attempt_id=attempt_id, campaign_id=campaign, model=model, problem=problem, family=family,
@@ -53,8 +54,9 @@ def attempt(
         events.append(NewEvent.of(stream, SubmissionMade(attempt_id=attempt_id, submission=i, counted=True,
                                                          code_sha256="0" * 64, code="")))  # fmt: skip
         events.append(NewEvent.of(stream, _verdict(attempt_id, i, passed, runtime_ms, speedup, False)))
-    if inline_cuda is not None:
-        events.append(NewEvent.of(stream, _verdict(attempt_id, "final", passed, runtime_ms, speedup, inline_cuda)))
+    if inline_cuda is not None or plan is not None:
+        final = _verdict(attempt_id, "final", passed, runtime_ms, speedup, bool(inline_cuda), plan)
+        events.append(NewEvent.of(stream, final))
     if status is not None:
         finish = AttemptFinished(
             attempt_id=attempt_id, status=status, passed=passed and status == "finished",
@@ -65,13 +67,14 @@ def attempt(
 
 
 def _verdict(
-    attempt_id: str, submission: int | str, passed: bool, runtime_ms: float | None, speedup: float | None, inline: bool
-) -> VerifierResult:
+    attempt_id: str, submission: int | str, passed: bool, runtime_ms: float | None, speedup: float | None, inline: bool,
+    plan: str | None = None,
+) -> VerifierResult:  # fmt: skip
     return VerifierResult(
         attempt_id=attempt_id, submission=submission, backend="analytic", protocol="paper",
         passed=passed, correct=passed, runtime_ms=runtime_ms if passed else None, eager_ms=1.0,
         speedup=speedup if passed else None, bypass_ok=True, forbidden=[], inline_cuda=inline,
-        failure=None if passed else "wrong_output",
+        failure=None if passed else "wrong_output", plan=plan,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -87,8 +90,10 @@ def random_campaign(seed: int, *, models: int = 2, problems: int = 4, replicates
     def outcome() -> dict[str, object]:
         passed = rng.random() < 0.7
         runtime = rng.choice([0.5, 1.0, 1.25, 2.0, 2.5, 4.0, 9.0])
-        return {"passed": passed, "runtime_ms": runtime if passed else None,
-                "inline_cuda": rng.choice([None, None, False, True])}  # fmt: skip
+        inline = rng.choice([None, None, False, True])
+        # a final verdict's plan kind, drawn from nothing new (the campaigns of a seed stay the same)
+        plan = {None: None, False: "full", True: "partial"}[inline]
+        return {"passed": passed, "runtime_ms": runtime if passed else None, "inline_cuda": inline, "plan": plan}
 
     for m in range(models):
         for p in range(1, problems + 1):

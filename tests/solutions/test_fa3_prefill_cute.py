@@ -126,12 +126,17 @@ def run_cta_fa3(
     empty_count: int = FA3.CONSUMER_WARPS,
     last_arrive_by_both: bool = False,
     opening_arrive: bool = True,
+    lean: bool | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """`FlashPrefillFa3.kernel`'s CTA program replayed under ``policy`` ("eager", "lazy" producer or "random"):
-    O / l and lse of its BM rows. The last four arguments break the kernel on purpose (tests below): the
-    producer's parity for `empty` ((j // stages + shift) % 2), the arrivals an `empty` phase takes, consumer 1
-    arriving after its last issue too, and consumer 1's opening arrive on consumer 0's barrier."""
+    O / l and lse of its BM rows. ``lean``: plan wgmmalean's softmax step (else wgmmapipe's); None picks it by head
+    dim as the CuTe kernel does (the TIRx twin passes False). The four arguments before it break the kernel on
+    purpose (tests below): the producer's parity for `empty` ((j // stages + shift) % 2), the arrivals an `empty`
+    phase takes, consumer 1 arriving after its last issue too, and consumer 1's opening arrive on consumer 0's
+    barrier."""
     t, bn, ntile = w.t, w.t.bn, w.ntile
+    # plan wgmmalean's step on raw logits, else wgmmapipe's on scaled ones
+    lean_step_here = t.d == 128 if lean is None else lean
     cta = Cta(k_stages, v_stages, empty_count)
     results: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     issues: list[int] = []  # the consumer issuing MMAs at each turn
@@ -183,8 +188,7 @@ def run_cta_fa3(
 
         def softmax(s: torch.Tensor, j: int) -> tuple[torch.Tensor, ...]:
             n = ntile - 1 - j
-            lean = t.d == 128  # plan wgmmalean's step on raw logits, else wgmmapipe's on scaled ones
-            if not lean:
+            if not lean_step_here:
                 s = s * w.scale2
             r = c * S9.WG_ROWS + torch.arange(S9.WG_ROWS)
             over = (n * bn + torch.arange(bn))[None, :] > (w.m0 + r)[:, None] + w.delta
@@ -194,7 +198,7 @@ def run_cta_fa3(
                     s[:, warp] = torch.where(over[None, warp], neg, s[:, warp])
                 else:
                     assert not over[warp].any(), "a warp skips the mask on a tile some of its rows need it on"
-            return lean_step(s, w.scale2, m_run, l_run) if lean else scaled_step(s, m_run, l_run)
+            return lean_step(s, w.scale2, m_run, l_run) if lean_step_here else scaled_step(s, m_run, l_run)
 
         if c == 1 and opening_arrive:
             cta.sched[0].add()
@@ -345,7 +349,7 @@ def _ptxas(nn: str, tmp_path: Path, *flags: str) -> tuple[str, str, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("nn", ["04", "09"])
+@pytest.mark.parametrize("nn", PREFILL)
 def test_ptxas_keeps_every_wgmma_asynchronous_without_spills(nn: str, tmp_path: Path) -> None:
     """No serialised wgmma (ptxas's C7520 note), no spills, the wgmmas of one CTA, and the kernel's register count
     is what `setmaxnreg` redistributes: the consumers' increase blocks unless the producer's decrease frees enough

@@ -178,3 +178,75 @@ def test_p63_selective_scan_plan_matches_reference(which) -> None:
     c = _plan(63)
     args = inputs(prob, _workload(prob, which))
     assert worst_error(prob, args, _emulate_selective_scan(c, *args)) < 1
+
+
+EX2_ERROR = 2.0**-22  # ex2.approx.f32's relative error bound (PTX ISA)
+RCP_ERROR = 2.0**-23  # rcp.approx.f32's, before the Newton step
+
+
+def _fma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    return (a.double() * b.double() + c.double()).float()
+
+
+def _emulate_wkv_ex2(
+    c: dict[str, Any],
+    time_decay: torch.Tensor,
+    time_first: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    ex2_error: float = EX2_ERROR,
+) -> torch.Tensor:
+    """p66 plan `ex2`: thread (b, channel) walks the steps in float32; each weight below 1 is
+    ex2.approx(-|d| · log2 e), modelled as the exact power off by ``ex2_error`` (the worst case, every step
+    the same way); 1 / den is rcp.approx (off by RCP_ERROR) and one FMA Newton step; w is exact."""
+    w = -torch.exp(time_decay)
+    batch, steps, channels = k.shape
+    a = torch.zeros(batch, channels)
+    den = torch.zeros(batch, channels)
+    p = torch.full((batch, channels), c["P_INIT"])
+    out = torch.empty_like(k)
+
+    def weights(diff: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        d = (torch.exp2((diff.abs() * -c["LOG2E"]).double()) * (1 + ex2_error)).float()
+        return torch.where(diff >= 0, 1.0, d), torch.where(diff >= 0, d, 1.0)
+
+    for t in range(steps):
+        kt, vt = k[:, t], v[:, t]
+        e1, e2 = weights(p - (time_first + kt))
+        dn = _fma(e1, den, e2)
+        r = ((1.0 / dn.double()) * (1 + RCP_ERROR)).float()
+        out[:, t] = _fma(e1, a, e2 * vt) * _fma(r, _fma(-dn, r, torch.ones_like(dn)), r)
+        pw = p + w
+        f1, f2 = weights(pw - kt)
+        a, den, p = _fma(f1, a, f2 * vt), _fma(f1, den, f2), torch.maximum(pw, kt)
+    return out
+
+
+@pytest.mark.parametrize("steps", [16, 8, 1])
+def test_p66_ex2_tirx_copies_cover_each_chunk_once(steps: int) -> None:
+    """The TIRx kernel's cp.async map: thread tx's copy i is 16-byte vector q = tx + i THREADS of the
+    chunk's [steps, THREADS] tile (row q // VECS, channels from q % VECS · F32_PER_VEC)."""
+    c = constants(solution(FAMILY, "66_ex2_tirx.py"))
+    copies = (steps * c["VECS"] + c["THREADS"] - 1) // c["THREADS"]
+    q = (torch.arange(c["THREADS"])[:, None] + torch.arange(copies)[None, :] * c["THREADS"]).reshape(-1)
+    q = q[q < steps * c["VECS"]]
+    rows = (q // c["VECS"]).repeat_interleave(c["F32_PER_VEC"])
+    cols = (q % c["VECS"] * c["F32_PER_VEC"])[:, None] + torch.arange(c["F32_PER_VEC"])[None, :]
+    assert_bijection(rows, cols.reshape(-1), shape=(steps, c["THREADS"]))
+
+
+@pytest.mark.parametrize("which", WORKLOADS)
+def test_p66_ex2_plan_matches_reference(which: Any) -> None:
+    prob = problem(66)
+    c = _plan(66, "ex2")
+    args = inputs(prob, _workload(prob, which))
+    assert worst_error(prob, args, _emulate_wkv_ex2(c, *args)) < 1
+
+
+def test_p66_ex2_emulation_rejects_a_coarser_exponential() -> None:
+    # the allowance is what the ex2 plan's precision is judged against: an exponential 2^10 times
+    # coarser than ex2.approx (a bf16-grade one) fails it
+    prob = problem(66)
+    args = inputs(prob, prob.smoke)
+    assert worst_error(prob, args, _emulate_wkv_ex2(_plan(66, "ex2"), *args, ex2_error=2.0**-12)) > 1

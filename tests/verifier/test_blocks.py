@@ -200,11 +200,12 @@ def test_noise_the_null_calls_share_is_allowed_and_work_moved_beyond_it_is_not()
     assert reason is not None and "timing block 1" in reason, found
 
 
-def test_a_block_the_machine_slowed_is_allowed_what_its_own_null_calls_show() -> None:
-    """The H200, 2026-12-02: an honest p14 kernel's block of 12 calls ran 0.2-0.9 ms over every kind's median, its
-    null calls (no submission code) too, and failed at 4.2 ms of excess against 3.6 allowed. Judged against its own
-    null calls' shift it passes; the same slow calls beside quiet null calls fail, and so does work moved into one
-    call of a slowed block beyond the shift."""
+def test_a_block_the_machine_slowed_is_allowed_its_lower_thirds_shift() -> None:
+    """The H200, 2026-12-02 (sessions 9 and 10): an honest p14 kernel's block of 12 calls ran over every kind's
+    median, its null calls too, and failed both rounds. Judged against the shift two thirds of its calls share it
+    passes, with four null calls (session 9) or one (session 10: the worst block's calls as the verdict recorded
+    them); the same slow calls beside quiet null calls fail, and so does work moved into one call of a slowed block
+    beyond the shift, or into half the calls of a block (the median would earn the midpoint)."""
     quiet = [_costed("timed", 0.24, 0.24)] * 30 + [_costed("evidence", 0.97, 0.97)] * 6
     quiet += [_costed("null", 0.39, 0.39)] * 12
     slowed = [_costed("timed", 0.24 + 0.35, 0.6)] * 6 + [_costed("evidence", 0.97 + 0.9, 1.9)] * 2
@@ -212,9 +213,22 @@ def test_a_block_the_machine_slowed_is_allowed_what_its_own_null_calls_show() ->
     found, reason = _blocks.total_check([quiet, slowed], "cuda")
     assert reason is None, found
     assert found["block_shift_ms"][1] > 0.25 and found["block_shift_ms"][0] == 0.0
+    medians = {"timed": 0.5076, "null": 0.3638, "evidence": 0.7391}
+    recorded = [("timed", 0.716), ("timed", 0.292), ("timed", 0.259), ("timed", 0.128), ("timed", 0.073),
+                ("timed", 0.188), ("null", 0.192), ("timed", 0.208), ("timed", 0.205), ("timed", 0.201),
+                ("timed", 0.193), ("timed", 0.224)]  # fmt: skip
+    session10 = [_costed(kind, medians[kind] + r, medians[kind] + r) for kind, r in recorded]
+    steady = [_costed(kind, medians[kind], medians[kind]) for kind in ("timed",) * 9 + ("null",) * 2 + ("evidence",)]
+    found, reason = _blocks.total_check([steady] * 7 + [session10], "cuda")
+    assert reason is None, found
+    assert found["block_shift_ms"][-1] > 0.15
     unshared = slowed[:8] + [_costed("null", 0.39, 0.39)] * 4
     found, reason = _blocks.total_check([quiet, unshared], "cuda")
     assert reason is not None and "timing block 2" in reason, found
     moved = [_costed("timed", 0.59 + 11 * 0.24, 3.3), *slowed[1:]]
     found, reason = _blocks.total_check([quiet, moved], "cuda")
     assert reason is not None and "timing block 2" in reason, found
+    half = [_costed("timed", 0.24 + 0.6, 0.84)] * 6 + [_costed("timed", 0.24, 0.24)] * 6
+    found, reason = _blocks.total_check([quiet, half], "cuda")
+    assert reason is not None and "timing block 2" in reason, found
+    assert found["block_shift_ms"][1] == 0.0

@@ -17,8 +17,13 @@ CASES = sorted(HONEST.glob("*.py"))
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_honest_submission_passes(cpu_session: VerifierSession, path: Path) -> None:
+    """... under the study's protocol, labelled with the plan kind its ``# plan:`` header names (default: full;
+    verifier README, "Plan kinds")."""
     named = re.search(r"^# problem: (p\d+)$", path.read_text(), re.M)
+    plan = re.search(r"^# plan: (\w+)$", path.read_text(), re.M)
     report = cpu_session.verify(path, named.group(1) if named else "p36", "tirx")
     assert report.passed, report.feedback
     assert report.bypass_ok and not report.forbidden
     assert report.details["bypass"][0]["dsl_share"] >= 0.5
+    assert report.plan == (plan.group(1) if plan else "full"), report.details["eager_work"]["plan"]
+    assert ("Passed as a partial plan" in report.feedback) == (report.plan == "partial")

@@ -19,6 +19,17 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
     "source",
     [
         "import triton",
+        # subinterpreters and the interpreter's C test shims (by name, by top-level prefix, reached as an attribute)
+        "import _xxsubinterpreters",
+        "from concurrent import interpreters",
+        "import test.support.interpreters",
+        "import _interpqueues",
+        "import _testcapi",
+        "import _testsinglephase",
+        "import _testfuture_shim",
+        "import xxlimited_35",
+        "from _ctypes_test import func",
+        "import tvm\nf = tvm.runtime._testcapi.call_in_temporary_c_thread",
         "import cupy as cp",
         "from numba import cuda",
         "import ctypes",

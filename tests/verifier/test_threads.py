@@ -4,6 +4,7 @@ computing, sleeping or waiting with a time limit is."""
 
 from __future__ import annotations
 
+import _thread
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mkbsim.verifier._threads import working
+from mkbsim.verifier._threads import DARK_CPU_US, cpu_before, dark_cpu, working
 
 
 def _burn(stop: threading.Event) -> None:
@@ -134,3 +135,36 @@ def test_the_counting_mode_counts_a_thread_s_operators() -> None:
     thread.join()
     assert counted == {thread.ident: True} and counts.get(thread.ident or 0, 0) >= 2
     assert result[0].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_dark_cpu_counts_a_thread_that_started_and_ended_within_the_reading() -> None:
+    """A thread no hook saw start, gone before the reading ends: its CPU is the process's, no live thread's."""
+    done = threading.Event()
+
+    def spin() -> None:
+        end = time.thread_time() + 0.005
+        while time.thread_time() < end:
+            pass
+        done.set()
+
+    before = cpu_before()
+    _thread.start_new_thread(spin, ())
+    done.wait()
+    time.sleep(0.05)  # the kernel thread exits after the event is set
+    assert dark_cpu(before) > DARK_CPU_US * 1000
+
+
+def test_dark_cpu_of_the_calling_thread_and_live_threads_is_none() -> None:
+    """Work of the reading thread and of a thread alive at both ends is accounted for."""
+    stop = threading.Event()
+    worker = threading.Thread(target=lambda: [None for _ in iter(lambda: stop.is_set(), True)])
+    worker.start()
+    try:
+        before = cpu_before()
+        end = time.thread_time() + 0.005
+        while time.thread_time() < end:
+            pass
+        assert dark_cpu(before) <= DARK_CPU_US * 1000
+    finally:
+        stop.set()
+        worker.join()

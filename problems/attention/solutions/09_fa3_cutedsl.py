@@ -767,8 +767,11 @@ FWL = SimpleNamespace(
 _FA3_WG_THREADS = FWC.WG_THREADS
 _FA3_CTA_THREADS = 3 * _FA3_WG_THREADS  # producer + two consumers
 _FA3_CONSUMER_THREADS = 2 * _FA3_WG_THREADS
-_FA3_PRODUCER_REGS = 40  # row indices and addresses of one tile's 16 copies
-_FA3_CONSUMER_REGS = 232  # 128·56 + 256·224 = 64 K registers, the SM's file; plan wgmmalean needs 199
+# 128·56 + 256·224 = 64512 registers, the 384-thread CTA's 168 each. The producer holds one tile's 16 row indices
+# and addresses: at 40 registers it spills at page size 64 (the page and slot of each row); the consumers' SASS
+# uses up to R221 (plan wgmmalean's loop)
+_FA3_PRODUCER_REGS = 56
+_FA3_CONSUMER_REGS = 224
 _FA3_SCHED = (1, 2)  # named barriers: consumer c's turn to issue MMAs (0 is the CTA barrier)
 _FA3_EPILOGUE = 3  # named barrier of the 256 consumer threads around the output tile in shared memory
 _FA3_CONSUMER_WARPS = _FA3_CONSUMER_THREADS // 32  # arrivals on an `empty` barrier

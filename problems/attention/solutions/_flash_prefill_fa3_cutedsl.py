@@ -43,8 +43,11 @@ from problems.attention.solutions._flash_prefill_sm90 import BM, WG_ROWS, Sm90Ti
 WG_THREADS = FWC.WG_THREADS
 CTA_THREADS = 3 * WG_THREADS  # producer + two consumers
 CONSUMER_THREADS = 2 * WG_THREADS
-PRODUCER_REGS = 40  # row indices and addresses of one tile's 16 copies
-CONSUMER_REGS = 232  # 128·56 + 256·224 = 64 K registers, the SM's file; plan wgmmalean needs 199
+# 128·56 + 256·224 = 64512 registers, the 384-thread CTA's 168 each. The producer holds one tile's 16 row indices
+# and addresses: at 40 registers it spills at page size 64 (the page and slot of each row); the consumers' SASS
+# uses up to R221 (plan wgmmalean's loop)
+PRODUCER_REGS = 56
+CONSUMER_REGS = 224
 SCHED = (1, 2)  # named barriers: consumer c's turn to issue MMAs (0 is the CTA barrier)
 EPILOGUE = 3  # named barrier of the 256 consumer threads around the output tile in shared memory
 CONSUMER_WARPS = CONSUMER_THREADS // 32  # arrivals on an `empty` barrier

@@ -2,6 +2,7 @@
 PyTorch applies it and the weight to produce the output from the kernel's result."""
 
 # problem: p36
+# plan: partial
 import torch
 import tvm
 from tvm.script import tirx as T

@@ -5,6 +5,7 @@ kernel must then see no rows at all, never a count that walks it off its buffers
 counts made the MoE pipelines' kernels fault, and the draw could not be judged)."""
 
 # problem: p36
+# plan: partial
 import torch
 import tvm
 from tvm.script import tirx as T

@@ -1,0 +1,91 @@
+"""A verdict's plan kind (verifier README, "Plan kinds"): did the DSL's launches make the problem's products?
+
+The study accepted *partial plans*: an eager GEMM with a DSL prologue or epilogue (its p49, p52 and p56
+solutions; p28's leaves the residual add eager). The verifier accepts them too (their DSL does real work,
+``_eagerwork``), and so it accepts what leaves the DSL a larger share than they do (a split-K GEMM that leaves the
+DSL the last K group): no price of the eager work separates the two. So every verdict says which it is, from the
+eager work already measured on the checked draw (``_eagerwork.compare``'s inputs): ``full`` when the eager code
+made less than ``PARTIAL_SHARE`` of the problem's work, else ``partial``, with the share it made. The work is the
+problem's products (matmul-class FLOPs, the reference's without its padding: ``cost()``'s useful products) where
+it has any; where it has none, the element work every formulation does (``Cost.floor_flops``); on a problem of
+data movement alone, the reference's movement. An aten operator the cost model does not know
+(``_eagerwork._bound``) counts at the most it could have done: a plan whose products are out of sight is not
+labelled ``full`` (a custom operator is watched inside, ``_provenance.dispatch``: it is no such operator).
+
+A protocol with ``require_full_plan`` fails a partial plan (``partial_plan``); the study's protocols accept it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mkbsim.verifier._eagerwork import Work
+from mkbsim.verifier._result import PlanKindName
+
+#: From this share of the problem's work made by eager code on, a plan is partial. Measured (README, "Plan
+#: kinds"; ``benchmarks/eager_work_shares.py --plans``): the study's full plans make none of it eagerly, the CPU
+#: honest cases' at most 0.004 (a few scalars); partial plans at least 0.20 (p28's eager residual add; the GEMM
+#: plans 1.0, the split-K case 0.67).
+PARTIAL_SHARE = 0.05
+
+#: What the share is of: the problem's products, else its element work, else its data movement.
+Basis = Literal["products", "element work", "movement"]
+
+
+@dataclass(frozen=True)
+class PlanKind:
+    kind: PlanKindName
+    #: the share of ``basis`` the eager code made (at most 1: more than the problem needs is all of it)
+    eager_share: float
+    basis: Basis
+    #: the eager code called operators the cost model does not know, counted at the most they could have done
+    unseen: bool = False
+
+    @property
+    def partial(self) -> bool:
+        return self.kind == "partial"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "eager_share": self.eager_share, "basis": self.basis, "unseen": self.unseen}
+
+    def made(self) -> str:
+        """What the eager code did: "made 67% of the problem's products"."""
+        how = "made, or could have made," if self.unseen else "made"
+        unseen = " (operators the verifier cannot price count at their most)" if self.unseen else ""
+        return f"{how} {self.eager_share:.0%} of the problem's {self.basis}{unseen}"
+
+    def describe(self) -> str:
+        """The sentence a passing verdict's feedback ends with."""
+        return (
+            f"Passed as a partial plan: its eager PyTorch code {self.made()} (the study's protocol accepts partial "
+            "plans; require_full_plan fails them)."
+            if self.partial
+            else f"Full plan: its eager PyTorch code {self.made()}."
+        )
+
+
+def plan_kind(eager: Work, reference: Work) -> PlanKind:
+    """The plan kind of a call whose eager work is ``eager``, against the reference's ``reference`` (priced by
+    ``_eagerwork.reference_work``: padding taken out, the problem's necessary FLOPs attached)."""
+    amounts = reference.amounts
+    compute = eager.amounts["matmul"] + eager.amounts["pointwise"]
+    basis: Basis
+    if amounts["matmul"] > 0:
+        basis, share = "products", eager.amounts["matmul"] / amounts["matmul"]
+    elif amounts["pointwise"] > 0:
+        basis, share = "element work", compute / (reference.necessary or amounts["pointwise"])
+    elif amounts["movement"] > 0:  # compute stands in for movement, as in ``_eagerwork.compare``
+        basis, share = "movement", (eager.amounts["movement"] + compute) / amounts["movement"]
+    else:
+        return PlanKind("full", 0.0, "products")  # a reference doing nothing: nothing to leave to eager code
+    share = min(share, 1.0)
+    return PlanKind("partial" if share >= PARTIAL_SHARE else "full", share, basis, eager.unknown > 0)
+
+
+def require_full(plan: PlanKind) -> str:
+    """The feedback of a partial plan under a protocol that requires full plans."""
+    return (
+        f"The eager PyTorch code {plan.made()}: a partial plan (from {PARTIAL_SHARE:.0%} on), and this verification "
+        f"requires the DSL kernels to make the problem's {plan.basis} (require_full_plan). Move that work into the DSL."
+    )
