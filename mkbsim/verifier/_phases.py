@@ -90,7 +90,7 @@ def start_worker(v: Verification) -> Failure | None:
         return worker_failed(exc, "while importing the file", v.details)
     v.timed("spawn_import_s", t0)
     v.details["import_s"] = hello.get("import_s")
-    failure = v.absorb(hello, "while importing the file") or closed_to_processes(v, hello)
+    failure = process_census(v) or v.absorb(hello, "while importing the file") or process_filter_held(v, hello)
     if failure is not None or hello.get("ok"):
         return failure
     error = hello.get("error") or {}
@@ -101,19 +101,27 @@ def start_worker(v: Verification) -> Failure | None:
     return Failure("compile_error", f"Importing the file failed: {error_text(error)}{more}")
 
 
-def closed_to_processes(v: Verification, hello: dict[str, Any]) -> Failure | None:
-    """Once its file is loaded a candidate's worker starts no process (``_noprocess``): the kernel's count of its
-    seccomp filters must have grown since it was forked (where this machine has a filter and the kernel counts them),
-    and a census of its processes then (the zygote's ``strays``: its descendants and the orphans of its own) must
-    find none, since a process started before the filter would run on unaudited (red team rt11 F2)."""
+def process_census(v: Verification) -> Failure | None:
+    """Once its file is loaded a candidate's worker starts no process (``_noprocess``): a process of its still
+    running then (the zygote's ``strays``: its descendants and the orphans it inherited, in the sandbox's PID
+    namespace) was started before the filter and would run on unaudited (red team rt11 F2). Killed, and refused as
+    the forbidden API it is (the per-answer check would call it background work)."""
+    assert v.worker is not None
+    found = v.worker.strays()
+    if not found:
+        return None
+    v.report.forbidden += found
+    return Failure("forbidden_api", f"Processes were running once the file was loaded ({'; '.join(found[:3])}): a "
+                   "submission may start no process (subprocesses are forbidden).")  # fmt: skip
+
+
+def process_filter_held(v: Verification, hello: dict[str, Any]) -> Failure | None:
+    """The worker's process filter is in place once its file loaded: the kernel's count of its seccomp filters grew
+    since it was forked (where this machine has a filter and the kernel counts them; the worker's answer is only
+    quoted). ``env.process_filter`` says which held."""
     assert v.worker is not None
     if not hello.get("ok"):
         return None
-    found = v.worker.strays()
-    if found:
-        v.report.forbidden += found
-        return Failure("forbidden_api", f"Processes were running once the file was loaded ({'; '.join(found[:3])}): "
-                       "a submission may start no process (subprocesses are forbidden).")  # fmt: skip
     before, now = v.worker.filters_at_spawn, filters(v.worker.pid)
     why = str(hello.get("process_filter") or "")
     if program() is None or before is None or now is None:

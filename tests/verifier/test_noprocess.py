@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import VerifierSession, _noprocess, _phases
+from mkbsim.verifier._process import WorkerHandle
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
 
@@ -103,3 +104,15 @@ def test_a_worker_whose_filter_the_kernel_does_not_count_is_refused(
     report = cpu_session.verify(EXAMPLE, "p36", "tirx")
     assert report.failure == "harness_tamper", report.feedback
     assert "process filter" in report.feedback
+
+
+def test_a_process_running_once_the_file_loaded_is_a_forbidden_api(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what the zygote's census would list for a child started at import by a route no guard saw (none is known:
+    # every route the kit has is refused first), on its first request only
+    listed = [["process 4242 (sleep 60)"]]
+    monkeypatch.setattr(WorkerHandle, "strays", lambda self: listed.pop() if listed else [])
+    report = cpu_session.verify(EXAMPLE, "p36", "tirx")
+    assert report.failure == "forbidden_api", report.feedback
+    assert "once the file was loaded" in report.feedback and "process 4242 (sleep 60)" in report.forbidden
