@@ -125,8 +125,10 @@ def process_filter_held(v: Verification, hello: dict[str, Any]) -> Failure | Non
     before, now = v.worker.filters_at_spawn, filters(v.worker.pid)
     why = str(hello.get("process_filter") or "")
     if program() is None or before is None or now is None:
-        why = why or "the kernel counts no seccomp filters"
-        v.report.env["process_filter"] = f"none: processes are refused by the guards' audit rules only ({why})"
+        v.report.env["process_filter"] = (
+            f"none: processes are refused by the guards' audit rules only ({why})" if why else
+            "seccomp, unchecked: the worker says it installed the filter; this kernel counts no filters"
+        )  # fmt: skip
         return None
     if now <= before:
         return Failure("harness_tamper", f"The worker's process filter was not installed ({why or 'no reason given'}).")
