@@ -250,7 +250,8 @@ def _guard_vault(
     ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame, names);
     ("culprit", what, reason, frame, names); ("asked", what, reason, frame): refused if the submission's code is
     anywhere on the stack; ("building", flag): a DSL build starts or ends on this thread; ("thread", ident,
-    frame); ("inline", what, frame); ("between", flag); ("threads",); ("seal",): from now on only known code
+    frame); ("inline", what, frame); ("between", flag); ("threads",); ("loaded",): the file is loaded, no process
+    starts from now on; ("seal",): from now on only known code
     objects are judged by their file name. Violations and inline CUDA go to the control page."""
     modules, names, suffixes, test_prefixes = rules
     cache: dict[str, int] = {}
@@ -261,7 +262,8 @@ def _guard_vault(
     candidate_threads: list[int] = []
     building: dict[int, int] = {}  # thread -> depth of the DSL builds and exports it is inside
     stray_threads: list[int] = []
-    state = {"between": False, "sealed": False}  # sealed: the code objects alive are known (see "seal")
+    # sealed: the code objects alive are known (see "seal"); loaded: the file is, no process starts any more
+    state = {"between": False, "sealed": False, "loaded": False}
 
     def resolve(path: str) -> str:
         # a symbolic link changes nothing: walk the path one component at a time (os.path.realpath,
@@ -723,6 +725,9 @@ def _guard_vault(
         if event in k.PROCESS_START and library_lookup(frame):
             return lib.PermissionError("mkbsim verifier: a library's search for a shared library runs no process")
         kind, who = handed(*culprit(frame, event in k.FILE_CHANGE), callers(event))
+        if event in k.PROCESS_START and state["loaded"]:
+            # the worker's process filter refuses it below Python anyway (``_noprocess``): said here, and blamed
+            return refuse(event, "no process may start once the file is loaded (a DSL build's compiler neither)", who)
         if event.startswith("socket."):
             return (
                 refuse(f"network access ({event})", "network access is forbidden", who) if kind != k.LIBRARY else None
@@ -823,6 +828,8 @@ def _guard_vault(
                     building.pop(lib.ident(), None)
             elif kind == "seal":
                 state["sealed"] = True
+            elif kind == "loaded":
+                state["loaded"] = True
             elif kind == "between":
                 state["between"] = request[1] is True
             elif kind == "threads":
@@ -981,14 +988,16 @@ class Guards:
         setattr(owner, attr, hook)
         self.patched.append((owner, attr, hook))
 
-    def deny(self, owner: Any, attr: str, what: str, reason: str, how: str = "culprit") -> None:
+    def deny(
+        self, owner: Any, attr: str, what: str, reason: str, how: str = "culprit", callers: tuple[str, ...] = ()
+    ) -> None:  # fmt: skip
         """Replace ``owner.attr`` by a hook that refuses calls the submission makes (``how="direct"``:
-        only calls written in the submission's own code)."""
+        only calls written in the submission's own code; ``callers``: more names a library calls it by)."""
         original = getattr(owner, attr, None)
         if original is None:
             return
         # the names a library's code calls it by (vouching for the call: ``handed`` in the vault)
-        names = (attr, what.rsplit(".", 1)[-1].removesuffix("()"))
+        names = (attr, what.rsplit(".", 1)[-1].removesuffix("()"), *callers)
         hook = self.registry.protect(_denied, _ask=self.ask, _original=original, _caller=self.caller,
                                      _what=what, _reason=reason, _how=how, _names=names)  # fmt: skip
         self.replace(owner, attr, hook)
@@ -1034,10 +1043,33 @@ class Guards:
         # (RLIMIT_AS, the watchdog's VmRSS), and a bounded tmpfs holds the worker's other files
         for module in (os, posix):
             self.deny(module, "memfd_create", "os.memfd_create", "memory outside the worker's limit is forbidden")
+        self._install_process_starters()
         self._install_torch()
         self._install_python_data()
         self._install_numpy()
         self._install_dsl_callbacks()
+
+    def _install_process_starters(self) -> None:
+        """``_posixsubprocess.fork_exec`` starts a process raising no audit event (``subprocess.Popen`` raises its
+        own in Python before calling it), and every module that imported ``subprocess`` holds it
+        (``subprocess._fork_exec``): refused by identity wherever a loaded module holds it, to the submission's calls
+        and to a library handed it (red team rt11 F2). Belt and braces: the worker's process filter (``_noprocess``)
+        refuses every process start below Python once the file is loaded."""
+        starter = getattr(sys.modules.get("_posixsubprocess"), "fork_exec", None)
+        if starter is None:
+            return
+        # under the names the standard library binds it by (every module's every value: ~100 ms a worker, for the
+        # same two holders, ``_posixsubprocess`` and ``subprocess``); the standard library's frames are looked past,
+        # so a library vouches where it names ``Popen`` (TVM's compiler helpers, whose Popen raised its own event), not
+        # where it merely names ``run`` or ``call`` (a callable it was handed)
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None)
+            if type(namespace) is not dict:
+                continue
+            for name in ("fork_exec", "_fork_exec"):
+                if namespace.get(name) is starter:
+                    what = f"{getattr(module, '__name__', '?')}.{name}"
+                    self.deny(module, name, what, "subprocesses and signals are forbidden", callers=("Popen",))
 
     def _install_python_data(self) -> None:
         """Tensors made whole from Python data (a buffer, a list into DSL memory): the values were computed in

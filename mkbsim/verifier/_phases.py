@@ -30,6 +30,7 @@ from mkbsim.verifier._judge import (
     values,
     worker_failed,
 )
+from mkbsim.verifier._noprocess import filters, program
 from mkbsim.verifier._process import WorkerFailed
 from mkbsim.verifier._provenance import SAMPLES
 from mkbsim.verifier._static import scan_source
@@ -89,7 +90,7 @@ def start_worker(v: Verification) -> Failure | None:
         return worker_failed(exc, "while importing the file", v.details)
     v.timed("spawn_import_s", t0)
     v.details["import_s"] = hello.get("import_s")
-    failure = v.absorb(hello, "while importing the file")
+    failure = process_census(v) or v.absorb(hello, "while importing the file") or process_filter_held(v, hello)
     if failure is not None or hello.get("ok"):
         return failure
     error = hello.get("error") or {}
@@ -98,6 +99,41 @@ def start_worker(v: Verification) -> Failure | None:
     tail = v.worker.output_tail() if v.worker else ""
     more = f"\n  output:\n{tail}" if tail.strip() else ""
     return Failure("compile_error", f"Importing the file failed: {error_text(error)}{more}")
+
+
+def process_census(v: Verification) -> Failure | None:
+    """Once its file is loaded a candidate's worker starts no process (``_noprocess``): a process of its still
+    running then (the zygote's ``strays``: its descendants and the orphans it inherited, in the sandbox's PID
+    namespace) was started before the filter and would run on unaudited (red team rt11 F2). Killed, and refused as
+    the forbidden API it is (the per-answer check would call it background work)."""
+    assert v.worker is not None
+    found = v.worker.strays()
+    if not found:
+        return None
+    v.report.forbidden += found
+    return Failure("forbidden_api", f"Processes were running once the file was loaded ({'; '.join(found[:3])}): a "
+                   "submission may start no process (subprocesses are forbidden).")  # fmt: skip
+
+
+def process_filter_held(v: Verification, hello: dict[str, Any]) -> Failure | None:
+    """The worker's process filter is in place once its file loaded: the kernel's count of its seccomp filters grew
+    since it was forked (where this machine has a filter and the kernel counts them; the worker's answer is only
+    quoted). ``env.process_filter`` says which held."""
+    assert v.worker is not None
+    if not hello.get("ok"):
+        return None
+    before, now = v.worker.filters_at_spawn, filters(v.worker.pid)
+    why = str(hello.get("process_filter") or "")
+    if program() is None or before is None or now is None:
+        v.report.env["process_filter"] = (
+            f"none: processes are refused by the guards' audit rules only ({why})" if why else
+            "seccomp, unchecked: the worker says it installed the filter; this kernel counts no filters"
+        )  # fmt: skip
+        return None
+    if now <= before:
+        return Failure("harness_tamper", f"The worker's process filter was not installed ({why or 'no reason given'}).")
+    v.report.env["process_filter"] = "seccomp: no process starts once the file is loaded"
+    return None
 
 
 def correctness(v: Verification) -> Failure | None:

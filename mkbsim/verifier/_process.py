@@ -19,6 +19,7 @@ from typing import Any
 from mkbsim.sandbox import remove_tree
 from mkbsim.verifier import _schema
 from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
+from mkbsim.verifier._noprocess import filters
 from mkbsim.verifier._sandboxing import WorkerSandbox, make_sandbox
 from mkbsim.verifier._trusted import ProcessClock, Trusted
 
@@ -239,6 +240,8 @@ class WorkerHandle:
         self.memory_bytes = 0
         self.closed = False
         self.clock = ProcessClock(pid)
+        # the kernel's count of its seccomp filters as forked, before it runs any setup (``_noprocess``)
+        self.filters_at_spawn = filters(pid)
         self._last_cpu: int | None = None
         self._last_t: float | None = None
         self._sent: tuple[float, int | None] | None = None

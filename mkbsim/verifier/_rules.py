@@ -184,6 +184,9 @@ FORBIDDEN_SUFFIXES: dict[str, str] = {
     **dict.fromkeys(TEST_EXTENSIONS, UNGUARDED),
     # a tensor's bytes from a file (the runtime guards refuse the calls too)
     "from_file": SERIALISATION,
+    # the C function ``subprocess.Popen`` calls after its audit event: called directly it starts a process with none
+    # (red team rt11 F2), reached as ``subprocess._fork_exec`` of any module that imported subprocess
+    **dict.fromkeys(("fork_exec", "_fork_exec", "_posixsubprocess"), _PROCESS),
 }  # fmt: skip
 
 #: Builtins that execute code or expose namespaces.

@@ -150,6 +150,7 @@ _FACT = _tagged(
 _ANSWER_FIELDS: dict[str, Check] = {
     "ok": _bool,
     "import_s": _number,
+    "process_filter": _str,
     "error": _ERROR,
     "tampered": _list_of(_str),
     "timer_tampered": _list_of(_str),

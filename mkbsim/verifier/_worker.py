@@ -43,6 +43,7 @@ from mkbsim.verifier._mapped import (
     delivered_vault,
     vault_requests,
 )
+from mkbsim.verifier._noprocess import installer as process_filter
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._provenance import (
     dispatch,
@@ -191,6 +192,8 @@ class Worker:
         self.gates: DslGates | None = None
         self.flusher: CacheFlusher | None = None
         self.timed_call: Callable[..., Any] | None = None
+        # installs the filter refusing every process start once the file is loaded (``_noprocess``), or why none can
+        self.no_process: tuple[Callable[[], str | None] | None, str | None] = (None, None)
         # the collector callbacks the libraries registered; the submission may add none (gc.callbacks is
         # the interpreter's own list, whatever name it is reached by)
         self.gc_callbacks = gc.callbacks
@@ -260,6 +263,7 @@ class Worker:
                 "_report_end": registry.protect(report_end, _send=send),
             }  # fmt: skip
             report = registry.protect(report_result, _send=send)
+            self.no_process = process_filter(registry.protect)
         delivered = registry.open(
             delivered_vault, page, delivered_lib(), delivered_layout(), tuple(self.setup["inplace"])
         )  # fmt: skip
@@ -352,10 +356,20 @@ class Worker:
         except BaseException as exc:  # the submission's failure, reported; never ours to raise
             send({"ok": False, "error": error_facts(exc, self.path), **self.news()})
             return
-        send({"ok": True, "import_s": time.perf_counter() - t0, **self.news()})
+        send({"ok": True, "import_s": time.perf_counter() - t0, **self.close_processes(), **self.news()})
         if ask is not None:
             ask(("between", True))
         serve_blocks(fn)
+
+    def close_processes(self) -> dict[str, str]:
+        """A candidate's worker starts no process from now on (``_noprocess``): the filter's installation, or why
+        there is none (the verifier checks the kernel's count of the worker's filters, not this answer)."""
+        if not self.candidate:
+            return {}
+        install, missing = self.no_process
+        if self.guards is not None:
+            self.guards.ask(("loaded",))
+        return {"process_filter": (install() if install is not None else missing) or ""}
 
     # --- calls ---------------------------------------------------------------------------------------
     def news(self) -> dict[str, Any]:

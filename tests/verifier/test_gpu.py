@@ -44,6 +44,8 @@ def test_real_kernels_pass_at_production_shape(
     assert report.runtime_ms is not None and report.runtime_ms > 0 and report.speedup is not None
     assert report.details["sol"]["device_profile"] == "h200" or "H200" not in report.env["device"]
     assert min(report.details["timing"]["launches_per_call"]) >= 1
+    # built and run (TIRx: NVRTC at the first call; CuTe DSL: ptxas as a library) with no process allowed (_noprocess)
+    assert report.env["process_filter"].startswith("seccomp"), report.env.get("process_filter")
 
 
 def _header(path: Path) -> tuple[str, str, bool]:

@@ -1,0 +1,41 @@
+"""Runtime guards alone: TVM's own export (its g++, a compiler frozen before the submission loaded) run inside run()
+on every call: a process whose CPU is outside the worker's clock. Once the file is loaded no process may start, a DSL
+build's compiler neither (the guards' rule, and the worker's process filter below it). The kernel is otherwise
+honest."""
+
+# expect: forbidden_api
+# problem: p36
+# static-scan: off
+import os
+
+import torch
+import tvm
+from tvm.script import tirx as T
+
+
+@T.prim_func
+def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle):
+    rows = T.int32()
+    x = T.match_buffer(x_ptr, (rows, 128), "bfloat16")
+    w = T.match_buffer(w_ptr, (128,), "bfloat16")
+    out = T.match_buffer(out_ptr, (rows, 128), "bfloat16")
+    acc = T.alloc_buffer((1,), "float32")
+    for i in range(rows):
+        acc[0] = T.float32(0)
+        for j in range(128):
+            acc[0] = acc[0] + T.Cast("float32", x[i, j]) * T.Cast("float32", x[i, j])
+        scale = T.rsqrt(acc[0] / T.float32(128) + T.float32(1e-6))
+        for j in range(128):
+            out[i, j] = T.Cast("bfloat16", T.Cast("float32", x[i, j]) * scale * T.Cast("float32", w[j]))
+
+
+_kernel = tvm.compile(rmsnorm, target="llvm")
+
+_path = os.path.join(os.getcwd(), "k.so")
+
+
+def run(hidden_states, weight):
+    _kernel.export_library(_path)
+    out = torch.empty_like(hidden_states)
+    _kernel(hidden_states, weight, out)
+    return out
