@@ -202,7 +202,9 @@ def _rules(answer: Call) -> Failure | None:
     draw = Draw(1, [torch.ones(16)], [], reply, answer.page)
     cost = SimpleNamespace(total_flops=16.0, floor_flops=16.0)
     problem = SimpleNamespace(reference=lambda x: x * 2, cost=lambda axes: cost)
-    v = SimpleNamespace(shape=SimpleNamespace(problem=problem, axes={}, inplace=[]), details={}, report=SimpleNamespace())
+    v = SimpleNamespace(
+        shape=SimpleNamespace(problem=problem, axes={}, inplace=[]), details={}, report=SimpleNamespace()
+    )
     failure = (
         structure(reply, where, ["output 'y'"], [((16,), torch.float32)], "cpu", ["x"])
         or _phases._background(reply, where)
