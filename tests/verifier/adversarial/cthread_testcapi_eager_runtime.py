@@ -7,6 +7,7 @@ draws is the second line (``_threads.dark_cpu``)."""
 # problem: p36
 # static-scan: off
 import _testcapi
+
 import torch
 import tvm
 from tvm.script import tirx as T

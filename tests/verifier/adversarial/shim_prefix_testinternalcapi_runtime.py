@@ -10,7 +10,7 @@ import tvm
 from tvm.script import tirx as T
 
 try:
-    import _testinternalcapi as _shim  # noqa: F401
+    import _testinternalcapi as _shim
 except ImportError:
     _shim = None
 

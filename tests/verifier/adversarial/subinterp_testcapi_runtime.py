@@ -7,6 +7,7 @@ interpreter's test extensions are refused at import by prefix (red team round 11
 # problem: p36
 # static-scan: off
 import _testcapi
+
 import torch
 import tvm
 from tvm.script import tirx as T

@@ -6,6 +6,7 @@ by the weight. The subinterpreter modules are refused by name (red team round 11
 # problem: p36
 # static-scan: off
 import _xxsubinterpreters as _si
+
 import torch
 import tvm
 from tvm.script import tirx as T
