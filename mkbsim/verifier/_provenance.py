@@ -314,7 +314,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
         cat=torch._C._VariableFunctions.cat, accumulating=_eagerwork.ACCUMULATING,
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
-        scales=_eagerwork.SCALES,
+        scales=_eagerwork.SCALES, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS,
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
@@ -1419,6 +1419,9 @@ def provenance_vault(
         elif operator_name.rstrip("_") in lib.scaling:  # a product scaling (``_eagerwork.SCALES``)
             scaled = kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1)
             priced = name + lib.scales if scaled else name
+        elif name in lib.wide:  # values crossing from or into Python: counted in bytes (``_eagerwork.wide_name``)
+            crossed = tensors_in(args, [])
+            priced = name + lib.widths.get(lib.element_size(crossed[0]), "") if crossed else name
         key = (priced, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
@@ -1529,8 +1532,8 @@ def provenance_vault(
             else:
                 parts.append(lib.id(kind))
                 by_value += 1
-        if audit and by_value:  # each as many elements as 64 bits hold of the narrowest output (fp8): packed values
-            key = (lib.launch_scalars, (), ((8 * by_value,),))
+        if audit and by_value:  # how many: the verifier prices each by the answer's width (``_eagerwork``)
+            key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
         return lib.tuple(parts)
 

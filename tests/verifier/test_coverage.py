@@ -197,3 +197,20 @@ def test_one_of_two_outputs_wholly_eager_is_not_most_of_the_answer() -> None:
     half = judge([_cov("output", 4096, 0.0, 1.0), _cov("new_state", 65536, 1.0)])
     assert half.outputs_share == OUTPUTS_SHARE and half.failure and "on average" in half.failure
     assert judge([_cov("output", 4096, 0.02, 0.98), _cov("new_state", 65536, 1.0)]).failure is None
+
+
+def test_the_in_place_state_is_one_part_weighted_by_what_changes() -> None:
+    """Red team rt10 F5 (p26): a Python answer copied into the slot mappings (0% the DSL's), the block table and its
+    counts updated by a kernel (10 and 7 changed elements): counted once each, 2/3 on average, passed. The state is
+    one part of the answer, weighted within by its changed elements: half, which is not most of it."""
+    found = [_cov("slot_mappings", 150, 0.0, 1.0), _cov("block_tables", 10, 1.0), _cov("num_blocks", 7, 1.0)]
+    assert judge(found).failure is None  # each counted once, as before
+    state = judge(found, inplace=2)
+    assert state.outputs_share == OUTPUTS_SHARE and state.failure and "on average" in state.failure
+    # an honest p21 kernel (four caches, the fp8 codes matched by chance at 8% of their elements) keeps its margin
+    p21 = [_cov("key_cache", 45512, 0.918), _cov("value_cache", 45486, 0.917), _cov("k_scale", 360, 1.0),
+           _cov("v_scale", 360, 1.0)]  # fmt: skip
+    assert judge(p21, inplace=4).failure is None and judge(p21, inplace=4).outputs_share > 0.9
+    # a kernel writing the outputs and the state alike passes either way
+    whole = [_cov("q_out", 4096, 1.0), _cov("key_cache", 512, 1.0), _cov("value_cache", 512, 1.0)]
+    assert judge(whole, inplace=2).failure is None
