@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,14 +11,16 @@ from typing import Any
 import pytest
 import torch
 
-from mkbsim.verifier import VerifierSession
+from mkbsim.verifier import VerifierSession, _coverage, _eagerwork, _phases
 from mkbsim.verifier._compare import build_refs
 from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._coverage import OUTPUT_SHARE, OUTPUTS_SHARE, TOTAL_SHARE, OutputCoverage, informative_mask, judge
 from mkbsim.verifier._devices import REMEASURES, best_profile, speed_of_light
+from mkbsim.verifier._judge import Failure
 from tests.kits.timing_rules import timing_rules_off
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
+ADVERSARIAL = Path(__file__).with_name("adversarial")
 
 
 def _cov(label: str, n: int, wrong: float, eager: float = 0.0) -> OutputCoverage:
@@ -214,3 +217,25 @@ def test_the_in_place_state_is_one_part_weighted_by_what_changes() -> None:
     # a kernel writing the outputs and the state alike passes either way
     whole = [_cov("q_out", 4096, 1.0), _cov("key_cache", 512, 1.0), _cov("value_cache", 512, 1.0)]
     assert judge(whole, inplace=2).failure is None
+
+
+@pytest.mark.parametrize("state_as_one_part", [False, True])
+def test_a_state_updated_by_a_kernel_does_not_carry_a_copied_answer(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, state_as_one_part: bool
+) -> None:
+    """adversarial/state_carries_copied_answer_p26.py with the plain-Python rule off (which also rejects it): its
+    slot mappings, a Python answer the kernel copies, are 0% the DSL's; the block table and counts it updates carried
+    the average when counted as two outputs (passed), not as one state."""
+    monkeypatch.setattr(_eagerwork, "PYTHON_SHARE", math.inf)
+    monkeypatch.setattr(_phases, "timing", lambda v: Failure("timeout", "not timed: the test judges coverage alone"))
+    if not state_as_one_part:
+        judge_parts = _coverage.judge
+        monkeypatch.setattr(_coverage, "judge", lambda found, inplace=0: judge_parts(found))
+    report = cpu_session.verify(ADVERSARIAL / "state_carries_copied_answer_p26.py", "p26", "tirx")
+    assert report.correct, report.feedback
+    (slots, *state) = report.details["bypass"][-1]["outputs"]
+    assert slots["dsl_share"] == 0.0 and all(s["dsl_share"] == 1.0 for s in state)
+    if state_as_one_part:
+        assert report.failure == "decorative_dsl" and "on average" in report.feedback
+    else:
+        assert report.bypass_ok and report.failure == "timeout", report.feedback

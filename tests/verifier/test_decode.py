@@ -322,5 +322,9 @@ def test_a_view_of_one_element_takes_nothing_from_python_and_in_place_outputs_co
     reference.informative = (400, 8)
     assert compare(1, eager, reference).python["in"] == 2.0  # one float64 answer: two Python values are twice it
     inputs = [torch.zeros(4, 25), torch.zeros(1)]
-    written = _eagerwork.reference_work(lambda dst, scale: dst[0, :10].fill_(1.0), inputs, inplace=[0])
+
+    def ten_written(dst: torch.Tensor, scale: torch.Tensor) -> None:
+        dst[0, :10] = 1.0
+
+    written = _eagerwork.reference_work(ten_written, inputs, inplace=[0])
     assert written.informative == (4 + 10 * 4, 10 * 4)  # the scale and the ten elements written, in bytes

@@ -20,6 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from mkbsim.catalog import load_problem, problems_root
 from mkbsim.verifier import VerifierSession, _control, _eagerwork, _operators, _phases, _provenance
 from mkbsim.verifier._eagerwork import Work, compare, op_work, reference_ops, reference_work, work_of
+from mkbsim.verifier._judge import Failure
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._vault import Registry
 from tests.kits.eager_shares import shares_module
@@ -631,6 +632,31 @@ def test_without_the_rule_the_python_answers_pass(
     assert report.correct and report.bypass_ok, report.feedback
     found = report.details["eager_work"]
     assert not found["covers"] and min(found["python"].values()) >= 1.0, found
+
+
+def _timing_skipped(v: Any) -> Failure:
+    """What a test judging the bypass test alone puts in place of the timing rounds: no calls timed."""
+    return Failure("timeout", "not timed: the test judges the bypass test alone")
+
+
+#: Answers computed in Python whose crossings were diluted by whole in-place states, read and lifted through wide
+#: views (rt10 F1/F4's classes): each case's problem
+THROUGH_STATES = {"python_slots_stored_by_element_p26": "p26", "python_quant_packed_words_p21": "p21"}
+
+
+@pytest.mark.parametrize("case", sorted(THROUGH_STATES))
+def test_python_answers_through_in_place_states_cross_in_bytes(
+    cpu_session: VerifierSession, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Correct, every element written by the DSL with a key of its position no decode map holds: only what crosses
+    shows the answer, at least all of it in bytes against the answer (about a tenth of the state's elements before:
+    passed)."""
+    monkeypatch.setattr(_eagerwork, "PYTHON_SHARE", math.inf)
+    monkeypatch.setattr(_phases, "timing", _timing_skipped)  # p21's Python takes ~0.4 s a call
+    report = cpu_session.verify(ADVERSARIAL / f"{case}.py", THROUGH_STATES[case], "tirx")
+    assert report.correct and report.bypass_ok, report.feedback
+    found = report.details["eager_work"]
+    assert not found["covers"] and found["python"]["in"] >= 1.0, found
 
 
 def test_a_thread_s_tolist_is_counted_as_the_calling_thread_s(
