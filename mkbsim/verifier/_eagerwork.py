@@ -111,8 +111,9 @@ WIDE = frozenset(("aten.lift_fresh.default", "aten.lift_fresh_copy.default", "at
                   TO_PYTHON))  # fmt: skip
 WIDTH = "+w"
 WIDTHS = {n: f"{WIDTH}{n}" for n in (1, 2, 4, 8, 16)}
-#: Operators taking one Python scalar into a tensor (a fill or a full: one value crosses, whatever their size).
-_SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill"))
+#: Operators taking a Python scalar into a tensor (a fill or a full: one value crosses, whatever their size; a range's
+#: start or end: ``torch.arange(v, v + 1)`` holds v).
+_SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill", "arange", "linspace", "logspace"))
 
 #: Operators that only move, convert or allocate data (base names: in-place and ``out=`` forms alike). The
 #: ones in ``_FREE`` write nothing derived from the inputs (views, allocations, fills) and cost nothing.

@@ -561,6 +561,8 @@ def test_what_crosses_between_tensors_and_python_is_counted_in_bytes() -> None:
     assert found.python == {"out": 156 / 624, "in": 144 / 576} and found.through_python and found.covers
     reference.informative = (625, 577)
     assert not compare(1, work, reference).covers
+    # a range carries its start: torch.arange(v, v + 1) is a value lifted
+    assert _eagerwork.crossing("aten.arange.start", (), ((1,),)) == (0, 8)
     # a crossing recorded without its width (a tensor subclass the vault does not describe) is taken at 64 bits
     assert _eagerwork.crossing(_eagerwork.TO_PYTHON, ((4, 8),), ()) == (32 * 8, 0)
 
