@@ -554,15 +554,20 @@ def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[
     return _recorded(reference, inputs)[0]
 
 
+#: Elements compared at a time where an in-place input's changes are counted (a 1 GB cache: no 1 GB mask at once).
+_CHANGED_STEP = 1 << 24
+
+
 def _changed(before: torch.Tensor, after: torch.Tensor) -> int:
     """How many elements of an in-place input the reference changed, by their bytes (a NaN left alone is none)."""
     width = before.element_size()
+    # an element as one integer of its width, or as its bytes where no integer is as wide (complex128)
     same = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(width, torch.uint8)
-    a, b = (t.detach().contiguous().reshape(-1).view(same) for t in (before, after))
-    differs = a != b
-    if same is torch.uint8 and width > 1:  # wider than any integer view: an element changed where any byte did
-        differs = differs.reshape(-1, width).any(dim=1)
-    return int(torch.count_nonzero(differs))
+    a, b = (t.detach().contiguous().reshape(-1).view(same).reshape(-1, width // same.itemsize) for t in (before, after))
+    found = 0
+    for at in range(0, before.numel(), _CHANGED_STEP):
+        found += int(torch.count_nonzero((a[at : at + _CHANGED_STEP] != b[at : at + _CHANGED_STEP]).any(dim=1)))
+    return found
 
 
 def answer_bytes(inputs: Sequence[Any], outputs: Any, changed: dict[int, torch.Tensor]) -> tuple[int, int]:

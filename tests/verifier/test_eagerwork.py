@@ -583,11 +583,13 @@ def test_a_wider_view_carries_what_it_holds() -> None:
     assert _eagerwork.recorded_name("aten.lift_fresh.default", (keys,), {}) == "aten.lift_fresh.default+w2"
 
 
-def test_the_answer_is_what_the_operator_changes_not_the_state() -> None:
+@pytest.mark.parametrize("step", [7, _eagerwork._CHANGED_STEP])
+def test_the_answer_is_what_the_operator_changes_not_the_state(step: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """rt10 F1/F4: with in-place inputs counted whole, a whole answer lifted from Python was 0.4% of p26's outputs
     (its 8.4M-entry block table) and 12.5% of p21's (its caches). The answer is the returned outputs and the elements
     the reference changes in the in-place inputs (a NaN left alone is no change); what it reads, its other inputs
-    and those elements."""
+    and those elements (compared a chunk at a time: ``step``)."""
+    monkeypatch.setattr(_eagerwork, "_CHANGED_STEP", step)
     cache = torch.randn(64, 16)
     cache[5, 3] = float("nan")
     rows, index = torch.randn(4, 16), torch.tensor([7, 9, 11, 13])
