@@ -7,7 +7,9 @@ what is measured is the eager PyTorch around the kernels, which is all the rule 
 price, not values, except where the eager code follows a kernel's result (a count an MoE pipeline reads back):
 there the stubbed kernel's empty output changes the path, so those rows are estimates (``data-dependent``).
 At SMOKE the inputs are real CPU tensors; at the production workload they are fake tensors (no memory, no
-compute), which data-dependent eager code cannot run on (``-``), unless ``--real`` asks for real ones.
+compute), which data-dependent eager code cannot run on (``-``), unless ``--real`` asks for real ones; problems with
+in-place inputs always get real ones there (what the reference changes in them is the answer the plain-Python rule's
+shares are taken of: ``_eagerwork.answer_bytes``).
 
     python benchmarks/eager_work_shares.py [--workload smoke|workload|both] [--match PATTERN] [--real] [--plans]
 
@@ -109,7 +111,7 @@ def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.Ea
     axes = problem.smoke if workload == "smoke" else problem.workload
     mod = _load(path)
     with contextlib.ExitStack() as stack:
-        if workload == "smoke" or real:
+        if workload == "smoke" or real or problem.inplace:
             inputs = list(problem.make_inputs(axes, seed=0))
         else:
             from torch._subclasses.fake_tensor import FakeTensorMode
@@ -128,9 +130,9 @@ def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.Ea
         eager = _work(mod.run, inputs)
         cost = problem.cost(axes)
         reference = _eagerwork.reference_work(problem.reference, inputs, cost.total_flops, inplace, cost.floor_flops)
-    # the launches' values as the vault counts them (``_eagerwork.LAUNCH_SCALARS``: eight elements each), per output
-    # element: by value, and in the tensor arguments' layouts
-    per_output = 8 / max(reference.elements[1], 1)
+    # the launches' values as the vault counts them (``_eagerwork.LAUNCH_SCALARS``: 64 bits each), per byte of the
+    # answer (``_eagerwork.answer_bytes``): by value, and in the tensor arguments' layouts
+    per_output = _eagerwork.SCALAR_BYTES / max(reference.informative[1], 1)
     return _eagerwork.compare(1, eager, reference), plan_kind(eager, reference), per_output
 
 

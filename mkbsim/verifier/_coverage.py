@@ -24,9 +24,13 @@ and padding say nothing about who computed them:
 
 An output's DSL share is the smaller of the two. The rule: at least one output at least half
 produced by the DSL (``OUTPUT_SHARE``), the DSL's share of all outputs' input-dependent elements at
-least 1/64 (``TOTAL_SHARE``), and its shares of the outputs, each output counted once, more than half on
-average (``OUTPUTS_SHARE``: an operator's outputs are each a part of its answer, whatever their sizes; one of two
-outputs wholly the DSL's and the other wholly eager is half of the answer, not most of it).
+least 1/64 (``TOTAL_SHARE``), and its shares of the answer's parts more than half on average
+(``OUTPUTS_SHARE``: an operator's returned outputs are each a part of its answer, whatever their sizes, and its
+in-place state is one part, weighted within by the elements the operator changes in each tensor (``parts_share``);
+one of two parts wholly the DSL's and the other wholly eager is half of the answer, not most of it).
+Weighting every output by its elements would fail the p49 plan below (5.9% of the elements), and requiring every
+large output to be the DSL's would too (its eager logits are 94% of them), so returned outputs stay counted once;
+what the red team's p26 case (rt10 F5) exploited was two tiny in-place outputs counted as two parts.
 All hold for the study's partial plans (p49: the DSL computes two of the three outputs, the routing
 weights and ids, 5.9% of the elements, eager the router logits: 2/3; p52: a DSL quantisation whose
 result the eager GEMM consumes, 100% dependent) and fail a kernel computing 1 of 64 rows or 1 of 32
@@ -119,7 +123,7 @@ class OutputCoverage:
 class CoverageVerdict:
     outputs: list[OutputCoverage] = field(default_factory=list)
     total_share: float = 0.0
-    outputs_share: float = 0.0  # the outputs' DSL shares, each output counted once, on average
+    outputs_share: float = 0.0  # the answer's parts' DSL shares on average (``parts_share``)
     failure: str | None = None  # the feedback when the rule is broken
 
 
@@ -194,13 +198,29 @@ def apply_provenance(
             coverage[i].eager_source = f"{source}, {where}"
 
 
-def judge(coverage: Sequence[OutputCoverage]) -> CoverageVerdict:
+def parts_share(coverage: Sequence[OutputCoverage], inplace: int = 0) -> float:
+    """The DSL's share of the answer's parts on average (``OUTPUTS_SHARE``): each returned output is one part, and
+    the in-place state (the last ``inplace`` entries) is one more, its share weighted by the elements the operator
+    changes in each of its tensors. A state's tensors are one update (a cache and its scales, a block table and its
+    counts), and what the operator changes in them is the answer, not the tensors' number: counted once each, the
+    red team's p26 case (rt10 F5: a Python answer copied into the slot mappings, 0% the DSL's) was carried to 2/3 by
+    a block table and its counts updated by a kernel, 10 and 7 changed elements."""
+    returned = [c for c in coverage[: len(coverage) - inplace] if c.informative]
+    state = [c for c in coverage[len(coverage) - inplace :] if c.informative]
+    shares = [c.dsl_share for c in returned]
+    if state:
+        shares.append(sum(c.dsl_share * c.informative for c in state) / sum(c.informative for c in state))
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+def judge(coverage: Sequence[OutputCoverage], inplace: int = 0) -> CoverageVerdict:
+    """The rule on each output's DSL share; the last ``inplace`` entries are the in-place inputs (``parts_share``)."""
     counted = [c for c in coverage if c.informative]
     verdict = CoverageVerdict(list(coverage))
     total = sum(c.informative for c in counted)
     produced = [c for c in counted if c.dsl_share >= OUTPUT_SHARE]
     verdict.total_share = sum(c.dsl_share * c.informative for c in produced) / total if total else 0.0
-    verdict.outputs_share = sum(c.dsl_share for c in counted) / len(counted) if counted else 0.0
+    verdict.outputs_share = parts_share(coverage, inplace)
     if produced and verdict.total_share >= TOTAL_SHARE and verdict.outputs_share > OUTPUTS_SHARE:
         return verdict
     worst = max(counted, key=lambda c: c.dsl_share, default=None)
@@ -211,8 +231,9 @@ def judge(coverage: Sequence[OutputCoverage]) -> CoverageVerdict:
     verdict.failure = (
         "The DSL kernels do not produce the outputs: " + "; ".join(why) + ". A DSL kernel must produce at least "
         f"{OUTPUT_SHARE:.0%} of one output, {TOTAL_SHARE:.1%} of all outputs' input-dependent elements and "
-        f"more than {OUTPUTS_SHARE:.0%} of the outputs on average (each output counted once); do the operator's work "
-        "in the DSL, not in eager code around it."
+        f"more than {OUTPUTS_SHARE:.0%} of the outputs on average (each returned output counted once, the in-place "
+        "state once, by the elements the operator changes); do the operator's work in the DSL, not in eager code "
+        "around it."
     )
     return verdict
 

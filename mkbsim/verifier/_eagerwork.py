@@ -55,12 +55,18 @@ Values computed in plain Python (``tolist()``, ``.item()`` in a loop, ``bytes(st
 and Python, counted on the same draw (``crossings``): out of tensors, every ``_local_scalar_dense`` (an
 ``item()``, a ``float()``, a storage's element) and every element of a ``tolist()`` (the worker's hook on
 ``Tensor.tolist`` reports it as ``mkbsim.to_python``); into tensors, every element ``torch.tensor``/``as_tensor``
-lifts from Python (``lift_fresh``), every scalar a fill or a full takes, and one value per operator on single
-elements (``out[i].add_(v)``). The arithmetic done on them in
-between is unknowable, so the rule counts what crosses: when what leaves the tensors is ``PYTHON_SHARE`` of the
-problem's input elements, or what enters them that share of its output elements, the answer went through
-Python (``decorative_dsl``). Buffers turned into tensors whole (``torch.frombuffer``, a storage's
-``from_buffer``) are refused to the submission by the guards.
+lifts from Python (``lift_fresh``), every scalar a fill or a full takes, one value per operator on single
+elements (``out[i].add_(v)``), and every argument a DSL launch takes by value. The arithmetic done on them in
+between is unknowable, so the rule counts what crosses, in bytes (``WIDE``: a tensor's elements at their width, a
+Python value at 64 bits): when what leaves the tensors is ``PYTHON_SHARE`` of the bytes the operator reads, or what
+enters them that share of its answer's, the answer went through Python (``decorative_dsl``). Both are what the
+operator reads and writes, not whole states (``answer_bytes``): the answer is the returned outputs and the elements
+the operator changes in its in-place inputs; what it reads, its other inputs and those changed elements. Against a
+cache or a block table counted whole, and in elements, a whole answer computed in Python crossed as 0.4% of p26's
+outputs and 12.5% of p21's (read through an int64 view of the bf16 keys, codes lifted eight to an int64): the red
+team's rt10 F1, F4.
+Buffers turned into tensors whole (``torch.frombuffer``, a storage's ``from_buffer``) are refused to the submission
+by the guards.
 """
 
 from __future__ import annotations
@@ -80,8 +86,8 @@ EAGER_SHARE = 0.65
 #: ... and from this share of the reference's passes (operators, fused ones counted as the passes they make).
 PASS_SHARE = 0.65
 KINDS = ("matmul", "pointwise", "movement")
-#: Python carries the answer from this share of the problem's input elements read out of tensors, or of its
-#: output elements lifted into them, on one draw (honest plans read a few counts and scalars: README).
+#: Python carries the answer from this share of the bytes the operator reads read out of tensors, or of its answer's
+#: bytes lifted into them, on one draw (``answer_bytes``; honest plans read a few counts and scalars: README).
 PYTHON_SHARE = 0.25
 #: On a problem of element work alone (no products in its reference), the eager code computes the answer from this
 #: share of the FLOPs every formulation of the problem does (``Cost.floor_flops``: its useful FLOPs, or fewer where a
@@ -90,11 +96,24 @@ USEFUL_SHARE = 0.65
 #: The record the worker's ``Tensor.tolist`` hook writes: its tensor's elements leave for Python.
 TO_PYTHON = "mkbsim.to_python.default"
 #: The record the provenance vault writes for a DSL launch's arguments that are not tensors (numbers, and anything
-#: else given by value): each carries a value from Python into the DSL's memory, as a lifted element does (the red
-#: team's rt9a F4: an eager answer read out with one ``tolist`` and stored by launches taking 32 floats each).
+#: else given by value; its one output size is how many): each carries a value from Python into the DSL's memory, as
+#: lifted elements do (the red team's rt9a F4: an eager answer read out with one ``tolist`` and stored by launches
+#: taking 32 floats each).
 LAUNCH_SCALARS = "mkbsim.launch_scalars.default"
-#: Operators taking one Python scalar into a tensor (a fill or a full: one value crosses, whatever their size).
-_SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill"))
+#: The bytes one Python value carries where its width is not recorded (a by-value argument, a fill's scalar, a value
+#: stored into one element): a 64-bit number.
+SCALAR_BYTES = 8
+#: Crossings recorded with the element width of the tensor that crosses (``WIDTH`` and its bytes appended to the name,
+#: by the worker's vault and the reference's recorder): what crosses is counted in bytes, so that reading or lifting
+#: through a wider view (bf16 data as int64, eight fp8 codes packed in one int64) carries no more than it holds (the
+#: red team's rt10 F4 read p21's keys and lifted its codes so, a quarter and an eighth of the elements).
+WIDE = frozenset(("aten.lift_fresh.default", "aten.lift_fresh_copy.default", "aten._local_scalar_dense.default",
+                  TO_PYTHON))  # fmt: skip
+WIDTH = "+w"
+WIDTHS = {n: f"{WIDTH}{n}" for n in (1, 2, 4, 8, 16)}
+#: Operators taking a Python scalar into a tensor (a fill or a full: one value crosses, whatever their size; a range's
+#: start or end: ``torch.arange(v, v + 1)`` holds v).
+_SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill", "arange", "linspace", "logspace"))
 
 #: Operators that only move, convert or allocate data (base names: in-place and ``out=`` forms alike). The
 #: ones in ``_FREE`` write nothing derived from the inputs (views, allocations, fills) and cost nothing.
@@ -238,8 +257,11 @@ def _operator(name: str) -> tuple[str, str]:
 
 def recorded_name(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
     """The name a call of operator ``name`` ("ns.op.overload") is recorded under: marked ``ACCUMULATES`` where
-    it is a store told to add into its destination, ``SCALES`` where a product scales (the worker's vault does the
-    same with its own bound functions)."""
+    it is a store told to add into its destination, ``SCALES`` where a product scales, with its tensor's width where it
+    is a crossing (``WIDE``; the worker's vault does the same with its own bound functions)."""
+    if name in WIDE:
+        first = next(iter(_tensors(args)), None)
+        return wide_name(name, first) if first is not None else name
     base = _operator(name)[1]
     if base in SCALING:
         return name + SCALES if kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1) else name
@@ -330,9 +352,10 @@ class Work:
 
     amounts: dict[str, float]
     passes: dict[str, list[OperatorPasses]]
-    to_python: int = 0  # elements read out of tensors into Python objects
-    from_python: int = 0  # elements made from Python objects into tensors
-    elements: tuple[int, int] = (0, 0)  # the problem's (input, output) tensor elements: the reference's only
+    to_python: int = 0  # bytes read out of tensors into Python objects
+    from_python: int = 0  # bytes made from Python objects into tensors (DSL launches' by-value arguments included)
+    #: the bytes the problem's operator reads, and its answer's (``answer_bytes``): the reference's only
+    informative: tuple[int, int] = (0, 0)
     useful: float = 0.0  # the problem's useful FLOPs (its ``cost()``): the reference's only
     #: the FLOPs every formulation of the problem does (``Cost.floor_flops``, at most ``useful``): the reference's only
     necessary: float = 0.0
@@ -343,20 +366,29 @@ class Work:
     padding: float = 1.0  # how much more than its useful products the reference computed (the reference's only)
 
 
+def wide_name(name: str, tensor: torch.Tensor) -> str:
+    """The name a crossing (``WIDE``) of ``tensor``'s elements is recorded under: with their width."""
+    return name + WIDTHS.get(tensor.element_size(), "") if name in WIDE else name
+
+
 def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
-    """(elements out of tensors into Python, elements into tensors from Python) of one operator call."""
+    """(bytes out of tensors into Python, bytes into tensors from Python) of one operator call."""
+    head, marked, tail = name.rpartition(WIDTH)
+    name, width = (head, int(tail)) if marked and tail.isdigit() else (name, SCALAR_BYTES)
     parts = name.split(".")
     base = parts[1].rstrip("_") if len(parts) > 1 else name
     if name == TO_PYTHON:
-        return (_numel(ins[0]) if ins else 0), 0
+        return (_numel(ins[0]) * width if ins else 0), 0
     if base == "_local_scalar_dense":
-        return 1, 0
-    if base in ("lift_fresh", "lift_fresh_copy") or name == LAUNCH_SCALARS:
-        return 0, max((_numel(s) for s in outs), default=0)
+        return width, 0
+    if base in ("lift_fresh", "lift_fresh_copy"):
+        return 0, max((_numel(s) for s in outs), default=0) * width
+    if name == LAUNCH_SCALARS:  # how many arguments were given by value
+        return 0, sum(map(_numel, outs)) * SCALAR_BYTES
     # one Python value: a fill's or a full's, or an operator computing on single elements (``out[i].add_(v)``),
     # element by element the way Python writes an answer into a tensor; a view of one element takes none
     single = max((_numel(s) for s in (*ins, *outs)), default=0) <= 1 and base not in _FREE
-    return 0, int((base in _SCALAR_IN or single) and parts[0] == "aten")
+    return 0, SCALAR_BYTES * int((base in _SCALAR_IN or single) and parts[0] == "aten")
 
 
 def work_of(ops: Iterable[OpRecord]) -> Work:
@@ -462,24 +494,29 @@ def _give(sizes: list[float], left: list[int], rests: dict[float, int], spare: f
     rests[spare] = rests.get(spare, 0) + 1
 
 
-def _tensor_sizes(obj: Any) -> Sizes:
-    """The sizes of the tensors in ``obj``, depth first in order (as the worker's vault records them)."""
-    found: list[tuple[int, ...]] = []
+def _tensors(obj: Any) -> list[torch.Tensor]:
+    """The tensors in ``obj``, depth first in order."""
+    found: list[torch.Tensor] = []
     stack = [obj]
     while stack:
         item = stack.pop()
         if isinstance(item, torch.Tensor):
-            found.append(tuple(item.shape))
+            found.append(item)
         elif isinstance(item, (tuple, list)):
             stack.extend(reversed(item))
         elif isinstance(item, dict):
             stack.extend(reversed(list(item.values())))
-    return tuple(found)
+    return found
 
 
-def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[list[OpRecord], Any]:
-    """The reference's own eager operators on private copies of ``inputs``, recorded as the vault does, and its
-    outputs."""
+def _tensor_sizes(obj: Any) -> Sizes:
+    """The sizes of the tensors in ``obj``, depth first in order (as the worker's vault records them)."""
+    return tuple(tuple(t.shape) for t in _tensors(obj))
+
+
+def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[list[OpRecord], Any, list[Any]]:
+    """The reference's own eager operators on private copies of ``inputs``, recorded as the vault does, its
+    outputs, and the copies as it left them."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     counts: dict[tuple[str, Sizes, Sizes], int] = {}
@@ -493,7 +530,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             return out
 
     def tolist(tensor: torch.Tensor) -> Any:  # as the worker's hook reports it (``to_python_hook``)
-        key = (TO_PYTHON, _tensor_sizes(tensor), ())
+        key = (wide_name(TO_PYTHON, tensor), _tensor_sizes(tensor), ())
         counts[key] = counts.get(key, 0) + 1
         return torch._C.TensorBase.tolist(tensor)
 
@@ -508,13 +545,41 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             del torch.Tensor.tolist
         else:
             torch.Tensor.tolist = saved  # type: ignore[method-assign]
-    return list(counts.items()), outputs
+    return list(counts.items()), outputs, copies
 
 
 def reference_ops(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[OpRecord]:
     """The eager operators (and ``tolist()`` calls) of ``reference`` (the problem's, or in a benchmark a
     solution's) on private copies of ``inputs``, recorded as the vault does."""
     return _recorded(reference, inputs)[0]
+
+
+#: Elements compared at a time where an in-place input's changes are counted (a 1 GB cache: no 1 GB mask at once).
+_CHANGED_STEP = 1 << 24
+
+
+def _changed(before: torch.Tensor, after: torch.Tensor) -> int:
+    """How many elements of an in-place input the reference changed, by their bytes (a NaN left alone is none)."""
+    width = before.element_size()
+    # an element as one integer of its width, or as its bytes where no integer is as wide (complex128)
+    same = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(width, torch.uint8)
+    a, b = (t.detach().contiguous().reshape(-1).view(same).reshape(-1, width // same.itemsize) for t in (before, after))
+    found = 0
+    for at in range(0, before.numel(), _CHANGED_STEP):
+        found += int(torch.count_nonzero((a[at : at + _CHANGED_STEP] != b[at : at + _CHANGED_STEP]).any(dim=1)))
+    return found
+
+
+def answer_bytes(inputs: Sequence[Any], outputs: Any, changed: dict[int, torch.Tensor]) -> tuple[int, int]:
+    """The bytes the problem's operator reads and those of its answer. The answer is the returned outputs and the
+    elements the operator changes in its in-place inputs (``changed``: each as the reference left it), not the whole
+    state: a cache append's answer is the rows it writes, a block table's the entries it appends (the red team's
+    rt10 F1/F4: p26's whole answer lifted from Python was 0.4% of the outputs counted with the 8.4M-entry table,
+    p21's 12.5% with the caches). What it reads is every input it does not update and, of those it updates, the
+    elements it changes (an in-place state's other elements are what the operator leaves alone)."""
+    changes = sum(_changed(inputs[i], after) * after.element_size() for i, after in changed.items())
+    kept = sum(x.nbytes for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and i not in changed)
+    return kept + changes, sum(x.nbytes for x in _tensors(outputs)) + changes
 
 
 def reference_work(
@@ -524,17 +589,16 @@ def reference_work(
     inplace: Sequence[int] = (),
     necessary_flops: float = 0.0,
 ) -> Work:
-    """The reference's work on ``inputs``, with the problem's input and output elements (``Work.elements``; the
-    in-place inputs, at ``inplace``, are outputs too).
+    """The reference's work on ``inputs``, with the bytes it reads and its answer's (``Work.informative``; the
+    in-place inputs, at ``inplace``, are outputs where it changes them).
     A reference that computes more products than the problem's ``useful_flops`` (its ``cost()``: every FLOP
     the operator needs) pads or masks (attention over sequences padded to the longest, causal blocks computed
     whole): its work, every kind and every pass, is taken at the useful share (``Work.padding``), so an answer
     that skips the padding is priced against what the problem needs. ``necessary_flops`` (``Cost.floor_flops``,
     ``useful_flops`` where not given) is what the floor on element work prices eager code against."""
-    ops, outputs = _recorded(reference, inputs)
+    ops, outputs, after = _recorded(reference, inputs)
     work = work_of(ops)
-    written = [*_tensor_sizes(outputs), *_tensor_sizes([inputs[i] for i in inplace])]
-    work.elements = (sum(map(_numel, _tensor_sizes(list(inputs)))), sum(map(_numel, written)))
+    work.informative = answer_bytes(inputs, outputs, {i: after[i] for i in inplace})
     work.useful = useful_flops
     work.necessary = necessary_flops or useful_flops
     if 0 < useful_flops < work.amounts["matmul"]:
@@ -560,7 +624,8 @@ class EagerWork:
     #: on a problem of element work alone: the eager compute of known operators over the FLOPs every formulation of
     #: the problem does (``Cost.floor_flops``: its useful FLOPs, or fewer where a correct formulation skips some)
     useful: float = 0.0
-    #: "out": elements read into Python over the problem's input elements; "in": lifted from Python over its outputs'
+    #: "out": bytes read into Python over those the operator reads; "in": lifted from Python over its answer's
+    #: (``answer_bytes``)
     python: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -604,8 +669,8 @@ def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
     if reference.necessary > 0 and reference.amounts["matmul"] == 0 and reference.amounts["pointwise"] > 0:
         # a floor no formulation escapes: the work every formulation does (``Cost.floor_flops``), not the reference's
         found.useful = (eager.amounts["matmul"] + eager.amounts["pointwise"] - eager.unknown) / reference.necessary
-    inputs, outputs = reference.elements
-    found.python = {"out": eager.to_python / max(inputs, 1), "in": eager.from_python / max(outputs, 1)}
+    read, answer = reference.informative
+    found.python = {"out": eager.to_python / max(read, 1), "in": eager.from_python / max(answer, 1)}
     return found
 
 
@@ -643,9 +708,11 @@ def to_python_hook(self: Any, *, _send: Any, _original: Any, _marker: Any) -> An
 def explain(found: EagerWork) -> str:
     if found.through_python:
         return (
-            f"In correctness draw {found.draw} {found.python['out']:.0%} of the problem's input elements were read out "
-            f"of tensors into Python objects (tolist(), item(), a storage's bytes) and {found.python['in']:.0%} of its "
-            f"output elements were made from Python objects (torch.tensor(list), fills): at {PYTHON_SHARE:.0%} of "
+            f"In correctness draw {found.draw} {found.python['out']:.0%} of the bytes the operator reads (its inputs, "
+            "of an in-place one the elements it changes) were read out of tensors into Python objects (tolist(), "
+            f"item(), a storage's bytes) and {found.python['in']:.0%} of its answer's (the outputs and the in-place "
+            "elements it changes) were made from Python objects (torch.tensor(list), fills, arguments given to kernels "
+            f"by value): at {PYTHON_SHARE:.0%} of "
             "either, the answer is computed in plain Python and the DSL kernels do none of the operator's work. Keep "
             "the data in tensors and move the operator's work into the DSL."
         )

@@ -265,7 +265,7 @@ def coverage(v: Verification) -> Failure | None:
             failure = _provenance(v, d, normal[(k + 1) % len(normal)], found)
             if failure is not None:
                 return failure
-        verdict = _coverage.judge(found)
+        verdict = _coverage.judge(found, len(v.shape.inplace))
         v.details.setdefault("bypass", []).append(
             {
                 "launches": sup.page["launches"],

@@ -314,7 +314,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
         cat=torch._C._VariableFunctions.cat, accumulating=_eagerwork.ACCUMULATING,
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
-        scales=_eagerwork.SCALES,
+        scales=_eagerwork.SCALES, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS,
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
@@ -332,6 +332,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
                  torch.uint32: torch.int32, torch.uint64: torch.int64},
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
+        issubclass=issubclass,
         # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
         # this thread's only, so that no thread of the submission's is counted; cuda: host time inside the call)
         work_clock=_perf_counter if device.type == "cuda" else time.process_time,
@@ -1459,7 +1460,13 @@ def provenance_vault(
         elif operator_name.rstrip("_") in lib.scaling:  # a product scaling (``_eagerwork.SCALES``)
             scaled = kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1)
             priced = name + lib.scales if scaled else name
-        key = (priced, sizes((args, kwargs)), sizes(out))  # the eager work done, priced by the verifier
+        given_sizes = sizes((args, kwargs))
+        if name in lib.wide and lib.len(args) and lib.issubclass(lib.type(args[0]), lib.Tensor):
+            # values crossing from or into Python: counted in bytes (``_eagerwork.wide_name``), a Tensor subclass's
+            # (an ``nn.Parameter``'s tolist()) as a tensor's: ``sizes`` takes torch's own class only
+            priced = name + lib.widths.get(lib.element_size(args[0]), "")
+            given_sizes = (lib.tuple(lib.size(args[0])),)
+        key = (priced, given_sizes, sizes(out))  # the eager work done, priced by the verifier
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
@@ -1569,8 +1576,8 @@ def provenance_vault(
             else:
                 parts.append(lib.id(kind))
                 by_value += 1
-        if audit and by_value:  # each as many elements as 64 bits hold of the narrowest output (fp8): packed values
-            key = (lib.launch_scalars, (), ((8 * by_value,),))
+        if audit and by_value:  # how many: the verifier prices each by the answer's width (``_eagerwork``)
+            key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
         return lib.tuple(parts)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,14 +11,16 @@ from typing import Any
 import pytest
 import torch
 
-from mkbsim.verifier import VerifierSession
+from mkbsim.verifier import VerifierSession, _coverage, _eagerwork, _phases
 from mkbsim.verifier._compare import build_refs
 from mkbsim.verifier._control import ControlPage
 from mkbsim.verifier._coverage import OUTPUT_SHARE, OUTPUTS_SHARE, TOTAL_SHARE, OutputCoverage, informative_mask, judge
 from mkbsim.verifier._devices import REMEASURES, best_profile, speed_of_light
+from mkbsim.verifier._judge import Failure
 from tests.kits.timing_rules import timing_rules_off
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
+ADVERSARIAL = Path(__file__).with_name("adversarial")
 
 
 def _cov(label: str, n: int, wrong: float, eager: float = 0.0) -> OutputCoverage:
@@ -197,3 +200,42 @@ def test_one_of_two_outputs_wholly_eager_is_not_most_of_the_answer() -> None:
     half = judge([_cov("output", 4096, 0.0, 1.0), _cov("new_state", 65536, 1.0)])
     assert half.outputs_share == OUTPUTS_SHARE and half.failure and "on average" in half.failure
     assert judge([_cov("output", 4096, 0.02, 0.98), _cov("new_state", 65536, 1.0)]).failure is None
+
+
+def test_the_in_place_state_is_one_part_weighted_by_what_changes() -> None:
+    """Red team rt10 F5 (p26): a Python answer copied into the slot mappings (0% the DSL's), the block table and its
+    counts updated by a kernel (10 and 7 changed elements): counted once each, 2/3 on average, passed. The state is
+    one part of the answer, weighted within by its changed elements: half, which is not most of it."""
+    found = [_cov("slot_mappings", 150, 0.0, 1.0), _cov("block_tables", 10, 1.0), _cov("num_blocks", 7, 1.0)]
+    assert judge(found).failure is None  # each counted once, as before
+    state = judge(found, inplace=2)
+    assert state.outputs_share == OUTPUTS_SHARE and state.failure and "on average" in state.failure
+    # an honest p21 kernel (four caches, the fp8 codes matched by chance at 8% of their elements) keeps its margin
+    p21 = [_cov("key_cache", 45512, 0.918), _cov("value_cache", 45486, 0.917), _cov("k_scale", 360, 1.0),
+           _cov("v_scale", 360, 1.0)]  # fmt: skip
+    assert judge(p21, inplace=4).failure is None and judge(p21, inplace=4).outputs_share > 0.9
+    # a kernel writing the outputs and the state alike passes either way
+    whole = [_cov("q_out", 4096, 1.0), _cov("key_cache", 512, 1.0), _cov("value_cache", 512, 1.0)]
+    assert judge(whole, inplace=2).failure is None
+
+
+@pytest.mark.parametrize("state_as_one_part", [False, True])
+def test_a_state_updated_by_a_kernel_does_not_carry_a_copied_answer(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, state_as_one_part: bool
+) -> None:
+    """adversarial/state_carries_copied_answer_p26.py with the plain-Python rule off (which also rejects it): its
+    slot mappings, a Python answer the kernel copies, are 0% the DSL's; the block table and counts it updates carried
+    the average when counted as two outputs (passed), not as one state."""
+    monkeypatch.setattr(_eagerwork, "PYTHON_SHARE", math.inf)
+    monkeypatch.setattr(_phases, "timing", lambda v: Failure("timeout", "not timed: the test judges coverage alone"))
+    if not state_as_one_part:
+        judge_parts = _coverage.judge
+        monkeypatch.setattr(_coverage, "judge", lambda found, inplace=0: judge_parts(found))
+    report = cpu_session.verify(ADVERSARIAL / "state_carries_copied_answer_p26.py", "p26", "tirx")
+    assert report.correct, report.feedback
+    (slots, *state) = report.details["bypass"][-1]["outputs"]
+    assert slots["dsl_share"] == 0.0 and all(s["dsl_share"] == 1.0 for s in state)
+    if state_as_one_part:
+        assert report.failure == "decorative_dsl" and "on average" in report.feedback
+    else:
+        assert report.bypass_ok and report.failure == "timeout", report.feedback

@@ -309,17 +309,22 @@ def test_an_element_computed_honestly_beside_the_decoded_ones_keeps_its_credit()
 
 def test_a_view_of_one_element_takes_nothing_from_python_and_in_place_outputs_count() -> None:
     """A scalar view (``scale.view(1)``) or a cast of a one-element tensor carries no Python value; a fill, a
-    full and an operator on one element still do. In-place inputs are the outputs of problems returning nothing."""
+    full and an operator on one element still do (a 64-bit value each). In-place inputs are the outputs of problems
+    returning nothing, by the elements the operator changes in them."""
     assert crossing("aten.view.default", ((),), ((1,),)) == (0, 0)
     assert crossing("aten.select.int", ((1,),), ((),)) == (0, 0)
-    assert crossing("aten.fill_.Scalar", ((1,),), ((1,),)) == (0, 1)
-    assert crossing("aten.add_.Tensor", ((),), ((),)) == (0, 1)
+    assert crossing("aten.fill_.Scalar", ((1,),), ((1,),)) == (0, 8)
+    assert crossing("aten.add_.Tensor", ((),), ((),)) == (0, 8)
     passes: dict[str, list[Any]] = {"matmul": [], "pointwise": [("mul", 100.0, 1)], "movement": []}
     eager = _eagerwork.work_of([(("aten.mul.Tensor", ((), ()), ((),)), 2)])
     reference = Work({"matmul": 0.0, "pointwise": 100.0, "movement": 0.0}, passes)
 
-    reference.elements = (100, 0)
-    assert compare(1, eager, reference).python["in"] == 2.0  # no output: one Python value is everything
+    reference.informative = (400, 8)
+    assert compare(1, eager, reference).python["in"] == 2.0  # one float64 answer: two Python values are twice it
     inputs = [torch.zeros(4, 25), torch.zeros(1)]
-    written = _eagerwork.reference_work(lambda dst, scale: None, inputs, inplace=[0])
-    assert written.elements == (101, 100)
+
+    def ten_written(dst: torch.Tensor, scale: torch.Tensor) -> None:
+        dst[0, :10] = 1.0
+
+    written = _eagerwork.reference_work(ten_written, inputs, inplace=[0])
+    assert written.informative == (4 + 10 * 4, 10 * 4)  # the scale and the ten elements written, in bytes

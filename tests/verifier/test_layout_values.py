@@ -4,7 +4,7 @@ A kernel binds a tensor argument's sizes, strides and data-pointer offset to var
 by value: the red team's rt10 F3 passed 160 answer values of p26 as the strides of one-element views
 (``zeros(2).as_strided((1,), (v + 1,))``), counted nowhere. The vault now counts, per launch of a correctness
 draw, each layout integer neither the argument's own sizes nor the problem's imply (``_provenance.layout_values``) as
-one value given by value (``_eagerwork.LAUNCH_SCALARS``, eight elements each). Each case drives the vault
+one value given by value (``_eagerwork.LAUNCH_SCALARS``, 64 bits each). Each case drives the vault
 directly (a Python "kernel" behind a counted gate, as in ``test_provenance_bytes``); the channels counted here
 were counted as nothing before (0 values: checked against main 5082941, see the branch's report).
 """
@@ -51,7 +51,7 @@ class Draw:
         self.registry.protect(_provenance.report_result, _send=self.send)([torch.zeros(N)])
         records = self.control.report([N])["records"]
         ops = next(r[1] for r in records if r[0] == "eager_ops")
-        return sum(outs[0][0] // 8 * count for (name, _, outs), count in ops if name == _eagerwork.LAUNCH_SCALARS)
+        return sum(outs[0][0] * count for (name, _, outs), count in ops if name == _eagerwork.LAUNCH_SCALARS)
 
 
 def _kernel(*args: Any) -> None:
@@ -87,7 +87,7 @@ def test_a_slice_at_the_plan_s_own_position_and_length_counts_as_the_arguments_t
     draw: Draw,
 ) -> None:
     """Columns 8 to 16: neither the offset (8) nor the length (8) is one of the problem's sizes; a kernel taking the
-    whole matrix would take them by value, and they count the same (an honest chunked plan pays eight elements a
+    whole matrix would take them by value, and they count the same (an honest chunked plan pays 64 bits a
     slice per launch: ``honest/many_small_launches.py``)."""
     draw.launch(draw.x[:, 8:16])
     assert draw.values_given() == 2
