@@ -24,60 +24,27 @@ kernel (``/proc/PID/status``) when the worker is forked and once it answered its
 from __future__ import annotations
 
 import ctypes
-import errno
 import platform
-import struct
 from typing import Any
 
-_LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
-_ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
-_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (arg0's low word on little-endian machines)
+from mkbsim._seccomp_bpf import ABIS, ARG0, JEQ, JSET, LD_ABS, head, op, tail
+
 _CLONE_THREAD = 0x00010000
-_X32_BIT = 0x40000000
-
-
-class _Abi:
-    """A machine's audit architecture, its ``seccomp`` system call and the numbers of the ones refused."""
-
-    def __init__(self, arch: int, seccomp: int, clone: int, clone3: int, refused: dict[str, int]) -> None:
-        self.arch, self.seccomp, self.clone, self.clone3, self.refused = arch, seccomp, clone, clone3, refused
-
-
-_ABIS = {
-    "x86_64": _Abi(0xC000003E, seccomp=317, clone=56, clone3=435,
-                   refused={"fork": 57, "vfork": 58, "execve": 59, "execveat": 322}),
-    # aarch64 has no fork or vfork system call: the C library forks with clone
-    "aarch64": _Abi(0xC00000B7, seccomp=277, clone=220, clone3=435, refused={"execve": 221, "execveat": 281}),
-}  # fmt: skip
-
-
-def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k)
 
 
 def program(machine: str | None = None) -> bytes | None:
-    """The filter for ``machine`` (default: this one), or None where there is none."""
-    abi = _ABIS.get(machine or platform.machine())
+    """The filter for ``machine`` (default: this one), or None where there is none: a process (``fork``,
+    ``vfork``, ``execve``, ``execveat``, ``clone`` without ``CLONE_THREAD``) is refused with EPERM, a thread is not."""
+    abi = ABIS.get(machine or platform.machine())
     if abi is None:
         return None
-    eperm, enosys = _ERRNO | errno.EPERM, _ERRNO | errno.ENOSYS
-    refused = list(abi.refused.values())
+    refused = list(abi.processes.values())
     ops = [
-        _op(_LD_ABS, _ARCH),
-        _op(_JEQ, abi.arch, jt=1),  # this machine's ABI: go on; any other: ENOSYS
-        _op(_RET, enosys),
-        _op(_LD_ABS, _NR),
-        _op(_JGE, _X32_BIT, jt=0, jf=1),  # x32 system calls (x86_64's bit 30): ENOSYS
-        _op(_RET, enosys),
-        _op(_JEQ, abi.clone3, jt=0, jf=1),
-        _op(_RET, enosys),
-        _op(_JEQ, abi.clone, jt=0, jf=2),
-        _op(_LD_ABS, _ARG0),
-        _op(_JSET, _CLONE_THREAD, jt=len(refused), jf=len(refused) + 1),  # a thread: ALLOW; a process: EPERM
-        # each refused number jumps to the EPERM after the list; none of them falls through to ALLOW
-        *(_op(_JEQ, nr, jt=len(refused) - i) for i, nr in enumerate(refused)),
-        _op(_RET, _ALLOW),
-        _op(_RET, eperm),
+        *head(abi),
+        op(JEQ, abi.clone, jt=0, jf=2),
+        op(LD_ABS, ARG0),
+        op(JSET, _CLONE_THREAD, jt=len(refused), jf=len(refused) + 1),  # a thread: ALLOW; a process: EPERM
+        *tail(refused),
     ]
     return b"".join(ops)
 
@@ -102,7 +69,7 @@ def _install(*, _prctl: Any, _syscall: Any, _nr: int, _fprog: int, _errno: Any, 
 def installer(protect: Any) -> tuple[Any, str | None]:
     """The hook that installs the filter (bound now, before the submission exists), or None and why none can be."""
     code = program()
-    abi = _ABIS.get(platform.machine())
+    abi = ABIS.get(platform.machine())
     if code is None or abi is None:
         return None, f"no process filter for this machine ({platform.machine()})"
     try:

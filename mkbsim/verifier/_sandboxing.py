@@ -7,11 +7,11 @@ own, with its own folder (0700) and a umask that keeps its other files private: 
 or signal another's files or processes, a reference worker's included. Started by an ordinary user, the
 sandbox is a user namespace that maps one uid, which all its workers share. Read-only: the interpreter and
 its packages, the folders the DSLs and torch are installed in, and of the project only
-``mkbsim/__init__.py``, ``mkbsim/_version.py`` and the verifier's own package (the harness). Writable: one
-folder of the session's, holding each worker's working directory; a submission is copied into its worker's
-directory, a problem's reference (the ``problems`` package) into the reference worker's for as long as it
-imports it, and no candidate worker runs meanwhile. Nothing else of the host exists inside: no
-``problems/``, no other checkout, no home directory, no store, so no call whatever (``open``,
+``mkbsim/__init__.py``, ``mkbsim/_version.py``, ``mkbsim/_seccomp_bpf.py`` (the process filter's parts) and
+the verifier's own package (the harness). Writable: one folder of the session's, holding each worker's working
+directory; a submission is copied into its worker's directory, a problem's reference (the ``problems`` package) into
+the reference worker's for as long as it imports it, and no candidate worker runs meanwhile. Nothing else of the host
+exists inside: no ``problems/``, no other checkout, no home directory, no store, so no call whatever (``open``,
 ``os.rename``, a DSL kernel reading memory at an address) reaches a reference or writes outside the
 worker's folder.
 
@@ -136,7 +136,12 @@ def make_sandbox(env: dict[str, str], device_type: str) -> WorkerSandbox | str:
         return support.describe()
     verifier = Path(__file__).resolve().parent
     root = Path(tempfile.mkdtemp(prefix="mkbsim-verifier-"))
-    package = [verifier.parent / "__init__.py", verifier.parent / "_version.py", verifier]
+    package = [
+        verifier.parent / "__init__.py",
+        verifier.parent / "_version.py",
+        verifier.parent / "_seccomp_bpf.py",
+        verifier,
+    ]
     ro = [*python_paths(), *_install_folders(), *package]
     devices: tuple[str, ...] = ()
     if device_type == "cuda":
