@@ -365,8 +365,8 @@ def test_an_answer_in_two_halves_copied_by_two_launches_is_not_the_dsls(audit: A
     for k, half in enumerate(_halves()):
         audit.launch(copy_rows, out, audit.eager("aten.mul.Tensor", (half, 1.0)), k * ROWS // 2)
     # the copy checks' chance correction draws decoys from a system-seeded generator: now and then (2 in ~40 runs)
-    # it withholds about 1% of the positions; the decorative line is at 50%
-    assert audit.outside_share(out) >= 0.97
+    # it withholds about 1% of the positions, once (clean-clone CI, 2026-12-02) 3.9%; the decorative line is at 50%
+    assert audit.outside_share(out) >= 0.9
 
 
 def test_an_answer_split_by_columns_into_two_arguments_is_not_the_dsls(audit: Audit) -> None:
