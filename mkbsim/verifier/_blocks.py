@@ -155,9 +155,14 @@ def plan(scored: Sequence[str], warmups: int, per_call: int, budget: int, distin
     with one arena for the block's warm-ups (``distinct``: one each, see ``Block``)."""
     lead = max(warmups, BLOCK_WARMUP)
     fit = max(1, min(budget // max(per_call, 1) - (lead if distinct else 1), MAX_BLOCK_CALLS - lead))
+    # as many blocks as the budget needs, of even sizes: a short last block (one scored call after 84, the H200
+    # 2026-12-03, p36 at production) carries the cold first call of a block alone, which the per-call noise of a
+    # handful of calls cannot cover (honest kernels failed the block totals in every run)
+    count = -(-len(scored) // fit)
+    size = -(-len(scored) // count) if count else fit
     blocks = []
-    for i in range(0, len(scored), fit):
-        blocks.append(["warmup"] * (warmups if i == 0 else BLOCK_WARMUP) + list(scored[i : i + fit]))
+    for i in range(0, len(scored), size):
+        blocks.append(["warmup"] * (warmups if i == 0 else BLOCK_WARMUP) + list(scored[i : i + size]))
     return blocks or [["warmup"] * warmups]
 
 
