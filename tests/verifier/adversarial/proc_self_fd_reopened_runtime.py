@@ -1,7 +1,7 @@
-"""Reopens its own descriptors through ``/proc/self/fd/N``: the link leads out of /proc (to the socket of the
-verifier's channel, or to a memfd of the harness while one is open: a block's arenas, between their arrival and their
-mapping), and the resolved name was all the guards judged. Of its own process, the submission reads only its resource
-use and limits."""
+"""Reopens its own descriptors through ``/proc/self/fd/N`` where the link leads out of /proc to a file (here
+``/dev/null`` and the worker's output file; a memfd of the harness's memory while one is open: a block's arenas
+between their arrival and their mapping), which was all the guards judged. Of its own process, the submission
+reads only its resource use and limits, and the links walked are judged as the path they lead to."""
 
 # expect: forbidden_api
 # problem: p36
@@ -34,8 +34,10 @@ _kernel = tvm.compile(rmsnorm, target="llvm")
 
 def run(hidden_states, weight):
     for fd in range(64):
+        link = f"/proc/self/fd/{fd}"
         try:
-            os.close(os.open(f"/proc/self/fd/{fd}", os.O_RDONLY))
+            if os.readlink(link).startswith("/"):
+                os.close(os.open(link, os.O_RDONLY))
         except OSError:
             continue
     out = torch.empty_like(hidden_states)
