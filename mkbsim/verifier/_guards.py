@@ -128,8 +128,10 @@ _ENVIRONMENT_EVENTS = frozenset(("os.putenv", "os.unsetenv"))
 _FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 #: Events that list a folder (their first argument): /proc's folders are judged as its files are opened.
 _LISTING_EVENTS = frozenset(("os.listdir", "os.scandir"))
-#: Events that change or duplicate a descriptor (their first argument), refused on the harness's channel.
-_DESCRIPTOR_EVENTS = frozenset(("fcntl.fcntl", "fcntl.ioctl", "fcntl.flock", "fcntl.lockf"))
+#: Events that change, duplicate or map a descriptor (their first argument), judged as the descriptor functions are.
+_DESCRIPTOR_EVENTS = frozenset(("fcntl.fcntl", "fcntl.ioctl", "fcntl.flock", "fcntl.lockf", "mmap.__new__"))
+#: How the harness's memfds (``_control``'s page, ``_arena``'s arenas) show in ``/proc/self/fd``.
+_HARNESS_MEMFD = "/memfd:mkbsim-"
 _WATCHED = frozenset(
     _PROCESS_EVENTS
     | _ALWAYS_REFUSED
@@ -245,6 +247,7 @@ def _constants() -> types.SimpleNamespace:
         TWO_PATH=_TWO_PATH_EVENTS,
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_SYSTEM=_PROC_SYSTEM, PROC_OWN=_PROC_OWN, LISTING=_LISTING_EVENTS, DESCRIPTOR=_DESCRIPTOR_EVENTS,
+        HARNESS_MEMFD=_HARNESS_MEMFD,
         WRITE_FLAGS=_WRITE_FLAGS, VIOLATIONS=_control.VIOLATIONS,
         VIOLATION_COUNT=_control.VIOLATION_COUNT[0], CALLERS=dict(_EVENT_CALLERS), FFI=_FFI_MODULES,
         ENVIRONMENT=_ENVIRONMENT_EVENTS, COMPILERS=dict(_COMPILERS),
@@ -277,14 +280,14 @@ def _guard_vault(
     cfg: Any, rules: tuple[Any, ...], page: Any, protected_codes: Any, vault_codes: Any, genuine: Any,
     ctypes_codes: Any, lib: Any, k: Any
 ) -> Any:  # fmt: skip
-    """The guards' vault. Requests (each answered with None, or an exception for the hook to raise):
-    ("event", name, args); ("import", name, fromlist, frame); ("direct", what, reason, frame, names);
-    ("culprit", what, reason, frame, names); ("asked", what, reason, frame): refused if the submission's code is
-    anywhere on the stack; ("descriptor", what, descriptors, span, frame): refused if one is the harness's channel
-    (``span``: a range of them, low and high); ("building", flag): a DSL build starts or ends on this thread;
-    ("thread", ident, frame); ("inline", what, frame); ("between", flag); ("threads",); ("loaded",): the file is
-    loaded, no process starts from now on; ("seal",): from now on only known code objects are judged by their file
-    name. Violations and inline CUDA go to the control page."""
+    """The guards' vault. Requests (each answered with None, or an exception for the hook to raise): ("event", name,
+    args); ("import", name, fromlist, frame); ("direct", what, reason, frame, names); ("culprit", what, reason,
+    frame, names); ("asked", what, reason, frame): refused if the submission's code is anywhere on the stack;
+    ("descriptor", what, descriptors, span, frame): refused if one is the harness's channel or, to the submission,
+    one of its memfds (``span``: a range of them, low and high); ("building", flag): a DSL build starts or ends on
+    this thread; ("thread", ident, frame); ("inline", what, frame); ("between", flag); ("threads",); ("loaded",):
+    the file is loaded, no process starts from now on; ("seal",): from now on only known code objects are judged by
+    their file name. Violations and inline CUDA go to the control page."""
     modules, names, suffixes, test_prefixes = rules
     cache: dict[str, int] = {}
     generated: dict[int, Any] = {}  # id -> a code object a library compiled from a string and ran at once
@@ -625,6 +628,26 @@ def _guard_vault(
             return False
         return (info.st_dev, info.st_ino) in cfg.harness_files
 
+    def harness_memory(fd: Any) -> bool:
+        """Whether ``fd`` is one of the harness's memfds: the control page's until mapped, a block's arenas from the
+        block's message until mapped (the submission makes none: ``os.memfd_create`` is refused)."""
+        if lib.type(fd) is not lib.int or fd < 0:
+            return False
+        try:
+            return lib.readlink(f"/proc/self/fd/{fd}").startswith(k.HARNESS_MEMFD)
+        except lib.OSError:
+            return False
+
+    def judge_descriptors(what: str, fds: Any, span: bool, frame: Any) -> Any:
+        """Descriptors handed to a call: the harness's channel is refused to every caller (nothing but the harness's
+        socket object uses it), its memfds to the submission (the harness maps them)."""
+        if touches_harness(fds, span):
+            return refuse(what, "the verifier's channel is the harness's", culprit(frame)[1])
+        if span or not lib.any(harness_memory(fd) for fd in fds):
+            return None
+        kind, who = culprit(frame)
+        return refuse(what, "the harness's memory is off limits", who) if kind == k.CANDIDATE else None
+
     def touches_harness(fds: Any, span: bool) -> bool:
         if not span:
             return lib.any(harness_descriptor(fd) for fd in fds)
@@ -677,10 +700,8 @@ def _guard_vault(
 
     def judge_open(args: Any, frame: Any) -> Any:
         raw, mode, flags = (*args, None, None, None)[:3]
-        if lib.type(raw) is lib.int:  # a descriptor: judged where it was opened, but for the harness's channel
-            if harness_descriptor(raw):
-                return refuse(f"open({raw})", "the verifier's channel is the harness's", culprit(frame)[1])
-            return None
+        if lib.type(raw) is lib.int:  # a descriptor: judged where it was opened, but for the harness's
+            return judge_descriptors(f"open({raw})", (raw,), False, frame)
         through: list[str] = []
         real = as_path(raw, through)
         if real is None:
@@ -816,9 +837,7 @@ def _guard_vault(
         if event in k.LISTING:
             return judge_listing(event, args, frame)
         if event in k.DESCRIPTOR:
-            if lib.len(args) and harness_descriptor(args[0]):
-                return refuse(event, "the verifier's channel is the harness's", culprit(frame)[1])
-            return None
+            return judge_descriptors(event, args[:1], False, frame)
         if event == "import":
             name = args[0] if lib.len(args) and lib.type(args[0]) is lib.str else ""
             reason = module_reason(name)
@@ -911,9 +930,8 @@ def _guard_vault(
                 who_kind, who = handed(*culprit(request[3]), request[4])
                 if who_kind == k.CANDIDATE:
                     reply = refuse(request[1], request[2], who)
-            elif kind == "descriptor":  # whoever calls: nothing but the harness's socket object uses its channel
-                if touches_harness(request[2], request[3] is True):
-                    reply = refuse(request[1], "the verifier's channel is the harness's", culprit(request[4])[1])
+            elif kind == "descriptor":
+                reply = judge_descriptors(request[1], request[2], request[3] is True, request[4])
             elif kind == "thread":
                 who_kind, _ = culprit(request[2])
                 if who_kind == k.CANDIDATE:
