@@ -154,8 +154,8 @@ _PROC_OWN = frozenset(("status", "statm", "stat", "limits", "io", "sched", "sche
                        "oom_score", "wchan", "task"))  # fmt: skip
 #: The functions that read, write, duplicate, replace or close a descriptor, with where each takes one (position,
 #: keyword): none may touch the harness's channel to the verifier, whoever calls them (the harness itself uses its
-#: socket object). ``closerange`` is judged by its range. Looked up in ``os`` (``posix``'s same functions),
-#: ``_socket`` and ``signal``.
+#: socket object), nor, called by the submission, the harness's memfds. ``closerange`` is judged by its range (the
+#: channel only). Looked up in ``os`` (``posix``'s same functions), ``_socket`` and ``signal``.
 _FD = ((0, "fd"),)
 _DESCRIPTOR_FUNCTIONS: dict[str, dict[str, tuple[tuple[int, str], ...]]] = {
     "posix": {
