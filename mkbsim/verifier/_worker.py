@@ -231,7 +231,7 @@ class Worker:
         report: Any = None
         if self.candidate:
             cfg = attribution_config(HARNESS_DIR, self.path, self.setup["off_limits"])
-            self.guards = Guards(registry, cfg, self.setup["dsl"], page)
+            self.guards = Guards(registry, cfg, self.setup["dsl"], page, (self.chan.fileno(),))
             sources: dict[int, Any] = {}
             # the audit's secret sample positions go into its vault and stay nowhere else
             positions = [torch.tensor(p, dtype=torch.int64) for p in self.setup.pop("sample_positions")]

@@ -1,8 +1,10 @@
 """A correct kernel whose run() closes the worker's channel to the verifier (the socket found among its open
 descriptors): the harness cannot answer. Only the worker's own process can do that, so it is tampering
-(``harness_tamper``), never a crash of the harness or a fault of the verifier."""
+(``harness_tamper``), never a crash of the harness or a fault of the verifier. The guards refuse the call first
+(``os.close`` on the harness's channel, whoever calls: ``forbidden_api``); the verifier's own judgement of a channel
+changed under the harness stays tested by ``channel_closed_through_epoll_runtime.py``, a route no guard watches."""
 
-# expect: harness_tamper
+# expect: forbidden_api
 # problem: p36
 import os
 import stat

@@ -1,8 +1,11 @@
 """A correct kernel whose run() closes the worker's channel to the verifier (the socket found among its open
 descriptors), then waits (it never returns): the verifier finds the channel closed while the process still runs.
-Only the worker's own process can do that: tampering (``harness_tamper``), not a crash."""
+Only the worker's own process can do that: tampering (``harness_tamper``), not a crash. The guards refuse the call
+first (``os.close`` on the harness's channel, whoever calls: ``forbidden_api``); the verifier's own judgement of a
+channel changed under the harness stays tested by ``channel_closed_through_epoll_runtime.py``, a route no guard
+watches."""
 
-# expect: harness_tamper
+# expect: forbidden_api
 # problem: p36
 import os
 import stat

@@ -1,8 +1,11 @@
 """A correct kernel whose run() keeps a duplicate of the worker's channel (the socket found among its open
-descriptors) and closes the original: the verifier still holds a connection, but the harness cannot answer on
-its descriptor. Only the worker's own process can do that: tampering (``harness_tamper``), never a crash."""
+descriptors) and closes the original: the verifier still holds a connection, but the harness cannot answer on its
+descriptor. Only the worker's own process can do that: tampering (``harness_tamper``), never a crash. The guards
+refuse the call first (``os.dup`` of the harness's channel, whoever calls: ``forbidden_api``); the verifier's own
+judgement of a channel changed under the harness stays tested by ``channel_closed_through_epoll_runtime.py``, a
+route no guard watches."""
 
-# expect: harness_tamper
+# expect: forbidden_api
 # problem: p36
 import os
 import stat

@@ -1,8 +1,10 @@
-"""A wrong kernel whose import writes bytes that are no pickle at all on the worker's channel (a length, then
-a truncated pickle): the verifier reads them as the import's answer and must judge them as tampering, not fail
-while decoding them (an uncounted infra_error)."""
+"""A wrong kernel whose import writes bytes that are no pickle at all on the worker's channel (a length, then a
+truncated pickle): the verifier reads them as the import's answer and must judge them as tampering, not fail while
+decoding them (an uncounted infra_error). The guards refuse the write first (``os.write`` on the harness's channel,
+whoever calls: ``forbidden_api``); the verifier's own judgement of forged bytes stays tested where no guard stands
+between (``tests/verifier/test_channel.py``, ``test_schema.py``)."""
 
-# expect: harness_tamper
+# expect: forbidden_api
 # problem: p36
 import os
 import stat

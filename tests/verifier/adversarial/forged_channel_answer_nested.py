@@ -1,10 +1,12 @@
 """A wrong kernel whose run() writes its own answer on the worker's channel (the socket found among its open
-descriptors) before returning: a well-formed pickle (made beforehand: the file imports no pickle) whose fields
-hold what the harness never writes (an output described by a list holding a dict with an int key). The verifier
-must judge that as tampering, not fail on it in its own code (an uncounted infra_error, which would let a
-submission veto every verdict it dislikes)."""
+descriptors) before returning: a well-formed pickle (made beforehand: the file imports no pickle) whose fields hold
+what the harness never writes (an output described by a list holding a dict with an int key). The verifier must
+judge that as tampering, not fail on it in its own code (an uncounted infra_error, which would let a submission veto
+every verdict it dislikes). The guards refuse the write first (``os.write`` on the harness's channel, whoever calls:
+``forbidden_api``); the verifier's own judgement of forged bytes stays tested where no guard stands between
+(``tests/verifier/test_channel.py``, ``test_schema.py``)."""
 
-# expect: harness_tamper
+# expect: forbidden_api
 # problem: p36
 import os
 import stat
