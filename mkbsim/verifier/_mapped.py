@@ -159,19 +159,22 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
     call, before the verifier reads any of them, so that a later call (or code between calls) rewriting an earlier
     call's outputs or in-place results changes nothing.
 
-    OPEN ((1, arenas, calls)) takes the block's arenas (``map_block``) and the arena of each call, and copies every
+    OPEN ((1, arenas, calls, memory)) takes the block's arenas and memory (``map_block``: every call's, which no frame
+    below run() may hold) and the arena of each call, and copies every
     delivered tensor once (their memory made and touched before the first call: copies allocated per call left
     run() fresh pages to fault in). ARENA ((2,)) answers the arena of the call the timer's vault has loaded (its
     cursor, BLOCK_NEXT, in the control page); AUDITED ((5,)) answers, once, whether that call is a correctness
     draw (1) or not (0): the harness asks after the call, so that no frame below run() holds the flag, and learns
     it from here rather than from the dispatch stack, where its mode could have been popped; KEEP ((3,)) copies
     that call's delivered tensors, once; RESTORE ((4,)) puts every copy back and closes the block, answering what it
-    held for the caller to drop (no object is freed here, so no finalizer runs in this frame). Any other request,
+    held for the caller to drop and stage out (its last item, the memory; no object is freed here, so no finalizer
+    runs in this frame). Any other request,
     or one out of that order (a second KEEP or AUDITED of a call, ARENA, AUDITED or KEEP while no call is loaded,
     OPEN of an open block, RESTORE of a closed one), is no harness's:
     the vault marks the block (BLOCK_FAULT, as the timer does) and answers None from then on, so a forged request
     fails the block it was made in or the next."""
     arenas: Any = None
+    memory: Any = None
     order: Any = None
     delivered: Any = None
     kept: Any = None
@@ -189,8 +192,8 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
             current = -1  # the call the timer's vault has loaded, in the block's order
             if arenas is not None and lib.u64.unpack_from(page, layout.BLOCK_CALLS)[0]:
                 current = lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0] - 1
-            if kind == 1 and arenas is None and lib.len(request) == 3:  # OPEN
-                arenas, order = request[1], request[2]
+            if kind == 1 and arenas is None and lib.len(request) == 4:  # OPEN
+                arenas, order, memory = request[1], request[2], request[3]
                 delivered, kept = [], []
                 with lib.ops[0](), lib.ops[1](lib.ops[2]):
                     for args, outputs in arenas:
@@ -221,8 +224,8 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
                     for copies, slots in lib.zip(kept, delivered):
                         for copy, slot in lib.zip(copies, slots):
                             lib.copy(slot, copy)
-                reply = (arenas, delivered, kept)
-                arenas = order = delivered = kept = done = asked = None
+                reply = (arenas, delivered, kept, memory)
+                arenas = order = delivered = kept = done = asked = memory = None
             else:
                 faulty = True
                 lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
@@ -254,9 +257,9 @@ def request(*, _kind: int, _send: Any) -> Any:
     return _send((_kind,))
 
 
-def open_block(arenas: Any, calls: Any, *, _send: Any) -> None:
+def open_block(arenas: Any, calls: Any, memory: Any, *, _send: Any) -> None:
     """The harness's OPEN of a block it mapped (``map_block``) to ``delivered_vault``."""
-    _send((1, arenas, calls))
+    _send((1, arenas, calls, memory))
 
 
 def bound_steps(protect: Callable[..., Any], device: torch.device, sync: Any) -> dict[str, Any]:

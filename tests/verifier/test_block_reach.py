@@ -64,7 +64,8 @@ def test_the_outputs_and_in_place_results_a_call_delivered_are_put_back_over_a_l
         ([torch.zeros(4), torch.zeros(3)], [torch.zeros(4), None, torch.zeros(2, dtype=torch.int32)]) for _ in range(2)
     ]
     control.begin_block([(False, False, False, False)] * 2)
-    hooks["open"](arenas, [0, 1])
+    memory = object()  # the block's memory (map_block's), held by the vault, not by the harness's frame
+    hooks["open"](arenas, [0, 1], memory)
     for call in range(2):
         _control.put(control.buf, _control.BLOCK_NEXT, call + 1)  # the timer's vault loads the call...
         _control.put(control.buf, _control.AUDIT, call)  # ...and its orders: the second call is a correctness draw
@@ -80,7 +81,8 @@ def test_the_outputs_and_in_place_results_a_call_delivered_are_put_back_over_a_l
             outputs[2].fill_(9)
             args[1].fill_(9.0)
     _control.put(control.buf, _control.BLOCK_CALLS, 0)  # the timer's END
-    assert hooks["restore"]() is not None
+    held = hooks["restore"]()
+    assert held is not None and held[3] is memory
     assert not _control.get(control.buf, _control.BLOCK_FAULT)
     for call, (args, outputs) in enumerate(arenas):
         assert outputs[0].tolist() == [1.0 + call] * 4 and outputs[2].tolist() == [3, 3]
@@ -98,16 +100,16 @@ def test_a_request_out_of_the_harness_order_fails_the_block(forged: str) -> None
     control, hooks = _delivered(inplace=())
     arenas = [([torch.zeros(2)], [torch.zeros(2)])]
     control.begin_block([(False, False, False, False)])
-    hooks["open"](arenas, [0])
+    hooks["open"](arenas, [0], None)
     if forged != "keep before a call":
         _control.put(control.buf, _control.BLOCK_NEXT, 1)
     {
         "second keep": lambda: (hooks["keep"](), hooks["keep"]()),
         "keep before a call": hooks["keep"],
         "second audited": lambda: (hooks["audited"](), hooks["audited"]()),
-        "open": lambda: hooks["open"](arenas, [0]),
+        "open": lambda: hooks["open"](arenas, [0], None),
         "restore": lambda: (hooks["restore"](), hooks["keep"]()),
-        "malformed": lambda: hooks["open"](object(), None),
+        "malformed": lambda: hooks["open"](object(), None, None),
     }[forged]()
     assert _control.get(control.buf, _control.BLOCK_FAULT) == 1
     _control.put(control.buf, _control.BLOCK_NEXT, 1)
@@ -134,6 +136,15 @@ def test_a_look_ahead_through_a_call_s_storage_reaches_no_later_call(
     report = cpu_session.verify(EVIDENCE / case, problem, "tirx")
     assert report.passed, report.feedback
     assert set(report.details["timing"]["launches_per_call"]) == {1}, report.details["timing"]["launches_per_call"]
+
+
+def test_the_harness_s_frames_below_run_hold_no_other_call_s_memory(cpu_session: VerifierSession) -> None:
+    """run() reaches the harness's frames (``f_locals``): the block runner's held the block's memory, every call's arena
+    in it, until the block's vault took it (``_worker._run_block``, ``_mapped.delivered_vault``'s OPEN). The case
+    raises on a scored call naming any frame local below run() that holds memory outside its own arena (before:
+    ``_run_block.memory``)."""
+    report = cpu_session.verify(EVIDENCE / "block_memory_through_frames_p36.py", "p36", "tirx", static_scan=False)
+    assert report.passed, report.feedback
 
 
 def test_a_planned_block_s_warm_ups_are_sent_as_a_block_of_their_own() -> None:
