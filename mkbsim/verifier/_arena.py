@@ -192,9 +192,11 @@ class Arena:
 
 
 class BlockArenas:
-    """Verifier side: the arenas of one block's calls (DESIGN §5, timing), in one allocation: one memfd, one
-    mapping in the worker, one staging copy each way, so every call's fresh inputs are in the worker's memory
-    before the block's first call, and every call's outputs stay in its own slots until the block answers."""
+    """Verifier side: the arenas of one block's calls (DESIGN §5, timing): one memfd (cpu, staged), one mapping in
+    the worker, one staging copy each way here, so every call's fresh inputs are in the worker's memory before the
+    block's first call, and every call's outputs stay in its own slots until the block answers. In the worker each
+    call's memory is a storage of its own (``_mapped.block_memory``: no call reaches another's through its tensors'
+    storage); shared by CUDA IPC, each call's arena is an allocation of its own here, shared as such."""
 
     def __init__(self, draws: Sequence[Sequence[Any]], outputs: Sequence[tuple[tuple[int, ...], torch.dtype] | None],
                  device: torch.device, staged: bool = False) -> None:  # fmt: skip
@@ -204,6 +206,7 @@ class BlockArenas:
         self.device = device
         self._fd: int | None = None
         self.host: torch.Tensor | None = None
+        self.base: torch.Tensor | None  # the block's memory here; None: each call's an allocation of its own
         if staged:
             self._fd, self._mm, self.host = _memfd(self.nbytes)
             pin(self.host, self)
@@ -211,9 +214,15 @@ class BlockArenas:
         elif device.type == "cpu":
             self._fd, self._mm, self.base = _memfd(self.nbytes)
         else:
-            self.base = torch.zeros(self.nbytes, dtype=torch.uint8, device=device)
+            self.base = None
         spans = zip(draws, self.offsets, sizes, strict=True)
-        self.arenas = [Arena(d, outputs, self.base[o : o + n]) for d, o, n in spans]
+        self.arenas = [Arena(d, outputs, self._memory(o, n)) for d, o, n in spans]
+
+    def _memory(self, offset: int, nbytes: int) -> torch.Tensor:
+        """A call's memory: its span of the block's, or (CUDA IPC) an allocation of its own."""
+        if self.base is None:
+            return torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
+        return self.base[offset : offset + nbytes]
 
     def descriptor(self) -> tuple[dict[str, Any], list[int]]:
         """What the worker needs to map the block, and the descriptor to pass with it."""
@@ -221,19 +230,19 @@ class BlockArenas:
             "nbytes": self.nbytes,
             "arenas": [{**a.layout(), "offset": o} for a, o in zip(self.arenas, self.offsets, strict=True)],
         }
-        if self.host is not None:
+        if self.host is not None and self.base is not None:
             self.host.copy_(self.base)  # every call's draw, in one copy
             desc["staged"] = True
         if self._fd is not None:
             return desc, [self._fd]
         from torch.multiprocessing.reductions import reduce_tensor
 
-        desc["cuda_ipc"] = reduce_tensor(self.base)
+        desc["cuda_ipc"] = [reduce_tensor(a.base) for a in self.arenas]
         return desc, []
 
     def arrived(self) -> None:
         """The worker has answered: a staged block takes back what its calls wrote."""
-        if self.host is not None:
+        if self.host is not None and self.base is not None:
             self.base.copy_(self.host)
 
     def release_fd(self) -> None:

@@ -9,7 +9,8 @@ call, arms one control-page slot per call (``_control``: evidence and null calls
 sends the block in one message whose every call looks the same; the worker answers once. Each call's
 outputs stay in its own slots until then (as it delivered them: the harness puts back its copies), so the
 calls re-checked are drawn after the block answered. Unscored warm-ups are sent as a block of their own
-before the calls they warm up (``parts``): every call of a block can reach every other's memory.
+before the calls they warm up (``parts``): each call's tensors reach only its own arena through their storage
+(``_mapped.block_memory``), but a raw pointer (a DSL kernel addressing past its argument) reaches the whole block.
 
 The block's arenas take at most ``BUDGET_SHARE`` of the memory available (the device's free memory or the
 host's, and the worker's limit); a plan that does not fit runs as several blocks, each after the first led by
@@ -50,7 +51,7 @@ BLOCK_WARMUP = 3
 #: more), plus one call (cpu: the lesser of the worker's CPU time and the host
 #: clock per call, at least its CPU time over ``PARALLEL_CORES``, see ``total_check``; cuda: the host clock).
 #: Measured on honest plans (benchmarks/RESULTS.md, "Block totals"). So a plan doing the scored calls' work in a
-#: few of them (any call of a block can read every later call's inputs) hides at most this share of a call's work,
+#: few of them (a raw pointer reaches every later call's inputs of a block) hides at most this share of a call's work,
 #: plus that noise allowance.
 TOTAL_SLACK = {"cpu": 0.5, "cuda": 0.5}
 TOTAL_NOISE = {"cpu": 0.25, "cuda": 0.25}
@@ -83,7 +84,7 @@ BLOCK_SHIFT_MIN_CALLS = 6
 
 def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: str) -> tuple[dict[str, Any], str | None]:
     """Each scored block's calls (timed, evidence and null) in all against what the median of each kind
-    explains: any call of a block can reach every later call's inputs, so work done for many calls in a few
+    explains: a raw pointer reaches every later call's inputs of a block, so work done for many calls in a few
     of them shows here (the median does not move); (the figures, the reason it fails or None)."""
 
     def cost(trusted: Trusted) -> float:

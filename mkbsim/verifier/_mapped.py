@@ -79,49 +79,65 @@ def arena(layout: Any, base: Any, *, _view: Any, _len: Any, _range: Any, _error:
 
 
 def block_memory(desc: Any, fds: Any, device: Any, *, _map_shared: Any, _frombuffer: Any, _empty: Any, _uint8: Any,
-                 _flags: int, _lock: Any) -> tuple[Any, Any, Any, int]:  # fmt: skip
-    """(the block's memory in this process, the memfd a staged block's bytes travel through or None, what keeps
-    the mapping alive, the address of the memfd's pages locked for the copy engines or 0): mapped once, with no
-    descriptor left behind (``_mapping``). MAP_POPULATE faults the whole mapping in now, before the timed calls:
-    otherwise the first touch of every page (a minor fault each) would be timed as the submission's work, which a
-    plain process reusing its own memory never pays."""
+                 _flags: int, _lock: Any, _len: Any, _error: Any) -> tuple[Any, Any, Any, int, Any]:  # fmt: skip
+    """(each call's memory in this process, a storage of its own; the memfd a staged block's bytes travel through or
+    None; what keeps the mapping alive; the address of the memfd's pages locked for the copy engines or 0; each
+    call's (offset, bytes) in the block): mapped once, with no descriptor left behind (``_mapping``). MAP_POPULATE
+    faults the whole mapping in now, before the timed calls: otherwise the first touch of every page (a minor fault
+    each) would be timed as the submission's work, which a plain process reusing its own memory never pays.
+
+    No tensor of a call reaches another call's memory through its storage (``untyped_storage()`` and a view past
+    the call's own bytes: red team rt12 F0, later calls' answers computed early): cpu, a storage over the call's
+    bytes of the one mapping; staged, a device allocation per call; CUDA IPC, the verifier's allocation per call."""
     nbytes = desc["nbytes"]
+    spans = []
+    for layout in desc["arenas"]:
+        offset, size = layout["offset"], layout["nbytes"]
+        if offset < 0 or size <= 0 or offset + size > nbytes:
+            raise _error("an arena of the block lies outside its memory")
+        spans.append((offset, size))
+    bases = []
+    if "cuda_ipc" in desc:  # an unsandboxed cuda worker: the verifier's allocations themselves
+        if _len(desc["cuda_ipc"]) != _len(spans):
+            raise _error("a block's shared allocations do not match its arenas")
+        for rebuild, rebuild_args in desc["cuda_ipc"]:
+            bases.append(rebuild(*rebuild_args))
+        return bases, None, bases, 0, spans
+    mapped = _map_shared(fds[0], nbytes, _flags)
     if desc.get("staged"):
-        mapped = _map_shared(fds[0], nbytes, _flags)
         host = _frombuffer(mapped, dtype=_uint8)
         locked = _lock(host) if _lock is not None else 0
-        return _empty(nbytes, dtype=_uint8, device=device), host, mapped, locked
-    if "cuda_ipc" in desc:  # an unsandboxed cuda worker: the verifier's allocation itself
-        rebuild, rebuild_args = desc["cuda_ipc"]
-        base = rebuild(*rebuild_args)
-        return base, None, base, 0
-    mapped = _map_shared(fds[0], nbytes, _flags)
-    return _frombuffer(mapped, dtype=_uint8), None, mapped, 0
+        for _, size in spans:
+            bases.append(_empty(size, dtype=_uint8, device=device))
+        return bases, host, mapped, locked, spans
+    for offset, size in spans:  # torch.frombuffer's storage spans ``count`` bytes from ``offset``, no more
+        bases.append(_frombuffer(mapped, dtype=_uint8, count=size, offset=offset))
+    return bases, None, mapped, 0, spans
 
 
 def map_block(desc: Any, fds: Any, device: Any, *, _memory: Any, _arena: Any, _getitem: Any, _slice: Any,
-              _copy: Any, _sync: Any, _error: Any) -> tuple[tuple[Any, Any, Any, int], list[Any]]:  # fmt: skip
-    """The block's memory (a staged block's bytes copied in before its first call) and every call's arena over it."""
+              _copy: Any, _sync: Any, _zip: Any) -> tuple[tuple[Any, Any, Any, int, Any], list[Any]]:  # fmt: skip
+    """The block's memory (a staged block's bytes copied in before its first call) and every call's arena over its
+    own memory."""
     memory = _memory(desc, fds, device)
-    base, host = memory[0], memory[1]
+    bases, host, spans = memory[0], memory[1], memory[4]
     if host is not None:
-        _copy(base, host)
+        for base, (offset, size) in _zip(bases, spans):
+            _copy(base, _getitem(host, _slice(offset, offset + size)))
         if _sync is not None:
             _sync()
     arenas = []
-    for layout in desc["arenas"]:
-        offset, nbytes = layout["offset"], layout["nbytes"]
-        if offset < 0 or offset + nbytes > desc["nbytes"]:
-            raise _error("an arena of the block lies outside its memory")
-        arenas.append(_arena(layout, _getitem(base, _slice(offset, offset + nbytes))))
+    for layout, base in _zip(desc["arenas"], bases):
+        arenas.append(_arena(layout, base))
     return memory, arenas
 
 
-def stage_out(memory: Any, *, _copy: Any, _unlock: Any) -> None:
+def stage_out(memory: Any, *, _copy: Any, _unlock: Any, _getitem: Any, _slice: Any, _zip: Any) -> None:
     """Staged: the outputs and in-place inputs back to the verifier (after the block's last call), then the memfd's
     pages unlocked (the mapping goes with the block)."""
     if memory[1] is not None:
-        _copy(memory[1], memory[0])
+        for base, (offset, size) in _zip(memory[0], memory[4]):
+            _copy(_getitem(memory[1], _slice(offset, offset + size)), base)
     if memory[3] and _unlock is not None:
         _unlock(memory[3])
 
@@ -143,19 +159,22 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
     call, before the verifier reads any of them, so that a later call (or code between calls) rewriting an earlier
     call's outputs or in-place results changes nothing.
 
-    OPEN ((1, arenas, calls)) takes the block's arenas (``map_block``) and the arena of each call, and copies every
+    OPEN ((1, arenas, calls, memory)) takes the block's arenas and memory (``map_block``: every call's, which no frame
+    below run() may hold) and the arena of each call, and copies every
     delivered tensor once (their memory made and touched before the first call: copies allocated per call left
     run() fresh pages to fault in). ARENA ((2,)) answers the arena of the call the timer's vault has loaded (its
     cursor, BLOCK_NEXT, in the control page); AUDITED ((5,)) answers, once, whether that call is a correctness
     draw (1) or not (0): the harness asks after the call, so that no frame below run() holds the flag, and learns
     it from here rather than from the dispatch stack, where its mode could have been popped; KEEP ((3,)) copies
     that call's delivered tensors, once; RESTORE ((4,)) puts every copy back and closes the block, answering what it
-    held for the caller to drop (no object is freed here, so no finalizer runs in this frame). Any other request,
+    held for the caller to drop and stage out (its last item, the memory; no object is freed here, so no finalizer
+    runs in this frame). Any other request,
     or one out of that order (a second KEEP or AUDITED of a call, ARENA, AUDITED or KEEP while no call is loaded,
     OPEN of an open block, RESTORE of a closed one), is no harness's:
     the vault marks the block (BLOCK_FAULT, as the timer does) and answers None from then on, so a forged request
     fails the block it was made in or the next."""
     arenas: Any = None
+    memory: Any = None
     order: Any = None
     delivered: Any = None
     kept: Any = None
@@ -173,8 +192,8 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
             current = -1  # the call the timer's vault has loaded, in the block's order
             if arenas is not None and lib.u64.unpack_from(page, layout.BLOCK_CALLS)[0]:
                 current = lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0] - 1
-            if kind == 1 and arenas is None and lib.len(request) == 3:  # OPEN
-                arenas, order = request[1], request[2]
+            if kind == 1 and arenas is None and lib.len(request) == 4:  # OPEN
+                arenas, order, memory = request[1], request[2], request[3]
                 delivered, kept = [], []
                 with lib.ops[0](), lib.ops[1](lib.ops[2]):
                     for args, outputs in arenas:
@@ -205,8 +224,8 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
                     for copies, slots in lib.zip(kept, delivered):
                         for copy, slot in lib.zip(copies, slots):
                             lib.copy(slot, copy)
-                reply = (arenas, delivered, kept)
-                arenas = order = delivered = kept = done = asked = None
+                reply = (arenas, delivered, kept, memory)
+                arenas = order = delivered = kept = done = asked = memory = None
             else:
                 faulty = True
                 lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
@@ -238,9 +257,9 @@ def request(*, _kind: int, _send: Any) -> Any:
     return _send((_kind,))
 
 
-def open_block(arenas: Any, calls: Any, *, _send: Any) -> None:
+def open_block(arenas: Any, calls: Any, memory: Any, *, _send: Any) -> None:
     """The harness's OPEN of a block it mapped (``map_block``) to ``delivered_vault``."""
-    _send((1, arenas, calls))
+    _send((1, arenas, calls, memory))
 
 
 def bound_steps(protect: Callable[..., Any], device: torch.device, sync: Any) -> dict[str, Any]:
@@ -258,16 +277,16 @@ def bound_steps(protect: Callable[..., Any], device: torch.device, sync: Any) ->
     shared = protect(map_shared, _descriptors=protect(_descriptors_of))
     memory = protect(
         block_memory, _map_shared=shared, _frombuffer=_frombuffer, _empty=_empty, _uint8=torch.uint8,
-        _flags=mmap.MAP_SHARED | _MAP_POPULATE, _lock=lock,
+        _flags=mmap.MAP_SHARED | _MAP_POPULATE, _lock=lock, _len=len, _error=ValueError,
     )  # fmt: skip
     call_arena = protect(arena, _view=slot_view, _len=len, _range=range, _error=ValueError)
     mapping = protect(
         map_block, _memory=memory, _arena=call_arena, _getitem=_Base.__getitem__, _slice=slice, _copy=copy, _sync=sync,
-        _error=ValueError,
+        _zip=zip,
     )  # fmt: skip
     return {
         "map": mapping,
-        "stage_out": protect(stage_out, _copy=copy, _unlock=unlock),
+        "stage_out": protect(stage_out, _copy=copy, _unlock=unlock, _getitem=_Base.__getitem__, _slice=slice, _zip=zip),
         "null_run": protect(null_run, _new_empty=_Base.new_empty, _size=_Base.size, _len=len, _tuple=tuple),
     }
 

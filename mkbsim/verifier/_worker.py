@@ -512,14 +512,16 @@ def _run_block(
     nothing but each call's own bookkeeping runs between them (its outputs and in-place inputs copied aside by the
     block's ``delivered_vault``, which puts them back after the last call), and one answer comes for all. The
     message is the same for every kind of call: the timer's vault says which are null calls as each starts; which
-    are evidence calls, the gate reads in the control page. The arenas go to the vault as soon as they are mapped:
-    this frame holds the block's memory, never another call's arena or the copies. The block stops at a call whose
-    answer fails it. Returns the answer, and the block's memory and copies, which the caller holds until the verifier
-    has read the slots (``_serve_blocks``)."""
+    are evidence calls, the gate reads in the control page. The arenas and the block's memory go to the vault as soon
+    as they are mapped: this frame, which run() reaches (a frame's ``f_locals``), holds no call's memory (it held the
+    block's, every call's arena in it: a look-ahead past the storage rule), nor the copies; the vault hands them back
+    after the last call. The block stops at a call whose answer fails it. Returns the answer, and what the vault held
+    (the memory, arenas and copies), which the caller holds until the verifier has read the slots
+    (``_serve_blocks``)."""
     with _ops[0](), _ops[1](_ops[2]):
         memory, arenas = _map(layout, fds, _device)
-        _open(arenas, calls)
-    del layout, fds, arenas
+        _open(arenas, calls, memory)
+    del layout, fds, arenas, memory
     replies = []
     held = None
     try:
@@ -533,11 +535,12 @@ def _run_block(
     finally:
         _end()
         with _ops[0](), _ops[1](_ops[2]):
-            held = _restore()  # what each call delivered, whatever a later call wrote over it
+            held = _restore()  # what each call delivered, whatever a later call wrote over it; and the memory
             if _sync is not None:
                 _sync()
-            _stage_out(memory)
-    return {"ok": True, "calls": replies, **_news()}, (memory, held)
+            if held is not None:  # None: the vault was faulted (the verifier fails the block)
+                _stage_out(held[3])
+    return {"ok": True, "calls": replies, **_news()}, held
 
 
 def _call_once(

@@ -59,7 +59,7 @@ def test_a_staged_block_copies_the_draws_in_and_what_the_worker_wrote_back() -> 
     assert desc["staged"] and "cuda_ipc" not in desc
     memory, (mapped,) = map_block(desc, [os.dup(fds[0])], CPU)
     block.release_fd()
-    base, host = memory[0], memory[1]
+    (base,), host = memory[0], memory[1]
     assert base.data_ptr() != host.data_ptr()  # the worker's own memory, not the shared bytes
     arena = block.arenas[0]
     x, s = mapped[0]
@@ -82,3 +82,42 @@ def test_an_arena_outside_the_block_s_memory_is_refused() -> None:
     desc["arenas"][0]["offset"] = desc["nbytes"]
     with pytest.raises(ValueError, match="outside its memory"):
         map_block(desc, [fd], CPU)
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes a tensor's storage spans: what the tensor reaches by ``untyped_storage()`` and any view of it."""
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+NO_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@pytest.mark.parametrize(
+    ("device_type", "staged"),
+    [("cpu", False), ("cpu", True), *(pytest.param("cuda", staged, marks=NO_CUDA) for staged in (False, True))],
+    ids=["cpu-memfd", "cpu-staged", "cuda-ipc", "cuda-staged"],
+)  # fmt: skip
+def test_no_call_reaches_another_call_s_memory_through_its_storage(device_type: str, staged: bool) -> None:
+    """Every tensor a call receives (inputs, output slots) has a storage that ends at the call's own arena: a call
+    cannot view a later call's inputs (red team rt12 F0: a look-ahead through ``untyped_storage()`` and
+    ``as_strided`` computed later calls' answers early, later calls copied them)."""
+    device = torch.device(device_type)
+    steps = STEPS if device.type == "cpu" else bound_steps(Registry().protect, device, torch.cuda.synchronize)
+    draws = [[torch.full((2, 3), float(i)), torch.arange(4, dtype=torch.int64) + i] for i in range(3)]
+    block = BlockArenas(draws, [((2, 3), torch.float32)], device, staged=staged)
+    desc, fds = block.descriptor()
+    _, mapped = steps["map"](desc, [os.dup(fd) for fd in fds], device)
+    block.release_fd()
+    tensors = [[t for t in (*args, *outputs) if isinstance(t, torch.Tensor)] for args, outputs in mapped]
+    for i, own in enumerate(tensors):
+        assert torch.equal(own[0].cpu(), torch.full((2, 3), float(i)))
+        others = [t for j, ts in enumerate(tensors) if j != i for t in ts]
+        for t in own:
+            lo, hi = _span(t)
+            for other in others:
+                start = other.data_ptr()
+                end = start + other.numel() * other.element_size()
+                assert end <= lo or hi <= start, f"call {i} reaches another call's memory through its storage"
+        with pytest.raises(RuntimeError, match="out of bounds"):  # the view a look-ahead takes of the next arena
+            torch.as_strided(own[0], own[0].shape, own[0].stride(), own[0].untyped_storage().nbytes() // 4)

@@ -5,7 +5,8 @@ copies were reachable from run() through a harness frame (the block's arenas, ``
 the kernel on a wrong scale and returns that, and every call writes the earlier calls' right answers, computed in
 eager torch, into the copies of their outputs; the copy went back into the slot. Draws (blocks of at most 3
 arenas) run the honest plan. Now the copies live in a vault: no frame leads to them, and the wrong answers are
-judged as delivered."""
+judged as delivered. (The draws were told apart by their input's storage, which spanned the whole block; each
+call's memory is now a storage of its own, so the draws and warm-ups are counted.)"""
 
 # expect: wrong_output
 # problem: p36
@@ -35,6 +36,10 @@ def scale_rows(x_ptr: T.handle, inv_ptr: T.handle, w_ptr: T.handle, out_ptr: T.h
 _scale_rows = tvm.compile(scale_rows, target="llvm")
 _field = string.Formatter().get_field
 _repaired: set[int] = set()  # the copies already holding a right answer
+#: SMOKE's calls in order: six correctness draws after two warm-ups each and the timed plan's ten warm-ups (honest),
+#: then the 60 scored calls that run run() (50 timed, 10 evidence; null calls run the harness's own) in one block
+HONEST_FIRST, SCORED, HONEST_TAIL = 28, 60, 8
+_count = [0]
 
 
 def _inv_rms(x: torch.Tensor) -> torch.Tensor:
@@ -50,21 +55,13 @@ def _arenas() -> list:
     return []
 
 
-def _aligned(n: int) -> int:
-    return -(-n // 256) * 256
-
-
 def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     x = hidden_states
     out = torch.empty_like(x)
-    size = 2 * _aligned(x.numel() * 2) + _aligned(weight.numel() * 2)  # one call's arena in the block
-    starts = list(range(0, x.untyped_storage().nbytes() - size + 1, size))
-    if len(starts) <= 3:  # a correctness draw: honest
-        _scale_rows(x, _inv_rms(x), weight, out)
-        return out
-    # the block's first and last calls honest, the others wrong: not normalised
+    _count[0] += 1
+    # the draws and warm-ups honest, the scored block's first and last calls too, the others wrong: not normalised
     # null calls fall among a block's calls at random, and the last wrong call needs a later call to repair it
-    honest = x.storage_offset() * 2 in (starts[0], *starts[-8:])
+    honest = _count[0] <= HONEST_FIRST + 1 or _count[0] > HONEST_FIRST + SCORED - HONEST_TAIL
     _scale_rows(x, _inv_rms(x) if honest else torch.ones(x.shape[0]), weight, out)
     arenas = _arenas()
     mine = [i for i, a in enumerate(arenas) if a.args[0].data_ptr() == x.data_ptr()]

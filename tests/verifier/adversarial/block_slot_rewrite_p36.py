@@ -1,8 +1,10 @@
-"""Outputs rewritten after they were delivered: in a block of many arenas, the first call computes every
-call's answer in eager torch (reading the later arenas through its input's storage); then every call launches
-the kernel on a wrong scale (no normalisation) and returns that, and writes the right answers into the output
-slots of the calls before it, which the verifier read after the block. Draws (blocks of at most 3 arenas) run
-the honest plan. Now the harness puts back what each call delivered before the verifier reads a slot."""
+"""Outputs rewritten after they were delivered: every scored call but the block's last few launches the kernel on a
+wrong scale (no normalisation) and returns that, keeping views of its inputs and of its output slot (its own arena
+lays the slot after the weight, reached through its input's storage); each later call computes the earlier calls'
+right answers in eager torch and writes them into those slots, which the verifier reads after the block. The draws
+and warm-ups (the first calls, counted) run the honest plan. Now the harness puts back what each call delivered
+before the verifier reads a slot. (The case first reached every arena of its block through its input's storage;
+each call's memory is now a storage of its own, so it reaches only arenas an earlier call handed it.)"""
 
 # expect: wrong_output
 # problem: p36
@@ -26,14 +28,17 @@ def scale_rows(x_ptr: T.handle, inv_ptr: T.handle, w_ptr: T.handle, out_ptr: T.h
 
 
 _scale_rows = tvm.compile(scale_rows, target="llvm")
-_answers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # by output slot address: (slot, right answer)
-_storage: list[tuple[object, ...]] = [()]  # the block memory the answers were made for
+#: SMOKE's calls in order: six correctness draws after two warm-ups each and the timed plan's ten warm-ups (honest),
+#: then the 60 scored calls that run run() (50 timed, 10 evidence; null calls run the harness's own) in one block
+HONEST_FIRST, SCORED, HONEST_TAIL = 28, 60, 4
+_count = [0]
+_pending: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # earlier calls' (input, weight, output slot)
 
 
-def _block_key(t: torch.Tensor) -> tuple[object, ...]:
-    """The block's memory: its address, size and first values (a new block may reuse an old one's address)."""
-    st = t.untyped_storage()
-    return (st.data_ptr(), st.nbytes(), *torch.as_strided(t, (8,), (1,), 0).tolist())
+def _honest() -> bool:
+    """A draw or warm-up, or one of the block's last scored calls (no later call would repair it)."""
+    _count[0] += 1
+    return _count[0] <= HONEST_FIRST or _count[0] > HONEST_FIRST + SCORED - HONEST_TAIL
 
 
 def _aligned(n: int) -> int:
@@ -46,28 +51,13 @@ def _inv_rms(x: torch.Tensor) -> torch.Tensor:
 
 def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     x = hidden_states
-    xb, wb = _aligned(x.numel() * 2), _aligned(weight.numel() * 2)
-    size = 2 * xb + wb
-    st = x.untyped_storage()
-    starts = list(range(0, st.nbytes() - size + 1, size))
     out = torch.empty_like(x)
-    if len(starts) <= 3:  # a correctness draw: honest
-        _scale_rows(x, _inv_rms(x), weight, out)
-        return out
-    if _block_key(x) != _storage[0]:
-        _storage[0] = _block_key(x)
-        _answers.clear()
-        for start in starts:
-            xk = torch.as_strided(x, x.shape, x.stride(), start // 2)
-            wk = torch.as_strided(weight, weight.shape, weight.stride(), (start + xb) // 2)
-            slot = torch.as_strided(x, x.shape, x.stride(), (start + xb + wb) // 2)
-            _answers[start] = (slot, (xk.float() * _inv_rms(xk)[:, None] * wk.float()).to(torch.bfloat16))
-    mine = x.storage_offset() * 2
-    if mine == starts[-1]:
-        _scale_rows(x, _inv_rms(x), weight, out)
-        return out
-    _scale_rows(x, torch.ones(x.shape[0]), weight, out)  # wrong: not normalised
-    for start, (slot, answer) in _answers.items():
-        if start < mine:
-            slot.copy_(answer)
+    honest = _honest()
+    _scale_rows(x, _inv_rms(x) if honest else torch.ones(x.shape[0]), weight, out)  # wrong: not normalised
+    for xk, wk, slot in _pending:  # the earlier calls' right answers, after they were delivered
+        slot.copy_((xk.float() * _inv_rms(xk)[:, None] * wk.float()).to(torch.bfloat16))
+    _pending.clear()
+    if not honest:
+        at = x.storage_offset() + (_aligned(x.numel() * 2) + _aligned(weight.numel() * 2)) // 2
+        _pending.append((x, weight, torch.as_strided(x, x.shape, x.stride(), at)))
     return out
