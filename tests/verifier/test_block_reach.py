@@ -4,6 +4,7 @@ work several calls need, done in a few of them, shows in the block's total."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +38,18 @@ def test_a_block_of_even_calls_passes_and_one_doing_the_others_work_fails() -> N
 
 
 def test_the_rule_bounds_what_moving_work_between_calls_gains() -> None:
-    """Work hidden per call: at most TOTAL_SLACK of the median's work plus TOTAL_NOISE of the harness's cost,
-    and one call's worth per block."""
-    harness, median_work, n = 0.3, 1.0, 60
-    bound = _blocks.TOTAL_SLACK["cpu"] * median_work + _blocks.TOTAL_NOISE["cpu"] * harness * (n + 25) / n
-    bound += (harness + median_work) / n  # one timed call's worth per block
-    for hidden, passes in ((0.9 * bound, True), (1.1 * bound, False)):
-        calls = _calls([harness + median_work] * (n - 1) + [harness + median_work + n * hidden])
-        assert (_blocks.total_check([calls + _calls([harness] * 25, "null")], "cpu")[1] is None) is passes
+    """Work hidden per call: at most TOTAL_SLACK of the median's work plus NULL_SPREAD_FACTOR of the null calls'
+    spread (their mean distance from their median), and one call's worth per block; the harness's level (what it
+    copies per call) buys nothing (red team rt12 F2)."""
+    median_work, n = 1.0, 60
+    for harness in (0.3, 4.8):
+        nulls = [harness] * 13 + [harness - 0.05] * 6 + [harness + 0.05] * 6  # spread 0.024 ms
+        spread = statistics.fmean(abs(x - harness) for x in nulls)
+        bound = _blocks.TOTAL_SLACK["cpu"] * median_work + _blocks.NULL_SPREAD_FACTOR * spread * (n + 25) / n
+        bound += (median_work + 0.05) / n  # one timed call's own work and the null calls' worst, per block
+        for hidden, passes in ((0.9 * bound, True), (1.1 * bound, False)):
+            calls = _calls([harness + median_work] * (n - 1) + [harness + median_work + n * hidden])
+            assert (_blocks.total_check([calls + _calls(nulls, "null")], "cpu")[1] is None) is passes, harness
 
 
 def _delivered(inplace: tuple[int, ...]) -> tuple[_control.ControlPage, dict[str, Any]]:
@@ -119,12 +124,10 @@ def test_work_moved_into_one_call_of_a_block_fails_the_block_total_alone(
 ) -> None:
     """The rule alone (the other timing rules off, tests/kits): it fails the first-call look-ahead; without it
     the case passes. The case hides ~13 ms of kernel work in one call of 85 at SMOKE, against an allowance of
-    ~10 ms on this machine, mostly the harness's noise term (TOTAL_NOISE of the null calls' median per call):
-    so the test narrows that term to 0.05 (the honest cases' excess measured 0.05-0.17 of it,
-    benchmarks/RESULTS.md "Block totals"). The same case passed the verifier whose warm-ups shared the
-    scored calls' block (its look-ahead ran in a warm-up)."""
+    ~10 ms on this machine until session 11, mostly the harness's noise term (then a quarter of the null calls'
+    median per call, which the test narrowed to 0.05); the noise term is now the null calls' spread. The same case
+    passed the verifier whose warm-ups shared the scored calls' block (its look-ahead ran in a warm-up)."""
     case = EVIDENCE / "block_lookahead_first_call_p28.py"
-    monkeypatch.setitem(_blocks.TOTAL_NOISE, "cpu", 0.05)
     timing_rules_off(monkeypatch, keep=("block_total",))
     report = cpu_session.verify(case, "p28", "tirx")
     assert report.failure == "timing_tamper" and "work for several calls" in report.feedback, report.feedback
