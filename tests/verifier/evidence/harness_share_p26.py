@@ -65,8 +65,8 @@ def step(bt_ptr: T.handle, nb_ptr: T.handle, bs_ptr: T.handle, ureq_ptr: T.handl
                 out[g, t] = T.int64(-1)
             for b in range(nb_rows):
                 for t in range(qsl[b], qsl[b + 1]):
-                    out[g, t] = (T.Cast("int64", bt[g, idx[b], T.Cast("int32", pos[t] // T.Cast("int64", bs[g]))])
-                                 * T.Cast("int64", bs[g]) + pos[t] % T.Cast("int64", bs[g]))
+                    size = T.Cast("int64", bs[g])
+                    out[g, t] = T.Cast("int64", bt[g, idx[b], T.Cast("int32", pos[t] // size)]) * size + pos[t] % size
 
 
 _step = tvm.compile(step, target="llvm")
