@@ -17,7 +17,7 @@ import torch
 import tvm
 from tvm.script import tirx as T
 
-REPEATS = 40
+REPEATS = 34
 WATCHED_S = 5e-3  # an unwatched no-op launch takes ~0.05 ms; the gate's copies of the table, tens of ms
 
 
