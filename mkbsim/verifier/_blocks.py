@@ -46,15 +46,27 @@ BLOCK_WARMUP = 3
 
 
 #: A scored block's calls may take, in all, what the median call of each kind explains, plus this share of
-#: the work the medians explain (their excess over the null calls' median, the harness's own cost) and
-#: ``TOTAL_NOISE`` of the harness's cost per call (or ``NULL_SKEW_FACTOR`` times the null calls' measured skew, if
-#: more), plus one call (cpu: the lesser of the worker's CPU time and the host
-#: clock per call, at least its CPU time over ``PARALLEL_CORES``, see ``total_check``; cuda: the host clock).
-#: Measured on honest plans (benchmarks/RESULTS.md, "Block totals"). So a plan doing the scored calls' work in a
-#: few of them (a raw pointer reaches every later call's inputs of a block) hides at most this share of a call's work,
-#: plus that noise allowance.
+#: the work the medians explain (their excess over the null calls' median, the harness's own cost) and a noise
+#: allowance per call measured on the null calls (``NULL_SPREAD_FACTOR`` times their spread, or
+#: ``NULL_SKEW_FACTOR`` times their skew, if more), plus one timed call's own cost and the null calls' worst excess
+#: (a call's cost: cpu the lesser of the worker's CPU time and the host clock, at least its CPU time over
+#: ``PARALLEL_CORES``, see ``total_check``; cuda the host clock). Measured on honest plans (benchmarks/RESULTS.md,
+#: "Block totals"). So a plan doing the scored calls' work in a few of them (a raw pointer reaches
+#: every later call's inputs of a block) hides at most this share of a call's work, plus that noise allowance.
 TOTAL_SLACK = {"cpu": 0.5, "cuda": 0.5}
-TOTAL_NOISE = {"cpu": 0.25, "cuda": 0.25}
+#: cpu: per call, the noise allowed is this multiple of the null calls' spread (their mean distance from their
+#: median, all blocks of the round): the harness's own noise, measured, not a share of its level. The level grows
+#: with what the harness copies per call (the in-place state it keeps aside: 32 MB of block tables, 3.3-4.8 ms of CPU
+#: a call for p26 at PRODUCTION on this VM), not with its noise; a quarter of it per call, and one whole call per
+#: block, let a block's first call do every later call's slot mappings there (red team rt12 F2).
+NULL_SPREAD_FACTOR = 2.0
+#: ...and at least this (the clocks' granularity: null calls of one cost leave nothing else)
+NOISE_FLOOR_MS = 0.01
+#: cuda: the noise allowed per call is this share of the harness's level (the null calls' median host clock), and
+#: one whole timed call per block: calibrated on the H200 (sessions 9-10, ``BLOCK_SHIFT_QUANTILE``), where the
+#: harness copies the in-place state on the device (a few µs for p26's 32 MB) and its level is the host's
+#: bookkeeping; cpu: None (the spread above).
+HARNESS_LEVEL_NOISE: dict[str, float | None] = {"cpu": None, "cuda": 0.25}
 #: cpu: the cores a call's CPU time may have run on at once and still be costed by its host clock: the worker's
 #: one computing thread (its pools are pinned to ``Limits.cpu_threads`` = 1) and one pool thread spinning idle
 #: beside it, which honest TVM kernels' pools do on a loaded machine. Work spread over more threads is costed
@@ -64,7 +76,7 @@ PARALLEL_CORES = 2
 #: median, all blocks of the round): on a loaded machine preemption and cold caches lengthen a few calls of every
 #: kind, which adds up over a block (an honest one-launch cpu kernel at SMOKE failed 2 of 3 rounds at load 5 before),
 #: and the null calls (the harness timing its own trivial function, no submission code in them) measure it in the
-#: same blocks. On a quiet machine the skew is a few µs and ``TOTAL_NOISE`` rules.
+#: same blocks. On a quiet machine the skew is a few µs and the spread (cpu) or the level (cuda) rules.
 NULL_SKEW_FACTOR = 1.5
 #: null calls needed for their skew to count
 NULL_SKEW_MIN_CALLS = 5
@@ -103,8 +115,19 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
     harness = medians.get("null", 0.0)
     slack = TOTAL_SLACK.get(device_type, TOTAL_SLACK["cuda"])
     nulls = by_kind.get("null", [])
-    skew = statistics.fmean(nulls) - harness if len(nulls) >= NULL_SKEW_MIN_CALLS else 0.0
-    per_call_noise = max(TOTAL_NOISE.get(device_type, TOTAL_NOISE["cuda"]) * harness, NULL_SKEW_FACTOR * skew)
+    counted = len(nulls) >= NULL_SKEW_MIN_CALLS
+    skew = statistics.fmean(nulls) - harness if counted else 0.0
+    spread = statistics.fmean(abs(x - harness) for x in nulls) if counted else 0.0
+    level = HARNESS_LEVEL_NOISE.get(device_type, HARNESS_LEVEL_NOISE["cuda"])
+    if level is not None:  # cuda: a share of the harness's level, and one whole timed call (the H200's calibration)
+        per_call_noise = max(level * harness, NULL_SKEW_FACTOR * skew)
+        one = medians.get("timed", max(medians.values()))
+    else:
+        per_call_noise = max(NULL_SPREAD_FACTOR * spread, NULL_SKEW_FACTOR * skew, NOISE_FLOOR_MS)
+        # and one call's worth: the first call after the pause before a block may run cold (a block of few calls): a
+        # timed call's own cost and the harness's worst (the null calls' largest excess over their median), not its
+        # level: p26's 32 MB copied aside in each 4.9 ms call let one call do a block's work (red team rt12 F2)
+        one = max(medians.get("timed", harness) - harness, 0.0) + max((x - harness for x in nulls), default=0.0)
     excess, allowed, shifts = [], [], []
     for calls in blocks:
         excess.append(sum(cost(trusted) - medians[kind] for kind, trusted in calls))
@@ -114,8 +137,6 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
         shifts.append(shift)
         # an evidence call's own excess is the gate's measuring, not work: the timed median stands for both
         work = sum(max(medians.get("timed", harness) - harness, 0.0) for kind, _ in calls if kind != "null")
-        # and one call's worth: the first call after the pause before a block may run cold (a block of few calls)
-        one = medians.get("timed", max(medians.values()))
         allowed.append(slack * work + (per_call_noise + shift) * len(calls) + one)
     ratios = [e / a if a > 0 else 0.0 for e, a in zip(excess, allowed, strict=True)]
     found = {
@@ -124,6 +145,7 @@ def total_check(blocks: Sequence[Sequence[tuple[str, Trusted]]], device_type: st
         "ratios": [round(r, 3) for r in ratios],
         "medians_ms": {k: round(m, 4) for k, m in medians.items()},
         "null_skew_ms": round(skew, 4),
+        "null_spread_ms": round(spread, 4),
         "block_shift_ms": [round(x, 4) for x in shifts],
     }
     worst = max(ratios, default=0.0)

@@ -4,6 +4,7 @@ the scored timed calls' launch count and time against the evidence calls'."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,10 +32,16 @@ EVIDENCE_COST_MS = {"cpu": (0.3, 0.04), "cuda": (0.0, 0.1)}
 #: scored calls' median must reach (``scored_footprint``): the same plan spans the same bytes; the share leaves room
 #: for launches sized by the data, whose sums vary from call to call (a median of 10 against one of 50).
 FOOTPRINT_SHARE = 0.75
-#: The share of the evidence calls' median by which the scored calls' median may fall short beyond that
-#: cost: the noise of a median of 10 calls against one of 50 under load (the p36 example, one launch, load ~11:
-#: evidence medians 0.98-1.25x the scored one).
+#: The share of the evidence calls' own cost (their median less the null calls', the harness's cost around every
+#: call) by which the scored calls' may fall short beyond that cost: the noise of a median of 10 calls against one
+#: of 50 under load (the p36 example, one launch, load ~11: evidence medians 0.98-1.25x the scored one). A share of
+#: the submission's cost, not of the harness's: with large in-place state the harness's copy of it is most of a
+#: call (p26 at PRODUCTION on cpu: ~4.8 ms of a 5.5 ms call, the kernel ~0.4 ms), and a quarter of the whole call
+#: let a scored call skip all its work (red team rt12 F2).
 EVIDENCE_NOISE = 0.25
+#: ...less this many standard errors of the two medians' harness part (each holds the null calls' spread: 1.85 MAD
+#: over the root of its count is a median's standard error for normal noise, as ``_trusted.cross_check`` takes it).
+HARNESS_SIGMAS = 4.0
 
 
 @dataclass(frozen=True)
@@ -235,26 +242,38 @@ def scored_footprint(scored: Sequence[int], evidence: Sequence[int]) -> Failure 
     )
 
 
-def scored_time_floor(evidence_ms: Sequence[float], launches: Sequence[int], device_type: str) -> float:
-    """The least median the scored calls may cost (``scored_time``): the evidence calls' median less its noise
-    and the watching's cost per launch."""
+def scored_time_floor(
+    evidence_ms: Sequence[float], launches: Sequence[int], null_ms: Sequence[float], scored_calls: int, device_type: str
+) -> float:
+    """The least median the scored calls may cost (``scored_time``): the harness's cost (the null calls' median, in
+    the same measure) and the evidence calls' own cost beyond it, less its noise, the watching's cost per launch and
+    the harness's noise in both medians (``scored_calls`` of them against the evidence calls)."""
     watched = statistics.median(evidence_ms)
+    harness = statistics.median(null_ms) if null_ms else 0.0
     per_call, per_launch = EVIDENCE_COST_MS[device_type]
-    return watched * (1 - EVIDENCE_NOISE) - per_call - statistics.median(launches) * per_launch
+    spread = statistics.median(abs(x - harness) for x in null_ms) if null_ms else 0.0
+    noise = HARNESS_SIGMAS * 1.85 * spread * math.sqrt(1 / len(evidence_ms) + 1 / max(scored_calls, 1))
+    own = max(watched - harness, 0.0)
+    return harness + own * (1 - EVIDENCE_NOISE) - per_call - statistics.median(launches) * per_launch - noise
 
 
 def scored_time(
-    scored_ms: Sequence[float], evidence_ms: Sequence[float], launches: Sequence[int], device_type: str
+    scored_ms: Sequence[float],
+    evidence_ms: Sequence[float],
+    launches: Sequence[int],
+    null_ms: Sequence[float],
+    device_type: str,
 ) -> Failure | None:
     """The scored timed calls cost no less than the evidence calls beyond what the evidence itself costs
-    (each call's cost: on cpu the worker's CPU time the verifier reads, on cuda the reported time)
-    (DESIGN §5, "audits cannot be told apart"): a submission that does its DSL work only on the calls it
-    guesses are evidence, and something faster otherwise, gains at most ``EVIDENCE_NOISE`` of the time and
-    ``EVIDENCE_COST_MS`` (the gate's unmeasured round trips)."""
+    (each call's cost: on cpu the worker's CPU time the verifier reads, on cuda the reported time; ``null_ms``: the
+    null calls' in the same measure) (DESIGN §5, "audits cannot be told apart"): a submission that does its DSL
+    work only on the calls it guesses are evidence, and something faster otherwise, gains at most
+    ``EVIDENCE_NOISE`` of the evidence calls' own time, ``EVIDENCE_COST_MS`` (the gate's unmeasured round trips)
+    and the harness's noise."""
     if not scored_ms or not evidence_ms:
         return None
     scored, watched = statistics.median(scored_ms), statistics.median(evidence_ms)
-    allowed = scored_time_floor(evidence_ms, launches, device_type)
+    allowed = scored_time_floor(evidence_ms, launches, null_ms, len(scored_ms), device_type)
     if scored >= allowed:
         return None
     return Failure(

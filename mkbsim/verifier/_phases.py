@@ -426,7 +426,7 @@ def timing(v: Verification) -> Failure | None:
                 return Failure("harness_tamper", f"The worker answered {len(answers)} of a block's "
                                f"{len(block.calls)} timed calls, though none of its answers failed.")  # fmt: skip
             if kinds[0] != "warmup":  # the scored block, judged whole (``_blocks.total_check``)
-                t["blocks"].append([(c.kind, _unwatched(c, v.session.device.type)) for c in block.calls])
+                t["blocks"].append([(c.kind, _unwatched(c)) for c in block.calls])
             unique += len(block.memory.arenas)
     t["unique"] = unique if distinct else None
     v.timed("timing_s", t0)
@@ -482,20 +482,24 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     return failure, k + 1
 
 
-def _unwatched(call: BlockCall, device_type: str) -> Trusted:
-    """A scored call's trusted measure as the block total judges it: on cuda an evidence call's host clock less what
-    the gate spent measuring its work (the vault's host clock over its steps, its device copies included, and its
-    reading of the outputs after the timer stopped: ``_provenance``). The gate's copies scale with the launch's
-    arguments (~5 ms a call, varying by milliseconds, for the 600 MB paged cache of p01 on the H200), which left to
-    the total outweighed the allowance of a block of six calls. On cpu the gate's time is the process's CPU clock,
-    the call's cost may be the host clock (``_blocks.total_check``): taken off, it widened honest blocks' excess
-    (``honest/many_small_launches.py``: worst ratio 0.18-0.28 counted, 0.47-0.64 taken off, load 9)."""
+def _unwatched(call: BlockCall) -> Trusted:
+    """A scored call's trusted measure as the block total judges it: an evidence call's less what the gate spent
+    measuring its work (the vault's clock over its steps: cuda the host clock, its device copies included, and its
+    reading of the outputs after the timer stopped; cpu the CPU time of the thread running them, which the call's
+    host clock and the process's CPU clock each hold at least once: ``_provenance``). The gate's copies scale with
+    the launch's arguments and vary by milliseconds: ~5 ms a call for the 600 MB paged cache of p01 on the H200, 50-85
+    ms (±17-108 ms) for p26's 32 MB block tables at PRODUCTION on cpu (red team rt12 F1); left to the total, the
+    evidence calls of one block outweighed its allowance. What the submission does meanwhile in threads of its own
+    stays the call's (a process-wide clock took it off with the gate's, until session 11)."""
     assert call.trusted is not None and call.page is not None
-    work = call.page.get("work") if call.kind == "evidence" and device_type == "cuda" else None
+    work = call.page.get("work") if call.kind == "evidence" else None
     if not work:
         return call.trusted
     spent = float(work["ms"]) + float(work["after_ms"])
-    return replace(call.trusted, round_trip_ms=max(call.trusted.round_trip_ms - spent, 0.0))
+    cpu = call.trusted.cpu_ms
+    # (on cuda the block total reads the host clock only: the CPU clock's figure is not judged there)
+    return replace(call.trusted, round_trip_ms=max(call.trusted.round_trip_ms - spent, 0.0),
+                   cpu_ms=max(cpu - spent, 0.0) if cpu is not None else None)  # fmt: skip
 
 
 def rechecked_count(timed_calls: int, least: int) -> int:
@@ -642,11 +646,14 @@ def _timed_as_audited(v: Verification) -> Failure | None:
     v.details["evidence_calls"]["cpu_ms"] = [c.cpu_ms for c in evidence["trusted"]]  # what scored_time compares on cpu
     # what the gate spent measuring an evidence call's work is not the call's (the scored calls have none of it)
     spent = [w["ms"] if w is not None else 0.0 for w in evidence["work"]]
-    costs = _call_costs(t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], spent, v.session.device.type)
+    costs = _call_costs(t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], spent, t["null_ms"],
+                        t["null_trusted"], v.session.device.type)  # fmt: skip
     if costs[0] and costs[1]:  # the rule's figures: the scored calls' median against the least it may be
         v.details["scored_time"] = {
             "scored_ms": statistics.median(costs[0]), "watched_ms": statistics.median(costs[1]),
-            "floor_ms": scored_time_floor(costs[1], evidence["launches"], v.session.device.type),
+            "harness_ms": statistics.median(costs[2]) if costs[2] else None,
+            "floor_ms": scored_time_floor(costs[1], evidence["launches"], costs[2], len(costs[0]),
+                                          v.session.device.type),
         }  # fmt: skip
     if t["footprints"]:  # the scored calls' median footprint, beside the evidence calls' own
         v.details["evidence_calls"]["scored_footprint"] = statistics.median(t["footprints"])
@@ -654,7 +661,7 @@ def _timed_as_audited(v: Verification) -> Failure | None:
         judged
         or scored_launches(t["launches_per_call"], evidence["launches"])
         or scored_footprint(t["footprints"], evidence["footprints"])
-        or scored_time(*costs, evidence["launches"], v.session.device.type)
+        or scored_time(costs[0], costs[1], evidence["launches"], costs[2], v.session.device.type)
     )
     v.report.bypass_ok = judged is None  # the coverage phase passed to get here; a second round may pass again
     return judged
@@ -666,15 +673,18 @@ def _call_costs(
     evidence_ms: list[float],
     evidence: list[Any],
     spent: list[float],
+    null_ms: list[float],
+    nulls: list[Any],
     kind: str,
-) -> tuple[list[float], list[float]]:
-    """What the scored and the evidence calls cost, to compare them: on cpu the worker's CPU time per call as
-    the verifier reads it (waiting for a loaded machine's cores inflates wall times unevenly, and the
+) -> tuple[list[float], list[float], list[float]]:
+    """What the scored, the evidence and the null calls cost, to compare them: on cpu the worker's CPU time per
+    call as the verifier reads it (waiting for a loaded machine's cores inflates wall times unevenly, and the
     submission cannot touch it), else the reported times; an evidence call's less what the gate ``spent``
-    measuring its work (the vault's own clock, in the same measure)."""
-    if kind == "cpu" and scored and evidence and all(c.cpu_ms is not None for c in (*scored, *evidence)):
-        scored_ms, evidence_ms = [c.cpu_ms for c in scored], [c.cpu_ms for c in evidence]
-    return scored_ms, [ms - own for ms, own in zip(evidence_ms, spent, strict=True)]
+    measuring its work (the vault's own clock, in the same measure); the null calls' are the harness's own."""
+    calls = (*scored, *evidence, *nulls)
+    if kind == "cpu" and scored and evidence and all(c.cpu_ms is not None for c in calls):
+        scored_ms, evidence_ms, null_ms = ([c.cpu_ms for c in group] for group in (scored, evidence, nulls))
+    return scored_ms, [ms - own for ms, own in zip(evidence_ms, spent, strict=True)], null_ms
 
 
 def verdict(v: Verification) -> Failure | None:

@@ -334,8 +334,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
         issubclass=issubclass,
         # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
-        # this thread's only, so that no thread of the submission's is counted; cuda: host time inside the call)
-        work_clock=_perf_counter if device.type == "cuda" else time.process_time,
+        # this thread's only, so that no thread of the submission's is counted: the process's clock took off what
+        # its threads did while the gate copied a launch's arguments; cuda: host time inside the call)
+        work_clock=_perf_counter if device.type == "cuda" else time.thread_time,
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,

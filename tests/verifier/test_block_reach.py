@@ -5,6 +5,7 @@ total."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,18 @@ def test_a_block_of_even_calls_passes_and_one_doing_the_others_work_fails() -> N
 
 
 def test_the_rule_bounds_what_moving_work_between_calls_gains() -> None:
-    """Work hidden per call: at most TOTAL_SLACK of the median's work plus TOTAL_NOISE of the harness's cost,
-    and one call's worth per block."""
-    harness, median_work, n = 0.3, 1.0, 60
-    bound = _blocks.TOTAL_SLACK["cpu"] * median_work + _blocks.TOTAL_NOISE["cpu"] * harness * (n + 25) / n
-    bound += (harness + median_work) / n  # one timed call's worth per block
-    for hidden, passes in ((0.9 * bound, True), (1.1 * bound, False)):
-        calls = _calls([harness + median_work] * (n - 1) + [harness + median_work + n * hidden])
-        assert (_blocks.total_check([calls + _calls([harness] * 25, "null")], "cpu")[1] is None) is passes
+    """Work hidden per call: at most TOTAL_SLACK of the median's work plus NULL_SPREAD_FACTOR of the null calls'
+    spread (their mean distance from their median), and one call's worth per block; the harness's level (what it
+    copies per call) buys nothing (red team rt12 F2)."""
+    median_work, n = 1.0, 60
+    for harness in (0.3, 4.8):
+        nulls = [harness] * 13 + [harness - 0.05] * 6 + [harness + 0.05] * 6  # spread 0.024 ms
+        spread = statistics.fmean(abs(x - harness) for x in nulls)
+        bound = _blocks.TOTAL_SLACK["cpu"] * median_work + _blocks.NULL_SPREAD_FACTOR * spread * (n + 25) / n
+        bound += (median_work + 0.05) / n  # one timed call's own work and the null calls' worst, per block
+        for hidden, passes in ((0.9 * bound, True), (1.1 * bound, False)):
+            calls = _calls([harness + median_work] * (n - 1) + [harness + median_work + n * hidden])
+            assert (_blocks.total_check([calls + _calls(nulls, "null")], "cpu")[1] is None) is passes, harness
 
 
 def _delivered(inplace: tuple[int, ...]) -> tuple[_control.ControlPage, dict[str, Any]]:

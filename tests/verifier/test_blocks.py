@@ -245,3 +245,18 @@ def test_a_block_the_machine_slowed_is_allowed_its_lower_thirds_shift() -> None:
     found, reason = _blocks.total_check([quiet, half], "cuda")
     assert reason is not None and "timing block 2" in reason, found
     assert found["block_shift_ms"][1] == 0.0
+
+
+def test_the_harness_s_level_buys_no_room_on_cpu() -> None:
+    """The red team's rt12 F2 (p26 at PRODUCTION on cpu): the harness copies 32 MB of in-place block tables aside
+    after every call (~4.8 ms of CPU, null calls included), the kernel is ~0.3 ms. A quarter of that level per call
+    and one whole call per block let a block's first call compute its 16 later calls' slot mappings (the later calls
+    copying them, in every block: their median is the copy's) within the allowance; the null calls' spread does not.
+    The honest block, every call doing its own step with its own noise, passes."""
+    nulls = [_costed("null", 4.8 + 0.05 * (i % 3 - 1), 4.8 + 0.05 * (i % 3 - 1)) for i in range(6)]
+    honest = [_costed("timed", 5.1 + 0.1 * (i % 3 - 1), 5.1 + 0.1 * (i % 3 - 1)) for i in range(17)]
+    found, reason = _blocks.total_check([honest + nulls] * 4, "cpu")
+    assert reason is None, found
+    ahead = [_costed("timed", 4.9 + 16 * 0.26, 4.9 + 16 * 0.26)] + [_costed("timed", 4.9, 4.9)] * 16
+    found, reason = _blocks.total_check([ahead + nulls] * 4, "cpu")
+    assert reason is not None and "timing block 1" in reason, found

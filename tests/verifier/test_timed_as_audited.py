@@ -6,7 +6,6 @@ calls', on their own and in a real verification."""
 from __future__ import annotations
 
 import math
-import statistics
 from pathlib import Path
 
 import pytest
@@ -123,10 +122,11 @@ def test_scored_calls_launch_over_as_many_bytes_as_the_evidence_calls() -> None:
 
 def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evidence_costs() -> None:
     per_call, per_launch = _judge.EVIDENCE_COST_MS["cpu"]
+    harness = [0.1] * 25
     # honest: the evidence calls pay the gate's round trip on each of their 2 launches, and are noisier
-    assert _judge.scored_time([0.2] * 50, [0.2 + per_call + 2 * per_launch] * 10, [2] * 10, "cpu") is None
-    assert _judge.scored_time([0.2] * 50, [0.24] * 10, [2] * 10, "cpu") is None
-    failure = _judge.scored_time([0.2] * 50, [2.0] * 10, [2] * 10, "cpu")  # 10x: beyond 25% and 2 launches
+    assert _judge.scored_time([0.2] * 50, [0.2 + per_call + 2 * per_launch] * 10, [2] * 10, harness, "cpu") is None
+    assert _judge.scored_time([0.2] * 50, [0.24] * 10, [2] * 10, harness, "cpu") is None
+    failure = _judge.scored_time([0.2] * 50, [2.0] * 10, [2] * 10, harness, "cpu")  # 10x: beyond 25% and 2 launches
     assert failure and failure.code == "decorative_dsl" and "when it is watched" in failure.feedback
 
 
@@ -135,8 +135,23 @@ def test_many_launches_buy_no_slack_against_the_watched_calls() -> None:
     10 ms of slack at 0.3 ms a launch; the gate's time is measured per call now, and a launch's allowance is only
     what the vault's clock cannot see of it. Two thirds of the watched call's work saved fails; an honest 34-launch
     call's noise passes."""
-    assert _judge.scored_time([2.0] * 50, [6.0] * 10, [34] * 10, "cpu") is not None
-    assert _judge.scored_time([5.0] * 50, [6.0] * 10, [34] * 10, "cpu") is None
+    assert _judge.scored_time([2.0] * 50, [6.0] * 10, [34] * 10, [0.2] * 25, "cpu") is not None
+    assert _judge.scored_time([5.0] * 50, [6.0] * 10, [34] * 10, [0.2] * 25, "cpu") is None
+
+
+def test_the_share_allowed_is_of_the_calls_own_cost_not_the_harness_s() -> None:
+    """The red team's rt12 F2 (p26 at PRODUCTION on cpu, figures of an honest run): the harness copies the 32 MB
+    of in-place block tables aside after every call, ~4.8 ms of the worker's CPU, null calls included; the kernel is
+    ~0.4 ms of a 5.5 ms scored call. A quarter of the whole watched call (6.15 ms) let a scored call that skipped all
+    its work (the harness's cost and two idle launches: 4.9 ms) pass; a quarter of the evidence calls' own cost
+    does not. The honest calls, and the null calls' noise, still pass: their spread widens the line."""
+    nulls = [4.83 + 0.05 * (i % 5 - 2) for i in range(25)]
+    watched, honest, skipped = [6.15] * 10, [5.52] * 50, [4.9] * 50
+    assert _judge.scored_time(honest, watched, [1] * 10, nulls, "cpu") is None
+    failure = _judge.scored_time(skipped, watched, [1] * 10, nulls, "cpu")
+    assert failure is not None and failure.code == "decorative_dsl"
+    noisy = [4.83 + 0.6 * (i % 5 - 2) for i in range(25)]  # a loaded machine's harness: the same saving is noise
+    assert _judge.scored_time(skipped, watched, [1] * 10, noisy, "cpu") is None
 
 
 def test_a_submission_knowing_the_evidence_calls_is_rejected(
@@ -171,12 +186,9 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
     report = cpu_session.verify(EVIDENCE / "probe_idle_kernel.py", "p36", "tirx")
     assert report.failure in (None, "decorative_dsl", "timing_tamper"), report.feedback
     if report.passed:
-        evidence = report.details["evidence_calls"]
-        watched = statistics.median(
-            cpu - work["ms"] for cpu, work in zip(evidence["cpu_ms"], evidence["work"], strict=True)
-        )
-        allowed = _judge.scored_time_floor([watched], evidence["launches"], "cpu")
-        assert report.details["timing_rounds"][-1]["cpu_median_ms"] >= allowed
+        figures = report.details["scored_time"]  # the CPU medians the rule compared, and its line
+        assert figures["scored_ms"] == report.details["timing_rounds"][-1]["cpu_median_ms"]
+        assert figures["scored_ms"] >= figures["floor_ms"]
 
 
 @pytest.mark.parametrize(
