@@ -98,6 +98,13 @@ WORK_SHARE = 0.5
 #: update that writes a few entries).
 WORK_SAMPLED_FLOOR = 1 / 16
 
+#: An output's median share of sampled elements that the evidence calls' launches copied (``_provenance.launch_copies``:
+#: values their other arguments held before them) may exceed the correctness draws' median by at most this much. The
+#: draws measure it alike: what an honest kernel copies (a cache append of the inputs' rows) is their share too, and a
+#: verdict is all or none of an output's elements whose values the arguments hold, so one odd honest call moves a
+#: median by little.
+COPIED_MARGIN = 0.25
+
 
 @dataclass
 class OutputCoverage:
@@ -333,4 +340,40 @@ def kernels_check(
         f"{', ...' if len(missing) > 5 else ''}) did not launch all the DSL kernels, with the argument shapes, that "
         "any one correctness draw launched: the timed calls do not run the kernels the correctness draws checked. "
         "Run the same DSL work on every call."
+    )
+
+
+def copied_check(
+    audited: Sequence[dict[str, Any] | None], timed: Sequence[dict[str, Any] | None]
+) -> tuple[dict[str, Any], str | None]:
+    """Where the evidence calls' launches' written output came from, against the correctness draws': the work rule
+    counts the bytes a launch changed and the elements it left, which a launch copying an answer computed elsewhere
+    (eager code, an earlier call) changes and leaves all of. Each output's median share of sampled elements a launch
+    copied from values its other arguments held before it must be at most the draws' median plus ``COPIED_MARGIN``."""
+    if not audited or not timed:
+        return {}, None
+    outputs = max((len(w.get("copied", ())) for w in (*audited, *timed) if w is not None), default=0)
+
+    def copied(w: dict[str, Any] | None, i: int) -> float:
+        shares = w.get("copied", ()) if w is not None else ()
+        return float(shares[i]) if i < len(shares) else 0.0
+
+    draws = [float(statistics.median(copied(w, i) for w in audited)) for i in range(outputs)]
+    calls = [float(statistics.median(copied(w, i) for w in timed)) for i in range(outputs)]
+    found = {"draws_copied": draws, "timed_copied": calls, "margin": COPIED_MARGIN}
+    over = [i for i in range(outputs) if calls[i] > draws[i] + COPIED_MARGIN]
+    if not over:
+        return found, None
+    what = []
+    for i in over:
+        which = [k + 1 for k, w in enumerate(timed) if copied(w, i) > draws[i] + COPIED_MARGIN]
+        what.append(
+            f"output {i}: {calls[i]:.1%} of its elements (median; evidence calls {', '.join(map(str, which[:10]))}) "
+            f"against the correctness draws' {draws[i]:.1%}"
+        )
+    return found, (
+        "The DSL launches of the timed calls wrote values their other arguments already held before the launch "
+        "(copied, in any order), not computed: " + "; ".join(what) + f" (at most {COPIED_MARGIN:.0%} more than the "
+        "draws' is allowed). An answer computed elsewhere (eager code, an earlier call) and copied by a kernel is not "
+        "DSL work. Run the same DSL work on every call."
     )

@@ -384,6 +384,9 @@ def provenance_vault(
     # it changed); ``work`` reads the outputs' sampled elements against them
     left: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
+    # what the call's counted launches copied (evidence calls and draws, ``launch_copies``): (start, end, output, the
+    # sampled elements' bit patterns the launch left, which of them it copied from its other arguments)
+    copies_left: list[Any] = []
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
     # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
@@ -1000,11 +1003,21 @@ def provenance_vault(
 
     def found_as_elements(t: Any, i: int) -> None:
         """Record the sampled positions of output i whose values the call's held arguments hold, in any order, beyond
-        chance (``ELEMENT_PROBES``). The held elements are counted against the probed values, never sorted."""
+        chance (``ELEMENT_PROBES``)."""
         lo, hi = span(t)
-        held_sources = [(values, eager) for source, a, b, values, eager in sources if not (a < hi and lo < b)]
+        found = held_elements(t, i, [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)])
+        if found is not None:
+            text = f"launch arguments eager code made, holding {found[1]}"
+            records.append(("contains", text, i, lib.tolist(found[0])))
+
+    def held_elements(t: Any, i: int, held_sources: Any, apart: bool = False) -> Any:
+        """The sampled positions of output i whose values ``held_sources`` ((values, which of them count: None for all),
+        pooled) hold, in any order, beyond chance, and what was found; None for no copy. ``apart``: each source is
+        judged alone too, the verdict finding the most positions taken (an answer among problem inputs of its values'
+        range, which pooled with it hold every value by chance too). The held elements are counted against the probed
+        values, never sorted."""
         if not held_sources or not lib.element_probes:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
-            return
+            return None
         device = lib.device_of(t)
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         n = lib.numel(mine)
@@ -1018,6 +1031,7 @@ def provenance_vault(
         neighbours = lib.add(values, lib.mul(steps, signs))
         keys = lib.unique(lib.cat([values, neighbours]), True, False, False)[0]
         held = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=device)
+        alone = []
         for values_held, eager in held_sources:  # pooled over arguments; per argument its best reading
             best = None
             for form, mask in readings(t, values_held, eager, by_columns=False):
@@ -1025,21 +1039,26 @@ def provenance_vault(
                 best = counts if best is None else lib.maximum(best, counts)
             if best is not None:
                 held = lib.add(held, best)
+                alone.append(best)
         at_value, at_neighbour = lib.searchsorted(keys, values), lib.searchsorted(keys, neighbours)
         need = lib.take(tally(mine, keys), at_value)  # how often the output holds each probed value
         judged = lib.logical_not(lib.logical_and(lib.ge(lib.mul(need, lib.element_common), n + 1), lib.ge(need, 2)))
         weight = lib.float(lib.sum(judged))
         if weight < lib.element_probes // 8:  # too few values that say anything: no verdict
-            return
-        for label, least in (("its values", 1), ("its values with their multiplicity", need)):
-            found = lib.ge(lib.take(held, at_value), least)
-            share = lib.float(lib.sum(lib.logical_and(found, judged))) / weight
-            chance = lib.float(lib.sum(lib.logical_and(lib.ge(lib.take(held, at_neighbour), least), judged))) / weight
-            if chance <= lib.element_chance and (share - chance) / (1.0 - chance) >= lib.element_share:
-                # a copy: every sampled position whose value the arguments hold is taken, common values' too
-                text = f"launch arguments eager code made, holding {share:.1%} of {label} in any order"
-                records.append(("contains", f"{text} (chance {chance:.1%})", i, lib.tolist(found[:count])))
-                return
+            return None
+        verdict = None
+        for pool_counts in [held, *alone] if apart and lib.len(alone) > 1 else [held]:
+            for label, least in (("its values", 1), ("its values with their multiplicity", need)):
+                found = lib.ge(lib.take(pool_counts, at_value), least)
+                share = lib.float(lib.sum(lib.logical_and(found, judged))) / weight
+                chance = lib.float(lib.sum(lib.logical_and(lib.ge(lib.take(pool_counts, at_neighbour), least), judged)))
+                chance /= weight
+                if chance <= lib.element_chance and (share - chance) / (1.0 - chance) >= lib.element_share:
+                    # a copy: every sampled position whose value the arguments hold is taken, common values' too
+                    if verdict is None or lib.int(lib.sum(found[:count])) > lib.int(lib.sum(verdict[0])):
+                        verdict = (found[:count], f"{share:.1%} of {label} in any order (chance {chance:.1%})")
+                    break
+        return verdict
 
     def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
@@ -1083,13 +1102,72 @@ def provenance_vault(
                 pending.append((view, lib.clone(view), lo))
         pending.append(("tensors", tensors, prior))
 
+    def was(u: Any, spans: Any) -> Any:
+        """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s);
+        None where no copy holds it whole or its elements are not aligned within it."""
+        lo, hi = span(u)
+        size = lib.element_size(u)
+        for whole, copy, address in spans:
+            if address <= lo and hi <= address + lib.numel(whole) and (lo - address) % size == 0:
+                old = lib.empty((0,), dtype=lib.dtype_of(u), device=lib.device_of(u))
+                lib.set_(old, lib.untyped_storage(copy), (lo - address) // size, lib.size(u), lib.stride(u))
+                return old
+        return None
+
+    def launch_copies(tensors: Any, spans: Any) -> None:
+        """Which sampled elements of each output-sized tensor the launch in flight changed to values its other tensor
+        arguments held before it, in any order, beyond chance (``held_elements``, each argument alone and pooled): a
+        launch copying an answer computed elsewhere, not computing it. Problem inputs count too (the draws, measured
+        alike, show what an honest kernel copies: a cache append); the tensor's own memory does not."""
+        for t in tensors:
+            if lib.device_of(t).type not in ("cpu", "cuda") or lib.element_size(t) not in lib.bits:
+                continue
+            for i in lib.range(lib.len(numels)):
+                old = was(t, spans) if numels[i] == lib.numel(t) else None
+                if old is None:
+                    continue
+                where = lib.to(positions[i], lib.device_of(t))
+                kind = lib.bits[lib.element_size(t)]
+                now = lib.take(lib.reshape(lib.view(t, kind), (-1,)), where)
+                moved = lib.ne(now, lib.take(lib.reshape(lib.view(old, kind), (-1,)), where))
+                if not lib.bool(lib.any_of(moved)):
+                    continue
+                lo, hi = span(t)
+                others = []
+                for u in tensors:
+                    a, b = span(u)
+                    held_before = was(u, spans) if b > a and not (a < hi and lo < b) else None
+                    if held_before is not None and lib.element_size(u) in lib.bits:
+                        others.append((held_before, None))
+                found = held_elements(t, i, others, True)
+                if found is not None:
+                    copied_now = lib.logical_and(found[0], moved)
+                else:
+                    copied_now = lib.zeros((lib.numel(moved),), dtype=lib.bool_, device=lib.device_of(moved))
+                copies_left.append((lo, hi, i, now, copied_now))
+
+    def copied_share(t: Any, i: int) -> float:
+        """The share of output i's sampled elements that hold what the latest launch over the output left there and that
+        launch copied (``launch_copies``)."""
+        lo, hi = span(t)
+        for a, b, k, left_bits, copied_there in lib.reversed(copies_left):
+            if (a, b, k) == (lo, hi, i):
+                where = lib.to(positions[i], lib.device_of(t))
+                now = lib.take(lib.reshape(lib.view(t, lib.bits[lib.element_size(t)]), (-1,)), where)
+                kept = lib.logical_and(copied_there, lib.eq(now, left_bits))
+                return lib.int(lib.count_nonzero(kept)) / lib.numel(kept)
+        return 0.0
+
     def after() -> None:
         nonlocal changed
         if depth > 0 or not pending:
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        counted = pending.pop()[2] < launches  # a genuine launch ran in the window (a call above none did nothing)
+        _, tensors, prior = pending.pop()
+        counted = prior < launches  # a genuine launch ran in the window (a call above none did nothing)
+        if counted and not suppress:  # while the copies aside still hold the bytes as they were before the launch
+            launch_copies(tensors, pending)
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
             if counted:  # the launch's work: the bytes it changed
@@ -1674,13 +1752,17 @@ def provenance_vault(
         nonlocal spent
         start = lib.work_clock()
         offset, capacity = layout.WORK_SHARES
+        copied_offset = layout.WORK_COPIED[0]
         count = lib.min(lib.len(outputs), capacity)
         for i in lib.range(count):
             t = outputs[i]
-            share = left_share(t, i) if lib.type(t) is lib.Tensor and i < lib.len(numels) else 0.0
-            lib.f64.pack_into(page, offset + 8 + 8 * i, share)
+            judged = lib.type(t) is lib.Tensor and i < lib.len(numels)
+            lib.f64.pack_into(page, offset + 8 + 8 * i, left_share(t, i) if judged else 0.0)
+            lib.f64.pack_into(page, copied_offset + 8 + 8 * i, copied_share(t, i) if judged else 0.0)
         lib.u64.pack_into(page, offset, count)
+        lib.u64.pack_into(page, copied_offset, count)
         left.clear()  # freed inside the vault's own time
+        copies_left.clear()
         if lib.cuda:  # on cuda only the time inside the call is the call's measure; this is in its round trip
             lib.f64.pack_into(page, layout.WORK_AFTER_MS, (lib.work_clock() - start) * 1e3)
         else:
@@ -1737,6 +1819,7 @@ def provenance_vault(
                 records.clear()
                 pending.clear()
                 left.clear()
+                copies_left.clear()
                 held.clear()
                 tables.clear()
                 sources.clear()
@@ -1877,7 +1960,7 @@ def page_layout() -> types.SimpleNamespace:
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
         WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
         WORK_AFTER_MS=_control.WORK_AFTER_MS[0],
-        WORK_SHARES=_control.WORK_SHARES,
+        WORK_SHARES=_control.WORK_SHARES, WORK_COPIED=_control.WORK_COPIED,
     )  # fmt: skip
 
 
