@@ -105,6 +105,12 @@ ELEMENT_STEPS = 4
 ELEMENT_SHARE = 0.25
 ELEMENT_CHANCE = 0.75
 ELEMENT_COMMON = 256
+#: A launch's copies of its other arguments (``launch_copies``, on evidence calls and draws alike) are judged on this
+#: many output positions, the sampled ones first: a quarter of ``ELEMENT_PROBES``, for a tenth of its cost on cpu (an
+#: evidence call pays it per launch), its chance measured on as many (a standard error of 1.5%).
+COPY_PROBES = 1024
+#: Keys spanning fewer values than this are counted by a histogram (``tally``).
+TALLY_BINS = 1 << 17
 #: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
 #: a call packed into a longer array is not counted.
 _MAX_PACKED_ARGS = 256
@@ -357,6 +363,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
             torch.Generator().manual_seed(random.SystemRandom().getrandbits(63)))).to(device),
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
         problem_sizes=problem_sizes, layout_values=layout_values,
+        bincount=torch._C._VariableFunctions.bincount, tally_bins=TALLY_BINS, copy_probes=COPY_PROBES,
     )  # fmt: skip
 
 
@@ -996,7 +1003,15 @@ def provenance_vault(
             return
 
     def tally(values: Any, keys: Any) -> Any:
-        """How many of ``values`` equal each of sorted, distinct ``keys`` (int64)."""
+        """How many of ``values`` equal each of sorted, distinct ``keys`` (int64). Keys within a range of
+        ``TALLY_BINS`` (the bit patterns of 1- and 2-byte outputs) are counted by a histogram over the range, values
+        outside it in two end bins: a tenth of a search's cost on cpu, where an evidence call's launches pay it."""
+        if not lib.numel(keys):
+            return lib.zeros((0,), dtype=lib.int64, device=lib.device_of(keys))
+        low, high = lib.int(keys[0]), lib.int(keys[-1])
+        if high - low < lib.tally_bins:
+            bins = lib.clamp(lib.sub(values, low - 1), 0, high - low + 2)  # 0: below the keys, high - low + 2: above
+            return lib.take(lib.bincount(bins, None, high - low + 3), lib.sub(keys, low - 1))
         idx = lib.clamp(lib.searchsorted(keys, values), 0, lib.numel(keys) - 1)
         zeros = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=lib.device_of(keys))
         return lib.index_add(zeros, 0, idx, lib.to(lib.eq(lib.take(keys, idx), values), lib.int64))
@@ -1005,31 +1020,38 @@ def provenance_vault(
         """Record the sampled positions of output i whose values the call's held arguments hold, in any order, beyond
         chance (``ELEMENT_PROBES``)."""
         lo, hi = span(t)
-        found = held_elements(t, i, [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)])
+        pooled = [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)]
+        found = held_elements(t, i, pooled, lib.element_probes)
         if found is not None:
             text = f"launch arguments eager code made, holding {found[1]}"
             records.append(("contains", text, i, lib.tolist(found[0])))
 
-    def held_elements(t: Any, i: int, held_sources: Any, apart: bool = False) -> Any:
+    def held_elements(t: Any, i: int, held_sources: Any, probed: int, apart: bool = False) -> Any:
         """The sampled positions of output i whose values ``held_sources`` ((values, which of them count: None for all),
-        pooled) hold, in any order, beyond chance, and what was found; None for no copy. ``apart``: each source is
-        judged alone too, the verdict finding the most positions taken (an answer among problem inputs of its values'
-        range, which pooled with it hold every value by chance too). The held elements are counted against the probed
-        values, never sorted."""
-        if not held_sources or not lib.element_probes:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
+        pooled) hold, in any order, beyond chance, judged on ``probed`` positions, and what was found; None for no copy.
+        ``apart``: each source is judged alone too, the verdict finding the most positions taken (an answer among
+        problem inputs of its values' range, which pooled with it hold every value by chance too). The held elements are
+        counted against the probed values, never sorted."""
+        if not held_sources or not probed:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
             return None
         device = lib.device_of(t)
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         n = lib.numel(mine)
         sampled = lib.to(positions[i], device)
         count = lib.numel(sampled)
-        extra = lib.max(lib.element_probes - count, 0)
+        extra = lib.max(probed - count, 0)
         probes = lib.cat([sampled, lib.randint(0, n, (extra,), generator=lib.decoys, device=device)])
         values = lib.take(mine, probes)
         steps = lib.randint(1, lib.element_steps + 1, (lib.numel(probes),), generator=lib.decoys, device=device)
         signs = lib.sub(lib.mul(lib.randint(0, 2, (lib.numel(probes),), generator=lib.decoys, device=device), 2), 1)
         neighbours = lib.add(values, lib.mul(steps, signs))
         keys = lib.unique(lib.cat([values, neighbours]), True, False, False)[0]
+        at_value, at_neighbour = lib.searchsorted(keys, values), lib.searchsorted(keys, neighbours)
+        need = lib.take(tally(mine, keys), at_value)  # how often the output holds each probed value
+        judged = lib.logical_not(lib.logical_and(lib.ge(lib.mul(need, lib.element_common), n + 1), lib.ge(need, 2)))
+        weight = lib.float(lib.sum(judged))
+        if weight < probed // 8:  # too few values that say anything: no verdict (the held ones are not read)
+            return None
         held = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=device)
         alone = []
         for values_held, eager in held_sources:  # pooled over arguments; per argument its best reading
@@ -1040,12 +1062,6 @@ def provenance_vault(
             if best is not None:
                 held = lib.add(held, best)
                 alone.append(best)
-        at_value, at_neighbour = lib.searchsorted(keys, values), lib.searchsorted(keys, neighbours)
-        need = lib.take(tally(mine, keys), at_value)  # how often the output holds each probed value
-        judged = lib.logical_not(lib.logical_and(lib.ge(lib.mul(need, lib.element_common), n + 1), lib.ge(need, 2)))
-        weight = lib.float(lib.sum(judged))
-        if weight < lib.element_probes // 8:  # too few values that say anything: no verdict
-            return None
         verdict = None
         for pool_counts in [held, *alone] if apart and lib.len(alone) > 1 else [held]:
             for label, least in (("its values", 1), ("its values with their multiplicity", need)):
@@ -1118,9 +1134,13 @@ def provenance_vault(
         """Which sampled elements of each output-sized tensor the launch in flight changed to values its other tensor
         arguments held before it, in any order, beyond chance (``held_elements``, each argument alone and pooled): a
         launch copying an answer computed elsewhere, not computing it. Problem inputs count too (the draws, measured
-        alike, show what an honest kernel copies: a cache append); the tensor's own memory does not."""
+        alike, show what an honest kernel copies: a cache append); the tensor's own memory does not. One-byte outputs
+        are not judged: of 256 values, any argument of their size holds most by chance, and their caches (p25's, 12 MB)
+        cost the evidence calls a pass over every other argument's bytes (745 ms a call against 8 ms)."""
         for t in tensors:
             if lib.device_of(t).type not in ("cpu", "cuda") or lib.element_size(t) not in lib.bits:
+                continue
+            if lib.element_size(t) == 1:
                 continue
             for i in lib.range(lib.len(numels)):
                 old = was(t, spans) if numels[i] == lib.numel(t) else None
@@ -1139,7 +1159,7 @@ def provenance_vault(
                     held_before = was(u, spans) if b > a and not (a < hi and lo < b) else None
                     if held_before is not None and lib.element_size(u) in lib.bits:
                         others.append((held_before, None))
-                found = held_elements(t, i, others, True)
+                found = held_elements(t, i, others, lib.copy_probes, True)
                 if found is not None:
                     copied_now = lib.logical_and(found[0], moved)
                 else:
