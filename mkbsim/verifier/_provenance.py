@@ -364,6 +364,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
         problem_sizes=problem_sizes, layout_values=layout_values,
         bincount=torch._C._VariableFunctions.bincount, tally_bins=TALLY_BINS, copy_probes=COPY_PROBES,
+        tensor_of=torch._C._VariableFunctions.tensor,
     )  # fmt: skip
 
 
@@ -945,20 +946,27 @@ def provenance_vault(
 
     def found_in_runs(t: Any, i: int) -> None:
         """Record the sampled positions of output i that a window of consecutive output elements found in a held
-        argument covers, pooled over the call's held arguments (``COPY_RUNS``). Only the windows holding a sampled
-        position are looked for (the held windows, many more, are matched against them, never sorted)."""
+        argument covers, pooled over the call's held arguments (``COPY_RUNS``)."""
         lo, hi = span(t)
+        found = held_runs(t, i, [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)])
+        if found is not None:
+            records.append(("contains", f"launch arguments eager code made, holding {found[1]}", i, found[0]))
+
+    def held_runs(t: Any, i: int, held_sources: Any) -> Any:
+        """The sampled positions of output i (a list of bools) that a window of consecutive output elements found in
+        ``held_sources`` ((values, which of them count: None for all), pooled) covers, and what was found; None for
+        none. Only the windows holding a sampled position are looked for (the held windows, many more, are matched
+        against them, never sorted)."""
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         device = lib.device_of(t)
         n = lib.numel(mine)
-        held_readings = [r for source, a, b, values, eager in sources if not (a < hi and lo < b)
-                         for r in readings(t, values, eager)]  # fmt: skip
+        held_readings = [r for values, eager in held_sources for r in readings(t, values, eager)]
         if not held_readings:
-            return
+            return None
         sampled = lib.to(positions[i], device)
         for k in lib.copy_runs:
             if n < 2 * k:
-                return
+                return None
             steps = lib.arange(k, device=device)
             weights = lib.to(lib.window_weights[:k], device)
             # each window's key read forwards and backwards: an argument holding it reversed (rows stored last element
@@ -988,7 +996,7 @@ def provenance_vault(
                 for probe, into in lib.zip(probes, matched):
                     into.append(lib.masked_select(keys, members(keys, probe)))
             if not matched[0]:  # no argument as long as a window
-                return
+                return None
             hit = members(lib.reshape(own, (-1,)), lib.unique(lib.cat(matched[0]), True, False, False)[0])
             hit = lib.logical_and(lib.reshape(hit, lib.size(own)), lib.logical_not(flat))
             chance = members(lib.reshape(decoy, (-1,)), lib.unique(lib.cat(matched[1]), True, False, False)[0])
@@ -998,9 +1006,9 @@ def provenance_vault(
             covered = lib.any_of(lib.any_of(hit, 2), 1)
             if lib.bool(lib.any_of(covered)):
                 share = lib.float(lib.sum(covered)) / count
-                label = f"launch arguments eager code made, holding runs of {k} of its values ({share:.1%} sampled)"
-                records.append(("contains", label, i, lib.tolist(covered)))
-            return
+                return lib.tolist(covered), f"runs of {k} of its values ({share:.1%} sampled)"
+            return None
+        return None
 
     def tally(values: Any, keys: Any) -> Any:
         """How many of ``values`` equal each of sorted, distinct ``keys`` (int64). Keys within a range of
@@ -1159,11 +1167,14 @@ def provenance_vault(
                     held_before = was(u, spans) if b > a and not (a < hi and lo < b) else None
                     if held_before is not None and lib.element_size(u) in lib.bits:
                         others.append((held_before, None))
-                found = held_elements(t, i, others, lib.copy_probes, True)
+                copied_now = lib.zeros((lib.numel(moved),), dtype=lib.bool_, device=lib.device_of(moved))
+                runs = held_runs(t, i, others)  # in order, at any offset: a part copied (half the rows)
+                if runs is not None:
+                    lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=lib.device_of(moved)))
+                found = held_elements(t, i, others, lib.copy_probes, True)  # in any order: a permuted copy
                 if found is not None:
-                    copied_now = lib.logical_and(found[0], moved)
-                else:
-                    copied_now = lib.zeros((lib.numel(moved),), dtype=lib.bool_, device=lib.device_of(moved))
+                    lib.logical_or_(copied_now, found[0])
+                lib.logical_and_(copied_now, moved)
                 copies_left.append((lo, hi, i, now, copied_now))
 
     def copied_share(t: Any, i: int) -> float:

