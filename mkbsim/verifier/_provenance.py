@@ -952,15 +952,15 @@ def provenance_vault(
         if found is not None:
             records.append(("contains", f"launch arguments eager code made, holding {found[1]}", i, found[0]))
 
-    def held_runs(t: Any, i: int, held_sources: Any) -> Any:
+    def held_runs(t: Any, i: int, held_sources: Any, by_columns: bool = True) -> Any:
         """The sampled positions of output i (a list of bools) that a window of consecutive output elements found in
         ``held_sources`` ((values, which of them count: None for all), pooled) covers, and what was found; None for
-        none. Only the windows holding a sampled position are looked for (the held windows, many more, are matched
-        against them, never sorted)."""
+        none; ``by_columns``: a matrix argument read by columns too. Only the windows holding a sampled position are
+        looked for (the held windows, many more, are matched against them, never sorted)."""
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         device = lib.device_of(t)
         n = lib.numel(mine)
-        held_readings = [r for values, eager in held_sources for r in readings(t, values, eager)]
+        held_readings = [r for values, eager in held_sources for r in readings(t, values, eager, by_columns)]
         if not held_readings:
             return None
         sampled = lib.to(positions[i], device)
@@ -1168,7 +1168,8 @@ def provenance_vault(
                     if held_before is not None and lib.element_size(u) in lib.bits:
                         others.append((held_before, None))
                 copied_now = lib.zeros((lib.numel(moved),), dtype=lib.bool_, device=lib.device_of(moved))
-                runs = held_runs(t, i, others)  # in order, at any offset: a part copied (half the rows)
+                # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
+                runs = held_runs(t, i, others, False)
                 if runs is not None:
                     lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=lib.device_of(moved)))
                 found = held_elements(t, i, others, lib.copy_probes, True)  # in any order: a permuted copy
