@@ -109,6 +109,8 @@ ELEMENT_COMMON = 256
 #: many output positions, the sampled ones first: a quarter of ``ELEMENT_PROBES``, for a tenth of its cost on cpu (an
 #: evidence call pays it per launch), its chance measured on as many (a standard error of 1.5%).
 COPY_PROBES = 1024
+#: ... and by runs of consecutive values (``held_runs``) in arguments of at most this many times the tensor's elements.
+COPY_RUNS_LARGEST = 4
 #: Keys spanning fewer values than this are counted by a histogram (``tally``).
 TALLY_BINS = 1 << 17
 #: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
@@ -364,7 +366,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
         problem_sizes=problem_sizes, layout_values=layout_values,
         bincount=torch._C._VariableFunctions.bincount, tally_bins=TALLY_BINS, copy_probes=COPY_PROBES,
-        tensor_of=torch._C._VariableFunctions.tensor,
+        tensor_of=torch._C._VariableFunctions.tensor, copy_runs_largest=COPY_RUNS_LARGEST,
     )  # fmt: skip
 
 
@@ -1168,8 +1170,11 @@ def provenance_vault(
                     if held_before is not None and lib.element_size(u) in lib.bits:
                         others.append((held_before, None))
                 copied_now = lib.zeros((lib.numel(moved),), dtype=lib.bool_, device=lib.device_of(moved))
-                # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
-                runs = held_runs(t, i, others, False)
+                # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows); of
+                # arguments up to ``COPY_RUNS_LARGEST`` times the tensor (a GEMM's weights cost p33's evidence calls
+                # 500 ms a call, against 1.2 ms, read by windows: the order-free check below still reads them)
+                small = [s for s in others if lib.numel(s[0]) <= lib.copy_runs_largest * lib.numel(t)]
+                runs = held_runs(t, i, small, False)
                 if runs is not None:
                     lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=lib.device_of(moved)))
                 found = held_elements(t, i, others, lib.copy_probes, True)  # in any order: a permuted copy
