@@ -1142,11 +1142,12 @@ def provenance_vault(
 
     def launch_copies(tensors: Any, spans: Any) -> None:
         """Which sampled elements of each output-sized tensor the launch in flight changed to values its other tensor
-        arguments held before it, in any order, beyond chance (``held_elements``, each argument alone and pooled): a
-        launch copying an answer computed elsewhere, not computing it. Problem inputs count too (the draws, measured
-        alike, show what an honest kernel copies: a cache append); the tensor's own memory does not. One-byte outputs
-        are not judged: of 256 values, any argument of their size holds most by chance, and their caches (p25's, 12 MB)
-        cost the evidence calls a pass over every other argument's bytes (745 ms a call against 8 ms)."""
+        arguments held before it: in any order, beyond chance (``held_elements``, each argument alone and pooled), or
+        in runs of consecutive values (``held_runs``): a launch copying an answer computed elsewhere, not computing it.
+        Problem inputs count too (the draws, measured alike, show what an honest kernel copies: a cache append); the
+        tensor's own memory does not. One-byte outputs are not judged: of 256 values, any argument of their size holds
+        most by chance, and their caches (p25's, 12 MB) cost the evidence calls a pass over every other argument's bytes
+        (745 ms a call against 8 ms)."""
         for t in tensors:
             if lib.device_of(t).type not in ("cpu", "cuda") or lib.element_size(t) not in lib.bits:
                 continue
