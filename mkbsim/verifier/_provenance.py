@@ -109,8 +109,8 @@ ELEMENT_COMMON = 256
 #: many output positions, the sampled ones first: a quarter of ``ELEMENT_PROBES``, for a tenth of its cost on cpu (an
 #: evidence call pays it per launch), its chance measured on as many (a standard error of 1.5%).
 COPY_PROBES = 1024
-#: ... and by runs of consecutive values (``held_runs``) in arguments of at most this many times the tensor's elements.
-COPY_RUNS_LARGEST = 4
+#: ... in arguments of at most this many times the tensor's elements (its cost: a few passes over each argument).
+COPY_LARGEST = 4
 #: Keys spanning fewer values than this are counted by a histogram (``tally``).
 TALLY_BINS = 1 << 17
 #: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
@@ -366,7 +366,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
         problem_sizes=problem_sizes, layout_values=layout_values,
         bincount=torch._C._VariableFunctions.bincount, tally_bins=TALLY_BINS, copy_probes=COPY_PROBES,
-        tensor_of=torch._C._VariableFunctions.tensor, copy_runs_largest=COPY_RUNS_LARGEST,
+        tensor_of=torch._C._VariableFunctions.tensor, copy_largest=COPY_LARGEST,
     )  # fmt: skip
 
 
@@ -1171,14 +1171,14 @@ def provenance_vault(
                     if held_before is not None and lib.element_size(u) in lib.bits:
                         others.append((held_before, None))
                 copied_now = lib.zeros((lib.numel(moved),), dtype=lib.bool_, device=lib.device_of(moved))
-                # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows); of
-                # arguments up to ``COPY_RUNS_LARGEST`` times the tensor (a GEMM's weights cost p33's evidence calls
-                # 500 ms a call, against 1.2 ms, read by windows: the order-free check below still reads them)
-                small = [s for s in others if lib.numel(s[0]) <= lib.copy_runs_largest * lib.numel(t)]
+                # arguments up to ``COPY_LARGEST`` times the tensor only: a GEMM's weights cost p33's evidence calls
+                # 500 ms a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
+                small = [s for s in others if lib.numel(s[0]) <= lib.copy_largest * lib.numel(t)]
+                # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
                 runs = held_runs(t, i, small, False)
                 if runs is not None:
                     lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=lib.device_of(moved)))
-                found = held_elements(t, i, others, lib.copy_probes, True)  # in any order: a permuted copy
+                found = held_elements(t, i, small, lib.copy_probes, True)  # in any order: a permuted copy
                 if found is not None:
                     lib.logical_or_(copied_now, found[0])
                 lib.logical_and_(copied_now, moved)
