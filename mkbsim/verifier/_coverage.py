@@ -46,7 +46,8 @@ about the draws', and so is the work their launches do to memory. One that runs 
 and an eager answer with a token launch otherwise launches another kernel, or the same on other shapes
 (``kernels_check``), or, with the same launches doing less work, has its DSL time collapse
 (``dsl_time_check``) or, where a launch's fixed cost hides that, changes fewer bytes and leaves fewer output
-elements than the draws' launches did (``work_check``).
+elements than the draws' launches did (``work_check``), or writes values its other arguments held before it, copied
+rather than computed, more than the draws' launches did (``copied_check``).
 """
 
 from __future__ import annotations
@@ -97,6 +98,16 @@ WORK_SHARE = 0.5
 #: (32 of 512) halving it is within the sampling noise, and only the bytes changed are judged (an in-place cache
 #: update that writes a few entries).
 WORK_SAMPLED_FLOOR = 1 / 16
+
+#: An output's median share of sampled elements that the evidence calls' launches copied (``_provenance.launch_copies``:
+#: values their other arguments held before them) may exceed the correctness draws' median by at most this much. The
+#: draws measure it alike: what an honest kernel copies (a cache append of the inputs' rows) is their share too, and a
+#: verdict is all or none of an output's elements whose values the arguments hold, so one odd honest call moves a
+#: median by little.
+COPIED_MARGIN = 0.25
+#: ... on at most this share of the evidence calls: a copy on some calls only (an answer computed ahead by an earlier
+#: call, rt12 F0: every other call) must not hide under a median.
+COPIED_CALLS = 0.25
 
 
 @dataclass
@@ -333,4 +344,40 @@ def kernels_check(
         f"{', ...' if len(missing) > 5 else ''}) did not launch all the DSL kernels, with the argument shapes, that "
         "any one correctness draw launched: the timed calls do not run the kernels the correctness draws checked. "
         "Run the same DSL work on every call."
+    )
+
+
+def copied_check(
+    audited: Sequence[dict[str, Any] | None], timed: Sequence[dict[str, Any] | None]
+) -> tuple[dict[str, Any], str | None]:
+    """Where the evidence calls' launches' written output came from, against the correctness draws': the work rule
+    counts the bytes a launch changed and the elements it left, which a launch copying an answer computed elsewhere
+    (eager code, an earlier call) changes and leaves all of. Each output's median share of sampled elements a launch
+    copied from values its other arguments held before it may exceed the draws' median by ``COPIED_MARGIN`` on at most
+    ``COPIED_CALLS`` of the evidence calls."""
+    if not audited or not timed:
+        return {}, None
+    outputs = max((len(w.get("copied", ())) for w in (*audited, *timed) if w is not None), default=0)
+
+    def copied(w: dict[str, Any] | None, i: int) -> float:
+        shares = w.get("copied", ()) if w is not None else ()
+        return float(shares[i]) if i < len(shares) else 0.0
+
+    draws = [float(statistics.median(copied(w, i) for w in audited)) for i in range(outputs)]
+    calls = [float(statistics.median(copied(w, i) for w in timed)) for i in range(outputs)]
+    which = [[k + 1 for k, w in enumerate(timed) if copied(w, i) > draws[i] + COPIED_MARGIN] for i in range(outputs)]
+    found = {"draws_copied": draws, "timed_copied": calls, "margin": COPIED_MARGIN, "calls_over": which}
+    over = [i for i in range(outputs) if len(which[i]) > COPIED_CALLS * len(timed)]
+    if not over:
+        return found, None
+    what = [
+        f"output {i}: on evidence calls {', '.join(map(str, which[i][:10]))} of {len(timed)} (median "
+        f"{calls[i]:.1%} of its elements) against the correctness draws' {draws[i]:.1%}"
+        for i in over
+    ]
+    return found, (
+        "The DSL launches of the timed calls wrote values their other arguments already held before the launch "
+        "(copied, in any order or in runs), not computed: " + "; ".join(what) + f" (more than {COPIED_MARGIN:.0%} "
+        f"above the draws' on at most {COPIED_CALLS:.0%} of the calls is allowed). An answer computed elsewhere (eager "
+        "code, an earlier call) and copied by a kernel is not DSL work. Run the same DSL work on every call."
     )

@@ -642,6 +642,9 @@ def _timed_as_audited(v: Verification) -> Failure | None:
     if judged is None:  # what the launches changed: bytes, not time (not retried)
         v.details["timed_work"], unworked = _coverage.work_check([d.page["work"] for d in audited], evidence["work"])
         judged = Failure("decorative_dsl", unworked) if unworked else None
+    if judged is None:  # where the launches' written bytes came from: computed, or copied from their arguments
+        v.details["timed_copies"], copied = _coverage.copied_check([d.page["work"] for d in audited], evidence["work"])
+        judged = Failure("decorative_dsl", copied) if copied else None
     v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "footprints", "dsl_ms", "work")}
     v.details["evidence_calls"]["cpu_ms"] = [c.cpu_ms for c in evidence["trusted"]]  # what scored_time compares on cpu
     # what the gate spent measuring an evidence call's work is not the call's (the scored calls have none of it)

@@ -105,6 +105,14 @@ ELEMENT_STEPS = 4
 ELEMENT_SHARE = 0.25
 ELEMENT_CHANCE = 0.75
 ELEMENT_COMMON = 256
+#: A launch's copies of its other arguments (``launch_copies``, on evidence calls and draws alike) are judged on this
+#: many output positions, the sampled ones first: a quarter of ``ELEMENT_PROBES``, for a tenth of its cost on cpu (an
+#: evidence call pays it per launch), its chance measured on as many (a standard error of 1.5%).
+COPY_PROBES = 1024
+#: ... in arguments of at most this many times the tensor's elements (its cost: a few passes over each argument).
+COPY_LARGEST = 4
+#: Keys spanning fewer values than this are counted by a histogram (``tally``).
+TALLY_BINS = 1 << 17
 #: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
 #: a call packed into a longer array is not counted.
 _MAX_PACKED_ARGS = 256
@@ -358,6 +366,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
             torch.Generator().manual_seed(random.SystemRandom().getrandbits(63)))).to(device),
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
         problem_sizes=problem_sizes, layout_values=layout_values,
+        bincount=torch._C._VariableFunctions.bincount, tally_bins=TALLY_BINS, copy_probes=COPY_PROBES,
+        tensor_of=torch._C._VariableFunctions.tensor, copy_largest=COPY_LARGEST,
     )  # fmt: skip
 
 
@@ -385,6 +395,9 @@ def provenance_vault(
     # it changed); ``work`` reads the outputs' sampled elements against them
     left: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
+    # what the call's counted launches copied (evidence calls and draws, ``launch_copies``): (start, end, output, the
+    # sampled elements' bit patterns the launch left, which of them it copied from its other arguments)
+    copies_left: list[Any] = []
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
     # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
@@ -936,20 +949,27 @@ def provenance_vault(
 
     def found_in_runs(t: Any, i: int) -> None:
         """Record the sampled positions of output i that a window of consecutive output elements found in a held
-        argument covers, pooled over the call's held arguments (``COPY_RUNS``). Only the windows holding a sampled
-        position are looked for (the held windows, many more, are matched against them, never sorted)."""
+        argument covers, pooled over the call's held arguments (``COPY_RUNS``)."""
         lo, hi = span(t)
+        found = held_runs(t, i, [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)])
+        if found is not None:
+            records.append(("contains", f"launch arguments eager code made, holding {found[1]}", i, found[0]))
+
+    def held_runs(t: Any, i: int, held_sources: Any, by_columns: bool = True) -> Any:
+        """The sampled positions of output i (a list of bools) that a window of consecutive output elements found in
+        ``held_sources`` ((values, which of them count: None for all), pooled) covers, and what was found; None for
+        none; ``by_columns``: a matrix argument read by columns too. Only the windows holding a sampled position are
+        looked for (the held windows, many more, are matched against them, never sorted)."""
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         device = lib.device_of(t)
         n = lib.numel(mine)
-        held_readings = [r for source, a, b, values, eager in sources if not (a < hi and lo < b)
-                         for r in readings(t, values, eager)]  # fmt: skip
+        held_readings = [r for values, eager in held_sources for r in readings(t, values, eager, by_columns)]
         if not held_readings:
-            return
+            return None
         sampled = lib.to(positions[i], device)
         for k in lib.copy_runs:
             if n < 2 * k:
-                return
+                return None
             steps = lib.arange(k, device=device)
             weights = lib.to(lib.window_weights[:k], device)
             # each window's key read forwards and backwards: an argument holding it reversed (rows stored last element
@@ -979,7 +999,7 @@ def provenance_vault(
                 for probe, into in lib.zip(probes, matched):
                     into.append(lib.masked_select(keys, members(keys, probe)))
             if not matched[0]:  # no argument as long as a window
-                return
+                return None
             hit = members(lib.reshape(own, (-1,)), lib.unique(lib.cat(matched[0]), True, False, False)[0])
             hit = lib.logical_and(lib.reshape(hit, lib.size(own)), lib.logical_not(flat))
             chance = members(lib.reshape(decoy, (-1,)), lib.unique(lib.cat(matched[1]), True, False, False)[0])
@@ -989,36 +1009,62 @@ def provenance_vault(
             covered = lib.any_of(lib.any_of(hit, 2), 1)
             if lib.bool(lib.any_of(covered)):
                 share = lib.float(lib.sum(covered)) / count
-                label = f"launch arguments eager code made, holding runs of {k} of its values ({share:.1%} sampled)"
-                records.append(("contains", label, i, lib.tolist(covered)))
-            return
+                return lib.tolist(covered), f"runs of {k} of its values ({share:.1%} sampled)"
+            return None
+        return None
 
     def tally(values: Any, keys: Any) -> Any:
-        """How many of ``values`` equal each of sorted, distinct ``keys`` (int64)."""
+        """How many of ``values`` equal each of sorted, distinct ``keys`` (int64). Keys within a range of
+        ``TALLY_BINS`` (the bit patterns of 1- and 2-byte outputs) are counted by a histogram over the range, values
+        outside it in two end bins: a tenth of a search's cost on cpu, where an evidence call's launches pay it."""
+        if not lib.numel(keys):
+            return lib.zeros((0,), dtype=lib.int64, device=lib.device_of(keys))
+        low, high = lib.int(keys[0]), lib.int(keys[-1])
+        if high - low < lib.tally_bins:
+            bins = lib.clamp(lib.sub(values, low - 1), 0, high - low + 2)  # 0: below the keys, high - low + 2: above
+            return lib.take(lib.bincount(bins, None, high - low + 3), lib.sub(keys, low - 1))
         idx = lib.clamp(lib.searchsorted(keys, values), 0, lib.numel(keys) - 1)
         zeros = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=lib.device_of(keys))
         return lib.index_add(zeros, 0, idx, lib.to(lib.eq(lib.take(keys, idx), values), lib.int64))
 
     def found_as_elements(t: Any, i: int) -> None:
         """Record the sampled positions of output i whose values the call's held arguments hold, in any order, beyond
-        chance (``ELEMENT_PROBES``). The held elements are counted against the probed values, never sorted."""
+        chance (``ELEMENT_PROBES``)."""
         lo, hi = span(t)
-        held_sources = [(values, eager) for source, a, b, values, eager in sources if not (a < hi and lo < b)]
-        if not held_sources or not lib.element_probes:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
-            return
+        pooled = [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)]
+        found = held_elements(t, i, pooled, lib.element_probes)
+        if found is not None:
+            text = f"launch arguments eager code made, holding {found[1]}"
+            records.append(("contains", text, i, lib.tolist(found[0])))
+
+    def held_elements(t: Any, i: int, held_sources: Any, probed: int, apart: bool = False) -> Any:
+        """The sampled positions of output i whose values ``held_sources`` ((values, which of them count: None for all),
+        pooled) hold, in any order, beyond chance, judged on ``probed`` positions, and what was found; None for no copy.
+        ``apart``: each source is judged alone too, the verdict finding the most positions taken (an answer among
+        problem inputs of its values' range, which pooled with it hold every value by chance too). The held elements are
+        counted against the probed values, never sorted."""
+        if not held_sources or not probed:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
+            return None
         device = lib.device_of(t)
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         n = lib.numel(mine)
         sampled = lib.to(positions[i], device)
         count = lib.numel(sampled)
-        extra = lib.max(lib.element_probes - count, 0)
+        extra = lib.max(probed - count, 0)
         probes = lib.cat([sampled, lib.randint(0, n, (extra,), generator=lib.decoys, device=device)])
         values = lib.take(mine, probes)
         steps = lib.randint(1, lib.element_steps + 1, (lib.numel(probes),), generator=lib.decoys, device=device)
         signs = lib.sub(lib.mul(lib.randint(0, 2, (lib.numel(probes),), generator=lib.decoys, device=device), 2), 1)
         neighbours = lib.add(values, lib.mul(steps, signs))
         keys = lib.unique(lib.cat([values, neighbours]), True, False, False)[0]
+        at_value, at_neighbour = lib.searchsorted(keys, values), lib.searchsorted(keys, neighbours)
+        need = lib.take(tally(mine, keys), at_value)  # how often the output holds each probed value
+        judged = lib.logical_not(lib.logical_and(lib.ge(lib.mul(need, lib.element_common), n + 1), lib.ge(need, 2)))
+        weight = lib.float(lib.sum(judged))
+        if weight < probed // 8:  # too few values that say anything: no verdict (the held ones are not read)
+            return None
         held = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=device)
+        alone = []
         for values_held, eager in held_sources:  # pooled over arguments; per argument its best reading
             best = None
             for form, mask in readings(t, values_held, eager, by_columns=False):
@@ -1026,21 +1072,20 @@ def provenance_vault(
                 best = counts if best is None else lib.maximum(best, counts)
             if best is not None:
                 held = lib.add(held, best)
-        at_value, at_neighbour = lib.searchsorted(keys, values), lib.searchsorted(keys, neighbours)
-        need = lib.take(tally(mine, keys), at_value)  # how often the output holds each probed value
-        judged = lib.logical_not(lib.logical_and(lib.ge(lib.mul(need, lib.element_common), n + 1), lib.ge(need, 2)))
-        weight = lib.float(lib.sum(judged))
-        if weight < lib.element_probes // 8:  # too few values that say anything: no verdict
-            return
-        for label, least in (("its values", 1), ("its values with their multiplicity", need)):
-            found = lib.ge(lib.take(held, at_value), least)
-            share = lib.float(lib.sum(lib.logical_and(found, judged))) / weight
-            chance = lib.float(lib.sum(lib.logical_and(lib.ge(lib.take(held, at_neighbour), least), judged))) / weight
-            if chance <= lib.element_chance and (share - chance) / (1.0 - chance) >= lib.element_share:
-                # a copy: every sampled position whose value the arguments hold is taken, common values' too
-                text = f"launch arguments eager code made, holding {share:.1%} of {label} in any order"
-                records.append(("contains", f"{text} (chance {chance:.1%})", i, lib.tolist(found[:count])))
-                return
+                alone.append(best)
+        verdict = None
+        for pool_counts in [held, *alone] if apart and lib.len(alone) > 1 else [held]:
+            for label, least in (("its values", 1), ("its values with their multiplicity", need)):
+                found = lib.ge(lib.take(pool_counts, at_value), least)
+                share = lib.float(lib.sum(lib.logical_and(found, judged))) / weight
+                chance = lib.float(lib.sum(lib.logical_and(lib.ge(lib.take(pool_counts, at_neighbour), least), judged)))
+                chance /= weight
+                if chance <= lib.element_chance and (share - chance) / (1.0 - chance) >= lib.element_share:
+                    # a copy: every sampled position whose value the arguments hold is taken, common values' too
+                    if verdict is None or lib.int(lib.sum(found[:count])) > lib.int(lib.sum(verdict[0])):
+                        verdict = (found[:count], f"{share:.1%} of {label} in any order (chance {chance:.1%})")
+                    break
+        return verdict
 
     def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
@@ -1084,13 +1129,84 @@ def provenance_vault(
                 pending.append((view, lib.clone(view), lo))
         pending.append(("tensors", tensors, prior))
 
+    def was(u: Any, spans: Any) -> Any:
+        """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s);
+        None where no copy holds it whole or its elements are not aligned within it."""
+        lo, hi = span(u)
+        size = lib.element_size(u)
+        for whole, copy, address in spans:
+            if address <= lo and hi <= address + lib.numel(whole) and (lo - address) % size == 0:
+                old = lib.empty((0,), dtype=lib.dtype_of(u), device=lib.device_of(u))
+                lib.set_(old, lib.untyped_storage(copy), (lo - address) // size, lib.size(u), lib.stride(u))
+                return old
+        return None
+
+    def launch_copies(tensors: Any, spans: Any) -> None:
+        """Which sampled elements of each output-sized tensor the launch in flight changed to values its other tensor
+        arguments held before it: in any order, beyond chance (``held_elements``, each argument alone and pooled), or
+        in runs of consecutive values (``held_runs``): a launch copying an answer computed elsewhere, not computing it.
+        Problem inputs count too (the draws, measured alike, show what an honest kernel copies: a cache append); the
+        tensor's own memory does not. One-byte outputs are not judged: of 256 values, any argument of their size holds
+        most by chance, and their caches (p25's, 12 MB) cost the evidence calls a pass over every other argument's bytes
+        (745 ms a call against 8 ms)."""
+        for t in tensors:
+            if lib.device_of(t).type not in ("cpu", "cuda") or lib.element_size(t) not in lib.bits:
+                continue
+            if lib.element_size(t) == 1:
+                continue
+            for i in lib.range(lib.len(numels)):
+                old = was(t, spans) if numels[i] == lib.numel(t) else None
+                if old is None:
+                    continue
+                where = lib.to(positions[i], lib.device_of(t))
+                kind = lib.bits[lib.element_size(t)]
+                now = lib.take(lib.reshape(lib.view(t, kind), (-1,)), where)
+                moved = lib.ne(now, lib.take(lib.reshape(lib.view(old, kind), (-1,)), where))
+                if not lib.bool(lib.any_of(moved)):
+                    continue
+                lo, hi = span(t)
+                others = []
+                for u in tensors:
+                    a, b = span(u)
+                    held_before = was(u, spans) if b > a and not (a < hi and lo < b) else None
+                    if held_before is not None and lib.element_size(u) in lib.bits:
+                        others.append((held_before, None))
+                copied_now = lib.zeros((lib.numel(moved),), dtype=lib.bool_, device=lib.device_of(moved))
+                # arguments up to ``COPY_LARGEST`` times the tensor only: a GEMM's weights cost p33's evidence calls
+                # 500 ms a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
+                small = [s for s in others if lib.numel(s[0]) <= lib.copy_largest * lib.numel(t)]
+                # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
+                runs = held_runs(t, i, small, False)
+                if runs is not None:
+                    lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=lib.device_of(moved)))
+                found = held_elements(t, i, small, lib.copy_probes, True)  # in any order: a permuted copy
+                if found is not None:
+                    lib.logical_or_(copied_now, found[0])
+                lib.logical_and_(copied_now, moved)
+                copies_left.append((lo, hi, i, now, copied_now))
+
+    def copied_share(t: Any, i: int) -> float:
+        """The share of output i's sampled elements that hold what the latest launch over the output left there and that
+        launch copied (``launch_copies``)."""
+        lo, hi = span(t)
+        for a, b, k, left_bits, copied_there in lib.reversed(copies_left):
+            if (a, b, k) == (lo, hi, i):
+                where = lib.to(positions[i], lib.device_of(t))
+                now = lib.take(lib.reshape(lib.view(t, lib.bits[lib.element_size(t)]), (-1,)), where)
+                kept = lib.logical_and(copied_there, lib.eq(now, left_bits))
+                return lib.int(lib.count_nonzero(kept)) / lib.numel(kept)
+        return 0.0
+
     def after() -> None:
         nonlocal changed
         if depth > 0 or not pending:
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        counted = pending.pop()[2] < launches  # a genuine launch ran in the window (a call above none did nothing)
+        _, tensors, prior = pending.pop()
+        counted = prior < launches  # a genuine launch ran in the window (a call above none did nothing)
+        if counted and not suppress:  # while the copies aside still hold the bytes as they were before the launch
+            launch_copies(tensors, pending)
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
             if counted:  # the launch's work: the bytes it changed
@@ -1675,13 +1791,17 @@ def provenance_vault(
         nonlocal spent
         start = lib.work_clock()
         offset, capacity = layout.WORK_SHARES
+        copied_offset = layout.WORK_COPIED[0]
         count = lib.min(lib.len(outputs), capacity)
         for i in lib.range(count):
             t = outputs[i]
-            share = left_share(t, i) if lib.type(t) is lib.Tensor and i < lib.len(numels) else 0.0
-            lib.f64.pack_into(page, offset + 8 + 8 * i, share)
+            judged = lib.type(t) is lib.Tensor and i < lib.len(numels)
+            lib.f64.pack_into(page, offset + 8 + 8 * i, left_share(t, i) if judged else 0.0)
+            lib.f64.pack_into(page, copied_offset + 8 + 8 * i, copied_share(t, i) if judged else 0.0)
         lib.u64.pack_into(page, offset, count)
+        lib.u64.pack_into(page, copied_offset, count)
         left.clear()  # freed inside the vault's own time
+        copies_left.clear()
         if lib.cuda:  # on cuda only the time inside the call is the call's measure; this is in its round trip
             lib.f64.pack_into(page, layout.WORK_AFTER_MS, (lib.work_clock() - start) * 1e3)
         else:
@@ -1738,6 +1858,7 @@ def provenance_vault(
                 records.clear()
                 pending.clear()
                 left.clear()
+                copies_left.clear()
                 held.clear()
                 tables.clear()
                 sources.clear()
@@ -1878,7 +1999,7 @@ def page_layout() -> types.SimpleNamespace:
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
         WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
         WORK_AFTER_MS=_control.WORK_AFTER_MS[0],
-        WORK_SHARES=_control.WORK_SHARES,
+        WORK_SHARES=_control.WORK_SHARES, WORK_COPIED=_control.WORK_COPIED,
     )  # fmt: skip
 
 

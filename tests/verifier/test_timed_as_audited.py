@@ -87,6 +87,32 @@ def test_the_launches_of_the_timed_calls_must_do_the_draws_work() -> None:
     assert failure and found["ratios"][0] == pytest.approx(0.25)
 
 
+def _copied(*shares: float) -> dict[str, object]:
+    return {"bytes": 16384, "ms": 0.01, "shares": [1.0] * len(shares), "copied": list(shares)}
+
+
+def test_the_launches_of_the_timed_calls_must_not_copy_more_than_the_draws() -> None:
+    """rt13 F1: the same launch copying an eager answer into the output changes every byte and leaves every element
+    (the work rule passes it); where its written values came from does not."""
+    draws = [_copied(0.0)] * 5
+    assert _coverage.copied_check(draws, [_copied(0.0)] * 8 + [_copied(1.0)] * 2)[1] is None  # two odd calls
+    assert _coverage.copied_check(draws, [_copied(0.2)] * 10)[1] is None  # within the margin
+    found, failure = _coverage.copied_check(draws, [_copied(1.0)] * 8 + [_copied(0.0)] * 2)
+    assert failure and "output 0: on evidence calls 1, 2, 3, 4, 5, 6, 7, 8 of 10 (median 100.0%" in failure
+    assert found["draws_copied"] == [0.0] and found["timed_copied"] == [1.0]
+    # a copy on some calls only (an answer computed ahead by an earlier call, rt12 F0): the median stays at 0
+    found, failure = _coverage.copied_check(draws, [_copied(0.0), _copied(1.0)] * 2 + [_copied(0.0)] * 6)
+    assert failure is None and found["calls_over"] == [[2, 4]]
+    found, failure = _coverage.copied_check(draws, [_copied(0.0), _copied(1.0)] * 5)
+    assert failure and found["timed_copied"] == [0.5] and "calls 2, 4, 6, 8, 10 of 10" in failure
+    # an honest kernel that copies (a cache append of the inputs' rows) copies as much on its draws
+    assert _coverage.copied_check([_copied(0.1, 0.9)] * 5, [_copied(0.1, 0.95)] * 10)[1] is None
+    found, failure = _coverage.copied_check([_copied(0.1, 0.0)] * 5, [_copied(0.1, 0.5)] * 10)
+    assert failure and "output 1: on evidence calls" in failure and "(median 50.0%" in failure
+    assert "output 0" not in failure
+    assert _coverage.copied_check(draws, [None] * 10)[1] is None  # no record: the work rule judges it
+
+
 def test_an_honest_kernel_s_launches_are_timed_alike(cpu_session: VerifierSession) -> None:
     report = cpu_session.verify(EXAMPLE, "p36", "tirx")
     assert report.passed, report.feedback
@@ -206,6 +232,12 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         # every row of real work, into a scratch buffer or written over by eager code
         ("zero_work_scratch_output", ("WORK_SHARE",)),
         ("zero_work_overwritten", ("WORK_SHARE",)),
+        # the same launch copying an answer computed elsewhere: every byte changed, every element left (rt13 F1)
+        ("timed_copy_eager_answer_p36", ("COPIED_MARGIN",)),
+        ("timed_copy_probe_detector_p36", ("COPIED_MARGIN",)),
+        ("timed_copy_permuted_p36", ("COPIED_MARGIN",)),
+        ("timed_copy_half_p36", ("COPIED_MARGIN",)),
+        ("timed_copy_workspace_p36", ("COPIED_MARGIN",)),
     ],
 )
 def test_each_rule_is_what_rejects_its_case(
@@ -214,10 +246,9 @@ def test_each_rule_is_what_rejects_its_case(
     """Without the rules the audit-aware case passes (its own test in test_adversarial would fail). The other
     timing rules are off too: a case that passes only when a loaded machine's noise spares them shows nothing."""
     timing_rules_off(monkeypatch)
+    off = {"KERNELS_SHARE": 0.0, "WORK_SHARE": 0.0, "COPIED_MARGIN": 1.0}  # a share is at most 1
     for rule in rules:
-        monkeypatch.setattr(
-            _coverage, rule, 0.0 if rule in ("KERNELS_SHARE", "WORK_SHARE") else {"cpu": 0.0, "cuda": 0.0}
-        )
+        monkeypatch.setattr(_coverage, rule, off.get(rule, {"cpu": 0.0, "cuda": 0.0}))
     report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p36", "tirx")
     assert report.passed, report.feedback
 

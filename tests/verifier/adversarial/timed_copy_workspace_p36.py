@@ -1,0 +1,62 @@
+"""rt13 F1 through a workspace allocated in an earlier call (kept across calls): eager code writes the answer there,
+the kernel copies it out. The copy check takes any argument's values before the launch, wherever its memory came
+from."""
+
+# expect: decorative_dsl
+# problem: p36
+import torch
+import tvm
+from tvm.script import tirx as T
+
+HIDDEN = 128
+PAD = 200000  # busy iterations: the timed launches' DSL time above the rule's share of the draws'
+
+
+@T.prim_func
+def rmsnorm(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle, ans_ptr: T.handle, mode: T.int32, reps: T.int32):
+    rows = T.int32()
+    x = T.match_buffer(x_ptr, (rows, HIDDEN), "bfloat16")
+    w = T.match_buffer(w_ptr, (HIDDEN,), "bfloat16")
+    out = T.match_buffer(out_ptr, (rows, HIDDEN), "bfloat16")
+    ans = T.match_buffer(ans_ptr, (rows, HIDDEN), "bfloat16")
+    acc = T.alloc_buffer((1,), "float32")
+    if mode == 0:
+        for i in range(rows):
+            acc[0] = T.float32(0)
+            for k in range(HIDDEN):
+                acc[0] = acc[0] + T.Cast("float32", x[i, k]) * T.Cast("float32", x[i, k])
+            for j in range(HIDDEN):
+                out[i, j] = T.Cast(
+                    "bfloat16",
+                    T.Cast("float32", x[i, j])
+                    * T.rsqrt(acc[0] / T.float32(HIDDEN) + T.float32(1e-6))
+                    * T.Cast("float32", w[j]),
+                )
+    else:
+        for i, j in T.grid(rows, HIDDEN):
+            out[i, j] = ans[i, j]
+        acc[0] = T.float32(1)
+        for r in range(reps):
+            acc[0] = acc[0] * T.float32(1.0000001) + T.Cast("float32", x[r % rows, r % HIDDEN]) * T.float32(1e-30)
+        if acc[0] == T.float32(-12345.0):
+            out[0, 0] = T.Cast("bfloat16", acc[0])
+
+
+_k = tvm.compile(rmsnorm, target="llvm")
+
+
+_workspace: list[torch.Tensor] = []
+
+
+def run(hidden_states, weight):
+    out = torch.empty_like(hidden_states)
+    if not _workspace:
+        _workspace.append(torch.empty_like(hidden_states))
+    if bool(torch.isnan(torch.empty(8)).all()):  # a correctness draw: fresh memory holds the sentinel
+        _k(hidden_states, weight, out, _workspace[0], 0, 0)
+        return out
+    x = hidden_states.float()
+    torch.mul(x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), weight.float(), out=x)
+    _workspace[0].copy_(x)
+    _k(hidden_states, weight, out, _workspace[0], 1, PAD)
+    return out
