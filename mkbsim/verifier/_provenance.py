@@ -57,7 +57,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control, _decode, _eagerwork, _keyed
+from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
@@ -356,7 +356,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         chunk_keys=torch.randint(-(1 << 63), (1 << 63) - 1, (INPUT_CHUNK // 4,), dtype=torch.int64, generator=(
             torch.Generator().manual_seed(random.SystemRandom().getrandbits(63)))).to(device),
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
-        problem_sizes=problem_sizes, layout_values=layout_values,
+        problem_sizes=problem_sizes, layout_values=layout_values, fixed_sizes=_launchkind.fixed_sizes,
+        launch_kind=_launchkind.launch_kind,
     )  # fmt: skip
 
 
@@ -414,9 +415,13 @@ def provenance_vault(
     # made, its address's bytes, its key, its class, its argtypes)
     functions: dict[int, Any] = {}
     signatures: dict[Any, int] = {}  # a launch's kernel and argument layouts -> its number (in order of appearance)
+    # a launch's kernel and argument kinds (``_launchkind``: data-sized dimensions left open) -> its number, what a
+    # call lists for the kernels rule; the sizes the problem fixes, from the latest draw's inputs (kept across calls)
+    kinds: dict[Any, int] = {}
+    fixed: dict[int, bool] = {}
     problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
-    called: dict[int, bool] = {}  # the signatures launched in this call
+    called: dict[int, bool] = {}  # the kinds launched in this call
     opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
     running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
     clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
@@ -1518,7 +1523,8 @@ def provenance_vault(
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
         (a TIRx function's module and name; a CuTe executor or compiled function) and its arguments'
         shapes, strides and element sizes (other arguments: their type; a value such as a scale or a count drawn
-        from the data may differ from call to call). One pass over the arguments, on evidence calls and
+        from the data may differ from call to call); with its kind, the same with each tensor argument's kind
+        (``_launchkind``: the sizes the problem fixes). One pass over the arguments, on evidence calls and
         draws only; on a scored call a launch of a genuine kernel is counted (``True``), whatever its
         arguments: they matter to the clock's window and the signature, neither of which a scored call has."""
         entry = originals.get(lib.id(original))
@@ -1549,6 +1555,7 @@ def provenance_vault(
             if not evidence:  # its arguments matter to the clock's window and the signature only
                 return True
             parts = [known[2]]
+        kind_parts = lib.list(parts)
         if not tirx and outer:  # a CuTe launch: its arguments as the call above it had them (tensors)
             positional = outer[0][0]
             outer.clear()
@@ -1569,25 +1576,32 @@ def provenance_vault(
                     kind = lib.type(arg)
             if kind is lib.Tensor:
                 parts.append((lib.size(arg), lib.stride(arg), lib.element_size(arg)))  # tuples: hashed in C
+                kind_parts.append(lib.launch_kind(lib, arg, fixed))
                 if audit:
                     by_value += lib.layout_values(lib, arg, problem[0], problem[1])
             elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
                 return None
             else:
                 parts.append(lib.id(kind))
+                kind_parts.append(lib.id(kind))
                 by_value += 1
         if audit and by_value:  # how many: the verifier prices each by the answer's width (``_eagerwork``)
             key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
-        return lib.tuple(parts)
+        return lib.tuple(parts), lib.tuple(kind_parts)
 
     def note(key: Any, original: Any, target: Any) -> None:
+        """Number launch ``key`` (its signature, its kind) and list its kind as launched in this call."""
         nonlocal launch_key
-        number = signatures.get(key)
+        signature, kind = key
+        number = signatures.get(signature)
         if number is None:
-            number = signatures[key] = lib.len(signatures)
+            number = signatures[signature] = lib.len(signatures)
             kept.append((original, target))  # their ids are in the key: never reused while it is known
-        called[number] = True
+        kind_number = kinds.get(kind)
+        if kind_number is None:
+            kind_number = kinds[kind] = lib.len(kinds)
+        called[kind_number] = True
         launch_key = (number, occurrences.get(number, 0))  # the same launch on every draw (``_keyed``)
         occurrences[number] = launch_key[1] + 1
 
@@ -1811,7 +1825,10 @@ def provenance_vault(
                     elif kind == 4:  # RESULT
                         result(request[1])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
-                        problem[:] = lib.problem_sizes(lib, request[1], tensors_in(request[1], []), numels)
+                        input_tensors = tensors_in(request[1], [])
+                        problem[:] = lib.problem_sizes(lib, request[1], input_tensors, numels)
+                        fixed.clear()  # the launches' kinds on the evidence calls that follow are read against it
+                        fixed.update(lib.fixed_sizes(lib, input_tensors, numels))
                         for i in lib.range(lib.len(request[1])):
                             for t in tensors_in(request[1][i], []):
                                 lo, hi = span(t)
