@@ -1467,11 +1467,14 @@ def provenance_vault(
     def combinable(t: Any, states: Any, ids: Any) -> tuple[Any, Any]:
         """Per element of a scatter's destination ``t`` (flat), whether DSL rows combined into it stay the DSL's: it is
         the DSL's, its credit resting on no eager element; zeros a launch left; or an element of an eager constant fill
-        (all its eager-made elements one value: zeros). With which elements are the DSL's."""
+        (all its eager-made elements one value: zeros). With which elements are the DSL's resting on no eager element
+        (an element resting on one keeps no credit through a scatter: its lineage is not carried)."""
         n = lib.numel(t)
         device = lib.device_of(t)
         mine = lib.eq(states, 1) if states is not None else lib.zeros((n,), dtype=lib.bool_, device=device)
-        usable = mine if ids is None else lib.logical_and(mine, lib.lt(ids, 0))
+        if ids is not None:
+            mine = lib.logical_and(mine, lib.lt(ids, 0))
+        usable = mine
         if states is not None:
             usable = lib.logical_or(usable, lib.eq(states, 2))
         eager = eager_made(t, states)
@@ -1513,21 +1516,19 @@ def provenance_vault(
         else:
             usable, mine = combinable(dest, *known[lib.id(dest)])
         states, ids = known[lib.id(source)]
-        if states is None:
+        shape, given = lib.tuple(lib.size(dest)), lib.tuple(lib.size(source))
+        if states is None or lib.tuple(lib.size(outs[0])) != shape:
             return None
         good = lib.eq(states, 1) if ids is None else lib.logical_and(lib.eq(states, 1), lib.lt(ids, 0))
-        shape, given = lib.tuple(lib.size(dest)), lib.tuple(lib.size(source))
         device = lib.device_of(dest)
         hits = lib.landed(lib, twin, args, lib.zeros(shape, dtype=lib.float64, device=device),
                           lib.ones(given, dtype=lib.float64, device=device))  # fmt: skip
         bad = lib.landed(lib, twin, args, lib.reshape(lib.to(lib.logical_not(usable), lib.float64), shape),
                          lib.reshape(lib.to(lib.logical_not(good), lib.float64), given))  # fmt: skip
-        hit = lib.reshape(lib.ge(hits, 1.0), (-1,))  # how many source elements landed: a count
+        hit = lib.reshape(lib.ge(hits, 1.0), (-1,))  # ``hits``: how many source elements landed on each element
         mask = lib.logical_and(hit, lib.eq(lib.reshape(bad, (-1,)), 0))
         if not in_place:
             mask = lib.logical_or(mask, lib.logical_and(lib.logical_not(hit), mine))
-        if lib.tuple(lib.size(outs[0])) != shape:
-            return None
         return [(lib.reshape(mask, shape), None)]
 
     def op(func: Any, name: Any, args: Any, kwargs: Any, out: Any) -> None:
