@@ -84,9 +84,10 @@ DSL_TIME_SHARE = {"cpu": 0.33, "cuda": 0.33}
 #: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the host's nanosecond clock,
 #: read around a native call).
 DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
-#: The share of timed calls that must launch every kernel signature (kernel, argument shapes and element
-#: sizes) of at least one correctness draw. More than half, so that the median call is one of them; short
-#: of all, for kernels an honest plan launches depending on the data (a skipped empty expert).
+#: The share of timed calls that must launch every kernel signature (kernel and argument kinds: ranks, element
+#: sizes, the sizes the problem fixes, ``_launchkind``) of at least one correctness draw. More than half, so that the
+#: median call is one of them; short of all, for kernels an honest plan launches depending on the data (a skipped
+#: empty expert).
 KERNELS_SHARE = 0.75
 #: The evidence calls' median work must be at least this share of the correctness draws' median, in both of its
 #: measures: the bytes the launches change in their arguments, and each output's share of elements holding what a
@@ -327,9 +328,9 @@ def work_check(
 def kernels_check(
     audited: Sequence[frozenset[int]], timed: Sequence[frozenset[int]]
 ) -> tuple[dict[str, Any], str | None]:
-    """The timed calls launch what one correctness draw launched: each call's signatures must include every
-    signature of at least one draw (all draws run at the same input shapes), so that draws made to disagree
-    on purpose (an argument's shape varied per draw) leave nothing unrequired."""
+    """The timed calls launch what one correctness draw launched: each call's signatures (launch kinds,
+    ``_launchkind``) must include every signature of at least one draw (all draws run at the same input shapes), so
+    that draws made to disagree on purpose (an argument's shape varied per draw) leave nothing unrequired."""
     complete = [k + 1 for k, launched in enumerate(timed) if any(draw <= launched for draw in audited)]
     missing = [k + 1 for k in range(len(timed)) if k + 1 not in complete]
     found = {
@@ -341,9 +342,9 @@ def kernels_check(
         return found, None
     return found, (
         f"{len(missing)} of {len(timed)} timed calls (calls {', '.join(map(str, missing[:5]))}"
-        f"{', ...' if len(missing) > 5 else ''}) did not launch all the DSL kernels, with the argument shapes, that "
-        "any one correctness draw launched: the timed calls do not run the kernels the correctness draws checked. "
-        "Run the same DSL work on every call."
+        f"{', ...' if len(missing) > 5 else ''}) did not launch all the DSL kernels, with the argument shapes the "
+        "problem fixes, that any one correctness draw launched: the timed calls do not run the kernels the "
+        "correctness draws checked. Run the same DSL work on every call."
     )
 
 

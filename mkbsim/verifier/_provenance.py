@@ -57,7 +57,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control, _decode, _eagerwork, _keyed
+from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _scatters
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
@@ -367,7 +367,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
         problem_sizes=problem_sizes, layout_values=layout_values,
         bincount=torch._C._VariableFunctions.bincount, tally_bins=TALLY_BINS, copy_probes=COPY_PROBES,
-        tensor_of=torch._C._VariableFunctions.tensor, copy_largest=COPY_LARGEST,
+        tensor_of=torch._C._VariableFunctions.tensor, copy_largest=COPY_LARGEST, fixed_sizes=_launchkind.fixed_sizes,
+        launch_kind=_launchkind.launch_kind, accumulating_scatter=_scatters.accumulating, landed=_scatters.landed,
+        scatter_add=base.scatter_add, index_put=base.index_put, put=base.put,
     )  # fmt: skip
 
 
@@ -419,6 +421,9 @@ def provenance_vault(
     sources: list[Any] = []
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
+    # the destination of the in-place accumulating scatter about to run, as it was: (tensor, which of its elements may
+    # be combined with DSL rows and stay the DSL's, which are the DSL's) (``_scatters``, ``combinable``)
+    destination: list[Any] = []
     lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
     depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
@@ -428,9 +433,13 @@ def provenance_vault(
     # made, its address's bytes, its key, its class, its argtypes)
     functions: dict[int, Any] = {}
     signatures: dict[Any, int] = {}  # a launch's kernel and argument layouts -> its number (in order of appearance)
+    # a launch's kernel and argument kinds (``_launchkind``: data-sized dimensions left open) -> its number, what a
+    # call lists for the kernels rule; the sizes the problem fixes, from the latest draw's inputs (kept across calls)
+    kinds: dict[Any, int] = {}
+    fixed: dict[int, bool] = {}
     problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
-    called: dict[int, bool] = {}  # the signatures launched in this call
+    called: dict[int, bool] = {}  # the kinds launched in this call
     opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
     running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
     clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
@@ -1560,6 +1569,85 @@ def provenance_vault(
         rests = spread(t, ids, -1.0) if ids is not None else None
         written.append([lo, hi, lib.clone(bytes_of(t, lo, hi)), owned, lib.clone(owned), rests])
 
+    def recorded(name: str, operator_name: str, args: Any, kwargs: Any) -> str:
+        """The name an eager call is priced by: a store told to add into its destination computes
+        (``_eagerwork.recorded_name``), and so does a product that scales (``_eagerwork.SCALES``)."""
+        if operator_name.rstrip("_") in lib.accumulating:
+            at = lib.accumulate_at
+            flag = args[at] if lib.len(args) > at else kwargs.get("accumulate")
+            return name + lib.accumulates if flag is True else name
+        if operator_name.rstrip("_") in lib.scaling:
+            scaled = kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1)
+            return name + lib.scales if scaled else name
+        return name
+
+    def combinable(t: Any, states: Any, ids: Any) -> tuple[Any, Any]:
+        """Per element of a scatter's destination ``t`` (flat), whether DSL rows combined into it stay the DSL's: it is
+        the DSL's, its credit resting on no eager element; zeros a launch left; or an element of an eager constant fill
+        (all its eager-made elements one value: zeros). With which elements are the DSL's resting on no eager element
+        (an element resting on one keeps no credit through a scatter: its lineage is not carried)."""
+        n = lib.numel(t)
+        device = lib.device_of(t)
+        mine = lib.eq(states, 1) if states is not None else lib.zeros((n,), dtype=lib.bool_, device=device)
+        if ids is not None:
+            mine = lib.logical_and(mine, lib.lt(ids, 0))
+        usable = mine
+        if states is not None:
+            usable = lib.logical_or(usable, lib.eq(states, 2))
+        eager = eager_made(t, states)
+        if eager is None:
+            eager = lib.ones((n,), dtype=lib.bool_, device=device)
+        values = lib.masked_select(lib.reshape(countable(t), (-1,)), eager)
+        if not lib.numel(values) or lib.bool(lib.eq(lib.amax(values), lib.amin(values))):  # (NaN is no constant)
+            usable = lib.logical_or(usable, eager)
+        return usable, mine
+
+    def destination_before(name: Any, args: Any, kwargs: Any) -> None:
+        """An in-place accumulating scatter is about to run (``dispatch``): its destination as it is now."""
+        destination.clear()
+        if lib.type(name) is not lib.str or lib.type(args) is not lib.tuple or not args:
+            return
+        kwargs = kwargs if lib.type(kwargs) is lib.dict else {}
+        t, operator_name = args[0], name.split(".")[1]
+        if lib.type(t) is not lib.Tensor or lib.accumulating_scatter(
+            recorded(name, operator_name, args, kwargs), operator_name
+        ) is None:  # fmt: skip
+            return
+        states, ids = lineage(t) if touched(t) else (None, None)
+        if states is None or not lib.bool(lib.any_of(lib.eq(states, 1))):
+            observe(t, f"input of eager {name}")  # what the scatter read: its result is no input of it
+        destination[:] = [t, *combinable(t, states, ids)]
+
+    def scattered(entry: Any, args: Any, outs: Any, known: Any, in_place: bool) -> Any:
+        """Credit through an accumulating scatter (``_scatters``): a result element is the DSL's where source elements
+        land on it, every one the DSL's (resting on no eager element) and its destination's element combinable; where
+        none lands, an out-of-place result's element is its destination's."""
+        position, twin = entry
+        if lib.len(args) <= position or lib.type(args[position]) is not lib.Tensor or lib.len(outs) != 1:
+            return None
+        dest, source = args[0], args[position]
+        if in_place:
+            if not destination or destination[0] is not dest:
+                return None
+            usable, mine = destination[1], destination[2]
+        else:
+            usable, mine = combinable(dest, *known[lib.id(dest)])
+        states, ids = known[lib.id(source)]
+        shape, given = lib.tuple(lib.size(dest)), lib.tuple(lib.size(source))
+        if states is None or lib.tuple(lib.size(outs[0])) != shape:
+            return None
+        good = lib.eq(states, 1) if ids is None else lib.logical_and(lib.eq(states, 1), lib.lt(ids, 0))
+        device = lib.device_of(dest)
+        hits = lib.landed(lib, twin, args, lib.zeros(shape, dtype=lib.float64, device=device),
+                          lib.ones(given, dtype=lib.float64, device=device))  # fmt: skip
+        bad = lib.landed(lib, twin, args, lib.reshape(lib.to(lib.logical_not(usable), lib.float64), shape),
+                         lib.reshape(lib.to(lib.logical_not(good), lib.float64), given))  # fmt: skip
+        hit = lib.reshape(lib.ge(hits, 1.0), (-1,))  # ``hits``: how many source elements landed on each element
+        mask = lib.logical_and(hit, lib.eq(lib.reshape(bad, (-1,)), 0))
+        if not in_place:
+            mask = lib.logical_or(mask, lib.logical_and(lib.logical_not(hit), mine))
+        return [(lib.reshape(mask, shape), None)]
+
     def op(func: Any, name: Any, args: Any, kwargs: Any, out: Any) -> None:
         if not audit or lib.type(func) is not lib.OpOverload or lib.type(name) is not lib.str:
             return
@@ -1569,14 +1657,7 @@ def provenance_vault(
         kwargs = kwargs if lib.type(kwargs) is lib.dict else {}
         parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
         operator_name = parts[1] if lib.len(parts) > 1 else name
-        priced = name  # a store told to add into its destination computes (``_eagerwork.recorded_name``)
-        if operator_name.rstrip("_") in lib.accumulating:
-            at = lib.accumulate_at
-            flag = args[at] if lib.len(args) > at else kwargs.get("accumulate")
-            priced = name + lib.accumulates if flag is True else name
-        elif operator_name.rstrip("_") in lib.scaling:  # a product scaling (``_eagerwork.SCALES``)
-            scaled = kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1)
-            priced = name + lib.scales if scaled else name
+        priced = recorded(name, operator_name, args, kwargs)
         given_sizes = sizes((args, kwargs))
         if name in lib.wide and lib.len(args) and lib.issubclass(lib.type(args[0]), lib.Tensor):
             # values crossing from or into Python: counted in bytes (``_eagerwork.wide_name``), a Tensor subclass's
@@ -1590,14 +1671,17 @@ def provenance_vault(
         if pools:  # small launches' elements an eager operator reads are judged first (credit derived from them)
             judge_pools({storage_of(t) for t in given})
         writes = lib.len(parts) > 2 and (operator_name.endswith("_") or parts[2].startswith("out"))
-        # a destination the operator only overwrites is no operand of it (out=, copy_, an indexed store)
+        # a destination the operator only overwrites is no operand of it (out=, copy_, an indexed store); nor is an
+        # in-place accumulating scatter's, read before it ran (``destination_before``)
         overwrites = writes and (parts[2].startswith("out") or operator_name in lib.overwriting)
+        scatter = lib.accumulating_scatter(priced, operator_name)
+        in_place = scatter is not None and operator_name.endswith("_")
         known = {lib.id(t): lineage(t) if touched(t) else (None, None) for t in given}
         operands = []  # (tensor, its states, its lineages, whether a problem input) of what the operator reads
         dsl = eager = 0
         from_inputs = True  # every operand a problem input (or a copy of one)
         for t in given:
-            if overwrites and lib.any(t is u for u in outs):
+            if (overwrites or in_place) and lib.any(t is u for u in outs):
                 continue
             states, ids = known[lib.id(t)]
             k = lib.int(lib.count_nonzero(lib.eq(states, 1))) if states is not None else 0
@@ -1614,7 +1698,11 @@ def provenance_vault(
             for t, states, ids, _ in operands:
                 if not entirely_dsl(states, ids):
                     weighed.extend((length, lines) for _, length, lines in lines_of(t))
-        found = flow(priced, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
+        if scatter is not None:
+            found = scattered(scatter, args, outs, known, in_place) if dsl else None
+            destination.clear()
+        else:
+            found = flow(priced, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
         for k in lib.range(lib.len(outs)):
             t = outs[k]
             lo, hi = span(t)
@@ -1635,7 +1723,8 @@ def provenance_vault(
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
         (a TIRx function's module and name; a CuTe executor or compiled function) and its arguments'
         shapes, strides and element sizes (other arguments: their type; a value such as a scale or a count drawn
-        from the data may differ from call to call). One pass over the arguments, on evidence calls and
+        from the data may differ from call to call); with its kind, the same with each tensor argument's kind
+        (``_launchkind``: the sizes the problem fixes). One pass over the arguments, on evidence calls and
         draws only; on a scored call a launch of a genuine kernel is counted (``True``), whatever its
         arguments: they matter to the clock's window and the signature, neither of which a scored call has."""
         entry = originals.get(lib.id(original))
@@ -1666,6 +1755,7 @@ def provenance_vault(
             if not evidence:  # its arguments matter to the clock's window and the signature only
                 return True
             parts = [known[2]]
+        kind_parts = lib.list(parts)
         if not tirx and outer:  # a CuTe launch: its arguments as the call above it had them (tensors)
             positional = outer[0][0]
             outer.clear()
@@ -1686,25 +1776,32 @@ def provenance_vault(
                     kind = lib.type(arg)
             if kind is lib.Tensor:
                 parts.append((lib.size(arg), lib.stride(arg), lib.element_size(arg)))  # tuples: hashed in C
+                kind_parts.append(lib.launch_kind(lib, arg, fixed))
                 if audit:
                     by_value += lib.layout_values(lib, arg, problem[0], problem[1])
             elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
                 return None
             else:
                 parts.append(lib.id(kind))
+                kind_parts.append(lib.id(kind))
                 by_value += 1
         if audit and by_value:  # how many: the verifier prices each by the answer's width (``_eagerwork``)
             key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
-        return lib.tuple(parts)
+        return lib.tuple(parts), lib.tuple(kind_parts)
 
     def note(key: Any, original: Any, target: Any) -> None:
+        """Number launch ``key`` (its signature, its kind) and list its kind as launched in this call."""
         nonlocal launch_key
-        number = signatures.get(key)
+        signature, kind = key
+        number = signatures.get(signature)
         if number is None:
-            number = signatures[key] = lib.len(signatures)
+            number = signatures[signature] = lib.len(signatures)
             kept.append((original, target))  # their ids are in the key: never reused while it is known
-        called[number] = True
+        kind_number = kinds.get(kind)
+        if kind_number is None:
+            kind_number = kinds[kind] = lib.len(kinds)
+        called[kind_number] = True
         launch_key = (number, occurrences.get(number, 0))  # the same launch on every draw (``_keyed``)
         occurrences[number] = launch_key[1] + 1
 
@@ -1864,6 +1961,7 @@ def provenance_vault(
                 sources.clear()
                 eager_ops.clear()
                 weighed.clear()
+                destination.clear()
                 pools.clear()
                 lineages.clear()
                 lineages["next"] = 0.0
@@ -1932,8 +2030,13 @@ def provenance_vault(
                         op(request[1], request[2], request[3], request[4], request[5])
                     elif kind == 4:  # RESULT
                         result(request[1])
+                    elif kind == 9:  # DESTINATION of an in-place accumulating scatter, before it runs
+                        destination_before(request[1], request[2], request[3])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
-                        problem[:] = lib.problem_sizes(lib, request[1], tensors_in(request[1], []), numels)
+                        input_tensors = tensors_in(request[1], [])
+                        problem[:] = lib.problem_sizes(lib, request[1], input_tensors, numels)
+                        fixed.clear()  # the launches' kinds on the evidence calls that follow are read against it
+                        fixed.update(lib.fixed_sizes(lib, input_tensors, numels))
                         for i in lib.range(lib.len(request[1])):
                             for t in tensors_in(request[1][i], []):
                                 lo, hi = span(t)
@@ -2021,7 +2124,7 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) ->
 
 def dispatch(
     self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _resolve: Any, _push: Any,
-    _pop: Any, _backend: Any, _redispatch: Any
+    _pop: Any, _backend: Any, _redispatch: Any, _in_place_scatters: Any
 ) -> Any:  # fmt: skip
     """The provenance mode's ``__torch_dispatch__``: run the operator, then report it. What runs and what is
     reported are the operator ``func``'s schema names, read once (``_operators.resolve_operator``): the object
@@ -2030,7 +2133,8 @@ def dispatch(
     An operator outside torch's own namespaces (a custom operator, ``torch.library.custom_op``, whose kernel
     may be the submission's Python) is no single eager operator: it runs below the Python dispatch key with
     this mode pushed again, so that what it does inside (allocations, eager operators, DSL launches) is
-    watched one by one, and is not reported itself."""
+    watched one by one, and is not reported itself. An in-place accumulating scatter's destination is reported
+    before it runs too (``_scatters``): afterwards its elements hold the sums."""
     name, native, handle = _resolve(func)
     if not name.startswith(("aten.", "prims.")):
         _push(self)
@@ -2038,6 +2142,10 @@ def dispatch(
             return _redispatch(handle, _backend, *args, **(kwargs or {}))
         finally:
             _pop(None)
+    if name in _in_place_scatters and args:
+        failed = _send((9, name, args, kwargs))  # DESTINATION
+        if failed is not None:
+            raise failed
     out = native(*args, **(kwargs or {}))
     failed = _send((3, func, name, args, kwargs, out))  # OP
     if failed is not None:

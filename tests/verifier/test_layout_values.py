@@ -142,6 +142,28 @@ def test_a_launch_s_signature_includes_its_arguments_strides(draw: Draw) -> None
     assert len(draw.control.report()["signatures"]) == 2
 
 
+def _kinds_listed(draw: Draw, *launches: tuple[Any, ...]) -> int:
+    """How many launch kinds the draw lists after ``launches`` (each a tuple of arguments of one kernel)."""
+    for args in launches:
+        draw.launch(*args)
+    draw.registry.protect(_provenance.report_end, _send=draw.send)()
+    return len(draw.control.report()["signatures"])
+
+
+def test_launches_sized_by_the_data_are_one_kind(draw: Draw) -> None:
+    """One kernel launched over 3, then 5 of the input's rows (a size the data decides, as an expert's routed rows:
+    red team rt13 FP2) is one kind (``_launchkind``): the evidence calls need not repeat a draw's counts. Before,
+    two signatures, which most timed calls missed."""
+    assert _kinds_listed(draw, (draw.x[:3].clone(),), (draw.x[:5].clone(),)) == 1
+
+
+def test_launches_over_the_problem_s_sizes_and_over_others_are_two_kinds(draw: Draw) -> None:
+    """A size the problem fixes stays in the kind: the kernel over all the input's rows and over one row (a token
+    slice, ``audit_aware_sliced_launch``) are two kinds, and so are two widths the problem fixes."""
+    assert _kinds_listed(draw, (draw.x,), (draw.x[:1],)) == 2
+    assert _kinds_listed(draw, (draw.x.reshape(-1),), (draw.x[0],)) == 4  # two more, in the same call
+
+
 @pytest.mark.parametrize("case", ["answer_in_view_strides_p26", "answer_in_view_sizes_p26"])
 def test_answers_in_layouts_cross_from_python_whatever_the_signatures(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str

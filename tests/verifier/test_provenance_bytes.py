@@ -546,3 +546,66 @@ def test_an_in_place_input_a_launch_updates_keeps_its_other_bytes_as_the_input_s
     out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.float32})
     audit.launch(lambda c, o: o.copy_(c[4 : 4 + N].view(ROWS, -1)), cache, out)
     assert audit.outside_share(out) == 0.0
+
+
+#: Accumulating scatters of ``rows`` (int64 row numbers) of ``source`` into ``out``, in place, as eager code calls them.
+SCATTERS: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple[str, tuple[Any, ...]]]] = {
+    "index_add_": lambda out, rows, source: ("aten.index_add_.default", (out, 0, rows, source)),
+    "scatter_add_": lambda out, rows, source: (
+        "aten.scatter_add_.default", (out, 0, rows[:, None].expand(source.shape).contiguous(), source)
+    ),
+    "index_put_ accumulating": lambda out, rows, source: ("aten.index_put_.default", (out, [rows], source, True)),
+    "scatter_reduce_ sum": lambda out, rows, source: (
+        "aten.scatter_reduce_.two", (out, 0, rows[:, None].expand(source.shape).contiguous(), source, "sum")
+    ),
+}  # fmt: skip
+
+
+def _dsl_rows(audit: Audit, count: int) -> torch.Tensor:
+    """``count`` rows of the output's width a launch computed."""
+    rows = audit.eager("aten.empty.memory_format", ([count, N // ROWS],), {"dtype": torch.float32})
+    values = torch.randn(count, N // ROWS)
+    audit.launch(lambda t: t.copy_(values), rows)
+    return rows
+
+
+def _scatter(audit: Audit, how: str, out: torch.Tensor, rows: torch.Tensor, source: torch.Tensor) -> Any:
+    name, args = SCATTERS[how](out, rows, source)
+    return audit.eager(name, args)
+
+
+@pytest.mark.parametrize("how", sorted(SCATTERS))
+def test_dsl_rows_scatter_added_into_zeros_are_the_dsls(audit: Audit, how: str) -> None:
+    """A MoE's combine (red team rt13 FP1): two experts' DSL rows added into eager zeros, overlapping on half the rows
+    (the second adds into the first's): every element is zeros plus DSL rows. Before: 100% existed outside the DSL."""
+    out = audit.eager("aten.zeros.default", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    order = torch.randperm(ROWS)
+    _scatter(audit, how, out, order[: 3 * ROWS // 4], _dsl_rows(audit, 3 * ROWS // 4))
+    _scatter(audit, how, out, order[ROWS // 4 :], _dsl_rows(audit, 3 * ROWS // 4))
+    assert audit.outside_share(out) == 0.0
+
+
+def test_dsl_rows_scatter_added_out_of_place_are_the_dsls(audit: Audit) -> None:
+    """``index_add`` out of place: the result's rows are the zeros' plus the DSL rows (before: all outside the DSL)."""
+    zeros = audit.eager("aten.zeros.default", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    out = audit.eager("aten.index_add.default", (zeros, 0, torch.randperm(ROWS), _dsl_rows(audit, ROWS)))
+    assert audit.outside_share(out) == 0.0
+
+
+@pytest.mark.parametrize("how", sorted(SCATTERS))
+def test_eager_rows_scatter_added_are_not_the_dsls(audit: Audit, how: str) -> None:
+    """Rows eager code computed, added into zeros (all of them) or into the DSL's rows (on half of them): wherever an
+    eager row lands, the element is eager."""
+    out = audit.eager("aten.zeros.default", ([ROWS, N // ROWS],), {"dtype": torch.float32})
+    order = torch.randperm(ROWS)
+    _scatter(audit, how, out, order[: ROWS // 2], _dsl_rows(audit, ROWS // 2))
+    eager = audit.eager("aten.mul.Tensor", (torch.randn(ROWS, N // ROWS), 1.0))
+    _scatter(audit, how, out, order, eager)
+    assert audit.outside_share(out) == 1.0
+
+
+def test_dsl_rows_added_into_an_eager_answer_are_not_the_dsls(audit: Audit) -> None:
+    """An eager answer as the destination (no constant fill): the DSL rows added into it do not make it the DSL's."""
+    out = audit.eager("aten.mul.Tensor", (_answer(), 1.0))
+    audit.eager("aten.index_add_.default", (out, 0, torch.randperm(ROWS), _dsl_rows(audit, ROWS)))
+    assert audit.outside_share(out) == 1.0

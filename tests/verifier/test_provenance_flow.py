@@ -270,3 +270,15 @@ def test_an_answer_laundered_through_dsl_matrices_fails_the_coverage_test_alone(
     report = cpu_session.verify(ADVERSARIAL / f"{name}.py", "p36", "tirx")
     assert report.correct, report.feedback
     assert not report.bypass_ok and "existed outside the DSL" in report.feedback, report.feedback
+
+
+def test_a_scatter_does_not_drop_the_lineage_its_destination_s_credit_rests_on(audit: Audit) -> None:
+    """An eager answer broadcast against DSL data and sliced back out (thin credit, as above) as an out-of-place
+    ``index_add``'s destination, one DSL row landing on its first row: the rows nothing lands on keep no credit (the
+    scatter carries no lineage, so it must not carry credit resting on one), nor does the row it lands on."""
+    junk = _dsl(audit, [4, ROWS, N // ROWS], torch.randn(4, ROWS, N // ROWS))
+    wide = audit.eager("aten.add.Tensor", (audit.eager("aten.mul.Tensor", (_answer(), 1.0)), junk))
+    thin = audit.eager("aten.select.int", (wide, 0, 0))
+    row = _dsl(audit, [1, N // ROWS], torch.randn(1, N // ROWS))
+    out = audit.eager("aten.index_add.default", (thin, 0, torch.tensor([0]), row))
+    assert audit.outside_share(out) == 1.0
