@@ -1767,7 +1767,7 @@ def provenance_vault(
             elif kind == 9:
                 kind = 1
             if evidence:  # the requesting thread's gates in flight (a scored call watches none)
-                flight = flights.get(lib.ident())
+                flight: Any = flights.get(lib.ident())
                 if flight is None:
                     flight = flights[lib.ident()] = [0, [], [], []]
                 depth, pending, opened, outer = flight[0], flight[1], flight[2], flight[3]

@@ -18,12 +18,13 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from mkbsim.verifier import _control, _provenance
+from mkbsim.verifier import VerifierSession, _control, _provenance
 from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
 from mkbsim.verifier._vault import Registry
 from tests.verifier.test_provenance_bytes import ROWS, Audit, N, _answer, audit
@@ -203,3 +204,22 @@ def test_off_the_draws_launches_of_several_threads_run_at_once(page: _control.Co
     if evidence:  # every byte the three launches changed (1.0 over 0.0: two of a float's four)
         changed = torch.zeros_like(out).view(torch.uint8) != out.view(torch.uint8)
         assert _control.get(page.buf, _control.WORK_BYTES) == int(changed.sum())
+
+
+CASES = Path(__file__).parent
+
+
+def test_an_eager_answer_written_inside_a_pool_launch_is_eager_end_to_end(cpu_session: VerifierSession) -> None:
+    """rt13 F2 in a worker: the bypass test itself finds the answer eager (main: dsl_share 1.0, suppressed_wrong 1.0,
+    caught by the eager-work price alone)."""
+    report = cpu_session.verify(CASES / "adversarial" / "pool_launch_window_launders_eager_out.py", "p36", "tirx")
+    assert report.failure == "decorative_dsl", report.feedback
+    (output,) = report.details["bypass"][0]["outputs"]
+    assert output["dsl_share"] == 0.0 and output["suppressed_wrong"] == 0.0, output
+
+
+def test_overlapping_pool_launches_are_all_the_dsls_end_to_end(cpu_session: VerifierSession) -> None:
+    """rt13 FP3 in a worker, three threads (main: one third credited, two thirds left by the suppressed draw)."""
+    report = cpu_session.verify(CASES / "honest" / "pool_launches_overlap.py", "p36", "tirx")
+    assert report.passed, report.feedback
+    assert report.details["bypass"][0]["dsl_share"] == 1.0
