@@ -1907,18 +1907,18 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, _serial: Any, **k
     (``_serial``, reentrant: a CuTe call passes nested gates) and asks again, and holds the lock until the
     launch's AFTER is done, so that no other thread's launch or audited eager operator runs inside its window
     (the README's "Concurrent launches")."""
-    request = (1, (args, kwargs), _count, _original)  # BEFORE (hooks have no globals: kinds are literals)
-    answer = _send(request)
+    answer = _send((1, (args, kwargs), _count, _original))  # BEFORE (hooks have no globals: kinds are literals)
+    if answer is None:  # a timed call: nothing to watch after the launch
+        return _original(*args, **kwargs)
     locked = answer is False
     if locked:
         _serial.acquire()  # waits with the GIL released
-        request = (9, (args, kwargs), _count, _original)  # BEFORE, under the lock
-        answer = _send(request)
+        answer = _send((9, (args, kwargs), _count, _original))  # BEFORE, under the lock
     try:
-        if answer is not None and answer is not True:
-            raise answer
-        if answer is None:  # a timed call: nothing to watch after the launch
+        if answer is None:  # the draw ended meanwhile (a launch outliving its call): nothing to watch
             return _original(*args, **kwargs)
+        if answer is not True:
+            raise answer
         try:
             return _original(*args, **kwargs)
         finally:
