@@ -15,6 +15,7 @@ times its size, holds by chance, per window length: what the decoys measure (``R
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import functools
 import json
@@ -42,7 +43,9 @@ def _audited_call(rows: int, hidden: int, held: int, runs: tuple[int, ...], prob
         _provenance.provenance_vault, control.buf, lib, _provenance.page_layout(), [torch.randperm(numel)[:512]],
         [numel], {},
     )  # fmt: skip
-    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _serial=_thread.RLock(), **dispatch_hooks(registry, torch.device("cpu"))
+    )
 
     def eager(name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
         return op(None, functools.reduce(getattr, name.split("."), torch.ops), (), args, kwargs)

@@ -10,6 +10,7 @@ CPU time of the calling thread per audited call: the least of ``--rounds`` round
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import functools
 import json
@@ -37,7 +38,9 @@ def _audited_call(tokens: int, hidden: int, features: int, weighed_line: int) ->
         _provenance.provenance_vault, control.buf, lib, _provenance.page_layout(), [torch.arange(min(numel, 512))],
         [numel], {},
     )  # fmt: skip
-    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _serial=_thread.RLock(), **dispatch_hooks(registry, torch.device("cpu"))
+    )
 
     def eager(name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
         return op(None, functools.reduce(getattr, name.split("."), torch.ops), (), args, kwargs)

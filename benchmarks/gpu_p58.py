@@ -25,6 +25,7 @@ prints with the GPU, driver and library versions.
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import importlib.util
 import json
@@ -99,7 +100,7 @@ def _gate_installed(module: Any) -> None:
     registry = Registry()
     guards = Guards(registry, attribution_config(HARNESS_DIR, module.__file__, []), "cutedsl", control.buf)
     send = registry.open(provenance_vault, control.buf, provenance_lib(torch.device("cuda")), page_layout(), [], [], {})
-    DslGates(registry, guards, send, "cutedsl").install()
+    DslGates(registry, guards, send, "cutedsl", _thread.RLock()).install()
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ beyond what it held before (``VmHWM``, reset through ``/proc/self/clear_refs``),
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import functools
 import inspect
@@ -71,7 +72,9 @@ def measure(case: str, rounds: int) -> dict[str, Any]:
         _provenance.provenance_vault, control.buf, lib, _provenance.page_layout(), [torch.randperm(numel)[:512]],
         [numel], {},
     )  # fmt: skip
-    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _serial=_thread.RLock(), **dispatch_hooks(registry, torch.device("cpu"))
+    )
     report_inputs = registry.protect(_provenance.report_inputs, _send=send)
     with_inplace = "inplace" in inspect.signature(_provenance.report_inputs).parameters
 

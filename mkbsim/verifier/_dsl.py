@@ -246,11 +246,12 @@ def _recording(*args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str
 class DslGates:
     """Installs the gate for one DSL; ``patched`` lists the hooks (replacing one is tampering)."""
 
-    def __init__(self, registry: Registry, guards: Guards, send: Any, dsl: str) -> None:
+    def __init__(self, registry: Registry, guards: Guards, send: Any, dsl: str, serial: Any) -> None:
         self.registry = registry
         self.guards = guards
         self.send = send
         self.dsl = dsl
+        self.serial = serial  # the worker's launch lock, shared with the provenance mode (``_provenance.gate``)
         self.dlpack_sources: dict[int, Any] = {}
         self.patched: list[tuple[Any, str, Any]] = []
 
@@ -259,7 +260,9 @@ class DslGates:
         call of a TVM FFI function the gate made, see ``_wrap_counted``), "program" (a counted call of a CuTe
         host function the gate made, ``_capi_program``) or "outer" (a call above one, watched, not counted)."""
         self.send((0, original, role))  # REGISTER
-        return self.registry.protect(gate, _send=self.send, _original=original, _count=role != "outer")
+        return self.registry.protect(
+            gate, _send=self.send, _original=original, _count=role != "outer", _serial=self.serial
+        )
 
     def counted_functions(self) -> Any:
         """The TVM FFI function class whose calls the gate counts, and the hook that makes a registered one."""

@@ -52,6 +52,7 @@ import random
 import sys
 import time
 import types
+from _thread import get_ident as _get_ident
 from collections.abc import Sequence
 from typing import Any
 
@@ -339,7 +340,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         bits={1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64},
         by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
                  torch.uint32: torch.int32, torch.uint64: torch.int64},
-        bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda",
+        bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda", ident=_get_ident,
         issubclass=issubclass,
         # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
         # this thread's only, so that no thread of the submission's is counted: the process's clock took off what
@@ -392,7 +393,9 @@ def provenance_vault(
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
     seen: dict[Any, bool] = {}
     records: list[Any] = []
-    pending: list[Any] = []  # the launch in flight: (u8 view of a storage, its copy, its address); its tensors last
+    # the calling thread's gates in flight (``flights``): the launch's tensors copied aside, (u8 view of a storage, its
+    # copy, its address), its tensors last
+    pending: list[Any] = []
     # what the call's counted launches left (evidence calls and draws): (start, end, the bytes after, which of them
     # it changed); ``work`` reads the outputs' sampled elements against them
     left: list[Any] = []
@@ -425,9 +428,9 @@ def provenance_vault(
     # be combined with DSL rows and stay the DSL's, which are the DSL's) (``_scatters``, ``combinable``)
     destination: list[Any] = []
     lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
-    depth = 0  # gates entered and not yet left: only the outermost watches (a CuTe call passes several)
+    depth = 0  # the calling thread's gates entered and not yet left: only the outermost watches (a CuTe call nests)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
-    outer: list[Any] = []  # the arguments of the last genuine call above a launch (CuTe: still tensors there)
+    outer: list[Any] = []  # the calling thread's last genuine call above a launch: its arguments (CuTe: tensors)
     sealed = False  # no original is registered once the submission may send requests
     # id -> (a TVM FFI function the gate made, its handle, its key, keepers) or (a CuTe host function the gate
     # made, its address's bytes, its key, its class, its argtypes)
@@ -440,7 +443,11 @@ def provenance_vault(
     problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the kinds launched in this call
-    opened: list[int] = []  # the gates awaiting their AFTER: their roles (see the requests below)
+    opened: list[int] = []  # the calling thread's gates awaiting their AFTER: their roles (see the requests below)
+    # thread -> [depth, pending, opened, outer] of its gates (evidence calls and draws): a pool's threads launch at
+    # once, and each launch is compared with its own copies when its own AFTER comes (on a draw they come one at a
+    # time: ``gate``); the four names above are the requesting thread's, swapped in as each request starts
+    flights: dict[int, Any] = {}
     running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
     clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
     marks: list[Any] = []  # cuda: (start, end) events of the call's timed launches
@@ -1844,7 +1851,8 @@ def provenance_vault(
         for k in lib.range(lib.len(numbers)):
             lib.u32.pack_into(page, offset + 8 + 4 * k, numbers[k])
         lib.u64.pack_into(page, layout.DSL_ACK, nonce)
-        outer.clear()  # the submission's tensors are not kept past its call
+        outer.clear()  # the submission's tensors are not kept past its call (the other threads' gates' neither)
+        flights.clear()
 
     def left_share(t: Any, i: int) -> float:
         """The share of output i's sampled elements whose bytes are what the counted launches left there (the
@@ -1953,7 +1961,8 @@ def provenance_vault(
                 spanned.clear()
                 seen.clear()
                 records.clear()
-                pending.clear()
+                flights.clear()
+                depth, pending, opened, outer = 0, [], [], []
                 left.clear()
                 copies_left.clear()
                 held.clear()
@@ -1965,15 +1974,23 @@ def provenance_vault(
                 pools.clear()
                 lineages.clear()
                 lineages["next"] = 0.0
-                opened.clear()
                 marks.clear()
                 called.clear()
                 occurrences.clear()
-                outer.clear()
                 stream.clear()
-                launches = depth = running = used = changed = 0
+                launches = running = used = changed = 0
                 dsl_s = spent = 0.0
             kind = request[0]
+            if kind == 1 and audit:  # a correctness draw's BEFORE comes again, under the launch lock (``gate``)
+                kind = -1
+                reply = False
+            elif kind == 9:
+                kind = 1
+            if evidence:  # the requesting thread's gates in flight (a scored call watches none)
+                flight: Any = flights.get(lib.ident())
+                if flight is None:
+                    flight = flights[lib.ident()] = [0, [], [], []]
+                depth, pending, opened, outer = flight[0], flight[1], flight[2], flight[3]
             # a launch's footprint, read before the evidence clock starts: the scored calls pay it too
             spanned_bytes = footprint(request[1][0]) if kind == 1 and request[2] else 0
             # the vault's own time on an evidence call counts from here (its signature, clock and copies): what a
@@ -2079,12 +2096,14 @@ def provenance_vault(
                     if running == 0:
                         launch_started()
                     running += 1
+            if evidence:
+                flight[0] = depth
         except lib.BaseException as exc:  # a fault of ours goes back to the hook, without our frame
             exc.__traceback__ = None
             exc.__context__ = None
-            pending.clear()
-            opened.clear()
-            depth = running = 0
+            flights.clear()
+            depth, pending, opened, outer = 0, [], [], []
+            running = 0
             # and fails the draw closed: the verifier finds it among the records, whatever the submission
             # does with the exception
             records.append(("fault", lib.str(lib.type(exc).__name__) + ": " + lib.str(exc)))
@@ -2106,25 +2125,39 @@ def page_layout() -> types.SimpleNamespace:
     )  # fmt: skip
 
 
-def gate(*args: Any, _send: Any, _original: Any, _count: bool, **kwargs: Any) -> Any:
+def gate(*args: Any, _send: Any, _original: Any, _count: bool, _serial: Any, **kwargs: Any) -> Any:
     """A DSL launch: counted, timed and, on a correctness draw, watched (see the module docstring). The
-    original goes with the request: a caller passing its own ``_original`` is neither counted nor timed."""
+    original goes with the request: a caller passing its own ``_original`` is neither counted nor timed.
+    On a correctness draw the vault answers False and does nothing: the gate takes the worker's launch lock
+    (``_serial``, reentrant: a CuTe call passes nested gates) and asks again, and holds the lock until the
+    launch's AFTER is done, so that no other thread's launch or audited eager operator runs inside its window
+    (the README's "Concurrent launches")."""
     answer = _send((1, (args, kwargs), _count, _original))  # BEFORE (hooks have no globals: kinds are literals)
-    if answer is not None and answer is not True:
-        raise answer
     if answer is None:  # a timed call: nothing to watch after the launch
         return _original(*args, **kwargs)
+    locked = answer is False
+    if locked:
+        _serial.acquire()  # waits with the GIL released
+        answer = _send((9, (args, kwargs), _count, _original))  # BEFORE, under the lock
     try:
-        return _original(*args, **kwargs)
+        if answer is None:  # the draw ended meanwhile (a launch outliving its call): nothing to watch
+            return _original(*args, **kwargs)
+        if answer is not True:
+            raise answer
+        try:
+            return _original(*args, **kwargs)
+        finally:
+            failed = _send((2,))  # AFTER
+            if failed is not None:
+                raise failed
     finally:
-        failed = _send((2,))  # AFTER
-        if failed is not None:
-            raise failed
+        if locked:
+            _serial.release()
 
 
 def dispatch(
-    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _resolve: Any, _push: Any,
-    _pop: Any, _backend: Any, _redispatch: Any, _in_place_scatters: Any
+    self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _serial: Any, _resolve: Any,
+    _push: Any, _pop: Any, _backend: Any, _redispatch: Any, _in_place_scatters: Any
 ) -> Any:  # fmt: skip
     """The provenance mode's ``__torch_dispatch__``: run the operator, then report it. What runs and what is
     reported are the operator ``func``'s schema names, read once (``_operators.resolve_operator``): the object
@@ -2134,7 +2167,12 @@ def dispatch(
     may be the submission's Python) is no single eager operator: it runs below the Python dispatch key with
     this mode pushed again, so that what it does inside (allocations, eager operators, DSL launches) is
     watched one by one, and is not reported itself. An in-place accumulating scatter's destination is reported
-    before it runs too (``_scatters``): afterwards its elements hold the sums."""
+    before it runs too (``_scatters``): afterwards its elements hold the sums.
+
+    The mode is pushed on correctness draws only: an operator runs and is reported under the worker's launch lock
+    (``gate``), so that it lands before or after another thread's launch, never inside its window, where that
+    launch's AFTER would take what it wrote as the DSL's. A custom operator takes no lock (its Python may wait for
+    another thread's launch): what it runs takes it, operator by operator and launch by launch."""
     name, native, handle = _resolve(func)
     if not name.startswith(("aten.", "prims.")):
         _push(self)
@@ -2142,12 +2180,13 @@ def dispatch(
             return _redispatch(handle, _backend, *args, **(kwargs or {}))
         finally:
             _pop(None)
-    if name in _in_place_scatters and args:
-        failed = _send((9, name, args, kwargs))  # DESTINATION
-        if failed is not None:
-            raise failed
-    out = native(*args, **(kwargs or {}))
-    failed = _send((3, func, name, args, kwargs, out))  # OP
+    with _serial:
+        if name in _in_place_scatters and args:
+            failed = _send((9, name, args, kwargs))  # DESTINATION
+            if failed is not None:
+                raise failed
+        out = native(*args, **(kwargs or {}))
+        failed = _send((3, func, name, args, kwargs, out))  # OP
     if failed is not None:
         raise failed
     return out

@@ -12,6 +12,7 @@ already imported.
 
 from __future__ import annotations
 
+import _thread
 import gc
 import importlib.util
 import linecache
@@ -239,15 +240,17 @@ class Worker:
                 provenance_vault, page, provenance_lib(self.device), page_layout(), positions,
                 list(self.setup["output_numels"]), sources,
             )  # fmt: skip
+            # on correctness draws the launches and the audited eager operators run one at a time (_provenance.gate)
+            serial = _thread.RLock()
             # the operator run and priced is the one its schema names, through accessors bound before the guards
             # replace the mode stack's pops (_operators)
             # (a class the submission reaches, through the mode on the stack or ``__subclasses__``: replacing the
             # hook is tampering the guards report)
             self.guards.replace(
                 _ProvenanceMode, "__torch_dispatch__",
-                registry.protect(dispatch, _send=send, **dispatch_hooks(registry, self.device)),
+                registry.protect(dispatch, _send=send, _serial=serial, **dispatch_hooks(registry, self.device)),
             )  # fmt: skip
-            self.gates = DslGates(registry, self.guards, send, self.setup["dsl"])
+            self.gates = DslGates(registry, self.guards, send, self.setup["dsl"], serial)
             self.gates.dlpack_sources = sources
             self.gates.install()
             self.guards.install()

@@ -9,6 +9,7 @@ wrapper, a TVM FFI function converted from Python) run their Python and are not 
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import importlib
 import inspect
@@ -54,7 +55,9 @@ def gates(page: mmap.mmap, monkeypatch: pytest.MonkeyPatch) -> _dsl.DslGates:
     registry = Registry()
     sources: dict[int, Any] = {}
     send = registry.open(provenance_vault, page, provenance_lib(torch.device("cpu")), page_layout(), [], [], sources)
-    installed = _dsl.DslGates(registry, types.SimpleNamespace(ask=lambda request: None), send, "cutedsl")
+    installed = _dsl.DslGates(
+        registry, types.SimpleNamespace(ask=lambda request: None), send, "cutedsl", _thread.RLock()
+    )
     installed.dlpack_sources = sources
     installed.install()
     return installed

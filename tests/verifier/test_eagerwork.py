@@ -4,6 +4,7 @@ leaves the DSL decorative, whatever the outputs depend on."""
 
 from __future__ import annotations
 
+import _thread
 import functools
 import importlib.util
 import math
@@ -377,7 +378,9 @@ def _vault_records(fn: Any, inputs: list[torch.Tensor]) -> list[Any]:
         _provenance.provenance_vault, control.buf, _provenance.provenance_lib(torch.device("cpu")),
         _provenance.page_layout(), [], [], {},
     )  # fmt: skip
-    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _serial=_thread.RLock(), **dispatch_hooks(registry, torch.device("cpu"))
+    )
 
     class Audit(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

@@ -11,6 +11,7 @@ were counted as nothing before (0 values: checked against main 5082941, see the 
 
 from __future__ import annotations
 
+import _thread
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,9 @@ class Draw:
         kernel = _kernel
         self.send((0, kernel, "launch"))
         # the first argument stands for the TVM function a launch is a call of (``launch_signature``)
-        self.registry.protect(gate, _send=self.send, _original=kernel, _count=True)(kernel, *args)
+        self.registry.protect(gate, _send=self.send, _original=kernel, _count=True, _serial=_thread.RLock())(
+            kernel, *args
+        )
 
     def values_given(self) -> int:
         """The values the draw's launches took from Python (by value or in their layouts)."""

@@ -14,6 +14,7 @@ the call were held): run against commit 091cfca, each of them fails.
 
 from __future__ import annotations
 
+import _thread
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,10 +39,11 @@ class Audit:
     send: Any
     op: Callable[..., Any]
     registry: Registry
+    serial: Any  # the launch lock the gate and the mode share, as the worker's do
 
     def launch(self, kernel: Callable[..., Any], *args: Any) -> None:
         self.send((0, kernel, "launch"))
-        self.registry.protect(gate, _send=self.send, _original=kernel, _count=True)(*args)
+        self.registry.protect(gate, _send=self.send, _original=kernel, _count=True, _serial=self.serial)(*args)
 
     def eager(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
         """An eager operator, run and reported as the provenance mode does."""
@@ -69,9 +71,12 @@ def audit() -> Iterator[Audit]:
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(N)], [N], {}
     )
-    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
+    serial = _thread.RLock()
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _serial=serial, **dispatch_hooks(registry, torch.device("cpu"))
+    )
     control.begin_call(suppress=False, audit=True)
-    yield Audit(control, send, op, registry)
+    yield Audit(control, send, op, registry, serial)
     control.close()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import dis
 import mmap
 import time
@@ -114,7 +115,7 @@ def test_a_suppressed_launch_runs_but_leaves_nothing_behind(page: mmap.mmap) -> 
         return 3
 
     send((0, kernel, "launch"))  # registered as a genuine launch, as the DSL gates register theirs
-    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True, _serial=_thread.RLock())
     out, flag = torch.zeros(4), torch.zeros(1, dtype=torch.int32)
     _arm(page, 1, suppress=True, audit=True)
     assert launch(out, flag) == 3  # the kernel ran and returned as it would
@@ -133,7 +134,7 @@ def test_a_kernel_error_is_the_same_whether_or_not_the_launch_is_suppressed(page
         raise ValueError(f"bad shape {tuple(x.shape)}")
 
     send((0, kernel, "launch"))
-    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True, _serial=_thread.RLock())
     for nonce, suppress in ((1, False), (2, True)):
         _arm(page, nonce, suppress=suppress, audit=True)
         with pytest.raises(ValueError, match="bad shape"):
@@ -146,7 +147,9 @@ def test_inference_tensors_are_audited_and_a_fault_of_the_vault_is_recorded() ->
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(4)], [4], {}
     )
-    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _serial=_thread.RLock(), **dispatch_hooks(registry, torch.device("cpu"))
+    )
     control.begin_call(suppress=False, audit=True)
     # an inference tensor has no version counter: the audit samples it instead of failing the op
     with torch.inference_mode():
@@ -173,7 +176,7 @@ def test_a_launch_whose_original_was_not_registered_is_neither_counted_nor_timed
     send((0, kernel, "launch"))
     send((0, None, None))  # sealed: a later registration is ignored
     send((0, forged, "launch"))
-    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True, _serial=_thread.RLock())
     end = registry.protect(_provenance.report_end, _send=send)
     _arm(page, 1, evidence=True)
     launch(torch.zeros(4))
@@ -201,7 +204,7 @@ def test_a_scored_call_counts_its_launches_and_nothing_else(page: mmap.mmap) -> 
 
     send((0, kernel, "launch"))
     send((0, None, None))
-    launch = registry.protect(gate, _send=watched, _original=kernel, _count=True)
+    launch = registry.protect(gate, _send=watched, _original=kernel, _count=True, _serial=_thread.RLock())
     end = registry.protect(_provenance.report_end, _send=send)
     for nonce, evidence in ((1, False), (2, True)):
         requests.clear()
@@ -232,7 +235,7 @@ def test_a_launch_footprint_is_the_bytes_its_tensor_arguments_span(page: mmap.mm
 
     send((0, kernel, "launch"))
     send((0, None, None))
-    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True, _serial=_thread.RLock())
     contiguous, expanded, columns = torch.zeros(10), torch.zeros(4).expand(8, 4), torch.zeros(8, 8)[:, :2]
     ffi_tensor, sparse = tvm_ffi.from_dlpack(torch.zeros(6)), torch.zeros(3).to_sparse()
     _arm(page, 1)
@@ -263,7 +266,9 @@ def test_fp8_outputs_are_sampled_where_the_device_cannot_take_them() -> None:
     positions = torch.arange(0, 64, 3)
     lib = _fp8_without_take(provenance_lib(torch.device("cpu")))
     send = registry.open(provenance_vault, control.buf, lib, page_layout(), [positions], [64], {})
-    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _serial=_thread.RLock(), **dispatch_hooks(registry, torch.device("cpu"))
+    )
     for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
         control.begin_call(suppress=False, audit=True)
         made = op(None, torch.ops.aten.empty.memory_format, (), ([64],), {"dtype": dtype})
@@ -286,13 +291,15 @@ def test_a_view_of_a_large_input_is_not_an_eager_copy_of_the_output() -> None:
     send = registry.open(
         provenance_vault, control.buf, provenance_lib(torch.device("cpu")), page_layout(), [torch.arange(n)], [n], {}
     )
-    op = registry.protect(_provenance.dispatch, _send=send, **dispatch_hooks(registry, torch.device("cpu")))
+    op = registry.protect(
+        _provenance.dispatch, _send=send, _serial=_thread.RLock(), **dispatch_hooks(registry, torch.device("cpu"))
+    )
 
     def kernel(cache: torch.Tensor, out: torch.Tensor) -> None:
         out.copy_(cache[:n])  # values of the cache's own set, each as many times over in the cache
 
     send((0, kernel, "launch"))
-    launch = registry.protect(gate, _send=send, _original=kernel, _count=True)
+    launch = registry.protect(gate, _send=send, _original=kernel, _count=True, _serial=_thread.RLock())
     cache = torch.randn(64 * n).to(torch.bfloat16)
     control.begin_call(suppress=False, audit=True)
     registry.protect(_provenance.report_inputs, _send=send)([cache])  # a problem input: never held
