@@ -2047,7 +2047,7 @@ def provenance_vault(
                         op(request[1], request[2], request[3], request[4], request[5])
                     elif kind == 4:  # RESULT
                         result(request[1])
-                    elif kind == 9:  # DESTINATION of an in-place accumulating scatter, before it runs
+                    elif kind == 10:  # DESTINATION of an in-place accumulating scatter, before it runs
                         destination_before(request[1], request[2], request[3])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
                         input_tensors = tensors_in(request[1], [])
@@ -2182,7 +2182,7 @@ def dispatch(
             _pop(None)
     with _serial:
         if name in _in_place_scatters and args:
-            failed = _send((9, name, args, kwargs))  # DESTINATION
+            failed = _send((10, name, args, kwargs))  # DESTINATION
             if failed is not None:
                 raise failed
         out = native(*args, **(kwargs or {}))
