@@ -112,8 +112,18 @@ ELEMENT_COMMON = 256
 COPY_PROBES = 1024
 #: ... in arguments of at most this many times the tensor's elements (its cost: a few passes over each argument).
 COPY_LARGEST = 4
+#: ... and only where those arguments hold, bit for bit (or rounded), at least this share of the values the launch wrote
+#: at the sampled positions it changed (one tally of the arguments against those values): a launch copies no more than
+#: its arguments hold, and a share below ``_coverage.COPIED_MARGIN`` (which this must not exceed) is none the rule can
+#: judge; an honest kernel's computed values are seldom there, so the windowed and order-free checks (a few hundred
+#: operations a launch: 40-60 ms of p51's 8-launch evidence calls) run only for launches that may copy.
+COPY_PRESENT = 0.25
 #: Keys spanning fewer values than this are counted by a histogram (``tally``).
 TALLY_BINS = 1 << 17
+#: Other keys are looked for only among the values whose hash is one of theirs (``candidates``): a table of at least
+#: this many bins per key (and at least 2^12), so that about one value in as many reaches the binary search, which on
+#: cpu costs torch ~35 ns an element and step (p51's evidence calls: most of the copy check's time).
+HASH_SPARSITY = 16
 #: The most arguments a CuTe host function is called with (a pointer each, its result's and its kernels' included):
 #: a call packed into a longer array is not counted.
 _MAX_PACKED_ARGS = 256
@@ -367,8 +377,12 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
             torch.Generator().manual_seed(random.SystemRandom().getrandbits(63)))).to(device),
         mv=torch._C._VariableFunctions.mv, unsqueeze_to=base.expand, all_of_list=all,
         problem_sizes=problem_sizes, layout_values=layout_values,
-        bincount=torch._C._VariableFunctions.bincount, tally_bins=TALLY_BINS, copy_probes=COPY_PROBES,
-        tensor_of=torch._C._VariableFunctions.tensor, copy_largest=COPY_LARGEST, fixed_sizes=_launchkind.fixed_sizes,
+        bincount=torch._C._VariableFunctions.bincount, tally_bins=TALLY_BINS, hash_sparsity=HASH_SPARSITY,
+        right_shift=base.bitwise_right_shift, bitwise_and=base.bitwise_and,
+        # an odd 64-bit multiplier drawn from the system: the submission cannot choose values that share a hash
+        hash_multiplier=(random.SystemRandom().getrandbits(64) | 1) - (1 << 63), copy_probes=COPY_PROBES,
+        tensor_of=torch._C._VariableFunctions.tensor, copy_largest=COPY_LARGEST, copy_present=COPY_PRESENT,
+        fixed_sizes=_launchkind.fixed_sizes,
         launch_kind=_launchkind.launch_kind, accumulating_scatter=_scatters.accumulating, landed=_scatters.landed,
         scatter_add=base.scatter_add, index_put=base.index_put, put=base.put,
     )  # fmt: skip
@@ -956,12 +970,30 @@ def provenance_vault(
                 found.append((lib.to(form, lib.int64), flat))
         return found
 
+    def candidates(values: Any, keys: Any) -> Any:
+        """Per element of int64 ``values``: whether its hash is one of int64 ``keys``' (all that are among the keys, and
+        about one in ``HASH_SPARSITY`` of the others): a few passes over ``values`` in place of a binary search."""
+        width = lib.max(12, (lib.numel(keys) * lib.hash_sparsity - 1).bit_length())
+        table = lib.zeros((1 << width,), dtype=lib.bool_, device=lib.device_of(keys))
+        lib.index_put_(table, (hashed(keys, width),), lib.ones((1,), dtype=lib.bool_, device=lib.device_of(keys)))
+        return lib.take(table, hashed(values, width))
+
+    def hashed(values: Any, width: int) -> Any:
+        """A ``width``-bit multiplicative hash of int64 ``values`` (the product's top bits, wrapping)."""
+        return lib.bitwise_and(lib.right_shift(lib.mul(values, lib.hash_multiplier), 64 - width), (1 << width) - 1)
+
     def members(values: Any, keys: Any) -> Any:
-        """Per element of ``values``: whether sorted ``keys`` hold it."""
+        """Per element of int64 ``values``: whether sorted int64 ``keys`` hold it (searched for the ``candidates``
+        only)."""
+        found = lib.zeros((lib.numel(values),), dtype=lib.bool_, device=lib.device_of(values))
         if not lib.numel(keys):
-            return lib.zeros((lib.numel(values),), dtype=lib.bool_, device=lib.device_of(values))
-        idx = lib.clamp(lib.searchsorted(keys, values), 0, lib.numel(keys) - 1)
-        return lib.eq(lib.take(keys, idx), values)
+            return found
+        maybe = candidates(values, keys)
+        few = lib.masked_select(values, maybe)
+        if lib.numel(few):
+            idx = lib.clamp(lib.searchsorted(keys, few), 0, lib.numel(keys) - 1)
+            lib.masked_scatter_(found, maybe, lib.eq(lib.take(keys, idx), few))
+        return found
 
     def found_in_runs(t: Any, i: int) -> None:
         """Record the sampled positions of output i that a window of consecutive output elements found in a held
@@ -1039,6 +1071,7 @@ def provenance_vault(
         if high - low < lib.tally_bins:
             bins = lib.clamp(lib.sub(values, low - 1), 0, high - low + 2)  # 0: below the keys, high - low + 2: above
             return lib.take(lib.bincount(bins, None, high - low + 3), lib.sub(keys, low - 1))
+        values = lib.masked_select(values, candidates(values, keys))
         idx = lib.clamp(lib.searchsorted(keys, values), 0, lib.numel(keys) - 1)
         zeros = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=lib.device_of(keys))
         return lib.index_add(zeros, 0, idx, lib.to(lib.eq(lib.take(keys, idx), values), lib.int64))
@@ -1191,6 +1224,9 @@ def provenance_vault(
                 # arguments up to ``COPY_LARGEST`` times the tensor only: a GEMM's weights cost p33's evidence calls
                 # 500 ms a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
                 small = [s for s in others if lib.numel(s[0]) <= lib.copy_largest * lib.numel(t)]
+                if not may_copy(t, now, moved, small):
+                    copies_left.append((lo, hi, i, now, copied_now))
+                    continue
                 # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
                 runs = held_runs(t, i, small, False)
                 if runs is not None:
@@ -1200,6 +1236,18 @@ def provenance_vault(
                     lib.logical_or_(copied_now, found[0])
                 lib.logical_and_(copied_now, moved)
                 copies_left.append((lo, hi, i, now, copied_now))
+
+    def may_copy(t: Any, now: Any, moved: Any, held_sources: Any) -> bool:
+        """Whether ``held_sources`` (the launch's other arguments as they were before it) hold, in any reading the copy
+        checks take (``readings``, by rows), at least ``COPY_PRESENT`` of the values the launch left at the sampled
+        positions it changed (``now``, ``moved``: bit patterns of ``t``'s width): the most it can have copied."""
+        forms = [lib.to(form, lib.int64) for held, _ in held_sources for form, _ in readings(t, held, None, False)]
+        if not forms:
+            return False
+        written = lib.to(lib.masked_select(now, moved), lib.int64)
+        keys = lib.unique(written, True, False, False)[0]
+        present = lib.take(lib.ge(tally(lib.cat(forms), keys), 1), lib.searchsorted(keys, written))
+        return lib.int(lib.count_nonzero(present)) >= lib.copy_present * lib.numel(written)
 
     def copied_share(t: Any, i: int) -> float:
         """The share of output i's sampled elements that hold what the latest launch over the output left there and that
