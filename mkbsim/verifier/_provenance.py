@@ -414,9 +414,9 @@ def provenance_vault(
     # it changed); ``work`` reads the outputs' sampled elements against them
     left: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
-    # what the call's counted launches copied (evidence calls and draws, ``launch_copies``): (start, end, output, the
-    # sampled elements' bit patterns the launch left, which of them it copied from its other arguments)
-    copies_left: list[Any] = []
+    # what the call's counted launches copied (evidence calls and draws, ``launch_copies``): (start, end, output) -> per
+    # sampled element, the bit pattern the last launch that changed it left there, and whether that launch copied it
+    copies_left: dict[Any, Any] = {}
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
     # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
@@ -1225,7 +1225,7 @@ def provenance_vault(
                 # 500 ms a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
                 small = [s for s in others if lib.numel(s[0]) <= lib.copy_largest * lib.numel(t)]
                 if not may_copy(t, now, moved, small):
-                    copies_left.append((lo, hi, i, now, copied_now))
+                    keep_copies((lo, hi, i), now, moved, copied_now)
                     continue
                 # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
                 runs = held_runs(t, i, small, False)
@@ -1235,13 +1235,22 @@ def provenance_vault(
                 if found is not None:
                     lib.logical_or_(copied_now, found[0])
                 lib.logical_and_(copied_now, moved)
-                copies_left.append((lo, hi, i, now, copied_now))
+                keep_copies((lo, hi, i), now, moved, copied_now)
+
+    def keep_copies(key: Any, now: Any, moved: Any, copied_now: Any) -> None:
+        """Output ``key``'s sampled elements the launch changed (``moved``) are what it left (``now``) and copied or not
+        (``copied_now``); the others stay an earlier launch's: an answer copied a part per launch is copied whole."""
+        earlier = copies_left.get(key)
+        if earlier is None:
+            copies_left[key] = (now, copied_now)
+        else:
+            copies_left[key] = (lib.where(moved, now, earlier[0]), lib.where(moved, copied_now, earlier[1]))
 
     def may_copy(t: Any, now: Any, moved: Any, held_sources: Any) -> bool:
         """Whether ``held_sources`` (the launch's other arguments as they were before it) hold, in any reading the copy
         checks take (``readings``, by rows), at least ``COPY_PRESENT`` of the values the launch left at the sampled
         positions it changed (``now``, ``moved``: bit patterns of ``t``'s width): the most it can have copied."""
-        forms = [lib.to(form, lib.int64) for held, _ in held_sources for form, _ in readings(t, held, None, False)]
+        forms = [form for held, _ in held_sources for form, _ in readings(t, held, None, False)]
         if not forms:
             return False
         written = lib.to(lib.masked_select(now, moved), lib.int64)
@@ -1250,16 +1259,16 @@ def provenance_vault(
         return lib.int(lib.count_nonzero(present)) >= lib.copy_present * lib.numel(written)
 
     def copied_share(t: Any, i: int) -> float:
-        """The share of output i's sampled elements that hold what the latest launch over the output left there and that
+        """The share of output i's sampled elements that hold what the last launch that changed them left there and that
         launch copied (``launch_copies``)."""
         lo, hi = span(t)
-        for a, b, k, left_bits, copied_there in lib.reversed(copies_left):
-            if (a, b, k) == (lo, hi, i):
-                where = lib.to(positions[i], lib.device_of(t))
-                now = lib.take(lib.reshape(lib.view(t, lib.bits[lib.element_size(t)]), (-1,)), where)
-                kept = lib.logical_and(copied_there, lib.eq(now, left_bits))
-                return lib.int(lib.count_nonzero(kept)) / lib.numel(kept)
-        return 0.0
+        kept = copies_left.get((lo, hi, i))
+        if kept is None:
+            return 0.0
+        left_bits, copied_there = kept
+        where = lib.to(positions[i], lib.device_of(t))
+        now = lib.take(lib.reshape(lib.view(t, lib.bits[lib.element_size(t)]), (-1,)), where)
+        return lib.int(lib.count_nonzero(lib.logical_and(copied_there, lib.eq(now, left_bits)))) / lib.numel(now)
 
     def after() -> None:
         nonlocal changed

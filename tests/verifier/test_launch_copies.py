@@ -1,0 +1,103 @@
+"""What an evidence call's launches copied (``_provenance.launch_copies``, the control page's ``WORK_COPIED``), and what
+judging it costs: the provenance vault driven directly, as in ``test_provenance_bytes.py``, on an evidence call (no
+dispatch mode: only the gate reports). A Python "kernel" behind a counted gate stands for native code.
+
+The windowed and order-free copy checks (a few hundred tensor operations a launch: 40-60 ms of p51's 8-launch evidence
+calls, which the scored-time rule then missed by ~2 ms of run() slowed by them) run only for a launch whose other
+arguments hold ``COPY_PRESENT`` of the values it wrote; the decoys of the windowed check (``randperm``) say whether
+they ran."""
+
+from __future__ import annotations
+
+import _thread
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+
+from mkbsim.verifier import _control, _coverage, _provenance
+from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
+from mkbsim.verifier._vault import Registry
+
+TOKENS, HIDDEN = 32, 64
+N = TOKENS * HIDDEN
+
+
+@dataclass
+class Evidence:
+    control: _control.ControlPage
+    send: Any
+    registry: Registry
+    searched: list[int]  # calls of the windowed check's decoys (``held_runs``)
+
+    def launch(self, kernel: Callable[..., Any], *args: Any) -> None:
+        self.send((0, kernel, "launch"))
+        self.registry.protect(gate, _send=self.send, _original=kernel, _count=True, _serial=_thread.RLock())(*args)
+
+    def copied(self, out: torch.Tensor) -> float:
+        """The output's copied share the vault wrote once run() returned."""
+        self.registry.protect(_provenance.report_result, _send=self.send)([out])
+        return self.control.report([N])["work"]["copied"][0]
+
+
+@pytest.fixture
+def evidence() -> Iterator[Evidence]:
+    torch.manual_seed(0)
+    lib = provenance_lib(torch.device("cpu"))
+    searched: list[int] = []
+    randperm = lib.randperm
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        searched.append(1)
+        return randperm(*args, **kwargs)
+
+    lib.randperm = counted
+    control = _control.ControlPage()
+    registry = Registry()
+    send = registry.open(provenance_vault, control.buf, lib, page_layout(), [torch.randperm(N)[:512]], [N], {})
+    control.begin_call(suppress=False, audit=False, evidence=True)
+    yield Evidence(control, send, registry, searched)
+    control.close()
+
+
+def expert(x: torch.Tensor, w: torch.Tensor, rows: torch.Tensor, out: torch.Tensor) -> None:
+    out.index_add_(0, rows, torch.tanh(x @ w))
+
+
+def copy_rows(answer: torch.Tensor, rows: torch.Tensor, out: torch.Tensor) -> None:
+    out[rows] = answer[rows]
+
+
+def test_launches_computing_their_rows_are_not_searched_for_copies(evidence: Evidence) -> None:
+    """p51's shape: one launch per expert over the rows routed to it, each adding into the output. What they write is
+    in none of their arguments: the copy checks do not run (before: their windows and decoys, on every launch)."""
+    out, x, w = torch.zeros(TOKENS, HIDDEN), torch.randn(TOKENS, HIDDEN), torch.randn(8, HIDDEN, HIDDEN)
+    for e in range(8):
+        rows = torch.arange(e, TOKENS, 8)
+        evidence.launch(expert, x[rows].contiguous(), w[e], rows, out)
+    assert evidence.copied(out) == 0.0
+    assert not evidence.searched
+
+
+def test_a_launch_copying_an_answer_it_is_given_copies_every_element(evidence: Evidence) -> None:
+    out, answer = torch.zeros(TOKENS, HIDDEN), torch.randn(TOKENS, HIDDEN)
+    evidence.launch(copy_rows, answer, torch.arange(TOKENS), out)
+    assert evidence.copied(out) == 1.0
+    assert evidence.searched
+
+
+def test_an_answer_copied_a_quarter_per_launch_is_copied_whole(evidence: Evidence) -> None:
+    """Four launches each copy a quarter of the rows: the copied share is of the launch that last changed each sampled
+    element (before: of the last launch alone, a quarter, within ``COPIED_MARGIN``)."""
+    out, answer = torch.zeros(TOKENS, HIDDEN), torch.randn(TOKENS, HIDDEN)
+    for part in range(4):
+        evidence.launch(copy_rows, answer, torch.arange(part, TOKENS, 4), out)
+    assert evidence.copied(out) > 1.0 - _coverage.COPIED_MARGIN
+
+
+def test_a_copy_skipped_for_what_its_arguments_hold_is_one_the_rule_cannot_judge() -> None:
+    """A launch's copies are judged only where its arguments hold ``COPY_PRESENT`` of what it wrote: a launch copies no
+    more than they hold, so a share skipped is below the margin the rule allows."""
+    assert _provenance.COPY_PRESENT <= _coverage.COPIED_MARGIN
