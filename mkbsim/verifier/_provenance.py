@@ -1224,14 +1224,13 @@ def provenance_vault(
                 # arguments up to ``COPY_LARGEST`` times the tensor only: a GEMM's weights cost p33's evidence calls
                 # 500 ms a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
                 small = [s for s in others if lib.numel(s[0]) <= lib.copy_largest * lib.numel(t)]
-                if not may_copy(t, now, moved, small):
-                    keep_copies((lo, hi, i), now, moved, copied_now)
-                    continue
+                # each check only where the arguments hold enough of what it looks for (``may_copy``)
+                any_order, in_runs = may_copy(t, i, now, moved, small)
                 # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
-                runs = held_runs(t, i, small, False)
+                runs = held_runs(t, i, small, False) if in_runs else None
                 if runs is not None:
                     lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=lib.device_of(moved)))
-                found = held_elements(t, i, small, lib.copy_probes, True)  # in any order: a permuted copy
+                found = held_elements(t, i, small, lib.copy_probes, True) if any_order else None  # a permuted copy
                 if found is not None:
                     lib.logical_or_(copied_now, found[0])
                 lib.logical_and_(copied_now, moved)
@@ -1246,17 +1245,36 @@ def provenance_vault(
         else:
             copies_left[key] = (lib.where(moved, now, earlier[0]), lib.where(moved, copied_now, earlier[1]))
 
-    def may_copy(t: Any, now: Any, moved: Any, held_sources: Any) -> bool:
-        """Whether ``held_sources`` (the launch's other arguments as they were before it) hold, in any reading the copy
-        checks take (``readings``, by rows), at least ``COPY_PRESENT`` of the values the launch left at the sampled
-        positions it changed (``now``, ``moved``: bit patterns of ``t``'s width): the most it can have copied."""
+    def may_copy(t: Any, i: int, now: Any, moved: Any, held_sources: Any) -> tuple[bool, bool]:
+        """Whether ``held_sources`` (the launch's other arguments as they were before it, in the readings the copy
+        checks take: ``readings``, by rows) hold at least ``COPY_PRESENT`` of the sampled positions of output i the
+        launch changed (``moved``; ``now``: their bit patterns after it): by their values, in any order (the most the
+        order-free check can find), and by a pair of consecutive values holding each, either way round (every window
+        the windowed check finds holds one). An honest bf16 output's values are mostly in its input by chance, its
+        pairs are not."""
         forms = [form for held, _ in held_sources for form, _ in readings(t, held, None, False)]
         if not forms:
-            return False
+            return False, False
+        device = lib.device_of(t)
+        mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
+        last = lib.numel(mine) - 1
+        where = lib.masked_select(lib.to(positions[i], device), moved)
         written = lib.to(lib.masked_select(now, moved), lib.int64)
         keys = lib.unique(written, True, False, False)[0]
         present = lib.take(lib.ge(tally(lib.cat(forms), keys), 1), lib.searchsorted(keys, written))
-        return lib.int(lib.count_nonzero(present)) >= lib.copy_present * lib.numel(written)
+        # each position's pairs with the elements before and after it, read forwards and backwards, keyed as
+        # ``window_keys`` keys an argument's pairs
+        before = lib.take(mine, lib.clamp(lib.sub(where, 1), 0, last))
+        after = lib.take(mine, lib.clamp(lib.add(where, 1), 0, last))
+        weights = lib.to(lib.window_weights, device)
+        ends = ((before, written), (written, after), (written, before), (after, written))
+        pairs = lib.cat([lib.add(lib.mul(a, weights[0]), lib.mul(b, weights[1])) for a, b in ends])
+        pair_keys = lib.unique(pairs, True, False, False)[0]
+        held_pairs = lib.cat([window_keys(form, 2) for form in forms if lib.numel(form) >= 2] or [pair_keys[:0]])
+        found = lib.take(lib.ge(tally(held_pairs, pair_keys), 1), lib.searchsorted(pair_keys, pairs))
+        paired = lib.any_of(lib.reshape(found, (4, -1)), 0)
+        least = lib.copy_present * lib.numel(written)
+        return lib.int(lib.count_nonzero(present)) >= least, lib.int(lib.count_nonzero(paired)) >= least
 
     def copied_share(t: Any, i: int) -> float:
         """The share of output i's sampled elements that hold what the last launch that changed them left there and that

@@ -97,6 +97,29 @@ def test_an_answer_copied_a_quarter_per_launch_is_copied_whole(evidence: Evidenc
     assert evidence.copied(out) > 1.0 - _coverage.COPIED_MARGIN
 
 
+def rms_norm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
+    xf = x.float()
+    out.copy_(xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float())
+
+
+def test_a_bf16_output_whose_values_its_input_holds_by_chance_is_not_searched_for_runs(evidence: Evidence) -> None:
+    """p36's RMSNorm in bf16: ~95% of its values are among its input's by chance (the order-free check's chance
+    measure rejects them), none of its pairs of consecutive values: the windowed check does not run (before: its
+    windows of 8, then of 32, on every evidence call: ~4 ms of a 0.5 ms call)."""
+    x, w = torch.randn(TOKENS, HIDDEN).to(torch.bfloat16), (1 + 0.1 * torch.randn(HIDDEN)).to(torch.bfloat16)
+    out = torch.empty(TOKENS, HIDDEN, dtype=torch.bfloat16)
+    evidence.launch(rms_norm, x, w, out)
+    assert evidence.copied(out) == 0.0
+    assert not evidence.searched
+
+
+def test_half_a_bf16_answer_copied_in_order_is_found_by_its_runs(evidence: Evidence) -> None:
+    out, answer = torch.zeros(TOKENS, HIDDEN, dtype=torch.bfloat16), torch.randn(TOKENS, HIDDEN).to(torch.bfloat16)
+    evidence.launch(copy_rows, answer, torch.arange(TOKENS // 2), out)
+    assert evidence.searched
+    assert 0.4 < evidence.copied(out) < 0.6
+
+
 def test_a_copy_skipped_for_what_its_arguments_hold_is_one_the_rule_cannot_judge() -> None:
     """A launch's copies are judged only where its arguments hold ``COPY_PRESENT`` of what it wrote: a launch copies no
     more than they hold, so a share skipped is below the margin the rule allows."""
