@@ -1256,25 +1256,28 @@ def provenance_vault(
         if not forms:
             return False, False
         device = lib.device_of(t)
+        held = lib.cat(forms)  # pairs across two arguments' boundary too: a check run for nothing at worst
+        written = lib.to(lib.masked_select(now, moved), lib.int64)
+        keys = lib.unique(written, True, False, False)[0]
+        present = lib.take(lib.ge(tally(held, keys), 1), lib.searchsorted(keys, written))
+        least = lib.copy_present * lib.numel(written)
+        if lib.int(lib.count_nonzero(present)) < least:  # a pair held holds its values: neither check can find enough
+            return False, False
+        # each position's pairs with the elements before and after it, read forwards and backwards, keyed as
+        # ``window_keys`` keys the arguments' pairs
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         last = lib.numel(mine) - 1
         where = lib.masked_select(lib.to(positions[i], device), moved)
-        written = lib.to(lib.masked_select(now, moved), lib.int64)
-        keys = lib.unique(written, True, False, False)[0]
-        present = lib.take(lib.ge(tally(lib.cat(forms), keys), 1), lib.searchsorted(keys, written))
-        # each position's pairs with the elements before and after it, read forwards and backwards, keyed as
-        # ``window_keys`` keys an argument's pairs
         before = lib.take(mine, lib.clamp(lib.sub(where, 1), 0, last))
         after = lib.take(mine, lib.clamp(lib.add(where, 1), 0, last))
         weights = lib.to(lib.window_weights, device)
         ends = ((before, written), (written, after), (written, before), (after, written))
         pairs = lib.cat([lib.add(lib.mul(a, weights[0]), lib.mul(b, weights[1])) for a, b in ends])
         pair_keys = lib.unique(pairs, True, False, False)[0]
-        held_pairs = lib.cat([window_keys(form, 2) for form in forms if lib.numel(form) >= 2] or [pair_keys[:0]])
-        found = lib.take(lib.ge(tally(held_pairs, pair_keys), 1), lib.searchsorted(pair_keys, pairs))
+        counted = window_keys(held, 2) if lib.numel(held) > 1 else held
+        found = lib.take(lib.ge(tally(counted, pair_keys), 1), lib.searchsorted(pair_keys, pairs))
         paired = lib.any_of(lib.reshape(found, (4, -1)), 0)
-        least = lib.copy_present * lib.numel(written)
-        return lib.int(lib.count_nonzero(present)) >= least, lib.int(lib.count_nonzero(paired)) >= least
+        return True, lib.int(lib.count_nonzero(paired)) >= least
 
     def copied_share(t: Any, i: int) -> float:
         """The share of output i's sampled elements that hold what the last launch that changed them left there and that
