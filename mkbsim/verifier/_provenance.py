@@ -118,6 +118,13 @@ COPY_LARGEST = 4
 #: judge; an honest kernel's computed values are seldom there, so the windowed and order-free checks (a few hundred
 #: operations a launch: 40-60 ms of p51's 8-launch evidence calls) run only for launches that may copy.
 COPY_PRESENT = 0.25
+#: A launch's write is a copy for the launches after it (its elements stay a copy's source: an eager answer copied into
+#: one workspace, then into another, then into the output, is copied) where at least this share of its probes were
+#: copied; below it, the launch made them (staging the DSL's own result into the output is no copy).
+COPY_TAINT = 0.1
+#: A launch's copied share of a returned output is that of its probes within the output's memory where at least this
+#: many fall there (a copy into a buffer holding the output and more), else that of all its probes in the argument.
+RATE_PROBES = 32
 #: Keys spanning fewer values than this are counted by a histogram (``tally``).
 TALLY_BINS = 1 << 17
 #: Other keys are looked for only among the values whose hash is one of theirs (``candidates``): a table of at least
@@ -382,6 +389,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         # an odd 64-bit multiplier drawn from the system: the submission cannot choose values that share a hash
         hash_multiplier=(random.SystemRandom().getrandbits(64) | 1) - (1 << 63), copy_probes=COPY_PROBES,
         tensor_of=torch._C._VariableFunctions.tensor, copy_largest=COPY_LARGEST, copy_present=COPY_PRESENT,
+        copy_taint=COPY_TAINT, rate_probes=RATE_PROBES,
         fixed_sizes=_launchkind.fixed_sizes,
         launch_kind=_launchkind.launch_kind, accumulating_scatter=_scatters.accumulating, landed=_scatters.landed,
         scatter_add=base.scatter_add, index_put=base.index_put, put=base.put,
@@ -411,12 +419,10 @@ def provenance_vault(
     # copy, its address), its tensors last
     pending: list[Any] = []
     # what the call's counted launches left (evidence calls and draws): (start, end, the bytes after, which of them
-    # it changed); ``work`` reads the outputs' sampled elements against them
+    # it changed, what it copied there (``launch_copies``), how many it changed); ``work`` reads the outputs' sampled
+    # elements against them, ``launch_copies`` the sources of later launches
     left: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
-    # what the call's counted launches copied (evidence calls and draws, ``launch_copies``): (start, end, output) -> per
-    # sampled element, the bit pattern the last launch that changed it left there, and whether that launch copied it
-    copies_left: dict[Any, Any] = {}
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
     # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
@@ -999,22 +1005,22 @@ def provenance_vault(
         """Record the sampled positions of output i that a window of consecutive output elements found in a held
         argument covers, pooled over the call's held arguments (``COPY_RUNS``)."""
         lo, hi = span(t)
-        found = held_runs(t, i, [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)])
+        pooled = [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)]
+        found = held_runs(t, lib.to(positions[i], lib.device_of(t)), pooled)
         if found is not None:
             records.append(("contains", f"launch arguments eager code made, holding {found[1]}", i, found[0]))
 
-    def held_runs(t: Any, i: int, held_sources: Any, by_columns: bool = True) -> Any:
-        """The sampled positions of output i (a list of bools) that a window of consecutive output elements found in
-        ``held_sources`` ((values, which of them count: None for all), pooled) covers, and what was found; None for
-        none; ``by_columns``: a matrix argument read by columns too. Only the windows holding a sampled position are
-        looked for (the held windows, many more, are matched against them, never sorted)."""
+    def held_runs(t: Any, sampled: Any, held_sources: Any, by_columns: bool = True) -> Any:
+        """The ``sampled`` positions of ``t`` (int64, logical; a list of bools) that a window of consecutive elements of
+        ``t`` found in ``held_sources`` ((values, which of them count: None for all), pooled) covers, and what was
+        found; None for none; ``by_columns``: a matrix argument read by columns too. Only the windows holding a sampled
+        position are looked for (the held windows, many more, are matched against them, never sorted)."""
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         device = lib.device_of(t)
         n = lib.numel(mine)
         held_readings = [r for values, eager in held_sources for r in readings(t, values, eager, by_columns)]
         if not held_readings:
             return None
-        sampled = lib.to(positions[i], device)
         for k in lib.copy_runs:
             if n < 2 * k:
                 return None
@@ -1081,23 +1087,22 @@ def provenance_vault(
         chance (``ELEMENT_PROBES``)."""
         lo, hi = span(t)
         pooled = [(values, eager) for _, a, b, values, eager in sources if not (a < hi and lo < b)]
-        found = held_elements(t, i, pooled, lib.element_probes)
+        found = held_elements(t, lib.to(positions[i], lib.device_of(t)), pooled, lib.element_probes)
         if found is not None:
             text = f"launch arguments eager code made, holding {found[1]}"
             records.append(("contains", text, i, lib.tolist(found[0])))
 
-    def held_elements(t: Any, i: int, held_sources: Any, probed: int, apart: bool = False) -> Any:
-        """The sampled positions of output i whose values ``held_sources`` ((values, which of them count: None for all),
-        pooled) hold, in any order, beyond chance, judged on ``probed`` positions, and what was found; None for no copy.
-        ``apart``: each source is judged alone too, the verdict finding the most positions taken (an answer among
-        problem inputs of its values' range, which pooled with it hold every value by chance too). The held elements are
-        counted against the probed values, never sorted."""
+    def held_elements(t: Any, sampled: Any, held_sources: Any, probed: int, apart: bool = False) -> Any:
+        """The ``sampled`` positions of ``t`` (int64, logical) whose values ``held_sources`` ((values, which of them
+        count: None for all), pooled) hold, in any order, beyond chance, judged on ``probed`` positions, and what was
+        found; None for no copy. ``apart``: each source is judged alone too, the verdict finding the most positions
+        taken (an answer among problem inputs of its values' range, which pooled with it hold every value by chance
+        too). The held elements are counted against the probed values, never sorted."""
         if not held_sources or not probed:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
             return None
         device = lib.device_of(t)
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         n = lib.numel(mine)
-        sampled = lib.to(positions[i], device)
         count = lib.numel(sampled)
         extra = lib.max(probed - count, 0)
         probes = lib.cat([sampled, lib.randint(0, n, (extra,), generator=lib.decoys, device=device)])
@@ -1190,74 +1195,145 @@ def provenance_vault(
                 return old
         return None
 
-    def launch_copies(tensors: Any, spans: Any) -> None:
-        """Which sampled elements of each output-sized tensor the launch in flight changed to values its other tensor
-        arguments held before it: in any order, beyond chance (``held_elements``, each argument alone and pooled), or
-        in runs of consecutive values (``held_runs``): a launch copying an answer computed elsewhere, not computing it.
-        Problem inputs count too (the draws, measured alike, show what an honest kernel copies: a cache append); the
-        tensor's own memory does not. One-byte outputs are not judged: of 256 values, any argument of their size holds
-        most by chance, and their caches (p25's, 12 MB) cost the evidence calls a pass over every other argument's bytes
-        (745 ms a call against 8 ms)."""
+    def element_offsets(t: Any, idx: Any) -> Any:
+        """The offsets, in elements from ``t``'s first, of its elements at logical flat indices ``idx``."""
+        if lib.is_contiguous(t):
+            return idx
+        rest, offsets = idx, lib.zeros((lib.numel(idx),), dtype=lib.int64, device=lib.device_of(idx))
+        for n, st in lib.reversed(lib.list(lib.zip(lib.size(t), lib.stride(t)))):
+            offsets = lib.add(offsets, lib.mul(lib.remainder(rest, n), st))
+            rest = lib.floor_divide(rest, n)
+        return offsets
+
+    def element_bytes(t: Any, idx: Any) -> Any:
+        """(element, byte): the offsets from ``t``'s first byte of its elements' bytes at logical indices ``idx``."""
+        size = lib.element_size(t)
+        starts = lib.mul(element_offsets(t, idx), size)
+        return lib.add(lib.unsqueeze(starts, 1), lib.arange(size, device=lib.device_of(idx)))
+
+    def launch_copies(tensors: Any, spans: Any) -> list[Any]:
+        """What the launch in flight copied, per tensor argument it changed, whatever that argument's size, shape,
+        strides or dtype (an output may be a view of it: a padded buffer, a transposed or byte view): on up to
+        ``COPY_PROBES`` of the elements it changed, whether it changed them to values its other tensor arguments held
+        before it, in any order, beyond chance (``held_elements``, each argument alone and pooled), or in runs of
+        consecutive values (``held_runs``): a launch copying an answer computed elsewhere, not computing it. An element
+        a counted launch of this call made without copying it is no source (``sources_left``): staging the DSL's own
+        result is computing it, while a copy of a copy stays a copy. Problem inputs count too (the draws, measured
+        alike, show what an honest kernel copies: a cache append); the argument's own memory does not. One-byte
+        arguments are not judged: of 256 values, any argument of their size holds most by chance, and their caches
+        (p25's, 12 MB) cost the evidence calls a pass over every other argument's bytes (745 ms a call against 8 ms).
+        Returned, per argument judged: its byte span, its probes' addresses and which of them the launch copied (kept in
+        ``left``)."""
+        judged: list[Any] = []
+        counted: dict[Any, Any] = {}  # a source (span, layout, dtype) -> which of its elements count (None: all)
         for t in tensors:
-            if lib.device_of(t).type not in ("cpu", "cuda") or lib.element_size(t) not in lib.bits:
+            size = lib.element_size(t)
+            if lib.device_of(t).type not in ("cpu", "cuda") or size not in lib.bits or size == 1:
                 continue
-            if lib.element_size(t) == 1:
+            old = was(t, spans)
+            if old is None:
                 continue
-            for i in lib.range(lib.len(numels)):
-                old = was(t, spans) if numels[i] == lib.numel(t) else None
-                if old is None:
+            kind = lib.bits[size]
+            now_all = lib.reshape(lib.view(t, kind), (-1,))
+            changed_at = lib.reshape(lib.nonzero(lib.ne(now_all, lib.reshape(lib.view(old, kind), (-1,)))), (-1,))
+            if not lib.numel(changed_at):
+                continue
+            device = lib.device_of(t)
+            if lib.numel(changed_at) > lib.copy_probes:  # drawn by the vault's generator, distinct
+                drawn = lib.randint(0, lib.numel(changed_at), (lib.copy_probes,), generator=lib.decoys, device=device)
+                changed_at = lib.take(changed_at, lib.unique(drawn, True, False, False)[0])
+            now = lib.take(now_all, changed_at)
+            lo, hi = span(t)
+            # arguments up to ``COPY_LARGEST`` times the tensor only: a GEMM's weights cost p33's evidence calls 500 ms
+            # a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
+            small = []
+            for u in tensors:
+                a, b = span(u)
+                held_before = was(u, spans) if b > a and not (a < hi and lo < b) else None
+                if held_before is None or lib.element_size(u) not in lib.bits:
                     continue
-                where = lib.to(positions[i], lib.device_of(t))
-                kind = lib.bits[lib.element_size(t)]
-                now = lib.take(lib.reshape(lib.view(t, kind), (-1,)), where)
-                moved = lib.ne(now, lib.take(lib.reshape(lib.view(old, kind), (-1,)), where))
-                if not lib.bool(lib.any_of(moved)):
+                if lib.numel(held_before) <= lib.copy_largest * lib.numel(t):
+                    key = (a, b, lib.tuple(lib.size(u)), lib.tuple(lib.stride(u)), lib.dtype_of(u))
+                    if key not in counted:
+                        counted[key] = sources_left(held_before, a, b)
+                    small.append((held_before, counted[key]))
+            copied_now = lib.zeros((lib.numel(changed_at),), dtype=lib.bool_, device=device)
+            # each check only where the arguments hold enough of what it looks for (``may_copy``)
+            any_order, in_runs = may_copy(t, changed_at, now, small)
+            # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
+            runs = held_runs(t, changed_at, small, False) if in_runs else None
+            if runs is not None:
+                lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=device))
+            found = held_elements(t, changed_at, small, lib.copy_probes, True) if any_order else None  # permuted
+            if found is not None:
+                lib.logical_or_(copied_now, found[0])
+            judged.append((lo, hi, lib.add(lib.mul(element_offsets(t, changed_at), size), lo), copied_now))
+        return judged
+
+    def sources_left(old: Any, lo: int, hi: int) -> Any:
+        """Which elements of a launch argument (``old``: as it was before the launch in flight; ``[lo, hi)``: its
+        memory) count as a copy's source, in its shape (None: all): not those that a counted launch of this call
+        changed, still hold what it left, and that launch did not copy (``COPY_TAINT``)."""
+        for a, b, _, _, _, count in left:
+            if count and b > lo and hi > a:
+                break
+        else:  # no launch of the call changed its memory
+            return None
+        at = element_bytes(old, lib.arange(lib.numel(old), device=lib.device_of(old)))
+        start, end = span(old)
+        made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(old, start, end), at), lo, hi)
+        made_here = lib.logical_and(made, lib.lt(share, lib.copy_taint))
+        if not lib.bool(lib.any_of(made_here)):
+            return None
+        return lib.reshape(lib.logical_not(made_here), lib.size(old))
+
+    def launch_left(at: Any, current: Any, lo: int, hi: int) -> tuple[Any, Any]:
+        """Per element (rows of ``at``: its bytes' addresses; ``current``: those bytes now), whether the latest counted
+        launch of the call that changed any of its bytes left them as they are, and that launch's copied share of the
+        argument holding the element (0: not judged), over its probes within ``[lo, hi)`` (the memory in question: a
+        returned output) where ``RATE_PROBES`` of them fall there, else over all of them."""
+        device = lib.device_of(at)
+        rows = lib.size(at)[0]
+        made = lib.zeros((rows,), dtype=lib.bool_, device=device)
+        share = lib.zeros((rows,), dtype=lib.float32, device=device)
+        first = at[:, 0]
+        for a, b, after, diff, judged, count in left:
+            if not count or b <= lo or hi <= a or lib.device_of(after).type != device.type:
+                continue
+            inside = lib.logical_and(lib.ge(at, a), lib.lt(at, b))
+            index = lib.clamp(lib.sub(at, a), 0, b - a - 1)
+            changed_here = lib.any_of(lib.logical_and(inside, lib.take(diff, index)), 1)
+            if not lib.bool(lib.any_of(changed_here)):
+                continue
+            holds = lib.all_of(lib.logical_and(inside, lib.eq(lib.take(after, index), current)), 1)
+            copied_here = lib.zeros((rows,), dtype=lib.float32, device=device)
+            for c, d, addresses, copied in judged:
+                if d <= lo or hi <= c:
                     continue
-                lo, hi = span(t)
-                others = []
-                for u in tensors:
-                    a, b = span(u)
-                    held_before = was(u, spans) if b > a and not (a < hi and lo < b) else None
-                    if held_before is not None and lib.element_size(u) in lib.bits:
-                        others.append((held_before, None))
-                copied_now = lib.zeros((lib.numel(moved),), dtype=lib.bool_, device=lib.device_of(moved))
-                # arguments up to ``COPY_LARGEST`` times the tensor only: a GEMM's weights cost p33's evidence calls
-                # 500 ms a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
-                small = [s for s in others if lib.numel(s[0]) <= lib.copy_largest * lib.numel(t)]
-                # each check only where the arguments hold enough of what it looks for (``may_copy``)
-                any_order, in_runs = may_copy(t, i, now, moved, small)
-                # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
-                runs = held_runs(t, i, small, False) if in_runs else None
-                if runs is not None:
-                    lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=lib.device_of(moved)))
-                found = held_elements(t, i, small, lib.copy_probes, True) if any_order else None  # a permuted copy
-                if found is not None:
-                    lib.logical_or_(copied_now, found[0])
-                lib.logical_and_(copied_now, moved)
-                keep_copies((lo, hi, i), now, moved, copied_now)
+                within = lib.logical_and(lib.ge(addresses, lo), lib.lt(addresses, hi))
+                if lib.int(lib.count_nonzero(within)) >= lib.rate_probes:
+                    copied = lib.masked_select(copied, within)
+                rate = lib.int(lib.count_nonzero(copied)) / lib.max(lib.numel(copied), 1)
+                if rate:
+                    copied_here = lib.where(lib.logical_and(lib.ge(first, c), lib.lt(first, d)), rate, copied_here)
+            made = lib.where(changed_here, holds, made)
+            share = lib.where(changed_here, copied_here, share)
+        return made, share
 
-    def keep_copies(key: Any, now: Any, moved: Any, copied_now: Any) -> None:
-        """Output ``key``'s sampled elements the launch changed (``moved``) are what it left (``now``) and copied or not
-        (``copied_now``); the others stay an earlier launch's: an answer copied a part per launch is copied whole."""
-        earlier = copies_left.get(key)
-        if earlier is None:
-            copies_left[key] = (now, copied_now)
-        else:
-            copies_left[key] = (lib.where(moved, now, earlier[0]), lib.where(moved, copied_now, earlier[1]))
-
-    def may_copy(t: Any, i: int, now: Any, moved: Any, held_sources: Any) -> tuple[bool, bool]:
-        """Whether ``held_sources`` (the launch's other arguments as they were before it, in the readings the copy
-        checks take: ``readings``, by rows) hold at least ``COPY_PRESENT`` of the sampled positions of output i the
-        launch changed (``moved``; ``now``: their bit patterns after it): by their values, in any order (the most the
-        order-free check can find), and by a pair of consecutive values holding each, either way round (every window
+    def may_copy(t: Any, sampled: Any, now: Any, held_sources: Any) -> tuple[bool, bool]:
+        """Whether ``held_sources`` (the launch's other arguments as they were before it, with which of their elements
+        count, in the readings the copy checks take: ``readings``, by rows) hold at least ``COPY_PRESENT`` of ``t``'s
+        ``sampled`` positions (``now``: their bit patterns after the launch): by their values, in any order (the most
+        the order-free check can find), and by a pair of consecutive values holding each, either way round (every window
         the windowed check finds holds one). An honest bf16 output's values are mostly in its input by chance, its
         pairs are not."""
-        forms = [form for held, _ in held_sources for form, _ in readings(t, held, None, False)]
+        forms = [form if mask is None else lib.masked_select(form, mask)
+                 for held, counts in held_sources for form, mask in readings(t, held, counts, False)]  # fmt: skip
         if not forms:
             return False, False
         device = lib.device_of(t)
         held = lib.cat(forms)  # pairs across two arguments' boundary too: a check run for nothing at worst
-        written = lib.to(lib.masked_select(now, moved), lib.int64)
+        written = lib.to(now, lib.int64)
         keys = lib.unique(written, True, False, False)[0]
         present = lib.take(lib.ge(tally(held, keys), 1), lib.searchsorted(keys, written))
         least = lib.copy_present * lib.numel(written)
@@ -1267,9 +1343,8 @@ def provenance_vault(
         # ``window_keys`` keys the arguments' pairs
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
         last = lib.numel(mine) - 1
-        where = lib.masked_select(lib.to(positions[i], device), moved)
-        before = lib.take(mine, lib.clamp(lib.sub(where, 1), 0, last))
-        after = lib.take(mine, lib.clamp(lib.add(where, 1), 0, last))
+        before = lib.take(mine, lib.clamp(lib.sub(sampled, 1), 0, last))
+        after = lib.take(mine, lib.clamp(lib.add(sampled, 1), 0, last))
         weights = lib.to(lib.window_weights, device)
         ends = ((before, written), (written, after), (written, before), (after, written))
         pairs = lib.cat([lib.add(lib.mul(a, weights[0]), lib.mul(b, weights[1])) for a, b in ends])
@@ -1280,16 +1355,16 @@ def provenance_vault(
         return True, lib.int(lib.count_nonzero(paired)) >= least
 
     def copied_share(t: Any, i: int) -> float:
-        """The share of output i's sampled elements that hold what the last launch that changed them left there and that
-        launch copied (``launch_copies``)."""
-        lo, hi = span(t)
-        kept = copies_left.get((lo, hi, i))
-        if kept is None:
+        """Output i's copied share: over its sampled elements, judged by their memory whatever argument held it, the
+        copied share of the latest launch that changed each where it still holds what that launch left
+        (``launch_left``)."""
+        device = lib.device_of(t)
+        if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i] or not left:
             return 0.0
-        left_bits, copied_there = kept
-        where = lib.to(positions[i], lib.device_of(t))
-        now = lib.take(lib.reshape(lib.view(t, lib.bits[lib.element_size(t)]), (-1,)), where)
-        return lib.int(lib.count_nonzero(lib.logical_and(copied_there, lib.eq(now, left_bits)))) / lib.numel(now)
+        lo, hi = span(t)
+        at = element_bytes(t, lib.to(positions[i], device))
+        made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(t, lo, hi), at), lo, hi)
+        return lib.float(lib.sum(lib.where(made, share, 0.0))) / lib.numel(made)
 
     def after() -> None:
         nonlocal changed
@@ -1299,12 +1374,13 @@ def provenance_vault(
             lib.cuda_sync()
         _, tensors, prior = pending.pop()
         counted = prior < launches  # a genuine launch ran in the window (a call above none did nothing)
+        judged: list[Any] = []
         if counted and not suppress:  # while the copies aside still hold the bytes as they were before the launch
-            launch_copies(tensors, pending)
+            judged = launch_copies(tensors, pending)
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
-            if counted:  # the launch's work: the bytes it changed
-                changed += lib.int(lib.count_nonzero(diff))
+            count = lib.int(lib.count_nonzero(diff)) if counted else 0
+            changed += count  # the launch's work: the bytes it changed
             if audit:  # the launch's tensors: judged by their bytes from now on
                 settle(address, address + lib.numel(whole), copy, diff)
                 where = lib.nonzero(diff)
@@ -1321,7 +1397,9 @@ def provenance_vault(
             else:
                 lib.copy_(copy, whole)
                 if counted:
-                    left.append((address, address + lib.numel(whole), copy, diff))
+                    end = address + lib.numel(whole)
+                    mine = [j for j in judged if address <= j[0] and j[1] <= end]  # what it copied there
+                    left.append((address, end, copy, diff, mine, count))
         pending.clear()
         if not suppress:
             decoded()
@@ -1938,18 +2016,11 @@ def provenance_vault(
         device = lib.device_of(t)
         if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i]:
             return 0.0
-        size = lib.element_size(t)
-        offsets = lib.to(positions[i], device)  # logical indices -> element offsets (through the strides)
-        if not lib.is_contiguous(t):
-            rest, offsets = offsets, lib.zeros((lib.numel(offsets),), dtype=lib.int64, device=device)
-            for n, st in lib.reversed(lib.list(lib.zip(lib.size(t), lib.stride(t)))):
-                offsets = lib.add(offsets, lib.mul(lib.remainder(rest, n), st))
-                rest = lib.floor_divide(rest, n)
         lo, hi = span(t)
-        at = lib.add(lib.unsqueeze(lib.mul(offsets, size), 1), lib.arange(size, device=device))  # (element, byte)
+        at = element_bytes(t, lib.to(positions[i], device))  # (element, byte)
         now = lib.take(bytes_of(t, lo, hi), at)
         same = owned = None
-        for a, b, bytes_after, changed_mask in left:
+        for a, b, bytes_after, changed_mask, _, _ in left:
             if b <= lo or hi <= a or lib.device_of(bytes_after).type != device.type:
                 continue
             if a <= lo and hi <= b:  # the common case: the output was the launch's argument
@@ -1984,7 +2055,6 @@ def provenance_vault(
         lib.u64.pack_into(page, offset, count)
         lib.u64.pack_into(page, copied_offset, count)
         left.clear()  # freed inside the vault's own time
-        copies_left.clear()
         if lib.cuda:  # on cuda only the time inside the call is the call's measure; this is in its round trip
             lib.f64.pack_into(page, layout.WORK_AFTER_MS, (lib.work_clock() - start) * 1e3)
         else:
@@ -2042,7 +2112,6 @@ def provenance_vault(
                 flights.clear()
                 depth, pending, opened, outer = 0, [], [], []
                 left.clear()
-                copies_left.clear()
                 held.clear()
                 tables.clear()
                 sources.clear()
