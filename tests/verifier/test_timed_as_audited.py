@@ -238,6 +238,12 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         ("timed_copy_permuted_p36", ("COPIED_MARGIN",)),
         ("timed_copy_half_p36", ("COPIED_MARGIN",)),
         ("timed_copy_workspace_p36", ("COPIED_MARGIN",)),
+        # the draws' own staging copy of a launch-made workspace, a copy through two workspaces, a copy into a buffer
+        # larger than the output or transposed, returned as a view (rt14 F2, F3)
+        ("timed_copy_staging_baseline_p36", ("COPIED_MARGIN",)),
+        ("timed_copy_two_stages_p36", ("COPIED_MARGIN",)),
+        ("timed_copy_oversized_buffer_p36", ("COPIED_MARGIN",)),
+        ("timed_copy_transposed_view_p36", ("COPIED_MARGIN",)),
     ],
 )
 def test_each_rule_is_what_rejects_its_case(
