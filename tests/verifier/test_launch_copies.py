@@ -124,3 +124,42 @@ def test_a_copy_skipped_for_what_its_arguments_hold_is_one_the_rule_cannot_judge
     """A launch's copies are judged only where its arguments hold ``COPY_PRESENT`` of what it wrote: a launch copies no
     more than they hold, so a share skipped is below the margin the rule allows."""
     assert _provenance.COPY_PRESENT <= _coverage.COPIED_MARGIN
+
+
+def copy_all(source: torch.Tensor, out: torch.Tensor) -> None:
+    out[: source.shape[0]] = source
+
+
+def test_a_launch_copying_what_an_earlier_launch_of_the_call_made_copies_nothing(evidence: Evidence) -> None:
+    """A staging copy: one launch computes into a workspace, another copies it into the output. The workspace is the
+    DSL's own result, no copy's source (rt14 F2: before, 1.0 on the draws, which made every later copy pass)."""
+    x, w = torch.randn(TOKENS, HIDDEN), 1 + 0.1 * torch.randn(HIDDEN)
+    staged, out = torch.empty(TOKENS, HIDDEN), torch.empty(TOKENS, HIDDEN)
+    evidence.launch(rms_norm, x, w, staged)
+    evidence.launch(copy_all, staged, out)
+    assert evidence.copied(out) == 0.0
+
+
+def test_an_answer_copied_through_two_workspaces_is_copied(evidence: Evidence) -> None:
+    """A copy of a launch's copy is a copy: the first launch copied the answer, so what it left stays a source."""
+    answer = torch.randn(TOKENS, HIDDEN)
+    first, second, out = torch.empty(TOKENS, HIDDEN), torch.empty(TOKENS, HIDDEN), torch.empty(TOKENS, HIDDEN)
+    evidence.launch(copy_all, answer, first)
+    evidence.launch(copy_all, first, second)
+    evidence.launch(copy_all, second, out)
+    assert evidence.copied(out) == 1.0
+
+
+def test_a_copy_into_a_larger_buffer_is_judged_by_the_output_s_memory(evidence: Evidence) -> None:
+    """The output a view of a buffer one row larger, or of the output's bytes as another dtype: no argument of the
+    output's element count (rt14 F3: before, 0.0)."""
+    answer = torch.randn(TOKENS, HIDDEN)
+    buffer = torch.zeros(TOKENS + 1, HIDDEN)
+    evidence.launch(copy_all, answer, buffer)
+    assert evidence.copied(buffer[:TOKENS]) == 1.0
+
+
+def test_a_copy_through_a_dtype_view_is_judged_by_the_output_s_memory(evidence: Evidence) -> None:
+    answer, out = torch.randn(TOKENS, HIDDEN), torch.zeros(TOKENS, HIDDEN)
+    evidence.launch(copy_all, answer.view(torch.int16), out.view(torch.int16))
+    assert evidence.copied(out) == 1.0
