@@ -1225,13 +1225,17 @@ def provenance_vault(
         Returned, per argument judged: its byte span, its probes' addresses and which of them the launch copied (kept in
         ``left``)."""
         judged: list[Any] = []
-        counted: dict[Any, Any] = {}  # a source (span, layout, dtype) -> which of its elements count (None: all)
-        for t in tensors:
+        counted: dict[Any, Any] = {}  # a source (span, layout) -> which of its elements count (None: all)
+        # each argument as it was before the launch, its span and key (once: a launch's every pair of arguments is read)
+        befores_of = []
+        for u in tensors:
+            a, b = span(u)
+            held_before = was(u, spans) if b > a and lib.element_size(u) in lib.bits else None
+            if held_before is not None:
+                befores_of.append((u, held_before, a, b, (a, b, lib.tuple(lib.size(u)), lib.tuple(lib.stride(u)))))
+        for t, old, lo, hi, _ in befores_of:
             size = lib.element_size(t)
-            if lib.device_of(t).type not in ("cpu", "cuda") or size not in lib.bits or size == 1:
-                continue
-            old = was(t, spans)
-            if old is None:
+            if lib.device_of(t).type not in ("cpu", "cuda") or size == 1:
                 continue
             kind = lib.bits[size]
             now_all = lib.reshape(lib.view(t, kind), (-1,))
@@ -1243,22 +1247,24 @@ def provenance_vault(
                 drawn = lib.randint(0, lib.numel(changed_at), (lib.copy_probes,), generator=lib.decoys, device=device)
                 changed_at = lib.take(changed_at, lib.unique(drawn, True, False, False)[0])
             now = lib.take(now_all, changed_at)
-            lo, hi = span(t)
             # arguments up to ``COPY_LARGEST`` times the tensor only: a GEMM's weights cost p33's evidence calls 500 ms
             # a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
+            largest = lib.copy_largest * lib.numel(t)
+            whole = [
+                (held, key)
+                for _, held, a, b, key in befores_of
+                if not (a < hi and lo < b) and lib.numel(held) <= largest
+            ]
+            # each check only where the arguments hold enough of what it looks for (``may_copy``): asked first of them
+            # whole (what launches made among them can only hold less), then of what counts of them as a source
+            if not lib.any(may_copy(t, changed_at, now, [(held, None) for held, _ in whole])):
+                continue
             small = []
-            for u in tensors:
-                a, b = span(u)
-                held_before = was(u, spans) if b > a and not (a < hi and lo < b) else None
-                if held_before is None or lib.element_size(u) not in lib.bits:
-                    continue
-                if lib.numel(held_before) <= lib.copy_largest * lib.numel(t):
-                    key = (a, b, lib.tuple(lib.size(u)), lib.tuple(lib.stride(u)), lib.dtype_of(u))
-                    if key not in counted:
-                        counted[key] = sources_left(held_before, a, b)
-                    small.append((held_before, counted[key]))
+            for held, key in whole:
+                if key not in counted:
+                    counted[key] = sources_left(held, key[0], key[1])
+                small.append((held, counted[key]))
             copied_now = lib.zeros((lib.numel(changed_at),), dtype=lib.bool_, device=device)
-            # each check only where the arguments hold enough of what it looks for (``may_copy``)
             any_order, in_runs = may_copy(t, changed_at, now, small)
             # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
             runs = held_runs(t, changed_at, small, False) if in_runs else None
