@@ -1233,6 +1233,7 @@ def provenance_vault(
             held_before = was(u, spans) if b > a and lib.element_size(u) in lib.bits else None
             if held_before is not None:
                 befores_of.append((u, held_before, a, b, (a, b, lib.tuple(lib.size(u)), lib.tuple(lib.stride(u)))))
+        changed_now = []  # (tensor, its span, the probed elements it changed, their bit patterns, its sources)
         for t, old, lo, hi, _ in befores_of:
             size = lib.element_size(t)
             if lib.device_of(t).type not in ("cpu", "cuda") or size == 1:
@@ -1242,11 +1243,11 @@ def provenance_vault(
             changed_at = lib.reshape(lib.nonzero(lib.ne(now_all, lib.reshape(lib.view(old, kind), (-1,)))), (-1,))
             if not lib.numel(changed_at):
                 continue
-            device = lib.device_of(t)
             if lib.numel(changed_at) > lib.copy_probes:  # drawn by the vault's generator, distinct
-                drawn = lib.randint(0, lib.numel(changed_at), (lib.copy_probes,), generator=lib.decoys, device=device)
+                drawn = lib.randint(
+                    0, lib.numel(changed_at), (lib.copy_probes,), generator=lib.decoys, device=lib.device_of(t)
+                )
                 changed_at = lib.take(changed_at, lib.unique(drawn, True, False, False)[0])
-            now = lib.take(now_all, changed_at)
             # arguments up to ``COPY_LARGEST`` times the tensor only: a GEMM's weights cost p33's evidence calls 500 ms
             # a call (against 1.2 ms) read by windows, p26's 32 MB block table 300 ms (against 51) counted
             largest = lib.copy_largest * lib.numel(t)
@@ -1255,6 +1256,9 @@ def provenance_vault(
                 for _, held, a, b, key in befores_of
                 if not (a < hi and lo < b) and lib.numel(held) <= largest
             ]
+            changed_now.append((t, lo, hi, changed_at, lib.take(now_all, changed_at), whole))
+        for t, lo, hi, changed_at, now, whole in may_hold(changed_now):
+            device = lib.device_of(t)
             # each check only where the arguments hold enough of what it looks for (``may_copy``): asked first of them
             # whole (what launches made among them can only hold less), then of what counts of them as a source
             if not lib.any(may_copy(t, changed_at, now, [(held, None) for held, _ in whole])):
@@ -1273,8 +1277,35 @@ def provenance_vault(
             found = held_elements(t, changed_at, small, lib.copy_probes, True) if any_order else None  # permuted
             if found is not None:
                 lib.logical_or_(copied_now, found[0])
-            judged.append((lo, hi, lib.add(lib.mul(element_offsets(t, changed_at), size), lo), copied_now))
+            addresses = lib.add(lib.mul(element_offsets(t, changed_at), lib.element_size(t)), lo)
+            judged.append((lo, hi, addresses, copied_now))
         return judged
+
+    def may_hold(changed_now: Any) -> Any:
+        """Those of a launch's changed arguments (``launch_copies``'s) whose probed values its arguments, all pooled,
+        hold at ``COPY_PRESENT`` or more (what ``may_copy`` asks first of each, asked once for the arguments of a dtype
+        together: p51's launches change an intermediate and the output, whose values are in none)."""
+        groups: dict[Any, list[Any]] = {}
+        for entry in changed_now:
+            groups.setdefault(lib.dtype_of(entry[0]), []).append(entry)
+        kept = []
+        for group in groups.values():
+            if lib.len(group) == 1:  # ``may_copy`` asks it alone
+                kept.extend(group)
+                continue
+            t = group[0][0]
+            pooled = {key: held for entry in group for held, key in entry[5]}
+            forms = [form for held in pooled.values() for form, _ in readings(t, held, None, False)]
+            if not forms:
+                continue
+            written = [lib.to(entry[4], lib.int64) for entry in group]
+            keys = lib.unique(lib.cat(written), True, False, False)[0]
+            there = lib.ge(tally(lib.cat(forms), keys), 1)
+            for entry, values in lib.zip(group, written):
+                present = lib.take(there, lib.searchsorted(keys, values))
+                if lib.int(lib.count_nonzero(present)) >= lib.copy_present * lib.numel(values):
+                    kept.append(entry)
+        return kept
 
     def sources_left(old: Any, lo: int, hi: int) -> Any:
         """Which elements of a launch argument (``old``: as it was before the launch in flight; ``[lo, hi)``: its
