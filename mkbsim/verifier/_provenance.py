@@ -423,6 +423,9 @@ def provenance_vault(
     # elements against them, ``launch_copies`` the sources of later launches
     left: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
+    # the copy searches of the call's launches, judged once run() returned (``judge_copies``): (launches in ``left``
+    # before it, the argument, its probes, their bit patterns after the launch, its sources as they were, its copied)
+    deferred: list[Any] = []
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
     # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
@@ -1225,7 +1228,6 @@ def provenance_vault(
         Returned, per argument judged: its byte span, its probes' addresses and which of them the launch copied (kept in
         ``left``)."""
         judged: list[Any] = []
-        counted: dict[Any, Any] = {}  # a source (span, layout) -> which of its elements count (None: all)
         # each argument as it was before the launch, its span and key (once: a launch's every pair of arguments is read)
         befores_of = []
         for u in tensors:
@@ -1258,41 +1260,54 @@ def provenance_vault(
             ]
             changed_now.append((t, lo, hi, changed_at, lib.take(now_all, changed_at), whole))
         for t, lo, hi, changed_at, now, whole in may_hold(changed_now):
-            device = lib.device_of(t)
-            # each check only where the arguments hold enough of what it looks for (``may_copy``): asked first of them
-            # whole (what launches made among them can only hold less), then of what counts of them as a source
-            if not lib.any(may_copy(t, changed_at, now, [(held, None) for held, _ in whole])):
-                continue
-            small = []
-            for held, key in whole:
-                if key not in counted:
-                    counted[key] = sources_left(held, key[0], key[1])
-                small.append((held, counted[key]))
-            copied_now = lib.zeros((lib.numel(changed_at),), dtype=lib.bool_, device=device)
-            any_order, in_runs = may_copy(t, changed_at, now, small)
-            # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
-            runs = held_runs(t, changed_at, small, False) if in_runs else None
-            if runs is not None:
-                lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=device))
-            found = held_elements(t, changed_at, small, lib.copy_probes, True) if any_order else None  # permuted
-            if found is not None:
-                lib.logical_or_(copied_now, found[0])
+            # judged once run() returned (``judge_copies``), on copies of what it needs: a copy's search costs a launch
+            # milliseconds, which run() could time around a probe launch of its own (an evidence call told apart)
+            copied_now = lib.zeros((lib.numel(changed_at),), dtype=lib.bool_, device=lib.device_of(t))
+            sources = [(lib.clone(held), key) for held, key in whole]
+            deferred.append((lib.len(left), lib.clone(t), changed_at, now, sources, copied_now))
             addresses = lib.add(lib.mul(element_offsets(t, changed_at), lib.element_size(t)), lo)
             judged.append((lo, hi, addresses, copied_now))
         return judged
 
+    def judge_copies() -> None:
+        """The copy searches ``launch_copies`` left for after run() returned, in launch order (a launch's copies decide
+        what counts as a source for the launches after it): each argument's probes the launch changed to values its
+        other arguments held before it, in any order, beyond chance (``held_elements``, each argument alone and pooled),
+        or in runs of consecutive values (``held_runs``); a source element a counted launch of the call made without
+        copying it is none (``sources_left``)."""
+        counted: dict[Any, Any] = {}  # (launch, source span and layout) -> which of its elements count (None: all)
+        for launch, t, changed_at, now, whole, copied_now in deferred:
+            # each check only where the arguments hold enough of what it looks for (``may_copy``): asked first of them
+            # whole (what launches made among them can only hold less), then of what counts of them as a source
+            first = may_copy(t, changed_at, now, [(held, None) for held, _ in whole])
+            if not lib.any(first):
+                continue
+            small = []
+            for held, key in whole:
+                if (launch, key) not in counted:
+                    counted[(launch, key)] = sources_left(held, key[0], key[1], launch)
+                small.append((held, counted[(launch, key)]))
+            masked = lib.any(mask is not None for _, mask in small)
+            any_order, in_runs = may_copy(t, changed_at, now, small) if masked else first
+            # in order, at any offset, by rows (columns too cost as much again): a part copied (half the rows)
+            runs = held_runs(t, changed_at, small, False) if in_runs else None
+            if runs is not None:
+                lib.logical_or_(copied_now, lib.tensor_of(runs[0], dtype=lib.bool_, device=lib.device_of(t)))
+            found = held_elements(t, changed_at, small, lib.copy_probes, True) if any_order else None  # permuted
+            if found is not None:
+                lib.logical_or_(copied_now, found[0])
+        deferred.clear()
+
     def may_hold(changed_now: Any) -> Any:
         """Those of a launch's changed arguments (``launch_copies``'s) whose probed values its arguments, all pooled,
-        hold at ``COPY_PRESENT`` or more (what ``may_copy`` asks first of each, asked once for the arguments of a dtype
-        together: p51's launches change an intermediate and the output, whose values are in none)."""
+        hold at ``COPY_PRESENT`` or more (what ``may_copy`` asks first of each, asked inside the launch's window once
+        for the arguments of a dtype together: p51's launches change an intermediate and the output, whose values are in
+        none)."""
         groups: dict[Any, list[Any]] = {}
         for entry in changed_now:
             groups.setdefault(lib.dtype_of(entry[0]), []).append(entry)
         kept = []
         for group in groups.values():
-            if lib.len(group) == 1:  # ``may_copy`` asks it alone
-                kept.extend(group)
-                continue
             t = group[0][0]
             pooled = {key: held for entry in group for held, key in entry[5]}
             forms = [form for held in pooled.values() for form, _ in readings(t, held, None, False)]
@@ -1307,24 +1322,24 @@ def provenance_vault(
                     kept.append(entry)
         return kept
 
-    def sources_left(old: Any, lo: int, hi: int) -> Any:
+    def sources_left(old: Any, lo: int, hi: int, launch: int) -> Any:
         """Which elements of a launch argument (``old``: as it was before the launch in flight; ``[lo, hi)``: its
         memory) count as a copy's source, in its shape (None: all): not those that a counted launch of this call
         changed, still hold what it left, and that launch did not copy (``COPY_TAINT``)."""
-        for a, b, _, _, _, count in left:
+        for a, b, _, _, _, count in left[:launch]:
             if count and b > lo and hi > a:
                 break
         else:  # no launch of the call changed its memory
             return None
         at = element_bytes(old, lib.arange(lib.numel(old), device=lib.device_of(old)))
         start, end = span(old)
-        made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(old, start, end), at), lo, hi)
+        made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(old, start, end), at), lo, hi, launch)
         made_here = lib.logical_and(made, lib.lt(share, lib.copy_taint))
         if not lib.bool(lib.any_of(made_here)):
             return None
         return lib.reshape(lib.logical_not(made_here), lib.size(old))
 
-    def launch_left(at: Any, current: Any, lo: int, hi: int) -> tuple[Any, Any]:
+    def launch_left(at: Any, current: Any, lo: int, hi: int, launch: int) -> tuple[Any, Any]:
         """Per element (rows of ``at``: its bytes' addresses; ``current``: those bytes now), whether the latest counted
         launch of the call that changed any of its bytes left them as they are, and that launch's copied share of the
         argument holding the element (0: not judged), over its probes within ``[lo, hi)`` (the memory in question: a
@@ -1334,7 +1349,7 @@ def provenance_vault(
         made = lib.zeros((rows,), dtype=lib.bool_, device=device)
         share = lib.zeros((rows,), dtype=lib.float32, device=device)
         first = at[:, 0]
-        for a, b, after, diff, judged, count in left:
+        for a, b, after, diff, judged, count in left[:launch]:
             if not count or b <= lo or hi <= a or lib.device_of(after).type != device.type:
                 continue
             inside = lib.logical_and(lib.ge(at, a), lib.lt(at, b))
@@ -1400,7 +1415,7 @@ def provenance_vault(
             return 0.0
         lo, hi = span(t)
         at = element_bytes(t, lib.to(positions[i], device))
-        made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(t, lo, hi), at), lo, hi)
+        made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(t, lo, hi), at), lo, hi, lib.len(left))
         return lib.float(lib.sum(lib.where(made, share, 0.0))) / lib.numel(made)
 
     def after() -> None:
@@ -2084,6 +2099,7 @@ def provenance_vault(
         offset, capacity = layout.WORK_SHARES
         copied_offset = layout.WORK_COPIED[0]
         count = lib.min(lib.len(outputs), capacity)
+        judge_copies()
         for i in lib.range(count):
             t = outputs[i]
             judged = lib.type(t) is lib.Tensor and i < lib.len(numels)
@@ -2149,6 +2165,7 @@ def provenance_vault(
                 flights.clear()
                 depth, pending, opened, outer = 0, [], [], []
                 left.clear()
+                deferred.clear()
                 held.clear()
                 tables.clear()
                 sources.clear()
