@@ -53,6 +53,3 @@ def in_another_process(desc: dict[str, Any], device_type: str) -> int:
         process.kill()
         process.join()
     return -1 if process.exitcode is None else process.exitcode
-
-
-

@@ -7,11 +7,10 @@ import os
 import pytest
 import torch
 
+from kits.arena_isolation import assert_calls_isolated, in_another_process
 from mkbsim.verifier._arena import BlockArenas
 from mkbsim.verifier._mapped import bound_steps
 from mkbsim.verifier._vault import Registry
-
-from kits.arena_isolation import assert_calls_isolated, in_another_process
 
 CPU = torch.device("cpu")
 STEPS = bound_steps(Registry().protect, CPU, None)  # the worker's steps, as it binds them
