@@ -78,6 +78,13 @@ def test_the_launches_of_the_timed_calls_must_do_the_draws_work() -> None:
     ):
         found, failure = _coverage.work_check(draws, timed)
         assert failure and what in failure, failure
+    # the median call: one odd call of an honest kernel does not fail it
+    assert _coverage.work_check(draws, [_work(0, 0.0)] + [_work(16384, 1.0)] * 9)[1] is None
+    # an output the draws' launches leave few of is read at too few samples: only the bytes are judged
+    cache = [_work(4096, 1.0, 0.03)] * 5
+    assert _coverage.work_check(cache, [_work(4096, 1.0, 0.0)] * 10)[1] is None
+    found, failure = _coverage.work_check(cache, [_work(1024, 1.0, 0.03)] * 10)
+    assert failure and found["ratios"][0] == pytest.approx(0.25)
 
 
 def test_a_floating_output_s_share_stays_near_the_draws() -> None:
@@ -90,13 +97,6 @@ def test_a_floating_output_s_share_stays_near_the_draws() -> None:
     assert failure and "left 31.0% of output 0" in failure and found["required"][1] == pytest.approx(0.43)
     assert _coverage.work_check(draws, [_work(9000, 0.45)] * 10, [True])[1] is None  # within the margin
     assert _coverage.work_check([_work(16384, 1.0)] * 5, [_work(16384, 0.86)] * 10, [True])[1] is None
-    # the median call: one odd call of an honest kernel does not fail it
-    assert _coverage.work_check(draws, [_work(0, 0.0)] + [_work(16384, 1.0)] * 9)[1] is None
-    # an output the draws' launches leave few of is read at too few samples: only the bytes are judged
-    cache = [_work(4096, 1.0, 0.03)] * 5
-    assert _coverage.work_check(cache, [_work(4096, 1.0, 0.0)] * 10)[1] is None
-    found, failure = _coverage.work_check(cache, [_work(1024, 1.0, 0.03)] * 10)
-    assert failure and found["ratios"][0] == pytest.approx(0.25)
 
 
 def _copied(*shares: float) -> dict[str, object]:
