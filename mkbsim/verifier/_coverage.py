@@ -99,6 +99,14 @@ WORK_SHARE = 0.5
 #: (32 of 512) halving it is within the sampling noise, and only the bytes changed are judged (an in-place cache
 #: update that writes a few entries).
 WORK_SAMPLED_FLOOR = 1 / 16
+#: A floating output's median share on the evidence calls may fall short of the draws' by at most this much (besides
+#: ``WORK_SHARE``): there a launch writing a value the memory already held is rare (the zeros fresh pages hold are not
+#: counted on either side, ``_provenance``'s ``left_share``), so half the draws' share was a budget a submission could
+#: spend on purpose (red team rt14: the DSL doing 58% of the rows on the draws, 31% on the timed calls, eager code the
+#: rest). What is left: the median of 10 calls' shares of 512 samples against the draws' (a binomial standard error
+#: of 0.02 per call at a share of one half), and an honest kernel whose plan moves rows between the DSL and eager code
+#: with the data. Integer and boolean outputs keep ``WORK_SHARE`` alone: reused memory holds their few values often.
+FLOAT_SHARE_MARGIN = 0.15
 
 #: An output's median share of sampled elements that the evidence calls' launches copied (``_provenance.launch_copies``:
 #: values their other arguments held before them) may exceed the correctness draws' median by at most this much. The
@@ -283,13 +291,14 @@ def dsl_time_check(
 
 
 def work_check(
-    audited: Sequence[dict[str, Any] | None], timed: Sequence[dict[str, Any] | None]
+    audited: Sequence[dict[str, Any] | None], timed: Sequence[dict[str, Any] | None], floating: Sequence[bool] = ()
 ) -> tuple[dict[str, Any], str | None]:
     """The work the evidence calls' launches did against the correctness draws' (DESIGN §5, "audits cannot be
     told apart"): its figures, and the feedback when the timed calls' launches did too little of it. Time cannot
     tell a launch that did the work from one that did nothing (a launch's fixed cost is most of a small kernel's
     time); the bytes it changed, and the outputs' elements still holding them, can. A call without the record
-    (it never returned its outputs) did none."""
+    (it never returned its outputs) did none. ``floating[i]``: output i is of a floating dtype (its share is held
+    within ``FLOAT_SHARE_MARGIN`` of the draws' too)."""
     if not audited or not timed:
         return {}, None
     outputs = max((len(w["shares"]) for w in (*audited, *timed) if w is not None), default=0)
@@ -308,7 +317,13 @@ def work_check(
         "ratios": [c / d if d > 0 else None for c, d in zip(calls, draws, strict=True)],
     }  # fmt: skip
     judged = [0] + [k for k in range(1, len(draws)) if draws[k] >= WORK_SAMPLED_FLOOR]
-    short = [k for k in judged if calls[k] < WORK_SHARE * draws[k]]
+
+    def least(k: int) -> float:  # what measure k of the evidence calls must reach
+        close = k > 0 and k - 1 < len(floating) and floating[k - 1]
+        return max(WORK_SHARE * draws[k], draws[k] - FLOAT_SHARE_MARGIN) if close else WORK_SHARE * draws[k]
+
+    found["required"] = [least(k) for k in range(len(draws))]
+    short = [k for k in judged if calls[k] < least(k)]
     if not short:
         return found, None
     what = [
@@ -320,8 +335,9 @@ def work_check(
     ]
     return found, (
         "The DSL launches of the timed calls " + "; ".join(what) + f" (at least {WORK_SHARE:.0%} of the draws' is "
-        "required): the timed calls do not run the DSL work the correctness draws checked, or their outputs are not "
-        "what it wrote. Run the same DSL work on every call and return what it computes."
+        f"required, and of a floating output the draws' share less {FLOAT_SHARE_MARGIN:.0%}): the timed calls do not "
+        "run the DSL work the correctness draws checked, or their outputs are not what it wrote. Run the same DSL work "
+        "on every call and return what it computes."
     )
 
 

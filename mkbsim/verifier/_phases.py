@@ -640,7 +640,10 @@ def _timed_as_audited(v: Verification) -> Failure | None:
         v.details["dsl_time"] = found
         judged = Failure("decorative_dsl", short, measured=True) if short else None
     if judged is None:  # what the launches changed: bytes, not time (not retried)
-        v.details["timed_work"], unworked = _coverage.work_check([d.page["work"] for d in audited], evidence["work"])
+        v.details["timed_work"], unworked = _coverage.work_check(
+            [d.page["work"] for d in audited], evidence["work"],
+            [dtype is not None and dtype.is_floating_point for dtype in v.shape.out_dtypes],
+        )  # fmt: skip
         judged = Failure("decorative_dsl", unworked) if unworked else None
     if judged is None:  # where the launches' written bytes came from: computed, or copied from their arguments
         v.details["timed_copies"], copied = _coverage.copied_check([d.page["work"] for d in audited], evidence["work"])

@@ -2064,7 +2064,11 @@ def provenance_vault(
 
     def left_share(t: Any, i: int) -> float:
         """The share of output i's sampled elements whose bytes are what the counted launches left there (the
-        latest launch that had a byte as its argument), one byte at least changed by a launch."""
+        latest launch that had a byte as its argument), one byte at least changed by a launch. Of a floating output,
+        a zero no launch changed is left out of the count: a launch writing 0.0 over memory that held it (fresh pages
+        on a timed call; the sentinel makes every write a change on a draw) changes nothing, and so is no launch's;
+        any other value a launch did not change was written by something else, or (a nonzero value the memory
+        happened to hold already) is too rare to matter (``_coverage.FLOAT_SHARE_MARGIN``)."""
         device = lib.device_of(t)
         if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i]:
             return 0.0
@@ -2087,8 +2091,12 @@ def provenance_vault(
             owned = theirs if owned is None else lib.logical_or(owned, theirs)
         if same is None or owned is None:
             return 0.0
-        kept = lib.logical_and(lib.all_of(same, 1), lib.any_of(owned, 1))
-        return lib.int(lib.count_nonzero(kept)) / lib.numel(kept)
+        held = lib.any_of(owned, 1)
+        kept = lib.int(lib.count_nonzero(lib.logical_and(lib.all_of(same, 1), held)))
+        judged = lib.numel(held)
+        if lib.is_floating(t):  # a zero no launch changed says nothing: fresh pages hold zeros, and any write of one
+            judged -= lib.int(lib.count_nonzero(lib.logical_and(lib.all_of(lib.eq(now, 0), 1), lib.logical_not(held))))
+        return kept / judged if judged else 1.0
 
     def work(outputs: Any) -> None:
         """What the call's launches did, written to the control page once run() returned (evidence calls and

@@ -87,6 +87,18 @@ def test_the_launches_of_the_timed_calls_must_do_the_draws_work() -> None:
     assert failure and found["ratios"][0] == pytest.approx(0.25)
 
 
+def test_a_floating_output_s_share_stays_near_the_draws() -> None:
+    """Red team rt14 F1: the DSL doing 58% of the rows on the draws and 31% on the timed calls, eager code the rest,
+    is over half the draws' share; of a floating output (no value the memory held already, zeros aside) the share may
+    fall short of the draws' by ``FLOAT_SHARE_MARGIN`` only. An integer output keeps the half."""
+    draws, timed = [_work(9500, 0.58)] * 5, [_work(5000, 0.31)] * 10
+    assert _coverage.work_check(draws, timed, [False])[1] is None
+    found, failure = _coverage.work_check(draws, timed, [True])
+    assert failure and "left 31.0% of output 0" in failure and found["required"][1] == pytest.approx(0.43)
+    assert _coverage.work_check(draws, [_work(9000, 0.45)] * 10, [True])[1] is None  # within the margin
+    assert _coverage.work_check([_work(16384, 1.0)] * 5, [_work(16384, 0.86)] * 10, [True])[1] is None
+
+
 def _copied(*shares: float) -> dict[str, object]:
     return {"bytes": 16384, "ms": 0.01, "shares": [1.0] * len(shares), "copied": list(shares)}
 
@@ -244,6 +256,8 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         ("timed_copy_two_stages_p36", ("COPIED_MARGIN",)),
         ("timed_copy_oversized_buffer_p36", ("COPIED_MARGIN",)),
         ("timed_copy_transposed_view_p36", ("COPIED_MARGIN",)),
+        # the same launch on fewer rows of a floating output on the timed calls, just over half the draws' (rt14 F1)
+        ("timed_share_halved_p36", ("FLOAT_SHARE_MARGIN",)),
     ],
 )
 def test_each_rule_is_what_rejects_its_case(
@@ -252,8 +266,8 @@ def test_each_rule_is_what_rejects_its_case(
     """Without the rules the audit-aware case passes (its own test in test_adversarial would fail). The other
     timing rules are off too: a case that passes only when a loaded machine's noise spares them shows nothing."""
     timing_rules_off(monkeypatch)
-    off = {"KERNELS_SHARE": 0.0, "WORK_SHARE": 0.0, "COPIED_MARGIN": 1.0}  # a share is at most 1
-    for rule in rules:
+    off = {"KERNELS_SHARE": 0.0, "WORK_SHARE": 0.0, "COPIED_MARGIN": 1.0, "FLOAT_SHARE_MARGIN": 1.0}  # shares <= 1
+    for rule in rules + (("FLOAT_SHARE_MARGIN",) if "WORK_SHARE" in rules else ()):  # the work rule's two lines
         monkeypatch.setattr(_coverage, rule, off.get(rule, {"cpu": 0.0, "cuda": 0.0}))
     report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p36", "tirx")
     assert report.passed, report.feedback
@@ -280,6 +294,7 @@ def test_wrong_outputs_on_a_share_of_the_timed_calls_are_caught_after_the_fact(
     monkeypatch.setattr(_phases, "rechecked_count", lambda calls, least: 0)
     # the work rule rejects it too where half the evidence calls are among its no-row calls (a median of 10)
     monkeypatch.setattr(_coverage, "WORK_SHARE", 0.0)
+    monkeypatch.setattr(_coverage, "FLOAT_SHARE_MARGIN", 1.0)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback
 
