@@ -243,7 +243,7 @@ def test_a_file_nested_too_deeply_to_read_is_the_submissions_failure(terms: int)
     assert report.syntax_error is not None and "nested too deeply" in report.syntax_error
 
 
-_SELF_TEST = 'def run(x):\n    return x\n\n\nif __name__ == "__main__":\n    import ctypes\n    print(ctypes.c_int(2))\n'
+_SELF_TEST = 'def run(x):\n    return x\n\n\nif __name__ == "__main__":\n    import ctypes\n    print(ctypes.c_int)\n'
 
 
 def test_a_main_guarded_self_test_is_not_scanned() -> None:
