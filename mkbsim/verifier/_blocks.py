@@ -32,7 +32,7 @@ from mkbsim.verifier._arena import BlockArenas, block_bytes, delivered_bytes
 from mkbsim.verifier._control import MAX_BLOCK_CALLS, ControlPage
 from mkbsim.verifier._judge import fmt
 from mkbsim.verifier._process import WorkerHandle
-from mkbsim.verifier._trusted import Trusted
+from mkbsim.verifier._trusted import PARALLEL_CORES, Trusted
 
 #: A block's arenas may take this share of the memory available: the verifier keeps its own copy of every
 #: call's inputs, and a staged arena exists on each side of the sandbox and in the pages between them.
@@ -67,11 +67,6 @@ NOISE_FLOOR_MS = 0.01
 #: harness copies the in-place state on the device (a few µs for p26's 32 MB) and its level is the host's
 #: bookkeeping; cpu: None (the spread above).
 HARNESS_LEVEL_NOISE: dict[str, float | None] = {"cpu": None, "cuda": 0.25}
-#: cpu: the cores a call's CPU time may have run on at once and still be costed by its host clock: the worker's
-#: one computing thread (its pools are pinned to ``Limits.cpu_threads`` = 1) and one pool thread spinning idle
-#: beside it, which honest TVM kernels' pools do on a loaded machine. Work spread over more threads is costed
-#: at its CPU time over this (the red team's rt8b F2: a look-ahead by k threads cost 1/k of its work).
-PARALLEL_CORES = 2
 #: Per call, the noise allowed is at least this multiple of the null calls' own skew (their mean cost over their
 #: median, all blocks of the round): on a loaded machine preemption and cold caches lengthen a few calls of every
 #: kind, which adds up over a block (an honest one-launch cpu kernel at SMOKE failed 2 of 3 rounds at load 5 before),
@@ -305,15 +300,19 @@ def trusted_calls(slots: Sequence[dict[str, Any]], state: dict[str, Any], block:
     (the last one's: to the block's end), on the host clock and the process's CPU clock. The CPU the worker
     used while it waited for the block (measured by the verifier, from its previous answer to this send) is
     shared among the block's calls: one gap between blocks stands for the gaps between as many single calls
-    (``_trusted.idle_check`` judges the CPU per gap). A reason instead where the stamps do not run forward."""
-    starts = [(s["start_t"], s["start_cpu_ns"]) for s in slots] + [(state["end_t"], state["end_cpu_ns"])]
+    (``_trusted.idle_check`` judges the CPU per gap). The CPU clock of the thread running the calls, read with the
+    process's, shows what of the call's CPU time ran on it (``_trusted.wall_bound``). A reason instead where the
+    stamps do not run forward."""
+    starts = [(s["start_t"], s["start_cpu_ns"], s["start_thread_cpu_ns"]) for s in slots]
+    starts.append((state["end_t"], state["end_cpu_ns"], state["end_thread_cpu_ns"]))
     idle = block.idle_cpu_ms / max(len(slots), 1) if block.idle_cpu_ms is not None else None
     waited = block.idle_ms / max(len(slots), 1) if block.idle_ms is not None else None
     out = []
-    for (t0, c0), (t1, c1) in itertools.pairwise(starts):
-        if t1 < t0 or c1 < c0:
+    for (t0, c0, h0), (t1, c1, h1) in itertools.pairwise(starts):
+        if t1 < t0 or c1 < c0 or h1 < h0:
             return "the timer's stamps of the block's calls do not run forward"
-        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle, idle_ms=waited))
+        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle, idle_ms=waited,
+                           thread_cpu_ms=(h1 - h0) / 1e6))  # fmt: skip
     return out
 
 
