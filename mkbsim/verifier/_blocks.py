@@ -240,8 +240,12 @@ class Block:
         return self.memory.arenas[call.arena_index]
 
 
-def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) -> tuple[list[int], float, int | None]:
-    """Arm one slot per call and send the block; (the calls' nonces, the verifier's clocks when it left)."""
+Sent = tuple[list[int], float, int | None, int | None]
+
+
+def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) -> Sent:
+    """Arm one slot per call and send the block; (the calls' nonces, the verifier's clocks when it left: host, the
+    worker's process CPU and its main thread's)."""
     device = block.memory.device
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -249,7 +253,7 @@ def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) 
     nonces = control.begin_block(orders)
     desc, fds = block.memory.descriptor()
     msg = {"op": "block", "block": desc, "calls": [c.arena_index for c in block.calls], "flush": flush}
-    sent = (time.perf_counter(), worker.clock.cpu_ns())
+    sent = (time.perf_counter(), worker.clock.cpu_ns(), worker.thread_clock.cpu_ns())
     try:
         worker.send(msg, fds)
     finally:
@@ -257,15 +261,15 @@ def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) 
     return nonces, *sent
 
 
-def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tuple[list[int], float, int | None],
-            timeout: float, samples: Sequence[int] = ()) -> tuple[dict[str, Any], str | None]:  # fmt: skip
+def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: Sent, timeout: float,
+            samples: Sequence[int] = ()) -> tuple[dict[str, Any], str | None]:  # fmt: skip
     """Wait for the block's answer (``timeout`` from the last call that started) and fill in every answered
     call's reply, slot and trusted measure; (the block's own reply, the reason it is not the harness's or
     None). ``Malformed`` where a slot is not of the vaults' form; ``WorkerFailed`` where the worker died."""
-    nonces, sent_t, sent_cpu = sent
+    nonces, *clocks = sent
     try:
         exchange = worker.answer(timeout, control.progress)
-        answered = (time.perf_counter(), worker.clock.cpu_ns())
+        answered = (time.perf_counter(), worker.clock.cpu_ns(), worker.thread_clock.cpu_ns())
         state = control.block_state()
         replies = exchange.reply.get("calls") or []
         slots = [control.slot_report(i, nonces[i], samples) for i in range(min(len(replies), len(nonces)))]
@@ -286,7 +290,7 @@ def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tupl
         )
     if not state["ended"] or not all(s["loaded"] for s in slots):
         return exchange.reply, "the worker's timer did not time the block's calls one after the other"
-    wrong = within(state, slots, sent_t, sent_cpu, *answered)
+    wrong = within(state, slots, tuple(clocks), answered)
     measures = trusted_calls(slots, state, exchange.trusted)
     if wrong or isinstance(measures, str):
         return exchange.reply, wrong or str(measures)
@@ -316,15 +320,21 @@ def trusted_calls(slots: Sequence[dict[str, Any]], state: dict[str, Any], block:
     return out
 
 
-def within(state: dict[str, Any], slots: Sequence[dict[str, Any]], sent_t: float, sent_cpu: int | None,
-           answered_t: float, answered_cpu: int | None) -> str | None:  # fmt: skip
+def within(
+    state: dict[str, Any], slots: Sequence[dict[str, Any]], sent: tuple[Any, ...], answered: tuple[Any, ...]
+) -> str | None:  # fmt: skip
     """The vault's stamps lie inside the verifier's own measure of the block (the same host clock, and the
-    worker's CPU clock the verifier reads from outside): the calls' trusted measures are parts of it."""
+    worker's CPU clocks the verifier reads from outside, its process's and its main thread's; ``sent`` and
+    ``answered``: those three readings): the calls' trusted measures are parts of it."""
     if not slots:
         return None
-    if not sent_t <= slots[0]["start_t"] <= state["end_t"] <= answered_t:
+    if not sent[0] <= slots[0]["start_t"] <= state["end_t"] <= answered[0]:
         return "the timer's stamps of the block lie outside the verifier's clock around it"
-    cpu = (sent_cpu, slots[0]["start_cpu_ns"], state["end_cpu_ns"], answered_cpu)
-    if sent_cpu is not None and answered_cpu is not None and not cpu[0] <= cpu[1] <= cpu[2] <= cpu[3]:
-        return "the timer's CPU stamps of the block lie outside the worker's CPU time the verifier read"
+    for i, (start, end, what) in enumerate(
+        (("start_cpu_ns", "end_cpu_ns", "CPU"), ("start_thread_cpu_ns", "end_thread_cpu_ns", "thread CPU")), 1
+    ):
+        if sent[i] is None or answered[i] is None:
+            continue
+        if not sent[i] <= slots[0][start] <= state[end] <= answered[i]:
+            return f"the timer's {what} stamps of the block lie outside the worker's {what} time the verifier read"
     return None

@@ -95,6 +95,24 @@ class ProcessClock:
             return None
 
 
+class ThreadClock:
+    """CPU time of one thread of another process (the worker's main thread, which runs the calls), from the kernel's
+    scheduler statistics (``/proc/<pid>/task/<tid>/schedstat``, ns; a thread clock of another process cannot be read
+    with ``clock_gettime``). Current whenever the thread is blocked, as the worker's is in ``recv`` when the verifier
+    sends, and from the worker's own last reading of its clock on (which brings it up to date), as the timer vault's
+    at the block's end is: the verifier's readings bound the vault's stamps. None once the thread is gone."""
+
+    def __init__(self, pid: int, tid: int) -> None:
+        self.path = f"/proc/{pid}/task/{tid}/schedstat"
+
+    def cpu_ns(self) -> int | None:
+        try:
+            with open(self.path, "rb") as stats:
+                return int(stats.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+
 @dataclass(frozen=True)
 class Trusted:
     """The verifier's measures of one call."""
