@@ -17,7 +17,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mkbsim.verifier._rules import NUMPY_CTYPES_VIEWS, RAW_MEMORY
+from mkbsim.verifier._rules import RAW_MEMORY
 
 if TYPE_CHECKING:
     from mkbsim.verifier._guards import Guards
@@ -31,9 +31,11 @@ RAW = (
     ("numpy.lib.stride_tricks", ("as_strided",)),
     ("numpy.ctypeslib", ("as_array", "as_ctypes", "load_library")),
 )
-#: The methods of the class of every array's ``.ctypes`` (``NUMPY_CTYPES_VIEWS``) that make one and cast its pointer
-#: to any ctypes type: numpy's own code, which works with ctypes, so the guards' ctypes events would take its casts
-#: for the library's.
+#: The class of every array's ``.ctypes`` (module, class) and its methods that make one and cast its pointer to any
+#: ctypes type: numpy's own code, which works with ctypes, so the guards' ctypes events would take its casts for the
+#: library's. (Its module is not refused: numpy's C code imports it under the submission's frame for much else, a
+#: dtype from a string; the static scan refuses ``_ctypes`` as any component of a name.)
+_CTYPES_VIEW = ("numpy._core._internal", "_ctypes")
 _CTYPES_VIEW_METHODS = ("__init__", "data_as")
 PLAIN_REASON = f"{RAW_MEMORY} (numpy takes only plain data and arrays from the submission)"
 
@@ -85,7 +87,7 @@ def install(guards: Guards) -> None:
 
     # numpy imports these on first use (``numpy.ctypeslib``, the ``.ctypes`` view's module): imported here, where
     # their functions can be replaced before the submission exists
-    views_module, views_class = NUMPY_CTYPES_VIEWS[0].rsplit(".", 1)
+    views_module, views_class = _CTYPES_VIEW
     for module_name in (*(name for name, _ in RAW), views_module):
         importlib.import_module(module_name)
 

@@ -30,9 +30,6 @@ SERIALISATION = "tensors through serialisation, files or shared memory are forbi
 #: (its ``DummyArray`` carries any array interface), ``ctypeslib`` turns ctypes pointers into arrays and loads native
 #: libraries (numpy 2's private name of the first too).
 NUMPY_RAW_MODULES = ("numpy.lib.stride_tricks", "numpy.lib._stride_tricks_impl", "numpy.ctypeslib")
-#: ... and the class of every array's ``.ctypes`` (a pointer cast to any type), in a module numpy's C code imports for
-#: much else (a dtype from a string): the class by name only.
-NUMPY_CTYPES_VIEWS = ("numpy._core._internal._ctypes", "numpy.core._internal._ctypes")
 
 #: Module prefixes forbidden in every submission.
 FORBIDDEN_MODULES: dict[str, str] = {
@@ -153,7 +150,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
         _INTROSPECTION,
     ),
     "weakref.finalize": DEFERRED,
-    **dict.fromkeys((*NUMPY_RAW_MODULES, *NUMPY_CTYPES_VIEWS), RAW_MEMORY),
+    **dict.fromkeys(NUMPY_RAW_MODULES, RAW_MEMORY),
     **dict.fromkeys(("torch.save", "torch.load", "torch.serialization", "torch.package"), SERIALISATION),
     **{f"torch._C.{name}": "the verifier's dispatch modes are off limits" for name in DISPATCH_KEY_CONTROLS},
     # ... and an operator run below the Python key (with a DispatchKeySet: ``redispatch``, a suffix rule below)
