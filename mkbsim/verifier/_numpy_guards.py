@@ -37,28 +37,32 @@ RAW = (
 #: dtype from a string; the static scan refuses ``_ctypes`` as any component of a name.)
 _CTYPES_VIEW = ("numpy._core._internal", "_ctypes")
 _CTYPES_VIEW_METHODS = ("__init__", "data_as")
+#: numpy's most dimensions (numpy 2's NPY_MAXDIMS): plain data nests no deeper
+MAX_DEPTH = 64
 PLAIN_REASON = f"{RAW_MEMORY} (numpy takes only plain data and arrays from the submission)"
 
 
 def plain_or_asked(
     *args: Any, _ask: Any, _original: Any, _caller: Any, _what: str, _reason: str, _names: Any, _plain: Any,
-    _arrays: Any, _sequences: Any, _id: Any, _type: Any, _issubclass: Any, **kwargs: Any
+    _arrays: Any, _sequences: Any, _type: Any, _issubclass: Any, _max_depth: int, **kwargs: Any
 ) -> Any:  # fmt: skip
     """A numpy conversion (``CONVERSIONS``): run at once on plain data; given anything else (what may answer
-    ``__array_interface__``), refused where the submission calls it. Types are compared by identity, so no code of
-    the submission's runs here (a metaclass's ``__eq__`` would in a set lookup)."""
-    pending = [*args, *kwargs.values()]
-    seen: set[int] = set()
+    ``__array_interface__``), refused where the submission calls it. A type is looked up in the sets only where its
+    own type is ``type``, whose hash and equality are identity: no code of the submission's runs here (a metaclass's
+    ``__eq__`` would in a set lookup). ``id()`` is not used: it raises an audit event, which the guards' hook judges,
+    on every call. Nesting deeper than numpy's dimensions (a list holding itself) is not plain."""
+    pending = [(item, 0) for item in (*args, *kwargs.values())]
     while pending:
-        item = pending.pop()
+        item, depth = pending.pop()
         kind = _type(item)
-        # a plain value, a plain type itself (``dtype=float``, ``dtype=numpy.float32``), an array or a dtype
-        if _id(kind) in _plain or _id(item) in _plain or _issubclass(kind, _arrays):
+        if _type(kind) is _type and kind in _plain:  # a plain value
             continue
-        if _id(kind) in _sequences:  # list, tuple, torch.Size: their items are converted too
-            if _id(item) not in seen:
-                seen.add(_id(item))
-                pending.extend(item)
+        if kind is _type and item in _plain:  # a plain type itself: dtype=float, dtype=numpy.float32
+            continue
+        if _issubclass(kind, _arrays):  # an array or a dtype
+            continue
+        if _type(kind) is _type and kind in _sequences and depth < _max_depth:  # list, tuple, torch.Size: items too
+            pending.extend((inner, depth + 1) for inner in item)
             continue
         refused = _ask(("culprit", _what, _reason, _caller(), _names))
         if refused is not None:
@@ -94,12 +98,12 @@ def install(guards: Guards) -> None:
     scalars = [t for t in set(numpy.sctypeDict.values()) if isinstance(t, type)]
     python = (int, float, complex, bool, str, bytes, bytearray, memoryview, type(None), range, slice, type(...))
     checks = {
-        # ids of types that live as long as the process (builtins, numpy's scalar types: exact, a subclass has a
-        # __dict__); numpy.dtype cannot be subclassed, an ndarray subclass's instance is an array
-        "_plain": frozenset(map(id, (*python, *scalars))),
-        "_sequences": frozenset(map(id, (list, tuple, torch.Size))),
+        # exact types (builtins, numpy's scalar types: a subclass has a __dict__); numpy.dtype cannot be subclassed,
+        # an ndarray subclass's instance is an array
+        "_plain": frozenset((*python, *scalars)),
+        "_sequences": frozenset((list, tuple, torch.Size)),
         "_arrays": (numpy.ndarray, numpy.dtype),
-        "_id": id, "_type": type, "_issubclass": issubclass,
+        "_type": type, "_issubclass": issubclass, "_max_depth": MAX_DEPTH,
     }  # fmt: skip
     for name in CONVERSIONS:
         original = getattr(numpy, name, None)

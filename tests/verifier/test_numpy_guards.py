@@ -49,6 +49,12 @@ def _scalar_subclass(address):
     return value
 
 
+def _cyclic():
+    items = [1]
+    items.append(items)
+    return items
+
+
 HONEST = {
     "constant": lambda a: float(np.float32(1e-6)),
     "list_table": lambda a: torch.from_numpy(np.array([[1, 2], [3, 4]], dtype=np.int32)).sum().item(),
@@ -71,6 +77,7 @@ ATTACKS = {
     "as_strided": lambda a: np.lib.stride_tricks.as_strided(np.zeros(2), shape=(2,), strides=(1 << 20,)),
     "ctypeslib": lambda a: np.ctypeslib.load_library("libm.so.6", "/lib/x86_64-linux-gnu/"),
     "ctypes_view": lambda a: np.zeros(1).ctypes,
+    "cyclic_list": lambda a: np.array(_cyclic()),  # not a route: the check ends (nesting past numpy's dimensions)
 }
 '''
 
@@ -116,4 +123,4 @@ def test_numpy_helpers_run_and_its_raw_memory_routes_are_refused(tmp_path: Path)
                    "sliding_window", "array_of_arrays"}, done.stdout  # fmt: skip
     assert refused == {"interface", "interface_private_module", "interface_nested", "interface_copyto",
                        "interface_metaclass_eq", "interface_scalar_subclass", "tensor_dlpack", "as_strided",
-                       "ctypeslib", "ctypes_view"}, done.stdout  # fmt: skip
+                       "ctypeslib", "ctypes_view", "cyclic_list"}, done.stdout  # fmt: skip
