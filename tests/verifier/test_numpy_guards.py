@@ -12,7 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-SUBMISSION = '''
+SUBMISSION = """
 import types
 
 import numpy as np
@@ -79,7 +79,7 @@ ATTACKS = {
     "ctypes_view": lambda a: np.zeros(1).ctypes,
     "cyclic_list": lambda a: np.array(_cyclic()),  # not a route: the check ends (nesting past numpy's dimensions)
 }
-'''
+"""
 
 GUARDED = """
 import importlib.util, os, sys
