@@ -32,7 +32,7 @@ from mkbsim.verifier._arena import BlockArenas, block_bytes, delivered_bytes
 from mkbsim.verifier._control import MAX_BLOCK_CALLS, ControlPage
 from mkbsim.verifier._judge import fmt
 from mkbsim.verifier._process import WorkerHandle
-from mkbsim.verifier._trusted import Trusted
+from mkbsim.verifier._trusted import PARALLEL_CORES, Trusted
 
 #: A block's arenas may take this share of the memory available: the verifier keeps its own copy of every
 #: call's inputs, and a staged arena exists on each side of the sandbox and in the pages between them.
@@ -67,11 +67,6 @@ NOISE_FLOOR_MS = 0.01
 #: harness copies the in-place state on the device (a few µs for p26's 32 MB) and its level is the host's
 #: bookkeeping; cpu: None (the spread above).
 HARNESS_LEVEL_NOISE: dict[str, float | None] = {"cpu": None, "cuda": 0.25}
-#: cpu: the cores a call's CPU time may have run on at once and still be costed by its host clock: the worker's
-#: one computing thread (its pools are pinned to ``Limits.cpu_threads`` = 1) and one pool thread spinning idle
-#: beside it, which honest TVM kernels' pools do on a loaded machine. Work spread over more threads is costed
-#: at its CPU time over this (the red team's rt8b F2: a look-ahead by k threads cost 1/k of its work).
-PARALLEL_CORES = 2
 #: Per call, the noise allowed is at least this multiple of the null calls' own skew (their mean cost over their
 #: median, all blocks of the round): on a loaded machine preemption and cold caches lengthen a few calls of every
 #: kind, which adds up over a block (an honest one-launch cpu kernel at SMOKE failed 2 of 3 rounds at load 5 before),
@@ -245,8 +240,12 @@ class Block:
         return self.memory.arenas[call.arena_index]
 
 
-def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) -> tuple[list[int], float, int | None]:
-    """Arm one slot per call and send the block; (the calls' nonces, the verifier's clocks when it left)."""
+Sent = tuple[list[int], float, int | None, int | None]
+
+
+def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) -> Sent:
+    """Arm one slot per call and send the block; (the calls' nonces, the verifier's clocks when it left: host, the
+    worker's process CPU and its main thread's)."""
     device = block.memory.device
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -254,7 +253,7 @@ def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) 
     nonces = control.begin_block(orders)
     desc, fds = block.memory.descriptor()
     msg = {"op": "block", "block": desc, "calls": [c.arena_index for c in block.calls], "flush": flush}
-    sent = (time.perf_counter(), worker.clock.cpu_ns())
+    sent = (time.perf_counter(), worker.clock.cpu_ns(), worker.thread_clock.cpu_ns())
     try:
         worker.send(msg, fds)
     finally:
@@ -262,15 +261,15 @@ def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) 
     return nonces, *sent
 
 
-def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tuple[list[int], float, int | None],
-            timeout: float, samples: Sequence[int] = ()) -> tuple[dict[str, Any], str | None]:  # fmt: skip
+def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: Sent, timeout: float,
+            samples: Sequence[int] = ()) -> tuple[dict[str, Any], str | None]:  # fmt: skip
     """Wait for the block's answer (``timeout`` from the last call that started) and fill in every answered
     call's reply, slot and trusted measure; (the block's own reply, the reason it is not the harness's or
     None). ``Malformed`` where a slot is not of the vaults' form; ``WorkerFailed`` where the worker died."""
-    nonces, sent_t, sent_cpu = sent
+    nonces, *clocks = sent
     try:
         exchange = worker.answer(timeout, control.progress)
-        answered = (time.perf_counter(), worker.clock.cpu_ns())
+        answered = (time.perf_counter(), worker.clock.cpu_ns(), worker.thread_clock.cpu_ns())
         state = control.block_state()
         replies = exchange.reply.get("calls") or []
         slots = [control.slot_report(i, nonces[i], samples) for i in range(min(len(replies), len(nonces)))]
@@ -291,7 +290,7 @@ def receive(worker: WorkerHandle, control: ControlPage, block: Block, sent: tupl
         )
     if not state["ended"] or not all(s["loaded"] for s in slots):
         return exchange.reply, "the worker's timer did not time the block's calls one after the other"
-    wrong = within(state, slots, sent_t, sent_cpu, *answered)
+    wrong = within(state, slots, tuple(clocks), answered)
     measures = trusted_calls(slots, state, exchange.trusted)
     if wrong or isinstance(measures, str):
         return exchange.reply, wrong or str(measures)
@@ -305,27 +304,37 @@ def trusted_calls(slots: Sequence[dict[str, Any]], state: dict[str, Any], block:
     (the last one's: to the block's end), on the host clock and the process's CPU clock. The CPU the worker
     used while it waited for the block (measured by the verifier, from its previous answer to this send) is
     shared among the block's calls: one gap between blocks stands for the gaps between as many single calls
-    (``_trusted.idle_check`` judges the CPU per gap). A reason instead where the stamps do not run forward."""
-    starts = [(s["start_t"], s["start_cpu_ns"]) for s in slots] + [(state["end_t"], state["end_cpu_ns"])]
+    (``_trusted.idle_check`` judges the CPU per gap). The CPU clock of the thread running the calls, read with the
+    process's, shows what of the call's CPU time ran on it (``_trusted.wall_bound``). A reason instead where the
+    stamps do not run forward."""
+    starts = [(s["start_t"], s["start_cpu_ns"], s["start_thread_cpu_ns"]) for s in slots]
+    starts.append((state["end_t"], state["end_cpu_ns"], state["end_thread_cpu_ns"]))
     idle = block.idle_cpu_ms / max(len(slots), 1) if block.idle_cpu_ms is not None else None
     waited = block.idle_ms / max(len(slots), 1) if block.idle_ms is not None else None
     out = []
-    for (t0, c0), (t1, c1) in itertools.pairwise(starts):
-        if t1 < t0 or c1 < c0:
+    for (t0, c0, h0), (t1, c1, h1) in itertools.pairwise(starts):
+        if t1 < t0 or c1 < c0 or h1 < h0:
             return "the timer's stamps of the block's calls do not run forward"
-        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle, idle_ms=waited))
+        out.append(Trusted(round_trip_ms=(t1 - t0) * 1e3, cpu_ms=(c1 - c0) / 1e6, idle_cpu_ms=idle, idle_ms=waited,
+                           thread_cpu_ms=(h1 - h0) / 1e6))  # fmt: skip
     return out
 
 
-def within(state: dict[str, Any], slots: Sequence[dict[str, Any]], sent_t: float, sent_cpu: int | None,
-           answered_t: float, answered_cpu: int | None) -> str | None:  # fmt: skip
+def within(
+    state: dict[str, Any], slots: Sequence[dict[str, Any]], sent: tuple[Any, ...], answered: tuple[Any, ...]
+) -> str | None:  # fmt: skip
     """The vault's stamps lie inside the verifier's own measure of the block (the same host clock, and the
-    worker's CPU clock the verifier reads from outside): the calls' trusted measures are parts of it."""
+    worker's CPU clocks the verifier reads from outside, its process's and its main thread's; ``sent`` and
+    ``answered``: those three readings): the calls' trusted measures are parts of it."""
     if not slots:
         return None
-    if not sent_t <= slots[0]["start_t"] <= state["end_t"] <= answered_t:
+    if not sent[0] <= slots[0]["start_t"] <= state["end_t"] <= answered[0]:
         return "the timer's stamps of the block lie outside the verifier's clock around it"
-    cpu = (sent_cpu, slots[0]["start_cpu_ns"], state["end_cpu_ns"], answered_cpu)
-    if sent_cpu is not None and answered_cpu is not None and not cpu[0] <= cpu[1] <= cpu[2] <= cpu[3]:
-        return "the timer's CPU stamps of the block lie outside the worker's CPU time the verifier read"
+    for i, (start, end, what) in enumerate(
+        (("start_cpu_ns", "end_cpu_ns", "CPU"), ("start_thread_cpu_ns", "end_thread_cpu_ns", "thread CPU")), 1
+    ):
+        if sent[i] is None or answered[i] is None:
+            continue
+        if not sent[i] <= slots[0][start] <= state[end] <= answered[i]:
+            return f"the timer's {what} stamps of the block lie outside the worker's {what} time the verifier read"
     return None

@@ -92,9 +92,13 @@ BLOCK_FAULT = (544, "<Q")
 END_T = (552, "<d")  # timer vault: its host clock (perf_counter, s) when the block ended
 END_CPU = (560, "<Q")  # timer vault: the process's CPU clock (ns) when the block ended
 BLOCK_NONCE = (568, "<Q")
-#: Slot fields beyond the per-call ones: the timer vault's clocks when the slot's call started.
+#: timer vault: the CPU clock of the thread that runs the calls (ns) when the block ended (past PER_CALL's fields)
+END_THREAD_CPU = (720, "<Q")
+#: Slot fields beyond the per-call ones: the timer vault's clocks when the slot's call started (the process's CPU
+#: clock, and that of the thread running the calls: what the rest of the process spent ran beside it).
 SLOT_START_T = (528, "<d")
 SLOT_START_CPU = (536, "<Q")
+SLOT_START_THREAD_CPU = (544, "<Q")
 
 HEADER_BYTES = 4096
 VIOLATIONS = (HEADER_BYTES, 1 << 20)  # offset, capacity
@@ -176,7 +180,7 @@ class ControlPage:
             put(self.buf, (base + SUPPRESS[0], SUPPRESS[1]), int(suppress))
             nonces.append(self.nonce)
         put(self.buf, BLOCK_NONCE, self.begin_call(suppress=False, audit=False))
-        for name in (BLOCK_NEXT, BLOCK_FAULT, END_T, END_CPU):
+        for name in (BLOCK_NEXT, BLOCK_FAULT, END_T, END_CPU, END_THREAD_CPU):
             put(self.buf, name, 0)
         put(self.buf, BLOCK_CALLS, len(orders))  # last: the block exists once its slots do
         return nonces
@@ -191,6 +195,7 @@ class ControlPage:
             "ended": get(self.buf, BLOCK_CALLS) == 0,
             "end_t": get(self.buf, END_T),
             "end_cpu_ns": get(self.buf, END_CPU),
+            "end_thread_cpu_ns": get(self.buf, END_THREAD_CPU),
         }
         _schema.times(found, ("end_t",))
         return found
@@ -212,6 +217,7 @@ class ControlPage:
         found["loaded"] = get(self.buf, NONCE, base) == nonce
         found["start_t"] = get(self.buf, SLOT_START_T, base)
         found["start_cpu_ns"] = get(self.buf, SLOT_START_CPU, base)
+        found["start_thread_cpu_ns"] = get(self.buf, SLOT_START_THREAD_CPU, base)
         _schema.times(found, ("start_t",))
         return found
 

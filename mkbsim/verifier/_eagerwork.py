@@ -55,7 +55,8 @@ Values computed in plain Python (``tolist()``, ``.item()`` in a loop, ``bytes(st
 and Python, counted on the same draw (``crossings``): out of tensors, every ``_local_scalar_dense`` (an
 ``item()``, a ``float()``, a storage's element) and every element of a ``tolist()`` (the worker's hook on
 ``Tensor.tolist`` reports it as ``mkbsim.to_python``); into tensors, every element ``torch.tensor``/``as_tensor``
-lifts from Python (``lift_fresh``), every scalar a fill or a full takes, one value per operator on single
+lifts from Python (``lift_fresh``; ``torch.from_numpy`` too, so numpy's arithmetic counts as Python's), every
+scalar a fill or a full takes, one value per operator on single
 elements (``out[i].add_(v)``), and every argument a DSL launch takes by value. The arithmetic done on them in
 between is unknowable, so the rule counts what crosses, in bytes (``WIDE``: a tensor's elements at their width, a
 Python value at 64 bits): when what leaves the tensors is ``PYTHON_SHARE`` of the bytes the operator reads, or what

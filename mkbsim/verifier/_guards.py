@@ -52,7 +52,7 @@ import types
 import weakref
 from typing import Any
 
-from mkbsim.verifier import _control
+from mkbsim.verifier import _control, _numpy_guards
 from mkbsim.verifier._attribution import AttributionConfig
 from mkbsim.verifier._rules import (
     DISPATCH_KEY_CONTROLS,
@@ -1280,8 +1280,9 @@ class Guards:
         for cls in (torch.UntypedStorage, torch.TypedStorage, torch.Tensor):
             for name in _STORAGE_FILE_METHODS:
                 self.deny(cls, name, f"torch.{cls.__name__}.{name}", SERIALISATION, how="asked")
-        # a numpy view of a tensor reads and writes its memory with no operator (``view[:] = list``), and numpy
-        # is the submission's to use nowhere (``_install_numpy``)
+        # a numpy view of a tensor reads and writes its memory with no operator (``view[:] = list``): numpy gets a
+        # tensor's values as Python does, through ``tolist()`` (counted), and gives them back through
+        # ``torch.from_numpy`` (lifted, counted)
         for name in ("numpy", "__array__"):
             self.deny(torch.Tensor, name, f"torch.Tensor.{name}", RAW_MEMORY)
         runtime = sys.modules.get("tvm.runtime")
@@ -1298,20 +1299,8 @@ class Guards:
                 self.deny(module, "tensor", "tvm.runtime.tensor", python)
 
     def _install_numpy(self) -> None:
-        """numpy's constructors of arrays over foreign memory (an object's ``__array_interface__`` holds
-        any address; ``as_strided`` steps anywhere from an array): refused to the submission's own calls."""
-        numpy = sys.modules.get("numpy")
-        if numpy is None:
-            return
-        raw = "reading or writing memory at raw addresses is forbidden"
-        for owner, names in (
-            (numpy, ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite",
-                     "require", "frombuffer", "from_dlpack", "copyto")),
-            (getattr(numpy.lib, "stride_tricks", None), ("as_strided", "sliding_window_view")),
-            (getattr(numpy, "ctypeslib", None), ("as_array", "as_ctypes")),
-        ):  # fmt: skip
-            for name in names if owner is not None else ():
-                self.deny(owner, name, f"numpy.{name}", raw)
+        """numpy's conversions of foreign objects and its raw-address functions (``_numpy_guards``)."""
+        _numpy_guards.install(self)
 
     def _install_torch(self) -> None:
         import torch

@@ -21,7 +21,7 @@ from mkbsim.verifier import _schema
 from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
 from mkbsim.verifier._noprocess import filters
 from mkbsim.verifier._sandboxing import WorkerSandbox, make_sandbox
-from mkbsim.verifier._trusted import ProcessClock, Trusted
+from mkbsim.verifier._trusted import ProcessClock, ThreadClock, Trusted
 
 #: The only variables of the verifier's environment a worker gets, by exact name (DESIGN §4, §5): what
 #: torch, the CUDA driver, TVM and the CuTe DSL need to find their libraries and the GPU this slot may use.
@@ -240,6 +240,7 @@ class WorkerHandle:
         self.memory_bytes = 0
         self.closed = False
         self.clock = ProcessClock(pid)
+        self.thread_clock = ThreadClock(pid, pid)  # its main thread, which runs the calls
         # the kernel's count of its seccomp filters as forked, before it runs any setup (``_noprocess``)
         self.filters_at_spawn = filters(pid)
         self._last_cpu: int | None = None

@@ -26,6 +26,11 @@ UNGUARDED = "subinterpreters and the interpreter's C test modules run code the v
 DEFERRED = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
 SERIALISATION = "tensors through serialisation, files or shared memory are forbidden (keep the data in tensors)"
 
+#: numpy's modules whose functions read or write memory at raw addresses: ``as_strided`` steps anywhere from an array
+#: (its ``DummyArray`` carries any array interface), ``ctypeslib`` turns ctypes pointers into arrays and loads native
+#: libraries (numpy 2's private name of the first too).
+NUMPY_RAW_MODULES = ("numpy.lib.stride_tricks", "numpy.lib._stride_tricks_impl", "numpy.ctypeslib")
+
 #: Module prefixes forbidden in every submission.
 FORBIDDEN_MODULES: dict[str, str] = {
     **dict.fromkeys(
@@ -64,8 +69,9 @@ FORBIDDEN_MODULES: dict[str, str] = {
          "concurrent.interpreters", "interpreters", "test.support.interpreters"),
         UNGUARDED,
     ),
-    # numpy builds arrays over any address (__array_interface__, as_strided, ctypeslib): use torch
-    "numpy": RAW_MEMORY,
+    # numpy's modules that build arrays over any address (unchecked strides, ctypes pointers, the ``.ctypes`` of an
+    # array); numpy itself is the submission's to use (its foreign-memory conversions are refused at run time)
+    **dict.fromkeys(NUMPY_RAW_MODULES, RAW_MEMORY),
     **dict.fromkeys(
         ("tvm.topi", "tvm.relax", "tvm.relay", "tvm.contrib", "tvm.rpc", "flashinfer", "flash_attn",
          "quack", "sgl_kernel", "vllm", "xformers", "apex", "liger_kernel", "transformer_engine",
@@ -144,6 +150,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
         _INTROSPECTION,
     ),
     "weakref.finalize": DEFERRED,
+    **dict.fromkeys(NUMPY_RAW_MODULES, RAW_MEMORY),
     **dict.fromkeys(("torch.save", "torch.load", "torch.serialization", "torch.package"), SERIALISATION),
     **{f"torch._C.{name}": "the verifier's dispatch modes are off limits" for name in DISPATCH_KEY_CONTROLS},
     # ... and an operator run below the Python key (with a DispatchKeySet: ``redispatch``, a suffix rule below)

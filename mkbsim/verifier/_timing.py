@@ -19,6 +19,7 @@ from mkbsim.verifier import _control
 # submission that replaces time.perf_counter or torch.cuda.Event changes nothing the harness uses.
 _perf_counter = time.perf_counter
 _process_time_ns = time.process_time_ns  # the process's CPU clock, the one the verifier reads from outside
+_thread_time_ns = time.thread_time_ns  # the CPU clock of the thread asking (the one running the calls)
 _CudaEvent = torch.cuda.Event
 _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time
@@ -55,6 +56,7 @@ def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
         cuda=device_type == "cuda", device_wide=sync == "device", perf_counter=_perf_counter, Event=_CudaEvent,
         record=_event_record, elapsed=_event_elapsed, event_sync=_event_synchronize, device_sync=_device_synchronize,
         current_stream=_current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), cpu_ns=_process_time_ns,
+        thread_cpu_ns=_thread_time_ns,
         BaseException=BaseException, float=float, type=type, tuple=tuple, len=len, max=max, min=min,
     )  # fmt: skip
 
@@ -111,6 +113,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                     if request == 3:
                         lib.f64.pack_into(page, layout.END_T, arrived)
                         lib.u64.pack_into(page, layout.END_CPU, lib.cpu_ns())
+                        lib.u64.pack_into(page, layout.END_THREAD_CPU, lib.thread_cpu_ns())
                         lib.u64.pack_into(page, layout.BLOCK_CALLS, 0)
                         fresh = False
                     elif not fresh and not running and loaded < calls:
@@ -120,6 +123,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                         lib.u64.pack_into(page, layout.BLOCK_NEXT, loaded + 1)
                         lib.f64.pack_into(page, base + layout.SLOT_START_T, arrived)
                         lib.u64.pack_into(page, base + layout.SLOT_START_CPU, lib.cpu_ns())
+                        lib.u64.pack_into(page, base + layout.SLOT_START_THREAD_CPU, lib.thread_cpu_ns())
                         fresh = True
                         reply = page[base + layout.NULL] + 2 * page[base + layout.AUDIT]
                     request = None
@@ -178,8 +182,10 @@ def timer_layout() -> types.SimpleNamespace:
         NONCE=_control.NONCE[0], ACK=_control.ACK[0], CALL_MS=_control.CALL_MS[0], HOST_MS=_control.HOST_MS[0],
         PENDING_MS=_control.PENDING_MS[0], BLOCK_CALLS=_control.BLOCK_CALLS[0], BLOCK_NEXT=_control.BLOCK_NEXT[0],
         BLOCK_FAULT=_control.BLOCK_FAULT[0], END_T=_control.END_T[0], END_CPU=_control.END_CPU[0],
+        END_THREAD_CPU=_control.END_THREAD_CPU[0],
         SLOTS=_control.BLOCK_SLOTS, SLOT_BYTES=_control.SLOT_BYTES, SLOT_START_T=_control.SLOT_START_T[0],
-        SLOT_START_CPU=_control.SLOT_START_CPU[0], NULL=_control.NULL[0], AUDIT=_control.AUDIT[0],
+        SLOT_START_CPU=_control.SLOT_START_CPU[0],
+        SLOT_START_THREAD_CPU=_control.SLOT_START_THREAD_CPU[0], NULL=_control.NULL[0], AUDIT=_control.AUDIT[0],
         PER_CALL=_control.PER_CALL,
     )  # fmt: skip
 

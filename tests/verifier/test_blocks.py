@@ -263,3 +263,17 @@ def test_the_harness_s_level_buys_no_room_on_cpu() -> None:
     ahead = [_costed("timed", 4.9 + 16 * 0.26, 4.9 + 16 * 0.26)] + [_costed("timed", 4.9, 4.9)] * 16
     found, reason = _blocks.total_check([ahead + nulls] * 4, "cpu")
     assert reason is not None and "timing block 1" in reason, found
+
+
+def test_the_timers_thread_cpu_stamps_lie_inside_the_verifiers_readings() -> None:
+    """The calling thread's CPU stamps (which make the cross-check's parallel allowance, ``_trusted.wall_bound``) are
+    bounded by the verifier's own readings of the worker's main thread (``/proc``'s schedstat) around the block, as
+    the process CPU stamps are: a forged low stamp at the block's end would grant the allowance to a call on one
+    thread."""
+    slots = [{"start_t": 1.0, "start_cpu_ns": 100, "start_thread_cpu_ns": 50}]
+    state = {"end_t": 2.0, "end_cpu_ns": 300, "end_thread_cpu_ns": 250}
+    assert _blocks.within(state, slots, (0.5, 90, 40), (2.5, 310, 260)) is None
+    forged = {**state, "end_thread_cpu_ns": 30}  # ran backwards, below the verifier's reading when it sent
+    assert "thread CPU" in (_blocks.within(forged, slots, (0.5, 90, 40), (2.5, 310, 260)) or "")
+    assert "thread CPU" in (_blocks.within(state, slots, (0.5, 90, 60), (2.5, 310, 260)) or "")
+    assert _blocks.within(state, slots, (0.5, 90, None), (2.5, 310, None)) is None  # the thread gone: not judged

@@ -129,6 +129,7 @@ class _Worker(WorkerHandle):
     def __init__(self, chan: Channel) -> None:
         self.chan, self.memory_bytes, self.pid, self.answer_key = chan, 0, -1, None  # the test writes unsigned
         self.clock = SimpleNamespace(cpu_ns=lambda: None)  # type: ignore[assignment]
+        self.thread_clock = SimpleNamespace(cpu_ns=lambda: None)  # type: ignore[assignment]
 
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
         pass

@@ -61,8 +61,13 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "import tvm\nimport torch\ntorch.foo = 1",
         "import tvm_ffi\ntvm_ffi.Module.get_function = None",
         "from tvm.script import tirx as T\nT.call_packed('tvm.contrib.cblas.matmul')",
-        # raw memory: numpy, the array protocols (as attributes, definitions, keywords or strings)
-        "import numpy as np",
+        # raw memory: numpy's raw-address modules and the .ctypes view's class, the array protocols (as attributes,
+        # definitions, keywords or strings)
+        "from numpy.lib.stride_tricks import as_strided",
+        "from numpy.lib import _stride_tricks_impl",
+        "import numpy.ctypeslib as c",
+        "import numpy as np\nlib = np.ctypeslib.load_library('m', '.')",
+        "from numpy._core._internal import _ctypes",
         "class R:\n    def __init__(self, a): self.__array_interface__ = {'data': (a, False)}",
         "class R:\n    __cuda_array_interface__ = None",
         "r = dict(__array_struct__=1)",
@@ -169,6 +174,17 @@ def test_super_of_its_own_class_and_instance_is_allowed() -> None:
     assert _kinds("class A:\n    def f(self, t):\n        return super(A, t).f(t)") == [(3, "forbidden")]
 
 
+def test_numpy_as_a_helper_is_allowed() -> None:
+    """numpy imported and used for constants, shapes and small tables (red team rt13's ``v5_numpy_import``); only its
+    raw-address modules are refused by name (above), its conversions of foreign objects at run time."""
+    source = (
+        "import numpy as np\nimport torch\nEPS = float(np.float32(1e-6))\n"
+        "TABLE = torch.from_numpy(np.array([1.0, 2.0], dtype=np.float32))\n"
+        "def run(x):\n    n = int(np.prod(x.shape))\n    return x.reshape(n) * float(np.log2(n))\n"
+    )
+    assert scan_source(source, "tirx").findings == []
+
+
 def test_configuration_and_reading_are_allowed() -> None:
     source = (
         "import time\nimport torch\n"
@@ -227,14 +243,14 @@ def test_a_file_nested_too_deeply_to_read_is_the_submissions_failure(terms: int)
     assert report.syntax_error is not None and "nested too deeply" in report.syntax_error
 
 
-_SELF_TEST = 'def run(x):\n    return x\n\n\nif __name__ == "__main__":\n    import numpy\n    print(numpy.zeros(2))\n'
+_SELF_TEST = 'def run(x):\n    return x\n\n\nif __name__ == "__main__":\n    import ctypes\n    print(ctypes.c_int)\n'
 
 
 def test_a_main_guarded_self_test_is_not_scanned() -> None:
     assert scan_source(_SELF_TEST, "tirx").findings == []
     assert scan_source(_SELF_TEST.replace('__name__ == "__main__"', '"__main__" == __name__'), "tirx").findings == []
     # its else branch runs in the worker
-    assert scan_source(_SELF_TEST + "else:\n    import numpy\n", "tirx").findings
+    assert scan_source(_SELF_TEST + "else:\n    import ctypes\n", "tirx").findings
 
 
 @pytest.mark.parametrize(
@@ -251,4 +267,4 @@ def test_a_main_guarded_self_test_is_not_scanned() -> None:
 )
 def test_a_file_that_could_rename_its_module_has_its_self_test_scanned(rename: str) -> None:
     findings = scan_source(f"{rename}\n{_SELF_TEST}", "tirx").findings
-    assert any(f.what == "import numpy" for f in findings), findings
+    assert any(f.what == "import ctypes" for f in findings), findings

@@ -205,3 +205,33 @@ def test_honest_calls_whose_wall_time_waited_for_a_busy_core_pass() -> None:
     reported = [0.1 + 0.2 * (i % 7) / 6 for i in range(50)]
     check = cross_check(reported, _calls(0.1, 50), NULL_MS, NULLS, "cpu")
     assert check["tampered"] is None and check["excess_upper_ms"] <= 0.001
+
+
+def _threaded(kernel_ms: float, n: int, beside_ms: float) -> list[Trusted]:
+    """Calls whose thread spent ``kernel_ms`` (and the harness's time) while threads beside it spent ``beside_ms``."""
+    own = [kernel_ms + HARNESS_MS + 0.004 * (i % 3 - 1) for i in range(n)]
+    return [Trusted(kernel_ms + 1.5, c + beside_ms, 0.0, thread_cpu_ms=c) for c in own]
+
+
+THREADED_NULLS = _threaded(0.01, 10, 0.0)
+
+
+def test_an_honest_call_on_two_threads_at_once_passes_on_a_quiet_host() -> None:
+    """Two launches at once (a pool's): the process spends twice the call's wall time in CPU, half of it beside the
+    calling thread. The wall time is at least the calling thread's CPU time, not the process's: before the thread's
+    clock was read, this was ``timing_tamper`` on a quiet host (the concur helper's pool case, 3.3 ms of CPU against
+    2.2 ms reported)."""
+    check = cross_check([1.0] * 50, _threaded(1.0, 50, 1.0), NULL_MS, THREADED_NULLS, "cpu")
+    assert check["tampered"] is None, check
+    assert abs(check["trusted_estimate_ms"] - 1.0) < 0.01
+
+
+def test_a_forged_time_is_caught_whichever_threads_spent_the_cpu() -> None:
+    # the work on two threads at once, 1 ms of wall time reported as 0.3 ms: the calling thread's own CPU is 1 ms
+    assert cross_check([0.3] * 50, _threaded(1.0, 50, 1.0), NULL_MS, THREADED_NULLS, "cpu")["tampered"]
+    # all of it on a thread beside the calling one (which waits): the wall time is at least its CPU over the cores
+    assert cross_check([0.3] * 50, _threaded(0.0, 50, 2.0), NULL_MS, THREADED_NULLS, "cpu")["tampered"]
+    # on the calling thread alone, 40% under-reported: as before, no parallel allowance (a tolerance of 100% would
+    # have let it pass)
+    check = cross_check([0.6] * 50, _threaded(1.0, 50, 0.0), NULL_MS, THREADED_NULLS, "cpu")
+    assert check["tampered"] and "puts the median call" in check["tampered"]
