@@ -135,14 +135,20 @@ class RubricStub(StubLLM):
         return Reply(json.dumps({"failure_class": "faulty_execution"}))
 
 
+def small_campaign(store: Path) -> str:
+    """One profile's campaign over three problems into ``store`` (its id): every kind of subject an LLM labeler
+    labels, each labeling a few hundred model calls fewer than over the shared campaign of every profile."""
+    config = CampaignConfig((get_profile("sim-glm-5.3-flash"),), tuple(select_problems("p01,p28,p45")), seed=2)
+    with EventStore(store, create=True) as s:
+        return run_campaign(s, SimCampaign(config)).campaign_id
+
+
 def test_the_llm_labeler_records_its_exchanges_and_is_compared_with_the_other_labelers(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("STUB_LABELER_KEY", "sk-stub-secret")
     store = tmp_path / "llm.sqlite"
-    config = CampaignConfig((get_profile("sim-glm-5.3-flash"),), tuple(select_problems("p01,p28,p45")), seed=2)
-    with EventStore(store, create=True) as s:
-        campaign = run_campaign(s, SimCampaign(config)).campaign_id
+    campaign = small_campaign(store)
     assert cli(capsys, "label", "--store", str(store), "--labeler", "heuristic")[0] == 0
     with serve(RubricStub()) as stub:
         argv = ("--campaign", campaign, "--labeler", "llm:openai/stub-model", "--api-base", stub.url,
@@ -191,9 +197,10 @@ def test_an_llm_labeler_without_its_key_fails_at_once_with_one_line(
 
 
 def test_an_llm_labeler_sends_the_parameters_asked_for_and_no_temperature_by_default(
-    capsys: pytest.CaptureFixture[str], store_copy: tuple[Path, str]
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    store, campaign = store_copy
+    store = tmp_path / "llm.sqlite"
+    campaign = small_campaign(store)  # two labelings, each asking once a subject
     base = ("label", "--store", str(store), "--campaign", campaign, "--labeler", "llm:openai/stub-model")
     with serve(RubricStub()) as stub:
         assert cli(capsys, *base, "--api-base", stub.url, "--format", "json")[0] == 0

@@ -230,7 +230,7 @@ def test_tirx_source_runs_the_replayed_protocol(nn: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("nn", PREFILL)
+@pytest.mark.parametrize("nn", CUTE.PTXAS_PREFILL)
 def test_ptxas_keeps_every_wgmma_asynchronous_without_spills(nn: str, tmp_path: Path) -> None:
     """No serialised wgmma, no spills, the setmaxnreg values; with nvdisasm, p04's and p09's consumers keep their
     exponentials between the wait for S(j) and the wait for P(j-1)·V(j-1) in the SASS (plan wgmmalean's branch)."""

@@ -154,7 +154,20 @@ def test_p43_prefetched_hot_id_spans_several_pieces_at_the_largest_vocabulary() 
     _, embed, weight, _ = inputs(prob, {**prob.smoke, "vocab_size": c["VOCAB_MAX"]})
     dy = torch.randn(1, ids.numel(), embed.shape[1]).to(torch.bfloat16)
     args = (ids.reshape(1, -1), embed, weight, dy)
-    assert worst_error(prob, args, _emulate_p43_prefetched(c, *args)) < 1
+    assert _worst_error_on_the_rows_used(prob, args, _emulate_p43_prefetched(c, *args)) < 1
+
+
+def _worst_error_on_the_rows_used(prob: Any, args: tuple[Any, ...], grads: tuple[torch.Tensor, ...]) -> float:
+    """`worst_error` of p43's outputs, the float64 anchor taken over the table rows the ids use: the reference's
+    index_add leaves every other row exactly 0 (in the anchor too, so the allowance, a max over the table, is the
+    same), and there the emulation's gradient must be exactly 0. At vocab 65536 the whole-table anchor costs ~80%
+    of the test (float64 copies of a 65536 x 4096 table), the emulation ~10%."""
+    ids, embed, weight, dy = args
+    used, compact_ids = torch.unique(ids, return_inverse=True)
+    grad_embed, grad_norm = grads
+    written = grad_embed.ne(0).any(dim=1).nonzero().reshape(-1)
+    assert set(written.tolist()) <= set(used.tolist()), "a row no id uses has a nonzero gradient"
+    return worst_error(prob, (compact_ids, embed[used], weight, dy), (grad_embed[used], grad_norm))
 
 
 def _fma_gemm(a: torch.Tensor, b: torch.Tensor, stage: int) -> torch.Tensor:
