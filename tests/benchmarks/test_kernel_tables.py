@@ -154,3 +154,21 @@ def test_recording_a_run_takes_the_file_off_not_measured_and_keeps_the_verified_
     assert data["rows"][0]["sha256"] == hashlib.sha256(verified.read_bytes()).hexdigest()
     with pytest.raises(ValueError, match=r"0 files named 32_fused_tirx\.py"):
         record.merge(data, {"32_fused_tirx": {**verdict, "problem": "p32"}}, "2026-12-01", tmp_path)
+
+
+def test_the_speed_summary_counts_rows_against_the_targets(tables: ModuleType) -> None:
+    def rec(file: str, problem: str, bound: str, sol_ms: float, run_ms: float, bench_ms: float | None) -> Any:
+        row = {"verifier_ms": run_ms, **({"do_bench_ms": bench_ms} if bench_ms else {})}
+        return tables.Record(file, problem, "mlp_norm", "tirx", "fused", True, sol_ms, bound, row, None)
+
+    recs = [
+        rec("a", "p1", "memory", 0.08, 0.1, 0.1),  # 0.80: at target, not latency-bound
+        rec("b", "p1", "memory", 0.08, 0.2, 0.1),  # 0.40, 2x do_bench (0.1 ms above)
+        rec("c", "p2", "memory", 0.01, 0.1, None),  # 0.10, latency-bound
+        rec("d", "p3", "compute", 0.3, 0.5, 0.52),  # 0.60: at target; below do_bench within 5%
+    ]
+    text = "\n".join(tables.render_speed(recs))
+    assert "| memory | 3 | 0.40 | 0.8 | 1 | 2 | 1 | 0.80 (1 problems) |" in text
+    assert "| compute | 1 | 0.60 | 0.5 | 1 | 1 | 1 | 0.60 (1 problems) |" in text
+    assert "2 of 3 rows with a do_bench time are within 5% of it (1 rows have none)" in text
+    assert "1 exceed it by 0.100 ms a call" in text
