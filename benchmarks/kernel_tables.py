@@ -240,9 +240,9 @@ def render_speed(recs: list[Record]) -> list[str]:
         if above:
             lines[-1] += (
                 f" {len(above)} exceed it by {_median(above):.3f} ms a call at the median ({min(above):.3f} to "
-                f"{max(above):.3f}): the host's time between a call's launches and before them, which the paper "
-                "protocol's synchronised calls count and do_bench's back-to-back calls hide (RESULTS.md, \"Why "
-                "p58's verifier median is above do_bench\")."
+                f"{max(above):.3f}): the paper protocol's synchronised calls count the host's Python in run() (a plain "
+                "synchronised call is 1.13-1.31x do_bench on six of them), and the sandboxed verifier's worker adds "
+                '0.10-0.15 ms a call of its own (RESULTS.md, "What the do_bench outliers are made of").'
             )
         if below:
             lines[-1] += (
