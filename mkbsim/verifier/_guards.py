@@ -57,10 +57,14 @@ from mkbsim.verifier._attribution import AttributionConfig
 from mkbsim.verifier._rules import (
     DISPATCH_KEY_CONTROLS,
     DISPATCH_MODE_BYPASSES,
+    DISPATCHER,
     FORBIDDEN_MODULES,
     FORBIDDEN_NAMES,
     FORBIDDEN_SUFFIXES,
+    INTERPRETER,
     OTHER_DSL_MODULES,
+    PER_ELEMENT,
+    PER_ELEMENT_METHODS,
     RAW_MEMORY,
     SERIALISATION,
     TEST_EXTENSION_PREFIXES,
@@ -1057,6 +1061,22 @@ def _denied(
     return _original(*args, **kwargs)
 
 
+def _dispatch_library(
+    *args: Any, _ask: Any, _original: Any, _caller: Any, _what: str, _reason: str, _names: Any, _namespaces: Any,
+    _type: Any, _str: Any, _len: Any, **kwargs: Any
+) -> Any:  # fmt: skip
+    """``torch._C._dispatch_library``, behind every ``torch.library`` registration: a library on an operator
+    namespace that existed when the guards were installed (``aten``, ``prims``, ...), or on the catch-all ``_``,
+    replaces those operators' kernels process-wide (the verifier's own operators included) and is refused while the
+    submission's code is on the stack; a namespace of its own (``torch.library.custom_op``) is not."""
+    namespace = args[1] if _len(args) > 1 else kwargs.get("name")
+    if _type(namespace) is not _str or namespace in _namespaces:  # a str subclass's __eq__ would run its code
+        refused = _ask(("asked", _what, _reason, _caller(), _names))
+        if refused is not None:
+            raise refused
+    return _original(*args, **kwargs)
+
+
 def _descriptor_call(
     *args: Any, _ask: Any, _original: Any, _caller: Any, _what: str, _at: Any, _span: bool, _len: Any, **kwargs: Any
 ) -> Any:  # fmt: skip
@@ -1340,6 +1360,32 @@ class Guards:
         for owner, name, what in bypasses:
             if owner is not None:
                 self.deny(owner, name, what, modes, how="direct")
+        self._install_dispatcher(torch)
+        # the interpreter's stack and scheduling are the harness's too: its checks run deeper in the stack than run()
+        for owner, name in ((sys, "setrecursionlimit"), (sys, "setswitchinterval"), (threading, "stack_size"),
+                            (_thread, "stack_size")):  # fmt: skip
+            self.deny(owner, name, f"{owner.__name__}.{name}", INTERPRETER, how="direct")
+        # C++ loops that hand a tensor's elements to a Python callable one by one: no operator runs and no value
+        # crosses where the audit counts it (red team rt15b F5/F6)
+        for name in PER_ELEMENT_METHODS:
+            self.deny(torch.Tensor, name, f"torch.Tensor.{name}", PER_ELEMENT)
+
+    def _install_dispatcher(self, torch: Any) -> None:
+        """The dispatcher's kernels are the verifier's too: its modes run torch's operators below the Python key and
+        its vaults compute with them. A kernel the submission registers for an existing operator (``torch.library``)
+        would run its Python unseen, priced as that operator, and could answer the vaults' own searches and fits
+        (red team rt15b F1-F3); the Python dispatcher would run Python kernels keyed by dispatch key the same way."""
+        namespaces = frozenset({name.split("::", 1)[0] for name in torch._C._dispatch_get_all_op_names()} | {"_"})
+        original = torch._C._dispatch_library
+        hook = self.registry.protect(
+            _dispatch_library, _ask=self.ask, _original=original, _caller=self.caller,
+            _what="torch.library registration on torch's own operators", _reason=DISPATCHER,
+            _names=("_dispatch_library", "Library", "impl", "fallback", "define", "register_kernel", "register_fake",
+                    "register_autograd", "register_torch_dispatch", "_register_torch_dispatch_rule"),
+            _namespaces=namespaces, _type=type, _str=str, _len=len,
+        )  # fmt: skip
+        self.replace(torch._C, "_dispatch_library", hook)
+        self.deny(torch._C, "_EnablePythonDispatcher", "torch._C._EnablePythonDispatcher", DISPATCHER)
 
     def _install_dsl_callbacks(self) -> None:
         reason = "Python callbacks registered for kernels are forbidden"

@@ -1474,8 +1474,8 @@ def provenance_vault(
                     pool(t, lib.reshape(lib.nonzero(changed), (-1,)), operands)
                     continue
                 found = lib.decoded(lib.decode, t, changed, operands, lib.decoys)
-            except lib.BaseException as exc:  # a dtype the fit cannot take: no judgement, said in the records
-                records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
+            except lib.BaseException as exc:
+                unjudged(t, exc)
                 continue
             if found is not None:
                 mask, share, what = found
@@ -1486,6 +1486,15 @@ def provenance_vault(
                     continue
             keyed_by_position(argument, t, changed, count)
         befores.clear()
+
+    def unjudged(t: Any, exc: BaseException) -> None:
+        """The decode rule could not judge ``t``: it fails closed, none of ``t``'s elements is the launch's. A raise
+        inside the rule is the submission's to cause (a recursion limit it lowered, a stack it ran deep, an operand
+        of a dtype the fit cannot take: red team rt15b F7), so it must never leave an answer credited."""
+        raised = "withdrawn: the fit raised " + lib.str(lib.type(exc).__name__)
+        records.append(("decoded", launches, lib.numel(t), 1.0, raised, True))
+        lo, hi = span(t)
+        settle(lo, hi, None, lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t)))
 
     def keyed_by_position(argument: int, t: Any, changed: Any, count: int) -> None:
         """The position-key test (``_keyed``) of output ``t`` (argument ``argument`` of the launch in flight, flat
@@ -1507,8 +1516,8 @@ def provenance_vault(
                         keyed_used += size
                 return
             found, keyed[key] = lib.keyed_judged(lib.decode, t, changed, operands, inputs, keyed[key])
-        except lib.BaseException as exc:  # as in ``decoded``
-            records.append(("decoded", launches, 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__), False))
+        except lib.BaseException as exc:
+            unjudged(t, exc)
             return
         if found is None:
             return
@@ -1541,9 +1550,9 @@ def provenance_vault(
             del pools[key]
             try:
                 found = lib.pooled(lib.decode, [(e[0], e[1]) for e in entries], lib.decoys)
-            except lib.BaseException as exc:  # as in ``decoded``
-                records.append(("decoded", entries[-1][4], 0, 0.0, "not judged: " + lib.str(lib.type(exc).__name__),
-                                False))  # fmt: skip
+            except lib.BaseException as exc:
+                for entry in entries:
+                    unjudged(entry[2], exc)
                 continue
             if found is None:
                 continue

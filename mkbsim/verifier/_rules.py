@@ -25,6 +25,11 @@ RAW_MEMORY = "reading or writing memory at raw addresses is forbidden"
 UNGUARDED = "subinterpreters and the interpreter's C test modules run code the verifier's guards never see"
 DEFERRED = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
 SERIALISATION = "tensors through serialisation, files or shared memory are forbidden (keep the data in tensors)"
+INTERPRETER = "changing the interpreter's recursion limit, thread stacks or switch interval is forbidden"
+DISPATCHER = "registering kernels for torch's own operators (torch.library on aten, prims, ...) is forbidden"
+PER_ELEMENT = "a tensor's elements handed to Python one by one (apply_, map_, map2_) are forbidden (compute in the DSL)"
+#: Tensor methods whose C++ loop calls a Python callable per element
+PER_ELEMENT_METHODS = ("apply_", "map_", "map2_")
 
 #: numpy's modules whose functions read or write memory at raw addresses: ``as_strided`` steps anywhere from an array
 #: (its ``DummyArray`` carries any array interface), ``ctypeslib`` turns ctypes pointers into arrays and loads native
@@ -126,6 +131,10 @@ FORBIDDEN_NAMES: dict[str, str] = {
     "torch.cuda.jiterator": "jiterator compiles CUDA C at run time",
     "torch.utils.cpp_extension": "CUDA/C++ extensions (load_inline, cpp_extension) are forbidden",
     "torch.ops.load_library": "loading native libraries is forbidden",
+    **dict.fromkeys(("torch._C._dispatch_library", "torch._C._EnablePythonDispatcher", "torch._dispatch.python"),
+                    DISPATCHER),
+    **dict.fromkeys(("sys.setrecursionlimit", "sys.setswitchinterval", "threading.stack_size", "_thread.stack_size"),
+                    INTERPRETER),
     "torch.classes.load_library": "loading native libraries is forbidden",
     **dict.fromkeys(
         ("tvm_ffi.get_global_func", "tvm_ffi.registry.get_global_func", "tvm.get_global_func",
@@ -219,6 +228,7 @@ RAW_NAMES: dict[str, str] = {
         RAW_MEMORY,
     ),
     "__del__": DEFERRED,
+    **dict.fromkeys(PER_ELEMENT_METHODS, PER_ELEMENT),
     # a tensor's bytes through files, memory another process maps, or torch's zip container; the C base class of
     # storages, whose methods the runtime hooks cannot patch
     **dict.fromkeys(
