@@ -148,6 +148,17 @@ def randint(
     return torch.randint(low, high, tuple(shape), generator=gen, device=device, dtype=dtype)
 
 
+def random_bytes(shape: Sequence[int], gen: torch.Generator, device: str | torch.device) -> torch.Tensor:
+    """Uniform uint8 values (raw bytes), drawn eight at a time as full-range int64 words: ``randint(0, 256)`` draws
+    one 32-bit number per byte, 4x the time on cpu, where p25's two 12.6 MB caches are drawn for every call."""
+    n = math.prod(shape)
+    # ``random_(int64 min, None)`` is torch's full 64-bit range: every byte of a word is uniform (``random_()``
+    # alone draws [0, 2**63): the top byte would stay below 128)
+    words = torch.empty((n + 7) // 8, dtype=torch.int64, device=device).random_(-(2**63), None, generator=gen)
+    flat = words.view(torch.uint8)
+    return (flat if flat.numel() == n else flat[:n].clone()).view(tuple(shape))
+
+
 def randperm(n: int, gen: torch.Generator, device: str | torch.device) -> torch.Tensor:
     return torch.randperm(n, generator=gen, device=device)
 

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from mkbsim.catalog import load_problem, problems_root
+from problems._common import generator, random_bytes
 
 SEEDS = (3, 4)
 
@@ -317,6 +318,21 @@ def test_p25_block_copy(seed: int) -> None:
     before = _clone(inputs)
     m.reference(*inputs)
     _p25_check(inputs, before)
+
+
+def test_p25_caches_are_uniform_bytes_in_every_position_of_a_word() -> None:
+    # the caches are drawn as int64 words viewed as bytes (``random_bytes``): a word's every byte, its top one
+    # included, takes all 256 values alike (``random_()`` without the full range keeps the top byte below 128)
+    m = _module(25)
+    key_caches, value_caches, _ = m.make_inputs(m.SMOKE, seed=SEEDS[0])
+    for cache in (key_caches, value_caches):
+        lanes = cache.reshape(-1, 8)
+        expected = lanes.shape[0] / 256
+        for lane in range(8):
+            counts = torch.bincount(lanes[:, lane].long(), minlength=256).double()
+            assert float((counts - expected).abs().max()) < 6 * expected**0.5, f"byte {lane} of a word is not uniform"
+    odd = random_bytes((5, 3), generator(0, "cpu"), "cpu")  # not whole words: a storage of its own bytes only
+    assert odd.shape == (5, 3) and odd.dtype == torch.uint8 and odd.untyped_storage().nbytes() == 15
 
 
 # ----------------------------------------------------------------------------------------------
