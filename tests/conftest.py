@@ -1,4 +1,5 @@
 import os
+from typing import Any
 
 import pytest
 
@@ -28,3 +29,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker(marker) is not None:  # not `in item.keywords`: that holds folder names too
                 item.add_marker(skip)
+
+
+@pytest.fixture
+def local_ray() -> None:
+    """A local Ray cluster (``ray.init(num_cpus=2)``), kept for the next test if it needs one too: the Ray modules
+    share one xdist group, so one worker runs them back to back on one cluster (each module started and stopped
+    its own: ~10 s each). ``pytest_runtest_teardown`` stops it after the last test of a run of them."""
+    ray = pytest.importorskip("ray")
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    def uses_ray(test: Any) -> bool:
+        return "local_ray" in getattr(test, "fixturenames", ())
+
+    if uses_ray(item) and not (nextitem is not None and uses_ray(nextitem)):
+        import ray
+
+        ray.shutdown()

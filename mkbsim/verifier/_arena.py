@@ -159,7 +159,6 @@ class Arena:
     ) -> None:
         tensor_specs, slots, self.nbytes = _arena_layout(inputs, outputs)
         self.base = memory
-        self.base.zero_()  # output slots start zeroed
         n_in = len(tensor_specs)
         self.input_slots, self.output_slots = slots[:n_in], slots[n_in:]
         # Scalars travel by value; tensors as views of the shared memory.
@@ -175,6 +174,10 @@ class Arena:
                 self.scalars[i] = x
                 self.args.append(x)
         self.out_views = [s.view(self.base) for s in self.output_slots]
+        # output slots start zeroed; only they: the inputs' slots were just written, and the block's memory is new
+        # (a memfd, or zeros), so its padding is zero (zeroing the whole arena wrote p25's 25 MB of inputs twice)
+        for out in self.out_views:
+            out.zero_()
         self.out_positions = [i for i, o in enumerate(outputs) if o is not None]
         self.n_outputs = len(outputs)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from problems._common import Cost, generator, nbytes, randint
+from problems._common import Cost, generator, nbytes, random_bytes
 from problems.kv_cache._util import cpu_gen
 
 ID = "p25"
@@ -69,8 +69,8 @@ def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> 
     if 2 * pairs > nb:
         raise ValueError("need at least two blocks per pair (destinations are never sources)")
     shape = tuple(workload[a] for a in _CACHE)
-    key_caches = randint(0, 256, shape, gen, device, dtype=torch.uint8)
-    value_caches = randint(0, 256, shape, gen, device, dtype=torch.uint8)
+    key_caches = random_bytes(shape, gen, device)
+    value_caches = random_bytes(shape, gen, device)
     perm = torch.randperm(nb, generator=g)
     dst = perm[:pairs]
     # sources come from the blocks that are not destinations, with repeats (one block forked twice)

@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from problems._common import Cost, generator, nbytes
+from problems._common import Cost, distinct_ints, generator, nbytes
 from problems.kv_cache._util import cpu_gen, seq_lens
 
 ID = "p26"
@@ -148,7 +148,9 @@ def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> 
     # request slots: batch rows take distinct slots; some other slots are live but not scheduled
     slots = torch.randperm(nr, generator=g)
     idx_mapping = slots[:b]
-    ids = [torch.randperm(POOL, generator=g).to(torch.int32) for _ in range(ng)]
+    # each group's fresh block ids, as many as its requests hold once updated (every row ends with ``need`` blocks)
+    used = [sum(math.ceil((ctx[i] + qlens[i]) / bs) for i in range(b)) for bs in bss]
+    ids = [distinct_ints(POOL, n, g).to(torch.int32) for n in used]
     block_tables = torch.randint(0, POOL, (ng, nr, nmb), generator=g).to(torch.int32)  # stale ids
     num_blocks = torch.randint(0, nmb + 1, (ng, nr), generator=g).to(torch.int32)  # stale counts
     update_counts = torch.zeros((ng, u), dtype=torch.int32)

@@ -9,7 +9,6 @@ import pickle
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,20 +24,13 @@ from mkbsim.events import EventStore
 
 ray = pytest.importorskip("ray")
 
-# one local Ray cluster at a time: under pytest-xdist every Ray module runs in one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# one local Ray cluster at a time: under pytest-xdist every Ray module runs in one worker, on one cluster
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.usefixtures("local_ray")]
 
 # every attempt writes a TIRx kernel and a skill and ends; the cpu verifier passes it as TIRx and cannot
 # run CuTe DSL, so a campaign of p36 has a finished solo, two infra_error attempts (a solo and the
 # treatment reading the finished solo's skill) and a treatment that never starts (its source did not finish)
 REPLY = act(write={"kernel.py": TIRX_KERNEL, "SKILL.md": "- Finding: rows are independent.\n"}, done=True)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
 
 
 def campaign_file(tmp_path: Path, stub: StubLLM, name: str, agents: int, timeout_s: float) -> Path:
@@ -122,6 +114,10 @@ def test_an_attempt_whose_worker_is_killed_is_closed_and_rerun(tmp_path: Path, s
     killed: list[int] = []
 
     def kill_the_first_attempt() -> None:
+        # once its model request hangs: killed on its AttemptStarted alone, the attempt could die before it asked,
+        # and its rerun's request met the Hang instead, waiting out the 60 s request timeout
+        if not stub.hanging.wait(120):
+            return
         with EventStore(tmp_path / "killed.sqlite", create=True) as store:
             deadline = time.monotonic() + 60
             while not killed and time.monotonic() < deadline:

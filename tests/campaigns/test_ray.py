@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,8 @@ from mkbsim.events import CampaignFinished, EventStore, NewEvent, UnknownEventTy
 
 ray = pytest.importorskip("ray")
 
-# one local Ray cluster at a time: under pytest-xdist every Ray module runs in one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
+# one local Ray cluster at a time: under pytest-xdist every Ray module runs in one worker, on one cluster
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.usefixtures("local_ray")]
 
 
 def _attempt_payloads(path: Path) -> list[tuple[str, str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from mkbsim.metrics import (
@@ -17,7 +17,7 @@ from mkbsim.metrics import (
     sign_test_p,
     wilcoxon_signed_rank_p,
 )
-from mkbsim.metrics._stats import lift_of_logs
+from mkbsim.metrics._stats import EXACT_WITH_TIES_MAX_N, lift_of_logs
 
 
 def test_paired_lift_is_the_geometric_mean_minus_one() -> None:
@@ -67,9 +67,16 @@ finite = st.floats(min_value=-3, max_value=3, allow_nan=False, allow_infinity=Fa
 clipped = st.sampled_from([0.0, math.log(4.0), -math.log(4.0), math.log(1.25), math.log(0.8), 0.1, -0.7])
 
 
-@settings(max_examples=300, deadline=None)
-@given(values=st.one_of(st.lists(finite, min_size=1, max_size=70), st.lists(clipped, min_size=1, max_size=70)))
-def test_tests_match_scipy(values: list[float]) -> None:
+def permutation_tested(values: list[float]) -> bool:
+    """Where scipy's ``wilcoxon`` runs an exact permutation test (ties or zeros, at most
+    ``EXACT_WITH_TIES_MAX_N`` values) over lists long enough for it to take a tenth of a second or more (2**n
+    statistics: n = 8 about 0.05 s, 13 about 1 s, on a quiet machine)."""
+    magnitudes = [abs(v) for v in values]
+    tied = 0.0 in magnitudes or len(set(magnitudes)) < len(magnitudes)
+    return tied and 8 <= len(values) <= EXACT_WITH_TIES_MAX_N
+
+
+def assert_matches_scipy(values: list[float]) -> None:
     import warnings
 
     from scipy import stats
@@ -84,3 +91,22 @@ def test_tests_match_scipy(values: list[float]) -> None:
     assert mine == pytest.approx(expected, rel=1e-9, abs=1e-12)
     positive, negative = sum(v > 0 for v in values), sum(v < 0 for v in values)
     assert sign_test_p(values) == pytest.approx(stats.binomtest(positive, positive + negative).pvalue, rel=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.one_of(st.lists(finite, min_size=1, max_size=70), st.lists(clipped, min_size=1, max_size=70)))
+def test_tests_match_scipy(values: list[float]) -> None:
+    # every branch (exact without ties to 50 values, exact with ties, the normal approximation with and without
+    # ties from 14 values), but the lists scipy takes seconds over: the next test samples those
+    assume(not permutation_tested(values))
+    assert_matches_scipy(values)
+
+
+@settings(max_examples=8, deadline=None)
+@given(values=st.lists(clipped, min_size=8, max_size=EXACT_WITH_TIES_MAX_N + 1))
+@example(values=[0.1, -0.1, 0.7, 0.7, -0.7, 0.1, 1.2, -1.2, 0.1, 0.0, 0.7, 0.1, -0.7])  # the exact branch's last n
+@example(values=[0.1, -0.1, 0.7, 0.7, -0.7, 0.1, 1.2, -1.2, 0.1, 0.0, 0.7, 0.1, -0.7, 0.7])  # the approximation's first
+def test_tests_match_scipy_where_it_permutes(values: list[float]) -> None:
+    # ties (every list of 8 of ``clipped`` ties: 4 magnitudes besides 0) over 8 to 14 values: scipy's permutation
+    # test to 13, its normal approximation at 14, so a bound moved either way fails
+    assert_matches_scipy(values)

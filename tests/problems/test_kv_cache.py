@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from mkbsim.catalog import load_problem, problems_root
+from problems._common import distinct_ints, generator, random_bytes
 
 SEEDS = (3, 4)
 
@@ -317,6 +318,39 @@ def test_p25_block_copy(seed: int) -> None:
     before = _clone(inputs)
     m.reference(*inputs)
     _p25_check(inputs, before)
+
+
+def test_p25_caches_are_uniform_bytes_in_every_position_of_a_word() -> None:
+    # the caches are drawn as int64 words viewed as bytes (``random_bytes``): a word's every byte, its top one
+    # included, takes all 256 values alike (``random_()`` without the full range keeps the top byte below 128)
+    m = _module(25)
+    key_caches, value_caches, _ = m.make_inputs(m.SMOKE, seed=SEEDS[0])
+    for cache in (key_caches, value_caches):
+        lanes = cache.reshape(-1, 8)
+        expected = lanes.shape[0] / 256
+        for lane in range(8):
+            counts = torch.bincount(lanes[:, lane].long(), minlength=256).double()
+            assert float((counts - expected).abs().max()) < 6 * expected**0.5, f"byte {lane} of a word is not uniform"
+    odd = random_bytes((5, 3), generator(0, "cpu"), "cpu")  # not whole words: a storage of its own bytes only
+    assert odd.shape == (5, 3) and odd.dtype == torch.uint8 and odd.untyped_storage().nbytes() == 15
+
+
+def test_distinct_ints_draw_like_a_permutation_s_first_values() -> None:
+    # p26's block ids: distinct, within the pool, and every ordered choice alike (as randperm(high)[:count]); with
+    # count = high the repeats force several rounds of draws
+    gen = generator(7, "cpu")
+    assert distinct_ints(2**20, 0, gen).numel() == 0
+    big = distinct_ints(2**20, 3000, gen)
+    assert big.numel() == big.unique().numel() == 3000 and int(big.min()) >= 0 and int(big.max()) < 2**20
+    seen: dict[tuple[int, ...], int] = {}
+    for _ in range(3000):
+        drawn = tuple(distinct_ints(4, 4, gen).tolist())
+        seen[drawn] = seen.get(drawn, 0) + 1
+    assert len(seen) == 24 and all(sorted(d) == [0, 1, 2, 3] for d in seen)
+    expected = 3000 / 24
+    assert max(abs(n - expected) for n in seen.values()) < 6 * expected**0.5, "some orders come more often"
+    with pytest.raises(ValueError):
+        distinct_ints(3, 4, gen)
 
 
 # ----------------------------------------------------------------------------------------------
