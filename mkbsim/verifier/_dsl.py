@@ -4,8 +4,9 @@ A launch is a call into code the DSL compiled in this worker. TIRx: every functi
 ``tvm.tirx.build`` returned here (``tvm.compile`` and ``tvm.build`` end there), at its call into the TVM
 FFI (``tvm_ffi.Function.__call__``, a Cython call straight into native code); a function of any other
 module is not counted. A built module is accepted only if its host code is LLVM and its device code
-CUDA, and its host code calls no outside symbol but TVM's runtime, LLVM intrinsics and math functions
-(``T.call_extern`` of ``dlopen`` or ``system`` is refused there, whoever built the IR and however).
+CUDA, and its host code calls no outside symbol but TVM's error report, LLVM's arithmetic intrinsics and math
+functions, and looks up no function by name but its own device kernels (``T.call_extern`` of ``dlopen``,
+``system`` or ``TVMFFIFunctionCall``, a ``call_packed`` are refused there, whoever built the IR and however).
 Native code is loaded from no file: ``load_module`` of a library this worker exported from a built
 module returns that module (an honest disk cache), and is refused for any other file; exporting
 takes no compiler, options or object files of the submission's. The compilers TVM starts run only

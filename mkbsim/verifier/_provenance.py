@@ -36,8 +36,9 @@ what a launch left there, with the vault's own time on it (the verifier takes it
 timed call pays only the count: no clock, no event, no copy, no AFTER. Only a launch the vault knows is genuine is
 counted and timed: its hook's original must be one registered before the submission loaded, and the
 launch a call of a function the gate itself made (``_dsl``): a TIRx function taken from a built module or a
-CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors, numbers, strings,
-TVM FFI values: no object whose conversion runs the submission's Python inside the window), or a CuTe ctypes
+CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors and nn.Parameters,
+Python and numpy numbers, strings, TVM FFI tensors and descriptions: no function or object native code could call
+or walk, nothing whose conversion runs the submission's Python inside the window), or a CuTe ctypes
 host function, its address unchanged, called with one array of pointers and nothing of Python in its
 conversions. Anything else runs unwatched by the count and the clock, which can only cost the submission.
 """
@@ -2043,7 +2044,7 @@ def provenance_vault(
                 if audit:
                     by_value += lib.layout_values(lib, arg, problem[0], problem[1])
             elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
-                uncounted(known[2][2], k, kind)
+                uncounted(parts[0][2], k, kind)  # the function's key: ("tirx", module, name)
                 return None
             else:
                 parts.append(lib.id(kind))
