@@ -4,8 +4,9 @@ A launch is a call into code the DSL compiled in this worker. TIRx: every functi
 ``tvm.tirx.build`` returned here (``tvm.compile`` and ``tvm.build`` end there), at its call into the TVM
 FFI (``tvm_ffi.Function.__call__``, a Cython call straight into native code); a function of any other
 module is not counted. A built module is accepted only if its host code is LLVM and its device code
-CUDA, and its host code calls no outside symbol but TVM's runtime, LLVM intrinsics and math functions
-(``T.call_extern`` of ``dlopen`` or ``system`` is refused there, whoever built the IR and however).
+CUDA, and its host code calls no outside symbol but TVM's error report, LLVM's arithmetic intrinsics and math
+functions, and looks up no function by name but its own device kernels (``T.call_extern`` of ``dlopen``,
+``system`` or ``TVMFFIFunctionCall``, a ``call_packed`` are refused there, whoever built the IR and however).
 Native code is loaded from no file: ``load_module`` of a library this worker exported from a built
 module returns that module (an honest disk cache), and is refused for any other file; exporting
 takes no compiler, options or object files of the submission's. The compilers TVM starts run only
@@ -44,20 +45,50 @@ from mkbsim.verifier._vault import Registry
 # TVM's own helper functions, fetched from modules while exporting or linking: not kernels.
 _TVM_INTERNAL_PREFIXES = ("__tvm", "_get_target_string")
 
-#: What a built module's host code may call outside itself: TVM's runtime, LLVM's intrinsics, the C
-#: library's memory primitives and the math functions (TIRx lowers T.exp and friends to them; an honest
-#: T.call_extern/call_pure_extern names them). Device code (CUDA) has no host symbols to call.
+#: What a built module's host code may call outside itself by name: the C library's memory primitives and the
+#: math functions (TIRx lowers T.exp and friends to them; an honest T.call_extern/call_pure_extern names them),
+#: TVM's runtime, and LLVM's intrinsics (``_allowed_call``). Device code (CUDA) has no host symbols to call.
 _MATH = (
     "sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sin", "cos",
     "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "fabs", "fmin", "fmax",
     "fmod", "floor", "ceil", "trunc", "round", "rint", "nearbyint", "nextafter", "erf", "erfc", "fma", "hypot",
     "copysign", "ldexp", "lgamma", "tgamma", "remainder",
 )  # fmt: skip
+#: TVM's runtime, by exact name: honest host code names only its error report (the argument checks, T.Assert),
+#: for the llvm and the cuda target alike (every TIRx solution, example and honest test case: see
+#: tests/solutions/test_tirx_host_symbols.py). The rest of the runtime it uses (workspaces, T.parallel, a CUDA
+#: kernel's launch) it reaches through pointers the loader fills (``__TVMFFIFunctionCall``...), which IR cannot
+#: name. So no FFI entry point that calls or looks up a function or makes an object (``TVMFFIFunctionCall``,
+#: ``TVMFFIFunctionGetGlobal``, ``TVMFFIFunctionCreate``...) is reachable: host code cannot call back into
+#: Python (red team rt15b F4: ``T.call_extern("int32", "TVMFFIFunctionCall", ...)`` passed the ``TVM`` prefix).
+TVM_RUNTIME_SYMBOLS = ("TVMFFIErrorSetRaisedFromCStrParts",)
 HOST_SYMBOLS = frozenset(
     (*_MATH, *(f"{name}f" for name in _MATH), "memcpy", "memset", "memmove", "__bzero", "__extendhfsf2",
-     "__truncsfhf2", "__truncdfhf2", "__gnu_h2f_ieee", "__gnu_f2h_ieee", "__truncsfbf2", "__truncdfbf2")
+     "__truncsfhf2", "__truncdfhf2", "__gnu_h2f_ieee", "__gnu_f2h_ieee", "__truncsfbf2", "__truncdfbf2",
+     *TVM_RUNTIME_SYMBOLS)
 )  # fmt: skip
-HOST_SYMBOL_PREFIXES = ("llvm.", "TVM", "__TVM", "__tvm", "_tvm")
+#: LLVM intrinsics by family (``_intrinsic_family``): arithmetic, bit, memory, conversion and hint intrinsics,
+#: none of which calls code. Not ``llvm.experimental.patchpoint``/``gc.statepoint`` (a call of any address),
+#: ``llvm.coro.resume``/``destroy`` (a call through a pointer in memory), nor the CPUs' own (``llvm.x86.int``
+#: is a software interrupt: a system call outside the guards).
+LLVM_INTRINSICS = frozenset((
+    "assume", "expect", "lifetime.start", "lifetime.end", "invariant.start", "invariant.end", "prefetch",
+    "memcpy", "memmove", "memset", "memcpy.inline", "memset.inline",
+    "fabs", "fmuladd", "fma", "sqrt", "exp", "exp2", "exp10", "log", "log2", "log10", "pow", "powi", "sin", "cos",
+    "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "round", "roundeven",
+    "rint", "nearbyint", "lround", "llround", "lrint", "llrint", "minnum", "maxnum", "minimum", "maximum",
+    "minimumnum", "maximumnum", "copysign", "ldexp", "frexp", "canonicalize", "is.fpclass",
+    "convert.to.fp16", "convert.from.fp16", "fptosi.sat", "fptoui.sat",
+    "smin", "smax", "umin", "umax", "abs", "ctpop", "ctlz", "cttz", "bswap", "bitreverse", "fshl", "fshr",
+    "sadd.with.overflow", "uadd.with.overflow", "ssub.with.overflow", "usub.with.overflow",
+    "smul.with.overflow", "umul.with.overflow", "sadd.sat", "uadd.sat", "ssub.sat", "usub.sat", "sshl.sat",
+    "ushl.sat", "smul.fix", "umul.fix", "scmp", "ucmp",
+    "vector.reduce.add", "vector.reduce.mul", "vector.reduce.and", "vector.reduce.or", "vector.reduce.xor",
+    "vector.reduce.smax", "vector.reduce.smin", "vector.reduce.umax", "vector.reduce.umin",
+    "vector.reduce.fadd", "vector.reduce.fmul", "vector.reduce.fmax", "vector.reduce.fmin",
+    "vector.reduce.fmaximum", "vector.reduce.fminimum", "masked.load", "masked.store", "masked.gather",
+    "masked.scatter", "masked.expandload", "masked.compressstore",
+))  # fmt: skip
 NOT_BUILT = "only modules TIRx built in this worker may run"
 #: The kinds of module a TIRx build produces: LLVM host code, CUDA device code.
 BUILT_KINDS = ("llvm", "cuda")
@@ -74,10 +105,57 @@ def _declared(source: str) -> list[str]:
     return found
 
 
+def _looked_up(source: str, *, _len: Any) -> list[str]:
+    """The functions an LLVM host module looks up by name at run time (``@.tvm_func.NAME``: a kernel of its
+    device module, a ``call_packed`` of a registered function), each through the runtime's lookup from the
+    module's imports, which falls back to every function registered in the process."""
+    found = []
+    for line in source.splitlines():
+        for start in ("@.tvm_func.", '@".tvm_func.'):
+            if line.startswith(start):
+                end = line.find(" = ")
+                found.append(line[_len(start) : end].strip('"'))
+    return found
+
+
+def _device_kernels(source: str, *, _len: Any, _range: Any) -> list[str]:
+    """The kernels a CUDA C source defines (``extern "C" __global__ void __launch_bounds__(n) NAME(...``)."""
+    found = []
+    for line in source.splitlines():
+        if "__global__" in line:
+            tokens = line.replace("(", " ( ").split()
+            for i in _range(1, _len(tokens)):
+                if tokens[i] == "(" and tokens[i - 1] != "__launch_bounds__":
+                    found.append(tokens[i - 1])
+                    break
+    return found
+
+
+def _allowed_call(name: str, *, _symbols: Any, _intrinsics: Any, _len: Any) -> bool:
+    """Whether host code may call ``name`` outside itself: one of ``_symbols`` (by exact name), or an LLVM
+    intrinsic of one of the ``_intrinsics`` families, its overload's type suffixes aside (``llvm.memset.p0.i64``:
+    ``memset``; a suffix is an integer, float, bfloat or pointer type, or a fixed or scalable vector of one)."""
+    if name in _symbols:
+        return True
+    if not name.startswith("llvm."):
+        return False
+    parts = name[5:].split(".")
+    while _len(parts) > 1:
+        last = parts[-1]
+        element = last[3:] if last.startswith("nxv") else last[1:] if last.startswith("v") else last
+        element = element.lstrip("0123456789")
+        kind = element.rstrip("0123456789")
+        if kind == element or kind not in ("i", "f", "bf", "p"):
+            break
+        parts.pop()
+    return ".".join(parts) in _intrinsics
+
+
 def _built_module(
     mod: Any, target: Any = None, pipeline: Any = "default", *, _original: Any, _ask: Any, _getframe: Any,
-    _built: Any, _declared: Any, _symbols: Any, _prefixes: Any, _kinds: Any, _kind: Any, _source: Any, _list: Any,
-    _id: Any, _type: Any, _str: Any, _len: Any, _context: Any, _passes: str, _PermissionError: Any
+    _built: Any, _declared: Any, _allowed: Any, _looked_up: Any, _kernels: Any, _kinds: Any, _kind: Any,
+    _source: Any, _list: Any, _id: Any, _type: Any, _str: Any, _len: Any, _context: Any, _passes: str,
+    _PermissionError: Any
 ) -> Any:  # fmt: skip
     """``tvm.tirx.build``: the module, registered as the DSL's own (with its imports) once its kinds and
     its host code's outside calls are checked; TVM's compilers may run meanwhile (``("building", ...)``), so
@@ -97,13 +175,23 @@ def _built_module(
         module = pending.pop()
         tree.append(module)
         pending += _list(module.imports_)
-    refused = [f"a {_kind(m)!r} module" for m in tree if _kind(m) not in _kinds] or [
-        f"a call of {name!r}" for name in _declared(_source(built, "ll"))
-        if name not in _symbols and not name.startswith(_prefixes)
-    ]  # fmt: skip
+    refused = [f"a {_kind(m)!r} module" for m in tree if _kind(m) not in _kinds]
+    if not refused:
+        host = _source(built, "ll")
+        # by name, a host module may look up only its device code's kernels (and the runtime's device setter):
+        # a lookup of anything else (``call_packed``, however its IR was made) reaches any registered function
+        kernels = [name for m in tree[1:] for name in _kernels(_source(m, ""))]
+        refused = [f"a call of {name!r}" for name in _declared(host) if not _allowed(name)] + [
+            f"a lookup of the function {name!r}" for name in _looked_up(host)
+            if name != "__tvm_set_device" and name not in kernels
+        ]  # fmt: skip
     if refused:
         what = "a TIRx module with " + ", ".join({item: None for item in refused})  # each once, in order
-        reason = "a TIRx kernel runs LLVM host and CUDA device code and calls only math functions outside itself"
+        reason = (
+            "a TIRx kernel runs LLVM host and CUDA device code and calls nothing outside itself but math "
+            "functions, LLVM's arithmetic intrinsics and TVM's error report, and looks up no function but its own "
+            "device kernels"
+        )
         raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
     for module in tree:
         _built[_id(module)] = module  # held: its id is never reused
@@ -313,7 +401,10 @@ class DslGates:
         paths = {"_realpath": os.path.realpath}
         build = self.registry.protect(
             _built_module, _original=tvm.tirx.build, _built=built, _declared=self.registry.protect(_declared),
-            _symbols=HOST_SYMBOLS, _prefixes=HOST_SYMBOL_PREFIXES, _kinds=BUILT_KINDS,
+            _allowed=self.registry.protect(_allowed_call, _symbols=HOST_SYMBOLS, _intrinsics=LLVM_INTRINSICS, _len=len),
+            _looked_up=self.registry.protect(_looked_up, _len=len),
+            _kernels=self.registry.protect(_device_kernels, _len=len, _range=range),
+            _kinds=BUILT_KINDS,
             _kind=tvm_ffi.get_global_func("ffi.ModuleGetKind"),
             _source=tvm_ffi.get_global_func("ffi.ModuleInspectSource"), _list=list, _len=len,
             _context=tvm_ffi.get_global_func("transform.GetCurrentPassContext"), _passes="tir.add_lower_pass", _id=id,

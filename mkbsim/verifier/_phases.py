@@ -185,8 +185,11 @@ def correctness(v: Verification) -> Failure | None:
         elif answer.reply.get("ok") and _structure(v, answer.reply, where) is None:
             draw.outputs = _delivered(v, arena, answer.reply)
         if answer.reply.get("ok") and not answer.page["launches"]:
+            why = [str(r[1]) for r in answer.page.get("records") or () if r[0] == "uncounted"]  # an argument's type
             return Failure(
-                "not_dsl", f"run() launched no {v.dsl} kernel {where}; a submission must run its work in the DSL."
+                "not_dsl",
+                f"run() launched no {v.dsl} kernel {where}; a submission must run its work in the DSL."
+                + "".join(f" ({text})" for text in why[:1]),
             )
     v.report.correct = True
     v.phases["anchors_s"] = sum(anchors)

@@ -36,8 +36,9 @@ what a launch left there, with the vault's own time on it (the verifier takes it
 timed call pays only the count: no clock, no event, no copy, no AFTER. Only a launch the vault knows is genuine is
 counted and timed: its hook's original must be one registered before the submission loaded, and the
 launch a call of a function the gate itself made (``_dsl``): a TIRx function taken from a built module or a
-CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors, numbers, strings,
-TVM FFI values: no object whose conversion runs the submission's Python inside the window), or a CuTe ctypes
+CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors and nn.Parameters,
+Python and numpy numbers, strings, TVM FFI tensors and descriptions: no function or object native code could call
+or walk, nothing whose conversion runs the submission's Python inside the window), or a CuTe ctypes
 host function, its address unchanged, called with one array of pointers and nothing of Python in its
 conversions. Anything else runs unwatched by the count and the clock, which can only cost the submission.
 """
@@ -281,6 +282,17 @@ def layout_values(lib: Any, t: Any, known: Any, rank: int) -> int:
     return count
 
 
+def _numpy_numbers() -> tuple[type, ...]:
+    """numpy's own number types (what ``np.float32(1e-6)`` or ``np.prod(shape)`` is), exactly: a value passed by
+    value like a Python number, converted by numpy's C code (a subclass of the submission's is not one of them)."""
+    try:
+        numpy: Any = importlib.import_module("numpy")
+    except ImportError:
+        return ()
+    numbers = (numpy.number, numpy.bool_)
+    return tuple({kind for kind in numpy.sctypeDict.values() if issubclass(kind, numbers)} - {numpy.timedelta64})
+
+
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     """The C functions the vault calls, bound before the submission exists."""
     base = torch._C.TensorBase
@@ -292,11 +304,14 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         ffi: Any = importlib.import_module("tvm_ffi")
     except ImportError:
         ffi = None
-    # arguments whose conversion into a TVM FFI call runs no Python of the submission's
+    # arguments whose conversion into a TVM FFI call runs no Python of the submission's: data (tensors, numbers,
+    # numpy's numbers by value, strings) and descriptions of it; not a function, module or other object, whose
+    # handle native code could call or walk (red team rt15b F4: a TVM FFI function made from the submission's
+    # Python, called back from inside a counted launch)
     plain: tuple[Any, ...] = (torch.Tensor, torch.dtype, torch.device, int, float, bool, complex, str, bytes)
-    plain += (type(None),)
+    plain += (type(None), *_numpy_numbers())
     if ffi is not None:
-        names = ("Tensor", "Shape", "Device", "dtype", "String", "Bytes", "Function", "Module", "Object")
+        names = ("Tensor", "Shape", "Device", "dtype", "String", "Bytes")
         plain += tuple(getattr(ffi, name) for name in names if isinstance(getattr(ffi, name, None), type))
     # TVM's own tensors (tvm.runtime.from_dlpack, tvm.runtime.empty): watched as torch views of their memory
     ffi_tensors = (ffi.core.Tensor, getattr(sys.modules.get("tvm.runtime"), "Tensor", None)) if ffi is not None else ()
@@ -365,6 +380,10 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         work_clock=_perf_counter if device.type == "cuda" else time.thread_time,
         Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
         plain=frozenset(id(kind) for kind in plain),
+        # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
+        # is a torch.Tensor): read as the torch.Tensor over their memory (``plain_view``), not left out
+        tensor_subclasses=frozenset((id(torch.nn.Parameter),)), detach=base.detach,
+        qualname=_getter(type, "__qualname__"),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
         ffi_tensors=frozenset(id(kind) for kind in ffi_tensors if isinstance(kind, type)),
         dlpack=ffi.core.Tensor.__dlpack__ if ffi is not None else None, from_capsule=torch._C._from_dlpack,
@@ -698,6 +717,20 @@ def provenance_vault(
     # costs as much as one of the C calls
     tensor_type, strided, layout_of, is_contiguous = lib.Tensor, lib.strided, lib.layout_of, lib.is_contiguous
     nbytes, ffi_tensors, type_of, id_of = lib.nbytes, lib.ffi_tensors, lib.type, lib.id
+    tensor_subclasses = lib.tensor_subclasses
+    views: dict[int, Any] = {}  # this request's ``plain_view``s: id of an nn.Parameter -> (it, its view)
+
+    def plain_view(item: Any) -> Any:
+        """An ``nn.Parameter`` as a torch.Tensor over its memory (its version counter too), made with torch's
+        Python dispatch and subclass hooks off, so that no ``__torch_function__`` or ``__torch_dispatch__`` set on
+        the class runs; one per request, so that its operands and results are one tensor to ``op``."""
+        known = views.get(id_of(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        with lib.exclude(lib.python_keys), lib.no_torch_function():
+            view = lib.detach(item)
+        views[id_of(item)] = (item, view)
+        return view
 
     def footprint(positional: Any) -> int:
         """The bytes a launch's tensor arguments span (every call, the scored ones too: a few reads per argument,
@@ -706,10 +739,11 @@ def provenance_vault(
         total = 0
         for arg in positional[1:]:
             kind = type_of(arg)
-            if kind is not tensor_type:  # torch's tensor first: the common argument skips the TVM check
-                if id_of(kind) not in ffi_tensors:
-                    continue
-                arg = ffi_view(arg)
+            if kind is not tensor_type:  # torch's tensor first: the common argument skips the other checks
+                if id_of(kind) in ffi_tensors:
+                    arg = ffi_view(arg)
+                elif id_of(kind) in tensor_subclasses:
+                    arg = plain_view(arg)
                 if type_of(arg) is not tensor_type:
                     continue
             if layout_of(arg) is strided:
@@ -738,6 +772,8 @@ def provenance_vault(
                 view = ffi_view(item)
                 if view is not None:
                     out.append(view)
+            elif lib.id(kind) in tensor_subclasses:
+                stack.append(plain_view(item))
             else:
                 source = dlpack_sources.get(lib.id(item))
                 if source is not None and source[0]() is item:
@@ -1986,13 +2022,17 @@ def provenance_vault(
         # values that enter the DSL's memory from Python (``_eagerwork``): arguments not tensors, and the integers a
         # tensor argument's layout carries beyond the problem's sizes (``layout_values``)
         by_value = 0
-        for arg in positional[1:]:
+        for k in lib.range(1, lib.len(positional)):
+            arg = positional[k]
             kind = lib.type(arg)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
                 arg = ffi_view(arg)
                 kind = lib.type(arg)
                 if kind is not lib.Tensor:
                     return None
+            elif lib.id(kind) in tensor_subclasses:
+                arg = plain_view(arg)
+                kind = lib.Tensor
             if kind is not lib.Tensor and not tirx:
                 source = dlpack_sources.get(lib.id(arg))
                 if source is not None and source[0]() is arg:  # a CuTe tensor made from a torch tensor
@@ -2004,6 +2044,7 @@ def provenance_vault(
                 if audit:
                     by_value += lib.layout_values(lib, arg, problem[0], problem[1])
             elif tirx and lib.id(kind) not in lib.plain:  # ids of types: no __eq__ of the submission's runs
+                uncounted(parts[0][2], k, kind)  # the function's key: ("tirx", module, name)
                 return None
             else:
                 parts.append(lib.id(kind))
@@ -2013,6 +2054,15 @@ def provenance_vault(
             key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
         return lib.tuple(parts), lib.tuple(kind_parts)
+
+    def uncounted(name: Any, position: int, kind: Any) -> None:
+        """Say, once per draw, which argument left a launch of a genuine kernel uncounted (``not_dsl`` names it)."""
+        text = (
+            f"a launch of {name!r} was not counted: its argument {position - 1} is a {lib.qualname(kind)}; a counted "
+            "launch takes torch tensors (nn.Parameters too), Python or numpy numbers, strings, dtypes and devices"
+        )
+        if audit and not lib.any(record[0] == "uncounted" and record[1] == text for record in records):
+            records.append(("uncounted", text))
 
     def note(key: Any, original: Any, target: Any) -> None:
         """Number launch ``key`` (its signature, its kind) and list its kind as launched in this call."""
@@ -2165,6 +2215,8 @@ def provenance_vault(
     while True:
         request = yield reply
         reply = None
+        if views:
+            views.clear()
         try:
             current = lib.u64.unpack_from(page, layout.NONCE)[0]
             if current != nonce:

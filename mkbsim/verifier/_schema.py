@@ -209,7 +209,7 @@ def _provenance_record(record: Any, at: str, samples: Sequence[int]) -> None:
     kind = record[0] if type(record) in (list, tuple) and record else None
     if kind == "eager_ops":
         _row(_str, _list_of(_row(_row(_str, _SIZES, _SIZES), _count)))(record, at)
-    elif kind == "fault":
+    elif kind in ("fault", "uncounted"):  # a fault of the vault's; a launch an argument left uncounted
         _row(_str, _str)(record, at)
     elif kind == "decoded":  # a launch the decode rule judged: number, changed elements, share, map, withdrawn
         _row(_str, _count, _count, _number, _str, _bool)(record, at)

@@ -1,0 +1,42 @@
+"""What a counted TIRx launch takes (``_provenance``'s gate, red team rt15b F4, FP1, FP2): torch tensors and
+``nn.Parameter``s, Python and numpy numbers by value, strings, dtypes and devices. A launch with anything else
+(a TVM FFI function, module or object, a Tensor subclass of the submission's) is not counted, and ``not_dsl``
+names the argument; the honest cases (tests/verifier/honest/nn_parameter_argument.py,
+numpy_scalar_arguments.py) pass in test_honest.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mkbsim.verifier import VerifierSession
+from mkbsim.verifier._provenance import _numpy_numbers, provenance_lib
+
+ADVERSARIAL = Path(__file__).with_name("adversarial")
+
+
+@pytest.mark.parametrize(
+    ("case", "named"),
+    [("launch_with_a_function_argument", "argument 3 is a Function"),
+     ("launch_with_a_tensor_subclass_argument", "argument 2 is a Gain")],
+)  # fmt: skip
+def test_an_uncounted_launch_is_named_in_the_feedback(cpu_session: VerifierSession, case: str, named: str) -> None:
+    report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p36", "tirx")
+    assert report.failure == "not_dsl", report.feedback
+    assert named in report.feedback, report.feedback
+
+
+def test_numpy_numbers_count_by_value_and_objects_do_not() -> None:
+    lib = provenance_lib(torch.device("cpu"))
+    for value in (np.float32(1e-6), np.float16(1), np.int64(3), np.int32(3), np.uint8(1), np.bool_(True),
+                  np.prod((2, 3)), np.complex64(1)):  # fmt: skip
+        assert id(type(value)) in lib.plain, type(value)
+    assert np.timedelta64 not in _numpy_numbers()  # an integer to numpy, a duration to everyone else
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    for kind in (tvm_ffi.Function, tvm_ffi.Module, tvm_ffi.Object):
+        assert id(kind) not in lib.plain, kind
+    assert id(torch.nn.Parameter) in lib.tensor_subclasses
+    assert type(torch.nn.Buffer(torch.ones(1))) is torch.Tensor  # a buffer is a tensor already
