@@ -38,7 +38,7 @@ import sys
 import weakref
 from typing import Any
 
-from mkbsim.verifier._guards import Guards
+from mkbsim.verifier._guards import Binding, Guards, binding
 from mkbsim.verifier._provenance import gate
 from mkbsim.verifier._vault import Registry
 
@@ -341,7 +341,7 @@ class DslGates:
         self.dsl = dsl
         self.serial = serial  # the worker's launch lock, shared with the provenance mode (``_provenance.gate``)
         self.dlpack_sources: dict[int, Any] = {}
-        self.patched: list[tuple[Any, str, Any]] = []
+        self.patched: list[Binding] = []
 
     def gate_hook(self, original: Any, role: str) -> Any:
         """The gate over ``original``, registered with the vault as genuine: ``role`` "function" (a counted
@@ -365,7 +365,7 @@ class DslGates:
 
     def _set(self, owner: Any, attr: str, value: Any) -> None:
         setattr(owner, attr, value)
-        self.patched.append((owner, attr, value))
+        self.patched.append(binding(owner, attr))
 
     def install(self) -> None:
         if self.dsl == "tirx":

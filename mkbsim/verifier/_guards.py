@@ -1111,7 +1111,7 @@ class Guards:
         self.registry = registry
         self.dsl = dsl
         freeze_compilers()  # done in the zygote already, before any submission existed
-        self.patched: list[tuple[Any, str, Any]] = []
+        self.patched: list[Binding] = []
         self._busy: set[int] = set()
         self._lock = _thread.RLock()
         self.thread_ops: dict[int, int] = {}  # thread -> torch operators it ran (``_threads.count_ops``)
@@ -1147,7 +1147,7 @@ class Guards:
         if getattr(owner, attr, None) is None:
             return
         setattr(owner, attr, hook)
-        self.patched.append((owner, attr, hook))
+        self.patched.append(binding(owner, attr))
 
     def deny(
         self, owner: Any, attr: str, what: str, reason: str, how: str = "culprit", callers: tuple[str, ...] = ()
@@ -1263,7 +1263,7 @@ class Guards:
             hook = hook_for(value, what)
             if hook is not None:
                 setattr(connection, name, staticmethod(hook))  # a function would bind the connection as its first
-                self.patched.append((connection, name, hook))  # what the class hands out: the function itself
+                self.patched.append(binding(connection, name))
             defaults = getattr(value, "__defaults__", None) or ()
             hooked = tuple(hook_for(default, what) or default for default in defaults)
             if any(new is not old for new, old in zip(hooked, defaults, strict=True)):
@@ -1487,11 +1487,25 @@ class Guards:
 
     def tampered(self) -> list[str]:
         """The hooks that are no longer in place."""
-        return [
-            f"{getattr(owner, '__name__', owner)}.{attr}"
-            for owner, attr, ours in self.patched
-            if getattr(owner, attr, None) is not ours
-        ]
+        return changed_bindings(self.patched)
+
+
+#: A binding as installed: the owner's name, the attribute, what it was bound to, and the owner's own namespace.
+Binding = tuple[str, str, Any, Any]
+
+
+def binding(owner: Any, attr: str) -> Binding:
+    """``owner.attr`` as it is bound now, with the owner's namespace (a module's dict, a class's mapping): taken before
+    the submission loads, so that checking it later looks nothing up on the owner."""
+    namespace = vars(owner)
+    return (getattr(owner, "__name__", type(owner).__name__), attr, namespace.get(attr), namespace)
+
+
+def changed_bindings(bindings: list[Binding]) -> list[str]:
+    """The bindings no longer holding what was installed, read from each owner's namespace itself: an attribute lookup
+    on the owner would run a module's ``__getattr__`` (the binding deleted) or a swapped class's, the submission's code,
+    inside the harness's per-call path after the timer (red team rt16 F3). A missing key is a moved binding."""
+    return [f"{name}.{attr}" for name, attr, ours, namespace in bindings if namespace.get(attr) is not ours]
 
 
 #: The code objects of the zygote's libraries (``remember_preloaded``), which every worker inherits, and those of

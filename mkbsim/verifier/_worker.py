@@ -35,7 +35,7 @@ from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answe
 from mkbsim.verifier._control import BLOCK_NONCE, map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._eagerwork import to_python_hook
-from mkbsim.verifier._guards import Guards
+from mkbsim.verifier._guards import Guards, binding, changed_bindings
 from mkbsim.verifier._mapped import (
     HARNESS_OPS,
     bound_steps,
@@ -188,7 +188,7 @@ class Worker:
         self.device = torch.device(setup["device"])
         self.candidate = setup["role"] == "candidate"
         self.control_fd = control_fd
-        self.timers = [(owner, attr, getattr(owner, attr)) for owner, attr in TIMER_ATTRIBUTES]
+        self.timers = [binding(owner, attr) for owner, attr in TIMER_ATTRIBUTES]
         self.guards: Guards | None = None
         self.gates: DslGates | None = None
         self.flusher: CacheFlusher | None = None
@@ -381,8 +381,8 @@ class Worker:
         if self.guards is not None:
             tampered += self.guards.tampered()
         if self.gates is not None:
-            tampered += [attr for owner, attr, ours in self.gates.patched if getattr(owner, attr, None) is not ours]
-        timers = [attr for owner, attr, orig in self.timers if getattr(owner, attr, None) is not orig]
+            tampered += changed_bindings(self.gates.patched)
+        timers = changed_bindings(self.timers)
         added = [cb for cb in self.gc_callbacks if not any(cb is ours for ours in self.library_callbacks)]
         if self.candidate and added:
             tampered.append(f"gc.callbacks (a collector callback runs work outside the timed call: {len(added)} added)")
