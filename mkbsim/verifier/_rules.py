@@ -228,7 +228,6 @@ RAW_NAMES: dict[str, str] = {
         RAW_MEMORY,
     ),
     "__del__": DEFERRED,
-    **dict.fromkeys(PER_ELEMENT_METHODS, PER_ELEMENT),
     # a tensor's bytes through files, memory another process maps, or torch's zip container; the C base class of
     # storages, whose methods the runtime hooks cannot patch
     **dict.fromkeys(

@@ -18,6 +18,8 @@ from mkbsim.verifier._rules import (
     INLINE_CUDA_CALLS,
     INLINE_CUDA_PATTERN,
     INTROSPECTION_ATTRS,
+    PER_ELEMENT,
+    PER_ELEMENT_METHODS,
     RAW_NAMES,
     TIMER_ATTRS,
     module_rule,
@@ -111,6 +113,8 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "forbidden", f"the name {attr}", _PAST_HOOKS)
         if attr in RAW_NAMES:
             self.add(node, "forbidden", f"the name {attr}", RAW_NAMES[attr])
+        if attr in PER_ELEMENT_METHODS:
+            self.add(node, "forbidden", f"the name {attr}", PER_ELEMENT)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.check_attr_name(node, node.name)
@@ -262,6 +266,8 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "forbidden", f"the name {node.value!r}", _INTROSPECTION)
         if node.value in _BASE_CLASS_NAMES - {"mro"}:
             self.add(node, "forbidden", f"the name {node.value!r}", _PAST_HOOKS)
+        if node.value in PER_ELEMENT_METHODS:  # whole strings only: "map_" is part of many honest names
+            self.add(node, "forbidden", f"the name {node.value!r}", PER_ELEMENT)
         for name, reason in RAW_NAMES.items():
             if name in node.value:
                 self.add(node, "forbidden", f"the name {name} in a string", reason)

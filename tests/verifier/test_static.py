@@ -268,3 +268,10 @@ def test_a_main_guarded_self_test_is_not_scanned() -> None:
 def test_a_file_that_could_rename_its_module_has_its_self_test_scanned(rename: str) -> None:
     findings = scan_source(f"{rename}\n{_SELF_TEST}", "tirx").findings
     assert any(f.what == "import ctypes" for f in findings), findings
+
+
+def test_per_element_python_methods_are_refused_by_name_not_inside_other_names() -> None:
+    for source in ("y.apply_(f)\n", "x.map2_(a, b, f)\n", "getattr(x, 'map_')(f)\n", "m = torch.Tensor.map_\n"):
+        assert any("one by one" in f.reason for f in scan_source(source, "tirx").findings), source
+    honest = 'slot_map_ = 3\n"""block_map_ids are the page table"""\nkv_map_index = {"map_size": 1}\n'
+    assert not scan_source(honest, "tirx").findings
