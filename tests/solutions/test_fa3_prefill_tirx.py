@@ -11,6 +11,7 @@ memory and registers fit, and (with nvcc) ptxas keeps every wgmma asynchronous w
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -164,8 +165,13 @@ def _loop(source: str, start: str) -> tuple[int, int]:
     raise AssertionError(f"unbalanced loop after {start!r}")
 
 
+#: The checks that read a kernel's CUDA source run in one worker, so each tiling is lowered once (``_source``).
+SOURCE_GROUP = pytest.mark.xdist_group("fa3_prefill_tirx_sources")
+
+
+@functools.cache
 def _source(nn: str) -> str:
-    """The CUDA source of ``nn``'s kernel at its SMOKE shapes."""
+    """The CUDA source of ``nn``'s kernel at its SMOKE shapes (10-25 s of TVM lowering each on the CPU)."""
     pytest.importorskip("tvm")
     problem = _problem(nn)
     mod = _load(SOLUTIONS / f"{nn}_fa3_tirx.py")
@@ -174,6 +180,7 @@ def _source(nn: str) -> str:
 
 
 @pytest.mark.slow
+@SOURCE_GROUP
 @pytest.mark.parametrize("nn", ["04", "06", "09"])
 def test_tirx_source_runs_the_replayed_protocol(nn: str) -> None:
     t = _tiling(_problem(nn))
@@ -230,6 +237,7 @@ def test_tirx_source_runs_the_replayed_protocol(nn: str) -> None:
 
 
 @pytest.mark.slow
+@SOURCE_GROUP
 @pytest.mark.parametrize("nn", CUTE.PTXAS_PREFILL)
 def test_ptxas_keeps_every_wgmma_asynchronous_without_spills(nn: str, tmp_path: Path) -> None:
     """No serialised wgmma, no spills, the setmaxnreg values; with nvdisasm, p04's and p09's consumers keep their

@@ -17,6 +17,7 @@ from mkbsim.verifier._eagerwork import KINDS, Work
 from mkbsim.verifier._plankind import PARTIAL_SHARE, plan_kind
 from tests.kits.eager_shares import shares_module
 from tests.kits.timing_rules import timing_rules_off
+from tests.solutions.solution_sample import on_request, representatives
 
 HONEST = Path(__file__).with_name("honest")
 SPLIT_K = HONEST / "splitk_gemm_last_group_kernel.py"
@@ -60,10 +61,18 @@ def test_an_operator_the_cost_model_does_not_know_counts_at_its_most_and_says_so
     assert "could have made" in plan.describe() and "cannot price" in plan.describe()
 
 
-@pytest.mark.parametrize("path", TIRX_SOLUTIONS, ids=[p.stem for p in TIRX_SOLUTIONS])
+def _labelled_everyday(path: Path) -> bool:
+    """Files that inline shared kernel modules (``# bundle:``: the prefill templates at each problem's constants) share
+    their eager code with their family × plan's first file, which stands for them (16-26 s each on the CPU, most of
+    this module's time); every file with code of its own is labelled in every run."""
+    return path in representatives(TIRX_SOLUTIONS) or "# bundle: " not in path.read_text()
+
+
+@pytest.mark.parametrize("path", [on_request(p, id=p.stem, everyday=_labelled_everyday(p)) for p in TIRX_SOLUTIONS])
 def test_the_study_s_solutions_are_labelled_by_what_their_eager_code_made(path: Path) -> None:
     """Priced with the kernels stubbed (``benchmarks/eager_work_shares.py --plans``), at SMOKE: the partial plans at
-    0.2 (p28) and 1.0 (the GEMMs), every other plan at 0."""
+    0.2 (p28) and 1.0 (the GEMMs), every other plan at 0 (the bundled templates' other instances with
+    MKBSIM_ALL_SOLUTIONS=1)."""
     shares = shares_module()
     with shares._stubbed_dsls():
         plan = shares.priced(path, "smoke")[1]
