@@ -322,6 +322,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
         exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys,
         no_torch_function=torch._C.DisableTorchFunction,
+        inference_mode=torch._C._InferenceMode, in_inference_mode=torch.is_inference_mode_enabled,
         data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
         numel=base.numel, untyped_storage=base.untyped_storage, view=base.view, set_=base.set_, clone=base.clone,
         copy_=base.copy_, bool_=torch.bool, logical_or_=base.logical_or_, as_strided=base.as_strided,
@@ -2212,6 +2213,7 @@ def provenance_vault(
             lib.u64.pack_into(page, layout.FLAG, nonce)
 
     reply: Any = None
+    mode: list[Any] = []  # the inference-mode guard a request holds (below)
     while True:
         request = yield reply
         reply = None
@@ -2250,6 +2252,12 @@ def provenance_vault(
                 stream.clear()
                 launches = running = used = changed = 0
                 dsl_s = spent = 0.0
+            if (audit or evidence) and not lib.in_inference_mode():
+                # a tensor made under inference mode refuses in-place updates outside it (the sentinel fill, a
+                # suppressed launch's put-back, RESULT after run() left the mode): the vault's work on a watched call
+                # runs in the mode, whatever the submission's was (red team rt17 F1: a crash, an honest p28 failed);
+                # a scored call's requests touch no tensor and pay nothing
+                mode.append(lib.inference_mode(True))
             kind = request[0]
             if kind == 1 and audit:  # a correctness draw's BEFORE comes again, under the launch lock (``gate``)
                 kind = -1
@@ -2378,6 +2386,7 @@ def provenance_vault(
             # does with the exception
             records.append(("fault", lib.str(lib.type(exc).__name__) + ": " + lib.str(exc)))
             reply = exc
+        mode.clear()  # the mode as the request found it
         request = None  # the caller holds its objects: dropping them here is never the last reference
 
 
