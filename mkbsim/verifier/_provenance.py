@@ -318,7 +318,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
         list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
-        first=operator.itemgetter(0), BaseException=BaseException, zip=zip,
+        first=operator.itemgetter(0), BaseException=BaseException, PermissionError=PermissionError, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
         exclude=torch._C._ExcludeDispatchKeyGuard, python_keys=python_keys,
         no_torch_function=torch._C.DisableTorchFunction,
@@ -456,6 +456,7 @@ def provenance_vault(
     keyed_used = 0
     occurrences: dict[int, int] = {}  # signature -> its launches so far in this call
     launch_key: Any = None
+    refusal: Any = None  # the exception a launch the vault will not watch raises instead of running (``uncounted``)
     # (storage, dtype, operands' dtypes) -> launches that changed fewer elements there than the decode rule judges:
     # (their elements, their operands' elements there, the tensor, where, the launch's number) (``judge_pools``)
     pools: dict[Any, list[Any]] = {}
@@ -1986,8 +1987,9 @@ def provenance_vault(
         shapes, strides and element sizes (other arguments: their type; a value such as a scale or a count drawn
         from the data may differ from call to call); with its kind, the same with each tensor argument's kind
         (``_launchkind``: the sizes the problem fixes). One pass over the arguments, on evidence calls and
-        draws only; on a scored call a launch of a genuine kernel is counted (``True``), whatever its
-        arguments: they matter to the clock's window and the signature, neither of which a scored call has."""
+        draws; on a scored call a launch of a genuine kernel is counted (``True``) once its arguments' types are
+        plain (a TIRx launch with any other argument does not run on any call: ``uncounted``); the rest matters to
+        the clock's window and the signature, neither of which a scored call has."""
         entry = originals.get(lib.id(original))
         if entry is None or entry[0] is not original or entry[1] == "outer":
             return None
@@ -2013,7 +2015,14 @@ def provenance_vault(
                         or not (restype is None or restype is lib.c_int) or pointers is None
                         or lib.pointer_arrays.get(lib.id(pointers)) is not pointers):  # fmt: skip
                     return None
-            if not evidence:  # its arguments matter to the clock's window and the signature only
+            if not evidence:  # its arguments matter to the clock's window and the signature only, and whether it runs
+                if tirx:
+                    for k in lib.range(1, lib.len(positional)):
+                        kind = lib.type(positional[k])
+                        if not (kind is lib.Tensor or lib.id(kind) in lib.plain or lib.id(kind) in lib.ffi_tensors
+                                or lib.id(kind) in tensor_subclasses):  # fmt: skip
+                            uncounted(known[2][2], k, kind)
+                            return None
                 return True
             parts = [known[2]]
         kind_parts = lib.list(parts)
@@ -2057,11 +2066,16 @@ def provenance_vault(
         return lib.tuple(parts), lib.tuple(kind_parts)
 
     def uncounted(name: Any, position: int, kind: Any) -> None:
-        """Say, once per draw, which argument left a launch of a genuine kernel uncounted (``not_dsl`` names it)."""
+        """A launch of a genuine TIRx kernel with an argument the vault cannot watch does not run, on every call alike
+        (``refusal``, raised by the gate): run unwatched, a kernel copying into an ndarray carried the inputs into
+        numpy and the answer back, uncounted beside a counted finisher (red team rt17 F3b, F2d). Said once per draw
+        (``not_dsl`` names it where nothing else launched)."""
+        nonlocal refusal
         text = (
-            f"a launch of {name!r} was not counted: its argument {position - 1} is a {lib.qualname(kind)}; a counted "
-            "launch takes torch tensors (nn.Parameters too), Python or numpy numbers, strings, dtypes and devices"
+            f"a launch of {name!r} did not run: its argument {position - 1} is a {lib.qualname(kind)}; a launch "
+            "takes torch tensors (nn.Parameters too), Python or numpy numbers, strings, dtypes and devices"
         )
+        refusal = lib.PermissionError("mkbsim verifier: " + text)
         if audit and not lib.any(record[0] == "uncounted" and record[1] == text for record in records):
             records.append(("uncounted", text))
 
@@ -2367,7 +2381,9 @@ def provenance_vault(
                     if outermost:
                         lib.cuda_sync()
                     spent += lib.work_clock() - start
-            if kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
+            if refusal is not None:  # a launch the vault cannot watch: the gate raises this instead of running it
+                reply, refusal = refusal, None
+            elif kind == 1 and (audit or role):  # the gate reports back after the call; a launch's time starts last
                 reply = True
                 opened.append(role)
                 if role == 1:

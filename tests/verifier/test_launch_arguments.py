@@ -23,10 +23,12 @@ ADVERSARIAL = Path(__file__).with_name("adversarial")
     [("launch_with_a_function_argument", "argument 3 is a Function"),
      ("launch_with_a_tensor_subclass_argument", "argument 2 is a Gain")],
 )  # fmt: skip
-def test_an_uncounted_launch_is_named_in_the_feedback(cpu_session: VerifierSession, case: str, named: str) -> None:
+def test_an_unwatched_launch_does_not_run_and_is_named_in_the_feedback(
+    cpu_session: VerifierSession, case: str, named: str
+) -> None:
     report = cpu_session.verify(ADVERSARIAL / f"{case}.py", "p36", "tirx")
-    assert report.failure == "not_dsl", report.feedback
-    assert named in report.feedback, report.feedback
+    assert report.failure == "exception", report.feedback  # the gate raised instead of running it
+    assert f"did not run: its {named}" in report.feedback, report.feedback
 
 
 def test_numpy_numbers_count_by_value_and_objects_do_not() -> None:

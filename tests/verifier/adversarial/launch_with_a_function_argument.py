@@ -1,9 +1,9 @@
 """An honest RMSNorm kernel that also takes a TVM FFI function made from the submission's Python (it could be
 called back, or its handle walked, by native code): a launch with a function, module or other object among its
-arguments is not counted, and ``not_dsl`` names the argument (red team rt15b F4: ``tvm_ffi.Function`` was a
-plain argument)."""
+arguments does not run: the gate raises, naming the argument (red team rt15b F4: ``tvm_ffi.Function`` was a
+plain argument; until rt17 F2d such a launch ran uncounted)."""
 
-# expect: not_dsl
+# expect: exception
 # problem: p36
 import torch
 import tvm

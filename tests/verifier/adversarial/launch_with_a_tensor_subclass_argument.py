@@ -1,8 +1,8 @@
 """An honest RMSNorm kernel whose constant gain is a Tensor subclass of the submission's (its Python may run
-where the launch converts it): the launch is not counted, and `not_dsl` names the argument's type (red team rt15b
-FP1: the feedback said only that no kernel was launched)."""
+where the launch converts it): the launch does not run, and the gate's error names the argument's type (red team
+rt15b FP1: the feedback said only that no kernel was launched; until rt17 F2d the launch ran uncounted)."""
 
-# expect: not_dsl
+# expect: exception
 # problem: p36
 import torch
 import tvm
