@@ -34,7 +34,15 @@ from mkbsim.verifier._noprocess import filters, program
 from mkbsim.verifier._process import WorkerFailed
 from mkbsim.verifier._provenance import SAMPLES
 from mkbsim.verifier._static import scan_source
-from mkbsim.verifier._trusted import Trusted, calibration_check, idle_check, idle_figures, pending_check
+from mkbsim.verifier._trusted import (
+    NULL_OTHERS_MS,
+    Trusted,
+    calibration_check,
+    idle_check,
+    idle_figures,
+    null_others,
+    pending_check,
+)
 from mkbsim.verifier._trusted import cross_check as trusted_cross_check
 from mkbsim.verifier._verification import Call, Draw, Verification, rng
 
@@ -705,7 +713,10 @@ def verdict(v: Verification) -> Failure | None:
     t = v.timing
     device_type = v.session.device.type
     slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.null_ms, eager.null_trusted, device_type)
-    if slowed and cached:
+    others = null_others(t["null_trusted"]) if device_type == "cpu" else None
+    if others is not None:  # judged in the candidate's own null calls: no baseline of another moment's to refresh
+        v.details["calibration"] = {"null_others_ms": others, "limit_ms": NULL_OTHERS_MS}
+    elif slowed and cached:
         # the cached baseline's harness overhead was measured under another moment's load: compare with a fresh one
         now, _ = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol, fresh=True)
         slowed = calibration_check(t["null_ms"], t["null_trusted"], now.null_ms, now.null_trusted, device_type)
