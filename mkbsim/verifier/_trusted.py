@@ -280,42 +280,40 @@ def pending_check(pending: Sequence[float], null_pending: Sequence[float], media
 
 
 def null_others(nulls: Sequence[Trusted]) -> float | None:
-    """The CPU the worker's threads beside the calling one spent during the null calls (mean, ms), where the
-    calling thread's clock was read (a block's calls always have it)."""
+    """The CPU the worker's threads beside the calling one spent during the null calls (mean, ms); None where the
+    calling thread's clock was not read (a block's calls always carry it)."""
     spent = [t.cpu_ms - t.thread_cpu_ms for t in nulls if t.cpu_ms is not None and t.thread_cpu_ms is not None]
     return float(statistics.fmean(spent)) if spent and len(spent) == len(nulls) else None
 
 
+def beside_check(nulls: Sequence[Trusted]) -> str | None:
+    """cpu: whether threads beside the calling one spent CPU during the null calls (``NULL_OTHERS_MS``), which would
+    slow them and widen the trusted check's allowance; judged in the very calls and worker, at the same moment."""
+    others = null_others(nulls)
+    if others is None or others <= NULL_OTHERS_MS:
+        return None
+    return (
+        f"the worker's threads beside the one running the calls spent {others:.4g} ms of CPU during each null call "
+        f"(mean; idle threads spend none, at most {NULL_OTHERS_MS:.4g} ms allowed): {SLOWED}"
+    )
+
+
 def calibration_check(
     null_reported: Sequence[float], nulls: Sequence[Trusted], eager_null_reported: Sequence[float],
-    eager_nulls: Sequence[Trusted], device_type: str,
+    eager_nulls: Sequence[Trusted],
 ) -> str | None:  # fmt: skip
-    """Whether something slowed the null calls, which would widen the trusted check's allowance. cpu: the CPU the
-    worker's other threads spent during them (``NULL_OTHERS_MS``), judged in the calls and worker it would inflate,
-    at the same moment; cuda (and calls without the calling thread's clock): their harness overhead against the
-    same harness's null calls in the eager reference's worker (one the submission never ran in), by the clock the
-    cross-check uses."""
-    if not nulls:
+    """cuda: the null calls' harness overhead on the wall clock against the same harness's null calls in the eager
+    reference's worker (one the submission never ran in): the calibration the submission cannot influence."""
+    if not nulls or not eager_nulls:
         return None
-    others = null_others(nulls) if device_type == "cpu" else None
-    if others is not None:
-        if others <= NULL_OTHERS_MS:
-            return None
-        return (
-            f"the worker's threads beside the one running the calls spent {others:.4g} ms of CPU during each null call "
-            f"(mean; idle threads spend none, at most {NULL_OTHERS_MS:.4g} ms allowed): {SLOWED}"
-        )
-    if not eager_nulls:
-        return None
-    method = _method(nulls, eager_nulls, device_type)
-    null_over = float(statistics.median(_measure(t, method) - r for t, r in zip(nulls, null_reported, strict=True)))
+    null_over = float(statistics.median(t.round_trip_ms - r for t, r in zip(nulls, null_reported, strict=True)))
     eager_over = float(
-        statistics.median(_measure(t, method) - r for t, r in zip(eager_nulls, eager_null_reported, strict=True))
+        statistics.median(t.round_trip_ms - r for t, r in zip(eager_nulls, eager_null_reported, strict=True))
     )
     limit = CALIBRATION_FACTOR * max(eager_over, 0.0) + CALIBRATION_FLOOR_MS
     if null_over > limit:
         return (
-            f"the null calls' harness overhead ({null_over:.4g} ms a call, {method} clock) is far above the same "
+            f"the null calls' harness overhead ({null_over:.4g} ms a call, wall clock) is far above the same "
             f"harness's null calls in the eager reference's worker ({eager_over:.4g} ms; at most {limit:.4g} ms "
             f"allowed): {SLOWED}"
         )

@@ -11,6 +11,7 @@ from mkbsim.verifier._trusted import (
     TOLERANCE,
     ProcessClock,
     Trusted,
+    beside_check,
     calibration_check,
     cross_check,
     idle_check,
@@ -142,9 +143,9 @@ def test_null_calls_far_costlier_than_the_reference_worker_s_fail_the_calibratio
     # the same harness's null calls in the eager reference's worker cost 0.3 ms of wall time each (no CPU clock)
     eager_nulls = [Trusted(round_trip_ms=0.01 + 0.3, cpu_ms=None, idle_cpu_ms=None)] * 25
     honest = [Trusted(round_trip_ms=0.01 + 0.5, cpu_ms=None, idle_cpu_ms=None)] * 10
-    assert calibration_check(NULL_MS, honest, [0.01] * 25, eager_nulls, "cuda") is None
+    assert calibration_check(NULL_MS, honest, [0.01] * 25, eager_nulls) is None
     slowed = [Trusted(round_trip_ms=0.01 + 3.0, cpu_ms=None, idle_cpu_ms=None)] * 10
-    assert "slowed the null calls" in (calibration_check(NULL_MS, slowed, [0.01] * 25, eager_nulls, "cuda") or "")
+    assert "slowed the null calls" in (calibration_check(NULL_MS, slowed, [0.01] * 25, eager_nulls) or "")
 
 
 def test_on_cpu_the_calibration_reads_the_cpu_beside_the_calling_thread_which_load_does_not_inflate() -> None:
@@ -153,24 +154,20 @@ def test_on_cpu_the_calibration_reads_the_cpu_beside_the_calling_thread_which_lo
     moment): timing_tamper, honest. The calling thread's CPU is the harness's own steps, the same on every call; what
     a submission could add to a null call is another thread's CPU, which an idle thread does not spend however loaded
     the host."""
-    eager_nulls = [Trusted(round_trip_ms=0.2, cpu_ms=0.13, idle_cpu_ms=0.0, thread_cpu_ms=0.13)] * 25
     loaded = [Trusted(round_trip_ms=19.7, cpu_ms=c, idle_cpu_ms=0.0, thread_cpu_ms=c - 0.002 * (i % 3))
               for i, c in enumerate([0.84 + 0.01 * (i % 3) for i in range(25)])]  # fmt: skip
-    assert calibration_check([0.01] * 25, loaded, [0.01] * 25, eager_nulls, "cpu") is None
-    # without the calling thread's clock, the eager reference decides, as on cuda (there: the wall clock)
-    unthreaded = [Trusted(t.round_trip_ms, t.cpu_ms, t.idle_cpu_ms) for t in loaded]
-    assert "slowed" in (calibration_check([0.01] * 25, unthreaded, [0.01] * 25, eager_nulls, "cpu") or "")
+    assert beside_check(loaded) is None
     # the defence holds: threads beside the calling one burning CPU during the null calls (to widen the cross-check's
     # allowance), even while the calling thread waits for them and spends less
     burnt = [Trusted(round_trip_ms=19.7, cpu_ms=0.4 + 0.01 * (i % 3), idle_cpu_ms=0.0, thread_cpu_ms=0.3)
              for i in range(25)]  # fmt: skip
-    found = calibration_check([0.01] * 25, burnt, [0.01] * 25, eager_nulls, "cpu")
+    found = beside_check(burnt)
     assert found and "slowed the null calls" in found and "beside the one running the calls" in found
     # an honest setting can cause it too (a DSL runtime's spinning threads): the feedback names it
     assert "TVM_NUM_THREADS" in found
     # the bound is on the mean: a burn in a few null calls only (to widen their spread) counts whole
     few = [Trusted(1.0, 0.3 + (3.0 if i < 3 else 0.0), 0.0, thread_cpu_ms=0.3) for i in range(25)]
-    assert calibration_check([0.01] * 25, few, [0.01] * 25, eager_nulls, "cpu")
+    assert beside_check(few)
 
 
 def test_a_load_spike_on_the_null_calls_within_the_subtraction_s_precision_is_not_tampering() -> None:
