@@ -88,14 +88,14 @@ def main() -> None:
     from mkbsim.verifier import VerifierSession, _phases
 
     torch.set_num_threads(1)
-    seen: list[dict[str, Any]] = []
-    judge = _phases.calibration_check
+    seen: list[tuple[Any, Any]] = []  # each round's null calls, reported and trusted (the last round's decide)
+    judge = _phases.cross_check
 
-    def recording(reported: Any, nulls: Any, eager_reported: Any, eager: Any, device_type: str) -> str | None:
-        seen.append(_null_figures(reported, nulls, eager_reported, eager))
-        return judge(reported, nulls, eager_reported, eager, device_type)
+    def recording(v: Any) -> Any:
+        seen.append((v.timing["null_ms"], v.timing["null_trusted"]))
+        return judge(v)
 
-    _phases.calibration_check = recording  # type: ignore[assignment]
+    _phases.cross_check = recording
     with VerifierSession("cpu") as session:
         session.verify(path, problem, "tirx")  # warm: the zygote, the eager baseline
         with busy(args.busy):
@@ -104,9 +104,11 @@ def main() -> None:
                 if args.fresh:
                     session._eager.clear()
                 report = session.verify(path, problem, "tirx")
+                eager = next(b for k, b in session._eager.items() if k[0] == problem)  # the one problem's baseline
                 row = {"busy": args.busy, "load": os.getloadavg()[0], "failure": report.failure,
                        "rounds": [r.get("failure") for r in report.details.get("timing_rounds") or []],
-                       "nulls": seen[-1] if seen else None, "scored": _scored_figures(report.details)}  # fmt: skip
+                       "nulls": _null_figures(*seen[-1], eager.null_ms, eager.null_trusted) if seen else None,
+                       "scored": _scored_figures(report.details)}  # fmt: skip
                 print(json.dumps(row), flush=True)
 
 
