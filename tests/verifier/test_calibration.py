@@ -1,5 +1,5 @@
 """Whether something slowed the null calls, judged on cpu in the candidate's own worker at the same moment: the CPU
-its threads beside the calling one spend during them (``_trusted.calibration_check``, ``NULL_OTHERS_MS``)."""
+its threads beside the calling one spend during them (``_trusted.beside_check``, ``NULL_OTHERS_MS``)."""
 
 from __future__ import annotations
 
