@@ -68,8 +68,9 @@ CALIBRATION_FLOOR_MS = 0.25
 #: finalizer, collector callback, signal handler or tracer of the submission's can run there), so only another
 #: thread's work can make a null call cost more than the harness around a timed call: CPU of its own, which this
 #: bounds in the very calls and worker it inflates, and which load does not inflate (an idle thread spends none
-#: however busy the machine: honest null calls 0.006 ms or less at 8 busy processes on this 2-core VM, where the
-#: calling thread's overhead doubled). The eager reference's worker cannot calibrate the calling thread's part:
+#: however busy the machine: honest null calls 0.000-0.011 ms at 8 busy processes on this 2-core VM, where the
+#: calling thread's overhead doubled; one pool run 0.038, from a single null call with 0.7 ms of a pool thread's, so a
+#: failure is confirmed by a second round). The eager reference's worker cannot calibrate the calling thread's part:
 #: its harness has no guards, 2-6x cheaper a null call, measured at another moment (CI's pool case 0.83 ms against
 #: 0.12, load changes both apart) (benchmarks/calibration_under_load.py).
 NULL_OTHERS_MS = 0.05
