@@ -34,7 +34,16 @@ from mkbsim.verifier._noprocess import filters, program
 from mkbsim.verifier._process import WorkerFailed
 from mkbsim.verifier._provenance import SAMPLES
 from mkbsim.verifier._static import scan_source
-from mkbsim.verifier._trusted import Trusted, calibration_check, idle_check, idle_figures, pending_check
+from mkbsim.verifier._trusted import (
+    NULL_OTHERS_MS,
+    Trusted,
+    beside_check,
+    calibration_check,
+    idle_check,
+    idle_figures,
+    null_others,
+    pending_check,
+)
 from mkbsim.verifier._trusted import cross_check as trusted_cross_check
 from mkbsim.verifier._verification import Call, Draw, Verification, rng
 
@@ -594,6 +603,13 @@ def cross_check(v: Verification) -> Failure | None:
     failure = _timed_as_audited(v)
     if failure is not None:
         return failure
+    if device_type == "cpu":  # the null calls slowed by threads beside the calling one (their figure: every round's)
+        v.details["calibration"] = {"null_others_ms": null_others(t["null_trusted"]), "limit_ms": NULL_OTHERS_MS}
+        slowed = beside_check(t["null_trusted"])
+        if slowed:
+            return Failure(
+                "timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.", measured=True
+            )
     check = trusted_cross_check(t["timed_ms"], t["trusted"], t["null_ms"], t["null_trusted"], device_type)
     v.details["clock_check"] = check
     if check["tampered"]:
@@ -704,15 +720,15 @@ def verdict(v: Verification) -> Failure | None:
         v.timed("eager_s", t0)
     t = v.timing
     device_type = v.session.device.type
-    slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.null_ms, eager.null_trusted, device_type)
-    if slowed and cached:
-        # the cached baseline's harness overhead was measured under another moment's load: compare with a fresh one
-        now, _ = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol, fresh=True)
-        slowed = calibration_check(t["null_ms"], t["null_trusted"], now.null_ms, now.null_trusted, device_type)
-    if slowed:
-        return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
     runtime = statistics.median(t["timed_ms"])
-    if device_type == "cuda":
+    if device_type == "cuda":  # on cpu the null calls were judged in their own round (``cross_check``)
+        slowed = calibration_check(t["null_ms"], t["null_trusted"], eager.null_ms, eager.null_trusted)
+        if slowed and cached:
+            # the cached baseline's overhead was measured under another moment's load: compare with a fresh one
+            now, _ = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol, fresh=True)
+            slowed = calibration_check(t["null_ms"], t["null_trusted"], now.null_ms, now.null_trusted)
+        if slowed:
+            return Failure("timing_tamper", f"The reported call times disagree with the verifier's clock: {slowed}.")
         busy = _idle_against(v, runtime, eager.idle_cpu_ms)
         if busy and cached:  # the cached baseline's idle was measured under another moment's load
             now, _ = v.session.eager_baseline(v.problem, v.shape.workload, v.protocol, fresh=True)

@@ -58,7 +58,7 @@ class EagerBaseline:
     round_trip_ms: list[float]
     measured_s: float
     # null calls among the timed ones, as in a verification: the harness's own overhead, which the
-    # submission cannot influence here (``_trusted.calibration_check``)
+    # submission cannot influence here (``_trusted.calibration_check``, on cuda)
     null_ms: list[float]
     null_trusted: list[Trusted]
     # the worker's CPU between its blocks, per scored call (``_trusted.idle_check`` on cuda)

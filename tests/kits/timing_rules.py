@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 #: idle: CPU between calls and device work after them; dsl_time and scored_time: "timed as audited";
-#: clock: the trusted clock's cross-check; calibration: the null calls against the eager worker's; block_total: a
+#: clock: the trusted clock's cross-check; calibration: the null calls slowed (cpu: threads beside the calling one
+#: spending CPU during them; cuda: against the eager worker's); block_total: a
 #: scored block's calls in all against their medians.
 RULES = ("idle", "dsl_time", "scored_time", "clock", "calibration", "block_total")
 
@@ -37,4 +38,5 @@ def timing_rules_off(monkeypatch: pytest.MonkeyPatch, keep: Collection[str] = ()
     if "block_total" not in keep:
         monkeypatch.setattr(_phases, "block_total_check", lambda *args: ({}, None))
     if "calibration" not in keep:
+        monkeypatch.setattr(_phases, "beside_check", silent)
         monkeypatch.setattr(_phases, "calibration_check", silent)

@@ -11,6 +11,7 @@ from mkbsim.verifier._trusted import (
     TOLERANCE,
     ProcessClock,
     Trusted,
+    beside_check,
     calibration_check,
     cross_check,
     idle_check,
@@ -142,25 +143,31 @@ def test_null_calls_far_costlier_than_the_reference_worker_s_fail_the_calibratio
     # the same harness's null calls in the eager reference's worker cost 0.3 ms of wall time each (no CPU clock)
     eager_nulls = [Trusted(round_trip_ms=0.01 + 0.3, cpu_ms=None, idle_cpu_ms=None)] * 25
     honest = [Trusted(round_trip_ms=0.01 + 0.5, cpu_ms=None, idle_cpu_ms=None)] * 10
-    assert calibration_check(NULL_MS, honest, [0.01] * 25, eager_nulls, "cuda") is None
+    assert calibration_check(NULL_MS, honest, [0.01] * 25, eager_nulls) is None
     slowed = [Trusted(round_trip_ms=0.01 + 3.0, cpu_ms=None, idle_cpu_ms=None)] * 10
-    assert "slowed the null calls" in (calibration_check(NULL_MS, slowed, [0.01] * 25, eager_nulls, "cuda") or "")
+    assert "slowed the null calls" in (calibration_check(NULL_MS, slowed, [0.01] * 25, eager_nulls) or "")
 
 
-def test_on_cpu_the_calibration_reads_cpu_time_which_load_does_not_inflate() -> None:
-    """Under load 11-14 an honest submission's null calls took 19.7 ms round trips against the reference
-    worker's 3.7 ms (the waits for a busy core differ from one moment to the next); the CPU time both spent
-    around the trivial function is the harness's own, alike in both."""
-    eager_nulls = [Trusted(round_trip_ms=3.75, cpu_ms=0.30 + 0.01 * (i % 3), idle_cpu_ms=0.0) for i in range(25)]
-    loaded = [Trusted(round_trip_ms=19.7, cpu_ms=0.32 + 0.01 * (i % 3), idle_cpu_ms=0.0) for i in range(25)]
-    assert calibration_check([0.01] * 25, loaded, [0.01] * 25, eager_nulls, "cpu") is None
-    assert "slowed" in (calibration_check([0.01] * 25, loaded, [0.01] * 25, eager_nulls, "cuda") or "")  # wall
-    # the defence holds: a submission burning CPU during the null calls (to widen the cross-check's allowance)
-    burnt = [Trusted(round_trip_ms=19.7, cpu_ms=3.0 + 0.01 * (i % 3), idle_cpu_ms=0.0) for i in range(25)]
-    found = calibration_check([0.01] * 25, burnt, [0.01] * 25, eager_nulls, "cpu")
-    assert found and "slowed the null calls" in found and "cpu clock" in found
+def test_on_cpu_the_calibration_reads_the_cpu_beside_the_calling_thread_which_load_does_not_inflate() -> None:
+    """CI's pool case (2 xdist workers on 2 cores): the null calls' harness overhead 0.83 ms of CPU against the eager
+    reference worker's 0.12, measured at another moment, in a harness without guards (2-6x cheaper a call at the same
+    moment): timing_tamper, honest. The calling thread's CPU is the harness's own steps, the same on every call; what
+    a submission could add to a null call is another thread's CPU, which an idle thread does not spend however loaded
+    the host."""
+    loaded = [Trusted(round_trip_ms=19.7, cpu_ms=c, idle_cpu_ms=0.0, thread_cpu_ms=c - 0.002 * (i % 3))
+              for i, c in enumerate([0.84 + 0.01 * (i % 3) for i in range(25)])]  # fmt: skip
+    assert beside_check(loaded) is None
+    # the defence holds: threads beside the calling one burning CPU during the null calls (to widen the cross-check's
+    # allowance), even while the calling thread waits for them and spends less
+    burnt = [Trusted(round_trip_ms=19.7, cpu_ms=0.4 + 0.01 * (i % 3), idle_cpu_ms=0.0, thread_cpu_ms=0.3)
+             for i in range(25)]  # fmt: skip
+    found = beside_check(burnt)
+    assert found and "slowed the null calls" in found and "beside the one running the calls" in found
     # an honest setting can cause it too (a DSL runtime's spinning threads): the feedback names it
     assert "TVM_NUM_THREADS" in found
+    # the bound is on the mean: a burn in a few null calls only (to widen their spread) counts whole
+    few = [Trusted(1.0, 0.3 + (3.0 if i < 3 else 0.0), 0.0, thread_cpu_ms=0.3) for i in range(25)]
+    assert beside_check(few)
 
 
 def test_a_load_spike_on_the_null_calls_within_the_subtraction_s_precision_is_not_tampering() -> None:
