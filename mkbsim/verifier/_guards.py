@@ -1077,6 +1077,25 @@ def _dispatch_library(
     return _original(*args, **kwargs)
 
 
+def _dlpack_import(
+    *args: Any, _ask: Any, _original: Any, _caller: Any, _what: str, _reason: str, _names: Any, _producers: Any,
+    _type: Any, _id: Any, **kwargs: Any
+) -> Any:  # fmt: skip
+    """A DLPack import (``torch.from_dlpack``, ``tvm.runtime.from_dlpack``, ``tvm_ffi.from_dlpack``) makes a tensor over
+    another object's memory with no operator. Of a torch tensor (or, into torch, a TVM tensor: memory TVM allocated or
+    took from torch) it is a view of memory the audit watches; of anything else (a numpy array, a capsule, an object
+    with ``__dlpack__``) it is a channel both ways that nothing counts: torch operators or kernels write the inputs
+    into numpy's memory, numpy computes, and its answer enters a kernel through the same door (red team rt17 F2-F3).
+    Refused while the submission's code is on the stack; the producer's class by identity (no ``isinstance``, whose
+    ``__class__`` could be the submission's)."""
+    source = args[0] if args else next(iter(kwargs.values()), None)
+    if _id(_type(source)) not in _producers:
+        refused = _ask(("asked", _what, _reason, _caller(), _names))
+        if refused is not None:
+            raise refused
+    return _original(*args, **kwargs)
+
+
 def _descriptor_call(
     *args: Any, _ask: Any, _original: Any, _caller: Any, _what: str, _at: Any, _span: bool, _len: Any, **kwargs: Any
 ) -> Any:  # fmt: skip
@@ -1305,10 +1324,16 @@ class Guards:
         # ``torch.from_numpy`` (lifted, counted)
         for name in ("numpy", "__array__"):
             self.deny(torch.Tensor, name, f"torch.Tensor.{name}", RAW_MEMORY)
+        self._install_dlpack_imports(torch)
         runtime = sys.modules.get("tvm.runtime")
         if runtime is None:
             return
         self.deny(runtime.Tensor, "copyfrom", "tvm.runtime.Tensor.copyfrom", python)
+        # a memcpy between DSL tensors outside any launch, no operator either (one over numpy's memory took the inputs
+        # to numpy: red team rt17 F2)
+        copies = "copies between DSL tensors outside a kernel are forbidden (copy with a torch operator or a kernel)"
+        for name in ("copyto", "_copyto"):
+            self.deny(runtime.Tensor, name, f"tvm.runtime.Tensor.{name}", copies, how="asked")
         # ... and out of them: a TVM tensor's numpy copy (of a torch tensor through DLPack: no operator, no tolist
         # hook), in any thread of the submission's and under its str()/repr()
         out = "a DSL tensor's values read into Python in bulk are forbidden (keep the data in tensors)"
@@ -1369,6 +1394,35 @@ class Guards:
         # crosses where the audit counts it (red team rt15b F5/F6)
         for name in PER_ELEMENT_METHODS:
             self.deny(torch.Tensor, name, f"torch.Tensor.{name}", PER_ELEMENT)
+
+    def _install_dlpack_imports(self, torch: Any) -> None:
+        """DLPack imports of memory the audit does not watch (``_dlpack_import``), in every module bound to them."""
+        tensors = [torch.Tensor, torch.nn.Parameter]
+        dsl = [sys.modules[name].Tensor for name in ("tvm.runtime", "tvm_ffi.core") if name in sys.modules]
+        reason = (
+            "a tensor over memory torch or a DSL did not allocate is forbidden (numpy's arrays cross into torch "
+            "through torch.from_numpy or torch.as_tensor, which count the values; a DSL tensor takes a torch tensor's "
+            "memory)"
+        )
+        for importer, producers in (
+            ("torch", [*tensors, *dsl]),  # a TVM tensor's memory into torch (an output TVM allocated)
+            ("tvm_ffi", tensors),
+            ("tvm.runtime", tensors),
+        ):  # fmt: skip
+            module = sys.modules.get(importer)
+            original = getattr(module, "from_dlpack", None)
+            if original is None:
+                continue
+            ids = frozenset(id(kind) for kind in producers)
+            what = f"{importer}.from_dlpack of another library's memory"
+            names = ("from_dlpack",)
+            hook = self.registry.protect(
+                _dlpack_import, _ask=self.ask, _original=original, _caller=self.caller, _what=what, _reason=reason,
+                _names=names, _producers=ids, _type=type, _id=id,
+            )  # fmt: skip
+            for bound in list(sys.modules.values()):
+                if bound is not None and getattr(bound, "from_dlpack", None) is original:
+                    self.replace(bound, "from_dlpack", hook)
 
     def _install_dispatcher(self, torch: Any) -> None:
         """The dispatcher's kernels are the verifier's too: its modes run torch's operators below the Python key and
