@@ -70,8 +70,8 @@ SAMPLES = 512
 #: whose digest differs is no longer the input's, all its bytes: no honest call writes there (the input-mutation check
 #: refuses a change left). In-place inputs, which a launch updates legitimately element by element, keep a copy.
 INPUT_CHUNK = 4096
-#: Memory a correctness draw reads that no recorded writer left is overwritten with this byte first (README, "Memory no
-#: recorded writer left"): NaN in every floating dtype (bf16, fp16, fp8 included), -1 in every signed integer.
+#: Memory a correctness draw reads as floating that no recorded writer left is overwritten with this byte first (README,
+#: "Memory no recorded writer left"): NaN in every floating dtype (bf16, fp16, fp8 included); read as anything else, 0.
 ERASED_BYTE = 0xFF
 #: Operators whose argument is memory numpy made (``torch.from_numpy``, ``torch.tensor(array)``): not read against the
 #: records; their result is what they left (the values crossing from Python are priced as eager work).
@@ -714,25 +714,28 @@ def provenance_vault(
         if not overlapping and lo <= start and end <= hi:
             pass  # written whole
         elif not overlapping and hi <= lo:
-            erase(whole)
+            erase(t, whole)
         else:  # (a DLPack view of part of another storage, or an operator's output with bytes it did not write)
             blank = lib.ones((end - start,), dtype=lib.bool_, device=lib.device_of(whole))
             for r in overlapping:
                 lib.fill_(blank[lib.max(r[0], start) - start : lib.min(r[1], end) - start], False)
             if hi > lo:
                 lib.fill_(blank[lib.max(lo, start) - start : lib.min(hi, end) - start], False)
-            erase(whole, blank)
+            erase(t, whole, blank)
         memory.append(recording(whole, start, end, False))
         return True
 
-    def erase(whole: Any, where: Any = None) -> None:
-        """Overwrite bytes no recorded writer left with the sentinel (NaN for every float dtype, -1 for integers)."""
+    def erase(t: Any, whole: Any, where: Any = None) -> None:
+        """Overwrite bytes no recorded writer left (``whole``, uint8; ``where`` of them, None: all) with the sentinel of
+        ``t``, which reads or wrote them: NaN if floating (0xFF in every float dtype), else zero (a count or an offset
+        then sends later kernels over no data, never out of bounds, as the fresh allocations' sentinel)."""
         nonlocal erased
         erased += lib.numel(whole) if where is None else lib.int(lib.count_nonzero(where))
+        byte = lib.erased_byte if lib.is_floating(t) else 0
         if where is None:
-            lib.fill_(whole, lib.erased_byte)
+            lib.fill_(whole, byte)
         else:
-            lib.masked_fill_(whole, where, lib.erased_byte)
+            lib.masked_fill_(whole, where, byte)
 
     def refresh(lo: int, hi: int) -> None:
         """A recorded writer just wrote [lo, hi): every record over those bytes takes them as they are now."""
@@ -774,7 +777,7 @@ def provenance_vault(
                 y = lib.min(r[1], lib.max(y, r[0] + (lib.min(y, full) - r[0] + lib.chunk - 1) // lib.chunk * lib.chunk))
             same = as_recorded(r, x, y)
             if same is not True:
-                erase(r[2][x - r[0] : y - r[0]], lib.logical_not(same))
+                erase(t, r[2][x - r[0] : y - r[0]], lib.logical_not(same))
                 refresh(x, y)
 
     def operator_reads(name: Any, args: Any, kwargs: Any) -> None:
@@ -794,7 +797,11 @@ def provenance_vault(
         if found is None:
             parts = name.split(".")
             overload = parts[2] if lib.len(parts) > 2 and parts[2] != "default" else ""
-            schema = lib.get_schema(parts[0] + "::" + parts[1], overload)
+            try:
+                schema = lib.get_schema(parts[0] + "::" + parts[1], overload)
+            except lib.BaseException:  # no torch operator (the harness's ``to_python`` report): it writes no tensor
+                schemas[name] = (False, ())
+                return schemas[name]
             written_args = lib.tuple(
                 (k, lib.argument_name(a)) for k, a in lib.enumerate(lib.arguments_of(schema))
                 if lib.alias_of(a) is not None and lib.is_write(lib.alias_of(a))
@@ -1643,7 +1650,8 @@ def provenance_vault(
             count = lib.int(lib.count_nonzero(diff)) if counted else 0
             changed += count  # the launch's work: the bytes it changed
             if audit:  # the launch's tensors: judged by their bytes from now on
-                if count:  # a counted launch is a recorded writer (an uncounted one is not: what it left is erased)
+                if count and not suppress:  # a counted launch is a recorded writer (an uncounted one is not: what it
+                    # left is erased; a suppressed one's bytes are put back as recorded)
                     refresh(address, address + lib.numel(whole))
                 settle(address, address + lib.numel(whole), copy, diff)
                 where = lib.nonzero(diff)
