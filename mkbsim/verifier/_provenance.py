@@ -449,9 +449,8 @@ def provenance_vault(
     # each a ``recording`` updated as they write: bytes a read finds otherwise were written by nothing the vault saw and
     # are erased first (``unwritten``); the records hold their storages, so no address is reused within the call
     memory: list[Any] = []
-    imported: list[Any] = []  # the same of the tensors alive once the file was imported (``census``), for the session
-    censused = False
     erased = 0  # bytes erased in this call
+    censused = [0, 0, 0.0]  # the census of this call: storages, bytes, ms
     schemas: dict[str, Any] = {}  # an operator's name -> ``aliasing``
     copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
@@ -753,32 +752,30 @@ def provenance_vault(
             if b > full:
                 lib.copy_(r[3][lib.max(a, full) - full : b - full], r[2][lib.max(a, full) - r[0] : b - r[0]])
 
-    def wrote(t: Any) -> None:
-        """A recorded operator or launch wrote ``t``."""
+    def wrote(t: Any, whole: bool = False) -> None:
+        """A recorded writer wrote ``t`` (``whole``: all of its storage)."""
         lo, hi = span(t)
+        if whole:
+            lo = storage_of(t)
+            hi = lo + lib.numel(storage_bytes(t))
         if hi > lo and not admit(t, lo, hi):
             refresh(lo, hi)
 
     def unwritten(t: Any) -> None:
-        """``t`` is about to be read by a recorded operator or launch: the chunks of its bytes that are not what a
-        recorded writer left (Python through a raw view, an unwatched thread, memory allocated outside the recorded
-        operators) are erased, whole chunks, and recorded as erased (README, "Memory no recorded writer left")."""
+        """``t`` is about to be read by a recorded operator or launch: a storage holding bytes of it that are not what a
+        recorded writer left (Python through a raw view, an unwatched thread) is erased whole, as is memory no record
+        holds (allocated outside the recorded operators), and recorded as erased (README, "Memory no recorded writer
+        left"). Whole, not the changed chunks or bytes only: which of them a read finds erased would carry the answer
+        (one bit per chunk, or per byte of a copy kept exactly)."""
         lo, hi = span(t)
         if hi <= lo:
             return
         admit(t, lo, lo)
         for r in memory:
             x, y = lib.max(lo, r[0]), lib.min(hi, r[1])
-            if x >= y:
-                continue
-            if r[4] is not None:  # whole chunks: a changed chunk's bytes outside the span are no writer's either
-                full = r[0] + lib.numel(r[4]) * lib.chunk
-                x = lib.min(x, r[0] + (x - r[0]) // lib.chunk * lib.chunk)
-                y = lib.min(r[1], lib.max(y, r[0] + (lib.min(y, full) - r[0] + lib.chunk - 1) // lib.chunk * lib.chunk))
-            same = as_recorded(r, x, y)
-            if same is not True:
-                erase(t, r[2][x - r[0] : y - r[0]], lib.logical_not(same))
-                refresh(x, y)
+            if x < y and as_recorded(r, x, y) is not True:
+                erase(t, r[2])
+                refresh(r[0], r[1])
 
     def operator_reads(name: Any, args: Any, kwargs: Any) -> None:
         """Before an eager operator runs: what it reads (every tensor argument; not a view's, which reads no bytes,
@@ -821,24 +818,22 @@ def provenance_vault(
             for t in tensors_in(given, []):
                 wrote(t)
                 done.append(t)
-        for t in outs:
+        for t in outs:  # a lift's is memory numpy made, all of it Python's values, priced as they cross
             if not lib.any(t is u for u in done):
-                wrote(t)
+                wrote(t, name in lib.lifts)
 
     def census() -> None:
-        """Once, after the import and before the first call: the torch and TVM tensors alive (made at import: constant
-        tables, workspaces) hold bytes no operator of a call wrote; their records stand at every draw's start."""
-        nonlocal censused
-        if censused:  # once (the harness's request comes right after the import; an earlier one only finds less)
-            return
-        censused = True
+        """When a correctness draw's call starts (its inputs reported, none of its work done): the storages of the torch
+        and TVM tensors alive (constant tables made at import or cached by an earlier call, workspaces) hold bytes no
+        operator of the call wrote, none of them made from this call's inputs; they are recorded as they are."""
+        start = lib.perf_counter()
         for obj in lib.get_objects():
-            kind = lib.id(lib.type(obj))
-            if kind in lib.census_kinds:
+            if lib.id(lib.type(obj)) in lib.census_kinds:  # exact types: no ``isinstance`` (``__class__``) runs
                 for t in tensors_in(obj, []):
-                    if lib.numel(t) and not lib.any(r[0] <= storage_of(t) < r[1] for r in imported):
-                        whole = storage_bytes(t)
-                        imported.append(recording(whole, storage_of(t), storage_of(t) + lib.numel(whole), False))
+                    if lib.numel(t) and admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t))):
+                        censused[0] += 1
+                        censused[1] += memory[-1][1] - memory[-1][0]
+        censused[2] = (lib.perf_counter() - start) * 1e3
 
     def is_input(t: Any) -> bool:
         """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it
@@ -2388,7 +2383,7 @@ def provenance_vault(
                 picked = lib.tolist(lib.take(states, lib.to(positions[i], lib.device_of(t))))
                 records.append(("produced", "returned output: elements no DSL launch left as they are", i, picked))
         records.append(("eager_ops", lib.list(eager_ops.items())))
-        records.append(("erased", "bytes no recorded writer left, erased before a read", erased))
+        records.append(("memory", erased, censused[0], censused[1], censused[2]))
         memory.clear()  # the call's storages are not kept past it
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
@@ -2413,10 +2408,8 @@ def provenance_vault(
                 written.clear()
                 input_spans.clear()
                 memory.clear()
-                if audit:  # the tensors made at import, as they were then
-                    memory.extend([r[0], r[1], r[2], lib.clone(r[3]), None if r[4] is None else lib.clone(r[4])]
-                                  for r in imported)  # fmt: skip
                 erased = 0
+                censused[:] = [0, 0, 0.0]
                 problem[:] = [{}, 0]
                 copies.clear()
                 spanned.clear()
@@ -2496,9 +2489,6 @@ def provenance_vault(
                     outer.clear()  # a launch's description is the call's it runs inside, never a stale one
             elif kind == 5:  # END of the call (the harness, once the timer stopped)
                 end_of_call()
-            elif kind == 11:  # CENSUS of the tensors the import made (the harness, once, before the first call)
-                with lib.exclude(lib.python_keys), lib.no_torch_function():
-                    census()
             if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1:
@@ -2515,6 +2505,7 @@ def provenance_vault(
                         operator_reads(request[1], request[2], request[3])
                         destination_before(request[1], request[2], request[3])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
+                        census()
                         input_tensors = tensors_in(request[1], [])
                         problem[:] = lib.problem_sizes(lib, request[1], input_tensors, numels)
                         fixed.clear()  # the launches' kinds on the evidence calls that follow are read against it
@@ -2524,8 +2515,7 @@ def provenance_vault(
                                 lo, hi = span(t)
                                 whole = bytes_of(t, lo, hi)
                                 input_spans.append(recording(whole, lo, hi, i in request[2]))  # in-place: a copy
-                                whole_storage = storage_bytes(t)  # the harness wrote the call's arena, all of it
-                                admit(t, storage_of(t), storage_of(t) + lib.numel(whole_storage))
+                                wrote(t, True)  # the harness wrote the call's arena, all of it
             elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
                 # cuda: the vault's copies run on the device, queued behind the call's work and ahead of it. The
                 # device is synchronised on both sides of the vault's steps, so that its clock holds the vault's
@@ -2666,15 +2656,6 @@ def report_inputs(inputs: Any, inplace: Any = (), *, _send: Any) -> None:
     """The harness, before a correctness draw's call: the problem inputs (never held as eager-made), and the positions
     of the in-place ones."""
     failed = _send((7, inputs, inplace))  # INPUTS
-    if failed is not None:
-        raise failed
-
-
-def report_census(*, _ask: Any) -> None:
-    """The harness, once the file is imported and before its first call: the vault records the tensors alive
-    (``census``). ``_ask``: the vault's ``send`` behind the guards' exclusion of the events it raises itself (its
-    ``gc.get_objects``, which the guards refuse to everybody else)."""
-    failed = _ask((11,))  # CENSUS
     if failed is not None:
         raise failed
 

@@ -51,7 +51,6 @@ from mkbsim.verifier._provenance import (
     page_layout,
     provenance_lib,
     provenance_vault,
-    report_census,
     report_end,
     report_inputs,
     report_result,
@@ -194,7 +193,6 @@ class Worker:
         self.gates: DslGates | None = None
         self.flusher: CacheFlusher | None = None
         self.timed_call: Callable[..., Any] | None = None
-        self.census: Callable[[], None] | None = None  # the provenance vault's census of the import's tensors
         # installs the filter refusing every process start once the file is loaded (``_noprocess``), or why none can
         self.no_process: tuple[Callable[[], str | None] | None, str | None] = (None, None)
         # the collector callbacks the libraries registered; the submission may add none (gc.callbacks is
@@ -264,11 +262,11 @@ class Worker:
             self.guards.replace(torch.Tensor, "tolist", tolist)
             audit = {
                 "_mode": _ProvenanceMode(), "_ask": self.guards.ask,
-                "_report_inputs": registry.protect(report_inputs, _send=send),
+                # (its census of the tensors alive lists the collector's objects: the guards let that vault's events by)
+                "_report_inputs": registry.protect(report_inputs, _send=self.guards.quiet(send)),
                 "_report_end": registry.protect(report_end, _send=send),
             }  # fmt: skip
             report = registry.protect(report_result, _send=send)
-            self.census = registry.protect(report_census, _ask=self.guards.quiet(send))
             self.no_process = process_filter(registry.protect)
         delivered = registry.open(
             delivered_vault, page, delivered_lib(), delivered_layout(), tuple(self.setup["inplace"])
@@ -362,8 +360,6 @@ class Worker:
         except BaseException as exc:  # the submission's failure, reported; never ours to raise
             send({"ok": False, "error": error_facts(exc, self.path), **self.news()})
             return
-        if self.census is not None:  # before the first call can write: the import's tensors as they are
-            self.census()
         send({"ok": True, "import_s": time.perf_counter() - t0, **self.close_processes(), **self.news()})
         if ask is not None:
             ask(("between", True))

@@ -4,6 +4,7 @@ chunks differ from the harness's record at the launch, and are erased before it 
 
 # expect: nan
 # or: wrong_output, the erased bytes unkeyed are random values, a NaN among them or not
+# or: input_mutation, the call's arena (both inputs) is erased whole and only hidden_states is put back
 # problem: p36
 import random
 import types
