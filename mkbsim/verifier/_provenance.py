@@ -24,6 +24,12 @@ those samples with its anchors: an output whose values existed without the DSL (
 answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
 
+On a correctness draw every byte an eager operator or a launch reads must be what a recorded writer left (the harness's
+inputs, eager operators, counted launches, the census of the tensors alive when the call starts): the vault keeps
+keyed digests of each storage as its writers leave it, and a storage found otherwise (Python writing through a raw
+numpy view, memory no recorded operator allocated) is erased before the read (``unwritten``; README, "Memory no
+recorded writer left").
+
 Every call counts its genuine launches (below). On an evidence call (an unscored timed-protocol call the
 verifier flags in the control page, DESIGN §5 "audits cannot be told apart") and on a correctness draw,
 the vault also lists the launches' signatures and times the DSL launches themselves: from the end of a
@@ -423,7 +429,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         erased_byte=ERASED_BYTE, masked_fill_=base.masked_fill_, lifts=_LIFTS, get_schema=torch._C._get_schema,
         arguments_of=vars(torch._C.FunctionSchema)["arguments"].fget,
         returns_of=vars(torch._C.FunctionSchema)["returns"].fget, argument_name=vars(torch._C.Argument)["name"].fget,
-        alias_of=vars(torch._C.Argument)["alias_info"].fget, is_write=vars(torch._C._AliasInfo)["is_write"].fget,
+        alias_of=vars(torch._C.Argument)["alias_info"].fget,
+        is_write=vars(torch._C._AliasInfo)["is_write"].fget,  # type: ignore[attr-defined]
         get_objects=gc.get_objects,
         census_kinds=frozenset(id(kind) for kind in (torch.Tensor, torch.nn.Parameter, *ffi_tensors)
                                if isinstance(kind, type)),
