@@ -2522,7 +2522,8 @@ def provenance_vault(
                                 lo, hi = span(t)
                                 whole = bytes_of(t, lo, hi)
                                 input_spans.append(recording(whole, lo, hi, i in request[2]))  # in-place: a copy
-                                wrote(t, True)  # the harness wrote the call's arena, all of it
+                                # the harness wrote the call's arena, all of it (the census has just recorded it)
+                                admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t)))
             elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
                 # cuda: the vault's copies run on the device, queued behind the call's work and ahead of it. The
                 # device is synchronised on both sides of the vault's steps, so that its clock holds the vault's
