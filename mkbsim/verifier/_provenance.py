@@ -456,6 +456,7 @@ def provenance_vault(
     # each a ``recording`` updated as they write: bytes a read finds otherwise were written by nothing the vault saw and
     # are erased first (``unwritten``); the records hold their storages, so no address is reused within the call
     memory: list[Any] = []
+    watching = False  # from the draw's INPUTS to its RESULT (a launch outliving the call reads nothing it vouches for)
     erased = 0  # bytes erased in this call
     censused = [0, 0, 0.0]  # the census of this call: storages, bytes, ms
     schemas: dict[str, Any] = {}  # an operator's name -> ``aliasing``
@@ -761,6 +762,8 @@ def provenance_vault(
 
     def wrote(t: Any, whole: bool = False) -> None:
         """A recorded writer wrote ``t`` (``whole``: all of its storage)."""
+        if not watching or lib.zerotensor(t):  # (a lazy zero tensor has no memory)
+            return
         lo, hi = span(t)
         if whole:
             lo = storage_of(t)
@@ -775,7 +778,7 @@ def provenance_vault(
         left"). Whole, not the changed chunks or bytes only: which of them a read finds erased would carry the answer
         (one bit per chunk, or per byte of a copy kept exactly)."""
         lo, hi = span(t)
-        if hi <= lo:
+        if hi <= lo or not watching or lib.zerotensor(t):
             return
         admit(t, lo, lo)
         for r in memory:
@@ -837,7 +840,9 @@ def provenance_vault(
         for obj in lib.get_objects():
             if lib.id(lib.type(obj)) in lib.census_kinds:  # exact types: no ``isinstance`` (``__class__``) runs
                 for t in tensors_in(obj, []):
-                    if lib.numel(t) and admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t))):
+                    if not lib.numel(t) or lib.zerotensor(t):  # (a lazy zero tensor has no memory)
+                        continue
+                    if admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t))):
                         censused[0] += 1
                         censused[1] += memory[-1][1] - memory[-1][0]
         censused[2] = (lib.perf_counter() - start) * 1e3
@@ -2370,6 +2375,7 @@ def provenance_vault(
         lib.u64.pack_into(page, layout.WORK_ACK, nonce)
 
     def result(outputs: Any) -> None:
+        nonlocal watching
         work(outputs)
         if not audit:
             return
@@ -2392,6 +2398,7 @@ def provenance_vault(
         records.append(("eager_ops", lib.list(eager_ops.items())))
         records.append(("memory", erased, censused[0], censused[1], censused[2]))
         memory.clear()  # the call's storages are not kept past it
+        watching = False
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
         if lib.len(blob) + 8 <= capacity:
@@ -2415,6 +2422,7 @@ def provenance_vault(
                 written.clear()
                 input_spans.clear()
                 memory.clear()
+                watching = False
                 erased = 0
                 censused[:] = [0, 0, 0.0]
                 problem[:] = [{}, 0]
@@ -2512,6 +2520,7 @@ def provenance_vault(
                         operator_reads(request[1], request[2], request[3])
                         destination_before(request[1], request[2], request[3])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
+                        watching = True
                         census()
                         input_tensors = tensors_in(request[1], [])
                         problem[:] = lib.problem_sizes(lib, request[1], input_tensors, numels)
