@@ -1,6 +1,6 @@
 """Python's answer parked through a raw numpy view in a problem input's memory (``hidden_states``), unkeyed
 from there by a TIRx kernel, the input's bytes restored after the launch so that no mutation is left: the input's
-chunks differ from the harness's record at the launch, and are erased before it reads them."""
+chunks differ from the harness's record at the launch, and the call's arena is erased whole before it reads them."""
 
 # expect: nan
 # or: wrong_output, the erased bytes unkeyed are random values, a NaN among them or not
