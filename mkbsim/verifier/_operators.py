@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mkbsim.verifier import _scatters
-
 #: (priced name "ns.op.overload", native callable, dispatcher handle) of an operator, by its schema's
 #: (qualified name, overload name)
 Resolved = tuple[str, Any, Any]
@@ -25,8 +23,7 @@ Resolved = tuple[str, Any, Any]
 def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
     """The keyword defaults of the provenance mode's ``_provenance.dispatch`` besides its vault's ``send``,
     bound now: the operator resolver (protected by ``registry``), the mode stack's push and pop, the backend
-    key a custom operator is redispatched to, the dispatcher's redispatch, and the names of the in-place
-    accumulating scatters whose destination the vault reads before they run."""
+    key a custom operator is redispatched to and the dispatcher's redispatch."""
     import torch
 
     key = torch._C.DispatchKey.CUDA if device.type == "cuda" else torch._C.DispatchKey.CPU
@@ -36,7 +33,6 @@ def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
         "_pop": torch._C._pop_torch_dispatch_stack,
         "_backend": torch._C.DispatchKeySet(key),
         "_redispatch": torch._C._DispatchOperatorHandle.redispatch_boxed,
-        "_in_place_scatters": _scatters.in_place_names(),
     }
 
 

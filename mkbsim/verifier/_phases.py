@@ -380,6 +380,8 @@ def _provenance(v: Verification, d: Draw, other: Draw, found: list[_coverage.Out
                 )
     _coverage.apply_provenance(found, records, d.refs, _masks(v, d, other), v.positions, f"correctness draw {d.number}")
     v.details.setdefault("decoded", []).extend([d.number, *record[1:]] for record in records if record[0] == "decoded")
+    # per draw: bytes erased before a read (no recorded writer left them), the census's storages, bytes and ms
+    v.details.setdefault("memory", []).extend([d.number, *record[1:]] for record in records if record[0] == "memory")
     return None
 
 

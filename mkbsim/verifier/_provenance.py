@@ -24,6 +24,12 @@ those samples with its anchors: an output whose values existed without the DSL (
 answer) was not produced by it.
 The records go to the control page; the harness's Python never holds them.
 
+On a correctness draw every byte an eager operator or a launch reads must be what a recorded writer left (the harness's
+inputs, eager operators, counted launches, the census of the tensors alive when the call starts): the vault keeps
+keyed digests of each storage as its writers leave it, and a storage found otherwise (Python writing through a raw
+numpy view, memory no recorded operator allocated) is erased before the read (``unwritten``; README, "Memory no
+recorded writer left").
+
 Every call counts its genuine launches (below). On an evidence call (an unscored timed-protocol call the
 verifier flags in the control page, DESIGN §5 "audits cannot be told apart") and on a correctness draw,
 the vault also lists the launches' signatures and times the DSL launches themselves: from the end of a
@@ -47,6 +53,7 @@ from __future__ import annotations
 
 import _struct
 import ctypes
+import gc
 import importlib
 import operator
 import random
@@ -69,6 +76,12 @@ SAMPLES = 512
 #: whose digest differs is no longer the input's, all its bytes: no honest call writes there (the input-mutation check
 #: refuses a change left). In-place inputs, which a launch updates legitimately element by element, keep a copy.
 INPUT_CHUNK = 4096
+#: Memory a correctness draw reads as floating that no recorded writer left is overwritten with this byte first (README,
+#: "Memory no recorded writer left"): NaN in every floating dtype (bf16, fp16, fp8 included); read as anything else, 0.
+ERASED_BYTE = 0xFF
+#: Operators whose argument is memory numpy made (``torch.from_numpy``, ``torch.tensor(array)``): not read against the
+#: records; their result is what they left (the values crossing from Python are priced as eager work).
+_LIFTS = frozenset(("aten.lift_fresh.default", "aten.lift.default", "aten.lift_fresh_copy.default"))
 #: An output at least this share of whose elements (values counted with their multiplicity) a DSL-free
 #: tensor made by eager code during the call holds, whatever its layout, is a copy of that tensor.
 COPY_SHARE = 0.95
@@ -413,6 +426,15 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         fixed_sizes=_launchkind.fixed_sizes,
         launch_kind=_launchkind.launch_kind, accumulating_scatter=_scatters.accumulating, landed=_scatters.landed,
         scatter_add=base.scatter_add, index_put=base.index_put, put=base.put,
+        # memory no recorded writer left (``unwritten``): the sentinel byte, an operator's schema, the census
+        erased_byte=ERASED_BYTE, masked_fill_=base.masked_fill_, lifts=_LIFTS, get_schema=torch._C._get_schema,
+        arguments_of=vars(torch._C.FunctionSchema)["arguments"].fget,
+        returns_of=vars(torch._C.FunctionSchema)["returns"].fget, argument_name=vars(torch._C.Argument)["name"].fget,
+        alias_of=vars(torch._C.Argument)["alias_info"].fget,
+        is_write=vars(torch._C._AliasInfo)["is_write"].fget,  # type: ignore[attr-defined]
+        get_objects=gc.get_objects,
+        census_kinds=frozenset(id(kind) for kind in (torch.Tensor, torch.nn.Parameter, *ffi_tensors)
+                               if isinstance(kind, type)),
     )  # fmt: skip
 
 
@@ -431,6 +453,14 @@ def provenance_vault(
     # (in-place inputs: a copy) or their digests (the others: ``INPUT_CHUNK``) and the last partial chunk's bytes:
     # bytes eager code (or anything) changed since are no longer the input's (``pristine``)
     input_spans: list[Any] = []
+    # the storages a correctness draw's recorded writers (the harness's inputs, eager operators, counted launches) left,
+    # each a ``recording`` updated as they write: bytes a read finds otherwise were written by nothing the vault saw and
+    # are erased first (``unwritten``); the records hold their storages, so no address is reused within the call
+    memory: list[Any] = []
+    watching = False  # from the draw's INPUTS to its RESULT (a launch outliving the call reads nothing it vouches for)
+    erased = 0  # bytes erased in this call
+    censused = [0, 0, 0.0]  # the census of this call: storages, bytes, ms
+    schemas: dict[str, Any] = {}  # an operator's name -> ``aliasing``
     copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
     seen: dict[Any, bool] = {}
@@ -619,9 +649,18 @@ def provenance_vault(
             found.append(lib.sum(lib.mul(rows, lib.chunk_keys), 1) if lib.cuda else lib.mv(rows, lib.chunk_keys))
         return lib.cat(found)
 
-    def kept_input(record: Any, x: int, y: int) -> Any:
-        """Per byte of [x, y) within an input's span (``record``, of ``input_spans``): whether it is the input's as the
-        call got it; True where all are. By its copy, or by its chunks' digests (a changed chunk: all its bytes)."""
+    def recording(whole: Any, lo: int, hi: int, exact: bool) -> list[Any]:
+        """A record of the bytes [lo, hi) (``whole``, a uint8 view of them) as they are now: [lo, hi, whole, a copy of
+        them (``exact``, or a start not 4-aligned) or of the last partial chunk's, None or the full chunks' digests]."""
+        full = (hi - lo) // lib.chunk * lib.chunk
+        if exact or lo % 4 or not full:
+            return [lo, hi, whole, lib.clone(whole), None]
+        return [lo, hi, whole, lib.clone(whole[full:]), digests(whole[:full])]
+
+    def as_recorded(record: Any, x: int, y: int) -> Any:
+        """Per byte of [x, y) within a record's span (``recording``: an input's as the call got it, ``input_spans``, or
+        memory's as its last recorded writer left it, ``memory``): whether it holds the recorded bytes; True where all
+        do. By the copy, or by the chunks' digests (a changed chunk: all its bytes)."""
         a, _, whole, exact, chunks = record
         if chunks is None:
             now, then = whole[x - a : y - a], exact[x - a : y - a]
@@ -655,7 +694,7 @@ def provenance_vault(
         for r in overlapping:
             x, y = lib.max(lo, r[0]), lib.min(hi, r[1])
             covered += y - x
-            found.append((x, y, kept_input(r, x, y)))
+            found.append((x, y, as_recorded(r, x, y)))
         if covered == hi - lo and lib.all_of_list(kept is True for _, _, kept in found):
             return True
         same = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
@@ -665,6 +704,150 @@ def provenance_vault(
             else:
                 lib.logical_or_(same[x - lo : y - lo], kept)
         return lib.all_of(by_element(t, same), 1)
+
+    def storage_bytes(t: Any) -> Any:
+        """The whole of ``t``'s storage, as a uint8 view."""
+        whole = lib.empty((0,), dtype=lib.uint8, device=lib.device_of(t))
+        lib.set_(whole, lib.untyped_storage(t))
+        return whole
+
+    def admit(t: Any, lo: int, hi: int) -> bool:
+        """``t``'s storage joins ``memory`` if no record holds it yet: its bytes no record covers, other than [lo, hi)
+        (just written by a recorded writer), were written by nothing the vault saw and are erased. True if it joined."""
+        whole = storage_bytes(t)
+        start = storage_of(t)
+        end = start + lib.numel(whole)
+        if end <= start or lib.any(r[0] <= start and end <= r[1] for r in memory):
+            return False
+        overlapping = [r for r in memory if r[0] < end and start < r[1]]
+        if not overlapping and lo <= start and end <= hi:
+            pass  # written whole
+        elif not overlapping and hi <= lo:
+            erase(t, whole)
+        else:  # (a DLPack view of part of another storage, or an operator's output with bytes it did not write)
+            blank = lib.ones((end - start,), dtype=lib.bool_, device=lib.device_of(whole))
+            for r in overlapping:
+                lib.fill_(blank[lib.max(r[0], start) - start : lib.min(r[1], end) - start], False)
+            if hi > lo:
+                lib.fill_(blank[lib.max(lo, start) - start : lib.min(hi, end) - start], False)
+            erase(t, whole, blank)
+        memory.append(recording(whole, start, end, False))
+        return True
+
+    def erase(t: Any, whole: Any, where: Any = None) -> None:
+        """Overwrite bytes no recorded writer left (``whole``, uint8; ``where`` of them, None: all) with the sentinel of
+        ``t``, which reads or wrote them: NaN if floating (0xFF in every float dtype), else zero (a count or an offset
+        then sends later kernels over no data, never out of bounds, as the fresh allocations' sentinel)."""
+        nonlocal erased
+        erased += lib.numel(whole) if where is None else lib.int(lib.count_nonzero(where))
+        byte = lib.erased_byte if lib.is_floating(t) else 0
+        if where is None:
+            lib.fill_(whole, byte)
+        else:
+            lib.masked_fill_(whole, where, byte)
+
+    def refresh(lo: int, hi: int) -> None:
+        """A recorded writer just wrote [lo, hi): every record over those bytes takes them as they are now."""
+        for r in memory:
+            a, b = lib.max(lo, r[0]), lib.min(hi, r[1])
+            if a >= b:
+                continue
+            if r[4] is None:
+                lib.copy_(r[3][a - r[0] : b - r[0]], r[2][a - r[0] : b - r[0]])
+                continue
+            full = r[0] + lib.numel(r[4]) * lib.chunk
+            if a < full:
+                first, last = (a - r[0]) // lib.chunk, (lib.min(b, full) - r[0] + lib.chunk - 1) // lib.chunk
+                lib.copy_(r[4][first:last], digests(r[2][first * lib.chunk : last * lib.chunk]))
+            if b > full:
+                lib.copy_(r[3][lib.max(a, full) - full : b - full], r[2][lib.max(a, full) - r[0] : b - r[0]])
+
+    def wrote(t: Any, whole: bool = False) -> None:
+        """A recorded writer wrote ``t`` (``whole``: all of its storage)."""
+        if not watching or lib.zerotensor(t):  # (a lazy zero tensor has no memory)
+            return
+        lo, hi = span(t)
+        if whole:
+            lo = storage_of(t)
+            hi = lo + lib.numel(storage_bytes(t))
+        if hi > lo and not admit(t, lo, hi):
+            refresh(lo, hi)
+
+    def unwritten(t: Any) -> None:
+        """``t`` is about to be read by a recorded operator or launch: a storage holding bytes of it that are not what a
+        recorded writer left (Python through a raw view, an unwatched thread) is erased whole, as is memory no record
+        holds (allocated outside the recorded operators), and recorded as erased (README, "Memory no recorded writer
+        left"). Whole, not the changed chunks or bytes only: which of them a read finds erased would carry the answer
+        (one bit per chunk, or per byte of a copy kept exactly)."""
+        lo, hi = span(t)
+        if hi <= lo or not watching or lib.zerotensor(t):
+            return
+        admit(t, lo, lo)
+        for r in memory:
+            x, y = lib.max(lo, r[0]), lib.min(hi, r[1])
+            if x < y and as_recorded(r, x, y) is not True:
+                erase(t, r[2])
+                refresh(r[0], r[1])
+
+    def operator_reads(name: Any, args: Any, kwargs: Any) -> None:
+        """Before an eager operator runs: what it reads (every tensor argument; not a view's, which reads no bytes,
+        nor a lift's, whose argument is memory numpy made) is checked against the records (``unwritten``)."""
+        if lib.type(name) is not lib.str or name in lib.lifts or name in lib.empty_ops or aliasing(name)[0]:
+            return
+        if lib.cuda_sync is not None:  # another stream's pending write is not read as a foreign one
+            lib.cuda_sync()
+        for t in tensors_in((args, kwargs), []):
+            unwritten(t)
+
+    def aliasing(name: str) -> Any:
+        """(whether the operator returns a view of an argument and writes none, the positions and names of the
+        arguments it writes), from its schema (``name``: "namespace.operator.overload", as ``dispatch`` resolved it)."""
+        found = schemas.get(name)
+        if found is None:
+            parts = name.split(".")
+            overload = parts[2] if lib.len(parts) > 2 and parts[2] != "default" else ""
+            try:
+                schema = lib.get_schema(parts[0] + "::" + parts[1], overload)
+            except lib.BaseException:  # no torch operator (the harness's ``to_python`` report): it writes no tensor
+                schemas[name] = (False, ())
+                return schemas[name]
+            written_args = lib.tuple(
+                (k, lib.argument_name(a)) for k, a in lib.enumerate(lib.arguments_of(schema))
+                if lib.alias_of(a) is not None and lib.is_write(lib.alias_of(a))
+            )  # fmt: skip
+            views = lib.any(lib.alias_of(a) is not None for a in lib.returns_of(schema)) and not written_args
+            found = schemas[name] = (views, written_args)
+        return found
+
+    def operator_wrote(name: str, args: Any, kwargs: Any, outs: Any) -> None:
+        """After an eager operator: its results and the arguments its schema writes are what it left."""
+        views, written_args = aliasing(name)
+        if views and name not in lib.lifts:
+            return
+        done = []
+        for k, arg_name in written_args:
+            given = args[k] if k < lib.len(args) else kwargs.get(arg_name)
+            for t in tensors_in(given, []):
+                wrote(t)
+                done.append(t)
+        for t in outs:  # a lift's is memory numpy made, all of it Python's values, priced as they cross
+            if not lib.any(t is u for u in done):
+                wrote(t, name in lib.lifts)
+
+    def census() -> None:
+        """When a correctness draw's call starts (its inputs reported, none of its work done): the storages of the torch
+        and TVM tensors alive (constant tables made at import or cached by an earlier call, workspaces) hold bytes no
+        operator of the call wrote, none of them made from this call's inputs; they are recorded as they are."""
+        start = lib.perf_counter()
+        for obj in lib.get_objects():
+            if lib.id(lib.type(obj)) in lib.census_kinds:  # exact types: no ``isinstance`` (``__class__``) runs
+                for t in tensors_in(obj, []):
+                    if not lib.numel(t) or lib.zerotensor(t):  # (a lazy zero tensor has no memory)
+                        continue
+                    if admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t))):
+                        censused[0] += 1
+                        censused[1] += memory[-1][1] - memory[-1][0]
+        censused[2] = (lib.perf_counter() - start) * 1e3
 
     def is_input(t: Any) -> bool:
         """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it
@@ -1186,6 +1369,10 @@ def provenance_vault(
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
             return
         tensors = tensors_in(args, [])
+        if lib.cuda_sync is not None:  # another stream's pending write is not read as a foreign one
+            lib.cuda_sync()
+        for t in tensors:  # what the launch reads: bytes no recorded writer left are erased first
+            unwritten(t)
         befores.clear()
         for t in tensors:
             states = produced(t) if touched(t) else None
@@ -1472,6 +1659,9 @@ def provenance_vault(
             count = lib.int(lib.count_nonzero(diff)) if counted else 0
             changed += count  # the launch's work: the bytes it changed
             if audit:  # the launch's tensors: judged by their bytes from now on
+                if count and not suppress:  # a counted launch is a recorded writer (an uncounted one is not: what it
+                    # left is erased; a suppressed one's bytes are put back as recorded)
+                    refresh(address, address + lib.numel(whole))
                 settle(address, address + lib.numel(whole), copy, diff)
                 where = lib.nonzero(diff)
                 if lib.numel(where):
@@ -1916,6 +2106,7 @@ def provenance_vault(
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
+        operator_wrote(name, args, kwargs if lib.type(kwargs) is lib.dict else {}, tensors_in(out, []))
         kwargs = kwargs if lib.type(kwargs) is lib.dict else {}
         parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
         operator_name = parts[1] if lib.len(parts) > 1 else name
@@ -2199,6 +2390,7 @@ def provenance_vault(
         lib.u64.pack_into(page, layout.WORK_ACK, nonce)
 
     def result(outputs: Any) -> None:
+        nonlocal watching
         work(outputs)
         if not audit:
             return
@@ -2219,6 +2411,9 @@ def provenance_vault(
                 picked = lib.tolist(lib.take(states, lib.to(positions[i], lib.device_of(t))))
                 records.append(("produced", "returned output: elements no DSL launch left as they are", i, picked))
         records.append(("eager_ops", lib.list(eager_ops.items())))
+        records.append(("memory", erased, censused[0], censused[1], censused[2]))
+        memory.clear()  # the call's storages are not kept past it
+        watching = False
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
         if lib.len(blob) + 8 <= capacity:
@@ -2242,6 +2437,10 @@ def provenance_vault(
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
                 input_spans.clear()
+                memory.clear()
+                watching = False
+                erased = 0
+                censused[:] = [0, 0, 0.0]
                 problem[:] = [{}, 0]
                 copies.clear()
                 spanned.clear()
@@ -2339,9 +2538,12 @@ def provenance_vault(
                         op(request[1], request[2], request[3], request[4], request[5])
                     elif kind == 4:  # RESULT
                         result(request[1])
-                    elif kind == 10:  # DESTINATION of an in-place accumulating scatter, before it runs
+                    elif kind == 10:  # an eager operator is about to run: what it reads, a scatter's DESTINATION
+                        operator_reads(request[1], request[2], request[3])
                         destination_before(request[1], request[2], request[3])
                     elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
+                        watching = True
+                        census()
                         input_tensors = tensors_in(request[1], [])
                         problem[:] = lib.problem_sizes(lib, request[1], input_tensors, numels)
                         fixed.clear()  # the launches' kinds on the evidence calls that follow are read against it
@@ -2350,11 +2552,9 @@ def provenance_vault(
                             for t in tensors_in(request[1][i], []):
                                 lo, hi = span(t)
                                 whole = bytes_of(t, lo, hi)
-                                full = (hi - lo) // lib.chunk * lib.chunk
-                                if i in request[2] or lo % 4 or not full:  # a copy (a 4-byte misaligned input too)
-                                    input_spans.append((lo, hi, whole, lib.clone(whole), None))
-                                else:
-                                    input_spans.append((lo, hi, whole, lib.clone(whole[full:]), digests(whole[:full])))
+                                input_spans.append(recording(whole, lo, hi, i in request[2]))  # in-place: a copy
+                                # the harness wrote the call's arena, all of it (the census has just recorded it)
+                                admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t)))
             elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
                 # cuda: the vault's copies run on the device, queued behind the call's work and ahead of it. The
                 # device is synchronised on both sides of the vault's steps, so that its clock holds the vault's
@@ -2452,7 +2652,7 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, _serial: Any, **k
 
 def dispatch(
     self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _serial: Any, _resolve: Any,
-    _push: Any, _pop: Any, _backend: Any, _redispatch: Any, _in_place_scatters: Any
+    _push: Any, _pop: Any, _backend: Any, _redispatch: Any
 ) -> Any:  # fmt: skip
     """The provenance mode's ``__torch_dispatch__``: run the operator, then report it. What runs and what is
     reported are the operator ``func``'s schema names, read once (``_operators.resolve_operator``): the object
@@ -2461,8 +2661,9 @@ def dispatch(
     An operator outside torch's own namespaces (a custom operator, ``torch.library.custom_op``, whose kernel
     may be the submission's Python) is no single eager operator: it runs below the Python dispatch key with
     this mode pushed again, so that what it does inside (allocations, eager operators, DSL launches) is
-    watched one by one, and is not reported itself. An in-place accumulating scatter's destination is reported
-    before it runs too (``_scatters``): afterwards its elements hold the sums.
+    watched one by one, and is not reported itself. Every operator is reported before it runs too: what it reads
+    is checked against what recorded writers left (``unwritten``), and an in-place accumulating scatter's destination
+    is read then (``_scatters``): afterwards its elements hold the sums.
 
     The mode is pushed on correctness draws only: an operator runs and is reported under the worker's launch lock
     (``gate``), so that it lands before or after another thread's launch, never inside its window, where that
@@ -2476,10 +2677,9 @@ def dispatch(
         finally:
             _pop(None)
     with _serial:
-        if name in _in_place_scatters and args:
-            failed = _send((10, name, args, kwargs))  # DESTINATION
-            if failed is not None:
-                raise failed
+        failed = _send((10, name, args, kwargs))  # what it reads; an in-place accumulating scatter's DESTINATION
+        if failed is not None:
+            raise failed
         out = native(*args, **(kwargs or {}))
         failed = _send((3, func, name, args, kwargs, out))  # OP
     if failed is not None:

@@ -12,14 +12,12 @@ destination's element, with its credit; an in-place one is not written.
 Which source elements land where is found by running the scatter's summing twin (same indices, same landing) on
 labels: ``index_add`` for the index family, ``scatter_add`` for the scatter family, ``index_put`` (accumulating) and
 ``put`` for the stores. The vault reads an in-place scatter's destination before it runs (the provenance mode reports
-it first: ``in_place_names``), since afterwards its touched elements hold the sum.
+every operator to the vault before it runs), since afterwards its touched elements hold the sum.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import torch
 
 from mkbsim.verifier import _eagerwork
 
@@ -44,18 +42,6 @@ def accumulating(recorded: str, operator_name: str) -> tuple[int, str] | None:
     if operator_name.rstrip("_") == "scatter":
         return entry if "reduce" in recorded.split(".", 2)[-1] else None
     return entry
-
-
-def in_place_names() -> frozenset[str]:
-    """Every overload of torch's in-place accumulating scatters, by the name the provenance mode resolves
-    ("aten.index_add_.default"): the mode reports their destination to the vault before they run."""
-    found = set()
-    for base in SCATTERS:
-        packet = getattr(torch.ops.aten, base + "_", None)
-        for overload in packet.overloads() if packet is not None else ():
-            if base != "scatter" or "reduce" in overload:  # ``scatter_``'s others only store
-                found.add(f"aten.{base}_.{overload}")
-    return frozenset(found)
 
 
 def landed(lib: Any, twin: str, args: Any, dest: Any, source: Any) -> Any:

@@ -262,7 +262,8 @@ class Worker:
             self.guards.replace(torch.Tensor, "tolist", tolist)
             audit = {
                 "_mode": _ProvenanceMode(), "_ask": self.guards.ask,
-                "_report_inputs": registry.protect(report_inputs, _send=send),
+                # (its census of the tensors alive lists the collector's objects: the guards let that vault's events by)
+                "_report_inputs": registry.protect(report_inputs, _send=self.guards.quiet(send)),
                 "_report_end": registry.protect(report_end, _send=send),
             }  # fmt: skip
             report = registry.protect(report_result, _send=send)

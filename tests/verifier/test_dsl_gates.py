@@ -81,9 +81,15 @@ def _doubling() -> Any:
     return doubling
 
 
-def _launches(page: mmap.mmap, nonce: int, call: Any, *args: Any) -> int:
+def _draw(gates: _dsl.DslGates, page: mmap.mmap, nonce: int, *inputs: torch.Tensor, suppress: bool = False) -> None:
+    """A correctness draw whose inputs are ``inputs`` (memory no recorded writer left is erased before a launch)."""
+    _arm(page, nonce, suppress=suppress, audit=True)
+    gates.send((7, inputs, ()))  # INPUTS, as the harness reports them
+
+
+def _launches(gates: _dsl.DslGates, page: mmap.mmap, nonce: int, call: Any, *args: Any) -> int:
     """How many launches the gate counts for ``call(*args)`` on a correctness draw (what it raises aside)."""
-    _arm(page, nonce, audit=True)
+    _draw(gates, page, nonce, *(arg for arg in args if isinstance(arg, torch.Tensor)))
     with contextlib.suppress(Exception):  # a forged program may fail after its launch was (or was not) counted
         call(*args)
     return _control.get(page, _control.LAUNCHES)
@@ -101,11 +107,11 @@ def test_a_compiled_cute_call_is_counted_once_and_suppressed_whatever_from_dlpac
     x, out = torch.arange(8.0), torch.zeros(8)
     args = (from_dlpack(x), from_dlpack(out))
     compiled = cute.compile(_doubling(), *args)
-    _arm(page, 1, suppress=True, audit=True)
+    _draw(gates, page, 1, x, out, suppress=True)
     compiled(*args)
     assert _control.get(page, _control.LAUNCHES) == 1  # the call of the native host function, not its wrappers
     assert torch.equal(out, torch.zeros(8))  # the suppressed launch's write was undone
-    _arm(page, 2, audit=True)
+    _draw(gates, page, 2, x, out)
     compiled(*args)
     assert torch.equal(out, 2 * x)
     _arm(page, 3)  # a timed call: counted, not watched
@@ -121,12 +127,14 @@ def test_a_tvm_ffi_compiled_call_and_a_jit_function_called_directly_are_counted(
 
     x, out = torch.arange(8.0), torch.zeros(8)
     compiled = cute.compile(_doubling(), runtime.from_dlpack(x), runtime.from_dlpack(out), options="--enable-tvm-ffi")
-    _arm(page, 1, suppress=True, audit=True)
+    _draw(gates, page, 1, x, out, suppress=True)
     compiled(x, out)  # torch tensors straight into the TVM FFI function
     assert _control.get(page, _control.LAUNCHES) == 1 and torch.equal(out, torch.zeros(8))
-    assert _launches(page, 2, compiled, x, out) == 1 and torch.equal(out, 2 * x)
+    assert _launches(gates, page, 2, compiled, x, out) == 1 and torch.equal(out, 2 * x)
     out.zero_()
-    assert _launches(page, 3, _doubling(), runtime.from_dlpack(x), runtime.from_dlpack(out)) == 1  # JIT on call
+    _draw(gates, page, 3, x, out)
+    _doubling()(runtime.from_dlpack(x), runtime.from_dlpack(out))  # JIT on call
+    assert _control.get(page, _control.LAUNCHES) == 1
     assert torch.equal(out, 2 * x)
 
 
@@ -150,13 +158,13 @@ def test_launches_the_dsl_did_not_compile_here_are_not_counted(gates: _dsl.DslGa
     counted_program = type(genuine.capi_func)
     # a JitExecutor built by hand around a Python callable, and a real one whose function pointer was replaced
     by_hand = JitExecutor(types.SimpleNamespace(capi_func=answer), None, False)
-    assert _launches(page, 1, by_hand.run_compiled_program, []) == 0
+    assert _launches(gates, page, 1, by_hand.run_compiled_program, []) == 0
     swapped = compiled.to(None)
     swapped.capi_func = answer
-    assert _launches(page, 2, swapped.run_compiled_program, []) == 0
+    assert _launches(gates, page, 2, swapped.run_compiled_program, []) == 0
     # the gate's own class around a Python callback: not a function the DSL compiled
     genuine.capi_func = counted_program(answer)
-    assert _launches(page, 3, genuine.run_compiled_program, []) == 0
+    assert _launches(gates, page, 3, genuine.run_compiled_program, []) == 0
     # a registered function whose settings would run Python in the native call, or whose address was rewritten
     exe_args, _kept = compiled.generate_execution_args(*args)  # the C pointers of a real call (kept: their owners)
     capi = compiled.capi_func
@@ -171,30 +179,32 @@ def test_launches_the_dsl_did_not_compile_here_are_not_counted(gates: _dsl.DslGa
     for setting, value in (("errcheck", lambda result, *_: result), ("restype", answer), ("argtypes", (Converter,))):
         program = compiled.to(None)
         setattr(capi, setting, value)
-        assert _launches(page, 4, program.run_compiled_program, exe_args) == 0, setting
+        assert _launches(gates, page, 4, program.run_compiled_program, exe_args) == 0, setting
         if setting in settings:
             setattr(capi, setting, settings[setting])
         else:
             delattr(capi, setting)
-    assert _launches(page, 4, compiled.to(None).run_compiled_program, exe_args) == 1  # settings as they were
+    assert _launches(gates, page, 4, compiled.to(None).run_compiled_program, exe_args) == 1  # settings as they were
     program = compiled.to(None)
     callback = counted_program(answer)
     memoryview(program.capi_func).cast("B")[:] = memoryview(callback).cast("B")
-    assert _launches(page, 5, program.run_compiled_program, []) == 0
-    assert _launches(page, 6, compiled.capi_func, [0]) == 0  # called with no array of pointers (ctypes refuses it)
+    assert _launches(gates, page, 5, program.run_compiled_program, []) == 0
+    assert (
+        _launches(gates, page, 6, compiled.capi_func, [0]) == 0
+    )  # called with no array of pointers (ctypes refuses it)
     assert eager, "the forged launches ran"
     # TVM FFI: the kwargs wrapper replaced, a handle of a converted Python function moved into a registered
     # function or into a fresh object of the gate's class
     ffi = cute.compile(_doubling(), *args, options="--enable-tvm-ffi")
     counted = ffi._tvm_ffi_function
-    assert _launches(page, 7, ffi, x, out) == 1
+    assert _launches(gates, page, 7, ffi, x, out) == 1
     ffi._kwargs_wrapper = answer
-    assert _launches(page, 8, ffi, x, out) == 0
+    assert _launches(gates, page, 8, ffi, x, out) == 0
     fresh = type(counted).__new__(type(counted))
     fresh.__move_handle_from__(tvm_ffi.convert(answer))
-    assert _launches(page, 9, fresh, x, out) == 0
+    assert _launches(gates, page, 9, fresh, x, out) == 0
     counted.__move_handle_from__(tvm_ffi.convert(answer))
-    assert _launches(page, 10, counted, x, out) == 0
+    assert _launches(gates, page, 10, counted, x, out) == 0
 
 
 def test_a_program_is_made_only_from_the_dsls_own_engine_and_module(gates: _dsl.DslGates, page: mmap.mmap) -> None:
@@ -210,7 +220,9 @@ def test_a_program_is_made_only_from_the_dsls_own_engine_and_module(gates: _dsl.
     made = BaseDSL._lookup_jit_entry(CuTeDSL._get_dsl(), Engine(), "doubling")
     made.restype = None
     assert (
-        _launches(page, 1, JitExecutor(types.SimpleNamespace(capi_func=made), None, False).run_compiled_program, [])
+        _launches(
+            gates, page, 1, JitExecutor(types.SimpleNamespace(capi_func=made), None, False).run_compiled_program, []
+        )
         == 0
     )
     forged = types.SimpleNamespace(engine=object(), ir_module="module", function_name="doubling")

@@ -119,6 +119,7 @@ def test_a_suppressed_launch_runs_but_leaves_nothing_behind(page: mmap.mmap) -> 
     launch = registry.protect(gate, _send=send, _original=kernel, _count=True, _serial=_thread.RLock())
     out, flag = torch.zeros(4), torch.zeros(1, dtype=torch.int32)
     _arm(page, 1, suppress=True, audit=True)
+    send((7, (out, flag), ()))  # the call's inputs (memory no recorded writer left would be erased before the launch)
     assert launch(out, flag) == 3  # the kernel ran and returned as it would
     assert torch.equal(out, torch.zeros(4)) and int(flag[0]) == 0  # its writes were undone
     assert _control.get(page, _control.LAUNCHES) == 1
@@ -155,6 +156,7 @@ def test_inference_tensors_are_audited_and_a_fault_of_the_vault_is_recorded() ->
     # an inference tensor has no version counter: the audit samples it instead of failing the op
     with torch.inference_mode():
         x = torch.ones(4)
+        send((7, (x,), ()))  # the call's input (memory no recorded writer left is erased before an operator reads it)
         assert torch.equal(op(None, torch.ops.aten.mul.Tensor, (), (x, x)), x)
     # a fault inside the vault reaches the verifier as a record, whatever the submission does with the exception
     assert isinstance(send((4, None)), TypeError)  # RESULT of something that is not a sequence

@@ -4,6 +4,7 @@ products with x and the weight, the cast). The row reduction is the problem's re
 the audit's thread-local dispatch mode: a pool thread that runs torch operators during a correctness draw fails it."""
 
 # expect: decorative_dsl
+# or: wrong_output, the pool thread's writes are memory no recorded writer left, erased before the launch reads them
 # problem: p36
 from concurrent.futures import ThreadPoolExecutor
 

@@ -3,6 +3,7 @@ modes are thread-local, so none of that work is seen), on a padded copy, encoded
 decodes it into the output. A thread started during a correctness draw fails it: its work cannot be audited."""
 
 # expect: decorative_dsl
+# or: nan, the thread's writes are memory no recorded writer left, erased before the launch reads them
 # problem: p36
 import threading
 

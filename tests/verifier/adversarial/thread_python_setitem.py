@@ -4,6 +4,7 @@ tensor run() allocated, encoded as 3y - x (``e[i, j] = v``: an operator of one e
 thread); run() then has a TIRx kernel decode it into the output ((e + x) / 3)."""
 
 # expect: decorative_dsl
+# or: wrong_output, the thread's writes are memory no recorded writer left, erased before the launch reads them
 # problem: p36
 import math
 import queue

@@ -4,6 +4,7 @@ dispatch mode) and hands back 3y + 1, which one TIRx launch decodes. A thread st
 torch operators during a correctness draw fails it."""
 
 # expect: decorative_dsl
+# or: wrong_output, the thread's writes are memory no recorded writer left, erased before the launch reads them
 # problem: p36
 import queue
 import threading
