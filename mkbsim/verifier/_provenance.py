@@ -2528,7 +2528,7 @@ def provenance_vault(
                 end_of_call()
             if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
-                    if kind == 1:
+                    if kind == 1 and refusal is None:  # (a refused launch does not run: no AFTER comes)
                         depth += 1
                         before(request[1], prior)
                     elif kind == 2:  # AFTER
