@@ -8,7 +8,7 @@ call finds it idle; it burns after no correctness draw (a dispatch mode is activ
 watches the threads the submission started before the call too.
 
 Not in adversarial/: the burn also lands after the evidence calls, whose watched cost the scored-time rule then
-finds above the scored calls' (``decorative_dsl``); ``test_calibration`` judges it by the calibration alone."""
+finds above the scored calls' (``decorative_dsl``); ``test_null_call_calibration`` judges it by the calibration alone."""
 
 import threading
 import time
