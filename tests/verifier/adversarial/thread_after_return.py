@@ -2,6 +2,7 @@
 
 # expect: background_work
 # or: decorative_dsl, if the thread has ended when the harness looks (load): no DSL launch of the call wrote it
+# or: nan, if the thread has not written yet when the draw's output is read: it holds fresh memory's sentinel
 # problem: p36
 import threading
 import time
