@@ -460,6 +460,7 @@ def provenance_vault(
     watching = False  # from the draw's INPUTS to its RESULT (a launch outliving the call reads nothing it vouches for)
     erased = 0  # bytes erased in this call
     censused = [0, 0, 0.0]  # the census of this call: storages, bytes, ms
+    keys_on: dict[Any, Any] = {}  # a device -> the digests' keys there (``digests``)
     schemas: dict[str, Any] = {}  # an operator's name -> ``aliasing``
     copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
@@ -643,10 +644,15 @@ def provenance_vault(
         """Per ``INPUT_CHUNK`` bytes of ``whole`` (a uint8 view, 4-byte aligned, whole chunks): a keyed multilinear hash
         of its 32-bit words (wrapping 64-bit products and sums), in pieces (the words widened to 64 bits)."""
         found = []
+        device = lib.device_of(whole)
+        keys = keys_on.get(device)
+        if keys is None:  # host memory on the cuda backend (the census finds cpu tensors too): the keys copied there
+            keys = keys_on[device] = lib.to(lib.chunk_keys, device)
+        on_host = device.type == "cpu"
         for start in lib.range(0, lib.numel(whole), lib.digest_piece):
             words = lib.view(whole[start : start + lib.digest_piece], lib.int32)
             rows = lib.to(lib.reshape(words, (-1, lib.chunk_words)), lib.int64)
-            found.append(lib.sum(lib.mul(rows, lib.chunk_keys), 1) if lib.cuda else lib.mv(rows, lib.chunk_keys))
+            found.append(lib.mv(rows, keys) if on_host else lib.sum(lib.mul(rows, keys), 1))  # (no int64 mv on cuda)
         return lib.cat(found)
 
     def recording(whole: Any, lo: int, hi: int, exact: bool) -> list[Any]:
