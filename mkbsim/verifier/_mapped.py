@@ -160,19 +160,18 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
     call's outputs or in-place results changes nothing.
 
     OPEN ((1, arenas, calls, memory)) takes the block's arenas and memory (``map_block``: every call's, which no frame
-    below run() may hold) and the arena of each call, and copies every
-    delivered tensor once (their memory made and touched before the first call: copies allocated per call left
-    run() fresh pages to fault in). ARENA ((2,)) answers the arena of the call the timer's vault has loaded (its
-    cursor, BLOCK_NEXT, in the control page); AUDITED ((5,)) answers, once, whether that call is a correctness
-    draw (1) or not (0): the harness asks after the call, so that no frame below run() holds the flag, and learns
-    it from here rather than from the dispatch stack, where its mode could have been popped; KEEP ((3,)) copies
+    below run() may hold) and the arena of each call, and copies every delivered tensor once (their memory made and
+    touched before the first call: copies allocated per call left run() fresh pages to fault in); it answers the copies
+    (the harness names them to the provenance vault). ARENA ((2,)) answers the arena of the call the timer's vault has
+    loaded (its cursor, BLOCK_NEXT, in the control page); AUDITED ((5,)) answers, once, whether that call is a
+    correctness draw (1) or not (0): the harness asks after the call, so that no frame below run() holds the flag, and
+    learns it from here rather than from the dispatch stack, where its mode could have been popped; KEEP ((3,)) copies
     that call's delivered tensors, once; RESTORE ((4,)) puts every copy back and closes the block, answering what it
-    held for the caller to drop and stage out (its last item, the memory; no object is freed here, so no finalizer
-    runs in this frame). Any other request,
-    or one out of that order (a second KEEP or AUDITED of a call, ARENA, AUDITED or KEEP while no call is loaded,
-    OPEN of an open block, RESTORE of a closed one), is no harness's:
-    the vault marks the block (BLOCK_FAULT, as the timer does) and answers None from then on, so a forged request
-    fails the block it was made in or the next."""
+    held for the caller to drop and stage out (its last item, the memory; no object is freed here, so no finalizer runs
+    in this frame). Any other request, or one out of that order (a second KEEP or AUDITED of a call, ARENA, AUDITED or
+    KEEP while no call is loaded, OPEN of an open block, RESTORE of a closed one), is no harness's: the vault marks the
+    block (BLOCK_FAULT, as the timer does) and answers None from then on, so a forged request fails the block it was
+    made in or the next."""
     arenas: Any = None
     memory: Any = None
     order: Any = None
@@ -209,6 +208,7 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
                         kept.append(copies)
                 done = [False] * lib.len(order)
                 asked = [False] * lib.len(order)
+                reply = kept  # for the provenance vault's census, which leaves the harness's memory out
             elif kind == 5 and 0 <= current < lib.len(order) and not asked[current]:  # AUDITED
                 asked[current] = True
                 reply = 1 if page[layout.AUDIT] and not page[layout.NULL] else 0
@@ -257,9 +257,9 @@ def request(*, _kind: int, _send: Any) -> Any:
     return _send((_kind,))
 
 
-def open_block(arenas: Any, calls: Any, memory: Any, *, _send: Any) -> None:
-    """The harness's OPEN of a block it mapped (``map_block``) to ``delivered_vault``."""
-    _send((1, arenas, calls, memory))
+def open_block(arenas: Any, calls: Any, memory: Any, *, _send: Any) -> Any:
+    """The harness's OPEN of a block it mapped (``map_block``) to ``delivered_vault``: the copies it made."""
+    return _send((1, arenas, calls, memory))
 
 
 def bound_steps(protect: Callable[..., Any], device: torch.device, sync: Any) -> dict[str, Any]:

@@ -461,6 +461,10 @@ def provenance_vault(
     erased = 0  # bytes erased in this call
     censused = [0, 0, 0.0]  # the census of this call: storages, bytes, ms
     keys_on: dict[Any, Any] = {}  # a device -> the digests' keys there (``digests``)
+    # the storages of the open block's memory and of the copies of what its calls deliver: the harness's, which the
+    # census leaves out (a staged block's host mapping, every call's arena: gigabytes on p03, 2.4 s of digests a draw on
+    # the H200); a read of one is then of memory no recorded writer left, unless it is the call's own inputs
+    harness: list[tuple[int, int]] = []
     schemas: dict[str, Any] = {}  # an operator's name -> ``aliasing``
     copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
@@ -849,6 +853,8 @@ def provenance_vault(
             if lib.id(lib.type(obj)) in lib.census_kinds:  # exact types: no ``isinstance`` (``__class__``) runs
                 for t in tensors_in(obj, []):
                     if not lib.numel(t) or lib.zerotensor(t):  # (a lazy zero tensor has no memory)
+                        continue
+                    if lib.any(a <= storage_of(t) < b for a, b in harness):
                         continue
                     if admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t))):
                         censused[0] += 1
@@ -2532,6 +2538,10 @@ def provenance_vault(
                     outer.clear()  # a launch's description is the call's it runs inside, never a stale one
             elif kind == 5:  # END of the call (the harness, once the timer stopped)
                 end_of_call()
+            elif kind == 11:  # HARNESS: a block's memory and copies (held by the harness until the next block)
+                with lib.exclude(lib.python_keys), lib.no_torch_function():
+                    harness[:] = [(storage_of(t), storage_of(t) + lib.numel(storage_bytes(t)))
+                                  for t in tensors_in(request[1], []) if lib.numel(t)]  # fmt: skip
             if audit:  # a correctness draw: tensors are read, with torch's Python dispatch out of the way
                 with lib.exclude(lib.python_keys), lib.no_torch_function():
                     if kind == 1 and refusal is None:  # (a refused launch does not run: no AFTER comes)
@@ -2696,6 +2706,14 @@ def dispatch(
 def report_end(*, _send: Any) -> None:
     """The harness, once the timer stopped the call: the vault writes the call's DSL time."""
     failed = _send((5,))  # END
+    if failed is not None:
+        raise failed
+
+
+def report_harness(memory: Any, *, _send: Any) -> None:
+    """The harness, when it opens a block: the block's memory (every call's, the staged host mapping) and the copies
+    of what its calls deliver, which the census leaves out (the vault's HARNESS)."""
+    failed = _send((11, memory))
     if failed is not None:
         raise failed
 

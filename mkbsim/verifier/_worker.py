@@ -52,6 +52,7 @@ from mkbsim.verifier._provenance import (
     provenance_lib,
     provenance_vault,
     report_end,
+    report_harness,
     report_inputs,
     report_result,
 )
@@ -228,7 +229,9 @@ class Worker:
         if key is not None:  # (without one, no answer of this worker is accepted by a verification)
             self.chan.sign = registry.open(answer_signer, key, page, BLOCK_NONCE[0], signer_lib())
         timer = registry.open(timer_vault, page, timer_lib(self.device.type, self.setup["sync"]), timer_layout())
-        audit: dict[str, Any] = {"_mode": None, "_ask": None, "_report_inputs": None, "_report_end": None}
+        audit: dict[str, Any] = {
+            "_mode": None, "_ask": None, "_report_inputs": None, "_report_end": None, "_report_harness": None
+        }  # fmt: skip
         report: Any = None
         if self.candidate:
             cfg = attribution_config(HARNESS_DIR, self.path, self.setup["off_limits"])
@@ -265,6 +268,7 @@ class Worker:
                 # (its census of the tensors alive lists the collector's objects: the guards let that vault's events by)
                 "_report_inputs": registry.protect(report_inputs, _send=self.guards.quiet(send)),
                 "_report_end": registry.protect(report_end, _send=send),
+                "_report_harness": registry.protect(report_harness, _send=send),
             }  # fmt: skip
             report = registry.protect(report_result, _send=send)
             self.no_process = process_filter(registry.protect)
@@ -317,6 +321,7 @@ class Worker:
             _run_block, _map=steps["map"], _device=self.device, _open=requests["open"], _keep=requests["keep"],
             _restore=requests["restore"], _sync=sync, _stage_out=steps["stage_out"],
             _end=protect(end_block, _timer=timer), _call=call, _news=self.news, _ops=HARNESS_OPS,
+            _harness=audit["_report_harness"],
         )  # fmt: skip
         loop: Callable[[Any], None] = protect(
             _serve_blocks, _recv=self.chan.recv, _ready=self.chan.wait_readable, _send=self.chan.send, _block=block,
@@ -510,7 +515,7 @@ def _serve_blocks(fn: Any, *, _recv: Any, _ready: Any, _send: Any, _block: Any, 
 
 def _run_block(
     fn: Any, layout: Any, fds: Any, calls: Any, flush: bool, *, _map: Any, _device: Any, _open: Any, _keep: Any,
-    _restore: Any, _sync: Any, _stage_out: Any, _end: Any, _call: Any, _news: Any, _ops: Any
+    _restore: Any, _sync: Any, _stage_out: Any, _end: Any, _call: Any, _news: Any, _ops: Any, _harness: Any
 ) -> tuple[dict[str, Any], Any]:  # fmt: skip
     """A block of calls back to back (DESIGN §5, timing): every call's inputs were staged in before the first,
     nothing but each call's own bookkeeping runs between them (its outputs and in-place inputs copied aside by the
@@ -524,7 +529,10 @@ def _run_block(
     (``_serve_blocks``)."""
     with _ops[0](), _ops[1](_ops[2]):
         memory, arenas = _map(layout, fds, _device)
-        _open(arenas, calls, memory)
+        if _harness is not None:  # the block's memory and the copies are the harness's: no census of them
+            _harness((memory[0], memory[1], _open(arenas, calls, memory)))
+        else:
+            _open(arenas, calls, memory)
     del layout, fds, arenas, memory
     replies = []
     held = None
