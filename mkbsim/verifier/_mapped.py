@@ -235,6 +235,9 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
             faulty = True
             lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
         request = None  # the caller holds its objects: dropping them here is never the last reference
+        # nor its tensors left in this frame's loop variables (a closed block's memory: the next census's bytes)
+        args = outputs = slots = tensor = copy = slot = None
+        tensors, copies = [], []
 
 
 def delivered_lib() -> types.SimpleNamespace:

@@ -2620,6 +2620,9 @@ def provenance_vault(
             reply = exc
         mode.clear()  # the mode as the request found it
         request = None  # the caller holds its objects: dropping them here is never the last reference
+        # nor the request's tensors left in this frame's locals (an earlier draw's inputs: the next census's bytes)
+        t = whole = fn = module = None
+        input_tensors = []
 
 
 def page_layout() -> types.SimpleNamespace:
