@@ -101,6 +101,11 @@ TO_PYTHON = "mkbsim.to_python.default"
 #: lifted elements do (the red team's rt9a F4: an eager answer read out with one ``tolist`` and stored by launches
 #: taking 32 floats each).
 LAUNCH_SCALARS = "mkbsim.launch_scalars.default"
+#: The record the provenance vault writes for each storage it erased on a draw (memory no recorded writer left, erased
+#: before an operator or launch read it; its one output size is how many): whether a storage was erased is what its
+#: reader sees, so each erasure carries a value from Python, as a by-value argument does (the red team's rt18 F3: one
+#: ``torch.cat`` over 1,536 one-element storages, each changed by numpy or not, carried p36's inverse RMS bit by bit).
+ERASED_STORAGES = "mkbsim.erased_storages.default"
 #: The bytes one Python value carries where its width is not recorded (a by-value argument, a fill's scalar, a value
 #: stored into one element): a 64-bit number.
 SCALAR_BYTES = 8
@@ -384,7 +389,7 @@ def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
         return width, 0
     if base in ("lift_fresh", "lift_fresh_copy"):
         return 0, max((_numel(s) for s in outs), default=0) * width
-    if name == LAUNCH_SCALARS:  # how many arguments were given by value
+    if name in (LAUNCH_SCALARS, ERASED_STORAGES):  # how many arguments were given by value, storages were erased
         return 0, sum(map(_numel, outs)) * SCALAR_BYTES
     # one Python value: a fill's or a full's, or an operator computing on single elements (``out[i].add_(v)``),
     # element by element the way Python writes an answer into a tensor; a view of one element takes none
@@ -713,7 +718,8 @@ def explain(found: EagerWork) -> str:
             "of an in-place one the elements it changes) were read out of tensors into Python objects (tolist(), "
             f"item(), a storage's bytes) and {found.python['in']:.0%} of its answer's (the outputs and the in-place "
             "elements it changes) were made from Python objects (torch.tensor(list), fills, arguments given to kernels "
-            f"by value): at {PYTHON_SHARE:.0%} of "
+            "by value, storages erased as memory no recorded writer left, each a value): at "
+            f"{PYTHON_SHARE:.0%} of "
             "either, the answer is computed in plain Python and the DSL kernels do none of the operator's work. Keep "
             "the data in tensors and move the operator's work into the DSL."
         )

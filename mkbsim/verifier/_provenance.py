@@ -410,6 +410,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         decode=_keyed.bound(_decode.bound()), decoded=_decode.fitted, regressor=_decode.regressor,
         picked=_decode.picked, pooled=_decode.pooled, keyed_kept=_keyed.kept, keyed_judged=_keyed.judged,
         sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
+        erased_storages=_eagerwork.ERASED_STORAGES,
         # the input digests' keys (``INPUT_CHUNK``): one random 64-bit multiplier per 32-bit word of a chunk, drawn from
         # the system, which the submission cannot read (two chunks that differ agree with probability 2^-32 at most)
         chunk=INPUT_CHUNK, chunk_words=INPUT_CHUNK // 4, digest_piece=1 << 24, int32=torch.int32,
@@ -750,6 +751,8 @@ def provenance_vault(
         then sends later kernels over no data, never out of bounds, as the fresh allocations' sentinel)."""
         nonlocal erased
         erased += lib.numel(whole) if where is None else lib.int(lib.count_nonzero(where))
+        key = (lib.erased_storages, (), ((1,),))  # one Python value: the reader sees whether it was erased
+        eager_ops[key] = eager_ops.get(key, 0) + 1
         byte = lib.erased_byte if lib.is_floating(t) else 0
         if where is None:
             lib.fill_(whole, byte)
