@@ -241,7 +241,16 @@ def _checked(v: Verification, draw: Draw, arena: Arena, where: str, first: bool)
             "outputs": [c.as_dict() for c in checks],
         }
     )
-    return values(checks, where, v.protocol.allowance_factor)
+    failure = values(checks, where, v.protocol.allowance_factor)
+    erased = sum(record[1] for record in draw.page.get("records") or () if record[0] == "memory")
+    if failure is not None and erased:  # the likeliest cause, named (red team rt18 F2: eager work on a pool thread)
+        cause = (
+            f" On this draw {erased} bytes that no recorded writer left were erased before they were read (NaN "
+            "where floating, else 0): memory written by what the audit does not see, such as torch operators run on "
+            'another thread, numpy, or raw pointers (verifier README, "Memory no recorded writer left").'
+        )
+        failure = Failure(failure.code, failure.feedback + cause)
+    return failure
 
 
 def _background(reply: dict[str, Any], where: str) -> Failure | None:
