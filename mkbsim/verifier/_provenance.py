@@ -429,6 +429,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         scatter_add=base.scatter_add, index_put=base.index_put, put=base.put,
         # memory no recorded writer left (``unwritten``): the sentinel byte, an operator's schema, the census
         erased_byte=ERASED_BYTE, masked_fill_=base.masked_fill_, lifts=_LIFTS, get_schema=torch._C._get_schema,
+        operation_overload=torch._C._get_operation_overload, inplace_view=torch.Tag.inplace_view,
         arguments_of=vars(torch._C.FunctionSchema)["arguments"].fget,
         returns_of=vars(torch._C.FunctionSchema)["returns"].fget, argument_name=vars(torch._C.Argument)["name"].fget,
         alias_of=vars(torch._C.Argument)["alias_info"].fget,
@@ -814,16 +815,23 @@ def provenance_vault(
 
     def aliasing(name: str) -> Any:
         """(whether the operator returns a view of an argument and writes none, the positions and names of the
-        arguments it writes), from its schema (``name``: "namespace.operator.overload", as ``dispatch`` resolved it)."""
+        arguments it writes), from its schema (``name``: "namespace.operator.overload", as ``dispatch`` resolved it).
+        An in-place view (torch's ``inplace_view`` tag: ``set_``, ``as_strided_``, ``resize_``, ``t_``) is a view: its
+        schema writes ``self``, but only its sizes, strides and storage, no byte (red team rt18 F5: ``set_`` over the
+        storage of a tensor numpy wrote raw was taken for its writer, so those bytes were vouched for, not erased)."""
         found = schemas.get(name)
         if found is None:
             parts = name.split(".")
             overload = parts[2] if lib.len(parts) > 2 and parts[2] != "default" else ""
             try:
                 schema = lib.get_schema(parts[0] + "::" + parts[1], overload)
+                tags = lib.operation_overload(parts[0] + "::" + parts[1], overload)[-1]
             except lib.BaseException:  # no torch operator (the harness's ``to_python`` report): it writes no tensor
                 schemas[name] = (False, ())
                 return schemas[name]
+            if lib.inplace_view in tags:
+                found = schemas[name] = (True, ())
+                return found
             written_args = lib.tuple(
                 (k, lib.argument_name(a)) for k, a in lib.enumerate(lib.arguments_of(schema))
                 if lib.alias_of(a) is not None and lib.is_write(lib.alias_of(a))
