@@ -342,6 +342,32 @@ def _recording(*args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str
     return _original(*args, **kwargs)
 
 
+def tir_memory_check(protect: Any) -> Any:
+    """``_tir_memory.checked`` over TVM's classes and functions as they are now (before the submission loads),
+    each part made a hook by ``protect`` (``Registry.protect``)."""
+    import tvm
+    import tvm_ffi
+    from tvm import tirx
+
+    refused = protect(
+        _tir_memory.refused_reach, _walk=tvm_ffi.structural_walk, _type=type, _getattr=getattr, _Call=tvm.ir.Call,
+        _Cast=tirx.Cast, _Pointer=tvm.ir.PointerType, _DeclBuffer=tirx.DeclBuffer,
+        _vector=(tirx.Ramp, tirx.Broadcast, tirx.Shuffle), _String=tvm.ir.StringImm,
+        _memory=_tir_memory.MEMORY_FUNCTIONS, _extern=_tir_memory.EXTERN_OPS, _intrinsic=_tir_memory.INTRINSIC_OPS,
+    )  # fmt: skip
+    clamped = protect(
+        _tir_memory.clamped, _mutate=tvm_ffi.structural_mutate, _equal=tvm_ffi.structural_equal, _type=type,
+        _For=tirx.For, _Load=tvm.ir.TensorLoad, _Store=tirx.BufferStore, _IntImm=tirx.IntImm, _Var=tirx.Var,
+        _load=tirx.BufferLoad, _store=tirx.BufferStore, _min=tirx.Min, _max=tirx.Max, _cast=tirx.Cast,
+        _const=tirx.const, _zip=zip,
+    )  # fmt: skip
+    return protect(
+        _tir_memory.checked, _refused=refused, _clamped=clamped, _mutate=tvm_ffi.structural_mutate, _type=type,
+        _PrimFunc=tirx.PrimFunc, _Target=tvm.target.Target, _current=tvm.target.Target.current,
+        _cpu=_tir_memory.CPU_KINDS,
+    )  # fmt: skip
+
+
 class DslGates:
     """Installs the gate for one DSL; ``patched`` lists the hooks (replacing one is tampering)."""
 
@@ -419,7 +445,7 @@ class DslGates:
             _kind=tvm_ffi.get_global_func("ffi.ModuleGetKind"),
             _source=tvm_ffi.get_global_func("ffi.ModuleInspectSource"), _list=list, _len=len,
             _context=tvm_ffi.get_global_func("transform.GetCurrentPassContext"), _passes="tir.add_lower_pass", _id=id,
-            _checked=self._tir_memory_check(), **common,
+            _checked=tir_memory_check(self.registry.protect), **common,
         )  # fmt: skip
         for owner in (tvm.tirx, sys.modules["tvm.tirx.build"]):
             self._set(owner, "build", build)
@@ -434,31 +460,6 @@ class DslGates:
                             (sys.modules["tvm.runtime.module"], "_load_module"), (tvm_ffi, "load_module"),
                             (sys.modules["tvm_ffi.module"], "load_module")):  # fmt: skip
             self._set(owner, attr, load)
-
-    def _tir_memory_check(self) -> Any:
-        """``_tir_memory.checked`` over TVM's classes and functions as they are now, before the submission loads."""
-        import tvm
-        import tvm_ffi
-        from tvm import tirx
-
-        protect = self.registry.protect
-        refused = protect(
-            _tir_memory.refused_reach, _walk=tvm_ffi.structural_walk, _type=type, _getattr=getattr, _Call=tvm.ir.Call,
-            _Cast=tirx.Cast, _Pointer=tvm.ir.PointerType, _DeclBuffer=tirx.DeclBuffer,
-            _vector=(tirx.Ramp, tirx.Broadcast, tirx.Shuffle), _String=tvm.ir.StringImm,
-            _memory=_tir_memory.MEMORY_FUNCTIONS, _extern=_tir_memory.EXTERN_OPS, _intrinsic=_tir_memory.INTRINSIC_OPS,
-        )  # fmt: skip
-        clamped = protect(
-            _tir_memory.clamped, _mutate=tvm_ffi.structural_mutate, _equal=tvm_ffi.structural_equal, _type=type,
-            _For=tirx.For, _Load=tvm.ir.TensorLoad, _Store=tirx.BufferStore, _IntImm=tirx.IntImm, _Var=tirx.Var,
-            _load=tirx.BufferLoad, _store=tirx.BufferStore, _min=tirx.Min, _max=tirx.Max, _cast=tirx.Cast,
-            _const=tirx.const, _zip=zip,
-        )  # fmt: skip
-        return protect(
-            _tir_memory.checked, _refused=refused, _clamped=clamped, _mutate=tvm_ffi.structural_mutate, _type=type,
-            _PrimFunc=tirx.PrimFunc, _Target=tvm.target.Target, _current=tvm.target.Target.current,
-            _cpu=_tir_memory.CPU_KINDS,
-        )  # fmt: skip
 
     def _install_cutedsl(self) -> None:
         import ctypes

@@ -130,9 +130,10 @@ def checked(
     def on_func(func: Any, mutator: Any = None) -> Any:
         given = func.attrs.get("target", None) if func.attrs is not None else None
         cpu = (given.kind.name if given is not None else default_kind) in _cpu
-        for reason in _refused(func, cpu):
+        reasons = _refused(func, cpu)
+        for reason in reasons:
             refused[reason] = None
-        return _clamped(func) if cpu else func
+        return _clamped(func) if cpu and not reasons else func  # a refused function is not built: left as it is
 
     result = on_func(mod) if _type(mod) is _PrimFunc else _mutate(mod, [(_PrimFunc, on_func)])
     return result, [*refused]
