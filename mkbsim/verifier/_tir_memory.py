@@ -8,7 +8,8 @@ pointers, struct reads and ``memcpy``/``memset`` later, so none of these is refu
 
 - Every target: no pointer made from or turned into an integer (``T.reinterpret``/``T.Cast`` to or from a
   handle), no ``memcpy``/``memset``/``memmove`` named by the kernel (an integer address passed by value reaches
-  any memory without a pointer type) and no LLVM intrinsic called by name.
+  any memory without a pointer type) and no LLVM intrinsic called by name (``T.call_llvm_intrin``, or an extern
+  call named ``llvm.*``, which LLVM takes for the intrinsic: ``llvm.memcpy...``).
 - CPU (llvm) functions, whose code runs in this process: no pointer at all (no handle-typed parameter, value,
   call or binding: ``T.address_of``, ``tvm_access_ptr``, a raw pointer argument), no buffer declared over other
   memory (``T.decl_buffer``, ``Buffer.view``: its shape is not the memory's), no vector index; and every buffer
@@ -50,6 +51,8 @@ def refused_reach(
             elif name in _extern and node.args and _type(node.args[0]) is _String:
                 if node.args[0].value in _memory:
                     found[f"a call of {node.args[0].value!r} (an address is any integer to it)"] = None
+                elif node.args[0].value.startswith("llvm."):  # LLVM takes the name for its intrinsic
+                    found["an LLVM intrinsic called by name"] = None
             elif name in _intrinsic:
                 found["an LLVM intrinsic called by name"] = None
         elif kind is _Cast and (pointer(node) or pointer(node.value)):

@@ -50,6 +50,11 @@ def llvm_intrinsic(out: T.Buffer((1,), "int64"), src: T.int64):
 
 
 @T.prim_func
+def intrinsic_as_extern(out: T.Buffer((1,), "int64"), dst: T.int64, src: T.int64):
+    out[0] = T.call_extern("int64", "llvm.memcpy.p0.p0.i64", dst, src, T.int64(8), T.bool(False))
+
+
+@T.prim_func
 def address_of_element(a: T.Buffer((4,), "float32"), k: T.int32):
     T.evaluate(T.call_extern("float32", "fabsf", T.address_of(a[k])))
 
@@ -83,6 +88,7 @@ def computed_index(a: T.Buffer((1,), "float32"), out: T.Buffer((1,), "float32"),
         (memcpy_by_integer, "llvm", "a call of 'memcpy'"),
         (memcpy_by_integer, CUDA, "a call of 'memcpy'"),
         (llvm_intrinsic, "llvm", "an LLVM intrinsic called by name"),
+        (intrinsic_as_extern, CUDA, "an LLVM intrinsic called by name"),
         (address_of_element, "llvm", "a pointer (a handle-typed"),
         (raw_pointer_argument, "llvm", "a pointer (a handle-typed"),
         (wider_view, "llvm", "a buffer declared over other memory"),
