@@ -27,6 +27,8 @@ MEMORY_FUNCTIONS = ("memcpy", "memset", "memmove", "__bzero", "bzero", "mempcpy"
 #: Ops through which a kernel names an outside function or intrinsic (the first argument is its name).
 EXTERN_OPS = ("tirx.call_extern", "tirx.call_pure_extern")
 INTRINSIC_OPS = ("tirx.call_llvm_intrin", "tirx.call_llvm_pure_intrin")
+#: The unsigned type of each signed index type (``clamped``); an unsigned index is its own.
+UNSIGNED = {"int8": "uint8", "int16": "uint16", "int32": "uint32", "int64": "uint64"}
 #: Targets whose code runs on this machine's CPU.
 CPU_KINDS = ("llvm", "c")
 
@@ -70,12 +72,12 @@ def refused_reach(
 
 def clamped(
     func: Any, *, _mutate: Any, _equal: Any, _type: Any, _For: Any, _Load: Any, _Store: Any, _IntImm: Any,
-    _Var: Any, _load: Any, _store: Any, _min: Any, _max: Any, _cast: Any, _const: Any, _zip: Any
+    _Var: Any, _load: Any, _store: Any, _min: Any, _max: Any, _cast: Any, _const: Any, _zip: Any, _unsigned: Any
 ) -> Any:  # fmt: skip
     """``func`` with every buffer index that is not provably inside its dimension clamped into it: a loop
     variable over ``range(0, extent)`` with the dimension's extent, or a constant in range, is left as it is
     (an honest kernel's indices mostly), anything else (a computed or data-dependent index) becomes
-    ``max(min(index, extent - 1), 0)``."""
+    ``min(unsigned(index), unsigned(max(extent - 1, 0)))``: inside the dimension (at 0 if it is empty)."""
     ranges: dict[Any, Any] = {}  # a loop variable: its loop's extent (the loop starts at 0)
 
     def inside(index: Any, extent: Any) -> bool:
@@ -94,9 +96,11 @@ def clamped(
             if inside(index, extent):
                 out.append(index)
             else:
+                # one unsigned min: a negative index is a huge unsigned one; the extent is loop-invariant
                 dtype = index.ty.dtype
-                last = _cast(dtype, extent) - _const(1, dtype)
-                out.append(_max(_min(index, last), _const(0, dtype)))
+                unsigned = _unsigned.get(dtype, dtype)
+                last = _max(_cast(dtype, extent) - _const(1, dtype), _const(0, dtype))
+                out.append(_cast(dtype, _min(_cast(unsigned, index), _cast(unsigned, last))))
         return out
 
     def on_for(node: Any, mutator: Any) -> Any:
