@@ -104,8 +104,9 @@ def clamped(
         return out
 
     def on_for(node: Any, mutator: Any) -> Any:
-        zero = _type(node.min) is _IntImm and node.min.value == 0
-        if zero:
+        # from 0 upwards: a step TVM may take (the loop stops below min + extent) must be a positive constant
+        step = node.step is None or (_type(node.step) is _IntImm and node.step.value > 0)
+        if step and _type(node.min) is _IntImm and node.min.value == 0:
             ranges[node.loop_var] = node.extent
         try:
             return mutator.default_mutate(node)

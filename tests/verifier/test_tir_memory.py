@@ -80,6 +80,12 @@ def computed_index(a: T.Buffer((1,), "float32"), out: T.Buffer((1,), "float32"),
     out[0] = a[k]
 
 
+@T.prim_func
+def variable_step(a: T.Buffer((8,), "float32"), step: T.int32):
+    for i in T.serial(0, 8, step=step):  # a step that is no positive constant proves nothing
+        a[i] = T.float32(1)
+
+
 @pytest.mark.parametrize(
     ("func", "target", "refused"),
     [
@@ -110,6 +116,11 @@ def test_an_honest_kernel_passes_unchanged(checked: Any) -> None:
     built, reasons = checked(honest, "llvm")
     assert reasons == []
     assert tvm_ffi.structural_equal(built, honest)
+
+
+def test_a_loop_variable_with_a_variable_step_is_clamped(checked: Any) -> None:
+    built, reasons = checked(variable_step, "llvm")
+    assert reasons == [] and not tvm_ffi.structural_equal(built, variable_step)
 
 
 def test_an_index_outside_its_buffer_is_clamped_into_it(checked: Any) -> None:
