@@ -352,7 +352,8 @@ def tir_memory_check(protect: Any) -> Any:
     refused = protect(
         _tir_memory.refused_reach, _walk=tvm_ffi.structural_walk, _type=type, _getattr=getattr, _Call=tvm.ir.Call,
         _Cast=tirx.Cast, _Pointer=tvm.ir.PointerType, _DeclBuffer=tirx.DeclBuffer,
-        _vector=(tirx.Ramp, tirx.Broadcast, tirx.Shuffle), _String=tvm.ir.StringImm,
+        _vector=(tirx.Ramp, tirx.Broadcast, tirx.Shuffle), _regions=(tirx.TilePrimitiveCall, tvm.ir.TensorRegion),
+        _String=tvm.ir.StringImm,
         _memory=_tir_memory.MEMORY_FUNCTIONS, _extern=_tir_memory.EXTERN_OPS, _intrinsic=_tir_memory.INTRINSIC_OPS,
     )  # fmt: skip
     clamped = protect(

@@ -12,7 +12,8 @@ pointers, struct reads and ``memcpy``/``memset`` later, so none of these is refu
   call named ``llvm.*``, which LLVM takes for the intrinsic: ``llvm.memcpy...``).
 - CPU (llvm) functions, whose code runs in this process: no pointer at all (no handle-typed parameter, value,
   call or binding: ``T.address_of``, ``tvm_access_ptr``, a raw pointer argument), no buffer declared over other
-  memory (``T.decl_buffer``, ``Buffer.view``: its shape is not the memory's), no vector index; and every buffer
+  memory (``T.decl_buffer``, ``Buffer.view``: its shape is not the memory's), no vector index, no buffer region
+  (a tile primitive's, lowered later to loops from the region's corner); and every buffer
   index not provably inside its dimension is clamped to it (``_clamped``), so a computed offset stays inside the
   buffer whatever its value. A buffer argument's shape and strides are the tensor's (TVM checks them on entry).
 - CUDA functions: device code (and the address arithmetic its PTX intrinsics need) is left to the rules above.
@@ -35,7 +36,7 @@ CPU_KINDS = ("llvm", "c")
 
 def refused_reach(
     func: Any, cpu: bool, *, _walk: Any, _type: Any, _getattr: Any, _Call: Any, _Cast: Any, _Pointer: Any,
-    _DeclBuffer: Any, _vector: Any, _String: Any, _memory: Any, _extern: Any, _intrinsic: Any
+    _DeclBuffer: Any, _vector: Any, _regions: Any, _String: Any, _memory: Any, _extern: Any, _intrinsic: Any
 ) -> list[str]:  # fmt: skip
     """What in the PrimFunc ``func`` reaches memory outside its buffers (empty: nothing); ``cpu``: it runs on
     this machine's CPU."""
@@ -65,6 +66,8 @@ def refused_reach(
             found["a buffer declared over other memory (T.decl_buffer, Buffer.view)"] = None
         elif cpu and kind in _vector:
             found["a vector index (T.ramp, T.broadcast: write a T.vectorized loop)"] = None
+        elif cpu and kind in _regions:  # lowered to loops from the region's corner, which no clamp sees
+            found["a buffer region (a tile primitive over a region: write the loops)"] = None
 
     _walk(func, visit, order="pre")
     return [*found]

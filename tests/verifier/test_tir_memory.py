@@ -76,6 +76,11 @@ def vector_index(a: T.Buffer((8,), "float32"), out: T.Buffer((4,), "float32"), k
 
 
 @T.prim_func
+def region_copy(a: T.Buffer((8,), "float32"), out: T.Buffer((8,), "float32"), k: T.int32):
+    T.tile.copy(out[0:4], a[k : k + 4])
+
+
+@T.prim_func
 def computed_index(a: T.Buffer((1,), "float32"), out: T.Buffer((1,), "float32"), k: T.int64):
     out[0] = a[k]
 
@@ -99,6 +104,7 @@ def variable_step(a: T.Buffer((8,), "float32"), step: T.int32):
         (raw_pointer_argument, "llvm", "a pointer (a handle-typed"),
         (wider_view, "llvm", "a buffer declared over other memory"),
         (vector_index, "llvm", "a vector index"),
+        (region_copy, "llvm", "a buffer region"),
     ],
 )  # fmt: skip
 def test_memory_outside_the_buffers_is_refused(checked: Any, func: Any, target: Any, refused: str) -> None:
