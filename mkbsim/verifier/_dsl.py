@@ -38,6 +38,7 @@ import sys
 import weakref
 from typing import Any
 
+from mkbsim.verifier import _tir_memory
 from mkbsim.verifier._guards import Binding, Guards, binding
 from mkbsim.verifier._provenance import gate
 from mkbsim.verifier._vault import Registry
@@ -155,15 +156,25 @@ def _built_module(
     mod: Any, target: Any = None, pipeline: Any = "default", *, _original: Any, _ask: Any, _getframe: Any,
     _built: Any, _declared: Any, _allowed: Any, _looked_up: Any, _kernels: Any, _kinds: Any, _kind: Any,
     _source: Any, _list: Any, _id: Any, _type: Any, _str: Any, _len: Any, _context: Any, _passes: str,
-    _PermissionError: Any
+    _checked: Any, _PermissionError: Any
 ) -> Any:  # fmt: skip
     """``tvm.tirx.build``: the module, registered as the DSL's own (with its imports) once its kinds and
     its host code's outside calls are checked; TVM's compilers may run meanwhile (``("building", ...)``), so
-    the pipeline is one TVM registered by name, and no pass or instrument of the submission's runs in it."""
+    the pipeline is one TVM registered by name, and no pass or instrument of the submission's runs in it.
+    What is built is the TIR checked and bounded by ``_tir_memory.checked`` (``_checked``): a kernel reaches
+    only its buffers' memory."""
     context = _context()
     if (pipeline is not None and _type(pipeline) is not _str) or _len(context.instruments) or _passes in context.config:
         what = "a TIRx build with a pipeline object, pass instruments or added lower passes"
         reason = "name one of TVM's pipelines: 'default', 'tirx'"
+        raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
+    mod, reach = _checked(mod, target)
+    if reach:
+        what = "a TIRx kernel with " + ", ".join(reach)
+        reason = (
+            "a TIRx kernel reaches only the memory of its tensor arguments and its own buffers, through buffer "
+            "indices (on the CPU, an index outside its dimension is clamped into it)"
+        )
         raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
     _ask(("building", True))
     try:
@@ -331,6 +342,33 @@ def _recording(*args: Any, _ask: Any, _original: Any, _getframe: Any, _what: str
     return _original(*args, **kwargs)
 
 
+def tir_memory_check(protect: Any) -> Any:
+    """``_tir_memory.checked`` over TVM's classes and functions as they are now (before the submission loads),
+    each part made a hook by ``protect`` (``Registry.protect``)."""
+    import tvm
+    import tvm_ffi
+    from tvm import tirx
+
+    refused = protect(
+        _tir_memory.refused_reach, _walk=tvm_ffi.structural_walk, _type=type, _getattr=getattr, _Call=tvm.ir.Call,
+        _Cast=tirx.Cast, _Pointer=tvm.ir.PointerType, _DeclBuffer=tirx.DeclBuffer,
+        _vector=(tirx.Ramp, tirx.Broadcast, tirx.Shuffle), _regions=(tirx.TilePrimitiveCall, tvm.ir.TensorRegion),
+        _String=tvm.ir.StringImm,
+        _memory=_tir_memory.MEMORY_FUNCTIONS, _extern=_tir_memory.EXTERN_OPS, _intrinsic=_tir_memory.INTRINSIC_OPS,
+    )  # fmt: skip
+    clamped = protect(
+        _tir_memory.clamped, _mutate=tvm_ffi.structural_mutate, _equal=tvm_ffi.structural_equal, _type=type,
+        _For=tirx.For, _Load=tvm.ir.TensorLoad, _Store=tirx.BufferStore, _IntImm=tirx.IntImm, _Var=tirx.Var,
+        _load=tirx.BufferLoad, _store=tirx.BufferStore, _min=tirx.Min, _max=tirx.Max, _cast=tirx.Cast,
+        _const=tirx.const, _zip=zip, _unsigned=_tir_memory.UNSIGNED,
+    )  # fmt: skip
+    return protect(
+        _tir_memory.checked, _refused=refused, _clamped=clamped, _mutate=tvm_ffi.structural_mutate, _type=type,
+        _PrimFunc=tirx.PrimFunc, _Target=tvm.target.Target, _current=tvm.target.Target.current,
+        _cpu=_tir_memory.CPU_KINDS,
+    )  # fmt: skip
+
+
 class DslGates:
     """Installs the gate for one DSL; ``patched`` lists the hooks (replacing one is tampering)."""
 
@@ -408,7 +446,7 @@ class DslGates:
             _kind=tvm_ffi.get_global_func("ffi.ModuleGetKind"),
             _source=tvm_ffi.get_global_func("ffi.ModuleInspectSource"), _list=list, _len=len,
             _context=tvm_ffi.get_global_func("transform.GetCurrentPassContext"), _passes="tir.add_lower_pass", _id=id,
-            **common,
+            _checked=tir_memory_check(self.registry.protect), **common,
         )  # fmt: skip
         for owner in (tvm.tirx, sys.modules["tvm.tirx.build"]):
             self._set(owner, "build", build)

@@ -1,0 +1,150 @@
+"""What memory a TIRx kernel may reach: its tensor arguments' and its own allocations', nothing else (red team
+rt18 F1: a kernel that builds a pointer from an integer, indexes far past a one-element argument or ``memcpy``s
+through ``T.address_of(anchor[delta])`` moves bytes to and from memory no argument covers, where the memory rule
+and the crossing counts never look).
+
+Checked on the TIR a build is given, before TVM lowers it (``_dsl._built_module``); TVM's own lowering adds its
+pointers, struct reads and ``memcpy``/``memset`` later, so none of these is refused in what it makes.
+
+- Every target: no pointer made from or turned into an integer (``T.reinterpret``/``T.Cast`` to or from a
+  handle), no ``memcpy``/``memset``/``memmove`` named by the kernel (an integer address passed by value reaches
+  any memory without a pointer type) and no LLVM intrinsic called by name (``T.call_llvm_intrin``, or an extern
+  call named ``llvm.*``, which LLVM takes for the intrinsic: ``llvm.memcpy...``).
+- CPU (llvm) functions, whose code runs in this process: no pointer at all (no handle-typed parameter, value,
+  call or binding: ``T.address_of``, ``tvm_access_ptr``, a raw pointer argument), no buffer declared over other
+  memory (``T.decl_buffer``, ``Buffer.view``: its shape is not the memory's), no vector index, no buffer region
+  (a tile primitive's, lowered later to loops from the region's corner); and every buffer
+  index not provably inside its dimension is clamped to it (``_clamped``), so a computed offset stays inside the
+  buffer whatever its value. A buffer argument's shape and strides are the tensor's (TVM checks them on entry).
+- CUDA functions: device code (and the address arithmetic its PTX intrinsics need) is left to the rules above.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Functions a kernel may not name: they take addresses, and an address is an integer to them.
+MEMORY_FUNCTIONS = ("memcpy", "memset", "memmove", "__bzero", "bzero", "mempcpy")
+#: Ops through which a kernel names an outside function or intrinsic (the first argument is its name).
+EXTERN_OPS = ("tirx.call_extern", "tirx.call_pure_extern")
+INTRINSIC_OPS = ("tirx.call_llvm_intrin", "tirx.call_llvm_pure_intrin")
+#: The unsigned type of each signed index type (``clamped``); an unsigned index is its own.
+UNSIGNED = {"int8": "uint8", "int16": "uint16", "int32": "uint32", "int64": "uint64"}
+#: Targets whose code runs on this machine's CPU.
+CPU_KINDS = ("llvm", "c")
+
+
+def refused_reach(
+    func: Any, cpu: bool, *, _walk: Any, _type: Any, _getattr: Any, _Call: Any, _Cast: Any, _Pointer: Any,
+    _DeclBuffer: Any, _vector: Any, _regions: Any, _String: Any, _memory: Any, _extern: Any, _intrinsic: Any
+) -> list[str]:  # fmt: skip
+    """What in the PrimFunc ``func`` reaches memory outside its buffers (empty: nothing); ``cpu``: it runs on
+    this machine's CPU."""
+    found: dict[str, None] = {}
+
+    def pointer(value: Any) -> bool:
+        return _type(_getattr(value, "ty", None)) is _Pointer
+
+    def visit(node: Any) -> None:
+        kind = _type(node)
+        if kind is _Call:
+            name = _getattr(node.op, "name", "")
+            if name == "tirx.reinterpret" and (pointer(node) or [a for a in node.args if pointer(a)]):
+                found["a pointer made from an integer or an integer from a pointer (T.reinterpret)"] = None
+            elif name in _extern and node.args and _type(node.args[0]) is _String:
+                if node.args[0].value in _memory:
+                    found[f"a call of {node.args[0].value!r} (an address is any integer to it)"] = None
+                elif node.args[0].value.startswith("llvm."):  # LLVM takes the name for its intrinsic
+                    found["an LLVM intrinsic called by name"] = None
+            elif name in _intrinsic:
+                found["an LLVM intrinsic called by name"] = None
+        elif kind is _Cast and (pointer(node) or pointer(node.value)):
+            found["a pointer cast to or from an integer (T.Cast)"] = None
+        elif cpu and kind is _Pointer:
+            found["a pointer (a handle-typed parameter, value or call: T.address_of, tvm_access_ptr...)"] = None
+        elif cpu and kind is _DeclBuffer:
+            found["a buffer declared over other memory (T.decl_buffer, Buffer.view)"] = None
+        elif cpu and kind in _vector:
+            found["a vector index (T.ramp, T.broadcast: write a T.vectorized loop)"] = None
+        elif cpu and kind in _regions:  # lowered to loops from the region's corner, which no clamp sees
+            found["a buffer region (a tile primitive over a region: write the loops)"] = None
+
+    _walk(func, visit, order="pre")
+    return [*found]
+
+
+def clamped(
+    func: Any, *, _mutate: Any, _equal: Any, _type: Any, _For: Any, _Load: Any, _Store: Any, _IntImm: Any,
+    _Var: Any, _load: Any, _store: Any, _min: Any, _max: Any, _cast: Any, _const: Any, _zip: Any, _unsigned: Any
+) -> Any:  # fmt: skip
+    """``func`` with every buffer index that is not provably inside its dimension clamped into it: a loop
+    variable over ``range(0, extent)`` with the dimension's extent, or a constant in range, is left as it is
+    (an honest kernel's indices mostly), anything else (a computed or data-dependent index) becomes
+    ``min(unsigned(index), unsigned(max(extent - 1, 0)))``: inside the dimension (at 0 if it is empty)."""
+    ranges: dict[Any, Any] = {}  # a loop variable: its loop's extent (the loop starts at 0)
+
+    def inside(index: Any, extent: Any) -> bool:
+        if _type(index) is _IntImm:
+            return _type(extent) is _IntImm and 0 <= index.value < extent.value
+        bound = ranges.get(index) if _type(index) is _Var else None
+        if bound is None:
+            return False
+        if _type(bound) is _IntImm and _type(extent) is _IntImm:
+            return bound.value <= extent.value
+        return _equal(bound, extent)
+
+    def bounded(indices: Any, shape: Any) -> list[Any]:
+        out = []
+        for index, extent in _zip(indices, shape):
+            if inside(index, extent):
+                out.append(index)
+            else:
+                # one unsigned min: a negative index is a huge unsigned one; the extent is loop-invariant
+                dtype = index.ty.dtype
+                unsigned = _unsigned.get(dtype, dtype)
+                last = _max(_cast(dtype, extent) - _const(1, dtype), _const(0, dtype))
+                out.append(_cast(dtype, _min(_cast(unsigned, index), _cast(unsigned, last))))
+        return out
+
+    def on_for(node: Any, mutator: Any) -> Any:
+        # from 0 upwards: a step TVM may take (the loop stops below min + extent) must be a positive constant
+        step = node.step is None or (_type(node.step) is _IntImm and node.step.value > 0)
+        if step and _type(node.min) is _IntImm and node.min.value == 0:
+            ranges[node.loop_var] = node.extent
+        try:
+            return mutator.default_mutate(node)
+        finally:
+            ranges.pop(node.loop_var, None)
+
+    def on_load(node: Any, mutator: Any) -> Any:
+        indices = [mutator.mutate(index) for index in node.indices]
+        return _load(node.source, bounded(indices, node.source.ty.shape))
+
+    def on_store(node: Any, mutator: Any) -> Any:
+        indices = [mutator.mutate(index) for index in node.indices]
+        return _store(node.buffer, mutator.mutate(node.value), bounded(indices, node.buffer.ty.shape))
+
+    return _mutate(func, [(_For, on_for), (_Load, on_load), (_Store, on_store)])
+
+
+def checked(
+    mod: Any, target: Any, *, _refused: Any, _clamped: Any, _mutate: Any, _type: Any, _PrimFunc: Any,
+    _Target: Any, _current: Any, _cpu: Any
+) -> tuple[Any, list[str]]:  # fmt: skip
+    """``mod`` (a PrimFunc or an IRModule, built for ``target`` as ``tvm.tirx.build`` is) with its CPU functions'
+    indices clamped, and what in it reaches memory outside its buffers (``refused_reach``). A function runs
+    where its own ``target`` attribute says, or else where the build's target (or the current one, or llvm) does."""
+    default = _Target(target) if target is not None else _current()
+    default_kind = default.kind.name if default is not None else "llvm"
+    refused: dict[str, None] = {}
+
+    def on_func(func: Any, mutator: Any = None) -> Any:
+        given = func.attrs.get("target", None) if func.attrs is not None else None
+        cpu = (given.kind.name if given is not None else default_kind) in _cpu
+        reasons = _refused(func, cpu)
+        for reason in reasons:
+            refused[reason] = None
+        return _clamped(func) if cpu and not reasons else func  # a refused function is not built: left as it is
+
+    result = on_func(mod) if _type(mod) is _PrimFunc else _mutate(mod, [(_PrimFunc, on_func)])
+    return result, [*refused]

@@ -1,0 +1,147 @@
+"""A gated TIRx build reaches only its buffers' memory (``_tir_memory``, red team rt18 F1): what it refuses, on
+which target, and the CPU's index clamp, on the TIR a build is given (the whole gate: the adversarial cases
+pointer_from_integer_numpy_p36, index_past_anchor_numpy_p36, memcpy_address_of_anchor_p36)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+tvm = pytest.importorskip("tvm")
+torch = pytest.importorskip("torch")
+tvm_ffi = pytest.importorskip("tvm_ffi")
+from tvm.script import tirx as T  # noqa: E402
+
+from mkbsim.verifier import _dsl  # noqa: E402
+from mkbsim.verifier._vault import Registry  # noqa: E402
+
+CUDA = {"kind": "cuda", "arch": "sm_90a"}
+_P64 = tvm.ir.PointerType(tvm.ir.PrimType("int64"))
+
+
+@pytest.fixture(scope="module")
+def checked() -> Any:
+    return _dsl.tir_memory_check(Registry().protect)
+
+
+@T.prim_func
+def honest(x: T.Buffer(("rows", 8), "float32"), out: T.Buffer(("rows", 8), "float32")):
+    rows = T.int32()
+    for i, j in T.grid(rows, 8):
+        out[i, j] = x[i, j] * T.float32(2)
+
+
+@T.prim_func
+def pointer_from_integer(out: T.Buffer((1,), "int64"), address: T.int64):
+    p: T.let[T.handle("int64")] = T.reinterpret(_P64, address)
+    far = T.decl_buffer((1,), "int64", data=p)
+    out[0] = far[0]
+
+
+@T.prim_func
+def memcpy_by_integer(out: T.Buffer((1,), "int64"), dst: T.int64, src: T.int64):
+    out[0] = T.call_extern("int64", "memcpy", dst, src, T.int64(8))
+
+
+@T.prim_func
+def llvm_intrinsic(out: T.Buffer((1,), "int64"), src: T.int64):
+    out[0] = T.call_llvm_pure_intrin("int64", "llvm.ctpop.i64", src)
+
+
+@T.prim_func
+def intrinsic_as_extern(out: T.Buffer((1,), "int64"), dst: T.int64, src: T.int64):
+    out[0] = T.call_extern("int64", "llvm.memcpy.p0.p0.i64", dst, src, T.int64(8), T.bool(False))
+
+
+@T.prim_func
+def address_of_element(a: T.Buffer((4,), "float32"), k: T.int32):
+    T.evaluate(T.call_extern("float32", "fabsf", T.address_of(a[k])))
+
+
+@T.prim_func
+def raw_pointer_argument(out: T.Buffer((1,), "float32"), p: T.handle):
+    out[0] = T.float32(0)
+
+
+@T.prim_func
+def wider_view(a: T.Buffer((1,), "float32")):
+    b = a.view(1 << 20)
+    b[(1 << 20) - 1] = T.float32(0)
+
+
+@T.prim_func
+def vector_index(a: T.Buffer((8,), "float32"), out: T.Buffer((4,), "float32"), k: T.int32):
+    out[T.ramp(0, 1, 4)] = a[T.ramp(k, 1, 4)]
+
+
+@T.prim_func
+def region_copy(a: T.Buffer((8,), "float32"), out: T.Buffer((8,), "float32"), k: T.int32):
+    T.tile.copy(out[0:4], a[k : k + 4])
+
+
+@T.prim_func
+def computed_index(a: T.Buffer((1,), "float32"), out: T.Buffer((1,), "float32"), k: T.int64):
+    out[0] = a[k]
+
+
+@T.prim_func
+def variable_step(a: T.Buffer((8,), "float32"), step: T.int32):
+    for i in T.serial(0, 8, step=step):  # a step that is no positive constant proves nothing
+        a[i] = T.float32(1)
+
+
+@pytest.mark.parametrize(
+    ("func", "target", "refused"),
+    [
+        (pointer_from_integer, "llvm", "a pointer made from an integer"),
+        (pointer_from_integer, CUDA, "a pointer made from an integer"),
+        (memcpy_by_integer, "llvm", "a call of 'memcpy'"),
+        (memcpy_by_integer, CUDA, "a call of 'memcpy'"),
+        (llvm_intrinsic, "llvm", "an LLVM intrinsic called by name"),
+        (intrinsic_as_extern, CUDA, "an LLVM intrinsic called by name"),
+        (address_of_element, "llvm", "a pointer (a handle-typed"),
+        (raw_pointer_argument, "llvm", "a pointer (a handle-typed"),
+        (wider_view, "llvm", "a buffer declared over other memory"),
+        (vector_index, "llvm", "a vector index"),
+        (region_copy, "llvm", "a buffer region"),
+    ],
+)  # fmt: skip
+def test_memory_outside_the_buffers_is_refused(checked: Any, func: Any, target: Any, refused: str) -> None:
+    _, reasons = checked(func, target)
+    assert [r for r in reasons if r.startswith(refused)], reasons
+
+
+def test_a_cuda_kernel_may_take_an_element_address(checked: Any) -> None:
+    # PTX intrinsics (wgmma descriptors, TMA) take shared-memory addresses: only the integer-pointer rules apply
+    assert checked(address_of_element, CUDA)[1] == []
+
+
+def test_an_honest_kernel_passes_unchanged(checked: Any) -> None:
+    # its indices are loop variables over its buffers' extents: nothing to clamp
+    built, reasons = checked(honest, "llvm")
+    assert reasons == []
+    assert tvm_ffi.structural_equal(built, honest)
+
+
+def test_a_loop_variable_with_a_variable_step_is_clamped(checked: Any) -> None:
+    built, reasons = checked(variable_step, "llvm")
+    assert reasons == [] and not tvm_ffi.structural_equal(built, variable_step)
+
+
+def test_an_index_outside_its_buffer_is_clamped_into_it(checked: Any) -> None:
+    built, reasons = checked(computed_index, "llvm")
+    assert reasons == [] and not tvm_ffi.structural_equal(built, computed_index)
+    kernel = tvm.compile(built, target="llvm")
+    a, out = torch.tensor([3.0]), torch.zeros(1)
+    for k in (0, 1 << 40, -(1 << 40)):  # far outside the one element: it is read instead
+        out.zero_()
+        kernel(a, out, k)
+        assert out.item() == 3.0
+
+
+def test_a_function_runs_where_its_own_target_says(checked: Any) -> None:
+    on_cuda = address_of_element.with_attr("target", tvm.target.Target(CUDA))
+    assert checked(tvm.IRModule({"main": on_cuda}), "llvm")[1] == []
+    on_cpu = address_of_element.with_attr("target", tvm.target.Target("llvm"))
+    assert checked(tvm.IRModule({"main": on_cpu}), CUDA)[1]
