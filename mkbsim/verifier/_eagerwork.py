@@ -659,6 +659,13 @@ class EagerWork:
 _STAND_INS = {"matmul": ("pointwise",), "pointwise": ("matmul",), "movement": ("matmul", "pointwise")}
 
 
+def stood_for(kind: str, eager: Work, reference: Work) -> float:
+    """The eager work of ``kind``, with what the eager code did of the kinds standing in for it beyond the
+    reference's own amount of them (a product done as a broadcast multiply and a sum is element work)."""
+    extra = sum(max(0.0, eager.amounts[o] - reference.amounts[o]) for o in _STAND_INS[kind])
+    return eager.amounts[kind] + extra
+
+
 def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
     """The eager code's share of each kind of the reference's work, and of its passes (movement judged only
     where the reference computes nothing else: a cast or a copy is never the answer to a problem that computes);
@@ -669,8 +676,7 @@ def compare(draw: int, eager: Work, reference: Work) -> EagerWork:
     for kind in judged:
         if reference.amounts[kind] <= 0:
             continue
-        extra = sum(max(0.0, eager.amounts[o] - reference.amounts[o]) for o in _STAND_INS[kind])
-        found.shares[kind] = (eager.amounts[kind] + extra) / reference.amounts[kind]
+        found.shares[kind] = stood_for(kind, eager, reference) / reference.amounts[kind]
     found.passes = _passes_stood_for(eager, reference, judged, KINDS if not computes else judged)
     if reference.necessary > 0 and reference.amounts["matmul"] == 0 and reference.amounts["pointwise"] > 0:
         # a floor no formulation escapes: the work every formulation does (``Cost.floor_flops``), not the reference's

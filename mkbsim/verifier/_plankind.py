@@ -6,9 +6,10 @@ solutions; p28's leaves the residual add eager). The verifier accepts them too (
 DSL the last K group): no price of the eager work separates the two. So every verdict says which it is, from the
 eager work already measured on the checked draw (``_eagerwork.compare``'s inputs): ``full`` when the eager code
 made less than ``PARTIAL_SHARE`` of the problem's work, else ``partial``, with the share it made. The work is the
-problem's products (matmul-class FLOPs, the reference's without its padding: ``cost()``'s useful products) where
-it has any; where it has none, the element work every formulation does (``Cost.floor_flops``); on a problem of
-data movement alone, the reference's movement. An aten operator the cost model does not know
+problem's products (matmul-class FLOPs, the reference's without its padding: ``cost()``'s useful products, with
+the eager element work beyond the reference's standing in for them as in ``_eagerwork.compare``) where it has
+any; where it has none, the element work every formulation does (``Cost.floor_flops``); on a problem of data
+movement alone, the reference's movement. An aten operator the cost model does not know
 (``_eagerwork._bound``) counts at the most it could have done: a plan whose products are out of sight is not
 labelled ``full`` (a custom operator is watched inside, ``_provenance.dispatch``: it is no such operator).
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mkbsim.verifier._eagerwork import Work
+from mkbsim.verifier._eagerwork import Work, stood_for
 from mkbsim.verifier._result import PlanKindName
 
 #: From this share of the problem's work made by eager code on, a plan is partial. Measured (README, "Plan
@@ -72,7 +73,9 @@ def plan_kind(eager: Work, reference: Work) -> PlanKind:
     compute = eager.amounts["matmul"] + eager.amounts["pointwise"]
     basis: Basis
     if amounts["matmul"] > 0:
-        basis, share = "products", eager.amounts["matmul"] / amounts["matmul"]
+        # element work beyond the reference's stands in for products (red team rt19 F2: an eager split-K GEMM
+        # written as a broadcast multiply and a sum made no matmul-class FLOP); an eager epilogue is not beyond it
+        basis, share = "products", stood_for("matmul", eager, reference) / amounts["matmul"]
     elif amounts["pointwise"] > 0:
         basis, share = "element work", compute / (reference.necessary or amounts["pointwise"])
     elif amounts["movement"] > 0:  # compute stands in for movement, as in ``_eagerwork.compare``

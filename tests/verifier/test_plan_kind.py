@@ -40,8 +40,12 @@ def test_the_share_is_of_the_products_else_the_element_work_else_the_movement() 
     products = _work(matmul=100.0, pointwise=50.0)
     assert plan_kind(_work(matmul=30.0), products).as_dict() == {
         "kind": "partial", "eager_share": 0.30, "basis": "products", "unseen": False}  # fmt: skip
-    # element work beside the products is no product: a DSL GEMM with an eager epilogue is a full plan
-    assert plan_kind(_work(pointwise=1e6), products).kind == "full"
+    # element work the reference does beside its products is no product: a DSL GEMM with an eager epilogue is a
+    # full plan; element work beyond the reference's stands in for products (red team rt19 F2: a split-K GEMM's
+    # eager groups written as a broadcast multiply and a sum)
+    assert plan_kind(_work(pointwise=50.0), products).kind == "full"
+    assert plan_kind(_work(pointwise=50.0 + 30.0), products).as_dict()["eager_share"] == 0.30
+    assert plan_kind(_work(matmul=10.0, pointwise=1e6), products).eager_share == 1.0
     assert plan_kind(_work(matmul=500.0), products).eager_share == 1.0  # more than the problem needs is all of it
     elements = _work(pointwise=100.0, necessary=50.0)  # against the work every formulation does
     fifth = plan_kind(_work(pointwise=10.0), elements)
@@ -103,18 +107,41 @@ def test_the_option_enters_the_protocol_hash_only_when_on() -> None:
     assert resolve_protocol("hardened", require_full_plan=True).hash not in (strict.hash, PAPER.hash)
 
 
+#: The split-K case's eager groups, and the same products written as element work (red team rt19 F2: labelled full
+#: when only matmul-class FLOPs counted as products).
+EAGER_GROUP = "partial += (q[:, g] @ w[:, g].t()) * s[:, g, None] * tile[None, :, g]"
+EAGER_GROUP_AS_ELEMENT_WORK = {
+    "matmul": EAGER_GROUP,
+    "rank_one_updates": "acc = torch.zeros(tokens, n)\n"
+    "        for k in range(GROUP):\n"
+    "            acc.addcmul_(q[:, g, k, None], w[None, :, g, k])\n"
+    "        partial += acc * s[:, g, None] * tile[None, :, g]",
+    "broadcast_product_and_sum": "partial += torch.sum(q[:, None, g] * w[None, :, g], dim=2) * s[:, g, None] * "
+    "tile[None, :, g]",
+}
+
+
+@pytest.mark.parametrize("formulation", [*EAGER_GROUP_AS_ELEMENT_WORK])
 def test_a_split_k_gemm_fails_as_a_partial_plan_where_full_plans_are_required(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, formulation: str
 ) -> None:
     """``mkbsim verify --require-full-plan``: the split-K case (which passes by default, labelled partial:
-    ``test_honest``) fails as ``partial_plan``, with the eager share of the products."""
-    argv = ["verify", str(SPLIT_K), "--problem", "p52", "--dsl", "tirx", "--backend", "cpu", "--require-full-plan"]
+    ``test_honest``) fails as ``partial_plan``, with the eager share of the products, however its eager code
+    writes them."""
+    source = SPLIT_K.read_text()
+    assert EAGER_GROUP in source
+    submission = tmp_path / SPLIT_K.name
+    submission.write_text(source.replace(EAGER_GROUP, EAGER_GROUP_AS_ELEMENT_WORK[formulation]))
+    argv = ["verify", str(submission), "--problem", "p52", "--dsl", "tirx", "--backend", "cpu", "--require-full-plan"]
     assert _main.main([*argv, "--json"]) == 1
     payload = json.loads(capsys.readouterr().out)
     assert (payload["failure"], payload["plan"], payload["bypass_ok"]) == ("partial_plan", "partial", True)
-    assert payload["plan_eager_share"] == pytest.approx(2 / 3)  # every 128-channel group of K but the last
+    # every 128-channel group of K but the last; as element work, less the element work the reference does itself
+    share = payload["plan_eager_share"]
+    assert share == pytest.approx(2 / 3) if formulation == "matmul" else 0.5 < share <= 2 / 3
     assert payload["protocol"] == "paper" and payload["protocol_hash"] != PAPER.hash
-    assert "require_full_plan" in payload["feedback"] and "67% of the problem's products" in payload["feedback"]
+    assert "require_full_plan" in payload["feedback"]
+    assert f"{share:.0%} of the problem's products" in payload["feedback"]
 
 
 def test_a_full_plan_passes_where_full_plans_are_required(
