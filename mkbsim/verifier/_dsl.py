@@ -366,7 +366,9 @@ def tir_memory_check(protect: Any) -> Any:
         _tir_memory.filled, _mutate=tvm_ffi.structural_mutate, _type=type, _Seq=tirx.SeqStmt, _Alloc=tirx.AllocBuffer,
         _SBlock=s_tir.SBlock, _seq=tirx.SeqStmt, _block=s_tir.SBlock, _for=tirx.For,
         _serial=tirx.ForKind.SERIAL, _var=tirx.Var, _store=tirx.BufferStore, _const=tirx.const,
-        _reinterpret=tirx.reinterpret, _broadcast=tirx.Broadcast, _zip=zip, _byte=ERASED_BYTE,
+        _reinterpret=tirx.reinterpret, _broadcast=tirx.Broadcast, _zip=zip,
+        _IntImm=tirx.IntImm, _Store=tirx.BufferStore, _Load=tvm.ir.TensorLoad, _walk=tvm_ffi.structural_walk,
+        _byte=ERASED_BYTE,
     )  # fmt: skip
     return protect(
         _tir_memory.checked, _refused=refused, _clamped=clamped, _filled=filled, _mutate=tvm_ffi.structural_mutate,

@@ -130,7 +130,7 @@ def clamped(
 def filled(
     func: Any, *, _mutate: Any, _type: Any, _Seq: Any, _Alloc: Any, _SBlock: Any, _seq: Any, _block: Any,
     _for: Any, _serial: Any, _var: Any, _store: Any, _const: Any, _reinterpret: Any, _broadcast: Any, _zip: Any,
-    _byte: int
+    _IntImm: Any, _Store: Any, _Load: Any, _walk: Any, _byte: int
 ) -> Any:  # fmt: skip
     """``func`` with every allocation it makes filled with the erase sentinel (``_byte`` in every byte of a
     floating element: NaN; integers 0, bool False) where it is made, before anything in its scope runs: an
@@ -151,18 +151,41 @@ def filled(
             value = _const(0, element)  # False for bool
         return value if dtype.lanes == 1 else _broadcast(value, dtype.lanes)
 
+    def unit(extent: Any) -> bool:
+        return _type(extent) is _IntImm and extent.value == 1
+
     def fill(buffer: Any) -> Any:
         shape = [*buffer.ty.shape]
-        indices = [_var("fill", extent.ty.dtype) for extent in shape]
+        one = [unit(extent) for extent in shape]  # index 0, no loop
+        indices = [_const(0, e.ty.dtype) if o else _var("fill", e.ty.dtype) for e, o in _zip(shape, one)]
         stmt = _store(buffer, sentinel(buffer.ty.dtype.dtype), indices)
-        for index, extent in _zip(indices[::-1], shape[::-1]):
-            stmt = _for(index, _const(0, extent.ty.dtype), extent, _serial, stmt)
+        for index, extent, constant in _zip(indices[::-1], shape[::-1], one[::-1]):
+            stmt = stmt if constant else _for(index, _const(0, extent.ty.dtype), extent, _serial, stmt)
         return stmt
 
+    def written(buffer: Any, stmt: Any) -> bool:
+        """``stmt`` writes the whole of ``buffer``, one element (any index of it is clamped to 0), from a value
+        that does not read it: a TIRx scalar assignment (``v = expr``). Its fill would be a second store, which
+        LLVM cannot drop when TVM put the scalar in its workspace, and which stops the loop's vectorisation."""
+        if _type(stmt) is not _Store or not stmt.buffer.same_as(buffer) or [e for e in buffer.ty.shape if not unit(e)]:
+            return False
+        reads: list[Any] = []
+
+        def read(load: Any) -> None:
+            if load.source.same_as(buffer):
+                reads.append(load)
+
+        _walk(stmt.value, (_Load, read))
+        return not reads
+
     def on_seq(node: Any, mutator: Any) -> Any:
-        out = []
-        for stmt in node.seq:  # an allocation's scope is the rest of its sequence: its fill comes first in it
-            out += [stmt, fill(stmt.buffer)] if _type(stmt) is _Alloc else [mutator.mutate(stmt)]
+        seq = [*node.seq]
+        out: list[Any] = []
+        for stmt, following in _zip(seq, [*seq[1:], None]):  # an allocation's scope is the rest of its sequence
+            if _type(stmt) is not _Alloc:
+                out.append(mutator.mutate(stmt))
+            else:
+                out += [stmt] if written(stmt.buffer, following) else [stmt, fill(stmt.buffer)]
         return _seq(out)
 
     def on_alloc(node: Any, mutator: Any) -> Any:  # alone as a body (nothing follows it): filled all the same

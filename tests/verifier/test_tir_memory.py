@@ -238,6 +238,22 @@ def empty_buffer(out: T.Buffer((1,), "float32")):
         out[0] = z[i]
 
 
+@T.prim_func
+def read_by_its_first_store(out: T.Buffer((8,), "float32")):
+    t = T.alloc_local((1,), "float32")
+    t[0] = t[0] + T.float32(1)  # the store that follows the allocation reads it first
+    for i in range(8):
+        out[i] = t[0]
+
+
+@T.prim_func
+def partly_written_first(out: T.Buffer((8,), "float32")):
+    a = T.alloc_buffer((2,), "float32")
+    a[0] = T.float32(1)  # one element of two
+    for i in range(8):
+        out[i] = a[1]
+
+
 def _first_accesses(func: Any) -> list[Any]:
     """For each allocation of ``func`` (in order), the value of the first store to it, None if a load comes first."""
     allocated: list[Any] = []
@@ -264,7 +280,8 @@ def _first_accesses(func: Any) -> list[Any]:
         (global_buffer, _NAN), (local_in_loop, _NAN), (shared_buffer, _NAN), (scalar, _NAN),
         (declared_without_data, _NAN), (symbolic_extent, _NAN), (in_parallel_body, _NAN), (block_buffer, _NAN),
         (integer_buffer, tvm.tirx.const(0, "int32")), (bool_buffer, tvm.tirx.const(False, "bool")),
-        (vector_buffer, tvm.tirx.Broadcast(_NAN, 4)), (empty_buffer, _NAN),
+        (vector_buffer, tvm.tirx.Broadcast(_NAN, 4)), (empty_buffer, _NAN), (read_by_its_first_store, _NAN),
+        (partly_written_first, _NAN),
     ],
 )  # fmt: skip
 def test_an_allocation_is_filled_with_the_sentinel_before_it_is_read(checked: Any, func: Any, sentinel: Any) -> None:
@@ -281,7 +298,8 @@ def test_an_allocation_is_filled_with_the_sentinel_before_it_is_read(checked: An
         (global_buffer, torch.float32, ()), (local_in_loop, torch.float32, ()), (shared_buffer, torch.float32, ()),
         (scalar, torch.float32, ()), (declared_without_data, torch.float32, ()), (symbolic_extent, torch.float32, (8,)),
         (in_parallel_body, torch.float32, ()), (block_buffer, torch.float32, ()), (integer_buffer, torch.int32, ()),
-        (bool_buffer, torch.bool, ()),
+        (bool_buffer, torch.bool, ()), (read_by_its_first_store, torch.float32, ()),
+        (partly_written_first, torch.float32, ()),
     ],
 )  # fmt: skip
 def test_a_read_before_a_write_returns_the_sentinel(checked: Any, func: Any, dtype: Any, arguments: Any) -> None:
@@ -311,3 +329,16 @@ def test_an_allocation_carries_nothing_from_one_call_to_the_next(checked: Any) -
     kernel(x, out, 1)
     kernel(x, out, 0)  # without the fill: the pool's block, x
     assert (out.view(torch.uint8) == 0xFF).all()
+
+
+@T.prim_func
+def scalar_assignments(x: T.Buffer((8,), "float32"), out: T.Buffer((8,), "float32")):
+    for i in range(8):
+        v = x[i] * T.float32(2)  # a TIRx scalar: an allocation whose first statement writes it whole
+        out[i] = v
+
+
+def test_a_scalar_written_whole_by_its_first_store_is_not_filled_again(checked: Any) -> None:
+    # a second store TVM's workspace keeps (LLVM cannot drop it) and that stops the loop's vectorisation
+    built, reasons = checked(scalar_assignments, "llvm")
+    assert reasons == [] and tvm_ffi.structural_equal(built, scalar_assignments)
