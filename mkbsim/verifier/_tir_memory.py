@@ -16,6 +16,11 @@ pointers, struct reads and ``memcpy``/``memset`` later, so none of these is refu
   (a tile primitive's, lowered later to loops from the region's corner); and every buffer
   index not provably inside its dimension is clamped to it (``_clamped``), so a computed offset stays inside the
   buffer whatever its value. A buffer argument's shape and strides are the tensor's (TVM checks them on entry).
+  And every allocation it makes (``T.alloc_buffer`` of any scope, ``T.alloc_local``/``alloc_scalar``, a data-less
+  ``T.decl_buffer``, a block's ``alloc_buffers``) is filled with the erase sentinel where it is made, before
+  anything can read it (``filled``; red team rt18 F4): TVM's workspace pool hands back the same block every call,
+  so without it an allocation read before it is written carries in whatever another launch, call or raw writer
+  left there.
 - CUDA functions: device code (and the address arithmetic its PTX intrinsics need) is left to the rules above.
 """
 
@@ -135,11 +140,12 @@ def filled(
     """``func`` with every allocation it makes filled with the erase sentinel (``_byte`` in every byte of a
     floating element: NaN; integers 0, bool False) where it is made, before anything in its scope runs: an
     ``AllocBuffer`` (``T.alloc_buffer`` of any scope, ``T.alloc_local``, ``T.alloc_scalar``, ``T.decl_buffer``
-    with no data) is followed by its fill, each time it is reached (in a loop, every iteration); a block's
-    ``alloc_buffers`` (``T.sblock_alloc_buffer``) are filled at the start of its body and of its init. An
-    allocation starts with whatever the allocator hands back, and TVM's workspace pool hands back the same block
-    every call: without the fill it carries data in from outside the call (red team rt18 F4). The fill's indices
-    are loop variables over the buffer's own extents, so ``clamped`` leaves them as they are."""
+    with no data) is followed by its fill, each time it is reached (in a loop, every iteration), unless it has one
+    element and the next statement writes it without reading it (``written``); a block's ``alloc_buffers``
+    (``T.sblock_alloc_buffer``) are filled at the start of its body and of its init. An allocation starts with
+    whatever the allocator hands back, and TVM's workspace pool hands back the same block every call: without the
+    fill it carries data in from outside the launch (red team rt18 F4). The fill's indices are loop variables over
+    the buffer's own extents, so ``clamped`` leaves them as they are."""
 
     def sentinel(dtype: Any) -> Any:
         element = dtype.with_lanes(1)
