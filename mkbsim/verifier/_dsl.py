@@ -40,7 +40,7 @@ from typing import Any
 
 from mkbsim.verifier import _tir_memory
 from mkbsim.verifier._guards import Binding, Guards, binding
-from mkbsim.verifier._provenance import gate
+from mkbsim.verifier._provenance import ERASED_BYTE, gate
 from mkbsim.verifier._vault import Registry
 
 # TVM's own helper functions, fetched from modules while exporting or linking: not kernels.
@@ -347,7 +347,7 @@ def tir_memory_check(protect: Any) -> Any:
     each part made a hook by ``protect`` (``Registry.protect``)."""
     import tvm
     import tvm_ffi
-    from tvm import tirx
+    from tvm import s_tir, tirx
 
     refused = protect(
         _tir_memory.refused_reach, _walk=tvm_ffi.structural_walk, _type=type, _getattr=getattr, _Call=tvm.ir.Call,
@@ -362,9 +362,17 @@ def tir_memory_check(protect: Any) -> Any:
         _load=tirx.BufferLoad, _store=tirx.BufferStore, _min=tirx.Min, _max=tirx.Max, _cast=tirx.Cast,
         _const=tirx.const, _zip=zip, _unsigned=_tir_memory.UNSIGNED,
     )  # fmt: skip
+    filled = protect(
+        _tir_memory.filled, _mutate=tvm_ffi.structural_mutate, _type=type, _Seq=tirx.SeqStmt, _Alloc=tirx.AllocBuffer,
+        _SBlock=s_tir.SBlock, _seq=tirx.SeqStmt, _block=s_tir.SBlock, _for=tirx.For,
+        _serial=tirx.ForKind.SERIAL, _var=tirx.Var, _store=tirx.BufferStore, _const=tirx.const,
+        _reinterpret=tirx.reinterpret, _broadcast=tirx.Broadcast, _zip=zip,
+        _IntImm=tirx.IntImm, _Store=tirx.BufferStore, _Load=tvm.ir.TensorLoad, _walk=tvm_ffi.structural_walk,
+        _byte=ERASED_BYTE,
+    )  # fmt: skip
     return protect(
-        _tir_memory.checked, _refused=refused, _clamped=clamped, _mutate=tvm_ffi.structural_mutate, _type=type,
-        _PrimFunc=tirx.PrimFunc, _Target=tvm.target.Target, _current=tvm.target.Target.current,
+        _tir_memory.checked, _refused=refused, _clamped=clamped, _filled=filled, _mutate=tvm_ffi.structural_mutate,
+        _type=type, _PrimFunc=tirx.PrimFunc, _Target=tvm.target.Target, _current=tvm.target.Target.current,
         _cpu=_tir_memory.CPU_KINDS,
     )  # fmt: skip
 

@@ -16,6 +16,11 @@ pointers, struct reads and ``memcpy``/``memset`` later, so none of these is refu
   (a tile primitive's, lowered later to loops from the region's corner); and every buffer
   index not provably inside its dimension is clamped to it (``_clamped``), so a computed offset stays inside the
   buffer whatever its value. A buffer argument's shape and strides are the tensor's (TVM checks them on entry).
+  And every allocation it makes (``T.alloc_buffer`` of any scope, ``T.alloc_local``/``alloc_scalar``, a data-less
+  ``T.decl_buffer``, a block's ``alloc_buffers``) is filled with the erase sentinel where it is made, before
+  anything can read it (``filled``; red team rt18 F4): TVM's workspace pool hands back the same block every call,
+  so without it an allocation read before it is written carries in whatever another launch, call or raw writer
+  left there.
 - CUDA functions: device code (and the address arithmetic its PTX intrinsics need) is left to the rules above.
 """
 
@@ -127,13 +132,95 @@ def clamped(
     return _mutate(func, [(_For, on_for), (_Load, on_load), (_Store, on_store)])
 
 
+def filled(
+    func: Any, *, _mutate: Any, _type: Any, _Seq: Any, _Alloc: Any, _SBlock: Any, _seq: Any, _block: Any,
+    _for: Any, _serial: Any, _var: Any, _store: Any, _const: Any, _reinterpret: Any, _broadcast: Any, _zip: Any,
+    _IntImm: Any, _Store: Any, _Load: Any, _walk: Any, _byte: int
+) -> Any:  # fmt: skip
+    """``func`` with every allocation it makes filled with the erase sentinel (``_byte`` in every byte of a
+    floating element: NaN; integers 0, bool False) where it is made, before anything in its scope runs: an
+    ``AllocBuffer`` (``T.alloc_buffer`` of any scope, ``T.alloc_local``, ``T.alloc_scalar``, ``T.decl_buffer``
+    with no data) is followed by its fill, each time it is reached (in a loop, every iteration), unless it has one
+    element and the next statement writes it without reading it (``written``); a block's ``alloc_buffers``
+    (``T.sblock_alloc_buffer``) are filled at the start of its body and of its init. An allocation starts with
+    whatever the allocator hands back, and TVM's workspace pool hands back the same block every call: without the
+    fill it carries data in from outside the launch (red team rt18 F4). The fill's indices are loop variables over
+    the buffer's own extents, so ``clamped`` leaves them as they are."""
+
+    def sentinel(dtype: Any) -> Any:
+        element = dtype.with_lanes(1)
+        if dtype.is_float:
+            bits = dtype.bits
+            whole = (bits + 7) // 8 * 8  # ``_byte`` in each of its bytes (the low bits of one for float4)
+            value = _reinterpret(element, _const(_byte * ((1 << whole) - 1) // 255 & ((1 << bits) - 1), f"uint{bits}"))
+        else:
+            value = _const(0, element)  # False for bool
+        return value if dtype.lanes == 1 else _broadcast(value, dtype.lanes)
+
+    def unit(extent: Any) -> bool:
+        return _type(extent) is _IntImm and extent.value == 1
+
+    def fill(buffer: Any) -> Any:
+        shape = [*buffer.ty.shape]
+        one = [unit(extent) for extent in shape]  # index 0, no loop
+        indices = [_const(0, e.ty.dtype) if o else _var("fill", e.ty.dtype) for e, o in _zip(shape, one)]
+        stmt = _store(buffer, sentinel(buffer.ty.dtype.dtype), indices)
+        for index, extent, constant in _zip(indices[::-1], shape[::-1], one[::-1]):
+            stmt = stmt if constant else _for(index, _const(0, extent.ty.dtype), extent, _serial, stmt)
+        return stmt
+
+    def written(buffer: Any, stmt: Any) -> bool:
+        """``stmt`` writes the whole of ``buffer``, one element (any index of it is clamped to 0), from a value
+        that does not read it: a TIRx scalar assignment (``v = expr``). Its fill would be a second store, which
+        LLVM cannot drop when TVM put the scalar in its workspace, and which stops the loop's vectorisation."""
+        if _type(stmt) is not _Store or not stmt.buffer.same_as(buffer) or [e for e in buffer.ty.shape if not unit(e)]:
+            return False
+        reads: list[Any] = []
+
+        def read(load: Any) -> None:
+            if load.source.same_as(buffer):
+                reads.append(load)
+
+        _walk(stmt.value, (_Load, read))
+        return not reads
+
+    def on_seq(node: Any, mutator: Any) -> Any:
+        seq = [*node.seq]
+        out: list[Any] = []
+        for stmt, following in _zip(seq, [*seq[1:], None]):  # an allocation's scope is the rest of its sequence
+            if _type(stmt) is not _Alloc:
+                out.append(mutator.mutate(stmt))
+            else:
+                out += [stmt] if written(stmt.buffer, following) else [stmt, fill(stmt.buffer)]
+        return _seq(out)
+
+    def on_alloc(node: Any, mutator: Any) -> Any:  # alone as a body (nothing follows it): filled all the same
+        return _seq([node, fill(node.buffer)])
+
+    def on_block(node: Any, mutator: Any) -> Any:
+        if not node.alloc_buffers:
+            return mutator.default_mutate(node)
+
+        def first(stmt: Any) -> Any:  # a block's allocations are made when it runs; init (if any) runs first
+            return _seq([*[fill(buffer) for buffer in node.alloc_buffers], mutator.mutate(stmt)])
+
+        init = None if node.init is None else first(node.init)
+        return _block(
+            node.iter_vars, node.reads, node.writes, node.name_hint, first(node.body), init, node.alloc_buffers,
+            node.match_buffers, node.annotations,
+        )  # fmt: skip
+
+    return _mutate(func, [(_Seq, on_seq), (_Alloc, on_alloc), (_SBlock, on_block)])
+
+
 def checked(
-    mod: Any, target: Any, *, _refused: Any, _clamped: Any, _mutate: Any, _type: Any, _PrimFunc: Any,
-    _Target: Any, _current: Any, _cpu: Any
+    mod: Any, target: Any, *, _refused: Any, _clamped: Any, _filled: Any, _mutate: Any, _type: Any,
+    _PrimFunc: Any, _Target: Any, _current: Any, _cpu: Any
 ) -> tuple[Any, list[str]]:  # fmt: skip
     """``mod`` (a PrimFunc or an IRModule, built for ``target`` as ``tvm.tirx.build`` is) with its CPU functions'
-    indices clamped, and what in it reaches memory outside its buffers (``refused_reach``). A function runs
-    where its own ``target`` attribute says, or else where the build's target (or the current one, or llvm) does."""
+    allocations filled (``filled``) and indices clamped, and what in it reaches memory outside its buffers
+    (``refused_reach``). A function runs where its own ``target`` attribute says, or else where the build's
+    target (or the current one, or llvm) does."""
     default = _Target(target) if target is not None else _current()
     default_kind = default.kind.name if default is not None else "llvm"
     refused: dict[str, None] = {}
@@ -144,7 +231,8 @@ def checked(
         reasons = _refused(func, cpu)
         for reason in reasons:
             refused[reason] = None
-        return _clamped(func) if cpu and not reasons else func  # a refused function is not built: left as it is
+        # a refused function is not built: left as it is
+        return _clamped(_filled(func)) if cpu and not reasons else func
 
     result = on_func(mod) if _type(mod) is _PrimFunc else _mutate(mod, [(_PrimFunc, on_func)])
     return result, [*refused]
