@@ -107,9 +107,9 @@ TABLE_RUN = 8
 #: of equal neighbours: a value repeats with probability s, else another comes by its frequency), holds a window w
 #: about L * P(w) times, P the likelier of the two models; windows whose expected count, summed over the readings and
 #: both directions, exceeds ``RUN_FALSE`` over their number are not looked for. The window length is per output, the
-#: shortest of ``COPY_RUNS`` for which nearly as many sampled positions (``RUN_REACH`` of the most any length reaches)
-#: lie in such a window: 8 for a float output, 32 for 4 uniform values, 64 for a bool; none where no length does (a
-#: mask of 99% zeros in a small output). The lengths are powers of two: a window's key is built by doubling
+#: shortest of ``COPY_RUNS`` for which ``RUN_REACH`` of the sampled positions lie in such a window, else the one for
+#: which most do: 8 for a float output, 32 for 4 uniform values, 64 for a bool; none where no length has one (a mask of
+#: 1% ones in a small output). The lengths are powers of two: a window's key is built by doubling
 #: (``window_keys``: log2 of its length passes over an argument).
 COPY_RUNS: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
 RUN_FALSE = 1e-6
@@ -319,7 +319,7 @@ def _numpy_numbers() -> tuple[type, ...]:
 
 def _window_steps() -> list[int]:
     """Random odd 64-bit multipliers, one per doubling of a window (``window_keys``), fixed."""
-    doublings = max(COPY_RUNS).bit_length() - 1
+    doublings = max(COPY_RUNS, default=2).bit_length() - 1  # pairs at least (``may_copy``)
     drawn = torch.randint(-(1 << 62), 1 << 62, (doublings,), generator=torch.Generator().manual_seed(2)) | 1
     return [int(step) for step in drawn]
 
@@ -1310,55 +1310,27 @@ def provenance_vault(
         position that the arguments would not hold by chance are looked for (``COPY_RUNS``; the held windows, many
         more, are matched against them, never sorted)."""
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
-        device = lib.device_of(t)
-        n = lib.numel(mine)
         held_readings = [r for values, eager in held_sources for r in readings(t, values, eager, by_columns)]
-        lengths = [k for k in lib.copy_runs if 2 * k <= n]
+        lengths = [k for k in lib.copy_runs if 2 * k <= lib.numel(mine)]
         if not held_readings or not lengths:
             return None
-        where = lib.unsqueeze(sampled, 1)
-        near: dict[int, Any] = {}  # k -> the 2k - 1 elements of the k windows around each position (clamped into t)
-        for k in lengths:
-            first = lib.clamp(lib.sub(sampled, k - 1), 0, n - 2 * k + 1)
-            near[k] = lib.take(mine, lib.add(lib.unsqueeze(first, 1), lib.arange(2 * k - 1, device=device)))
-        nearby = lib.unique(lib.cat([lib.reshape(v, (-1,)) for v in near.values()]), True, False, False)[0]
-        # each reading as a source of chance: its length, how often it holds each value near the positions, and how
-        # often a value repeats its neighbour
+        # each reading as a source of chance: its length, which of it counts, how often a value repeats its neighbour
         chances = []
         for form, mask in held_readings:
             counted = form if mask is None else lib.masked_select(form, mask)
-            size = lib.numel(counted)
-            if size >= lengths[0]:
-                freq = lib.div(lib.to(tally(counted, nearby), lib.float64), size)
-                same = lib.float(lib.sum(lib.eq(counted[1:], counted[:-1]))) / (size - 1)
-                chances.append((size, freq, same))
-        if not chances:
+            if lib.numel(counted) >= lengths[0]:
+                same = lib.float(lib.sum(lib.eq(counted[1:], counted[:-1]))) / (lib.numel(counted) - 1)
+                chances.append((counted, same))
+        chosen = looked_for(mine, sampled, chances, lengths)
+        if chosen is None:
             return None
-        judged: dict[int, Any] = {}
-        for k in lengths:
-            windows = near[k]
-            starts = lib.add(lib.unsqueeze(lib.clamp(lib.sub(sampled, k - 1), 0, n - 2 * k + 1), 1),
-                             lib.arange(k, device=device))  # fmt: skip
-            holding = lib.logical_and(lib.le(starts, where), lib.gt(lib.add(starts, k), where))
-            varied = lib.gt(window_sums(lib.to(lib.ne(windows[:, 1:], windows[:, :-1]), lib.float64), k - 1), 0)
-            expected = lib.zeros(lib.size(holding), dtype=lib.float64, device=device)
-            for size, freq, same in chances:
-                for odds in chance_odds(windows, nearby, freq, same, k):
-                    expected = lib.add(expected, lib.mul(lib.exp2(odds), size))
-            rare = lib.le(expected, lib.run_false / lib.numel(holding))
-            judged[k] = lib.logical_and(lib.logical_and(holding, varied), rare)
-        reach = {k: lib.float(lib.sum(lib.any_of(judged[k], 1))) for k in lengths}
-        most = lib.max(reach.values())
-        if not most:
-            return None
-        k = lib.first([k for k in lengths if reach[k] >= lib.run_reach * most])
-        windows = near[k]
+        k, windows, judged = chosen
         # each window's key read forwards and backwards: an argument holding it reversed (rows stored last element
         # first) has the reversed key (the held windows are only ever read forwards)
         forwards = window_keys(windows, k)
         backwards = lib.flip(window_keys(lib.flip(windows, (1,)), k), (1,))
         own = lib.stack([forwards, backwards], 2)  # (position, window, direction)
-        looked = lib.broadcast_to(lib.unsqueeze(judged[k], 2), lib.size(own))
+        looked = lib.broadcast_to(lib.unsqueeze(judged, 2), lib.size(own))
         probe = lib.unique(lib.masked_select(own, looked), True, False, False)[0]
         matched = []
         for values, eager in held_readings:
@@ -1377,6 +1349,38 @@ def provenance_vault(
             return None
         share = lib.float(lib.sum(covered)) / lib.numel(sampled)
         return lib.tolist(covered), f"runs of {k} of its values ({share:.1%} sampled)"
+
+    def looked_for(mine: Any, sampled: Any, chances: Any, lengths: Any) -> Any:
+        """The window length for output bits ``mine`` (``COPY_RUNS``), the 2k - 1 elements around each ``sampled``
+        position (clamped into the output), and which of the k windows there are looked for: holding the position, not
+        all equal, and held by chance by the readings ``chances`` ((elements that count, share of equal neighbours))
+        rarely enough; None where no window is."""
+        n = lib.numel(mine)
+        device = lib.device_of(mine)
+        where = lib.unsqueeze(sampled, 1)
+        best = None
+        for k in lengths:  # shortest first: one reaching RUN_REACH of the positions is the choice (none reaches more)
+            first = lib.unsqueeze(lib.clamp(lib.sub(sampled, k - 1), 0, n - 2 * k + 1), 1)
+            windows = lib.take(mine, lib.add(first, lib.arange(2 * k - 1, device=device)))
+            starts = lib.add(first, lib.arange(k, device=device))
+            holding = lib.logical_and(lib.le(starts, where), lib.gt(lib.add(starts, k), where))
+            varied = lib.gt(window_sums(lib.to(lib.ne(windows[:, 1:], windows[:, :-1]), lib.float64), k - 1), 0)
+            nearby = lib.unique(windows, True, False, False)[0]
+            expected = lib.zeros(lib.size(holding), dtype=lib.float64, device=device)
+            for counted, same in chances:
+                freq = lib.div(lib.to(tally(counted, nearby), lib.float64), lib.numel(counted))
+                for odds in chance_odds(windows, nearby, freq, same, k):
+                    expected = lib.add(expected, lib.mul(lib.exp2(odds), lib.numel(counted)))
+            rare = lib.le(expected, lib.run_false / lib.numel(holding))
+            judged = lib.logical_and(lib.logical_and(holding, varied), rare)
+            reach = lib.float(lib.sum(lib.any_of(judged, 1))) / lib.numel(sampled)
+            if best is None or reach > best[0]:
+                best = (reach, k, windows, judged)
+            if reach >= lib.run_reach:
+                break
+        if best is None or not best[0]:
+            return None
+        return best[1:]
 
     def window_sums(values: Any, k: int) -> Any:
         """The sum of each window of ``k`` consecutive ``values`` along their last dimension (a running sum's
