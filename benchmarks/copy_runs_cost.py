@@ -61,7 +61,7 @@ def _audited_call(rows: int, hidden: int, held: int, runs: tuple[int, ...], prob
 
     x = draw(rows)
     send((0, kernel, "launch"))
-    gated = registry.protect(_provenance.gate, _send=send, _original=kernel, _count=True)
+    gated = registry.protect(_provenance.gate, _send=send, _original=kernel, _count=True, _serial=_thread.RLock())
     control.begin_call(suppress=False, audit=True)
     start = time.thread_time()
     scale = eager("aten.mul.Tensor", (x, 2.0))
