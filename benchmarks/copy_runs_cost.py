@@ -1,7 +1,8 @@
 """What the windowed copy check costs an audited draw (DESIGN §5, the bypass test as coverage; ``_provenance``'s
 ``COPY_RUNS``): one launch writes a bf16 output of ``rows x hidden`` from a float32 argument eager code made (an
 intermediate of the output's size, which holds no run of it) and an eager bf16 buffer ``--held`` times the output's
-size, reported to the provenance vault as the audit reports them, with the checks on, the windowed one alone (no
+size (``--levels``: an int8 output of that many values, the kernel's own, beside a buffer of the same values), reported
+to the provenance vault as the audit reports them, with the checks on, the windowed one alone (no
 order-free probes, ``ELEMENT_PROBES``) and neither (no window lengths either), in the same process. Audited draws are
 never timed.
 
@@ -10,7 +11,7 @@ never timed.
 
 CPU time of the calling thread per audited call: the least of ``--rounds`` rounds. ``--chance``: the share of an
 output's windows (4096 elements of a few dtypes and value domains) that an unrelated buffer of the same values, 64
-times its size, holds by chance, per window length: what the decoys measure (``RUN_CHANCE``).
+times its size, holds by chance, per fixed window length (why the length is chosen per output: ``RUN_FALSE``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from typing import Any
 
 
-def _audited_call(rows: int, hidden: int, held: int, runs: tuple[int, ...], probes: int) -> float:
+def _audited_call(rows: int, hidden: int, held: int, runs: tuple[int, ...], probes: int, levels: int) -> float:
     import torch
 
     from mkbsim.verifier import _control, _provenance
@@ -51,16 +52,21 @@ def _audited_call(rows: int, hidden: int, held: int, runs: tuple[int, ...], prob
         return op(None, functools.reduce(getattr, name.split("."), torch.ops), (), args, kwargs)
 
     def kernel(out: torch.Tensor, scale: torch.Tensor, buffer: torch.Tensor) -> None:
-        out.copy_(scale * 1.5)
+        out.copy_((scale + 1) % levels if levels else scale * 1.5)
 
-    x = torch.randn(rows, hidden)
+    dtype = torch.int8 if levels else torch.bfloat16
+
+    def draw(n: int) -> torch.Tensor:
+        return torch.randint(0, levels, (n, hidden), dtype=torch.int8) if levels else torch.randn(n, hidden)
+
+    x = draw(rows)
     send((0, kernel, "launch"))
-    gated = registry.protect(_provenance.gate, _send=send, _original=kernel, _count=True)
+    gated = registry.protect(_provenance.gate, _send=send, _original=kernel, _count=True, _serial=_thread.RLock())
     control.begin_call(suppress=False, audit=True)
     start = time.thread_time()
     scale = eager("aten.mul.Tensor", (x, 2.0))
-    buffer = eager("aten._to_copy.default", (torch.randn(held * rows, hidden),), {"dtype": torch.bfloat16})
-    out = eager("aten.empty.memory_format", ([rows, hidden],), {"dtype": torch.bfloat16})
+    buffer = eager("aten._to_copy.default", (draw(held * rows),), {"dtype": dtype})
+    out = eager("aten.empty.memory_format", ([rows, hidden],), {"dtype": dtype})
     gated(out, scale, buffer)
     registry.protect(_provenance.report_result, _send=send)([out])
     spent = time.thread_time() - start
@@ -100,6 +106,7 @@ def main() -> None:
     parser.add_argument("--held", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chance", action="store_true")
+    parser.add_argument("--levels", type=int, default=0, help="an int8 output of this many values (0: bf16 randn)")
     args = parser.parse_args()
     if args.chance:
         print(json.dumps(_chance()))
@@ -114,8 +121,8 @@ def main() -> None:
     found: dict[str, list[float]] = {kind: [] for kind in settings}
     for _ in range(args.rounds):
         for kind, (runs, probes) in settings.items():
-            found[kind].append(_audited_call(args.rows, args.hidden, args.held, runs, probes) * 1e3)
-    shape = {"rows": args.rows, "hidden": args.hidden, "held": args.held}
+            found[kind].append(_audited_call(args.rows, args.hidden, args.held, runs, probes, args.levels) * 1e3)
+    shape = {"rows": args.rows, "hidden": args.hidden, "held": args.held, "levels": args.levels}
     print(json.dumps({**shape, **{f"{kind}_ms_min": round(min(ms), 1) for kind, ms in found.items()}}))
 
 

@@ -19,7 +19,8 @@ and padding say nothing about who computed them:
   values are the same), the output's positions whose values it holds existed without the DSL; and, pooled over
   every such argument of every launch of the call, the output's positions inside a run of consecutive output
   elements that one of them holds consecutively, at any offset, forwards or reversed (``_provenance.COPY_RUNS``),
-  however little of the output each holds, and the positions whose values they hold element by element, in any
+  a run they would hold by chance with probability ``_provenance.RUN_FALSE`` at most, however little of the output
+  each holds, and the positions whose values they hold element by element, in any
   order, where that beats chance (``_provenance.ELEMENT_SHARE``: a neighbouring bit pattern's rate).
 
 An output's DSL share is the smaller of the two. The rule: at least one output at least half

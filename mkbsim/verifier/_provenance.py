@@ -55,6 +55,7 @@ import _struct
 import ctypes
 import gc
 import importlib
+import math
 import operator
 import random
 import sys
@@ -89,20 +90,30 @@ COPY_SHARE = 0.95
 #: not a copy by its values alone: it holds a small value domain with any multiplicity by chance. It is one where
 #: it holds the output's runs of ``TABLE_RUN`` consecutive values (a row of expert ids, in order), at least
 #: ``COPY_SHARE`` of them beyond chance (decoy runs, each column's values shuffled across the runs, are what chance
-#: would hold), in any order within a run.
+#: would hold), in any order within a run, and more of them than the decoys by more than chance: were the output's
+#: runs no likelier to be held than the decoys, as many or more of the runs found would be its own with probability
+#: ``RUN_FALSE`` at most (a one-sided Fisher test; 32 runs of 4 values, all held by chance, once counted as a copy
+#: where 31 decoys were).
 COPY_TABLES = 2
 TABLE_RUN = 8
 #: Copies in any layout: an output element is found in a launch argument that eager code made before the launch (not
-#: a problem input, nor mostly the DSL's) when a window of this many consecutive output elements (logical order),
-#: not all equal, that contains it appears as consecutive elements of that argument, at any offset, read by rows or,
-#: for a matrix, by columns, bit for bit at the output's width or a floating argument rounded to the output's dtype.
-#: Pooled over every such argument of every launch of the call, and only the positions found are taken from the DSL
-#: (halves in two arguments, two launches, a padded buffer holding 94% of the answer). Where windows of a length match
-#: by chance (decoys: the window starting at each sampled position, each column shuffled across the positions) more
-#: often than ``RUN_CHANCE``, the next length is tried, then none (few distinct values: bools, small integer domains,
-#: fp8 codes).
-COPY_RUNS: tuple[int, ...] = (8, 32)
-RUN_CHANCE = 0.01
+#: a problem input, nor mostly the DSL's) when a window of consecutive output elements (logical order), not all equal,
+#: that contains it appears as consecutive elements of that argument, at any offset, read by rows or, for a matrix, by
+#: columns, bit for bit at the output's width or a floating argument rounded to the output's dtype. Pooled over every
+#: such argument of every launch of the call, and only the positions found are taken from the DSL (halves in two
+#: arguments, two launches, a padded buffer holding 94% of the answer). A window is looked for only where the
+#: arguments would hold it by chance with probability at most ``RUN_FALSE`` over all the windows looked for: each
+#: argument's reading of L elements as a source of its own values' frequencies q, independent or in runs (its share s
+#: of equal neighbours: a value repeats with probability s, else another comes by its frequency), holds a window w
+#: about L * P(w) times, P the likelier of the two models; windows whose expected count, summed over the readings and
+#: both directions, exceeds ``RUN_FALSE`` over their number are not looked for. The window length is per output, the
+#: shortest of ``COPY_RUNS`` for which ``RUN_REACH`` of the sampled positions lie in such a window, else the one for
+#: which most do: 8 for a float output, 32 for 4 uniform values, 64 for a bool; none where no length has one (a mask of
+#: 1% ones in a small output). The lengths are powers of two: a window's key is built by doubling
+#: (``window_keys``: log2 of its length passes over an argument).
+COPY_RUNS: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+RUN_FALSE = 1e-6
+RUN_REACH = 0.9
 #: Copies in any order: an output's values found among the elements eager code made in launch arguments (as above:
 #: not problem inputs nor the DSL's; bit for bit at the output's width or rounded to its dtype), pooled over every
 #: argument of every launch of the call, whatever the order (a fixed shuffle, a gather by index, interleaving). Judged
@@ -306,6 +317,22 @@ def _numpy_numbers() -> tuple[type, ...]:
     return tuple({kind for kind in numpy.sctypeDict.values() if issubclass(kind, numbers)} - {numpy.timedelta64})
 
 
+def _window_steps() -> list[int]:
+    """Random odd 64-bit multipliers, one per doubling of a window (``window_keys``), fixed."""
+    doublings = max(COPY_RUNS, default=2).bit_length() - 1  # pairs at least (``may_copy``)
+    drawn = torch.randint(-(1 << 62), 1 << 62, (doublings,), generator=torch.Generator().manual_seed(2)) | 1
+    return [int(step) for step in drawn]
+
+
+def _window_weights(steps: list[int]) -> torch.Tensor:
+    """The weight of each element of a window of up to 2^len(steps) (wrapping products): the product of the steps of
+    its offset's set bits, so that a window of 2m is the one of m plus the next one of m times step log2(m)."""
+    weights = torch.ones(1, dtype=torch.int64)
+    for step in steps:
+        weights = torch.cat([weights, weights * step])
+    return weights
+
+
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     """The C functions the vault calls, bound before the submission exists."""
     base = torch._C.TensorBase
@@ -374,12 +401,12 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
-        copy_runs=COPY_RUNS, run_chance=RUN_CHANCE, element_probes=ELEMENT_PROBES, element_steps=ELEMENT_STEPS,
+        copy_runs=COPY_RUNS, element_probes=ELEMENT_PROBES, element_steps=ELEMENT_STEPS,
         element_share=ELEMENT_SHARE, element_chance=ELEMENT_CHANCE, element_common=ELEMENT_COMMON,
         randint=torch._C._VariableFunctions.randint, maximum=base.maximum,
-        window_weights=torch.randint(
-            -(1 << 62), 1 << 62, (max(COPY_RUNS, default=1),), generator=torch.Generator().manual_seed(2)
-        ) | 1,
+        window_steps=_window_steps(), window_weights=_window_weights(_window_steps()), run_false=RUN_FALSE,
+        run_reach=RUN_REACH, flip=base.flip, cumsum=base.cumsum, log2=base.log2, exp2=base.exp2, lgamma=base.lgamma,
+        le=base.le, gt=base.gt, log2_of=math.log2, lgamma_of=math.lgamma, exp=base.exp,
         sentinels={dtype: 0 for dtype in _INTEGER_DTYPES} | {torch.bool: False},
         # dtypes whose values are taken through a signed integer view of their width: fp8 (CUDA has no take for
         # it) and the unsigned 16/32/64-bit ones (no take kernel on either device)
@@ -1130,14 +1157,30 @@ def provenance_vault(
             for probe, hit in ((own, found), (decoy, chance)):
                 idx = lib.clamp(lib.searchsorted(keys, probe), 0, lib.numel(keys) - 1)
                 lib.logical_or_(hit, lib.eq(lib.take(keys, idx), probe))
-        share = lib.float(lib.sum(found)) / count
-        by_chance = lib.float(lib.sum(chance)) / count
-        if by_chance >= 1.0 or (share - by_chance) / (1.0 - by_chance) < lib.copy_share:
+        hits, by_chance = lib.int(lib.sum(found)), lib.int(lib.sum(chance))
+        if by_chance >= count or (hits - by_chance) / (count - by_chance) < lib.copy_share:
+            return None
+        if not beyond_chance(hits, by_chance, count):
             return None
         per_element = lib.zeros((lib.numel(mine),), dtype=lib.bool_, device=lib.device_of(mine))
         runs_found = lib.broadcast_to(lib.unsqueeze(found, 1), (count, lib.table_run))
         lib.copy_(per_element[: count * lib.table_run], lib.reshape(runs_found, (-1,)))
         return per_element
+
+    def beyond_chance(hits: int, by_chance: int, count: int) -> bool:
+        """Whether ``hits`` of ``count`` runs found against ``by_chance`` of as many decoys is more than chance: were
+        the runs and the decoys alike, ``hits`` or more of the ``hits + by_chance`` found would be runs with
+        probability ``RUN_FALSE`` at most (one-sided Fisher test: a hypergeometric tail)."""
+        found = hits + by_chance
+        runs = lib.arange(hits, lib.min(count, found) + 1, dtype=lib.float64, device=lib.cpu)  # the runs among them
+        ways = lib.sub(lib.add(log_choose(count, runs), log_choose(count, lib.add(lib.mul(runs, -1.0), found))),
+                       log_choose(2 * count, lib.tensor_of(lib.float(found), dtype=lib.float64)))  # fmt: skip
+        return lib.float(lib.sum(lib.exp(ways))) <= lib.run_false
+
+    def log_choose(n: int, k: Any) -> Any:
+        """The natural log of n choose k, per element of float64 ``k``."""
+        parts = lib.add(lib.lgamma(lib.add(k, 1.0)), lib.lgamma(lib.add(lib.mul(k, -1.0), n + 1.0)))
+        return lib.add(lib.mul(parts, -1.0), lib.lgamma_of(n + 1.0))
 
     def unfilled(counts: Any, excess: int) -> tuple[Any, int]:
         """A held tensor's pattern ``counts`` less up to ``excess`` copies of its commonest pattern (a table's fill),
@@ -1193,13 +1236,16 @@ def provenance_vault(
                 records.append(("contains", f"{source}, a table holding its rows of values in order", i, covered))
 
     def window_keys(values: Any, k: int) -> Any:
-        """One number per window of ``k`` consecutive int64 ``values``, one per start (wrapping products and sums by
-        ``window_weights``: the same number as a window of the output's)."""
-        n = lib.numel(values) - k + 1
-        keys = lib.zeros((n,), dtype=lib.int64, device=lib.device_of(values))
-        weights = lib.to(lib.window_weights, lib.device_of(values))
-        for j in lib.range(k):
-            keys = lib.add(keys, lib.mul(values[j : j + n], weights[j]))
+        """One number per window of ``k`` (a power of two) consecutive int64 ``values`` along their last dimension, one
+        per start (wrapping products and sums by ``window_weights``: the same number as a window of the output's), by
+        doubling: log2(k) passes."""
+        keys, m = values, 1
+        for step in lib.window_steps:
+            if m >= k:
+                break
+            n = lib.size(keys)[-1] - m
+            keys = lib.add(keys[..., :n], lib.mul(keys[..., m : m + n], step))
+            m *= 2
         return keys
 
     def readings(t: Any, values: Any, eager: Any, by_columns: bool = True) -> Any:
@@ -1261,58 +1307,107 @@ def provenance_vault(
         """The ``sampled`` positions of ``t`` (int64, logical; a list of bools) that a window of consecutive elements of
         ``t`` found in ``held_sources`` ((values, which of them count: None for all), pooled) covers, and what was
         found; None for none; ``by_columns``: a matrix argument read by columns too. Only the windows holding a sampled
-        position are looked for (the held windows, many more, are matched against them, never sorted)."""
+        position that the arguments would not hold by chance are looked for (``COPY_RUNS``; the held windows, many
+        more, are matched against them, never sorted)."""
         mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
-        device = lib.device_of(t)
-        n = lib.numel(mine)
         held_readings = [r for values, eager in held_sources for r in readings(t, values, eager, by_columns)]
-        if not held_readings:
+        lengths = [k for k in lib.copy_runs if 2 * k <= lib.numel(mine)]
+        if not held_readings or not lengths:
             return None
-        for k in lib.copy_runs:
-            if n < 2 * k:
-                return None
-            steps = lib.arange(k, device=device)
-            weights = lib.to(lib.window_weights[:k], device)
-            # each window's key read forwards and backwards: an argument holding it reversed (rows stored last element
-            # first) has the reversed key (the held windows are only ever read forwards)
-            weights = lib.stack([weights, lib.take(weights, lib.arange(k - 1, -1, -1, device=device))], 0)
-            # every window holding a sampled position (k of them, clamped into the output), and a decoy per position:
-            # the window starting there, each of its columns shuffled across the positions
-            starts = lib.clamp(lib.sub(lib.unsqueeze(sampled, 1), steps), 0, n - k)
-            windows = lib.take(mine, lib.add(lib.unsqueeze(starts, 2), steps))  # (position, window, element)
-            own = lib.sum(lib.mul(lib.unsqueeze(windows, 2), weights), 3)  # (position, window, direction)
-            flat = lib.unsqueeze(lib.all_of(lib.eq(windows, windows[:, :, :1]), 2), 2)
-            runs = lib.take(mine, lib.add(lib.unsqueeze(starts[:, 0], 1), steps))
-            count = lib.numel(sampled)
-            shuffled = lib.stack([lib.take(runs[:, j], lib.randperm(count, generator=lib.decoys, device=device))
-                                  for j in lib.range(k)], 1)  # fmt: skip
-            decoy = lib.sum(lib.mul(lib.unsqueeze(shuffled, 1), weights), 2)  # (position, direction)
-            decoy_flat = lib.unsqueeze(lib.all_of(lib.eq(shuffled, shuffled[:, :1]), 1), 1)
-            probes = (lib.unique(own, True, False, False)[0], lib.unique(decoy, True, False, False)[0])
-            matched: tuple[list[Any], list[Any]] = ([], [])
-            for values, eager in held_readings:
-                if lib.numel(values) < k:
-                    continue
-                keys = window_keys(values, k)
-                if eager is not None:  # windows holding an element the DSL produced are not eager copies
-                    mixed = window_keys(lib.to(lib.logical_not(eager), lib.int64), k)
-                    keys = lib.masked_select(keys, lib.eq(mixed, 0))
-                for probe, into in lib.zip(probes, matched):
-                    into.append(lib.masked_select(keys, members(keys, probe)))
-            if not matched[0]:  # no argument as long as a window
-                return None
-            hit = members(lib.reshape(own, (-1,)), lib.unique(lib.cat(matched[0]), True, False, False)[0])
-            hit = lib.logical_and(lib.reshape(hit, lib.size(own)), lib.logical_not(flat))
-            chance = members(lib.reshape(decoy, (-1,)), lib.unique(lib.cat(matched[1]), True, False, False)[0])
-            chance = lib.any_of(lib.logical_and(lib.reshape(chance, lib.size(decoy)), lib.logical_not(decoy_flat)), 1)
-            if lib.float(lib.sum(chance)) / count > lib.run_chance:
-                continue  # windows this long match by chance: a longer one, or none
-            covered = lib.any_of(lib.any_of(hit, 2), 1)
-            if lib.bool(lib.any_of(covered)):
-                share = lib.float(lib.sum(covered)) / count
-                return lib.tolist(covered), f"runs of {k} of its values ({share:.1%} sampled)"
+        # each reading as a source of chance: its length, which of it counts, how often a value repeats its neighbour
+        chances = []
+        for form, mask in held_readings:
+            counted = form if mask is None else lib.masked_select(form, mask)
+            if lib.numel(counted) >= lengths[0]:
+                same = lib.float(lib.sum(lib.eq(counted[1:], counted[:-1]))) / (lib.numel(counted) - 1)
+                chances.append((counted, same))
+        chosen = looked_for(mine, sampled, chances, lengths)
+        if chosen is None:
             return None
-        return None
+        k, windows, judged = chosen
+        # each window's key read forwards and backwards: an argument holding it reversed (rows stored last element
+        # first) has the reversed key (the held windows are only ever read forwards)
+        forwards = window_keys(windows, k)
+        backwards = lib.flip(window_keys(lib.flip(windows, (1,)), k), (1,))
+        own = lib.stack([forwards, backwards], 2)  # (position, window, direction)
+        looked = lib.broadcast_to(lib.unsqueeze(judged, 2), lib.size(own))
+        probe = lib.unique(lib.masked_select(own, looked), True, False, False)[0]
+        matched = []
+        for values, eager in held_readings:
+            if lib.numel(values) < k:
+                continue
+            keys = window_keys(values, k)
+            if eager is not None:  # windows holding an element the DSL produced are not eager copies
+                keys = lib.masked_select(keys, lib.eq(window_sums(lib.to(lib.logical_not(eager), lib.int64), k), 0))
+            matched.append(lib.masked_select(keys, members(keys, probe)))
+        if not matched:
+            return None
+        hit = members(lib.reshape(own, (-1,)), lib.unique(lib.cat(matched), True, False, False)[0])
+        hit = lib.logical_and(lib.reshape(hit, lib.size(own)), looked)
+        covered = lib.any_of(lib.any_of(hit, 2), 1)
+        if not lib.bool(lib.any_of(covered)):
+            return None
+        share = lib.float(lib.sum(covered)) / lib.numel(sampled)
+        return lib.tolist(covered), f"runs of {k} of its values ({share:.1%} sampled)"
+
+    def looked_for(mine: Any, sampled: Any, chances: Any, lengths: Any) -> Any:
+        """The window length for output bits ``mine`` (``COPY_RUNS``), the 2k - 1 elements around each ``sampled``
+        position (clamped into the output), and which of the k windows there are looked for: holding the position, not
+        all equal, and held by chance by the readings ``chances`` ((elements that count, share of equal neighbours))
+        rarely enough; None where no window is."""
+        n = lib.numel(mine)
+        device = lib.device_of(mine)
+        where = lib.unsqueeze(sampled, 1)
+        best = None
+        for k in lengths:  # shortest first: one reaching RUN_REACH of the positions is the choice (none reaches more)
+            first = lib.unsqueeze(lib.clamp(lib.sub(sampled, k - 1), 0, n - 2 * k + 1), 1)
+            windows = lib.take(mine, lib.add(first, lib.arange(2 * k - 1, device=device)))
+            starts = lib.add(first, lib.arange(k, device=device))
+            holding = lib.logical_and(lib.le(starts, where), lib.gt(lib.add(starts, k), where))
+            varied = lib.gt(window_sums(lib.to(lib.ne(windows[:, 1:], windows[:, :-1]), lib.float64), k - 1), 0)
+            nearby = lib.unique(windows, True, False, False)[0]
+            expected = lib.zeros(lib.size(holding), dtype=lib.float64, device=device)
+            for counted, same in chances:
+                freq = lib.div(lib.to(tally(counted, nearby), lib.float64), lib.numel(counted))
+                for odds in chance_odds(windows, nearby, freq, same, k):
+                    expected = lib.add(expected, lib.mul(lib.exp2(odds), lib.numel(counted)))
+            rare = lib.le(expected, lib.run_false / lib.numel(holding))
+            judged = lib.logical_and(lib.logical_and(holding, varied), rare)
+            reach = lib.float(lib.sum(lib.any_of(judged, 1))) / lib.numel(sampled)
+            if best is None or reach > best[0]:
+                best = (reach, k, windows, judged)
+            if reach >= lib.run_reach:
+                break
+        if best is None or not best[0]:
+            return None
+        return best[1:]
+
+    def window_sums(values: Any, k: int) -> Any:
+        """The sum of each window of ``k`` consecutive ``values`` along their last dimension (a running sum's
+        differences)."""
+        ends = lib.cumsum(values, -1)
+        zero = lib.zeros((*lib.size(values)[:-1], 1), dtype=lib.dtype_of(ends), device=lib.device_of(values))
+        ends = lib.cat([zero, ends], -1)
+        return lib.sub(ends[..., k:], ends[..., :-k])
+
+    def chance_odds(windows: Any, nearby: Any, freq: Any, same: float, k: int) -> list[Any]:
+        """log2 of the probability that one offset of a reading holds each of the ``k`` windows of ``k`` in ``windows``
+        ((position, 2k - 1) int64), forwards and backwards: a reading whose elements are independent, each value at
+        its frequency ``freq`` (of the values ``nearby``), or in runs (a value repeats its neighbour with probability
+        ``same``, else another comes by its frequency among the others), whichever makes the window likelier."""
+        tiny = 1e-300  # what a frequency of 0 is taken as: log2 finite (-997), the window as good as never held
+        at = lib.clamp(lib.take(freq, lib.searchsorted(nearby, windows)), tiny, 1.0)
+        bits_at = lib.log2(at)
+        rest = lib.log2(lib.clamp(lib.add(lib.mul(at, -1.0), 1.0), tiny, 1.0))
+        repeat = lib.eq(windows[:, 1:], windows[:, :-1])
+        stay, switch = lib.log2_of(lib.max(same, tiny)), lib.log2_of(lib.max(1.0 - same, tiny))
+        # a step's probability from its neighbour: forwards from the element before, backwards from the one after
+        forwards = lib.where(repeat, stay, lib.add(lib.sub(bits_at[:, 1:], rest[:, :-1]), switch))
+        backwards = lib.where(repeat, stay, lib.add(lib.sub(bits_at[:, :-1], rest[:, 1:]), switch))
+        independent = window_sums(bits_at, k)
+        runs_forwards = lib.add(bits_at[:, :k], window_sums(forwards, k - 1))
+        runs_backwards = lib.add(bits_at[:, k - 1 :], window_sums(backwards, k - 1))
+        return [lib.maximum(independent, runs_forwards), lib.maximum(independent, runs_backwards)]
 
     def tally(values: Any, keys: Any) -> Any:
         """How many of ``values`` equal each of sorted, distinct ``keys`` (int64). Keys within a range of

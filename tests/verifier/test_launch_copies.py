@@ -30,7 +30,7 @@ class Evidence:
     control: _control.ControlPage
     send: Any
     registry: Registry
-    searched: list[int]  # calls of the windowed check's decoys (``held_runs``)
+    searched: list[int]  # calls of the windowed check's reversed windows (``held_runs``)
 
     def launch(self, kernel: Callable[..., Any], *args: Any) -> None:
         self.send((0, kernel, "launch"))
@@ -47,13 +47,13 @@ def evidence() -> Iterator[Evidence]:
     torch.manual_seed(0)
     lib = provenance_lib(torch.device("cpu"))
     searched: list[int] = []
-    randperm = lib.randperm
+    flip = lib.flip
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         searched.append(1)
-        return randperm(*args, **kwargs)
+        return flip(*args, **kwargs)
 
-    lib.randperm = counted
+    lib.flip = counted
     control = _control.ControlPage()
     registry = Registry()
     send = registry.open(provenance_vault, control.buf, lib, page_layout(), [torch.randperm(N)[:512]], [N], {})
