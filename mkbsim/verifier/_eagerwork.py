@@ -12,13 +12,14 @@ applied to the reference run on that draw's inputs.
 Cost model, in three kinds of work (the reference's decide which are judged):
 
 * ``matmul``: FLOPs of contractions (2 per multiply-add), whatever operator computes them: matrix products
-  (``_PRODUCTS``: packed-weight, grouped, distances, triangular solves alike), ``F.bilinear``'s ``_trilinear``,
-  ``embedding_bag``, convolutions and attention (``_product``);
+  (``_PRODUCTS``: packed-weight, grouped, distances alike), triangular solves (``_SOLVES``, n·n·k),
+  ``F.bilinear``'s ``_trilinear``, ``embedding_bag``, convolutions and attention (``_product``);
 * ``pointwise``: element operations of the operators torch tags pointwise, reduction or random, and of the
   listed ones that compute without a tag (``_ELEMENTWISE``: softmax, norms, scans, sorts...): the largest
   tensor it reads or writes, times a weight for the fused operators that do several passes (``_WEIGHTS``).
   An operator none of these (or any custom namespace's) is priced at the most it could have done
-  (``_bound``: the largest contraction of its inputs into its output, and a pass over all its operands);
+  (``_bound``: the largest contraction of its inputs into its output, or of one input with itself, and a pass
+  over all its operands);
 * ``movement``: elements written by operators that only move or convert data (copies, casts, gathers,
   scatters, concatenation, padding, repetition: ``_MOVEMENT``); views and fresh allocations are free. A store
   told to add or multiply into its destination (``scatter``'s reducing overloads, ``accumulate=True``:
@@ -165,7 +166,7 @@ _WEIGHTS = {
     "std": 3, "var_mean": 3, "std_mean": 3, "addcmul": 2, "addcdiv": 2, "lerp": 2,
 }  # fmt: skip
 #: Matrix products, by the position of their left operand ``a`` (after a bias): 2·|a|·(the output's last
-#: dimension) FLOPs, one column for a vector output (``mv``, ``dot``); distances and triangular solves alike.
+#: dimension) FLOPs, one column for a vector output (``mv``, ``dot``); distances alike.
 _PRODUCTS = {
     **dict.fromkeys(
         ("mm", "bmm", "_int_mm", "_scaled_mm", "_grouped_mm", "_scaled_grouped_mm", "_weight_int8pack_mm",
@@ -174,7 +175,7 @@ _PRODUCTS = {
          "_sparse_semi_structured_mm", "linear", "_linear", "mkldnn_linear", "fbgemm_linear_int8_weight",
          "fbgemm_linear_int8_weight_fp32_activation", "fbgemm_linear_fp16_weight",
          "fbgemm_linear_fp16_weight_fp32_activation", "matmul", "mv", "dot", "vdot", "inner", "outer", "ger",
-         "linalg_solve_triangular", "triangular_solve", "_cdist_forward", "_euclidean_dist", "cdist"),
+         "_cdist_forward", "_euclidean_dist", "cdist"),
         0,
     ),
     **dict.fromkeys(
@@ -212,10 +213,15 @@ def _numel(size: Sequence[int]) -> int:
     return n
 
 
+#: Triangular solves: a system [.., n, n] and right-hand sides [.., n, k] (or [.., k, k] and [.., n, k] solved from
+#: the right), in either order: ``triangular_solve(b, A)``, ``linalg_solve_triangular(A, B, left=...)``.
+_SOLVES = frozenset(("triangular_solve", "linalg_solve_triangular"))
+
+
 def _is_product(base: str) -> bool:
     return (
-        base in _PRODUCTS or base in ("_trilinear", "bilinear") or "embedding_bag" in base or "attention" in base
-        or _CONVOLUTION.search(base) is not None
+        base in _PRODUCTS or base in _SOLVES or base in ("_trilinear", "bilinear") or "embedding_bag" in base
+        or "attention" in base or _CONVOLUTION.search(base) is not None
     )  # fmt: skip
 
 
@@ -225,6 +231,11 @@ def _product(base: str, ins: Sizes, outs: Sizes) -> list[Pass]:
     if base in _PRODUCTS:
         columns = out[-1] if len(out) >= 2 else 1
         return [("matmul", 2.0 * _numel(ins[_PRODUCTS[base]]) * columns, 1)]
+    if base in _SOLVES:
+        # n·n·k for n equations and k right-hand sides, whichever side the system is on (red team rt20 F1: priced
+        # as a product of its first operand, a solve of a block-triangular system made a GEMM at 4% of its FLOPs)
+        x, y = ins[0], ins[1]
+        return [("matmul", float(max(_numel(x) * y[-1], _numel(y) * x[-1])), 1)]
     if base == "_trilinear":  # operands before the dimensions it inserts: F.bilinear's x1 [.., I], weight, x2 [.., J]
         x1, weight, x2 = ins[:3]
         if len(weight) == 3 and out and (x1[-1], x2[-1], out[-1]) == (weight[1], weight[2], weight[0]):
@@ -319,10 +330,19 @@ def _contraction(ins: Sizes, outs: Sizes) -> float:
     return 2.0 * space
 
 
+def _self_contraction(ins: Sizes) -> float:
+    """FLOPs of an operand contracted with itself, every pair of its slices along one dimension over the others:
+    a Gram matrix, pairwise distances (``pdist``), a factorisation's Schur complements (LU, QR, Cholesky, an
+    inverse), which a contraction of distinct operands (``_contraction``) prices at a fraction of what they do
+    (red team rt20 F1: a GEMM as ``pdist`` of its stacked operands, priced at 2.5% of its FLOPs)."""
+    return 2.0 * max((float(_numel(s)) * max(s, default=1) for s in ins), default=0.0)
+
+
 def _bound(ins: Sizes, outs: Sizes) -> list[Pass]:
     """An operator the model does not know, at the most it could have done: the largest contraction of its
-    inputs into its output, and a pass over all its operands."""
-    return [("matmul", _contraction(ins, outs), 1), ("pointwise", float(sum(_numel(s) for s in (*ins, *outs))), 1)]
+    inputs into its output, or of one input with itself, and a pass over all its operands."""
+    products = max(_contraction(ins, outs), _self_contraction(ins))
+    return [("matmul", products, 1), ("pointwise", float(sum(_numel(s) for s in (*ins, *outs))), 1)]
 
 
 def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
