@@ -355,6 +355,7 @@ def tir_memory_check(protect: Any) -> Any:
         _vector=(tirx.Ramp, tirx.Broadcast, tirx.Shuffle), _regions=(tirx.TilePrimitiveCall, tvm.ir.TensorRegion),
         _String=tvm.ir.StringImm,
         _memory=_tir_memory.MEMORY_FUNCTIONS, _extern=_tir_memory.EXTERN_OPS, _intrinsic=_tir_memory.INTRINSIC_OPS,
+        _Alloc=tirx.AllocBuffer, _SBlock=s_tir.SBlock, _IntImm=tirx.IntImm, _len=len,
     )  # fmt: skip
     clamped = protect(
         _tir_memory.clamped, _mutate=tvm_ffi.structural_mutate, _equal=tvm_ffi.structural_equal, _type=type,

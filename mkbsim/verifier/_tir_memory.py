@@ -44,7 +44,8 @@ ADDRESS_SPACE = 1 << 47
 
 def refused_reach(
     func: Any, cpu: bool, *, _walk: Any, _type: Any, _getattr: Any, _Call: Any, _Cast: Any, _Pointer: Any,
-    _DeclBuffer: Any, _vector: Any, _regions: Any, _String: Any, _memory: Any, _extern: Any, _intrinsic: Any
+    _DeclBuffer: Any, _vector: Any, _regions: Any, _String: Any, _memory: Any, _extern: Any, _intrinsic: Any,
+    _Alloc: Any, _SBlock: Any, _IntImm: Any, _len: Any
 ) -> list[str]:  # fmt: skip
     """What in the PrimFunc ``func`` reaches memory outside its buffers (empty: nothing); ``cpu``: it runs on
     this machine's CPU."""
@@ -53,8 +54,19 @@ def refused_reach(
     def pointer(value: Any) -> bool:
         return _type(_getattr(value, "ty", None)) is _Pointer
 
+    def placed(buffer: Any) -> bool:
+        """An allocation laid out by the kernel: TVM offsets its elements by ``elem_offset`` (and by ``strides``,
+        where its lowering takes them), past the memory it allocates, which no clamp of an index sees."""
+        offset = buffer.ty.elem_offset
+        return _len(buffer.ty.strides) > 0 or not (_type(offset) is _IntImm and offset.value == 0)
+
     def visit(node: Any) -> None:
         kind = _type(node)
+        if cpu and (
+            (kind is _Alloc and placed(node.buffer))
+            or (kind is _SBlock and [b for b in node.alloc_buffers if placed(b)])
+        ):
+            found["an allocation with strides or an element offset (T.alloc_buffer(strides=, elem_offset=))"] = None
         if kind is _Call:
             name = _getattr(node.op, "name", "")
             if name == "tirx.reinterpret" and (pointer(node) or [a for a in node.args if pointer(a)]):

@@ -91,9 +91,25 @@ def variable_step(a: T.Buffer((8,), "float32"), step: T.int32):
         a[i] = T.float32(1)
 
 
+@T.prim_func
+def offset_allocation(out: T.Buffer((4,), "int64"), o: T.int64):
+    buf = T.alloc_buffer((T.int64(4),), "int64", elem_offset=o)  # TVM puts element q at buf's address + o + q
+    for q in range(4):
+        out[q] = buf[q]
+
+
+@T.prim_func
+def strided_allocation(out: T.Buffer((4,), "int64"), s: T.int64):
+    buf = T.alloc_buffer((T.int64(4),), "int64", strides=(s,))
+    for q in range(4):
+        out[q] = buf[q]
+
+
 @pytest.mark.parametrize(
     ("func", "target", "refused"),
     [
+        (offset_allocation, "llvm", "an allocation with strides or an element offset"),
+        (strided_allocation, "llvm", "an allocation with strides or an element offset"),
         (pointer_from_integer, "llvm", "a pointer made from an integer"),
         (pointer_from_integer, CUDA, "a pointer made from an integer"),
         (memcpy_by_integer, "llvm", "a call of 'memcpy'"),
