@@ -20,7 +20,11 @@ pointers, struct reads and ``memcpy``/``memset`` later, so none of these is refu
   ``T.decl_buffer``, a block's ``alloc_buffers``) is filled with the erase sentinel where it is made, before
   anything can read it (``filled``; red team rt18 F4): TVM's workspace pool hands back the same block every call,
   so without it an allocation read before it is written carries in whatever another launch, call or raw writer
-  left there.
+  left there. A buffer's shape is memory it owns (red team rt19 F1, F3): a clamped access of a buffer that may be
+  empty runs only if every dimension is positive (torch lets a zero-element tensor have any sizes over a NULL
+  pointer), every buffer's size (an allocation's bytes, an argument's elements) is asserted to fit its index type
+  and ``ADDRESS_SPACE`` (``sized``; TVM computes sizes and offsets in the extents' type, which wraps), and an
+  allocation may not declare strides or an element offset.
 - CUDA functions: device code (and the address arithmetic its PTX intrinsics need) is left to the rules above.
 """
 
