@@ -1,9 +1,11 @@
-"""Per-call cost of filling a CPU TIRx kernel's allocations with the erase sentinel (``_tir_memory.filled``, red
-team rt18 F4): each submission's ``run`` timed with its kernels built as before the fill (the TIR checked and its
-indices clamped) and as the gate builds them now (allocations filled, then clamped), side by side in one process,
-the two alternating round by round.
+"""Per-call cost of a step of the CPU TIRx memory check: each submission's ``run`` timed with its kernels built
+without the step and as the gate builds them now, side by side in one process, the two alternating round by round.
+The steps: ``fill``, a kernel's allocations filled with the erase sentinel (``_tir_memory.filled``, red team rt18
+F4); ``span``, the buffers' sizes checked (``_tir_memory.sized``) and a clamped access of a buffer that may be
+empty guarded by its having elements (``_tir_memory.clamped``, red team rt19 F1, F3).
 
-    OMP_NUM_THREADS=1 python benchmarks/tir_fill_cost.py [--workload smoke|production] [--rounds 15] [--only p28]
+    OMP_NUM_THREADS=1 python benchmarks/tir_fill_cost.py [--step fill|span] [--workload smoke|production]
+        [--rounds 15] [--only p28]
 
 Prints, per case, the allocations in its built TIR and the median and least ms per call of each build (the least
 is the steadier figure on a loaded machine).
@@ -42,16 +44,27 @@ CASES = [
 ]
 
 
-def _checker(fill: bool) -> Any:
-    """``_tir_memory.checked`` as the gate makes it, with or without the fill."""
-    if fill:
+def _checker(step: str, now: bool) -> Any:
+    """``_tir_memory.checked`` as the gate makes it (``now``), or without ``step``."""
+    if now:
         return _dsl.tir_memory_check(Registry().protect)
-    filled = _tir_memory.filled
-    _tir_memory.filled = lambda func, **_: func  # type: ignore[assignment]
+    # the parts the gate's check is made of are read when it is made: these stand in for them meanwhile
+    if step == "fill":
+        without = [(_tir_memory, "filled", lambda func, **_: func)]
+    else:
+        without = [
+            (_tir_memory, "sized", lambda func, **_: (func, [])),
+            (tvm.tirx, "if_then_else", lambda condition, load, otherwise: load),
+            (tvm.tirx, "IfThenElse", lambda condition, store, otherwise: store),
+        ]
+    kept = [(owner, name, getattr(owner, name)) for owner, name, _ in without]
+    for owner, name, value in without:
+        setattr(owner, name, value)
     try:
         return _dsl.tir_memory_check(Registry().protect)
     finally:
-        _tir_memory.filled = filled  # type: ignore[assignment]
+        for owner, name, value in kept:
+            setattr(owner, name, value)
 
 
 def _allocations(mod: Any) -> int:
@@ -67,9 +80,9 @@ def _allocations(mod: Any) -> int:
     return found[0]
 
 
-def _loaded(path: Path, fill: bool, allocations: list[int]) -> Any:
-    """The submission module, its TIRx builds checked as the gate's are (with or without the fill)."""
-    original, checker = tvm.tirx.build, _checker(fill)
+def _loaded(path: Path, step: str, now: bool, allocations: list[int]) -> Any:
+    """The submission module, its TIRx builds checked as the gate's are (``now``) or without ``step``."""
+    original, checker = tvm.tirx.build, _checker(step, now)
 
     def build(mod: Any, target: Any = None, pipeline: Any = "default") -> Any:
         mod, reasons = checker(mod, target)
@@ -79,7 +92,7 @@ def _loaded(path: Path, fill: bool, allocations: list[int]) -> Any:
 
     tvm.tirx.build = build
     try:
-        spec = importlib.util.spec_from_file_location(f"{path.stem}_{'filled' if fill else 'clamped'}", path)
+        spec = importlib.util.spec_from_file_location(f"{path.stem}_{step}_{'now' if now else 'without'}", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # TVMScript's parser finds the source through it
@@ -91,18 +104,19 @@ def _loaded(path: Path, fill: bool, allocations: list[int]) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--step", choices=("fill", "span"), default="fill")
     parser.add_argument("--workload", choices=("smoke", "production"), default="production")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--only", default="", help="the cases whose file name contains this")
     args = parser.parse_args()
     catalog = load_catalog()
-    print(f"{'case':40} {'problem':7} {'allocs':>6}  median ms: clamped  filled   least: clamped  filled")
+    print(f"{'case':40} {'problem':7} {'allocs':>6}  median ms: without  now      least: without  now")
     for path, problem_id in [case for case in CASES if args.only in case[0].name]:
         problem = catalog.get(problem_id)
         workload = problem.smoke if args.workload == "smoke" else problem.workload
         inputs = problem.make_inputs(dict(workload), seed=0)
         counted: list[int] = []
-        runs = [_loaded(path, fill, counted if fill else []).run for fill in (False, True)]
+        runs = [_loaded(path, args.step, now, counted if now else []).run for now in (False, True)]
         times: list[list[float]] = [[], []]
         for r in range(args.rounds + 1):
             for k in (0, 1) if r % 2 else (1, 0):

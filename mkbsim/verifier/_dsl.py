@@ -355,12 +355,14 @@ def tir_memory_check(protect: Any) -> Any:
         _vector=(tirx.Ramp, tirx.Broadcast, tirx.Shuffle), _regions=(tirx.TilePrimitiveCall, tvm.ir.TensorRegion),
         _String=tvm.ir.StringImm,
         _memory=_tir_memory.MEMORY_FUNCTIONS, _extern=_tir_memory.EXTERN_OPS, _intrinsic=_tir_memory.INTRINSIC_OPS,
+        _Alloc=tirx.AllocBuffer, _SBlock=s_tir.SBlock, _IntImm=tirx.IntImm, _len=len,
     )  # fmt: skip
     clamped = protect(
         _tir_memory.clamped, _mutate=tvm_ffi.structural_mutate, _equal=tvm_ffi.structural_equal, _type=type,
         _For=tirx.For, _Load=tvm.ir.TensorLoad, _Store=tirx.BufferStore, _IntImm=tirx.IntImm, _Var=tirx.Var,
         _load=tirx.BufferLoad, _store=tirx.BufferStore, _min=tirx.Min, _max=tirx.Max, _cast=tirx.Cast,
-        _const=tirx.const, _zip=zip, _unsigned=_tir_memory.UNSIGNED,
+        _const=tirx.const, _zip=zip, _unsigned=_tir_memory.UNSIGNED, _GT=tirx.GT, _And=tirx.And,
+        _if_then_else=tirx.if_then_else, _IfThenElse=tirx.IfThenElse,
     )  # fmt: skip
     filled = protect(
         _tir_memory.filled, _mutate=tvm_ffi.structural_mutate, _type=type, _Seq=tirx.SeqStmt, _Alloc=tirx.AllocBuffer,
@@ -370,8 +372,15 @@ def tir_memory_check(protect: Any) -> Any:
         _IntImm=tirx.IntImm, _Store=tirx.BufferStore, _Load=tvm.ir.TensorLoad, _walk=tvm_ffi.structural_walk,
         _byte=ERASED_BYTE,
     )  # fmt: skip
+    sized = protect(
+        _tir_memory.sized, _mutate=tvm_ffi.structural_mutate, _type=type, _Seq=tirx.SeqStmt, _Alloc=tirx.AllocBuffer,
+        _SBlock=s_tir.SBlock, _seq=tirx.SeqStmt, _block=s_tir.SBlock, _BufferType=tirx.BufferType, _IntImm=tirx.IntImm,
+        _assert=tirx.AssertStmt, _String=tvm.ir.StringImm, _const=tirx.const, _cast=tirx.Cast, _Max=tirx.Max,
+        _LE=tirx.LE, _floordiv=tirx.floordiv, _mul=tirx.Mul, _max=max, _min=min, _limit=_tir_memory.ADDRESS_SPACE,
+    )  # fmt: skip
     return protect(
-        _tir_memory.checked, _refused=refused, _clamped=clamped, _filled=filled, _mutate=tvm_ffi.structural_mutate,
+        _tir_memory.checked, _refused=refused, _clamped=clamped, _filled=filled, _sized=sized,
+        _mutate=tvm_ffi.structural_mutate,
         _type=type, _PrimFunc=tirx.PrimFunc, _Target=tvm.target.Target, _current=tvm.target.Target.current,
         _cpu=_tir_memory.CPU_KINDS,
     )  # fmt: skip

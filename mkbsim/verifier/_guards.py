@@ -1334,6 +1334,11 @@ class Guards:
         # ``torch.from_numpy`` (lifted, counted)
         for name in ("numpy", "__array__"):
             self.deny(torch.Tensor, name, f"torch.Tensor.{name}", RAW_MEMORY)
+        # a storage resized under its views (``x.untyped_storage().resize_(16)``) leaves them sizes past its memory:
+        # torch checks a view against its storage only when it is made, and a TIRx kernel's index clamp trusts a
+        # tensor's sizes (red team rt19 F1's class)
+        for storage in (torch.UntypedStorage, torch.TypedStorage):
+            self.deny(storage, "resize_", f"torch.{storage.__name__}.resize_", RAW_MEMORY)
         self._install_dlpack_imports(torch)
         runtime = sys.modules.get("tvm.runtime")
         if runtime is None:

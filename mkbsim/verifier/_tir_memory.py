@@ -20,7 +20,11 @@ pointers, struct reads and ``memcpy``/``memset`` later, so none of these is refu
   ``T.decl_buffer``, a block's ``alloc_buffers``) is filled with the erase sentinel where it is made, before
   anything can read it (``filled``; red team rt18 F4): TVM's workspace pool hands back the same block every call,
   so without it an allocation read before it is written carries in whatever another launch, call or raw writer
-  left there.
+  left there. A buffer's shape is memory it owns (red team rt19 F1, F3): a clamped access of a buffer that may be
+  empty runs only if every dimension is positive (torch lets a zero-element tensor have any sizes over a NULL
+  pointer), every buffer's size (an allocation's bytes, an argument's elements) is asserted to fit its index type
+  and ``ADDRESS_SPACE`` (``sized``; TVM computes sizes and offsets in the extents' type, which wraps), and an
+  allocation may not declare strides or an element offset.
 - CUDA functions: device code (and the address arithmetic its PTX intrinsics need) is left to the rules above.
 """
 
@@ -37,11 +41,15 @@ INTRINSIC_OPS = ("tirx.call_llvm_intrin", "tirx.call_llvm_pure_intrin")
 UNSIGNED = {"int8": "uint8", "int16": "uint16", "int32": "uint32", "int64": "uint64"}
 #: Targets whose code runs on this machine's CPU.
 CPU_KINDS = ("llvm", "c")
+#: The most bytes a buffer may span (``sized``): x86-64's and AArch64's user address space (47 bits), so no
+#: buffer that really exists is larger.
+ADDRESS_SPACE = 1 << 47
 
 
 def refused_reach(
     func: Any, cpu: bool, *, _walk: Any, _type: Any, _getattr: Any, _Call: Any, _Cast: Any, _Pointer: Any,
-    _DeclBuffer: Any, _vector: Any, _regions: Any, _String: Any, _memory: Any, _extern: Any, _intrinsic: Any
+    _DeclBuffer: Any, _vector: Any, _regions: Any, _String: Any, _memory: Any, _extern: Any, _intrinsic: Any,
+    _Alloc: Any, _SBlock: Any, _IntImm: Any, _len: Any
 ) -> list[str]:  # fmt: skip
     """What in the PrimFunc ``func`` reaches memory outside its buffers (empty: nothing); ``cpu``: it runs on
     this machine's CPU."""
@@ -50,8 +58,19 @@ def refused_reach(
     def pointer(value: Any) -> bool:
         return _type(_getattr(value, "ty", None)) is _Pointer
 
+    def placed(buffer: Any) -> bool:
+        """An allocation laid out by the kernel: TVM offsets its elements by ``elem_offset`` (and by ``strides``,
+        where its lowering takes them), past the memory it allocates, which no clamp of an index sees."""
+        offset = buffer.ty.elem_offset
+        return _len(buffer.ty.strides) > 0 or not (_type(offset) is _IntImm and offset.value == 0)
+
     def visit(node: Any) -> None:
         kind = _type(node)
+        if cpu and (
+            (kind is _Alloc and placed(node.buffer))
+            or (kind is _SBlock and [b for b in node.alloc_buffers if placed(b)])
+        ):
+            found["an allocation with strides or an element offset (T.alloc_buffer(strides=, elem_offset=))"] = None
         if kind is _Call:
             name = _getattr(node.op, "name", "")
             if name == "tirx.reinterpret" and (pointer(node) or [a for a in node.args if pointer(a)]):
@@ -80,12 +99,19 @@ def refused_reach(
 
 def clamped(
     func: Any, *, _mutate: Any, _equal: Any, _type: Any, _For: Any, _Load: Any, _Store: Any, _IntImm: Any,
-    _Var: Any, _load: Any, _store: Any, _min: Any, _max: Any, _cast: Any, _const: Any, _zip: Any, _unsigned: Any
+    _Var: Any, _load: Any, _store: Any, _min: Any, _max: Any, _cast: Any, _const: Any, _zip: Any, _unsigned: Any,
+    _GT: Any, _And: Any, _if_then_else: Any, _IfThenElse: Any
 ) -> Any:  # fmt: skip
     """``func`` with every buffer index that is not provably inside its dimension clamped into it: a loop
     variable over ``range(0, extent)`` with the dimension's extent, or a constant in range, is left as it is
     (an honest kernel's indices mostly), anything else (a computed or data-dependent index) becomes
-    ``min(unsigned(index), unsigned(max(extent - 1, 0)))``: inside the dimension (at 0 if it is empty)."""
+    ``min(unsigned(index), unsigned(max(extent - 1, 0)))``: inside the dimension (at 0 if it is empty).
+    And such an access of a buffer that may be empty (a dimension not a positive constant) happens only if
+    every dimension is positive (``nonempty``; a load reads 0 otherwise, a store writes nothing): an empty
+    buffer owns no memory, whatever its other dimensions and its data pointer (red team rt19 F1: torch lets a
+    zero-element tensor have any sizes and strides over a NULL pointer, and a dimension of 2**62 elements from
+    address 0 was all of memory). An access with every index provably inside needs no guard: the loops it is in
+    ran, so every dimension is positive."""
     ranges: dict[Any, Any] = {}  # a loop variable: its loop's extent (the loop starts at 0)
 
     def inside(index: Any, extent: Any) -> bool:
@@ -98,7 +124,10 @@ def clamped(
             return bound.value <= extent.value
         return _equal(bound, extent)
 
-    def bounded(indices: Any, shape: Any) -> list[Any]:
+    def bounded(indices: Any, shape: Any) -> list[Any] | None:
+        """``indices`` clamped into ``shape``; None where each is provably inside already."""
+        if not [1 for index, extent in _zip(indices, shape) if not inside(index, extent)]:
+            return None
         out = []
         for index, extent in _zip(indices, shape):
             if inside(index, extent):
@@ -121,13 +150,36 @@ def clamped(
         finally:
             ranges.pop(node.loop_var, None)
 
+    def nonempty(shape: Any) -> Any:
+        """The condition that a buffer of ``shape`` has elements; None where it always has (every dimension a
+        positive constant). Dimension by dimension: a product of the extents could wrap."""
+        condition = None
+        for extent in shape:
+            if _type(extent) is _IntImm:
+                if extent.value > 0:
+                    continue
+                return _const(False, "bool")
+            positive = _GT(extent, _const(0, extent.ty.dtype))
+            condition = positive if condition is None else _And(condition, positive)
+        return condition
+
     def on_load(node: Any, mutator: Any) -> Any:
         indices = [mutator.mutate(index) for index in node.indices]
-        return _load(node.source, bounded(indices, node.source.ty.shape))
+        shape = node.source.ty.shape
+        bounds = bounded(indices, shape)
+        if bounds is None:
+            return _load(node.source, indices)
+        load, condition = _load(node.source, bounds), nonempty(shape)
+        return load if condition is None else _if_then_else(condition, load, _const(0, node.ty.dtype))
 
     def on_store(node: Any, mutator: Any) -> Any:
         indices = [mutator.mutate(index) for index in node.indices]
-        return _store(node.buffer, mutator.mutate(node.value), bounded(indices, node.buffer.ty.shape))
+        shape = node.buffer.ty.shape
+        bounds = bounded(indices, shape)
+        if bounds is None:
+            return _store(node.buffer, mutator.mutate(node.value), indices)
+        store, condition = _store(node.buffer, mutator.mutate(node.value), bounds), nonempty(shape)
+        return store if condition is None else _IfThenElse(condition, store, None)
 
     return _mutate(func, [(_For, on_for), (_Load, on_load), (_Store, on_store)])
 
@@ -213,14 +265,89 @@ def filled(
     return _mutate(func, [(_Seq, on_seq), (_Alloc, on_alloc), (_SBlock, on_block)])
 
 
+def sized(
+    func: Any, *, _mutate: Any, _type: Any, _Seq: Any, _Alloc: Any, _SBlock: Any, _seq: Any, _block: Any,
+    _BufferType: Any, _IntImm: Any, _assert: Any, _String: Any, _const: Any, _cast: Any, _Max: Any, _LE: Any,
+    _floordiv: Any, _mul: Any, _max: Any, _min: Any, _limit: int
+) -> tuple[Any, list[str]]:  # fmt: skip
+    """``func`` with a check that each of its buffers is no larger than its index type and the address space
+    (``_limit`` bytes) can hold, and what in it never is (empty: nothing). A buffer's shape is what ``clamped``
+    keeps indices inside, and TVM computes sizes and offsets from it in the extents' own integer type, which
+    wraps: ``T.alloc_buffer((a, b), "int64")`` with a = 64, b = 2**58 + 1 allocated 512 bytes (red team rt19
+    F3), a TVM view or ``tvm.runtime.empty`` of shape (2**62, 4) is 16 or 0 bytes, and an int32 offset into a
+    tensor of 2**31 elements or more is negative. So the product of an allocation's extents times its element
+    size (the bytes TVM allocates), and of a tensor argument's extents (its offsets, and TVM's view size over
+    it), must not exceed the limit: checked here where every extent is a constant (else refused), otherwise by
+    assertions before anything touches the buffer (an allocation's right after it is made, ahead of its fill;
+    an argument's at the function's start), each factor against the limit over the product so far, so that no
+    product computed overflows. A launch failing one raises. An empty dimension counts as one (the size
+    checked is never below the buffer's)."""
+    refused: dict[str, None] = {}
+    too_large = "larger than its index type or the address space can hold"
+
+    def checks(buffer: Any, unit: int) -> list[Any]:
+        shape = [*buffer.ty.shape]
+        limit = _min([_limit, *[(1 << (extent.ty.dtype.bits - 1)) - 1 for extent in shape]])
+        known = unit
+        for extent in shape:
+            if _type(extent) is _IntImm:
+                known *= _max(extent.value, 1)
+        if known > limit:
+            refused[f"a buffer {too_large} ({buffer.name})"] = None
+            return []
+        message = [_String(f"mkbsim verifier: the buffer {buffer.name} is {too_large}")]
+        out, product = [], _const(known, "int64")
+        for extent in shape:
+            if _type(extent) is not _IntImm:
+                factor = _Max(_cast("int64", extent), _const(1, "int64"))
+                below = _LE(factor, _floordiv(_const(limit, "int64"), product))
+                # TVM's Python constructor names its parameters (kind, condition), its native one takes them in
+                # the other order: passed as the native one takes them
+                out.append(_assert(below, _String("RuntimeError"), message))
+                product = _mul(product, factor)
+        return out
+
+    def allocated(buffer: Any) -> list[Any]:
+        dtype = buffer.ty.dtype.dtype
+        return checks(buffer, (dtype.bits * dtype.lanes + 7) // 8)  # bytes
+
+    def on_seq(node: Any, mutator: Any) -> Any:
+        out: list[Any] = []
+        for stmt in node.seq:
+            out += [stmt, *allocated(stmt.buffer)] if _type(stmt) is _Alloc else [mutator.mutate(stmt)]
+        return _seq(out)
+
+    def on_alloc(node: Any, mutator: Any) -> Any:
+        return _seq([node, *allocated(node.buffer)])
+
+    def on_block(node: Any, mutator: Any) -> Any:
+        if not node.alloc_buffers:
+            return mutator.default_mutate(node)
+        ahead = [check for buffer in node.alloc_buffers for check in allocated(buffer)]
+
+        def first(stmt: Any) -> Any:  # ahead of the allocations' fills (``filled``): init runs first
+            return _seq([*ahead, mutator.mutate(stmt)])
+
+        init = None if node.init is None else first(node.init)
+        return _block(
+            node.iter_vars, node.reads, node.writes, node.name_hint, first(node.body), init, node.alloc_buffers,
+            node.match_buffers, node.annotations,
+        )  # fmt: skip
+
+    out = _mutate(func, [(_Seq, on_seq), (_Alloc, on_alloc), (_SBlock, on_block)])
+    arguments = [check for param in out.params if _type(param.ty) is _BufferType for check in checks(param, 1)]
+    return (out.with_body(_seq([*arguments, out.body])) if arguments else out), [*refused]
+
+
 def checked(
-    mod: Any, target: Any, *, _refused: Any, _clamped: Any, _filled: Any, _mutate: Any, _type: Any,
+    mod: Any, target: Any, *, _refused: Any, _clamped: Any, _filled: Any, _sized: Any, _mutate: Any, _type: Any,
     _PrimFunc: Any, _Target: Any, _current: Any, _cpu: Any
 ) -> tuple[Any, list[str]]:  # fmt: skip
     """``mod`` (a PrimFunc or an IRModule, built for ``target`` as ``tvm.tirx.build`` is) with its CPU functions'
-    allocations filled (``filled``) and indices clamped, and what in it reaches memory outside its buffers
-    (``refused_reach``). A function runs where its own ``target`` attribute says, or else where the build's
-    target (or the current one, or llvm) does."""
+    allocations filled (``filled``), buffers' sizes checked (``sized``, after the fill: its assertions go ahead
+    of it) and indices clamped, and what in it reaches memory outside its buffers (``refused_reach``, and a
+    buffer ``sized`` finds too large). A function runs where its own ``target`` attribute says, or else where the
+    build's target (or the current one, or llvm) does."""
     default = _Target(target) if target is not None else _current()
     default_kind = default.kind.name if default is not None else "llvm"
     refused: dict[str, None] = {}
@@ -229,10 +356,13 @@ def checked(
         given = func.attrs.get("target", None) if func.attrs is not None else None
         cpu = (given.kind.name if given is not None else default_kind) in _cpu
         reasons = _refused(func, cpu)
+        bounded = func
+        if cpu and not reasons:
+            bounded, reasons = _sized(_filled(func))
         for reason in reasons:
             refused[reason] = None
         # a refused function is not built: left as it is
-        return _clamped(_filled(func)) if cpu and not reasons else func
+        return _clamped(bounded) if cpu and not reasons else func
 
     result = on_func(mod) if _type(mod) is _PrimFunc else _mutate(mod, [(_PrimFunc, on_func)])
     return result, [*refused]

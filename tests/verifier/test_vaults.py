@@ -45,7 +45,7 @@ PROTECTED = [
     _dsl._counted_get_function, _dsl._wrap_counted, _dsl._ffi_program, _dsl._capi_program, _dsl._record_dlpack,
     _dsl._recording, _dsl._built_module,
     _dsl._declared, _dsl._looked_up, _dsl._device_kernels, _dsl._allowed_call, _dsl._exported, _dsl._loaded_module,
-    _tir_memory.refused_reach, _tir_memory.clamped, _tir_memory.filled, _tir_memory.checked,
+    _tir_memory.refused_reach, _tir_memory.clamped, _tir_memory.filled, _tir_memory.sized, _tir_memory.checked,
     _vault._send, _operators.resolve_operator,
     _eagerwork.to_python_hook, _channel.answer_signer, _threads.count_ops, _threads.enter_thread,
     _worker._serve_blocks, _worker._run_block, _worker._call_once, _worker._finish_call, _worker._returned_items,
