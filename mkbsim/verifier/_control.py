@@ -53,7 +53,7 @@ PENDING_MS = (48, "<d")  # timer vault: device work left after the timed stream 
 STARTS = (56, "<Q")  # timer vault: calls started (a START after the first of a nonce does nothing)
 VIOLATION_COUNT = (64, "<Q")  # guards vault: violations recorded so far
 RECORDS_FLAG = (72, "<Q")  # provenance vault: records written for this nonce (0 if none)
-DSL_MS = (80, "<d")  # gate vault: time inside the call's DSL launches (cpu: host clock; cuda: launch events)
+DSL_MS = (80, "<d")  # gate vault: time inside the call's DSL launches (cpu: their threads' CPU; cuda: launch events)
 DSL_ACK = (88, "<Q")  # gate vault: the nonce of the last call whose DSL time it wrote
 #: Gate vault, with DSL_MS: the call's distinct launch signatures (kernel and argument shapes), as numbers
 #: the vault assigns in order of first appearance: a count, then that many little-endian u32.

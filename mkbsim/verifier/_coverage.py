@@ -82,7 +82,7 @@ OUTPUTS_SHARE = 0.5
 #: draws' launches of that host path are inflated, the cause not identified), the other kernels run 0.94-1.16:
 #: cuda takes cpu's share (0.6 rejected an honest kernel; the work rule, not this one, rejects idle kernels).
 DSL_TIME_SHARE = {"cpu": 0.33, "cuda": 0.33}
-#: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the host's nanosecond clock,
+#: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the launching thread's CPU clock,
 #: read around a native call).
 DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
 #: The share of timed calls that must launch every kernel signature (kernel and argument kinds: ranks, element

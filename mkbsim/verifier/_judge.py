@@ -17,17 +17,13 @@ from mkbsim.verifier._compare import Check
 from mkbsim.verifier._process import WorkerFailed
 
 _DSL_ERROR_MODULES = ("tvm", "tvm_ffi", "cutlass")
-#: What watching costs an evidence call beyond the time the gate's vault measures and the verifier subtracts
-#: (``_provenance``: from the vault's first step on each of the call's requests: the signature's pass over a
-#: launch's arguments, its clock, its copies and comparisons, the outputs' work shares), as (per call, per launch)
-#: in ms. What the vault cannot measure is the gate's own round trip after a watched launch (scored launches have
-#: none) and the clocks' reads; and a scored call chooses its launches, so the per-launch term is what that round
-#: trip costs, not a share of the call. cpu: calibrated on the honest cases (benchmarks/evidence_margins.py,
-#: benchmarks/RESULTS.md "Scored against watched calls"); cuda: the gate's host work inside the call's event window (an
-#: idle GPU's events fire when recorded), evidence minus scored medians 0.063 and 0.074 ms on the H200 for the
-#: one-launch p36 and p28 TIRx examples in blocks (2026-12-02; at 0.03 per launch both failed the rule), allowed
-#: 0.1 per launch until an H200 run measures the gate's time there.
-EVIDENCE_COST_MS = {"cpu": (0.3, 0.04), "cuda": (0.0, 0.1)}
+#: cuda: what watching costs an evidence call's reported time beyond what the vault's clock measures and the verifier
+#: subtracts (``_provenance``: its device copies, synchronised on both sides), per launch in ms: the gate's host work
+#: inside the call's event window (an idle GPU's events fire when recorded), evidence minus scored medians 0.063 and
+#: 0.074 ms on the H200 for the one-launch p36 and p28 TIRx examples in blocks (2026-12-02; at 0.03 per launch both
+#: failed the rule); a scored call chooses its launches, so this is what the round trip costs, not a share of the
+#: call. (cpu compares the launches' own time instead: ``scored_dsl_time``.)
+EVIDENCE_LAUNCH_COST_MS = 0.1
 #: The share of the evidence calls' median launch footprint (bytes their launches' tensor arguments span) the
 #: scored calls' median must reach (``scored_footprint``): the same plan spans the same bytes; the share leaves room
 #: for launches sized by the data, whose sums vary from call to call (a median of 10 against one of 50).
@@ -42,6 +38,14 @@ EVIDENCE_NOISE = 0.25
 #: ...less this many standard errors of the two medians' harness part (each holds the null calls' spread: 1.85 MAD
 #: over the root of its count is a median's standard error for normal noise, as ``_trusted.cross_check`` takes it).
 HARNESS_SIGMAS = 4.0
+#: cpu: the share of the evidence calls' median DSL time (the vault's clock over every call's launches) the scored
+#: calls' median must reach (``scored_dsl_time``), less ``SCORED_DSL_SLACK_MS`` a launch: what a scored call that
+#: knew it was scored could save of its DSL work. A watched launch starts cold (the vault's work before it fills the
+#: caches and predictors the launch's host path uses) and a scored call's launches run back to back: honest cases of
+#: 16 launches of ~7 µs measured 0.41-0.47 of the watched median (~9 µs a launch slower there), one-launch kernels of
+#: 15-50 µs 0.65-1.07, kernels of 0.15-7 ms 0.72-1.3 (benchmarks/RESULTS.md, "Scored against watched launches").
+SCORED_DSL_SHARE = 0.75
+SCORED_DSL_SLACK_MS = 0.02
 
 
 @dataclass(frozen=True)
@@ -242,38 +246,62 @@ def scored_footprint(scored: Sequence[int], evidence: Sequence[int]) -> Failure 
     )
 
 
+def scored_dsl_time(
+    scored_dsl_ms: Sequence[float], evidence_dsl_ms: Sequence[float], launches: Sequence[int]
+) -> Failure | None:
+    """cpu: the scored calls' DSL time (the vault's clock around every counted launch, on every call) against the
+    evidence calls' (DESIGN §5, "audits cannot be told apart"): a submission that launches its kernels with less
+    work on the calls it guesses are scored, and makes the answer otherwise, gains at most ``1 - SCORED_DSL_SHARE``
+    of the watched calls' DSL time and ``SCORED_DSL_SLACK_MS`` a launch (``launches``: the evidence calls'). The
+    launches' own times, not the calls': the vault's work around an evidence call's launches (its copies, its
+    signature) is outside them, so that the machine's load does not widen a gap the rule must allow (red team rt16
+    F1: the gate's cost the vault's clock missed grew with load, and honest one-launch cases failed the comparison
+    of whole calls' CPU time, which this rule replaced on cpu)."""
+    if not scored_dsl_ms or not evidence_dsl_ms:
+        return None
+    scored, watched = statistics.median(scored_dsl_ms), statistics.median(evidence_dsl_ms)
+    if scored >= scored_dsl_floor(evidence_dsl_ms, launches):
+        return None
+    return Failure(
+        "decorative_dsl",
+        f"The timed calls spent {scored * 1e3:.1f} µs per call (median) inside DSL launches, the calls the verifier "
+        f"watched {watched * 1e3:.1f} µs (at least {SCORED_DSL_SHARE:.0%} of it is required): run() does less DSL "
+        "work when it is not watched. Run the same DSL work on every call.",
+        measured=True,
+    )
+
+
+def scored_dsl_floor(evidence_dsl_ms: Sequence[float], launches: Sequence[int]) -> float:
+    """The least median DSL time the scored calls may spend (``scored_dsl_time``)."""
+    return SCORED_DSL_SHARE * statistics.median(evidence_dsl_ms) - SCORED_DSL_SLACK_MS * statistics.median(launches)
+
+
 def scored_time_floor(
-    evidence_ms: Sequence[float], launches: Sequence[int], null_ms: Sequence[float], scored_calls: int, device_type: str
+    evidence_ms: Sequence[float], launches: Sequence[int], null_ms: Sequence[float], scored_calls: int
 ) -> float:
-    """The least median the scored calls may cost (``scored_time``): the harness's cost (the null calls' median, in
-    the same measure) and the evidence calls' own cost beyond it, less its noise, the watching's cost per launch and
-    the harness's noise in both medians (``scored_calls`` of them against the evidence calls)."""
+    """cuda: the least median the scored calls may cost (``scored_time``): the harness's cost (the null calls'
+    median) and the evidence calls' own cost beyond it, less its noise, the watching's cost per launch and the
+    harness's noise in both medians (``scored_calls`` of them against the evidence calls)."""
     watched = statistics.median(evidence_ms)
     harness = statistics.median(null_ms) if null_ms else 0.0
-    per_call, per_launch = EVIDENCE_COST_MS[device_type]
     spread = statistics.median(abs(x - harness) for x in null_ms) if null_ms else 0.0
     noise = HARNESS_SIGMAS * 1.85 * spread * math.sqrt(1 / len(evidence_ms) + 1 / max(scored_calls, 1))
     own = max(watched - harness, 0.0)
-    return harness + own * (1 - EVIDENCE_NOISE) - per_call - statistics.median(launches) * per_launch - noise
+    return harness + own * (1 - EVIDENCE_NOISE) - statistics.median(launches) * EVIDENCE_LAUNCH_COST_MS - noise
 
 
 def scored_time(
-    scored_ms: Sequence[float],
-    evidence_ms: Sequence[float],
-    launches: Sequence[int],
-    null_ms: Sequence[float],
-    device_type: str,
+    scored_ms: Sequence[float], evidence_ms: Sequence[float], launches: Sequence[int], null_ms: Sequence[float]
 ) -> Failure | None:
-    """The scored timed calls cost no less than the evidence calls beyond what the evidence itself costs
-    (each call's cost: on cpu the worker's CPU time the verifier reads, on cuda the reported time; ``null_ms``: the
-    null calls' in the same measure) (DESIGN §5, "audits cannot be told apart"): a submission that does its DSL
-    work only on the calls it guesses are evidence, and something faster otherwise, gains at most
-    ``EVIDENCE_NOISE`` of the evidence calls' own time, ``EVIDENCE_COST_MS`` (the gate's unmeasured round trips)
-    and the harness's noise."""
+    """cuda: the scored timed calls' reported times cost no less than the evidence calls' beyond what the evidence
+    itself costs (``evidence_ms``: less the vault's measured time; ``null_ms``: the null calls') (DESIGN §5, "audits
+    cannot be told apart"): a submission that does its DSL work only on the calls it guesses are evidence, and
+    something faster otherwise, gains at most ``EVIDENCE_NOISE`` of the evidence calls' own time,
+    ``EVIDENCE_LAUNCH_COST_MS`` a launch and the harness's noise."""
     if not scored_ms or not evidence_ms:
         return None
     scored, watched = statistics.median(scored_ms), statistics.median(evidence_ms)
-    allowed = scored_time_floor(evidence_ms, launches, null_ms, len(scored_ms), device_type)
+    allowed = scored_time_floor(evidence_ms, launches, null_ms, len(scored_ms))
     if scored >= allowed:
         return None
     return Failure(

@@ -22,6 +22,8 @@ from mkbsim.verifier._judge import (
     error_text,
     fmt,
     mutation,
+    scored_dsl_floor,
+    scored_dsl_time,
     scored_footprint,
     scored_launches,
     scored_time,
@@ -416,9 +418,8 @@ def timing(v: Verification) -> Failure | None:
     recheck = set(rng.sample(checked, rechecked_count(len(checked), p.rechecked_timed_calls)))
     v.details["timing_rechecks"] = []
     anchors_before = v.phases.get("anchors_s", 0.0)
-    t = v.timing = {
-        k: [] for k in ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "footprints", "null_ms")
-    }
+    kept = ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "footprints", "dsl_ms", "null_ms")
+    t = v.timing = {k: [] for k in kept}
     t["evidence"] = {k: [] for k in ("ms", "launches", "footprints", "dsl_ms", "signatures", "trusted", "work")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     distinct = p.unique_input_buffers
@@ -501,6 +502,7 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     t["pending_ms"].append(pending)
     t["launches_per_call"].append(page["launches"])
     t["footprints"].append(page["footprint"])
+    t["dsl_ms"].append(page["dsl_ms"])  # cpu: the vault times every call's launches (``_judge.scored_dsl_time``)
     t["trusted"].append(answer.trusted)
     return failure, k + 1
 
@@ -586,6 +588,8 @@ def _round_summary(v: Verification, failure: Failure | None) -> dict[str, Any]:
         "evidence_median_ms": median(evidence.get("ms") or []),
         "cpu_median_ms": median([c.cpu_ms for c in t.get("trusted") or [] if c.cpu_ms is not None]),
         "evidence_cpu_median_ms": median([c.cpu_ms for c in evidence.get("trusted") or [] if c.cpu_ms is not None]),
+        "dsl_median_ms": median([ms for ms in t.get("dsl_ms") or [] if ms is not None]),
+        "evidence_dsl_median_ms": median([ms for ms in evidence.get("dsl_ms") or [] if ms is not None]),
         "null_cpu_over_ms": median(  # the harness's own CPU around a call, as the null calls show it
             [c.cpu_ms - r for c, r in zip(nulls, t.get("null_ms") or [], strict=True) if c.cpu_ms is not None]
         ),
@@ -679,48 +683,41 @@ def _timed_as_audited(v: Verification) -> Failure | None:
         v.details["timed_copies"], copied = _coverage.copied_check([d.page["work"] for d in audited], evidence["work"])
         judged = Failure("decorative_dsl", copied) if copied else None
     v.details["evidence_calls"] = {k: evidence[k] for k in ("ms", "launches", "footprints", "dsl_ms", "work")}
-    v.details["evidence_calls"]["cpu_ms"] = [c.cpu_ms for c in evidence["trusted"]]  # what scored_time compares on cpu
-    # what the gate spent measuring an evidence call's work is not the call's (the scored calls have none of it)
-    spent = [w["ms"] if w is not None else 0.0 for w in evidence["work"]]
-    costs = _call_costs(t["timed_ms"], t["trusted"], evidence["ms"], evidence["trusted"], spent, t["null_ms"],
-                        t["null_trusted"], v.session.device.type)  # fmt: skip
-    if costs[0] and costs[1]:  # the rule's figures: the scored calls' median against the least it may be
-        v.details["scored_time"] = {
-            "scored_ms": statistics.median(costs[0]), "watched_ms": statistics.median(costs[1]),
-            "harness_ms": statistics.median(costs[2]) if costs[2] else None,
-            "floor_ms": scored_time_floor(costs[1], evidence["launches"], costs[2], len(costs[0]),
-                                          v.session.device.type),
-        }  # fmt: skip
     if t["footprints"]:  # the scored calls' median footprint, beside the evidence calls' own
         v.details["evidence_calls"]["scored_footprint"] = statistics.median(t["footprints"])
     judged = (
         judged
         or scored_launches(t["launches_per_call"], evidence["launches"])
         or scored_footprint(t["footprints"], evidence["footprints"])
-        or scored_time(costs[0], costs[1], evidence["launches"], costs[2], v.session.device.type)
+        or _scored_against_watched(v)
     )
     v.report.bypass_ok = judged is None  # the coverage phase passed to get here; a second round may pass again
     return judged
 
 
-def _call_costs(
-    scored_ms: list[float],
-    scored: list[Any],
-    evidence_ms: list[float],
-    evidence: list[Any],
-    spent: list[float],
-    null_ms: list[float],
-    nulls: list[Any],
-    kind: str,
-) -> tuple[list[float], list[float], list[float]]:
-    """What the scored, the evidence and the null calls cost, to compare them: on cpu the worker's CPU time per
-    call as the verifier reads it (waiting for a loaded machine's cores inflates wall times unevenly, and the
-    submission cannot touch it), else the reported times; an evidence call's less what the gate ``spent``
-    measuring its work (the vault's own clock, in the same measure); the null calls' are the harness's own."""
-    calls = (*scored, *evidence, *nulls)
-    if kind == "cpu" and scored and evidence and all(c.cpu_ms is not None for c in calls):
-        scored_ms, evidence_ms, null_ms = ([c.cpu_ms for c in group] for group in (scored, evidence, nulls))
-    return scored_ms, [ms - own for ms, own in zip(evidence_ms, spent, strict=True)], null_ms
+def _scored_against_watched(v: Verification) -> Failure | None:
+    """The scored calls' time against the evidence calls', with the rule's figures in ``details["scored_time"]``:
+    on cpu the time inside their DSL launches (the vault times every call's; ``_judge.scored_dsl_time``), on cuda
+    the reported times, an evidence call's less what the gate spent measuring its work after the launch (the vault's
+    clock: its device copies; ``_judge.scored_time``)."""
+    t, evidence = v.timing, v.timing["evidence"]
+    if not t["timed_ms"] or not evidence["ms"]:
+        return None
+    if v.session.device.type == "cpu":
+        scored = [ms if ms is not None else 0.0 for ms in t["dsl_ms"]]
+        watched = [ms if ms is not None else 0.0 for ms in evidence["dsl_ms"]]
+        v.details["scored_time"] = {
+            "measure": "dsl_ms", "scored_ms": statistics.median(scored), "watched_ms": statistics.median(watched),
+            "floor_ms": scored_dsl_floor(watched, evidence["launches"]),
+        }  # fmt: skip
+        return scored_dsl_time(scored, watched, evidence["launches"])
+    watched = [ms - (w["ms"] if w is not None else 0.0) for ms, w in zip(evidence["ms"], evidence["work"], strict=True)]
+    v.details["scored_time"] = {
+        "measure": "ms", "scored_ms": statistics.median(t["timed_ms"]), "watched_ms": statistics.median(watched),
+        "harness_ms": statistics.median(t["null_ms"]) if t["null_ms"] else None,
+        "floor_ms": scored_time_floor(watched, evidence["launches"], t["null_ms"], len(t["timed_ms"])),
+    }  # fmt: skip
+    return scored_time(t["timed_ms"], watched, evidence["launches"], t["null_ms"])
 
 
 def verdict(v: Verification) -> Failure | None:

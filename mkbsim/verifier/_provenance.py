@@ -34,12 +34,13 @@ Every call counts its genuine launches (below). On an evidence call (an unscored
 verifier flags in the control page, DESIGN §5 "audits cannot be told apart") and on a correctness draw,
 the vault also lists the launches' signatures and times the DSL launches themselves: from the end of a
 counted launch's BEFORE to the start of its AFTER, the native call and nothing of the harness's (cpu: the
-host clock, the call is synchronous; cuda: events recorded on the current stream around the launch, read
-once the call is over). The harness's END of the call writes the sum to the control page. And it measures
+launching thread's CPU clock, the call is synchronous; cuda: events recorded on the current stream around the
+launch, read once the call is over). The harness's END of the call writes the sum to the control page. And it measures
 the launches' work (``work``): the bytes each counted launch changed in its tensor arguments (copied aside
 before it, compared after), and, once run() returned, each output's share of sampled elements that still hold
 what a launch left there, with the vault's own time on it (the verifier takes it off the call's cost). A scored
-timed call pays only the count: no clock, no event, no copy, no AFTER. Only a launch the vault knows is genuine is
+timed call pays the count and, on cpu, the clock and the AFTER (the scored calls' DSL time against the evidence
+calls': ``_judge.scored_dsl_time``): no signature, no event, no copy. Only a launch the vault knows is genuine is
 counted and timed: its hook's original must be one registered before the submission loaded, and the
 launch a call of a function the gate itself made (``_dsl``): a TIRx function taken from a built module or a
 CuTe TVM FFI function, its native handle unchanged since, with plain arguments (tensors and nn.Parameters,
@@ -474,7 +475,7 @@ def provenance_vault(
     (outputs, then in-place inputs), of ``numels[i]`` elements. ``dlpack_sources``: CuTe DSL tensors
     (by id) and the torch tensors they were made from (weak references)."""
     nonce = -1
-    audit = suppress = evidence = False
+    audit = suppress = evidence = clocked = False
     # what launches (and eager operators computing from their data) wrote: [start, end, the bytes left there,
     # which of them this write changed ("owned"), which it still vouches for] (see produced())
     written: list[Any] = []
@@ -557,7 +558,7 @@ def provenance_vault(
     # time: ``gate``); the four names above are the requesting thread's, swapped in as each request starts
     flights: dict[int, Any] = {}
     running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
-    clock = dsl_s = 0.0  # cpu: when the outermost timed launch started; the call's DSL time so far
+    dsl_s = 0.0  # the call's DSL time so far (cpu: its launches' threads' CPU time inside them)
     marks: list[Any] = []  # cuda: (start, end) events of the call's timed launches
     events: list[Any] = []  # cuda: every event made so far, reused call after call
     stream: list[Any] = []  # cuda: the current stream at the call's first timed launch
@@ -2298,7 +2299,7 @@ def provenance_vault(
         (``_launchkind``: the sizes the problem fixes). One pass over the arguments, on evidence calls and
         draws; on a scored call a launch of a genuine kernel is counted (``True``) once its arguments' types are
         plain (a TIRx launch with any other argument does not run on any call: ``uncounted``); the rest matters to
-        the clock's window and the signature, neither of which a scored call has."""
+        the signature, which a scored call has not."""
         entry = originals.get(lib.id(original))
         if entry is None or entry[0] is not original or entry[1] == "outer":
             return None
@@ -2414,19 +2415,24 @@ def provenance_vault(
         lib.record(made, stream[0])
         return made
 
-    def launch_started() -> None:
-        nonlocal clock
+    def launch_started(flight: Any) -> None:
+        """cuda: the first of the call's launches in flight; cpu: the first of its thread's (``flight``)."""
         if lib.cuda:
             marks.append((event(), None))
         else:
-            clock = lib.perf_counter()
+            flight[5] = lib.work_clock()
 
-    def launch_ended() -> None:
+    def launch_ended(flight: Any, arrived: float) -> None:
+        """cuda: the last of the call's launches in flight ended; cpu: the last of its thread's (``flight``),
+        ``arrived`` its thread's CPU clock when the AFTER reached the vault (its own steps since are not the
+        launch's). On cpu the launch's thread's CPU time, not the wall time: the work the launch did, whatever
+        the machine's load took of the wall clock meanwhile and however launches from a pool's threads overlap (the
+        vault's steps stagger a watched call's; ``_judge.scored_dsl_time`` compares the two)."""
         nonlocal dsl_s
         if lib.cuda:
             marks[-1] = (marks[-1][0], event())
         else:
-            dsl_s += lib.perf_counter() - clock
+            dsl_s += arrived - flight[5]
 
     def end_of_call() -> None:
         total = dsl_s * 1e3
@@ -2543,6 +2549,11 @@ def provenance_vault(
     mode: list[Any] = []  # the inference-mode guard a request holds (below)
     while True:
         request = yield reply
+        # cpu: a launch's time ends when its AFTER arrives and starts when its BEFORE's reply leaves (below), so
+        # that the vault's steps on a watched call (its inference mode, its copies) are outside it as they are
+        # outside a scored call's: the two are compared (``_judge.scored_dsl_time``)
+        arrived = lib.work_clock()
+        starting = False
         reply = None
         if views:
             views.clear()
@@ -2552,6 +2563,10 @@ def provenance_vault(
                 nonce = current
                 audit = page[layout.AUDIT] == 1
                 evidence = audit or page[layout.EVIDENCE] == 1
+                # whose launches are timed: the watched calls', and on cpu every call's (the scored calls' DSL time
+                # against the evidence calls', ``_judge.scored_dsl_time``; on cuda a launch's events would cost the
+                # scored calls' reported time, and their time is the kernels')
+                clocked = evidence or not lib.cuda
                 suppress = page[layout.SUPPRESS] == 1
                 written.clear()
                 input_spans.clear()
@@ -2595,10 +2610,11 @@ def provenance_vault(
                 reply = False
             elif kind == 9:
                 kind = 1
-            if evidence:  # the requesting thread's gates in flight (a scored call watches none)
+            if clocked:  # the requesting thread's gates in flight (a scored call times its launches only)
                 flight: Any = flights.get(lib.ident())
                 if flight is None:
-                    flight = flights[lib.ident()] = [0, [], [], []]
+                    # depth, pending, opened, outer, its launches in flight, when the first of them started (cpu)
+                    flight = flights[lib.ident()] = [0, [], [], [], 0, 0.0]
                 depth, pending, opened, outer = flight[0], flight[1], flight[2], flight[3]
             # a launch's footprint, read before the evidence clock starts: the scored calls pay it too
             spanned_bytes = footprint(request[1][0]) if kind == 1 and request[2] else 0
@@ -2626,8 +2642,9 @@ def provenance_vault(
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
                 spanned_bytes += lib.u64.unpack_from(page, layout.FOOTPRINT)[0]
                 lib.u64.pack_into(page, layout.FOOTPRINT, spanned_bytes)
-                if evidence:  # BEFORE a counted launch of an evidence call (or a draw): timed, its signature noted
+                if clocked:  # BEFORE a counted launch: timed; of an evidence call (or a draw) its signature noted
                     role = 1
+                if evidence:
                     note(key, request[3], request[1][0][0] if request[1][0] else None)
             elif kind == 1 and evidence and not request[2] and not running:  # BEFORE a call above a launch
                 entry = originals.get(lib.id(request[3]))
@@ -2638,8 +2655,9 @@ def provenance_vault(
                 ended = opened.pop()
                 if ended == 1:
                     running -= 1
-                    if running == 0:
-                        launch_ended()
+                    flight[4] -= 1
+                    if running == 0 if lib.cuda else flight[4] == 0:
+                        launch_ended(flight, arrived)
                 elif ended == 2:
                     outer.clear()  # a launch's description is the call's it runs inside, never a stale one
             elif kind == 5:  # END of the call (the harness, once the timer stopped)
@@ -2709,10 +2727,10 @@ def provenance_vault(
                 reply = True
                 opened.append(role)
                 if role == 1:
-                    if running == 0:
-                        launch_started()
+                    starting = running == 0 if lib.cuda else flight[4] == 0
                     running += 1
-            if evidence:
+                    flight[4] += 1
+            if clocked:
                 flight[0] = depth
         except lib.BaseException as exc:  # a fault of ours goes back to the hook, without our frame
             exc.__traceback__ = None
@@ -2720,6 +2738,7 @@ def provenance_vault(
             flights.clear()
             depth, pending, opened, outer = 0, [], [], []
             running = 0
+            starting = False
             # and fails the draw closed: the verifier finds it among the records, whatever the submission
             # does with the exception
             records.append(("fault", lib.str(lib.type(exc).__name__) + ": " + lib.str(exc)))
@@ -2729,6 +2748,8 @@ def provenance_vault(
         # nor the request's tensors left in this frame's locals (an earlier draw's inputs: the next census's bytes)
         t = whole = fn = module = None
         input_tensors = []
+        if starting:  # the reply's last step
+            launch_started(flight)
 
 
 def page_layout() -> types.SimpleNamespace:

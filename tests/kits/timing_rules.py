@@ -33,6 +33,7 @@ def timing_rules_off(monkeypatch: pytest.MonkeyPatch, keep: Collection[str] = ()
         monkeypatch.setattr(_coverage, "dsl_time_check", lambda *args: ({}, None))
     if "scored_time" not in keep:
         monkeypatch.setattr(_phases, "scored_time", silent)
+        monkeypatch.setattr(_phases, "scored_dsl_time", silent)
     if "clock" not in keep:
         monkeypatch.setattr(_phases, "trusted_cross_check", lambda *args: {"tampered": None})
     if "block_total" not in keep:

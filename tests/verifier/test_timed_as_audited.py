@@ -158,38 +158,57 @@ def test_scored_calls_launch_over_as_many_bytes_as_the_evidence_calls() -> None:
     assert failure and failure.code == "decorative_dsl" and "spanned 34052 bytes" in failure.feedback
 
 
+def test_scored_calls_spend_about_as_long_inside_their_launches_as_the_evidence_calls() -> None:
+    """cpu (``_judge.scored_dsl_time``): the launches' own time, which the vault's work on a watched call is outside
+    of; medians, a share of the watched calls' less a slack a launch."""
+    watched, one = [0.4 + 0.02 * (i % 3) for i in range(10)], [1] * 10
+    assert _judge.scored_dsl_time([0.42] * 50, watched, one) is None
+    assert _judge.scored_dsl_time([0.3] * 50, watched, one) is None  # 0.71 of the watched median, within the slack
+    failure = _judge.scored_dsl_time([0.12] * 50, watched, one)  # 0.29: work left out of the scored calls' launches
+    assert failure is not None and failure.code == "decorative_dsl" and failure.measured
+    assert "inside DSL launches" in failure.feedback and "not watched" in failure.feedback
+
+
+def test_a_launch_s_slack_is_its_cold_start_and_no_more() -> None:
+    """A watched launch starts cold; an honest call of 16 launches of ~7 µs measured 0.41-0.47 of its watched
+    median, which the slack covers; 16 launches buy 0.32 ms, not a share of a larger kernel's work."""
+    sixteen = [16] * 10
+    assert _judge.scored_dsl_time([0.115] * 50, [0.26] * 10, sixteen) is None
+    assert _judge.scored_dsl_time([0.5] * 50, [2.0] * 10, sixteen) is not None  # a quarter of 2 ms of work
+    assert _judge.scored_dsl_time([1.3] * 50, [2.0] * 10, sixteen) is None
+
+
+def test_the_scored_launch_time_ignores_the_harness_s_share_of_a_call() -> None:
+    """The red team's rt12 F2 on cpu (p26 at PRODUCTION, figures of an honest run): the harness copies 32 MB of
+    in-place block tables after every call (~4.8 ms of a 5.5 ms call, the kernel ~0.4 ms). The launches' time holds
+    none of it: a scored call that skipped its kernel's work fails however large the harness's share."""
+    watched = [0.4 + 0.02 * (i % 5 - 2) for i in range(10)]
+    assert _judge.scored_dsl_time([0.39] * 50, watched, [1] * 10) is None
+    assert _judge.scored_dsl_time([0.02] * 50, watched, [1] * 10) is not None
+
+
 def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evidence_costs() -> None:
-    per_call, per_launch = _judge.EVIDENCE_COST_MS["cpu"]
+    """cuda (``_judge.scored_time``): the reported times, less the vault's measured time, and a launch's round trip."""
+    per_launch = _judge.EVIDENCE_LAUNCH_COST_MS
     harness = [0.1] * 25
     # honest: the evidence calls pay the gate's round trip on each of their 2 launches, and are noisier
-    assert _judge.scored_time([0.2] * 50, [0.2 + per_call + 2 * per_launch] * 10, [2] * 10, harness, "cpu") is None
-    assert _judge.scored_time([0.2] * 50, [0.24] * 10, [2] * 10, harness, "cpu") is None
-    failure = _judge.scored_time([0.2] * 50, [2.0] * 10, [2] * 10, harness, "cpu")  # 10x: beyond 25% and 2 launches
+    assert _judge.scored_time([0.2] * 50, [0.2 + 2 * per_launch] * 10, [2] * 10, harness) is None
+    assert _judge.scored_time([0.2] * 50, [0.24] * 10, [2] * 10, harness) is None
+    failure = _judge.scored_time([0.2] * 50, [2.0] * 10, [2] * 10, harness)  # 10x: beyond 25% and 2 launches
     assert failure and failure.code == "decorative_dsl" and "when it is watched" in failure.feedback
 
 
-def test_many_launches_buy_no_slack_against_the_watched_calls() -> None:
-    """The submission chooses its launch count: 34 token launches a call (the red team's rt8b F1) were worth
-    10 ms of slack at 0.3 ms a launch; the gate's time is measured per call now, and a launch's allowance is only
-    what the vault's clock cannot see of it. Two thirds of the watched call's work saved fails; an honest 34-launch
-    call's noise passes."""
-    assert _judge.scored_time([2.0] * 50, [6.0] * 10, [34] * 10, [0.2] * 25, "cpu") is not None
-    assert _judge.scored_time([5.0] * 50, [6.0] * 10, [34] * 10, [0.2] * 25, "cpu") is None
-
-
 def test_the_share_allowed_is_of_the_calls_own_cost_not_the_harness_s() -> None:
-    """The red team's rt12 F2 (p26 at PRODUCTION on cpu, figures of an honest run): the harness copies the 32 MB
-    of in-place block tables aside after every call, ~4.8 ms of the worker's CPU, null calls included; the kernel is
-    ~0.4 ms of a 5.5 ms scored call. A quarter of the whole watched call (6.15 ms) let a scored call that skipped all
-    its work (the harness's cost and two idle launches: 4.9 ms) pass; a quarter of the evidence calls' own cost
+    """cuda, the same case as rt12 F2: a quarter of the whole watched call (6.15 ms) let a scored call that skipped
+    all its work (the harness's cost and two idle launches: 4.9 ms) pass; a quarter of the evidence calls' own cost
     does not. The honest calls, and the null calls' noise, still pass: their spread widens the line."""
     nulls = [4.83 + 0.05 * (i % 5 - 2) for i in range(25)]
-    watched, honest, skipped = [6.15] * 10, [5.52] * 50, [4.9] * 50
-    assert _judge.scored_time(honest, watched, [1] * 10, nulls, "cpu") is None
-    failure = _judge.scored_time(skipped, watched, [1] * 10, nulls, "cpu")
+    watched, honest, skipped = [6.15] * 10, [5.75] * 50, [4.9] * 50
+    assert _judge.scored_time(honest, watched, [1] * 10, nulls) is None
+    failure = _judge.scored_time(skipped, watched, [1] * 10, nulls)
     assert failure is not None and failure.code == "decorative_dsl"
     noisy = [4.83 + 0.6 * (i % 5 - 2) for i in range(25)]  # a loaded machine's harness: the same saving is noise
-    assert _judge.scored_time(skipped, watched, [1] * 10, noisy, "cpu") is None
+    assert _judge.scored_time(skipped, watched, [1] * 10, noisy) is None
 
 
 def test_a_submission_knowing_the_evidence_calls_is_rejected(
@@ -204,9 +223,9 @@ def test_a_submission_knowing_the_evidence_calls_is_rejected(
     timing_rules_off(monkeypatch, keep=("scored_time",))
     report = cpu_session.verify(EVIDENCE / "known_plan_idle_kernel.py", "p36", "tirx")
     assert report.failure == "decorative_dsl", report.feedback
-    assert "when it is watched" in report.feedback
+    assert "inside DSL launches" in report.feedback and "not watched" in report.feedback
     assert [r["failure"] for r in report.details["timing_rounds"]] == ["decorative_dsl", "decorative_dsl"]
-    monkeypatch.setattr(_judge, "EVIDENCE_NOISE", 1.0)  # the rule off: the same case passes
+    monkeypatch.setattr(_judge, "SCORED_DSL_SHARE", 0.0)  # the rule off: the same case passes
     keys = iter(range(10**6))
     report = cpu_session.verify(EVIDENCE / "known_plan_idle_kernel.py", "p36", "tirx")
     assert report.passed, report.feedback
@@ -216,16 +235,15 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
     cpu_session: VerifierSession,
 ) -> None:
     """The probe's guess is only as good as the machine is quiet (and the gate's copy of the launch's arguments
-    on an evidence call is there to time); whatever it guesses, the scored calls' cost is not below the evidence
-    calls' (less what the gate spent measuring their work) by more than the evidence's cost and noise, or it is
-    rejected. The cost on cpu is the worker's CPU time, as the rule judges it (``_phases._call_costs``): wall
-    times on a loaded machine include waiting for a core, unevenly between calls, so a scored wall median below
-    the evidence calls' says nothing of what the guess gained in work."""
+    on an evidence call is there to time); whatever it guesses, the scored calls' launches do not spend less time
+    than the evidence calls' by more than the rule's share, or it is rejected (on cpu the vault times every call's
+    launches: ``_judge.scored_dsl_time``)."""
     report = cpu_session.verify(EVIDENCE / "probe_idle_kernel.py", "p36", "tirx")
     assert report.failure in (None, "decorative_dsl", "timing_tamper"), report.feedback
     if report.passed:
-        figures = report.details["scored_time"]  # the CPU medians the rule compared, and its line
-        assert figures["scored_ms"] == report.details["timing_rounds"][-1]["cpu_median_ms"]
+        figures = report.details["scored_time"]  # the DSL-time medians the rule compared, and its line
+        assert figures["measure"] == "dsl_ms"
+        assert figures["scored_ms"] == report.details["timing_rounds"][-1]["dsl_median_ms"]
         assert figures["scored_ms"] >= figures["floor_ms"]
 
 
