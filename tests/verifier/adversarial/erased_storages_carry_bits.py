@@ -32,7 +32,8 @@ def scale_rows(x_ptr: T.handle, b_ptr: T.handle, w_ptr: T.handle, out_ptr: T.han
             if T.isnan(bits[i * 24 + k]):
                 acc[0] = acc[0] | T.shift_left(T.uint32(1), T.Cast("uint32", k + 8))
         for j in range(H):
-            out[i, j] = T.Cast("bfloat16", T.Cast("float32", x[i, j]) * T.reinterpret("float32", acc[0]) * T.Cast("float32", w[j]))
+            scale = T.reinterpret("float32", acc[0]) * T.Cast("float32", w[j])
+            out[i, j] = T.Cast("bfloat16", T.Cast("float32", x[i, j]) * scale)
 
 
 _scale = tvm.compile(scale_rows, target="llvm")
@@ -46,7 +47,6 @@ def _view(addr, n, typestr):
 def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     rows = hidden_states.shape[0]
     xs = _view(hidden_states.data_ptr(), rows * H, "<u2").astype(np.uint32) << np.uint32(16)
-    ws = _view(weight.data_ptr(), H, "<u2").astype(np.uint32) << np.uint32(16)
     x = xs.view(np.float32).reshape(rows, H)
     inv = (np.float32(1.0) / np.sqrt((x * x).mean(axis=1) + np.float32(1e-6))).astype(np.float32)
     ib = inv.view(np.uint32)

@@ -26,7 +26,8 @@ def emit(x_ptr: T.handle, e_ptr: T.handle, out_ptr: T.handle):
     e = T.match_buffer(e_ptr, (rows, H), "uint16")
     out = T.match_buffer(out_ptr, (rows, H), "bfloat16")
     for i, j in T.grid(rows, H):
-        out[i, j] = T.reinterpret("bfloat16", (e[i, j] ^ T.reinterpret("uint16", x[i, j])) ^ T.shift_right(e[i, j] ^ T.reinterpret("uint16", x[i, j]), T.uint16(1)))
+        word = e[i, j] ^ T.reinterpret("uint16", x[i, j])
+        out[i, j] = T.reinterpret("bfloat16", word ^ T.shift_right(word, T.uint16(1)))
 
 
 _emit = tvm.compile(emit, target="llvm")

@@ -7,8 +7,8 @@ unreported. The thread waits where only run() wakes it, so the harness's check f
 call finds it idle; it burns after no correctness draw (a dispatch mode is active there), where the harness
 watches the threads the submission started before the call too.
 
-Not in adversarial/: the burn also lands after the evidence calls, whose watched cost the scored-time rule then
-finds above the scored calls' (``decorative_dsl``); ``test_null_call_calibration`` judges it by the calibration alone."""
+Not in adversarial/: other timing rules may catch it by chance of the load; ``test_null_call_calibration`` judges
+it by the calibration alone."""
 
 import threading
 import time
