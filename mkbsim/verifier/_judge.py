@@ -39,12 +39,21 @@ EVIDENCE_NOISE = 0.25
 #: over the root of its count is a median's standard error for normal noise, as ``_trusted.cross_check`` takes it).
 HARNESS_SIGMAS = 4.0
 #: cpu: the share of the evidence calls' median DSL time (the vault's clock over every call's launches) the scored
-#: calls' median must reach (``scored_dsl_time``), less ``SCORED_DSL_SLACK_MS`` a launch: what a scored call that
-#: knew it was scored could save of its DSL work. A watched launch starts cold (the vault's work before it fills the
-#: caches and predictors the launch's host path uses) and a scored call's launches run back to back: honest cases of
-#: 16 launches of ~7 µs measured 0.41-0.47 of the watched median (~9 µs a launch slower there), one-launch kernels of
-#: 15-50 µs 0.65-1.07, kernels of 0.15-7 ms 0.72-1.3 (benchmarks/RESULTS.md, "Scored against watched launches").
+#: calls' median must reach (``scored_dsl_time``), less a slack a launch: what a scored call that knew it was scored
+#: could save of its DSL work. A watched launch starts cold (the vault's work before it fills the caches and
+#: predictors the launch's host path uses) and a scored call's launches run back to back: honest cases of 16
+#: launches of ~7 µs measured 0.41-0.47 of the watched median (a watched launch ~2.2x a scored one), one-launch
+#: kernels of 15-50 µs 0.65-1.07, kernels of 0.15-7 ms 0.72-1.3 (benchmarks/RESULTS.md, "Scored against watched
+#: launches").
 SCORED_DSL_SHARE = 0.75
+#: The slack a launch: ``SCORED_COLD_START`` times the scored calls' own DSL time a launch, at most
+#: ``SCORED_DSL_SLACK_MS``, for as many launches as both kinds of call make (the fewer medians). Tied to what the
+#: scored calls' launches cost, so that launches the submission adds buy no more slack than they cost it: red team
+#: rt21 F1/F3 farmed a flat 20 µs a launch with one-float "tick" launches (~7 µs watched, ~3 µs scored), 700 of them on
+#: the watched calls only (the slack from the evidence calls' median count) or 400 on every call, and skipped an 8 ms
+#: kernel on the scored calls. Now a tick buys 1.5 times its scored cost and raises the floor by 0.75 times its
+#: watched cost (~2.3 times the scored): it costs the scored calls more than it frees.
+SCORED_COLD_START = 1.5
 SCORED_DSL_SLACK_MS = 0.02
 
 
@@ -247,20 +256,23 @@ def scored_footprint(scored: Sequence[int], evidence: Sequence[int]) -> Failure 
 
 
 def scored_dsl_time(
-    scored_dsl_ms: Sequence[float], evidence_dsl_ms: Sequence[float], launches: Sequence[int]
+    scored_dsl_ms: Sequence[float],
+    evidence_dsl_ms: Sequence[float],
+    scored_launches: Sequence[int],
+    evidence_launches: Sequence[int],
 ) -> Failure | None:
     """cpu: the scored calls' DSL time (the vault's clock around every counted launch, on every call) against the
     evidence calls' (DESIGN §5, "audits cannot be told apart"): a submission that launches its kernels with less
     work on the calls it guesses are scored, and makes the answer otherwise, gains at most ``1 - SCORED_DSL_SHARE``
-    of the watched calls' DSL time and ``SCORED_DSL_SLACK_MS`` a launch (``launches``: the evidence calls'). The
-    launches' own times, not the calls': the vault's work around an evidence call's launches (its copies, its
-    signature) is outside them, so that the machine's load does not widen a gap the rule must allow (red team rt16
-    F1: the gate's cost the vault's clock missed grew with load, and honest one-launch cases failed the comparison
-    of whole calls' CPU time, which this rule replaced on cpu)."""
+    of the watched calls' DSL time and the slack of ``scored_dsl_floor``. The launches' own times, not the calls':
+    the vault's work around an evidence call's launches (its copies, its signature) is outside them, so that the
+    machine's load does not widen a gap the rule must allow (red team rt16 F1: the gate's cost the vault's clock
+    missed grew with load, and honest one-launch cases failed the comparison of whole calls' CPU time, which this
+    rule replaced on cpu)."""
     if not scored_dsl_ms or not evidence_dsl_ms:
         return None
     scored, watched = statistics.median(scored_dsl_ms), statistics.median(evidence_dsl_ms)
-    if scored >= scored_dsl_floor(evidence_dsl_ms, launches):
+    if scored >= scored_dsl_floor(scored_dsl_ms, evidence_dsl_ms, scored_launches, evidence_launches):
         return None
     return Failure(
         "decorative_dsl",
@@ -271,27 +283,47 @@ def scored_dsl_time(
     )
 
 
-def scored_dsl_floor(evidence_dsl_ms: Sequence[float], launches: Sequence[int]) -> float:
-    """The least median DSL time the scored calls may spend (``scored_dsl_time``)."""
-    return SCORED_DSL_SHARE * statistics.median(evidence_dsl_ms) - SCORED_DSL_SLACK_MS * statistics.median(launches)
+def scored_dsl_floor(
+    scored_dsl_ms: Sequence[float],
+    evidence_dsl_ms: Sequence[float],
+    scored_launches: Sequence[int],
+    evidence_launches: Sequence[int],
+) -> float:
+    """The least median DSL time the scored calls may spend (``scored_dsl_time``): ``SCORED_DSL_SHARE`` of the
+    evidence calls' median, less each launch's cold start (``SCORED_COLD_START``)."""
+    scored_count = statistics.median(scored_launches) if scored_launches else 0
+    per_launch = statistics.median(scored_dsl_ms) / scored_count if scored_count else 0.0
+    cold_start = min(SCORED_DSL_SLACK_MS, SCORED_COLD_START * per_launch)
+    slack = shared_launches(scored_launches, evidence_launches) * cold_start
+    return SCORED_DSL_SHARE * statistics.median(evidence_dsl_ms) - slack
+
+
+def shared_launches(scored_launches: Sequence[int], evidence_launches: Sequence[int]) -> float:
+    """The launches both kinds of call make (the fewer of their medians), which alone buy the scored-time rules'
+    slack a launch: launches made only where watched buy none (red team rt21 F1: 700 one-float launches on two evidence
+    calls in three took the cpu floor 4.6 ms below zero while the scored calls made 2)."""
+    if not scored_launches or not evidence_launches:
+        return 0.0
+    return float(min(statistics.median(scored_launches), statistics.median(evidence_launches)))
 
 
 def scored_time_floor(
-    evidence_ms: Sequence[float], launches: Sequence[int], null_ms: Sequence[float], scored_calls: int
+    evidence_ms: Sequence[float], launches: float, null_ms: Sequence[float], scored_calls: int
 ) -> float:
     """cuda: the least median the scored calls may cost (``scored_time``): the harness's cost (the null calls'
-    median) and the evidence calls' own cost beyond it, less its noise, the watching's cost per launch and the
-    harness's noise in both medians (``scored_calls`` of them against the evidence calls)."""
+    median) and the evidence calls' own cost beyond it, less its noise, the watching's cost per launch (``launches``:
+    ``shared_launches``) and the harness's noise in both medians (``scored_calls`` of them against the evidence
+    calls)."""
     watched = statistics.median(evidence_ms)
     harness = statistics.median(null_ms) if null_ms else 0.0
     spread = statistics.median(abs(x - harness) for x in null_ms) if null_ms else 0.0
     noise = HARNESS_SIGMAS * 1.85 * spread * math.sqrt(1 / len(evidence_ms) + 1 / max(scored_calls, 1))
     own = max(watched - harness, 0.0)
-    return harness + own * (1 - EVIDENCE_NOISE) - statistics.median(launches) * EVIDENCE_LAUNCH_COST_MS - noise
+    return harness + own * (1 - EVIDENCE_NOISE) - launches * EVIDENCE_LAUNCH_COST_MS - noise
 
 
 def scored_time(
-    scored_ms: Sequence[float], evidence_ms: Sequence[float], launches: Sequence[int], null_ms: Sequence[float]
+    scored_ms: Sequence[float], evidence_ms: Sequence[float], launches: float, null_ms: Sequence[float]
 ) -> Failure | None:
     """cuda: the scored timed calls' reported times cost no less than the evidence calls' beyond what the evidence
     itself costs (``evidence_ms``: less the vault's measured time; ``null_ms``: the null calls') (DESIGN §5, "audits

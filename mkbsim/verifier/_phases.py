@@ -28,6 +28,7 @@ from mkbsim.verifier._judge import (
     scored_launches,
     scored_time,
     scored_time_floor,
+    shared_launches,
     structure,
     values,
     worker_failed,
@@ -708,16 +709,17 @@ def _scored_against_watched(v: Verification) -> Failure | None:
         watched = [ms if ms is not None else 0.0 for ms in evidence["dsl_ms"]]
         v.details["scored_time"] = {
             "measure": "dsl_ms", "scored_ms": statistics.median(scored), "watched_ms": statistics.median(watched),
-            "floor_ms": scored_dsl_floor(watched, evidence["launches"]),
+            "floor_ms": scored_dsl_floor(scored, watched, t["launches_per_call"], evidence["launches"]),
         }  # fmt: skip
-        return scored_dsl_time(scored, watched, evidence["launches"])
+        return scored_dsl_time(scored, watched, t["launches_per_call"], evidence["launches"])
     watched = [ms - (w["ms"] if w is not None else 0.0) for ms, w in zip(evidence["ms"], evidence["work"], strict=True)]
+    launches = shared_launches(t["launches_per_call"], evidence["launches"])
     v.details["scored_time"] = {
         "measure": "ms", "scored_ms": statistics.median(t["timed_ms"]), "watched_ms": statistics.median(watched),
         "harness_ms": statistics.median(t["null_ms"]) if t["null_ms"] else None,
-        "floor_ms": scored_time_floor(watched, evidence["launches"], t["null_ms"], len(t["timed_ms"])),
+        "floor_ms": scored_time_floor(watched, launches, t["null_ms"], len(t["timed_ms"])),
     }  # fmt: skip
-    return scored_time(t["timed_ms"], watched, evidence["launches"], t["null_ms"])
+    return scored_time(t["timed_ms"], watched, launches, t["null_ms"])
 
 
 def verdict(v: Verification) -> Failure | None:

@@ -162,20 +162,32 @@ def test_scored_calls_spend_about_as_long_inside_their_launches_as_the_evidence_
     """cpu (``_judge.scored_dsl_time``): the launches' own time, which the vault's work on a watched call is outside
     of; medians, a share of the watched calls' less a slack a launch."""
     watched, one = [0.4 + 0.02 * (i % 3) for i in range(10)], [1] * 10
-    assert _judge.scored_dsl_time([0.42] * 50, watched, one) is None
-    assert _judge.scored_dsl_time([0.3] * 50, watched, one) is None  # 0.71 of the watched median, within the slack
-    failure = _judge.scored_dsl_time([0.12] * 50, watched, one)  # 0.29: work left out of the scored calls' launches
+    assert _judge.scored_dsl_time([0.42] * 50, watched, [1] * 50, one) is None
+    assert _judge.scored_dsl_time([0.3] * 50, watched, [1] * 50, one) is None  # 0.71 of the watched median: slack
+    failure = _judge.scored_dsl_time([0.12] * 50, watched, [1] * 50, one)  # 0.29: work left out of the launches
     assert failure is not None and failure.code == "decorative_dsl" and failure.measured
     assert "inside DSL launches" in failure.feedback and "not watched" in failure.feedback
 
 
 def test_a_launch_s_slack_is_its_cold_start_and_no_more() -> None:
     """A watched launch starts cold; an honest call of 16 launches of ~7 µs measured 0.41-0.47 of its watched
-    median, which the slack covers; 16 launches buy 0.32 ms, not a share of a larger kernel's work."""
+    median, which the slack covers; 16 launches of a larger kernel buy at most 0.32 ms, not a share of its work."""
     sixteen = [16] * 10
-    assert _judge.scored_dsl_time([0.115] * 50, [0.26] * 10, sixteen) is None
-    assert _judge.scored_dsl_time([0.5] * 50, [2.0] * 10, sixteen) is not None  # a quarter of 2 ms of work
-    assert _judge.scored_dsl_time([1.3] * 50, [2.0] * 10, sixteen) is None
+    assert _judge.scored_dsl_time([0.115] * 50, [0.26] * 10, [16] * 50, sixteen) is None
+    assert _judge.scored_dsl_time([0.5] * 50, [2.0] * 10, [16] * 50, sixteen) is not None  # a quarter of 2 ms
+    assert _judge.scored_dsl_time([1.3] * 50, [2.0] * 10, [16] * 50, sixteen) is None
+
+
+def test_launches_added_to_buy_slack_cost_more_than_they_free() -> None:
+    """Red team rt21 (figures of its runs): an 8 ms kernel run only where watched, with one-float "tick" launches
+    (~7 µs watched, ~3 µs scored) added to farm a flat 20 µs a launch. F1: 700 ticks on two watched calls in three
+    (evidence median 702 launches), scored calls of 2 launches (a probe and a copy of an eager answer); F3: 400 ticks
+    on every call. The slack counts the launches both make, at 1.5 times what a scored launch costs."""
+    watched_f1, launches_f1 = [12.59, 8.0, 12.59, 12.59, 8.0] * 2, [702, 2, 702, 702, 2] * 2
+    assert _judge.scored_dsl_time([0.0157] * 50, watched_f1, [2] * 50, launches_f1) is not None
+    assert _judge.scored_dsl_time([1.11] * 50, [10.65] * 10, [402] * 50, [402] * 10) is not None
+    # the same 400 ticks around the kernel on every call, as an honest plan of many launches would
+    assert _judge.scored_dsl_time([9.1] * 50, [10.65] * 10, [402] * 50, [402] * 10) is None
 
 
 def test_the_scored_launch_time_ignores_the_harness_s_share_of_a_call() -> None:
@@ -183,8 +195,8 @@ def test_the_scored_launch_time_ignores_the_harness_s_share_of_a_call() -> None:
     in-place block tables after every call (~4.8 ms of a 5.5 ms call, the kernel ~0.4 ms). The launches' time holds
     none of it: a scored call that skipped its kernel's work fails however large the harness's share."""
     watched = [0.4 + 0.02 * (i % 5 - 2) for i in range(10)]
-    assert _judge.scored_dsl_time([0.39] * 50, watched, [1] * 10) is None
-    assert _judge.scored_dsl_time([0.02] * 50, watched, [1] * 10) is not None
+    assert _judge.scored_dsl_time([0.39] * 50, watched, [1] * 50, [1] * 10) is None
+    assert _judge.scored_dsl_time([0.02] * 50, watched, [1] * 50, [1] * 10) is not None
 
 
 def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evidence_costs() -> None:
@@ -192,10 +204,18 @@ def test_scored_calls_are_no_faster_than_the_evidence_calls_beyond_what_the_evid
     per_launch = _judge.EVIDENCE_LAUNCH_COST_MS
     harness = [0.1] * 25
     # honest: the evidence calls pay the gate's round trip on each of their 2 launches, and are noisier
-    assert _judge.scored_time([0.2] * 50, [0.2 + 2 * per_launch] * 10, [2] * 10, harness) is None
-    assert _judge.scored_time([0.2] * 50, [0.24] * 10, [2] * 10, harness) is None
-    failure = _judge.scored_time([0.2] * 50, [2.0] * 10, [2] * 10, harness)  # 10x: beyond 25% and 2 launches
+    assert _judge.scored_time([0.2] * 50, [0.2 + 2 * per_launch] * 10, 2, harness) is None
+    assert _judge.scored_time([0.2] * 50, [0.24] * 10, 2, harness) is None
+    failure = _judge.scored_time([0.2] * 50, [2.0] * 10, 2, harness)  # 10x: beyond 25% and 2 launches
     assert failure and failure.code == "decorative_dsl" and "when it is watched" in failure.feedback
+
+
+def test_only_launches_both_kinds_of_call_make_buy_the_allowance() -> None:
+    """Red team rt21 F1 on cuda's figures: 700 launches on the watched calls only, 2 on the scored ones; the
+    allowance is for the 2 (``_judge.shared_launches``)."""
+    assert _judge.shared_launches([2] * 50, [702, 2, 702, 702, 2] * 2) == 2
+    assert _judge.shared_launches([34] * 50, [34] * 10) == 34
+    assert _judge.scored_time([0.3] * 50, [12.6] * 10, _judge.shared_launches([2] * 50, [702] * 10), [0.1] * 25)
 
 
 def test_the_share_allowed_is_of_the_calls_own_cost_not_the_harness_s() -> None:
@@ -204,11 +224,11 @@ def test_the_share_allowed_is_of_the_calls_own_cost_not_the_harness_s() -> None:
     does not. The honest calls, and the null calls' noise, still pass: their spread widens the line."""
     nulls = [4.83 + 0.05 * (i % 5 - 2) for i in range(25)]
     watched, honest, skipped = [6.15] * 10, [5.75] * 50, [4.9] * 50
-    assert _judge.scored_time(honest, watched, [1] * 10, nulls) is None
-    failure = _judge.scored_time(skipped, watched, [1] * 10, nulls)
+    assert _judge.scored_time(honest, watched, 1, nulls) is None
+    failure = _judge.scored_time(skipped, watched, 1, nulls)
     assert failure is not None and failure.code == "decorative_dsl"
     noisy = [4.83 + 0.6 * (i % 5 - 2) for i in range(25)]  # a loaded machine's harness: the same saving is noise
-    assert _judge.scored_time(skipped, watched, [1] * 10, noisy) is None
+    assert _judge.scored_time(skipped, watched, 1, noisy) is None
 
 
 def test_a_submission_knowing_the_evidence_calls_is_rejected(

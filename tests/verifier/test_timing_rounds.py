@@ -64,7 +64,7 @@ def test_the_rules_that_compare_times_are_the_ones_retried() -> None:
     from mkbsim.verifier._judge import scored_time
     from mkbsim.verifier._trusted import Trusted, cross_check
 
-    slow_watched = scored_time([0.2] * 50, [2.0] * 10, [2] * 10, [0.1] * 25)
+    slow_watched = scored_time([0.2] * 50, [2.0] * 10, 2, [0.1] * 25)
     assert slow_watched is not None and slow_watched.measured
     # a time reported above the verifier's round trip around it: no load does that
     impossible = cross_check([2.0], [Trusted(1.0, 1.0, 0.0)], [0.01], [Trusted(1.0, 1.0, 0.0)], "cpu")
