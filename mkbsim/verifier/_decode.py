@@ -107,6 +107,12 @@ DECODE_INDEX = 1 << 20
 #: Changed elements at most whose moved source is looked up to withdraw them one by one (each costs 2k lookups);
 #: where a moved map holds on more, a random sample of this many is checked and the rest are withdrawn with the map.
 DECODE_MOVED_CHECKED = 1 << 14
+#: Elements converted to float64 at a time where the rule reads a whole tensor (an output's or an operand's elements):
+#: the fit's memory is its samples' and these parts', not eight bytes for every element of each tensor it reads (a
+#: launch writing a 268M-element table on the H200 took the fit out of memory: p43 at PRODUCTION, session 18).
+DECODE_PART = 1 << 20
+#: Changed elements past which the samples are drawn without a permutation of all of them (eight bytes each).
+DECODE_PERMUTED = 1 << 22
 
 
 def bound() -> types.SimpleNamespace:
@@ -142,7 +148,7 @@ def bound() -> types.SimpleNamespace:
         share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
         candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS, settled=1e-9, index=DECODE_INDEX,
-        moved_checked=DECODE_MOVED_CHECKED,
+        moved_checked=DECODE_MOVED_CHECKED, part=DECODE_PART, permuted=DECODE_PERMUTED,
         unordered_limit=DECODE_UNORDERED_LIMIT, unordered_bits=DECODE_UNORDERED_BITS,
         unordered_steps=DECODE_UNORDERED_STEPS, unordered_common=DECODE_UNORDERED_COMMON,
         unordered_chance=DECODE_UNORDERED_CHANCE, unordered_table=DECODE_UNORDERED_TABLE,
@@ -170,10 +176,48 @@ def lined_up(d: Any, r: Any, t: Any) -> Any:
 
 
 def _aligned(d: Any, r: Any, t: Any) -> Any:
-    """``r`` element by element with ``t``'s logical order (float64, flat), or None: the same number of elements,
-    the transpose of a matrix, or a tile repeated over it (a broadcast is one)."""
+    """``r`` element by element with ``t``'s logical order as a column (``_column_at``: flat, its own dtype), or None:
+    the same number of elements, the transpose of a matrix, or a tile repeated over it (a broadcast is one)."""
     flat = lined_up(d, r, t)
-    return d.to(flat, d.float64) if flat is not None else None
+    return ("values", flat) if flat is not None else None
+
+
+def _at(d: Any, flat: Any, positions: Any) -> Any:
+    """``flat``'s elements at ``positions`` (any shape) as float64, taken by their bit patterns (fp8 and unsigned
+    types have no take of their own on cuda)."""
+    width = d.element_size(flat)
+    return d.to(d.view(d.take(d.view(flat, d.ints[width]), positions), d.dtype_of(flat)), d.float64)
+
+
+def _column_at(d: Any, column: Any, positions: Any) -> Any:
+    """A column's values (float64) at ``positions``: an operand lined up with the output (("values", flat)) or a bit
+    map of the operands (("bits", coded, spec)), computed where it is read, never for every element at once."""
+    if column[0] == "bits":
+        return _bit_values(d, column[1], column[2], positions)
+    return _at(d, column[1], positions)
+
+
+def _varies(d: Any, v: Any) -> bool:
+    """Whether flat ``v`` holds a finite element other than its first (read ``DECODE_PART`` elements at a time)."""
+    first = d.to(v[:1], d.float64)
+    for start in d.range(0, d.numel(v), d.part):
+        part = d.to(v[start : start + d.part], d.float64)
+        if d.bool(d.any(d.logical_and(d.isfinite(part), d.ne(part, first)))):
+            return True
+    return False
+
+
+def _ranks(d: Any, n: int, k: int, generator: Any, device: Any) -> Any:
+    """Up to ``k`` distinct ranks below ``n`` in random order: a random permutation's first ``k``; past
+    ``DECODE_PERMUTED``, ``2k`` draws with each drawn rank once (fewer than ``k`` distinct is as unlikely as ``k``
+    collisions among ``2k`` draws), so that no permutation of all ``n`` is made."""
+    if n <= d.permuted:
+        drawn = d.randperm(n, generator=generator, device=generator.device)[:k]
+    else:
+        drawn = d.sort(d.randint(0, n, (2 * k,), generator=generator, device=generator.device))[0]
+        drawn = d.masked_select(drawn, d.cat([d.ones_like(drawn[:1], dtype=d.bool_), d.ne(drawn[1:], drawn[:-1])]))
+        drawn = d.take(drawn, d.randperm(d.numel(drawn), generator=generator, device=generator.device))[:k]
+    return d.to(drawn, device)
 
 
 def _coded(d: Any, r: Any, t: Any) -> Any:
@@ -334,10 +378,10 @@ def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any,
     those whose values are finite and within 2^24 of the output's largest magnitude on most of the sample, the most
     such first. A constant key is the one the sample agrees on best against the output, or against the output
     plus or minus an operand (an offset the kernel takes off after the bits)."""
-    y = d.take(y_all, fit)
+    y = _at(d, y_all, fit)
     targets = [y]
     for c in columns:
-        sampled = d.take(c, fit)
+        sampled = _column_at(d, c, fit)
         targets += [d.add(y, sampled), d.sub(y, sampled)]
     found = []
     varied = [d.bool(d.any(d.ne(d.take(c, fit), d.take(c, fit[:1])))) for c, _, _ in coded]  # (bit patterns)
@@ -366,11 +410,7 @@ def _bit_columns(d: Any, coded: Any, t: Any, y_all: Any, fit: Any, columns: Any,
         share = d.float(d.mean(d.to(plausible, d.float64)))
         if share >= 0.5:
             found.append((share, _bits_named(key), spec))
-    every = d.arange(d.numel(y_all), device=d.device_of(y_all))
-    return [
-        (name, _bit_values(d, coded, spec, every))
-        for _, name, spec in d.sorted(found, key=_first)[::-1][: d.bit_columns]
-    ]
+    return [(name, ("bits", coded, spec)) for _, name, spec in d.sorted(found, key=_first)[::-1][: d.bit_columns]]
 
 
 def _first(item: Any) -> Any:
@@ -464,8 +504,8 @@ def _score(d: Any, held: Any, by_chance: Any) -> float:
 
 
 def _windows(d: Any, v: Any, starts: Any) -> Any:
-    """The runs of ``DECODE_WINDOW`` elements of flat ``v`` from ``starts`` (one row each)."""
-    return d.take(v, d.add(d.unsqueeze(starts, 1), d.unsqueeze(d.arange(d.window, device=d.device_of(v)), 0)))
+    """The runs of ``DECODE_WINDOW`` elements of flat ``v`` from ``starts`` (one row each, float64)."""
+    return _at(d, v, d.add(d.unsqueeze(starts, 1), d.unsqueeze(d.arange(d.window, device=d.device_of(v)), 0)))
 
 
 def _shapes(d: Any, rows: Any) -> Any:
@@ -561,7 +601,7 @@ def _run_index(d: Any, v: Any, generator: Any) -> Any:
     stride = d.min((runs + d.index - 1) // d.index, d.window)
     if stride == 1:
         starts = d.arange(runs, device=d.device_of(v))
-        rises, top, bottom, usable = _shapes(d, v)
+        rises, top, bottom, usable = _shapes(d, d.to(v, d.float64))
         code = d.masked_select(_code(d, rises, top, bottom), usable)
         starts = d.masked_select(starts, usable)
     else:
@@ -581,7 +621,7 @@ def _run_index(d: Any, v: Any, generator: Any) -> Any:
 def _moved(d: Any, v: Any, index: Any, y_all: Any, positions: Any) -> Any:
     """The values of flat ``v`` the elements at ``positions`` were moved from (NaN where none was found)."""
     source = _sources(d, v, index, y_all, positions)
-    found = d.take(v, d.clamp(source, 0, d.numel(v) - 1))
+    found = _at(d, v, d.clamp(source, 0, d.numel(v) - 1))
     return d.where(d.gt(source, -1), found, d.add(d.mul(found, 0.0), d.nan))
 
 
@@ -650,7 +690,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     n = d.numel(where)
     if n < d.least:
         return None
-    y_all = d.reshape(d.to(t, d.float64), (-1,))
+    y_all = d.reshape(t, (-1,))  # its own dtype: each part read is taken as float64 (``_at``)
     chosen = [r for r in d.sorted(operands, key=d.numel, reverse=True) if not d.is_complex(r)][: d.operands]
     columns, names = [], []
     for i, r in d.enumerate(chosen):
@@ -660,15 +700,16 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
             names.append(f"operand {i}")
     coded = [c for c in (_coded(d, r, t) for r in chosen) if c is not None]
     # an operand the changed elements could have been moved from: at least half as many elements, not constant
-    flats = [d.reshape(d.to(r, d.float64), (-1,)) for r in chosen if d.numel(r) >= d.max(d.window, n // 2)]
-    flats = [v for v in flats if d.bool(d.any(d.logical_and(d.isfinite(v), d.ne(v, v[:1]))))]
+    flats = [d.reshape(r, (-1,)) for r in chosen if d.numel(r) >= d.max(d.window, n // 2)]
+    flats = [v for v in flats if _varies(d, v)]
     floating = d.is_floating(t)
     if not columns and not coded and not (floating and flats) and not [r for r in chosen if d.numel(r) >= n]:
         return None
-    picked = d.take(where, d.to(d.randperm(n, generator=generator, device=generator.device), d.device_of(where)))
-    half = d.min(d.samples, n // 2)
-    fit, check = picked[:half], picked[half : 2 * half]
-    y_fit, y_check = d.take(y_all, fit), d.take(y_all, check)
+    picked = d.take(where, _ranks(d, n, 2 * d.samples, generator, d.device_of(where)))
+    half = d.min(d.samples, d.numel(picked) // 2)
+    picked = picked[: 2 * half]
+    fit, check = picked[:half], picked[half:]
+    y_fit, y_check = _at(d, y_all, fit), _at(d, y_all, check)
     finite = d.masked_select(y_check, d.isfinite(y_check))
     if not d.numel(finite):
         return None
@@ -704,7 +745,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
             if consistent is not None:
                 best = (score, name, (how, consistent))
 
-    sampled = [d.take(c, picked[: 2 * half]) for c in columns]
+    sampled = [_column_at(d, c, picked) for c in columns]
     for key in _keys(d, d.len(columns)):
         univariate(_feature(d, sampled, key), f"a map of {_named(names, key)}", ("map", key))
     # affine maps: each pair of operands, then all of them with their pairwise products (three or more operands)
@@ -716,7 +757,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     if d.len(usable) >= 2:
         sets.append((d.tuple(usable), True))
     for kept, products in sets:
-        design = _design(d, [d.take(columns[i], picked[: 2 * half]) for i in kept], products)
+        design = _design(d, [sampled[i] for i in kept], products)
         solution = _solved(d, design[:half], y_fit)
         if solution is None:
             continue
@@ -745,13 +786,13 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
             if d.numel(index[0]) == 0:
                 continue
             univariate(
-                _moved(d, v, index, y_all, picked[: 2 * half]),
+                _moved(d, v, index, y_all, picked),
                 f"a map of operand {i}'s elements moved",
                 ("moved", i, index),
             )
     unordered = None
-    if best[0] < d.share:  # a permuted operand: the values in any order (``_unordered``)
-        unordered = _unordered(d, d.take(y_all, where), chosen, t, generator, (relative, tolerance))
+    if best[0] < d.share and n <= d.unordered_limit:  # a permuted operand: the values in any order (``_unordered``)
+        unordered = _unordered(d, _at(d, y_all, where), chosen, t, generator, (relative, tolerance))
         if unordered is not None and unordered[0] > best[0]:
             best = unordered
     score, what, how = best
@@ -768,37 +809,42 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
 
 
 def _values(d: Any, spec: Any, positions: Any, data: Any) -> Any:
-    """The feature ``spec`` at ``positions``: a map's operand or pair ("map", key), a bit map ("bits", ...), or the
-    operand elements found moved there ("moved", i, index); ``data``: (columns, flat operands, the output flat)."""
+    """The feature ``spec`` at ``positions``: a map's column or pair of columns ("map", key), or the operand elements
+    found moved there ("moved", i, index); ``data``: (columns, flat operands, the output flat)."""
     columns, flats, y_all = data
     if spec[0] == "map":
-        return _feature(d, [d.take(c, positions) for c in columns], spec[1])
+        return _feature(d, [_column_at(d, c, positions) for c in columns], spec[1])
     return _moved(d, flats[spec[1]], spec[2], y_all, positions)
 
 
-def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: float, generator: Any) -> Any:
-    """Which of the changed elements (``where``) the chosen map holds for. A moved map is checked on at most
-    ``DECODE_MOVED_CHECKED`` of them (a random sample; each element's source costs 2k lookups), the others taken as
-    held: the map already holds on most of the launch's elements."""
-    y_all = data[2]
+def _predicted(d: Any, how: Any, positions: Any, data: Any) -> Any:
+    """The chosen map's values at ``positions`` (an affine map, a monomial, or a table of one feature)."""
+    columns = data[0]
     if how[0] == "affine":
         _, kept, products, solution = how
-        design = _design(d, [d.take(data[0][i], where) for i in kept], products)
-        return _held(d, d.reshape(d.matmul(design, solution), (-1,)), d.take(y_all, where), relative, tolerance)
+        design = _design(d, [_column_at(d, columns[i], positions) for i in kept], products)
+        return d.reshape(d.matmul(design, solution), (-1,))
     if how[0] == "monomial":
-        predicted = _monomial(d, [d.take(data[0][i], where) for i in how[1]], how[2])
-        return _held(d, predicted, d.take(y_all, where), relative, tolerance)
+        return _monomial(d, [_column_at(d, columns[i], positions) for i in how[1]], how[2])
     spec, table = how
+    return _interpolated(d, table, _values(d, spec, positions, data))
+
+
+def _holds(d: Any, how: Any, where: Any, data: Any, relative: float, tolerance: float, generator: Any) -> Any:
+    """Which of the changed elements (``where``) the chosen map holds for, judged ``DECODE_PART`` at a time. A moved
+    map is checked on at most ``DECODE_MOVED_CHECKED`` of them (a random sample; each element's source costs 2k
+    lookups), in parts of 2^16 (a moved element's runs are 16 × 8 values), the others taken as held: the map already
+    holds on most of the launch's elements."""
+    moved = how[0] not in ("affine", "monomial") and how[0][0] == "moved"
     checked, chosen = where, None
-    if spec[0] == "moved" and d.numel(where) > d.moved_checked:
-        order = d.randperm(d.numel(where), generator=generator, device=generator.device)
-        chosen = d.to(order[: d.moved_checked], d.device_of(where))
+    if moved and d.numel(where) > d.moved_checked:
+        chosen = _ranks(d, d.numel(where), d.moved_checked, generator, d.device_of(where))
         checked = d.take(where, chosen)
+    step = 1 << 16 if moved else d.part
     held = []
-    for start in d.range(0, d.numel(checked), 1 << 16):  # in parts: a moved element's runs are 16 × 8 values
-        part = checked[start : start + (1 << 16)]
-        predicted = _interpolated(d, table, _values(d, spec, part, data))
-        held.append(_held(d, predicted, d.take(y_all, part), relative, tolerance))
+    for start in d.range(0, d.numel(checked), step):
+        part = checked[start : start + step]
+        held.append(_held(d, _predicted(d, how, part, data), _at(d, data[2], part), relative, tolerance))
     if chosen is None:
         return d.cat(held)
     every = d.ones_like(where, dtype=d.bool_)
@@ -920,14 +966,14 @@ def _weighted_line(d: Any, x: Any, y: Any, weight: Any) -> Any:
 
 def _unordered(d: Any, y: Any, operands: Any, t: Any, generator: Any, tolerances: Any) -> Any:
     """The order-free fit: an eager operand whose values, less the fill of a table, are as many as the changed
-    elements ``y`` (float64, flat) and which a monotone map (affine, exponential, power) sends onto them in sorted
-    order (rank by rank, fitted on a sample of ranks) holds their values with their multiplicity, at the output's
-    precision (``_ordered_keys``), beyond chance (the same question asked of a neighbouring key, as the vault's copies
-    in any order): a permutation of a decoded answer. Returns (score, the map's name, per element of ``y`` whether the
-    mapped operand holds its value as often as ``y`` does: None under ``DECODE_SHARE``), or None where nothing is
-    judged."""
+    elements ``y`` (float64, flat; at most ``DECODE_UNORDERED_LIMIT``) and which a monotone map (affine,
+    exponential, power) sends onto them in sorted order (rank by rank, fitted on a sample of ranks) holds their
+    values with their multiplicity, at the output's precision (``_ordered_keys``), beyond chance (the same question
+    asked of a neighbouring key, as the vault's copies in any order): a permutation of a decoded answer. Returns
+    (score, the map's name, per element of ``y`` whether the mapped operand holds its value as often as ``y`` does:
+    None under ``DECODE_SHARE``), or None where nothing is judged."""
     n = d.numel(y)
-    if n > d.unordered_limit or d.dtype_of(t) == d.bool_ or not d.bool(d.all(d.isfinite(y))):
+    if d.dtype_of(t) == d.bool_ or not d.bool(d.all(d.isfinite(y))):
         return None
     ys = d.sort(y)[0]
     keys = _ordered_keys(d, ys, t)  # sorted, as the values are
