@@ -91,7 +91,8 @@ DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
 #: empty expert).
 KERNELS_SHARE = 0.75
 #: The evidence calls' median work must be at least this share of the correctness draws' median, in both of its
-#: measures: the bytes the launches change in their arguments, and each output's share of elements holding what a
+#: measures: the bytes the launches change to a nonzero value in their arguments (a zero written over a reused
+#: block's zero changes nothing, over the draws' sentinel it would), and each output's share of elements holding what a
 #: launch wrote there. The draws' side can only be inflated against the timed calls' (fresh memory there holds the
 #: sentinel, which every write changes; reused memory may already hold a value an honest kernel writes again).
 #: Honest ratios measured: benchmarks/RESULTS.md, "Work on the evidence calls".

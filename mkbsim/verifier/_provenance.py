@@ -388,7 +388,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"),
         layout_of=_getter(base, "layout"), strided=torch.strided, is_floating=base.is_floating_point,
-        nbytes=_getter(base, "nbytes"),
+        nbytes=_getter(base, "nbytes"), storage_nbytes=torch._C.StorageBase.__dict__["nbytes"],
         masked_out=-(1 << 63),  # a table's elements eager code did not make: a value no integer output holds
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
         int64=torch.int64,
@@ -1776,7 +1776,10 @@ def provenance_vault(
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
             count = lib.int(lib.count_nonzero(diff)) if counted else 0
-            changed += count  # the launch's work: the bytes it changed
+            # the launch's work: the bytes it changed to a nonzero value. A zero written over the sentinel of fresh
+            # memory changes it on a draw, over the zero a reused block held (the previous call's output) on a timed
+            # call it does not, and an output of mostly zero rows (p43's table gradient) looked like skipped work
+            changed += lib.int(lib.count_nonzero(lib.logical_and(diff, whole))) if count else 0
             if audit:  # the launch's tensors: judged by their bytes from now on
                 if count and not suppress:  # a counted launch is a recorded writer (an uncounted one is not: what it
                     # left is erased; a suppressed one's bytes are put back as recorded)
@@ -2333,6 +2336,9 @@ def provenance_vault(
                                 or lib.id(kind) in tensor_subclasses):  # fmt: skip
                             uncounted(known[2][2], k, kind)
                             return None
+                        if kind is lib.Tensor and not within_storage(positional[k]):
+                            overreaching(known[2][2], k)
+                            return None
                 return True
             parts = [known[2]]
         kind_parts = lib.list(parts)
@@ -2359,6 +2365,9 @@ def provenance_vault(
                     arg = source[1]()
                     kind = lib.type(arg)
             if kind is lib.Tensor:
+                if not within_storage(arg):
+                    overreaching(parts[0][2] if tirx else "a CuTe kernel", k)
+                    return None
                 parts.append((lib.size(arg), lib.stride(arg), lib.element_size(arg)))  # tuples: hashed in C
                 kind_parts.append(lib.launch_kind(lib, arg, fixed))
                 if audit:
@@ -2380,11 +2389,36 @@ def provenance_vault(
         (``refusal``, raised by the gate): run unwatched, a kernel copying into an ndarray carried the inputs into
         numpy and the answer back, uncounted beside a counted finisher (red team rt17 F3b, F2d). Said once per draw
         (``not_dsl`` names it where nothing else launched)."""
-        nonlocal refusal
-        text = (
+        refuse(
             f"a launch of {name!r} did not run: its argument {position - 1} is a {lib.qualname(kind)}; a launch "
             "takes torch tensors (nn.Parameters too), Python or numpy numbers, strings, dtypes and devices"
         )
+
+    def within_storage(t: Any) -> bool:
+        """Whether every element of tensor ``t`` lies inside its storage's bytes. torch checks a view against its
+        storage only when the view is made; a storage shrunk under its views since (``torch._C.StorageBase.resize_``,
+        the base class's method, which no guard can replace on the immutable type) leaves sizes past its memory, and a
+        kernel indexing inside them reads and writes the heap (red team rt19 F1's class, whatever shrank it)."""
+        if lib.numel(t) == 0:
+            return True
+        lo = hi = lib.storage_offset(t)
+        for n, st in lib.zip(lib.size(t), lib.stride(t)):
+            if st < 0:
+                lo += (n - 1) * st
+            else:
+                hi += (n - 1) * st
+        return lo >= 0 and (hi + 1) * lib.element_size(t) <= lib.storage_nbytes(lib.untyped_storage(t))
+
+    def overreaching(name: Any, position: int) -> None:
+        """A launch with a tensor argument reaching past its storage (``within_storage``) does not run."""
+        refuse(
+            f"a launch of {name!r} did not run: its argument {position - 1} is a tensor whose sizes and strides reach "
+            "past the memory of its storage (a storage resized under its views)"
+        )
+
+    def refuse(text: str) -> None:
+        """The launch does not run: the gate raises ``refusal`` instead, on every call alike; said once per draw."""
+        nonlocal refusal
         refusal = lib.PermissionError("mkbsim verifier: " + text)
         if audit and not lib.any(record[0] == "uncounted" and record[1] == text for record in records):
             records.append(("uncounted", text))
