@@ -377,6 +377,7 @@ def tir_memory_check(protect: Any) -> Any:
         _SBlock=s_tir.SBlock, _seq=tirx.SeqStmt, _block=s_tir.SBlock, _BufferType=tirx.BufferType, _IntImm=tirx.IntImm,
         _assert=tirx.AssertStmt, _String=tvm.ir.StringImm, _const=tirx.const, _cast=tirx.Cast, _Max=tirx.Max,
         _LE=tirx.LE, _floordiv=tirx.floordiv, _mul=tirx.Mul, _max=max, _min=min, _limit=_tir_memory.ADDRESS_SPACE,
+        _add=tirx.Add, _sub=tirx.Sub, _GE=tirx.GE, _zip=zip,
     )  # fmt: skip
     return protect(
         _tir_memory.checked, _refused=refused, _clamped=clamped, _filled=filled, _sized=sized,

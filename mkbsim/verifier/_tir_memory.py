@@ -268,7 +268,7 @@ def filled(
 def sized(
     func: Any, *, _mutate: Any, _type: Any, _Seq: Any, _Alloc: Any, _SBlock: Any, _seq: Any, _block: Any,
     _BufferType: Any, _IntImm: Any, _assert: Any, _String: Any, _const: Any, _cast: Any, _Max: Any, _LE: Any,
-    _floordiv: Any, _mul: Any, _max: Any, _min: Any, _limit: int
+    _floordiv: Any, _mul: Any, _max: Any, _min: Any, _limit: int, _add: Any, _sub: Any, _GE: Any, _zip: Any
 ) -> tuple[Any, list[str]]:  # fmt: skip
     """``func`` with a check that each of its buffers is no larger than its index type and the address space
     (``_limit`` bytes) can hold, and what in it never is (empty: nothing). A buffer's shape is what ``clamped``
@@ -281,7 +281,11 @@ def sized(
     assertions before anything touches the buffer (an allocation's right after it is made, ahead of its fill;
     an argument's at the function's start), each factor against the limit over the product so far, so that no
     product computed overflows. A launch failing one raises. An empty dimension counts as one (the size
-    checked is never below the buffer's)."""
+    checked is never below the buffer's). A tensor argument declared with strides is reached at the sum of its
+    indices times its strides, in the strides' integer type, which the extents' product does not bound (a view of two
+    rows 2**31 elements apart has an int32 offset of -2**31 for its second row): its strides must not be negative and
+    its last element's offset, 1 + the sum of (extent - 1) * stride, must fit the same limit, each term checked against
+    what is left of it before it is added."""
     refused: dict[str, None] = {}
     too_large = "larger than its index type or the address space can hold"
 
@@ -305,6 +309,23 @@ def sized(
                 # the other order: passed as the native one takes them
                 out.append(_assert(below, _String("RuntimeError"), message))
                 product = _mul(product, factor)
+        return out
+
+    def reach(buffer: Any) -> list[Any]:  # a strided argument's offsets (see above)
+        strides = [*buffer.ty.strides]
+        if not strides:
+            return []
+        types = [*buffer.ty.shape, *strides]
+        limit = _min([_limit, *[(1 << (value.ty.dtype.bits - 1)) - 1 for value in types]])
+        message = [_String(f"mkbsim verifier: the buffer {buffer.name}'s strides reach {too_large}")]
+        out, reached = [], _const(1, "int64")
+        for extent, stride in _zip(buffer.ty.shape, strides):
+            step = _cast("int64", stride)
+            span = _sub(_Max(_cast("int64", extent), _const(1, "int64")), _const(1, "int64"))
+            out.append(_assert(_GE(step, _const(0, "int64")), _String("RuntimeError"), message))
+            room = _floordiv(_sub(_const(limit, "int64"), reached), _Max(step, _const(1, "int64")))
+            out.append(_assert(_LE(span, room), _String("RuntimeError"), message))
+            reached = _add(reached, _mul(span, step))
         return out
 
     def allocated(buffer: Any) -> list[Any]:
@@ -335,7 +356,12 @@ def sized(
         )  # fmt: skip
 
     out = _mutate(func, [(_Seq, on_seq), (_Alloc, on_alloc), (_SBlock, on_block)])
-    arguments = [check for param in out.params if _type(param.ty) is _BufferType for check in checks(param, 1)]
+    arguments = [
+        check
+        for param in out.params
+        if _type(param.ty) is _BufferType
+        for check in (*checks(param, 1), *reach(param))
+    ]
     return (out.with_body(_seq([*arguments, out.body])) if arguments else out), [*refused]
 
 

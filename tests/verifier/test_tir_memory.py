@@ -436,6 +436,30 @@ def test_an_argument_larger_than_its_memory_raises_at_the_launch(checked: Any) -
 
 
 @T.prim_func
+def strided_argument(x_ptr: T.handle, out: T.Buffer((1,), "uint8"), i: T.int32):
+    n = T.int32()
+    m = T.int32()
+    s0 = T.int32()
+    s1 = T.int32()
+    x = T.match_buffer(x_ptr, (n, m), "uint8", strides=(s0, s1))
+    out[0] = x[i, 0]
+
+
+def test_a_strided_argument_whose_int32_offsets_wrap_raises_at_the_launch(checked: Any) -> None:
+    """Rows 2**31 bytes apart, declared with int32 strides: the second row's offset wraps to -2**31 (2 GiB before the
+    tensor). The storage is as large as the view (torch.empty leaves its pages untouched)."""
+    kernel = tvm.compile(checked(strided_argument, "llvm")[0], target="llvm")
+    base = torch.zeros(64, dtype=torch.uint8)
+    base[5] = 7
+    out = torch.zeros(1, dtype=torch.uint8)
+    kernel(base.as_strided((2, 1), (5, 1)), out, 1)  # honest strides: the second row at byte 5
+    assert out.item() == 7
+    wide = torch.empty((1 << 31) + 1, dtype=torch.uint8).as_strided((2, 1), (1 << 31, 1))
+    with pytest.raises(RuntimeError, match="strides reach larger than its index type"):
+        kernel(wide, out, 1)
+
+
+@T.prim_func
 def wrapping_allocation(out: T.Buffer((8,), "int64"), a: T.int64, b: T.int64, i: T.int64, j: T.int64):
     buf = T.alloc_buffer((a, b), "int64")
     for q in range(8):
