@@ -156,11 +156,12 @@ def _measured(recs: list[Record]) -> list[Record]:
 def summary(recs: list[Record]) -> str:
     full = [r for r in recs if r.full]
     measured = _measured(recs)
+    left = len(recs) - len(measured)
     return (
         f"{len(recs)} solution files: {len(full)} full-plan kernels over {len({r.problem for r in full})} problems "
         f"({len(_both_dsls(recs))} with full plans in both DSLs, {len(_both_dsls(measured))} of them passing the "
         f"verifier on the H200 in both) and {len(recs) - len(full)} partial plans. {len(measured)} files pass on "
-        f"the H200, {len(recs) - len(measured)} are not measured or not passing yet."
+        f"the H200, {left} {'is' if left == 1 else 'are'} not measured or not passing yet."
     )
 
 
