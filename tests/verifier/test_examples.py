@@ -112,19 +112,21 @@ def test_inline_cuda_is_recorded_and_does_not_fail(cpu_session: VerifierSession,
 
 @pytest.mark.parametrize(("file", "problem"), [("p36_rmsnorm_tirx.py", "p36"), ("p25_kv_block_copy_tirx.py", "p25")])
 def test_staged_call_memory_verifies_like_shared_memory(
-    monkeypatch: pytest.MonkeyPatch, file: str, problem: str
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, file: str, problem: str
 ) -> None:
     # how a sandboxed cuda worker gets its draws (CUDA IPC fails across the sandbox on the H200), on cpu;
-    # p25 updates its inputs in place: those updates must travel back too, or its check fails
-    from tests.verifier.conftest import TEST_LIMITS
-
+    # p25 updates its inputs in place: those updates must travel back too, or its check fails.
+    # The variable is read at every block (``VerifierSession.staged_arenas``), so the warm shared session stages
+    # too; an empty baseline cache for this test makes the reference's own calls staged as well, as in a fresh
+    # session, and leaves the shared session's unstaged baselines as they were afterwards.
     monkeypatch.setenv("MKBSIM_VERIFIER_STAGED_ARENAS", "1")
-    with VerifierSession("cpu", limits=TEST_LIMITS) as session:
-        assert session.staged_arenas
-        report = session.verify(EXAMPLES / file, problem, "tirx")
-        assert report.passed, report.feedback
-        wrong = session.verify(EXAMPLES / "p36_rmsnorm_tirx_wrong.py", "p36", "tirx")
-        assert wrong.failure == "wrong_output"
+    monkeypatch.setattr(cpu_session, "_eager", {})
+    assert cpu_session.staged_arenas
+    report = cpu_session.verify(EXAMPLES / file, problem, "tirx")
+    assert report.passed, report.feedback
+    assert report.details["eager"]["cached"] is False  # the reference timed staged, in this test
+    wrong = cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx_wrong.py", "p36", "tirx")
+    assert wrong.failure == "wrong_output"
 
 
 def test_a_baseline_cached_at_a_calmer_moment_does_not_fail_an_honest_submission(

@@ -123,11 +123,11 @@ EAGER_GROUP_AS_ELEMENT_WORK = {
 
 @pytest.mark.parametrize("formulation", [*EAGER_GROUP_AS_ELEMENT_WORK])
 def test_a_split_k_gemm_fails_as_a_partial_plan_where_full_plans_are_required(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, formulation: str
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, formulation: str, cli_uses_cpu_session: VerifierSession
 ) -> None:
     """``mkbsim verify --require-full-plan``: the split-K case (which passes by default, labelled partial:
     ``test_honest``) fails as ``partial_plan``, with the eager share of the products, however its eager code
-    writes them."""
+    writes them (in the warm shared session: the rule, not the CLI's session start, is what varies here)."""
     source = SPLIT_K.read_text()
     assert EAGER_GROUP in source
     submission = tmp_path / SPLIT_K.name
