@@ -1337,8 +1337,11 @@ class Guards:
         # a storage resized under its views (``x.untyped_storage().resize_(16)``) leaves them sizes past its memory:
         # torch checks a view against its storage only when it is made, and a TIRx kernel's index clamp trusts a
         # tensor's sizes (red team rt19 F1's class)
+        # and the storage's memory swapped or re-pointed under them (red team rt22 F3: two ``_swap_data_ptr_`` left an
+        # nn.Parameter of 192 x 128 over 2 bytes); the launch gate checks every argument's span all the same
         for storage in (torch.UntypedStorage, torch.TypedStorage):
-            self.deny(storage, "resize_", f"torch.{storage.__name__}.resize_", RAW_MEMORY)
+            for name in ("resize_", "_resize_with_addr_", "_swap_data_ptr_", "_set_cdata"):
+                self.deny(storage, name, f"torch.{storage.__name__}.{name}", RAW_MEMORY)
         self._install_dlpack_imports(torch)
         runtime = sys.modules.get("tvm.runtime")
         if runtime is None:

@@ -2332,11 +2332,13 @@ def provenance_vault(
                 if tirx:
                     for k in lib.range(1, lib.len(positional)):
                         kind = lib.type(positional[k])
-                        if not (kind is lib.Tensor or lib.id(kind) in lib.plain or lib.id(kind) in lib.ffi_tensors
+                        plain_kind = kind is not lib.Tensor and lib.id(kind) in lib.plain
+                        if not (kind is lib.Tensor or plain_kind or lib.id(kind) in lib.ffi_tensors
                                 or lib.id(kind) in tensor_subclasses):  # fmt: skip
                             uncounted(known[2][2], k, kind)
                             return None
-                        if kind is lib.Tensor and not within_storage(positional[k]):
+                        view = None if plain_kind else described(positional[k], kind)
+                        if view is not None and not within_storage(view):
                             overreaching(known[2][2], k)
                             return None
                 return True
@@ -2408,6 +2410,13 @@ def provenance_vault(
             else:
                 hi += (n - 1) * st
         return lo >= 0 and (hi + 1) * lib.element_size(t) <= lib.storage_nbytes(lib.untyped_storage(t))
+
+    def described(arg: Any, kind: Any) -> Any:
+        """A tensor-like launch argument as the torch tensor over its memory (a TVM tensor's view, a subclass's
+        plain view: an nn.Parameter's storage shrunk under it went unchecked on scored calls, red team rt22 F3)."""
+        if lib.id(kind) in lib.ffi_tensors:
+            return ffi_view(arg)
+        return plain_view(arg) if lib.id(kind) in tensor_subclasses else arg
 
     def overreaching(name: Any, position: int) -> None:
         """A launch with a tensor argument reaching past its storage (``within_storage``) does not run."""
