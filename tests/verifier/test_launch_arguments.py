@@ -42,3 +42,11 @@ def test_numpy_numbers_count_by_value_and_objects_do_not() -> None:
         assert id(kind) not in lib.plain, kind
     assert id(torch.nn.Parameter) in lib.tensor_subclasses
     assert type(torch.nn.Buffer(torch.ones(1))) is torch.Tensor  # a buffer is a tensor already
+
+
+def test_a_parameter_over_a_shrunk_storage_is_refused_on_scored_calls_too(cpu_session: VerifierSession) -> None:
+    """Red team rt22 F3: the span check ran on scored calls for plain tensors only, so an nn.Parameter over a
+    shrunk storage was refused exactly where the vault watched. The probe raises wherever it runs."""
+    probe = Path(__file__).with_name("evidence") / "probe_parameter_over_shrunk_storage_p36.py"
+    report = cpu_session.verify(probe, "p36", "tirx", static_scan=False)
+    assert report.passed, report.feedback
