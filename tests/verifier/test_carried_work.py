@@ -126,7 +126,8 @@ def test_an_eager_answer_beside_a_scratch_launch_carries_nothing(evidence: Evide
     """rt22 F2's timed calls: an eager answer returned, a launch of the same signature doing something cheap (here a
     scale of the input) into a scratch buffer. Its values are like the answer's (a bf16 output's mostly among them by
     chance): only beyond a neighbouring bit pattern's rate do they count. Measured over 60 calls (bf16): median 0.01,
-    at most 0.13, under the draws' floor ``WORK_CARRIED_FLOOR``; the other kernel's input and the split-K below alike."""
+    at most 0.13, under the draws' floor ``WORK_CARRIED_FLOOR``; the other kernel's input and the split-K below
+    alike."""
     x, w = inputs(dtype)
     evidence.launch(scale, x, fresh(TOKENS, HIDDEN, dtype=dtype))
     assert evidence.carried(eager_rms_norm(x, w)) < _coverage.WORK_CARRIED_FLOOR

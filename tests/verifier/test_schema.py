@@ -284,8 +284,17 @@ def test_a_second_answer_nobody_asked_for_is_seen() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("WORK_MS", math.nan), ("WORK_MS", -1.0), ("WORK_AFTER_MS", math.inf), ("share", math.nan), ("share", 1.5),
-     ("copied", -0.5), ("copied", math.nan), ("carried", 2.0), ("carried", math.nan)],
+    [
+        ("WORK_MS", math.nan),
+        ("WORK_MS", -1.0),
+        ("WORK_AFTER_MS", math.inf),
+        ("share", math.nan),
+        ("share", 1.5),
+        ("copied", -0.5),
+        ("copied", math.nan),
+        ("carried", 2.0),
+        ("carried", math.nan),
+    ],
 )
 def test_a_work_record_of_another_form_is_malformed(field: str, value: float) -> None:
     """The gate's work record (``_provenance``, evidence calls and draws): a finite time, shares within [0, 1]."""
@@ -309,7 +318,8 @@ def test_a_work_record_of_another_form_is_malformed(field: str, value: float) ->
         struct.pack_into("<Qd", page.buf, carried, 1, 0.75)
         _control.put(page.buf, _control.WORK_MS, 0.01)
         _control.put(page.buf, _control.WORK_AFTER_MS, 0.0)
-        assert page.report()["work"] == {"bytes": 4096, "ms": 0.01, "shares": [0.5], "copied": [0.25], "carried": [0.75],
-                                       "after_ms": 0.0}  # fmt: skip
+        assert page.report()["work"] == {
+            "bytes": 4096, "ms": 0.01, "shares": [0.5], "copied": [0.25], "carried": [0.75], "after_ms": 0.0
+        }  # fmt: skip
     finally:
         page.close()
