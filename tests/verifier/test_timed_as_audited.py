@@ -319,6 +319,12 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         # every row of real work, into a scratch buffer or written over by eager code
         ("zero_work_scratch_output", ("WORK_SHARE",)),
         ("zero_work_overwritten", ("WORK_SHARE",)),
+        # the draws' kernel result returned through an eager copy (a clone, a concatenation of halves, a transpose
+        # copied: no launch-left share to judge), an eager answer and a scratch launch elsewhere (rt22 F2): the carried
+        # share
+        ("clone_on_draws_scratch_on_timed_p36", ("WORK_SHARE",)),
+        ("concatenated_halves_on_draws_scratch_on_timed_p36", ("WORK_SHARE",)),
+        ("transposed_copy_on_sentinel_scratch_on_timed_p36", ("WORK_SHARE",)),
         # the same launch copying an answer computed elsewhere: every byte changed, every element left (rt13 F1)
         ("timed_copy_eager_answer_p36", ("COPIED_MARGIN",)),
         ("timed_copy_probe_detector_p36", ("COPIED_MARGIN",)),
