@@ -1480,7 +1480,7 @@ def provenance_vault(
         need = lib.take(tally(mine, keys), at_value)  # how often the output holds each probed value
         judged = lib.logical_not(lib.logical_and(lib.ge(lib.mul(need, lib.element_common), n + 1), lib.ge(need, 2)))
         weight = lib.float(lib.sum(judged))
-        if weight < lib.numel(probes) // 8:
+        if not weight or weight < lib.numel(probes) // 8:
             return None
         return keys, at_value, at_neighbour, need, judged, weight
 
@@ -1824,9 +1824,10 @@ def provenance_vault(
                 made.append((lib.masked_select(lib.reshape(values, (-1,)), changed_here), None))
         return made
 
-    def carried_share(t: Any, i: int, left_there: Any) -> float:
-        """Output i's carried share: of its sampled elements, those that hold what a launch left there (``left_there``,
-        ``left_share``'s: their values are the launch's), and, beyond chance, those whose values (bit patterns at its
+    def carried_share(t: Any, i: int, left_there: Any, counted: Any) -> float:
+        """Output i's carried share: of its sampled elements (those ``counted``, as ``left_share`` counts them: None for
+        all), those that hold what a launch left there (``left_there``, ``left_share``'s: their values are the
+        launch's), and, beyond chance, those whose values (bit patterns at its
         width, or a floating launch argument's values in its dtype) are among the values the call's launches made
         (``launch_made``), wherever the output's memory came from: a launch's result copied by eager code (a clone, a
         ``contiguous``, a concatenation, a cast of exact values) keeps it, while values eager code derives from the
@@ -1841,11 +1842,14 @@ def provenance_vault(
         if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i] or not left:
             return 0.0
         sampled = lib.to(positions[i], device)
+        if counted is not None:
+            sampled = lib.masked_select(sampled, counted)
+            left_there = lib.masked_select(left_there, counted)
         count = lib.numel(sampled)
         kept = 0 if left_there is None else lib.int(lib.count_nonzero(left_there))
         rest = sampled if left_there is None else lib.masked_select(sampled, lib.logical_not(left_there))
-        if not count or not lib.numel(rest):
-            return kept / count if count else 0.0
+        if not count or not lib.numel(rest):  # (none counted: every sampled element a zero no launch changed)
+            return kept / count if count else 1.0
         made = launch_made(device)
         asked = element_probes(t, rest) if made else None
         best = 0.0
@@ -2594,10 +2598,10 @@ def provenance_vault(
         on a timed call; the sentinel makes every write a change on a draw) changes nothing, and so is no launch's;
         any other value a launch did not change was written by something else, or (a nonzero value the memory
         happened to hold already) is too rare to matter (``_coverage.FLOAT_SHARE_MARGIN``). With it, which sampled
-        elements hold what a launch left (None: none)."""
+        elements hold what a launch left and which are counted (None: none; ``carried_share`` counts alike)."""
         device = lib.device_of(t)
         if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i]:
-            return 0.0, None
+            return 0.0, None, None
         lo, hi = span(t)
         at = element_bytes(t, lib.to(positions[i], device))  # (element, byte)
         now = lib.take(bytes_of(t, lo, hi), at)
@@ -2616,14 +2620,15 @@ def provenance_vault(
             same = mine  # the latest launch over a byte decides what it left there
             owned = theirs if owned is None else lib.logical_or(owned, theirs)
         if same is None or owned is None:
-            return 0.0, None
+            return 0.0, None, None
         held = lib.any_of(owned, 1)
         left_there = lib.logical_and(lib.all_of(same, 1), held)
         kept = lib.int(lib.count_nonzero(left_there))
-        judged = lib.numel(held)
+        counted = None
         if lib.is_floating(t):  # a zero no launch changed says nothing: fresh pages hold zeros, and any write of one
-            judged -= lib.int(lib.count_nonzero(lib.logical_and(lib.all_of(lib.eq(now, 0), 1), lib.logical_not(held))))
-        return (kept / judged if judged else 1.0), left_there
+            counted = lib.logical_not(lib.logical_and(lib.all_of(lib.eq(now, 0), 1), lib.logical_not(held)))
+        judged = lib.numel(held) if counted is None else lib.int(lib.count_nonzero(counted))
+        return (kept / judged if judged else 1.0), left_there, counted
 
     def work(outputs: Any) -> None:
         """What the call's launches did, written to the control page once run() returned (evidence calls and
@@ -2638,10 +2643,11 @@ def provenance_vault(
         for i in lib.range(count):
             t = outputs[i]
             judged = lib.type(t) is lib.Tensor and i < lib.len(numels)
-            share, left_there = left_share(t, i) if judged else (0.0, None)
+            share, left_there, counted = left_share(t, i) if judged else (0.0, None, None)
             lib.f64.pack_into(page, offset + 8 + 8 * i, share)
             lib.f64.pack_into(page, copied_offset + 8 + 8 * i, copied_share(t, i) if judged else 0.0)
-            lib.f64.pack_into(page, carried_offset + 8 + 8 * i, carried_share(t, i, left_there) if judged else 0.0)
+            carried = carried_share(t, i, left_there, counted) if judged else 0.0
+            lib.f64.pack_into(page, carried_offset + 8 + 8 * i, carried)
         lib.u64.pack_into(page, offset, count)
         lib.u64.pack_into(page, copied_offset, count)
         lib.u64.pack_into(page, carried_offset, count)
