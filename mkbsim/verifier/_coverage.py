@@ -47,7 +47,8 @@ about the draws', and so is the work their launches do to memory. One that runs 
 and an eager answer with a token launch otherwise launches another kernel, or the same on other shapes
 (``kernels_check``), or, with the same launches doing less work, has its DSL time collapse
 (``dsl_time_check``) or, where a launch's fixed cost hides that, changes fewer bytes and leaves fewer output
-elements than the draws' launches did (``work_check``), or writes values its other arguments held before it, copied
+elements, or makes fewer of the values an output holds wherever eager code copied them, than the draws' launches did
+(``work_check``), or writes values its other arguments held before it, copied
 rather than computed, more than the draws' launches did (``copied_check``).
 """
 

@@ -2591,7 +2591,7 @@ def provenance_vault(
         outer.clear()  # the submission's tensors are not kept past its call (the other threads' gates' neither)
         flights.clear()
 
-    def left_share(t: Any, i: int) -> tuple[float, Any]:
+    def left_share(t: Any, i: int) -> tuple[float, Any, Any]:
         """The share of output i's sampled elements whose bytes are what the counted launches left there (the
         latest launch that had a byte as its argument), one byte at least changed by a launch. Of a floating output,
         a zero no launch changed is left out of the count: a launch writing 0.0 over memory that held it (fresh pages

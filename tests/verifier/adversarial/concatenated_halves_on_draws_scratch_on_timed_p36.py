@@ -36,7 +36,7 @@ def run(hidden_states, weight):
     rows = (slice(0, half), slice(half, None))
     if audited:
         parts = [torch.empty_like(hidden_states[r]) for r in rows]
-        for r, part in zip(rows, parts):
+        for r, part in zip(rows, parts, strict=True):
             _scale_rows(hidden_states[r], inv_rms[r].contiguous(), weight, part)
         return torch.cat(parts)
     ones = torch.ones_like(inv_rms)
