@@ -47,7 +47,8 @@ about the draws', and so is the work their launches do to memory. One that runs 
 and an eager answer with a token launch otherwise launches another kernel, or the same on other shapes
 (``kernels_check``), or, with the same launches doing less work, has its DSL time collapse
 (``dsl_time_check``) or, where a launch's fixed cost hides that, changes fewer bytes and leaves fewer output
-elements than the draws' launches did (``work_check``), or writes values its other arguments held before it, copied
+elements, or makes fewer of the values an output holds wherever eager code copied them, than the draws' launches did
+(``work_check``), or writes values its other arguments held before it, copied
 rather than computed, more than the draws' launches did (``copied_check``).
 """
 
@@ -101,6 +102,14 @@ WORK_SHARE = 0.5
 #: (32 of 512) halving it is within the sampling noise, and only the bytes changed are judged (an in-place cache
 #: update that writes a few entries).
 WORK_SAMPLED_FLOOR = 1 / 16
+#: An output's carried share (``_provenance.carried_share``: its sampled elements whose values are among those the
+#: launches made, wherever eager code copied them to, beyond a neighbouring bit pattern's rate) is judged where the
+#: draws' median reaches this: the share the order-free copy check needs beyond chance (``_provenance.ELEMENT_SHARE``).
+#: Below it the estimate is noise: an honest bf16 output eager code sums from DSL partials, or an eager answer beside a
+#: scratch launch of another input, measured 0.0-0.08 (the best of presence and multiplicity, per launch argument and
+#: pooled: a maximum of noisy estimates). Red team rt22 F2: the draws returned ``out.clone()`` (a launch-left share of
+#: 0, under ``WORK_SAMPLED_FLOOR``; a carried share of 1.0), the timed calls an eager answer beside a scratch launch.
+WORK_CARRIED_FLOOR = 0.25
 #: A floating output's median share on the evidence calls may fall short of the draws' by at most this much (besides
 #: ``WORK_SHARE``): there a launch writing a value the memory already held is rare (the zeros fresh pages hold are not
 #: counted on either side, ``_provenance``'s ``left_share``), so half the draws' share was a budget a submission could
@@ -299,8 +308,15 @@ def work_check(
     told apart"): its figures, and the feedback when the timed calls' launches did too little of it. Time cannot
     tell a launch that did the work from one that did nothing (a launch's fixed cost is most of a small kernel's
     time); the bytes it changed, and the outputs' elements still holding them, can. A call without the record
-    (it never returned its outputs) did none. ``floating[i]``: output i is of a floating dtype (its share is held
-    within ``FLOAT_SHARE_MARGIN`` of the draws' too)."""
+    (it never returned its outputs) did none. ``floating[i]``: output i is of a floating dtype (its shares are held
+    within ``FLOAT_SHARE_MARGIN`` of the draws' too).
+
+    Each output is judged on two shares: its elements whose bytes are what a launch left there (``shares``), where the
+    draws' median reaches ``WORK_SAMPLED_FLOOR``, and its elements whose values are among those the launches made,
+    wherever its memory came from (``carried``, ``_provenance.carried_share``), where the draws' median reaches
+    ``WORK_CARRIED_FLOOR``: an output the draws returned as
+    an eager copy of what their launches computed (``out.clone()``: red team rt22 F2) has no launch-left share to judge,
+    and its credit was carried through the copy."""
     if not audited or not timed:
         return {}, None
     outputs = max((len(w["shares"]) for w in (*audited, *timed) if w is not None), default=0)
@@ -308,38 +324,51 @@ def work_check(
     def median(records: Sequence[dict[str, Any] | None], pick: Any) -> float:
         return float(statistics.median(pick(w) if w is not None else 0.0 for w in records))
 
-    def share(i: int) -> Any:
-        return lambda w: w["shares"][i] if i < len(w["shares"]) else 0.0
+    def share(i: int, measure: str) -> Any:
+        return lambda w: w[measure][i] if i < len(w.get(measure, ())) else 0.0
 
-    draws = [median(audited, lambda w: w["bytes"])] + [median(audited, share(i)) for i in range(outputs)]
-    calls = [median(timed, lambda w: w["bytes"])] + [median(timed, share(i)) for i in range(outputs)]
+    # measure 0: the bytes; 1..outputs: the launch-left shares; then the carried shares
+    picks = [lambda w: w["bytes"]] + [share(i, m) for m in ("shares", "carried") for i in range(outputs)]
+    draws = [median(audited, pick) for pick in picks]
+    calls = [median(timed, pick) for pick in picks]
     found = {
-        "draws_bytes": draws[0], "timed_bytes": calls[0], "draws_output_shares": draws[1:],
-        "timed_output_shares": calls[1:], "required_ratio": WORK_SHARE,
+        "draws_bytes": draws[0], "timed_bytes": calls[0], "draws_output_shares": draws[1 : outputs + 1],
+        "timed_output_shares": calls[1 : outputs + 1], "draws_carried_shares": draws[outputs + 1 :],
+        "timed_carried_shares": calls[outputs + 1 :], "required_ratio": WORK_SHARE,
         "ratios": [c / d if d > 0 else None for c, d in zip(calls, draws, strict=True)],
     }  # fmt: skip
-    judged = [0] + [k for k in range(1, len(draws)) if draws[k] >= WORK_SAMPLED_FLOOR]
+    judged = [0] + [k for k in range(1, len(draws)) if draws[k] >= (WORK_SAMPLED_FLOOR if k <= outputs else
+                                                                    WORK_CARRIED_FLOOR)]  # fmt: skip
 
     def least(k: int) -> float:  # what measure k of the evidence calls must reach
-        close = k > 0 and k - 1 < len(floating) and floating[k - 1]
+        output = (k - 1) % outputs if k > 0 else -1
+        close = k > 0 and output < len(floating) and floating[output]
         return max(WORK_SHARE * draws[k], draws[k] - FLOAT_SHARE_MARGIN) if close else WORK_SHARE * draws[k]
 
     found["required"] = [least(k) for k in range(len(draws))]
     short = [k for k in judged if calls[k] < least(k)]
     if not short:
         return found, None
-    what = [
-        f"changed {calls[0]:.0f} bytes of their arguments per call (median), the correctness draws' {draws[0]:.0f}"
-        if k == 0
-        else f"left {calls[k]:.1%} of output {k - 1}'s elements as they wrote them, the correctness draws' "
-        f"{draws[k]:.1%}"
-        for k in short
-    ]
+
+    def said(k: int) -> str:
+        if k == 0:
+            return f"changed {calls[0]:.0f} bytes of their arguments per call (median), the correctness draws' " + (
+                f"{draws[0]:.0f}"
+            )
+        if k <= outputs:
+            return f"left {calls[k]:.1%} of output {k - 1}'s elements as they wrote them, the correctness draws' " + (
+                f"{draws[k]:.1%}"
+            )
+        return (
+            f"made the values of {calls[k]:.1%} of output {k - 1 - outputs}'s elements (wherever eager code copied "
+            f"them to), the correctness draws' {draws[k]:.1%}"
+        )
+
     return found, (
-        "The DSL launches of the timed calls " + "; ".join(what) + f" (at least {WORK_SHARE:.0%} of the draws' is "
-        f"required, and of a floating output the draws' share less {FLOAT_SHARE_MARGIN:.0%}): the timed calls do not "
-        "run the DSL work the correctness draws checked, or their outputs are not what it wrote. Run the same DSL work "
-        "on every call and return what it computes."
+        "The DSL launches of the timed calls " + "; ".join(said(k) for k in short) + f" (at least {WORK_SHARE:.0%} of "
+        f"the draws' is required, and of a floating output the draws' share less {FLOAT_SHARE_MARGIN:.0%}): the timed "
+        "calls do not run the DSL work the correctness draws checked, or their outputs are not what it wrote. Run the "
+        "same DSL work on every call and return what it computes."
     )
 
 

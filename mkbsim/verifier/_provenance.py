@@ -507,6 +507,9 @@ def provenance_vault(
     # it changed, what it copied there (``launch_copies``), how many it changed); ``work`` reads the outputs' sampled
     # elements against them, ``launch_copies`` the sources of later launches
     left: list[Any] = []
+    # the counted launches' tensor arguments as laid out (``snapshot``): (the launches in ``left`` before it, start,
+    # end, dtype, sizes, strides), so that ``carried_share`` reads what each launch left as values of their dtype
+    layouts: list[Any] = []
     changed = 0  # bytes the call's counted launches changed in their tensor arguments
     # the copy searches of the call's launches, judged once run() returned (``judge_copies``): (launches in ``left``
     # before it, the argument, its probes, their bit patterns after the launch, its sources as they were, its copied)
@@ -1444,11 +1447,30 @@ def provenance_vault(
         if not held_sources or not probed:  # (no probes: the check off, benchmarks/copy_runs_cost.py)
             return None
         device = lib.device_of(t)
-        mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
-        n = lib.numel(mine)
         count = lib.numel(sampled)
         extra = lib.max(probed - count, 0)
-        probes = lib.cat([sampled, lib.randint(0, n, (extra,), generator=lib.decoys, device=device)])
+        probes = lib.cat([sampled, lib.randint(0, lib.numel(t), (extra,), generator=lib.decoys, device=device)])
+        asked = element_probes(t, probes)
+        if asked is None:  # too few values that say anything: no verdict (the held ones are not read)
+            return None
+        verdict = None
+        for found, share, chance, label in element_rates(t, asked, held_sources, apart):
+            copy = chance <= lib.element_chance and (share - chance) / (1.0 - chance) >= lib.element_share
+            # a copy: every sampled position whose value the arguments hold is taken, common values' too
+            if copy and (verdict is None or lib.int(lib.sum(found[:count])) > lib.int(lib.sum(verdict[0]))):
+                verdict = (found[:count], f"{share:.1%} of {label} in any order (chance {chance:.1%})")
+        return verdict
+
+    def element_probes(t: Any, probes: Any) -> Any:
+        """The order-free question of ``t``'s values at ``probes`` (int64, logical), as ``element_rates`` asks it of
+        held values: (the sorted keys, each probe's value's and its neighbour's place among them, how often ``t`` holds
+        each probed value, which probes are judged, their number); None where fewer than an eighth of the probes are
+        judged (a value more than one element in ``ELEMENT_COMMON`` holds says nothing). The neighbour, 1 to
+        ``ELEMENT_STEPS`` bit patterns away either way (the vault's generator), asks the same question of a value near
+        the probed one: chance."""
+        device = lib.device_of(t)
+        mine = lib.to(bits(t, lib.element_size(t)), lib.int64)
+        n = lib.numel(mine)
         values = lib.take(mine, probes)
         steps = lib.randint(1, lib.element_steps + 1, (lib.numel(probes),), generator=lib.decoys, device=device)
         signs = lib.sub(lib.mul(lib.randint(0, 2, (lib.numel(probes),), generator=lib.decoys, device=device), 2), 1)
@@ -1458,9 +1480,17 @@ def provenance_vault(
         need = lib.take(tally(mine, keys), at_value)  # how often the output holds each probed value
         judged = lib.logical_not(lib.logical_and(lib.ge(lib.mul(need, lib.element_common), n + 1), lib.ge(need, 2)))
         weight = lib.float(lib.sum(judged))
-        if weight < probed // 8:  # too few values that say anything: no verdict (the held ones are not read)
+        if not weight or weight < lib.numel(probes) // 8:
             return None
-        held = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=device)
+        return keys, at_value, at_neighbour, need, judged, weight
+
+    def element_rates(t: Any, asked: Any, held_sources: Any, apart: bool) -> list[Any]:
+        """Per pool of ``held_sources`` ((values, which of them count: None for all); all of them pooled, and with
+        ``apart`` each alone too) and per question (presence: the probed value held at all; multiplicity: as often as
+        ``t`` holds it): (which probes it holds, the share of the judged probes held, the share of their neighbours held
+        alike: chance, the question's label). ``asked``: ``element_probes``'s."""
+        keys, at_value, at_neighbour, need, judged, weight = asked
+        held = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=lib.device_of(t))
         alone = []
         for values_held, eager in held_sources:  # pooled over arguments; per argument its best reading
             best = None
@@ -1470,19 +1500,14 @@ def provenance_vault(
             if best is not None:
                 held = lib.add(held, best)
                 alone.append(best)
-        verdict = None
+        rates = []
         for pool_counts in [held, *alone] if apart and lib.len(alone) > 1 else [held]:
             for label, least in (("its values", 1), ("its values with their multiplicity", need)):
                 found = lib.ge(lib.take(pool_counts, at_value), least)
                 share = lib.float(lib.sum(lib.logical_and(found, judged))) / weight
                 chance = lib.float(lib.sum(lib.logical_and(lib.ge(lib.take(pool_counts, at_neighbour), least), judged)))
-                chance /= weight
-                if chance <= lib.element_chance and (share - chance) / (1.0 - chance) >= lib.element_share:
-                    # a copy: every sampled position whose value the arguments hold is taken, common values' too
-                    if verdict is None or lib.int(lib.sum(found[:count])) > lib.int(lib.sum(verdict[0])):
-                        verdict = (found[:count], f"{share:.1%} of {label} in any order (chance {chance:.1%})")
-                    break
-        return verdict
+                rates.append((found, share, chance / weight, label))
+        return rates
 
     def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
@@ -1513,6 +1538,8 @@ def provenance_vault(
             lo, hi = span(t)
             if hi > lo:
                 spans.setdefault(storage_of(t), []).append((lo, hi, t))
+                laid = (lib.dtype_of(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t)))
+                layouts.append((lib.len(left), lo, hi, *laid))
         for address, ranges in spans.items():
             # only the bytes the arguments span are copied aside (one arena holds every input of a call)
             whole = lib.empty((0,), dtype=lib.uint8, device=lib.device_of(ranges[0][2]))
@@ -1761,6 +1788,76 @@ def provenance_vault(
         at = element_bytes(t, lib.to(positions[i], device))
         made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(t, lo, hi), at), lo, hi, lib.len(left))
         return lib.float(lib.sum(lib.where(made, share, 0.0))) / lib.numel(made)
+
+    def launch_made(device: Any) -> list[Any]:
+        """What the call's counted launches made, for ``carried_share``: per tensor argument of a launch as laid out
+        (``layouts``), the values of the elements the launch changed (any of their bytes), as they were when it returned
+        (its ``left`` record: a later write does not take them back), in the argument's dtype, flat. Not an argument the
+        launch copied (``launch_copies``: ``COPY_TAINT`` of its probes there), whose values were made elsewhere."""
+        made: list[Any] = []
+        taken: dict[Any, bool] = {}
+        for first, lo, hi, dtype, sizes, strides in layouts:
+            for k in lib.range(first, lib.len(left)):  # the launch's record: the first after it holding the argument
+                a, b, after_bytes, diff, judged, count = left[k]
+                if count and a <= lo and hi <= b:
+                    break
+            else:
+                continue
+            key = (k, lo, hi, dtype, sizes, strides)
+            if key in taken or lib.device_of(after_bytes).type != device.type:
+                continue
+            taken[key] = True
+            if lib.any(c < hi and lo < d and lib.int(lib.count_nonzero(copied)) >= lib.copy_taint * lib.numel(copied)
+                       for c, d, _, copied in judged if lib.numel(copied)):  # fmt: skip
+                continue
+            values = lib.empty((0,), dtype=dtype, device=lib.device_of(after_bytes))
+            size = lib.element_size(values)
+            if (lo - a) % size:
+                continue
+            lib.set_(values, lib.untyped_storage(after_bytes), (lo - a) // size, sizes, strides)
+            per_byte = lib.as_strided(diff, (*sizes, size), (*[st * size for st in strides], 1), lo - a)
+            changed_here = lib.reshape(lib.any_of(per_byte, -1), (-1,))
+            changed_count = lib.int(lib.count_nonzero(changed_here))
+            if changed_count == lib.numel(changed_here):  # (the common case: no pass to select them)
+                made.append((values, None))
+            elif changed_count:
+                made.append((lib.masked_select(lib.reshape(values, (-1,)), changed_here), None))
+        return made
+
+    def carried_share(t: Any, i: int, left_there: Any, counted: Any) -> float:
+        """Output i's carried share: of its sampled elements (those ``counted``, as ``left_share`` counts them: None for
+        all), those that hold what a launch left there (``left_there``, ``left_share``'s: their values are the
+        launch's), and, beyond chance, those whose values (bit patterns at its
+        width, or a floating launch argument's values in its dtype) are among the values the call's launches made
+        (``launch_made``), wherever the output's memory came from: a launch's result copied by eager code (a clone, a
+        ``contiguous``, a concatenation, a cast of exact values) keeps it, while values eager code derives from the
+        launches' (a sum of partials) are seldom among them. The values are asked about as the order-free copy check
+        asks (``element_probes``, ``element_rates``: presence and multiplicity, each launch argument alone and all
+        pooled), chance a neighbouring bit pattern's rate: the best of the questions whose chance is at most
+        ``ELEMENT_CHANCE``, ``(found - chance) / (1 - chance)``; none where no question is, or too few values say
+        anything (an integer output of few values): an evidence call it cannot judge gets no credit for them, and where
+        the draws' cannot, their share stays under ``_coverage.WORK_CARRIED_FLOOR`` and the bytes are judged alone. Only
+        the elements no launch left are searched for: an output the launches wrote costs nothing more."""
+        device = lib.device_of(t)
+        if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i] or not left:
+            return 0.0
+        sampled = lib.to(positions[i], device)
+        if counted is not None:
+            sampled = lib.masked_select(sampled, counted)
+            left_there = lib.masked_select(left_there, counted)
+        count = lib.numel(sampled)
+        kept = 0 if left_there is None else lib.int(lib.count_nonzero(left_there))
+        rest = sampled if left_there is None else lib.masked_select(sampled, lib.logical_not(left_there))
+        if not count or not lib.numel(rest):  # (none counted: every sampled element a zero no launch changed)
+            return kept / count if count else 1.0
+        made = launch_made(device)
+        asked = element_probes(t, rest) if made else None
+        best = 0.0
+        if asked is not None:
+            for _, share, chance, _ in element_rates(t, asked, made, True):
+                if chance <= lib.element_chance:
+                    best = lib.max(best, (share - chance) / (1.0 - chance))
+        return (kept + best * lib.numel(rest)) / count
 
     def after() -> None:
         nonlocal changed
@@ -2494,16 +2591,17 @@ def provenance_vault(
         outer.clear()  # the submission's tensors are not kept past its call (the other threads' gates' neither)
         flights.clear()
 
-    def left_share(t: Any, i: int) -> float:
+    def left_share(t: Any, i: int) -> tuple[float, Any, Any]:
         """The share of output i's sampled elements whose bytes are what the counted launches left there (the
         latest launch that had a byte as its argument), one byte at least changed by a launch. Of a floating output,
         a zero no launch changed is left out of the count: a launch writing 0.0 over memory that held it (fresh pages
         on a timed call; the sentinel makes every write a change on a draw) changes nothing, and so is no launch's;
         any other value a launch did not change was written by something else, or (a nonzero value the memory
-        happened to hold already) is too rare to matter (``_coverage.FLOAT_SHARE_MARGIN``)."""
+        happened to hold already) is too rare to matter (``_coverage.FLOAT_SHARE_MARGIN``). With it, which sampled
+        elements hold what a launch left and which are counted (None: none; ``carried_share`` counts alike)."""
         device = lib.device_of(t)
         if lib.zerotensor(t) or device.type not in ("cpu", "cuda") or lib.numel(t) != numels[i]:
-            return 0.0
+            return 0.0, None, None
         lo, hi = span(t)
         at = element_bytes(t, lib.to(positions[i], device))  # (element, byte)
         now = lib.take(bytes_of(t, lo, hi), at)
@@ -2522,13 +2620,15 @@ def provenance_vault(
             same = mine  # the latest launch over a byte decides what it left there
             owned = theirs if owned is None else lib.logical_or(owned, theirs)
         if same is None or owned is None:
-            return 0.0
+            return 0.0, None, None
         held = lib.any_of(owned, 1)
-        kept = lib.int(lib.count_nonzero(lib.logical_and(lib.all_of(same, 1), held)))
-        judged = lib.numel(held)
+        left_there = lib.logical_and(lib.all_of(same, 1), held)
+        kept = lib.int(lib.count_nonzero(left_there))
+        counted = None
         if lib.is_floating(t):  # a zero no launch changed says nothing: fresh pages hold zeros, and any write of one
-            judged -= lib.int(lib.count_nonzero(lib.logical_and(lib.all_of(lib.eq(now, 0), 1), lib.logical_not(held))))
-        return kept / judged if judged else 1.0
+            counted = lib.logical_not(lib.logical_and(lib.all_of(lib.eq(now, 0), 1), lib.logical_not(held)))
+        judged = lib.numel(held) if counted is None else lib.int(lib.count_nonzero(counted))
+        return (kept / judged if judged else 1.0), left_there, counted
 
     def work(outputs: Any) -> None:
         """What the call's launches did, written to the control page once run() returned (evidence calls and
@@ -2537,17 +2637,22 @@ def provenance_vault(
         nonlocal spent
         start = lib.work_clock()
         offset, capacity = layout.WORK_SHARES
-        copied_offset = layout.WORK_COPIED[0]
+        copied_offset, carried_offset = layout.WORK_COPIED[0], layout.WORK_CARRIED[0]
         count = lib.min(lib.len(outputs), capacity)
         judge_copies()
         for i in lib.range(count):
             t = outputs[i]
             judged = lib.type(t) is lib.Tensor and i < lib.len(numels)
-            lib.f64.pack_into(page, offset + 8 + 8 * i, left_share(t, i) if judged else 0.0)
+            share, left_there, counted = left_share(t, i) if judged else (0.0, None, None)
+            lib.f64.pack_into(page, offset + 8 + 8 * i, share)
             lib.f64.pack_into(page, copied_offset + 8 + 8 * i, copied_share(t, i) if judged else 0.0)
+            carried = carried_share(t, i, left_there, counted) if judged else 0.0
+            lib.f64.pack_into(page, carried_offset + 8 + 8 * i, carried)
         lib.u64.pack_into(page, offset, count)
         lib.u64.pack_into(page, copied_offset, count)
+        lib.u64.pack_into(page, carried_offset, count)
         left.clear()  # freed inside the vault's own time
+        layouts.clear()
         if lib.cuda:  # on cuda only the time inside the call is the call's measure; this is in its round trip
             lib.f64.pack_into(page, layout.WORK_AFTER_MS, (lib.work_clock() - start) * 1e3)
         else:
@@ -2625,6 +2730,7 @@ def provenance_vault(
                 flights.clear()
                 depth, pending, opened, outer = 0, [], [], []
                 left.clear()
+                layouts.clear()
                 deferred.clear()
                 held.clear()
                 tables.clear()
@@ -2806,6 +2912,7 @@ def page_layout() -> types.SimpleNamespace:
         WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
         WORK_AFTER_MS=_control.WORK_AFTER_MS[0],
         WORK_SHARES=_control.WORK_SHARES, WORK_COPIED=_control.WORK_COPIED,
+        WORK_CARRIED=_control.WORK_CARRIED,
     )  # fmt: skip
 
 

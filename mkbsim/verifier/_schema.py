@@ -238,6 +238,6 @@ def work(found: dict[str, Any]) -> None:
     for spent in (found["ms"], found["after_ms"]):
         if not math.isfinite(spent) or spent < 0:
             raise Malformed(f"the control page's work time is {spent!r}")
-    for share in (*found["shares"], *found["copied"]):
+    for share in (*found["shares"], *found["copied"], *found["carried"]):
         if not 0.0 <= share <= 1.0:  # NaN fails too
             raise Malformed(f"the control page's output share is {share!r}")

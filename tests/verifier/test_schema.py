@@ -284,8 +284,17 @@ def test_a_second_answer_nobody_asked_for_is_seen() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("WORK_MS", math.nan), ("WORK_MS", -1.0), ("WORK_AFTER_MS", math.inf), ("share", math.nan), ("share", 1.5),
-     ("copied", -0.5), ("copied", math.nan)],
+    [
+        ("WORK_MS", math.nan),
+        ("WORK_MS", -1.0),
+        ("WORK_AFTER_MS", math.inf),
+        ("share", math.nan),
+        ("share", 1.5),
+        ("copied", -0.5),
+        ("copied", math.nan),
+        ("carried", 2.0),
+        ("carried", math.nan),
+    ],
 )
 def test_a_work_record_of_another_form_is_malformed(field: str, value: float) -> None:
     """The gate's work record (``_provenance``, evidence calls and draws): a finite time, shares within [0, 1]."""
@@ -298,14 +307,19 @@ def test_a_work_record_of_another_form_is_malformed(field: str, value: float) ->
         struct.pack_into("<Qd", page.buf, offset, 1, value if field == "share" else 0.5)
         copied, _ = _control.WORK_COPIED
         struct.pack_into("<Qd", page.buf, copied, 1, value if field == "copied" else 0.25)
+        carried, _ = _control.WORK_CARRIED
+        struct.pack_into("<Qd", page.buf, carried, 1, value if field == "carried" else 0.75)
         _control.put(page.buf, _control.WORK_MS, value if field == "WORK_MS" else 0.01)
         _control.put(page.buf, _control.WORK_AFTER_MS, value if field == "WORK_AFTER_MS" else 0.0)
         with pytest.raises(_schema.Malformed):
             page.report()
         struct.pack_into("<Qd", page.buf, offset, 1, 0.5)
         struct.pack_into("<Qd", page.buf, copied, 1, 0.25)
+        struct.pack_into("<Qd", page.buf, carried, 1, 0.75)
         _control.put(page.buf, _control.WORK_MS, 0.01)
         _control.put(page.buf, _control.WORK_AFTER_MS, 0.0)
-        assert page.report()["work"] == {"bytes": 4096, "ms": 0.01, "shares": [0.5], "copied": [0.25], "after_ms": 0.0}
+        assert page.report()["work"] == {
+            "bytes": 4096, "ms": 0.01, "shares": [0.5], "copied": [0.25], "carried": [0.75], "after_ms": 0.0
+        }  # fmt: skip
     finally:
         page.close()

@@ -99,6 +99,43 @@ def test_a_floating_output_s_share_stays_near_the_draws() -> None:
     assert _coverage.work_check([_work(16384, 1.0)] * 5, [_work(16384, 0.86)] * 10, [True])[1] is None
 
 
+def _carried(changed: int, share: float, carried: float) -> dict[str, object]:
+    return {"bytes": changed, "ms": 0.01, "shares": [share], "carried": [carried]}
+
+
+def test_an_output_the_draws_returned_as_an_eager_copy_keeps_its_share_judged() -> None:
+    """Red team rt22 F2: the draws return ``out.clone()`` of what their kernel computed (no element is what a launch
+    left in the output's memory: a share of 0, under ``WORK_SAMPLED_FLOOR``, never judged), the timed calls an eager
+    answer beside a scratch launch of the same kernel (the bytes). The values the draws' launches made are the output's
+    (a carried share of 1.0); the timed calls' launches made none of it."""
+    draws = [_carried(16384, 0.0, 1.0)] * 5
+    found, failure = _coverage.work_check(draws, [_carried(14800, 0.0, 0.003)] * 10, [True])
+    assert failure and "made the values of 0.3% of output 0's elements" in failure, failure
+    assert found["draws_carried_shares"] == [1.0] and found["required"] == [8192.0, 0.0, 0.85]
+    # before the carried share (records without it), the same figures passed
+    legacy = [{"bytes": 16384, "ms": 0.01, "shares": [0.0]}] * 5
+    assert _coverage.work_check(legacy, [{"bytes": 14800, "ms": 0.01, "shares": [0.0]}] * 10, [True])[1] is None
+    # honest: the same copy on every call; a floating output held within the margin, an integer one to a half
+    assert _coverage.work_check(draws, [_carried(16384, 0.0, 0.99)] * 10, [True])[1] is None
+    assert _coverage.work_check(draws, [_carried(16384, 0.0, 0.8)] * 10, [True])[1]
+    assert _coverage.work_check(draws, [_carried(16384, 0.0, 0.8)] * 10, [False])[1] is None
+    # an output eager code derives from the launches' values (split-K partials summed): the carried share is noise
+    # under ``WORK_CARRIED_FLOOR`` on the draws, and only the bytes are judged, as before
+    partials = [_carried(65536, 0.0, 0.08)] * 5
+    assert _coverage.work_check(partials, [_carried(60000, 0.0, 0.0)] * 10, [True])[1] is None
+    assert _coverage.work_check(partials, [_carried(20000, 0.0, 0.0)] * 10, [True])[1]
+
+
+def test_both_shares_are_judged_where_the_draws_reach_their_floors() -> None:
+    """The draws' kernel writes a tenth of the output's rows into it and the rest into a workspace eager code copies
+    out; the timed calls' kernel writes half as many rows and nothing else of the answer: the launch-left share holds
+    (0.05 against 0.1, within the margin), the carried one does not."""
+    draws = [_carried(16384, 0.1, 1.0)] * 5
+    failure = _coverage.work_check(draws, [_carried(16384, 0.05, 0.05)] * 10, [True])[1]
+    assert failure and "output 0's elements (wherever" in failure and "left 5.0%" not in failure, failure
+    assert _coverage.work_check(draws, [_carried(16384, 0.1, 1.0)] * 10, [True])[1] is None
+
+
 def _copied(*shares: float) -> dict[str, object]:
     return {"bytes": 16384, "ms": 0.01, "shares": [1.0] * len(shares), "copied": list(shares)}
 
@@ -282,6 +319,12 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         # every row of real work, into a scratch buffer or written over by eager code
         ("zero_work_scratch_output", ("WORK_SHARE",)),
         ("zero_work_overwritten", ("WORK_SHARE",)),
+        # the draws' kernel result returned through an eager copy (a clone, a concatenation of halves, a transpose
+        # copied: no launch-left share to judge), an eager answer and a scratch launch elsewhere (rt22 F2): the carried
+        # share
+        ("clone_on_draws_scratch_on_timed_p36", ("WORK_SHARE",)),
+        ("concatenated_halves_on_draws_scratch_on_timed_p36", ("WORK_SHARE",)),
+        ("transposed_copy_on_sentinel_scratch_on_timed_p36", ("WORK_SHARE",)),
         # the same launch copying an answer computed elsewhere: every byte changed, every element left (rt13 F1)
         ("timed_copy_eager_answer_p36", ("COPIED_MARGIN",)),
         ("timed_copy_probe_detector_p36", ("COPIED_MARGIN",)),
