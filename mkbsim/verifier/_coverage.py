@@ -317,6 +317,8 @@ def work_check(
         "draws_bytes": draws[0], "timed_bytes": calls[0], "draws_output_shares": draws[1:],
         "timed_output_shares": calls[1:], "required_ratio": WORK_SHARE,
         "ratios": [c / d if d > 0 else None for c, d in zip(calls, draws, strict=True)],
+        # bytes taken from the evidence calls' work as a simple map of values there before the launch (the decode rule)
+        "timed_decoded_bytes": median(timed, lambda w: w.get("decoded", 0)),
     }  # fmt: skip
     judged = [0] + [k for k in range(1, len(draws)) if draws[k] >= WORK_SAMPLED_FLOOR]
 
@@ -335,6 +337,12 @@ def work_check(
         f"{draws[k]:.1%}"
         for k in short
     ]
+    if found["timed_decoded_bytes"]:
+        what.append(
+            f"they changed {found['timed_decoded_bytes']:.0f} bytes more (median) to values a simple map of what their "
+            "arguments held before the launch recovers (an answer computed elsewhere in another form, undone by the "
+            "launch), which are not their work"
+        )
     return found, (
         "The DSL launches of the timed calls " + "; ".join(what) + f" (at least {WORK_SHARE:.0%} of the draws' is "
         f"required, and of a floating output the draws' share less {FLOAT_SHARE_MARGIN:.0%}): the timed calls do not "
