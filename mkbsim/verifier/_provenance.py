@@ -2711,14 +2711,14 @@ def provenance_vault(
         copied_offset = layout.WORK_COPIED[0]
         count = lib.min(lib.len(outputs), capacity)
         judge_copies()
+        judged = [lib.type(outputs[i]) is lib.Tensor and i < lib.len(numels) for i in lib.range(count)]
+        for i in lib.range(count):  # (the copy rule's measure, before the decode rule takes work away)
+            lib.f64.pack_into(page, copied_offset + 8 + 8 * i, copied_share(outputs[i], i) if judged[i] else 0.0)
         if not audit:  # an evidence call: what its launches' work was a simple map of (``decode_later``)
             decode_later()
             judge_pools(None)
         for i in lib.range(count):
-            t = outputs[i]
-            judged = lib.type(t) is lib.Tensor and i < lib.len(numels)
-            lib.f64.pack_into(page, offset + 8 + 8 * i, left_share(t, i) if judged else 0.0)
-            lib.f64.pack_into(page, copied_offset + 8 + 8 * i, copied_share(t, i) if judged else 0.0)
+            lib.f64.pack_into(page, offset + 8 + 8 * i, left_share(outputs[i], i) if judged[i] else 0.0)
         lib.u64.pack_into(page, offset, count)
         lib.u64.pack_into(page, copied_offset, count)
         left.clear()  # freed inside the vault's own time
