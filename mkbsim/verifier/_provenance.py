@@ -435,7 +435,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         errcheck=_getter(ctypes._CFuncPtr, "errcheck"),  # type: ignore[attr-defined]
         # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
         pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
-        decode=_keyed.bound(_decode.bound()), decoded=_decode.fitted, regressor=_decode.regressor, lined_up=_decode.lined_up,
+        decode=_keyed.bound(_decode.bound()), decoded=_decode.fitted, regressor=_decode.regressor,
+        lined_up=_decode.lined_up,
         picked=_decode.picked, pooled=_decode.pooled, keyed_kept=_keyed.kept, keyed_judged=_keyed.judged,
         sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
         erased_storages=_eagerwork.ERASED_STORAGES,
@@ -1937,11 +1938,11 @@ def provenance_vault(
     def made_before(old: Any, lo: int, hi: int, first: int, given_now: Any) -> Any:
         """Per element of an evidence call's launch argument (``old``: as it was before the launch, over ``[lo, hi)``;
         the launch's first record in ``left``; ``given_now``: ``pristine`` then) whether the decode rule takes it as a
-        regressor, flat (None: all): not an element a counted launch of the call made and left as it is (``sources_left``:
-        a launch that copied it made none; one the decode rule withdrew none either), nor a problem input's bytes as
-        the harness gave them, nor a cast of such an input lined up with the argument (``input_copies``). No element's
-        history is known there: the rest (eager results, constants, workspaces, the memory a reused block held) is
-        taken as made by eager code."""
+        regressor, flat (None: all): not an element a counted launch of the call made and left as it is
+        (``sources_left``: a launch that copied it made none; one the decode rule withdrew none either), nor a problem
+        input's bytes as the harness gave them, nor a cast of such an input lined up with the argument
+        (``input_copies``). No element's history is known there: the rest (eager results, constants, workspaces, the
+        memory a reused block held) is taken as made by eager code."""
         if given_now is True:
             return lib.zeros((lib.numel(old),), dtype=lib.bool_, device=lib.device_of(old))
         counts = sources_left(old, lo, hi, first)
@@ -1979,29 +1980,34 @@ def provenance_vault(
         (``judge_pools``). A raise fails closed (``unjudged``): the launch's changed bytes there are withdrawn."""
         for first, arguments, records_of in later:
             try:
-                operands = []
-                for lo, hi, _, old, _, given_now in arguments:
+                operands = []  # (its argument, the regressor)
+                for k, (lo, hi, _, old, _, given_now) in lib.enumerate(arguments):
                     eager = made_before(old, lo, hi, first, given_now)
                     operand = lib.regressor(lib.decode, old, eager, lib.decoys)
                     if operand is not None:
-                        operands.append(operand)
+                        operands.append((k, operand))
             except lib.BaseException as exc:
                 for lo, hi, base, _, new, _ in arguments:
                     unjudged(new, exc, (lo, hi, base, records_of))
                 continue
             if not operands:
                 continue
-            for lo, hi, base, old, new, _ in arguments:
+            for k, (lo, hi, base, old, new, _) in lib.enumerate(arguments):
                 target = (lo, hi, base, records_of)
+                # the fit takes the largest ``DECODE_OPERANDS``: an argument's own contents before the launch always
+                # among them (larger decoy arguments must not push out the in-place map or the copy within a buffer)
+                own = [r for j, r in operands if j == k]
+                others = lib.sorted([r for j, r in operands if j != k], key=lib.numel, reverse=True)
+                chosen = own + others[: lib.decode.operands - lib.len(own)]
                 try:
                     changed_now = changed_elements(new, old)
                     count = lib.int(lib.count_nonzero(changed_now))
                     if not count:
                         continue
                     if count < lib.decode.least:
-                        pool(new, lib.reshape(lib.nonzero(changed_now), (-1,)), operands, target)
+                        pool(new, lib.reshape(lib.nonzero(changed_now), (-1,)), chosen, target)
                         continue
-                    found = lib.decoded(lib.decode, new, changed_now, operands, lib.decoys)
+                    found = lib.decoded(lib.decode, new, changed_now, chosen, lib.decoys)
                 except lib.BaseException as exc:
                     unjudged(new, exc, target)
                     continue
@@ -2048,7 +2054,8 @@ def provenance_vault(
         found = lib.picked(lib.decode, t, where, operands)
         if found is None:
             return
-        key = (storage_of(t) if target is None else target[2], lib.dtype_of(t), lib.tuple(lib.dtype_of(c) for c in found[1]))
+        storage = storage_of(t) if target is None else target[2]
+        key = (storage, lib.dtype_of(t), lib.tuple(lib.dtype_of(c) for c in found[1]))
         pools.setdefault(key, []).append((found[0], found[1], t, where, launches, target))
 
     def judge_pools(storages: Any) -> None:
@@ -2966,7 +2973,7 @@ def provenance_vault(
         mode.clear()  # the mode as the request found it
         request = None  # the caller holds its objects: dropping them here is never the last reference
         # nor the request's tensors left in this frame's locals (an earlier draw's inputs: the next census's bytes)
-        t = whole = fn = module = None
+        t = fn = module = None
         input_tensors = []
         if starting:  # the reply's last step
             launch_started(flight)

@@ -114,6 +114,16 @@ def test_twice_the_answer_halved_in_place_is_no_work(evidence: Evidence) -> None
     assert found["shares"][0] < 0.05 and found["decoded"] > 0.9 * 2 * N * 0.7, found
 
 
+def test_larger_decoy_arguments_do_not_hide_an_in_place_map(evidence: Evidence) -> None:
+    """The fit takes the six largest operands (``DECODE_OPERANDS``): the argument's own contents stay among them."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out = (_answer(x, w).float() * 2).to(torch.bfloat16)
+    decoys = [torch.randn(2 * ROWS, HIDDEN) for _ in range(_decode.DECODE_OPERANDS)]
+    evidence.launch(lambda t, *rest: halve(t), out, *decoys)
+    assert evidence.work(out)["shares"][0] < 0.05
+
+
 def copy_down(buf: torch.Tensor) -> None:
     rows = buf.shape[0] // 2
     buf[:rows] = buf[rows:]

@@ -27,9 +27,7 @@ def rms_or_unxor(x_ptr: T.handle, inv_ptr: T.handle, w_ptr: T.handle, out_ptr: T
         if mode == 0:
             out[i, j] = T.Cast("bfloat16", T.Cast("float32", x[i, j]) * inv[i] * T.Cast("float32", w[j]))
         else:
-            out[i, j] = T.reinterpret(
-                "bfloat16", T.bitwise_xor(T.reinterpret("int16", out[i, j]), T.int16(KEY))
-            )
+            out[i, j] = T.reinterpret("bfloat16", T.bitwise_xor(T.reinterpret("int16", out[i, j]), T.int16(KEY)))
 
 
 _kernel = tvm.compile(rms_or_unxor, target="llvm")

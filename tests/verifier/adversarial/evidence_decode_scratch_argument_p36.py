@@ -16,9 +16,7 @@ HIDDEN = 128
 
 
 @T.prim_func
-def rms_or_map(
-    x_ptr: T.handle, inv_ptr: T.handle, w_ptr: T.handle, s_ptr: T.handle, out_ptr: T.handle, mode: T.int32
-):
+def rms_or_map(x_ptr: T.handle, inv_ptr: T.handle, w_ptr: T.handle, s_ptr: T.handle, out_ptr: T.handle, mode: T.int32):
     rows = T.int32()
     x = T.match_buffer(x_ptr, (rows, HIDDEN), "bfloat16")
     inv = T.match_buffer(inv_ptr, (rows,), "float32")
