@@ -76,6 +76,9 @@ WORK_AFTER_MS = (520, "<d")
 #: and that launch copied from its other arguments' values before it (``_provenance.launch_copies``): a count, then that
 #: many little-endian f64.
 WORK_COPIED = (576, 16)  # offset, capacity, as WORK_SHARES
+#: Gate vault, with WORK_BYTES on an evidence call: the bytes the decode rule took from the launches' work there (their
+#: changed elements a simple map of values present before the launch recovers: ``_provenance.decode_later``)
+WORK_DECODED = (712, "<Q")
 #: Gate vault, with WORK_SHARES: each returned output's carried share, beyond chance, of sampled elements whose values
 #: are among those the call's launches made, wherever the output's memory came from (``_provenance.carried_share``:
 #: a launch's result eager code copied): a count, then that many little-endian f64.
@@ -85,7 +88,7 @@ NULL = (19, "<B")  # verifier: the harness times its own null function instead o
 #: cumulative VIOLATION_COUNT, which the slots never touch.
 PER_CALL = (
     (0, VIOLATION_COUNT[0]), (VIOLATION_COUNT[0] + 8, WORK_AFTER_MS[0] + 8),
-    (WORK_COPIED[0], WORK_COPIED[0] + 8 + 8 * WORK_COPIED[1]),
+    (WORK_COPIED[0], WORK_DECODED[0] + 8),
     (WORK_CARRIED[0], WORK_CARRIED[0] + 8 + 8 * WORK_CARRIED[1]),
 )  # fmt: skip
 #: Block fields (outside PER_CALL). Verifier: the block's calls (0: no block), the next slot (0), and the block's
@@ -277,7 +280,8 @@ class ControlPage:
         (count,) = struct.unpack_from("<Q", self.buf, offset)
         carried = list(struct.unpack_from(f"<{min(count, capacity)}d", self.buf, offset + 8))
         return {"bytes": get(self.buf, WORK_BYTES, base), "ms": get(self.buf, WORK_MS, base), "shares": shares,
-                "copied": copied, "carried": carried, "after_ms": get(self.buf, WORK_AFTER_MS, base)}  # fmt: skip
+                "copied": copied, "carried": carried, "after_ms": get(self.buf, WORK_AFTER_MS, base),
+                "decoded": get(self.buf, WORK_DECODED, base)}  # fmt: skip
 
     def guard_records(self) -> tuple[list[str], list[str]]:
         """(violations, inline CUDA sites) the guards recorded so far (whole lists, newest last); ``Malformed``

@@ -336,6 +336,8 @@ def work_check(
         "timed_output_shares": calls[1 : outputs + 1], "draws_carried_shares": draws[outputs + 1 :],
         "timed_carried_shares": calls[outputs + 1 :], "required_ratio": WORK_SHARE,
         "ratios": [c / d if d > 0 else None for c, d in zip(calls, draws, strict=True)],
+        # bytes taken from the evidence calls' work as a simple map of values there before the launch (the decode rule)
+        "timed_decoded_bytes": median(timed, lambda w: w.get("decoded", 0)),
     }  # fmt: skip
     judged = [0] + [k for k in range(1, len(draws)) if draws[k] >= (WORK_SAMPLED_FLOOR if k <= outputs else
                                                                     WORK_CARRIED_FLOOR)]  # fmt: skip
@@ -364,8 +366,15 @@ def work_check(
             f"them to), the correctness draws' {draws[k]:.1%}"
         )
 
+    what = [said(k) for k in short]
+    if found["timed_decoded_bytes"]:
+        what.append(
+            f"they changed {found['timed_decoded_bytes']:.0f} bytes more (median) to values a simple map of what their "
+            "arguments held before the launch recovers (an answer computed elsewhere in another form, undone by the "
+            "launch), which are not their work"
+        )
     return found, (
-        "The DSL launches of the timed calls " + "; ".join(said(k) for k in short) + f" (at least {WORK_SHARE:.0%} of "
+        "The DSL launches of the timed calls " + "; ".join(what) + f" (at least {WORK_SHARE:.0%} of "
         f"the draws' is required, and of a floating output the draws' share less {FLOAT_SHARE_MARGIN:.0%}): the timed "
         "calls do not run the DSL work the correctness draws checked, or their outputs are not what it wrote. Run the "
         "same DSL work on every call and return what it computes."

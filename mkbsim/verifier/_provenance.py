@@ -436,6 +436,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
         pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
         decode=_keyed.bound(_decode.bound()), decoded=_decode.fitted, regressor=_decode.regressor,
+        lined_up=_decode.lined_up,
         picked=_decode.picked, pooled=_decode.pooled, keyed_kept=_keyed.kept, keyed_judged=_keyed.judged,
         sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
         erased_storages=_eagerwork.ERASED_STORAGES,
@@ -515,6 +516,14 @@ def provenance_vault(
     # before it, the argument, its probes, their bit patterns after the launch, its sources as they were, its copied)
     deferred: list[Any] = []
     spent = 0.0  # the vault's own time on an evidence call's work (``work_clock``, ms)
+    # an evidence call's problem inputs as the harness gave them (typed tensors: an in-place input over its copy), whose
+    # cast copies the decode rule masks there (``input_copies``)
+    given: list[Any] = []
+    # an evidence call's counted launches, for the decode rule once run() returned (``decode_later``): (its first record
+    # in ``left``, per tensor argument (its byte span, its values before and after the launch, which of its elements
+    # were a problem input's as given: ``pristine``), its records in ``left``)
+    later: list[Any] = []
+    decoded_bytes = 0  # bytes of an evidence call's launches' work the decode rule withdrew
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
     # eager-made elements, None for none, whether it is a problem input) for the decode rule (``_decode``)
     befores: list[Any] = []
@@ -747,6 +756,19 @@ def provenance_vault(
             else:
                 lib.logical_or_(same[x - lo : y - lo], kept)
         return lib.all_of(by_element(t, same), 1)
+
+    def keep_inputs(inputs: Any, inplace: Any) -> list[Any]:
+        """The call's problem inputs as the harness gave them, kept in ``input_spans`` (an in-place one as a copy, the
+        others as digests: ``recording``); returned, each tensor with its values as given (an in-place one's over the
+        copy)."""
+        found = []
+        for i in lib.range(lib.len(inputs)):
+            for t in tensors_in(inputs[i], []):
+                lo, hi = span(t)
+                record = recording(bytes_of(t, lo, hi), lo, hi, i in inplace)
+                input_spans.append(record)
+                found.append((t, was(t, [(record[3], record[3], lo)]) if i in inplace else t))
+        return found
 
     def storage_bytes(t: Any) -> Any:
         """The whole of ``t``'s storage, as a uint8 view."""
@@ -1555,17 +1577,25 @@ def provenance_vault(
                     spanned.append((lo, hi))
                 view = whole[lo - address : hi - address]
                 pending.append((view, lib.clone(view), lo))
-        pending.append(("tensors", tensors, prior))
+        # an evidence call's arguments: which of their elements are a problem input's as the harness gave it, read now
+        # (an input eager code changes, then restores after the launch, is no input for the launch: ``decode_later``)
+        kept = [pristine(t) for t in tensors] if not audit else None
+        pending.append(("tensors", tensors, prior, kept))
 
     def was(u: Any, spans: Any) -> Any:
-        """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s);
-        None where no copy holds it whole or its elements are not aligned within it."""
+        """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s; or
+        any (whole, copy, address) of bytes kept); None where no copy holds it whole. Elements not aligned within the
+        copy (a bfloat16 view at an odd byte of a buffer) are read over a copy of their own bytes."""
         lo, hi = span(u)
         size = lib.element_size(u)
         for whole, copy, address in spans:
-            if address <= lo and hi <= address + lib.numel(whole) and (lo - address) % size == 0:
+            if address <= lo and hi <= address + lib.numel(whole):
                 old = lib.empty((0,), dtype=lib.dtype_of(u), device=lib.device_of(u))
-                lib.set_(old, lib.untyped_storage(copy), (lo - address) // size, lib.size(u), lib.stride(u))
+                if (lo - address) % size == 0:
+                    lib.set_(old, lib.untyped_storage(copy), (lo - address) // size, lib.size(u), lib.stride(u))
+                else:
+                    own = lib.clone(copy[lo - address : hi - address])
+                    lib.set_(old, lib.untyped_storage(own), 0, lib.size(u), lib.stride(u))
                 return old
         return None
 
@@ -1697,7 +1727,7 @@ def provenance_vault(
         """Which elements of a launch argument (``old``: as it was before the launch in flight; ``[lo, hi)``: its
         memory) count as a copy's source, in its shape (None: all): not those that a counted launch of this call
         changed, still hold what it left, and that launch did not copy (``COPY_TAINT``)."""
-        for a, b, _, _, _, count in left[:launch]:
+        for a, b, _, _, _, count, _ in left[:launch]:
             if count and b > lo and hi > a:
                 break
         else:  # no launch of the call changed its memory
@@ -1720,7 +1750,7 @@ def provenance_vault(
         made = lib.zeros((rows,), dtype=lib.bool_, device=device)
         share = lib.zeros((rows,), dtype=lib.float32, device=device)
         first = at[:, 0]
-        for a, b, after, diff, judged, count in left[:launch]:
+        for a, b, after, diff, judged, count, _ in left[:launch]:
             if not count or b <= lo or hi <= a or lib.device_of(after).type != device.type:
                 continue
             inside = lib.logical_and(lib.ge(at, a), lib.lt(at, b))
@@ -1798,7 +1828,7 @@ def provenance_vault(
         taken: dict[Any, bool] = {}
         for first, lo, hi, dtype, sizes, strides in layouts:
             for k in lib.range(first, lib.len(left)):  # the launch's record: the first after it holding the argument
-                a, b, after_bytes, diff, judged, count = left[k]
+                a, b, after_bytes, diff, judged, count, _ = left[k]  # (diff: less what the decode rule withdrew)
                 if count and a <= lo and hi <= b:
                     break
             else:
@@ -1865,11 +1895,16 @@ def provenance_vault(
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        _, tensors, prior = pending.pop()
+        _, tensors, prior, kept = pending.pop()
         counted = prior < launches  # a genuine launch ran in the window (a call above none did nothing)
         judged: list[Any] = []
         if counted and not suppress:  # while the copies aside still hold the bytes as they were before the launch
             judged = launch_copies(tensors, pending)
+        first = lib.len(left)
+        # an evidence call's copies aside are kept as they were before the launch, for the decode rule once run()
+        # returned (``decode_later``); what the launch left is copied anew
+        keeping = counted and not audit
+        spans = []
         for whole, copy, address in pending:
             diff = lib.ne(whole, copy)
             count = lib.int(lib.count_nonzero(diff)) if counted else 0
@@ -1894,12 +1929,28 @@ def provenance_vault(
             if suppress:
                 lib.copy_(whole, copy)
             else:
-                lib.copy_(copy, whole)
+                if keeping:
+                    spans.append((whole, copy, address))  # (as it was)
+                    copy = lib.clone(whole)
+                else:
+                    lib.copy_(copy, whole)
                 if counted:
                     end = address + lib.numel(whole)
                     mine = [j for j in judged if address <= j[0] and j[1] <= end]  # what it copied there
-                    left.append((address, end, copy, diff, mine, count))
+                    # (its bytes after, which it changed, what it copied there, how many it changed, which of them the
+                    # decode rule withdrew: None for none)
+                    left.append([address, end, copy, diff, mine, count, None])
         pending.clear()
+        if keeping and lib.any(record[5] for record in left[first:]):
+            arguments = []
+            for t, given_now in lib.zip(tensors, kept):
+                lo, hi = span(t)
+                if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda"):
+                    continue
+                old, new = was(t, spans), was(t, [(r[2], r[2], r[0]) for r in left[first:]])
+                if old is not None and new is not None:
+                    arguments.append((lo, hi, storage_of(t), old, new, given_now))
+            later.append((first, arguments, left[first:]))
         if not suppress:
             decoded()
 
@@ -1912,10 +1963,7 @@ def provenance_vault(
             if not operands or lib.device_of(t).type not in ("cpu", "cuda"):
                 continue
             try:
-                now, was = lib.reshape(t, (-1,)), lib.reshape(old, (-1,))
-                changed = lib.ne(now, was)
-                if lib.is_floating(t):  # NaN (the sentinel of fresh memory) overwritten by NaN did not change
-                    lib.logical_and_(changed, lib.logical_or(lib.eq(now, now), lib.eq(was, was)))
+                changed = changed_elements(t, old)
                 count = lib.int(lib.count_nonzero(changed))
                 if 0 < count < lib.decode.least:
                     pool(t, lib.reshape(lib.nonzero(changed), (-1,)), operands)
@@ -1928,20 +1976,141 @@ def provenance_vault(
                 mask, share, what = found
                 records.append(("decoded", launches, count, share, what, mask is not None))
                 if mask is not None and lib.bool(lib.any_of(mask)):
-                    lo, hi = span(t)
-                    settle(lo, hi, None, spread(t, mask, False))
+                    withdraw(t, mask, None)
                     continue
             keyed_by_position(argument, t, changed, count)
         befores.clear()
 
-    def unjudged(t: Any, exc: BaseException) -> None:
+    def changed_elements(t: Any, old: Any) -> Any:
+        """Per element of ``t`` (flat, logical order): whether it differs from ``old`` (``t`` before the launch); NaN
+        (the sentinel of fresh memory) overwritten by NaN did not change."""
+        now, was_then = lib.reshape(t, (-1,)), lib.reshape(old, (-1,))
+        changed_now = lib.ne(now, was_then)
+        if lib.is_floating(t):
+            lib.logical_and_(changed_now, lib.logical_or(lib.eq(now, now), lib.eq(was_then, was_then)))
+        return changed_now
+
+    def withdraw(t: Any, mask: Any, target: Any) -> None:
+        """The decode rule found ``t``'s elements in ``mask`` (flat, logical order; None: all) a simple map of values
+        there before the launch: not the launch's. On a correctness draw (``target`` None) their credit is withdrawn
+        (``settle``); on an evidence call (``target``: ``t``'s byte span and storage in the call's memory, the launch's
+        records in ``left``) their bytes are taken from the launch's work: from the bytes it changed (``changed``) and
+        from what it left (its record's changed bytes, and ``withdrawn``, which no earlier launch's change of those
+        bytes makes a launch's again: ``left_share``), so from the copies' sources too (``sources_left``)."""
+        nonlocal changed, decoded_bytes
+        if target is None:
+            lo, hi = span(t)
+            found = spread(t, mask, False) if mask is not None else None
+            settle(lo, hi, None, lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t)) if found is None
+                   else found)  # fmt: skip
+            return
+        lo, hi, _, records_of = target
+        per_byte = spread(t, mask, False) if mask is not None else None
+        for record in records_of:
+            a, b = lib.max(lo, record[0]), lib.min(hi, record[1])
+            if a >= b:
+                continue
+            diff = record[3][a - record[0] : b - record[0]]
+            taken = lib.clone(diff) if per_byte is None else lib.logical_and(per_byte[a - lo : b - lo], diff)
+            count = lib.int(lib.count_nonzero(taken))
+            if not count:
+                continue
+            counted_there = lib.int(lib.count_nonzero(lib.logical_and(taken, record[2][a - record[0] : b - record[0]])))
+            changed -= counted_there  # (``after`` counts the changed bytes that hold a nonzero value)
+            decoded_bytes += counted_there
+            lib.logical_and_(diff, lib.logical_not(taken))
+            if record[6] is None:
+                record[6] = lib.zeros((record[1] - record[0],), dtype=lib.bool_, device=lib.device_of(diff))
+            lib.logical_or_(record[6][a - record[0] : b - record[0]], taken)
+
+    def unjudged(t: Any, exc: BaseException, target: Any = None) -> None:
         """The decode rule could not judge ``t``: it fails closed, none of ``t``'s elements is the launch's. A raise
         inside the rule is the submission's to cause (a recursion limit it lowered, a stack it ran deep, an operand
         of a dtype the fit cannot take: red team rt15b F7), so it must never leave an answer credited."""
-        raised = "withdrawn: the fit raised " + lib.str(lib.type(exc).__name__)
-        records.append(("decoded", launches, lib.numel(t), 1.0, raised, True))
-        lo, hi = span(t)
-        settle(lo, hi, None, lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t)))
+        if audit:
+            raised = "withdrawn: the fit raised " + lib.str(lib.type(exc).__name__)
+            records.append(("decoded", launches, lib.numel(t), 1.0, raised, True))
+        withdraw(t, None, target)
+
+    def made_before(old: Any, lo: int, hi: int, first: int, given_now: Any) -> Any:
+        """Per element of an evidence call's launch argument (``old``: as it was before the launch, over ``[lo, hi)``;
+        the launch's first record in ``left``; ``given_now``: ``pristine`` then) whether the decode rule takes it as a
+        regressor, flat (None: all): not an element a counted launch of the call made and left as it is
+        (``sources_left``: a launch that copied it made none; one the decode rule withdrew none either), nor a problem
+        input's bytes as the harness gave them, nor a cast of such an input lined up with the argument
+        (``input_copies``). No element's history is known there: the rest (eager results, constants, workspaces, the
+        memory a reused block held) is taken as made by eager code."""
+        if given_now is True:
+            return lib.zeros((lib.numel(old),), dtype=lib.bool_, device=lib.device_of(old))
+        counts = sources_left(old, lo, hi, first)
+        mask = None if counts is None else lib.reshape(counts, (-1,))
+        for other in (given_now, input_copies(old)):
+            if other is not None:
+                mask = lib.logical_not(other) if mask is None else lib.logical_and(mask, lib.logical_not(other))
+        return mask
+
+    def input_copies(u: Any) -> Any:
+        """Per element of ``u`` (flat, logical order) whether it holds a problem input's element as the harness gave it,
+        cast to ``u``'s dtype, lined up element by element (the same count, or a matrix's transpose): an eager
+        ``x.float()``, ``x.contiguous()`` an honest kernel then maps (the draws know such copies by the operators that
+        made them, ``copies``); None where no input lines up."""
+        found = None
+        for g in given:
+            if lib.numel(g) != lib.numel(u) or lib.device_of(g) != lib.device_of(u):
+                continue
+            flat = lib.lined_up(lib.decode, g, u)
+            if flat is None:
+                continue
+            try:
+                same = lib.eq(lib.reshape(u, (-1,)), lib.to(flat, lib.dtype_of(u)))
+            except lib.BaseException:  # (a dtype torch compares with no other)
+                continue
+            found = same if found is None else lib.logical_or(found, same)
+        return found
+
+    def decode_later() -> None:
+        """The decode rule over an evidence call's counted launches, once run() returned, in launch order (a launch's
+        withdrawn bytes are no launch's for those after it): the elements a launch changed that a simple map of its
+        tensor arguments' values before it recovers (``made_before``'s elements: the written argument's own included,
+        an in-place map or a copy within the same buffer) are taken from its work (``withdraw``), as a correctness
+        draw's are from its credit; a launch changing fewer than the rule's minimum in a tensor is pooled as there
+        (``judge_pools``). A raise fails closed (``unjudged``): the launch's changed bytes there are withdrawn."""
+        for first, arguments, records_of in later:
+            try:
+                operands = []  # (its argument, the regressor)
+                for k, (lo, hi, _, old, _, given_now) in lib.enumerate(arguments):
+                    eager = made_before(old, lo, hi, first, given_now)
+                    operand = lib.regressor(lib.decode, old, eager, lib.decoys)
+                    if operand is not None:
+                        operands.append((k, operand))
+            except lib.BaseException as exc:
+                for lo, hi, base, _, new, _ in arguments:
+                    unjudged(new, exc, (lo, hi, base, records_of))
+                continue
+            if not operands:
+                continue
+            for k, (lo, hi, base, old, new, _) in lib.enumerate(arguments):
+                target = (lo, hi, base, records_of)
+                # the fit takes the largest ``DECODE_OPERANDS``: an argument's own contents before the launch always
+                # among them (larger decoy arguments must not push out the in-place map or the copy within a buffer)
+                own = [r for j, r in operands if j == k]
+                others = lib.sorted([r for j, r in operands if j != k], key=lib.numel, reverse=True)
+                chosen = own + others[: lib.decode.operands - lib.len(own)]
+                try:
+                    changed_now = changed_elements(new, old)
+                    count = lib.int(lib.count_nonzero(changed_now))
+                    if not count:
+                        continue
+                    if count < lib.decode.least:
+                        pool(new, lib.reshape(lib.nonzero(changed_now), (-1,)), chosen, target)
+                        continue
+                    found = lib.decoded(lib.decode, new, changed_now, chosen, lib.decoys)
+                except lib.BaseException as exc:
+                    unjudged(new, exc, target)
+                    continue
+                if found is not None and found[0] is not None and lib.bool(lib.any_of(found[0])):
+                    withdraw(new, found[0], target)
+        later.clear()
 
     def keyed_by_position(argument: int, t: Any, changed: Any, count: int) -> None:
         """The position-key test (``_keyed``) of output ``t`` (argument ``argument`` of the launch in flight, flat
@@ -1975,14 +2144,16 @@ def provenance_vault(
             lo, hi = span(t)
             settle(lo, hi, None, spread(t, changed, False))
 
-    def pool(t: Any, where: Any, operands: Any) -> None:
+    def pool(t: Any, where: Any, operands: Any, target: Any = None) -> None:
         """Keep a small launch's changed elements of ``t`` (flat ``where``) with its operands' elements there, pooled by
-        ``t``'s storage, dtype and the operands' dtypes."""
+        ``t``'s storage, dtype and the operands' dtypes (``target``: an evidence call's, ``withdraw``; its storage the
+        one ``t``'s bytes were kept from)."""
         found = lib.picked(lib.decode, t, where, operands)
         if found is None:
             return
-        key = (storage_of(t), lib.dtype_of(t), lib.tuple(lib.dtype_of(c) for c in found[1]))
-        pools.setdefault(key, []).append((found[0], found[1], t, where, launches))
+        storage = storage_of(t) if target is None else target[2]
+        key = (storage, lib.dtype_of(t), lib.tuple(lib.dtype_of(c) for c in found[1]))
+        pools.setdefault(key, []).append((found[0], found[1], t, where, launches, target))
 
     def judge_pools(storages: Any) -> None:
         """The decode rule over each pool into one of ``storages`` (None: all) holding the rule's minimum of elements
@@ -1999,7 +2170,7 @@ def provenance_vault(
                 found = lib.pooled(lib.decode, [(e[0], e[1]) for e in entries], lib.decoys)
             except lib.BaseException as exc:
                 for entry in entries:
-                    unjudged(entry[2], exc)
+                    unjudged(entry[2], exc, entry[5])
                 continue
             if found is None:
                 continue
@@ -2007,13 +2178,13 @@ def provenance_vault(
             total = lib.sum_of(lib.numel(e[0]) for e in entries)
             withdrawn = lib.any(part is not None for part in parts)
             what = f"{what} (pooled over {lib.len(entries)} launches)"
-            records.append(("decoded", entries[-1][4], total, share, what, withdrawn))
-            for part, (_, _, t, where, _) in lib.zip(parts, entries):
+            if audit:
+                records.append(("decoded", entries[-1][4], total, share, what, withdrawn))
+            for part, (_, _, t, where, _, target) in lib.zip(parts, entries):
                 if part is not None and lib.bool(lib.any_of(part)):
                     mask = lib.zeros((lib.numel(t),), dtype=lib.bool_, device=lib.device_of(t))
                     lib.index_put_(mask, (where,), part)
-                    lo, hi = span(t)
-                    settle(lo, hi, None, spread(t, mask, False))
+                    withdraw(t, mask, target)
 
     def touched(t: Any) -> bool:
         """Whether any write the vault recorded overlaps ``t`` (the common case, no, skips the comparison)."""
@@ -2606,19 +2777,26 @@ def provenance_vault(
         at = element_bytes(t, lib.to(positions[i], device))  # (element, byte)
         now = lib.take(bytes_of(t, lo, hi), at)
         same = owned = None
-        for a, b, bytes_after, changed_mask, _, _ in left:
+        for a, b, bytes_after, changed_mask, _, _, withdrawn in left:
             if b <= lo or hi <= a or lib.device_of(bytes_after).type != device.type:
                 continue
+            taken = None  # bytes the decode rule took from this launch's work (an evidence call's: ``withdraw``)
             if a <= lo and hi <= b:  # the common case: the output was the launch's argument
                 mine = lib.eq(lib.take(bytes_after[lo - a : hi - a], at), now)
                 theirs = lib.take(changed_mask[lo - a : hi - a], at)
+                if withdrawn is not None:
+                    taken = lib.take(withdrawn[lo - a : hi - a], at)
             else:
                 inside = lib.logical_and(lib.ge(at, a - lo), lib.lt(at, b - lo))
                 index = lib.clamp(lib.add(at, lo - a), 0, b - a - 1)
                 mine = lib.where(inside, lib.eq(lib.take(bytes_after, index), now), same if same is not None else False)
                 theirs = lib.logical_and(inside, lib.take(changed_mask, index))
+                if withdrawn is not None:
+                    taken = lib.logical_and(inside, lib.take(withdrawn, index))
             same = mine  # the latest launch over a byte decides what it left there
             owned = theirs if owned is None else lib.logical_or(owned, theirs)
+            if taken is not None:  # a simple map of what was there: no launch's, whatever an earlier one changed
+                owned = lib.logical_and(owned, lib.logical_not(taken))
         if same is None or owned is None:
             return 0.0, None, None
         held = lib.any_of(owned, 1)
@@ -2640,13 +2818,17 @@ def provenance_vault(
         copied_offset, carried_offset = layout.WORK_COPIED[0], layout.WORK_CARRIED[0]
         count = lib.min(lib.len(outputs), capacity)
         judge_copies()
+        judged = [lib.type(outputs[i]) is lib.Tensor and i < lib.len(numels) for i in lib.range(count)]
+        for i in lib.range(count):  # (the copy rule's measure, before the decode rule takes work away)
+            lib.f64.pack_into(page, copied_offset + 8 + 8 * i, copied_share(outputs[i], i) if judged[i] else 0.0)
+        if not audit:  # an evidence call: what its launches' work was a simple map of (``decode_later``)
+            decode_later()
+            judge_pools(None)
         for i in lib.range(count):
             t = outputs[i]
-            judged = lib.type(t) is lib.Tensor and i < lib.len(numels)
-            share, left_there, counted = left_share(t, i) if judged else (0.0, None, None)
+            share, left_there, counted = left_share(t, i) if judged[i] else (0.0, None, None)
             lib.f64.pack_into(page, offset + 8 + 8 * i, share)
-            lib.f64.pack_into(page, copied_offset + 8 + 8 * i, copied_share(t, i) if judged else 0.0)
-            carried = carried_share(t, i, left_there, counted) if judged else 0.0
+            carried = carried_share(t, i, left_there, counted) if judged[i] else 0.0
             lib.f64.pack_into(page, carried_offset + 8 + 8 * i, carried)
         lib.u64.pack_into(page, offset, count)
         lib.u64.pack_into(page, copied_offset, count)
@@ -2658,6 +2840,7 @@ def provenance_vault(
         else:
             spent += lib.work_clock() - start
         lib.u64.pack_into(page, layout.WORK_BYTES, changed)
+        lib.u64.pack_into(page, layout.WORK_DECODED, decoded_bytes)
         lib.f64.pack_into(page, layout.WORK_MS, spent * 1e3)
         lib.u64.pack_into(page, layout.WORK_ACK, nonce)
 
@@ -2732,6 +2915,8 @@ def provenance_vault(
                 left.clear()
                 layouts.clear()
                 deferred.clear()
+                given.clear()
+                later.clear()
                 held.clear()
                 tables.clear()
                 sources.clear()
@@ -2745,7 +2930,7 @@ def provenance_vault(
                 called.clear()
                 occurrences.clear()
                 stream.clear()
-                launches = running = used = changed = 0
+                launches = running = used = changed = decoded_bytes = 0
                 dsl_s = spent = 0.0
             if (audit or evidence) and not lib.in_inference_mode():
                 # a tensor made under inference mode refuses in-place updates outside it (the sentinel fill, a
@@ -2837,14 +3022,10 @@ def provenance_vault(
                         problem[:] = lib.problem_sizes(lib, request[1], input_tensors, numels)
                         fixed.clear()  # the launches' kinds on the evidence calls that follow are read against it
                         fixed.update(lib.fixed_sizes(lib, input_tensors, numels))
-                        for i in lib.range(lib.len(request[1])):
-                            for t in tensors_in(request[1][i], []):
-                                lo, hi = span(t)
-                                whole = bytes_of(t, lo, hi)
-                                input_spans.append(recording(whole, lo, hi, i in request[2]))  # in-place: a copy
-                                # the harness wrote the call's arena, all of it (the census has just recorded it)
-                                admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t)))
-            elif evidence and (role or ended or kind == 4):  # an evidence call: what its launches change
+                        for t, _ in keep_inputs(request[1], request[2]):
+                            # the harness wrote the call's arena, all of it (the census has just recorded it)
+                            admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t)))
+            elif evidence and (role or ended or kind == 4 or kind == 7):  # an evidence call: what its launches change
                 # cuda: the vault's copies run on the device, queued behind the call's work and ahead of it. The
                 # device is synchronised on both sides of the vault's steps, so that its clock holds the vault's
                 # device work and nothing of the call's (the call's work before the launch, the launch itself):
@@ -2852,7 +3033,9 @@ def provenance_vault(
                 # the call on the H200 (``_judge.scored_time`` then failed honest p01 kernels)
                 if kind != 4:  # the gate's bookkeeping so far (the signature's pass over the arguments, the clock)
                     spent += lib.work_clock() - entered
-                outermost = lib.cuda_sync is not None and ((kind == 1 and depth == 0) or (ended and depth == 1))
+                outermost = lib.cuda_sync is not None and (
+                    (kind == 1 and depth == 0) or (ended and depth == 1) or kind == 7
+                )  # fmt: skip
                 if outermost:
                     lib.cuda_sync()
                 start = lib.work_clock()
@@ -2864,6 +3047,8 @@ def provenance_vault(
                     elif kind == 2:
                         depth = lib.max(depth - 1, 0)
                         after()
+                    elif kind == 7:  # INPUTS: as the harness gave them (``pristine``, ``input_copies``)
+                        given[:] = [g for _, g in keep_inputs(request[1], request[2])]
                     else:
                         work(request[1])
                 if kind != 4:
@@ -2895,7 +3080,7 @@ def provenance_vault(
         mode.clear()  # the mode as the request found it
         request = None  # the caller holds its objects: dropping them here is never the last reference
         # nor the request's tensors left in this frame's locals (an earlier draw's inputs: the next census's bytes)
-        t = whole = fn = module = None
+        t = fn = module = None
         input_tensors = []
         if starting:  # the reply's last step
             launch_started(flight)
@@ -2910,6 +3095,7 @@ def page_layout() -> types.SimpleNamespace:
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
         WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
+        WORK_DECODED=_control.WORK_DECODED[0],
         WORK_AFTER_MS=_control.WORK_AFTER_MS[0],
         WORK_SHARES=_control.WORK_SHARES, WORK_COPIED=_control.WORK_COPIED,
         WORK_CARRIED=_control.WORK_CARRIED,
@@ -2999,8 +3185,9 @@ def report_harness(memory: Any, *, _send: Any) -> None:
 
 
 def report_inputs(inputs: Any, inplace: Any = (), *, _send: Any) -> None:
-    """The harness, before a correctness draw's call: the problem inputs (never held as eager-made), and the positions
-    of the in-place ones."""
+    """The harness, before every call of run() (a null call's aside): the problem inputs (never held as eager-made), and
+    the positions of the in-place ones. The vault keeps them on a correctness draw and an evidence call (the decode
+    rule's masks, ``keep_inputs``) and does nothing on a scored call."""
     failed = _send((7, inputs, inplace))  # INPUTS
     if failed is not None:
         raise failed

@@ -155,13 +155,15 @@ def test_each_call_s_work_record_lands_in_its_own_slot(control: ControlPage) -> 
         _control.put(control.buf, (offset, "<Q"), 1)
         _control.put(control.buf, (offset + 8, "<d"), 0.5 + 0.25 * i)
         _control.put(control.buf, _control.WORK_BYTES, 100 * (i + 1))
+        _control.put(control.buf, _control.WORK_DECODED, 7 * i)  # (the decode rule's bytes, a per-call field too)
         _control.put(control.buf, _control.WORK_MS, 0.01)
         _control.put(control.buf, _control.WORK_ACK, nonce)
     timer(END)  # type: ignore[operator]
     works = [control.slot_report(i, n)["work"] for i, n in enumerate(nonces)]
     assert works == [
-        {"bytes": 100, "ms": 0.01, "shares": [0.25], "copied": [0.0], "carried": [0.5], "after_ms": 0.0},
-        {"bytes": 200, "ms": 0.01, "shares": [0.5], "copied": [0.125], "carried": [0.75], "after_ms": 0.0},
+        {"bytes": 100, "ms": 0.01, "shares": [0.25], "copied": [0.0], "carried": [0.5], "after_ms": 0.0, "decoded": 0},
+        {"bytes": 200, "ms": 0.01, "shares": [0.5], "copied": [0.125], "carried": [0.75], "after_ms": 0.0,
+         "decoded": 7},
     ]
 
 

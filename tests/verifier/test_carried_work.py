@@ -7,54 +7,29 @@ counted gate stands for native code."""
 
 from __future__ import annotations
 
-import _thread
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import torch
 
-from mkbsim.verifier import _control, _coverage, _provenance
-from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
-from mkbsim.verifier._vault import Registry
+from mkbsim.verifier import _coverage
+from tests.kits.evidence_vault import EvidenceVault, evidence_vault
 
 TOKENS, HIDDEN = 64, 128
 N = TOKENS * HIDDEN
 
 
-@dataclass
-class Evidence:
-    control: _control.ControlPage
-    send: Any
-    registry: Registry
-
-    def launch(self, kernel: Callable[..., Any], *args: Any) -> None:
-        self.send((0, kernel, "launch"))
-        self.registry.protect(gate, _send=self.send, _original=kernel, _count=True, _serial=_thread.RLock())(*args)
-
-    def work(self, out: torch.Tensor) -> dict[str, Any]:
-        """The work record the vault wrote once run() returned ``out``."""
-        self.registry.protect(_provenance.report_result, _send=self.send)([out])
-        work = self.control.report([N])["work"]
-        assert work is not None
-        return work
-
-    def carried(self, out: torch.Tensor) -> float:
-        return float(self.work(out)["carried"][0])
+def carried(evidence: EvidenceVault, out: torch.Tensor) -> float:
+    return float(evidence.work(out)["carried"][0])
 
 
 @pytest.fixture
-def evidence() -> Iterator[Evidence]:
-    torch.manual_seed(0)
-    lib = provenance_lib(torch.device("cpu"))
-    control = _control.ControlPage()
-    registry = Registry()
-    send = registry.open(provenance_vault, control.buf, lib, page_layout(), [torch.randperm(N)[:512]], [N], {})
-    control.begin_call(suppress=False, audit=False, evidence=True)
-    yield Evidence(control, send, registry)
-    control.close()
+def evidence() -> Iterator[EvidenceVault]:
+    for vault in evidence_vault(N):
+        vault.call()  # an evidence call (``inputs`` begins one with the problem inputs it draws)
+        yield vault
 
 
 def rms_norm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
@@ -73,15 +48,20 @@ def fresh(*shape: int, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     return torch.full(shape, float("nan"), dtype=dtype)
 
 
-def inputs(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.randn(TOKENS, HIDDEN).to(dtype), (1 + 0.1 * torch.randn(HIDDEN)).to(dtype)
+def inputs(evidence: EvidenceVault, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """p36's inputs, and a new evidence call with them as its problem inputs."""
+    x, w = torch.randn(TOKENS, HIDDEN).to(dtype), (1 + 0.1 * torch.randn(HIDDEN)).to(dtype)
+    evidence.call(x, w)
+    return x, w
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_a_kernel_s_result_returned_as_a_clone_keeps_its_carried_share(evidence: Evidence, dtype: torch.dtype) -> None:
+def test_a_kernel_s_result_returned_as_a_clone_keeps_its_carried_share(
+    evidence: EvidenceVault, dtype: torch.dtype
+) -> None:
     """No element of the clone is what a launch left in its memory (the launch-left share is 0), every value is one the
     launch made."""
-    x, w = inputs(dtype)
+    x, w = inputs(evidence, dtype)
     out = fresh(TOKENS, HIDDEN, dtype=dtype)
     evidence.launch(rms_norm, x, w, out)
     work = evidence.work(out.clone())
@@ -99,22 +79,22 @@ def test_a_kernel_s_result_returned_as_a_clone_keeps_its_carried_share(evidence:
     ],
     ids=["transposed_copy", "cast_and_back", "cast_up", "rows_gathered", "stacked"],
 )
-def test_eager_copies_of_a_kernel_s_result_keep_its_carried_share(evidence: Evidence, copy: Any) -> None:
-    x, w = inputs(torch.bfloat16)
+def test_eager_copies_of_a_kernel_s_result_keep_its_carried_share(evidence: EvidenceVault, copy: Any) -> None:
+    x, w = inputs(evidence, torch.bfloat16)
     out = fresh(TOKENS, HIDDEN)
     evidence.launch(rms_norm, x, w, out)
     returned = copy(out)
     if returned.dtype != out.dtype:  # the vault reads the output in its own dtype: a bf16 one stands for the problem's
         returned = returned.to(torch.bfloat16)
-    assert evidence.carried(returned) > 0.95
+    assert carried(evidence, returned) > 0.95
 
 
-def test_halves_launched_separately_and_concatenated_keep_their_carried_share(evidence: Evidence) -> None:
-    x, w = inputs(torch.bfloat16)
+def test_halves_launched_separately_and_concatenated_keep_their_carried_share(evidence: EvidenceVault) -> None:
+    x, w = inputs(evidence, torch.bfloat16)
     halves = [fresh(TOKENS // 2, HIDDEN) for _ in range(2)]
     for k, half in enumerate(halves):
         evidence.launch(rms_norm, x[k * TOKENS // 2 : (k + 1) * TOKENS // 2], w, half)
-    assert evidence.carried(torch.cat(halves)) > 0.95
+    assert carried(evidence, torch.cat(halves)) > 0.95
 
 
 def scale(x: torch.Tensor, out: torch.Tensor) -> None:
@@ -122,87 +102,88 @@ def scale(x: torch.Tensor, out: torch.Tensor) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_an_eager_answer_beside_a_scratch_launch_carries_nothing(evidence: Evidence, dtype: torch.dtype) -> None:
+def test_an_eager_answer_beside_a_scratch_launch_carries_nothing(evidence: EvidenceVault, dtype: torch.dtype) -> None:
     """rt22 F2's timed calls: an eager answer returned, a launch of the same signature doing something cheap (here a
     scale of the input) into a scratch buffer. Its values are like the answer's (a bf16 output's mostly among them by
     chance): only beyond a neighbouring bit pattern's rate do they count. Measured over 60 calls (bf16): median 0.01,
     at most 0.13, under the draws' floor ``WORK_CARRIED_FLOOR``; the other kernel's input and the split-K below
     alike."""
-    x, w = inputs(dtype)
+    x, w = inputs(evidence, dtype)
     evidence.launch(scale, x, fresh(TOKENS, HIDDEN, dtype=dtype))
-    assert evidence.carried(eager_rms_norm(x, w)) < _coverage.WORK_CARRIED_FLOOR
+    assert carried(evidence, eager_rms_norm(x, w)) < _coverage.WORK_CARRIED_FLOOR
 
 
-def test_another_call_s_answer_in_the_scratch_carries_nothing(evidence: Evidence) -> None:
+def test_another_call_s_answer_in_the_scratch_carries_nothing(evidence: EvidenceVault) -> None:
     """The same kernel on other inputs: values of the answer's distribution, not the answer's."""
-    x, w = inputs(torch.bfloat16)
+    x, w = inputs(evidence, torch.bfloat16)
     evidence.launch(rms_norm, torch.randn(TOKENS, HIDDEN).to(torch.bfloat16), w, fresh(TOKENS, HIDDEN))
-    assert evidence.carried(eager_rms_norm(x, w)) < _coverage.WORK_CARRIED_FLOOR
+    assert carried(evidence, eager_rms_norm(x, w)) < _coverage.WORK_CARRIED_FLOOR
 
 
 def every_pattern(out: torch.Tensor) -> None:
     out.view(torch.int16).copy_(torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16).view(out.shape))
 
 
-def test_a_launch_writing_every_bf16_value_carries_nothing(evidence: Evidence) -> None:
+def test_a_launch_writing_every_bf16_value_carries_nothing(evidence: EvidenceVault) -> None:
     """Every value of the dtype made by a launch holds the answer's and their neighbours alike: chance is 1."""
-    x, w = inputs(torch.bfloat16)
+    x, w = inputs(evidence, torch.bfloat16)
     evidence.launch(every_pattern, fresh(1 << 16))
-    assert evidence.carried(eager_rms_norm(x, w)) == 0.0
+    assert carried(evidence, eager_rms_norm(x, w)) == 0.0
 
 
 def copy_all(source: torch.Tensor, out: torch.Tensor) -> None:
     out.copy_(source)
 
 
-def test_a_launch_copying_an_eager_answer_into_a_scratch_carries_nothing(evidence: Evidence) -> None:
+def test_a_launch_copying_an_eager_answer_into_a_scratch_carries_nothing(evidence: EvidenceVault) -> None:
     """Values a launch copied from its other arguments were made elsewhere (``launch_copies``, ``COPY_TAINT``)."""
-    x, w = inputs(torch.bfloat16)
+    x, w = inputs(evidence, torch.bfloat16)
     answer = eager_rms_norm(x, w)
     evidence.launch(copy_all, answer, fresh(TOKENS, HIDDEN))
-    assert evidence.carried(answer) == 0.0
+    assert carried(evidence, answer) == 0.0
 
 
 def partial(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
     out.copy_(x @ w)
 
 
-def test_split_k_partials_summed_eagerly_carry_nothing(evidence: Evidence) -> None:
+def test_split_k_partials_summed_eagerly_carry_nothing(evidence: EvidenceVault) -> None:
     """An honest plan whose output eager code derives by a value-changing operator: its draws' carried share is ~0 (so
     only the bytes are judged, as before)."""
     x, w = torch.randn(TOKENS, 256), torch.randn(256, HIDDEN)
+    evidence.call(x, w)
     partials = fresh(4, TOKENS, HIDDEN, dtype=torch.float32)
     for k in range(4):
         evidence.launch(partial, x[:, 64 * k : 64 * (k + 1)], w[64 * k : 64 * (k + 1)], partials[k])
-    assert evidence.carried(partials.sum(0).to(torch.bfloat16)) < _coverage.WORK_SAMPLED_FLOOR
+    assert carried(evidence, partials.sum(0).to(torch.bfloat16)) < _coverage.WORK_SAMPLED_FLOOR
 
 
 def top_index(x: torch.Tensor, out: torch.Tensor) -> None:
     out.copy_(x.argmax(-1, keepdim=True).expand_as(out) % 4)
 
 
-def test_an_integer_output_of_few_values_is_not_judged(evidence: Evidence) -> None:
+def test_an_integer_output_of_few_values_is_not_judged(evidence: EvidenceVault) -> None:
     """Every value common: too few values say anything (0, as unjudged: the draws then judge the bytes alone)."""
     out = torch.empty(TOKENS, HIDDEN, dtype=torch.int64)
     evidence.launch(top_index, torch.randn(TOKENS, HIDDEN), out)
-    assert evidence.carried(out.clone()) == 0.0
+    assert carried(evidence, out.clone()) == 0.0
 
 
-def test_an_output_the_launch_wrote_is_carried_without_a_search(evidence: Evidence) -> None:
+def test_an_output_the_launch_wrote_is_carried_without_a_search(evidence: EvidenceVault) -> None:
     """Elements holding what a launch left there are carried as they are (their values are the launch's): no value is
     searched for, so an output its kernels wrote costs the evidence calls nothing more."""
-    x, w = inputs(torch.bfloat16)
+    x, w = inputs(evidence, torch.bfloat16)
     out = fresh(TOKENS, HIDDEN)
     evidence.launch(rms_norm, x, w, out)
     work = evidence.work(out)
     assert work["shares"] == [1.0] and work["carried"] == [1.0]
 
 
-def test_carrying_costs_an_evidence_call_little(evidence: Evidence) -> None:
+def test_carrying_costs_an_evidence_call_little(evidence: EvidenceVault) -> None:
     """The carried share's own time, once run() returned, on a bf16 output of 8192 elements (p36 at SMOKE)."""
-    x, w = inputs(torch.bfloat16)
+    x, w = inputs(evidence, torch.bfloat16)
     out = fresh(TOKENS, HIDDEN)
     evidence.launch(rms_norm, x, w, out)
     start = time.thread_time()
-    assert evidence.carried(out.clone()) > 0.95
+    assert carried(evidence, out.clone()) > 0.95
     assert time.thread_time() - start < 0.5

@@ -9,7 +9,6 @@ they ran."""
 
 from __future__ import annotations
 
-import _thread
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +16,9 @@ from typing import Any
 import pytest
 import torch
 
-from mkbsim.verifier import _control, _coverage, _provenance
-from mkbsim.verifier._provenance import gate, page_layout, provenance_lib, provenance_vault
-from mkbsim.verifier._vault import Registry
+from mkbsim.verifier import _coverage, _provenance
+from mkbsim.verifier._provenance import provenance_lib
+from tests.kits.evidence_vault import EvidenceVault, evidence_vault
 
 TOKENS, HIDDEN = 32, 64
 N = TOKENS * HIDDEN
@@ -27,24 +26,19 @@ N = TOKENS * HIDDEN
 
 @dataclass
 class Evidence:
-    control: _control.ControlPage
-    send: Any
-    registry: Registry
+    vault: EvidenceVault
     searched: list[int]  # calls of the windowed check's reversed windows (``held_runs``)
 
     def launch(self, kernel: Callable[..., Any], *args: Any) -> None:
-        self.send((0, kernel, "launch"))
-        self.registry.protect(gate, _send=self.send, _original=kernel, _count=True, _serial=_thread.RLock())(*args)
+        self.vault.launch(kernel, *args)
 
     def copied(self, out: torch.Tensor) -> float:
         """The output's copied share the vault wrote once run() returned."""
-        self.registry.protect(_provenance.report_result, _send=self.send)([out])
-        return self.control.report([N])["work"]["copied"][0]
+        return float(self.vault.work(out)["copied"][0])
 
 
 @pytest.fixture
 def evidence() -> Iterator[Evidence]:
-    torch.manual_seed(0)
     lib = provenance_lib(torch.device("cpu"))
     searched: list[int] = []
     flip = lib.flip
@@ -54,12 +48,9 @@ def evidence() -> Iterator[Evidence]:
         return flip(*args, **kwargs)
 
     lib.flip = counted
-    control = _control.ControlPage()
-    registry = Registry()
-    send = registry.open(provenance_vault, control.buf, lib, page_layout(), [torch.randperm(N)[:512]], [N], {})
-    control.begin_call(suppress=False, audit=False, evidence=True)
-    yield Evidence(control, send, registry, searched)
-    control.close()
+    for vault in evidence_vault(N, lib):
+        vault.call()
+        yield Evidence(vault, searched)
 
 
 def expert(x: torch.Tensor, w: torch.Tensor, rows: torch.Tensor, out: torch.Tensor) -> None:

@@ -319,7 +319,8 @@ def test_a_work_record_of_another_form_is_malformed(field: str, value: float) ->
         _control.put(page.buf, _control.WORK_MS, 0.01)
         _control.put(page.buf, _control.WORK_AFTER_MS, 0.0)
         assert page.report()["work"] == {
-            "bytes": 4096, "ms": 0.01, "shares": [0.5], "copied": [0.25], "carried": [0.75], "after_ms": 0.0
+            "bytes": 4096, "ms": 0.01, "shares": [0.5], "copied": [0.25], "carried": [0.75], "after_ms": 0.0,
+            "decoded": 0,
         }  # fmt: skip
     finally:
         page.close()

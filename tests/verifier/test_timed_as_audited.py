@@ -325,20 +325,29 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         ("clone_on_draws_scratch_on_timed_p36", ("WORK_SHARE",)),
         ("concatenated_halves_on_draws_scratch_on_timed_p36", ("WORK_SHARE",)),
         ("transposed_copy_on_sentinel_scratch_on_timed_p36", ("WORK_SHARE",)),
-        # the same launch copying an answer computed elsewhere: every byte changed, every element left (rt13 F1)
-        ("timed_copy_eager_answer_p36", ("COPIED_MARGIN",)),
-        ("timed_copy_probe_detector_p36", ("COPIED_MARGIN",)),
-        ("timed_copy_permuted_p36", ("COPIED_MARGIN",)),
-        ("timed_copy_half_p36", ("COPIED_MARGIN",)),
-        ("timed_copy_workspace_p36", ("COPIED_MARGIN",)),
+        # the same launch copying an answer computed elsewhere: every byte changed, every element left (rt13 F1); a copy
+        # is an identity map too, which the evidence calls' decode fit takes from the work since rt22 F1: both rules
+        ("timed_copy_eager_answer_p36", ("COPIED_MARGIN", "WORK_SHARE")),
+        ("timed_copy_probe_detector_p36", ("COPIED_MARGIN", "WORK_SHARE")),
+        ("timed_copy_permuted_p36", ("COPIED_MARGIN", "WORK_SHARE")),
+        ("timed_copy_half_p36", ("COPIED_MARGIN", "WORK_SHARE")),
+        ("timed_copy_workspace_p36", ("COPIED_MARGIN", "WORK_SHARE")),
         # the draws' own staging copy of a launch-made workspace, a copy through two workspaces, a copy into a buffer
-        # larger than the output or transposed, returned as a view (rt14 F2, F3)
-        ("timed_copy_staging_baseline_p36", ("COPIED_MARGIN",)),
-        ("timed_copy_two_stages_p36", ("COPIED_MARGIN",)),
-        ("timed_copy_oversized_buffer_p36", ("COPIED_MARGIN",)),
-        ("timed_copy_transposed_view_p36", ("COPIED_MARGIN",)),
+        # larger than the output or transposed, returned as a view (rt14 F2, F3); both rules likewise
+        ("timed_copy_staging_baseline_p36", ("COPIED_MARGIN", "WORK_SHARE")),
+        ("timed_copy_two_stages_p36", ("COPIED_MARGIN", "WORK_SHARE")),
+        ("timed_copy_oversized_buffer_p36", ("COPIED_MARGIN", "WORK_SHARE")),
+        ("timed_copy_transposed_view_p36", ("COPIED_MARGIN", "WORK_SHARE")),
         # the same launch on fewer rows of a floating output on the timed calls, just over half the draws' (rt14 F1)
         ("timed_share_halved_p36", ("FLOAT_SHARE_MARGIN",)),
+        # the same launch undoing a simple map of an answer computed elsewhere: twice it halved in place, a copy within
+        # its own buffer, a scratch argument mapped, its bits XORed back, an affine map through two launches (rt22 F1):
+        # every byte changed and every element left, until the evidence calls' decode fit took them from the work
+        ("evidence_decode_halved_in_place_p36", ("WORK_SHARE",)),
+        ("evidence_decode_second_half_copied_p36", ("WORK_SHARE",)),
+        ("evidence_decode_scratch_argument_p36", ("WORK_SHARE",)),
+        ("evidence_decode_bits_xored_in_place_p36", ("WORK_SHARE",)),
+        ("evidence_decode_affine_through_two_launches_p36", ("WORK_SHARE",)),
     ],
 )
 def test_each_rule_is_what_rejects_its_case(

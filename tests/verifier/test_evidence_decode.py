@@ -1,0 +1,281 @@
+"""The decode rule on the evidence calls (verifier README, "Timed calls run what the correctness draws checked", and
+red team rt22 F1): the elements a launch of an evidence call changes that a simple map of values present before the
+launch recovers are taken from its work (the bytes it changed, the outputs' shares it left), as a correctness draw's
+are from its credit. The provenance vault driven directly on an evidence call (no dispatch mode: only the gate and the
+harness's INPUTS and RESULT report), as in ``test_launch_copies.py``; a Python "kernel" behind a counted gate stands for
+native code.
+
+The operands there are the launch's tensor arguments as they were before it, the written one's own contents included
+(an in-place map, a copy within one buffer), less what earlier launches of the call made and left (an honest pipeline)
+and less the problem inputs' bytes as the harness gave them, and their lined-up casts (an honest elementwise kernel).
+Each hostile case here changes every byte of the output and leaves every element of it: before this rule its work was
+the draws' (share 1.0, checked against main)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+
+from mkbsim.verifier import _decode
+from mkbsim.verifier._provenance import provenance_lib
+from tests.kits.evidence_vault import EvidenceVault as Evidence
+from tests.kits.evidence_vault import evidence_vault
+
+ROWS, HIDDEN = 64, 128  # p36 at SMOKE
+N = ROWS * HIDDEN
+
+
+@pytest.fixture
+def evidence() -> Iterator[Evidence]:
+    yield from evidence_vault(N)
+
+
+def _inputs(rows: int = ROWS) -> tuple[torch.Tensor, torch.Tensor]:
+    x = (2 * torch.randn(rows, HIDDEN)).to(torch.bfloat16)
+    w = (1 + 0.1 * torch.randn(HIDDEN)).to(torch.bfloat16)
+    return x, w
+
+
+def _answer(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()).to(torch.bfloat16)
+
+
+def rms_norm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(_answer(x, w))
+
+
+def halve(out: torch.Tensor) -> None:
+    out.copy_(out.float() * 0.5)
+
+
+def test_an_honest_kernel_keeps_its_work(evidence: Evidence) -> None:
+    x, w = _inputs()
+    evidence.call(x, w)
+    out = torch.empty_like(x)
+    evidence.launch(rms_norm, x, w, out)
+    found = evidence.work(out)
+    assert found["shares"][0] > 0.98 and found["decoded"] == 0 and found["bytes"] > 0.9 * 2 * N
+
+
+def test_twice_the_answer_halved_in_place_is_no_work(evidence: Evidence) -> None:
+    """rt22 F1 (1): eager code writes twice the answer into the output, the launch halves it in place."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out = (_answer(x, w).float() * 2).to(torch.bfloat16)
+    evidence.launch(halve, out)
+    found = evidence.work(out)
+    assert found["shares"][0] < 0.05 and found["decoded"] > 0.9 * 2 * N * 0.7, found
+
+
+def test_larger_decoy_arguments_do_not_hide_an_in_place_map(evidence: Evidence) -> None:
+    """The fit takes the six largest operands (``DECODE_OPERANDS``): the argument's own contents stay among them."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out = (_answer(x, w).float() * 2).to(torch.bfloat16)
+    decoys = [torch.randn(2 * ROWS, HIDDEN) for _ in range(_decode.DECODE_OPERANDS)]
+    evidence.launch(lambda t, *rest: halve(t), out, *decoys)
+    assert evidence.work(out)["shares"][0] < 0.05
+
+
+def copy_down(buf: torch.Tensor) -> None:
+    rows = buf.shape[0] // 2
+    buf[:rows] = buf[rows:]
+
+
+def test_an_answer_copied_within_its_own_buffer_is_no_work(evidence: Evidence) -> None:
+    """rt22 F1 (2): the answer written into a buffer's second half, copied into its first half, which is returned."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    buf = torch.empty(2 * ROWS, HIDDEN, dtype=torch.bfloat16)
+    buf[ROWS:] = _answer(x, w)
+    evidence.launch(copy_down, buf)
+    found = evidence.work(buf[:ROWS])
+    assert found["shares"][0] < 0.05 and found["bytes"] < 0.05 * 2 * N, found
+
+
+def unscale(s: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(s * 0.5)
+
+
+def test_an_answer_mapped_from_a_separate_argument_is_no_work(evidence: Evidence) -> None:
+    """rt22 F1 (3): twice the answer (float32) in a scratch argument, mapped into the output."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out = torch.empty_like(x)
+    evidence.launch(unscale, _answer(x, w).float() * 2, out)
+    found = evidence.work(out)
+    assert found["shares"][0] < 0.05 and found["bytes"] < 0.05 * 2 * N, found
+
+
+def shift_down(s: torch.Tensor, w_: torch.Tensor) -> None:
+    w_.copy_(s - 1.0)
+
+
+def test_a_map_of_a_launch_s_withdrawn_work_is_no_work_either(evidence: Evidence) -> None:
+    """Two launches: the first maps an eager ``2 * answer + 1`` into a workspace (a map: withdrawn), the second halves
+    the workspace into the output. The workspace's bytes are no launch's work, so they are no earlier launch's output
+    that the second may map honestly: both are withdrawn."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out, workspace = torch.empty_like(x), torch.empty(ROWS, HIDDEN)
+    evidence.launch(shift_down, _answer(x, w).float() * 2 + 1, workspace)
+    evidence.launch(unscale, workspace, out)
+    found = evidence.work(out)
+    assert found["shares"][0] < 0.05 and found["bytes"] < 0.05 * (4 + 2) * N, found
+
+
+def decay(state: torch.Tensor, out: torch.Tensor) -> None:
+    state.mul_(0.5)
+    out.copy_(state.to(torch.bfloat16))
+
+
+def test_an_in_place_kernel_mapping_its_own_input_keeps_its_work(evidence: Evidence) -> None:
+    """An honest in-place update of an in-place problem input (a state decayed, a cache rescaled): a simple map of the
+    argument's own contents, which are the input's as the harness gave them. Reported as an ordinary eager tensor, the
+    same launch is withdrawn."""
+    state = torch.randn(ROWS, HIDDEN)
+    evidence.call(state, inplace=(0,))
+    out = torch.empty(ROWS, HIDDEN, dtype=torch.bfloat16)
+    evidence.launch(decay, state, out)
+    found = evidence.work(out)
+    assert found["shares"][0] > 0.98 and found["decoded"] == 0, found
+    evidence.call()  # the same, the state no input of the call's
+    state = torch.randn(ROWS, HIDDEN)
+    evidence.launch(decay, state, out)
+    assert evidence.work(out)["shares"][0] < 0.05
+
+
+def normalise_float(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
+    xf = x.float()
+    out.copy_(xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float())
+
+
+def cast(src: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(src.to(out.dtype))
+
+
+def test_a_launch_mapping_an_earlier_launch_s_output_keeps_its_work(evidence: Evidence) -> None:
+    """An honest pipeline: the first launch computes the RMSNorm in float32 into a workspace, the second casts it into
+    the output (a simple map of what the first launch left), then a third doubles it in place and a fourth halves it
+    back: each maps what a launch of the call made and left, and keeps its work."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out, workspace = torch.empty_like(x), torch.empty(ROWS, HIDDEN)
+    evidence.launch(normalise_float, x, w, workspace)
+    evidence.launch(cast, workspace, out)
+    evidence.launch(lambda t: t.mul_(2), out)
+    evidence.launch(halve, out)
+    found = evidence.work(out)
+    assert found["shares"][0] > 0.98 and found["decoded"] == 0, found
+
+
+def silu(src: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(torch.nn.functional.silu(src).to(out.dtype))
+
+
+def test_an_elementwise_kernel_of_an_input_or_its_eager_cast_keeps_its_work(evidence: Evidence) -> None:
+    """An honest elementwise kernel (a univariate map) of a problem input, of its float32 cast made eagerly, and of its
+    transpose made contiguous: the input's values as given, not eager-made ones."""
+    x, _ = _inputs()
+    evidence.call(x)
+    out = torch.empty_like(x)
+    evidence.launch(silu, x, out)
+    assert evidence.work(out)["decoded"] == 0
+    for source in (x.float(), x.t().contiguous().t()):
+        evidence.call(x)
+        out = torch.zeros_like(x)
+        evidence.launch(silu, source, out)
+        found = evidence.work(out)
+        assert found["shares"][0] > 0.98 and found["decoded"] == 0, found
+    evidence.call(x)  # the same kernel over an eager answer it only decodes
+    out = torch.zeros_like(x)
+    evidence.launch(silu, (x.float() * 3).exp(), out)
+    assert evidence.work(out)["shares"][0] < 0.05
+
+
+def test_an_answer_parked_in_an_input_then_restored_is_no_input(evidence: Evidence) -> None:
+    """Eager code writes twice the answer over a problem input, the launch halves it into the output, eager code puts
+    the input back before run() returns (the input-mutation check sees nothing): the input's bytes are judged as they
+    were at the launch, against the digests taken when the call started."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    kept = x.clone()
+    x.copy_((_answer(kept, w).float() * 2).to(torch.bfloat16))
+    out = torch.empty_like(x)
+    evidence.launch(unscale, x, out)
+    x.copy_(kept)
+    assert evidence.work(out)["shares"][0] < 0.05
+
+
+def test_memory_a_reused_block_held_is_no_map_of_an_honest_kernel(evidence: Evidence) -> None:
+    """The output's memory holds the previous call's output (a block the allocator hands back, a kept buffer): the
+    written argument's own contents before the launch are among the operands, and an honest kernel's output of fresh
+    inputs is no simple map of them."""
+    out = torch.empty(ROWS, HIDDEN, dtype=torch.bfloat16)
+    for _ in range(3):
+        x, w = _inputs()
+        evidence.call(x, w)
+        evidence.launch(rms_norm, x, w, out)
+        found = evidence.work(out)
+        assert found["shares"][0] > 0.98 and found["decoded"] == 0, found
+
+
+def test_a_halving_in_launches_of_few_elements_is_pooled(evidence: Evidence) -> None:
+    """Each launch halves fewer elements than the rule's minimum (``DECODE_MIN_ELEMENTS``): pooled by storage."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out = (_answer(x, w).float() * 2).to(torch.bfloat16)
+    flat = out.view(-1)
+
+    def halve_few(part: torch.Tensor) -> None:
+        part.copy_(part.float() * 0.5)
+
+    step = _decode.DECODE_MIN_ELEMENTS - 1
+    for start in range(0, N, step):
+        evidence.launch(halve_few, flat[start : start + step])
+    assert evidence.work(out)["shares"][0] < 0.05
+
+
+def test_a_raise_inside_the_fit_withdraws_the_launch_s_work() -> None:
+    """Fails closed, as ``unjudged`` does on a draw: a raise is the submission's to cause."""
+    lib = provenance_lib(torch.device("cpu"))
+
+    def raising(*args: Any) -> Any:
+        raise RecursionError("lowered")
+
+    lib.decoded = raising
+    for evidence in evidence_vault(N, lib):
+        x, w = _inputs()
+        evidence.call(x, w)
+        out = torch.empty_like(x)
+        evidence.launch(rms_norm, x, w, out)
+        found = evidence.work(out)
+        assert found["shares"] == [0.0] and found["bytes"] == 0 and found["decoded"] > 0.7 * 2 * N, found
+
+
+@pytest.mark.parametrize("honest", [True, False], ids=["honest", "halved"])
+def test_at_production_size(honest: bool) -> None:
+    """p36 at PRODUCTION (65,536 rows of 128, bf16): the honest kernel keeps its work, the halving does not; the
+    vault's time on the call (its decode fit of 8.4M changed elements included) stays within seconds."""
+    rows = 65536
+    for evidence in evidence_vault(rows * HIDDEN):
+        x, w = _inputs(rows)
+        evidence.call(x, w)
+        start = time.perf_counter()
+        if honest:
+            out = torch.empty_like(x)
+            evidence.launch(rms_norm, x, w, out)
+        else:
+            out = (_answer(x, w).float() * 2).to(torch.bfloat16)
+            evidence.launch(halve, out)
+        found = evidence.work(out)
+        assert time.perf_counter() - start < 60
+        if honest:
+            assert found["shares"][0] > 0.98 and found["decoded"] == 0, found
+        else:
+            assert found["shares"][0] < 0.05, found
