@@ -25,13 +25,21 @@ from pathlib import Path
 from mkbsim.verifier import VerifierSession
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _named(path: Path) -> str:
+    """The problem a case's ``# problem:`` header names (p36 without one), as ``test_honest.py`` reads it."""
+    found = re.search(r"^# problem: (p\d+)$", path.read_text(), re.M)
+    return found.group(1) if found else "p36"
+
+
 EXAMPLES = ROOT / "examples" / "submissions"
 ADVERSARIAL = ROOT / "tests" / "verifier" / "adversarial"
 CASES = [
     (EXAMPLES / "p36_rmsnorm_tirx.py", "p36"),
     (EXAMPLES / "p28_fused_add_rmsnorm_tirx.py", "p28"),
     (EXAMPLES / "p25_kv_block_copy_tirx.py", "p25"),
-    *((p, "p36") for p in sorted((ROOT / "tests" / "verifier" / "honest").glob("*.py"))),
+    *((p, _named(p)) for p in sorted((ROOT / "tests" / "verifier" / "honest").glob("*.py"))),
 ]
 #: The same kernel doing less work when not audited: fewer repeats (the DSL-time rule), no rows, one row, a loop
 #: bound read from the data, a scratch output, an overwritten result (the work rule).
@@ -48,7 +56,9 @@ def _problem(path: Path) -> str:
 
 
 def _work_ratio(report: object) -> float | None:
-    ratios = [r for r in (getattr(report, "details", {}).get("timed_work") or {}).get("ratios", []) if r is not None]
+    """The least of the work ratios the rule judged (an output share under its floor on the draws is not)."""
+    work = getattr(report, "details", {}).get("timed_work") or {}
+    ratios = [work["ratios"][k] for k in work.get("judged", []) if work["ratios"][k] is not None]
     return min(ratios) if ratios else None
 
 

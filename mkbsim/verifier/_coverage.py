@@ -348,6 +348,7 @@ def work_check(
         return max(WORK_SHARE * draws[k], draws[k] - FLOAT_SHARE_MARGIN) if close else WORK_SHARE * draws[k]
 
     found["required"] = [least(k) for k in range(len(draws))]
+    found["judged"] = judged  # the measures (indices of ``ratios``) the rule holds to ``required``
     short = [k for k in judged if calls[k] < least(k)]
     if not short:
         return found, None

@@ -169,7 +169,7 @@ def test_an_honest_kernel_s_launches_are_timed_alike(cpu_session: VerifierSessio
     assert kernels == {"draw_signatures": [1] * 5, "shared_by_all_draws": 1, "timed_calls_missing_them": 0}
     assert all(ms > 0 for ms in dsl["audited_ms"]) and dsl["ratio"] >= _coverage.DSL_TIME_SHARE["cpu"]
     work = report.details["timed_work"]  # every byte of the output written on the draws and the evidence calls
-    assert work["draws_output_shares"] == [1.0] and min(work["ratios"]) >= 0.8
+    assert work["draws_output_shares"] == [1.0] and min(work["ratios"][k] for k in work["judged"]) >= 0.8
     shape = report.details["shape"]  # a bf16 output: 2 bytes an element, nearly every one changed
     assert work["draws_bytes"] >= 0.9 * 2 * shape["batch_size"] * shape["hidden_size"]
     evidence = report.details["evidence_calls"]
