@@ -155,7 +155,7 @@ def test_split_k_partials_summed_eagerly_carry_nothing(evidence: EvidenceVault) 
     partials = fresh(4, TOKENS, HIDDEN, dtype=torch.float32)
     for k in range(4):
         evidence.launch(partial, x[:, 64 * k : 64 * (k + 1)], w[64 * k : 64 * (k + 1)], partials[k])
-    assert carried(evidence, partials.sum(0).to(torch.bfloat16)) < _coverage.WORK_SAMPLED_FLOOR
+    assert carried(evidence, partials.sum(0).to(torch.bfloat16)) < _coverage.WORK_CARRIED_FLOOR  # not judged
 
 
 def top_index(x: torch.Tensor, out: torch.Tensor) -> None:
