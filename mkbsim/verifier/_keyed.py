@@ -193,8 +193,9 @@ def _explained(d: Any, residual: Any, fixed: Any, relative: float, tolerance: fl
         if table is None:
             continue
         checked, target = x[half : 2 * half], r[half : 2 * half]
-        held = _held(d, _interpolated(d, table, checked), target, relative, tolerance)
-        chance = _held(d, _interpolated(d, table, d.roll(checked, 1)), target, relative, tolerance)
+        # a flat ``tolerance`` (not the table's terms: a residual is a difference or ratio of two draws' values)
+        held = _held(d, _flat(d, _interpolated(d, table, checked)), target, relative, tolerance)
+        chance = _held(d, _flat(d, _interpolated(d, table, d.roll(checked, 1))), target, relative, tolerance)
         if _score(d, held, chance) >= d.share:
             return True
     return False
@@ -211,3 +212,8 @@ def _scored(d: Any, held: Any, chance: Any, name: str) -> Any:
     if by_chance > d.keyed_chance:
         return None
     return (share - by_chance) / (1.0 - by_chance), name
+
+
+def _flat(d: Any, mapped: Any) -> Any:
+    """A map's values with a unit magnitude of terms: ``_held``'s absolute tolerance taken as is."""
+    return mapped[0], d.ones_like(mapped[0])

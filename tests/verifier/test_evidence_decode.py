@@ -198,6 +198,41 @@ def test_an_elementwise_kernel_of_an_input_or_its_eager_cast_keeps_its_work(evid
     assert evidence.work(out)["shares"][0] < 0.05
 
 
+def halve_and_pad(buf: torch.Tensor) -> None:
+    """Halves the first ``ROWS`` rows in place, writes huge values of no operand's into the rest."""
+    buf[:ROWS] = buf[:ROWS].float() * 0.5
+    pad = buf[ROWS:]
+    index = torch.arange(pad.numel(), dtype=torch.float64).reshape(pad.shape)
+    pad.copy_((torch.sin(index * 12.9898) * 43758.5453 % 1.0 - 0.5) * 1e30)
+
+
+def test_huge_values_written_beside_the_answer_do_not_widen_the_map_s_tolerance(evidence: Evidence) -> None:
+    """Twice the answer halved in place, and beside it (in the same buffer, not returned) a sixteenth of huge values
+    no map of the operands makes: an absolute tolerance from the sample's largest magnitude held nearly every answer
+    element by chance too, and the map (missing only the padding) scored nothing beyond chance. The tolerance is
+    the map's own terms at each element, and the answer is still decoded."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    buf = torch.zeros(ROWS + ROWS // 16, HIDDEN, dtype=torch.bfloat16)
+    buf[:ROWS] = (_answer(x, w).float() * 2).to(torch.bfloat16)
+    evidence.launch(halve_and_pad, buf)
+    found = evidence.work(buf[:ROWS])
+    assert found["shares"][0] < 0.05 and found["decoded"] > 0.9 * 2 * N * 0.7 and found["bytes"] < 2 * N // 8, found
+
+
+def test_a_heavy_tailed_eager_answer_under_an_elementwise_kernel_is_decoded_at_every_seed() -> None:
+    """The same elementwise kernel over an eager answer's exp (values over twenty decades): with the tolerance taken
+    from the sample's largest magnitude, 1 seed in 80 or so scored under the decode's share (the luck of the few
+    elements that tolerance did not hold by chance)."""
+    for _ in range(40):
+        for evidence in evidence_vault(N):
+            x, _ = _inputs()
+            evidence.call(x)
+            out = torch.zeros_like(x)
+            evidence.launch(silu, (x.float() * 3).exp(), out)
+            assert evidence.work(out)["shares"][0] < 0.05
+
+
 def test_an_answer_parked_in_an_input_then_restored_is_no_input(evidence: Evidence) -> None:
     """Eager code writes twice the answer over a problem input, the launch halves it into the output, eager code puts
     the input back before run() returns (the input-mutation check sees nothing): the input's bytes are judged as they

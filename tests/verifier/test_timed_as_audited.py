@@ -338,7 +338,7 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         ("timed_copy_two_stages_p36", ("COPIED_MARGIN", "WORK_SHARE")),
         ("timed_copy_oversized_buffer_p36", ("COPIED_MARGIN", "WORK_SHARE")),
         ("timed_copy_transposed_view_p36", ("COPIED_MARGIN", "WORK_SHARE")),
-        # the same launch on fewer rows of a floating output on the timed calls, just over half the draws' (rt14 F1)
+        # the same launch on fewer rows of a floating output on the timed calls, two thirds of the draws' (rt14 F1)
         ("timed_share_halved_p36", ("FLOAT_SHARE_MARGIN",)),
         # the same launch undoing a simple map of an answer computed elsewhere: twice it halved in place, a copy within
         # its own buffer, a scratch argument mapped, its bits XORed back, an affine map through two launches (rt22 F1):

@@ -1,8 +1,9 @@
 """Red team rt14 F1 on p36: the kernel does 90% of the rows on the correctness draws (a dispatch mode is active) and
-half of them on every timed call, eager code the rest: the same launch, arguments of the same shapes, a loop bound
-told by a number. Its timed calls change 0.56 of the draws' bytes and leave 0.56 of their share of the output, over
-``_coverage.WORK_SHARE``; the output is bfloat16, so its share must stay within ``FLOAT_SHARE_MARGIN`` of the draws'
-as well, which rejects it."""
+60% of them on every timed call, eager code the rest: the same launch, arguments of the same shapes, a loop bound
+told by a number. Its timed calls change two thirds of the draws' bytes and leave two thirds of their share of the
+output, over ``_coverage.WORK_SHARE`` by more than the shares' sampling noise (at half, 50 of 90 rows, the sampled
+share fell under it by seed); the output is bfloat16, so its share must stay within ``FLOAT_SHARE_MARGIN`` of the
+draws' as well, which rejects it."""
 
 # expect: decorative_dsl
 # problem: p36
@@ -34,7 +35,7 @@ def run(hidden_states, weight):
     inv_rms = torch.rsqrt(hidden_states.float().pow(2).mean(dim=-1) + EPS)
     out = torch.empty_like(hidden_states)
     rows = hidden_states.shape[0]
-    todo = (rows * 90 + 99) // 100 if audited else (rows * 50 + 99) // 100
+    todo = (rows * 90 + 99) // 100 if audited else (rows * 60 + 99) // 100
     out[todo:] = (hidden_states[todo:].float() * inv_rms[todo:, None] * weight.float()).to(hidden_states.dtype)
     _scale_rows(hidden_states, inv_rms, weight, out, todo)
     return out
