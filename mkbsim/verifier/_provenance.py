@@ -782,9 +782,18 @@ def provenance_vault(
         whole = storage_bytes(t)
         start = storage_of(t)
         end = start + lib.numel(whole)
-        if end <= start or lib.any(r[0] <= start and end <= r[1] for r in memory):
+        if end <= start:
             return False
         overlapping = [r for r in memory if r[0] < end and start < r[1]]
+        # a record whose storage's memory moved since (``StorageBase.resize_`` copies it to a new block, and frees the
+        # old one for the allocator to hand out again): its view no longer reaches those bytes, and slicing it raised
+        # inside the submission's next operator; dropped, its storage's new bytes are memory no record holds
+        moved = [r for r in overlapping if lib.data_ptr(r[2]) != r[0]]
+        if moved:
+            memory[:] = [r for r in memory if not lib.any(r is m for m in moved)]
+            overlapping = [r for r in overlapping if not lib.any(r is m for m in moved)]
+        if lib.any(r[0] <= start and end <= r[1] for r in overlapping):
+            return False
         if not overlapping and lo <= start and end <= hi:
             pass  # written whole
         elif not overlapping and hi <= lo:
