@@ -36,9 +36,19 @@ TOLERANCE = 0.25
 NOISE_SIGMAS = 4.0
 FLOOR_MS = 0.01
 #: The calls' unexplained time at this quantile may exceed the median's limit by this many of the null calls'
-#: deviations (1.4826 MAD): under-reporting a share of the calls shows there even when it leaves the median.
+#: deviations (1.4826 MAD): under-reporting a share of the calls shows there even when it leaves the median ...
 UPPER_QUANTILE = 0.75
 QUANTILE_SIGMAS = 3.0
+#: ... or by the null calls' own rise from their median to this quantile, if more: on a loaded VM the CPU clock runs
+#: on while the host deschedules the virtual core, so a quarter to a third of the calls, null calls alike, cost 0.1-0.4
+#: ms more (the p36 example under 3 busy loops: null calls 0.21 ms, 24-36% of them 0.29-0.59; its timed calls' excess
+#: 0.196-0.198 ms at the quartile, 0.12-0.19 allowed by the deviations, which the spike-free majority keeps small:
+#: an honest kernel failed as tampered in about 1 verification of 40 there, and in the suite). A timed call is longer
+#: than a null call, so more of them meet a spike: their quartile is in the spikes where the null calls' is not yet,
+#: and the null calls' rise is read higher, where the spikes are whenever a tenth of the calls meet one. The calling
+#: thread of a null call runs the harness's steps only, and threads beside it are bounded (``NULL_OTHERS_MS``): the
+#: submission cannot widen this rise.
+NULL_SPIKE_QUANTILE = 0.9
 #: Taking the null calls' overhead off a call is precise to this share of the overhead: a load spike in
 #: CI once cost the null calls 9.6 ms of CPU each and left an honest 0.1 ms call at -0.1 ms.
 HARNESS_PRECISION = 0.05
@@ -199,6 +209,7 @@ def cross_check(
     median_reported = float(statistics.median(reported))
     limit = TOLERANCE * median_reported + NOISE_SIGMAS * noise + FLOOR_MS
     upper = _quantile(excess, UPPER_QUANTILE)
+    null_rise = _quantile(null_over, NULL_SPIKE_QUANTILE) - harness
     out.update(
         method=method,
         harness_ms=harness,
@@ -207,7 +218,7 @@ def cross_check(
         excess_median_ms=float(statistics.median(excess)),
         excess_limit_ms=limit,
         excess_upper_ms=upper,
-        excess_upper_limit_ms=limit + QUANTILE_SIGMAS * 1.4826 * spread,
+        excess_upper_limit_ms=limit + max(QUANTILE_SIGMAS * 1.4826 * spread, null_rise),
         trusted_estimate_ms=median_reported + float(statistics.median(excess)),
     )
     # the null calls cost more than the submission's, beyond the two medians' noise and the subtraction's

@@ -214,6 +214,32 @@ def test_honest_calls_whose_wall_time_waited_for_a_busy_core_pass() -> None:
     assert check["tampered"] is None and check["excess_upper_ms"] <= 0.001
 
 
+def _stolen(kernel_ms: float, n: int, every: int = 3) -> list[Trusted]:
+    """Calls on a loaded VM: every ``every``-th one's CPU clock ran on 0.1-0.4 ms while the host held its core."""
+    cpu = [
+        kernel_ms + HARNESS_MS + (0.1 + 0.3 * (i % 7) / 6 if i % every == 0 else 0.004 * (i % 3 - 1)) for i in range(n)
+    ]
+    return [Trusted(round_trip_ms=c + 0.05, cpu_ms=c, idle_cpu_ms=0.0) for c in cpu]
+
+
+def test_honest_calls_whose_cpu_clock_ran_on_while_the_host_held_the_core_pass() -> None:
+    """A fifth of the null calls and two fifths of the timed calls (longer: more of them meet a spike) cost 0.1-0.4 ms
+    more CPU: the timed calls' upper quartile is measured against the null calls' own spikes, which the submission
+    cannot widen (their calling thread runs the harness only)."""
+    reported = [0.1] * 50
+    calls = _stolen(0.1, 50, every=2)[:20] + _stolen(0.1, 30, every=3)
+    nulls = _stolen(0.01, 25, every=5)
+    check = cross_check(reported, calls, [0.01] * 25, nulls, "cpu")
+    assert check["tampered"] is None, check
+    old_allowance = check["excess_limit_ms"] + 3.0 * 1.4826 * check["harness_mad_ms"]
+    assert check["excess_upper_ms"] > old_allowance  # the deviations alone failed it
+    # a third of the same calls under-reported (a hundredth of a 1 ms kernel): caught all the same (with the spikes
+    # among the honest two thirds, by the median too)
+    forged = [Trusted(c.round_trip_ms + 1.0, c.cpu_ms + 1.0, 0.0) for c in calls]
+    check = cross_check([0.01 if i % 3 == 0 else 1.0 for i in range(50)], forged, [0.01] * 25, nulls, "cpu")
+    assert check["tampered"], check
+
+
 def _threaded(kernel_ms: float, n: int, beside_ms: float) -> list[Trusted]:
     """Calls whose thread spent ``kernel_ms`` (and the harness's time) while threads beside it spent ``beside_ms``."""
     own = [kernel_ms + HARNESS_MS + 0.004 * (i % 3 - 1) for i in range(n)]
