@@ -194,8 +194,8 @@ def _explained(d: Any, residual: Any, fixed: Any, relative: float, tolerance: fl
             continue
         checked, target = x[half : 2 * half], r[half : 2 * half]
         # a flat ``tolerance`` (not the table's terms: a residual is a difference or ratio of two draws' values)
-        held = _held(d, _flat(d, _interpolated(d, table, checked)), target, relative, tolerance)
-        chance = _held(d, _flat(d, _interpolated(d, table, d.roll(checked, 1))), target, relative, tolerance)
+        held = _held(d, _flat(d, _interpolated(d, table, checked)), target, relative, (tolerance, 1.0))
+        chance = _held(d, _flat(d, _interpolated(d, table, d.roll(checked, 1))), target, relative, (tolerance, 1.0))
         if _score(d, held, chance) >= d.share:
             return True
     return False
