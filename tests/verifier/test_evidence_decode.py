@@ -233,6 +233,43 @@ def test_a_heavy_tailed_eager_answer_under_an_elementwise_kernel_is_decoded_at_e
             assert evidence.work(out)["shares"][0] < 0.05
 
 
+def normalise_rows(x: torch.Tensor, ws: torch.Tensor) -> None:
+    xf = x.float()
+    ws.copy_(xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+def test_an_eager_step_between_two_launches_derives_from_the_first(evidence: Evidence) -> None:
+    """Red team rt23 FP1, out of place: the first launch normalises the rows into a workspace, eager code multiplies
+    it by the weight (a new tensor), the second launch casts that into the output. The multiplied workspace is a map
+    of what the first launch made and of a problem input: derived from the DSL's work, as the draws' flow credits it,
+    and the cast keeps its work (it was withdrawn as a cast of an eager answer)."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    ws, out = torch.empty(ROWS, HIDDEN), torch.empty_like(x)
+    evidence.launch(normalise_rows, x, ws)
+    scaled = ws * w.float()
+    evidence.launch(cast, scaled, out)
+    found = evidence.work(out)
+    assert found["shares"][0] > 0.98 and found["decoded"] == 0, found
+
+
+def test_an_eager_answer_of_wide_rows_beside_a_launch_copying_an_input_is_no_derivation() -> None:
+    """Over rows of 4096 each row's RMSNorm scale varies ~1%, so the eager answer is within the fit's tolerance of one
+    global map of the input and the weight: a first launch copying the input (launch-made values) must not make twice
+    the answer, halved by the second launch, a derivation from the launches."""
+    rows, hidden = 16, 4096
+    for evidence in evidence_vault(rows * hidden):
+        x = (2 * torch.randn(rows, hidden)).to(torch.bfloat16)
+        w = (1 + 0.1 * torch.randn(hidden)).to(torch.bfloat16)
+        evidence.call(x, w)
+        copied, out = torch.empty_like(x), torch.empty_like(x)
+        evidence.launch(cast, x, copied)
+        twice = (_answer(copied, w).float() * 2).to(torch.bfloat16)  # bfloat16: the fit's loosest tolerance
+        evidence.launch(unscale, twice, out)
+        found = evidence.work(out)
+        assert found["shares"][0] < 0.05, found
+
+
 def test_an_answer_parked_in_an_input_then_restored_is_no_input(evidence: Evidence) -> None:
     """Eager code writes twice the answer over a problem input, the launch halves it into the output, eager code puts
     the input back before run() returns (the input-mutation check sees nothing): the input's bytes are judged as they
