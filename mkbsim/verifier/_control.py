@@ -58,9 +58,6 @@ DSL_ACK = (88, "<Q")  # gate vault: the nonce of the last call whose DSL time it
 #: Gate vault, with DSL_MS: the call's distinct launch signatures (kernel and argument shapes), as numbers
 #: the vault assigns in order of first appearance: a count, then that many little-endian u32.
 SIGNATURES = (96, 64)  # offset, capacity (signatures beyond it are not listed)
-#: Gate vault, on every call: the bytes its counted launches' tensor arguments spanned, summed over the launches
-#: (the verifier zeroes it); a scored call's against the evidence calls' (``_judge.scored_footprint``)
-FOOTPRINT = (160, "<Q")
 #: Gate vault, on an evidence call or a correctness draw, once run() returned (``_provenance``, "work"): the bytes
 #: the call's launches changed in their tensor arguments, the vault's own time spent measuring it (cpu: its
 #: thread's CPU time; cuda: host time inside the call), and each returned output's share of elements that still
@@ -83,13 +80,19 @@ WORK_DECODED = (712, "<Q")
 #: are among those the call's launches made, wherever the output's memory came from (``_provenance.carried_share``:
 #: a launch's result eager code copied): a count, then that many little-endian f64.
 WORK_CARRIED = (728, 16)  # offset, capacity, as WORK_SHARES (past END_THREAD_CPU, a block field)
+#: Gate vault, on every call: the bytes its counted launches' tensor arguments spanned, summed over the launches
+#: (the verifier zeroes it); a scored call's against the evidence calls' (``_judge.scored_footprint``)
+FOOTPRINT = (864, "<Q")
+#: Timer vault: the process's CPU clock over the call, from START to STOP's arrival (ms): every thread's work inside
+#: the call, which a busy machine does not stretch (``_judge.scored_host_time``)
+CALL_CPU_MS = (872, "<d")
 NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
-#: The per-call fields a block's slot holds (the header up to the end of WORK_SHARES), less the guards'
+#: The per-call fields a block's slot holds (the header up to the end of CALL_CPU_MS), less the guards'
 #: cumulative VIOLATION_COUNT, which the slots never touch.
 PER_CALL = (
     (0, VIOLATION_COUNT[0]), (VIOLATION_COUNT[0] + 8, WORK_AFTER_MS[0] + 8),
     (WORK_COPIED[0], WORK_DECODED[0] + 8),
-    (WORK_CARRIED[0], WORK_CARRIED[0] + 8 + 8 * WORK_CARRIED[1]),
+    (WORK_CARRIED[0], CALL_CPU_MS[0] + 8),
 )  # fmt: skip
 #: Block fields (outside PER_CALL). Verifier: the block's calls (0: no block), the next slot (0), and the block's
 #: own nonce, the one its answer is signed for (``_channel.answer_signer``); timer vault: the next slot to load,
@@ -247,13 +250,14 @@ class ControlPage:
             "acked": get(self.buf, ACK, base) == nonce,
             "ms": get(self.buf, CALL_MS, base),
             "host_ms": get(self.buf, HOST_MS, base),
+            "cpu_ms": get(self.buf, CALL_CPU_MS, base),
             "pending_ms": get(self.buf, PENDING_MS, base),
             "dsl_ms": get(self.buf, DSL_MS, base) if dsl_acked else None,
             "signatures": self._signatures(base) if dsl_acked else None,
             "records": None,
             "work": self._work(base) if get(self.buf, WORK_ACK, base) == nonce else None,
         }
-        _schema.times(found, ("ms", "host_ms", "pending_ms", "dsl_ms"))
+        _schema.times(found, ("ms", "host_ms", "cpu_ms", "pending_ms", "dsl_ms"))
         if found["work"] is not None:
             _schema.work(found["work"])
         if get(self.buf, RECORDS_FLAG, base) == nonce:

@@ -55,6 +55,21 @@ SCORED_DSL_SHARE = 0.75
 #: watched cost (~2.3 times the scored): it costs the scored calls more than it frees.
 SCORED_COLD_START = 1.5
 SCORED_DSL_SLACK_MS = 0.02
+#: cpu, ``scored_host_time``: the share of the scored calls' own CPU time (less the null calls') their host work may
+#: take beyond what the draws' eager operators took and the allowances below. An eager answer made only where the
+#: draws cannot see it (red team rt23 F1-F8: keyed, permuted, packed, byte planes, small pieces; every encoding) costs
+#: its operators' time on every scored call: 0.9 of the call at PRODUCTION on p36 (F1). An honest call's host work is
+#: the draws' operators, the gate's cost a launch and its Python.
+HOST_SHARE = 0.25
+#: ...and the absolute part of the allowance: the harness's and the gate's cost beyond the null calls' (0.2-0.4 ms a
+#: call at SMOKE on the 2-core VM, 2026-12-04), a call's Python, and the noise of medians under load. Below a few ms
+#: an eager answer costs less than this and the rule does not see it (SMOKE: the hacks' 0.06-0.11 ms over the honest
+#: twin); the study's figures are PRODUCTION's.
+HOST_FLOOR_MS = 1.0
+HOST_LAUNCH_MS = 0.1  # per launch the scored calls make: the gate's cost outside the launch, beyond the floor
+#: The draws' eager operators' CPU time, times this: the same operators run on a scored call, in caches the vault's
+#: work between them on a draw left colder (so no faster there), plus their dispatch from Python.
+HOST_EAGER_SLACK = 1.5
 
 
 @dataclass(frozen=True)
@@ -296,6 +311,50 @@ def scored_dsl_floor(
     cold_start = min(SCORED_DSL_SLACK_MS, SCORED_COLD_START * per_launch)
     slack = shared_launches(scored_launches, evidence_launches) * cold_start
     return SCORED_DSL_SHARE * statistics.median(evidence_dsl_ms) - slack
+
+
+@dataclass(frozen=True)
+class HostTime:
+    """cpu: the scored calls' host work, beside what the draws' eager operators took (``scored_host_time``), ms."""
+
+    own_ms: float  # the scored calls' median CPU time less their DSL launches', less the null calls' median
+    draws_eager_ms: float  # the draws' eager operators' own runs, median over the draws
+    allowed_ms: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"own_ms": self.own_ms, "draws_eager_ms": self.draws_eager_ms, "allowed_ms": self.allowed_ms}
+
+
+def scored_host_time(
+    scored_cpu_ms: Sequence[float],
+    scored_dsl_ms: Sequence[float],
+    null_cpu_ms: Sequence[float],
+    draws_eager_ms: Sequence[float],
+    scored_launches: Sequence[int],
+) -> tuple[HostTime | None, Failure | None]:
+    """cpu: the scored calls' CPU time outside their DSL launches (the timer vault's process clock over each call,
+    less the launches' own: every thread's host work inside the call), less the harness's (the null calls'), against
+    the eager operators' own time on the correctness draws. The draws see every eager operator; the scored calls
+    only their time: an answer made eagerly where no draw sees it, in whatever encoding a launch then undoes, is
+    host work the draws did not do."""
+    if not scored_cpu_ms or not null_cpu_ms or not draws_eager_ms or len(scored_cpu_ms) != len(scored_dsl_ms):
+        return None, None
+    harness = statistics.median(null_cpu_ms)
+    spent = statistics.median(scored_cpu_ms) - harness  # the call's own cost, the harness's taken off
+    own = statistics.median(c - d for c, d in zip(scored_cpu_ms, scored_dsl_ms, strict=True)) - harness
+    eager = statistics.median(draws_eager_ms)
+    launches = statistics.median(scored_launches) if scored_launches else 0.0
+    allowed = HOST_EAGER_SLACK * eager + HOST_FLOOR_MS + HOST_LAUNCH_MS * launches + HOST_SHARE * spent
+    found = HostTime(own, eager, allowed)
+    if own <= allowed:
+        return found, None
+    return found, Failure(
+        "decorative_dsl",
+        f"The timed calls spent {own:.3g} ms per call (median, CPU) on host work outside their DSL launches; on the "
+        f"correctness draws the eager operators took {eager:.3g} ms (at most {allowed:.3g} ms allowed): run() "
+        "computes eagerly on the calls it guesses are not checked. Run the same work on every call.",
+        measured=True,
+    )
 
 
 def shared_launches(scored_launches: Sequence[int], evidence_launches: Sequence[int]) -> float:

@@ -23,7 +23,10 @@ Resolved = tuple[str, Any, Any]
 def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
     """The keyword defaults of the provenance mode's ``_provenance.dispatch`` besides its vault's ``send``,
     bound now: the operator resolver (protected by ``registry``), the mode stack's push and pop, the backend
-    key a custom operator is redispatched to and the dispatcher's redispatch."""
+    key a custom operator is redispatched to, the dispatcher's redispatch, and the process's CPU clock an operator's
+    run is timed by (the scored calls' host time is judged against it: ``_judge.scored_host_time``)."""
+    import time
+
     import torch
 
     key = torch._C.DispatchKey.CUDA if device.type == "cuda" else torch._C.DispatchKey.CPU
@@ -33,6 +36,7 @@ def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
         "_pop": torch._C._pop_torch_dispatch_stack,
         "_backend": torch._C.DispatchKeySet(key),
         "_redispatch": torch._C._DispatchOperatorHandle.redispatch_boxed,
+        "_clock": time.process_time_ns,
     }
 
 

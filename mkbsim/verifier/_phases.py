@@ -25,6 +25,7 @@ from mkbsim.verifier._judge import (
     scored_dsl_floor,
     scored_dsl_time,
     scored_footprint,
+    scored_host_time,
     scored_launches,
     scored_time,
     scored_time_floor,
@@ -419,7 +420,8 @@ def timing(v: Verification) -> Failure | None:
     recheck = set(rng.sample(checked, rechecked_count(len(checked), p.rechecked_timed_calls)))
     v.details["timing_rechecks"] = []
     anchors_before = v.phases.get("anchors_s", 0.0)
-    kept = ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "footprints", "dsl_ms", "null_ms")
+    kept = ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "footprints", "dsl_ms", "null_ms",
+            "cpu_ms", "null_cpu_ms")  # fmt: skip
     t = v.timing = {k: [] for k in kept}
     t["evidence"] = {k: [] for k in ("ms", "launches", "footprints", "dsl_ms", "signatures", "trusted", "work")}
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
@@ -467,6 +469,7 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     page, reply = answer.page, answer.reply
     if call.kind == "null":
         t["null_ms"].append(page["ms"])
+        t["null_cpu_ms"].append(page["cpu_ms"])
         t["null_trusted"].append(answer.trusted)
         t["null_pending"].append(page["pending_ms"])
         return None, k
@@ -504,6 +507,7 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     t["launches_per_call"].append(page["launches"])
     t["footprints"].append(page["footprint"])
     t["dsl_ms"].append(page["dsl_ms"])  # cpu: the vault times every call's launches (``_judge.scored_dsl_time``)
+    t["cpu_ms"].append(page["cpu_ms"])  # cpu: the host work outside them (``_judge.scored_host_time``)
     t["trusted"].append(answer.trusted)
     return failure, k + 1
 
@@ -570,7 +574,7 @@ def timing_rounds(v: Verification) -> Failure | None:
 
 _ROUND_DETAILS = (
     "timed_kernels", "dsl_time", "evidence_calls", "clock_check", "harness_gap_ms", "block_totals", "scored_time",
-    "idle_cpu",
+    "idle_cpu", "host_time",
 )  # fmt: skip
 
 
@@ -711,7 +715,7 @@ def _scored_against_watched(v: Verification) -> Failure | None:
             "measure": "dsl_ms", "scored_ms": statistics.median(scored), "watched_ms": statistics.median(watched),
             "floor_ms": scored_dsl_floor(scored, watched, t["launches_per_call"], evidence["launches"]),
         }  # fmt: skip
-        return scored_dsl_time(scored, watched, t["launches_per_call"], evidence["launches"])
+        return scored_dsl_time(scored, watched, t["launches_per_call"], evidence["launches"]) or _scored_host(v)
     watched = [ms - (w["ms"] if w is not None else 0.0) for ms, w in zip(evidence["ms"], evidence["work"], strict=True)]
     launches = shared_launches(t["launches_per_call"], evidence["launches"])
     v.details["scored_time"] = {
@@ -720,6 +724,18 @@ def _scored_against_watched(v: Verification) -> Failure | None:
         "floor_ms": scored_time_floor(watched, launches, t["null_ms"], len(t["timed_ms"])),
     }  # fmt: skip
     return scored_time(t["timed_ms"], watched, launches, t["null_ms"])
+
+
+def _scored_host(v: Verification) -> Failure | None:
+    """cpu: the scored calls' host work against the draws' eager operators' time (``_judge.scored_host_time``), with
+    the rule's figures in ``details["host_time"]``."""
+    t = v.timing
+    draws = [r[1] for d in v.draws if not d.suppressed for r in d.page["records"] or () if r[0] == "eager_time"]
+    scored_dsl = [ms if ms is not None else 0.0 for ms in t["dsl_ms"]]
+    found, failure = scored_host_time(t["cpu_ms"], scored_dsl, t["null_cpu_ms"], draws, t["launches_per_call"])
+    if found is not None:
+        v.details["host_time"] = found.as_dict()
+    return failure
 
 
 def verdict(v: Verification) -> Failure | None:

@@ -544,6 +544,7 @@ def provenance_vault(
     # windowed copy check (``found_in_runs``)
     sources: list[Any] = []
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
+    eager_time = [0, 0]  # the eager operators' own runs: process CPU (ns), operators (``_judge.scored_host_time``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
     # the destination of the in-place accumulating scatter about to run, as it was: (tensor, which of its elements may
     # be combined with DSL rows and stay the DSL's, which are the DSL's) (``_scatters``, ``combinable``)
@@ -2907,6 +2908,7 @@ def provenance_vault(
                 picked = lib.tolist(lib.take(states, lib.to(positions[i], lib.device_of(t))))
                 records.append(("produced", "returned output: elements no DSL launch left as they are", i, picked))
         records.append(("eager_ops", lib.list(eager_ops.items())))
+        records.append(("eager_time", eager_time[0] / 1e6, eager_time[1]))
         records.append(("memory", erased, censused[0], censused[1], censused[2]))
         memory.clear()  # the call's storages are not kept past it
         watching = False
@@ -2962,6 +2964,7 @@ def provenance_vault(
                 tables.clear()
                 sources.clear()
                 eager_ops.clear()
+                eager_time[:] = [0, 0]
                 weighed.clear()
                 destination.clear()
                 pools.clear()
@@ -3051,6 +3054,9 @@ def provenance_vault(
                         after()
                     elif kind == 3:  # OP
                         op(request[1], request[2], request[3], request[4], request[5])
+                        if lib.len(request) > 6 and lib.type(request[6]) is lib.int:  # (tolist's report: untimed)
+                            eager_time[0] += request[6]
+                            eager_time[1] += 1
                     elif kind == 4:  # RESULT
                         result(request[1])
                     elif kind == 10:  # an eager operator is about to run: what it reads, a scatter's DESTINATION
@@ -3175,7 +3181,7 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, _serial: Any, **k
 
 def dispatch(
     self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _serial: Any, _resolve: Any,
-    _push: Any, _pop: Any, _backend: Any, _redispatch: Any
+    _push: Any, _pop: Any, _backend: Any, _redispatch: Any, _clock: Any
 ) -> Any:  # fmt: skip
     """The provenance mode's ``__torch_dispatch__``: run the operator, then report it. What runs and what is
     reported are the operator ``func``'s schema names, read once (``_operators.resolve_operator``): the object
@@ -3203,8 +3209,9 @@ def dispatch(
         failed = _send((10, name, args, kwargs))  # what it reads; an in-place accumulating scatter's DESTINATION
         if failed is not None:
             raise failed
+        started = _clock()
         out = native(*args, **(kwargs or {}))
-        failed = _send((3, func, name, args, kwargs, out))  # OP
+        failed = _send((3, func, name, args, kwargs, out, _clock() - started))  # OP, with its run's CPU time (ns)
     if failed is not None:
         raise failed
     return out

@@ -209,6 +209,8 @@ def _provenance_record(record: Any, at: str, samples: Sequence[int]) -> None:
     kind = record[0] if type(record) in (list, tuple) and record else None
     if kind == "eager_ops":
         _row(_str, _list_of(_row(_row(_str, _SIZES, _SIZES), _count)))(record, at)
+    elif kind == "eager_time":  # the eager operators' own runs: CPU ms, operators
+        _row(_str, _number, _count)(record, at)
     elif kind in ("fault", "uncounted"):  # a fault of the vault's; a launch an argument left uncounted
         _row(_str, _str)(record, at)
     elif kind == "memory":  # bytes no recorded writer left, erased before a read; the census: storages, bytes, ms

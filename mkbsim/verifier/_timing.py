@@ -86,6 +86,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
     started = -1
     stopped = fresh = False  # fresh: a block's slot loaded, its call not started yet
     mark = lo = hi = 0.0
+    cpu_start = 0
     start_event: Any = None
     reply: Any = None
 
@@ -141,6 +142,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                         start_event = lib.Event(enable_timing=True)
                         lib.record(start_event, lib.current_stream())
                 mark = lo = hi = lib.perf_counter()
+                cpu_start = lib.cpu_ns()
                 stopped = False
             elif lib.type(request) is lib.tuple and lib.len(request) == 3 and request[0] == 2 and nonce == started:
                 t0, t1 = request[1], request[2]
@@ -166,6 +168,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                     ms = lib.float(lib.elapsed(start_event, end))
                 lib.f64.pack_into(page, layout.CALL_MS, ms)
                 lib.f64.pack_into(page, layout.HOST_MS, (hi - lo) * 1e3)
+                lib.f64.pack_into(page, layout.CALL_CPU_MS, (lib.cpu_ns() - cpu_start) / 1e6)
                 lib.f64.pack_into(page, layout.PENDING_MS, pending)
                 lib.u64.pack_into(page, layout.ACK, nonce)
                 if calls:
@@ -180,6 +183,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
 def timer_layout() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], ACK=_control.ACK[0], CALL_MS=_control.CALL_MS[0], HOST_MS=_control.HOST_MS[0],
+        CALL_CPU_MS=_control.CALL_CPU_MS[0],
         PENDING_MS=_control.PENDING_MS[0], BLOCK_CALLS=_control.BLOCK_CALLS[0], BLOCK_NEXT=_control.BLOCK_NEXT[0],
         BLOCK_FAULT=_control.BLOCK_FAULT[0], END_T=_control.END_T[0], END_CPU=_control.END_CPU[0],
         END_THREAD_CPU=_control.END_THREAD_CPU[0],

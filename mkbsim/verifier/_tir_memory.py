@@ -357,10 +357,7 @@ def sized(
 
     out = _mutate(func, [(_Seq, on_seq), (_Alloc, on_alloc), (_SBlock, on_block)])
     arguments = [
-        check
-        for param in out.params
-        if _type(param.ty) is _BufferType
-        for check in (*checks(param, 1), *reach(param))
+        check for param in out.params if _type(param.ty) is _BufferType for check in (*checks(param, 1), *reach(param))
     ]
     return (out.with_body(_seq([*arguments, out.body])) if arguments else out), [*refused]
 

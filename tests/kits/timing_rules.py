@@ -12,8 +12,9 @@ import pytest
 #: idle: CPU between calls and device work after them; dsl_time and scored_time: "timed as audited";
 #: clock: the trusted clock's cross-check; calibration: the null calls slowed (cpu: threads beside the calling one
 #: spending CPU during them; cuda: against the eager worker's); block_total: a
-#: scored block's calls in all against their medians.
-RULES = ("idle", "dsl_time", "scored_time", "clock", "calibration", "block_total")
+#: scored block's calls in all against their medians; host_time: the scored calls' host work against the draws' eager
+#: operators' (cpu).
+RULES = ("idle", "dsl_time", "scored_time", "clock", "calibration", "block_total", "host_time")
 
 
 def timing_rules_off(monkeypatch: pytest.MonkeyPatch, keep: Collection[str] = ()) -> None:
@@ -36,6 +37,8 @@ def timing_rules_off(monkeypatch: pytest.MonkeyPatch, keep: Collection[str] = ()
         monkeypatch.setattr(_phases, "scored_dsl_time", silent)
     if "clock" not in keep:
         monkeypatch.setattr(_phases, "trusted_cross_check", lambda *args: {"tampered": None})
+    if "host_time" not in keep:
+        monkeypatch.setattr(_phases, "scored_host_time", lambda *args: (None, None))
     if "block_total" not in keep:
         monkeypatch.setattr(_phases, "block_total_check", lambda *args: ({}, None))
     if "calibration" not in keep:

@@ -398,3 +398,53 @@ def test_a_kept_seed_draws_the_same_inputs_again_for_every_problem() -> None:
         first, again = shape.draw(seed), shape.draw(seed)
         for a, b in zip(first, again, strict=True):
             assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b, problem.id
+
+
+def test_scored_calls_host_work_stays_within_what_the_draws_eager_operators_took() -> None:
+    """cpu (``_judge.scored_host_time``): figures of p36 at PRODUCTION on the 2-core VM (2026-12-04). The honest
+    example (a partial plan: its eager operators took 32 ms on the draws, colder there) spends 16 ms a scored call on
+    host work; red team rt23's F1 (`h2p_input_key_bits_int16`: the draws honest, an eager answer keyed on an input
+    elsewhere) spends 41.6 ms beyond a 4.3 ms launch with 0.14 ms of eager operators on its draws."""
+    null = [0.2] * 20
+    found, failure = _judge.scored_host_time([20.4] * 50, [4.3] * 50, null, [32.0, 31.9, 33.0, 30.2, 32.4], [1] * 50)
+    assert failure is None and found is not None and found.own_ms == pytest.approx(15.9)
+    found, failure = _judge.scored_host_time([46.1] * 50, [4.3] * 50, null, [0.14] * 5, [1] * 50)
+    assert failure is not None and failure.code == "decorative_dsl" and failure.measured
+    assert found is not None and found.own_ms > 3 * found.allowed_ms
+
+
+def test_small_calls_host_work_is_left_to_the_floor() -> None:
+    """At SMOKE an eager answer costs less than the harness's and the gate's noise: honest calls 0.21-0.36 ms of host
+    work, the rt23 hacks 0.39-0.41 (2026-12-04); the floor passes both, and a launch adds its gate's cost."""
+    null = [0.05] * 20
+    for own in (0.21, 0.36, 0.41):
+        assert _judge.scored_host_time([0.05 + own + 0.04] * 50, [0.04] * 50, null, [0.15] * 5, [2] * 50)[1] is None
+    found, failure = _judge.scored_host_time([0.05 + 1.8] * 50, [0.0] * 50, null, [0.0] * 5, [2] * 50)
+    assert failure is not None and found is not None and found.allowed_ms == pytest.approx(1.65)
+    found, failure = _judge.scored_host_time([0.05 + 1.8] * 50, [0.0] * 50, null, [0.0] * 5, [4] * 50)
+    assert failure is None and found is not None and found.allowed_ms == pytest.approx(1.85)
+
+
+def test_the_host_rule_waits_for_its_figures() -> None:
+    assert _judge.scored_host_time([], [], [0.2], [0.1], []) == (None, None)
+    assert _judge.scored_host_time([1.0], [0.1], [], [0.1], [1]) == (None, None)
+    assert _judge.scored_host_time([1.0], [0.1], [0.2], [], [1]) == (None, None)
+
+
+def test_an_eager_answer_no_draw_saw_is_rejected_by_its_host_time_alone(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rt23 F1's encoding (an answer keyed on an input, which no decode map recovers) passes every other rule; the
+    scored calls' host work beyond the draws' eager operators rejects it, and its honest twin (the same eager cost on
+    every call, the draws included) passes."""
+    case = ADVERSARIAL / "eager_answer_keyed_on_an_input_p36.py"
+    timing_rules_off(monkeypatch, keep=("host_time",))
+    report = cpu_session.verify(case, "p36", "tirx")
+    assert report.failure == "decorative_dsl" and "host work" in report.feedback, report.feedback
+    figures = report.details["host_time"]
+    assert figures["own_ms"] > figures["allowed_ms"] > figures["draws_eager_ms"]
+    twin = cpu_session.verify(Path(__file__).with_name("honest") / "eager_staging_every_call_p36.py", "p36", "tirx")
+    assert twin.passed, twin.feedback
+    assert twin.details["host_time"]["draws_eager_ms"] > twin.details["host_time"]["own_ms"]
+    timing_rules_off(monkeypatch)
+    assert cpu_session.verify(case, "p36", "tirx").passed
