@@ -10,6 +10,7 @@ import pytest
 from mkbsim.verifier import HARDENED, PAPER, VerifierSession, _phases
 from mkbsim.verifier._blocks import BLOCK_WARMUP
 from mkbsim.verifier._trusted import NULL_OTHERS_MS, Trusted
+from tests.kits.timing_rules import timing_rules_off
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "submissions"
 
@@ -78,10 +79,15 @@ def test_hardened_protocol_flushes_and_uses_distinct_buffers(cpu_session: Verifi
     assert report.details["protocol_params"]["cache_flush"] is True
 
 
-def test_eager_baseline_is_measured_once_per_session(cpu_session: VerifierSession) -> None:
+def test_eager_baseline_is_measured_once_per_session(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The timing rules are off: this is about the cached baseline, and the suite's load decided it otherwise now and
+    then (both rounds of one verification failing the cross-check's median, session 22)."""
+    timing_rules_off(monkeypatch)
     first = cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p36", "tirx")
     second = cpu_session.verify(EXAMPLES / "p36_rmsnorm_tirx.py", "p36", "tirx")
-    assert first.passed and second.passed
+    assert first.passed and second.passed, (first.feedback, second.feedback)
     assert second.details["eager"]["cached"] is True
     assert second.eager_ms == first.eager_ms
     # Anchors are never reused: every draw has its own inputs.
