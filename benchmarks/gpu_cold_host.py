@@ -3,19 +3,26 @@
     export PYTHONPATH=$PWD:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages CUDA_PATH=/usr/local/cuda
     python3 benchmarks/gpu_cold_host.py examples/submissions/cuda/p36_rmsnorm_cutedsl.py \\
         problems/attention/solutions/02_splitkvprefetch_tirx.py --json $OUT/cold_host.json
+    python3 benchmarks/gpu_cold_host.py FILE --pin 5            # the process held on one core
+    python3 benchmarks/gpu_cold_host.py FILE --dma-latency 0   # deep C-states kept off (/dev/cpu_dma_latency, root)
 
 In a plain process (no verifier): each file's run() on one production draw, timed as the paper protocol times a
 call (synchronise, record, call, record, synchronise; CUDA events, and the host's clock around the call), 30
 times after 8 warm-ups, with something done before every call: nothing, a sleep, a 135 MB copy to the GPU and
-back through pageable or pinned host memory, a busy loop; and `triton.testing.do_bench` for reference.
+back through pageable or pinned host memory, a busy loop, what the verifier's worker does between two calls of a
+block (its thread census through /proc, the outputs copied aside), a small device operation after a pause; and
+`triton.testing.do_bench` for reference. ``--pin`` and ``--dma-latency`` ask whether the cost after a pause is the
+thread moving between cores or the core's idle state (which empties its caches).
 benchmarks/RESULTS.md "Cold host on the H200".
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -54,6 +61,13 @@ def paper_ms(fn: Callable[[], object], before: Callable[[], object] | None) -> t
     return round(statistics.median(events), 4), round(statistics.median(hosts), 4)
 
 
+def _census() -> None:
+    """The worker's per-call thread census: every thread's schedstat read through /proc."""
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            f.read()
+
+
 def gaps() -> dict[str, Callable[[], object] | None]:
     import torch
 
@@ -66,9 +80,25 @@ def gaps() -> dict[str, Callable[[], object] | None]:
         host.copy_(device)
         torch.cuda.synchronize()
 
+    scratch = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+    aside = torch.empty_like(scratch)
+
+    def kick() -> None:
+        scratch.add_(1)
+        torch.cuda.synchronize()
+
+    def between_calls() -> None:
+        _census()
+        aside.copy_(scratch)
+        torch.cuda.synchronize()
+
     return {
         "nothing": None,
+        "census and an output copied aside": between_calls,
+        "busy 1 ms": lambda: _busy(1),
+        "sleep 0.5 ms": lambda: time.sleep(0.0005),
         "sleep 5 ms": lambda: time.sleep(0.005),
+        "sleep 5 ms, a device op": lambda: (time.sleep(0.005), kick()),
         "sleep 50 ms": lambda: time.sleep(0.05),
         "sleep 50 ms, busy 2 ms": lambda: (time.sleep(0.05), _busy(2)),
         "pageable 135 MB in and out": lambda: round_trip(pageable),
@@ -102,11 +132,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--pin", type=int, help="hold the process on this core")
+    parser.add_argument("--dma-latency", type=int, help="hold /dev/cpu_dma_latency at this many µs (root)")
     args = parser.parse_args()
-    out = {}
-    for path in args.files:
-        out[path.name] = measure(path)
-        print(path.name, json.dumps(out[path.name]), flush=True)
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})
+    out: dict[str, Any] = {"pin": args.pin, "dma_latency": args.dma_latency}
+    with contextlib.ExitStack() as held:
+        if args.dma_latency is not None:  # the kernel keeps the request while the file is open
+            latency = held.enter_context(open("/dev/cpu_dma_latency", "wb", buffering=0))
+            latency.write(args.dma_latency.to_bytes(4, "little"))
+        for path in args.files:
+            out[path.name] = measure(path)
+            print(path.name, json.dumps(out[path.name]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
 

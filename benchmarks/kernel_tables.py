@@ -242,8 +242,9 @@ def render_speed(recs: list[Record]) -> list[str]:
             lines[-1] += (
                 f" {len(above)} exceed it by {_median(above):.3f} ms a call at the median ({min(above):.3f} to "
                 f"{max(above):.3f}): the paper protocol's synchronised calls count the host's Python in run() (a plain "
-                "synchronised call is 1.13-1.31x do_bench on six of them), and the sandboxed verifier's worker adds "
-                '0.10-0.15 ms a call of its own (RESULTS.md, "What the do_bench outliers are made of").'
+                "synchronised call is 1.13-1.31x do_bench on six of them), and the verifier's worker adds 0.02-0.29 ms "
+                'a call of its own, most of it the guards and DSL gates inside the call (RESULTS.md, "H200, '
+                '2026-12-04 (session 23)").'
             )
         if below:
             lines[-1] += (

@@ -3,13 +3,14 @@ by the verifier's harness with its pieces switched on one at a time.
 
     python benchmarks/verifier_overhead.py                  # the table (p36 TIRx, SMOKE shape)
     python benchmarks/verifier_overhead.py --calls 1000 --json
-    python benchmarks/verifier_overhead.py --variant guards --calls 300 --json   # one row (used by a test)
+    python benchmarks/verifier_overhead.py --variant guards --calls 300 --json   # one row
     python benchmarks/verifier_overhead.py --backend cuda --file examples/submissions/cuda/p36_rmsnorm_cutedsl.py \\
         --dsl cutedsl                                       # on a GPU: CUDA events, production shape
 
 Every in-process variant runs in its own fresh process (an audit hook cannot be removed), imports
 the file through the worker's own import path and times each call with the harness's `Clock`
-(wall) and the thread's CPU time around it (immune to waiting for a busy machine's cores):
+(wall; on cuda the CUDA events of the paper protocol's window, as the timer vault records them) and the thread's
+CPU time around it (immune to waiting for a busy machine's cores):
 
 * ``bare``: one input set, calls back to back (what a plain timing loop does);
 * ``fresh``: new inputs for every call (`make_inputs`), still back to back;
@@ -17,7 +18,8 @@ the file through the worker's own import path and times each call with the harne
 * ``arena``: new inputs delivered as the worker gets them (every call's arena in one block, mapped before
   the first call);
 * ``guards``: arena + everything the worker opens before it loads a submission (the guards and their
-  audit hook, the DSL gate, the timer's and the provenance audit's vaults, the control page); wall = the
+  audit hook, the DSL gate, the timer's and the provenance audit's vaults, the control page), with the audited
+  events per call (``events``: each runs the guards' hook); wall = the
   call as the harness's timer vault measures it (what the verifier reports), CPU = the whole
   ``timed_call``, the vault's requests included;
 * ``fresh-gap`` / ``guards-gap``: an idle gap of ``--gap-ms`` (the process sleeps) before each call,
@@ -31,9 +33,13 @@ guards at all); ``eager`` / ``eager-gap`` time that reference in a plain process
 from __future__ import annotations
 
 import argparse
+import collections
+import cProfile
 import json
 import os
 import platform
+import pstats
+import socket
 import statistics
 import subprocess
 import sys
@@ -64,8 +70,24 @@ def _median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
-def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backend: str = "cpu") -> dict[str, Any]:
-    """Run in a fresh process: time ``calls`` calls of the submission under ``variant``."""
+class _Events:
+    """Audited events per timed call (each one runs the guards' audit hook, a Python function: an ``id()`` costs
+    0.06 µs in a plain process and 0.6 µs beside the guards on this VM, a ``sys._getframe`` 0.09 and 7.7)."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.on = False
+
+    def tally(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.on:
+            self.counts[event] += 1
+
+
+def measure_variant(
+    variant: str, calls: int, gap_ms: float, threads: int, backend: str = "cpu", profile: bool = False
+) -> dict[str, Any]:
+    """Run in a fresh process: time ``calls`` calls of the submission under ``variant``; ``profile``: print the
+    timed calls' cProfile to stderr (started before the guards, whose audit hook refuses ``sys.setprofile`` after)."""
     sys.path.insert(0, str(ROOT))
     import torch
 
@@ -86,15 +108,22 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
         out_specs.append(None if shape is None else (shape, getattr(torch, spec[1])))
     eager = variant.startswith("eager")
     guarded = variant.startswith("guards")
+    events = _Events()
 
     control = ControlPage()
     setup = {
         "role": "reference" if eager else "candidate", "path": str(FILE), "dsl": DSL, "device": backend,
         "sync": "stream", "off_limits": [], "inplace": [], "sample_positions": [], "output_numels": [],
     }  # fmt: skip
-    # no channel: the worker's loop over blocks is bound to one, never run here
-    chan = types.SimpleNamespace(recv=None, send=None, wait_readable=None)
+    # no channel: the worker's loop over blocks is bound to one, never run here (the guards only note its socket)
+    pair = socket.socketpair()
+    chan = types.SimpleNamespace(recv=None, send=None, wait_readable=None, fileno=pair[0].fileno)
     worker = Worker(chan, setup, os.dup(control.take_fd()))  # type: ignore[arg-type]
+    if guarded:
+        sys.addaudithook(events.tally)  # ahead of the guards' hook: it sees every audited event of the calls
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:
+        profiler.enable()
     if guarded:
         worker.open_vaults()  # the audit hook stays in this process: every variant runs in its own
     # The submission is imported from the harness's frame, as the worker does.
@@ -109,8 +138,18 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
             worker.timed_call(fn, args)  # type: ignore[misc]
             cpu_us = (time.thread_time_ns() - c0) / 1e3
             return control.report()["ms"] * 1e3, cpu_us
+        if backend == "cpu":
+            fn(*args)
+            return (time.perf_counter_ns() - t0) / 1e3, (time.thread_time_ns() - c0) / 1e3
+        # cuda: the paper protocol's window, as the timer vault has it (synchronise, record, call, record, synchronise)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        c0 = time.thread_time_ns()
+        start.record()
         fn(*args)
-        return (time.perf_counter_ns() - t0) / 1e3, (time.thread_time_ns() - c0) / 1e3
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1e3, (time.thread_time_ns() - c0) / 1e3
 
     fixed = list(problem.make_inputs(axes, seed=1, device=backend))
     # The worker's arenas (CPU only: CUDA IPC cannot map an allocation into its own process):
@@ -149,11 +188,27 @@ def measure_variant(variant: str, calls: int, gap_ms: float, threads: int, backe
                 os.sched_yield()
         elif gap:
             time.sleep(gap)
+        events.on = i >= warmup  # the timed calls after the warm-ups, nothing between them
+        if profiler is not None and i == warmup:
+            profiler.clear()
         wall_us, cpu_us = measure(args)
+        events.on = False
         if i >= warmup:
             wall.append(wall_us)
             cpu.append(cpu_us)
-    return {"variant": variant, "calls": calls, "wall_us": _median(wall), "cpu_us": _median(cpu)}
+    if profiler is not None:
+        _print_profile(profiler)
+    per_call = {name: round(n / calls, 2) for name, n in events.counts.most_common()} if guarded else None
+    return {"variant": variant, "calls": calls, "wall_us": _median(wall), "cpu_us": _median(cpu), "events": per_call}
+
+
+def _print_profile(profiler: cProfile.Profile) -> None:
+    """The profile by cumulative and own time, without ``disable`` (refused beside the guards)."""
+    profiler.snapshot_stats()
+    for key in ("cumulative", "tottime"):
+        # pstats takes the stats of anything with create_stats, and empties them: a fresh holder for each table
+        holder = types.SimpleNamespace(stats=dict(profiler.stats), create_stats=lambda: None)  # type: ignore[attr-defined]
+        pstats.Stats(holder, stream=sys.stderr).sort_stats(key).print_stats(30)  # type: ignore[arg-type]
 
 
 def run_variant(variant: str, calls: int, gap_ms: float, threads: int, backend: str = "cpu") -> dict[str, Any]:
@@ -197,10 +252,11 @@ def main() -> None:
     ap.add_argument("--problem", default=PROBLEM)
     ap.add_argument("--dsl", default=DSL, choices=("tirx", "cutedsl"))
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="with --variant: the timed calls' profile on stderr")
     a = ap.parse_args()
     _select(a.file, a.problem, a.dsl)
     if a.variant:
-        row = measure_variant(a.variant, a.calls, a.gap_ms, a.threads, a.backend)
+        row = measure_variant(a.variant, a.calls, a.gap_ms, a.threads, a.backend, a.profile)
         print(json.dumps(row) if a.json else row)
         return
     variants = [v for v in VARIANTS if a.backend == "cpu" or not v.startswith("arena")]

@@ -2714,6 +2714,9 @@ def provenance_vault(
         if lib.numel(t) == 0:
             return True
         lo = hi = lib.storage_offset(t)
+        if is_contiguous(t):  # the common argument: its elements are the numel after its offset (no loop: a scored
+            # launch pays this per argument)
+            return lo >= 0 and (lo + lib.numel(t)) * lib.element_size(t) <= lib.storage_nbytes(lib.untyped_storage(t))
         for n, st in lib.zip(lib.size(t), lib.stride(t)):
             if st < 0:
                 lo += (n - 1) * st
@@ -2723,7 +2726,11 @@ def provenance_vault(
 
     def described(arg: Any, kind: Any) -> Any:
         """A tensor-like launch argument as the torch tensor over its memory (a TVM tensor's view, a subclass's
-        plain view: an nn.Parameter's storage shrunk under it went unchecked on scored calls, red team rt22 F3)."""
+        plain view: an nn.Parameter's storage shrunk under it went unchecked on scored calls, red team rt22 F3). A
+        torch tensor is itself, told by identity first: each ``id()`` is an audited event, which the guards' hook
+        sees (0.4-0.5 µs each on the 2-core VM, a scored launch paid two per tensor argument)."""
+        if kind is lib.Tensor:
+            return arg
         if lib.id(kind) in lib.ffi_tensors:
             return ffi_view(arg)
         return plain_view(arg) if lib.id(kind) in tensor_subclasses else arg

@@ -4,6 +4,7 @@ the control page) and the cache flush of the hardened protocol (DESIGN §5)."""
 from __future__ import annotations
 
 import _struct
+import functools
 import statistics
 import time
 import types
@@ -51,11 +52,15 @@ START, STOP, END, ADVANCE = 1, 2, 3, 4
 
 
 def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
-    """What the timer's vault calls: the clocks captured when the harness was imported."""
+    """What the timer's vault calls: the clocks captured when the harness was imported. On cuda the current stream is
+    asked of the worker's device by its index: asked of no device, torch finds the current one through ~10 Python
+    calls and an environment lookup, inside the measured window at STOP."""
+    cuda = device_type == "cuda"
+    current_stream = functools.partial(_current_stream, torch.cuda.current_device()) if cuda else _current_stream
     return types.SimpleNamespace(
-        cuda=device_type == "cuda", device_wide=sync == "device", perf_counter=_perf_counter, Event=_CudaEvent,
+        cuda=cuda, device_wide=sync == "device", perf_counter=_perf_counter, Event=_CudaEvent,
         record=_event_record, elapsed=_event_elapsed, event_sync=_event_synchronize, device_sync=_device_synchronize,
-        current_stream=_current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), cpu_ns=_process_time_ns,
+        current_stream=current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), cpu_ns=_process_time_ns,
         thread_cpu_ns=_thread_time_ns,
         BaseException=BaseException, float=float, type=type, tuple=tuple, len=len, max=max, min=min,
     )  # fmt: skip
@@ -88,6 +93,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
     mark = lo = hi = 0.0
     cpu_start = 0
     start_event: Any = None
+    end_event: Any = None
     reply: Any = None
 
     def save(index: int) -> None:  # the header's per-call fields into the slot of call ``index``
@@ -100,12 +106,15 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
         reply = None
         try:
             arrived = lib.perf_counter()
+            stop = lib.type(request) is lib.tuple and lib.len(request) == 3 and request[0] == 2
+            if stop and end_event is not None:  # first: the bookkeeping below stays outside the device's window (a
+                # STOP out of order records over an event whose measure is written, or whose call's STOP comes later)
+                lib.record(end_event, lib.current_stream())
             calls = lib.u64.unpack_from(page, layout.BLOCK_CALLS)[0]
             if calls:
                 current = lib.u64.unpack_from(page, layout.NONCE)[0]
                 running = current == started and not stopped
                 loaded = lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0]
-                stop = lib.type(request) is lib.tuple and lib.len(request) == 3 and request[0] == 2
                 if request == 4 or request == 3:  # END may follow a slot the harness did not run (a mode left on)
                     if running or (request == 4 and (fresh or loaded >= calls)):
                         lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
@@ -136,15 +145,19 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
             nonce = lib.u64.unpack_from(page, layout.NONCE)[0]
             if request == 1 and nonce != started:
                 started = nonce
+                stream = None
+                if lib.cuda and not lib.device_wide:  # made ahead: the window holds the start's record and nothing else
+                    start_event, end_event = lib.Event(enable_timing=True), lib.Event(enable_timing=True)
+                    stream = lib.current_stream()
                 if lib.cuda:
                     lib.device_sync()
-                    if not lib.device_wide:
-                        start_event = lib.Event(enable_timing=True)
-                        lib.record(start_event, lib.current_stream())
                 mark = lo = hi = lib.perf_counter()
                 cpu_start = lib.cpu_ns()
                 stopped = False
-            elif lib.type(request) is lib.tuple and lib.len(request) == 3 and request[0] == 2 and nonce == started:
+                if stream is not None:  # the last step before the call
+                    lib.record(start_event, stream)
+                stream = None
+            elif stop and nonce == started:
                 t0, t1 = request[1], request[2]
                 if lib.type(t0) is not lib.float or lib.type(t1) is not lib.float:
                     t0 = t1 = arrived
@@ -158,14 +171,12 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                     lib.device_sync()
                     hi = lib.max(hi, lib.perf_counter())
                     ms = (hi - lo) * 1e3
-                else:
-                    end = lib.Event(enable_timing=True)
-                    lib.record(end, lib.current_stream())
-                    lib.event_sync(end)
+                else:  # recorded on arrival; a later STOP records it again: the latest counts, the widest window
+                    lib.event_sync(end_event)
                     done = lib.perf_counter()
                     lib.device_sync()  # device work left once the timed stream is done: a side stream
                     pending = (lib.perf_counter() - done) * 1e3
-                    ms = lib.float(lib.elapsed(start_event, end))
+                    ms = lib.float(lib.elapsed(start_event, end_event))
                 lib.f64.pack_into(page, layout.CALL_MS, ms)
                 lib.f64.pack_into(page, layout.HOST_MS, (hi - lo) * 1e3)
                 lib.f64.pack_into(page, layout.CALL_CPU_MS, (lib.cpu_ns() - cpu_start) / 1e6)

@@ -108,6 +108,56 @@ def test_a_forged_timer_request_can_only_make_a_call_longer(page: mmap.mmap) -> 
     assert _control.get(page, _control.CALL_MS) >= 40.0
 
 
+def test_the_cuda_timer_window_holds_the_call_and_the_two_records_only(page: mmap.mmap) -> None:
+    """On cuda the measure is the device's time between the START's event and the STOP's: whatever the vault does
+    between the start's record and the call, or between the call and the end's record, is in it (the H200's host
+    took ~10 Python calls to find the current stream). START records its event last, STOP records first (before any
+    synchronisation), and neither makes an event or asks for the device there; a forged STOP inside the call is
+    overwritten by the harness's own, later one (the widest window)."""
+    log: list[str] = []
+
+    class FakeEvent:
+        def __init__(self, enable_timing: bool) -> None:
+            log.append("event")
+            self.at = 0.0
+
+    def record(event: FakeEvent, stream: object) -> None:
+        assert stream == "stream of device 0"
+        log.append("record")
+        event.at = time.perf_counter()
+
+    def current_stream() -> str:
+        log.append("current_stream")
+        return "stream of device 0"
+
+    lib = timer_lib("cpu", "stream")
+    lib.cuda, lib.Event, lib.record, lib.current_stream = True, FakeEvent, record, current_stream
+    lib.elapsed = lambda start, end: (end.at - start.at) * 1e3
+    lib.event_sync = lambda event: log.append("event_sync")
+    lib.device_sync = lambda: log.append("device_sync")
+    registry = Registry()
+    timer = registry.open(timer_vault, page, lib, timer_layout())
+
+    def run() -> None:
+        log.append("run")
+        time.sleep(0.01)
+        now = time.perf_counter()
+        timer((2, now, now))  # a forged STOP: the harness's own records the end again after run() returns
+        log.append("run")
+        time.sleep(0.01)
+
+    _arm(page, 3)
+    registry.protect(timed_call, _timer=timer, _clock=time.perf_counter)(run, ())
+    assert log[log.index("run") - 1] == "record"  # the start's record, then nothing of the vault's before the call
+    assert log[: log.index("record")].count("event") == 2  # both events made ahead, before the device is awaited
+    stops = [i for i, step in enumerate(log) if step == "run"]
+    assert log[stops[0] + 1 : stops[0] + 3] == ["current_stream", "record"]  # the forged STOP
+    assert log[stops[1] + 1 : stops[1] + 3] == ["current_stream", "record"]  # the harness's: first thing, no event made
+    assert "event" not in log[stops[0] :]
+    assert _control.get(page, _control.ACK) == 3
+    assert _control.get(page, _control.CALL_MS) >= 20.0  # the harness's STOP, after the second sleep, counts
+
+
 def test_a_suppressed_launch_runs_but_leaves_nothing_behind(page: mmap.mmap) -> None:
     registry = Registry()
     send = registry.open(provenance_vault, page, provenance_lib(torch.device("cpu")), page_layout(), [], [], {})

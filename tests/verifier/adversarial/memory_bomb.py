@@ -1,4 +1,8 @@
-"""Allocates until memory runs out."""
+"""Allocates until memory runs out. The worker's bound is its address space (``RLIMIT_AS``), which an allocation
+reaches whether or not its pages are touched: the chunks are left untouched, so the case takes the same time
+everywhere. Touched (``torch.ones``), 2 GiB took 1 s on a quiet VM and 20 s where the host backed the guest's memory
+lazily (pages past the ~2.5 GB the guest had used cost 2.4-2.9 s a 256 MiB chunk: a plain process measured the same),
+and the case failed as a timeout."""
 
 # expect: memory
 # problem: p36
@@ -31,4 +35,4 @@ def run(hidden_states, weight):
     _kernel(hidden_states, weight, out)
     hoard = []
     while True:
-        hoard.append(torch.ones(1 << 28, dtype=torch.uint8))
+        hoard.append(torch.empty(1 << 28, dtype=torch.uint8))
