@@ -41,7 +41,7 @@ from typing import Any
 from mkbsim.verifier import _tir_memory
 from mkbsim.verifier._guards import Binding, Guards, binding
 from mkbsim.verifier._provenance import ERASED_BYTE, gate
-from mkbsim.verifier._vault import Registry
+from mkbsim.verifier._vault import Registry, identity_key
 
 # TVM's own helper functions, fetched from modules while exporting or linking: not kernels.
 _TVM_INTERNAL_PREFIXES = ("__tvm", "_get_target_string")
@@ -324,7 +324,7 @@ def _loaded_module(
 
 
 def _record_dlpack(
-    made: Any, source: Any, *args: Any, _original: Any, _sources: Any, _ref: Any, _id: Any, _TypeError: Any,
+    made: Any, source: Any, *args: Any, _original: Any, _sources: Any, _ref: Any, _key: Any, _TypeError: Any,
     **kwargs: Any
 ) -> None:  # fmt: skip
     """CuTe DSL's DLPack tensor constructor (``cute.runtime._Tensor.__init__``, behind every
@@ -332,7 +332,7 @@ def _record_dlpack(
     copy and restore its memory."""
     _original(made, source, *args, **kwargs)
     try:
-        _sources[_id(made)] = (_ref(made), _ref(source))
+        _sources[_key(made)] = (_ref(made), _ref(source))
     except _TypeError:  # not a tensor that takes weak references: nothing to restore through it
         return
 
@@ -528,7 +528,7 @@ class DslGates:
             _original=dlpack_tensor.__init__,
             _sources=self.dlpack_sources,
             _ref=weakref.ref,
-            _id=id,
+            _key=identity_key,
             _TypeError=TypeError,
         )
         self._set(dlpack_tensor, "__init__", record)

@@ -70,6 +70,7 @@ import torch
 
 from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _scatters
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
+from mkbsim.verifier._vault import identity_key
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
 SAMPLES = 512
@@ -357,7 +358,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     # TVM's own tensors (tvm.runtime.from_dlpack, tvm.runtime.empty): watched as torch views of their memory
     ffi_tensors = (ffi.core.Tensor, getattr(sys.modules.get("tvm.runtime"), "Tensor", None)) if ffi is not None else ()
     return types.SimpleNamespace(
-        Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, str=str, tuple=tuple,
+        Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, key=identity_key, str=str,
+        tuple=tuple,
         list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, PermissionError=PermissionError, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
@@ -434,7 +436,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         restype=_getter(ctypes._CFuncPtr, "restype"), argtypes=_getter(ctypes._CFuncPtr, "argtypes"),  # type: ignore[attr-defined]
         errcheck=_getter(ctypes._CFuncPtr, "errcheck"),  # type: ignore[attr-defined]
         # the arrays of pointers the CuTe runtime packs a call's arguments into (ctypes makes each type once)
-        pointer_arrays={id(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))},
+        pointer_arrays={
+            identity_key(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))
+        },
         decode=_keyed.bound(_decode.bound()), decoded=_decode.fitted, regressor=_decode.regressor,
         lined_up=_decode.lined_up,
         picked=_decode.picked, pooled=_decode.pooled, keyed_kept=_keyed.kept, keyed_judged=_keyed.judged,
@@ -1046,7 +1050,7 @@ def provenance_vault(
             elif lib.id(kind) in tensor_subclasses:
                 stack.append(plain_view(item))
             else:
-                source = dlpack_sources.get(lib.id(item))
+                source = dlpack_sources.get(lib.key(item))
                 if source is not None and source[0]() is item:
                     tensor = source[1]()
                     if tensor is not None:
@@ -2613,7 +2617,7 @@ def provenance_vault(
         draws; on a scored call a launch of a genuine kernel is counted (``True``) once its arguments' types are
         plain (a TIRx launch with any other argument does not run on any call: ``uncounted``); the rest matters to
         the signature, which a scored call has not."""
-        entry = originals.get(lib.id(original))
+        entry = originals.get(lib.key(original))
         if entry is None or entry[0] is not original or entry[1] == "outer":
             return None
         positional = args[0]
@@ -2624,7 +2628,7 @@ def provenance_vault(
                 return True
             parts: list[Any] = [(lib.id(original), lib.id(target))]
         else:  # a function the gate made and registered ("function", "program"), with nothing that runs Python
-            known = functions.get(lib.id(target))
+            known = functions.get(lib.key(target))
             if known is None or known[0] is not target or args[1]:
                 return None
             if tirx and lib.chandle(target) != known[1]:  # TVM FFI: its handle unchanged, plain arguments only
@@ -2636,7 +2640,7 @@ def provenance_vault(
                 if (lib.type(target) is not known[3] or lib.bytes(lib.memoryview(target)) != known[1]
                         or lib.errcheck(target) is not None or lib.argtypes(target) is not known[4]
                         or not (restype is None or restype is lib.c_int) or pointers is None
-                        or lib.pointer_arrays.get(lib.id(pointers)) is not pointers):  # fmt: skip
+                        or lib.pointer_arrays.get(lib.key(pointers)) is not pointers):  # fmt: skip
                     return None
             if not evidence:  # its arguments matter to the clock's window and the signature only, and whether it runs
                 if tirx:
@@ -2672,7 +2676,7 @@ def provenance_vault(
                 arg = plain_view(arg)
                 kind = lib.Tensor
             if kind is not lib.Tensor and not tirx:
-                source = dlpack_sources.get(lib.id(arg))
+                source = dlpack_sources.get(lib.key(arg))
                 if source is not None and source[0]() is arg:  # a CuTe tensor made from a torch tensor
                     arg = source[1]()
                     kind = lib.type(arg)
@@ -3013,15 +3017,15 @@ def provenance_vault(
                 if not sealed and request[1] is None:
                     sealed = True
                 elif not sealed:
-                    originals[lib.id(request[1])] = (request[1], request[2])
+                    originals[lib.key(request[1])] = (request[1], request[2])
             elif kind == 6:  # the TIRx gate took function (1) named (4) from module (3) (only its hook sends this)
                 fn, module, name = request[1], request[3], request[4]
                 key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
-                functions[lib.id(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
+                functions[lib.key(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
             elif kind == 8:  # the CuTe gate made a host function (1) from a DSL engine (only its hook sends this)
                 fn = request[1]
                 address = lib.bytes(lib.memoryview(fn))
-                functions[lib.id(fn)] = (fn, address, ("cute", address), lib.type(fn), lib.argtypes(fn))
+                functions[lib.key(fn)] = (fn, address, ("cute", address), lib.type(fn), lib.argtypes(fn))
             elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None:
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
@@ -3032,7 +3036,7 @@ def provenance_vault(
                 if evidence:
                     note(key, request[3], request[1][0][0] if request[1][0] else None)
             elif kind == 1 and evidence and not request[2] and not running:  # BEFORE a call above a launch
-                entry = originals.get(lib.id(request[3]))
+                entry = originals.get(lib.key(request[3]))
                 if entry is not None and entry[0] is request[3] and entry[1] == "outer":
                     role = 2
                     outer[:] = [request[1]]
