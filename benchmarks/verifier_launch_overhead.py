@@ -40,6 +40,11 @@ def _per_call(fn: Callable[[], object], calls: int = 20000) -> float:
     return (time.thread_time_ns() - t0) / calls / 1e3
 
 
+def _at_depth(depth: int, fn: Callable[[], float]) -> float:
+    """``fn()`` called ``depth`` Python frames below this one."""
+    return fn() if depth == 0 else _at_depth(depth - 1, fn)
+
+
 def measure(variant: str, rounds: int, launches: int) -> dict[str, float | str | None]:
     import torch
 
@@ -71,6 +76,8 @@ def measure(variant: str, rounds: int, launches: int) -> dict[str, float | str |
         "variant": variant,
         "id_cpu_us": _per_call(lambda: id(x)),  # an audited event the guards' hook turns away at once
         "getframe_cpu_us": _per_call(lambda: sys._getframe(0)),  # one the hook sends to the guards' vault
+        # the vault walks the frame's callers for a vault's code: the cost grows with the stack's depth
+        "getframe_depth30_cpu_us": _at_depth(30, lambda: _per_call(lambda: sys._getframe(0), 2000)),
         "launch_cpu_us_min": min(per_launch),
         "launch_cpu_us_median": statistics.median(per_launch),
     }

@@ -70,7 +70,7 @@ from mkbsim.verifier._rules import (
     TEST_EXTENSION_PREFIXES,
     UNGUARDED,
 )
-from mkbsim.verifier._vault import Registry
+from mkbsim.verifier._vault import Registry, identity_key
 
 CANDIDATE, LIBRARY, TRANSPARENT = 1, 2, 3
 
@@ -210,7 +210,8 @@ def _lib() -> types.SimpleNamespace:
     """The C functions and types the guards' vault calls, bound before the submission exists."""
     return types.SimpleNamespace(
         getframe=sys._getframe, ident=_thread.get_ident, stat=posix.stat, lstat=posix.lstat,
-        readlink=posix.readlink, fstat=posix.fstat, getpid=posix.getpid, type=type, len=len, id=id, str=str,
+        readlink=posix.readlink, fstat=posix.fstat, getpid=posix.getpid, type=type, len=len, id=id, key=identity_key,
+        str=str,
         bytes=bytes, int=int, tuple=tuple, list=list, isinstance=isinstance, sorted=sorted, min=min,
         PermissionError=PermissionError, ImportError=ImportError, OSError=OSError, OverflowError=OverflowError,
         BaseException=BaseException, range=range, any=any, all=all, pack_into=_struct.pack_into, dumps=_control.dumps,
@@ -601,7 +602,7 @@ def _guard_vault(
 
     def opens_vault(frame: Any) -> bool:
         while frame is not None:
-            if lib.id(frame.f_code) in vault_codes:
+            if lib.key(frame.f_code) in vault_codes:  # (not id(): an audited event a frame, on every sys._getframe)
                 return True
             frame = frame.f_back
         return False
@@ -1511,7 +1512,7 @@ class Guards:
         # identities of objects that stay alive (held below, in the hook's own defaults): an id is never reused
         keep = tuple(self.registry.objects)
         protected = frozenset(id(obj) for obj in keep)
-        self._vault_codes.update(id(code) for code in self.registry.vault_codes)
+        self._vault_codes.update(identity_key(code) for code in self.registry.vault_codes)
         self._codes.update(id(code) for code in (*self.registry.vault_codes, *self.registry.hook_codes))
         hook = self.registry.protect(
             _audit_hook, _send=self._send, _watched=_WATCHED, _prefixes=("socket.", "ctypes."),
