@@ -6,11 +6,14 @@
 For each file: `mkbsim verify --backend cuda --protocol paper --workload production` in one warm
 `VerifierSession` (one zygote start for the whole batch, instead of one per file as in gpu_solutions.sh),
 its payload written to OUT/verdicts/<stem>.json; then every passed file is timed by
-`triton.testing.do_bench` (L2 flushed between repetitions, median) on one production draw, one JSON line
-per file in OUT/do_bench.jsonl. Back here: `python3 benchmarks/record_h200.py OUT/verdicts --do-bench
-OUT/do_bench.jsonl`, then `python3 benchmarks/kernel_tables.py`. `--budget` seconds bounds the whole run:
-what is left when it is spent is skipped and named;
-`--resume` continues such a run in a later call (same OUT on the warm machine's disk).
+`triton.testing.do_bench` (L2 flushed between repetitions, median) on one production draw, and by the paper
+protocol's call (synchronise, record, call, record, synchronise) in this plain process without the verifier:
+`plain_ms` on that one draw, `plain_fresh_ms` on a fresh draw made before each call as the protocol does (the
+verifier's cost of its own is verifier_ms less plain_fresh_ms; plain_ms less do_bench_ms is the host's Python
+that the protocol counts and do_bench hides). One JSON line per file in OUT/do_bench.jsonl. Back here:
+`python3 benchmarks/record_h200.py OUT/verdicts --do-bench OUT/do_bench.jsonl`, then
+`python3 benchmarks/kernel_tables.py`. `--budget` seconds bounds the whole run: what is left when it is spent is
+skipped and named; `--resume` continues such a run in a later call (same OUT on the warm machine's disk).
 """
 
 from __future__ import annotations
@@ -51,6 +54,22 @@ def _verify_all(files: list[Path], out: Path, deadline: float, resume: bool) -> 
                   flush=True)  # fmt: skip
 
 
+def _plain_windows(module: Any, problem: Any, inputs: Any) -> tuple[float, float]:
+    """The paper protocol's call in this process (event ms, medians): on ``inputs``, and on a fresh draw a call."""
+    from gpu_cold_host import paper_ms
+
+    drawn = [inputs]
+    seeds = iter(range(1000, 2000))
+
+    def draw() -> None:
+        drawn[0] = None  # the previous draw freed first, as the verifier's worker frees a timed call's inputs
+        drawn[0] = problem.module.make_inputs(problem.workload, seed=next(seeds), device="cuda")
+
+    plain, _ = paper_ms(lambda: module.run(*inputs), None)
+    fresh, _ = paper_ms(lambda: module.run(*drawn[0]), draw)
+    return plain, fresh
+
+
 def _do_bench_all(files: list[Path], out: Path, deadline: float, resume: bool) -> None:
     import triton.testing
 
@@ -77,8 +96,9 @@ def _do_bench_all(files: list[Path], out: Path, deadline: float, resume: bool) -
             inputs = problem.module.make_inputs(problem.workload, seed=7, device="cuda")
             ms = float(triton.testing.do_bench(lambda m=module, x=inputs: m.run(*x), warmup=25, rep=100,
                                                return_mode="median"))  # fmt: skip
-            row = {"file": path.name, "do_bench_ms": ms, "verifier_ms": verdict["runtime_ms"],
-                   "ratio": verdict["runtime_ms"] / ms}  # fmt: skip
+            plain, fresh = _plain_windows(module, problem, inputs)
+            row = {"file": path.name, "do_bench_ms": ms, "plain_ms": plain, "plain_fresh_ms": fresh,
+                   "verifier_ms": verdict["runtime_ms"], "ratio": verdict["runtime_ms"] / ms}  # fmt: skip
             lines.write(json.dumps(row) + "\n")
             lines.flush()
             print(row, flush=True)

@@ -10,8 +10,10 @@ replaces (or adds) the row of its solution file: verifier_ms and eager_ms from t
 `not_measured`. `--harness` adds harness_ms / harness_eager_ms from benchmarks/gpu_kernels.py's JSON lines
 (passed solutions and the eager reference of the same run); a row keeps its earlier harness timings
 otherwise. `--do-bench` adds do_bench_ms (`triton.testing.do_bench` on the same kernel, from
-benchmarks/gpu_verify_many.py). Each row carries the date of the run that measured it (`--date`, default
-today, UTC). Failed verdicts are listed, not stored. Then benchmarks/kernel_tables.py regenerates the tables.
+benchmarks/gpu_verify_many.py) and, where that run measured them, plain_ms / plain_fresh_ms (the paper protocol's call
+in a plain process, on one draw / a fresh draw a call). Each row carries the date of the run that measured it
+(`--date`, default today, UTC). Failed verdicts are listed, not stored. Then benchmarks/kernel_tables.py regenerates
+the tables.
 """
 
 from __future__ import annotations
@@ -82,13 +84,20 @@ def merge_harness(data: dict[str, Any], lines: list[dict[str, Any]]) -> int:
     return updated
 
 
+BENCH_FIELDS = ("do_bench_ms", "plain_ms", "plain_fresh_ms")
+
+
 def merge_do_bench(data: dict[str, Any], lines: list[dict[str, Any]]) -> int:
-    """Add do_bench medians of the same kernels (same run as their verdicts); returns rows updated."""
-    bench = {r["file"]: r["do_bench_ms"] for r in lines if "do_bench_ms" in r}
+    """Add do_bench medians of the same kernels (same run as their verdicts), and the plain process's paper-protocol
+    windows where the run measured them; returns rows updated."""
+    bench = {r["file"]: r for r in lines if "do_bench_ms" in r}
     updated = 0
     for row in data["rows"]:
         if row["file"] in bench:
-            row["do_bench_ms"] = round(bench[row["file"]], 4)
+            for field in BENCH_FIELDS:
+                row.pop(field, None)  # no figure of an earlier run stays beside this run's
+                if bench[row["file"]].get(field) is not None:
+                    row[field] = round(bench[row["file"]][field], 4)
             updated += 1
     return updated
 

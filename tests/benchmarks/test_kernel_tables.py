@@ -172,3 +172,12 @@ def test_the_speed_summary_counts_rows_against_the_targets(tables: ModuleType) -
     assert "| compute | 1 | 0.60 | 0.5 | 1 | 1 | 1 | 0.60 (1 problems) |" in text
     assert "2 of 3 rows with a do_bench time are within 5% of it (1 rows have none)" in text
     assert "1 exceed it by 0.100 ms a call" in text
+    assert "plain process" not in text  # no row's run timed the protocol's window: nothing said of it
+
+    # rows whose run also timed the protocol's call without the verifier split their excess over do_bench
+    recs[1].row["plain_fresh_ms"] = 0.192  # 0.092 the protocol's, 0.008 the verifier's (within 5% of the window)
+    recs[3].row["plain_fresh_ms"] = 0.4  # under do_bench (its L2 flush), 0.1 the verifier's (25% over the window)
+    text = "\n".join(tables.render_speed(recs))
+    assert "Of the 2 rows whose run also timed" in text
+    assert "exceeds do_bench by -0.014 ms a call at the median (-0.120 to 0.092)" in text
+    assert "exceeds the window by 0.054 ms (0.008 to 0.100), its own; 1 of 2 are within 5% of the window" in text

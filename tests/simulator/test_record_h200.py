@@ -83,4 +83,9 @@ def test_do_bench_lines_fill_rows_of_the_same_files(record: ModuleType) -> None:
     lines = [{"file": "29_fused_tirx.py", "do_bench_ms": 14.732160091, "verifier_ms": 14.728, "ratio": 0.9997},
              {"file": "32_fused_tirx.py", "do_bench_ms": 2.5}]  # no row: ignored
     assert record.merge_do_bench(data, lines) == 1
-    assert data["rows"][0]["do_bench_ms"] == 14.7322
+    assert data["rows"][0]["do_bench_ms"] == 14.7322 and "plain_ms" not in data["rows"][0]
+    lines = [{"file": "29_fused_tirx.py", "do_bench_ms": 14.7, "plain_ms": 14.91234, "plain_fresh_ms": 14.95}]
+    assert record.merge_do_bench(data, lines) == 1
+    assert data["rows"][0]["plain_ms"] == 14.9123 and data["rows"][0]["plain_fresh_ms"] == 14.95
+    assert record.merge_do_bench(data, [{"file": "29_fused_tirx.py", "do_bench_ms": 14.6}]) == 1
+    assert "plain_ms" not in data["rows"][0]  # an earlier run's window does not outlive its do_bench
