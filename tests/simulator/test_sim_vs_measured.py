@@ -84,14 +84,19 @@ def test_geomean_ratio_within_band(bench: ModuleType) -> None:
 # 0.0319. p20's TIRx, p21's CuTe DSL `fused` and p22's, p24's TIRx `fused` (one launch each), first verified by the
 # sandboxed verifier on 2026-12-04 (session 23): 0.2874, 0.2065, 0.1869 and 0.1889 ms, do_bench 0.0767, 0.0326, 0.0160
 # and 0.0384 (2026-11-30's unsandboxed verifier: 0.0800, 0.0814, 0.0144 and 0.0359). Session 24 (the harness's first
-# cut): p20 TIRx 0.2268, p21 CuTe DSL 0.1060 and p66 0.1290 and 0.0945 (inside the band now); p22 TIRx 0.1303.
+# cut): p20 TIRx 0.2268 (inside the band now), p22 TIRx 0.1303; a second run the same session, which also timed the
+# paper protocol's call in a plain process on a fresh draw a call (`plain_fresh_ms`, no verifier): p21 CuTe DSL
+# 0.1363 (window 0.0799, do_bench 0.0327), p23 TIRx `tworows` 0.1319 (0.1201, 0.0414), p66 TIRx `ex2` 0.1282 (0.1484,
+# 0.0323): the protocol's own window on fresh inputs is most of these rows, and a row this short moves by up to
+# 30% between verifications (p66 TIRx 0.0945 in the first run), so it crosses the band's edge either way.
 KNOWN_OUTSIDE = {
     "p21 tirx `fused` → fused_tiled", "p26 tirx `fused` → fused_tiled", "p48 cutedsl `fused` → fused_tiled",
     "p04 eager reference", "p05 eager reference", "p06 eager reference", "p07 eager reference",
     "p08 eager reference", "p09 eager reference", "p19 eager reference", "p26 eager reference",
     "p38 eager reference", "p48 eager reference", "p14 eager reference", "p02 tirx `splitkvprefetch` → reformulated",
     "p02 cutedsl `splitkv` → reformulated", "p45 tirx `routescanscatter` → reformulated",
-    "p58 tirx `fused` → fused_tiled",
+    "p58 tirx `fused` → fused_tiled", "p21 cutedsl `fused` → fused_tiled", "p23 tirx `tworows` → fused_tiled",
+    "p66 tirx `ex2` → fused_tiled",
     "p22 tirx `fused` → fused_tiled", "p24 tirx `fused` → fused_tiled",
 }  # fmt: skip
 
