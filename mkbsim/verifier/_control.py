@@ -86,6 +86,10 @@ FOOTPRINT = (864, "<Q")
 #: Timer vault: the process's CPU clock over the call, from START to STOP's arrival (ms): every thread's work inside
 #: the call, which a busy machine does not stretch (``_judge.scored_host_time``)
 CALL_CPU_MS = (872, "<d")
+#: Gate vault: the watched calls' requests it has served, all calls together (outside PER_CALL: never zeroed). The
+#: verifier's wait for a block restarts at each (``progress``): the vault's own work over a large argument (a
+#: production draw's copy checks on cpu: seconds a request) is not the submission's time to answer.
+VAULT_WORK = (880, "<Q")
 NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
 #: The per-call fields a block's slot holds (the header up to the end of CALL_CPU_MS), less the guards'
 #: cumulative VIOLATION_COUNT, which the slots never touch.
@@ -211,9 +215,10 @@ class ControlPage:
         _schema.times(found, ("end_t",))
         return found
 
-    def progress(self) -> int:
-        """Slots the timer's vault has loaded so far (read while a block runs)."""
-        return int(get(self.buf, BLOCK_NEXT))
+    def progress(self) -> tuple[int, int]:
+        """Slots the timer's vault has loaded so far, and the gate vault's steps of work on watched calls (read while a
+        block runs: ``WorkerHandle.wait``)."""
+        return int(get(self.buf, BLOCK_NEXT)), int(get(self.buf, VAULT_WORK))
 
     def end_block(self) -> None:
         put(self.buf, BLOCK_CALLS, 0)

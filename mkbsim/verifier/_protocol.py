@@ -85,7 +85,6 @@ class Limits:
 
     import_timeout_s: float = 180.0
     call_timeout_s: float = 60.0
-    total_timeout_s: float = 1200.0
     memory_bytes: int = 8 * GIB
     file_size_bytes: int = 512 << 20
     cpu_threads: int = 1

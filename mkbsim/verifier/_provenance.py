@@ -584,6 +584,13 @@ def provenance_vault(
     def storage_of(t: Any) -> int:
         return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
 
+    def beat() -> None:
+        """The vault is still at work on a watched call: the verifier's wait for the block restarts
+        (``_control.VAULT_WORK``). Called from the steps that pass over a whole argument (a production draw's copy
+        checks on cpu: seconds each, a minute and more a request on a loaded machine, which is not the submission's
+        time to answer); a scored call's requests pass over none."""
+        lib.u64.pack_into(page, layout.VAULT_WORK, lib.u64.unpack_from(page, layout.VAULT_WORK)[0] + 1)
+
     def span(t: Any) -> tuple[int, int]:
         start = lib.data_ptr(t)
         if lib.numel(t) == 0:
@@ -1127,6 +1134,7 @@ def provenance_vault(
         for the layout-free copy check, whatever its dtype and wherever its memory came from: of its eager-made
         elements only (``eager_made``), whatever their share of it: not a problem input's (``given_input``: a gather or
         a cache update legitimately copies those) nor elements the DSL produced."""
+        beat()
         lo, hi = span(t)
         if hi <= lo or lib.element_size(t) not in lib.bits or given_input:
             return
@@ -1166,6 +1174,7 @@ def provenance_vault(
     def holds(mine: Any, patterns: Any, counts: Any) -> tuple[float, Any]:
         """The share of ``mine``'s elements that distinct ``patterns`` with their ``counts`` hold, counted with
         their multiplicity, and which elements they hold."""
+        beat()
         distinct, where, need = lib.unique(mine, True, True, True)
         idx = lib.clamp(lib.searchsorted(patterns, distinct), 0, lib.numel(patterns) - 1)
         hit = lib.logical_and(lib.eq(lib.take(patterns, idx), distinct), lib.ge(lib.take(counts, idx), need))
@@ -1292,6 +1301,7 @@ def provenance_vault(
         """A held argument's values as the output ``t``'s bit patterns (int64, flat), by rows and, for a matrix, by
         columns (``by_columns``), each with which of them eager code made (None: all): bit for bit at ``t``'s width,
         and a floating argument of another dtype rounded to ``t``'s."""
+        beat()
         width = lib.element_size(t)
         views = [(values, eager)]
         if by_columns and lib.len(lib.size(values)) >= 2:
@@ -1324,6 +1334,7 @@ def provenance_vault(
     def members(values: Any, keys: Any) -> Any:
         """Per element of int64 ``values``: whether sorted int64 ``keys`` hold it (searched for the ``candidates``
         only)."""
+        beat()
         found = lib.zeros((lib.numel(values),), dtype=lib.bool_, device=lib.device_of(values))
         if not lib.numel(keys):
             return found
@@ -1453,6 +1464,7 @@ def provenance_vault(
         """How many of ``values`` equal each of sorted, distinct ``keys`` (int64). Keys within a range of
         ``TALLY_BINS`` (the bit patterns of 1- and 2-byte outputs) are counted by a histogram over the range, values
         outside it in two end bins: a tenth of a search's cost on cpu, where an evidence call's launches pay it."""
+        beat()
         if not lib.numel(keys):
             return lib.zeros((0,), dtype=lib.int64, device=lib.device_of(keys))
         low, high = lib.int(keys[0]), lib.int(keys[-1])
@@ -1569,6 +1581,7 @@ def provenance_vault(
     def snapshot(tensors: Any, prior: int) -> None:
         """Copy aside the bytes the launch's tensor arguments span (``after`` compares them); ``prior``: the
         launches counted before this gate's (a launch counted in the window did work)."""
+        beat()
         spans: dict[int, list[Any]] = {}  # storage address -> its tensors' byte ranges (and one tensor of it)
         for t in tensors:
             lo, hi = span(t)
@@ -1982,6 +1995,7 @@ def provenance_vault(
                 if 0 < count < lib.decode.least:
                     pool(t, lib.reshape(lib.nonzero(changed), (-1,)), operands)
                     continue
+                beat()  # (the decode's fits pass over the changed elements)
                 found = lib.decoded(lib.decode, t, changed, operands, lib.decoys)
             except lib.BaseException as exc:
                 unjudged(t, exc)
@@ -3136,6 +3150,8 @@ def provenance_vault(
             records.append(("fault", lib.str(lib.type(exc).__name__) + ": " + lib.str(exc)))
             reply = exc
         mode.clear()  # the mode as the request found it
+        if evidence:  # a watched call's request served
+            beat()
         request = None  # the caller holds its objects: dropping them here is never the last reference
         # nor the request's tensors left in this frame's locals (an earlier draw's inputs: the next census's bytes)
         t = fn = module = None
@@ -3156,7 +3172,7 @@ def page_layout() -> types.SimpleNamespace:
         WORK_DECODED=_control.WORK_DECODED[0],
         WORK_AFTER_MS=_control.WORK_AFTER_MS[0],
         WORK_SHARES=_control.WORK_SHARES, WORK_COPIED=_control.WORK_COPIED,
-        WORK_CARRIED=_control.WORK_CARRIED,
+        WORK_CARRIED=_control.WORK_CARRIED, VAULT_WORK=_control.VAULT_WORK[0],
     )  # fmt: skip
 
 

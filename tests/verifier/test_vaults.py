@@ -268,12 +268,17 @@ def test_a_scored_call_counts_and_times_its_launches_and_describes_none(page: mm
     for nonce, evidence in ((1, False), (2, True)):
         requests.clear()
         _arm(page, nonce, evidence=evidence)
+        served = _control.get(page, _control.VAULT_WORK)
         out = torch.zeros(4)  # the same launch twice: one signature
         launch(out)
         launch(out)
         end()
         assert _control.get(page, _control.LAUNCHES) == 2 and _control.get(page, _control.DSL_ACK) == nonce
         assert requests == [1, 2, 1, 2]  # both launches timed: a second request after each
+        # the verifier's wait restarts at each request the vault serves on a watched call (the END too) and at its
+        # passes over an argument inside one, never on a scored call (whose time to answer is the submission's alone)
+        beats = _control.get(page, _control.VAULT_WORK) - served
+        assert beats >= len(requests) + 1 if evidence else beats == 0
         assert 20.0 <= _control.get(page, _control.DSL_MS) < 40.0  # their work, not their waiting
         listed = _control.get(page, (_control.SIGNATURES[0], "<Q"))
         assert listed == (1 if evidence else 0)  # their one signature, listed on the evidence call only
