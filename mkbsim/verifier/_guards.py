@@ -217,6 +217,7 @@ def _lib() -> types.SimpleNamespace:
         BaseException=BaseException, range=range, any=any, all=all, pack_into=_struct.pack_into, dumps=_control.dumps,
         compile=builtins.compile, open=posix.open,
         read=posix.read, close=posix.close, O_RDONLY=os.O_RDONLY, CodeType=types.CodeType, frozenset=frozenset,
+        FrameType=types.FrameType, TracebackType=types.TracebackType,
         loads=marshal.loads, magic=importlib.util.MAGIC_NUMBER, cache_tag=sys.implementation.cache_tag,
         opt_suffix=f".opt-{sys.flags.optimize}" if sys.flags.optimize else "",
         plain=frozenset(id(t) for t in (str, bytes, int, float, complex, bool, type(None), type(...), tuple,
@@ -600,6 +601,11 @@ def _guard_vault(
     def name_reason(dotted: str) -> str | None:
         return lookup(names, dotted) or suffixes.get(dotted.rsplit(".", 1)[-1])
 
+    def forged(event: str, frame: Any) -> Any:
+        """An event the interpreter raises with a frame or traceback, raised with something else: ``sys.audit`` called
+        by hand, whose argument's attributes (a property named ``f_code``) would run its caller's code in here."""
+        return refuse(f"{event} raised by hand", "the verifier's audit events are the interpreter's", culprit(frame)[1])
+
     def opens_vault(frame: Any) -> bool:
         while frame is not None:
             if lib.key(frame.f_code) in vault_codes:  # (not id(): an audited event a frame, on every sys._getframe)
@@ -829,12 +835,16 @@ def _guard_vault(
                 )
             if name in k.FRAME and event == "object.__getattr__":
                 target = args[0]
+                if name == "tb_frame" and lib.type(target) is not lib.TracebackType:
+                    return forged(event, frame)
                 inner = target.tb_frame if name == "tb_frame" else None
                 if inner is not None and opens_vault(inner):
                     return refuse(f"{name} of a harness frame", "the verifier's frames are off limits", None)
             return None
         if event == "sys._getframe":
-            if lib.len(args) and opens_vault(args[0]):
+            if lib.len(args) != 1 or lib.type(args[0]) is not lib.FrameType:
+                return forged(event, frame)
+            if opens_vault(args[0]):
                 return refuse("sys._getframe", "the verifier's frames are off limits", None)
             return None
         if event == "open":
@@ -887,7 +897,11 @@ def _guard_vault(
                 target = as_path(changed[0]) if lib.type(changed[0]) is lib.str and changed[0].startswith("/") else None
                 relative = changed[0] if lib.type(changed[0]) is lib.str else ""
                 changed[0] = target or link.rsplit("/", 1)[0] + "/" + relative
-            relative_to_fd = lib.any(i < lib.len(args) and args[i] not in (None, -1) for i in k.DIR_FD.get(event, ()))
+            # (no comparison that runs an argument's own ``__eq__``: ``sys.audit`` takes any object)
+            relative_to_fd = lib.any(
+                i < lib.len(args) and args[i] is not None and not (lib.type(args[i]) is lib.int and args[i] == -1)
+                for i in k.DIR_FD.get(event, ())
+            )  # fmt: skip
             if relative_to_fd or not lib.all(writable(path) for path in changed):
                 return refuse(event, "changing files outside the temporary directory is forbidden", who)
         return None
@@ -984,7 +998,13 @@ def _audit_hook(
         return  # sys.audit called with a str subclass (whose methods would run in the vault): no real event
     if event not in _watched and not event.startswith(_prefixes):
         return
-    if event in _attributes and _id(args[0]) not in _protected and args[1] not in _frame_names:
+    # (a name of another type, whose hashing would run its class's code here, goes to the vault)
+    if (
+        event in _attributes
+        and _id(args[0]) not in _protected
+        and _type(args[1]) is _str
+        and (args[1] not in _frame_names)
+    ):
         return
     me = _ident()
     if me in _busy:

@@ -155,7 +155,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
     **dict.fromkeys(
         ("sys.modules", "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile",
          "sys.addaudithook", "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache",
-         "sys.gettrace", "sys.getprofile", "sys.exc_info", "sys.exception", "sys.last_traceback"),
+         "sys.gettrace", "sys.getprofile", "sys.exc_info", "sys.exception", "sys.last_traceback", "sys.audit"),
         _INTROSPECTION,
     ),
     "weakref.finalize": DEFERRED,
