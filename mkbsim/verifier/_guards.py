@@ -854,7 +854,10 @@ def _guard_vault(
         if event in k.DESCRIPTOR:
             return judge_descriptors(event, args[:1], False, frame)
         if event == "import":
-            name = args[0] if lib.len(args) and lib.type(args[0]) is lib.str else ""
+            if not lib.len(args) or lib.type(args[0]) is not lib.str:
+                return refuse("import of a module named by something else than a str", "module names are plain str",
+                              culprit(frame)[1], lib.ImportError)  # fmt: skip
+            name = args[0]
             reason = module_reason(name)
             if reason is None:
                 return None
@@ -919,7 +922,15 @@ def _guard_vault(
                 if lib.type(name) is not lib.str or (
                     lib.type(fromlist) is not lib.tuple and lib.type(fromlist) is not lib.list
                 ):
-                    name, fromlist = "", ()  # a str subclass's methods would run the submission's code here
+                    # a str subclass's methods would run the submission's code here, and the import machinery calls
+                    # them too (its hash finds the module in ``sys.modules``, its ``rpartition`` names the package):
+                    # no name but a str's is judged, so none other is imported, whoever asks
+                    reply = refuse("import of a module named by something else than a str",
+                                   "module names are plain str", culprit(frame)[1], lib.ImportError)  # fmt: skip
+                    name, fromlist = "", ()
+                elif lib.any(lib.type(item) is not lib.str for item in fromlist):
+                    reply = refuse(f"import from {name} of a name that is not a str", "module names are plain str",
+                                   culprit(frame)[1], lib.ImportError)  # fmt: skip
                 full = [name] + [f"{name}.{item}" for item in fromlist if lib.type(item) is lib.str and item != "*"]
                 for dotted in full:
                     reason = module_reason(dotted) or (name_reason(dotted) if dotted != name else None)
