@@ -55,6 +55,7 @@ from typing import Any
 from mkbsim.verifier import _control, _numpy_guards
 from mkbsim.verifier._attribution import AttributionConfig
 from mkbsim.verifier._rules import (
+    DEFERRED,
     DISPATCH_KEY_CONTROLS,
     DISPATCH_MODE_BYPASSES,
     DISPATCHER,
@@ -89,6 +90,10 @@ _ALWAYS_REFUSED = frozenset(
     ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
      "sys.addaudithook")
 )  # fmt: skip
+#: Refused whoever asks, once the submission is loaded: an async generator's finalizer runs when the generator dies,
+#: wherever the harness drops what held it (red team rt25 F1: one parked on a returned output's ``__dict__``), as
+#: ``weakref.finalize`` would (the static scan names ``sys.set_asyncgen_hooks``).
+_DEFERRED_EVENTS = frozenset(("sys.set_asyncgen_hook_finalizer",))
 #: Refused whoever asks: a new interpreter has none of this one's audit hooks (``sys.addaudithook`` is per
 #: interpreter). Raised by ``Py_NewInterpreter`` where the creating thread holds a thread state (``_interpreters``,
 #: an extension's own); ``_testcapi.run_in_subinterp`` drops it first (no event): its module is refused by name.
@@ -139,6 +144,7 @@ _HARNESS_MEMFD = "/memfd:mkbsim-"
 _WATCHED = frozenset(
     _PROCESS_EVENTS
     | _ALWAYS_REFUSED
+    | _DEFERRED_EVENTS
     | _INTERPRETER_EVENTS
     | _FILE_CHANGE_EVENTS
     | _ATTRIBUTE_EVENTS
@@ -249,8 +255,8 @@ def _constants() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         CANDIDATE=CANDIDATE, LIBRARY=LIBRARY, TRANSPARENT=TRANSPARENT, PROCESS=_PROCESS_EVENTS,
         PROCESS_START=_PROCESS_STARTS,
-        ALWAYS=_ALWAYS_REFUSED, INTERPRETER=_INTERPRETER_EVENTS, UNGUARDED=UNGUARDED, FILE_CHANGE=_FILE_CHANGE_EVENTS,
-        TWO_PATH=_TWO_PATH_EVENTS,
+        ALWAYS=_ALWAYS_REFUSED, DEFERRED=_DEFERRED_EVENTS, DEFERRED_REASON=DEFERRED, INTERPRETER=_INTERPRETER_EVENTS,
+        UNGUARDED=UNGUARDED, FILE_CHANGE=_FILE_CHANGE_EVENTS, TWO_PATH=_TWO_PATH_EVENTS,
         DIR_FD=dict(_DIR_FD_ARGS), ATTRIBUTE=_ATTRIBUTE_EVENTS, FRAME=_FRAME_ATTRIBUTES, PROC_MEMORY=_PROC_MEMORY,
         PROC_SYSTEM=_PROC_SYSTEM, PROC_OWN=_PROC_OWN, LISTING=_LISTING_EVENTS, DESCRIPTOR=_DESCRIPTOR_EVENTS,
         HARNESS_MEMFD=_HARNESS_MEMFD,
@@ -827,6 +833,8 @@ def _guard_vault(
             return refuse("creating an interpreter", k.UNGUARDED, culprit(frame)[1])
         if event in k.ALWAYS:
             return refuse(event, "introspection of the verifier's process is forbidden", culprit(frame)[1])
+        if event in k.DEFERRED:
+            return refuse(event, k.DEFERRED_REASON, culprit(frame)[1])
         if event in k.ATTRIBUTE:
             name = args[1] if lib.len(args) > 1 and lib.type(args[1]) is lib.str else ""
             if protected:
@@ -1248,14 +1256,13 @@ class Guards:
             signal_module = sys.modules.get(module_name)
             if signal_module is not None:
                 self.deny(signal_module, "signal", "signal.signal", "Python signal handlers are forbidden")
-        deferred = "work the harness would run after the timed call (collector callbacks, finalizers) is forbidden"
         for name in ("enable", "set_threshold", "freeze", "unfreeze"):
-            self.deny(gc, name, f"gc.{name}", deferred)
-        self.deny(weakref, "finalize", "weakref.finalize", deferred)
+            self.deny(gc, name, f"gc.{name}", DEFERRED)
+        self.deny(weakref, "finalize", "weakref.finalize", DEFERRED)
         # callables the interpreter runs with no frame of the submission's on the stack (at exit) or the harness
         # runs for it (a reducer when an object of its type is copied or pickled)
-        self.deny(atexit, "register", "atexit.register", deferred)
-        self.deny(copyreg, "pickle", "copyreg.pickle", deferred)
+        self.deny(atexit, "register", "atexit.register", DEFERRED)
+        self.deny(copyreg, "pickle", "copyreg.pickle", DEFERRED)
         # ctypes's raw-memory functions raise no audit event, and torch holds the module (``torch.ctypes``): refused
         # to the submission's calls and to a library handed one (a DSL runtime naming them vouches)
         ffi = sys.modules.get("ctypes")

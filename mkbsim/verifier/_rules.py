@@ -158,7 +158,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
          "sys.gettrace", "sys.getprofile", "sys.exc_info", "sys.exception", "sys.last_traceback", "sys.audit"),
         _INTROSPECTION,
     ),
-    "weakref.finalize": DEFERRED,
+    **dict.fromkeys(("weakref.finalize", "sys.set_asyncgen_hooks"), DEFERRED),
     **dict.fromkeys(NUMPY_RAW_MODULES, RAW_MEMORY),
     **dict.fromkeys(("torch.save", "torch.load", "torch.serialization", "torch.package"), SERIALISATION),
     **{f"torch._C.{name}": "the verifier's dispatch modes are off limits" for name in DISPATCH_KEY_CONTROLS},

@@ -78,6 +78,7 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         # work after the timed call: finalizers
         "class L:\n    def __del__(self): pass",
         "import weakref\nweakref.finalize(object(), print)",
+        "import sys\nsys.set_asyncgen_hooks(finalizer=print)",
         # eager work the provenance mode would not see: an operator below the Python key, the pops' aliases
         "import torch\nop = torch.ops.aten.copy_.default\nop.redispatch(k, a, b)",
         "import torch\ntorch.ops.aten.add.Tensor._handle.redispatch_boxed(k, a, b)",
