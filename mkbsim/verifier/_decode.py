@@ -476,6 +476,12 @@ def _interpolated(d: Any, table: Any, q: Any) -> Any:
     return d.add(y0, d.mul(w, d.sub(y1, y0))), d.maximum(d.abs(y0), d.abs(y1))
 
 
+def _rolled(d: Any, mapped: Any) -> Any:
+    """``_interpolated`` at the same queries rolled by one, from its values there (each element's map is its own:
+    the same numbers, without a second search of the table)."""
+    return d.roll(mapped[0], 1), d.roll(mapped[1], 1)
+
+
 def _affine(d: Any, design: Any, solution: Any) -> Any:
     """The affine map's values (``design`` · ``solution``) and the magnitude of its terms (``_held``)."""
     values = d.reshape(d.matmul(design, solution), (-1,))
@@ -749,8 +755,9 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
         if table is None:
             return
         checked = values[half:]
-        held = _held(d, _interpolated(d, table, checked), y_check, relative, tolerance)
-        score = _score(d, held, _held(d, _interpolated(d, table, d.roll(checked, 1)), y_check, relative, tolerance))
+        mapped = _interpolated(d, table, checked)
+        held = _held(d, mapped, y_check, relative, tolerance)
+        score = _score(d, held, _held(d, _rolled(d, mapped), y_check, relative, tolerance))
         if score > best[0]:
             # the map every element is judged by: the sample's points that agree with the other half's map (an
             # honest element of the sample would otherwise match itself)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from mkbsim.verifier._decode import _held, _interpolated, _score, _table, inverse, lined_up
+from mkbsim.verifier._decode import _held, _interpolated, _rolled, _score, _table, inverse, lined_up
 
 #: Positions kept per launch output (drawn among the elements the launch changed on the first audited draw).
 KEYED_SAMPLES = 1024
@@ -194,8 +194,9 @@ def _explained(d: Any, residual: Any, fixed: Any, relative: float, tolerance: fl
             continue
         checked, target = x[half : 2 * half], r[half : 2 * half]
         # a flat ``tolerance`` (not the table's terms: a residual is a difference or ratio of two draws' values)
-        held = _held(d, _flat(d, _interpolated(d, table, checked)), target, relative, (tolerance, 1.0))
-        chance = _held(d, _flat(d, _interpolated(d, table, d.roll(checked, 1))), target, relative, (tolerance, 1.0))
+        mapped = _flat(d, _interpolated(d, table, checked))
+        held = _held(d, mapped, target, relative, (tolerance, 1.0))
+        chance = _held(d, _rolled(d, mapped), target, relative, (tolerance, 1.0))
         if _score(d, held, chance) >= d.share:
             return True
     return False
