@@ -145,6 +145,16 @@ _MOVEMENT = _FREE | frozenset(
      "_unsafe_index_put", "diag", "diag_embed", "rot90", "index_fill", "to_dense", "_to_dense", "resolve_conj",
      "resolve_neg")
 )  # fmt: skip
+#: Lookups (``_MOVEMENT``): each result element is the source's element its index picks.
+_LOOKUPS = frozenset(("index", "_unsafe_index", "index_select", "gather", "take", "embedding"))
+#: A lookup whose result has at least this many times its source's elements (the source, ``ins[0]``, is the table:
+#: ``embedding``'s weight, the others' ``self``) evaluates a function by a table, each result element one evaluation:
+#: element work of the result's size, not movement (red team rt25b F2/F3: p23's dequantisation as a 256-entry table
+#: of the fp8 codes, made eagerly or by a DSL kernel of 256 multiplications, indexed by the whole cache; priced as
+#: movement it was none of p23's element work and the plan passed as full). A problem's own gathers (cache rows by a
+#: block table, embedding rows, grouped-query heads) read a source at least as large as what they write, or a few
+#: times smaller; any table this much smaller than its result is replicated, which is what a function is.
+LOOKUP_REPLICATION = 16
 #: Stores (``_MOVEMENT``) that add into their destination when their ``accumulate`` argument, the fourth of every
 #: overload, is set (``index_put_(indices, values, accumulate=True)``): the worker's vault and the reference's
 #: recorder mark such a call's name (``ACCUMULATES``), and it is priced as element arithmetic. The reducing
@@ -359,6 +369,8 @@ def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
             return _bound(ins, outs)
     if how == "movement":  # the elements written: the output, or the values an in-place scatter puts
         written = max((_numel(s) for s in outs), default=0)
+        if base in _LOOKUPS and ins and LOOKUP_REPLICATION * _numel(ins[0]) <= written:
+            return [("pointwise", float(written), 1)]
         if base in (*ACCUMULATING, "scatter", "index_copy", "masked_scatter") and len(ins) > 1:
             written = min(written, _numel(ins[-1]))  # into a larger tensor: the values given
         return [("movement", float(written), 1)]
