@@ -128,6 +128,18 @@ def test_arithmetic_is_never_priced_as_movement(what: str) -> None:
     assert work.amounts["matmul"] + work.amounts["pointwise"] >= x.numel(), work.amounts
 
 
+def test_lookups_by_a_much_smaller_table_and_compactions_are_element_work() -> None:
+    # a table of 256 values looked up by 4096 codes evaluates a function 4096 times (rt25b F2/F3); a problem's own
+    # gathers (cache rows by a block table, embedding rows) read as much as they write
+    for name in ("aten.index.Tensor", "aten.take.default", "aten.index_select.default", "aten.gather.default"):
+        assert op_work(name, ((256,), (4096,)), ((4096,),)) == [("pointwise", 4096.0, 1)]
+        assert op_work(name, ((4096, 8), (512,)), ((512, 8),)) == [("movement", 4096.0, 1)]
+    assert op_work("aten.embedding.default", ((16, 64), (4096,)), ((4096, 64),))[0][0] == "pointwise"
+    assert op_work("aten.embedding.default", ((32000, 64), (128,)), ((128, 64),))[0][0] == "movement"
+    # a compaction reads every element of its input, however few it finds (rt25c F1: a counting sort's collection)
+    assert op_work("aten.nonzero.default", ((64, 4096),), ((3, 2),)) == [("pointwise", 64.0 * 4096, 1)]
+
+
 def test_the_classification_tables_name_torch_s_operators_and_no_arithmetic_one_moves() -> None:
     """Every base name the free and movement tables hold is an aten operator, none tagged pointwise or
     reduction by torch (``clone`` aside: a copy), and the fused and listed computing ones are no movement."""
