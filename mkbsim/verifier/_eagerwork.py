@@ -147,6 +147,8 @@ _MOVEMENT = _FREE | frozenset(
 )  # fmt: skip
 #: Lookups (``_MOVEMENT``): each result element is the source's element its index picks.
 _LOOKUPS = frozenset(("index", "_unsafe_index", "index_select", "gather", "take", "embedding"))
+#: Movement whose index or mask operands (after the source) may be a boolean mask: ``masked_select`` always is.
+_MASKED_READS = frozenset(("index", "_unsafe_index", "masked_select"))
 #: A lookup whose result has at least this many times its source's elements (the source, ``ins[0]``, is the table:
 #: ``embedding``'s weight, the others' ``self``) evaluates a function by a table, each result element one evaluation:
 #: element work of the result's size, not movement (red team rt25b F2/F3: p23's dequantisation as a 256-entry table
@@ -374,6 +376,12 @@ def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
         written = max((_numel(s) for s in outs), default=0)
         if base in _LOOKUPS and ins and LOOKUP_REPLICATION * _numel(ins[0]) <= written:
             return [("pointwise", float(written), 1)]
+        # an index operand larger than the result is a boolean mask (an integer index has at most the result's
+        # elements): a compaction reading the whole mask, like ``nonzero`` (red team rt25c F1b: a counting sort's
+        # collection as ``arange(n).expand(...)[table]``, whose ``nonzero`` runs below the recorded operators)
+        read = max((_numel(s) for s in ins[1:]), default=0) if base in _MASKED_READS else 0
+        if read > written:
+            return [("pointwise", float(read), 1)]
         if base in (*ACCUMULATING, "scatter", "index_copy", "masked_scatter") and len(ins) > 1:
             written = min(written, _numel(ins[-1]))  # into a larger tensor: the values given
         return [("movement", float(written), 1)]

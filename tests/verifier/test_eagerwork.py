@@ -138,6 +138,10 @@ def test_lookups_by_a_much_smaller_table_and_compactions_are_element_work() -> N
     assert op_work("aten.embedding.default", ((32000, 64), (128,)), ((128, 64),))[0][0] == "movement"
     # a compaction reads every element of its input, however few it finds (rt25c F1: a counting sort's collection)
     assert op_work("aten.nonzero.default", ((64, 4096),), ((3, 2),)) == [("pointwise", 64.0 * 4096, 1)]
+    # ... and so does indexing by a boolean mask (an index operand larger than the result), rt25c F1b
+    assert op_work("aten.index.Tensor", ((64, 4096), (64, 4096)), ((12,),)) == [("pointwise", 64.0 * 4096, 1)]
+    assert op_work("aten.masked_select.default", ((64, 4096), (64, 4096)), ((12,),)) == [("pointwise", 64.0 * 4096, 1)]
+    assert op_work("aten.index.Tensor", ((64, 4096), (16,)), ((16, 4096),)) == [("movement", 16.0 * 4096, 1)]
 
 
 def test_the_classification_tables_name_torch_s_operators_and_no_arithmetic_one_moves() -> None:
