@@ -88,13 +88,14 @@ def test_geomean_ratio_within_band(bench: ModuleType) -> None:
 # paper protocol's call in a plain process on a fresh draw a call (`plain_fresh_ms`, no verifier): p21 CuTe DSL
 # 0.1363 (window 0.0799, do_bench 0.0327), p23 TIRx `tworows` 0.1319 (0.1201, 0.0414), p66 TIRx `ex2` 0.1282 (0.1484,
 # 0.0323): the protocol's own window on fresh inputs is most of these rows, and a row this short moves by up to
-# 30% between verifications (p66 TIRx 0.0945 in the first run), so it crosses the band's edge either way.
+# 30% between verifications (p66 TIRx 0.0945 in the first run), so it crosses the band's edge either way. Session 26
+# (2026-12-05): p45's TIRx `routescanscatter` 0.3952 ms (do_bench 0.1739, plain fresh 0.2644): inside the band now.
 KNOWN_OUTSIDE = {
     "p21 tirx `fused` → fused_tiled", "p26 tirx `fused` → fused_tiled", "p48 cutedsl `fused` → fused_tiled",
     "p04 eager reference", "p05 eager reference", "p06 eager reference", "p07 eager reference",
     "p08 eager reference", "p09 eager reference", "p19 eager reference", "p26 eager reference",
     "p38 eager reference", "p48 eager reference", "p14 eager reference", "p02 tirx `splitkvprefetch` → reformulated",
-    "p02 cutedsl `splitkv` → reformulated", "p45 tirx `routescanscatter` → reformulated",
+    "p02 cutedsl `splitkv` → reformulated",
     "p58 tirx `fused` → fused_tiled", "p21 cutedsl `fused` → fused_tiled", "p23 tirx `tworows` → fused_tiled",
     "p66 tirx `ex2` → fused_tiled",
     "p22 tirx `fused` → fused_tiled", "p24 tirx `fused` → fused_tiled",
