@@ -146,7 +146,7 @@ _MOVEMENT = _FREE | frozenset(
      "resolve_neg")
 )  # fmt: skip
 #: Lookups (``_MOVEMENT``): each result element is the source's element its index picks.
-_LOOKUPS = frozenset(("index", "_unsafe_index", "index_select", "gather", "take", "embedding"))
+LOOKUPS = frozenset(("index", "_unsafe_index", "index_select", "gather", "take", "embedding"))
 #: Movement whose index or mask operands (after the source) may be a boolean mask: ``masked_select`` always is.
 _MASKED_READS = frozenset(("index", "_unsafe_index", "masked_select"))
 #: A lookup whose result has at least this many times its source's elements (the source, ``ins[0]``, is the table:
@@ -157,6 +157,12 @@ _MASKED_READS = frozenset(("index", "_unsafe_index", "masked_select"))
 #: block table, embedding rows, grouped-query heads) read a source at least as large as what they write, or a few
 #: times smaller; any table this much smaller than its result is replicated, which is what a function is.
 LOOKUP_REPLICATION = 16
+#: A lookup into a table whose values were made from nothing the call was given (alive when the call started: made at
+#: import or cached by an earlier call; or made from such tables alone) evaluates a function by a table whatever the
+#: table's size: the worker's vault marks such a call's name (red team rt25b F1: p26's ``p // bs`` and ``b * bs``
+#: tabulated at import for every position and block id, larger than a call's tokens, looked up eagerly) and it is
+#: element work of its result's size.
+TABLED = "+table"
 #: Stores (``_MOVEMENT``) that add into their destination when their ``accumulate`` argument, the fourth of every
 #: overload, is set (``index_put_(indices, values, accumulate=True)``): the worker's vault and the reference's
 #: recorder mark such a call's name (``ACCUMULATES``), and it is priced as element arithmetic. The reducing
@@ -374,7 +380,7 @@ def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
             return _bound(ins, outs)
     if how == "movement":  # the elements written: the output, or the values an in-place scatter puts
         written = max((_numel(s) for s in outs), default=0)
-        if base in _LOOKUPS and ins and LOOKUP_REPLICATION * _numel(ins[0]) <= written:
+        if base in LOOKUPS and ins and (name.endswith(TABLED) or LOOKUP_REPLICATION * _numel(ins[0]) <= written):
             return [("pointwise", float(written), 1)]
         # an index operand larger than the result is a boolean mask (an integer index has at most the result's
         # elements): a compaction reading the whole mask, like ``nonzero`` (red team rt25c F1b: a counting sort's

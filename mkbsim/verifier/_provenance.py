@@ -239,6 +239,16 @@ _MOVEMENT = {
 _COPIES = frozenset(("_to_copy", "clone"))
 #: In-place operators that only store into their first argument: it is their destination, not an operand.
 _OVERWRITING = frozenset(("copy_", "fill_", "zero_", "index_put_", "index_copy_", "masked_scatter_", "scatter_"))
+#: In-place operators that store into some of their first argument's elements, by index or mask: a table a few of
+#: whose entries they change stays a table (``constant`` in the vault), as it does under any write to a strided view
+_INDEXED_STORES = frozenset(
+    ("index_put_", "_index_put_impl_", "_unsafe_index_put_", "index_copy_", "masked_scatter_", "scatter_", "put_",
+     "index_fill_", "masked_fill_")
+)  # fmt: skip
+#: A launch that changed bytes of a table made from constants in at most this many runs took those bytes out of it;
+#: in more (an output it wrote, whose bytes equal to the sentinel's or to the last call's are left unchanged), the
+#: whole argument
+CHANGED_RUNS = 256
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -399,7 +409,11 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
         cat=torch._C._VariableFunctions.cat, accumulating=_eagerwork.ACCUMULATING,
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
-        scales=_eagerwork.SCALES, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS,
+        scales=_eagerwork.SCALES, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS,
+        tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES, changed_runs=CHANGED_RUNS, int8=torch.int8,
+        lookup_of={"index": torch.ops.aten.index.Tensor, "_unsafe_index": torch.ops.aten._unsafe_index.Tensor,
+                   "index_select": torch.ops.aten.index_select.default, "gather": torch.ops.aten.gather.default,
+                   "take": torch.ops.aten.take.default, "embedding": torch.ops.aten.embedding.default},
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
@@ -495,6 +509,10 @@ def provenance_vault(
     watching = False  # from the draw's INPUTS to its RESULT (a launch outliving the call reads nothing it vouches for)
     erased = 0  # bytes erased in this call
     censused = [0, 0, 0.0]  # the census of this call: storages, bytes, ms
+    # disjoint [start, end) byte ranges holding values made from nothing the call was given (a correctness draw's):
+    # the census's storages (tables made at import or cached by an earlier call) and what eager operators made from
+    # them alone, less what launches and eager operators reading anything else wrote since (``constant_made``)
+    constant: list[Any] = []
     keys_on: dict[Any, Any] = {}  # a device -> the digests' keys there (``digests``)
     # the storages of the open block's memory and of the copies of what its calls deliver: the harness's, which the
     # census leaves out (a staged block's host mapping, every call's arena: gigabytes on p03, 2.4 s of digests a draw on
@@ -942,9 +960,93 @@ def provenance_vault(
                     if lib.any(a <= storage_of(t) < b for a, b in harness):
                         continue
                     if admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t))):
+                        constant.append((memory[-1][0], memory[-1][1]))
                         censused[0] += 1
                         censused[1] += memory[-1][1] - memory[-1][0]
         censused[2] = (lib.perf_counter() - start) * 1e3
+
+    def constant_made(lo: int, hi: int, from_constants: bool) -> None:
+        """[lo, hi) now holds values made from constants alone (``constant``), or not."""
+        kept = []
+        for a, b in constant:
+            if b <= lo or hi <= a:
+                kept.append((a, b))
+                continue
+            if a < lo:
+                kept.append((a, lo))
+            if hi < b:
+                kept.append((hi, b))
+        if from_constants and lo < hi:
+            kept.append((lo, hi))
+        constant[:] = kept
+
+    def constant_within(lo: int, hi: int) -> list[Any]:
+        """The parts of [lo, hi) in ``constant``, in order and merged."""
+        found: list[Any] = []
+        for a, b in lib.sorted((lib.max(a, lo), lib.min(b, hi)) for a, b in constant if a < hi and lo < b):
+            if found and a <= found[-1][1]:
+                found[-1] = (found[-1][0], lib.max(b, found[-1][1]))
+            else:
+                found.append((a, b))
+        return found
+
+    def is_constant(t: Any) -> bool:
+        """Whether every byte of ``t``'s span holds a value made from nothing the call was given (``constant``)."""
+        lo, hi = span(t)
+        return hi > lo and constant_within(lo, hi) == [(lo, hi)]
+
+    def changed_bounds(diff: Any) -> tuple[int, int] | None:
+        """The first and the last byte ``diff`` marks, or None, a piece at a time (a ``nonzero`` of the whole of a
+        503 MB output's ``diff`` held 4 GB of indices, p45 at PRODUCTION out of memory on cpu)."""
+        marked = [lo for lo in lib.range(0, lib.numel(diff), lib.digest_piece)
+                  if lib.bool(lib.any_of(diff[lo : lo + lib.digest_piece]))]  # fmt: skip
+        if not marked:
+            return None
+        first, last = marked[0], marked[-1]
+        head = lib.nonzero(diff[first : first + lib.digest_piece])
+        tail = lib.nonzero(diff[last : last + lib.digest_piece])
+        return first + lib.int(head[0]), last + lib.int(tail[-1])
+
+    def launch_changed_constants(address: int, diff: Any) -> None:
+        """A counted launch changed the bytes ``diff`` marks from ``address`` on: they are out of ``constant`` (the
+        runs of them, or the whole argument past ``CHANGED_RUNS`` runs). Its edges are found a piece at a time, so
+        that a large output's pass holds a piece's worth of memory (a launch's ``diff`` of p45's 503 MB output)."""
+        end = address + lib.numel(diff)
+        if not lib.any(a < end and address < b for a, b in constant):
+            return
+        edges: list[int] = []  # where a run starts or ends, alternately
+        inside = False
+        for lo in lib.range(0, lib.numel(diff), lib.digest_piece):
+            piece = lib.to(diff[lo : lo + lib.digest_piece], lib.int8)
+            steps = lib.sub(piece, lib.cat([lib.tensor_of([lib.int(inside)], dtype=lib.int8, device=lib.device_of(
+                piece)), piece[:-1]]))  # fmt: skip
+            if lib.len(edges) + lib.int(lib.count_nonzero(steps)) >= 2 * lib.changed_runs:
+                constant_made(address, end, False)
+                return
+            edges.extend(lo + k for k in lib.tolist(lib.reshape(lib.nonzero(steps), (-1,))))
+            inside = lib.bool(piece[-1])
+        if inside:
+            edges.append(lib.numel(diff))
+        for k in lib.range(0, lib.len(edges), 2):
+            constant_made(address + edges[k], address + edges[k + 1], False)
+
+    def tabled(operator_name: str, args: Any, kwargs: Any) -> int:
+        """How many result elements an eager lookup (``_eagerwork.LOOKUPS``) took from values made from constants
+        (``constant``): the lookup done again over its table's per-element mask of them."""
+        table = args[0]
+        lo, hi = span(table)
+        inside = constant_within(lo, hi)
+        if not inside:
+            return 0
+        per_byte = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(table))
+        for a, b in inside:
+            lib.fill_(per_byte[a - lo : b - lo], True)
+        mask = lib.reshape(lib.all_of(by_element(table, per_byte), 1), lib.tuple(lib.size(table)))
+        try:
+            picked = lib.lookup_of[operator_name](mask, *args[1:], **{k: v for k, v in kwargs.items() if k != "out"})
+        except lib.BaseException:  # an overload the functional form does not take (a dimension's name)
+            return lib.numel(mask) if lib.bool(lib.all_of(mask)) else 0
+        return lib.int(lib.count_nonzero(picked))
 
     def is_input(t: Any) -> bool:
         """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it
@@ -1943,13 +2045,14 @@ def provenance_vault(
                 if count and not suppress:  # a counted launch is a recorded writer (an uncounted one is not: what it
                     # left is erased; a suppressed one's bytes are put back as recorded)
                     refresh(address, address + lib.numel(whole))
+                    launch_changed_constants(address, diff)
                 settle(address, address + lib.numel(whole), copy, diff)
-                where = lib.nonzero(diff)
-                if lib.numel(where):
+                bounds = changed_bounds(diff)
+                if bounds is not None:
                     # the bytes around the changed ones too (8: the widest element), so that an element the launch
                     # changed only in part is judged whole
-                    a = lib.max(lib.int(where[0]) - 8, 0)
-                    b = lib.min(lib.int(where[-1]) + 9, lib.numel(whole))
+                    a = lib.max(bounds[0] - 8, 0)
+                    b = lib.min(bounds[1] + 9, lib.numel(whole))
                     kept = lib.clone(whole[a:b])
                     written.append([address + a, address + b, kept, lib.clone(diff[a:b]), lib.eq(kept, kept), None])
             # the same copy either way: a suppressed launch must not take longer to come back than a real one
@@ -2567,7 +2670,11 @@ def provenance_vault(
             # (an ``nn.Parameter``'s tolist()) as a tensor's: ``sizes`` takes torch's own class only
             priced = name + lib.widths.get(lib.element_size(args[0]), "")
             given_sizes = (lib.tuple(lib.size(args[0])),)
-        key = (priced, given_sizes, sizes(out))  # the eager work done, priced by the verifier
+        looked_up = tabled(operator_name, args, kwargs) if operator_name in lib.lookups and args and lib.type(
+            args[0]) is lib.Tensor else 0  # fmt: skip
+        # the eager work done, priced by the verifier; a function evaluated by a table (``_eagerwork.TABLED``) as many
+        # evaluations as the lookup took there
+        key = (priced + lib.tabled, given_sizes, ((looked_up,),)) if looked_up else (priced, given_sizes, sizes(out))
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
@@ -2597,6 +2704,7 @@ def provenance_vault(
                 eager = lib.max(eager, lib.numel(t) - k)
             operands.append((t, states, ids, given_input))
         ratio = dsl >= lib.derived_over_eager * eager
+        from_constants = lib.all_of_list(is_constant(t) for t, _, _, _ in operands)
         if operator_name in lib.contractions:  # what the eager operands alone determine (``undone``)
             for t, states, ids, _ in operands:
                 if not entirely_dsl(states, ids):
@@ -2612,6 +2720,9 @@ def provenance_vault(
             view = not writes and lib.any(storage_of(u) == storage_of(t) for u in given)
             if not writes and not view and hi > lo:  # fresh memory: a copy recorded there before was freed
                 copies[:] = [c for c in copies if not (c[0] < hi and lo < c[1])]
+            dense = lib.numel(t) * lib.element_size(t) == hi - lo
+            if not view and dense and (from_constants or operator_name not in lib.indexed_stores):
+                constant_made(lo, hi, from_constants)
             got = found[k] if found is not None and k < lib.len(found) else None
             if got is not None and weighed:  # what the DSL contributed must stay (``undone``)
                 got = (undone(t, got[0]), got[1])
@@ -2936,6 +3047,7 @@ def provenance_vault(
         records.append(("eager_time", eager_time[0] / 1e6, eager_time[1]))
         records.append(("memory", erased, censused[0], censused[1], censused[2]))
         memory.clear()  # the call's storages are not kept past it
+        constant.clear()
         watching = False
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
@@ -2973,6 +3085,7 @@ def provenance_vault(
                 watching = False
                 erased = 0
                 censused[:] = [0, 0, 0.0]
+                constant.clear()
                 problem[:] = [{}, 0]
                 copies.clear()
                 spanned.clear()

@@ -28,6 +28,7 @@ from tests.kits.eager_shares import shares_module
 from tests.kits.timing_rules import timing_rules_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
+EVIDENCE = Path(__file__).with_name("evidence")
 EAGER_CASES = sorted(ADVERSARIAL.glob("eagerwork_*.py"))
 
 
@@ -142,6 +143,25 @@ def test_lookups_by_a_much_smaller_table_and_compactions_are_element_work() -> N
     assert op_work("aten.index.Tensor", ((64, 4096), (64, 4096)), ((12,),)) == [("pointwise", 64.0 * 4096, 1)]
     assert op_work("aten.masked_select.default", ((64, 4096), (64, 4096)), ((12,),)) == [("pointwise", 64.0 * 4096, 1)]
     assert op_work("aten.index.Tensor", ((64, 4096), (16,)), ((16, 4096),)) == [("movement", 16.0 * 4096, 1)]
+    # a lookup into a table made from constants (the vault's mark): the elements it took there, however large the table
+    tabled = "aten.index.Tensor" + _eagerwork.TABLED
+    assert op_work(tabled, ((1 << 17,), (8128,)), ((8000,),)) == [("pointwise", 8000.0, 1)]
+
+
+def test_a_lookup_into_a_table_made_before_the_call_is_the_function_it_tabulates(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team rt25b F1: p26's ``p // bs`` and ``block * bs`` tabulated at import, larger than a call's tokens, and
+    looked up eagerly passed as a full plan (the lookups priced as movement). The vault counts the values made from
+    nothing the call was given (the census's storages, what eager operators make from them alone) through a clone,
+    writes to a one-element view, an indexed store and a strided column: the plan is the same partial plan, with at
+    least the eager share, as its twin computing the two functions with eager operators."""
+    timing_rules_off(monkeypatch)
+    computed = cpu_session.verify(EVIDENCE / "import_time_tables_computed_eagerly_p26.py", "p26", "tirx")
+    assert computed.correct and computed.plan == "partial", computed.feedback
+    looked_up = cpu_session.verify(EVIDENCE / "import_time_tables_looked_up_p26.py", "p26", "tirx")
+    assert looked_up.correct and looked_up.plan == "partial", looked_up.feedback
+    assert looked_up.plan_eager_share >= computed.plan_eager_share, (looked_up.feedback, computed.feedback)
 
 
 def test_the_classification_tables_name_torch_s_operators_and_no_arithmetic_one_moves() -> None:
