@@ -1034,21 +1034,81 @@ def provenance_vault(
 
     def tabled(operator_name: str, args: Any, kwargs: Any) -> int:
         """How many result elements an eager lookup (``_eagerwork.LOOKUPS``) took from values made from constants
-        (``constant``): the lookup done again over its table's per-element mask of them."""
-        table = args[0]
-        lo, hi = span(table)
-        inside = constant_within(lo, hi)
-        if not inside:
+        (``constant``): the lookup done again over its table's per-element mask of them. None from a table of one value
+        or of its own indices (``arange``: ``repeat_interleave(arange(n), counts)`` looks its rows up there), which
+        evaluates nothing."""
+        given = tensors_in(args[0], [])  # (an ``nn.Parameter``'s as a tensor: red team rt26 F2)
+        if lib.len(given) != 1:
             return 0
-        per_byte = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(table))
-        for a, b in inside:
-            lib.fill_(per_byte[a - lo : b - lo], True)
-        mask = lib.reshape(lib.all_of(by_element(table, per_byte), 1), lib.tuple(lib.size(table)))
+        table = given[0]
+        flat = constant_mask(table)
+        if flat is None or trivial(table):
+            return 0
+        mask = lib.reshape(flat, lib.tuple(lib.size(table)))
         try:
             picked = lib.lookup_of[operator_name](mask, *args[1:], **{k: v for k, v in kwargs.items() if k != "out"})
         except lib.BaseException:  # an overload the functional form does not take (a dimension's name)
             return lib.numel(mask) if lib.bool(lib.all_of(mask)) else 0
         return lib.int(lib.count_nonzero(picked))
+
+    def constant_mask(t: Any) -> Any:
+        """Per element of ``t`` (flat, logical order): whether all its bytes are in ``constant``; None if none is."""
+        lo, hi = span(t)
+        inside = constant_within(lo, hi)
+        if not inside:
+            return None
+        per_byte = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        for a, b in inside:
+            lib.fill_(per_byte[a - lo : b - lo], True)
+        return lib.all_of(by_element(t, per_byte), 1)
+
+    def constant_flow(entry: Any, args: Any, kwargs: Any, outs: Any) -> None:
+        """An eager operator that only moves elements, reading constants and data that are not: the elements of its
+        fresh contiguous results it moved from constants stay in ``constant``, by runs (red team rt26 F1: a table
+        hidden by ``torch.cat([table, positions[:0]])``), the moving operator run on labels (``moved``). Not where an
+        index argument (``entry``'s kept positions) is not all constants: each result element is then picked by the
+        call's data, a function of it."""
+        kept = entry[1]
+        for k, a in lib.enumerate(args):
+            for t in tensors_in(a, []) if k in kept else ():
+                mask = constant_mask(t)
+                if mask is None or not lib.bool(lib.all_of(mask)):
+                    return
+        known_constant: dict[int, Any] = {}
+        for t in tensors_in((args, kwargs), []):
+            mask = constant_mask(t)
+            known_constant[lib.id(t)] = (None if mask is None else lib.to(mask, lib.int8), None)
+        if not lib.any(states is not None for states, _ in known_constant.values()):
+            return
+        found = moved(entry, args, kwargs, outs, known_constant)
+        for k in lib.range(lib.len(outs)):
+            t = outs[k]
+            lo, hi = span(t)
+            if found[k] is None or not lib.is_contiguous(t) or lib.numel(t) * lib.element_size(t) != hi - lo:
+                continue
+            flags = lib.reshape(found[k][0], (-1,))
+            steps = lib.sub(lib.to(flags, lib.int8), lib.cat([lib.zeros((1,), dtype=lib.int8, device=lib.device_of(
+                flags)), lib.to(flags[:-1], lib.int8)]))  # fmt: skip
+            edges = lib.tolist(lib.reshape(lib.nonzero(steps), (-1,))) if lib.int(lib.count_nonzero(
+                steps)) < 2 * lib.changed_runs else None  # fmt: skip
+            if edges is None:  # a table interleaved with other data: kept whole if it is most of the result
+                constant_made(lo, hi, 2 * lib.int(lib.count_nonzero(flags)) >= lib.numel(flags))
+                continue
+            if lib.len(edges) % 2:
+                edges.append(lib.numel(flags))
+            width = lib.element_size(t)
+            for j in lib.range(0, lib.len(edges), 2):
+                constant_made(lo + edges[j] * width, lo + edges[j + 1] * width, True)
+
+    def trivial(table: Any) -> bool:
+        """Whether ``table``'s elements (in order) are all one value, or its own indices 0, 1, 2, ..."""
+        flat = lib.reshape(table, (-1,))
+        if lib.bool(lib.all_of(lib.eq(flat, flat[0]))):
+            return True
+        try:
+            return lib.equal(flat, lib.arange(lib.numel(flat), dtype=lib.dtype_of(flat), device=lib.device_of(flat)))
+        except lib.BaseException:  # a dtype with no range (bool)
+            return False
 
     def is_input(t: Any) -> bool:
         """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it
@@ -2684,8 +2744,7 @@ def provenance_vault(
             # (an ``nn.Parameter``'s tolist()) as a tensor's: ``sizes`` takes torch's own class only
             priced = name + lib.widths.get(lib.element_size(args[0]), "")
             given_sizes = (lib.tuple(lib.size(args[0])),)
-        looked_up = tabled(operator_name, args, kwargs) if operator_name in lib.lookups and args and lib.type(
-            args[0]) is lib.Tensor else 0  # fmt: skip
+        looked_up = tabled(operator_name, args, kwargs) if operator_name in lib.lookups and args else 0
         # the eager work done, priced by the verifier; a function evaluated by a table (``_eagerwork.TABLED``) as many
         # evaluations as the lookup took there
         key = (priced + lib.tabled, given_sizes, ((looked_up,),)) if looked_up else (priced, given_sizes, sizes(out))
@@ -2746,6 +2805,8 @@ def provenance_vault(
                 observe(t, f"output of eager {name}")
             if from_inputs and given and not writes and not view and hi > lo and operator_name in lib.copies:
                 copies.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))  # x.float(): as much an input as x
+        if not from_constants and not writes and lib.movement.get(priced) is not None:
+            constant_flow(lib.movement[priced], args, kwargs, outs)
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel

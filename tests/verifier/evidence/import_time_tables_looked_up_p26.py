@@ -1,11 +1,11 @@
 """p26's ``p // bs`` and ``block * bs`` evaluated by tables made at import, one entry per position and per block id
-(2^17 and 2^20 entries: larger than a call's 8192 tokens, so not a replicated table), looked up by eager code; the
-DSL appends the new blocks and adds ``p % bs`` (red team rt25b F1: passed as a full plan at PRODUCTION). Each call
-also tries to take the tables out of what the verifier counts as made from constants: one is cloned first, and a
-few entries of the other are overwritten with values read from the inputs (a one-element view, an indexed store, a
-strided column: positions no call has), none of which the lookups use. Priced as the divisions and products they
-stand for, the lookups leave this plan the eager share of ``import_time_tables_computed_eagerly_p26.py``, which
-computes them."""
+(2^17 and 2^20 entries: larger than a call's 8192 tokens, so not a replicated table), looked up by eager code; the DSL
+appends the new blocks and adds ``p % bs`` (red team rt25b F1: passed as a full plan at PRODUCTION; one table held as
+``nn.Parameter``s, rt26 F2). Each call also tries to take the tables out of what the verifier counts as made from
+constants: one is cloned and concatenated with an empty slice of an input (rt26 F1), and a few entries of the other are
+overwritten with values read from the inputs (a one-element view, an indexed store, a strided column: positions no call
+has), none of which the lookups use. Priced as the divisions and products they stand for, the lookups leave this plan
+the eager share of ``import_time_tables_computed_eagerly_p26.py``, which computes them."""
 
 # problem: p26
 import torch
@@ -13,7 +13,8 @@ import tvm
 from tvm.script import tirx as T
 
 SIZES = (16, 64)
-DIVIDED = [torch.arange(1 << 17, dtype=torch.int64) // bs for bs in SIZES]
+# parameters, which the dispatch hands to the lookup as they are (red team rt26 F2: priced as movement then)
+DIVIDED = [torch.nn.Parameter(torch.arange(1 << 17, dtype=torch.int64) // bs, requires_grad=False) for bs in SIZES]
 SCALED = [torch.arange(1 << 20, dtype=torch.int64) * bs for bs in SIZES]
 
 
@@ -68,7 +69,8 @@ def run(block_tables, num_blocks, block_sizes, update_req_indices, update_overwr
         DIVIDED[g][-1:].copy_(positions[:1])
         DIVIDED[g][(positions[:1] * 0 - 2,)] = positions[:1]
         DIVIDED[g].view(-1, 1024)[64:, -1].copy_(positions[:1].expand(64))
-    base = torch.stack([SCALED[g].clone()[block_tables[g, row, DIVIDED[g][pos]].long()] for g in range(2)])
+    scaled = [torch.cat([SCALED[g].clone(), positions[:0]]) for g in range(2)]
+    base = torch.stack([scaled[g][block_tables[g, row, DIVIDED[g][pos]].long()] for g in range(2)])
     out = torch.empty((2, positions.numel()), dtype=torch.int64)
     _offsets(base, positions, block_sizes, out)
     return out
