@@ -161,7 +161,8 @@ LOOKUP_REPLICATION = 16
 #: import or cached by an earlier call; or made from such tables alone) evaluates a function by a table whatever the
 #: table's size: the worker's vault marks such a call's name (red team rt25b F1: p26's ``p // bs`` and ``b * bs``
 #: tabulated at import for every position and block id, larger than a call's tokens, looked up eagerly) and it is
-#: element work of its result's size.
+#: element work of the elements it took there (the rest of its result moved, or evaluated if ``LOOKUP_REPLICATION``
+#: applies).
 TABLED = "+table"
 #: Stores (``_MOVEMENT``) that add into their destination when their ``accumulate`` argument, the fourth of every
 #: overload, is set (``index_put_(indices, values, accumulate=True)``): the worker's vault and the reference's
@@ -379,9 +380,16 @@ def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
         except IndexError:  # fewer operands than the product has: priced as an unknown operator
             return _bound(ins, outs)
     if how == "movement":  # the elements written: the output, or the values an in-place scatter puts
-        written = max((_numel(s) for s in outs), default=0)
-        if base in LOOKUPS and ins and (name.endswith(TABLED) or LOOKUP_REPLICATION * _numel(ins[0]) <= written):
+        # a lookup the vault marked ``TABLED`` carries, after its result's sizes, how many elements it took from values
+        # made from constants (a table smaller than its result is priced whole by ``LOOKUP_REPLICATION`` all the same)
+        looked_up = _numel(outs[-1]) if name.endswith(TABLED) and outs else 0
+        results = outs[:-1] if name.endswith(TABLED) else outs
+        written = max((_numel(s) for s in results), default=0)
+        if base in LOOKUPS and ins and LOOKUP_REPLICATION * _numel(ins[0]) <= written:
             return [("pointwise", float(written), 1)]
+        if looked_up:
+            rest = written - looked_up
+            return [("pointwise", float(looked_up), 1)] + ([("movement", float(rest), 1)] if rest > 0 else [])
         # an index operand larger than the result is a boolean mask (an integer index has at most the result's
         # elements): a compaction reading the whole mask, like ``nonzero`` (red team rt25c F1b: a counting sort's
         # collection as ``arange(n).expand(...)[table]``, whose ``nonzero`` runs below the recorded operators)

@@ -2747,7 +2747,11 @@ def provenance_vault(
         looked_up = tabled(operator_name, args, kwargs) if operator_name in lib.lookups and args else 0
         # the eager work done, priced by the verifier; a function evaluated by a table (``_eagerwork.TABLED``) as many
         # evaluations as the lookup took there
-        key = (priced + lib.tabled, given_sizes, ((looked_up,),)) if looked_up else (priced, given_sizes, sizes(out))
+        key = (
+            (priced + lib.tabled, given_sizes, (*sizes(out), (looked_up,)))
+            if looked_up
+            else (priced, given_sizes, sizes(out))
+        )
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
