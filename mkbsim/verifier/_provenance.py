@@ -249,6 +249,9 @@ _INDEXED_STORES = frozenset(
 #: in more (an output it wrote, whose bytes equal to the sentinel's or to the last call's are left unchanged), the
 #: whole argument
 CHANGED_RUNS = 256
+#: The roots a record of what values were made from (``made_from``) names one by one; the smallest beyond them are
+#: summed under one key (an upper bound: a tensor built of many small pieces counts each)
+ROOTS_KEPT = 64
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -411,6 +414,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
         scales=_eagerwork.SCALES, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS,
         tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES, changed_runs=CHANGED_RUNS, int8=torch.int8,
+        roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
         lookup_of={"index": torch.ops.aten.index.Tensor, "_unsafe_index": torch.ops.aten._unsafe_index.Tensor,
                    "index_select": torch.ops.aten.index_select.default, "gather": torch.ops.aten.gather.default,
                    "take": torch.ops.aten.take.default, "embedding": torch.ops.aten.embedding.default},
@@ -513,6 +517,11 @@ def provenance_vault(
     # the census's storages (tables made at import or cached by an earlier call) and what eager operators made from
     # them alone, less what launches and eager operators reading anything else wrote since (``constant_made``)
     constant: list[Any] = []
+    # [start, end, elements, roots] of byte ranges an eager operator or a launch of a correctness draw made from fewer
+    # elements than they hold (``made_from``): roots, {a tensor no record covers (its byte range): its elements}, is
+    # what every value there is a function of (red team rt26 F3: a DSL-made 256-entry table padded by ``repeat`` past
+    # ``_eagerwork.LOOKUP_REPLICATION``, then looked up by the whole cache)
+    behind: list[Any] = []
     keys_on: dict[Any, Any] = {}  # a device -> the digests' keys there (``digests``)
     # the storages of the open block's memory and of the copies of what its calls deliver: the harness's, which the
     # census leaves out (a staged block's host mapping, every call's arena: gigabytes on p03, 2.4 s of digests a draw on
@@ -1110,6 +1119,52 @@ def provenance_vault(
         except lib.BaseException:  # a dtype with no range (bool)
             return False
 
+    def roots_of(t: Any) -> Any:
+        """What ``t``'s values are functions of (``behind``): a record's roots if one holds all of ``t``, else ``t``
+        itself, as many elements as its bytes hold (an expanded view's are its source's)."""
+        lo, hi = span(t)
+        for record in behind:
+            if record[0] <= lo and hi <= record[1]:
+                return record[3]
+        return {(lo, hi): lib.min(lib.numel(t), (hi - lo) // lib.max(lib.element_size(t), 1))}
+
+    def united(found: Any) -> Any:
+        """The roots of values made from all of ``found``'s (a root's elements counted once however often it is read);
+        past ``roots_kept`` roots, the smallest summed under one key."""
+        roots: dict[Any, int] = {}
+        for each in found:
+            for key, elements in each.items():
+                kept = roots.get(key, 0)
+                roots[key] = kept + elements if key == lib.other_roots else lib.max(kept, elements)
+        if lib.len(roots) > lib.roots_kept:
+            ranked = lib.sorted(roots.items(), key=lambda item: -item[1])
+            roots = lib.dict(ranked[: lib.roots_kept - 1])
+            roots[lib.other_roots] = lib.total(elements for _, elements in ranked[lib.roots_kept - 1 :])
+        return roots
+
+    def made_from(t: Any, roots: Any) -> None:
+        """``t`` (an operator's or a launch's result, or the part of a tensor it wrote) now holds functions of
+        ``roots``: kept in ``behind`` while they are fewer elements than it holds. A write into part of a record's
+        range leaves the rest of it as it was: its roots join the record's."""
+        lo, hi = span(t)
+        if hi <= lo:
+            return
+        for k, record in lib.enumerate(behind):
+            if record[0] <= lo and hi <= record[1] and (record[0], record[1]) != (lo, hi):
+                record[3] = united([record[3], roots])
+                if lib.total(record[3].values()) >= record[2]:
+                    del behind[k]
+                return
+        behind[:] = [record for record in behind if record[1] <= lo or hi <= record[0]]
+        if lib.total(roots.values()) < lib.numel(t):
+            behind.append([lo, hi, lib.numel(t), roots])
+
+    def table_elements(table: Any) -> int:
+        """The elements a lookup's table was made from (``behind``), fewer than its own only where an operator or a
+        launch made it from fewer; a table of one value or of its own indices (``trivial``) evaluates nothing."""
+        elements = lib.min(lib.numel(table), lib.total(roots_of(table).values()))
+        return lib.numel(table) if elements >= lib.numel(table) or trivial(table) else elements
+
     def is_input(t: Any) -> bool:
         """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it
         (``pristine``) or a DSL launch's (an in-place problem's cache the DSL updated): none eager-made; or ``t`` is
@@ -1251,7 +1306,7 @@ def provenance_vault(
         while stack:
             item = stack.pop()
             kind = lib.type(item)
-            if kind is lib.Tensor:
+            if kind is lib.Tensor or lib.id(kind) in tensor_subclasses:  # (an ``nn.Parameter``: the reference's too)
                 found.append(lib.tuple(lib.size(item)))
             elif kind is lib.tuple or kind is lib.list:
                 stack.extend(lib.reversed(item))
@@ -2104,6 +2159,7 @@ def provenance_vault(
         if counted and not suppress:  # while the copies aside still hold the bytes as they were before the launch
             judged = launch_copies(tensors, pending)
         first = lib.len(left)
+        launch_changed: list[Any] = []  # the byte ranges a counted launch changed, on a correctness draw
         # an evidence call's copies aside are kept as they were before the launch, for the decode rule once run()
         # returned (``decode_later``); what the launch left is copied anew
         keeping = counted and not audit
@@ -2120,6 +2176,7 @@ def provenance_vault(
                     # left is erased; a suppressed one's bytes are put back as recorded)
                     refresh(address, address + lib.numel(whole))
                     launch_changed_constants(address, diff)
+                    launch_changed.append((address, address + lib.numel(whole)))
                 settle(address, address + lib.numel(whole), copy, diff)
                 bounds = changed_bounds(diff)
                 if bounds is not None:
@@ -2145,6 +2202,12 @@ def provenance_vault(
                     # decode rule withdrew: None for none)
                     left.append([address, end, copy, diff, mine, count, None])
         pending.clear()
+        if launch_changed:  # what it wrote is a function of its tensor arguments (``behind``)
+            roots = united([roots_of(t) for t in tensors])
+            for t in tensors:
+                lo, hi = span(t)
+                if lib.any(a < hi and lo < b for a, b in launch_changed):
+                    made_from(t, roots)
         if keeping and lib.any(record[5] for record in left[first:]):
             arguments = []
             for t, given_now in lib.zip(tensors, kept):
@@ -2745,6 +2808,12 @@ def provenance_vault(
             priced = name + lib.widths.get(lib.element_size(args[0]), "")
             given_sizes = (lib.tuple(lib.size(args[0])),)
         looked_up = tabled(operator_name, args, kwargs) if operator_name in lib.lookups and args else 0
+        if operator_name in lib.lookups and args and (lib.type(args[0]) is lib.Tensor or lib.id(lib.type(args[0]))
+                                                      in tensor_subclasses):  # fmt: skip
+            # a table is as large as the elements it was made from (``_eagerwork.LOOKUP_REPLICATION``)
+            elements = table_elements(args[0])
+            if elements < lib.numel(args[0]):
+                given_sizes = ((elements,), *given_sizes[1:])
         # the eager work done, priced by the verifier; a function evaluated by a table (``_eagerwork.TABLED``) as many
         # evaluations as the lookup took there
         key = (
@@ -2791,10 +2860,13 @@ def provenance_vault(
             destination.clear()
         else:
             found = flow(priced, operator_name, args, kwargs, outs, operands, known, ratio) if dsl else None
+        roots = united([roots_of(u) for u in given])  # every result a function of the operands
         for k in lib.range(lib.len(outs)):
             t = outs[k]
             lo, hi = span(t)
             view = not writes and lib.any(storage_of(u) == storage_of(t) for u in given)
+            if not view:
+                made_from(t, roots)
             if not writes and not view and hi > lo:  # fresh memory: a copy recorded there before was freed
                 copies[:] = [c for c in copies if not (c[0] < hi and lo < c[1])]
             dense = lib.numel(t) * lib.element_size(t) == hi - lo
@@ -3127,6 +3199,7 @@ def provenance_vault(
         records.append(("memory", erased, censused[0], censused[1], censused[2]))
         memory.clear()  # the call's storages are not kept past it
         constant.clear()
+        behind.clear()
         watching = False
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
@@ -3165,6 +3238,7 @@ def provenance_vault(
                 erased = 0
                 censused[:] = [0, 0, 0.0]
                 constant.clear()
+                behind.clear()
                 problem[:] = [{}, 0]
                 copies.clear()
                 spanned.clear()
