@@ -164,6 +164,14 @@ LOOKUP_REPLICATION = 16
 #: element work of the elements it took there (the rest of its result moved, or evaluated if ``LOOKUP_REPLICATION``
 #: applies).
 TABLED = "+table"
+#: A lookup the worker's vault judged (``_provenance``'s ``lookup_kind``): one evaluating a function by its table, a
+#: replication counted by what stands behind the table rather than its size (the elements it was made from, the
+#: positions read, all of a call's lookups into one table together: red team rt26 F3, rt27 F1-F3), element work of
+#: its result; one moving the call's own data (a problem input's elements as given) or reading a table of one value or
+#: of its own indices (``arange``), movement whatever its replication (red team rt27's false positive: p26's
+#: ``idx_mapping[repeat_interleave(arange(b), lens)]``, 32 tokens a request at PRODUCTION, labelled partial).
+EVALUATED = "+evaluated"
+MOVED = "+moved"
 #: Stores (``_MOVEMENT``) that add into their destination when their ``accumulate`` argument, the fourth of every
 #: overload, is set (``index_put_(indices, values, accumulate=True)``): the worker's vault and the reference's
 #: recorder mark such a call's name (``ACCUMULATES``), and it is priced as element arithmetic. The reducing
@@ -385,7 +393,8 @@ def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
         looked_up = _numel(outs[-1]) if name.endswith(TABLED) and outs else 0
         results = outs[:-1] if name.endswith(TABLED) else outs
         written = max((_numel(s) for s in results), default=0)
-        if base in LOOKUPS and ins and LOOKUP_REPLICATION * _numel(ins[0]) <= written:
+        replicated = MOVED not in name and bool(ins) and LOOKUP_REPLICATION * _numel(ins[0]) <= written
+        if base in LOOKUPS and (EVALUATED in name or replicated):
             return [("pointwise", float(written), 1)]
         if looked_up:
             rest = written - looked_up

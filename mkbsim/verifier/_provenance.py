@@ -252,6 +252,9 @@ CHANGED_RUNS = 256
 #: The roots a record of what values were made from (``made_from``) names one by one; the smallest beyond them are
 #: summed under one key (an upper bound: a tensor built of many small pieces counts each)
 ROOTS_KEPT = 64
+#: A lookup's table positions are labelled (``positions_read``) up to this many (128 MB of int64 labels at the most);
+#: past it the positions a lookup read are not counted, nor kept for the call's lookups together
+LABELS_CAP = 1 << 24
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -414,7 +417,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
         scales=_eagerwork.SCALES, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS,
         tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES, changed_runs=CHANGED_RUNS, int8=torch.int8,
-        roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
+        roots_kept=ROOTS_KEPT, total=sum, other_roots="other", replication=_eagerwork.LOOKUP_REPLICATION,
+        moved_lookup=_eagerwork.MOVED, evaluated_lookup=_eagerwork.EVALUATED, labels_cap=LABELS_CAP,
         lookup_of={"index": torch.ops.aten.index.Tensor, "_unsafe_index": torch.ops.aten._unsafe_index.Tensor,
                    "index_select": torch.ops.aten.index_select.default, "gather": torch.ops.aten.gather.default,
                    "take": torch.ops.aten.take.default, "embedding": torch.ops.aten.embedding.default},
@@ -517,11 +521,14 @@ def provenance_vault(
     # the census's storages (tables made at import or cached by an earlier call) and what eager operators made from
     # them alone, less what launches and eager operators reading anything else wrote since (``constant_made``)
     constant: list[Any] = []
-    # [start, end, elements, roots] of byte ranges an eager operator or a launch of a correctness draw made from fewer
-    # elements than they hold (``made_from``): roots, {a tensor no record covers (its byte range): its elements}, is
-    # what every value there is a function of (red team rt26 F3: a DSL-made 256-entry table padded by ``repeat`` past
+    # [start, end, elements, roots] of byte ranges an eager operator or a launch of a correctness draw made from no
+    # more elements than they hold (``made_from``): roots, {a tensor no record covers (its byte range): its elements},
+    # is what every value there is a function of (red team rt26 F3: a DSL-made 256-entry table padded by ``repeat`` past
     # ``_eagerwork.LOOKUP_REPLICATION``, then looked up by the whole cache)
     behind: list[Any] = []
+    # a table's span or a root (``behind``) -> [the elements the call's lookups into it wrote, the positions of the
+    # table they read (a table's span only)] (``lookup_kind``)
+    lookups_seen: dict[Any, Any] = {}
     keys_on: dict[Any, Any] = {}  # a device -> the digests' keys there (``digests``)
     # the storages of the open block's memory and of the copies of what its calls deliver: the harness's, which the
     # census leaves out (a staged block's host mapping, every call's arena: gigabytes on p03, 2.4 s of digests a draw on
@@ -1144,26 +1151,72 @@ def provenance_vault(
 
     def made_from(t: Any, roots: Any) -> None:
         """``t`` (an operator's or a launch's result, or the part of a tensor it wrote) now holds functions of
-        ``roots``: kept in ``behind`` while they are fewer elements than it holds. A write into part of a record's
-        range leaves the rest of it as it was: its roots join the record's."""
+        ``roots``: kept in ``behind`` while they are no more elements than it holds (a clone carries its source's). A
+        write into part of a record's range leaves the rest of it as it was: its roots join the record's, kept up to
+        twice its elements (a clone with an entry changed is still the clone: red team rt27 F3's chunks)."""
         lo, hi = span(t)
         if hi <= lo:
             return
         for k, record in lib.enumerate(behind):
             if record[0] <= lo and hi <= record[1] and (record[0], record[1]) != (lo, hi):
                 record[3] = united([record[3], roots])
-                if lib.total(record[3].values()) >= record[2]:
+                if lib.total(record[3].values()) > 2 * record[2]:  # (a part rewritten: its roots joined the rest)
                     del behind[k]
                 return
         behind[:] = [record for record in behind if record[1] <= lo or hi <= record[0]]
-        if lib.total(roots.values()) < lib.numel(t):
+        if lib.total(roots.values()) <= lib.numel(t):
             behind.append([lo, hi, lib.numel(t), roots])
 
-    def table_elements(table: Any) -> int:
-        """The elements a lookup's table was made from (``behind``), fewer than its own only where an operator or a
-        launch made it from fewer; a table of one value or of its own indices (``trivial``) evaluates nothing."""
-        elements = lib.min(lib.numel(table), lib.total(roots_of(table).values()))
-        return lib.numel(table) if elements >= lib.numel(table) or trivial(table) else elements
+    def lookup_kind(operator_name: str, args: Any, kwargs: Any, written: int) -> str:
+        """How an eager lookup writing ``written`` elements is priced (``_eagerwork.LOOKUP_REPLICATION``): a gather of
+        the call's own data, or a table of one value or of its own indices, moves (``MOVED``); a lookup evaluates a
+        function by its table (``EVALUATED``) where it wrote ``replication`` times what stands behind what it read:
+        the fewest of the table's elements, the elements the table was made from (``behind``) and the table positions
+        it read (red team rt27 F1/F2: a DSL-made table at the head of a 4M-entry buffer made at import, or beside an
+        unused slice of the cache), or, for all of the call's lookups into one table or from one root together, the
+        positions they read and the root's elements (rt27 F3: the lookup cut into calls of 4000 elements); else
+        nothing (priced by the table's size)."""
+        found = tensors_in(args[0], [])
+        table = found[0] if found else None
+        if table is None or not lib.numel(table):
+            return ""
+        if is_input(table):
+            return lib.moved_lookup
+        roots = roots_of(table)
+        fewest = lib.min(lib.numel(table), lib.total(roots.values()))
+        read = positions_read(operator_name, table, args, kwargs)
+        if read is not None:
+            fewest = lib.min(fewest, lib.numel(read))
+        evaluates = lib.replication * fewest <= written
+        lo, hi = span(table)
+        for key, elements in (((lo, hi), None), *roots.items()):
+            seen = lookups_seen.setdefault(key, [0, None])
+            seen[0] += written
+            if elements is None:  # the table's own positions, all its lookups together
+                if read is not None:
+                    union = read if seen[1] is None else lib.unique(lib.cat([seen[1], read]))[0]
+                    seen[1] = union if lib.numel(union) <= lib.labels_cap else seen[1]
+                elements = lib.numel(seen[1]) if seen[1] is not None else lib.numel(table)
+            evaluates = evaluates or lib.replication * elements <= seen[0]
+        if evaluates or lib.replication * lib.numel(table) <= written:  # (``trivial`` reads the whole table)
+            return lib.moved_lookup if trivial(table) else (lib.evaluated_lookup if evaluates else "")
+        return ""
+
+    def positions_read(operator_name: str, table: Any, args: Any, kwargs: Any) -> Any:
+        """The distinct storage positions (element offsets from the table's first byte) a lookup read: the lookup done
+        again over labels of its table's positions; None past ``labels_cap`` positions or for an overload the
+        functional form does not take."""
+        lo, hi = span(table)
+        width = lib.max(lib.element_size(table), 1)
+        if (hi - lo) // width > lib.labels_cap:
+            return None
+        whole = lib.arange((hi - lo) // width, dtype=lib.int64, device=lib.device_of(table))
+        labels = lib.as_strided(whole, lib.tuple(lib.size(table)), lib.tuple(lib.stride(table)), 0)
+        try:
+            picked = lib.lookup_of[operator_name](labels, *args[1:], **{k: v for k, v in kwargs.items() if k != "out"})
+        except lib.BaseException:
+            return None
+        return lib.unique(lib.reshape(picked, (-1,)))[0]
 
     def is_input(t: Any) -> bool:
         """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it
@@ -2808,18 +2861,17 @@ def provenance_vault(
             priced = name + lib.widths.get(lib.element_size(args[0]), "")
             given_sizes = (lib.tuple(lib.size(args[0])),)
         looked_up = tabled(operator_name, args, kwargs) if operator_name in lib.lookups and args else 0
+        judged = ""  # a lookup's kind (``lookup_kind``), on its recorded name only: the flows read ``priced``
         if operator_name in lib.lookups and args and (lib.type(args[0]) is lib.Tensor or lib.id(lib.type(args[0]))
                                                       in tensor_subclasses):  # fmt: skip
-            # a table is as large as the elements it was made from (``_eagerwork.LOOKUP_REPLICATION``)
-            elements = table_elements(args[0])
-            if elements < lib.numel(args[0]):
-                given_sizes = ((elements,), *given_sizes[1:])
+            written = lib.max((lib.numel(t) for t in tensors_in(out, [])), default=0)
+            judged = lookup_kind(operator_name, args, kwargs, written)
         # the eager work done, priced by the verifier; a function evaluated by a table (``_eagerwork.TABLED``) as many
         # evaluations as the lookup took there
         key = (
-            (priced + lib.tabled, given_sizes, (*sizes(out), (looked_up,)))
+            (priced + judged + lib.tabled, given_sizes, (*sizes(out), (looked_up,)))
             if looked_up
-            else (priced, given_sizes, sizes(out))
+            else (priced + judged, given_sizes, sizes(out))
         )
         eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
@@ -3200,6 +3252,7 @@ def provenance_vault(
         memory.clear()  # the call's storages are not kept past it
         constant.clear()
         behind.clear()
+        lookups_seen.clear()
         watching = False
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
@@ -3239,6 +3292,7 @@ def provenance_vault(
                 censused[:] = [0, 0, 0.0]
                 constant.clear()
                 behind.clear()
+                lookups_seen.clear()
                 problem[:] = [{}, 0]
                 copies.clear()
                 spanned.clear()

@@ -151,6 +151,11 @@ def test_lookups_by_a_much_smaller_table_and_compactions_are_element_work() -> N
     # ... and a small table stays a function of all the result, whatever few entries of it were constants (the CI run
     # of session 26: the entry of code 0 left as the zeros the table was made with, 3 of 4096 taken there, priced 3)
     assert op_work(tabled, ((256,), (4096,)), ((4096,), (3,))) == [("pointwise", 4096.0, 1)]
+    # the vault's judgement of a lookup, by what stands behind its table (rt26 F3, rt27 F1-F3), or of one moving the
+    # call's own data or reading a table of its own indices (rt27's false positive: a request's row for each token)
+    evaluated, moved = "aten.take.default" + _eagerwork.EVALUATED, "aten.index.Tensor" + _eagerwork.MOVED
+    assert op_work(evaluated, ((1 << 22,), (4096,)), ((4096,),)) == [("pointwise", 4096.0, 1)]
+    assert op_work(moved, ((256,), (8128,)), ((8128,),)) == [("movement", 8128.0, 1)]
 
 
 def test_a_lookup_into_a_table_made_before_the_call_is_the_function_it_tabulates(
