@@ -21,6 +21,7 @@ import resource
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -175,6 +176,15 @@ def error_facts(exc: BaseException, path: str) -> dict[str, Any]:
         or "can't allocate memory" in low
         or "cannot allocate memory" in low,
     }
+
+
+#: ``threading``'s table of its threads, bound when the harness loads (``_threads.working`` reads it the same way)
+_ACTIVE_THREADS: dict[int, Any] = threading._active  # type: ignore[attr-defined]
+
+
+def _kernel_ids(frames: dict[int, Any]) -> dict[int, int | None]:
+    """The kernel thread id of each Python thread in ``frames`` (None where no ``threading`` object names it)."""
+    return {ident: getattr(_ACTIVE_THREADS.get(ident), "native_id", None) for ident in frames}
 
 
 class _ProvenanceMode(TorchDispatchMode):
@@ -395,12 +405,13 @@ class Worker:
             self.gc_callbacks[:] = self.library_callbacks
         return {"tampered": tampered, "timer_tampered": timers}
 
-    def threads_before(self, audit: bool) -> tuple[set[int], int]:
-        """The threads when a call starts; on a correctness draw, how many the submission has started: the audit's
-        dispatch mode is thread-local, torch work in a thread run() starts is invisible to it. Counted, not told by
-        ident: a thread an earlier call of the block started and joined leaves its ident to the next."""
+    def threads_before(self, audit: bool) -> tuple[dict[int, int | None], int]:
+        """The threads when a call starts (ident -> kernel thread id); on a correctness draw, how many the submission
+        has started: the audit's dispatch mode is thread-local, torch work in a thread run() starts is invisible to
+        it. Counted, not told by ident: a thread an earlier call of the block started and joined leaves its ident to
+        the next."""
         started = len(self.guards.threads()[0]) if audit and self.guards is not None else 0
-        return set(sys._current_frames()), started
+        return _kernel_ids(sys._current_frames()), started
 
     def clocks_before(self, audit: bool) -> tuple[dict[int, tuple[int, int]], dict[int, int], Any]:
         """On a correctness draw, the other threads' CPU clocks and the operators of those that count theirs; the
@@ -409,7 +420,8 @@ class Worker:
         return (clocks() if audit else {}), ops, cpu_before()
 
     def threads_after(
-        self, before: tuple[set[int], int], others: tuple[Any, dict[int, int], Any], woken: dict[int, int | None],
+        self, before: tuple[dict[int, int | None], int], others: tuple[Any, dict[int, int], Any],
+        woken: dict[int, int | None],
         audit: bool,
     ) -> dict[str, Any]:  # fmt: skip
         """The threads facts of a call that returned (the dark CPU read first, on every call alike)."""
@@ -442,7 +454,7 @@ class Worker:
             found.append(f"a thread that existed before the call {took}{where}")
         return found
 
-    def background(self, before: set[int], audit: bool) -> list[str]:
+    def background(self, before: dict[int, int | None], audit: bool) -> list[str]:
         """Threads still running the submission's work after run() returned: started between calls, or
         working now (an idle pool thread waiting on its queue is no work: ``_threads``), those the call
         started on every call, those started before it on a correctness draw (the short wait stays out of the
@@ -452,8 +464,13 @@ class Worker:
             return []
         started, stray = self.guards.threads()
         found = [f"thread {ident} started between calls" for ident in dict.fromkeys(stray)]
-        new = [ident for ident in frames if ident not in before]
-        earlier = [ident for ident in frames if ident in started and ident in before] if audit else []
+        # new: an ident alive before the call held by another kernel thread now is new too (a thread that ended during
+        # the call leaves its ident, the address of its reused stack, to the next one started; judged as one started
+        # before the call, by its clock alone, a thread waiting with a time limit looked idle: the likeliest cause of
+        # thread_waits_with_a_time_limit's miss in one loaded run of the suite, its output read unwritten)
+        now = _kernel_ids(frames)
+        new = [ident for ident in frames if ident not in before or before[ident] != now[ident]]
+        earlier = [ident for ident in frames if ident in started and ident not in new] if audit else []
         busy = working(new + earlier, started=new) if new or earlier else set()
         for ident, frame in frames.items():
             if ident in busy:
