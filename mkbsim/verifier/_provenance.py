@@ -1180,7 +1180,7 @@ def provenance_vault(
         table = found[0] if found else None
         if table is None or not lib.numel(table):
             return ""
-        if is_input(table):
+        if is_input(table, False):  # (not a table a launch wrote into an input: red team rt27b, p23's in ``dst``)
             return lib.moved_lookup
         roots = roots_of(table)
         fewest = lib.min(lib.numel(table), lib.total(roots.values()))
@@ -1218,15 +1218,15 @@ def provenance_vault(
             return None
         return lib.unique(lib.reshape(picked, (-1,)))[0]
 
-    def is_input(t: Any) -> bool:
+    def is_input(t: Any, launches_count: bool = True) -> bool:
         """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it
-        (``pristine``) or a DSL launch's (an in-place problem's cache the DSL updated): none eager-made; or ``t`` is
-        a copy of inputs still holding what it was made with."""
+        (``pristine``) or, where ``launches_count``, a DSL launch's (an in-place problem's cache the DSL updated): none
+        eager-made; or ``t`` is a copy of inputs still holding what it was made with."""
         kept = pristine(t)
         if kept is True:
             return True
         if kept is not None:
-            states = produced(t) if not lib.bool(lib.all_of(kept)) and touched(t) else None
+            states = produced(t) if launches_count and not lib.bool(lib.all_of(kept)) and touched(t) else None
             return lib.bool(lib.all_of(kept if states is None else lib.logical_or(kept, lib.eq(states, 1))))
         lo, hi = span(t)
         # a copy of an input is one while its bytes are still those it was made with; the newest copy holding the
