@@ -77,6 +77,7 @@ import bisect
 import functools
 import math
 import re
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,6 +148,9 @@ _MOVEMENT = _FREE | frozenset(
 )  # fmt: skip
 #: Lookups (``_MOVEMENT``): each result element is the source's element its index picks.
 LOOKUPS = frozenset(("index", "_unsafe_index", "index_select", "gather", "take", "embedding"))
+#: Operators whose result is a copy or cast of their operand: of a problem input, as much an input as it
+#: (``x.float()``; a lookup into it moves the call's own data, ``MOVED``).
+COPIES = frozenset(("_to_copy", "clone"))
 #: Movement whose index or mask operands (after the source) may be a boolean mask: ``masked_select`` always is.
 _MASKED_READS = frozenset(("index", "_unsafe_index", "masked_select"))
 #: A lookup whose result has at least this many times its source's elements (the source, ``ins[0]``, is the table:
@@ -586,18 +590,62 @@ def _tensor_sizes(obj: Any) -> Sizes:
     return tuple(tuple(t.shape) for t in _tensors(obj))
 
 
+class _ReferenceLookups:
+    """The reference's eager lookups, priced as the vault prices a submission's (``_lookups``): the same glue costs the
+    same on both sides (red team rt27b). A lookup into a problem input as the reference got it, or into a cast or
+    copy of one still unchanged (``COPIES``), moves; any other is judged by the positions it read, alone
+    and with the reference's other lookups into the same table. The reference is trusted: an input is as given while
+    its version counter is (any in-place write to it or a view of it bumps it); the roots a table was made from are
+    not followed (a submission's table is judged by the fewest of them, which only makes its lookups work sooner)."""
+
+    def __init__(self) -> None:
+        from mkbsim.verifier import _lookups  # (it prices by this module's names: imported once this runs)
+
+        self.lib = _lookups.bound()
+        self.seen: dict[Any, Any] = {}  # the reference call's lookups so far (``_lookups.judged``)
+        #: a storage's address -> (a tensor holding an input as given, or a copy of one; its version then)
+        self.inputs: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
+
+    def given(self, t: torch.Tensor) -> None:
+        """``t`` holds a problem input's values as the reference got them."""
+        self.inputs[t.untyped_storage().data_ptr()] = (weakref.ref(t), t._version)
+
+    def as_given(self, t: torch.Tensor) -> bool:
+        held = self.inputs.get(t.untyped_storage().data_ptr())
+        source = held[0]() if held is not None else None
+        return held is not None and source is not None and source._version == held[1]
+
+    def judged(self, func: str, args: Any, kwargs: dict[str, Any], out: Any) -> str:
+        """The kind of the reference's call of ``func`` (``_lookups.judged``) where it is a lookup, else ""."""
+        base = _operator(func)[1]
+        table = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if base in COPIES and table is not None and all(self.as_given(t) for t in _tensors((args, kwargs))):
+            for t in _tensors(out):
+                self.given(t)
+        if base not in LOOKUPS or table is None or not table.numel():
+            return ""
+        if self.as_given(table):
+            return MOVED
+        written = max((t.numel() for t in _tensors(out)), default=0)
+        where = self.lib.span(self.lib, table)
+        read = self.lib.positions_read(self.lib, base, table, args, kwargs, where)
+        return str(self.lib.judged(self.lib, table, read, None, where, written, self.seen))
+
+
 def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[list[OpRecord], Any, list[Any]]:
     """The reference's own eager operators on private copies of ``inputs``, recorded as the vault does, its
     outputs, and the copies as it left them."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     counts: dict[tuple[str, Sizes, Sizes], int] = {}
+    lookups = _ReferenceLookups()
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
-            key = (recorded_name(str(func), args, kwargs), _tensor_sizes((args, kwargs)), _tensor_sizes(out))
+            name = recorded_name(str(func), args, kwargs) + lookups.judged(str(func), args, kwargs, out)
+            key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1
             return out
 
@@ -607,6 +655,8 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
         return torch._C.TensorBase.tolist(tensor)
 
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    for copy in _tensors(copies):
+        lookups.given(copy)
     saved = torch.Tensor.__dict__.get("tolist")
     torch.Tensor.tolist = tolist  # type: ignore[method-assign,assignment]
     try:

@@ -68,7 +68,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _scatters
+from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _lookups, _scatters
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 from mkbsim.verifier._vault import identity_key
 
@@ -236,7 +236,6 @@ _MOVEMENT = {
     "reflection_pad2d": (), "replication_pad1d": (), "replication_pad2d": (),
 }  # fmt: skip
 #: Operators whose fresh result, from problem inputs alone, is a copy of them (a cast, a clone).
-_COPIES = frozenset(("_to_copy", "clone"))
 #: In-place operators that only store into their first argument: it is their destination, not an operand.
 _OVERWRITING = frozenset(("copy_", "fill_", "zero_", "index_put_", "index_copy_", "masked_scatter_", "scatter_"))
 #: In-place operators that store into some of their first argument's elements, by index or mask: a table a few of
@@ -252,9 +251,6 @@ CHANGED_RUNS = 256
 #: The roots a record of what values were made from (``made_from``) names one by one; the smallest beyond them are
 #: summed under one key (an upper bound: a tensor built of many small pieces counts each)
 ROOTS_KEPT = 64
-#: A lookup's table positions are labelled (``positions_read``) up to this many (128 MB of int64 labels at the most);
-#: past it the positions a lookup read are not counted, nor kept for the call's lookups together
-LABELS_CAP = 1 << 24
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -389,7 +385,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         logical_not=base.logical_not, logical_and_=base.logical_and_, where=torch._C._VariableFunctions.where,
         weighed_cosine=WEIGHED_COSINE, weighed_line=WEIGHED_LINE, mm=base.mm, div=base.div, sqrt=base.sqrt,
         sub=base.sub, mean=base.mean, abs=base.abs, contiguous=base.contiguous,
-        copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_COPIES,
+        copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_eagerwork.COPIES,
         derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_movement_ops(),
         broadcast_to=torch._C._VariableFunctions.broadcast_to, unsqueeze=base.unsqueeze, lt=base.lt,
         argmax=base.argmax,
@@ -417,11 +413,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
         scales=_eagerwork.SCALES, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS,
         tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES, changed_runs=CHANGED_RUNS, int8=torch.int8,
-        roots_kept=ROOTS_KEPT, total=sum, other_roots="other", replication=_eagerwork.LOOKUP_REPLICATION,
-        moved_lookup=_eagerwork.MOVED, evaluated_lookup=_eagerwork.EVALUATED, labels_cap=LABELS_CAP,
-        lookup_of={"index": torch.ops.aten.index.Tensor, "_unsafe_index": torch.ops.aten._unsafe_index.Tensor,
-                   "index_select": torch.ops.aten.index_select.default, "gather": torch.ops.aten.gather.default,
-                   "take": torch.ops.aten.take.default, "embedding": torch.ops.aten.embedding.default},
+        roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
+        lookup=_lookups.bound(),  # how an eager lookup is priced (``lookup_kind``), and ``span``
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
@@ -626,13 +619,7 @@ def provenance_vault(
         lib.u64.pack_into(page, layout.VAULT_WORK, lib.u64.unpack_from(page, layout.VAULT_WORK)[0] + 1)
 
     def span(t: Any) -> tuple[int, int]:
-        start = lib.data_ptr(t)
-        if lib.numel(t) == 0:
-            return start, start
-        extent = 1
-        for n, st in lib.zip(lib.size(t), lib.stride(t)):
-            extent += (n - 1) * st
-        return start, start + extent * lib.element_size(t)
+        return lib.lookup.span(lib.lookup, t)
 
     def bytes_of(t: Any, lo: int, hi: int) -> Any:
         """The bytes [lo, hi) of ``t``'s storage, as a uint8 view."""
@@ -1058,11 +1045,12 @@ def provenance_vault(
             return 0
         table = given[0]
         flat = constant_mask(table)
-        if flat is None or trivial(table):
+        if flat is None or lib.lookup.trivial(lib.lookup, table):
             return 0
         mask = lib.reshape(flat, lib.tuple(lib.size(table)))
         try:
-            picked = lib.lookup_of[operator_name](mask, *args[1:], **{k: v for k, v in kwargs.items() if k != "out"})
+            options = {k: v for k, v in kwargs.items() if k != "out"}
+            picked = lib.lookup.lookup_of[operator_name](mask, *args[1:], **options)
         except lib.BaseException:  # an overload the functional form does not take (a dimension's name)
             return lib.numel(mask) if lib.bool(lib.all_of(mask)) else 0
         return lib.int(lib.count_nonzero(picked))
@@ -1116,16 +1104,6 @@ def provenance_vault(
             for j in lib.range(0, lib.len(edges), 2):
                 constant_made(lo + edges[j] * width, lo + edges[j + 1] * width, True)
 
-    def trivial(table: Any) -> bool:
-        """Whether ``table``'s elements (in order) are all one value, or its own indices 0, 1, 2, ..."""
-        flat = lib.reshape(table, (-1,))
-        if lib.bool(lib.all_of(lib.eq(flat, flat[0]))):
-            return True
-        try:
-            return lib.equal(flat, lib.arange(lib.numel(flat), dtype=lib.dtype_of(flat), device=lib.device_of(flat)))
-        except lib.BaseException:  # a dtype with no range (bool)
-            return False
-
     def roots_of(t: Any) -> Any:
         """What ``t``'s values are functions of (``behind``): a record's roots if one holds all of ``t``, else ``t``
         itself, as many elements as its bytes hold (an expanded view's are its source's)."""
@@ -1168,55 +1146,20 @@ def provenance_vault(
             behind.append([lo, hi, lib.numel(t), roots])
 
     def lookup_kind(operator_name: str, args: Any, kwargs: Any, written: int) -> str:
-        """How an eager lookup writing ``written`` elements is priced (``_eagerwork.LOOKUP_REPLICATION``): a gather of
-        the call's own data, or a table of one value or of its own indices, moves (``MOVED``); a lookup evaluates a
-        function by its table (``EVALUATED``) where it wrote ``replication`` times what stands behind what it read:
-        the fewest of the table's elements, the elements the table was made from (``behind``) and the table positions
-        it read (red team rt27 F1/F2: a DSL-made table at the head of a 4M-entry buffer made at import, or beside an
-        unused slice of the cache), or, for all of the call's lookups into one table or from one root together, the
-        positions they read and the root's elements (rt27 F3: the lookup cut into calls of 4000 elements); else
-        nothing (priced by the table's size)."""
+        """How an eager lookup writing ``written`` elements is priced (``_lookups.judged``): a gather of the call's own
+        data (a problem input as the call got it: not a table a launch wrote into an input, red team rt27b, p23's in
+        ``dst``) moves; else judged by what stands behind it: the table's roots (``roots_of``) and the positions it
+        read, alone and with the call's other lookups into the same table or from the same roots (red team rt27
+        F1-F3)."""
         found = tensors_in(args[0], [])
         table = found[0] if found else None
         if table is None or not lib.numel(table):
             return ""
-        if is_input(table, False):  # (not a table a launch wrote into an input: red team rt27b, p23's in ``dst``)
-            return lib.moved_lookup
-        roots = roots_of(table)
-        fewest = lib.min(lib.numel(table), lib.total(roots.values()))
-        read = positions_read(operator_name, table, args, kwargs)
-        if read is not None:
-            fewest = lib.min(fewest, lib.numel(read))
-        evaluates = lib.replication * fewest <= written
-        lo, hi = span(table)
-        for key, elements in (((lo, hi), None), *roots.items()):
-            seen = lookups_seen.setdefault(key, [0, None])
-            seen[0] += written
-            if elements is None:  # the table's own positions, all its lookups together
-                if read is not None:
-                    union = read if seen[1] is None else lib.unique(lib.cat([seen[1], read]))[0]
-                    seen[1] = union if lib.numel(union) <= lib.labels_cap else seen[1]
-                elements = lib.numel(seen[1]) if seen[1] is not None else lib.numel(table)
-            evaluates = evaluates or lib.replication * elements <= seen[0]
-        if evaluates or lib.replication * lib.numel(table) <= written:  # (``trivial`` reads the whole table)
-            return lib.moved_lookup if trivial(table) else (lib.evaluated_lookup if evaluates else "")
-        return ""
-
-    def positions_read(operator_name: str, table: Any, args: Any, kwargs: Any) -> Any:
-        """The distinct storage positions (element offsets from the table's first byte) a lookup read: the lookup done
-        again over labels of its table's positions; None past ``labels_cap`` positions or for an overload the
-        functional form does not take."""
-        lo, hi = span(table)
-        width = lib.max(lib.element_size(table), 1)
-        if (hi - lo) // width > lib.labels_cap:
-            return None
-        whole = lib.arange((hi - lo) // width, dtype=lib.int64, device=lib.device_of(table))
-        labels = lib.as_strided(whole, lib.tuple(lib.size(table)), lib.tuple(lib.stride(table)), 0)
-        try:
-            picked = lib.lookup_of[operator_name](labels, *args[1:], **{k: v for k, v in kwargs.items() if k != "out"})
-        except lib.BaseException:
-            return None
-        return lib.unique(lib.reshape(picked, (-1,)))[0]
+        if is_input(table, False):
+            return lib.lookup.moved_lookup
+        where = span(table)
+        read = lib.lookup.positions_read(lib.lookup, operator_name, table, args, kwargs, where)
+        return lib.lookup.judged(lib.lookup, table, read, roots_of(table), where, written, lookups_seen)
 
     def is_input(t: Any, launches_count: bool = True) -> bool:
         """Whether ``t`` overlaps a problem input and every element of it is the input's as the call got it

@@ -20,6 +20,7 @@ from mkbsim.verifier import (
     _dsl,
     _eagerwork,
     _guards,
+    _lookups,
     _mapped,
     _mapping,
     _operators,
@@ -52,6 +53,7 @@ PROTECTED = [
     _worker._copy_into_slots, _mapped.view, _mapped.arena, _mapped.block_memory, _mapped.map_block, _mapped.stage_out,
     _mapped.null_run, _mapped.delivered_vault, _mapped.request, _mapped.open_block, _mapping.map_shared,
     _mapping._descriptors_of, _arena.lock_pages, _arena.unlock_pages,
+    _lookups.span, _lookups.trivial, _lookups.positions_read, _lookups.judged,
 ]  # fmt: skip
 
 
