@@ -18,6 +18,9 @@ def pytest_configure(config: pytest.Config) -> None:
 OPT_IN_MARKERS = {
     "gpu": ("MKBSIM_GPU_TESTS", "GPU test: set MKBSIM_GPU_TESTS=1 on a machine with an NVIDIA GPU"),
     "realmodel": ("MKBSIM_REALMODEL_TESTS", "real-model test (minutes): set MKBSIM_REALMODEL_TESTS=1 to run it"),
+    # what keeps the ordinary run (CI) under 15 minutes on two cores: ablations (each verifier rule switched off in
+    # turn, its cases then passing) and the few attacks whose verification takes over ten seconds; README "Tests"
+    "thorough": ("MKBSIM_THOROUGH", "ablation or long case (over 10 s): set MKBSIM_THOROUGH=1 to run it"),
 }
 
 

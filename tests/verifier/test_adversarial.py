@@ -1,8 +1,9 @@
 """Every adversarial submission is rejected, and for the right reason.
 
 Each file in adversarial/ is a complete submission; its header names the failure it must get
-(`# expect:`), its problem, and whether the static scan is switched off so that the runtime
-guards alone must catch it (`# static-scan: off`).
+(`# expect:`), its problem, whether the static scan is switched off so that the runtime
+guards alone must catch it (`# static-scan: off`), and whether its verification takes over ten seconds on
+two cores (`# thorough: why`): those run with MKBSIM_THOROUGH=1 (README "Tests"), not in CI's ordinary run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from mkbsim.verifier import FAILURES, VerifierSession
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 
 CASES = sorted(p for p in ADVERSARIAL.glob("*.py") if not p.name.startswith("_"))
+
+
+def _param(path: Path) -> object:
+    thorough = re.search(r"^# thorough: ", path.read_text(), re.M) is not None
+    return pytest.param(path, marks=[pytest.mark.thorough] if thorough else [], id=path.stem)
 
 
 def _header(path: Path) -> tuple[str, str, bool]:
@@ -42,7 +48,7 @@ def test_the_suite_covers_the_attacks_of_the_issue() -> None:
     assert expected <= set(FAILURES)
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("path", [_param(p) for p in CASES])
 def test_rejected_with_the_right_reason(cpu_session: VerifierSession, path: Path) -> None:
     expect, problem, runtime_only = _header(path)
     report = cpu_session.verify(path, problem, "tirx", static_scan=not runtime_only)

@@ -304,6 +304,7 @@ def test_a_submission_guessing_the_evidence_calls_by_the_gate_s_cost_gains_littl
         assert figures["scored_ms"] >= figures["floor_ms"]
 
 
+@pytest.mark.thorough  # an ablation: the adversarial test is what keeps each case rejected
 @pytest.mark.parametrize(
     ("case", "rules"),
     [

@@ -9,6 +9,7 @@ call it is below the watched calls' less their noise (the red team's rt8b F1; ``
 
 # expect: decorative_dsl
 # problem: p36
+# thorough: ~90 s on two cores: two timing rounds, 32 launches a call each fitted by the decode rule
 import sys
 
 import torch

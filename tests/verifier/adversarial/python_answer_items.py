@@ -5,6 +5,7 @@ element read out, every output element lifted in."""
 
 # expect: decorative_dsl
 # problem: p36
+# thorough: ~15 s on two cores: every input element read into Python by item() on every call
 import math
 
 import torch

@@ -8,6 +8,7 @@ too. The slack now counts only the launches both kinds of call make (``_judge.sh
 
 # expect: decorative_dsl
 # problem: p36
+# thorough: ~30 s on two cores: two timing rounds, hundreds of launches an evidence call
 
 import time
 
