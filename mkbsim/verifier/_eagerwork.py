@@ -12,7 +12,7 @@ applied to the reference run on that draw's inputs.
 Cost model, in three kinds of work (the reference's decide which are judged):
 
 * ``matmul``: FLOPs of contractions (2 per multiply-add), whatever operator computes them: matrix products
-  (``_PRODUCTS``: packed-weight, grouped, distances alike), triangular solves (``_SOLVES``, n·n·k),
+  (``PRODUCTS``: packed-weight, grouped, distances alike), triangular solves (``_SOLVES``, n·n·k),
   ``F.bilinear``'s ``_trilinear``, ``embedding_bag``, convolutions and attention (``_product``);
 * ``pointwise``: element operations of the operators torch tags pointwise, reduction or random, and of the
   listed ones that compute without a tag (``_ELEMENTWISE``: softmax, norms, scans, sorts...): the largest
@@ -176,6 +176,10 @@ TABLED = "+table"
 #: ``idx_mapping[repeat_interleave(arange(b), lens)]``, 32 tokens a request at PRODUCTION, labelled partial).
 EVALUATED = "+evaluated"
 MOVED = "+moved"
+#: A call on data seen through a dtype n times as wide as the data's own (``_widths``: ``x.view(torch.int64)`` of uint8
+#: data, ``view_as_complex`` of float pairs): recorded as "+x<n>" after the rest of its name, priced n times over.
+WIDER = "+x"
+_WIDER_RE = re.compile(r"\+x(\d+)$")
 #: Stores (``_MOVEMENT``) that add into their destination when their ``accumulate`` argument, the fourth of every
 #: overload, is set (``index_put_(indices, values, accumulate=True)``): the worker's vault and the reference's
 #: recorder mark such a call's name (``ACCUMULATES``), and it is priced as element arithmetic. The reducing
@@ -198,7 +202,7 @@ _WEIGHTS = {
 }  # fmt: skip
 #: Matrix products, by the position of their left operand ``a`` (after a bias): 2·|a|·(the output's last
 #: dimension) FLOPs, one column for a vector output (``mv``, ``dot``); distances alike.
-_PRODUCTS = {
+PRODUCTS = {
     **dict.fromkeys(
         ("mm", "bmm", "_int_mm", "_scaled_mm", "_grouped_mm", "_scaled_grouped_mm", "_weight_int8pack_mm",
          "_weight_int4pack_mm", "_weight_int4pack_mm_for_cpu", "_weight_int4pack_mm_with_scales_and_zeros",
@@ -254,7 +258,7 @@ _SOLVES = frozenset(("triangular_solve", "linalg_solve_triangular"))
 
 def _is_product(base: str) -> bool:
     return (
-        base in _PRODUCTS or base in _SOLVES or base in ("_trilinear", "bilinear") or "embedding_bag" in base
+        base in PRODUCTS or base in _SOLVES or base in ("_trilinear", "bilinear") or "embedding_bag" in base
         or "attention" in base or _CONVOLUTION.search(base) is not None
     )  # fmt: skip
 
@@ -262,9 +266,9 @@ def _is_product(base: str) -> bool:
 def _product(base: str, ins: Sizes, outs: Sizes) -> list[Pass]:
     """The FLOPs of a contraction (``_is_product``), from its operands' sizes."""
     out = outs[0] if outs else ()
-    if base in _PRODUCTS:
+    if base in PRODUCTS:
         columns = out[-1] if len(out) >= 2 else 1
-        return [("matmul", 2.0 * _numel(ins[_PRODUCTS[base]]) * columns, 1)]
+        return [("matmul", 2.0 * _numel(ins[PRODUCTS[base]]) * columns, 1)]
     if base in _SOLVES:
         # n·n·k for n equations and k right-hand sides, whichever side the system is on (red team rt20 F1: priced
         # as a product of its first operand, a solve of a block-triangular system made a GEMM at 4% of its FLOPs)
@@ -324,7 +328,7 @@ def recorded_name(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> str
 
 def _computes(name: str, base: str) -> bool:
     """Whether a call of a data-movement operator computes: a store that accumulates, or a reducing scatter."""
-    return name.endswith(ACCUMULATES) or (base in _MOVEMENT and "reduce" in name.split(".", 2)[-1])
+    return ACCUMULATES in name or (base in _MOVEMENT and "reduce" in name.split(".", 2)[-1])
 
 
 @functools.cache
@@ -380,22 +384,31 @@ def _bound(ins: Sizes, outs: Sizes) -> list[Pass]:
 
 
 def op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
-    """The work of one operator call: (kind, amount, passes), amount per pass (see the module docstring)."""
+    """The work of one operator call: (kind, amount, passes), amount per pass (see the module docstring); a call on
+    data seen through a wider dtype (``WIDER``) that many times over."""
+    marked = _WIDER_RE.search(name)
+    if marked is None:
+        return _op_work(name, ins, outs)
+    ratio = int(marked.group(1))
+    return [(kind, amount * ratio, passes) for kind, amount, passes in _op_work(name, ins, outs)]
+
+
+def _op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
     how = category(name)
     base = _operator(name)[1]
     if how == "none":
         return []
     if how == "product":
         try:
-            scaling = [("pointwise", float(max(map(_numel, outs), default=0)), 1)] if name.endswith(SCALES) else []
+            scaling = [("pointwise", float(max(map(_numel, outs), default=0)), 1)] if SCALES in name else []
             return _product(base, ins, outs) + scaling
         except IndexError:  # fewer operands than the product has: priced as an unknown operator
             return _bound(ins, outs)
     if how == "movement":  # the elements written: the output, or the values an in-place scatter puts
         # a lookup the vault marked ``TABLED`` carries, after its result's sizes, how many elements it took from values
         # made from constants (a table smaller than its result is priced whole by ``LOOKUP_REPLICATION`` all the same)
-        looked_up = _numel(outs[-1]) if name.endswith(TABLED) and outs else 0
-        results = outs[:-1] if name.endswith(TABLED) else outs
+        looked_up = _numel(outs[-1]) if TABLED in name and outs else 0
+        results = outs[:-1] if TABLED in name else outs
         written = max((_numel(s) for s in results), default=0)
         replicated = MOVED not in name and bool(ins) and LOOKUP_REPLICATION * _numel(ins[0]) <= written
         if base in LOOKUPS and (EVALUATED in name or replicated):
@@ -591,17 +604,20 @@ def _tensor_sizes(obj: Any) -> Sizes:
 
 
 class _ReferenceLookups:
-    """The reference's eager lookups, priced as the vault prices a submission's (``_lookups``): the same glue costs the
-    same on both sides (red team rt27b). A lookup into a problem input as the reference got it, or into a cast or
-    copy of one still unchanged (``COPIES``), moves; any other is judged by the positions it read, alone
-    and with the reference's other lookups into the same table. The reference is trusted: an input is as given while
-    its version counter is (any in-place write to it or a view of it bumps it); the roots a table was made from are
-    not followed (a submission's table is judged by the fewest of them, which only makes its lookups work sooner)."""
+    """The reference's eager lookups, and its calls on data seen through a wider dtype (``_widths``), priced as the
+    vault prices a submission's: the same glue costs the same on both sides (red team rt27b). A lookup into a problem
+    input as the reference got it, or into a cast or copy of one still unchanged (``COPIES``), moves; any other is
+    judged by the positions it read, alone and with the reference's other lookups into the same table (``_lookups``).
+    The reference is trusted: an input is as given while its version counter is (any in-place write to it or a view of
+    it bumps it); the roots a table was made from are not followed (a submission's table is judged by the fewest of
+    them, which only makes its lookups work sooner)."""
 
     def __init__(self) -> None:
-        from mkbsim.verifier import _lookups  # (it prices by this module's names: imported once this runs)
+        from mkbsim.verifier import _lookups, _widths  # (they price by this module's names: imported once this runs)
 
         self.lib = _lookups.bound()
+        self.widths = _widths.bound()
+        self.made: dict[int, int] = {}  # a storage's address -> its data's element size (``_widths``)
         self.seen: dict[Any, Any] = {}  # the reference call's lookups so far (``_lookups.judged``)
         #: a storage's address -> (a tensor holding an input as given, or a copy of one; its version then)
         self.inputs: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
@@ -609,6 +625,14 @@ class _ReferenceLookups:
     def given(self, t: torch.Tensor) -> None:
         """``t`` holds a problem input's values as the reference got them."""
         self.inputs[t.untyped_storage().data_ptr()] = (weakref.ref(t), t._version)
+        self.widths.made_as(self.widths, self.made, [t])
+
+    def widened(self, func: str, args: Any, kwargs: dict[str, Any], out: Any) -> str:
+        """The mark (``WIDER``) of a call on data seen through a wider dtype; its new results' data recorded."""
+        given, outs = _tensors((args, kwargs)), _tensors(out)
+        ratio = self.widths.widened(self.widths, self.made, _operator(func)[1], [*given, *outs])
+        self.widths.made_as(self.widths, self.made, self.widths.fresh(self.widths, given, outs))
+        return f"{WIDER}{ratio}" if ratio > 1 else ""
 
     def as_given(self, t: torch.Tensor) -> bool:
         held = self.inputs.get(t.untyped_storage().data_ptr())
@@ -645,6 +669,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             name = recorded_name(str(func), args, kwargs) + lookups.judged(str(func), args, kwargs, out)
+            name += lookups.widened(str(func), args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1
             return out

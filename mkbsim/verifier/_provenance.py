@@ -68,7 +68,7 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _lookups, _scatters
+from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _lookups, _scatters, _widths
 from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
 from mkbsim.verifier._vault import identity_key
 
@@ -415,6 +415,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES, changed_runs=CHANGED_RUNS, int8=torch.int8,
         roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
         lookup=_lookups.bound(),  # how an eager lookup is priced (``lookup_kind``), and ``span``
+        width=_widths.bound(), wider=_eagerwork.WIDER,  # a call on data seen through a wider dtype
         # decoy runs (``in_runs``) are drawn by a generator seeded from the system, which the submission cannot read
         decoys=torch.Generator(device).manual_seed(random.SystemRandom().getrandbits(63)),
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
@@ -522,6 +523,7 @@ def provenance_vault(
     # a table's span or a root (``behind``) -> [the elements the call's lookups into it wrote, the positions of the
     # table they read (a table's span only)] (``lookup_kind``)
     lookups_seen: dict[Any, Any] = {}
+    made_widths: dict[int, int] = {}  # a storage's address -> its data's element size (``_widths``)
     keys_on: dict[Any, Any] = {}  # a device -> the digests' keys there (``digests``)
     # the storages of the open block's memory and of the copies of what its calls deliver: the harness's, which the
     # census leaves out (a staged block's host mapping, every call's arena: gigabytes on p03, 2.4 s of digests a draw on
@@ -2811,14 +2813,18 @@ def provenance_vault(
             judged = lookup_kind(operator_name, args, kwargs, written)
         # the eager work done, priced by the verifier; a function evaluated by a table (``_eagerwork.TABLED``) as many
         # evaluations as the lookup took there
-        key = (
-            (priced + judged + lib.tabled, given_sizes, (*sizes(out), (looked_up,)))
-            if looked_up
-            else (priced + judged, given_sizes, sizes(out))
-        )
-        eager_ops[key] = eager_ops.get(key, 0) + 1
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
+        # on data seen through a wider dtype, or complex: priced by the data it holds (``_widths``)
+        wide = lib.width.widened(lib.width, made_widths, operator_name, [*given, *outs])
+        lib.width.made_as(lib.width, made_widths, lib.width.fresh(lib.width, given, outs))
+        wider = f"{lib.wider}{wide}" if wide > 1 else ""
+        key = (
+            (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))
+            if looked_up
+            else (priced + judged + wider, given_sizes, sizes(out))
+        )
+        eager_ops[key] = eager_ops.get(key, 0) + 1
         if pools:  # small launches' elements an eager operator reads are judged first (credit derived from them)
             judge_pools({storage_of(t) for t in given})
         writes = lib.len(parts) > 2 and (operator_name.endswith("_") or parts[2].startswith("out"))
@@ -3196,6 +3202,7 @@ def provenance_vault(
         constant.clear()
         behind.clear()
         lookups_seen.clear()
+        made_widths.clear()
         watching = False
         blob = lib.dumps(records)
         offset, capacity = layout.RECORDS
@@ -3236,6 +3243,7 @@ def provenance_vault(
                 constant.clear()
                 behind.clear()
                 lookups_seen.clear()
+                made_widths.clear()
                 problem[:] = [{}, 0]
                 copies.clear()
                 spanned.clear()
@@ -3354,6 +3362,7 @@ def provenance_vault(
                         watching = True
                         census()
                         input_tensors = tensors_in(request[1], [])
+                        lib.width.made_as(lib.width, made_widths, input_tensors)
                         problem[:] = lib.problem_sizes(lib, request[1], input_tensors, numels)
                         fixed.clear()  # the launches' kinds on the evidence calls that follow are read against it
                         fixed.update(lib.fixed_sizes(lib, input_tensors, numels))

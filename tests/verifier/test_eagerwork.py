@@ -158,6 +158,23 @@ def test_lookups_by_a_much_smaller_table_and_compactions_are_element_work() -> N
     assert op_work(moved, ((256,), (8128,)), ((8128,),)) == [("movement", 8128.0, 1)]
 
 
+def test_a_call_on_data_seen_through_a_wider_dtype_is_priced_by_the_data_it_holds() -> None:
+    # red team rt28: p25's uint8 block copy through complex128 views, 16 bytes an element; an RMSNorm on complex pairs
+    wider = _eagerwork.WIDER
+    assert op_work("aten.where.self_out" + wider + "16", ((1,), (32, 256), ()), ((32, 256),)) == [
+        ("pointwise", 16.0 * 32 * 256, 1)
+    ]
+    assert op_work("aten.mul.Tensor" + wider + "2", ((64, 64), (64, 1)), ((64, 64),)) == [("pointwise", 8192.0, 1)]
+    assert op_work("aten.index.Tensor+evaluated" + wider + "8", ((16,), (4096,)), ((4096,),)) == [
+        ("pointwise", 8.0 * 4096, 1)
+    ]
+    # an accumulating store keeps its mark however many follow (the marks are read anywhere in the name)
+    accumulating = "aten.index_put_.default" + _eagerwork.ACCUMULATES
+    sizes = (((64,), (8,), (8,)), ((64,),))
+    assert op_work(accumulating + wider + "4", *sizes) == [("pointwise", 4 * op_work(accumulating, *sizes)[0][1], 1)]
+    assert op_work(accumulating, *sizes)[0][0] == "pointwise"
+
+
 def test_a_lookup_into_a_table_made_before_the_call_is_the_function_it_tabulates(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -180,7 +197,7 @@ def test_the_classification_tables_name_torch_s_operators_and_no_arithmetic_one_
     for base in _eagerwork._MOVEMENT:
         assert hasattr(torch.ops.aten, base), base
         assert not (_eagerwork._tags(base) & _eagerwork._ELEMENT_TAGS) or base == "clone", base
-    for base in (*_eagerwork._ELEMENTWISE, *_eagerwork._WEIGHTS, *_eagerwork._PRODUCTS):
+    for base in (*_eagerwork._ELEMENTWISE, *_eagerwork._WEIGHTS, *_eagerwork.PRODUCTS):
         assert base not in _eagerwork._MOVEMENT, base
 
 
@@ -470,6 +487,20 @@ def _lookup_into_an_updated_input(table: torch.Tensor, codes: torch.Tensor) -> t
     return table[codes]
 
 
+def _copy_through_complex(caches: torch.Tensor) -> torch.Tensor:
+    """p25's block copy through complex128 views of the uint8 cache (red team rt28): 16 bytes an element."""
+    wide = caches.view(torch.complex128)
+    torch.where(torch.ones(1, dtype=torch.bool), wide[:, 0], torch.zeros((), dtype=wide.dtype), out=wide[:, 3])
+    return caches
+
+
+def _norm_of_complex_pairs(x: torch.Tensor) -> torch.Tensor:
+    """RMSNorm on a complex64 view of the upcast rows (red team rt28): two elements squared and scaled an element."""
+    pairs = torch.view_as_complex(x.float().view(x.shape[0], -1, 2))
+    scale = torch.rsqrt((pairs.abs() ** 2).sum(-1, keepdim=True) / x.shape[1] + 1e-6)
+    return torch.view_as_real(pairs * scale).reshape(x.shape)
+
+
 def _one_table_twice(x: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
     table = x * 2  # 512 entries looked up 4096 times, twice: the second lookup makes 16x
     return table[codes] + table[codes.flip(0)]
@@ -484,8 +515,13 @@ def _one_table_twice(x: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
         (lambda table, codes: table.float()[codes], lambda: [torch.randn(256).half(), torch.randint(0, 256, (8192,))]),
         (_lookup_into_an_updated_input, lambda: [torch.randn(4096), torch.randint(0, 16, (4096,))]),
         (_one_table_twice, lambda: [torch.randn(512), torch.randint(0, 512, (4096,))]),
+        (_copy_through_complex, lambda: [torch.randint(0, 256, (4, 6, 256), dtype=torch.uint8)]),
+        (_norm_of_complex_pairs, lambda: [torch.randn(64, 128, dtype=torch.bfloat16)]),
+        (lambda x: (x.view(torch.int64).clone() ^ 1).view(torch.uint8), lambda: [torch.randint(0, 256, (64, 64),
+                                                                                            dtype=torch.uint8)]),
     ],
-    ids=["p26_glue", "input_as_given", "cast_of_an_input", "updated_input", "one_table_twice"],
+    ids=["p26_glue", "input_as_given", "cast_of_an_input", "updated_input", "one_table_twice", "copy_through_complex",
+         "norm_of_complex_pairs", "int64_view_cloned"],
 )  # fmt: skip
 def test_the_reference_s_lookups_are_judged_as_the_vault_judges_a_submission_s(glue: Any, make: Any) -> None:
     """The same glue costs the same on both sides (red team rt27b: the vault judged a submission's lookups by what
@@ -496,7 +532,7 @@ def test_the_reference_s_lookups_are_judged_as_the_vault_judges_a_submission_s(g
     reference = reference_ops(glue, inputs)
     assert sorted(_vault_records(glue, [x.clone() for x in inputs], (0,))) == sorted(reference)
     kinds = {name.split("+", 1)[1] for (name, _, _), _ in reference if "+" in name}
-    assert kinds, "every case looks something up that one of the rules judges"
+    assert kinds, "every case looks something up that one of the rules judges, or sees data through a wider dtype"
 
 
 @pytest.fixture

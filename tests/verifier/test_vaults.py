@@ -29,6 +29,7 @@ from mkbsim.verifier import (
     _timing,
     _tir_memory,
     _vault,
+    _widths,
     _worker,
 )
 from mkbsim.verifier._operators import dispatch_hooks
@@ -53,7 +54,8 @@ PROTECTED = [
     _worker._copy_into_slots, _mapped.view, _mapped.arena, _mapped.block_memory, _mapped.map_block, _mapped.stage_out,
     _mapped.null_run, _mapped.delivered_vault, _mapped.request, _mapped.open_block, _mapping.map_shared,
     _mapping._descriptors_of, _arena.lock_pages, _arena.unlock_pages,
-    _lookups.span, _lookups.trivial, _lookups.positions_read, _lookups.judged,
+    _lookups.span, _lookups.trivial, _lookups.positions_read, _lookups.judged, _widths.address, _widths.widened,
+    _widths.fresh, _widths.made_as,
 ]  # fmt: skip
 
 

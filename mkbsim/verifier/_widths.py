@@ -1,0 +1,74 @@
+"""Eager work on data seen through a wider dtype is priced by the data it holds: one judgement for the submission's
+vault and the reference's recorder.
+
+Eager operators are priced per element (``_eagerwork.op_work``). An element of a dtype-reinterpreting view
+(``x.view(torch.complex128)`` of uint8 data) holds several of the data's own elements, and a complex element two real
+scalars: p25's block copy through complex128 views moved 16 bytes an element, priced at a sixteenth of the reference's
+copy; RMSNorm, RoPE and GEMMs on complex views of real pairs squared, rotated and multiplied two or four real values an
+operation and passed as partial plans at half their eager twins' share or less (red team rt28). Each storage's data
+keeps the element size it was made with (``made_as``: a problem input's, an eager result's own); an operator reading or
+writing a tensor wider than the data it holds is priced that many times over (``widened``; ``_eagerwork.WIDER`` on its
+recorded name), and a complex multiplication or product as the real ones it does (``COMPLEX_WORK``). Only the tensors an
+operator touches are judged: a result copied out of a wider view holds data of its own width (a cast of packed scale
+bytes, ``x.contiguous().view(torch.float32)``, is what p24's reference does).
+
+The functions take ``lib``, their namespace of callables bound before the submission loads (``bound``): inside the
+worker they look up no name the submission could have replaced.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from mkbsim.verifier import _eagerwork
+
+#: Real operations a complex one does for each real scalar of its elements: a multiplication or division (four real
+#: multiplications and two additions an element, two scalars), a product (four real multiply-adds for each one).
+COMPLEX_WORK = {"mul": 3, "div": 3, **dict.fromkeys(_eagerwork.PRODUCTS, 2)}
+
+
+def address(lib: Any, t: Any) -> int:
+    """The address of ``t``'s storage (every view of one storage shares it)."""
+    return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
+
+
+def widened(lib: Any, made: dict[int, int], operator_name: str, tensors: Any) -> int:
+    """How many times the work of a call of ``operator_name`` on ``tensors`` its per-element price counts: the widest
+    tensor's element size over the data it holds (``made``: a storage's address -> its data's element size; a complex
+    element holds two real scalars), times a complex multiplication's or product's real operations (``COMPLEX_WORK``);
+    1 where no tensor is wider than its data."""
+    ratio, complex_seen = 1, False
+    for t in tensors:
+        size = lib.element_size(t)
+        held = made.get(lib.address(lib, t), size)
+        if lib.is_complex(t):
+            held, complex_seen = lib.min(held, size // 2), True
+        if 0 < held < size:
+            ratio = lib.max(ratio, size // held)
+    return ratio * lib.complex_work.get(operator_name.rstrip("_"), 1) if complex_seen else ratio
+
+
+def fresh(lib: Any, given: Any, outs: Any) -> list[Any]:
+    """The results of an operator (``outs``) in storages none of the tensors it was given (``given``) is in: new data,
+    not a view, an in-place result or an ``out=`` destination."""
+    held = {lib.address(lib, u) for u in given}
+    return [t for t in outs if lib.address(lib, t) not in held]
+
+
+def made_as(lib: Any, made: dict[int, int], tensors: Any) -> None:
+    """``tensors`` (problem inputs, an operator's new results) hold data of their own element size."""
+    for t in tensors:
+        made[lib.address(lib, t)] = lib.element_size(t)
+
+
+def bound() -> types.SimpleNamespace:
+    """The callables and constants the functions above use, bound before the submission loads."""
+    base = torch._C.TensorBase
+    return types.SimpleNamespace(
+        data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
+        is_complex=base.is_complex, min=min, max=max, complex_work=COMPLEX_WORK, address=address, widened=widened,
+        fresh=fresh, made_as=made_as,
+    )  # fmt: skip
