@@ -14,15 +14,11 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import FAILURES, VerifierSession
+from tests.kits.case_files import case_params
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 
 CASES = sorted(p for p in ADVERSARIAL.glob("*.py") if not p.name.startswith("_"))
-
-
-def _param(path: Path) -> object:
-    thorough = re.search(r"^# thorough: ", path.read_text(), re.M) is not None
-    return pytest.param(path, marks=[pytest.mark.thorough] if thorough else [], id=path.stem)
 
 
 def _header(path: Path) -> tuple[str, str, bool]:
@@ -48,7 +44,7 @@ def test_the_suite_covers_the_attacks_of_the_issue() -> None:
     assert expected <= set(FAILURES)
 
 
-@pytest.mark.parametrize("path", [_param(p) for p in CASES])
+@pytest.mark.parametrize("path", case_params(CASES))
 def test_rejected_with_the_right_reason(cpu_session: VerifierSession, path: Path) -> None:
     expect, problem, runtime_only = _header(path)
     report = cpu_session.verify(path, problem, "tirx", static_scan=not runtime_only)

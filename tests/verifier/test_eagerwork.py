@@ -24,6 +24,7 @@ from mkbsim.verifier._eagerwork import Work, compare, op_work, reference_ops, re
 from mkbsim.verifier._judge import Failure
 from mkbsim.verifier._operators import dispatch_hooks
 from mkbsim.verifier._vault import Registry
+from tests.kits.case_files import case_params
 from tests.kits.eager_shares import shares_module
 from tests.kits.timing_rules import timing_rules_off
 
@@ -616,7 +617,7 @@ def _timing_skipped(v: Any) -> Failure:
     return Failure("timeout", "not timed: the test judges the bypass test alone")
 
 
-@pytest.mark.parametrize("path", EAGER_CASES, ids=[p.stem for p in EAGER_CASES])
+@pytest.mark.parametrize("path", case_params(EAGER_CASES))
 def test_without_the_rule_the_eager_answers_pass(
     cpu_session: VerifierSession, path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -762,7 +763,7 @@ PYTHON_CASES = [
 ]
 
 
-@pytest.mark.parametrize("path", PYTHON_CASES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", case_params(PYTHON_CASES))
 def test_without_the_rule_the_python_answers_pass(
     cpu_session: VerifierSession, path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

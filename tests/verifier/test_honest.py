@@ -1,6 +1,7 @@
 """Honest submissions pass: partial plans whose DSL kernel produces an intermediate the eager code
 consumes, and code written with the standard library's usual tools (dataclasses, namedtuple, enum,
-functools, closures, warnings, logging), which run exec and frame introspection internally."""
+functools, closures, warnings, logging), which run exec and frame introspection internally. A case whose
+verification takes over ten seconds says so (`# thorough: why`) and runs with MKBSIM_THOROUGH=1."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import VerifierSession
+from tests.kits.case_files import case_params
 
 HONEST = Path(__file__).with_name("honest")
 CASES = sorted(HONEST.glob("*.py"))
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("path", case_params(CASES))
 def test_honest_submission_passes(cpu_session: VerifierSession, path: Path) -> None:
     """... under the study's protocol, labelled with the plan kind its ``# plan:`` header names (default: full;
     verifier README, "Plan kinds")."""

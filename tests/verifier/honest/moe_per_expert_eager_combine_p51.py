@@ -3,6 +3,7 @@ local expert over the rows routed to it (a row count the data decides), and the 
 zeros that the reference uses: the combine carries the DSL rows' credit (``_scatters``)."""
 
 # problem: p51
+# thorough: ~14 s on two cores: eight launches a call, each evidence call's launches fitted by the decode rule
 import torch
 import tvm
 from tvm.script import tirx as T
