@@ -630,8 +630,8 @@ class _ReferenceLookups:
     def widened(self, func: str, args: Any, kwargs: dict[str, Any], out: Any) -> str:
         """The mark (``WIDER``) of a call on data seen through a wider dtype; its new results' data recorded."""
         given, outs = _tensors((args, kwargs)), _tensors(out)
-        ratio = self.widths.widened(self.widths, self.made, _operator(func)[1], [*given, *outs])
-        self.widths.made_as(self.widths, self.made, self.widths.fresh(self.widths, given, outs))
+        ratio, lanes = self.widths.widened(self.widths, self.made, _operator(func)[1], [*given, *outs])
+        self.widths.made_as(self.widths, self.made, self.widths.fresh(self.widths, given, outs), lanes)
         return f"{WIDER}{ratio}" if ratio > 1 else ""
 
     def as_given(self, t: torch.Tensor) -> bool:

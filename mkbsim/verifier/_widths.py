@@ -8,9 +8,11 @@ copy; RMSNorm, RoPE and GEMMs on complex views of real pairs squared, rotated an
 operation and passed as partial plans at half their eager twins' share or less (red team rt28). Each storage's data
 keeps the element size it was made with (``made_as``: a problem input's, an eager result's own); an operator reading or
 writing a tensor wider than the data it holds is priced that many times over (``widened``; ``_eagerwork.WIDER`` on its
-recorded name), and a complex multiplication or product as the real ones it does (``COMPLEX_WORK``). Only the tensors an
-operator touches are judged: a result copied out of a wider view holds data of its own width (a cast of packed scale
-bytes, ``x.contiguous().view(torch.float32)``, is what p24's reference does).
+recorded name), and a complex multiplication or product as the real ones it does (``COMPLEX_WORK``). An integer result
+made from an integer view wider than its data holds the narrow data still (``x.view(torch.int64).clone()``, then
+arithmetic on eight bytes an element: the lanes of a register); a float result holds data of its own width (a cast of
+packed scale bytes, ``x.contiguous().view(torch.float32)``, is what p18's and p24's references do: no float operation
+after it is judged by the bytes it came from).
 
 The functions take ``lib``, their namespace of callables bound before the submission loads (``bound``): inside the
 worker they look up no name the submission could have replaced.
@@ -35,12 +37,13 @@ def address(lib: Any, t: Any) -> int:
     return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
 
 
-def widened(lib: Any, made: dict[int, int], operator_name: str, tensors: Any) -> int:
-    """How many times the work of a call of ``operator_name`` on ``tensors`` its per-element price counts: the widest
+def widened(lib: Any, made: dict[int, int], operator_name: str, tensors: Any) -> tuple[int, int]:
+    """(how many times the work of a call of ``operator_name`` on ``tensors`` its per-element price counts: the widest
     tensor's element size over the data it holds (``made``: a storage's address -> its data's element size; a complex
-    element holds two real scalars), times a complex multiplication's or product's real operations (``COMPLEX_WORK``);
-    1 where no tensor is wider than its data."""
-    ratio, complex_seen = 1, False
+    element holds two real scalars), times a complex multiplication's or product's real operations (``COMPLEX_WORK``),
+    1 where no tensor is wider than its data; the narrowest data an integer tensor among them is wider than, 0 where
+    none is)."""
+    ratio, complex_seen, lanes = 1, False, 0
     for t in tensors:
         size = lib.element_size(t)
         held = made.get(lib.address(lib, t), size)
@@ -48,7 +51,9 @@ def widened(lib: Any, made: dict[int, int], operator_name: str, tensors: Any) ->
             held, complex_seen = lib.min(held, size // 2), True
         if 0 < held < size:
             ratio = lib.max(ratio, size // held)
-    return ratio * lib.complex_work.get(operator_name.rstrip("_"), 1) if complex_seen else ratio
+            if lib.dtype_of(t) in lib.integers:
+                lanes = held if lanes == 0 else lib.min(lanes, held)
+    return (ratio * lib.complex_work.get(operator_name.rstrip("_"), 1) if complex_seen else ratio), lanes
 
 
 def fresh(lib: Any, given: Any, outs: Any) -> list[Any]:
@@ -58,10 +63,13 @@ def fresh(lib: Any, given: Any, outs: Any) -> list[Any]:
     return [t for t in outs if lib.address(lib, t) not in held]
 
 
-def made_as(lib: Any, made: dict[int, int], tensors: Any) -> None:
-    """``tensors`` (problem inputs, an operator's new results) hold data of their own element size."""
+def made_as(lib: Any, made: dict[int, int], tensors: Any, lanes: int = 0) -> None:
+    """``tensors`` (problem inputs, an operator's new results) hold data of their own element size; an integer result
+    of an operator that read integer data ``lanes`` bytes wide through a wider view (``widened``) holds that data."""
     for t in tensors:
-        made[lib.address(lib, t)] = lib.element_size(t)
+        size = lib.element_size(t)
+        kept = 0 < lanes < size and lib.dtype_of(t) in lib.integers
+        made[lib.address(lib, t)] = lanes if kept else size
 
 
 def bound() -> types.SimpleNamespace:
@@ -69,6 +77,8 @@ def bound() -> types.SimpleNamespace:
     base = torch._C.TensorBase
     return types.SimpleNamespace(
         data_ptr=base.data_ptr, storage_offset=base.storage_offset, element_size=base.element_size,
-        is_complex=base.is_complex, min=min, max=max, complex_work=COMPLEX_WORK, address=address, widened=widened,
-        fresh=fresh, made_as=made_as,
+        is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__, min=min, max=max,
+        integers=frozenset((torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64,
+                            torch.uint64)),
+        complex_work=COMPLEX_WORK, address=address, widened=widened, fresh=fresh, made_as=made_as,
     )  # fmt: skip

@@ -159,6 +159,17 @@ def test_lookups_by_a_much_smaller_table_and_compactions_are_element_work() -> N
     assert op_work(moved, ((256,), (8128,)), ((8128,),)) == [("movement", 8128.0, 1)]
 
 
+def test_integer_lanes_copied_out_of_a_wider_view_stay_the_narrow_data_float_results_do_not() -> None:
+    """Arithmetic within a register on uint8 data copied out of an int64 view is priced per byte, after the copy too;
+    a float result of packed scale bytes (p18's and p24's references: ``.contiguous().view(torch.float32)``, cast) is
+    data of its own width: the operations after the cast are priced as they were."""
+    data = torch.randint(0, 256, (64, 64), dtype=torch.uint8)
+    swar = {name for (name, _, _), _ in reference_ops(lambda x: (x.view(torch.int64).clone() ^ 1) + 3, [data])}
+    assert {"aten.clone.default+x8", "aten.bitwise_xor.Scalar+x8", "aten.add.Tensor+x8"} <= swar, swar
+    scales = {name for (name, _, _), _ in reference_ops(lambda x: x.view(torch.float32).to(torch.bfloat16) * 2, [data])}
+    assert {"aten._to_copy.default+x4", "aten.mul.Tensor"} <= scales, scales
+
+
 def test_a_call_on_data_seen_through_a_wider_dtype_is_priced_by_the_data_it_holds() -> None:
     # red team rt28: p25's uint8 block copy through complex128 views, 16 bytes an element; an RMSNorm on complex pairs
     wider = _eagerwork.WIDER
