@@ -227,7 +227,7 @@ _ELEMENTWISE = frozenset(
      "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "_logcumsumexp", "sort", "argsort", "topk",
      "kthvalue", "median", "nanmedian", "mode", "bucketize", "searchsorted", "floor_divide", "histc", "bincount",
      "_unique2", "unique_consecutive", "unique_dim", "isin", "index_add", "index_reduce", "scatter_add",
-     "scatter_reduce", "_fft_r2c", "_fft_c2r", "_fft_c2c", "polar", "complex", "_segment_reduce",
+     "scatter_reduce", "polar", "complex", "_segment_reduce",
      "segment_reduce", "promote_types", "hardswish", "glu", "prelu", "_prelu_kernel",
      "_native_batch_norm_legit_functional",
      # a compaction reads every element to find the set ones (red team rt25c F1: p45's top-8 as a counting sort, keys
@@ -256,10 +256,19 @@ def _numel(size: Sequence[int]) -> int:
 _SOLVES = frozenset(("triangular_solve", "linalg_solve_triangular"))
 
 
+#: Fast Fourier transforms, priced as products: (FLOPs a point a halving, which side is the real one); a real transform
+#: of n points does ~2.5·n·log2(n) FLOPs, a complex one 5·n·log2(n), as the problems' cost models count them (red team
+#: rt28b F3: p67's long convolution as an eager rfft/irfft pair, priced one element pass each, was a full plan at 0%,
+#: 86% of p67's FLOPs). Each point does log2 of the transform's length: the real side's size along the dimension the
+#: complex side halves (n // 2 + 1), a complex transform's last (torch's default; the dimensions a transform runs along
+#: are arguments, not recorded).
+FFTS = {"_fft_r2c": (2.5, "in"), "_fft_c2r": (2.5, "out"), "_fft_c2c": (5.0, "in")}
+
+
 def _is_product(base: str) -> bool:
     return (
-        base in PRODUCTS or base in _SOLVES or base in ("_trilinear", "bilinear") or "embedding_bag" in base
-        or "attention" in base or _CONVOLUTION.search(base) is not None
+        base in PRODUCTS or base in _SOLVES or base in FFTS or base in ("_trilinear", "bilinear")
+        or "embedding_bag" in base or "attention" in base or _CONVOLUTION.search(base) is not None
     )  # fmt: skip
 
 
@@ -285,6 +294,12 @@ def _product(base: str, ins: Sizes, outs: Sizes) -> list[Pass]:
         return [("matmul", 2.0 * _numel(ins[1]) * ins[0][-1], 1)]
     if "attention" in base:
         return _attention(base, ins)
+    if base in FFTS:
+        per_point, side = FFTS[base]
+        points, other = (ins[0], out) if side == "in" else (out, ins[0])
+        halved = [n for n, m in zip(points, other, strict=False) if n != m and m == n // 2 + 1]
+        length = halved[-1] if halved else (points[-1] if points else 1)
+        return [("matmul", per_point * _numel(points) * math.log2(max(length, 2)), 1)]
     x, w = ins[0], ins[1]  # a convolution, per element of the larger of input and output: Cin/g · kernel
     return [("matmul", 2.0 * max(_numel(x), _numel(out)) * _numel(w) / max(w[0], 1), 1)]
 
@@ -308,6 +323,11 @@ def _operator(name: str) -> tuple[str, str]:
     parts = name.split(".")
     base = parts[1] if len(parts) > 1 else name
     return parts[0], base[:-1] if base.endswith("_") and not base.endswith("__") else base
+
+
+def base_of(name: str) -> str:
+    """The base name of a recorded operator name ("aten.mul_.Tensor": "mul")."""
+    return _operator(name)[1]
 
 
 def recorded_name(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
@@ -630,7 +650,7 @@ class _ReferenceLookups:
     def widened(self, func: str, args: Any, kwargs: dict[str, Any], out: Any) -> str:
         """The mark (``WIDER``) of a call on data seen through a wider dtype; its new results' data recorded."""
         given, outs = _tensors((args, kwargs)), _tensors(out)
-        ratio, lanes = self.widths.widened(self.widths, self.made, _operator(func)[1], [*given, *outs])
+        ratio, lanes = self.widths.widened(self.widths, self.made, func, [*given, *outs])
         self.widths.made_as(self.widths, self.made, self.widths.fresh(self.widths, given, outs), lanes)
         return f"{WIDER}{ratio}" if ratio > 1 else ""
 

@@ -2816,7 +2816,7 @@ def provenance_vault(
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
         # on data seen through a wider dtype, or complex: priced by the data it holds (``_widths``)
-        wide, lanes = lib.width.widened(lib.width, made_widths, operator_name, [*given, *outs])
+        wide, lanes = lib.width.widened(lib.width, made_widths, name, [*given, *outs])
         lib.width.made_as(lib.width, made_widths, lib.width.fresh(lib.width, given, outs), lanes)
         wider = f"{lib.wider}{wide}" if wide > 1 else ""
         key = (

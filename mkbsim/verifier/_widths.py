@@ -27,9 +27,12 @@ import torch
 
 from mkbsim.verifier import _eagerwork
 
-#: Real operations a complex one does for each real scalar of its elements: a multiplication or division (four real
-#: multiplications and two additions an element, two scalars), a product (four real multiply-adds for each one).
-COMPLEX_WORK = {"mul": 3, "div": 3, **dict.fromkeys(_eagerwork.PRODUCTS, 2)}
+#: Real operations a complex call does for each real scalar of its elements, by how it is priced: a product four real
+#: multiply-adds for each one (two scalars: twice); any other computing operator as a multiplication, four real
+#: multiplications and two additions an element (three times: ``addcmul``, ``lerp``, ``prod`` multiply too, red team
+#: rt28b F2); data movement none. A Fourier transform's price counts its complex arithmetic already
+#: (``_eagerwork.FFTS``).
+COMPLEX_WORK = {"product": 2, "elementwise": 3, "bound": 3}
 
 
 def address(lib: Any, t: Any) -> int:
@@ -37,23 +40,25 @@ def address(lib: Any, t: Any) -> int:
     return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
 
 
-def widened(lib: Any, made: dict[int, int], operator_name: str, tensors: Any) -> tuple[int, int]:
-    """(how many times the work of a call of ``operator_name`` on ``tensors`` its per-element price counts: the widest
-    tensor's element size over the data it holds (``made``: a storage's address -> its data's element size; a complex
-    element holds two real scalars), times a complex multiplication's or product's real operations (``COMPLEX_WORK``),
-    1 where no tensor is wider than its data; the narrowest data an integer tensor among them is wider than, 0 where
-    none is)."""
+def widened(lib: Any, made: dict[int, int], name: str, tensors: Any) -> tuple[int, int]:
+    """(how many times the work of a call of operator ``name`` ("aten.op.overload") on ``tensors`` its per-element price
+    counts: the widest tensor's element size over the data it holds (``made``: a storage's address -> its data's
+    element size; a complex element holds two real scalars), times a complex call's real operations
+    (``COMPLEX_WORK``), 1 where no tensor is wider than its data; the narrowest data an integer tensor among them is
+    wider than, 0 where none is)."""
+    how = lib.category(name)
+    counted = lib.base_of(name) not in lib.ffts  # (a transform's price counts its complex arithmetic)
     ratio, complex_seen, lanes = 1, False, 0
     for t in tensors:
         size = lib.element_size(t)
         held = made.get(lib.address(lib, t), size)
-        if lib.is_complex(t):
+        if counted and lib.is_complex(t):
             held, complex_seen = lib.min(held, size // 2), True
         if 0 < held < size:
             ratio = lib.max(ratio, size // held)
             if lib.dtype_of(t) in lib.integers:
                 lanes = held if lanes == 0 else lib.min(lanes, held)
-    return (ratio * lib.complex_work.get(operator_name.rstrip("_"), 1) if complex_seen else ratio), lanes
+    return (ratio * lib.complex_work.get(how, 1) if complex_seen else ratio), lanes
 
 
 def fresh(lib: Any, given: Any, outs: Any) -> list[Any]:
@@ -80,5 +85,6 @@ def bound() -> types.SimpleNamespace:
         is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__, min=min, max=max,
         integers=frozenset((torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64,
                             torch.uint64)),
-        complex_work=COMPLEX_WORK, address=address, widened=widened, fresh=fresh, made_as=made_as,
+        complex_work=COMPLEX_WORK, category=_eagerwork.category, base_of=_eagerwork.base_of,
+        ffts=frozenset(_eagerwork.FFTS), address=address, widened=widened, fresh=fresh, made_as=made_as,
     )  # fmt: skip

@@ -170,6 +170,29 @@ def test_integer_lanes_copied_out_of_a_wider_view_stay_the_narrow_data_float_res
     assert {"aten._to_copy.default+x4", "aten.mul.Tensor"} <= scales, scales
 
 
+def test_fourier_transforms_are_products_and_complex_calls_multiply() -> None:
+    """Red team rt28b F3: p67's long convolution as an eager rfft/irfft pair, priced one element pass each, was a full
+    plan at 0%; a transform is a product of 2.5 n log2 n FLOPs (real) along the dimension the complex side halves.
+    F2: a complex multiplication by addcmul, lerp or prod escaped the factor of mul and div."""
+    assert op_work("aten._fft_r2c.default", ((8, 768, 4096),), ((8, 768, 2049),)) == [
+        ("matmul", 2.5 * 8 * 768 * 4096 * 12, 1)
+    ]
+    assert op_work("aten._fft_c2r.default", ((768, 65, 8),), ((768, 128, 8),)) == [
+        ("matmul", 2.5 * 768 * 128 * 8 * 7, 1)
+    ]
+    assert op_work("aten._fft_c2c.default", ((4, 256),), ((4, 256),)) == [("matmul", 5.0 * 4 * 256 * 8, 1)]
+    x = torch.randn(16, 64, 2)
+    for glue in (
+        lambda x: torch.addcmul(torch.zeros_like(torch.view_as_complex(x)), *[torch.view_as_complex(x)] * 2),
+        lambda x: torch.lerp(torch.zeros_like(torch.view_as_complex(x)), torch.view_as_complex(x), 0.5),
+        lambda x: torch.stack((torch.view_as_complex(x), torch.view_as_complex(x))).prod(0),
+    ):
+        names = {name for (name, _, _), _ in reference_ops(glue, [x])}
+        assert any(_eagerwork.category(n) == "elementwise" and n.endswith(_eagerwork.WIDER + "6") for n in names), names
+    spectra = {name for (name, _, _), _ in reference_ops(lambda x: torch.fft.irfft(torch.fft.rfft(x) * 2), [x])}
+    assert {"aten._fft_r2c.default", "aten._fft_c2r.default"} <= spectra, spectra  # their price counts complex work
+
+
 def test_a_call_on_data_seen_through_a_wider_dtype_is_priced_by_the_data_it_holds() -> None:
     # red team rt28: p25's uint8 block copy through complex128 views, 16 bytes an element; an RMSNorm on complex pairs
     wider = _eagerwork.WIDER
