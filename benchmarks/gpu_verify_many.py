@@ -5,7 +5,8 @@
 
 For each file: `mkbsim verify --backend cuda --protocol paper --workload production` in one warm
 `VerifierSession` (one zygote start for the whole batch, instead of one per file as in gpu_solutions.sh),
-its payload written to OUT/verdicts/<stem>.json; then every passed file is timed by
+its payload written to OUT/verdicts/<stem>.json; then, right after its verdict (a row is whole before the next one
+starts: a budget spent mid-batch leaves no verdict without its times), a passed file is timed by
 `triton.testing.do_bench` (L2 flushed between repetitions, median) on one production draw, and by the paper
 protocol's call (synchronise, record, call, record, synchronise) in this plain process without the verifier:
 `plain_ms` on that one draw, `plain_fresh_ms` on a fresh draw made before each call as the protocol does (the
@@ -26,32 +27,22 @@ from pathlib import Path
 from typing import Any
 
 
-def _verify_all(files: list[Path], out: Path, deadline: float, resume: bool) -> None:
-    from mkbsim.catalog import load_catalog
-    from mkbsim.verifier import VerifierSession
-
-    catalog = load_catalog()
-    (out / "verdicts").mkdir(parents=True, exist_ok=True)
-    with VerifierSession("cuda") as session:
-        for path in files:
-            if resume and (out / "verdicts" / f"{path.stem}.json").exists():
-                continue  # verified by an earlier run into the same folder
-            if time.monotonic() > deadline:
-                print(f"{path.stem}: skipped (budget spent)", flush=True)
-                continue
-            # a solution's stem starts with its number (01_...), an example's with its id (p36_...)
-            number, dsl = path.stem.split("_")[0].removeprefix("p"), path.stem.rsplit("_", 1)[1]
-            started = time.monotonic()
-            try:
-                report = session.verify(path, catalog.get(f"p{number}"), dsl, protocol="paper", workload="production")
-                payload: dict[str, Any] = report.to_payload(None, "final")
-            except Exception as exc:  # a harness fault on one file must not lose the others' verdicts
-                payload = {"passed": False, "failure": f"harness error: {type(exc).__name__}: {exc}"}
-            (out / "verdicts" / f"{path.stem}.json").write_text(json.dumps(payload, indent=1))
-            sol = ((payload.get("details") or {}).get("sol") or {}).get("fraction")
-            print(f"{path.stem}: passed={payload.get('passed')} failure={payload.get('failure')} "
-                  f"runtime_ms={payload.get('runtime_ms')} sol={sol} ({time.monotonic() - started:.1f} s)",
-                  flush=True)  # fmt: skip
+def _verify(session: Any, catalog: Any, path: Path, out: Path) -> dict[str, Any]:
+    """``path``'s verdict, written to OUT/verdicts/<stem>.json."""
+    # a solution's stem starts with its number (01_...), an example's with its id (p36_...)
+    number, dsl = path.stem.split("_")[0].removeprefix("p"), path.stem.rsplit("_", 1)[1]
+    started = time.monotonic()
+    try:
+        report = session.verify(path, catalog.get(f"p{number}"), dsl, protocol="paper", workload="production")
+        payload: dict[str, Any] = report.to_payload(None, "final")
+    except Exception as exc:  # a harness fault on one file must not lose the others' verdicts
+        payload = {"passed": False, "failure": f"harness error: {type(exc).__name__}: {exc}"}
+    (out / "verdicts" / f"{path.stem}.json").write_text(json.dumps(payload, indent=1))
+    sol = ((payload.get("details") or {}).get("sol") or {}).get("fraction")
+    print(f"{path.stem}: passed={payload.get('passed')} failure={payload.get('failure')} "
+          f"runtime_ms={payload.get('runtime_ms')} sol={sol} ({time.monotonic() - started:.1f} s)",
+          flush=True)  # fmt: skip
+    return payload
 
 
 def _plain_windows(module: Any, problem: Any, inputs: Any) -> tuple[float, float]:
@@ -70,38 +61,48 @@ def _plain_windows(module: Any, problem: Any, inputs: Any) -> tuple[float, float
     return plain, fresh
 
 
-def _do_bench_all(files: list[Path], out: Path, deadline: float, resume: bool) -> None:
+def _do_bench(catalog: Any, path: Path, verdict: dict[str, Any]) -> dict[str, Any]:
+    """``path`` timed by do_bench and by the paper protocol's call in this plain process."""
     import triton.testing
 
+    problem = catalog.get(f"p{path.stem.split('_')[0]}")
+    spec = importlib.util.spec_from_file_location(f"solution_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    inputs = problem.module.make_inputs(problem.workload, seed=7, device="cuda")
+    ms = float(triton.testing.do_bench(lambda m=module, x=inputs: m.run(*x), warmup=25, rep=100,
+                                       return_mode="median"))  # fmt: skip
+    plain, fresh = _plain_windows(module, problem, inputs)
+    return {"file": path.name, "do_bench_ms": ms, "plain_ms": plain, "plain_fresh_ms": fresh,
+            "verifier_ms": verdict["runtime_ms"], "ratio": verdict["runtime_ms"] / ms}  # fmt: skip
+
+
+def _run(files: list[Path], out: Path, deadline: float, resume: bool, bench: bool) -> None:
     from mkbsim.catalog import load_catalog
+    from mkbsim.verifier import VerifierSession
 
     catalog = load_catalog()
+    (out / "verdicts").mkdir(parents=True, exist_ok=True)
     bench_file = out / "do_bench.jsonl"
-    done = set()
+    benched = set()
     if resume and bench_file.exists():
-        done = {json.loads(line)["file"] for line in bench_file.read_text().splitlines() if line.strip()}
-    with open(bench_file, "a" if resume else "w") as lines:
+        benched = {json.loads(line)["file"] for line in bench_file.read_text().splitlines() if line.strip()}
+    with VerifierSession("cuda") as session, open(bench_file, "a" if resume else "w") as lines:
         for path in files:
             verdict_file = out / "verdicts" / f"{path.stem}.json"
-            if path.name in done or not verdict_file.exists():
+            verdict = json.loads(verdict_file.read_text()) if resume and verdict_file.exists() else None
+            if verdict is not None and (not bench or not verdict.get("passed") or path.name in benched):
+                continue  # whole from an earlier run into the same folder
+            if time.monotonic() > deadline:
+                print(f"{path.stem}: skipped (budget spent)", flush=True)
                 continue
-            verdict = json.loads(verdict_file.read_text())
-            if not verdict.get("passed") or time.monotonic() > deadline:
-                continue
-            problem = catalog.get(f"p{path.stem.split('_')[0]}")
-            spec = importlib.util.spec_from_file_location(f"solution_{path.stem}", path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            inputs = problem.module.make_inputs(problem.workload, seed=7, device="cuda")
-            ms = float(triton.testing.do_bench(lambda m=module, x=inputs: m.run(*x), warmup=25, rep=100,
-                                               return_mode="median"))  # fmt: skip
-            plain, fresh = _plain_windows(module, problem, inputs)
-            row = {"file": path.name, "do_bench_ms": ms, "plain_ms": plain, "plain_fresh_ms": fresh,
-                   "verifier_ms": verdict["runtime_ms"], "ratio": verdict["runtime_ms"] / ms}  # fmt: skip
-            lines.write(json.dumps(row) + "\n")
-            lines.flush()
-            print(row, flush=True)
+            verdict = verdict or _verify(session, catalog, path, out)
+            if bench and verdict.get("passed"):
+                row = _do_bench(catalog, path, verdict)
+                lines.write(json.dumps(row) + "\n")
+                lines.flush()
+                print(row, flush=True)
 
 
 def main() -> None:
@@ -116,12 +117,7 @@ def main() -> None:
         help="skip files OUT already holds a verdict (and do_bench line) for: a run spread over calls",
     )
     args = parser.parse_args()
-    deadline = time.monotonic() + args.budget
-    # a fifth of the budget is kept for do_bench, so a resumed run never ends with verdicts and no do_bench times
-    verify_deadline = deadline if args.no_do_bench else deadline - args.budget / 5
-    _verify_all(args.files, args.out, verify_deadline, args.resume)
-    if not args.no_do_bench:
-        _do_bench_all(args.files, args.out, deadline, args.resume)
+    _run(args.files, args.out, time.monotonic() + args.budget, args.resume, not args.no_do_bench)
 
 
 if __name__ == "__main__":
