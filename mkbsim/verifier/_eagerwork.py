@@ -637,7 +637,7 @@ class _ReferenceLookups:
 
         self.lib = _lookups.bound()
         self.widths = _widths.bound()
-        self.made: dict[int, int] = {}  # a storage's address -> its data's element size (``_widths``)
+        self.made: _widths.Made = {}  # the data each storage holds (``_widths``)
         self.seen: dict[Any, Any] = {}  # the reference call's lookups so far (``_lookups.judged``)
         #: a storage's address -> (a tensor holding an input as given, or a copy of one; its version then)
         self.inputs: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
@@ -649,9 +649,7 @@ class _ReferenceLookups:
 
     def widened(self, func: str, args: Any, kwargs: dict[str, Any], out: Any) -> str:
         """The mark (``WIDER``) of a call on data seen through a wider dtype; its new results' data recorded."""
-        given, outs = _tensors((args, kwargs)), _tensors(out)
-        ratio, lanes = self.widths.widened(self.widths, self.made, func, [*given, *outs])
-        self.widths.made_as(self.widths, self.made, self.widths.fresh(self.widths, given, outs), lanes)
+        ratio = self.widths.priced(self.widths, self.made, func, _tensors((args, kwargs)), _tensors(out))
         return f"{WIDER}{ratio}" if ratio > 1 else ""
 
     def as_given(self, t: torch.Tensor) -> bool:

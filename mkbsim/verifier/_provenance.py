@@ -523,7 +523,7 @@ def provenance_vault(
     # a table's span or a root (``behind``) -> [the elements the call's lookups into it wrote, the positions of the
     # table they read (a table's span only)] (``lookup_kind``)
     lookups_seen: dict[Any, Any] = {}
-    made_widths: dict[int, int] = {}  # a storage's address -> its data's element size (``_widths``)
+    made_widths: _widths.Made = {}  # the data each storage holds (``_widths``)
     keys_on: dict[Any, Any] = {}  # a device -> the digests' keys there (``digests``)
     # the storages of the open block's memory and of the copies of what its calls deliver: the harness's, which the
     # census leaves out (a staged block's host mapping, every call's arena: gigabytes on p03, 2.4 s of digests a draw on
@@ -1344,6 +1344,11 @@ def provenance_vault(
             for k in lib.range(lib.len(shape) - 1):  # each outer step a whole number of the new elements
                 if shape[k] > 1 and (strides[k] * size) % width:
                     return None
+            if inner == 1 and lib.len(shape) and strides[-1] != 1:
+                # a dimension of one element has any stride (a [1, N] row's transpose, contiguous to torch), and a
+                # dtype view asks 1 of the innermost: the same bytes with the stride torch asks (red team rt29 F2:
+                # an honest kernel's [1, N] row argument crashed the verification)
+                t = lib.as_strided(t, shape, (*strides[:-1], 1), lib.storage_offset(t))
         return lib.reshape(lib.view(t, lib.bits[width]), (-1,))
 
     def hold(t: Any, source: str, given_input: bool) -> None:
@@ -2816,8 +2821,7 @@ def provenance_vault(
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
         # on data seen through a wider dtype, or complex: priced by the data it holds (``_widths``)
-        wide, lanes = lib.width.widened(lib.width, made_widths, name, [*given, *outs])
-        lib.width.made_as(lib.width, made_widths, lib.width.fresh(lib.width, given, outs), lanes)
+        wide = lib.width.priced(lib.width, made_widths, name, given, outs)
         wider = f"{lib.wider}{wide}" if wide > 1 else ""
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))

@@ -12,7 +12,9 @@ recorded name), and a complex multiplication or product as the real ones it does
 made from an integer view wider than its data holds the narrow data still (``x.view(torch.int64).clone()``, then
 arithmetic on eight bytes an element: the lanes of a register); a float result holds data of its own width (a cast of
 packed scale bytes, ``x.contiguous().view(torch.float32)``, is what p18's and p24's references do: no float operation
-after it is judged by the bytes it came from).
+after it is judged by the bytes it came from). Data of a dtype whose significand is wider than float32's is priced at
+that precision (``PRECISION``: narrow data packed into its lanes by arithmetic, not by a view). A storage's record
+lasts as long as the storage (a new one at a freed one's address holds its own data).
 
 The functions take ``lib``, their namespace of callables bound before the submission loads (``bound``): inside the
 worker they look up no name the submission could have replaced.
@@ -21,11 +23,16 @@ worker they look up no name the submission could have replaced.
 from __future__ import annotations
 
 import types
+import weakref
 from typing import Any
 
 import torch
 
 from mkbsim.verifier import _eagerwork
+
+#: A storage's address -> the element size of the data it holds, and a weak reference to the storage that entry is of
+#: (an entry whose storage has died is of nothing: a new storage may sit where it was).
+Made = dict[int, tuple[int, Any]]
 
 #: Real operations a complex call does for each real scalar of its elements, by how it is priced: a product four real
 #: multiply-adds for each one (two scalars: twice); any other computing operator as a multiplication, four real
@@ -33,6 +40,18 @@ from mkbsim.verifier import _eagerwork
 #: rt28b F2); data movement none. A Fourier transform's price counts its complex arithmetic already
 #: (``_eagerwork.FFTS``).
 COMPLEX_WORK = {"product": 2, "elementwise": 3, "bound": 3}
+#: A computing call on data of its own dtype whose significand is wider than float32's (what references compute in) is
+#: priced as the float32 work its hardware does: an element operation by the significands' ratio (53/24: an adder's
+#: width), a product by its square (a multiplier's area; a 64-bit integer's 63 bits against 24). Narrow data packed by
+#: arithmetic into a wide significand's lanes is work done that many times over (red team rt28b F1: four columns of
+#: e2m1 block sums, 13 bits each, in one float64, four output columns of p59's GEMM for each one priced). A reference
+#: computing its products in float64 is taken at its useful FLOPs all the same (``reference_work``'s padding).
+PRECISION = {
+    **dict.fromkeys((("product", torch.float64), ("product", torch.complex128)), 5),
+    **dict.fromkeys((("product", torch.int64), ("product", torch.uint64)), 7),
+    **dict.fromkeys((("elementwise", torch.float64), ("elementwise", torch.complex128), ("bound", torch.float64),
+                     ("bound", torch.complex128)), 2),
+}  # fmt: skip
 
 
 def address(lib: Any, t: Any) -> int:
@@ -40,25 +59,34 @@ def address(lib: Any, t: Any) -> int:
     return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
 
 
-def widened(lib: Any, made: dict[int, int], name: str, tensors: Any) -> tuple[int, int]:
+def held(lib: Any, made: Made, t: Any) -> int:
+    """The element size of the data ``t``'s storage holds (``made``), its own where nothing is known of it."""
+    entry = made.get(lib.address(lib, t))
+    return entry[0] if entry is not None and entry[1]() is not None else lib.element_size(t)
+
+
+def widened(lib: Any, made: Made, name: str, tensors: Any) -> tuple[int, int]:
     """(how many times the work of a call of operator ``name`` ("aten.op.overload") on ``tensors`` its per-element price
-    counts: the widest tensor's element size over the data it holds (``made``: a storage's address -> its data's
-    element size; a complex element holds two real scalars), times a complex call's real operations
-    (``COMPLEX_WORK``), 1 where no tensor is wider than its data; the narrowest data an integer tensor among them is
-    wider than, 0 where none is)."""
+    counts, 1 where nothing below applies; the narrowest data an integer tensor among them is wider than, 0 where none
+    is). For each tensor, how many of its data (``held``) one real scalar of it holds (a complex element is two
+    scalars) or, where one scalar holds one datum or less, its dtype's precision (``PRECISION``); the largest of these,
+    times two scalars and a complex call's real operations (``COMPLEX_WORK``) where a tensor is complex."""
     how = lib.category(name)
     counted = lib.base_of(name) not in lib.ffts  # (a transform's price counts its complex arithmetic)
     ratio, complex_seen, lanes = 1, False, 0
     for t in tensors:
         size = lib.element_size(t)
-        held = made.get(lib.address(lib, t), size)
+        data = lib.held(lib, made, t)
+        scalar = size
         if counted and lib.is_complex(t):
-            held, complex_seen = lib.min(held, size // 2), True
-        if 0 < held < size:
-            ratio = lib.max(ratio, size // held)
+            scalar, complex_seen = size // 2, True
+        if data < scalar:  # several data a scalar: a view wider than what it holds
+            ratio = lib.max(ratio, scalar // data)
             if lib.dtype_of(t) in lib.integers:
-                lanes = held if lanes == 0 else lib.min(lanes, held)
-    return (ratio * lib.complex_work.get(how, 1) if complex_seen else ratio), lanes
+                lanes = data if lanes == 0 else lib.min(lanes, data)
+        else:  # a scalar's worth of data, or more: computed in the dtype's precision
+            ratio = lib.max(ratio, lib.precision.get((how, lib.dtype_of(t)), 1))
+    return (ratio * 2 * lib.complex_work.get(how, 1) if complex_seen else ratio), lanes
 
 
 def fresh(lib: Any, given: Any, outs: Any) -> list[Any]:
@@ -68,13 +96,21 @@ def fresh(lib: Any, given: Any, outs: Any) -> list[Any]:
     return [t for t in outs if lib.address(lib, t) not in held]
 
 
-def made_as(lib: Any, made: dict[int, int], tensors: Any, lanes: int = 0) -> None:
+def made_as(lib: Any, made: Made, tensors: Any, lanes: int = 0) -> None:
     """``tensors`` (problem inputs, an operator's new results) hold data of their own element size; an integer result
     of an operator that read integer data ``lanes`` bytes wide through a wider view (``widened``) holds that data."""
     for t in tensors:
         size = lib.element_size(t)
         kept = 0 < lanes < size and lib.dtype_of(t) in lib.integers
-        made[lib.address(lib, t)] = lanes if kept else size
+        made[lib.address(lib, t)] = (lanes if kept else size, lib.ref(lib.storage(t)))
+
+
+def priced(lib: Any, made: Made, name: str, given: Any, outs: Any) -> int:
+    """How many times its per-element price a call of operator ``name`` on ``given`` returning ``outs`` counts
+    (``widened``); its new results' data recorded (``made_as``)."""
+    ratio, lanes = lib.widened(lib, made, name, [*given, *outs])
+    lib.made_as(lib, made, lib.fresh(lib, given, outs), lanes)
+    return ratio
 
 
 def bound() -> types.SimpleNamespace:
@@ -85,6 +121,7 @@ def bound() -> types.SimpleNamespace:
         is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__, min=min, max=max,
         integers=frozenset((torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64,
                             torch.uint64)),
-        complex_work=COMPLEX_WORK, category=_eagerwork.category, base_of=_eagerwork.base_of,
-        ffts=frozenset(_eagerwork.FFTS), address=address, widened=widened, fresh=fresh, made_as=made_as,
+        complex_work=COMPLEX_WORK, precision=PRECISION, category=_eagerwork.category, base_of=_eagerwork.base_of,
+        ffts=frozenset(_eagerwork.FFTS), storage=base.untyped_storage, ref=weakref.ref, address=address, held=held,
+        widened=widened, fresh=fresh, made_as=made_as, priced=priced,
     )  # fmt: skip

@@ -9,6 +9,7 @@ import functools
 import importlib.util
 import math
 import types
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mkbsim.catalog import load_problem, problems_root
-from mkbsim.verifier import VerifierSession, _control, _eagerwork, _operators, _phases, _provenance
+from mkbsim.verifier import VerifierSession, _control, _eagerwork, _operators, _phases, _provenance, _widths
 from mkbsim.verifier._eagerwork import Work, compare, op_work, reference_ops, reference_work, work_of
 from mkbsim.verifier._judge import Failure
 from mkbsim.verifier._operators import dispatch_hooks
@@ -191,6 +192,55 @@ def test_fourier_transforms_are_products_and_complex_calls_multiply() -> None:
         assert any(_eagerwork.category(n) == "elementwise" and n.endswith(_eagerwork.WIDER + "6") for n in names), names
     spectra = {name for (name, _, _), _ in reference_ops(lambda x: torch.fft.irfft(torch.fft.rfft(x) * 2), [x])}
     assert {"aten._fft_r2c.default", "aten._fft_c2r.default"} <= spectra, spectra  # their price counts complex work
+
+
+def test_a_wide_significand_is_priced_as_the_float32_work_its_hardware_does() -> None:
+    """Red team rt28b F1: four e2m1 block sums packed by arithmetic into a float64 (13 bits a lane), one float64 bmm
+    column for four of p59's output columns. A float64 product costs (53/24)^2 ~ 5 float32 ones (a multiplier's area),
+    a 64-bit integer one (63/24)^2 ~ 7, float64 element work 53/24 ~ 2; float32 and narrower cost what they did, and
+    a float64 view of float32 data is priced by the data it holds, not as float64 arithmetic."""
+    x, w = torch.randn(8, 32), torch.randn(16, 32)
+    wide = _eagerwork.WIDER
+
+    def names(glue: Any, *inputs: torch.Tensor) -> set[str]:
+        return {name for (name, _, _), _ in reference_ops(glue, list(inputs))}
+
+    assert "aten.mm.default" + wide + "5" in names(lambda x, w: x.double() @ w.double().T, x, w)
+    assert "aten.mm.default" + wide + "7" in names(lambda x, w: x.long() @ w.long().T, x, w)
+    assert {"aten.mul.Tensor" + wide + "2", "aten.sum.default" + wide + "2"} <= names(
+        lambda x: (x.double() * 3).sum(), x
+    )
+    assert "aten.mm.default" in names(lambda x, w: x @ w.T, x, w)
+    assert "aten.mul.Tensor" in names(lambda x: x.bfloat16() * 3, x)
+    assert "aten.add.Tensor" + wide + "2" in names(lambda x: x.view(torch.float64) + 1, x)  # two float32s an element
+    packed = {name for (name, _, _), _ in _vault_records(_float64_lanes, [x.clone(), w.clone()])}
+    assert "aten.bmm.default" + wide + "5" in packed, packed
+
+
+def _float64_lanes(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """rt28b F1's shape: lanes packed by arithmetic into a fresh float64 (its own width), one bmm over them."""
+    lanes = w.round().double().reshape(4, 4, 32)
+    packed = lanes[0] + lanes[1] * 2.0**13 + lanes[2] * 2.0**26 + lanes[3] * 2.0**39
+    return torch.bmm(x.round().double().unsqueeze(0), packed.T.unsqueeze(0))
+
+
+def test_a_storage_s_record_ends_with_it() -> None:
+    """What a storage held is known while it lives: a new storage at a freed one's address holds its own data (a
+    float32 product written where bf16 data had been was priced twice over, on whichever calls the allocator placed
+    so: the references of p04, p14, p59...); a view keeps its storage's record after the tensor that made it is gone."""
+    lib, made = _widths.bound(), {}
+    dead = weakref.ref(torch.zeros(4, dtype=torch.bfloat16).untyped_storage())
+    assert dead() is None
+    product = torch.randn(4, 4)
+    made[_widths.address(lib, product)] = (2, dead)
+    assert _widths.held(lib, made, product) == 4
+    assert _widths.widened(lib, made, "aten.mm.default", [product]) == (1, 0)
+    data = torch.randint(0, 256, (64,), dtype=torch.uint8)
+    _widths.made_as(lib, made, [data])
+    view = data.view(torch.int64)
+    del data
+    assert _widths.held(lib, made, view) == 1
+    assert _widths.widened(lib, made, "aten.bitwise_xor.Scalar", [view]) == (8, 1)
 
 
 def test_a_call_on_data_seen_through_a_wider_dtype_is_priced_by_the_data_it_holds() -> None:
@@ -554,9 +604,10 @@ def _one_table_twice(x: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
         (_norm_of_complex_pairs, lambda: [torch.randn(64, 128, dtype=torch.bfloat16)]),
         (lambda x: (x.view(torch.int64).clone() ^ 1).view(torch.uint8), lambda: [torch.randint(0, 256, (64, 64),
                                                                                             dtype=torch.uint8)]),
+        (_float64_lanes, lambda: [torch.randn(8, 32), torch.randn(16, 32)]),
     ],
     ids=["p26_glue", "input_as_given", "cast_of_an_input", "updated_input", "one_table_twice", "copy_through_complex",
-         "norm_of_complex_pairs", "int64_view_cloned"],
+         "norm_of_complex_pairs", "int64_view_cloned", "float64_lanes"],
 )  # fmt: skip
 def test_the_reference_s_lookups_are_judged_as_the_vault_judges_a_submission_s(glue: Any, make: Any) -> None:
     """The same glue costs the same on both sides (red team rt27b: the vault judged a submission's lookups by what
@@ -677,13 +728,15 @@ def test_without_the_rule_the_eager_answers_pass(
 
 #: eagerwork_* cases whose eager answer the rule priced at next to nothing before (red team 8a, finding 3): the
 #: arithmetic written as stores (``reduce=``, ``accumulate=True``), and a formulation cheaper than the reference's
-#: (covered by the problem's useful FLOPs alone: its amounts and passes against the reference stay under 65%).
+#: (p66's scan in float64 without the stabilisation: covered by the problem's useful FLOPs alone until float64 element
+#: work was priced at its precision, ``test_p66_s_float64_scans_are_priced_like_the_reference``).
 #: Their seed derives nothing, so a whole verification rejects them by provenance first (``ALSO_BY_PROVENANCE``);
 #: red team 8a's hacks combining them with provenance gaps passed it (verifier README, "Eager work")
 PRICED_SINCE_ROUND_8 = {"eagerwork_scatter_arithmetic": "p36", "eagerwork_wkv_unstabilised": "p66"}
 #: eagerwork_* cases cheaper than the problem's cost model by more than a third (session 9): covered by the floor only
-#: against the FLOPs every formulation does (``Cost.necessary_flops``), not against ``cost()``'s
-CHEAPER_THAN_THE_COST_MODEL = {"eagerwork_topk_of_logits": "p45", "eagerwork_wkv_hoisted": "p66"}
+#: against the FLOPs every formulation does (``Cost.necessary_flops``), not against ``cost()``'s (p66's
+#: eagerwork_wkv_hoisted was one until float64 element work was priced at its precision)
+CHEAPER_THAN_THE_COST_MODEL = {"eagerwork_topk_of_logits": "p45"}
 
 
 def _case_priced(case: str, problem_id: str, necessary: bool = True) -> _eagerwork.EagerWork:
@@ -707,9 +760,16 @@ def test_arithmetic_in_stores_and_cheaper_formulations_cover_the_problem(case: s
     verifier does: its eager code covers the problem."""
     found = _case_priced(case, PRICED_SINCE_ROUND_8[case])
     assert found.covers, found.as_dict()
-    if case == "eagerwork_wkv_unstabilised":
-        assert max(found.shares["pointwise"], found.passes) < _eagerwork.EAGER_SHARE, found.as_dict()
-        assert found.useful >= _eagerwork.USEFUL_SHARE, found.as_dict()
+
+
+@pytest.mark.parametrize("case", ["eagerwork_wkv_unstabilised", "eagerwork_wkv_hoisted"])
+def test_p66_s_float64_scans_are_priced_like_the_reference(case: str) -> None:
+    """Red team 8a's WKV scan in float64 without the stabilisation, and the same with its exponentials hoisted, were
+    cheaper than the reference's float32 operators (0.57 and 0.35 of its element work), caught by the floor on the
+    problem's FLOPs alone; float64 element work is now priced at float64's precision (``_widths.PRECISION``, red team
+    rt28b F1): both are like the reference by its own operators, and the floor holds as well."""
+    found = _case_priced(case, "p66")
+    assert found.like_the_reference and found.useful >= _eagerwork.USEFUL_SHARE, found.as_dict()
 
 
 def test_what_crosses_between_tensors_and_python_is_counted_in_bytes() -> None:
@@ -943,5 +1003,5 @@ def test_a_product_through_linear_algebra_is_priced_as_the_product(how: str) -> 
     gemm = _gemm_by_linear_algebra()[how]
     assert torch.allclose(gemm(x, w), x @ w.t(), atol=1e-6)
     products = work_of(reference_ops(lambda a, b: a @ b.t(), [x, w])).amounts["matmul"]
-    assert products == 2.0 * 48 * 64 * 24
+    assert products == 2.0 * 48 * 64 * 24 * _widths.PRECISION["product", torch.float64]
     assert work_of(reference_ops(gemm, [x, w])).amounts["matmul"] >= products
