@@ -8,8 +8,9 @@ eager work already measured on the checked draw (``_eagerwork.compare``'s inputs
 made less than ``PARTIAL_SHARE`` of the problem's work, else ``partial``, with the share it made. The work is the
 problem's products (matmul-class FLOPs, the reference's without its padding: ``cost()``'s useful products, with
 the eager element work beyond the reference's standing in for them as in ``_eagerwork.compare``) where it has
-any; where it has none, the element work every formulation does (``Cost.floor_flops``); on a problem of data
-movement alone, the reference's movement. An aten operator the cost model does not know
+any, or its compute (products and element work together) where the eager code made a larger share of that; where
+it has none, the element work every formulation does (``Cost.floor_flops``); on a problem of data movement alone,
+the reference's movement. An aten operator the cost model does not know
 (``_eagerwork._bound``) counts at the most it could have done: a plan whose products are out of sight is not
 labelled ``full`` (a custom operator is watched inside, ``_provenance.dispatch``: it is no such operator).
 
@@ -30,8 +31,9 @@ from mkbsim.verifier._result import PlanKindName
 #: plans 1.0, the split-K case 0.67).
 PARTIAL_SHARE = 0.05
 
-#: What the share is of: the problem's products, else its element work, else its data movement.
-Basis = Literal["products", "element work", "movement"]
+#: What the share is of: the problem's products, or its compute (products and element work) where the eager code
+#: made a larger share of that; else its element work, else its data movement.
+Basis = Literal["products", "compute", "element work", "movement"]
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,14 @@ def plan_kind(eager: Work, reference: Work) -> PlanKind:
     basis: Basis
     if amounts["matmul"] > 0:
         # element work beyond the reference's stands in for products (red team rt19 F2: an eager split-K GEMM
-        # written as a broadcast multiply and a sum made no matmul-class FLOP); an eager epilogue is not beyond it
+        # written as a broadcast multiply and a sum made no matmul-class FLOP); an eager epilogue is not beyond it,
+        # but it is a share of the problem's compute, products and element work together, and where that is the
+        # larger share it is the plan's (red team rt29 F1: p63's state recurrence eager, 91% of the reference's
+        # element work, the DSL making the readout, its one product: a full plan at 0%)
         basis, share = "products", stood_for("matmul", eager, reference) / amounts["matmul"]
+        computed = (eager.amounts["matmul"] + eager.amounts["pointwise"]) / (amounts["matmul"] + amounts["pointwise"])
+        if computed > share:
+            basis, share = "compute", computed
     elif amounts["pointwise"] > 0:
         basis, share = "element work", compute / (reference.necessary or amounts["pointwise"])
     elif amounts["movement"] > 0:  # compute stands in for movement, as in ``_eagerwork.compare``
