@@ -77,6 +77,7 @@ import bisect
 import functools
 import math
 import re
+import types
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -259,10 +260,27 @@ _SOLVES = frozenset(("triangular_solve", "linalg_solve_triangular"))
 #: Fast Fourier transforms, priced as products: (FLOPs a point a halving, which side is the real one); a real transform
 #: of n points does ~2.5·n·log2(n) FLOPs, a complex one 5·n·log2(n), as the problems' cost models count them (red team
 #: rt28b F3: p67's long convolution as an eager rfft/irfft pair, priced one element pass each, was a full plan at 0%,
-#: 86% of p67's FLOPs). Each point does log2 of the transform's length: the real side's size along the dimension the
-#: complex side halves (n // 2 + 1), a complex transform's last (torch's default; the dimensions a transform runs along
-#: are arguments, not recorded).
+#: 86% of p67's FLOPs). Each point does log2 of the transform's length, the points along the dimensions it runs along
+#: (``fft_points``), recorded after its name as ``FFT_POINTS`` and the number (its tensors' sizes do not say which
+#: dimensions: red team rt29b F1, p67's transforms along a dimension before a trailing one of size 1 were priced at
+#: log2(2) a point, 1/7 of their FLOPs).
 FFTS = {"_fft_r2c": (2.5, "in"), "_fft_c2r": (2.5, "out"), "_fft_c2c": (5.0, "in")}
+FFT_POINTS = "+n"
+_FFT_POINTS_RE = re.compile(r"\+n(\d+)")
+
+
+def fft_points(lib: Any, base: str, args: Any, kwargs: Any) -> int:
+    """How many points a call of the transform ``base`` on ``args`` runs along (the product of the sizes of the
+    dimensions it transforms, a complex-to-real one's last at the length it returns). ``lib`` holds ``size`` and
+    ``len`` (the worker's vault binds them before the submission loads)."""
+    sizes, points = lib.size(args[0]), 1
+    dims = args[1] if lib.len(args) > 1 else kwargs.get("dim")
+    for d in dims:
+        points *= sizes[d]
+    if base == "_fft_c2r":
+        last = args[3] if lib.len(args) > 3 else kwargs.get("last_dim_size")
+        points = points // lib.max(sizes[dims[-1]], 1) * last
+    return points
 
 
 def _is_product(base: str) -> bool:
@@ -272,8 +290,9 @@ def _is_product(base: str) -> bool:
     )  # fmt: skip
 
 
-def _product(base: str, ins: Sizes, outs: Sizes) -> list[Pass]:
-    """The FLOPs of a contraction (``_is_product``), from its operands' sizes."""
+def _product(base: str, ins: Sizes, outs: Sizes, transformed: int = 0) -> list[Pass]:
+    """The FLOPs of a contraction (``_is_product``), from its operands' sizes (a transform's, and the points it runs
+    along: ``transformed``)."""
     out = outs[0] if outs else ()
     if base in PRODUCTS:
         columns = out[-1] if len(out) >= 2 else 1
@@ -296,12 +315,15 @@ def _product(base: str, ins: Sizes, outs: Sizes) -> list[Pass]:
         return _attention(base, ins)
     if base in FFTS:
         per_point, side = FFTS[base]
-        points, other = (ins[0], out) if side == "in" else (out, ins[0])
-        halved = [n for n, m in zip(points, other, strict=False) if n != m and m == n // 2 + 1]
-        length = halved[-1] if halved else (points[-1] if points else 1)
+        points = ins[0] if side == "in" else out
+        # a transform recorded without its points (``FFT_POINTS``) at the most it could have run along: all of them
+        length = transformed or _numel(points)
         return [("matmul", per_point * _numel(points) * math.log2(max(length, 2)), 1)]
-    x, w = ins[0], ins[1]  # a convolution, per element of the larger of input and output: Cin/g · kernel
-    return [("matmul", 2.0 * max(_numel(x), _numel(out)) * _numel(w) / max(w[0], 1), 1)]
+    # a convolution, per element of the larger of input and output: Cin/g · kernel, its weight [Cout, Cin/g, kernel...]
+    # but ``conv_tbc``'s [kernel, Cin, Cout] (red team rt29b F2: its kernel length taken for Cout, a long causal
+    # convolution of one channel a call priced as one tap)
+    x, w = ins[0], ins[1]
+    return [("matmul", 2.0 * max(_numel(x), _numel(out)) * _numel(w) / max(w[-1 if base == "conv_tbc" else 0], 1), 1)]
 
 
 def _attention(base: str, ins: Sizes) -> list[Pass]:
@@ -330,14 +352,20 @@ def base_of(name: str) -> str:
     return _operator(name)[1]
 
 
+_POINTS_LIB = types.SimpleNamespace(size=torch._C.TensorBase.size, len=len, max=max)
+
+
 def recorded_name(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> str:
     """The name a call of operator ``name`` ("ns.op.overload") is recorded under: marked ``ACCUMULATES`` where
-    it is a store told to add into its destination, ``SCALES`` where a product scales, with its tensor's width where it
-    is a crossing (``WIDE``; the worker's vault does the same with its own bound functions)."""
+    it is a store told to add into its destination, ``SCALES`` where a product scales, with its points where it is a
+    transform (``FFT_POINTS``), with its tensor's width where it is a crossing (``WIDE``; the worker's vault does the
+    same with its own bound functions)."""
     if name in WIDE:
         first = next(iter(_tensors(args)), None)
         return wide_name(name, first) if first is not None else name
     base = _operator(name)[1]
+    if base in FFTS:
+        return f"{name}{FFT_POINTS}{fft_points(_POINTS_LIB, base, args, kwargs)}"
     if base in SCALING:
         return name + SCALES if kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1) else name
     if base not in ACCUMULATING:
@@ -421,7 +449,8 @@ def _op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
     if how == "product":
         try:
             scaling = [("pointwise", float(max(map(_numel, outs), default=0)), 1)] if SCALES in name else []
-            return _product(base, ins, outs) + scaling
+            transformed = _FFT_POINTS_RE.search(name)
+            return _product(base, ins, outs, int(transformed.group(1)) if transformed else 0) + scaling
         except IndexError:  # fewer operands than the product has: priced as an unknown operator
             return _bound(ins, outs)
     if how == "movement":  # the elements written: the output, or the values an in-place scatter puts

@@ -411,7 +411,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         sort=base.sort, stack=torch._C._VariableFunctions.stack, randperm=torch._C._VariableFunctions.randperm,
         cat=torch._C._VariableFunctions.cat, accumulating=_eagerwork.ACCUMULATING,
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
-        scales=_eagerwork.SCALES, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS,
+        scales=_eagerwork.SCALES, ffts=frozenset(_eagerwork.FFTS), fft_mark=_eagerwork.FFT_POINTS,
+        fft_points=_eagerwork.fft_points, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS,
         tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES, changed_runs=CHANGED_RUNS, int8=torch.int8,
         roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
         lookup=_lookups.bound(),  # how an eager lookup is priced (``lookup_kind``), and ``span``
@@ -2716,7 +2717,8 @@ def provenance_vault(
 
     def recorded(name: str, operator_name: str, args: Any, kwargs: Any) -> str:
         """The name an eager call is priced by: a store told to add into its destination computes
-        (``_eagerwork.recorded_name``), and so does a product that scales (``_eagerwork.SCALES``)."""
+        (``_eagerwork.recorded_name``), and so does a product that scales (``_eagerwork.SCALES``); a transform
+        carries its points (``_eagerwork.FFT_POINTS``)."""
         if operator_name.rstrip("_") in lib.accumulating:
             at = lib.accumulate_at
             flag = args[at] if lib.len(args) > at else kwargs.get("accumulate")
@@ -2724,6 +2726,8 @@ def provenance_vault(
         if operator_name.rstrip("_") in lib.scaling:
             scaled = kwargs.get("alpha", 1) != 1 or kwargs.get("beta", 1) not in (0, 1)
             return name + lib.scales if scaled else name
+        if operator_name in lib.ffts:  # the points it runs along (its sizes do not say which dimensions)
+            return name + lib.fft_mark + lib.str(lib.fft_points(lib, operator_name, args, kwargs))
         return name
 
     def combinable(t: Any, states: Any, ids: Any) -> tuple[Any, Any]:

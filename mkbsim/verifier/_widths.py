@@ -44,10 +44,13 @@ COMPLEX_WORK = {"product": 2, "elementwise": 3, "bound": 3}
 #: priced as the float32 work its hardware does: an element operation by the significands' ratio (53/24: an adder's
 #: width), a product by its square (a multiplier's area; a 64-bit integer's 63 bits against 24). Narrow data packed by
 #: arithmetic into a wide significand's lanes is work done that many times over (red team rt28b F1: four columns of
-#: e2m1 block sums, 13 bits each, in one float64, four output columns of p59's GEMM for each one priced). A reference
+#: e2m1 block sums, 13 bits each, in one float64, four output columns of p59's GEMM for each one priced); an integer
+#: product at least as many times as it holds lanes of 10 bits, what products of two e2m1 codes and their sum over a
+#: pair need (red team rt29b F3: p59's GEMM in int32 with two and three weight columns a lane, priced once). A reference
 #: computing its products in float64 is taken at its useful FLOPs all the same (``reference_work``'s padding).
 PRECISION = {
     **dict.fromkeys((("product", torch.float64), ("product", torch.complex128)), 5),
+    **dict.fromkeys((("product", torch.int32), ("product", torch.uint32)), 3),
     **dict.fromkeys((("product", torch.int64), ("product", torch.uint64)), 7),
     **dict.fromkeys((("elementwise", torch.float64), ("elementwise", torch.complex128), ("bound", torch.float64),
                      ("bound", torch.complex128)), 2),

@@ -175,13 +175,18 @@ def test_fourier_transforms_are_products_and_complex_calls_multiply() -> None:
     """Red team rt28b F3: p67's long convolution as an eager rfft/irfft pair, priced one element pass each, was a full
     plan at 0%; a transform is a product of 2.5 n log2 n FLOPs (real) along the dimension the complex side halves.
     F2: a complex multiplication by addcmul, lerp or prod escaped the factor of mul and div."""
-    assert op_work("aten._fft_r2c.default", ((8, 768, 4096),), ((8, 768, 2049),)) == [
+    points = _eagerwork.FFT_POINTS
+    assert op_work("aten._fft_r2c.default" + points + "4096", ((8, 768, 4096),), ((8, 768, 2049),)) == [
         ("matmul", 2.5 * 8 * 768 * 4096 * 12, 1)
     ]
-    assert op_work("aten._fft_c2r.default", ((768, 65, 8),), ((768, 128, 8),)) == [
+    assert op_work("aten._fft_c2r.default" + points + "128", ((768, 65, 8),), ((768, 128, 8),)) == [
         ("matmul", 2.5 * 768 * 128 * 8 * 7, 1)
     ]
-    assert op_work("aten._fft_c2c.default", ((4, 256),), ((4, 256),)) == [("matmul", 5.0 * 4 * 256 * 8, 1)]
+    assert op_work("aten._fft_c2c.default" + points + "256", ((4, 256),), ((4, 256),)) == [
+        ("matmul", 5.0 * 4 * 256 * 8, 1)
+    ]
+    # unmarked, at the most it could have run along (all its points)
+    assert op_work("aten._fft_c2c.default", ((4, 256),), ((4, 256),)) == [("matmul", 5.0 * 4 * 256 * 10, 1)]
     x = torch.randn(16, 64, 2)
     for glue in (
         lambda x: torch.addcmul(torch.zeros_like(torch.view_as_complex(x)), *[torch.view_as_complex(x)] * 2),
@@ -191,14 +196,16 @@ def test_fourier_transforms_are_products_and_complex_calls_multiply() -> None:
         names = {name for (name, _, _), _ in reference_ops(glue, [x])}
         assert any(_eagerwork.category(n) == "elementwise" and n.endswith(_eagerwork.WIDER + "6") for n in names), names
     spectra = {name for (name, _, _), _ in reference_ops(lambda x: torch.fft.irfft(torch.fft.rfft(x) * 2), [x])}
-    assert {"aten._fft_r2c.default", "aten._fft_c2r.default"} <= spectra, spectra  # their price counts complex work
+    # their price counts complex work: no width mark
+    assert {"aten._fft_r2c.default+n2", "aten._fft_c2r.default+n2"} <= spectra, spectra
 
 
 def test_a_wide_significand_is_priced_as_the_float32_work_its_hardware_does() -> None:
     """Red team rt28b F1: four e2m1 block sums packed by arithmetic into a float64 (13 bits a lane), one float64 bmm
     column for four of p59's output columns. A float64 product costs (53/24)^2 ~ 5 float32 ones (a multiplier's area),
-    a 64-bit integer one (63/24)^2 ~ 7, float64 element work 53/24 ~ 2; float32 and narrower cost what they did, and
-    a float64 view of float32 data is priced by the data it holds, not as float64 arithmetic."""
+    a 64-bit integer one (63/24)^2 ~ 7, a 32-bit one 3 (its lanes of 10 bits: rt29b F3), float64 element work 53/24 ~
+    2; float32 and narrower cost what they did, and a float64 view of float32 data is priced by the data it holds, not
+    as float64 arithmetic."""
     x, w = torch.randn(8, 32), torch.randn(16, 32)
     wide = _eagerwork.WIDER
 
@@ -207,6 +214,7 @@ def test_a_wide_significand_is_priced_as_the_float32_work_its_hardware_does() ->
 
     assert "aten.mm.default" + wide + "5" in names(lambda x, w: x.double() @ w.double().T, x, w)
     assert "aten.mm.default" + wide + "7" in names(lambda x, w: x.long() @ w.long().T, x, w)
+    assert "aten.mm.default" + wide + "3" in names(lambda x, w: x.int() @ w.int().T, x, w)  # rt29b F3: int32 lanes
     assert {"aten.mul.Tensor" + wide + "2", "aten.sum.default" + wide + "2"} <= names(
         lambda x: (x.double() * 3).sum(), x
     )
@@ -241,6 +249,30 @@ def test_a_storage_s_record_ends_with_it() -> None:
     del data
     assert _widths.held(lib, made, view) == 1
     assert _widths.widened(lib, made, "aten.bitwise_xor.Scalar", [view]) == (8, 1)
+
+
+def test_a_transform_is_priced_by_the_points_it_runs_along_and_conv_tbc_by_its_weight_s_layout() -> None:
+    """Red team rt29b F1: p67's transforms along a dimension before a trailing one of size 1 (``fft(x[..., None],
+    dim=-2)``) were priced at log2(2) a point, the length read off the last dimension; F2: ``conv_tbc``'s weight is
+    [kernel, Cin, Cout], its kernel length was taken for Cout, a causal convolution of one channel priced as one tap.
+    The vault records a transform's points as the reference's recorder does."""
+    x = torch.randn(2, 3, 64)
+
+    def names(glue: Any) -> list[str]:
+        return sorted(name for (name, _, _), _ in reference_ops(glue, [x]))
+
+    marked = _eagerwork.FFT_POINTS
+    trailing = names(lambda x: torch.fft.ifft(torch.fft.fft(x[..., None], n=128, dim=-2), dim=-2).real)
+    assert "aten._fft_c2c.default" + marked + "128" in trailing, trailing
+    assert "aten._fft_r2c.default" + marked + "128" in trailing, trailing
+    two = names(lambda x: torch.fft.irfft2(torch.fft.rfft2(x), s=(3, 64)))
+    assert {"aten._fft_r2c.default" + marked + "192", "aten._fft_c2r.default" + marked + "192"} <= set(two), two
+    for glue in (lambda x: torch.fft.fft(x[..., None], dim=-2), lambda x: torch.fft.irfft(torch.fft.rfft(x), n=64)):
+        assert sorted(_vault_records(glue, [x.clone()])) == sorted(reference_ops(glue, [x]))
+    # one channel, a 4096-tap causal filter: 4096 multiply-adds an output element
+    assert op_work("aten.conv_tbc.default", ((8191, 1, 1), (4096, 1, 1), (1,)), ((4096, 1, 1),)) == [
+        ("matmul", 2.0 * 8191 * 4096, 1)
+    ]
 
 
 def test_a_call_on_data_seen_through_a_wider_dtype_is_priced_by_the_data_it_holds() -> None:
