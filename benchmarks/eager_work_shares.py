@@ -110,6 +110,8 @@ def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.Ea
     problem = load_problem(problem_path)
     axes = problem.smoke if workload == "smoke" else problem.workload
     mod = _load(path)
+    if _LAUNCHES["lib"] is None:  # bound once, as a worker binds its vault's (on real tensors: before any fake mode)
+        _LAUNCHES["lib"] = _provenance.provenance_lib(torch.device("cpu"))
     with contextlib.ExitStack() as stack:
         if workload == "smoke" or real or problem.inplace:
             inputs = list(problem.make_inputs(axes, seed=0))
@@ -121,8 +123,6 @@ def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.Ea
                 inputs = list(problem.make_inputs(axes, seed=0))
             stack.enter_context(fake)
         inplace = [list(problem.inputs).index(name) for name in problem.inplace]
-        if _LAUNCHES["lib"] is None:  # bound once, as a worker binds its vault's
-            _LAUNCHES["lib"] = _provenance.provenance_lib(torch.device("cpu"))
         _LAUNCHES.update(by_value=0, layout=0)
         numels = [*_numels(problem.reference, inputs), *(inputs[i].numel() for i in inplace)]
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
