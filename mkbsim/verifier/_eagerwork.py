@@ -328,13 +328,22 @@ def _product(base: str, ins: Sizes, outs: Sizes, transformed: int = 0) -> list[P
 
 def _attention(base: str, ins: Sizes) -> list[Pass]:
     """Attention: two products over the scores and a softmax's passes. q [.., Lq, D] (scaled dot-product), or
-    [.., Lq, H, D] (flash and efficient kernels, varlen [T, H, D]); multi-head attention's projections added."""
+    [.., Lq, H, D] (flash and efficient kernels, varlen [T, H, D]); multi-head attention's projections added; a
+    backward, five products over the scores."""
     q, k, v = ins[0], ins[1], ins[2]
     if base == "_native_multi_head_attention":  # query [B, L, E], qkv_weight [3E, E], proj_weight [E, E]
         embed = q[-1]
         scores = _numel(q[:-1]) * k[-2]
         projections = 2.0 * (_numel(q) + _numel(k) + _numel(v) + _numel(q)) * embed
         return [("matmul", projections + 4.0 * scores * embed, 1), ("pointwise", scores, 4)]
+    if "backward" in base:
+        # (grad_out, query, key, value, ...): the scores again, then the gradients through them, dP = dO·V^T,
+        # dV = P^T·dO, dQ = dS·K, dK = dS^T·Q (red team rt29b F4: priced as a forward from grad_out, the query read
+        # as the keys, p03's attention as one backward call per query row passed as a full plan at 1.5%)
+        q, k, v = ins[1], ins[2], ins[3]
+        keys = k[-3] if base.startswith(("_flash_attention", "_efficient_attention")) else k[-2]
+        scores = _numel(q[:-1]) * keys
+        return [("matmul", 2.0 * scores * (3 * q[-1] + 2 * v[-1]), 1), ("pointwise", scores, 6)]
     keys = k[-3] if base in ("_flash_attention_forward", "_efficient_attention_forward") else k[-2]
     scores = _numel(q[:-1]) * keys
     return [("matmul", 2.0 * scores * q[-1], 1), ("matmul", 2.0 * scores * v[-1], 1), ("pointwise", scores, 4)]

@@ -275,6 +275,22 @@ def test_a_transform_is_priced_by_the_points_it_runs_along_and_conv_tbc_by_its_w
     ]
 
 
+def test_an_attention_backward_is_priced_from_its_query_key_and_value() -> None:
+    """Red team rt29b F4: an attention operator was priced as a forward from its first three operands; a backward's
+    are (grad_out, query, key), so its scores were the query length by itself: p03's attention as one backward call
+    a query row passed as a full plan at 1.5%. A backward recomputes the scores and makes four products through them."""
+    q, k, v = (1, 8, 1, 64), (1, 8, 4096, 64), (1, 8, 4096, 64)
+    forward = op_work("aten._scaled_dot_product_flash_attention_for_cpu.default", (q, k, v), ((1, 8, 1, 64),))
+    backward = op_work("aten._scaled_dot_product_flash_attention_for_cpu_backward.default", (q, q, k, v, q, (1, 8, 1)),
+                       (q, k, v))  # fmt: skip
+    scores = 8 * 4096
+    assert forward[0] == ("matmul", 2.0 * scores * 64, 1)
+    assert backward[0] == ("matmul", 2.0 * scores * (3 * 64 + 2 * 64), 1)
+    flash = op_work("aten._flash_attention_backward.default", ((1, 1, 8, 64), (1, 1, 8, 64), (1, 4096, 8, 64),
+                                                                (1, 4096, 8, 64)), ())  # fmt: skip
+    assert flash[0] == backward[0]
+
+
 def test_a_call_on_data_seen_through_a_wider_dtype_is_priced_by_the_data_it_holds() -> None:
     # red team rt28: p25's uint8 block copy through complex128 views, 16 bytes an element; an RMSNorm on complex pairs
     wider = _eagerwork.WIDER
