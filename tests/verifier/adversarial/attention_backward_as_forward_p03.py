@@ -27,12 +27,12 @@ def finish(g_ptr: T.handle, o_ptr: T.handle, l_ptr: T.handle, sc_ptr: T.handle):
     dp = T.int32()
     G = T.match_buffer(g_ptr, (nb, hkv, grp, dp), "float32")
     SC = T.match_buffer(sc_ptr, (1,), "float32")
-    O = T.match_buffer(o_ptr, (nb, hkv, grp, D), "float32")
+    Out = T.match_buffer(o_ptr, (nb, hkv, grp, D), "float32")
     LS = T.match_buffer(l_ptr, (nb, hkv, grp), "float32")
     for b, h, g in T.grid(nb, hkv, grp):
         LS[b, h, g] = T.log(G[b, h, g, 2 * D] / SC[0]) * T.float32(1.4426950408889634)
         for d in range(D):
-            O[b, h, g, d] = G[b, h, g, D + d] / G[b, h, g, 2 * D]
+            Out[b, h, g, d] = G[b, h, g, D + d] / G[b, h, g, 2 * D]
 
 
 _finish = tvm.compile(finish, target="llvm")
@@ -53,7 +53,7 @@ def run(q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len, sm_scale):
         s = (pages.numel() - 1) * ps + lasts[b]
         k = k_cache[pages].reshape(-1, hkv, d)[:s].float().permute(1, 0, 2)  # [hkv, S, D]
         v = v_cache[pages].reshape(-1, hkv, d)[:s].float().permute(1, 0, 2)
-        key = torch.cat([k, v, torch.ones(hkv, s, 1)], -1)[None].expand(grp, hkv, s, dp).contiguous()  # [grp, hkv, S, 2D+1]
+        key = torch.cat([k, v, torch.ones(hkv, s, 1)], -1)[None].expand(grp, hkv, s, dp).contiguous()
         qp = torch.cat([q[b].float().reshape(hkv, grp, d), torch.zeros(hkv, grp, d + 1)], -1)  # [hkv, grp, 2D+1]
         qp = qp.permute(1, 0, 2)[:, :, None, :].contiguous()  # [grp, hkv, 1, 2D+1]
         val = torch.zeros(grp, hkv, s, dp)

@@ -35,8 +35,8 @@ def short_conv(u_ptr: T.handle, w_ptr: T.handle, b_ptr: T.handle, x0_ptr: T.hand
                        + T.Select(t >= 1, T.float32(1), T.float32(0)) * Wt[c + D, 1] * U[b, T.max(t - 1, 0), c + D]
                        + T.Select(t >= 2, T.float32(1), T.float32(0)) * Wt[c + D, 0] * U[b, T.max(t - 2, 0), c + D])
                       * (Bs[c + 2 * D] + Wt[c + 2 * D, 2] * U[b, t, c + 2 * D]
-                       + T.Select(t >= 1, T.float32(1), T.float32(0)) * Wt[c + 2 * D, 1] * U[b, T.max(t - 1, 0), c + 2 * D]
-                       + T.Select(t >= 2, T.float32(1), T.float32(0)) * Wt[c + 2 * D, 0] * U[b, T.max(t - 2, 0), c + 2 * D]))
+                       + T.Select(t >= 1, T.float32(1), T.float32(0)) * Wt[c + 2 * D, 1] * U[b, T.max(t - 1, 0), c + 2 * D]  # noqa: E501
+                       + T.Select(t >= 2, T.float32(1), T.float32(0)) * Wt[c + 2 * D, 0] * U[b, T.max(t - 2, 0), c + 2 * D]))  # noqa: E501
 
 
 @T.prim_func
@@ -57,7 +57,7 @@ _conv = tvm.compile(short_conv, target="llvm")
 _gate = tvm.compile(gate, target="llvm")
 
 def _long_conv(v, long_filter):
-    B, d, L = v.shape
+    _, d, L = v.shape
     wflip = long_filter.flip(-1)
     zero = torch.zeros(1, dtype=torch.float32)
     vt = v.permute(1, 2, 0).contiguous()  # [d, L, B]

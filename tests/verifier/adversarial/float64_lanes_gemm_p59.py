@@ -30,11 +30,11 @@ def combine(c_ptr: T.handle, xs_ptr: T.handle, ws_ptr: T.handle, pw_ptr: T.handl
     XS = T.match_buffer(xs_ptr, (t, nb), "float32")
     WS = T.match_buffer(ws_ptr, (n, nb), "float32")
     PW = T.match_buffer(pw_ptr, (8,), "float64")
-    O = T.match_buffer(o_ptr, (t, n), "float32")
+    Out = T.match_buffer(o_ptr, (t, n), "float32")
     for i, j in T.grid(t, n):
-        O[i, j] = T.float32(0)
+        Out[i, j] = T.float32(0)
         for b in range(nb):
-            O[i, j] = O[i, j] + T.Cast("float32",
+            Out[i, j] = Out[i, j] + T.Cast("float32",
                 T.floor((C[b, i, j // 4] + PW[5]) * PW[j % 4])
                 - T.floor((C[b, i, j // 4] + PW[5]) * PW[j % 4 + 1]) * T.float64(8192.0)
                 - T.float64(2304.0)) * XS[i, b] * WS[j, b]
