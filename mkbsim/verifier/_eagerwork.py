@@ -310,6 +310,11 @@ def _product(base: str, ins: Sizes, outs: Sizes, transformed: int = 0) -> list[P
     if base == "bilinear":  # x1 [.., I], x2 [.., J], weight [O, I, J]
         return [("matmul", 2.0 * _numel(out) * _numel(ins[2][1:]), 1)]
     if "embedding_bag" in base:  # a weighted sum of the rows each index picks: a sparse product
+        # (weight or grad [.., D], indices, ...); the per-sample weights' gradient, (grad, weight [N, D], indices, ...),
+        # one D-long dot product an index (red team rt29c F3: priced as the forward, D·D a row of its weight, a GEMM
+        # made of such calls, every (bag, row) pair an index, at D/M of its FLOPs)
+        if base == "_embedding_bag_per_sample_weights_backward":
+            return [("matmul", 2.0 * _numel(ins[2]) * ins[1][-1], 1)]
         return [("matmul", 2.0 * _numel(ins[1]) * ins[0][-1], 1)]
     if "attention" in base:
         return _attention(base, ins)

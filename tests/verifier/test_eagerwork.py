@@ -291,6 +291,17 @@ def test_an_attention_backward_is_priced_from_its_query_key_and_value() -> None:
     assert flash[0] == backward[0]
 
 
+def test_the_per_sample_weights_gradient_of_an_embedding_bag_is_a_dot_product_an_index() -> None:
+    """Red team rt29c F3: ``_embedding_bag_per_sample_weights_backward(grad [M, D], weight [N, D], indices, ...)``,
+    one D-long dot product an index (every (bag, row) pair an index: a GEMM), was priced by the forward's rule from
+    the weight's size, D·D a row: p59's GEMM as one such call a K column at 9% of its products."""
+    grad, weight, indices = (16, 1), (32, 1), (512,)
+    assert op_work("aten._embedding_bag_per_sample_weights_backward.default", (grad, weight, indices, (16,), (512,)),
+                   ((512,),)) == [("matmul", 2.0 * 512 * 1, 1)]  # fmt: skip
+    assert op_work("aten._embedding_bag.default", ((32, 64), indices, (16,)), ((16, 64),))[0] == (
+        "matmul", 2.0 * 512 * 64, 1)  # fmt: skip
+
+
 def test_a_call_on_data_seen_through_a_wider_dtype_is_priced_by_the_data_it_holds() -> None:
     # red team rt28: p25's uint8 block copy through complex128 views, 16 bytes an element; an RMSNorm on complex pairs
     wider = _eagerwork.WIDER
