@@ -9,6 +9,7 @@ by the forward's rule, 2·|weight|·D a call where it makes n·t products; its t
 
 # expect: decorative_dsl
 # problem: p59
+# thorough: ~16 s on two cores: one eager call a K column (the pricing rule: test_eagerwork, under a second)
 import torch
 import tvm
 from tvm.script import tirx as T
