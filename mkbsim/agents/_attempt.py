@@ -35,7 +35,6 @@ sent back at most ``max_reply_chars`` long.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.metadata
 import os
@@ -514,10 +513,16 @@ class _FinalInfraError(Exception):
 def _unparsable(code: str) -> str | None:
     if not code.strip():
         return "kernel.py is missing or empty"
+    # compiled, never ast.parse'd: attempts run in threads, and CPython (3.11 at least, gh-106905) keeps the
+    # AST converter's depth per interpreter, so two threads building AST objects at once (one switched out
+    # by a finaliser mid-build) fail with SystemError "AST constructor recursion depth mismatch"; compiling
+    # to bytecode builds no AST objects, and rejects what an import would
     try:
-        ast.parse(code)
+        compile(code, "kernel.py", "exec", dont_inherit=True)
     except SyntaxError as exc:
         return f"kernel.py does not parse: {exc.msg} (line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; nesting too deep to compile
+        return f"kernel.py does not parse: {exc}"
     return None
 
 
