@@ -401,7 +401,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         mul=base.mul, ge=base.ge, eq=base.eq, logical_and=base.logical_and, float=float, copy_share=COPY_SHARE,
         add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"),
-        layout_of=_getter(base, "layout"), strided=torch.strided, is_floating=base.is_floating_point,
+        layout_of=_getter(base, "layout"), strided=torch.strided, is_nested=_getter(base, "is_nested"),
+        is_floating=base.is_floating_point,
         nbytes=_getter(base, "nbytes"), storage_nbytes=torch._C.StorageBase.__dict__["nbytes"],
         masked_out=-(1 << 63),  # a table's elements eager code did not make: a value no integer output holds
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
@@ -905,12 +906,23 @@ def provenance_vault(
 
     def operator_reads(name: Any, args: Any, kwargs: Any) -> None:
         """Before an eager operator runs: what it reads (every tensor argument; not a view's, which reads no bytes,
-        nor a lift's, whose argument is memory numpy made) is checked against the records (``unwritten``)."""
+        nor a lift's, whose argument is memory numpy made) is checked against the records (``unwritten``). An operator
+        on a sparse, mkldnn or nested tensor does not run (the draw fails closed): neither their memory nor their work
+        is recorded (red team rt30a F1: an uncoalesced COO tensor's ``to_dense()`` sums its duplicates, so one call,
+        priced as a copy of its output, made p59's whole GEMM from a sparse tensor built at import)."""
+        unwatched: list[Any] = []
+        given = tensors_in((args, kwargs), [], unwatched)
+        if unwatched:
+            layout = "nested" if lib.is_nested(unwatched[0]) else lib.str(lib.layout_of(unwatched[0]))
+            raise lib.PermissionError(
+                f"eager {name} took a {layout} tensor; the verifier watches strided tensors only (sparse, mkldnn and "
+                "nested tensors hold memory and do work it does not record)"
+            )
         if lib.type(name) is not lib.str or name in lib.lifts or name in lib.empty_ops or aliasing(name)[0]:
             return
         if lib.cuda_sync is not None:  # another stream's pending write is not read as a foreign one
             lib.cuda_sync()
-        for t in tensors_in((args, kwargs), []):
+        for t in given:
             unwritten(t)
 
     def aliasing(name: str) -> Any:
@@ -1254,15 +1266,20 @@ def provenance_vault(
                     total += hi - lo
         return total
 
-    def tensors_in(obj: Any, out: list[Any]) -> list[Any]:
+    def tensors_in(obj: Any, out: list[Any], unwatched: Any = None) -> list[Any]:
+        """The tensors in ``obj`` whose memory the vault watches (torch's, TVM's and CuTe's over it) into ``out``;
+        into ``unwatched`` (when given) those of a layout it cannot watch (``operator_reads``)."""
         stack = [obj]
         while stack:
             item = stack.pop()
             kind = lib.type(item)
             if kind is lib.Tensor:
-                # not meta tensors (Python kernels), nor sparse or other layouts without one storage: no memory
-                # of theirs is the DSL's, so what is made from them is eager-made
-                if lib.device_of(item).type in ("cpu", "cuda") and lib.layout_of(item) is lib.strided:
+                # not meta tensors (Python kernels; they hold no values), nor sparse, mkldnn or nested ones (no one
+                # strided storage): no memory of theirs is the DSL's, so what is made from them is eager-made
+                if lib.layout_of(item) is not lib.strided or lib.is_nested(item):
+                    if unwatched is not None:
+                        unwatched.append(item)
+                elif lib.device_of(item).type in ("cpu", "cuda"):
                     out.append(item)
             elif kind is lib.tuple or kind is lib.list:
                 stack.extend(item)
