@@ -48,13 +48,30 @@ COMPLEX_WORK = {"product": 2, "elementwise": 3, "bound": 3}
 #: product at least as many times as it holds lanes of 10 bits, what products of two e2m1 codes and their sum over a
 #: pair need (red team rt29b F3: p59's GEMM in int32 with two and three weight columns a lane, priced once). A reference
 #: computing its products in float64 is taken at its useful FLOPs all the same (``reference_work``'s padding).
+#: Integer element work is priced as the GPU does it: 32-bit integer instructions issue at half float32's rate (the
+#: H100/H200's 64 integer lanes an SM a clock against 128), and a 64-bit element operation takes two or more of them
+#: (an add with carry, a compare of both halves; a multiply four): int32 at 2, int64 at 3, so that integer lanes of
+#: 16 bits (four in an int64, two in an int32) buy little (red team rt30a F2: p59's GEMM as a broadcast int64 ``mul``
+#: and ``sum`` over four weight columns a lane, partial 0.28 where its one-column twin was decorative 0.85).
 PRECISION = {
     **dict.fromkeys((("product", torch.float64), ("product", torch.complex128)), 5),
     **dict.fromkeys((("product", torch.int32), ("product", torch.uint32)), 3),
     **dict.fromkeys((("product", torch.int64), ("product", torch.uint64)), 7),
     **dict.fromkeys((("elementwise", torch.float64), ("elementwise", torch.complex128), ("bound", torch.float64),
                      ("bound", torch.complex128)), 2),
+    **dict.fromkeys((("elementwise", torch.int32), ("elementwise", torch.uint32), ("bound", torch.int32),
+                     ("bound", torch.uint32)), 2),
+    **dict.fromkeys((("elementwise", torch.int64), ("elementwise", torch.uint64), ("bound", torch.int64),
+                     ("bound", torch.uint64)), 3),
+    # an element multiplication or division (``MULTIPLYING``) as an integer product (a multiplier's area; a division
+    # is several), a wide float's as its other element work
+    **dict.fromkeys((("multiply", torch.int32), ("multiply", torch.uint32)), 3),
+    **dict.fromkeys((("multiply", torch.int64), ("multiply", torch.uint64)), 7),
+    **dict.fromkeys((("multiply", torch.float64), ("multiply", torch.complex128)), 2),
 }  # fmt: skip
+#: Element operators that multiply or divide (base names), priced at ``PRECISION``'s "multiply".
+MULTIPLYING = frozenset(("mul", "multiply", "addcmul", "addcdiv", "prod", "cumprod", "pow", "square", "div", "divide",
+                         "true_divide", "floor_divide", "remainder", "fmod", "lerp", "xlogy", "reciprocal"))
 
 
 def address(lib: Any, t: Any) -> int:
@@ -75,7 +92,9 @@ def widened(lib: Any, made: Made, name: str, tensors: Any) -> tuple[int, int]:
     scalars) or, where one scalar holds one datum or less, its dtype's precision (``PRECISION``); the largest of these,
     times two scalars and a complex call's real operations (``COMPLEX_WORK``) where a tensor is complex."""
     how = lib.category(name)
-    counted = lib.base_of(name) not in lib.ffts  # (a transform's price counts its complex arithmetic)
+    base = lib.base_of(name)
+    counted = base not in lib.ffts  # (a transform's price counts its complex arithmetic)
+    precise = "multiply" if how == "elementwise" and base in lib.multiplying else how
     ratio, complex_seen, lanes = 1, False, 0
     for t in tensors:
         size = lib.element_size(t)
@@ -88,7 +107,7 @@ def widened(lib: Any, made: Made, name: str, tensors: Any) -> tuple[int, int]:
             if lib.dtype_of(t) in lib.integers:
                 lanes = data if lanes == 0 else lib.min(lanes, data)
         else:  # a scalar's worth of data, or more: computed in the dtype's precision
-            ratio = lib.max(ratio, lib.precision.get((how, lib.dtype_of(t)), 1))
+            ratio = lib.max(ratio, lib.precision.get((precise, lib.dtype_of(t)), 1))
     return (ratio * 2 * lib.complex_work.get(how, 1) if complex_seen else ratio), lanes
 
 
@@ -108,11 +127,24 @@ def made_as(lib: Any, made: Made, tensors: Any, lanes: int = 0) -> None:
         made[lib.address(lib, t)] = (lanes if kept else size, lib.ref(lib.storage(t)))
 
 
+def narrowed(lib: Any, made: Made, written: Any) -> None:
+    """Storages written through a view narrower than the data they held (``copy_`` of int16 values into an int16 view
+    of an int64 buffer) hold data that narrow from then on: red team rt30a F2 packed four 16-bit lanes into each int64
+    of a ``zeros`` buffer so, recorded as 8-byte data, and its int64 arithmetic was priced once an element."""
+    for t in written:
+        size = lib.element_size(t)
+        if size < lib.held(lib, made, t):
+            made[lib.address(lib, t)] = (size, lib.ref(lib.storage(t)))
+
+
 def priced(lib: Any, made: Made, name: str, given: Any, outs: Any) -> int:
     """How many times its per-element price a call of operator ``name`` on ``given`` returning ``outs`` counts
-    (``widened``); its new results' data recorded (``made_as``)."""
+    (``widened``); its new results' data recorded (``made_as``), and what it wrote in place through a narrower view
+    (``narrowed``)."""
     ratio, lanes = lib.widened(lib, made, name, [*given, *outs])
-    lib.made_as(lib, made, lib.fresh(lib, given, outs), lanes)
+    new = lib.fresh(lib, given, outs)
+    lib.made_as(lib, made, new, lanes)
+    lib.narrowed(lib, made, [t for t in outs if not lib.any(t is u for u in new)])
     return ratio
 
 
@@ -124,7 +156,8 @@ def bound() -> types.SimpleNamespace:
         is_complex=base.is_complex, dtype_of=base.__dict__["dtype"].__get__, min=min, max=max,
         integers=frozenset((torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64,
                             torch.uint64)),
-        complex_work=COMPLEX_WORK, precision=PRECISION, category=_eagerwork.category, base_of=_eagerwork.base_of,
+        complex_work=COMPLEX_WORK, precision=PRECISION, multiplying=MULTIPLYING, category=_eagerwork.category,
+        base_of=_eagerwork.base_of,
         ffts=frozenset(_eagerwork.FFTS), storage=base.untyped_storage, ref=weakref.ref, address=address, held=held,
-        widened=widened, fresh=fresh, made_as=made_as, priced=priced,
+        widened=widened, fresh=fresh, made_as=made_as, narrowed=narrowed, priced=priced, any=any,
     )  # fmt: skip

@@ -232,6 +232,34 @@ def _float64_lanes(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return torch.bmm(x.round().double().unsqueeze(0), packed.T.unsqueeze(0))
 
 
+def test_integer_element_work_is_priced_at_the_gpu_s_integer_rate() -> None:
+    """Red team rt30a F2: p59's GEMM as a broadcast int64 ``mul`` and ``sum`` over four 16-bit weight columns a lane
+    (partial 0.28 where its one-column twin was decorative). Integer element work is priced as the GPU issues it:
+    int32 at half float32's rate (2), int64 as two or more of those (3), a multiplication or division as an integer
+    product (3 and 7); narrower integers and floats as before. And a storage written through a narrower view holds
+    that narrow data from then on (the lanes packed by ``copy_`` into an int16 view of an int64 ``zeros`` buffer)."""
+    wide = _eagerwork.WIDER
+    x = torch.randint(0, 16, (8, 32))
+
+    def names(glue: Any, *inputs: torch.Tensor) -> set[str]:
+        return {name for (name, _, _), _ in reference_ops(glue, list(inputs))}
+
+    assert {"aten.mul.Tensor" + wide + "7", "aten.sum.default" + wide + "3"} <= names(lambda x: (x * x).sum(), x)
+    assert {"aten.mul.Tensor" + wide + "3", "aten.add.Tensor" + wide + "2"} <= names(
+        lambda x: x.int() * x.int() + 1, x
+    )
+    assert "aten.remainder.Scalar" + wide + "7" in names(lambda x: x % 5, x)
+    assert {"aten.mul.Tensor", "aten.add.Tensor"} <= names(lambda x: x.short() * x.short() + 1, x)
+    assert "aten.mul.Tensor" + wide + "2" in names(lambda x: x.double() * 3, x)  # a wide float's: element work
+    lib, made = _widths.bound(), {}
+    buffer = torch.zeros(8, 32, dtype=torch.int64)
+    _widths.made_as(lib, made, [buffer])
+    lanes = buffer.view(torch.int16)
+    _widths.priced(lib, made, "aten.copy_.default", [lanes, x.short()], [lanes])
+    assert _widths.held(lib, made, buffer) == 2
+    assert _widths.widened(lib, made, "aten.mul.Tensor", [buffer]) == (4, 2)  # four 16-bit lanes an element
+
+
 def test_a_storage_s_record_ends_with_it() -> None:
     """What a storage held is known while it lives: a new storage at a freed one's address holds its own data (a
     float32 product written where bf16 data had been was priced twice over, on whichever calls the allocator placed
