@@ -53,6 +53,7 @@ _thread_clock = time.pthread_getcpuclockid
 _clock_ns = time.clock_gettime_ns
 _listdir = os.listdir
 _get_native_id = threading.get_native_id
+_sleep = time.sleep
 _PROCESS_CLOCK = time.CLOCK_PROCESS_CPUTIME_ID
 _OWN_CLOCK = time.CLOCK_THREAD_CPUTIME_ID
 
@@ -88,6 +89,22 @@ def _clock_id(native_id: int) -> int:
     return (~native_id << 3) | 6  # MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)
 
 
+def native_id(ident: int) -> int | None:
+    """The kernel thread id of the live Python thread ``ident`` (its ``pthread_t``), None where it has ended: read from
+    the thread's CPU clock id, which encodes it (``_clock_id``), never from a ``threading.Thread`` object. Those are
+    the submission's to define: red team rt30b F1's Thread subclass had a ``native_id`` property, which the harness read
+    before each call's timer started, and ran the call's kernel there (a full plan at speedup 100)."""
+    try:
+        return ~(_thread_clock(ident) >> 3)
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+def native_ids(idents: Iterable[int]) -> dict[int, int | None]:
+    """``native_id`` of each of ``idents``."""
+    return {ident: native_id(ident) for ident in idents}
+
+
 def _runnable(native_id: int) -> bool:
     try:
         with open(f"/proc/self/task/{native_id}/stat", "rb") as stat:
@@ -98,13 +115,13 @@ def _runnable(native_id: int) -> bool:
 
 def _cpu_ns(clock_id: int) -> int | None:
     try:
-        return time.clock_gettime_ns(clock_id)
+        return _clock_ns(clock_id)
     except OSError:  # the thread has ended
         return None
 
 
 def _waits_forever(ident: int) -> bool:
-    frame = sys._current_frames().get(ident)
+    frame = _current_frames().get(ident)
     return frame is not None and (frame.f_code, frame.f_lineno) in WAITS_FOREVER
 
 
@@ -114,19 +131,17 @@ def working(idents: Iterable[int], started: Iterable[int] = ()) -> set[int]:
     where only another thread wakes them), and those whose kernel thread cannot be found."""
     native: dict[int, int] = {}
     busy: set[int] = set()
-    for ident in idents:
-        thread = threading._active.get(ident)  # type: ignore[attr-defined]
-        native_id = getattr(thread, "native_id", None) if thread is not None else None
-        if isinstance(native_id, int):
-            native[ident] = native_id
-        else:
+    for ident, tid in native_ids(idents).items():
+        if tid is None:
             busy.add(ident)
+        else:
+            native[ident] = tid
     new = set(started)
     for _ in range(WINDOWS):
         if not native:
             break
         before = {ident: _cpu_ns(_clock_id(tid)) for ident, tid in native.items()}
-        time.sleep(WINDOW_S)
+        _sleep(WINDOW_S)
         for ident, tid in list(native.items()):
             start, end = before[ident], _cpu_ns(_clock_id(tid))
             quiet = end is not None and start is not None and end - start <= BUSY_NS and not _runnable(tid)

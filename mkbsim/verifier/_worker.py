@@ -21,7 +21,6 @@ import resource
 import signal
 import socket
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -57,7 +56,7 @@ from mkbsim.verifier._provenance import (
     report_inputs,
     report_result,
 )
-from mkbsim.verifier._threads import clocks, cpu_before, dark_cpu, moved, working
+from mkbsim.verifier._threads import clocks, cpu_before, dark_cpu, moved, native_ids, working
 from mkbsim.verifier._timing import (
     TIMER_ATTRIBUTES,
     CacheFlusher,
@@ -176,15 +175,6 @@ def error_facts(exc: BaseException, path: str) -> dict[str, Any]:
         or "can't allocate memory" in low
         or "cannot allocate memory" in low,
     }
-
-
-#: ``threading``'s table of its threads, bound when the harness loads (``_threads.working`` reads it the same way)
-_ACTIVE_THREADS: dict[int, Any] = threading._active  # type: ignore[attr-defined]
-
-
-def _kernel_ids(frames: dict[int, Any]) -> dict[int, int | None]:
-    """The kernel thread id of each Python thread in ``frames`` (None where no ``threading`` object names it)."""
-    return {ident: getattr(_ACTIVE_THREADS.get(ident), "native_id", None) for ident in frames}
 
 
 class _ProvenanceMode(TorchDispatchMode):
@@ -411,7 +401,7 @@ class Worker:
         it. Counted, not told by ident: a thread an earlier call of the block started and joined leaves its ident to
         the next."""
         started = len(self.guards.threads()[0]) if audit and self.guards is not None else 0
-        return _kernel_ids(sys._current_frames()), started
+        return native_ids(sys._current_frames()), started
 
     def clocks_before(self, audit: bool) -> tuple[dict[int, tuple[int, int]], dict[int, int], Any]:
         """On a correctness draw, the other threads' CPU clocks and the operators of those that count theirs; the
@@ -468,7 +458,7 @@ class Worker:
         # the call leaves its ident, the address of its reused stack, to the next one started; judged as one started
         # before the call, by its clock alone, a thread waiting with a time limit looked idle: the likeliest cause of
         # thread_waits_with_a_time_limit's miss in one loaded run of the suite, its output read unwritten)
-        now = _kernel_ids(frames)
+        now = native_ids(frames)
         new = [ident for ident in frames if ident not in before or before[ident] != now[ident]]
         earlier = [ident for ident in frames if ident in started and ident not in new] if audit else []
         busy = working(new + earlier, started=new) if new or earlier else set()

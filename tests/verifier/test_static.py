@@ -276,3 +276,22 @@ def test_per_element_python_methods_are_refused_by_name_not_inside_other_names()
         assert any("one by one" in f.reason for f in scan_source(source, "tirx").findings), source
     honest = 'slot_map_ = 3\n"""block_map_ids are the page table"""\nkv_map_index = {"map_size": 1}\n'
     assert not scan_source(honest, "tirx").findings
+
+
+def test_docstrings_are_prose_and_other_strings_are_scanned() -> None:
+    """Red team rt30b: a module whose docstring said it needs no ``__del__`` failed as forbidden (every string was
+    searched for the raw names). A docstring reaches code only as ``__doc__``, a computed name every dynamic-name rule
+    refuses; any other string naming one is still refused."""
+    documented = (
+        '"""No __del__ here, nor from_buffer."""\n'
+        "class Cache:\n"
+        '    """Keeps built kernels; no __del__ method."""\n'
+        "    def get(self):\n"
+        '        """Never frees: no __del__."""\n'
+        "        return 1\n"
+    )
+    assert scan_source(documented, "tirx").findings == []
+    named = documented + 'HOOK = "__del__"\n'
+    assert [f.line for f in scan_source(named, "tirx").findings] == [7]
+    late = documented + 'def f():\n    x = 1\n    "__del__"\n'  # a string statement that is no docstring
+    assert [f.line for f in scan_source(late, "tirx").findings] == [9]

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mkbsim.verifier._threads import DARK_CPU_US, cpu_before, dark_cpu, working
+from mkbsim.verifier._threads import DARK_CPU_US, cpu_before, dark_cpu, native_ids, working
 
 
 def _burn(stop: threading.Event) -> None:
@@ -168,3 +168,37 @@ def test_dark_cpu_of_the_calling_thread_and_live_threads_is_none() -> None:
     finally:
         stop.set()
         worker.join()
+
+
+def test_kernel_thread_ids_are_read_without_the_submission_s_thread_objects() -> None:
+    """Red team rt30b F1: a ``threading.Thread`` subclass with a ``native_id`` property, idle since load; the harness
+    read that property of every thread before each call's timer started and after it stopped, so the submission's
+    code ran inside the harness: it found the call's inputs in the harness's frame and launched the kernel before the
+    timer (a full plan at speedup 100). The ids come from each thread's CPU clock id now: the property never runs."""
+    reads: list[str] = []
+    ready, stop = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    class Spying(threading.Thread):
+        @property  # type: ignore[override]
+        def native_id(self) -> int | None:
+            reads.append("native_id")
+            return 0
+
+        def run(self) -> None:
+            seen["tid"] = threading.get_native_id()
+            ready.set()
+            stop.wait()
+
+    spy = Spying(daemon=True)
+    spy.start()
+    ready.wait()
+    try:
+        assert spy.ident is not None
+        ids = native_ids([spy.ident, threading.get_ident()])
+        assert ids == {spy.ident: seen["tid"], threading.get_ident(): threading.get_native_id()}
+        assert working([spy.ident], started=[spy.ident]) == set()  # idle, waiting on an event: found so
+        assert reads == []
+    finally:
+        stop.set()
+        spy.join()
