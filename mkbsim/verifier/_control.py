@@ -90,6 +90,11 @@ CALL_CPU_MS = (872, "<d")
 #: verifier's wait for a block restarts at each (``progress``): the vault's own work over a large argument (a
 #: production draw's copy checks on cpu: seconds a request) is not the submission's time to answer.
 VAULT_WORK = (880, "<Q")
+#: Timer vault: 1 from a call's first START to its STOP, 0 otherwise (outside PER_CALL). The gate's vault refuses a DSL
+#: launch in a block outside it: a launch before START was counted and credited as the call's, its time outside the
+#: call's measure (red team rt31b F1: code the submission bound into the harness's per-call lookups launched the kernel
+#: before the timer started; run() returned the finished output at speedup 100).
+TIMED = (888, "<B")
 NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
 #: The per-call fields a block's slot holds (the header up to the end of CALL_CPU_MS), less the guards'
 #: cumulative VIOLATION_COUNT, which the slots never touch.

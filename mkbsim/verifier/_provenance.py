@@ -3048,6 +3048,12 @@ def provenance_vault(
             "past the memory of its storage (a storage resized under its views)"
         )
 
+    def outside() -> None:
+        """A launch between a block's calls (before a call's timer started or after it stopped) does not run: counted,
+        it was credited to the call and its time was not (``_control.TIMED``)."""
+        refuse("a DSL launch did not run: it came outside a call's timed window (before run() was called or after it "
+               "returned)")
+
     def refuse(text: str) -> None:
         """The launch does not run: the gate raises ``refusal`` instead, on every call alike; said once per draw."""
         nonlocal refusal
@@ -3336,7 +3342,9 @@ def provenance_vault(
                 fn = request[1]
                 address = lib.bytes(lib.memoryview(fn))
                 functions[lib.key(fn)] = (fn, address, ("cute", address), lib.type(fn), lib.argtypes(fn))
-            elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None:
+            elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None and (
+                page[layout.TIMED] == 1 or not lib.u64.unpack_from(page, layout.BLOCK_CALLS)[0]
+            ):
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)
                 spanned_bytes += lib.u64.unpack_from(page, layout.FOOTPRINT)[0]
@@ -3345,6 +3353,8 @@ def provenance_vault(
                     role = 1
                 if evidence:
                     note(key, request[3], request[1][0][0] if request[1][0] else None)
+            elif kind == 1 and request[2] and key is not None:  # a genuine launch in a block, outside a call's timer
+                outside()
             elif kind == 1 and evidence and not request[2] and not running:  # BEFORE a call above a launch
                 entry = originals.get(lib.key(request[3]))
                 if entry is not None and entry[0] is request[3] and entry[1] == "outer":
@@ -3469,7 +3479,8 @@ def page_layout() -> types.SimpleNamespace:
         WORK_DECODED=_control.WORK_DECODED[0],
         WORK_AFTER_MS=_control.WORK_AFTER_MS[0],
         WORK_SHARES=_control.WORK_SHARES, WORK_COPIED=_control.WORK_COPIED,
-        WORK_CARRIED=_control.WORK_CARRIED, VAULT_WORK=_control.VAULT_WORK[0],
+        WORK_CARRIED=_control.WORK_CARRIED, VAULT_WORK=_control.VAULT_WORK[0], TIMED=_control.TIMED[0],
+        BLOCK_CALLS=_control.BLOCK_CALLS[0],
     )  # fmt: skip
 
 

@@ -116,6 +116,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                 running = current == started and not stopped
                 loaded = lib.u64.unpack_from(page, layout.BLOCK_NEXT)[0]
                 if request == 4 or request == 3:  # END may follow a slot the harness did not run (a mode left on)
+                    page[layout.TIMED] = 0
                     if running or (request == 4 and (fresh or loaded >= calls)):
                         lib.u64.pack_into(page, layout.BLOCK_FAULT, 1)
                     elif loaded:
@@ -151,6 +152,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                     stream = lib.current_stream()
                 if lib.cuda:
                     lib.device_sync()
+                page[layout.TIMED] = 1  # launches count from here (the gate's vault)
                 mark = lo = hi = lib.perf_counter()
                 cpu_start = lib.cpu_ns()
                 stopped = False
@@ -158,6 +160,7 @@ def timer_vault(page: Any, lib: Any, layout: Any) -> Any:
                     lib.record(start_event, stream)
                 stream = None
             elif stop and nonce == started:
+                page[layout.TIMED] = 0
                 t0, t1 = request[1], request[2]
                 if lib.type(t0) is not lib.float or lib.type(t1) is not lib.float:
                     t0 = t1 = arrived
@@ -197,6 +200,7 @@ def timer_layout() -> types.SimpleNamespace:
         CALL_CPU_MS=_control.CALL_CPU_MS[0],
         PENDING_MS=_control.PENDING_MS[0], BLOCK_CALLS=_control.BLOCK_CALLS[0], BLOCK_NEXT=_control.BLOCK_NEXT[0],
         BLOCK_FAULT=_control.BLOCK_FAULT[0], END_T=_control.END_T[0], END_CPU=_control.END_CPU[0],
+        TIMED=_control.TIMED[0],
         END_THREAD_CPU=_control.END_THREAD_CPU[0],
         SLOTS=_control.BLOCK_SLOTS, SLOT_BYTES=_control.SLOT_BYTES, SLOT_START_T=_control.SLOT_START_T[0],
         SLOT_START_CPU=_control.SLOT_START_CPU[0],

@@ -579,11 +579,6 @@ def _call_once(
     args, outputs = _arena() or ([], [])
     audit = flags & 2 and _mode is not None and not flags & 1
     call = _method(_null_run, outputs) if flags & 1 else fn
-    if _flush is not None and flush:
-        with _ops[0](), _ops[1](_ops[2]):
-            _flush(1)
-            if _sync is not None:
-                _sync()
     modes_before = _depth[0]() + _depth[1]()
     if modes_before:  # a mode entered between calls (from a finalizer, say): the call is not run
         return {"ok": True, "ran": False, "modes": modes_before, "left_mode": False, **_news()}
@@ -601,6 +596,12 @@ def _call_once(
         _push(_mode)
     others = _clocks_before(True)
     del flags, audit
+    if _flush is not None and flush:  # the last step before the timer: nothing the steps above ran stays cached (red
+        # team rt31b: code the submission bound into their lookups ran there and left the inputs in cache)
+        with _ops[0](), _ops[1](_ops[2]):
+            _flush(1)
+            if _sync is not None:
+                _sync()
     try:
         result = _timed(call, args)
     except _exception as exc:  # the submission's exception (SystemExit too), reported as data
