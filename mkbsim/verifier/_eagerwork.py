@@ -808,7 +808,13 @@ def reference_work(
     work = work_of(ops)
     work.informative = answer_bytes(inputs, outputs, {i: after[i] for i in inplace})
     work.useful = useful_flops
-    work.necessary = necessary_flops or useful_flops
+    # the FLOPs every formulation does, in the unit eager work is priced in: as many float32 operations as the
+    # reference's own compute costs a FLOP at its precision (``_widths.PRECISION``: int64 index math at 3, red team
+    # rt31a FP1: an honest p26 hybrid's eager glue, the reference's own, priced three times against a floor priced once)
+    plain = work_of(((_WIDER_RE.sub("", name), ins, outs), count) for (name, ins, outs), count in ops)
+    computed = plain.amounts["matmul"] + plain.amounts["pointwise"]
+    precision = (work.amounts["matmul"] + work.amounts["pointwise"]) / computed if computed > 0 else 1.0
+    work.necessary = (necessary_flops or useful_flops) * precision
     if 0 < useful_flops < work.amounts["matmul"]:
         work.padding = work.amounts["matmul"] / useful_flops
         work.amounts = {kind: amount / work.padding for kind, amount in work.amounts.items()}

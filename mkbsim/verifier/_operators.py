@@ -15,9 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-#: (priced name "ns.op.overload", native callable, dispatcher handle) of an operator, by its schema's
-#: (qualified name, overload name)
-Resolved = tuple[str, Any, Any]
+#: (priced name "ns.op.overload", native callable, dispatcher handle, whether it is composite) of an operator, by its
+#: schema's (qualified name, overload name). A composite operator (a CompositeImplicitAutograd kernel and no kernel of
+#: its own for cpu or cuda: ``matmul``, ``linear``, ``group_norm``, ``rnn_relu``, ``to``) is what autograd decomposes
+#: into the operators it calls before the mode sees them; under ``torch.inference_mode`` autograd is skipped and it
+#: came to the mode whole, priced by rules for its parts (red team rt31a: ``matmul`` of one-column batches, an
+#: ``rnn_relu`` tagged random, a whole ``group_norm``, each far below its work; a ``to`` taken for a view): the mode
+#: decomposes it itself.
+Resolved = tuple[str, Any, Any, bool]
 
 
 def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
@@ -56,15 +61,19 @@ def operator_lib() -> dict[str, Any]:
         "_native": torch._C._get_operation_overload,
         "_handle": torch._C._dispatch_find_schema_or_throw,
         "_cache": {},
+        "_has_kernel": torch._C._dispatch_has_kernel_for_dispatch_key,
+        "_composite_key": torch._C.DispatchKey.CompositeImplicitAutograd,
+        "_backend_keys": (torch._C.DispatchKey.CPU, torch._C.DispatchKey.CUDA),
     }
 
 
 def resolve_operator(
     func: Any, *, _overload_type: Any, _schema_type: Any, _qualified_name: Any, _overload_name: Any, _native: Any,
-    _handle: Any, _cache: dict[tuple[str, str], Resolved], _type: Any = type, _error: Any = RuntimeError
+    _handle: Any, _cache: dict[tuple[str, str], Resolved], _has_kernel: Any, _composite_key: Any, _backend_keys: Any,
+    _type: Any = type, _error: Any = RuntimeError
 ) -> Resolved:  # fmt: skip
-    """The operator ``func`` names, as (name, native callable, handle); raises for an object that is no
-    torch operator or whose schema is not torch's (nothing runs then)."""
+    """The operator ``func`` names, as (name, native callable, handle, whether it is composite); raises for an object
+    that is no torch operator or whose schema is not torch's (nothing runs then)."""
     if _type(func) is not _overload_type:
         raise _error("mkbsim verifier: an operator object that is not torch's OpOverload was dispatched")
     schema = func._schema
@@ -77,6 +86,10 @@ def resolve_operator(
         natives = _native(key[0], key[1])
         if natives is None:
             raise _error(f"mkbsim verifier: no operator {key[0]}.{key[1]}")
-        found = (f"{namespace}.{base}.{key[1] or 'default'}", natives[0], _handle(key[0], key[1]))
+        full = key[0] + "." + key[1] if key[1] else key[0]
+        composite = _has_kernel(full, _composite_key) and not (
+            _has_kernel(full, _backend_keys[0]) or _has_kernel(full, _backend_keys[1])
+        )
+        found = (f"{namespace}.{base}.{key[1] or 'default'}", natives[0], _handle(key[0], key[1]), composite)
         _cache[key] = found
     return found

@@ -3525,16 +3525,17 @@ def dispatch(
     An operator outside torch's own namespaces (a custom operator, ``torch.library.custom_op``, whose kernel
     may be the submission's Python) is no single eager operator: it runs below the Python dispatch key with
     this mode pushed again, so that what it does inside (allocations, eager operators, DSL launches) is
-    watched one by one, and is not reported itself. Every operator is reported before it runs too: what it reads
-    is checked against what recorded writers left (``unwritten``), and an in-place accumulating scatter's destination
-    is read then (``_scatters``): afterwards its elements hold the sums.
+    watched one by one, and is not reported itself; so is a composite aten operator (``_operators.Resolved``: what
+    autograd decomposes, reaching the mode whole under ``torch.inference_mode``). Every operator is reported before it
+    runs too: what it reads is checked against what recorded writers left (``unwritten``), and an in-place
+    accumulating scatter's destination is read then (``_scatters``): afterwards its elements hold the sums.
 
     The mode is pushed on correctness draws only: an operator runs and is reported under the worker's launch lock
     (``gate``), so that it lands before or after another thread's launch, never inside its window, where that
     launch's AFTER would take what it wrote as the DSL's. A custom operator takes no lock (its Python may wait for
     another thread's launch): what it runs takes it, operator by operator and launch by launch."""
-    name, native, handle = _resolve(func)
-    if not name.startswith(("aten.", "prims.")):
+    name, native, handle, composite = _resolve(func)
+    if composite or not name.startswith(("aten.", "prims.")):
         _push(self)
         try:
             return _redispatch(handle, _backend, *args, **(kwargs or {}))

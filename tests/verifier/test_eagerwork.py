@@ -726,12 +726,43 @@ def test_a_relabelled_operator_runs_and_is_priced_as_what_its_schema_names(relab
     """forged_operator_schemas: an operator object relabelled a view is run as the view its schema names, so
     a product can no longer pass for a free view (before, the object was called and priced by its label)."""
     resolve = Registry().protect(_operators.resolve_operator, **_operators.operator_lib())
-    name, native, _ = resolve(relabelled_mul)
+    name, native, _, composite = resolve(relabelled_mul)
+    assert not composite
     assert name == "aten.view.default" and native(torch.ones(6), [2, 3]).shape == (2, 3)
     x = torch.arange(6.0)
     with pytest.raises(RuntimeError, match="view"):
         _vault_records(lambda a: a * a, [x])  # the product, run as the view its schema names, cannot take a tensor
     assert (x * x).equal(x.square())  # outside the audit the relabelled object still multiplies
+
+
+def test_composite_operators_are_priced_as_their_parts_in_inference_mode_too() -> None:
+    """Red team rt31a: under ``torch.inference_mode`` autograd is skipped, and a composite operator (``matmul``,
+    ``rnn_relu``, ``group_norm``, ``to``) reached the mode whole, priced by rules meant for its parts: p32's GEMMs as
+    ``matmul`` of one-column batches (a full plan at 0.24%) or as ``rnn_relu`` (tagged random: one pass, a full plan at
+    4.2%), p31's whole ``group_norm`` as one pass (partial 0.125, its twin decorative), and a ``to`` cast taken for a
+    view whose result no writer left (an honest p36 failed). The mode decomposes them itself: the same operators are
+    recorded with and without inference mode."""
+    resolve = Registry().protect(_operators.resolve_operator, **_operators.operator_lib())
+    assert resolve(torch.ops.aten.matmul.default)[3] and resolve(torch.ops.aten.rnn_relu.input)[3]
+    assert not resolve(torch.ops.aten.mm.default)[3] and not resolve(torch.ops.aten.add.Tensor)[3]
+    x, w = torch.randn(4, 8, dtype=torch.float64), torch.randn(6, 8, dtype=torch.float64)
+
+    def glue(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        batched = torch.matmul(x, w[:, :, None])
+        norm = F.group_norm(x.float().reshape(2, 4, 4), 2)
+        cell = torch.rnn_relu(x.float()[None], torch.zeros(1, 4, 6), [w.float(), torch.zeros(6, 6)], False, 1, 0.0,
+                              False, False, True)[0]  # fmt: skip
+        return batched.sum() + norm.sum() + cell.sum()
+
+    def inferred(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return glue(x, w)
+
+    plain = {name for (name, _, _), _ in _vault_records(glue, [x.clone(), w.clone()])}
+    decomposed = {name for (name, _, _), _ in _vault_records(inferred, [x.clone(), w.clone()])}
+    assert {"aten.bmm.default+x5", "aten.native_group_norm.default", "aten.mm.default"} <= decomposed
+    assert not {"aten.matmul.default", "aten.rnn_relu.input", "aten.group_norm.default"} & decomposed
+    assert plain <= decomposed | {"aten.lift_fresh.default"}, plain - decomposed
 
 
 def test_an_operator_whose_labels_are_not_torch_s_does_not_run() -> None:
