@@ -730,7 +730,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             name = recorded_name(str(func), args, kwargs) + lookups.judged(str(func), args, kwargs, out)
-            name += lookups.widened(str(func), args, kwargs, out)
+            name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1
             return out

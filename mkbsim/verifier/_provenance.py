@@ -2841,8 +2841,10 @@ def provenance_vault(
         # evaluations as the lookup took there
         given = tensors_in((args, kwargs), [])
         outs = tensors_in(out, [])
-        # on data seen through a wider dtype, or complex: priced by the data it holds (``_widths``)
-        wide = lib.width.priced(lib.width, made_widths, name, given, outs)
+        # on data seen through a wider dtype, or complex: priced by the data it holds (``_widths``); a lookup evaluating
+        # a function as that function's element work
+        marked = priced + judged + (lib.tabled if looked_up else "")
+        wide = lib.width.priced(lib.width, made_widths, marked, given, outs)
         wider = f"{lib.wider}{wide}" if wide > 1 else ""
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))

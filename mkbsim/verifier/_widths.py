@@ -92,9 +92,15 @@ def widened(lib: Any, made: Made, name: str, tensors: Any) -> tuple[int, int]:
     scalars) or, where one scalar holds one datum or less, its dtype's precision (``PRECISION``); the largest of these,
     times two scalars and a complex call's real operations (``COMPLEX_WORK``) where a tensor is complex."""
     how = lib.category(name)
+    # a lookup evaluating the function its table holds (``_eagerwork.EVALUATED``, ``TABLED``) is element work, priced
+    # as a multiplication at the table's precision: what computing it would cost (red team rt25b's p26 tables of
+    # ``p // bs`` and ``b * bs`` in int64, looked up where its twin divides and multiplies)
+    evaluates = how == "movement" and (lib.evaluated in name or lib.tabled in name)
+    if evaluates:
+        how = "elementwise"
     base = lib.base_of(name)
     counted = base not in lib.ffts  # (a transform's price counts its complex arithmetic)
-    precise = "multiply" if how == "elementwise" and base in lib.multiplying else how
+    precise = "multiply" if evaluates or (how == "elementwise" and base in lib.multiplying) else how
     ratio, complex_seen, lanes = 1, False, 0
     for t in tensors:
         size = lib.element_size(t)
@@ -157,7 +163,7 @@ def bound() -> types.SimpleNamespace:
         integers=frozenset((torch.int8, torch.uint8, torch.int16, torch.uint16, torch.int32, torch.uint32, torch.int64,
                             torch.uint64)),
         complex_work=COMPLEX_WORK, precision=PRECISION, multiplying=MULTIPLYING, category=_eagerwork.category,
-        base_of=_eagerwork.base_of,
+        base_of=_eagerwork.base_of, evaluated=_eagerwork.EVALUATED, tabled=_eagerwork.TABLED,
         ffts=frozenset(_eagerwork.FFTS), storage=base.untyped_storage, ref=weakref.ref, address=address, held=held,
         widened=widened, fresh=fresh, made_as=made_as, narrowed=narrowed, priced=priced, any=any,
     )  # fmt: skip
