@@ -95,7 +95,7 @@ def widened(lib: Any, made: Made, name: str, tensors: Any) -> tuple[int, int]:
     # a lookup evaluating the function its table holds (``_eagerwork.EVALUATED``, ``TABLED``) is element work, priced
     # as a multiplication at the table's precision: what computing it would cost (red team rt25b's p26 tables of
     # ``p // bs`` and ``b * bs`` in int64, looked up where its twin divides and multiplies)
-    evaluates = how == "movement" and (lib.evaluated in name or lib.tabled in name)
+    evaluates = lib.evaluates(lib, name)
     if evaluates:
         how = "elementwise"
     base = lib.base_of(name)
@@ -115,6 +115,12 @@ def widened(lib: Any, made: Made, name: str, tensors: Any) -> tuple[int, int]:
         else:  # a scalar's worth of data, or more: computed in the dtype's precision
             ratio = lib.max(ratio, lib.precision.get((precise, lib.dtype_of(t)), 1))
     return (ratio * 2 * lib.complex_work.get(how, 1) if complex_seen else ratio), lanes
+
+
+def evaluates(lib: Any, name: str) -> bool:
+    """Whether a call of ``name`` (its recorded name, marks included) is a lookup evaluating the function its table
+    holds (``_eagerwork.EVALUATED``, ``TABLED``)."""
+    return lib.category(name) == "movement" and (lib.evaluated in name or lib.tabled in name)
 
 
 def fresh(lib: Any, given: Any, outs: Any) -> list[Any]:
@@ -147,7 +153,8 @@ def priced(lib: Any, made: Made, name: str, given: Any, outs: Any) -> int:
     """How many times its per-element price a call of operator ``name`` on ``given`` returning ``outs`` counts
     (``widened``); its new results' data recorded (``made_as``), and what it wrote in place through a narrower view
     (``narrowed``)."""
-    ratio, lanes = lib.widened(lib, made, name, [*given, *outs])
+    # a lookup evaluating a function is priced at its results' precision (its table's values), not its indices'
+    ratio, lanes = lib.widened(lib, made, name, outs if lib.evaluates(lib, name) else [*given, *outs])
     new = lib.fresh(lib, given, outs)
     lib.made_as(lib, made, new, lanes)
     lib.narrowed(lib, made, [t for t in outs if not lib.any(t is u for u in new)])
@@ -165,5 +172,5 @@ def bound() -> types.SimpleNamespace:
         complex_work=COMPLEX_WORK, precision=PRECISION, multiplying=MULTIPLYING, category=_eagerwork.category,
         base_of=_eagerwork.base_of, evaluated=_eagerwork.EVALUATED, tabled=_eagerwork.TABLED,
         ffts=frozenset(_eagerwork.FFTS), storage=base.untyped_storage, ref=weakref.ref, address=address, held=held,
-        widened=widened, fresh=fresh, made_as=made_as, narrowed=narrowed, priced=priced, any=any,
+        widened=widened, evaluates=evaluates, fresh=fresh, made_as=made_as, narrowed=narrowed, priced=priced, any=any,
     )  # fmt: skip

@@ -55,7 +55,8 @@ PROTECTED = [
     _mapped.null_run, _mapped.delivered_vault, _mapped.request, _mapped.open_block, _mapping.map_shared,
     _mapping._descriptors_of, _arena.lock_pages, _arena.unlock_pages,
     _lookups.span, _lookups.trivial, _lookups.positions_read, _lookups.judged, _widths.address, _widths.widened,
-    _widths.fresh, _widths.made_as, _widths.held, _widths.priced, _eagerwork.fft_points,
+    _widths.fresh, _widths.made_as, _widths.held, _widths.priced, _widths.narrowed, _widths.evaluates,
+    _eagerwork.fft_points,
 ]  # fmt: skip
 
 
