@@ -15,6 +15,10 @@ _PROCESS = "subprocesses and signals are forbidden"
 _NATIVE = "native code of the submission's own (only modules TIRx built in this worker may run)"
 _NETWORK = "network access is forbidden"
 _INTROSPECTION = "introspection of the verifier's process is forbidden"
+_CODE_FROM_BYTES = (
+    "unpickling (pickle, marshal, dill) runs whatever callable the bytes name; keep your own objects in module "
+    "variables or a dict (copy.deepcopy copies them)"
+)
 _REFERENCE = "the reference and the input generator are off limits"
 _LIBRARY = "a kernel library (kernels must be written in the DSL)"
 _CALLBACK = "Python callbacks registered for kernels are forbidden"
@@ -64,10 +68,12 @@ FORBIDDEN_MODULES: dict[str, str] = {
         _NETWORK,
     ),
     **dict.fromkeys(
-        ("gc", "inspect", "importlib", "runpy", "pkgutil", "code", "codeop", "marshal", "pickle",
-         "_pickle", "dill", "cloudpickle", "builtins", "resource", "tracemalloc", "faulthandler"),
+        ("gc", "inspect", "importlib", "runpy", "pkgutil", "code", "codeop", "builtins", "resource", "tracemalloc",
+         "faulthandler"),
         _INTROSPECTION,
     ),
+    # loading objects from bytes calls whatever the bytes name (a pickle's REDUCE: any callable, out of the scan's view)
+    **dict.fromkeys(("marshal", "pickle", "_pickle", "dill", "cloudpickle", "shelve"), _CODE_FROM_BYTES),
     **dict.fromkeys(("problems", "mkbsim"), _REFERENCE),
     **dict.fromkeys(
         ("_xxsubinterpreters", "_xxinterpchannels", "_interpreters", "_interpchannels", "_interpqueues",

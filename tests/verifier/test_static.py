@@ -295,3 +295,13 @@ def test_docstrings_are_prose_and_other_strings_are_scanned() -> None:
     assert [f.line for f in scan_source(named, "tirx").findings] == [7]
     late = documented + 'def f():\n    x = 1\n    "__del__"\n'  # a string statement that is no docstring
     assert [f.line for f in scan_source(late, "tirx").findings] == [9]
+
+
+def test_unpickling_is_refused_for_what_it_is() -> None:
+    """Red teams rt30b and rt32 took ``import pickle`` (an honest submission round-tripping its own config) for a
+    false positive, told "introspection": unpickling calls whatever callable its bytes name, code the scan never sees.
+    Still refused, now saying so and what to do instead."""
+    for module in ("pickle", "marshal", "dill", "shelve"):
+        (finding,) = scan_source(f"import {module}\n", "tirx").findings
+        assert "runs whatever callable the bytes name" in finding.reason, finding
+    assert scan_source("import copy\nimport copyreg\n", "tirx").findings == []
