@@ -1,8 +1,11 @@
 """p51 as its reference does it (red team rt13 FP1): eager routing and gather, one TIRx expert-MLP launch per
 local expert over the rows routed to it (a row count the data decides), and the eager ``index_add_`` combine into
-zeros that the reference uses: the combine carries the DSL rows' credit (``_scatters``)."""
+zeros that the reference uses: the combine carries the DSL rows' credit (``_scatters``). A partial plan since the
+GPU's integer rates (2026-12-05, ``_widths.PRECISION``): the eager routing's int64 index math is 7-8% of the problem's
+compute at SMOKE (3% when integer work was priced as float32's)."""
 
 # problem: p51
+# plan: partial
 # thorough: ~14 s on two cores: eight launches a call, each evidence call's launches fitted by the decode rule
 import torch
 import tvm
