@@ -3,6 +3,8 @@ thread existed before the call, and it is still working when run() returns (the 
 submission is no background work, this one is)."""
 
 # expect: background_work
+# or: nan, a launch of the pool's that comes after run() returned does not run (outside the call's timed window): the
+# pool thread may have ended by then, its output left unwritten
 # problem: p36
 from concurrent.futures import ThreadPoolExecutor
 

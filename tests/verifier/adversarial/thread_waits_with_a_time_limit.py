@@ -3,6 +3,8 @@ limit (nobody sets it): a thread blocked where only the clock wakes it is not id
 queue, and the verifier must not take it for one."""
 
 # expect: background_work
+# or: nan, the thread's launch after run() returned does not run (outside the call's timed window): the output stays
+# unwritten if the harness reads it before it looks at the threads
 # problem: p36
 import threading
 
