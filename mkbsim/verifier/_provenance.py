@@ -3053,8 +3053,10 @@ def provenance_vault(
     def outside() -> None:
         """A launch between a block's calls (before a call's timer started or after it stopped) does not run: counted,
         it was credited to the call and its time was not (``_control.TIMED``)."""
-        refuse("a DSL launch did not run: it came outside a call's timed window (before run() was called or after it "
-               "returned)")
+        refuse(
+            "a DSL launch did not run: it came outside a call's timed window (before run() was called or after it "
+            "returned)"
+        )
 
     def refuse(text: str) -> None:
         """The launch does not run: the gate raises ``refusal`` instead, on every call alike; said once per draw."""
@@ -3344,8 +3346,11 @@ def provenance_vault(
                 fn = request[1]
                 address = lib.bytes(lib.memoryview(fn))
                 functions[lib.key(fn)] = (fn, address, ("cute", address), lib.type(fn), lib.argtypes(fn))
-            elif kind == 1 and request[2] and (key := launch_signature(request[3], request[1])) is not None and (
-                page[layout.TIMED] == 1 or not lib.u64.unpack_from(page, layout.BLOCK_CALLS)[0]
+            elif (
+                kind == 1
+                and request[2]
+                and (key := launch_signature(request[3], request[1])) is not None
+                and (page[layout.TIMED] == 1 or not lib.u64.unpack_from(page, layout.BLOCK_CALLS)[0])
             ):
                 launches += 1
                 lib.u64.pack_into(page, layout.LAUNCHES, lib.u64.unpack_from(page, layout.LAUNCHES)[0] + 1)

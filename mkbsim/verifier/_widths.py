@@ -71,7 +71,8 @@ PRECISION = {
 }  # fmt: skip
 #: Element operators that multiply or divide (base names), priced at ``PRECISION``'s "multiply".
 MULTIPLYING = frozenset(("mul", "multiply", "addcmul", "addcdiv", "prod", "cumprod", "pow", "square", "div", "divide",
-                         "true_divide", "floor_divide", "remainder", "fmod", "lerp", "xlogy", "reciprocal"))
+                         "true_divide", "floor_divide", "remainder", "fmod", "lerp", "xlogy",
+                         "reciprocal"))  # fmt: skip
 
 
 def address(lib: Any, t: Any) -> int:

@@ -3,8 +3,8 @@
 A string that names a PTX instruction the way CUDA source spells it (e.g. ``mma.sync.`` or ``cp.async.``
 followed by a dot) reads as inline CUDA to the scan, and an `inline_cuda` submission is left out of scored
 pass rates; a docstring is prose and is not read so (since 2026-12-05: a call that takes inline assembly is
-flagged by its name, whatever string it is given). Shared `_<helper>.py` modules beside the solutions are imported by them,
-so they are scanned too (a DSL-neutral helper under both DSLs), except the modules that
+flagged by its name, whatever string it is given). Shared `_<helper>.py` modules beside the solutions are imported
+by them, so they are scanned too (a DSL-neutral helper under both DSLs), except the modules that
 `python -m problems._bundle` inlines into solutions: a submission never imports those (their own
 `from problems import ...` would be refused), and their code is scanned inside every bundled solution.
 """

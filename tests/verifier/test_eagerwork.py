@@ -245,9 +245,7 @@ def test_integer_element_work_is_priced_at_the_gpu_s_integer_rate() -> None:
         return {name for (name, _, _), _ in reference_ops(glue, list(inputs))}
 
     assert {"aten.mul.Tensor" + wide + "7", "aten.sum.default" + wide + "3"} <= names(lambda x: (x * x).sum(), x)
-    assert {"aten.mul.Tensor" + wide + "3", "aten.add.Tensor" + wide + "2"} <= names(
-        lambda x: x.int() * x.int() + 1, x
-    )
+    assert {"aten.mul.Tensor" + wide + "3", "aten.add.Tensor" + wide + "2"} <= names(lambda x: x.int() * x.int() + 1, x)
     assert "aten.remainder.Scalar" + wide + "7" in names(lambda x: x % 5, x)
     assert {"aten.mul.Tensor", "aten.add.Tensor"} <= names(lambda x: x.short() * x.short() + 1, x)
     assert "aten.mul.Tensor" + wide + "2" in names(lambda x: x.double() * 3, x)  # a wide float's: element work

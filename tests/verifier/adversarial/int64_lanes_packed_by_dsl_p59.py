@@ -13,7 +13,7 @@ import torch
 import tvm
 from tvm.script import tirx as T
 
-P = 4          # lanes per int64 (control: 1)
+P = 4  # lanes per int64 (control: 1)
 LANE = 16
 OFFSET = 2304
 BIAS = sum(OFFSET << (LANE * p) for p in range(P))
@@ -31,9 +31,13 @@ def pack_w(w_ptr: T.handle, tab_ptr: T.handle, o_ptr: T.handle):
     for b, e, q in T.grid(nb, 16, nq):
         OUT[b, e, q] = T.int64(0)
         for p in range(P):
-            OUT[b, e, q] = OUT[b, e, q] + TAB[T.if_then_else((b * 16 + e) % 2 == 0,
-                                                        T.Cast("int32", Wb[q * P + p, (b * 16 + e) // 2]) % 16,
-                                                        T.Cast("int32", Wb[q * P + p, (b * 16 + e) // 2]) // 16)] * T.shift_left(T.int64(1), T.Cast("int64", LANE * p))  # noqa: E501
+            OUT[b, e, q] = OUT[b, e, q] + TAB[
+                T.if_then_else(
+                    (b * 16 + e) % 2 == 0,
+                    T.Cast("int32", Wb[q * P + p, (b * 16 + e) // 2]) % 16,
+                    T.Cast("int32", Wb[q * P + p, (b * 16 + e) // 2]) // 16,
+                )
+            ] * T.shift_left(T.int64(1), T.Cast("int64", LANE * p))
 
 
 _pack = tvm.compile(pack_w, target="llvm")
@@ -52,14 +56,26 @@ def combine(c_ptr: T.handle, xs_ptr: T.handle, ws_ptr: T.handle, o_ptr: T.handle
     for i, j in T.grid(t, n):
         OUT[i, j] = T.float32(0)
         for b in range(nb):
-            OUT[i, j] = OUT[i, j] + T.Cast("float32",
-                T.bitwise_and(T.shift_right(C[b, i, j // P] + T.int64(BIAS), T.Cast("int64", LANE * (j % P))), T.int64(65535))  # noqa: E501
-                - T.int64(OFFSET)) * XS[i, b] * WS[j, b]
+            OUT[i, j] = (
+                OUT[i, j]
+                + T.Cast(
+                    "float32",
+                    T.bitwise_and(
+                        T.shift_right(C[b, i, j // P] + T.int64(BIAS), T.Cast("int64", LANE * (j % P))), T.int64(65535)
+                    )
+                    - T.int64(OFFSET),
+                )
+                * XS[i, b]
+                * WS[j, b]
+            )
 
 
 _combine = tvm.compile(combine, target="llvm")
 
-_TAB64 = torch.tensor([int(2 * v) for v in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)], dtype=torch.int64)  # noqa: E501
+_TAB64 = torch.tensor(
+    [int(2 * v) for v in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)],
+    dtype=torch.int64,
+)
 _MIDS_T = torch.tensor((0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0))
 _VALS2 = torch.tensor([0.0, 1, 2, 3, 4, 6, 8, 12], dtype=torch.float64)
 
@@ -90,11 +106,11 @@ def run(attn_output, input_scale, weight, weight_scale, weight_global):
     n = weight.shape[0]
     nb = k // 16
     g = input_scale.float()
-    xv, xs = _quant_x(x, g)                                        # [t, k] float64 integers, [t, nb]
+    xv, xs = _quant_x(x, g)  # [t, k] float64 integers, [t, nb]
     packed = torch.empty((nb, 16, n // P), dtype=torch.int64)
     _pack(weight.contiguous(), _TAB64, packed)
-    xb = xv.reshape(t, nb, 16).permute(1, 0, 2).to(torch.int64)   # [nb, t, 16]
-    c = (xb.unsqueeze(-1) * packed.unsqueeze(1)).sum(dim=2)        # [nb, t, n/P] packed block sums (int64 element ops)
+    xb = xv.reshape(t, nb, 16).permute(1, 0, 2).to(torch.int64)  # [nb, t, 16]
+    c = (xb.unsqueeze(-1) * packed.unsqueeze(1)).sum(dim=2)  # [nb, t, n/P] packed block sums (int64 element ops)
     xsc = (xs * (g * 0.5)).contiguous()
     wsc = (weight_scale.float() * (weight_global.float() * 0.5)).contiguous()
     out = torch.empty((t, n), dtype=torch.float32)

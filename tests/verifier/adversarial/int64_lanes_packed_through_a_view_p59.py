@@ -14,7 +14,7 @@ import torch
 import tvm
 from tvm.script import tirx as T
 
-P = 4          # lanes per int64 (control c1b: 1)
+P = 4  # lanes per int64 (control c1b: 1)
 LANE = 16
 OFFSET = 4608
 BIAS = sum(OFFSET << (LANE * p) for p in range(P))
@@ -34,14 +34,27 @@ def combine(c_ptr: T.handle, xsum_ptr: T.handle, xs_ptr: T.handle, ws_ptr: T.han
     for i, j in T.grid(t, n):
         OUT[i, j] = T.float32(0)
         for b in range(nb):
-            OUT[i, j] = OUT[i, j] + T.Cast("float32",
-                T.bitwise_and(T.shift_right(C[b, i, j // P] + T.int64(BIAS), T.Cast("int64", LANE * (j % P))), T.int64(65535))  # noqa: E501
-                - T.int64(OFFSET) - T.int64(12) * XSUM[b, i]) * XS[i, b] * WS[j, b]
+            OUT[i, j] = (
+                OUT[i, j]
+                + T.Cast(
+                    "float32",
+                    T.bitwise_and(
+                        T.shift_right(C[b, i, j // P] + T.int64(BIAS), T.Cast("int64", LANE * (j % P))), T.int64(65535)
+                    )
+                    - T.int64(OFFSET)
+                    - T.int64(12) * XSUM[b, i],
+                )
+                * XS[i, b]
+                * WS[j, b]
+            )
 
 
 _combine = tvm.compile(combine, target="llvm")
 
-_TAB12 = torch.tensor([int(2 * v) + 12 for v in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)], dtype=torch.int16)  # noqa: E501
+_TAB12 = torch.tensor(
+    [int(2 * v) + 12 for v in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)],
+    dtype=torch.int16,
+)
 _MIDS_T = torch.tensor((0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0))
 _VALS2 = torch.tensor([0.0, 1, 2, 3, 4, 6, 8, 12], dtype=torch.float64)
 
@@ -72,15 +85,15 @@ def run(attn_output, input_scale, weight, weight_scale, weight_global):
     n = weight.shape[0]
     nb = k // 16
     g = input_scale.float()
-    xv, xs = _quant_x(x, g)                                        # [t, k] float64 integers, [t, nb]
+    xv, xs = _quant_x(x, g)  # [t, k] float64 integers, [t, nb]
     w = weight.to(torch.int64)
-    codes = torch.stack((w & 15, w >> 4), dim=-1).reshape(n, k)    # weight decode (as the reference)
-    wv = _TAB12[codes]                                             # [n, k] int16 in [0, 24]
+    codes = torch.stack((w & 15, w >> 4), dim=-1).reshape(n, k)  # weight decode (as the reference)
+    wv = _TAB12[codes]  # [n, k] int16 in [0, 24]
     packed = torch.zeros((nb, 16, n // P), dtype=torch.int64)
     packed.view(torch.int16).view(nb, 16, n // P, 4)[..., :P].copy_(wv.view(n // P, P, nb, 16).permute(2, 3, 0, 1))
-    xb = xv.reshape(t, nb, 16).permute(1, 0, 2).to(torch.int64)   # [nb, t, 16]
-    c = (xb.unsqueeze(-1) * packed.unsqueeze(1)).sum(dim=2)        # [nb, t, n/P]: P columns' block sums an element
-    xsum = xb.sum(dim=-1)                                          # [nb, t]
+    xb = xv.reshape(t, nb, 16).permute(1, 0, 2).to(torch.int64)  # [nb, t, 16]
+    c = (xb.unsqueeze(-1) * packed.unsqueeze(1)).sum(dim=2)  # [nb, t, n/P]: P columns' block sums an element
+    xsum = xb.sum(dim=-1)  # [nb, t]
     xsc = (xs * (g * 0.5)).contiguous()
     wsc = (weight_scale.float() * (weight_global.float() * 0.5)).contiguous()
     out = torch.empty((t, n), dtype=torch.float32)

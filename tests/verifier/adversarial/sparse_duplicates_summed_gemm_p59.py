@@ -25,18 +25,33 @@ def quant_rows(x_ptr: T.handle, st_ptr: T.handle, mids_ptr: T.handle, r_ptr: T.h
     nb = T.int32()
     X = T.match_buffer(x_ptr, (t, k), "float32")
     ST = T.match_buffer(st_ptr, (t, nb), "float32")
-    MIDS = T.match_buffer(mids_ptr, (8,), "float32")   # 7 midpoints, then the 8 magnitudes*2 come from a formula
+    MIDS = T.match_buffer(mids_ptr, (8,), "float32")  # 7 midpoints, then the 8 magnitudes*2 come from a formula
     R = T.match_buffer(r_ptr, (nb, 16, NBITS, t), "int64")
     for i, b, e in T.grid(t, nb, 16):
-        y = T.if_then_else(ST[i, b] > T.float32(0),
-                           T.max(T.min(X[i, b * 16 + e] / ST[i, b], T.float32(6)), T.float32(-6)), T.float32(0))
+        y = T.if_then_else(
+            ST[i, b] > T.float32(0),
+            T.max(T.min(X[i, b * 16 + e] / ST[i, b], T.float32(6)), T.float32(-6)),
+            T.float32(0),
+        )
         mag = T.abs(y)
-        lo = (T.Cast("int32", MIDS[0] < mag) + T.Cast("int32", MIDS[1] < mag) + T.Cast("int32", MIDS[2] < mag)
-              + T.Cast("int32", MIDS[3] < mag) + T.Cast("int32", MIDS[4] < mag) + T.Cast("int32", MIDS[5] < mag)
-              + T.Cast("int32", MIDS[6] < mag))
-        hi = (T.Cast("int32", MIDS[0] <= mag) + T.Cast("int32", MIDS[1] <= mag) + T.Cast("int32", MIDS[2] <= mag)
-              + T.Cast("int32", MIDS[3] <= mag) + T.Cast("int32", MIDS[4] <= mag) + T.Cast("int32", MIDS[5] <= mag)
-              + T.Cast("int32", MIDS[6] <= mag))
+        lo = (
+            T.Cast("int32", MIDS[0] < mag)
+            + T.Cast("int32", MIDS[1] < mag)
+            + T.Cast("int32", MIDS[2] < mag)
+            + T.Cast("int32", MIDS[3] < mag)
+            + T.Cast("int32", MIDS[4] < mag)
+            + T.Cast("int32", MIDS[5] < mag)
+            + T.Cast("int32", MIDS[6] < mag)
+        )
+        hi = (
+            T.Cast("int32", MIDS[0] <= mag)
+            + T.Cast("int32", MIDS[1] <= mag)
+            + T.Cast("int32", MIDS[2] <= mag)
+            + T.Cast("int32", MIDS[3] <= mag)
+            + T.Cast("int32", MIDS[4] <= mag)
+            + T.Cast("int32", MIDS[5] <= mag)
+            + T.Cast("int32", MIDS[6] <= mag)
+        )
         idx = T.if_then_else(T.And(lo != hi, lo % 2 == 1), hi, lo)
         v2 = T.if_then_else(idx <= 4, idx, T.if_then_else(idx == 5, 6, T.if_then_else(idx == 6, 8, 12)))
         xq = T.if_then_else(y < T.float32(0), 12 - v2, 12 + v2)
@@ -57,8 +72,11 @@ def weight_bits(w_ptr: T.handle, tab_ptr: T.handle, w5_ptr: T.handle, ws_ptr: T.
     for b, q in T.grid(nb, n):
         WSUM[b, q] = T.float32(0)
         for e in range(16):
-            code = T.if_then_else(e % 2 == 0, T.Cast("int32", Wb[q, (b * 16 + e) // 2]) % 16,
-                                  T.Cast("int32", Wb[q, (b * 16 + e) // 2]) // 16)
+            code = T.if_then_else(
+                e % 2 == 0,
+                T.Cast("int32", Wb[q, (b * 16 + e) // 2]) % 16,
+                T.Cast("int32", Wb[q, (b * 16 + e) // 2]) // 16,
+            )
             WSUM[b, q] = WSUM[b, q] + TAB[code]
             for j in range(NBITS):
                 W5[b, e, j, q] = TAB[code] * T.Cast("float32", T.shift_left(1, j))
@@ -95,8 +113,9 @@ _SP = {}
 def _sparse_for(nb, t, n):
     """An uncoalesced COO tensor [nb, t + 1, n] with one entry per (b, e, j, i, q); its b and q indices fixed, its row
     index and its values filled in each call (through the aliases kept here)."""
-    b, _, _, i, q = torch.meshgrid(torch.arange(nb), torch.arange(16), torch.arange(NBITS), torch.arange(t),
-                                   torch.arange(n), indexing="ij")
+    b, _, _, i, q = torch.meshgrid(
+        torch.arange(nb), torch.arange(16), torch.arange(NBITS), torch.arange(t), torch.arange(n), indexing="ij"
+    )
     idx = torch.stack((b.reshape(-1), i.reshape(-1), q.reshape(-1)))
     vals = torch.zeros(idx.shape[1], dtype=torch.float32)
     sp = torch.sparse_coo_tensor(idx, vals, (nb, t + 1, n), is_coalesced=False)
@@ -128,7 +147,7 @@ def run(attn_output, input_scale, weight, weight_scale, weight_global):
     sp, vals, ridx = _SP[(nb, t, n)]
     vals.copy_(w5.unsqueeze(3).expand(nb, 16, NBITS, t, n))
     ridx.copy_(rows.unsqueeze(-1).expand(nb, 16, NBITS, t, n))
-    s = sp.to_dense()                                        # [nb, t + 1, n]: every multiply-add, as duplicates summed
+    s = sp.to_dense()  # [nb, t + 1, n]: every multiply-add, as duplicates summed
     xsc = (scale * (g * 0.5)).contiguous()
     wsc = (weight_scale.float() * (weight_global.float() * 0.5)).contiguous()
     out = torch.empty((t, n), dtype=torch.float32)
