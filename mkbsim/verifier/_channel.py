@@ -92,6 +92,94 @@ def answer_signer(key: bytes, page: Any, nonce_at: int, lib: Any) -> Any:
         payload = None
 
 
+# What the worker's loop over blocks calls, bound when the harness loads (its hooks look nothing up on a module or a
+# class the submission could change by then: ``_vault.Registry.protect``).
+_dumps, _loads, _PROTOCOL = pickle.dumps, pickle.loads, pickle.HIGHEST_PROTOCOL
+_select, _monotonic, _int_array = select.select, time.monotonic, array.array
+_SOL_SOCKET, _SCM_RIGHTS = socket.SOL_SOCKET, socket.SCM_RIGHTS
+_FDS_SPACE = socket.CMSG_SPACE(_MAX_FDS * 4)
+
+
+def send_message(obj: Any, fds: tuple[int, ...] | list[int] = (), *, _sendmsg: Any, _sendall: Any, _sign: Any) -> None:
+    """``obj`` as one message through a socket's ``sendmsg``/``sendall``, with ``fds`` attached and, where ``_sign``
+    is the signing vault's hook, its tag (none from the vault: a second answer to the call, one that fails)."""
+    payload = _dumps(obj, protocol=_PROTOCOL)
+    if _sign is not None:
+        payload += _sign(payload) or bytes(TAG_BYTES)
+    data = _HEADER.pack(len(payload)) + payload
+    ancillary = [(_SOL_SOCKET, _SCM_RIGHTS, _int_array("i", fds))] if fds else []
+    try:
+        sent = _sendmsg([data], ancillary)
+        if sent < len(data):
+            _sendall(data[sent:])
+    except OSError as exc:  # the other side gone, or this socket closed or shut down under us
+        raise ChannelClosed(str(exc)) from exc
+
+
+def wait_readable(timeout: float | None, *, _fd: int) -> bool:
+    """Whether the descriptor ``_fd`` has bytes (or an end of file) to read within ``timeout`` seconds."""
+    ready, _, _ = _select([_fd], [], [], timeout)
+    return bool(ready)
+
+
+def read_exactly(n: int, deadline: float | None, fds: list[int], *, _recvmsg: Any, _fd: int) -> bytes:
+    """``n`` bytes from the socket (``_recvmsg``, on descriptor ``_fd``) by ``deadline`` (``time.monotonic``), the
+    descriptors that came with them added to ``fds``."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < n:
+        remaining = None if deadline is None else max(0.0, deadline - _monotonic())
+        try:
+            readable = wait_readable(remaining, _fd=_fd)
+        except (OSError, ValueError) as exc:  # this socket closed under us
+            raise ChannelClosed(str(exc)) from exc
+        if not readable:
+            raise ChannelTimeout(f"no message within the time limit ({got}/{n} bytes)")
+        try:
+            data, ancdata, _, _ = _recvmsg(n - got, _FDS_SPACE)
+        except OSError as exc:  # reset, or this socket closed under us
+            raise ChannelClosed(str(exc)) from exc
+        for level, kind, raw in ancdata:
+            if level == _SOL_SOCKET and kind == _SCM_RIGHTS:
+                received = _int_array("i")
+                received.frombytes(raw[: len(raw) - len(raw) % received.itemsize])
+                fds.extend(received)
+        if not data:
+            raise ChannelClosed("the other side closed the connection")
+        chunks.append(data)
+        got += len(data)
+    return b"".join(chunks)
+
+
+def receive_message(*, _recvmsg: Any, _fd: int) -> tuple[Any, list[int]]:
+    """The next message from the verifier (trusted: the worker's side) and the descriptors sent with it."""
+    fds: list[int] = []
+    (length,) = _HEADER.unpack(read_exactly(_HEADER.size, None, fds, _recvmsg=_recvmsg, _fd=_fd))
+    return _loads(read_exactly(length, None, fds, _recvmsg=_recvmsg, _fd=_fd)), fds
+
+
+def worker_io(protect: Any, sock: socket.socket, sign: Any, quiet: Any = None) -> dict[str, Any]:
+    """The hooks a worker's loop over blocks talks to the verifier through (``_recv``, ``_ready``, ``_send``), bound to
+    the socket's C methods and descriptor: the ``Channel`` object and the ``socket`` class stay out of it. ``quiet``
+    (a candidate's: ``Guards.quiet``) runs a request with the guards' judging of its events off: the audited
+    ``socket.sendmsg`` is the harness's own, made from a hook, which the guards look past to its caller."""
+    fd = sock.fileno()
+    sendmsg = sock.sendmsg if quiet is None else protect(_unpacked, _call=quiet(protect(_applied, _fn=sock.sendmsg)))
+    return {
+        "_recv": protect(receive_message, _recvmsg=sock.recvmsg, _fd=fd),
+        "_ready": protect(wait_readable, _fd=fd),
+        "_send": protect(send_message, _sendmsg=sendmsg, _sendall=sock.sendall, _sign=sign),
+    }
+
+
+def _unpacked(*args: Any, _call: Any) -> Any:
+    return _call(args)
+
+
+def _applied(args: Any, *, _fn: Any) -> Any:
+    return _fn(*args)
+
+
 class Channel:
     """One end of a socketpair; `send` and `recv` move whole messages. A worker's end has ``sign`` (the
     signing vault's hook, set once its vaults are open): its messages carry their tag."""
@@ -105,17 +193,7 @@ class Channel:
         return self.sock.fileno()
 
     def send(self, obj: Any, fds: tuple[int, ...] | list[int] = ()) -> None:
-        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        if self.sign is not None:  # no tag from the vault (a second answer to this call): one that fails
-            payload += self.sign(payload) or bytes(TAG_BYTES)
-        data = _HEADER.pack(len(payload)) + payload
-        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-        try:
-            sent = self.sock.sendmsg([data], ancillary)
-            if sent < len(data):
-                self.sock.sendall(data[sent:])
-        except OSError as exc:  # the other side gone, or this socket closed or shut down under us
-            raise ChannelClosed(str(exc)) from exc
+        send_message(obj, fds, _sendmsg=self.sock.sendmsg, _sendall=self.sock.sendall, _sign=self.sign)
 
     def pending(self) -> bool:
         """Whether bytes wait to be read (not an end of file): the other side sent what nobody asked for."""
@@ -125,8 +203,7 @@ class Channel:
             return False
 
     def wait_readable(self, timeout: float | None) -> bool:
-        ready, _, _ = select.select([self.sock], [], [], timeout)
-        return bool(ready)
+        return wait_readable(timeout, _fd=self.sock.fileno())
 
     def recv(
         self, timeout: float | None = None, *, trusted: bool = True, max_bytes: int = 64 << 20,
@@ -151,30 +228,7 @@ class Channel:
         return obj, fds
 
     def _read(self, n: int, deadline: float | None, fds: list[int]) -> bytes:
-        chunks: list[bytes] = []
-        got = 0
-        while got < n:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                readable = self.wait_readable(remaining)
-            except (OSError, ValueError) as exc:  # this socket closed under us
-                raise ChannelClosed(str(exc)) from exc
-            if not readable:
-                raise ChannelTimeout(f"no message within the time limit ({got}/{n} bytes)")
-            try:
-                data, ancdata, _, _ = self.sock.recvmsg(n - got, socket.CMSG_SPACE(_MAX_FDS * 4))
-            except OSError as exc:  # reset, or this socket closed under us
-                raise ChannelClosed(str(exc)) from exc
-            for level, kind, raw in ancdata:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    received = array.array("i")
-                    received.frombytes(raw[: len(raw) - len(raw) % received.itemsize])
-                    fds.extend(received)
-            if not data:
-                raise ChannelClosed("the other side closed the connection")
-            chunks.append(data)
-            got += len(data)
-        return b"".join(chunks)
+        return read_exactly(n, deadline, fds, _recvmsg=self.sock.recvmsg, _fd=self.sock.fileno())
 
     def send_credentials(self) -> None:
         """Send this process's pid, uid and gid as the kernel vouches for them (SCM_CREDENTIALS)."""

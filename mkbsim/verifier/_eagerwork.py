@@ -411,13 +411,32 @@ def category(name: str) -> str:
     return "elementwise" if base in _ELEMENTWISE or base in _WEIGHTS or _ELEMENT_TAGS & _tags(base) else "bound"
 
 
-def _tags(base: str) -> set[str]:
+def _aten_tags() -> dict[str, frozenset[str]]:
+    """torch's tags of every overload of each ``aten`` operator, by base name: read when the harness loads (0.15 s),
+    since the worker's vaults price operators by them and torch's operator packets are Python (``overloads``) a
+    submission could patch by then."""
+    tags: dict[str, frozenset[str]] = {}
+    for full in torch._C._dispatch_get_all_op_names():
+        if not full.startswith("aten::"):
+            continue
+        base = full[len("aten::") :].split(".", 1)[0]
+        if base in tags:
+            continue
+        try:
+            packet = getattr(torch.ops.aten, base)
+            overloads = [getattr(packet, overload) for overload in packet.overloads()]
+            tags[base] = frozenset(tag.name for overload in overloads for tag in overload.tags)
+        except (AttributeError, RuntimeError):
+            tags[base] = frozenset()
+    return tags
+
+
+_ATEN_TAGS = _aten_tags()
+
+
+def _tags(base: str) -> frozenset[str]:
     """torch's tags of any overload of ``aten.<base>``."""
-    try:
-        packet = getattr(torch.ops.aten, base)
-        return {tag.name for overload in packet.overloads() for tag in getattr(packet, overload).tags}
-    except (AttributeError, RuntimeError):
-        return set()
+    return _ATEN_TAGS.get(base, frozenset())
 
 
 def _contraction(ins: Sizes, outs: Sizes) -> float:

@@ -1189,9 +1189,11 @@ class Guards:
         config = types.SimpleNamespace(**dataclasses.asdict(cfg))
         config.harness_fds = tuple(harness_fds)
         config.harness_files = frozenset((info.st_dev, info.st_ino) for info in map(os.fstat, harness_fds))
+        lib = _lib()
+        registry.compared(*(part for binding in lib.lookups for part in binding))  # (compared, never called)
         send = registry.open(
             _guard_vault, config, _rule_tables(dsl), page, self._codes, self._vault_codes, self._genuine,
-            self._ctypes_codes, _lib(), _constants(),
+            self._ctypes_codes, lib, _constants(),
         )  # fmt: skip
         send = (send.__kwdefaults__ or {})[
             "_send"
@@ -1589,17 +1591,12 @@ class Guards:
             _ident=_thread.get_ident, _counted=self.counted_threads,
         )  # fmt: skip
 
-    def threads(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """(threads the submission started, those it started between calls)."""
-        answer = self.ask(("threads",))
-        return answer if isinstance(answer, tuple) else ((), ())
 
-    def between_calls(self, flag: bool) -> None:
-        self.ask(("between", flag))
-
-    def tampered(self) -> list[str]:
-        """The hooks that are no longer in place."""
-        return changed_bindings(self.patched)
+def started_threads(*, _ask: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(threads the submission started, those it started between calls), as the guards' vault has them (a hook:
+    ``_ask`` is ``Guards.ask``)."""
+    answer = _ask(("threads",))
+    return answer if type(answer) is tuple else ((), ())
 
 
 #: A binding as installed: the owner's name, the attribute, what it was bound to, and the owner's own namespace.

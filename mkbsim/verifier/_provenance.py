@@ -69,7 +69,7 @@ from typing import Any
 import torch
 
 from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _lookups, _scatters, _widths
-from mkbsim.verifier._timing import _CudaEvent, _current_stream, _event_elapsed, _event_record, _perf_counter
+from mkbsim.verifier._timing import _perf_counter, cuda_clock
 from mkbsim.verifier._vault import identity_key
 
 #: Samples per output (positions drawn by the verifier among the output's elements).
@@ -440,7 +440,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         # this thread's only, so that no thread of the submission's is counted: the process's clock took off what
         # its threads did while the gate copied a launch's arguments; cuda: host time inside the call)
         work_clock=_perf_counter if device.type == "cuda" else time.thread_time,
-        Event=_CudaEvent, record=_event_record, elapsed=_event_elapsed, current_stream=_current_stream,
+        **cuda_clock(device.type),
         plain=frozenset(id(kind) for kind in plain),
         # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
         # is a torch.Tensor): read as the torch.Tensor over their memory (``plain_view``), not left out

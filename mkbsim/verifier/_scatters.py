@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mkbsim.verifier import _eagerwork
+from mkbsim.verifier._eagerwork import ACCUMULATES
 
 #: Accumulating scatter (the operator's name without a trailing ``_``) -> (position of its source argument, its
 #: summing twin). The stores accumulate only when told to (``_eagerwork.ACCUMULATES`` in the recorded name), a plain
@@ -38,7 +38,7 @@ def accumulating(recorded: str, operator_name: str) -> tuple[int, str] | None:
     if entry is None:
         return None
     if entry[1] in ("index_put", "put"):
-        return entry if recorded.endswith(_eagerwork.ACCUMULATES) else None
+        return entry if recorded.endswith(ACCUMULATES) else None
     if operator_name.rstrip("_") == "scatter":
         return entry if "reduce" in recorded.split(".", 2)[-1] else None
     return entry

@@ -21,12 +21,6 @@ from mkbsim.verifier import _control
 _perf_counter = time.perf_counter
 _process_time_ns = time.process_time_ns  # the process's CPU clock, the one the verifier reads from outside
 _thread_time_ns = time.thread_time_ns  # the CPU clock of the thread asking (the one running the calls)
-_CudaEvent = torch.cuda.Event
-_event_record = torch.cuda.Event.record
-_event_elapsed = torch.cuda.Event.elapsed_time
-_event_synchronize = torch.cuda.Event.synchronize
-_device_synchronize = torch.cuda.synchronize
-_current_stream = torch.cuda.current_stream
 
 #: Attributes whose identity the harness checks after every call: replacing one is tampering.
 TIMER_ATTRIBUTES: tuple[tuple[Any, str], ...] = (
@@ -51,18 +45,38 @@ TIMER_ATTRIBUTES: tuple[tuple[Any, str], ...] = (
 START, STOP, END, ADVANCE = 1, 2, 3, 4
 
 
+def cuda_clock(device_type: str) -> dict[str, Any]:
+    """The CUDA events and streams the timer's and the gate's vaults use, as torch's C classes and functions (None
+    on cpu): ``torch.cuda.Event``'s methods and ``torch.cuda.current_stream`` are Python over module globals (a device
+    lookup, the lazy initialisation, ``Stream``), which the submission could rebind to run inside a vault. The current
+    stream is asked of the worker's device by its index: asked of no device, torch finds the current one through ~10
+    Python calls and an environment lookup, inside the measured window at STOP."""
+    if device_type != "cuda":
+        return dict.fromkeys(("Event", "record", "elapsed", "event_sync", "device_sync", "current_stream"))
+    event = torch._C._CudaEventBase
+    return {
+        "Event": event, "record": event.record, "elapsed": event.elapsed_time, "event_sync": event.synchronize,
+        "device_sync": torch._C._cuda_synchronize,
+        "current_stream": functools.partial(
+            current_stream, torch.cuda.current_device(), _streams=torch._C._cuda_getCurrentStream,
+            _stream=torch._C._CudaStreamBase,
+        ),
+    }  # fmt: skip
+
+
+def current_stream(index: int, *, _streams: Any, _stream: Any) -> Any:
+    """The current stream of the device ``index``, as torch's C stream (``torch.cuda.current_stream``, less Python)."""
+    found = _streams(index)
+    return _stream(stream_id=found[0], device_index=found[1], device_type=found[2])
+
+
 def timer_lib(device_type: str, sync: str) -> types.SimpleNamespace:
-    """What the timer's vault calls: the clocks captured when the harness was imported. On cuda the current stream is
-    asked of the worker's device by its index: asked of no device, torch finds the current one through ~10 Python
-    calls and an environment lookup, inside the measured window at STOP."""
-    cuda = device_type == "cuda"
-    current_stream = functools.partial(_current_stream, torch.cuda.current_device()) if cuda else _current_stream
+    """What the timer's vault calls: the clocks captured when the harness was imported (``cuda_clock``)."""
     return types.SimpleNamespace(
-        cuda=cuda, device_wide=sync == "device", perf_counter=_perf_counter, Event=_CudaEvent,
-        record=_event_record, elapsed=_event_elapsed, event_sync=_event_synchronize, device_sync=_device_synchronize,
-        current_stream=current_stream, u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), cpu_ns=_process_time_ns,
-        thread_cpu_ns=_thread_time_ns,
+        cuda=device_type == "cuda", device_wide=sync == "device", perf_counter=_perf_counter,
+        u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), cpu_ns=_process_time_ns, thread_cpu_ns=_thread_time_ns,
         BaseException=BaseException, float=float, type=type, tuple=tuple, len=len, max=max, min=min,
+        **cuda_clock(device_type),
     )  # fmt: skip
 
 

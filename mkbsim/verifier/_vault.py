@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import _thread
 import builtins
+import functools
 import gc
+import opcode
 import types
 from collections.abc import Callable, Generator
 from typing import Any
@@ -47,11 +49,46 @@ identity_key = object.__hash__
 Send = Callable[[Any], Any]
 
 
-def _isolated(fn: types.FunctionType) -> types.FunctionType:
-    """``fn`` with empty globals. Builtins stay the interpreter's own (``exec`` called through a hook takes
-    its caller's builtins for the code it runs); that neither vaults nor hooks look a builtin up is checked
-    on their bytecode by the tests."""
-    copy = types.FunctionType(fn.__code__, {"__builtins__": builtins.__dict__}, fn.__name__, fn.__defaults__, None)
+#: The instructions that look a name up in a function's globals or builtins when they run.
+_LOAD_GLOBAL = opcode.opmap["LOAD_GLOBAL"]
+_BY_NAME = frozenset(opcode.opmap[name] for name in ("LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME"))
+_EXTENDED_ARG = opcode.EXTENDED_ARG
+
+
+def global_names(code: types.CodeType) -> tuple[set[str], set[str]]:
+    """The names ``code`` and the code nested in it (comprehensions, inner functions) look up in their globals when
+    they run, and those they write or look up by name there (read from the raw bytecode: ``dis`` costs 0.5 ms a
+    function at every worker's start)."""
+    loads: set[str] = set()
+    writes: set[str] = set()
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        raw, names, arg = current.co_code, current.co_names, 0
+        for i in range(0, len(raw), 2):
+            op, arg = raw[i], arg << 8 | raw[i + 1]
+            if op == _EXTENDED_ARG:
+                continue
+            if op == _LOAD_GLOBAL:
+                loads.add(names[arg >> 1])  # the low bit says whether a NULL is pushed too (3.11, 3.12)
+            elif op in _BY_NAME:
+                writes.add(names[arg])
+            arg = 0
+        pending += [const for const in current.co_consts if type(const) is types.CodeType]
+    return loads, writes
+
+
+class Unbindable(TypeError):
+    """A function made a hook looks up, when it runs, something the submission could change by then."""
+
+
+def _isolated(fn: types.FunctionType, namespace: dict[str, Any]) -> types.FunctionType:
+    """``fn`` over its own globals, ``namespace``. Builtins stay the interpreter's own (``exec`` called through a hook
+    takes its caller's globals and builtins for the code it runs): every name the code looks up is in ``namespace``,
+    found there before any builtin."""
+    copy = types.FunctionType(
+        fn.__code__, {**namespace, "__builtins__": builtins.__dict__}, fn.__name__, fn.__defaults__, None
+    )
     copy.__kwdefaults__ = dict(fn.__kwdefaults__ or {})
     copy.__qualname__ = fn.__qualname__
     copy.__doc__ = fn.__doc__
@@ -65,10 +102,22 @@ class Registry:
         self.objects: list[Any] = []  # vault generators and hooks: their code and defaults are never read
         self.vault_codes: list[types.CodeType] = []  # a frame running one of these holds a vault's state
         self.hook_codes: list[types.CodeType] = []  # frames the guards look past, to whoever called the hook
+        # the harness's functions a hook looks up by name, each made a hook once: id -> (the function, its hook)
+        self._bound: dict[int, tuple[types.FunctionType, types.FunctionType]] = {}
+        self.states: list[tuple[str, tuple[Any, ...]]] = []  # each vault's state, as opened
+        self._frozen: set[int] = set()  # classes whose attributes the guards let nobody change (``freeze``)
+        self._compared: list[Any] = []  # objects compared by identity, never called nor read (``compared``)
 
     def open(self, body: Callable[..., Generator[Any, Any, None]], *state: Any) -> Send:
-        """Start the generator ``body(*state)`` and return the hook that sends it requests."""
-        isolated = _isolated(body)  # type: ignore[arg-type]
+        """Start the generator ``body(*state)`` and return the hook that sends it requests. A vault's code looks
+        nothing up by name: all it calls comes in ``state``."""
+        loads, writes = global_names(body.__code__)
+        if loads or writes:
+            raise Unbindable(f"the vault {body.__qualname__} looks names up: {sorted(loads | writes)}")
+        isolated = _isolated(body, {})  # type: ignore[arg-type]
+        for part in state:
+            self._bind_library(part)
+        self.states.append((body.__qualname__, state))
         gen = isolated(*state)
         next(gen)
         self.objects += [gen, isolated]
@@ -78,12 +127,137 @@ class Registry:
         return self.protect(_send, _send=gen.send, _gc=(gc.isenabled, gc.disable, gc.enable), _one=_thread.RLock())
 
     def protect(self, fn: Callable[..., Any], **kwdefaults: Any) -> Any:
-        """A hook: ``fn`` isolated, with these keyword-only defaults (typically a vault's ``send``)."""
-        hook = _isolated(fn)  # type: ignore[arg-type]
+        """A hook: ``fn`` over globals of its own, with these keyword-only defaults (typically a vault's ``send``).
+        Every name its code looks up is bound now, as the harness has it before any submission loads: a function of
+        the harness's is made a hook in turn, by the same rule; a module is refused (what a hook uses of one is bound
+        when the harness loads, as ``_threads`` binds its clocks)."""
+        hook = self._hook(fn, fn.__qualname__, True)  # type: ignore[arg-type]
         hook.__kwdefaults__ = {**(hook.__kwdefaults__ or {}), **kwdefaults}
-        self.objects.append(hook)
-        self.hook_codes.append(hook.__code__)
         return hook
+
+    def bind(self, fn: Callable[..., Any], **kwdefaults: Any) -> Any:
+        """``fn`` bound as ``protect`` binds a hook, but judged by the guards as the harness's own code where it is
+        (a hook is looked past, to whoever called it): for the harness's steps that call what the guards audit
+        (``sys._current_frames``, ``/proc``) by the names their code uses."""
+        bound = self._hook(fn, fn.__qualname__, False)  # type: ignore[arg-type]
+        bound.__kwdefaults__ = {**(bound.__kwdefaults__ or {}), **kwdefaults}
+        return bound
+
+    def _bind_library(self, lib: Any) -> None:
+        """The functions of a vault's library (a ``SimpleNamespace``, nested ones too) that look names up replaced by
+        their hooks: the vault calls them with its state at hand. (One holding a closure is left for ``unbound`` to
+        name: a test's stand-in.)"""
+        if type(lib) is not types.SimpleNamespace:
+            return
+        for name, value in vars(lib).items():
+            if type(value) is types.FunctionType and value.__closure__ is None and any(global_names(value.__code__)):
+                setattr(lib, name, self._value(value, f"a vault's {name}"))
+            elif type(value) is _CACHED:  # a cache over a Python function: a cache of its hook
+                setattr(lib, name, functools.cache(self._value(value.__wrapped__, f"a vault's {name}")))
+            else:
+                self._bind_library(value)
+
+    def compared(self, *objects: Any) -> None:
+        """Objects the hooks or vaults compare by identity only (an installed binding, its owner's namespace, a ctypes
+        class a call's arguments must be made of): ``unbound`` does not look into them."""
+        self._compared += objects
+
+    def freeze(self, *classes: type) -> None:
+        """Classes the hooks or vaults call or call methods of whose attributes can be set (pybind11's, a class
+        statement's): the guards' audit hook refuses setting or deleting any of their attributes, as it refuses reading
+        a hook's (``protected``); Python raises the audit event on every class's ``__setattr__``."""
+        for cls in classes:
+            if id(cls) not in self._frozen:
+                self._frozen.add(id(cls))
+                self.objects.append(cls)
+
+    def _hook(self, fn: types.FunctionType, where: str, transparent: bool) -> types.FunctionType:
+        if fn.__closure__ is not None:
+            raise Unbindable(f"{where}: {fn.__qualname__} holds a closure (cells a walk over frames reaches)")
+        loads, writes = global_names(fn.__code__)
+        if writes:
+            raise Unbindable(f"{where}: {fn.__qualname__} writes or looks up by name {sorted(writes)}")
+        hook = _isolated(fn, {})
+        self.objects.append(hook)
+        if transparent:
+            self.hook_codes.append(hook.__code__)
+        if loads:
+            self._bound[id(fn)] = (fn, hook)  # before its names: a function may call itself
+        own = hook.__globals__
+        for name in loads:
+            if name in fn.__globals__:
+                value = fn.__globals__[name]
+            elif name in builtins.__dict__:
+                value = builtins.__dict__[name]
+            else:
+                raise Unbindable(f"{where}: {fn.__qualname__} looks up {name}, which is not defined")
+            own[name] = self._value(value, f"{fn.__qualname__}: {name}")
+        return hook
+
+    def _value(self, value: Any, where: str) -> Any:
+        if type(value) is types.ModuleType:
+            raise Unbindable(f"{where} is the module {value.__name__}: bind what is used of it when the harness loads")
+        if type(value) is not types.FunctionType:
+            return value
+        known = self._bound.get(id(value))  # (a function a hook calls is the harness's code where it runs)
+        return known[1] if known is not None else self._hook(value, where, False)
+
+    def unbound(self, root: Any, opaque: tuple[Any, ...] = (), data: tuple[type, ...] = ()) -> list[str]:
+        """What a call of the hook ``root``, or a request to any vault, could look up when it runs that the submission
+        may have changed by then: a function that is not one of this registry's hooks, a method of a Python object, a
+        module, a class whose attributes can be set (an exception's excepted: only raised; a frozen one's too) or an
+        instance of one. ``opaque``: objects the hooks hand on or compare, never call nor read (a mode pushed, a
+        binding's namespace); ``data``: classes whose instances are only handed to C functions (tensors)."""
+        hooks = {id(obj) for obj in self.objects if type(obj) is types.FunctionType}
+        found: list[str] = []
+        seen = {id(obj) for obj in (*opaque, *self._compared)}  # (all alive: held by the caller and this registry)
+        pending: list[tuple[Any, str]] = [(root, "")]
+        pending += [(state, f"the vault {name}") for name, state in self.states]
+        while pending:
+            obj, path = pending.pop()
+            kind = type(obj)
+            if kind in _LEAVES or id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if kind is types.FunctionType:
+                name = obj.__qualname__
+                if id(obj) not in hooks and (obj.__closure__ is not None or any(global_names(obj.__code__))):
+                    found.append(f"{path}: the function {obj.__module__}.{name} looks names up, not a hook")
+                    continue
+                pending += [(v, f"{name}.{k}") for k, v in (obj.__kwdefaults__ or {}).items()]
+                if id(obj) in hooks:  # (its own namespace; another function here looks no name up in its module's)
+                    pending += [(v, f"{name}: {k}") for k, v in obj.__globals__.items() if k != "__builtins__"]
+                pending += [(v, f"{name} (a default)") for v in obj.__defaults__ or ()]
+            elif kind in (tuple, list, set, frozenset):
+                pending += [(v, f"{path}[]") for v in obj]
+            elif kind is dict:
+                pending += [(v, f"{path}[{k!r}]") for k, v in obj.items()] + [(k, f"{path} (a key)") for k in obj]
+            elif kind is types.SimpleNamespace:
+                pending += [(v, f"{path}.{k}") for k, v in vars(obj).items()]
+            elif kind is _CACHED:
+                pending.append((obj.__wrapped__, f"{path} (cached)"))
+            elif kind is functools.partial:
+                pending += [(v, f"{path} (partial)") for v in (obj.func, *obj.args, *obj.keywords.values())]
+            elif kind is types.MethodType:
+                found.append(f"{path}: {obj.__func__.__qualname__}, a method of a {type(obj.__self__).__qualname__}")
+            elif kind is types.ModuleType:
+                found.append(f"{path}: the module {obj.__name__}")
+            elif isinstance(obj, type):
+                if not self._fixed(obj) and not issubclass(obj, BaseException):
+                    found.append(f"{path}: the class {obj.__module__}.{obj.__qualname__} (its attributes can change)")
+            elif not self._fixed(kind) and not isinstance(obj, data):
+                found.append(f"{path}: an instance of {kind.__module__}.{kind.__qualname__} (its class can change)")
+        return found
+
+    def _fixed(self, cls: type) -> bool:
+        return bool(cls.__flags__ & _IMMUTABLE_TYPE) or id(cls) in self._frozen
+
+
+#: What a hook can hold that nothing changes (a C function, a C class's instance, is judged by its type).
+_LEAVES = frozenset((int, float, complex, str, bytes, bool, type(None), range, slice, type(Ellipsis)))
+_CACHED = type(functools.cache(len))  # functools' cache over a function, a C object calling it
+#: Py_TPFLAGS_IMMUTABLETYPE: a class whose attributes cannot be set (C's; a class statement's, pybind11's can be)
+_IMMUTABLE_TYPE = 1 << 8
 
 
 def _send(request: Any, *, _send: Any, _gc: Any, _one: Any) -> Any:

@@ -15,13 +15,11 @@ from __future__ import annotations
 import _thread
 import gc
 import importlib.util
-import linecache
 import os
 import resource
 import signal
 import socket
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from types import MethodType, ModuleType, TracebackType
@@ -31,11 +29,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mkbsim.verifier._attribution import attribution_config
-from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answer_signer, signer_lib
+from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answer_signer, signer_lib, worker_io
 from mkbsim.verifier._control import BLOCK_NONCE, map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._eagerwork import to_python_hook
-from mkbsim.verifier._guards import Guards, binding, changed_bindings
+from mkbsim.verifier._guards import Binding, Guards, binding, changed_bindings, started_threads
 from mkbsim.verifier._mapped import (
     HARNESS_OPS,
     bound_steps,
@@ -99,6 +97,19 @@ _pop_mode = torch._C._pop_torch_dispatch_stack
 _top_mode = torch._C._get_dispatch_stack_at
 
 
+_strided = torch.strided
+_current_frames = sys._current_frames
+_walk_tb = traceback.walk_tb
+# a class's names read through type's own descriptors: a metaclass of the submission's defines no lookup that runs here
+_class_module = type.__dict__["__module__"].__get__
+_class_qualname = type.__dict__["__qualname__"].__get__
+
+
+def _class_name(kind: type) -> str:
+    module = _class_module(kind)
+    return f"{module if _type(module) is str else '?'}.{_class_qualname(kind)}"
+
+
 def _tensor_facts(t: torch.Tensor) -> dict[str, Any]:
     return {
         "kind": "tensor",
@@ -110,7 +121,7 @@ def _tensor_facts(t: torch.Tensor) -> dict[str, Any]:
 
 
 def _lazy_reason(t: torch.Tensor) -> str | None:
-    if _layout(t) != torch.strided:
+    if _layout(t) != _strided:
         return f"a {_layout(t)} tensor"
     if _is_functional(t):
         return "a functional (lazy) tensor"
@@ -126,9 +137,10 @@ def describe(result: Any, n_outputs: int) -> tuple[dict[str, Any], list[Any]]:
 
 
 def structure(result: Any, items: list[Any], n_outputs: int) -> dict[str, Any]:
-    """Plain facts about what run() returned (its ``items``, as ``_returned_items`` reads them)."""
+    """Plain facts about what run() returned (its ``items``, as ``_returned_items`` reads them), told by the items'
+    exact classes: none of the submission's code (a metaclass's comparison or attribute, ``__instancecheck__``) runs."""
     if n_outputs != 1 and not (n_outputs == 0 and result is None) and not issubclass(_type(result), tuple):
-        return {"container": _type(result).__qualname__, "items": []}
+        return {"container": _class_qualname(_type(result)), "items": []}
     facts = []
     for item in items:
         kind = _type(item)
@@ -137,12 +149,12 @@ def structure(result: Any, items: list[Any], n_outputs: int) -> dict[str, Any]:
             lazy = _lazy_reason(item)
             if lazy:
                 fact["lazy"] = lazy
-        elif isinstance(item, torch.Tensor):
-            fact = {"kind": "subclass", "type": f"{kind.__module__}.{kind.__qualname__}"}
-        elif kind in (bool, int, float):
-            fact = {"kind": "scalar", "type": kind.__name__, "value": item}
+        elif issubclass(kind, _Tensor):
+            fact = {"kind": "subclass", "type": _class_name(kind)}
+        elif kind is bool or kind is int or kind is float:
+            fact = {"kind": "scalar", "type": _class_qualname(kind), "value": item}
         else:
-            fact = {"kind": "other", "type": f"{kind.__module__}.{kind.__qualname__}"}
+            fact = {"kind": "other", "type": _class_name(kind)}
         facts.append(fact)
     return {"container": "single" if n_outputs == 1 else "tuple", "items": facts}
 
@@ -154,27 +166,152 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
     return start, start + extent * _element_size(t)
 
 
-def _frames(tb: TracebackType | None, path: str) -> list[list[Any]]:
+def aliases(items: list[Any], args: list[Any], *, _device_type: str) -> list[list[int]]:
+    """The pairs (output, input) whose memory overlaps."""
+    pairs = []
+    for i, out in enumerate(items):
+        if _type(out) is not _Tensor or _device(out).type != _device_type:
+            continue
+        o0, o1 = _span(out)
+        for j, arg in enumerate(args):
+            if _type(arg) is _Tensor:
+                a0, a1 = _span(arg)
+                if o0 < a1 and a0 < o1:
+                    pairs.append([i, j])
+    return pairs
+
+
+def _frames(tb: TracebackType | None, path: str, lines: tuple[str, ...]) -> list[list[Any]]:
     out = []
-    for frame, lineno in traceback.walk_tb(tb):
-        if os.path.abspath(frame.f_code.co_filename) == path:
-            out.append([lineno, frame.f_code.co_name, linecache.getline(path, lineno).strip()])
+    for frame, lineno in _walk_tb(tb):
+        if frame.f_code.co_filename == path:  # (the file is loaded by its absolute path)
+            out.append([lineno, frame.f_code.co_name, lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""])
     return out[-8:]
 
 
-def error_facts(exc: BaseException, path: str) -> dict[str, Any]:
+def error_facts(exc: BaseException, path: str, lines: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Plain facts about the submission's exception; ``lines``: its file's source lines. (The message is the
+    exception's own ``str``, code of the submission's: the call it ended fails the verification.)"""
     message = str(exc)[:2000]
     kind = _type(exc)
     low = message.lower()
     return {
-        "type": f"{kind.__module__}.{kind.__qualname__}",
+        "type": _class_name(kind),
         "message": message,
-        "frames": _frames(exc.__traceback__, path),
-        "memory": isinstance(exc, MemoryError)
+        "frames": _frames(exc.__traceback__, path, lines),
+        "memory": issubclass(kind, MemoryError)
         or "out of memory" in low
         or "can't allocate memory" in low
         or "cannot allocate memory" in low,
     }
+
+
+def source_lines(path: str) -> tuple[str, ...]:
+    """The file's lines, for the frames of an error (read before it loads: ``linecache`` looks modules up)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return tuple(f.read().splitlines())
+    except OSError:
+        return ()
+
+
+# --- the facts a call's answer carries besides its outputs -------------------------------------------------------
+# Made hooks with the rest of the per-call path (``call_path``): every name they look up is bound when the harness
+# loads, what they read of the guards comes as arguments. Red team rt32 F1: as methods of the Worker over module
+# globals, they ran the submission's code, rebound through a frame's globals, before each call's timer (eager work out
+# of the timer and the pricing) and after the null calls' (a random burn widening the trusted check's allowance).
+
+
+def threads_before(audit: bool, *, _started: Any) -> tuple[dict[int, int | None], int]:
+    """The threads when a call starts (ident -> kernel thread id); on a correctness draw, how many the submission
+    has started: the audit's dispatch mode is thread-local, torch work in a thread run() starts is invisible to
+    it. Counted, not told by ident: a thread an earlier call of the block started and joined leaves its ident to
+    the next. ``_started``: the guards' list of the submission's threads (``started_threads``); None: a reference."""
+    started = len(_started()[0]) if audit and _started is not None else 0
+    return native_ids(_current_frames()), started
+
+
+def clocks_before(audit: bool, *, _thread_ops: dict[int, int] | None) -> tuple[Any, dict[int, int], Any]:
+    """On a correctness draw, the other threads' CPU clocks and the operators of those that count theirs; the
+    kernel threads' and the process's CPU clocks (``_threads.dark_cpu``)."""
+    ops = dict(_thread_ops) if audit and _thread_ops is not None else {}
+    return (clocks() if audit else {}), ops, cpu_before()
+
+
+def threads_after(
+    before: tuple[dict[int, int | None], int], others: tuple[Any, dict[int, int], Any], woken: dict[int, int | None],
+    audit: bool, *, _started: Any, _thread_ops: dict[int, int] | None, _counted: dict[int, bool] | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The threads facts of a call that returned (the dark CPU read first, on every call alike)."""
+    dark_ns = dark_cpu(others[2])
+    reply: dict[str, Any] = {"background": background(before[0], audit, _started)}
+    if audit and _started is not None and _thread_ops is not None and _counted is not None:
+        reply["audit_threads"] = len(_started()[0]) - before[1]
+        reply["audit_busy"] = describe_woken(woken, others[1], _thread_ops, _counted)
+        reply["audit_dark_us"] = max(dark_ns, 0) // 1000
+    return reply
+
+
+def describe_woken(
+    woken: dict[int, int | None], ops_before: dict[int, int], thread_ops: dict[int, int], counted: dict[int, bool]
+) -> list[str]:  # fmt: skip
+    """The threads that existed before a correctness draw and worked for it: one the submission started
+    that ran torch operators meanwhile, one whose operators are not counted that took CPU (``_threads``)."""
+    frames = _current_frames()
+    found = []
+    for ident, spent in woken.items():
+        frame = frames.get(ident)
+        where = f" (now in {frame.f_code.co_name}, line {frame.f_lineno})" if frame is not None else ""
+        if ident in counted:
+            ops = thread_ops.get(ident, 0) - ops_before.get(ident, 0)
+            if ops:
+                found.append(f"a thread started before the call ran {ops} torch operator(s){where}")
+            continue
+        took = "ended during the call" if spent is None else f"took {spent / 1000:.0f} us of CPU"
+        found.append(f"a thread that existed before the call {took}{where}")
+    return found
+
+
+def background(before: dict[int, int | None], audit: bool, started_threads: Any) -> list[str]:
+    """Threads still running the submission's work after run() returned: started between calls, or
+    working now (an idle pool thread waiting on its queue is no work: ``_threads``), those the call
+    started on every call, those started before it on a correctness draw (the short wait stays out of the
+    timed and null calls, where the verifier's own CPU measures see such work, ``_trusted``)."""
+    frames = _current_frames()
+    if started_threads is None:
+        return []
+    started, stray = started_threads()
+    found = [f"thread {ident} started between calls" for ident in dict.fromkeys(stray)]
+    # new: an ident alive before the call held by another kernel thread now is new too (a thread that ended during
+    # the call leaves its ident, the address of its reused stack, to the next one started; judged as one started
+    # before the call, by its clock alone, a thread waiting with a time limit looked idle: the likeliest cause of
+    # thread_waits_with_a_time_limit's miss in one loaded run of the suite, its output read unwritten)
+    now = native_ids(frames)
+    new = [ident for ident in frames if ident not in before or before[ident] != now[ident]]
+    earlier = [ident for ident in frames if ident in started and ident not in new] if audit else []
+    busy = working(new + earlier, started=new) if new or earlier else set()
+    for ident, frame in frames.items():
+        if ident in busy:
+            found.append(f"thread {ident} in {frame.f_code.co_name} (line {frame.f_lineno})")
+    return found
+
+
+def news(
+    *, _hooks: tuple[list[Binding], ...], _timers: list[Binding], _callbacks: list[Any], _library_callbacks: list[Any],
+    _candidate: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """Tampering found since the last answer (violations and inline CUDA: in the control page): the guards' and the
+    DSL gates' hooks (``_hooks``) or the timers no longer in place, collector callbacks added (the submission may add
+    none: ``gc.callbacks`` is the interpreter's own list, whatever name it is reached by; put back as it was)."""
+    tampered: list[str] = []
+    for bindings in _hooks:
+        tampered += changed_bindings(bindings)
+    timers = changed_bindings(_timers)
+    added = [cb for cb in _callbacks if not any(cb is ours for ours in _library_callbacks)]
+    if _candidate and added:
+        tampered.append(f"gc.callbacks (a collector callback runs work outside the timed call: {len(added)} added)")
+        _callbacks[:] = _library_callbacks
+    return {"tampered": tampered, "timer_tampered": timers}
 
 
 class _ProvenanceMode(TorchDispatchMode):
@@ -188,6 +325,8 @@ class Worker:
         self.path = os.path.abspath(setup["path"])
         self.device = torch.device(setup["device"])
         self.candidate = setup["role"] == "candidate"
+        self.module_name = "submission" if self.candidate else "_mkbsim_reference"
+        self.lines = source_lines(self.path)  # for the frames of an error, read before the file loads
         self.control_fd = control_fd
         self.timers = [binding(owner, attr) for owner, attr in TIMER_ATTRIBUTES]
         self.guards: Guards | None = None
@@ -219,10 +358,11 @@ class Worker:
             total = torch.cuda.get_device_properties(self.device).total_memory
             torch.cuda.set_per_process_memory_fraction(min(1.0, s["memory_bytes"] / total), self.device)
 
-    def open_vaults(self) -> Callable[[Any], None]:
+    def open_vaults(self) -> Callable[[], None]:
         """The timer (every worker) and, for a submission, the guards, the DSL gates and the provenance
         audit. Only vaults keep the control page; the audit hook comes last and protects all of them.
-        Returns the loop over blocks, its every step bound now (``_serve_blocks``)."""
+        Returns the hook that loads the file and serves the blocks (``_begin``), its every step bound now: the walk
+        over it (``Registry.unbound``) finds nothing a submission could change by the time it runs."""
         registry = Registry()
         page = map_control(self.control_fd)
         key = self.setup.pop("answer_key", None)  # into the signing vault and nowhere else (_channel)
@@ -239,8 +379,10 @@ class Worker:
             sources: dict[int, Any] = {}
             # the audit's secret sample positions go into its vault and stay nowhere else
             positions = [torch.tensor(p, dtype=torch.int64) for p in self.setup.pop("sample_positions")]
+            lib = provenance_lib(self.device)
+            registry.compared(lib.c_int, *lib.pointer_arrays.values())  # a CuTe call's argument types, compared
             send = registry.open(
-                provenance_vault, page, provenance_lib(self.device), page_layout(), positions,
+                provenance_vault, page, lib, page_layout(), positions,
                 list(self.setup["output_numels"]), sources,
             )  # fmt: skip
             # on correctness draws the launches and the audited eager operators run one at a time (_provenance.gate)
@@ -275,20 +417,49 @@ class Worker:
         delivered = registry.open(
             delivered_vault, page, delivered_lib(), delivered_layout(), tuple(self.setup["inplace"])
         )  # fmt: skip
-        loop = self.call_path(registry, timer, delivered, audit, report)
+        tampering = self.tampering(registry)
+        loop = self.call_path(registry, timer, delivered, audit, report, tampering)
+        begin = self.loading(registry, loop, tampering)
+        # nothing the worker runs once the file is loaded looks up what the submission could change by then
+        # a binding's installed object and its owner's namespace are compared, never called (``news``)
+        registry.compared(*(b[i] for b in (*self.timers, *self.patched_bindings()) for i in (2, 3)))
+        registry.freeze(*HARNESS_CLASSES)
+        # (the process filter's installation runs after the submission loaded, through ctypes: the verifier counts the
+        # worker's filters in the kernel, whatever it ran)
+        unbound = registry.unbound(
+            begin, opaque=(torch.Tensor, audit["_mode"], *_LOADING, sys.modules, sys.path, self.no_process[0]),
+            data=(torch.Tensor,),
+        )  # fmt: skip
+        if unbound:
+            raise RuntimeError(
+                "the worker's path after loading looks up what a submission can change: " + "; ".join(unbound)
+            )
         if self.guards is not None:
             self.guards.install_audit_hook()
         registry.objects.clear()
         registry.vault_codes.clear()
         registry.hook_codes.clear()
         del page
-        return loop
+        return begin
+
+    def patched_bindings(self) -> tuple[Binding, ...]:
+        """The guards' and the DSL gates' hooks as installed."""
+        return (*self.guards.patched, *self.gates.patched) if self.guards is not None and self.gates is not None else ()
+
+    def tampering(self, registry: Registry) -> Callable[[], dict[str, Any]]:
+        """The hook that finds the tampering an answer reports (``news``)."""
+        hooks = (self.guards.patched, self.gates.patched) if self.guards is not None and self.gates is not None else ()
+        return registry.bind(
+            news, _hooks=hooks, _timers=self.timers, _callbacks=self.gc_callbacks,
+            _library_callbacks=self.library_callbacks, _candidate=self.candidate,
+        )  # fmt: skip
 
     def call_path(
-        self, registry: Registry, timer: Any, delivered: Any, audit: dict[str, Any], report: Any
+        self, registry: Registry, timer: Any, delivered: Any, audit: dict[str, Any], report: Any,
+        tampering: Callable[[], dict[str, Any]],
     ) -> Callable[[Any], None]:  # fmt: skip
         """The hooks of the per-call path (``_serve_blocks`` down to ``timed_call``), bound to the vaults' hooks,
-        C functions and the Worker's fact-finding methods."""
+        C functions, the facts' hooks and the guards' data they read."""
         protect = registry.protect
         cuda = self.device.type == "cuda"
         # the device's synchronisation as a C function (torch.cuda.synchronize is Python, over module globals)
@@ -306,6 +477,24 @@ class Worker:
         )  # fmt: skip
         # the same hook as the harness's bound one, kept for benchmarks/verifier_overhead.py: nothing calls it from here
         self.timed_call = protect(timed_call, _timer=timer, _clock=_perf_counter)
+        guards = self.guards
+        # the facts' steps read the threads through what the guards audit (``sys._current_frames``, ``/proc``): the
+        # harness's own code, not hooks looked past
+        bind = registry.bind
+        started = protect(started_threads, _ask=guards.ask) if guards is not None else None
+        thread_ops = guards.thread_ops if guards is not None else None
+        facts = {
+            "_threads_before": bind(threads_before, _started=started),
+            "_clocks_before": bind(clocks_before, _thread_ops=thread_ops),
+            "_moved": bind(moved),
+            "_threads_after": bind(
+                threads_after, _started=started, _thread_ops=thread_ops,
+                _counted=guards.counted_threads if guards is not None else None,
+            ),
+            "_describe": bind(structure),
+            "_aliases": bind(aliases, _device_type=self.device.type),
+            "_error": bind(error_facts),
+        }  # fmt: skip
         call = protect(
             _call_once, _advance=protect(advance_block, _timer=timer), _arena=requests["arena"],
             _timed=self.timed_call, _null_run=steps["null_run"], _method=MethodType,
@@ -313,21 +502,45 @@ class Worker:
             _push=_push_mode, _report_inputs=audit["_report_inputs"], _report_result=report,
             _finish=finish, _items=protect(_returned_items, **_ITEMS), _copy_into=copy_into,
             _inplace=tuple(self.setup["inplace"]), _len=len, _exception=BaseException, _isinstance=isinstance,
-            _threads_before=self.threads_before, _clocks_before=self.clocks_before, _moved=moved,
-            _threads_after=self.threads_after, _describe=structure, _aliases=self.aliases, _error=self.error,
-            _news=self.news, **mode_ops,
+            _path=self.path, _lines=self.lines, _news=tampering, **facts, **mode_ops,
         )  # fmt: skip
         block = protect(
             _run_block, _map=steps["map"], _device=self.device, _open=requests["open"], _keep=requests["keep"],
             _restore=requests["restore"], _sync=sync, _stage_out=steps["stage_out"],
-            _end=protect(end_block, _timer=timer), _call=call, _news=self.news, _ops=HARNESS_OPS,
+            _end=protect(end_block, _timer=timer), _call=call, _news=tampering, _ops=HARNESS_OPS,
             _harness=audit["_report_harness"],
         )  # fmt: skip
         loop: Callable[[Any], None] = protect(
-            _serve_blocks, _recv=self.chan.recv, _ready=self.chan.wait_readable, _send=self.chan.send, _block=block,
-            _gc=_GC_SWITCHES, _collect=gc.collect,
+            _serve_blocks, _block=block, _gc=_GC_SWITCHES, _collect=gc.collect,
+            **self.channel_io(registry),
         )  # fmt: skip
         return loop
+
+    def loading(
+        self, registry: Registry, loop: Callable[[Any], None], tampering: Callable[[], dict[str, Any]]
+    ) -> Callable[[], None]:  # fmt: skip
+        """The hook that loads the file, answers, and serves the blocks (``_begin``)."""
+        protect = registry.protect
+        install, missing = self.no_process
+        ask = self.guards.ask if self.guards is not None else None
+        begin: Callable[[], None] = protect(
+            _begin, _load=protect(load_file, **self.load_bindings()), _entry="run" if self.candidate else "reference",
+            _getattr=getattr, _callable=callable, _missing=AttributeError, _exception=BaseException,
+            _clock=_perf_counter, _path=self.path, _lines=self.lines, _error=registry.bind(error_facts),
+            _news=tampering, _send=self.channel_io(registry)["_send"],
+            _close=protect(_close_processes, _install=install, _missing=missing, _ask=ask), _ask=ask, _loop=loop,
+        )  # fmt: skip
+        return begin
+
+    def channel_io(self, registry: Registry) -> dict[str, Any]:
+        quiet = self.guards.quiet if self.guards is not None else None
+        return worker_io(registry.protect, self.chan.sock, self.chan.sign, quiet)
+
+    def load_bindings(self) -> dict[str, Any]:
+        return {
+            "_path": self.path, "_name": self.module_name, "_sys_path": tuple(self.setup.get("sys_path") or ()),
+            "_spec": _LOADING[0], "_module": _LOADING[1], "_modules": sys.modules, "_search": sys.path,
+        }  # fmt: skip
 
     def hide_harness(self) -> None:
         # The verifier's own modules stay loaded (the harness runs on them) but out of reach by name.
@@ -335,150 +548,76 @@ class Worker:
             del sys.modules[name]
 
     def import_file(self) -> ModuleType:
-        sys.path[:0] = self.setup.get("sys_path") or []  # a reference worker's copy of the problems package
-        name = "submission" if self.candidate else "_mkbsim_reference"
-        spec = importlib.util.spec_from_file_location(name, self.path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {self.path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
+        """The file loaded as the worker loads it (benchmarks load it so, without the rest of the worker)."""
+        return load_file(**self.load_bindings())
 
-    def start(self) -> None:
-        """Apply the limits, open the vaults, install the guards, import the file, and answer."""
+    def prepare(self) -> Callable[[], None]:
+        """Apply the limits, open the vaults and install the guards; the hook that loads the file and serves."""
         self.limit_resources()
         if self.setup["cache_flush"]:
             self.flusher = CacheFlusher(self.device)
         # everything used after the submission is loaded is bound before (it may rebind any attribute it reaches)
-        serve_blocks = self.open_vaults()
-        send, ask = self.chan.send, self.guards.ask if self.guards is not None else None
+        begin = self.open_vaults()
         if self.candidate:
             self.hide_harness()
-        t0 = time.perf_counter()
-        try:
-            module = self.import_file()
-            entry = "run" if self.candidate else "reference"
-            fn = getattr(module, entry, None)
-            if not callable(fn):
-                raise AttributeError(f"the file defines no callable {entry}(*inputs)")
-        except BaseException as exc:  # the submission's failure, reported; never ours to raise
-            send({"ok": False, "error": error_facts(exc, self.path), **self.news()})
-            return
-        send({"ok": True, "import_s": time.perf_counter() - t0, **self.close_processes(), **self.news()})
-        if ask is not None:
-            ask(("between", True))
-        serve_blocks(fn)
+        return begin
 
-    def close_processes(self) -> dict[str, str]:
-        """A candidate's worker starts no process from now on (``_noprocess``): the filter's installation, or why
-        there is none (the verifier checks the kernel's count of the worker's filters, not this answer)."""
-        if not self.candidate:
-            return {}
-        install, missing = self.no_process
-        if self.guards is not None:
-            self.guards.ask(("loaded",))
-        return {"process_filter": (install() if install is not None else missing) or ""}
 
-    # --- calls ---------------------------------------------------------------------------------------
-    def news(self) -> dict[str, Any]:
-        """Tampering found since the last answer (violations and inline CUDA: in the control page)."""
-        tampered: list[str] = []
-        if self.guards is not None:
-            tampered += self.guards.tampered()
-        if self.gates is not None:
-            tampered += changed_bindings(self.gates.patched)
-        timers = changed_bindings(self.timers)
-        added = [cb for cb in self.gc_callbacks if not any(cb is ours for ours in self.library_callbacks)]
-        if self.candidate and added:
-            tampered.append(f"gc.callbacks (a collector callback runs work outside the timed call: {len(added)} added)")
-            self.gc_callbacks[:] = self.library_callbacks
-        return {"tampered": tampered, "timer_tampered": timers}
+#: The classes of torch's (pybind11's, whose attributes can be set) the per-call path and the vaults call, or call
+#: methods of: the guards refuse changing them (``Registry.freeze``).
+HARNESS_CLASSES = (
+    torch._C._ExcludeDispatchKeyGuard, torch._C.DispatchKeySet, torch._C._InferenceMode, torch._ops.OpOverload,
+    torch.Tag,
+)  # fmt: skip
 
-    def threads_before(self, audit: bool) -> tuple[dict[int, int | None], int]:
-        """The threads when a call starts (ident -> kernel thread id); on a correctness draw, how many the submission
-        has started: the audit's dispatch mode is thread-local, torch work in a thread run() starts is invisible to
-        it. Counted, not told by ident: a thread an earlier call of the block started and joined leaves its ident to
-        the next."""
-        started = len(self.guards.threads()[0]) if audit and self.guards is not None else 0
-        return native_ids(sys._current_frames()), started
+#: What loads the file: run once, before the submission exists (the walk over the path after loading knows them).
+_LOADING = (importlib.util.spec_from_file_location, importlib.util.module_from_spec)
 
-    def clocks_before(self, audit: bool) -> tuple[dict[int, tuple[int, int]], dict[int, int], Any]:
-        """On a correctness draw, the other threads' CPU clocks and the operators of those that count theirs; the
-        kernel threads' and the process's CPU clocks (``_threads.dark_cpu``)."""
-        ops = dict(self.guards.thread_ops) if audit and self.guards is not None else {}
-        return (clocks() if audit else {}), ops, cpu_before()
 
-    def threads_after(
-        self, before: tuple[dict[int, int | None], int], others: tuple[Any, dict[int, int], Any],
-        woken: dict[int, int | None],
-        audit: bool,
-    ) -> dict[str, Any]:  # fmt: skip
-        """The threads facts of a call that returned (the dark CPU read first, on every call alike)."""
-        dark_ns = dark_cpu(others[2])
-        reply: dict[str, Any] = {"background": self.background(before[0], audit)}
-        if audit and self.guards is not None:
-            reply["audit_threads"] = len(self.guards.threads()[0]) - before[1]
-            reply["audit_busy"] = self.describe_woken(woken, others[1])
-            reply["audit_dark_us"] = max(dark_ns, 0) // 1000
-        return reply
+def load_file(
+    *, _path: str, _name: str, _sys_path: tuple[str, ...], _spec: Any, _module: Any, _modules: Any, _search: Any,
+    _missing: Any = ImportError,
+) -> ModuleType:  # fmt: skip
+    """The file ``_path`` imported as the module ``_name`` (``_sys_path``: a reference worker's copy of the problems
+    package, searched first)."""
+    _search[:0] = _sys_path
+    spec = _spec(_name, _path)
+    if spec is None or spec.loader is None:
+        raise _missing(f"cannot load {_path}")
+    module = _module(spec)
+    _modules[_name] = module
+    spec.loader.exec_module(module)
+    return module
 
-    def error(self, exc: BaseException) -> dict[str, Any]:
-        return error_facts(exc, self.path)
 
-    def describe_woken(self, woken: dict[int, int | None], ops_before: dict[int, int]) -> list[str]:
-        """The threads that existed before a correctness draw and worked for it: one the submission started
-        that ran torch operators meanwhile, one whose operators are not counted that took CPU (``_threads``)."""
-        assert self.guards is not None
-        frames = sys._current_frames()
-        found = []
-        for ident, spent in woken.items():
-            frame = frames.get(ident)
-            where = f" (now in {frame.f_code.co_name}, line {frame.f_lineno})" if frame is not None else ""
-            if ident in self.guards.counted_threads:
-                ops = self.guards.thread_ops.get(ident, 0) - ops_before.get(ident, 0)
-                if ops:
-                    found.append(f"a thread started before the call ran {ops} torch operator(s){where}")
-                continue
-            took = "ended during the call" if spent is None else f"took {spent / 1000:.0f} us of CPU"
-            found.append(f"a thread that existed before the call {took}{where}")
-        return found
+def _close_processes(*, _install: Any, _missing: str | None, _ask: Any) -> dict[str, str]:
+    """A candidate's worker starts no process from now on (``_noprocess``): the filter's installation, or why there
+    is none (the verifier checks the kernel's count of the worker's filters, not this answer)."""
+    if _ask is None:
+        return {}
+    _ask(("loaded",))
+    return {"process_filter": (_install() if _install is not None else _missing) or ""}
 
-    def background(self, before: dict[int, int | None], audit: bool) -> list[str]:
-        """Threads still running the submission's work after run() returned: started between calls, or
-        working now (an idle pool thread waiting on its queue is no work: ``_threads``), those the call
-        started on every call, those started before it on a correctness draw (the short wait stays out of the
-        timed and null calls, where the verifier's own CPU measures see such work, ``_trusted``)."""
-        frames = sys._current_frames()
-        if self.guards is None:
-            return []
-        started, stray = self.guards.threads()
-        found = [f"thread {ident} started between calls" for ident in dict.fromkeys(stray)]
-        # new: an ident alive before the call held by another kernel thread now is new too (a thread that ended during
-        # the call leaves its ident, the address of its reused stack, to the next one started; judged as one started
-        # before the call, by its clock alone, a thread waiting with a time limit looked idle: the likeliest cause of
-        # thread_waits_with_a_time_limit's miss in one loaded run of the suite, its output read unwritten)
-        now = native_ids(frames)
-        new = [ident for ident in frames if ident not in before or before[ident] != now[ident]]
-        earlier = [ident for ident in frames if ident in started and ident not in new] if audit else []
-        busy = working(new + earlier, started=new) if new or earlier else set()
-        for ident, frame in frames.items():
-            if ident in busy:
-                found.append(f"thread {ident} in {frame.f_code.co_name} (line {frame.f_lineno})")
-        return found
 
-    def aliases(self, items: list[Any], args: list[Any]) -> list[list[int]]:
-        pairs = []
-        for i, out in enumerate(items):
-            if _type(out) is not _Tensor or _device(out).type != self.device.type:
-                continue
-            o0, o1 = _span(out)
-            for j, arg in enumerate(args):
-                if _type(arg) is _Tensor:
-                    a0, a1 = _span(arg)
-                    if o0 < a1 and a0 < o1:
-                        pairs.append([i, j])
-        return pairs
+def _begin(
+    *, _load: Any, _entry: str, _getattr: Any, _callable: Any, _missing: Any, _exception: Any, _clock: Any, _path: str,
+    _lines: Any, _error: Any, _news: Any, _send: Any, _close: Any, _ask: Any, _loop: Any
+) -> None:  # fmt: skip
+    """Load the file, answer, and serve the blocks. The submission's code runs below this frame from the import on:
+    it holds hooks and plain data only (the Worker, its guards' and gates' data, are out of every frame's reach)."""
+    t0 = _clock()
+    try:
+        module = _load()
+        fn = _getattr(module, _entry, None)
+        if not _callable(fn):
+            raise _missing(f"the file defines no callable {_entry}(*inputs)")
+    except _exception as exc:  # the submission's failure, reported; never ours to raise
+        _send({"ok": False, "error": _error(exc, _path, _lines), **_news()})
+        return
+    _send({"ok": True, "import_s": _clock() - t0, **_close(), **_news()})
+    if _ask is not None:
+        _ask(("between", True))
+    _loop(fn)
 
 
 # --- the per-call path ------------------------------------------------------------------------------
@@ -567,7 +706,7 @@ def _call_once(
     _sync: Any, _ops: Any, _depth: Any, _push: Any, _mode: Any, _ask: Any, _report_inputs: Any,
     _report_result: Any, _finish: Any, _items: Any, _copy_into: Any, _inplace: Any, _len: Any, _exception: Any,
     _isinstance: Any, _threads_before: Any, _clocks_before: Any, _moved: Any, _threads_after: Any, _describe: Any,
-    _aliases: Any, _error: Any, _news: Any
+    _aliases: Any, _error: Any, _path: str, _lines: Any, _news: Any
 ) -> dict[str, Any]:  # fmt: skip
     """One call of a block, on the arena of the call the timer's vault loads: flags 1 a null call (the harness's own
     trivial kernel), 2 a correctness draw. The flags are dropped before the call (a frame below run() holds nothing
@@ -605,7 +744,7 @@ def _call_once(
     try:
         result = _timed(call, args)
     except _exception as exc:  # the submission's exception (SystemExit too), reported as data
-        return {"ok": False, "error": _error(exc), "left_mode": _finish()[1], **_news()}
+        return {"ok": False, "error": _error(exc, _path, _lines), "left_mode": _finish()[1], **_news()}
     audit, left = _finish()
     woken = _moved(others[0])
     reply = {"ok": True, "left_mode": left, **_threads_after(before, others, woken, audit)}
@@ -702,6 +841,9 @@ def serve(sock_fd: int) -> None:
     os.dup2(out_fd, 2)
     os.close(out_fd)
     try:
-        Worker(chan, setup, fds[0]).start()
+        begin = Worker(chan, setup, fds[0]).prepare()
+        # the submission runs below this frame from now on: the frame keeps nothing of the harness's but the hook
+        del sock, chan, setup, fds
+        begin()
     except ChannelClosed:  # closed, shut down or replaced under the harness: only this process can do that
         os._exit(CHANNEL_LOST)

@@ -51,6 +51,7 @@ PROTECTED = [
     _vault._send, _operators.resolve_operator,
     _eagerwork.to_python_hook, _channel.answer_signer, _threads.count_ops, _threads.enter_thread,
     _worker._serve_blocks, _worker._run_block, _worker._call_once, _worker._finish_call, _worker._returned_items,
+    _worker._begin, _worker.load_file, _channel._unpacked, _channel._applied,
     _worker._copy_into_slots, _mapped.view, _mapped.arena, _mapped.block_memory, _mapped.map_block, _mapped.stage_out,
     _mapped.null_run, _mapped.delivered_vault, _mapped.request, _mapped.open_block, _mapping.map_shared,
     _mapping._descriptors_of, _arena.lock_pages, _arena.unlock_pages,
