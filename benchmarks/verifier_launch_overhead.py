@@ -20,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import time
-import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,6 +47,7 @@ def _at_depth(depth: int, fn: Callable[[], float]) -> float:
 def measure(variant: str, rounds: int, launches: int) -> dict[str, float | str | None]:
     import torch
 
+    from mkbsim.verifier._channel import Channel
     from mkbsim.verifier._control import ControlPage
     from mkbsim.verifier._worker import Worker
 
@@ -58,8 +58,8 @@ def measure(variant: str, rounds: int, launches: int) -> dict[str, float | str |
         "off_limits": [], "inplace": [], "sample_positions": [], "output_numels": [],
     }  # fmt: skip
     pair = socket.socketpair()  # the guards only note the channel's socket: no message goes through it here
-    chan = types.SimpleNamespace(recv=None, send=None, wait_readable=None, fileno=pair[0].fileno)
-    worker = Worker(chan, setup, os.dup(control.take_fd()))  # type: ignore[arg-type]
+    chan = Channel(pair[0])
+    worker = Worker(chan, setup, os.dup(control.take_fd()))
     if variant != "bare":
         worker.open_vaults()
     kernel = worker.import_file()._scale_rows

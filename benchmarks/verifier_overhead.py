@@ -94,6 +94,7 @@ def measure_variant(
     torch.set_num_threads(threads)
     from mkbsim.catalog import load_catalog
     from mkbsim.verifier._arena import BlockArenas
+    from mkbsim.verifier._channel import Channel
     from mkbsim.verifier._control import ControlPage
     from mkbsim.verifier._mapped import bound_steps
     from mkbsim.verifier._vault import Registry
@@ -117,8 +118,8 @@ def measure_variant(
     }  # fmt: skip
     # no channel: the worker's loop over blocks is bound to one, never run here (the guards only note its socket)
     pair = socket.socketpair()
-    chan = types.SimpleNamespace(recv=None, send=None, wait_readable=None, fileno=pair[0].fileno)
-    worker = Worker(chan, setup, os.dup(control.take_fd()))  # type: ignore[arg-type]
+    chan = Channel(pair[0])
+    worker = Worker(chan, setup, os.dup(control.take_fd()))
     if guarded:
         sys.addaudithook(events.tally)  # ahead of the guards' hook: it sees every audited event of the calls
     profiler = cProfile.Profile() if profile else None

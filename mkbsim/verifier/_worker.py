@@ -333,6 +333,8 @@ class Worker:
         self.gates: DslGates | None = None
         self.flusher: CacheFlusher | None = None
         self.timed_call: Callable[..., Any] | None = None
+        # the audit's mode and report hooks (benchmarks/verifier_audit_overhead.py runs a draw's steps with them)
+        self.audit_hooks: dict[str, Any] = {}
         # installs the filter refusing every process start once the file is loaded (``_noprocess``), or why none can
         self.no_process: tuple[Callable[[], str | None] | None, str | None] = (None, None)
         # the collector callbacks the libraries registered; the submission may add none (gc.callbacks is
@@ -417,12 +419,19 @@ class Worker:
         delivered = registry.open(
             delivered_vault, page, delivered_lib(), delivered_layout(), tuple(self.setup["inplace"])
         )  # fmt: skip
+        # the collector callbacks the libraries registered, those imported while the vaults opened included (the CuTe
+        # DSL's gates import jax, which adds one)
+        self.library_callbacks = list(gc.callbacks)
+        self.audit_hooks = {**audit, "_report_result": report}
         tampering = self.tampering(registry)
         loop = self.call_path(registry, timer, delivered, audit, report, tampering)
         begin = self.loading(registry, loop, tampering)
         # nothing the worker runs once the file is loaded looks up what the submission could change by then
         # a binding's installed object and its owner's namespace are compared, never called (``news``)
         registry.compared(*(b[i] for b in (*self.timers, *self.patched_bindings()) for i in (2, 3)))
+        # the libraries' collector callbacks (jax's, with the CuTe DSL): compared with gc.callbacks by ``news``; the
+        # collector runs them between blocks, where the worker's CPU is the verifier's idle measure
+        registry.compared(*self.library_callbacks)
         registry.freeze(*HARNESS_CLASSES)
         # (the process filter's installation runs after the submission loaded, through ctypes: the verifier counts the
         # worker's filters in the kernel, whatever it ran)

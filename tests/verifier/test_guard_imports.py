@@ -37,7 +37,7 @@ from mkbsim.verifier._vault import Registry
 from mkbsim.verifier._worker import HARNESS_DIR
 
 
-def operators_vault(clamp, where, gt, t):
+def operators_vault(clamp, where, gt, t, failure, text):
     reply = None
     while True:
         request = yield reply
@@ -45,8 +45,8 @@ def operators_vault(clamp, where, gt, t):
             clamp(t, min=1e-30)  # the first parse of a Python float in this process: torch imports itself
             where(gt(t, 0.5), 1, 0.0)
             reply = "ran"
-        except BaseException as exc:
-            reply = repr(exc)
+        except failure as exc:
+            reply = text(exc)
 
 
 path = sys.argv[1]
@@ -54,7 +54,9 @@ control = ControlPage()
 registry = Registry()
 guards = Guards(registry, attribution_config(HARNESS_DIR, path, []), "tirx", map_control(os.dup(control.take_fd())))
 base = torch._C.TensorBase
-audit = registry.open(operators_vault, base.clamp, torch._C._VariableFunctions.where, base.gt, torch.rand(4, 4))
+audit = registry.open(
+    operators_vault, base.clamp, torch._C._VariableFunctions.where, base.gt, torch.rand(4, 4), BaseException, repr
+)
 guards.install()
 guards.install_audit_hook()
 spec = importlib.util.spec_from_file_location("submission", path)
