@@ -411,11 +411,13 @@ def category(name: str) -> str:
     return "elementwise" if base in _ELEMENTWISE or base in _WEIGHTS or _ELEMENT_TAGS & _tags(base) else "bound"
 
 
-def _aten_tags() -> dict[str, frozenset[str]]:
-    """torch's tags of every overload of each ``aten`` operator, by base name: read when the harness loads (0.15 s),
-    since the worker's vaults price operators by them and torch's operator packets are Python (``overloads``) a
-    submission could patch by then."""
+def _aten_tags() -> tuple[dict[str, frozenset[str]], frozenset[tuple[str, str, str]]]:
+    """torch's tags of every overload of each ``aten`` operator, by base name, and the overloads tagged
+    ``inplace_view`` (("aten", base, overload), "" for the default one): read when the harness loads (0.15 s), since the
+    worker's vaults price operators by them, and torch's operator packets and its ``Tag`` enum are Python or pybind11
+    classes (``overloads``, ``Tag.__eq__``) a submission could patch by then."""
     tags: dict[str, frozenset[str]] = {}
+    views: set[tuple[str, str, str]] = set()
     for full in torch._C._dispatch_get_all_op_names():
         if not full.startswith("aten::"):
             continue
@@ -424,14 +426,17 @@ def _aten_tags() -> dict[str, frozenset[str]]:
             continue
         try:
             packet = getattr(torch.ops.aten, base)
-            overloads = [getattr(packet, overload) for overload in packet.overloads()]
-            tags[base] = frozenset(tag.name for overload in overloads for tag in overload.tags)
+            overloads = {name: getattr(packet, name).tags for name in packet.overloads()}
         except (AttributeError, RuntimeError):
             tags[base] = frozenset()
-    return tags
+            continue
+        tags[base] = frozenset(tag.name for found in overloads.values() for tag in found)
+        views |= {("aten", base, "" if name == "default" else name) for name, found in overloads.items()
+                  if torch.Tag.inplace_view in found}  # fmt: skip
+    return tags, frozenset(views)
 
 
-_ATEN_TAGS = _aten_tags()
+_ATEN_TAGS, INPLACE_VIEWS = _aten_tags()
 
 
 def _tags(base: str) -> frozenset[str]:

@@ -28,14 +28,40 @@ _Base = torch._C.TensorBase
 # captured when the harness is imported: the worker's guards replace torch.frombuffer for submissions
 _frombuffer, _empty = torch.frombuffer, torch.empty
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux
-#: torch functions off and torch's Python dispatch excluded: the harness's own tensor operations run no code of the
-#: submission's (its modes, its tensor subclasses)
-HARNESS_OPS = (
-    torch._C.DisableTorchFunction,
-    torch._C._ExcludeDispatchKeyGuard,
-    torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
-    | torch._C.DispatchKeySet(torch._C.DispatchKey.PythonTLSSnapshot),
-)
+_PYTHON_KEYS = (torch._C.DispatchKey.Python, torch._C.DispatchKey.PythonTLSSnapshot)
+
+
+def python_excluded(
+    *, _excluded: Any = torch._C._dispatch_tls_is_dispatch_key_excluded,
+    _exclude: Any = torch._C._dispatch_tls_set_dispatch_key_excluded, _keys: Any = _PYTHON_KEYS,
+) -> tuple[bool, bool]:  # fmt: skip
+    """torch's Python dispatch keys excluded on this thread, through torch's C functions (``_ExcludeDispatchKeyGuard``
+    is a pybind11 class, whose ``__enter__`` a submission can replace: red team rt33 F1); what was excluded before."""
+    before = (_excluded(_keys[0]), _excluded(_keys[1]))
+    _exclude(_keys[0], True)
+    _exclude(_keys[1], True)
+    return before
+
+
+def python_restored(
+    before: tuple[bool, bool], *, _exclude: Any = torch._C._dispatch_tls_set_dispatch_key_excluded,
+    _keys: Any = _PYTHON_KEYS,
+) -> None:  # fmt: skip
+    """The Python dispatch keys as ``python_excluded`` found them."""
+    _exclude(_keys[0], before[0])
+    _exclude(_keys[1], before[1])
+
+
+#: torch functions off (a C class, whose attributes cannot be set), then torch's Python dispatch excluded and put back:
+#: the harness's own tensor operations run no code of the submission's (its modes, its tensor subclasses). Used as
+#: ``with ops[0](): excluded = ops[1](); try: ... finally: ops[2](excluded)``.
+HARNESS_OPS = (torch._C.DisableTorchFunction, python_excluded, python_restored)
+
+
+def harness_ops(protect: Callable[..., Any]) -> tuple[Any, Any, Any]:
+    """``HARNESS_OPS`` with its functions made hooks (``_vault.Registry.protect``)."""
+    return HARNESS_OPS[0], protect(python_excluded), protect(python_restored)
+
 
 #: The harness's requests to ``delivered_vault``.
 OPEN, ARENA, KEEP, RESTORE, AUDITED = 1, 2, 3, 4, 5
@@ -194,18 +220,22 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
             if kind == 1 and arenas is None and lib.len(request) == 4:  # OPEN
                 arenas, order, memory = request[1], request[2], request[3]
                 delivered, kept = [], []
-                with lib.ops[0](), lib.ops[1](lib.ops[2]):
-                    for args, outputs in arenas:
-                        tensors, copies = [], []
-                        for slot in outputs:
-                            if slot is not None:
-                                tensors.append(slot)
-                        for i in inplace:
-                            tensors.append(args[i])
-                        for tensor in tensors:
-                            copies.append(lib.clone(tensor))
-                        delivered.append(tensors)
-                        kept.append(copies)
+                with lib.ops[0]():
+                    excluded = lib.ops[1]()
+                    try:
+                        for args, outputs in arenas:
+                            tensors, copies = [], []
+                            for slot in outputs:
+                                if slot is not None:
+                                    tensors.append(slot)
+                            for i in inplace:
+                                tensors.append(args[i])
+                            for tensor in tensors:
+                                copies.append(lib.clone(tensor))
+                            delivered.append(tensors)
+                            kept.append(copies)
+                    finally:
+                        lib.ops[2](excluded)
                 done = [False] * lib.len(order)
                 asked = [False] * lib.len(order)
                 reply = kept  # for the provenance vault's census, which leaves the harness's memory out
@@ -216,14 +246,22 @@ def delivered_vault(page: Any, lib: Any, layout: Any, inplace: Any) -> Generator
                 reply = arenas[order[current]]
             elif kind == 3 and 0 <= current < lib.len(order) and not done[current]:  # KEEP
                 done[current] = True
-                with lib.ops[0](), lib.ops[1](lib.ops[2]):
-                    for copy, slot in lib.zip(kept[order[current]], delivered[order[current]]):
-                        lib.copy(copy, slot)
+                with lib.ops[0]():
+                    excluded = lib.ops[1]()
+                    try:
+                        for copy, slot in lib.zip(kept[order[current]], delivered[order[current]]):
+                            lib.copy(copy, slot)
+                    finally:
+                        lib.ops[2](excluded)
             elif kind == 4 and arenas is not None:  # RESTORE
-                with lib.ops[0](), lib.ops[1](lib.ops[2]):
-                    for copies, slots in lib.zip(kept, delivered):
-                        for copy, slot in lib.zip(copies, slots):
-                            lib.copy(slot, copy)
+                with lib.ops[0]():
+                    excluded = lib.ops[1]()
+                    try:
+                        for copies, slots in lib.zip(kept, delivered):
+                            for copy, slot in lib.zip(copies, slots):
+                                lib.copy(slot, copy)
+                    finally:
+                        lib.ops[2](excluded)
                 reply = (arenas, delivered, kept, memory)
                 arenas = order = delivered = kept = done = asked = memory = None
             else:

@@ -105,7 +105,7 @@ class Registry:
         # the harness's functions a hook looks up by name, each made a hook once: id -> (the function, its hook)
         self._bound: dict[int, tuple[types.FunctionType, types.FunctionType]] = {}
         self.states: list[tuple[str, tuple[Any, ...]]] = []  # each vault's state, as opened
-        self._frozen: set[int] = set()  # classes whose attributes the guards let nobody change (``freeze``)
+        self._watched: dict[int, tuple[type, Any, dict[str, Any]]] = {}  # classes watched for changes (``watch``)
         self._compared: list[Any] = []  # objects compared by identity, never called nor read (``compared``)
 
     def open(self, body: Callable[..., Generator[Any, Any, None]], *state: Any) -> Send:
@@ -150,10 +150,12 @@ class Registry:
         if type(lib) is not types.SimpleNamespace:
             return
         for name, value in vars(lib).items():
-            if type(value) is types.FunctionType and value.__closure__ is None and any(global_names(value.__code__)):
+            if type(value) is types.FunctionType and value.__closure__ is None:
                 setattr(lib, name, self._value(value, f"a vault's {name}"))
             elif type(value) is _CACHED:  # a cache over a Python function: a cache of its hook
                 setattr(lib, name, functools.cache(self._value(value.__wrapped__, f"a vault's {name}")))
+            elif type(value) is tuple and any(type(part) is types.FunctionType for part in value):
+                setattr(lib, name, tuple(self._value(part, f"a vault's {name}") for part in value))
             else:
                 self._bind_library(value)
 
@@ -162,16 +164,23 @@ class Registry:
         class a call's arguments must be made of): ``unbound`` does not look into them."""
         self._compared += objects
 
-    def freeze(self, *classes: type) -> None:
-        """Classes the hooks or vaults call or call methods of whose attributes can be set (pybind11's, a class
-        statement's): the guards' audit hook refuses setting or deleting any of their attributes, as it refuses reading
-        a hook's (``protected``); Python raises the audit event on every class's ``__setattr__``."""
+    def watch(self, *classes: type) -> None:
+        """Classes whose attributes can be set (pybind11's, a class statement's) the hooks or vaults hand instances of
+        to C functions, or make and drop (torch.Tensor: its ``__del__``, set on the class, runs wherever a tensor is
+        freed): Python raises no audit event when a class's attribute is set, so ``changed`` tells, on every answer,
+        whether one was (the worker reports it as tampering)."""
         for cls in classes:
-            if id(cls) not in self._frozen:
-                self._frozen.add(id(cls))
-                self.objects.append(cls)
+            if id(cls) not in self._watched:
+                self._watched[id(cls)] = (cls, vars(cls), dict(vars(cls)))
+                self.compared(*self._watched[id(cls)][1:])  # (read by ``changed``, never called)
 
-    def _hook(self, fn: types.FunctionType, where: str, transparent: bool) -> types.FunctionType:
+    def watched(self) -> tuple[tuple[str, Any, dict[str, Any]], ...]:
+        """(name, the live namespace, its items as watched) of each watched class, for ``changed``."""
+        return tuple((cls.__qualname__, live, items) for cls, live, items in self._watched.values())
+
+    def _hook(
+        self, fn: types.FunctionType, where: str, transparent: bool, remember: bool = False
+    ) -> types.FunctionType:  # fmt: skip
         if fn.__closure__ is not None:
             raise Unbindable(f"{where}: {fn.__qualname__} holds a closure (cells a walk over frames reaches)")
         loads, writes = global_names(fn.__code__)
@@ -181,7 +190,7 @@ class Registry:
         self.objects.append(hook)
         if transparent:
             self.hook_codes.append(hook.__code__)
-        if loads:
+        if remember:
             self._bound[id(fn)] = (fn, hook)  # before its names: a function may call itself
         own = hook.__globals__
         for name in loads:
@@ -200,12 +209,12 @@ class Registry:
         if type(value) is not types.FunctionType:
             return value
         known = self._bound.get(id(value))  # (a function a hook calls is the harness's code where it runs)
-        return known[1] if known is not None else self._hook(value, where, False)
+        return known[1] if known is not None else self._hook(value, where, False, True)
 
     def unbound(self, root: Any, opaque: tuple[Any, ...] = (), data: tuple[type, ...] = ()) -> list[str]:
         """What a call of the hook ``root``, or a request to any vault, could look up when it runs that the submission
         may have changed by then: a function that is not one of this registry's hooks, a method of a Python object, a
-        module, a class whose attributes can be set (an exception's excepted: only raised; a frozen one's too) or an
+        module, a class whose attributes can be set (an exception's excepted: only raised; a watched one's too) or an
         instance of one. ``opaque``: objects the hooks hand on or compare, never call nor read (a mode pushed, a
         binding's namespace); ``data``: classes whose instances are only handed to C functions (tensors)."""
         hooks = {id(obj) for obj in self.objects if type(obj) is types.FunctionType}
@@ -221,8 +230,8 @@ class Registry:
             seen.add(id(obj))
             if kind is types.FunctionType:
                 name = obj.__qualname__
-                if id(obj) not in hooks and (obj.__closure__ is not None or any(global_names(obj.__code__))):
-                    found.append(f"{path}: the function {obj.__module__}.{name} looks names up, not a hook")
+                if id(obj) not in hooks:  # (a function's ``__code__`` and defaults can be replaced, a hook's cannot)
+                    found.append(f"{path}: the function {obj.__module__}.{name}, not a hook")
                     continue
                 pending += [(v, f"{name}.{k}") for k, v in (obj.__kwdefaults__ or {}).items()]
                 if id(obj) in hooks:  # (its own namespace; another function here looks no name up in its module's)
@@ -250,7 +259,7 @@ class Registry:
         return found
 
     def _fixed(self, cls: type) -> bool:
-        return bool(cls.__flags__ & _IMMUTABLE_TYPE) or id(cls) in self._frozen
+        return bool(cls.__flags__ & _IMMUTABLE_TYPE) or id(cls) in self._watched
 
 
 #: What a hook can hold that nothing changes (a C function, a C class's instance, is judged by its type).
@@ -280,3 +289,13 @@ def unwrap(answer: tuple[int, Any]) -> Any:
     if kind == RAISE:
         raise value
     return value
+
+
+def changed(watched: Any) -> list[str]:
+    """The watched classes' attributes set, replaced or deleted since ``Registry.watch`` (read from each class's own
+    namespace: no lookup through the class or its metaclass)."""
+    found = []
+    for name, live, items in watched:
+        if len(live) != len(items) or any(live.get(key, live) is not value for key, value in items.items()):
+            found.append(f"{name} (an attribute of a class the harness uses was set or deleted)")
+    return found

@@ -35,11 +35,11 @@ from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._eagerwork import to_python_hook
 from mkbsim.verifier._guards import Binding, Guards, binding, changed_bindings, started_threads
 from mkbsim.verifier._mapped import (
-    HARNESS_OPS,
     bound_steps,
     delivered_layout,
     delivered_lib,
     delivered_vault,
+    harness_ops,
     vault_requests,
 )
 from mkbsim.verifier._noprocess import installer as process_filter
@@ -66,7 +66,7 @@ from mkbsim.verifier._timing import (
     timer_lib,
     timer_vault,
 )
-from mkbsim.verifier._vault import Registry
+from mkbsim.verifier._vault import Registry, changed
 
 HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -297,8 +297,8 @@ def background(before: dict[int, int | None], audit: bool, started_threads: Any)
 
 
 def news(
-    *, _hooks: tuple[list[Binding], ...], _timers: list[Binding], _callbacks: list[Any], _library_callbacks: list[Any],
-    _candidate: bool,
+    *, _hooks: tuple[list[Binding], ...], _watched: Any, _timers: list[Binding], _callbacks: list[Any],
+    _library_callbacks: list[Any], _candidate: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """Tampering found since the last answer (violations and inline CUDA: in the control page): the guards' and the
     DSL gates' hooks (``_hooks``) or the timers no longer in place, collector callbacks added (the submission may add
@@ -306,6 +306,7 @@ def news(
     tampered: list[str] = []
     for bindings in _hooks:
         tampered += changed_bindings(bindings)
+    tampered += changed(_watched)
     timers = changed_bindings(_timers)
     added = [cb for cb in _callbacks if not any(cb is ours for ours in _library_callbacks)]
     if _candidate and added:
@@ -423,6 +424,7 @@ class Worker:
         # DSL's gates import jax, which adds one)
         self.library_callbacks = list(gc.callbacks)
         self.audit_hooks = {**audit, "_report_result": report}
+        registry.watch(*WATCHED_CLASSES)
         tampering = self.tampering(registry)
         loop = self.call_path(registry, timer, delivered, audit, report, tampering)
         begin = self.loading(registry, loop, tampering)
@@ -432,12 +434,10 @@ class Worker:
         # the libraries' collector callbacks (jax's, with the CuTe DSL): compared with gc.callbacks by ``news``; the
         # collector runs them between blocks, where the worker's CPU is the verifier's idle measure
         registry.compared(*self.library_callbacks)
-        registry.freeze(*HARNESS_CLASSES)
         # (the process filter's installation runs after the submission loaded, through ctypes: the verifier counts the
         # worker's filters in the kernel, whatever it ran)
         unbound = registry.unbound(
-            begin, opaque=(torch.Tensor, audit["_mode"], *_LOADING, sys.modules, sys.path, self.no_process[0]),
-            data=(torch.Tensor,),
+            begin, opaque=(audit["_mode"], *_LOADING, sys.modules, sys.path, self.no_process[0])
         )  # fmt: skip
         if unbound:
             raise RuntimeError(
@@ -459,7 +459,7 @@ class Worker:
         """The hook that finds the tampering an answer reports (``news``)."""
         hooks = (self.guards.patched, self.gates.patched) if self.guards is not None and self.gates is not None else ()
         return registry.bind(
-            news, _hooks=hooks, _timers=self.timers, _callbacks=self.gc_callbacks,
+            news, _hooks=hooks, _watched=registry.watched(), _timers=self.timers, _callbacks=self.gc_callbacks,
             _library_callbacks=self.library_callbacks, _candidate=self.candidate,
         )  # fmt: skip
 
@@ -474,6 +474,7 @@ class Worker:
         # the device's synchronisation as a C function (torch.cuda.synchronize is Python, over module globals)
         sync = torch._C._cuda_synchronize if cuda else None
         mode_ops = {"_depth": _mode_depth, "_mode": audit["_mode"], "_ask": audit["_ask"]}
+        ops = harness_ops(protect)
         copy_into = protect(
             _copy_into_slots, _len=len, _zip=zip, _type=_type, _Tensor=_Tensor, _layout=_layout, _strided=torch.strided,
             _functional=_is_functional, _zerotensor=_zerotensor, _device=_device, _device_type=self.device.type,
@@ -507,7 +508,7 @@ class Worker:
         call = protect(
             _call_once, _advance=protect(advance_block, _timer=timer), _arena=requests["arena"],
             _timed=self.timed_call, _null_run=steps["null_run"], _method=MethodType,
-            _flush=self.flusher.buffer.add_ if self.flusher is not None else None, _sync=sync, _ops=HARNESS_OPS,
+            _flush=self.flusher.buffer.add_ if self.flusher is not None else None, _sync=sync, _ops=ops,
             _push=_push_mode, _report_inputs=audit["_report_inputs"], _report_result=report,
             _finish=finish, _items=protect(_returned_items, **_ITEMS), _copy_into=copy_into,
             _inplace=tuple(self.setup["inplace"]), _len=len, _exception=BaseException, _isinstance=isinstance,
@@ -516,7 +517,7 @@ class Worker:
         block = protect(
             _run_block, _map=steps["map"], _device=self.device, _open=requests["open"], _keep=requests["keep"],
             _restore=requests["restore"], _sync=sync, _stage_out=steps["stage_out"],
-            _end=protect(end_block, _timer=timer), _call=call, _news=tampering, _ops=HARNESS_OPS,
+            _end=protect(end_block, _timer=timer), _call=call, _news=tampering, _ops=ops,
             _harness=audit["_report_harness"],
         )  # fmt: skip
         loop: Callable[[Any], None] = protect(
@@ -572,11 +573,13 @@ class Worker:
         return begin
 
 
-#: The classes of torch's (pybind11's, whose attributes can be set) the per-call path and the vaults call, or call
-#: methods of: the guards refuse changing them (``Registry.freeze``).
-HARNESS_CLASSES = (
-    torch._C._ExcludeDispatchKeyGuard, torch._C.DispatchKeySet, torch._C._InferenceMode, torch._ops.OpOverload,
-    torch.Tag,
+#: Classes of torch's whose attributes can be set (a class statement's, pybind11's) the per-call path and the vaults
+#: hand instances of to C functions, compare, or make and drop (``Registry.watch``: a change is tampering). None is
+#: called through the class: the Python dispatch keys are excluded by C functions (``_mapped.python_excluded``), not
+#: ``_ExcludeDispatchKeyGuard``, whose ``__enter__`` red team rt33 F1 replaced.
+WATCHED_CLASSES = (
+    torch.Tensor, torch._C.DispatchKey, torch._C.DispatchKeySet, torch._ops.OpOverload, torch.Tag,
+    torch._C._InferenceMode,
 )  # fmt: skip
 
 #: What loads the file: run once, before the submission exists (the walk over the path after loading knows them).
@@ -682,31 +685,43 @@ def _run_block(
     after the last call. The block stops at a call whose answer fails it. Returns the answer, and what the vault held
     (the memory, arenas and copies), which the caller holds until the verifier has read the slots
     (``_serve_blocks``)."""
-    with _ops[0](), _ops[1](_ops[2]):
-        memory, arenas = _map(layout, fds, _device)
-        if _harness is not None:  # the block's memory and the copies are the harness's: no census of them
-            _harness((memory[0], memory[1], _open(arenas, calls, memory)))
-        else:
-            _open(arenas, calls, memory)
+    with _ops[0]():
+        excluded = _ops[1]()
+        try:
+            memory, arenas = _map(layout, fds, _device)
+            if _harness is not None:  # the block's memory and the copies are the harness's: no census of them
+                _harness((memory[0], memory[1], _open(arenas, calls, memory)))
+            else:
+                _open(arenas, calls, memory)
+        finally:
+            _ops[2](excluded)
     del layout, fds, arenas, memory
     replies = []
     held = None
     try:
         for _ in calls:
             reply = _call(fn, flush)
-            with _ops[0](), _ops[1](_ops[2]):
-                _keep()
+            with _ops[0]():
+                excluded = _ops[1]()
+                try:
+                    _keep()
+                finally:
+                    _ops[2](excluded)
             replies.append(reply)
             if not reply["ok"] or reply.get("ran") is False or reply.get("modes") or reply.get("left_mode"):
                 break
     finally:
         _end()
-        with _ops[0](), _ops[1](_ops[2]):
-            held = _restore()  # what each call delivered, whatever a later call wrote over it; and the memory
-            if _sync is not None:
-                _sync()
-            if held is not None:  # None: the vault was faulted (the verifier fails the block)
-                _stage_out(held[3])
+        with _ops[0]():
+            excluded = _ops[1]()
+            try:
+                held = _restore()  # what each call delivered, whatever a later call wrote over it; and the memory
+                if _sync is not None:
+                    _sync()
+                if held is not None:  # None: the vault was faulted (the verifier fails the block)
+                    _stage_out(held[3])
+            finally:
+                _ops[2](excluded)
     return {"ok": True, "calls": replies, **_news()}, held
 
 
@@ -738,18 +753,26 @@ def _call_once(
     if _report_inputs is not None:  # every call alike: the gate's vault keeps the inputs as given on a correctness draw
         # and an evidence call (``_provenance``: the decode rule masks them) and does nothing with them on a scored or a
         # null call; the request is outside the call's timer, and the null calls measure the harness's part with it
-        with _ops[0](), _ops[1](_ops[2]):
-            _report_inputs(args, _inplace)
+        with _ops[0]():
+            excluded = _ops[1]()
+            try:
+                _report_inputs(args, _inplace)
+            finally:
+                _ops[2](excluded)
     if audit:
         _push(_mode)
     others = _clocks_before(True)
     del flags, audit
     if _flush is not None and flush:  # the last step before the timer: nothing the steps above ran stays cached (red
         # team rt31b: code the submission bound into their lookups ran there and left the inputs in cache)
-        with _ops[0](), _ops[1](_ops[2]):
-            _flush(1)
-            if _sync is not None:
-                _sync()
+        with _ops[0]():
+            excluded = _ops[1]()
+            try:
+                _flush(1)
+                if _sync is not None:
+                    _sync()
+            finally:
+                _ops[2](excluded)
     try:
         result = _timed(call, args)
     except _exception as exc:  # the submission's exception (SystemExit too), reported as data
@@ -763,17 +786,21 @@ def _call_once(
         # operations below: answer without touching the outputs.
         reply.update(structure={}, alias=[], copied=False, **_news())
         return reply
-    with _ops[0](), _ops[1](_ops[2]):
-        n_outputs = _len(outputs)
-        items = _items(result, n_outputs)
-        if _report_result is not None:  # every call alike: the vault reads it on draws and evidence calls
-            reported = items[:]
-            for i in _inplace:
-                reported.append(args[i])
-            _report_result(reported)
-        reply["structure"] = _describe(result, items, n_outputs)
-        reply["alias"] = _aliases(items, args)
-        reply["copied"] = _copy_into(items, outputs)
+    with _ops[0]():
+        excluded = _ops[1]()
+        try:
+            n_outputs = _len(outputs)
+            items = _items(result, n_outputs)
+            if _report_result is not None:  # every call alike: the vault reads it on draws and evidence calls
+                reported = items[:]
+                for i in _inplace:
+                    reported.append(args[i])
+                _report_result(reported)
+            reply["structure"] = _describe(result, items, n_outputs)
+            reply["alias"] = _aliases(items, args)
+            reply["copied"] = _copy_into(items, outputs)
+        finally:
+            _ops[2](excluded)
     reply.update(_news())
     return reply
 
