@@ -154,6 +154,9 @@ class Registry:
                 setattr(lib, name, self._value(value, f"a vault's {name}"))
             elif type(value) is _CACHED:  # a cache over a Python function: a cache of its hook
                 setattr(lib, name, functools.cache(self._value(value.__wrapped__, f"a vault's {name}")))
+            elif type(value) is functools.partial and type(value.func) is types.FunctionType:
+                func = self._value(value.func, f"a vault's {name}")
+                setattr(lib, name, functools.partial(func, *value.args, **value.keywords))
             elif type(value) is tuple and any(type(part) is types.FunctionType for part in value):
                 setattr(lib, name, tuple(self._value(part, f"a vault's {name}") for part in value))
             else:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mkbsim.verifier._vault import Registry, Unbindable, global_names
+from mkbsim.verifier._vault import Registry, Unbindable, changed, global_names
 
 # a small module of the harness's kind: a step calling a helper by name, the helper reading a constant
 _MODULE = types.ModuleType("bound_path_sample")
@@ -52,7 +52,8 @@ def test_a_hook_keeps_what_its_names_were_when_it_was_made() -> None:
 def test_a_function_calling_itself_is_bound_once() -> None:
     registry = Registry()
     recursive = registry.protect(_MODULE.recursive)
-    assert recursive.__globals__["recursive"] is recursive
+    inner = recursive.__globals__["recursive"]  # a hook of its own, calling itself
+    assert inner is not _MODULE.recursive and inner.__globals__["recursive"] is inner
     assert recursive(5) == 5
 
 
@@ -78,11 +79,11 @@ def _calls(*, _thing: Any) -> Any:
         (_Helper, "the class"),
         (_Helper(), "an instance of"),
         (sys, "the module sys"),
-        (functools.cache(_MODULE.helper), "looks names up, not a hook"),
-        ((lambda: _MODULE), "looks names up, not a hook"),
+        (functools.cache(_MODULE.helper), "not a hook"),
+        ((lambda: _MODULE), "not a hook"),
         ({"nested": [(_Helper().method,)]}, "a method of a _Helper"),
         (types.SimpleNamespace(inner=_Helper), "the class"),
-        (functools.partial(_MODULE.helper, 1), "looks names up, not a hook"),
+        (functools.partial(_MODULE.helper, 1), "not a hook"),
     ],
     ids=["method", "class", "instance", "module", "cache", "lambda", "nested", "namespace", "partial"],
 )
@@ -98,9 +99,9 @@ def test_what_nothing_can_change_passes_the_walk() -> None:
     fixed = (len, sorted, dict.get, str.startswith, (1, 2.0, "x", b"y", None), frozenset({3}), ValueError, int)
     hook = registry.protect(_calls, _thing=fixed)
     assert registry.unbound(hook) == []
-    # a class frozen for the guards (its attributes refused to everyone once they are installed), an opaque object
+    # a watched class (a change to it is reported: ``changed``), an opaque object
     registry = Registry()
-    registry.freeze(_Helper)
+    registry.watch(_Helper)
     assert registry.unbound(registry.protect(_calls, _thing=(_Helper, _Helper()))) == []
     other = _Helper()
     assert registry.unbound(registry.protect(_calls, _thing=other), opaque=(other,)) == []
@@ -153,3 +154,36 @@ def test_global_names_agree_with_dis() -> None:
                 found |= {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
                 codes += [c for c in code.co_consts if type(c) is types.CodeType]
             assert global_names(value.__code__)[0] == found, value.__qualname__
+
+
+class _Watched:
+    kept = 1
+
+    def method(self) -> int:
+        return 2
+
+
+def test_a_watched_class_changed_is_reported() -> None:
+    # Python raises no audit event when a class's attribute is set (red team rt33 F1 replaced the ``__enter__`` of a
+    # pybind11 class the harness called): what the path hands to C functions or compares is watched instead
+    registry = Registry()
+    registry.watch(_Watched)
+    assert changed(registry.watched()) == []
+    for change in ("add", "replace", "delete"):
+        if change == "add":
+            _Watched.extra = 3  # type: ignore[attr-defined]
+        elif change == "replace":
+            _Watched.method = lambda self: 3  # type: ignore[method-assign]
+        else:
+            del _Watched.kept
+        try:
+            assert changed(registry.watched()) == [
+                "_Watched (an attribute of a class the harness uses was set or deleted)"
+            ]
+        finally:
+            for name, value in registry.watched()[0][2].items():
+                if name not in ("__dict__", "__weakref__"):
+                    type.__setattr__(_Watched, name, value)
+            if "extra" in vars(_Watched):
+                del _Watched.extra  # type: ignore[attr-defined]
+        assert changed(registry.watched()) == []

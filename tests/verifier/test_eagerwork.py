@@ -811,6 +811,8 @@ ALSO_BY_PROVENANCE = frozenset((
 #: fit): the decode rule (``_decode``)
 #: withdraws the DSL's credit for them too
 ALSO_BY_DECODE = frozenset(("eagerwork_answer_encoded", "eagerwork_chunks_renamed", "eagerwork_experts_batched"))
+#: eagerwork_* cases that change a class the harness watches (``_worker.WATCHED_CLASSES``): tampering first
+ALSO_BY_WATCH = frozenset(("eagerwork_renamed_operators",))
 
 
 def _timing_skipped(v: Any) -> Failure:
@@ -831,6 +833,9 @@ def test_without_the_rule_the_eager_answers_pass(
     monkeypatch.setattr(_eagerwork, "USEFUL_SHARE", math.inf)
     monkeypatch.setattr(_phases, "timing", _timing_skipped)
     report = cpu_session.verify(path, problem, "tirx")
+    if path.stem in ALSO_BY_WATCH:
+        assert report.failure == "harness_tamper" and "a class the harness uses" in report.feedback, report.feedback
+        return
     assert report.correct, report.feedback
     if path.stem in ALSO_BY_PROVENANCE:
         assert not report.bypass_ok and "existed outside the DSL" in report.feedback, report.feedback

@@ -2,6 +2,7 @@
 call (torch.Tensor.data_ptr replaced): work moved out of the timed region."""
 
 # expect: nan
+# or: harness_tamper, torch.Tensor is watched: an attribute set on it is tampering on the next answer
 # problem: p36
 # static-scan: off
 import torch

@@ -3,6 +3,7 @@ __str__, then computes the whole RMSNorm eagerly behind a one-element kernel's 1
 with the class's own __str__ as it was before the submission loaded."""
 
 # expect: decorative_dsl
+# or: harness_tamper, OpOverload is watched: an attribute set on it is tampering on the next answer
 # problem: p36
 import torch
 import tvm
