@@ -31,6 +31,7 @@ from mkbsim.verifier._judge import (
     scored_time_floor,
     shared_launches,
     structure,
+    tampering,
     values,
     worker_failed,
 )
@@ -103,7 +104,10 @@ def start_worker(v: Verification) -> Failure | None:
         return worker_failed(exc, "while importing the file", v.details)
     v.timed("spawn_import_s", t0)
     v.details["import_s"] = hello.get("import_s")
-    failure = process_census(v) or v.absorb(hello, "while importing the file") or process_filter_held(v, hello)
+    failure = (
+        process_census(v) or v.absorb(hello, "while importing the file") or tampering(hello, "while importing the file")
+        or process_filter_held(v, hello)
+    )  # fmt: skip
     if failure is not None or hello.get("ok"):
         return failure
     error = hello.get("error") or {}

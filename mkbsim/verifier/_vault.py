@@ -106,11 +106,13 @@ class Registry:
         self._bound: dict[int, tuple[types.FunctionType, types.FunctionType]] = {}
         self.states: list[tuple[str, tuple[Any, ...]]] = []  # each vault's state, as opened
         self._watched: dict[int, tuple[type, Any, dict[str, Any]]] = {}  # classes watched for changes (``watch``)
+        self._sizes: list[tuple[Any, int]] = []  # each watched class's namespace and its size, checked by ``_send``
         self._compared: list[Any] = []  # objects compared by identity, never called nor read (``compared``)
 
-    def open(self, body: Callable[..., Generator[Any, Any, None]], *state: Any) -> Send:
+    def open(self, body: Callable[..., Generator[Any, Any, None]], *state: Any, checked: bool = True) -> Send:
         """Start the generator ``body(*state)`` and return the hook that sends it requests. A vault's code looks
-        nothing up by name: all it calls comes in ``state``."""
+        nothing up by name: all it calls comes in ``state``. ``checked``: its requests are refused while a watched
+        class was changed (the answers' signer is not: the answer says so, ``changed``)."""
         loads, writes = global_names(body.__code__)
         if loads or writes:
             raise Unbindable(f"the vault {body.__qualname__} looks names up: {sorted(loads | writes)}")
@@ -124,7 +126,10 @@ class Registry:
         self.vault_codes.append(isolated.__code__)
         # one request at a time: a vault's torch operations release the GIL, and a launch from another thread
         # (a pool's) would otherwise find the generator running
-        return self.protect(_send, _send=gen.send, _gc=(gc.isenabled, gc.disable, gc.enable), _one=_thread.RLock())
+        return self.protect(
+            _send, _send=gen.send, _gc=(gc.isenabled, gc.disable, gc.enable), _one=_thread.RLock(),
+            _sizes=self._sizes if checked else (), _len=len, _refused=PermissionError,
+        )  # fmt: skip
 
     def protect(self, fn: Callable[..., Any], **kwdefaults: Any) -> Any:
         """A hook: ``fn`` over globals of its own, with these keyword-only defaults (typically a vault's ``send``).
@@ -171,10 +176,12 @@ class Registry:
         """Classes whose attributes can be set (pybind11's, a class statement's) the hooks or vaults hand instances of
         to C functions, or make and drop (torch.Tensor: its ``__del__``, set on the class, runs wherever a tensor is
         freed): Python raises no audit event when a class's attribute is set, so ``changed`` tells, on every answer,
-        whether one was (the worker reports it as tampering)."""
+        whether one was (the worker reports it as tampering), and every vault request refuses while one has more or
+        fewer attributes than it had (a slot like ``__del__`` added: ``_send``)."""
         for cls in classes:
             if id(cls) not in self._watched:
                 self._watched[id(cls)] = (cls, vars(cls), dict(vars(cls)))
+                self._sizes.append((vars(cls), len(vars(cls))))
                 self.compared(*self._watched[id(cls)][1:])  # (read by ``changed``, never called)
 
     def watched(self) -> tuple[tuple[str, Any, dict[str, Any]], ...]:
@@ -272,10 +279,14 @@ _CACHED = type(functools.cache(len))  # functools' cache over a function, a C ob
 _IMMUTABLE_TYPE = 1 << 8
 
 
-def _send(request: Any, *, _send: Any, _gc: Any, _one: Any) -> Any:
+def _send(request: Any, *, _send: Any, _gc: Any, _one: Any, _sizes: Any, _len: Any, _refused: Any) -> Any:
     """One request to a vault, one thread at a time. No garbage collection runs meanwhile (a finalizer of the
     submission's would run inside the vault); the caller holds the request's objects, so no reference the vault
-    drops is the last one either."""
+    drops is the last one either. None while an attribute was added to (or deleted from) a watched class: a
+    ``__del__`` set on torch.Tensor would run inside the vault wherever it frees a tensor (``Registry.watch``)."""
+    for live, size in _sizes:
+        if _len(live) != size:
+            raise _refused("mkbsim verifier: an attribute of a class the harness uses was set or deleted")
     with _one:
         enabled = _gc[0]()
         _gc[1]()

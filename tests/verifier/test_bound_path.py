@@ -187,3 +187,21 @@ def test_a_watched_class_changed_is_reported() -> None:
             if "extra" in vars(_Watched):
                 del _Watched.extra  # type: ignore[attr-defined]
         assert changed(registry.watched()) == []
+
+
+def test_a_vault_refuses_requests_while_a_watched_class_has_an_attribute_added() -> None:
+    # a ``__del__`` set on torch.Tensor would run inside the vault wherever it frees a tensor, and could remove itself
+    # before the answer reads ``changed``: every request checks the watched classes' sizes first
+    registry = Registry()
+    lib = types.SimpleNamespace(step=_MODULE.step)
+    checked, unchecked = registry.open(_vault, lib), registry.open(_vault, lib, checked=False)
+    registry.watch(_Watched)
+    assert checked(2) == [2]
+    _Watched.extra = 1  # type: ignore[attr-defined]
+    try:
+        with pytest.raises(PermissionError, match="a class the harness uses"):
+            checked(2)
+        assert unchecked(2) == [2]  # (the answers' signer: the answer itself reports the change)
+    finally:
+        del _Watched.extra  # type: ignore[attr-defined]
+    assert checked(2) == [2]
