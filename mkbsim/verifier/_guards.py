@@ -1586,6 +1586,8 @@ class Guards:
             _ThreadMode, "__torch_dispatch__",
             self.registry.protect(count_ops, _counts=self.thread_ops, _ident=_thread.get_ident),
         )  # fmt: skip
+        # torch looks the hook up on the mode, through its class: a ``__getattribute__`` added there would pick another
+        self.registry.watch(_ThreadMode)
         return self.registry.protect(
             enter_thread, _push=torch._C._push_on_torch_dispatch_stack, _mode=_ThreadMode(),
             _ident=_thread.get_ident, _counted=self.counted_threads,

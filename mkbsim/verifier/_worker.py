@@ -424,7 +424,9 @@ class Worker:
         # DSL's gates import jax, which adds one)
         self.library_callbacks = list(gc.callbacks)
         self.audit_hooks = {**audit, "_report_result": report}
-        registry.watch(*WATCHED_CLASSES)
+        # (torch looks a mode's ``__torch_dispatch__`` up through its class and the bases: a ``__getattribute__`` added
+        # there would choose another function than the audit's hook)
+        registry.watch(*WATCHED_CLASSES, _ProvenanceMode, TorchDispatchMode)
         tampering = self.tampering(registry)
         loop = self.call_path(registry, timer, delivered, audit, report, tampering)
         begin = self.loading(registry, loop, tampering)
