@@ -43,7 +43,9 @@ import functools
 import gc
 import importlib
 import importlib.util
+import itertools
 import marshal
+import operator
 import os
 import posix
 import sys
@@ -1615,8 +1617,29 @@ def binding(owner: Any, attr: str) -> Binding:
 def changed_bindings(bindings: list[Binding]) -> list[str]:
     """The bindings no longer holding what was installed, read from each owner's namespace itself: an attribute lookup
     on the owner would run a module's ``__getattr__`` (the binding deleted) or a swapped class's, the submission's code,
-    inside the harness's per-call path after the timer (red team rt16 F3). A missing key is a moved binding."""
-    return [f"{name}.{attr}" for name, attr, ours, namespace in bindings if namespace.get(attr) is not ours]
+    inside the harness's per-call path after the timer (red team rt16 F3). A missing key is a moved binding. A module's
+    namespace is a dict the submission can put any key in: one whose key is not an exact str (whose ``__eq__``, called
+    by the lookup on a hash match, is the submission's: red team rt34 F1 ran eager work there after every timer) is
+    named as tampering and not looked up (``plain_keys``; a class's namespace stores every name as an exact str)."""
+    found: list[str] = []
+    judged: dict[int, bool] = {}  # the namespace (identity) -> whether its keys are all exact str
+    for name, attr, ours, namespace in bindings:
+        key = identity_key(namespace)
+        plain = judged.get(key)
+        if plain is None:
+            plain = judged[key] = type(namespace) is not dict or plain_keys(namespace, str)
+        if not plain or namespace.get(attr) is not ours:
+            found.append(f"{name}.{attr}")
+    return found
+
+
+def plain_keys(mapping: dict[Any, Any], kind: type) -> bool:
+    """Whether every key of ``mapping`` is exactly of class ``kind``, found in C: no key's ``__eq__`` or ``__hash__``,
+    no class's metaclass, runs."""
+    return all(map(_is, map(type, mapping), _repeat(kind)))
+
+
+_is, _repeat = operator.is_, itertools.repeat  # (bound: ``plain_keys`` runs in the worker's bound path)
 
 
 #: The code objects of the zygote's libraries (``remember_preloaded``), which every worker inherits, and those of

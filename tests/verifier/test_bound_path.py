@@ -205,3 +205,36 @@ def test_a_vault_refuses_requests_while_a_watched_class_has_an_attribute_added()
     finally:
         del _Watched.extra  # type: ignore[attr-defined]
     assert checked(2) == [2]
+
+
+class _Name(str):
+    """A key whose ``__eq__`` would be the submission's code inside the harness's lookups."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("a key's __eq__ ran in the harness")
+
+
+def test_a_module_namespace_with_a_key_not_a_plain_str_is_tampering_and_not_looked_up() -> None:
+    from mkbsim.verifier._guards import changed_bindings
+    from mkbsim.verifier._worker import int_keyed
+
+    namespace = {"perf_counter": len, "other": 1}
+    bindings = [("time", "perf_counter", len, namespace), ("time", "other", 1, namespace)]
+    assert changed_bindings(bindings) == []
+    del namespace["perf_counter"]
+    namespace[_Name("perf_counter")] = len  # red team rt34 F1: same hash, its own __eq__
+    assert changed_bindings(bindings) == ["time.perf_counter", "time.other"]
+    # a class's namespace stores names as exact str, whatever it is given
+    setattr(_Watched, _Name("given"), 1)
+    assert all(type(name) is str for name in vars(_Watched))
+    delattr(_Watched, "given")
+
+    class _Ident(int):
+        __hash__ = int.__hash__
+
+        def __eq__(self, other: object) -> bool:
+            raise AssertionError("a key's __eq__ ran in the harness")
+
+    assert int_keyed({5: 1, _Ident(7): 2}) == {5: 1}
