@@ -590,8 +590,8 @@ class Worker:
 #: called through the class: the Python dispatch keys are excluded by C functions (``_mapped.python_excluded``), not
 #: ``_ExcludeDispatchKeyGuard``, whose ``__enter__`` red team rt33 F1 replaced.
 WATCHED_CLASSES = (
-    torch.Tensor, torch._C.DispatchKey, torch._C.DispatchKeySet, torch._ops.OpOverload, torch.Tag,
-    torch._C._InferenceMode,
+    torch.Tensor, torch._C.DispatchKey, torch._C.DispatchKeySet, torch._ops.OpOverload, torch._ops.OperatorBase,
+    torch.Tag, torch._C._InferenceMode,
 )  # fmt: skip
 
 #: What loads the file: run once, before the submission exists (the walk over the path after loading knows them).
