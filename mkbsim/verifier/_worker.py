@@ -222,20 +222,28 @@ def source_lines(path: str) -> tuple[str, ...]:
 # of the timer and the pricing) and after the null calls' (a random burn widening the trusted check's allowance).
 
 
-def threads_before(audit: bool, *, _started: Any) -> tuple[dict[int, int | None], int]:
-    """The threads when a call starts (ident -> kernel thread id); on a correctness draw, how many the submission
+def threads_before(audit: bool, *, _started: Any) -> tuple[tuple[tuple[int, int | None], ...], int]:
+    """The threads when a call starts (ident, kernel thread id); on a correctness draw, how many the submission
     has started: the audit's dispatch mode is thread-local, torch work in a thread run() starts is invisible to
     it. Counted, not told by ident: a thread an earlier call of the block started and joined leaves its ident to
-    the next. ``_started``: the guards' list of the submission's threads (``started_threads``); None: a reference."""
+    the next. ``_started``: the guards' list of the submission's threads (``started_threads``); None: a reference.
+    Tuples, never a dict: ``_call_once`` holds them while run() runs, which reaches its locals (red team rt35 F1 swapped
+    a key of the dict held there for one whose ``__eq__`` the lookup after the timer ran)."""
     started = len(_started()[0]) if audit and _started is not None else 0
-    return native_ids(_current_frames()), started
+    return tuple(native_ids(_current_frames()).items()), started
 
 
-def clocks_before(audit: bool, *, _thread_ops: dict[int, int] | None) -> tuple[Any, dict[int, int], Any]:
+def clocks_before(audit: bool, *, _thread_ops: dict[int, int] | None) -> tuple[Any, Any, Any]:
     """On a correctness draw, the other threads' CPU clocks and the operators of those that count theirs; the
-    kernel threads' and the process's CPU clocks (``_threads.dark_cpu``)."""
+    kernel threads' and the process's CPU clocks (``_threads.dark_cpu``); as tuples (``threads_before``)."""
     ops = int_keyed(_thread_ops) if audit and _thread_ops is not None else {}
-    return (clocks() if audit else {}), ops, cpu_before()
+    others, mine, start = cpu_before()
+    return (tuple(clocks().items()) if audit else ()), tuple(ops.items()), (tuple(others.items()), mine, start)
+
+
+def moved_since(before: tuple[tuple[int, tuple[int, int]], ...]) -> tuple[tuple[int, int | None], ...]:
+    """``_threads.moved`` over ``clocks_before``'s tuples, answered as a tuple."""
+    return tuple(moved(dict(before)).items())
 
 
 def int_keyed(mapping: dict[Any, Any]) -> dict[int, Any]:
@@ -246,15 +254,18 @@ def int_keyed(mapping: dict[Any, Any]) -> dict[int, Any]:
 
 
 def threads_after(
-    before: tuple[dict[int, int | None], int], others: tuple[Any, dict[int, int], Any], woken: dict[int, int | None],
-    audit: bool, *, _started: Any, _thread_ops: dict[int, int] | None, _counted: dict[int, bool] | None,
+    before: tuple[Any, int], others: tuple[Any, Any, Any], woken: tuple[tuple[int, int | None], ...], audit: bool, *,
+    _started: Any, _thread_ops: dict[int, int] | None, _counted: dict[int, bool] | None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The threads facts of a call that returned (the dark CPU read first, on every call alike)."""
-    dark_ns = dark_cpu(others[2])
-    reply: dict[str, Any] = {"background": background(before[0], audit, _started)}
+    """The threads facts of a call that returned (the dark CPU read first, on every call alike), from the tuples
+    ``threads_before``, ``clocks_before`` and ``moved_since`` made (dicts made of them here)."""
+    dark_ns = dark_cpu((dict(others[2][0]), others[2][1], others[2][2]))
+    reply: dict[str, Any] = {"background": background(dict(before[0]), audit, _started)}
     if audit and _started is not None and _thread_ops is not None and _counted is not None:
         reply["audit_threads"] = len(_started()[0]) - before[1]
-        reply["audit_busy"] = describe_woken(woken, others[1], int_keyed(_thread_ops), int_keyed(_counted))
+        reply["audit_busy"] = describe_woken(
+            dict(woken), dict(others[1]), int_keyed(_thread_ops), int_keyed(_counted)
+        )  # fmt: skip
         reply["audit_dark_us"] = max(dark_ns, 0) // 1000
     return reply
 
@@ -508,7 +519,7 @@ class Worker:
         facts = {
             "_threads_before": bind(threads_before, _started=started),
             "_clocks_before": bind(clocks_before, _thread_ops=thread_ops),
-            "_moved": bind(moved),
+            "_moved": bind(moved_since),
             "_threads_after": bind(
                 threads_after, _started=started, _thread_ops=thread_ops,
                 _counted=guards.counted_threads if guards is not None else None,
