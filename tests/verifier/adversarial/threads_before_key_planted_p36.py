@@ -4,9 +4,10 @@ F1): ``_call_once`` held the threads found before the call as a dict; run() reac
 the lookup in ``background`` ran after STOP: it wrote the last eighth of the rows eagerly (the kernel the rest),
 passing as a full plan with that work unpriced. Now the facts ``_call_once`` holds while run() runs are tuples
 (``_worker.threads_before``, ``clocks_before``, ``moved_since``): nothing there to plant in, the hook never runs, and
-the rows it should have written are the erase sentinel."""
+the rows it should have written hold the erase sentinel."""
 
 # expect: nan
+# or: wrong_output, the rows left unwritten hold the erase sentinel: NaN by the hardened protocol, a bf16 value by the paper's
 # problem: p36
 import string
 import threading
