@@ -7,7 +7,7 @@ passing as a full plan with that work unpriced. Now the facts ``_call_once`` hol
 the rows it should have written hold the erase sentinel."""
 
 # expect: nan
-# or: wrong_output, the rows left unwritten hold the erase sentinel: NaN by the hardened protocol, a bf16 value by the paper's
+# or: wrong_output, the unwritten rows hold the erase sentinel (NaN hardened, a bf16 value by the paper protocol)
 # problem: p36
 import string
 import threading
