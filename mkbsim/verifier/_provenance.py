@@ -134,6 +134,11 @@ ELEMENT_STEPS = 4
 ELEMENT_SHARE = 0.25
 ELEMENT_CHANCE = 0.75
 ELEMENT_COMMON = 256
+#: A carried share takes each question's excess over chance at this many standard errors below its estimate: the best
+#: of several questions over few judged probes (the rare codes of an fp8 cache; most of its values are common) beat
+#: chance by noise alone, and an honest p21 kernel's correctness draws carried a third of its fp8 cache where their
+#: launches wrote an eighth of it, at 1 verification in 20; its timed calls were then held to that share.
+CARRIED_Z = 3.0
 #: A launch's copies of its other arguments (``launch_copies``, on evidence calls and draws alike) are judged on this
 #: many output positions, the sampled ones first: a quarter of ``ELEMENT_PROBES``, for a tenth of its cost on cpu (an
 #: evidence call pays it per launch), its chance measured on as many (a standard error of 1.5%).
@@ -434,7 +439,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         # independent random 64-bit multipliers (wrapping products and sums) that make a run of values one number
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
         copy_runs=COPY_RUNS, element_probes=ELEMENT_PROBES, element_steps=ELEMENT_STEPS,
-        element_share=ELEMENT_SHARE, element_chance=ELEMENT_CHANCE, element_common=ELEMENT_COMMON,
+        element_share=ELEMENT_SHARE, element_chance=ELEMENT_CHANCE, element_common=ELEMENT_COMMON, carried_z=CARRIED_Z,
         randint=torch._C._VariableFunctions.randint, maximum=base.maximum,
         window_steps=_window_steps(), window_weights=_window_weights(_window_steps()), run_false=RUN_FALSE,
         run_reach=RUN_REACH, flip=base.flip, cumsum=base.cumsum, log2=base.log2, exp2=base.exp2, lgamma=base.lgamma,
@@ -2157,8 +2162,9 @@ def provenance_vault(
         launches' (a sum of partials) are seldom among them. The values are asked about as the order-free copy check
         asks (``element_probes``, ``element_rates``: presence and multiplicity, each launch argument alone and all
         pooled), chance a neighbouring bit pattern's rate: the best of the questions whose chance is at most
-        ``ELEMENT_CHANCE``, ``(found - chance) / (1 - chance)``; none where no question is, or too few values say
-        anything (an integer output of few values): an evidence call it cannot judge gets no credit for them, and where
+        ``ELEMENT_CHANCE``, ``(found - chance) / (1 - chance)`` less ``CARRIED_Z`` standard errors; none where no
+        question is, or too few values say anything (an integer output of few values): an evidence call it cannot judge
+        gets no credit for them, and where
         the draws' cannot, their share stays under ``_coverage.WORK_CARRIED_FLOOR`` and the bytes are judged alone. Only
         the elements no launch left are searched for: an output the launches wrote costs nothing more."""
         device = lib.device_of(t)
@@ -2177,9 +2183,11 @@ def provenance_vault(
         asked = element_probes(t, rest) if made else None
         best = 0.0
         if asked is not None:
+            weight = asked[5]  # the judged probes
             for _, share, chance, _ in element_rates(t, asked, made, True):
                 if chance <= lib.element_chance:
-                    best = lib.max(best, (share - chance) / (1.0 - chance))
+                    error = ((share * (1.0 - share) + chance * (1.0 - chance)) / weight) ** 0.5
+                    best = lib.max(best, (share - chance - lib.carried_z * error) / (1.0 - chance))
         return (kept + best * lib.numel(rest)) / count
 
     def after() -> None:

@@ -1,6 +1,6 @@
 """The carried share of the work rule (``_provenance.carried_share``, the control page's ``WORK_CARRIED``): an output's
 sampled elements whose values are among those the call's launches made, wherever eager code copied them to, beyond
-chance. Red team rt22 F2: the draws returned ``out.clone()`` of what their kernel computed (a launch-left share of 0,
+chance (by a lower bound: a whole bf16 copy scores about 0.88). Red team rt22 F2: the draws returned ``out.clone()`` of what their kernel computed (a launch-left share of 0,
 under ``_coverage.WORK_SAMPLED_FLOOR``, never judged), and the timed calls an eager answer beside a scratch launch. The
 provenance vault driven directly on an evidence call, as in ``test_launch_copies.py``: a Python "kernel" behind a
 counted gate stands for native code."""
@@ -65,7 +65,7 @@ def test_a_kernel_s_result_returned_as_a_clone_keeps_its_carried_share(
     out = fresh(TOKENS, HIDDEN, dtype=dtype)
     evidence.launch(rms_norm, x, w, out)
     work = evidence.work(out.clone())
-    assert work["shares"] == [0.0] and work["carried"][0] > 0.95, work
+    assert work["shares"] == [0.0] and work["carried"][0] > 0.85, work
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_eager_copies_of_a_kernel_s_result_keep_its_carried_share(evidence: Evid
     returned = copy(out)
     if returned.dtype != out.dtype:  # the vault reads the output in its own dtype: a bf16 one stands for the problem's
         returned = returned.to(torch.bfloat16)
-    assert carried(evidence, returned) > 0.95
+    assert carried(evidence, returned) > 0.85
 
 
 def test_halves_launched_separately_and_concatenated_keep_their_carried_share(evidence: EvidenceVault) -> None:
@@ -94,7 +94,7 @@ def test_halves_launched_separately_and_concatenated_keep_their_carried_share(ev
     halves = [fresh(TOKENS // 2, HIDDEN) for _ in range(2)]
     for k, half in enumerate(halves):
         evidence.launch(rms_norm, x[k * TOKENS // 2 : (k + 1) * TOKENS // 2], w, half)
-    assert carried(evidence, torch.cat(halves)) > 0.95
+    assert carried(evidence, torch.cat(halves)) > 0.85
 
 
 def scale(x: torch.Tensor, out: torch.Tensor) -> None:
@@ -169,6 +169,36 @@ def test_an_integer_output_of_few_values_is_not_judged(evidence: EvidenceVault) 
     assert carried(evidence, out.clone()) == 0.0
 
 
+def quantized(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    scale = (x.float().abs().amax(-1) / 448).clamp_min(1e-6)
+    return (x.float() / scale[..., None]).clamp(-448, 448).to(torch.float8_e4m3fn), scale
+
+
+def append(key: torch.Tensor, value: torch.Tensor, slots: torch.Tensor, *caches: torch.Tensor) -> None:
+    key_cache, value_cache, key_scales, value_scales = caches
+    key_cache[slots], key_scales[slots] = quantized(key)
+    value_cache[slots], value_scales[slots] = quantized(value)
+
+
+def test_an_fp8_cache_appended_in_place_carries_only_its_appended_rows_at_every_seed() -> None:
+    """p21 at SMOKE: one launch quantizes 45 tokens into 384 slots of two fp8 caches of stale codes, in place. Most of
+    an fp8 cache's values are common (unjudged), so few probes are judged, and the best of the questions (each pool
+    alone and pooled, presence and multiplicity) beat chance by noise: with the bare estimate a cache carried up to 0.58
+    (11 seeds in 40 over 0.2), and an honest kernel's draws held its timed calls to that (CI on 3d822ca). Taken
+    ``CARRIED_Z`` standard errors below, it stays near the appended eighth."""
+    rows, heads, dim = 384, 8, 128
+    for _ in range(60):
+        for evidence in evidence_vault(rows * heads * dim):
+            key = (torch.randn(45, heads, dim) * torch.empty(1, heads, 1).uniform_(0.25, 4)).to(torch.bfloat16)
+            value = torch.randn(45, heads, dim).to(torch.bfloat16)
+            slots = torch.randperm(rows)[:45]
+            caches = [(torch.randn(rows, heads, dim) * 100).clamp(-448, 448).to(torch.float8_e4m3fn) for _ in range(2)]
+            caches += [torch.empty(rows, heads).uniform_(1e-3, 2e-2) for _ in range(2)]
+            evidence.call(key, value, slots, *caches, inplace=(3, 4, 5, 6))
+            evidence.launch(append, key, value, slots, *caches)
+            assert carried(evidence, caches[1]) < 0.2
+
+
 def test_an_output_the_launch_wrote_is_carried_without_a_search(evidence: EvidenceVault) -> None:
     """Elements holding what a launch left there are carried as they are (their values are the launch's): no value is
     searched for, so an output its kernels wrote costs the evidence calls nothing more."""
@@ -185,5 +215,5 @@ def test_carrying_costs_an_evidence_call_little(evidence: EvidenceVault) -> None
     out = fresh(TOKENS, HIDDEN)
     evidence.launch(rms_norm, x, w, out)
     start = time.thread_time()
-    assert carried(evidence, out.clone()) > 0.95
+    assert carried(evidence, out.clone()) > 0.85
     assert time.thread_time() - start < 0.5

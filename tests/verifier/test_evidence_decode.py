@@ -56,10 +56,12 @@ def halve(out: torch.Tensor) -> None:
 def test_an_honest_kernel_keeps_its_work(evidence: Evidence) -> None:
     x, w = _inputs()
     evidence.call(x, w)
-    out = torch.empty_like(x)
+    # an output holding nothing of this call's: an empty block may hold a copy of x the vault made, whose sign and
+    # exponent bytes the answer's share often enough for the bytes changed to miss the bound at 1 seed in 30 (CI, 3d822ca)
+    out = torch.full_like(x, float("nan"))
     evidence.launch(rms_norm, x, w, out)
     found = evidence.work(out)
-    assert found["shares"][0] > 0.98 and found["decoded"] == 0 and found["bytes"] > 0.9 * 2 * N
+    assert found["shares"][0] > 0.98 and found["decoded"] == 0 and found["bytes"] > 0.9 * 2 * N, found
 
 
 def test_twice_the_answer_halved_in_place_is_no_work(evidence: Evidence) -> None:
