@@ -1,9 +1,9 @@
 """The carried share of the work rule (``_provenance.carried_share``, the control page's ``WORK_CARRIED``): an output's
 sampled elements whose values are among those the call's launches made, wherever eager code copied them to, beyond
-chance (by a lower bound: a whole bf16 copy scores about 0.88). Red team rt22 F2: the draws returned ``out.clone()`` of what their kernel computed (a launch-left share of 0,
-under ``_coverage.WORK_SAMPLED_FLOOR``, never judged), and the timed calls an eager answer beside a scratch launch. The
-provenance vault driven directly on an evidence call, as in ``test_launch_copies.py``: a Python "kernel" behind a
-counted gate stands for native code."""
+chance (by a lower bound: a whole bf16 copy scores about 0.88). Red team rt22 F2: the draws returned ``out.clone()``
+of what their kernel computed (a launch-left share of 0, under ``_coverage.WORK_SAMPLED_FLOOR``, never judged), and
+the timed calls an eager answer beside a scratch launch. The provenance vault driven directly on an evidence call, as
+in ``test_launch_copies.py``: a Python "kernel" behind a counted gate stands for native code."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def test_an_honest_kernel_keeps_its_work(evidence: Evidence) -> None:
     x, w = _inputs()
     evidence.call(x, w)
     # an output holding nothing of this call's: an empty block may hold a copy of x the vault made, whose sign and
-    # exponent bytes the answer's share often enough for the bytes changed to miss the bound at 1 seed in 30 (CI, 3d822ca)
+    # exponent bytes the answer's share often enough for the bytes changed to miss the bound at 1 seed in 30 (CI)
     out = torch.full_like(x, float("nan"))
     evidence.launch(rms_norm, x, w, out)
     found = evidence.work(out)
