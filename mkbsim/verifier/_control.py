@@ -95,13 +95,17 @@ VAULT_WORK = (880, "<Q")
 #: call's measure (red team rt31b F1: code the submission bound into the harness's per-call lookups launched the kernel
 #: before the timer started; run() returned the finished output at speedup 100).
 TIMED = (888, "<B")
+#: Gate vault, with DSL_MS: the time of the call's launches beyond ``_provenance.LAUNCH_FIXED_MS`` each (a launch's
+#: fixed cost, a cold host path included), summed: the part of the DSL time a launch's fixed cost cannot explain, which
+#: launches added to farm the share's allowance do not raise (``_coverage.dsl_time_check``).
+DSL_LONG_MS = (896, "<d")
 NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
-#: The per-call fields a block's slot holds (the header up to the end of CALL_CPU_MS), less the guards'
-#: cumulative VIOLATION_COUNT, which the slots never touch.
+#: The per-call fields a block's slot holds (the header up to the end of CALL_CPU_MS, and DSL_LONG_MS), less the
+#: guards' cumulative VIOLATION_COUNT, which the slots never touch.
 PER_CALL = (
     (0, VIOLATION_COUNT[0]), (VIOLATION_COUNT[0] + 8, WORK_AFTER_MS[0] + 8),
     (WORK_COPIED[0], WORK_DECODED[0] + 8),
-    (WORK_CARRIED[0], CALL_CPU_MS[0] + 8),
+    (WORK_CARRIED[0], CALL_CPU_MS[0] + 8), (DSL_LONG_MS[0], DSL_LONG_MS[0] + 8),
 )  # fmt: skip
 #: Block fields (outside PER_CALL). Verifier: the block's calls (0: no block), the next slot (0), and the block's
 #: own nonce, the one its answer is signed for (``_channel.answer_signer``); timer vault: the next slot to load,
@@ -263,11 +267,12 @@ class ControlPage:
             "cpu_ms": get(self.buf, CALL_CPU_MS, base),
             "pending_ms": get(self.buf, PENDING_MS, base),
             "dsl_ms": get(self.buf, DSL_MS, base) if dsl_acked else None,
+            "dsl_long_ms": get(self.buf, DSL_LONG_MS, base) if dsl_acked else None,
             "signatures": self._signatures(base) if dsl_acked else None,
             "records": None,
             "work": self._work(base) if get(self.buf, WORK_ACK, base) == nonce else None,
         }
-        _schema.times(found, ("ms", "host_ms", "cpu_ms", "pending_ms", "dsl_ms"))
+        _schema.times(found, ("ms", "host_ms", "cpu_ms", "pending_ms", "dsl_ms", "dsl_long_ms"))
         if found["work"] is not None:
             _schema.work(found["work"])
         if get(self.buf, RECORDS_FLAG, base) == nonce:

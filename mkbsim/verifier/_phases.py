@@ -679,7 +679,8 @@ def _timed_as_audited(v: Verification) -> Failure | None:
     judged = Failure("decorative_dsl", unlike) if unlike else None
     if judged is None:
         audited_ms = [d.page["dsl_ms"] for d in audited]
-        found, short = _coverage.dsl_time_check(audited_ms, evidence["dsl_ms"], v.session.device.type)
+        audited_long = [d.page["dsl_long_ms"] for d in audited]
+        found, short = _coverage.dsl_time_check(audited_ms, evidence["dsl_ms"], v.session.device.type, audited_long)
         v.details["dsl_time"] = found
         judged = Failure("decorative_dsl", short, measured=True) if short else None
     if judged is None:  # what the launches changed: bytes, not time (not retried)

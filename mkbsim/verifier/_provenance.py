@@ -257,6 +257,10 @@ CHANGED_RUNS = 256
 #: The roots a record of what values were made from (``made_from``) names one by one; the smallest beyond them are
 #: summed under one key (an upper bound: a tensor built of many small pieces counts each)
 ROOTS_KEPT = 64
+#: A launch's fixed cost, beyond which its time counts towards the DSL-time rule's long part (``_control.DSL_LONG_MS``,
+#: ``_coverage.DSL_TIME_LONG_SHARE``): the host path of a call into native code, cold on a watched call (cpu: the TVM
+#: FFI call's argument conversion, ~10 µs warm; cuda: the launch's latency in an event window, a few µs).
+LAUNCH_FIXED_MS = {"cpu": 0.1, "cuda": 0.05}
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -440,6 +444,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         run_weights=torch.randint(-(1 << 62), 1 << 62, (TABLE_RUN,), generator=torch.Generator().manual_seed(1)) | 1,
         copy_runs=COPY_RUNS, element_probes=ELEMENT_PROBES, element_steps=ELEMENT_STEPS,
         element_share=ELEMENT_SHARE, element_chance=ELEMENT_CHANCE, element_common=ELEMENT_COMMON, carried_z=CARRIED_Z,
+        launch_fixed_s=LAUNCH_FIXED_MS.get(device.type, LAUNCH_FIXED_MS["cpu"]) / 1e3,
         randint=torch._C._VariableFunctions.randint, maximum=base.maximum,
         window_steps=_window_steps(), window_weights=_window_weights(_window_steps()), run_false=RUN_FALSE,
         run_reach=RUN_REACH, flip=base.flip, cumsum=base.cumsum, log2=base.log2, exp2=base.exp2, lgamma=base.lgamma,
@@ -623,6 +628,7 @@ def provenance_vault(
     flights: dict[int, Any] = {}
     running = 0  # timed launches in flight (a CuTe launch passes nested gates: the outermost counted one times)
     dsl_s = 0.0  # the call's DSL time so far (cpu: its launches' threads' CPU time inside them)
+    long_s = 0.0  # cpu: the same, each launch's beyond ``LAUNCH_FIXED_MS`` (cuda: summed from ``marks`` at the end)
     marks: list[Any] = []  # cuda: (start, end) events of the call's timed launches
     events: list[Any] = []  # cuda: every event made so far, reused call after call
     stream: list[Any] = []  # cuda: the current stream at the call's first timed launch
@@ -3126,20 +3132,24 @@ def provenance_vault(
         launch's). On cpu the launch's thread's CPU time, not the wall time: the work the launch did, whatever
         the machine's load took of the wall clock meanwhile and however launches from a pool's threads overlap (the
         vault's steps stagger a watched call's; ``_judge.scored_dsl_time`` compares the two)."""
-        nonlocal dsl_s
+        nonlocal dsl_s, long_s
         if lib.cuda:
             marks[-1] = (marks[-1][0], event())
         else:
             dsl_s += arrived - flight[5]
+            long_s += lib.max(arrived - flight[5] - lib.launch_fixed_s, 0.0)
 
     def end_of_call() -> None:
-        total = dsl_s * 1e3
+        total, beyond = dsl_s * 1e3, long_s * 1e3
         if lib.cuda:  # the timer synchronised the device: every recorded event is complete
-            total = 0.0
+            total = beyond = 0.0
             for start, end in marks:
                 if end is not None:
-                    total += lib.elapsed(start, end)
+                    took = lib.elapsed(start, end)
+                    total += took
+                    beyond += lib.max(took - lib.launch_fixed_s * 1e3, 0.0)
         lib.f64.pack_into(page, layout.DSL_MS, total)
+        lib.f64.pack_into(page, layout.DSL_LONG_MS, beyond)
         offset, capacity = layout.SIGNATURES
         numbers = lib.list(called)[:capacity]
         lib.u64.pack_into(page, offset, lib.len(numbers))
@@ -3328,7 +3338,7 @@ def provenance_vault(
                 occurrences.clear()
                 stream.clear()
                 launches = running = used = changed = decoded_bytes = 0
-                dsl_s = spent = 0.0
+                dsl_s = long_s = spent = 0.0
             if (audit or evidence) and not lib.in_inference_mode():
                 # a tensor made under inference mode refuses in-place updates outside it (the sentinel fill, a
                 # suppressed launch's put-back, RESULT after run() left the mode): the vault's work on a watched call
@@ -3515,7 +3525,8 @@ def page_layout() -> types.SimpleNamespace:
         AUDIT=_control.AUDIT[0],
         SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
         RECORDS=_control.RECORDS,
-        DSL_MS=_control.DSL_MS[0], DSL_ACK=_control.DSL_ACK[0], SIGNATURES=_control.SIGNATURES,
+        DSL_MS=_control.DSL_MS[0], DSL_LONG_MS=_control.DSL_LONG_MS[0], DSL_ACK=_control.DSL_ACK[0],
+        SIGNATURES=_control.SIGNATURES,
         WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
         WORK_DECODED=_control.WORK_DECODED[0],
         WORK_AFTER_MS=_control.WORK_AFTER_MS[0],

@@ -62,6 +62,22 @@ def test_dsl_time_must_stay_near_the_draws() -> None:
     assert _coverage.dsl_time_check([0.001] * 5, [0.0] * 50, "cuda")[1] is None
 
 
+def test_a_long_launch_s_time_must_stay_nearer_the_draws() -> None:
+    """Red team rt36 F1: a slow kernel whose timed calls run a third of its work beside an eager answer (p32's MLP at
+    SMOKE: 36 of the draws' 108 ms, 0.33 of them). The draws' long part (each launch's time beyond its fixed cost) is
+    held to ``DSL_TIME_LONG_SHARE`` on cpu; honest long launches measured 0.96-1.01 (p63, p43, p52, p21 at SMOKE).
+    Short launches have no long part and keep the flat share; cuda has no long share yet."""
+    draws, long = [108.5, 108.0, 108.3, 112.6, 109.9], [108.4, 107.9, 108.2, 112.5, 109.8]
+    found, failure = _coverage.dsl_time_check(draws, [37.0] * 20, "cpu", long)
+    assert failure and "beyond a launch's fixed cost" in failure
+    assert found["required_ms"] == pytest.approx(_coverage.DSL_TIME_LONG_SHARE["cpu"] * 107.9)
+    assert _coverage.dsl_time_check(draws, [37.0] * 20, "cpu")[1] is None  # the flat share alone: passed
+    assert _coverage.dsl_time_check(draws, [104.0] * 20, "cpu", long)[1] is None  # honest: 0.96
+    assert _coverage.dsl_time_check(draws, [37.0] * 20, "cuda", long)[1] is None
+    # ticks: launches of the fixed cost each add to the draws' time, never to their long part
+    assert _coverage.dsl_time_check([2.0] * 5, [0.7] * 20, "cpu", [0.0] * 5)[1] is None
+
+
 def _work(changed: int, *shares: float) -> dict[str, object]:
     return {"bytes": changed, "ms": 0.01, "shares": list(shares)}
 
