@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from mkbsim.catalog import load_catalog
-from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases
+from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases, _provenance
 from mkbsim.verifier._verification import Shape
 from tests.kits.timing_rules import timing_rules_off
 
@@ -184,6 +184,8 @@ def test_an_honest_kernel_s_launches_are_timed_alike(cpu_session: VerifierSessio
     kernels, dsl = report.details["timed_kernels"], report.details["dsl_time"]
     assert kernels == {"draw_signatures": [1] * 5, "shared_by_all_draws": 1, "timed_calls_missing_them": 0}
     assert all(ms > 0 for ms in dsl["audited_ms"]) and dsl["ratio"] >= _coverage.DSL_TIME_SHARE["cpu"]
+    fixed = _provenance.LAUNCH_FIXED_MS["cpu"]  # one launch a draw: its long part is its time beyond the fixed cost
+    assert dsl["audited_long_ms"] == pytest.approx([max(ms - fixed, 0.0) for ms in dsl["audited_ms"]], abs=1e-9)
     work = report.details["timed_work"]  # every byte of the output written on the draws and the evidence calls
     assert work["draws_output_shares"] == [1.0] and min(work["ratios"][k] for k in work["judged"]) >= 0.8
     shape = report.details["shape"]  # a bf16 output: 2 bytes an element, nearly every one changed
