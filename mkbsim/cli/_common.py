@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,17 @@ if TYPE_CHECKING:
     from mkbsim.lab import Lab
 
 DEFAULT_STORE = "events.sqlite"
+#: What a terminal acts on or reorders: the C0 controls but newline and tab (ESC starts cursor moves, erasures,
+#: concealment), DEL and the C1 controls (U+009B is CSI, like ESC [), and the bidirectional marks, embeddings,
+#: overrides and isolates (U+202E shows text reversed). Stored text (command output, skills, feedback, a
+#: submission's exception message) is the agents' and carries them verbatim; what a command prints escapes them.
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every terminal control in it escaped as ``\\u001b`` (a JSON line stays the same JSON: JSON
+    escapes the C0 controls itself)."""
+    return _TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 #: Below this many events to apply, bringing the projections current is quick and not announced.
 ANNOUNCE_PENDING = 20_000
 

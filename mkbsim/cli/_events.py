@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from typing import TYPE_CHECKING
 
-from mkbsim.cli._common import add_store_option, non_negative_int, open_store
+from mkbsim.cli._common import add_store_option, non_negative_int, open_store, terminal_safe
 from mkbsim.errors import StoreReadOnly, UserError
 
 if TYPE_CHECKING:
@@ -86,17 +85,6 @@ def _tail(args: argparse.Namespace) -> int:
                                  idle_timeout=args.idle_exit):  # fmt: skip
                 _print_event(ev)
     return 0
-
-
-#: What a terminal acts on or reorders beyond the C0 controls JSON escapes: DEL and the C1 controls (U+009B
-#: is CSI, like ESC [), and the bidirectional marks, embeddings, overrides and isolates (U+202E shows text
-#: reversed). Stored text (command output, skills, feedback) is the agents' and carries them verbatim.
-_TERMINAL_CONTROLS = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def terminal_safe(line: str) -> str:
-    """A JSON line with every terminal control in it escaped (``\\u009b``): still the same JSON."""
-    return _TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 def _print_event(ev: RecordedEvent) -> None:

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from mkbsim.cli._common import terminal_safe
 from mkbsim.errors import UserError
 
 _DSLS = ("cutedsl", "tirx")
@@ -80,5 +81,6 @@ def _handle(args: argparse.Namespace) -> int:
         json.dump(report.to_payload(None, "final"), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write("\n".join(report.verdict_lines()) + "\n")
+        # the feedback may quote the submission's own text (its exception's message): printed, never acted on
+        sys.stdout.write(terminal_safe("\n".join(report.verdict_lines())) + "\n")
     return 0 if report.passed else 1

@@ -46,3 +46,18 @@ def test_bad_input_is_one_line_and_exit_2(cli, capsys, args: list[str], message:
     assert cli(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_a_submission_s_text_in_the_verdict_reaches_the_terminal_escaped(  # type: ignore[no-untyped-def]
+    cli, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Red team rt38 F1: run() raised with cursor moves, erasures and concealment in its message, which the feedback
+    quotes: on a terminal the FAIL headline was erased and a forged PASS line shown. Every control is printed as an
+    escape, and the headline stays the first line."""
+    forged = "\x1b[1A\x1b[2K\x1b[1GPASS  speedup 26x\x1b[8m \u009b2K \u202eSSAP"
+    path = tmp_path / "forged_feedback.py"
+    path.write_text(f"def run(x, w):\n    raise RuntimeError({forged!r})\n")
+    assert cli(["verify", str(path), "--problem", "p36", "--dsl", "tirx"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL  ") and "\\u001b[2K" in out and "\\u009b" in out and "\\u202e" in out
+    assert not any(c in out for c in "\x1b\x9b\u202e")
