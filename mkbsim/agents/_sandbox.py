@@ -16,15 +16,13 @@ Where bubblewrap cannot run (no user namespaces and not root), a campaign refuse
 says ``sandbox.isolation = "none"``: then commands run as this user with only the limits and the clean
 environment, and every attempt's events say so.
 
-The parent reads and writes the attempt's files without following links (``_open_inside``): a command
+The parent reads and writes the attempt's files without following links (``sandbox.open_inside``): a command
 could otherwise point ``kernel.py`` or ``SKILL.md`` at a host file for the parent to read into the store.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,7 +211,7 @@ class Sandbox:
         """A regular file of the working directory (no link followed, at most ``MAX_READ_BYTES``), or None
         if it is missing, something else, too large or not UTF-8."""
         try:
-            fd = _open_inside(self.workdir, name, os.O_RDONLY)
+            fd = sandbox.open_inside(self.workdir, name, os.O_RDONLY)
         except OSError:
             return None
         with os.fdopen(fd, "rb") as f:
@@ -229,7 +227,7 @@ class Sandbox:
         """Write a file inside the working directory, as the sandbox's user; paths leaving it (``..``, an
         absolute path, a link anywhere on the way) are refused."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        fd = _open_inside(self.workdir, relative, flags, create=True, owner=self.policy.uid)
+        fd = sandbox.open_inside(self.workdir, relative, flags, create=True, owner=self.policy.uid)
         with os.fdopen(fd, "w") as f:
             f.write(content)
         return self.workdir / relative
@@ -252,45 +250,6 @@ def _environment(config: SandboxConfig, workdir: Path) -> dict[str, str]:
         "MKL_NUM_THREADS": threads,
         "OPENBLAS_NUM_THREADS": threads,
     }
-
-
-def _open_inside(root: Path, relative: str, flags: int, *, create: bool = False, owner: int | None = None) -> int:
-    """A descriptor of the regular file ``relative`` under ``root``, reached without following any link
-    (each folder opened with ``O_NOFOLLOW`` relative to the previous one); ``create`` makes missing folders,
-    given with the file to ``owner`` (a uid; None: this process's). Raises ``ValueError`` for a path leaving
-    ``root``, ``OSError`` for a link, a non-regular file or a missing one."""
-    parts = Path(relative).parts
-    if not parts or Path(relative).is_absolute() or ".." in parts:
-        raise ValueError(f"{relative!r} is outside the working directory")
-    nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
-    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | nofollow)
-    try:
-        for part in parts[:-1]:
-            if create:
-                try:
-                    os.mkdir(part, 0o755, dir_fd=folder)
-                    _give(part, folder, owner)
-                except FileExistsError:
-                    pass
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder)
-            os.close(folder)
-            folder = inner
-        # O_NONBLOCK: a FIFO planted as kernel.py must not hang the parent
-        fd = os.open(parts[-1], flags | nofollow | os.O_NONBLOCK, 0o644, dir_fd=folder)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise OSError(errno.EINVAL, f"{relative} is not a regular file")
-        if create:
-            _give(parts[-1], folder, owner)
-        os.set_blocking(fd, True)
-        return fd
-    finally:
-        os.close(folder)
-
-
-def _give(name: str, folder: int, owner: int | None) -> None:
-    if owner is not None:
-        os.chown(name, owner, owner, dir_fd=folder, follow_symlinks=False)
 
 
 def _head_and_tail(output: sandbox.Output) -> str:

@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 DEFAULT_STORE = "events.sqlite"
 #: What a terminal acts on or reorders: the C0 controls but newline and tab (ESC starts cursor moves, erasures,
 #: concealment), DEL and the C1 controls (U+009B is CSI, like ESC [), and the bidirectional marks, embeddings,
-#: overrides and isolates (U+202E shows text reversed). Stored text (command output, skills, feedback, a
+#: overrides and isolates (U+202E shows text reversed); and lone surrogates, which no terminal's encoding takes
+#: (writing one raised ``UnicodeEncodeError``: red team rt38 F2). Stored text (command output, skills, feedback, a
 #: submission's exception message) is the agents' and carries them verbatim; what a command prints escapes them.
-_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_TERMINAL_CONTROLS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def terminal_safe(text: str) -> str:

@@ -44,6 +44,7 @@ address space than it uses). Start long-lived sandboxes from a thread that outli
 """
 
 from mkbsim.sandbox._cleanup import remove_tree
+from mkbsim.sandbox._files import open_inside, read_tail
 from mkbsim.sandbox._policy import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_PROCESSES,
@@ -74,8 +75,10 @@ __all__ = [
     "Usage",
     "find_bwraps",
     "kill",
+    "open_inside",
     "probe",
     "python_paths",
+    "read_tail",
     "remove_tree",
     "require",
     "run",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mkbsim.sandbox import remove_tree
+from mkbsim.sandbox import read_tail, remove_tree
 from mkbsim.verifier import _schema
 from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
 from mkbsim.verifier._noprocess import filters
@@ -346,11 +346,14 @@ class WorkerHandle:
         return [] if self.closed else self.zygote.strays(self.zygote_pid)
 
     def output_tail(self, n: int = 2000) -> str:
+        """The end of what the worker printed, read without following its links: the worker owns its folder, and
+        a ``.output`` it replaced with a link to a host file (read as root, outside the sandbox) or with a FIFO
+        (``open`` blocked for good) is no output (red team rt38 F3, F4)."""
         try:
-            data = Path(self.workdir, ".output").read_bytes()
-        except OSError:
+            data = read_tail(Path(self.workdir), ".output", n)
+        except (OSError, ValueError):
             return ""
-        return data[-n:].decode(errors="replace")
+        return data.decode(errors="replace")
 
     def kill(self) -> None:
         for send in (os.killpg, os.kill):

@@ -54,10 +54,11 @@ def test_a_submission_s_text_in_the_verdict_reaches_the_terminal_escaped(  # typ
     """Red team rt38 F1: run() raised with cursor moves, erasures and concealment in its message, which the feedback
     quotes: on a terminal the FAIL headline was erased and a forged PASS line shown. Every control is printed as an
     escape, and the headline stays the first line."""
-    forged = "\x1b[1A\x1b[2K\x1b[1GPASS  speedup 26x\x1b[8m \u009b2K \u202eSSAP"
+    forged = "\x1b[1A\x1b[2K\x1b[1GPASS  speedup 26x\x1b[8m \u009b2K \u202eSSAP \ud800"  # (a lone surrogate: rt38 F2)
     path = tmp_path / "forged_feedback.py"
     path.write_text(f"def run(x, w):\n    raise RuntimeError({forged!r})\n")
     assert cli(["verify", str(path), "--problem", "p36", "--dsl", "tirx"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("FAIL  ") and "\\u001b[2K" in out and "\\u009b" in out and "\\u202e" in out
+    assert "\\ud800" in out
     assert not any(c in out for c in "\x1b\x9b\u202e")
