@@ -1032,15 +1032,18 @@ def _audit_hook(
         return  # events the vault itself raises while it works
     protected = event in _attributes and _id(args[0]) in _protected
     with _lock:
-        _busy.add(me)
+        # the thread leaves ``_busy`` first thing in ``finally``, whatever was raised after it entered (an exception
+        # between the add and the ``try`` left it there for good, every later event of its unjudged: red team rt38
+        # F5, a KeyboardInterrupt from ``_thread.interrupt_main`` timed to the add's call)
         enabled = _gc[0]()
-        _gc[1]()  # no collection (and no finalizer of the submission's) while the vault runs
         try:
+            _busy.add(me)
+            _gc[1]()  # no collection (and no finalizer of the submission's) while the vault runs
             answer = _send(("event", event, args, _getframe(1), protected))
         finally:
+            _busy.discard(me)
             if enabled:
                 _gc[2]()
-            _busy.discard(me)
     if answer is not None:
         raise answer
 
@@ -1051,15 +1054,15 @@ def _ask(request: Any, *, _send: Any, _busy: Any, _lock: Any, _ident: Any, _gc: 
     if me in _busy:
         return None
     with _lock:
-        _busy.add(me)
         enabled = _gc[0]()
-        _gc[1]()
-        try:
+        try:  # (as the audit hook's)
+            _busy.add(me)
+            _gc[1]()
             return _send(request)
         finally:
+            _busy.discard(me)
             if enabled:
                 _gc[2]()
-            _busy.discard(me)
 
 
 def _caller_frame(*, _busy: Any, _ident: Any, _getframe: Any) -> Any:
@@ -1070,8 +1073,8 @@ def _caller_frame(*, _busy: Any, _ident: Any, _getframe: Any) -> Any:
     me = _ident()
     if me in _busy:
         return _getframe(2)
-    _busy.add(me)
-    try:
+    try:  # (as the audit hook's)
+        _busy.add(me)
         return _getframe(2)
     finally:
         _busy.discard(me)
