@@ -51,7 +51,7 @@ def _attempt(delay):
         entering.set()
         open(os.devnull).close()
         time.sleep(0.05)  # the interrupt lands here if the open finished first
-    except KeyboardInterrupt as exc:
+    except KeyboardInterrupt:
         text = traceback.format_exc().strip().splitlines()
         where = [line.strip() for line in text if line.strip().startswith("File")]
         last = where[-1] if where else "?"
