@@ -1,7 +1,7 @@
 """A TIRx kernel inserts each token's k and index key into p22's caches and writes the list of valid tokens and their
 slots; eager code inserts the value cache (a gather and an ``index_put_``: 44% of the problem's data movement). The
-reference's only arithmetic is its slot computation, which the kernel does: on element work alone the plan was full
-at 0% (red team rt39 F2); the problem's movement is work too, so it is a partial plan at 0.44."""
+reference's only arithmetic is its slot computation (1.6% of its moved elements), which the kernel does: on element
+work the plan was full at 0% (red team rt39 F2); p22 is a problem of data movement, so it is partial at 0.44."""
 
 # problem: p22
 # plan: partial
