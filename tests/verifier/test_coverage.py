@@ -14,7 +14,15 @@ import torch
 from mkbsim.verifier import VerifierSession, _coverage, _eagerwork, _phases
 from mkbsim.verifier._compare import build_refs
 from mkbsim.verifier._control import ControlPage
-from mkbsim.verifier._coverage import OUTPUT_SHARE, OUTPUTS_SHARE, TOTAL_SHARE, OutputCoverage, informative_mask, judge
+from mkbsim.verifier._coverage import (
+    OUTPUT_SHARE,
+    OUTPUTS_SHARE,
+    TOTAL_SHARE,
+    OutputCoverage,
+    informative_mask,
+    judge,
+    suppressed_shares,
+)
 from mkbsim.verifier._devices import REMEASURES, best_profile, speed_of_light
 from mkbsim.verifier._judge import Failure
 from tests.kits.timing_rules import timing_rules_off
@@ -74,6 +82,28 @@ def test_only_input_dependent_elements_count() -> None:
     # in place: the elements the operator changed
     cache_before = torch.tensor([1.0, 1.0, 1.0, 1.0])
     assert informative_mask(ref_a, None, cache_before).tolist() == [True, False, True, True]
+
+
+def test_elements_a_zero_gets_right_are_not_judged() -> None:
+    """Red team rt40 FP1: an honest kernel writing p65's heavy-tailed output into ``zeros_like`` left zeros with its
+    launches suppressed, "correct" within the allowance (eps · max|anchor|) on 69% of it: a DSL share of 0.31."""
+    gen = torch.Generator().manual_seed(0)
+    heavy = torch.randn(4096, generator=gen) * 3.0
+    heavy[::512] = 100.0  # a few large values: the allowance 3 · eps(bf16) · 100, about 2.3
+    other = torch.randn(4096, generator=gen)
+    heavy_bf16, other_bf16 = heavy.to(torch.bfloat16), other.to(torch.bfloat16)
+    ref, ref_other = build_refs(["o", "o"], [heavy_bf16, other_bf16], [heavy_bf16.double(), other_bf16.double()],
+                                [torch.bfloat16] * 2, 3.0)  # fmt: skip
+    zeros = torch.zeros_like(heavy_bf16)
+    whole = suppressed_shares([zeros], [ref], [torch.ones(4096, dtype=torch.bool)])[0].suppressed_wrong
+    judged = informative_mask(ref, ref_other, None)
+    assert whole is not None and whole < 0.5  # judged on every element, the zeros look like no DSL work
+    assert suppressed_shares([zeros], [ref], [judged])[0].suppressed_wrong == 1.0
+    assert 0.125 < judged.float().mean() < 0.5
+    # an output near zero throughout (a zero gets nearly all of it right) is judged whole, as before
+    flat = torch.cat([torch.full((8,), 1000.0), torch.randn(4088, generator=gen)]).to(torch.bfloat16)
+    (ref_flat,) = build_refs(["o"], [flat], [flat.double()], [torch.bfloat16], 3.0)
+    assert torch.equal(informative_mask(ref_flat, ref_other, None), flat != other_bf16)
 
 
 def test_a_median_below_the_speed_of_light_is_timing_tamper(
