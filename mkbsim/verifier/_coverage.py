@@ -90,6 +90,11 @@ DSL_TIME_SHARE = {"cpu": 0.33, "cuda": 0.33}
 #: MLP, 0.34 of the draws' 108 ms, speedup 1.7-2.2x its honest twin's, as a full plan). Launches added to buy room (a
 #: tick each) add nothing to the long part. cuda: no measurement of honest long launches on this code yet (None).
 DSL_TIME_LONG_SHARE: dict[str, float | None] = {"cpu": 0.7, "cuda": None}
+#: ...where that least long part is at least this long: a draw's launches of a few µs each pay the watched call's
+#: costs (cold caches, the audit around them) beyond any fixed allowance under load, which the flat share absorbs; a
+#: kernel of milliseconds cannot be split under it (each watched launch costs its fixed part, and the Python-objects
+#: rule bounds how many launches a call makes).
+DSL_TIME_LONG_MIN_MS = 0.5
 #: Below the clocks' resolution nothing is measured (CUDA events: 0.5 µs; cpu: the launching thread's CPU clock,
 #: read around a native call).
 DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
@@ -311,6 +316,7 @@ def dsl_time_check(
     share, slack = DSL_TIME_SHARE[device_type], DSL_TIME_SLACK_MS[device_type]
     long_share = DSL_TIME_LONG_SHARE.get(device_type)
     long = min(audited_long_ms) if audited_long_ms and long_share is not None else 0.0
+    long = long if long >= DSL_TIME_LONG_MIN_MS else 0.0
     required = max(share * audited, (long_share or 0.0) * long)
     found = {
         "audited_ms": list(audited_ms),

@@ -76,6 +76,13 @@ def test_a_long_launch_s_time_must_stay_nearer_the_draws() -> None:
     assert _coverage.dsl_time_check(draws, [37.0] * 20, "cuda", long)[1] is None
     # ticks: launches of the fixed cost each add to the draws' time, never to their long part
     assert _coverage.dsl_time_check([2.0] * 5, [0.7] * 20, "cpu", [0.0] * 5)[1] is None
+    # under the suite's load with a red team beside it, honest p36's one launch: 0.063 ms on every draw, 0.025 timed;
+    # a long part that short is not judged (the flat share holds: 0.021 required)
+    fixed = _provenance.LAUNCH_FIXED_MS["cpu"]
+    loaded = [0.0627, 0.071, 0.066, 0.069, 0.064]
+    assert _coverage.dsl_time_check(loaded, [0.0252] * 50, "cpu", [ms - 0.02 for ms in loaded])[1] is None
+    assert _coverage.dsl_time_check(loaded, [0.0252] * 50, "cpu", [ms - fixed for ms in loaded])[1] is None
+    assert _coverage.dsl_time_check(loaded, [0.019] * 50, "cpu", [ms - fixed for ms in loaded])[1]  # under a third
 
 
 def _work(changed: int, *shares: float) -> dict[str, object]:
