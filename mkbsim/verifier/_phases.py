@@ -784,7 +784,8 @@ def verdict(v: Verification) -> Failure | None:
     v.report.feedback = (
         f"Correct on {v.protocol.correctness_draws} float64-anchored draws and "
         f"{len(v.details.get('timing_rechecks', []))} re-checked timed calls; bypass test passed "
-        f"({min(launches)}-{max(launches)} DSL launches per call, {share:.0%} of the outputs produced by the DSL). "
+        f"({min(launches)}-{max(launches)} DSL launches per call, {share:.0%} of the outputs produced by the DSL "
+        "or computed from what it produced). "
         f"Median {fmt(runtime)} ms vs eager {fmt(eager.median_ms)} ms."
     )
     if v.plan is not None and v.plan.partial:

@@ -571,6 +571,35 @@ def test_a_kernels_own_answer_beside_an_eager_tensor_of_its_distribution_is_not_
     assert audit.outside_share(out) == 0.0
 
 
+@pytest.mark.parametrize("seed", range(16))
+def test_a_bf16_output_beside_float32_states_256_times_its_size_is_not_a_copy(seed: int) -> None:
+    """Red team rt43 F1 (p69: eager fp32 recurrence states, 256 times the size of the bf16 readout a kernel made from
+    them): rounded to bf16 the states hold all but a fraction of an element of the output's values and of their
+    neighbours alike, and (share - chance) / (1 - chance) read 1.0 on that fraction: the readout was "held" (here for
+    2 of these 16 draws before). Its misses are as few as chance leaves, which is no evidence."""
+    drawn = torch.Generator().manual_seed(seed)
+    rows, cols = 32, 64
+    positions = torch.randperm(rows * cols, generator=drawn)[: _provenance.SAMPLES].sort()[0]
+    with _opened(positions, rows * cols) as audit:
+        states = audit.eager("aten.mul.Tensor", (torch.randn(256 * rows * cols, generator=drawn), 1.0))
+        out = audit.eager("aten.empty.memory_format", ([rows, cols],), {"dtype": torch.bfloat16})
+        values = torch.randn(rows, cols, generator=drawn).to(torch.bfloat16)
+        audit.launch(lambda o, s: o.copy_(values), out, states)
+        audit.registry.protect(_provenance.report_result, _send=audit.send)([out])
+        assert not [r for r in audit.control.report([positions.numel()])["records"] if r[0] == "contains"]
+
+
+def test_an_answer_shuffled_into_a_buffer_of_its_distribution_four_times_its_size_is_a_copy(audit: Audit) -> None:
+    """The buffer holds the output's neighbours too (chance about 0.8), but every one of the output's values, which
+    chance would leave a fifth of unheld: on 256 elements that is no fluke (the shuffle keeps no window)."""
+    answer = _answer()
+    buffer = torch.cat([answer.reshape(-1), torch.randn(3 * N) * answer.std()])
+    held = audit.eager("aten.mul.Tensor", (_shuffled(buffer, 5).to(torch.bfloat16), 1))
+    out = audit.eager("aten.empty.memory_format", ([ROWS, N // ROWS],), {"dtype": torch.bfloat16})
+    audit.launch(lambda o, h: o.copy_(answer), out, held)
+    assert audit.outside_share(out) == 1.0
+
+
 def test_an_answer_with_its_rows_reversed_in_a_padded_argument_takes_those_positions(audit: Audit) -> None:
     """Passed before (windows were read forwards only): 14 of 16 columns in a padded buffer, each row last element
     first; the kernel computes the last 2 columns itself."""

@@ -134,6 +134,51 @@ def test_a_reduction_over_an_answer_stacked_with_dsl_zeros_is_not_the_dsls(audit
     assert audit.outside_share(out) == 1.0
 
 
+@pytest.mark.parametrize("reduction", ["sum", "mean", "amax", "softmax", "cumsum"])
+def test_dsl_rows_rescaled_by_an_eager_per_row_scale_keep_their_credit_through_a_reduction(
+    audit: Audit, reduction: str
+) -> None:
+    """Red team rt42 F1 (p40): three DSL GEMMs' rows rescaled by an eager per-row target, then summed over the
+    streams. Every element reduced into a result element rests on the one scale of its row: the result carries it
+    (each feeds a row), where before the reduction dropped the credit and the plan was rejected as decorative."""
+    cols = N // ROWS
+    acc = _dsl(audit, [3, ROWS, cols], torch.randn(3, ROWS, cols))
+    target = audit.eager("aten.mul.Tensor", (torch.rand(1, ROWS, 1), 2.0))
+    scaled = audit.eager("aten.mul.Tensor", (acc, target))
+    calls = {
+        "sum": ("aten.sum.dim_IntList", (scaled, [0])), "mean": ("aten.mean.dim", (scaled, [-3], True)),
+        "amax": ("aten.amax.default", (scaled, [0])), "softmax": ("aten._softmax.default", (scaled, -1, False)),
+        "cumsum": ("aten.cumsum.default", (scaled, 2)),
+    }  # fmt: skip
+    name, args = calls[reduction]
+    reduced = audit.eager(name, args)
+    if reduced.dim() == 3:  # kept the streams' dimension: one of them is the output
+        reduced = audit.eager("aten.select.int", (reduced, 0, 0))
+    out = audit.eager("aten.clone.default", (reduced,))
+    assert audit.outside_share(out) == 0.0
+
+
+def test_eager_scales_that_differ_along_the_reduced_dimension_leave_no_credit(audit: Audit) -> None:
+    """A result element resting on several eager elements rests on none the vault can hold to feeding a row."""
+    cols = N // ROWS
+    acc = _dsl(audit, [ROWS, cols, 4], torch.randn(ROWS, cols, 4))
+    scale = audit.eager("aten.mul.Tensor", (torch.rand(1, 1, 4), 2.0))
+    out = audit.eager("aten.sum.dim_IntList", (audit.eager("aten.mul.Tensor", (acc, scale)), [2]))
+    assert audit.outside_share(out) == 1.0
+
+
+def test_an_eager_answer_multiplied_into_dsl_copies_and_summed_back_is_not_the_dsls(audit: Audit) -> None:
+    """Each answer element feeds four DSL copies (credited, each feeding four), which a sum over the copies folds
+    back onto one element each: a lineage feeding one element of the output is not the DSL's."""
+    quarter = _dsl(audit, [4, ROWS // 2, N // ROWS], 0.25 + 1e-3 * torch.randn(4, ROWS // 2, N // ROWS))
+    pieces = []
+    for half in _halves():
+        wide = audit.eager("aten.mul.Tensor", (audit.eager("aten.mul.Tensor", (half, 1.0)), quarter))
+        pieces.append(audit.eager("aten.sum.dim_IntList", (wide, [0])))
+    out = audit.eager("aten.cat.default", (pieces,))
+    assert audit.outside_share(out) == 1.0
+
+
 def test_a_small_eager_scale_survives_casts_and_slices_of_the_dsl_result(audit: Audit) -> None:
     """A dequantisation epilogue: each eager scale feeds a whole row, before and after the slice and the cast."""
     acc = _dsl(audit, [ROWS, 2 * N // ROWS], torch.randn(ROWS, 2 * N // ROWS))
