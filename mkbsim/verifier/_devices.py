@@ -28,6 +28,14 @@ import torch
 
 _PROFILES = Path(__file__).with_name("devices.json")
 MARGIN = 2.0
+#: The square matmuls a device's peak rates are measured by: large enough that the launch is a small part of their
+#: time (on an H100 a 256^3 bf16 matmul is launch-bound, measured at about 1% of the device's rate, which judged the
+#: fa3 prefill kernels' honest 0.27 ms slower than light: "timing_tamper" against a 2.9 ms speed of light), small
+#: enough that one thread of this VM's CPU measures its rate in a second.
+MATMUL_SIZES = {
+    "cpu": {torch.float32: 512, torch.bfloat16: 256},
+    "cuda": {torch.float32: 4096, torch.bfloat16: 8192},
+}
 #: Further measurements of a measured device before a median below its speed of light is judged.
 REMEASURES = 3
 
@@ -69,23 +77,21 @@ def measure_profile(device: torch.device, cache_bytes: int) -> dict[str, Any]:
             dst = torch.empty_like(src)
             rates[size] = 2 * src.numel() / _best_seconds(lambda d=dst, s=src: d.copy_(s), 5, sync)
         flops = {}
-        for dtype, n in ((torch.float32, 512), (torch.bfloat16, 256)):
+        for dtype, n in MATMUL_SIZES[device.type].items():
             a = torch.randn(n, n, device=device).to(dtype)
             flops[dtype] = 2 * n**3 / _best_seconds(lambda a=a: a @ a, 5, sync)
     finally:
         torch.set_num_threads(threads)
     fp32 = flops[torch.float32] * MARGIN
+    bf16 = max(flops[torch.bfloat16] * MARGIN, fp32)
+    # a CPU has no narrower units than fp32; a GPU's fp8 tensor cores run at twice its bf16 rate (Hopper), and fp4 at
+    # the most a GPU of its kind could: the bound stays a lower bound where the device has no such units
+    narrow = 2 * bf16 if device.type == "cuda" else fp32
     return {
         "bandwidth_bytes_per_s": rates[2 * cache_bytes] * MARGIN,
         "cache_bytes": cache_bytes,
         "cache_bandwidth_bytes_per_s": max(rates.values()) * MARGIN,
-        "peak_flops_per_s": {
-            "fp32": fp32,
-            "bf16": max(flops[torch.bfloat16] * MARGIN, fp32),
-            "fp8": fp32,
-            "fp4": fp32,
-            "int": fp32,
-        },
+        "peak_flops_per_s": {"fp32": fp32, "bf16": bf16, "fp8": narrow, "fp4": narrow, "int": fp32},
         "source": f"measured this session on {device} (one thread), times {MARGIN}",
     }
 
