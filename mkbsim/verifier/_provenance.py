@@ -2786,17 +2786,18 @@ def provenance_vault(
         return [(ones_like(u), None) for u in outs]
 
     def reduced(operator_name: str, args: Any, kwargs: Any, outs: Any, operands: Any) -> Any:
-        """A reduction along dimensions (``_REDUCTIONS``) of one operand all of whose elements are the DSL's, some
-        resting on eager lineages: a result element is the DSL's where every element reduced into it rests on the
-        same lineage or none, and carries it (red team rt42 F1: p40's three DSL GEMMs, each row rescaled by an eager
-        per-row target, then summed over the streams: the sum dropped the credit and the plan was decorative).
-        Each lineage must still feed ``DERIVED_OVER_EAGER`` elements where the credit is judged: an eager answer
-        multiplied into four DSL copies and summed back feeds one each."""
+        """A reduction along dimensions (``_REDUCTIONS``) of one operand all of whose elements are the DSL's (or zeros
+        a launch left in zeroed memory), some resting on eager lineages: a result element is the DSL's where the DSL
+        made one of the elements reduced into it and every one rests on the same lineage or none, and carries it
+        (red team rt42 F1: p40's three DSL GEMMs, each row rescaled by an eager per-row target, then summed over the
+        streams: the sum dropped the credit and the plan was decorative). Each lineage must still feed
+        ``DERIVED_OVER_EAGER`` elements where the credit is judged: an eager answer multiplied into four DSL copies
+        and summed back feeds one each."""
         found = lib.reductions.get(operator_name)
         if found is None or lib.len(operands) != 1 or not args or operands[0][0] is not args[0]:
             return None
         t, states, ids, _ = operands[0]
-        if states is None or lib.int(lib.count_nonzero(lib.ne(states, 1))):
+        if states is None or lib.int(lib.count_nonzero(lib.eq(states, 0))):
             return None
         position, along = found
         dim = kwargs["dim"] if "dim" in kwargs else (args[position] if lib.len(args) > position else None)
@@ -2816,10 +2817,14 @@ def provenance_vault(
             return None
         dims = lib.sorted({d % rank for d in dims})
         mine = resting(t, states, ids)
+        if mine is None:  # no lineage: the elements not the DSL's are zeros a launch left in zeroed memory
+            mine = lib.full(shape, -1.0, dtype=lib.float64, device=lib.device_of(t))
         high = lib.amax(mine, dims, True)
         low = lib.amin(lib.where(lib.lt(mine, 0), lib.inf, mine), dims, True)
         none = lib.eq(low, lib.inf)
-        one = lib.logical_or(none, lib.eq(low, high))
+        # and at least one DSL element among those reduced (a sum of the zeros alone is no evidence either way)
+        made = lib.ge(lib.amax(lib.to(lib.reshape(lib.eq(states, 1), shape), lib.float64), dims, True), 1.0)
+        one = lib.logical_and(made, lib.logical_or(none, lib.eq(low, high)))
         rest = lib.where(none, -1.0, high)
         kept = lib.tuple(lib.size(high))
         squeezed = lib.tuple(n for i, n in lib.enumerate(kept) if i not in dims)
@@ -2994,13 +2999,16 @@ def provenance_vault(
                 continue
             states, ids = known[lib.id(t)]
             k = lib.int(lib.count_nonzero(lib.eq(states, 1))) if states is not None else 0
+            # zeros a launch left in zeroed memory are no evidence either way: not eager-made (red team rt44 F3: p51's
+            # experts written into torch.zeros by one dense launch, the rows routed elsewhere left zero, then added)
+            blank = lib.int(lib.count_nonzero(lib.eq(states, 2))) if states is not None else 0
             dsl += k
             if not k:
                 observe(t, f"input of eager {name}")
             given_input = is_input(t)
             if not given_input:
                 from_inputs = False
-                eager = lib.max(eager, lib.numel(t) - k)
+                eager = lib.max(eager, lib.numel(t) - k - blank)
             operands.append((t, states, ids, given_input))
         ratio = dsl >= lib.derived_over_eager * eager
         from_constants = lib.all_of_list(is_constant(t) for t, _, _, _ in operands)

@@ -158,6 +158,44 @@ def test_dsl_rows_rescaled_by_an_eager_per_row_scale_keep_their_credit_through_a
     assert audit.outside_share(out) == 0.0
 
 
+@pytest.mark.parametrize("combine", ["sum", "adds"])
+def test_dsl_rows_beside_rows_left_zero_in_zeroed_memory_keep_their_credit_when_combined(
+    audit: Audit, combine: str
+) -> None:
+    """Red team rt44 F3 (p51): one dense launch writes each expert's rows into ``torch.zeros``, the rows routed to
+    another expert left zero (no evidence either way), then eager code combines the experts: a sum over them, or
+    adds. The zeros counted as eager-made: the reduction gave no credit and the adds' DSL operands were not 4x them;
+    the plan was decorative (with ``torch.empty`` and the kernel writing the zeros, full)."""
+    cols = N // ROWS
+    experts = audit.eager("aten.zeros.default", ([4, ROWS, cols],), {"dtype": torch.float32})
+    routed = torch.rand(4, ROWS, 1, generator=torch.Generator().manual_seed(1)) < 0.5
+    routed[0] = True  # every token has an expert: no output element is a sum of zeros alone
+    values = torch.where(routed, torch.randn(4, ROWS, cols), 0.0)
+    audit.launch(lambda y: y.copy_(values), experts)
+    if combine == "sum":
+        out = audit.eager("aten.sum.dim_IntList", (experts, [0]))
+    else:
+        out = audit.eager("aten.select.int", (experts, 0, 0))
+        for k in range(1, 4):
+            out = audit.eager("aten.add.Tensor", (out, audit.eager("aten.select.int", (experts, 0, k))))
+    assert audit.outside_share(out) == 0.0
+
+
+@pytest.mark.parametrize("combine", ["sum", "add"])
+def test_an_eager_answer_combined_with_dsl_zeros_of_zeroed_memory_is_not_the_dsls(audit: Audit, combine: str) -> None:
+    """Zeros a launch left in zeroed memory are no evidence for the DSL either: an eager answer stacked with them and
+    summed, or added to them, stays eager."""
+    zeros = audit.eager("aten.zeros.default", ([3, ROWS, N // ROWS],), {"dtype": torch.float32})
+    audit.launch(lambda z: z.zero_(), zeros)
+    answer = audit.eager("aten.mul.Tensor", (_answer(), 1.0))
+    if combine == "sum":
+        stacked = audit.eager("aten.cat.default", ([audit.eager("aten.unsqueeze.default", (answer, 0)), zeros],))
+        out = audit.eager("aten.sum.dim_IntList", (stacked, [0]))
+    else:
+        out = audit.eager("aten.add.Tensor", (answer, audit.eager("aten.select.int", (zeros, 0, 1))))
+    assert audit.outside_share(out) == 1.0
+
+
 def test_eager_scales_that_differ_along_the_reduced_dimension_leave_no_credit(audit: Audit) -> None:
     """A result element resting on several eager elements rests on none the vault can hold to feeding a row."""
     cols = N // ROWS
