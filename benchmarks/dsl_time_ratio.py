@@ -71,8 +71,10 @@ def _ratios(session: VerifierSession, cases: list[tuple[Path, str]], repeats: in
             ratio = (report.details.get("dsl_time") or {}).get("ratio")
             work = _work_ratio(report)
             why = "" if report.passed else f" ({report.feedback[:160]})"
+            shortfall = (report.details.get("timed_work") or {}).get("float_shortfall")
             print(f"{path.name} {problem}: passed={report.passed} failure={report.failure} ratio={ratio} "
-                  f"work={work} load={os.getloadavg()[0]:.1f}{why}", file=sys.stderr)  # fmt: skip
+                  f"work={work} shortfall={shortfall} plan={report.plan} load={os.getloadavg()[0]:.1f}{why}",
+                  file=sys.stderr)  # fmt: skip
             if ratio is not None:
                 times.append(ratio)
             if work is not None:

@@ -130,6 +130,13 @@ WORK_CARRIED_FLOOR = 0.25
 #: of 0.02 per call at a share of one half), and an honest kernel whose plan moves rows between the DSL and eager code
 #: with the data. Integer and boolean outputs keep ``WORK_SHARE`` alone: reused memory holds their few values often.
 FLOAT_SHARE_MARGIN = 0.15
+#: ... and what it falls short by within that margin is eager work the draws did not see: the verdict's plan prices
+#: it (``_plankind.with_timed_shortfall``; red team rt45 F1: a p07 kernel skipping 2 of 16 heads on every call the
+#: dispatch mode did not watch, eager code making them, was a full plan at 0%). The carried share is priced where the
+#: draws' median reaches this: below it the estimate is noisy (an honest p51 kernel's eager combine carried 0.47-0.56
+#: of its output on the draws, 0.48-0.61 on the evidence calls), above it the copy is clear (a cloned DSL output: 0.99
+#: on both).
+CARRIED_PRICED_FROM = 0.9
 
 #: An output's median share of sampled elements that the evidence calls' launches copied (``_provenance.launch_copies``:
 #: values their other arguments held before them) may exceed the correctness draws' median by at most this much. The
@@ -382,8 +389,14 @@ def work_check(
         close = k > 0 and output < len(floating) and floating[output]
         return max(WORK_SHARE * draws[k], draws[k] - FLOAT_SHARE_MARGIN) if close else WORK_SHARE * draws[k]
 
+    def priced(k: int) -> bool:  # a floating output's launch-left share, or its carried share where it is clear
+        output = (k - 1) % outputs
+        clear = k <= outputs or draws[k] >= CARRIED_PRICED_FROM
+        return k > 0 and output < len(floating) and floating[output] and clear
+
     found["required"] = [least(k) for k in range(len(draws))]
     found["judged"] = judged  # the measures (indices of ``ratios``) the rule holds to ``required``
+    found["float_shortfall"] = max((draws[k] - calls[k] for k in judged if priced(k)), default=0.0)
     short = [k for k in judged if calls[k] < least(k)]
     if not short:
         return found, None

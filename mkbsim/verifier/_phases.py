@@ -689,6 +689,8 @@ def _timed_as_audited(v: Verification) -> Failure | None:
             [dtype is not None and dtype.is_floating_point for dtype in v.shape.out_dtypes],
         )  # fmt: skip
         judged = Failure("decorative_dsl", unworked) if unworked else None
+    if judged is None and v.plan is not None:  # what the timed calls left to other code than the draws did
+        judged = _priced_shortfall(v, float(v.details["timed_work"].get("float_shortfall", 0.0)))
     if judged is None:  # where the launches' written bytes came from: computed, or copied from their arguments
         v.details["timed_copies"], copied = _coverage.copied_check([d.page["work"] for d in audited], evidence["work"])
         judged = Failure("decorative_dsl", copied) if copied else None
@@ -703,6 +705,20 @@ def _timed_as_audited(v: Verification) -> Failure | None:
     )
     v.report.bypass_ok = judged is None  # the coverage phase passed to get here; a second round may pass again
     return judged
+
+
+def _priced_shortfall(v: Verification, shortfall: float) -> Failure | None:
+    """The plan with the timed calls' shortfall of DSL-made output priced (``_plankind.with_timed_shortfall``);
+    a partial plan fails where the protocol requires full ones."""
+    assert v.plan is not None
+    plan = _plankind.with_timed_shortfall(v.plan, shortfall)
+    if plan is v.plan:
+        return None
+    v.plan = plan
+    v.details.setdefault("eager_work", {})["plan"] = plan.as_dict()
+    v.report.plan, v.report.plan_eager_share = plan.kind, plan.eager_share
+    required = plan.partial and v.protocol.require_full_plan
+    return Failure("partial_plan", _plankind.require_full(plan)) if required else None
 
 
 def _scored_against_watched(v: Verification) -> Failure | None:

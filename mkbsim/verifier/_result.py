@@ -125,7 +125,10 @@ class VerifierReport:
         if self.inline_cuda:
             lines.append("  inline CUDA recorded (excluded from scored pass rates by default)")
         if self.plan is not None and self.plan_eager_share is not None:
-            basis = self.details.get("eager_work", {}).get("plan", {}).get("basis", "products")
-            lines.append(f"  plan: {self.plan} ({self.plan_eager_share:.0%} of the problem's {basis} made eagerly)")
+            plan = self.details.get("eager_work", {}).get("plan", {})
+            what = "an output, made eagerly on the timed calls" if plan.get("timed") else (
+                f"the problem's {plan.get('basis', 'products')} made eagerly"
+            )
+            lines.append(f"  plan: {self.plan} ({self.plan_eager_share:.0%} of {what})")
         lines.extend("  " + line for line in self.feedback.splitlines() if line.strip())
         return lines

@@ -14,7 +14,7 @@ from mkbsim.cli import _main
 from mkbsim.events import EventStore, NewEvent, PayloadError, VerifierResult
 from mkbsim.verifier import PAPER, VerifierReport, VerifierSession, resolve_protocol
 from mkbsim.verifier._eagerwork import KINDS, Work
-from mkbsim.verifier._plankind import PARTIAL_SHARE, plan_kind
+from mkbsim.verifier._plankind import PARTIAL_SHARE, TIMED_SHORTFALL, plan_kind, with_timed_shortfall
 from tests.kits.eager_shares import shares_module
 from tests.kits.timing_rules import timing_rules_off
 from tests.solutions.solution_sample import on_request, representatives
@@ -36,10 +36,24 @@ def _work(necessary: float = 0.0, unknown: float = 0.0, **amounts: float) -> Wor
     return Work({k: amounts.get(k, 0.0) for k in KINDS}, {k: [] for k in KINDS}, necessary=necessary, unknown=unknown)
 
 
+def test_eager_work_the_timed_calls_did_beyond_the_draws_is_the_plan_s_where_larger() -> None:
+    """Red team rt45 F1: the draws are observable, so the eager work measured on one is not the timed calls'; what a
+    floating output's DSL-made share falls short there is eager work too (``_coverage.work_check``)."""
+    full = plan_kind(_work(), _work(matmul=100.0))
+    assert with_timed_shortfall(full, TIMED_SHORTFALL * 0.9) is full  # the samples' noise
+    priced = with_timed_shortfall(full, 0.125)
+    assert (priced.kind, priced.eager_share, priced.basis, priced.timed) == ("partial", 0.125, "products", True)
+    assert "12% of an output on the timed calls" in priced.describe()
+    assert with_timed_shortfall(full, 1.5).eager_share == 1.0
+    partial = plan_kind(_work(matmul=30.0), _work(matmul=100.0))
+    assert with_timed_shortfall(partial, 0.125) is partial  # the larger share is the plan's
+    assert with_timed_shortfall(partial, 0.4).eager_share == 0.4
+
+
 def test_the_share_is_of_the_products_or_the_compute_else_the_element_work_else_the_movement() -> None:
     products = _work(matmul=100.0, pointwise=50.0)
     assert plan_kind(_work(matmul=30.0), products).as_dict() == {
-        "kind": "partial", "eager_share": 0.30, "basis": "products", "unseen": False}  # fmt: skip
+        "kind": "partial", "eager_share": 0.30, "basis": "products", "unseen": False, "timed": False}  # fmt: skip
     # element work the reference does beside its products is no product, and a DSL GEMM's eager epilogue is a sliver
     # of the problem's compute: a full plan; element work beyond the reference's stands in for products (red team
     # rt19 F2: a split-K GEMM's eager groups written as a broadcast multiply and a sum)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from mkbsim.catalog import load_catalog
-from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases, _provenance
+from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases, _provenance, resolve_protocol
 from mkbsim.verifier._verification import Shape
 from tests.kits.timing_rules import timing_rules_off
 
@@ -120,6 +120,23 @@ def test_a_floating_output_s_share_stays_near_the_draws() -> None:
     assert failure and "left 31.0% of output 0" in failure and found["required"][1] == pytest.approx(0.43)
     assert _coverage.work_check(draws, [_work(9000, 0.45)] * 10, [True])[1] is None  # within the margin
     assert _coverage.work_check([_work(16384, 1.0)] * 5, [_work(16384, 0.86)] * 10, [True])[1] is None
+
+
+def test_what_a_floating_output_falls_short_within_the_margin_is_measured_for_the_plan() -> None:
+    """The shortfall the plan prices (``_plankind.with_timed_shortfall``): of a floating output's launch-left share,
+    and of its carried share where the draws' is clear (``CARRIED_PRICED_FROM``); an integer output's is not."""
+    draws = [_carried(16384, 1.0, 1.0)] * 5
+    found, failure = _coverage.work_check(draws, [_carried(14336, 0.875, 0.875)] * 10, [True])
+    assert failure is None and found["float_shortfall"] == pytest.approx(0.125)
+    assert _coverage.work_check(draws, [_carried(14336, 0.875, 0.875)] * 10, [False])[0]["float_shortfall"] == 0.0
+    # a copied output (no launch-left share): its carried share, clear on the draws, is priced; a noisy one is not
+    copied = [_carried(16384, 0.0, 0.95)] * 5
+    found = _coverage.work_check(copied, [_carried(16384, 0.0, 0.85)] * 10, [True])[0]
+    assert found["float_shortfall"] == pytest.approx(0.10)
+    noisy = [_carried(16384, 0.0, 0.56)] * 5  # an honest p51 eager combine's: 0.47-0.56 on the draws
+    assert _coverage.work_check(noisy, [_carried(16384, 0.0, 0.44)] * 10, [True])[0]["float_shortfall"] == 0.0
+    # more DSL work on the timed calls than on the draws is no shortfall to price
+    assert _coverage.work_check(draws, [_carried(16384, 1.0, 1.0)] * 10, [True])[0]["float_shortfall"] <= 0.0
 
 
 def _carried(changed: int, share: float, carried: float) -> dict[str, object]:
@@ -474,3 +491,19 @@ def test_an_eager_answer_no_draw_saw_is_rejected_by_its_host_time_alone(
     assert twin.details["host_time"]["draws_eager_ms"] > twin.details["host_time"]["own_ms"]
     timing_rules_off(monkeypatch)
     assert cpu_session.verify(case, "p36", "tirx").passed
+
+
+def test_eager_work_on_the_timed_calls_only_is_priced_in_the_plan(cpu_session: VerifierSession) -> None:
+    """Red team rt45 F1's class: the draws are observable, so a kernel can leave an eighth of its rows to eager code
+    on every other call, within the work rule's margin; that eighth is the plan's eager share (it was a full plan at
+    0%), and a protocol requiring full plans fails it."""
+    case = EVIDENCE / "timed_rows_left_eager_p36.py"
+    report = cpu_session.verify(case, "p36", "tirx")
+    assert report.passed, report.feedback
+    shortfall = report.details["timed_work"]["float_shortfall"]
+    assert 0.08 <= shortfall <= 0.15
+    assert (report.plan, report.plan_eager_share) == ("partial", shortfall)
+    assert report.details["eager_work"]["plan"]["timed"] is True
+    assert "made 1" in report.feedback and "on the timed calls" in report.feedback
+    strict = cpu_session.verify(case, "p36", "tirx", protocol=resolve_protocol("paper", require_full_plan=True))
+    assert strict.failure == "partial_plan" and "on the timed calls" in strict.feedback
