@@ -344,14 +344,21 @@ def dsl_time_check(
 
 
 def work_check(
-    audited: Sequence[dict[str, Any] | None], timed: Sequence[dict[str, Any] | None], floating: Sequence[bool] = ()
+    audited: Sequence[dict[str, Any] | None],
+    timed: Sequence[dict[str, Any] | None],
+    floating: Sequence[bool] = (),
+    credited: Sequence[bool] | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """The work the evidence calls' launches did against the correctness draws' (DESIGN §5, "audits cannot be
     told apart"): its figures, and the feedback when the timed calls' launches did too little of it. Time cannot
     tell a launch that did the work from one that did nothing (a launch's fixed cost is most of a small kernel's
     time); the bytes it changed, and the outputs' elements still holding them, can. A call without the record
     (it never returned its outputs) did none. ``floating[i]``: output i is of a floating dtype (its shares are held
-    within ``FLOAT_SHARE_MARGIN`` of the draws' too).
+    within ``FLOAT_SHARE_MARGIN`` of the draws' too). ``credited[i]``: the draws' coverage credits output i to the DSL
+    (its ``dsl_share`` at least ``WORK_SAMPLED_FLOOR``); an output it does not is not judged (None: all are): what the
+    draws' launches wrote there was no work of theirs (red team rt45's p54 kernel casting an eager ``v`` for the
+    output: the decode rule takes the cast from the evidence calls' work, and the draws' coverage had taken it from
+    theirs, but their launch-left share counted it; a partial plan like the study's p56 was rejected).
 
     Each output is judged on two shares: its elements whose bytes are what a launch left there (``shares``), where the
     draws' median reaches ``WORK_SAMPLED_FLOOR``, and its elements whose values are among those the launches made,
@@ -381,8 +388,12 @@ def work_check(
         # bytes taken from the evidence calls' work as a simple map of values there before the launch (the decode rule)
         "timed_decoded_bytes": median(timed, lambda w: w.get("decoded", 0)),
     }  # fmt: skip
-    judged = [0] + [k for k in range(1, len(draws)) if draws[k] >= (WORK_SAMPLED_FLOOR if k <= outputs else
-                                                                    WORK_CARRIED_FLOOR)]  # fmt: skip
+    def owned(k: int) -> bool:  # measure k's output is the DSL's by the draws' coverage
+        output = (k - 1) % outputs
+        return credited is None or output >= len(credited) or credited[output]
+
+    judged = [0] + [k for k in range(1, len(draws)) if owned(k) and draws[k] >= (WORK_SAMPLED_FLOOR if k <= outputs
+                                                                                  else WORK_CARRIED_FLOOR)]  # fmt: skip
 
     def least(k: int) -> float:  # what measure k of the evidence calls must reach
         output = (k - 1) % outputs if k > 0 else -1

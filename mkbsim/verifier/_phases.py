@@ -684,9 +684,11 @@ def _timed_as_audited(v: Verification) -> Failure | None:
         v.details["dsl_time"] = found
         judged = Failure("decorative_dsl", short, measured=True) if short else None
     if judged is None:  # what the launches changed: bytes, not time (not retried)
+        bypass = v.details.get("bypass")
+        credited = [o["dsl_share"] >= _coverage.WORK_SAMPLED_FLOOR for o in bypass[-1]["outputs"]] if bypass else None
         v.details["timed_work"], unworked = _coverage.work_check(
             [d.page["work"] for d in audited], evidence["work"],
-            [dtype is not None and dtype.is_floating_point for dtype in v.shape.out_dtypes],
+            [dtype is not None and dtype.is_floating_point for dtype in v.shape.out_dtypes], credited,
         )  # fmt: skip
         judged = Failure("decorative_dsl", unworked) if unworked else None
     if judged is None and v.plan is not None:  # what the timed calls left to other code than the draws did

@@ -139,6 +139,20 @@ def test_what_a_floating_output_falls_short_within_the_margin_is_measured_for_th
     assert _coverage.work_check(draws, [_carried(16384, 1.0, 1.0)] * 10, [True])[0]["float_shortfall"] <= 0.0
 
 
+def test_an_output_the_draws_coverage_does_not_credit_is_not_judged() -> None:
+    """The draws' coverage took output 1 from the DSL (a launch casting an eager answer for it: red team rt45's p54
+    kernel); the decode rule takes it from the evidence calls' work too, so its launch-left share there is no measure
+    of the DSL work the draws checked."""
+    draws = [_work(16384, 1.0, 1.0)] * 5
+    timed = [_work(16384, 1.0, 0.001)] * 10
+    assert _coverage.work_check(draws, timed, [True, True])[1]
+    found, failure = _coverage.work_check(draws, timed, [True, True], [True, False])
+    assert failure is None and found["judged"] == [0, 1] and found["float_shortfall"] == 0.0
+    # an output the coverage credits stays judged, and an unknown one (no coverage entry) too
+    assert _coverage.work_check(draws, timed, [True, True], [False, True])[1]
+    assert _coverage.work_check(draws, timed, [True, True], [True])[1]
+
+
 def _carried(changed: int, share: float, carried: float) -> dict[str, object]:
     return {"bytes": changed, "ms": 0.01, "shares": [share], "carried": [carried]}
 
