@@ -65,6 +65,12 @@ DECODE_RTOL_FLOOR = 2.0**-10
 #: eager GEMM by the problem's scales was held on 60% of its elements (an answer hidden under noise as wide as the
 #: allowance escapes: README "Known limits"). Integer and boolean outputs are held exactly.
 DECODE_ABS_ULPS = 0.5
+#: A best map scoring from this share up to ``DECODE_SHARE`` is peeled (``fitted``): the best map of the elements it
+#: does not hold for is sought, up to ``DECODE_PEELS`` maps in all, and together they decide. Honest stages score at
+#: most 0.26 (a clamped epilogue, the clamp deciding the output; README "Known limits") and their other elements, set
+#: aside, at most a few percent: no second map, and one is no decode under half.
+DECODE_PEEL = 0.15
+DECODE_PEELS = 8
 #: Elements in each of the two samples (fit, held out).
 DECODE_SAMPLES = 2048
 #: Fewer changed elements are not judged (a scalar, a row of statistics). A launch changing fewer in a tensor is pooled
@@ -151,7 +157,8 @@ def bound() -> types.SimpleNamespace:
         floats={1: torch.float8_e4m3fn, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64},
         mantissa={dtype: round(-math.log2(torch.finfo(dtype).eps)) for dtype in (
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)},
-        share=DECODE_SHARE, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR, abs_ulps=DECODE_ABS_ULPS,
+        share=DECODE_SHARE, peel=DECODE_PEEL, peels=DECODE_PEELS, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR,
+        abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
         candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS, settled=1e-9, index=DECODE_INDEX,
         moved_checked=DECODE_MOVED_CHECKED, part=DECODE_PART, permuted=DECODE_PERMUTED,
@@ -707,7 +714,35 @@ def pooled(d: Any, pool: Any, generator: Any) -> Any:
 def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     """Which of ``t``'s elements (flat, logical order) the best map of ``operands`` (their values before the launch)
     holds for, among ``changed`` (flat bool), with its score (the share of the held-out sample beyond chance) and
-    the map's description; None where nothing is judged (too few elements, no operand lines up, a complex dtype)."""
+    the map's description; None where nothing is judged (too few elements, no operand lines up, a complex dtype).
+
+    A map scoring from ``DECODE_PEEL`` to ``DECODE_SHARE`` is peeled: its elements are set aside and the best map of
+    the rest is sought, ``DECODE_PEELS`` times at most; where the maps together hold ``DECODE_SHARE`` of the changed
+    elements, they hold for all of those (red team rt46 F1: an eager answer stored ×3, ×5 and ×7 by column and
+    decoded by the kernel, each map under half of the elements, was the DSL's work whole)."""
+    found = _fitted_once(d, t, changed, operands, generator, d.peel)
+    if found is None or found[0] is None or found[1] >= d.share:
+        return found if found is None or found[1] >= d.share else (None, found[1], found[2])
+    union, score, what = found
+    total = d.int(d.sum(changed))
+    names, remaining = [what], d.logical_and(changed, d.logical_not(union))
+    for _ in d.range(d.peels - 1):
+        if d.int(d.sum(remaining)) < d.least:
+            break
+        more = _fitted_once(d, t, remaining, operands, generator, d.peel)
+        if more is None or more[0] is None:
+            break
+        union = d.logical_or(union, more[0])
+        names.append(more[2])
+        remaining = d.logical_and(remaining, d.logical_not(more[0]))
+    together = d.int(d.sum(union)) / total
+    if d.len(names) < 2 or together < d.share:
+        return None, score, what
+    return union, together, " and ".join(names) + f" (together {d.round(100 * together)}% of the changed elements)"
+
+
+def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, least_score: float) -> Any:
+    """``fitted``'s best map, with the elements it holds for where it scores at least ``least_score``."""
     if d.is_complex(t):
         return None
     where = d.reshape(d.nonzero(changed), (-1,))
@@ -821,7 +856,7 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
         if unordered is not None and unordered[0] > best[0]:
             best = unordered
     score, what, how = best
-    if score < d.share:
+    if score < least_score or how is None:  # (an order-free fit holds for elements only from ``DECODE_SHARE``)
         return None, score, what
     mask = d.zeros((d.numel(y_all),), dtype=d.bool_, device=d.device_of(y_all))
     held = (
