@@ -623,6 +623,9 @@ def provenance_vault(
     # the destination of the in-place accumulating scatter about to run, as it was: (tensor, which of its elements may
     # be combined with DSL rows and stay the DSL's, which are the DSL's) (``_scatters``, ``combinable``)
     destination: list[Any] = []
+    # the first argument of the in-place operator about to run (not a store nor a scatter), with its lineage as it was:
+    # the operator reads it, and once it ran its bytes are no launch's (``read_in_place``)
+    read_in_place: list[Any] = []
     lineages: dict[Any, float] = {"next": 0.0}  # an eager-made tensor (view, version) -> its elements' first number
     depth = 0  # the calling thread's gates entered and not yet left: only the outermost watches (a CuTe call nests)
     originals: dict[int, Any] = {}  # id -> (a gate's original, its role: "function", "launch" or "outer")
@@ -2899,15 +2902,23 @@ def provenance_vault(
         return usable, mine
 
     def destination_before(name: Any, args: Any, kwargs: Any) -> None:
-        """An in-place accumulating scatter is about to run (``dispatch``): its destination as it is now."""
+        """An in-place operator is about to run (``dispatch``): an accumulating scatter's destination as it is now,
+        and another's first argument with its lineage (``read_in_place``: red team rt46 F3, an honest kernel's lse
+        converted to base 2 by an eager ``lse.mul_(log2 e)``, was taken for eager-made and the plan for decorative,
+        as its out-of-place twin was not)."""
         destination.clear()
+        read_in_place.clear()
         if lib.type(name) is not lib.str or lib.type(args) is not lib.tuple or not args:
             return
         kwargs = kwargs if lib.type(kwargs) is lib.dict else {}
-        t, operator_name = args[0], name.split(".")[1]
-        if lib.type(t) is not lib.Tensor or lib.accumulating_scatter(
-            recorded(name, operator_name, args, kwargs), operator_name
-        ) is None:  # fmt: skip
+        parts = name.split(".")
+        t, operator_name = args[0], parts[1] if lib.len(parts) > 1 else name
+        if lib.type(t) is not lib.Tensor:
+            return
+        if lib.accumulating_scatter(recorded(name, operator_name, args, kwargs), operator_name) is None:
+            if (operator_name.endswith("_") and operator_name not in lib.overwriting
+                    and operator_name not in lib.indexed_stores and touched(t)):  # fmt: skip
+                read_in_place[:] = [t, lineage(t)]
             return
         states, ids = lineage(t) if touched(t) else (None, None)
         if states is None or not lib.bool(lib.any_of(lib.eq(states, 1))):
@@ -2991,6 +3002,9 @@ def provenance_vault(
         scatter = lib.accumulating_scatter(priced, operator_name)
         in_place = scatter is not None and operator_name.endswith("_")
         known = {lib.id(t): lineage(t) if touched(t) else (None, None) for t in given}
+        if read_in_place and lib.any(read_in_place[0] is t for t in given):  # as it was when the operator read it
+            known[lib.id(read_in_place[0])] = read_in_place[1]
+        read_in_place.clear()
         operands = []  # (tensor, its states, its lineages, whether a problem input) of what the operator reads
         dsl = eager = 0
         from_inputs = True  # every operand a problem input (or a copy of one)
