@@ -738,7 +738,9 @@ def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     together = d.int(d.sum(union)) / total
     if d.len(names) < 2 or together < d.share:
         return None, score, what
-    return union, together, " and ".join(names) + f" (together {d.round(100 * together)}% of the changed elements)"
+    named = [n for k, n in d.enumerate(names) if n not in names[:k]]  # each map's kind once, with its count
+    said = " and ".join(f"{n} (x{d.len([m for m in names if m == n])})" for n in named)
+    return union, together, f"{said}: together {d.round(100 * together)}% of the changed elements"
 
 
 def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, least_score: float) -> Any:

@@ -369,3 +369,19 @@ def test_the_fit_of_a_large_output_keeps_to_its_samples_and_parts_memory() -> No
     verdicts = dict(line.split() for line in done.stdout.splitlines())
     assert verdicts["honest"] == "None"  # random values: no map of the operand holds
     assert float(verdicts["decoded"]) > 0.99  # the affine map holds on (nearly) every element, judged part by part
+
+
+def test_maps_each_under_half_are_peeled_and_judged_together() -> None:
+    """Red team rt46 F1: an eager answer stored x3, x5 and x7 by column, divided back by the kernel: each map holds
+    for a third of the elements, under ``DECODE_SHARE``; peeled one by one they hold for nearly all. One map over a
+    third of the elements beside honest ones stays under half, and is no decode (README, Known limits)."""
+    answer, _, _ = _data()
+    scales = torch.tensor([3.0, 5.0, 7.0]).repeat(N // 3)
+    stored = answer.bfloat16().float() * scales
+    mask, score, what = _fit((stored / scales).bfloat16(), [stored])
+    assert mask is not None and score >= _decode.DECODE_SHARE and int(mask.sum()) >= 0.8 * M * N, what
+    assert "together" in what
+    honest = torch.randn(M, N, generator=torch.Generator().manual_seed(9)) * 3  # the DSL's own elements
+    third = torch.where(torch.arange(N) % 3 == 0, stored / 3, honest)
+    mask, score, _ = _fit(third.bfloat16(), [stored])
+    assert mask is None and score < _decode.DECODE_SHARE
