@@ -99,13 +99,17 @@ TIMED = (888, "<B")
 #: fixed cost, a cold host path included), summed: the part of the DSL time a launch's fixed cost cannot explain, which
 #: launches added to farm the share's allowance do not raise (``_coverage.dsl_time_check``).
 DSL_LONG_MS = (896, "<d")
+#: Gate vault, with DSL_MS on an evidence call: 1 where a launch was given another value than every correctness draw
+#: gave that argument of that launch (``_provenance.fixed_by_draws``), and the first such argument's position (from 1)
+FIXED_CHANGED = (904, "<Q")
+FIXED_CHANGED_AT = (912, "<Q")
 NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
-#: The per-call fields a block's slot holds (the header up to the end of CALL_CPU_MS, and DSL_LONG_MS), less the
-#: guards' cumulative VIOLATION_COUNT, which the slots never touch.
+#: The per-call fields a block's slot holds (the header up to the end of CALL_CPU_MS, DSL_LONG_MS to FIXED_CHANGED_AT),
+#: less the guards' cumulative VIOLATION_COUNT, which the slots never touch.
 PER_CALL = (
     (0, VIOLATION_COUNT[0]), (VIOLATION_COUNT[0] + 8, WORK_AFTER_MS[0] + 8),
     (WORK_COPIED[0], WORK_DECODED[0] + 8),
-    (WORK_CARRIED[0], CALL_CPU_MS[0] + 8), (DSL_LONG_MS[0], DSL_LONG_MS[0] + 8),
+    (WORK_CARRIED[0], CALL_CPU_MS[0] + 8), (DSL_LONG_MS[0], FIXED_CHANGED_AT[0] + 8),
 )  # fmt: skip
 #: Block fields (outside PER_CALL). Verifier: the block's calls (0: no block), the next slot (0), and the block's
 #: own nonce, the one its answer is signed for (``_channel.answer_signer``); timer vault: the next slot to load,
@@ -269,6 +273,7 @@ class ControlPage:
             "dsl_ms": get(self.buf, DSL_MS, base) if dsl_acked else None,
             "dsl_long_ms": get(self.buf, DSL_LONG_MS, base) if dsl_acked else None,
             "signatures": self._signatures(base) if dsl_acked else None,
+            "fixed_changed": self._fixed_changed(base) if dsl_acked else None,
             "records": None,
             "work": self._work(base) if get(self.buf, WORK_ACK, base) == nonce else None,
         }
@@ -284,6 +289,10 @@ class ControlPage:
         offset += base
         (count,) = struct.unpack_from("<Q", self.buf, offset)
         return frozenset(struct.unpack_from(f"<{min(count, capacity)}I", self.buf, offset + 8))
+
+    def _fixed_changed(self, base: int = 0) -> tuple[int, int]:
+        """Whether a launch was given a value no correctness draw gave it (0 or 1), and the argument's position."""
+        return get(self.buf, FIXED_CHANGED, base), get(self.buf, FIXED_CHANGED_AT, base)
 
     def _work(self, base: int = 0) -> dict[str, Any]:
         offset, capacity = WORK_SHARES

@@ -103,6 +103,13 @@ DSL_TIME_SLACK_MS = {"cpu": 0.0002, "cuda": 0.002}
 #: median call is one of them; short of all, for kernels an honest plan launches depending on the data (a skipped
 #: empty expert).
 KERNELS_SHARE = 0.75
+#: The share of evidence calls that may give a launch another value than every correctness draw gave one of its
+#: arguments (``fixed_check``): half, so that the median call (whose time is scored) is given the draws' values. A
+#: switch the timed calls alone are given differs on all of them; a count the data draws from a few values may repeat
+#: on the five draws by chance and then differ on more than half of ten calls: for a value of probability p,
+#: p^5 * P(Binomial(10, 1 - p) >= 6), at most 1.3% (p near 0.55). No launch argument of the catalogue's solutions is
+#: such a count (benchmarks/RESULTS.md, "Launch arguments the draws fixed").
+FIXED_CALLS = 0.5
 #: The evidence calls' median work must be at least this share of the correctness draws' median, in both of its
 #: measures: the bytes the launches change to a nonzero value in their arguments (a zero written over a reused
 #: block's zero changes nothing, over the draws' sentinel it would), and each output's share of elements holding what a
@@ -461,6 +468,27 @@ def kernels_check(
         f"{', ...' if len(missing) > 5 else ''}) did not launch all the DSL kernels, with the argument shapes the "
         "problem fixes, that any one correctness draw launched: the timed calls do not run the kernels the "
         "correctness draws checked. Run the same DSL work on every call."
+    )
+
+
+def fixed_check(changed: Sequence[tuple[int, int] | None]) -> tuple[dict[str, Any], str | None]:
+    """The evidence calls' launches given the values every correctness draw gave them (``changed``: per evidence call,
+    whether a launch's argument held another than the draws' one value, and the first such argument's position; None:
+    the call's record is missing, which counts as changed): a number (a count of heads, a switch) or a tensor's exact
+    sizes and strides that every draw gave a launch tells the kernel what work to do, and the timed calls given another
+    run work the draws did not check (``_provenance.fixed_by_draws``). At most ``FIXED_CALLS`` of the evidence calls
+    may be: a value the data draws from a few may repeat on the draws by chance."""
+    which = [k + 1 for k, found in enumerate(changed) if found is None or found[0]]
+    positions = sorted({found[1] - 1 for found in changed if found is not None and found[0]})
+    found = {"calls_changed": which, "arguments": positions, "allowed_share": FIXED_CALLS}
+    if len(which) <= FIXED_CALLS * len(changed):
+        return found, None
+    return found, (
+        f"On {len(which)} of {len(changed)} timed calls a DSL launch was given, as its argument "
+        f"{', '.join(map(str, positions[:4])) or '?'} (counted from 0), another value (a number, or a tensor's sizes "
+        "or strides) than every correctness draw gave that launch there: the timed calls tell the kernels to do other "
+        "work than the correctness draws checked. Give every call's launches the arguments its data asks for, the same "
+        "way on every call."
     )
 
 

@@ -427,7 +427,8 @@ def timing(v: Verification) -> Failure | None:
     kept = ("warmup_ms", "timed_ms", "host_ms", "pending_ms", "launches_per_call", "footprints", "dsl_ms", "null_ms",
             "cpu_ms", "null_cpu_ms")  # fmt: skip
     t = v.timing = {k: [] for k in kept}
-    t["evidence"] = {k: [] for k in ("ms", "launches", "footprints", "dsl_ms", "signatures", "trusted", "work")}
+    t["evidence"] = {k: [] for k in ("ms", "launches", "footprints", "dsl_ms", "signatures", "fixed_changed",
+                                     "trusted", "work")}  # fmt: skip
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     distinct = p.unique_input_buffers
     blocks = _blocks.plan_for(s, v.session.device, v.session.limits.memory_bytes, p.warmup_calls, scored, distinct)
@@ -499,7 +500,8 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
     if call.kind == "evidence":
         for key, value in (("ms", ms), ("launches", page["launches"]), ("footprints", page["footprint"]),
                            ("dsl_ms", page["dsl_ms"]),
-                           ("signatures", page["signatures"]), ("trusted", answer.trusted),
+                           ("signatures", page["signatures"]), ("fixed_changed", page["fixed_changed"]),
+                           ("trusted", answer.trusted),
                            ("work", page["work"])):  # fmt: skip
             t["evidence"][key].append(value)
         return failure, k
@@ -676,6 +678,8 @@ def _timed_as_audited(v: Verification) -> Failure | None:
     t, evidence = v.timing, v.timing["evidence"]
     kernels, unlike = _coverage.kernels_check([d.page["signatures"] for d in audited], evidence["signatures"])
     v.details["timed_kernels"] = kernels
+    if not unlike:  # ... with the values every draw gave them
+        v.details["timed_arguments"], unlike = _coverage.fixed_check(evidence["fixed_changed"])
     judged = Failure("decorative_dsl", unlike) if unlike else None
     if judged is None:
         audited_ms = [d.page["dsl_ms"] for d in audited]

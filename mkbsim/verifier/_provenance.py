@@ -278,6 +278,13 @@ ROOTS_KEPT = 64
 #: (at 0.1 ms a split ran at about twice its honest speed); each watched launch costs about 0.05 ms whatever its work
 #: (red team rt37), so a split has little to gain below it. cuda: not used yet (``DSL_TIME_LONG_SHARE``).
 LAUNCH_FIXED_MS = {"cpu": 0.05, "cuda": 0.01}
+#: A launch argument every correctness draw gave the same value (a number, a tensor's exact sizes and strides) must be
+#: given it on the evidence calls (``fixed_by_draws``, ``_coverage.fixed_check``) where at least this many draws made
+#: that launch (a launch the data makes on a few draws only is not judged) ...
+FIXED_DRAWS = 3
+#: ... and an integer is judged within this bound: one as wide as an address is a stream or a pointer, which differ
+#: between the harness's calls (another stream on the timed calls) without a change of work.
+FIXED_INT_BOUND = 1 << 32
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -347,15 +354,18 @@ def layout_values(lib: Any, t: Any, known: Any, rank: int) -> int:
     return count
 
 
-def _numpy_numbers() -> tuple[type, ...]:
+def _numpy_numbers(real: bool = False) -> tuple[type, ...]:
     """numpy's own number types (what ``np.float32(1e-6)`` or ``np.prod(shape)`` is), exactly: a value passed by
-    value like a Python number, converted by numpy's C code (a subclass of the submission's is not one of them)."""
+    value like a Python number, converted by numpy's C code (a subclass of the submission's is not one of them).
+    ``real``: not the complex ones (a float of the value exists)."""
     try:
         numpy: Any = importlib.import_module("numpy")
     except ImportError:
         return ()
     numbers = (numpy.number, numpy.bool_)
-    return tuple({kind for kind in numpy.sctypeDict.values() if issubclass(kind, numbers)} - {numpy.timedelta64})
+    left_out = (numpy.timedelta64, numpy.complexfloating) if real else (numpy.timedelta64,)
+    return tuple(kind for kind in set(numpy.sctypeDict.values()) if issubclass(kind, numbers)
+                 and not issubclass(kind, left_out))  # fmt: skip
 
 
 def _window_steps() -> list[int]:
@@ -481,6 +491,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         work_clock=_perf_counter if device.type == "cuda" else time.thread_time,
         **cuda_clock(device.type),
         plain=frozenset(id(kind) for kind in plain),
+        numpy_reals=frozenset(id(kind) for kind in _numpy_numbers(real=True)),
+        fixed_int_bound=FIXED_INT_BOUND, fixed_draws_least=FIXED_DRAWS,
         # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
         # is a torch.Tensor): read as the torch.Tensor over their memory (``plain_view``), not left out
         tensor_subclasses=frozenset((id(torch.nn.Parameter),)), detach=base.detach,
@@ -639,6 +651,14 @@ def provenance_vault(
     # call lists for the kernels rule; the sizes the problem fixes, from the latest draw's inputs (kept across calls)
     kinds: dict[Any, int] = {}
     fixed: dict[int, bool] = {}
+    # (kind, its launches before it in the call) -> per argument, the value every correctness draw gave it so far (a
+    # tensor's exact sizes and strides, a number), None where they differed or it is not judged; with the draws that
+    # launched it (kept across calls): an evidence call's launch given another is one the draws did not check
+    # (``fixed_changed``)
+    fixed_values: dict[Any, list[Any]] = {}
+    fixed_draws: dict[Any, int] = {}
+    kind_occurrences: dict[int, int] = {}  # kind -> its launches so far in this call
+    fixed_changed = [0, 0]  # this evidence call's launches given another value than the draws', the first's argument
     problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the kinds launched in this call
@@ -3115,9 +3135,15 @@ def provenance_vault(
         # values that enter the DSL's memory from Python (``_eagerwork``): arguments not tensors, and the integers a
         # tensor argument's layout carries beyond the problem's sizes (``layout_values``)
         by_value = 0
+        values: list[Any] = [None]  # per argument (``fixed_by_draws``): its layout, its number, or None
         for k in lib.range(1, lib.len(positional)):
             arg = positional[k]
             kind = lib.type(arg)
+            # a number by exact type (no ``__eq__`` of the submission's runs; numpy's real ones by their value as a
+            # float, through numpy's C code); not an integer as wide as an address (a stream, a pointer)
+            number = lib.float(arg) if lib.id(kind) in lib.numpy_reals else arg
+            values.append(number if kind is lib.float or kind is lib.bool or lib.id(kind) in lib.numpy_reals
+                          or (kind is lib.int and -lib.fixed_int_bound <= arg < lib.fixed_int_bound) else None)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
                 arg = ffi_view(arg)
                 kind = lib.type(arg)
@@ -3136,6 +3162,7 @@ def provenance_vault(
                     overreaching(parts[0][2] if tirx else "a CuTe kernel", k)
                     return None
                 parts.append((lib.size(arg), lib.stride(arg), lib.element_size(arg)))  # tuples: hashed in C
+                values[k] = parts[-1]
                 kind_parts.append(lib.launch_kind(lib, arg, fixed))
                 if audit:
                     by_value += lib.layout_values(lib, arg, problem[0], problem[1])
@@ -3149,7 +3176,7 @@ def provenance_vault(
         if audit and by_value:  # how many: the verifier prices each by the answer's width (``_eagerwork``)
             key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
-        return lib.tuple(parts), lib.tuple(kind_parts)
+        return lib.tuple(parts), lib.tuple(kind_parts), values
 
     def uncounted(name: Any, position: int, kind: Any) -> None:
         """A launch of a genuine TIRx kernel with an argument the vault cannot watch does not run, on every call alike
@@ -3213,9 +3240,10 @@ def provenance_vault(
             records.append(("uncounted", text))
 
     def note(key: Any, original: Any, target: Any) -> None:
-        """Number launch ``key`` (its signature, its kind) and list its kind as launched in this call."""
+        """Number launch ``key`` (its signature, its kind, its arguments' values) and list its kind as launched in this
+        call."""
         nonlocal launch_key
-        signature, kind = key
+        signature, kind, values = key
         number = signatures.get(signature)
         if number is None:
             number = signatures[signature] = lib.len(signatures)
@@ -3224,8 +3252,36 @@ def provenance_vault(
         if kind_number is None:
             kind_number = kinds[kind] = lib.len(kinds)
         called[kind_number] = True
+        occurrence = kind_occurrences.get(kind_number, 0)
+        kind_occurrences[kind_number] = occurrence + 1
+        fixed_by_draws((kind_number, occurrence), values)
         launch_key = (number, occurrences.get(number, 0))  # the same launch on every draw (``_keyed``)
         occurrences[number] = launch_key[1] + 1
+
+    def fixed_by_draws(at: Any, values: Any) -> None:
+        """The launch ``at`` (its kind, its launches before it in the call) given ``values`` (``launch_signature``): on
+        a correctness draw, what every draw gave each argument so far; on an evidence call, whether an argument every
+        draw (``FIXED_DRAWS`` at least) gave one value is given another (``fixed_changed``). A value the timed calls
+        alone are given (a count of heads, a switch, a workspace's size) tells the kernel to do other work than the
+        draws checked: the dispatch mode tells a submission which calls are draws (red team rt46: every kernel that
+        left part of the answer to eager code on the timed calls was told so by a scalar argument)."""
+        kept_values = fixed_values.get(at)
+        if audit:
+            if kept_values is None:
+                fixed_values[at] = lib.list(values)
+                fixed_draws[at] = 1
+                return
+            fixed_draws[at] += 1
+            for k in lib.range(lib.min(lib.len(kept_values), lib.len(values))):
+                if kept_values[k] is not None and (values[k] is None or kept_values[k] != values[k]):
+                    kept_values[k] = None
+            return
+        if kept_values is None or fixed_draws[at] < lib.fixed_draws_least or fixed_changed[0]:
+            return
+        for k in lib.range(lib.min(lib.len(kept_values), lib.len(values))):
+            if kept_values[k] is not None and (values[k] is None or kept_values[k] != values[k]):
+                fixed_changed[:] = [1, k]
+                return
 
     def event() -> Any:
         nonlocal used
@@ -3274,6 +3330,8 @@ def provenance_vault(
         lib.u64.pack_into(page, offset, lib.len(numbers))
         for k in lib.range(lib.len(numbers)):
             lib.u32.pack_into(page, offset + 8 + 4 * k, numbers[k])
+        lib.u64.pack_into(page, layout.FIXED_CHANGED, fixed_changed[0])
+        lib.u64.pack_into(page, layout.FIXED_CHANGED_AT, fixed_changed[1])
         lib.u64.pack_into(page, layout.DSL_ACK, nonce)
         outer.clear()  # the submission's tensors are not kept past its call (the other threads' gates' neither)
         flights.clear()
@@ -3455,6 +3513,8 @@ def provenance_vault(
                 marks.clear()
                 called.clear()
                 occurrences.clear()
+                kind_occurrences.clear()
+                fixed_changed[:] = [0, 0]
                 stream.clear()
                 launches = running = used = changed = decoded_bytes = 0
                 dsl_s = long_s = spent = 0.0
@@ -3645,6 +3705,7 @@ def page_layout() -> types.SimpleNamespace:
         SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_LONG_MS=_control.DSL_LONG_MS[0], DSL_ACK=_control.DSL_ACK[0],
+        FIXED_CHANGED=_control.FIXED_CHANGED[0], FIXED_CHANGED_AT=_control.FIXED_CHANGED_AT[0],
         SIGNATURES=_control.SIGNATURES,
         WORK_ACK=_control.WORK_ACK[0], WORK_BYTES=_control.WORK_BYTES[0], WORK_MS=_control.WORK_MS[0],
         WORK_DECODED=_control.WORK_DECODED[0],
