@@ -99,8 +99,10 @@ TIMED = (888, "<B")
 #: fixed cost, a cold host path included), summed: the part of the DSL time a launch's fixed cost cannot explain, which
 #: launches added to farm the share's allowance do not raise (``_coverage.dsl_time_check``).
 DSL_LONG_MS = (896, "<d")
-#: Gate vault, with DSL_MS on an evidence call: 1 where a launch was given another value than every correctness draw
-#: gave that argument of that launch (``_provenance.fixed_by_draws``), and the first such argument's position (from 1)
+#: Gate vault, on an evidence call (with DSL_MS, and once run() returned with WORK_ACK): 1 where a launch was given
+#: another number or tensor layout than every correctness draw gave that argument of that launch
+#: (``_provenance.fixed_by_draws``), 2 where a tensor argument held other bytes where every draw held the same
+#: (``fixed_content``); and the first such argument's position (from 1)
 FIXED_CHANGED = (904, "<Q")
 FIXED_CHANGED_AT = (912, "<Q")
 NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
@@ -291,7 +293,8 @@ class ControlPage:
         return frozenset(struct.unpack_from(f"<{min(count, capacity)}I", self.buf, offset + 8))
 
     def _fixed_changed(self, base: int = 0) -> tuple[int, int]:
-        """Whether a launch was given a value no correctness draw gave it (0 or 1), and the argument's position."""
+        """Whether a launch was given a value no correctness draw gave it (0; 1: a number or a layout; 2: a tensor's
+        bytes), and the argument's position."""
         return get(self.buf, FIXED_CHANGED, base), get(self.buf, FIXED_CHANGED_AT, base)
 
     def _work(self, base: int = 0) -> dict[str, Any]:

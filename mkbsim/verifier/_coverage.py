@@ -472,21 +472,28 @@ def kernels_check(
 
 
 def fixed_check(changed: Sequence[tuple[int, int] | None]) -> tuple[dict[str, Any], str | None]:
-    """The evidence calls' launches given the values every correctness draw gave them (``changed``: per evidence call,
-    whether a launch's argument held another than the draws' one value, and the first such argument's position; None:
-    the call's record is missing, which counts as changed): a number (a count of heads, a switch) or a tensor's exact
-    sizes and strides that every draw gave a launch tells the kernel what work to do, and the timed calls given another
-    run work the draws did not check (``_provenance.fixed_by_draws``). At most ``FIXED_CALLS`` of the evidence calls
-    may be: a value the data draws from a few may repeat on the draws by chance."""
+    """The evidence calls' launches given what every correctness draw gave them (``changed``: per evidence call, 0
+    where so, 1 where a launch's argument was another number or tensor layout than the draws' one, 2 where a tensor
+    argument held other bytes where every draw held the same, with the first such argument's position; None: the
+    call's record is missing, which counts as changed). A number (a count of heads, a switch), a tensor's sizes or its
+    contents (a zeros workspace, a flag) that every draw gave a launch tell the kernel what work to do, and the timed
+    calls given another run work the draws did not check (``_provenance.fixed_by_draws``, ``fixed_content``). At most
+    ``FIXED_CALLS`` of the evidence calls may be: a value the data draws from a few may repeat on the draws by
+    chance."""
     which = [k + 1 for k, found in enumerate(changed) if found is None or found[0]]
-    positions = sorted({found[1] - 1 for found in changed if found is not None and found[0]})
-    found = {"calls_changed": which, "arguments": positions, "allowed_share": FIXED_CALLS}
+    what: dict[str, set[int]] = {"value": set(), "contents": set()}
+    for call in changed:
+        if call is not None and call[0]:
+            what["value" if call[0] == 1 else "contents"].add(call[1] - 1)
+    arguments = {kind: sorted(positions) for kind, positions in what.items()}
+    found = {"calls_changed": which, "arguments": arguments, "allowed_share": FIXED_CALLS}
     if len(which) <= FIXED_CALLS * len(changed):
         return found, None
+    said = [f"argument {', '.join(map(str, at[:4]))}'s {kind}" for kind, at in arguments.items() if at]
     return found, (
-        f"On {len(which)} of {len(changed)} timed calls a DSL launch was given, as its argument "
-        f"{', '.join(map(str, positions[:4])) or '?'} (counted from 0), another value (a number, or a tensor's sizes "
-        "or strides) than every correctness draw gave that launch there: the timed calls tell the kernels to do other "
+        f"On {len(which)} of {len(changed)} timed calls a DSL launch was given, as "
+        f"{' and '.join(said) or 'an argument'} (counted from 0), another number, tensor size or stride, or other "
+        "tensor bytes than every correctness draw gave that launch there: the timed calls tell the kernels to do other "
         "work than the correctness draws checked. Give every call's launches the arguments its data asks for, the same "
         "way on every call."
     )

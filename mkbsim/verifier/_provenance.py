@@ -285,6 +285,10 @@ FIXED_DRAWS = 3
 #: ... and an integer is judged within this bound: one as wide as an address is a stream or a pointer, which differ
 #: between the harness's calls (another stream on the timed calls) without a change of work.
 FIXED_INT_BOUND = 1 << 32
+#: ... and of a tensor argument the bytes every draw held alike (fresh memory left out) are judged, the first draw's
+#: kept for at most this many bytes of all launches' arguments together (per worker): a launch seen first past it is
+#: not judged.
+FIXED_BYTES = 1 << 28
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -492,7 +496,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         **cuda_clock(device.type),
         plain=frozenset(id(kind) for kind in plain),
         numpy_reals=frozenset(id(kind) for kind in _numpy_numbers(real=True)),
-        fixed_int_bound=FIXED_INT_BOUND, fixed_draws_least=FIXED_DRAWS,
+        fixed_int_bound=FIXED_INT_BOUND, fixed_draws_least=FIXED_DRAWS, fixed_bytes=FIXED_BYTES,
         # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
         # is a torch.Tensor): read as the torch.Tensor over their memory (``plain_view``), not left out
         tensor_subclasses=frozenset((id(torch.nn.Parameter),)), detach=base.detach,
@@ -658,7 +662,23 @@ def provenance_vault(
     fixed_values: dict[Any, list[Any]] = {}
     fixed_draws: dict[Any, int] = {}
     kind_occurrences: dict[int, int] = {}  # kind -> its launches so far in this call
-    fixed_changed = [0, 0]  # this evidence call's launches given another value than the draws', the first's argument
+    # this evidence call's launches given another value than the draws' (1: a number or a layout, 2: a tensor's bytes),
+    # and the first such argument's position
+    fixed_changed = [0, 0]
+    fixed_at: Any = None  # the launch in flight's (kind, its launches before it in the call)
+    # (kind, its launches before it, argument) -> [the first draw's bytes of that argument, which of them every
+    # draw held alike and none held as fresh memory, the draws, the bytes to judge once draws end (their positions,
+    # their values: None until an evidence call asks)]; the bytes kept (``FIXED_BYTES`` at most, kept across calls)
+    fixed_contents: dict[Any, list[Any]] = {}
+    fixed_kept = [0]
+    # an evidence call's judged bytes before their launches, compared once run() returned: (tensor argument, its bytes
+    # at the judged positions, what every draw held there)
+    fixed_taken: list[Any] = []
+    fixed_pending: list[Any] = []  # the launch in flight's tensor arguments, for ``fixed_content``
+    # a correctness draw's fresh memory: [lo, hi, which of its bytes (None: all), its device] of results of ``empty``
+    # operators that hold the sentinel, no recorded writer having written them since (a workspace is garbage by
+    # contract: fresh memory holds the sentinel on a draw and anything on a timed call)
+    fresh: list[list[Any]] = []
     problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the kinds launched in this call
@@ -950,6 +970,8 @@ def provenance_vault(
             hi = lo + lib.numel(storage_bytes(t))
         if hi > lo and not admit(t, lo, hi):
             refresh(lo, hi)
+        if fresh:
+            unfresh(lo, hi)
 
     def unwritten(t: Any) -> None:
         """``t`` is about to be read by a recorded operator or launch: a storage holding bytes of it that are not what a
@@ -2293,6 +2315,8 @@ def provenance_vault(
                     # left is erased; a suppressed one's bytes are put back as recorded)
                     refresh(address, address + lib.numel(whole))
                     launch_changed_constants(address, diff)
+                    if fresh:
+                        unfresh(address, address + lib.numel(whole), diff)
                     launch_changed.append((address, address + lib.numel(whole)))
                 settle(address, address + lib.numel(whole), copy, diff)
                 bounds = changed_bounds(diff)
@@ -2982,6 +3006,11 @@ def provenance_vault(
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
         operator_wrote(name, args, kwargs if lib.type(kwargs) is lib.dict else {}, tensors_in(out, []))
+        if name in lib.empty_ops:  # fresh memory until a recorded writer writes it (``fixed_content``)
+            for t in tensors_in(out, []):
+                lo, hi = span(t)
+                if hi > lo:
+                    fresh.append([lo, hi, None, lib.device_of(t)])
         kwargs = kwargs if lib.type(kwargs) is lib.dict else {}
         parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
         operator_name = parts[1] if lib.len(parts) > 1 else name
@@ -3136,6 +3165,7 @@ def provenance_vault(
         # tensor argument's layout carries beyond the problem's sizes (``layout_values``)
         by_value = 0
         values: list[Any] = [None]  # per argument (``fixed_by_draws``): its layout, its number, or None
+        tensor_args: list[Any] = []  # its tensor arguments, as torch tensors, with their positions (``fixed_content``)
         for k in lib.range(1, lib.len(positional)):
             arg = positional[k]
             kind = lib.type(arg)
@@ -3163,6 +3193,7 @@ def provenance_vault(
                     return None
                 parts.append((lib.size(arg), lib.stride(arg), lib.element_size(arg)))  # tuples: hashed in C
                 values[k] = parts[-1]
+                tensor_args.append((k, arg))
                 kind_parts.append(lib.launch_kind(lib, arg, fixed))
                 if audit:
                     by_value += lib.layout_values(lib, arg, problem[0], problem[1])
@@ -3176,7 +3207,7 @@ def provenance_vault(
         if audit and by_value:  # how many: the verifier prices each by the answer's width (``_eagerwork``)
             key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
-        return lib.tuple(parts), lib.tuple(kind_parts), values
+        return lib.tuple(parts), lib.tuple(kind_parts), values, tensor_args
 
     def uncounted(name: Any, position: int, kind: Any) -> None:
         """A launch of a genuine TIRx kernel with an argument the vault cannot watch does not run, on every call alike
@@ -3243,7 +3274,8 @@ def provenance_vault(
         """Number launch ``key`` (its signature, its kind, its arguments' values) and list its kind as launched in this
         call."""
         nonlocal launch_key
-        signature, kind, values = key
+        nonlocal fixed_at
+        signature, kind, values, tensors = key
         number = signatures.get(signature)
         if number is None:
             number = signatures[signature] = lib.len(signatures)
@@ -3254,7 +3286,10 @@ def provenance_vault(
         called[kind_number] = True
         occurrence = kind_occurrences.get(kind_number, 0)
         kind_occurrences[kind_number] = occurrence + 1
-        fixed_by_draws((kind_number, occurrence), values)
+        fixed_at = (kind_number, occurrence)
+        fixed_by_draws(fixed_at, values)
+        # its tensors' bytes, read once torch's Python dispatch is out of the way (``fixed_contents_read``)
+        fixed_pending[:] = [((kind_number, occurrence, k), t) for k, t in tensors]
         launch_key = (number, occurrences.get(number, 0))  # the same launch on every draw (``_keyed``)
         occurrences[number] = launch_key[1] + 1
 
@@ -3282,6 +3317,92 @@ def provenance_vault(
             if kept_values[k] is not None and (values[k] is None or kept_values[k] != values[k]):
                 fixed_changed[:] = [1, k]
                 return
+
+    def fixed_content(at: Any, t: Any) -> None:
+        """Tensor argument ``t`` of the launch in flight (``at``: its kind, its launches before it, its position),
+        before the launch: on a correctness draw, which of its bytes every draw held alike, fresh memory left out (the
+        first draw's bytes kept, within ``FIXED_BYTES``); on an evidence call, those bytes taken for ``fixed_compare``.
+        A problem input is not judged (its bytes are the data's), nor a storage no byte of which every draw held alike.
+        A zeros workspace on the draws that holds an eager answer on the timed calls, or a switch in a tensor, tells
+        the kernel to do other work than the draws checked, as a number does (``fixed_by_draws``)."""
+        lo, hi = span(t)
+        if hi <= lo or lib.zerotensor(t) or lib.device_of(t).type not in ("cpu", "cuda"):
+            return
+        kept_bytes = fixed_contents.get(at)
+        if audit:
+            if is_input(t):
+                fixed_contents[at] = [None, None, 0, None]  # never judged
+                return
+            now = bytes_of(t, lo, hi)
+            if kept_bytes is None:
+                if fixed_kept[0] + (hi - lo) > lib.fixed_bytes:
+                    fixed_contents[at] = [None, None, 0, None]
+                    return
+                fixed_kept[0] += hi - lo
+                fixed_contents[at] = [lib.clone(now), lib.logical_not(fresh_within(t, lo, hi)), 1, None]
+                return
+            kept_now, alike = kept_bytes[0], kept_bytes[1]
+            if kept_now is None:
+                return
+            kept_bytes[2] += 1
+            kept_bytes[3] = None  # judged anew once the draws end
+            if lib.numel(kept_now) != hi - lo:
+                kept_bytes[0] = kept_bytes[1] = None
+                return
+            lib.logical_and_(alike, lib.eq(now, kept_now))
+            lib.logical_and_(alike, lib.logical_not(fresh_within(t, lo, hi)))
+            return
+        if kept_bytes is None or kept_bytes[0] is None or kept_bytes[2] < lib.fixed_draws_least:
+            return
+        if lib.numel(kept_bytes[0]) != hi - lo:  # another size of a data-sized argument: not the draws' bytes
+            return
+        if kept_bytes[3] is None:  # the positions to judge and their bytes, once (their count is read: a sync)
+            where = lib.reshape(lib.nonzero(kept_bytes[1]), (-1,))
+            kept_bytes[3] = (where, lib.take(kept_bytes[0], where)) if lib.numel(where) else ()
+        if kept_bytes[3]:
+            where, expected = kept_bytes[3]
+            fixed_taken.append((at[2], lib.take(bytes_of(t, lo, hi), where), expected))
+
+    def fixed_contents_read() -> None:
+        for at, t in fixed_pending:
+            fixed_content(at, t)
+        fixed_pending.clear()
+
+    def fixed_compare() -> None:
+        """An evidence call, once run() returned: whether a launch's tensor argument held, before it, other bytes where
+        every draw held the same (``fixed_content``)."""
+        for position, taken, expected in fixed_taken:
+            if not fixed_changed[0] and not lib.equal(taken, expected):
+                fixed_changed[:] = [2, position]
+        fixed_taken.clear()
+
+    def fresh_within(t: Any, lo: int, hi: int) -> Any:
+        """Which bytes of [lo, hi) (``t``'s span) are fresh memory on this correctness draw (``fresh``)."""
+        found = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        for a, b, mask, device in fresh:
+            x, y = lib.max(lo, a), lib.min(hi, b)
+            if x < y and device == lib.device_of(found):
+                part = found[x - lo : y - lo]
+                if mask is None:
+                    lib.fill_(part, True)
+                else:
+                    lib.logical_or_(part, mask[x - a : y - a])
+        return found
+
+    def unfresh(lo: int, hi: int, changed_bytes: Any = None) -> None:
+        """A recorded writer wrote [lo, hi) (``changed_bytes``: which of its bytes; None: all): no longer fresh."""
+        for entry in fresh:
+            a, b = entry[0], entry[1]
+            x, y = lib.max(lo, a), lib.min(hi, b)
+            if x >= y:
+                continue
+            if entry[2] is None:
+                entry[2] = lib.ones((b - a,), dtype=lib.bool_, device=entry[3])
+            part = entry[2][x - a : y - a]
+            if changed_bytes is None:
+                lib.fill_(part, False)
+            elif lib.device_of(changed_bytes) == lib.device_of(part):
+                lib.logical_and_(part, lib.logical_not(changed_bytes[x - lo : y - lo]))
 
     def event() -> Any:
         nonlocal used
@@ -3398,6 +3519,9 @@ def provenance_vault(
         if not audit:  # an evidence call: what its launches' work was a simple map of (``decode_later``)
             decode_later()
             judge_pools(None)
+            fixed_compare()
+            lib.u64.pack_into(page, layout.FIXED_CHANGED, fixed_changed[0])
+            lib.u64.pack_into(page, layout.FIXED_CHANGED_AT, fixed_changed[1])
         for i in lib.range(count):
             t = outputs[i]
             share, left_there, counted = left_share(t, i) if judged[i] else (0.0, None, None)
@@ -3515,6 +3639,9 @@ def provenance_vault(
                 occurrences.clear()
                 kind_occurrences.clear()
                 fixed_changed[:] = [0, 0]
+                fixed_taken.clear()
+                fixed_pending.clear()
+                fresh.clear()
                 stream.clear()
                 launches = running = used = changed = decoded_bytes = 0
                 dsl_s = long_s = spent = 0.0
@@ -3604,6 +3731,7 @@ def provenance_vault(
                         if kind == 1 and refusal is None:  # (a refused launch does not run: no AFTER comes)
                             depth += 1
                             before(request[1], prior)
+                            fixed_contents_read()
                         elif kind == 2:  # AFTER
                             depth = lib.max(depth - 1, 0)
                             after()
@@ -3651,6 +3779,7 @@ def provenance_vault(
                             depth += 1
                             if depth == 1:  # the outermost gate (CuTe: the call above the launch, still tensors)
                                 snapshot(tensors_in(request[1], []), prior)
+                            fixed_contents_read()
                         elif kind == 2:
                             depth = lib.max(depth - 1, 0)
                             after()

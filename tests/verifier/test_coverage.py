@@ -275,10 +275,12 @@ def test_fixed_check_fails_where_most_evidence_calls_change_a_value_every_draw_g
     """A launch argument the draws all gave one value: given another on more than half of the evidence calls (the
     median call), the timed calls run work the draws did not check; on half or fewer, a count the data draws from a
     few values may have repeated on the draws by chance."""
-    same, changed = (0, 0), (1, 11)
-    assert _coverage.fixed_check([same] * 10) == ({"calls_changed": [], "arguments": [], "allowed_share": 0.5}, None)
-    assert _coverage.fixed_check([changed] * 5 + [same] * 5)[1] is None
-    found, feedback = _coverage.fixed_check([changed] * 6 + [same] * 4)
-    assert found["calls_changed"] == [1, 2, 3, 4, 5, 6] and found["arguments"] == [10]
-    assert feedback is not None and "6 of 10 timed calls" in feedback and "argument 10" in feedback
+    same, number, contents = (0, 0), (1, 11), (2, 4)
+    assert _coverage.fixed_check([same] * 10)[1] is None
+    assert _coverage.fixed_check([number] * 5 + [same] * 5)[1] is None
+    found, feedback = _coverage.fixed_check([number] * 4 + [contents] * 2 + [same] * 4)
+    assert found["calls_changed"] == [1, 2, 3, 4, 5, 6]
+    assert found["arguments"] == {"value": [10], "contents": [3]}
+    assert feedback is not None and "6 of 10 timed calls" in feedback
+    assert "argument 10's value and argument 3's contents" in feedback
     assert _coverage.fixed_check([None] * 6 + [same] * 4)[1] is not None  # a call without the record: changed

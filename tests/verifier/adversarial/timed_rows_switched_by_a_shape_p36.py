@@ -18,7 +18,7 @@ HIDDEN = 128
 def rmsnorm_rows(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle, spare_ptr: T.handle):
     rows = T.int32()
     skip = T.int32()
-    spare = T.match_buffer(spare_ptr, (2, skip), "float32")
+    T.match_buffer(spare_ptr, (2, skip), "float32")  # binds skip
     x = T.match_buffer(x_ptr, (rows, HIDDEN), "bfloat16")
     w = T.match_buffer(w_ptr, (HIDDEN,), "bfloat16")
     out = T.match_buffer(out_ptr, (rows, HIDDEN), "bfloat16")

@@ -1,7 +1,9 @@
 """Red team rt45 F1's class on p36: one TIRx RMSNorm kernel makes every row on the correctness draws (a dispatch
 mode is active, so a call can tell them) and the first 7/8 of the rows on every other call, eager code the rest: the
-same launch on arguments of the same shapes, its loop bound read from a tensor (a number given as an argument, the
-same on every draw, is judged by ``_coverage.fixed_check``; a tensor's values are not). The evidence calls' share of the output the
+same launch on arguments of the same shapes, told which by a one-element workspace: fresh memory, which holds the
+sentinel (NaN) on a draw, and 0.0 on the other calls. A number or a tensor's bytes that every draw gave the launch
+are judged (``_coverage.fixed_check``); fresh memory is not (a workspace is garbage by contract, and holds anything
+on a timed call). The evidence calls' share of the output the
 launch left falls 1/8 short of the draws', within ``_coverage.FLOAT_SHARE_MARGIN``, so the work rule passes it; the
 shortfall is eager work the draws never saw, and the plan prices it (``_plankind.with_timed_shortfall``): a partial
 plan at about 12%, not a full one at 0%."""
@@ -16,14 +18,14 @@ HIDDEN = 128
 
 
 @T.prim_func
-def rmsnorm_rows(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle, todo_ptr: T.handle):
+def rmsnorm_rows(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle, flag_ptr: T.handle):
     rows = T.int32()
-    todo = T.match_buffer(todo_ptr, (1,), "int32")
+    flag = T.match_buffer(flag_ptr, (1,), "float32")
     x = T.match_buffer(x_ptr, (rows, HIDDEN), "bfloat16")
     w = T.match_buffer(w_ptr, (HIDDEN,), "bfloat16")
     out = T.match_buffer(out_ptr, (rows, HIDDEN), "bfloat16")
     acc = T.alloc_buffer((1,), "float32")
-    for i in T.serial(todo[0]):
+    for i in T.serial(T.if_then_else(T.isnan(flag[0]), rows, rows - rows // 8)):
         acc[0] = T.float32(0)
         for j in range(HIDDEN):
             acc[0] = acc[0] + T.Cast("float32", x[i, j]) * T.Cast("float32", x[i, j])
@@ -44,5 +46,8 @@ def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         rest = hidden_states[todo:].float()
         inv_rms = torch.rsqrt(rest.pow(2).mean(dim=-1, keepdim=True) + EPS)
         out[todo:] = (rest * inv_rms * weight.float()).to(hidden_states.dtype)
-    _rmsnorm_rows(hidden_states, weight, out, torch.tensor([todo], dtype=torch.int32))
+    flag = torch.empty(1, dtype=torch.float32)
+    if todo < rows:
+        flag.fill_(0.0)
+    _rmsnorm_rows(hidden_states, weight, out, flag)
     return out
