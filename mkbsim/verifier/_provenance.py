@@ -289,6 +289,9 @@ FIXED_INT_BOUND = 1 << 32
 #: kept for at most this many bytes of all launches' arguments together (per worker): a launch seen first past it is
 #: not judged.
 FIXED_BYTES = 1 << 28
+#: Fresh memory (``fresh``) larger than this that a writer writes in part stays fresh whole: its bytes are not tracked
+#: one by one (a mask of a byte per byte: a 7 GB workspace's took the H100's memory, p44 at PRODUCTION).
+FRESH_MASK_BYTES = 1 << 26
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -497,6 +500,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         plain=frozenset(id(kind) for kind in plain),
         numpy_reals=frozenset(id(kind) for kind in _numpy_numbers(real=True)),
         fixed_int_bound=FIXED_INT_BOUND, fixed_draws_least=FIXED_DRAWS, fixed_bytes=FIXED_BYTES,
+        fresh_mask_bytes=FRESH_MASK_BYTES,
         # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
         # is a torch.Tensor): read as the torch.Tensor over their memory (``plain_view``), not left out
         tensor_subclasses=frozenset((id(torch.nn.Parameter),)), detach=base.detach,
@@ -667,17 +671,22 @@ def provenance_vault(
     fixed_changed = [0, 0]
     fixed_at: Any = None  # the launch in flight's (kind, its launches before it in the call)
     # (kind, its launches before it, argument) -> [the first draw's bytes of that argument, which of them every
-    # draw held alike and none held as fresh memory, the draws, the bytes to judge once draws end (their positions,
-    # their values: None until an evidence call asks)]; the bytes kept (``FIXED_BYTES`` at most, kept across calls)
+    # draw held alike among those it judges (``judged_within``), the draws, the bytes to judge once draws end (their
+    # positions, their values: None until an evidence call asks), whether judged whole (Python's values)]; the bytes
+    # kept (``FIXED_BYTES`` at most, kept across calls)
     fixed_contents: dict[Any, list[Any]] = {}
     fixed_kept = [0]
     # an evidence call's judged bytes before their launches, compared once run() returned: (tensor argument, its bytes
     # at the judged positions, what every draw held there)
     fixed_taken: list[Any] = []
     fixed_pending: list[Any] = []  # the launch in flight's tensor arguments, for ``fixed_content``
+    # a correctness draw's tensors of Python's values (``_LIFTS``: ``torch.tensor([n])``), [lo, hi], until a recorded
+    # writer writes them: judged whole by ``fixed_content``
+    lifted: list[Any] = []
     # a correctness draw's fresh memory: [lo, hi, which of its bytes (None: all), its device] of results of ``empty``
-    # operators that hold the sentinel, no recorded writer having written them since (a workspace is garbage by
-    # contract: fresh memory holds the sentinel on a draw and anything on a timed call)
+    # operators that hold the sentinel and of the census's storages, no recorded writer having written them since (a
+    # workspace is garbage by contract: fresh memory holds the sentinel on a draw and anything on a timed call; a
+    # persistent one what the last call left)
     fresh: list[list[Any]] = []
     problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
@@ -972,6 +981,8 @@ def provenance_vault(
             refresh(lo, hi)
         if fresh:
             unfresh(lo, hi)
+        if lifted:
+            lifted[:] = [entry for entry in lifted if entry[1] <= lo or hi <= entry[0]]
 
     def unwritten(t: Any) -> None:
         """``t`` is about to be read by a recorded operator or launch: a storage holding bytes of it that are not what a
@@ -1065,6 +1076,9 @@ def provenance_vault(
                         continue
                     if admit(t, storage_of(t), storage_of(t) + lib.numel(storage_bytes(t))):
                         constant.append((memory[-1][0], memory[-1][1]))
+                        # what an earlier call left there (a persistent workspace's last result) is no value of this
+                        # call's: out of ``fixed_content``'s judgment until a recorded writer writes it
+                        fresh.append([memory[-1][0], memory[-1][1], None, lib.device_of(t)])
                         censused[0] += 1
                         censused[1] += memory[-1][1] - memory[-1][0]
         censused[2] = (lib.perf_counter() - start) * 1e3
@@ -3006,11 +3020,11 @@ def provenance_vault(
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
         operator_wrote(name, args, kwargs if lib.type(kwargs) is lib.dict else {}, tensors_in(out, []))
-        if name in lib.empty_ops:  # fresh memory until a recorded writer writes it (``fixed_content``)
+        if name in lib.empty_ops or name in lib.lifts:  # fresh memory until a writer writes it; Python's values
             for t in tensors_in(out, []):
                 lo, hi = span(t)
                 if hi > lo:
-                    fresh.append([lo, hi, None, lib.device_of(t)])
+                    (fresh if name in lib.empty_ops else lifted).append([lo, hi, None, lib.device_of(t)])
         kwargs = kwargs if lib.type(kwargs) is lib.dict else {}
         parts = name.split(".")  # namespace, operator, overload: "aten.copy_.default", "aten.add.out"
         operator_name = parts[1] if lib.len(parts) > 1 else name
@@ -3320,9 +3334,11 @@ def provenance_vault(
 
     def fixed_content(at: Any, t: Any) -> None:
         """Tensor argument ``t`` of the launch in flight (``at``: its kind, its launches before it, its position),
-        before the launch: on a correctness draw, which of its bytes every draw held alike, fresh memory left out (the
-        first draw's bytes kept, within ``FIXED_BYTES``); on an evidence call, those bytes taken for ``fixed_compare``.
-        A problem input is not judged (its bytes are the data's), nor a storage no byte of which every draw held alike.
+        before the launch: on a correctness draw, which of its bytes every draw held alike among those the draw's eager
+        operators made from constants alone (``judged_within``: zeros, fills, tables, not fresh memory; the first
+        draw's bytes kept, within ``FIXED_BYTES``); on an evidence call, those bytes taken for ``fixed_compare``. A
+        problem input is not judged, nor what the inputs or a launch made (bytes of the data, alike on five draws by
+        chance: an exponent's byte, a routing index).
         A zeros workspace on the draws that holds an eager answer on the timed calls, or a switch in a tensor, tells
         the kernel to do other work than the draws checked, as a number does (``fixed_by_draws``)."""
         lo, hi = span(t)
@@ -3331,15 +3347,19 @@ def provenance_vault(
         kept_bytes = fixed_contents.get(at)
         if audit:
             if is_input(t):
-                fixed_contents[at] = [None, None, 0, None]  # never judged
+                fixed_contents[at] = [None, None, 0, None, False]  # never judged
                 return
             now = bytes_of(t, lo, hi)
             if kept_bytes is None:
                 if fixed_kept[0] + (hi - lo) > lib.fixed_bytes:
-                    fixed_contents[at] = [None, None, 0, None]
+                    fixed_contents[at] = [None, None, 0, None, False]
                     return
                 fixed_kept[0] += hi - lo
-                fixed_contents[at] = [lib.clone(now), lib.logical_not(fresh_within(t, lo, hi)), 1, None]
+                # a tensor of Python's values is judged whole: its values, made from anything, alike on every draw
+                whole = lib.any(entry[0] == lo and entry[1] == hi for entry in lifted)
+                judged = lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t)) if whole else (
+                    judged_within(t, lo, hi))  # fmt: skip
+                fixed_contents[at] = [lib.clone(now), judged, 1, None, whole]
                 return
             kept_now, alike = kept_bytes[0], kept_bytes[1]
             if kept_now is None:
@@ -3349,8 +3369,12 @@ def provenance_vault(
             if lib.numel(kept_now) != hi - lo:
                 kept_bytes[0] = kept_bytes[1] = None
                 return
+            if kept_bytes[4]:
+                if not (lib.any(entry[0] == lo and entry[1] == hi for entry in lifted) and lib.equal(now, kept_now)):
+                    lib.fill_(alike, False)
+                return
             lib.logical_and_(alike, lib.eq(now, kept_now))
-            lib.logical_and_(alike, lib.logical_not(fresh_within(t, lo, hi)))
+            lib.logical_and_(alike, judged_within(t, lo, hi))
             return
         if kept_bytes is None or kept_bytes[0] is None or kept_bytes[2] < lib.fixed_draws_least:
             return
@@ -3376,17 +3400,20 @@ def provenance_vault(
                 fixed_changed[:] = [2, position]
         fixed_taken.clear()
 
-    def fresh_within(t: Any, lo: int, hi: int) -> Any:
-        """Which bytes of [lo, hi) (``t``'s span) are fresh memory on this correctness draw (``fresh``)."""
+    def judged_within(t: Any, lo: int, hi: int) -> Any:
+        """Which bytes of [lo, hi) (``t``'s span) this correctness draw's eager operators made from constants alone
+        (``constant``: no input, no launch behind them) and are no longer fresh (``fresh``)."""
         found = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        for a, b in constant_within(lo, hi):
+            lib.fill_(found[a - lo : b - lo], True)
         for a, b, mask, device in fresh:
             x, y = lib.max(lo, a), lib.min(hi, b)
             if x < y and device == lib.device_of(found):
                 part = found[x - lo : y - lo]
                 if mask is None:
-                    lib.fill_(part, True)
+                    lib.fill_(part, False)
                 else:
-                    lib.logical_or_(part, mask[x - a : y - a])
+                    lib.logical_and_(part, lib.logical_not(mask[x - a : y - a]))
         return found
 
     def unfresh(lo: int, hi: int, changed_bytes: Any = None) -> None:
@@ -3397,6 +3424,8 @@ def provenance_vault(
             if x >= y:
                 continue
             if entry[2] is None:
+                if b - a > lib.fresh_mask_bytes and not (x == a and y == b and changed_bytes is None):
+                    continue  # written in part: too large to track by byte, it stays out of judgment whole
                 entry[2] = lib.ones((b - a,), dtype=lib.bool_, device=entry[3])
             part = entry[2][x - a : y - a]
             if changed_bytes is None:
@@ -3642,6 +3671,7 @@ def provenance_vault(
                 fixed_taken.clear()
                 fixed_pending.clear()
                 fresh.clear()
+                lifted.clear()
                 stream.clear()
                 launches = running = used = changed = decoded_bytes = 0
                 dsl_s = long_s = spent = 0.0
