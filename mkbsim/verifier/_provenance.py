@@ -659,21 +659,20 @@ def provenance_vault(
     # call lists for the kernels rule; the sizes the problem fixes, from the latest draw's inputs (kept across calls)
     kinds: dict[Any, int] = {}
     fixed: dict[int, bool] = {}
-    # (kind, its launches before it in the call) -> per argument, the value every correctness draw gave it so far (a
-    # tensor's exact sizes and strides, a number), None where they differed or it is not judged; with the draws that
-    # launched it (kept across calls): an evidence call's launch given another is one the draws did not check
-    # (``fixed_changed``)
+    # (kind, argument) -> [the values (a tensor's exact sizes and strides, a number) a correctness draw's launches of
+    # that kind gave that argument, the same set on every draw so far (None where two draws' differed or a value is
+    # not judged), the draws that launched it] (kept across calls): an evidence call's launch given a value out of the
+    # set is one the draws did not check (``fixed_changed``); a set, not each launch's own, since launches from a pool's
+    # threads come in another order on every call
     fixed_values: dict[Any, list[Any]] = {}
-    fixed_draws: dict[Any, int] = {}
-    kind_occurrences: dict[int, int] = {}  # kind -> its launches so far in this call
+    draw_values: dict[Any, Any] = {}  # this correctness draw's sets, merged into ``fixed_values`` once it ended
     # this evidence call's launches given another value than the draws' (1: a number or a layout, 2: a tensor's bytes),
     # and the first such argument's position
     fixed_changed = [0, 0]
-    fixed_at: Any = None  # the launch in flight's (kind, its launches before it in the call)
-    # (kind, its launches before it, argument) -> [the first draw's bytes of that argument, which of them every
-    # draw held alike among those it judges (``judged_within``), the draws, the bytes to judge once draws end (their
-    # positions, their values: None until an evidence call asks), whether judged whole (Python's values)]; the bytes
-    # kept (``FIXED_BYTES`` at most, kept across calls)
+    # (kind, argument, its offset in its storage, its bytes) -> [the first draw's bytes of that argument, which of
+    # them every draw held alike among those it judges (``judged_within``), the draws, the bytes to judge once draws
+    # end (their positions, their values: None until an evidence call asks), whether judged whole (Python's values)];
+    # the bytes kept (``FIXED_BYTES`` at most, kept across calls)
     fixed_contents: dict[Any, list[Any]] = {}
     fixed_kept = [0]
     # an evidence call's judged bytes before their launches, compared once run() returned: (tensor argument, its bytes
@@ -3288,7 +3287,6 @@ def provenance_vault(
         """Number launch ``key`` (its signature, its kind, its arguments' values) and list its kind as launched in this
         call."""
         nonlocal launch_key
-        nonlocal fixed_at
         signature, kind, values, tensors = key
         number = signatures.get(signature)
         if number is None:
@@ -3298,42 +3296,50 @@ def provenance_vault(
         if kind_number is None:
             kind_number = kinds[kind] = lib.len(kinds)
         called[kind_number] = True
-        occurrence = kind_occurrences.get(kind_number, 0)
-        kind_occurrences[kind_number] = occurrence + 1
-        fixed_at = (kind_number, occurrence)
-        fixed_by_draws(fixed_at, values)
+        fixed_by_draws(kind_number, values)
         # its tensors' bytes, read once torch's Python dispatch is out of the way (``fixed_contents_read``)
-        fixed_pending[:] = [((kind_number, occurrence, k), t) for k, t in tensors]
+        fixed_pending[:] = [((kind_number, k), t) for k, t in tensors]
         launch_key = (number, occurrences.get(number, 0))  # the same launch on every draw (``_keyed``)
         occurrences[number] = launch_key[1] + 1
 
-    def fixed_by_draws(at: Any, values: Any) -> None:
-        """The launch ``at`` (its kind, its launches before it in the call) given ``values`` (``launch_signature``): on
-        a correctness draw, what every draw gave each argument so far; on an evidence call, whether an argument every
-        draw (``FIXED_DRAWS`` at least) gave one value is given another (``fixed_changed``). A value the timed calls
-        alone are given (a count of heads, a switch, a workspace's size) tells the kernel to do other work than the
-        draws checked: the dispatch mode tells a submission which calls are draws (red team rt46: every kernel that
+    def fixed_by_draws(kind_number: int, values: Any) -> None:
+        """A launch of kind ``kind_number`` given ``values`` (``launch_signature``): on a correctness draw, each
+        argument's value added to the draw's set; on an evidence call, whether an argument is given a value out of the
+        set every draw (``FIXED_DRAWS`` at least) gave the launches of that kind (``fixed_changed``). A value the timed
+        calls alone are given (a count of heads, a switch, a workspace's size) tells the kernel to do other work than
+        the draws checked: the dispatch mode tells a submission which calls are draws (red team rt46: every kernel that
         left part of the answer to eager code on the timed calls was told so by a scalar argument)."""
-        kept_values = fixed_values.get(at)
-        if audit:
-            if kept_values is None:
-                fixed_values[at] = lib.list(values)
-                fixed_draws[at] = 1
-                return
-            fixed_draws[at] += 1
-            for k in lib.range(lib.min(lib.len(kept_values), lib.len(values))):
-                if kept_values[k] is not None and (values[k] is None or kept_values[k] != values[k]):
-                    kept_values[k] = None
-            return
-        if kept_values is None or fixed_draws[at] < lib.fixed_draws_least or fixed_changed[0]:
-            return
-        for k in lib.range(lib.min(lib.len(kept_values), lib.len(values))):
-            if kept_values[k] is not None and (values[k] is None or kept_values[k] != values[k]):
+        for k in lib.range(1, lib.len(values)):
+            value = values[k]
+            if audit:
+                found = draw_values.get((kind_number, k), 0)
+                if value is None or found is None:
+                    draw_values[(kind_number, k)] = None
+                elif found == 0:
+                    draw_values[(kind_number, k)] = {value}
+                else:
+                    found.add(value)
+                continue
+            kept_values = fixed_values.get((kind_number, k))
+            if fixed_changed[0] or kept_values is None or kept_values[0] is None:
+                continue
+            if kept_values[1] >= lib.fixed_draws_least and (value is None or value not in kept_values[0]):
                 fixed_changed[:] = [1, k]
-                return
+
+    def fixed_draw_ended() -> None:
+        """The correctness draw's sets of values (``draw_values``) merged into every draw's (``fixed_values``)."""
+        for key, found in draw_values.items():
+            kept_values = fixed_values.get(key)
+            if kept_values is None:
+                fixed_values[key] = [found, 1]
+                continue
+            kept_values[1] += 1
+            if kept_values[0] is not None and (found is None or found != kept_values[0]):
+                kept_values[0] = None
+        draw_values.clear()
 
     def fixed_content(at: Any, t: Any) -> None:
-        """Tensor argument ``t`` of the launch in flight (``at``: its kind, its launches before it, its position),
+        """Tensor argument ``t`` of the launch in flight (``at``: its kind, its position),
         before the launch: on a correctness draw, which of its bytes every draw held alike among those the draw's eager
         operators made from constants alone (``judged_within``: zeros, fills, tables, not fresh memory; the first
         draw's bytes kept, within ``FIXED_BYTES``); on an evidence call, those bytes taken for ``fixed_compare``. A
@@ -3344,6 +3350,8 @@ def provenance_vault(
         lo, hi = span(t)
         if hi <= lo or lib.zerotensor(t) or lib.device_of(t).type not in ("cpu", "cuda"):
             return
+        # the same slice of a buffer whatever order a pool's launches come in: its offset and length in its storage
+        at = (at[0], at[1], lo - storage_of(t), hi - lo)
         kept_bytes = fixed_contents.get(at)
         if audit:
             if is_input(t):
@@ -3385,7 +3393,7 @@ def provenance_vault(
             kept_bytes[3] = (where, lib.take(kept_bytes[0], where)) if lib.numel(where) else ()
         if kept_bytes[3]:
             where, expected = kept_bytes[3]
-            fixed_taken.append((at[2], lib.take(bytes_of(t, lo, hi), where), expected))
+            fixed_taken.append((at[1], lib.take(bytes_of(t, lo, hi), where), expected))
 
     def fixed_contents_read() -> None:
         for at, t in fixed_pending:
@@ -3623,6 +3631,8 @@ def provenance_vault(
         try:
             current = lib.u64.unpack_from(page, layout.NONCE)[0]
             if current != nonce:
+                if draw_values:  # the correctness draw before this call ended
+                    fixed_draw_ended()
                 nonce = current
                 audit = page[layout.AUDIT] == 1
                 evidence = audit or page[layout.EVIDENCE] == 1
@@ -3666,7 +3676,6 @@ def provenance_vault(
                 marks.clear()
                 called.clear()
                 occurrences.clear()
-                kind_occurrences.clear()
                 fixed_changed[:] = [0, 0]
                 fixed_taken.clear()
                 fixed_pending.clear()
