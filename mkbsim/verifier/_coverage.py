@@ -107,8 +107,8 @@ KERNELS_SHARE = 0.75
 #: arguments (``fixed_check``): half, so that the median call (whose time is scored) is given the draws' values. A
 #: switch the timed calls alone are given differs on all of them; a count the data draws from a few values may repeat
 #: on the five draws by chance and then differ on more than half of ten calls: for a value of probability p,
-#: p^5 * P(Binomial(10, 1 - p) >= 6), at most 1.3% (p near 0.55). No launch argument of the catalogue's solutions is
-#: such a count (benchmarks/RESULTS.md, "Launch arguments the draws fixed").
+#: p^5 * P(Binomial(10, 1 - p) >= 6), at most 1.3% (p near 0.57). Measured on honest cases: benchmarks/RESULTS.md,
+#: "The fixed-arguments rule".
 FIXED_CALLS = 0.5
 #: The evidence calls' median work must be at least this share of the correctness draws' median, in both of its
 #: measures: the bytes the launches change to a nonzero value in their arguments (a zero written over a reused

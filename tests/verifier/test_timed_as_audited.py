@@ -6,6 +6,7 @@ calls', on their own and in a real verification."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -511,16 +512,16 @@ def test_an_eager_answer_no_draw_saw_is_rejected_by_its_host_time_alone(
 
 
 def test_eager_work_on_the_timed_calls_only_is_priced_in_the_plan(cpu_session: VerifierSession) -> None:
-    """Red team rt45 F1's class: the draws are observable, so a kernel can leave an eighth of its rows to eager code
-    on every other call, within the work rule's margin; that eighth is the plan's eager share (it was a full plan at
+    """Red team rt45 F1's class: the draws are observable, so a kernel can leave a tenth of its rows to eager code
+    on every other call, within the work rule's margin; that tenth is the plan's eager share (it was a full plan at
     0%), and a protocol requiring full plans fails it."""
     case = EVIDENCE / "timed_rows_left_eager_p36.py"
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback
     shortfall = report.details["timed_work"]["float_shortfall"]
-    assert 0.08 <= shortfall <= 0.15
+    assert 0.05 <= shortfall <= 0.15
     assert (report.plan, report.plan_eager_share) == ("partial", shortfall)
     assert report.details["eager_work"]["plan"]["timed"] is True
-    assert "made 1" in report.feedback and "on the timed calls" in report.feedback
+    assert re.search(r"made \d+% of an output on the timed calls", report.feedback), report.feedback
     strict = cpu_session.verify(case, "p36", "tirx", protocol=resolve_protocol("paper", require_full_plan=True))
     assert strict.failure == "partial_plan" and "on the timed calls" in strict.feedback
