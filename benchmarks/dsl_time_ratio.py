@@ -3,7 +3,8 @@ told apart"), for honest submissions and for the audit-aware ones (the same kern
 when not audited): the evidence calls' median DSL time over the least DSL time of a correctness draw
 (``_coverage.DSL_TIME_SHARE``), and the least of the work ratios (``_coverage.WORK_SHARE``: bytes the launches
 changed, each output's share of elements still holding what a launch wrote; evidence calls' median over the
-draws').
+draws'), and the share of evidence calls whose launches were given another argument value than every draw gave
+(``_coverage.FIXED_CALLS``: the fixed-arguments rule).
 
     python benchmarks/dsl_time_ratio.py --repeats 3            # cpu: the examples and tests/verifier/honest
     python benchmarks/dsl_time_ratio.py --extra DIR --repeats 1  # and every *.py in DIR (tirx; the problem from
@@ -62,9 +63,19 @@ def _work_ratio(report: object) -> float | None:
     return min(ratios) if ratios else None
 
 
-def _ratios(session: VerifierSession, cases: list[tuple[Path, str]], repeats: int) -> tuple[list[float], list[float]]:
+def _marked(report: object) -> float | None:
+    """The share of evidence calls the fixed-arguments rule marked (None where it did not run)."""
+    found = getattr(report, "details", {}).get("timed_arguments")
+    calls = getattr(report, "details", {}).get("evidence_calls", {}).get("ms") or []
+    return len(found["calls_changed"]) / len(calls) if found and calls else None
+
+
+def _ratios(
+    session: VerifierSession, cases: list[tuple[Path, str]], repeats: int
+) -> tuple[list[float], list[float], list[float]]:
     times: list[float] = []
     works: list[float] = []
+    marks: list[float] = []
     for path, problem in cases:
         for _ in range(repeats):
             report = session.verify(path, problem, "tirx")
@@ -72,14 +83,17 @@ def _ratios(session: VerifierSession, cases: list[tuple[Path, str]], repeats: in
             work = _work_ratio(report)
             why = "" if report.passed else f" ({report.feedback[:160]})"
             shortfall = (report.details.get("timed_work") or {}).get("float_shortfall")
+            marked = _marked(report)
             print(f"{path.name} {problem}: passed={report.passed} failure={report.failure} ratio={ratio} "
-                  f"work={work} shortfall={shortfall} plan={report.plan} load={os.getloadavg()[0]:.1f}{why}",
-                  file=sys.stderr)  # fmt: skip
+                  f"work={work} shortfall={shortfall} marked={marked} plan={report.plan} "
+                  f"load={os.getloadavg()[0]:.1f}{why}", file=sys.stderr)  # fmt: skip
+            if marked is not None:
+                marks.append(marked)
             if ratio is not None:
                 times.append(ratio)
             if work is not None:
                 works.append(work)
-    return sorted(times), sorted(works)
+    return sorted(times), sorted(works), sorted(marks)
 
 
 def _summary(name: str, ratios: list[float]) -> str:
@@ -99,7 +113,7 @@ def main() -> None:
     with VerifierSession("cpu") as session:
         honest = _ratios(session, cases, args.repeats)
         aware = _ratios(session, AUDIT_AWARE, args.repeats)
-    for k, measure in enumerate(("DSL time", "work")):
+    for k, measure in enumerate(("DSL time", "work", "evidence calls marked by the fixed-arguments rule")):
         print(_summary(f"honest, {measure}", honest[k]))
         print(_summary(f"audit-aware, {measure}", aware[k]))
 
