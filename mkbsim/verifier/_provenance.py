@@ -282,13 +282,15 @@ LAUNCH_FIXED_MS = {"cpu": 0.05, "cuda": 0.01}
 #: given it on the evidence calls (``fixed_by_draws``, ``_coverage.fixed_check``) where at least this many draws made
 #: that launch (a launch the data makes on a few draws only is not judged) ...
 FIXED_DRAWS = 3
-#: ... and an integer is judged within this bound: one as wide as an address is a stream or a pointer, which differ
-#: between the harness's calls (another stream on the timed calls) without a change of work.
-FIXED_INT_BOUND = 1 << 32
 #: ... and of a tensor argument the bytes every draw held alike (fresh memory left out) are judged, the first draw's
 #: kept for at most this many bytes of all launches' arguments together (per worker): a launch seen first past it is
 #: not judged.
 FIXED_BYTES = 1 << 28
+#: ... and a tensor argument of at most this many bytes is judged element by element whatever made it (its elements
+#: alike on every draw), fresh memory left out: a switch is a few values, and one an input made (``x[:1] * 0 + n``)
+#: or stored beside one (red team rt47) is as much a number the draws fixed as a Python one; a larger tensor's bytes
+#: only where eager code made them from constants (the data's bytes agree on five draws by chance).
+FIXED_SMALL_BYTES = 64
 #: Fresh memory (``fresh``) larger than this that a writer writes in part stays fresh whole: its bytes are not tracked
 #: one by one (a mask of a byte per byte: a 7 GB workspace's took the H100's memory, p44 at PRODUCTION).
 FRESH_MASK_BYTES = 1 << 26
@@ -499,7 +501,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         **cuda_clock(device.type),
         plain=frozenset(id(kind) for kind in plain),
         numpy_reals=frozenset(id(kind) for kind in _numpy_numbers(real=True)),
-        fixed_int_bound=FIXED_INT_BOUND, fixed_draws_least=FIXED_DRAWS, fixed_bytes=FIXED_BYTES,
+        fixed_draws_least=FIXED_DRAWS, fixed_bytes=FIXED_BYTES, fixed_small_bytes=FIXED_SMALL_BYTES,
         fresh_mask_bytes=FRESH_MASK_BYTES,
         # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
         # is a torch.Tensor): read as the torch.Tensor over their memory (``plain_view``), not left out
@@ -3182,11 +3184,15 @@ def provenance_vault(
         for k in lib.range(1, lib.len(positional)):
             arg = positional[k]
             kind = lib.type(arg)
-            # a number by exact type (no ``__eq__`` of the submission's runs; numpy's real ones by their value as a
-            # float, through numpy's C code); not an integer as wide as an address (a stream, a pointer)
-            number = lib.float(arg) if lib.id(kind) in lib.numpy_reals else arg
-            values.append(number if kind is lib.float or kind is lib.bool or lib.id(kind) in lib.numpy_reals
-                          or (kind is lib.int and -lib.fixed_int_bound <= arg < lib.fixed_int_bound) else None)
+            # a number by exact type (no ``__eq__`` of the submission's runs), of any width (red team rt47: a switch
+            # past 2^32 was taken for a stream's handle); a float by its bits (a NaN on every draw is one value:
+            # rt47's switch NaN on the draws was never judged), numpy's real ones as a float through numpy's C code
+            if kind is lib.int or kind is lib.bool:
+                values.append(arg)
+            elif kind is lib.float or lib.id(kind) in lib.numpy_reals:
+                values.append(lib.f64.pack(lib.float(arg)))
+            else:
+                values.append(None)
             if lib.id(kind) in lib.ffi_tensors:  # TVM's tensor: described as the torch view of its memory
                 arg = ffi_view(arg)
                 kind = lib.type(arg)
@@ -3355,19 +3361,21 @@ def provenance_vault(
         kept_bytes = fixed_contents.get(at)
         if audit:
             if is_input(t):
-                fixed_contents[at] = [None, None, 0, None, False]  # never judged
+                fixed_contents[at] = [None, None, 0, None, False, False]  # never judged
                 return
             now = bytes_of(t, lo, hi)
             if kept_bytes is None:
                 if fixed_kept[0] + (hi - lo) > lib.fixed_bytes:
-                    fixed_contents[at] = [None, None, 0, None, False]
+                    fixed_contents[at] = [None, None, 0, None, False, False]
                     return
                 fixed_kept[0] += hi - lo
-                # a tensor of Python's values is judged whole: its values, made from anything, alike on every draw
+                # a tensor of Python's values is judged whole: its values, made from anything, alike on every draw; a
+                # small one element by element, fresh memory left out
                 whole = lib.any(entry[0] == lo and entry[1] == hi for entry in lifted)
+                small = not whole and hi - lo <= lib.fixed_small_bytes
                 judged = lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t)) if whole else (
-                    judged_within(t, lo, hi))  # fmt: skip
-                fixed_contents[at] = [lib.clone(now), judged, 1, None, whole]
+                    unfresh_within(t, lo, hi) if small else judged_within(t, lo, hi))  # fmt: skip
+                fixed_contents[at] = [lib.clone(now), judged, 1, None, whole, small]
                 return
             kept_now, alike = kept_bytes[0], kept_bytes[1]
             if kept_now is None:
@@ -3380,6 +3388,14 @@ def provenance_vault(
             if kept_bytes[4]:
                 if not (lib.any(entry[0] == lo and entry[1] == hi for entry in lifted) and lib.equal(now, kept_now)):
                     lib.fill_(alike, False)
+                return
+            if kept_bytes[5]:  # an element is judged where all its bytes were alike on every draw
+                size = lib.element_size(t)
+                same = lib.logical_and(lib.eq(now, kept_now), unfresh_within(t, lo, hi))
+                if (hi - lo) % size == 0:
+                    same = lib.reshape(lib.unsqueeze_to(lib.all_of(lib.reshape(same, (-1, size)), 1)[:, None], (
+                        (hi - lo) // size, size)), (-1,))  # fmt: skip
+                lib.logical_and_(alike, same)
                 return
             lib.logical_and_(alike, lib.eq(now, kept_now))
             lib.logical_and_(alike, judged_within(t, lo, hi))
@@ -3408,12 +3424,9 @@ def provenance_vault(
                 fixed_changed[:] = [2, position]
         fixed_taken.clear()
 
-    def judged_within(t: Any, lo: int, hi: int) -> Any:
-        """Which bytes of [lo, hi) (``t``'s span) this correctness draw's eager operators made from constants alone
-        (``constant``: no input, no launch behind them) and are no longer fresh (``fresh``)."""
-        found = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
-        for a, b in constant_within(lo, hi):
-            lib.fill_(found[a - lo : b - lo], True)
+    def unfresh_within(t: Any, lo: int, hi: int) -> Any:
+        """Which bytes of [lo, hi) (``t``'s span) are not fresh memory on this correctness draw (``fresh``)."""
+        found = lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
         for a, b, mask, device in fresh:
             x, y = lib.max(lo, a), lib.min(hi, b)
             if x < y and device == lib.device_of(found):
@@ -3423,6 +3436,14 @@ def provenance_vault(
                 else:
                     lib.logical_and_(part, lib.logical_not(mask[x - a : y - a]))
         return found
+
+    def judged_within(t: Any, lo: int, hi: int) -> Any:
+        """Which bytes of [lo, hi) (``t``'s span) this correctness draw's eager operators made from constants alone
+        (``constant``: no input, no launch behind them) and are no longer fresh (``fresh``)."""
+        found = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+        for a, b in constant_within(lo, hi):
+            lib.fill_(found[a - lo : b - lo], True)
+        return lib.logical_and(found, unfresh_within(t, lo, hi))
 
     def unfresh(lo: int, hi: int, changed_bytes: Any = None) -> None:
         """A recorded writer wrote [lo, hi) (``changed_bytes``: which of its bytes; None: all): no longer fresh."""
