@@ -3447,13 +3447,15 @@ def provenance_vault(
 
     def unfresh(lo: int, hi: int, changed_bytes: Any = None) -> None:
         """A recorded writer wrote [lo, hi) (``changed_bytes``: which of its bytes; None: all): no longer fresh."""
+        if changed_bytes is None:  # written whole: out of the list, no mask made (a 7 GB workspace's took the H100's)
+            fresh[:] = [entry for entry in fresh if not (lo <= entry[0] and entry[1] <= hi)]
         for entry in fresh:
             a, b = entry[0], entry[1]
             x, y = lib.max(lo, a), lib.min(hi, b)
             if x >= y:
                 continue
             if entry[2] is None:
-                if b - a > lib.fresh_mask_bytes and not (x == a and y == b and changed_bytes is None):
+                if b - a > lib.fresh_mask_bytes:
                     continue  # written in part: too large to track by byte, it stays out of judgment whole
                 entry[2] = lib.ones((b - a,), dtype=lib.bool_, device=entry[3])
             part = entry[2][x - a : y - a]
