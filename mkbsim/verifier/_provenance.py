@@ -145,6 +145,9 @@ CARRIED_Z = 3.0
 COPY_PROBES = 1024
 #: ... in arguments of at most this many times the tensor's elements (its cost: a few passes over each argument).
 COPY_LARGEST = 4
+#: The copy checks read a held argument's values (int64, each reading) and count values (``tally``) this many elements
+#: at a time (``pieces``): the temporaries of one pass are a few times 32 MB, whatever the argument's size.
+HELD_PIECE = 1 << 22
 #: ... and only where those arguments hold, bit for bit (or rounded), at least this share of the values the launch wrote
 #: at the sampled positions it changed (one tally of the arguments against those values): a launch copies no more than
 #: its arguments hold, and a share below ``_coverage.COPIED_MARGIN`` (which this must not exceed) is none the rule can
@@ -535,7 +538,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         # an odd 64-bit multiplier drawn from the system: the submission cannot choose values that share a hash
         hash_multiplier=(random.SystemRandom().getrandbits(64) | 1) - (1 << 63), copy_probes=COPY_PROBES,
         tensor_of=torch._C._VariableFunctions.tensor, copy_largest=COPY_LARGEST, copy_present=COPY_PRESENT,
-        copy_taint=COPY_TAINT, rate_probes=RATE_PROBES,
+        held_piece=HELD_PIECE, copy_taint=COPY_TAINT, rate_probes=RATE_PROBES,
         fixed_sizes=_launchkind.fixed_sizes,
         launch_kind=_launchkind.launch_kind, accumulating_scatter=_scatters.accumulating, landed=_scatters.landed,
         scatter_add=base.scatter_add, index_put=base.index_put, put=base.put,
@@ -1465,11 +1468,15 @@ def provenance_vault(
             for k in lib.range(lib.len(shape) - 1):  # each outer step a whole number of the new elements
                 if shape[k] > 1 and (strides[k] * size) % width:
                     return None
-            if inner == 1 and lib.len(shape) and strides[-1] != 1:
+            if lib.any(n == 1 for n in shape):
                 # a dimension of one element has any stride (a [1, N] row's transpose, contiguous to torch), and a
-                # dtype view asks 1 of the innermost: the same bytes with the stride torch asks (red team rt29 F2:
-                # an honest kernel's [1, N] row argument crashed the verification)
-                t = lib.as_strided(t, shape, (*strides[:-1], 1), lib.storage_offset(t))
+                # dtype view asks 1 of the innermost and a whole number of new elements of the others: the same bytes
+                # with strides torch takes (red team rt29 F2: an honest kernel's [1, N] row argument crashed the
+                # verification; a [2, 1] int8 argument read by columns crashed it too)
+                last = lib.len(shape) - 1
+                t = lib.as_strided(t, shape, lib.tuple(
+                    (1 if k == last else 0) if n == 1 else st for k, (n, st) in lib.enumerate(lib.zip(shape, strides))
+                ), lib.storage_offset(t))  # fmt: skip
         return lib.reshape(lib.view(t, lib.bits[width]), (-1,))
 
     def hold(t: Any, source: str, given_input: bool) -> None:
@@ -1679,6 +1686,38 @@ def provenance_vault(
             m *= 2
         return keys
 
+    def pieces(values: Any, mask: Any, overlap: bool) -> Any:
+        """``values`` (and ``mask``, which of them count: None for all) in pieces of whole rows along its first
+        dimension, at most about ``HELD_PIECE`` elements each, so that a large argument's readings (int64, and for a
+        narrower dtype its values rounded to the output's) are made one piece at a time: p44's fp8 weights read as
+        bf16 patterns, pooled, asked for 7 GB at once (H100, PRODUCTION). ``overlap``: each piece shares its first row
+        (8 elements of a vector: the byte views stay aligned) with the previous one's last, so that consecutive pairs
+        across pieces are read too (for a presence question: what a piece holds twice is held either way)."""
+        shape = lib.size(values)
+        if not lib.len(shape) or lib.numel(values) <= lib.held_piece or shape[0] < 2:
+            yield values, mask
+            return
+        rows = lib.max(lib.held_piece // lib.max(lib.numel(values) // shape[0], 1), 8 if lib.len(shape) == 1 else 1)
+        back = (8 if lib.len(shape) == 1 else 1) if overlap else 0
+        for start in lib.range(0, shape[0], rows):
+            first = lib.max(start - back, 0)
+            yield values[first : start + rows], mask[first : start + rows] if mask is not None else None
+
+    def held_present(t: Any, held_sources: Any, keys: Any, windows: bool = False) -> Any:
+        """Which of sorted, distinct int64 ``keys`` the readings by rows (``readings``) of ``held_sources`` ((values,
+        which of them count: None for all)) hold, as values or, with ``windows``, as pairs of consecutive values
+        (``window_keys``); None where no reading exists. Read piece by piece (``pieces``)."""
+        found = None
+        for held, counts in held_sources:
+            for values, mask in pieces(held, counts, windows):
+                for form, form_mask in readings(t, values, mask, False):
+                    counted = form if form_mask is None else lib.masked_select(form, form_mask)
+                    if windows and lib.numel(counted) > 1:
+                        counted = window_keys(counted, 2)
+                    here = lib.ge(tally(counted, keys), 1)
+                    found = here if found is None else lib.logical_or(found, here)
+        return found
+
     def readings(t: Any, values: Any, eager: Any, by_columns: bool = True) -> Any:
         """A held argument's values as the output ``t``'s bit patterns (int64, flat), by rows and, for a matrix, by
         columns (``by_columns``), each with which of them eager code made (None: all): bit for bit at ``t``'s width,
@@ -1849,6 +1888,12 @@ def provenance_vault(
         beat()
         if not lib.numel(keys):
             return lib.zeros((0,), dtype=lib.int64, device=lib.device_of(keys))
+        if lib.numel(values) > lib.held_piece:  # counted a piece at a time: each pass's temporaries are int64 too
+            flat, total = lib.reshape(values, (-1,)), None
+            for lo in lib.range(0, lib.numel(flat), lib.held_piece):
+                part = tally(flat[lo : lo + lib.held_piece], keys)
+                total = part if total is None else lib.add(total, part)
+            return total
         low, high = lib.int(keys[0]), lib.int(keys[-1])
         if high - low < lib.tally_bins:
             bins = lib.clamp(lib.sub(values, low - 1), 0, high - low + 2)  # 0: below the keys, high - low + 2: above
@@ -1923,9 +1968,16 @@ def provenance_vault(
         held = lib.zeros((lib.numel(keys),), dtype=lib.int64, device=lib.device_of(t))
         alone = []
         for values_held, eager in held_sources:  # pooled over arguments; per argument its best reading
+            per_reading: list[Any] = []  # each reading's counts, summed over the argument's pieces
+            for values, counted in pieces(values_held, eager, False):
+                for r, (form, mask) in lib.enumerate(readings(t, values, counted, by_columns=False)):
+                    counts = tally(form if mask is None else lib.masked_select(form, mask), keys)
+                    if r < lib.len(per_reading):
+                        per_reading[r] = lib.add(per_reading[r], counts)
+                    else:
+                        per_reading.append(counts)
             best = None
-            for form, mask in readings(t, values_held, eager, by_columns=False):
-                counts = tally(form if mask is None else lib.masked_select(form, mask), keys)
+            for counts in per_reading:
                 best = counts if best is None else lib.maximum(best, counts)
             if best is not None:
                 held = lib.add(held, best)
@@ -2120,12 +2172,11 @@ def provenance_vault(
         for group in groups.values():
             t = group[0][0]
             pooled = {key: held for entry in group for held, key in entry[5]}
-            forms = [form for held in pooled.values() for form, _ in readings(t, held, None, False)]
-            if not forms:
-                continue
             written = [lib.to(entry[4], lib.int64) for entry in group]
             keys = lib.unique(lib.cat(written), True, False, False)[0]
-            there = lib.ge(tally(lib.cat(forms), keys), 1)
+            there = held_present(t, [(held, None) for held in pooled.values()], keys)
+            if there is None:
+                continue
             for entry, values in lib.zip(group, written):
                 present = lib.take(there, lib.searchsorted(keys, values))
                 if lib.int(lib.count_nonzero(present)) >= lib.copy_present * lib.numel(values):
@@ -2189,15 +2240,13 @@ def provenance_vault(
         the order-free check can find), and by a pair of consecutive values holding each, either way round (every window
         the windowed check finds holds one). An honest bf16 output's values are mostly in its input by chance, its
         pairs are not."""
-        forms = [form if mask is None else lib.masked_select(form, mask)
-                 for held, counts in held_sources for form, mask in readings(t, held, counts, False)]  # fmt: skip
-        if not forms:
-            return False, False
         device = lib.device_of(t)
-        held = lib.cat(forms)  # pairs across two arguments' boundary too: a check run for nothing at worst
         written = lib.to(now, lib.int64)
         keys = lib.unique(written, True, False, False)[0]
-        present = lib.take(lib.ge(tally(held, keys), 1), lib.searchsorted(keys, written))
+        held = held_present(t, held_sources, keys)
+        if held is None:
+            return False, False
+        present = lib.take(held, lib.searchsorted(keys, written))
         least = lib.copy_present * lib.numel(written)
         if lib.int(lib.count_nonzero(present)) < least:  # a pair held holds its values: neither check can find enough
             return False, False
@@ -2211,8 +2260,7 @@ def provenance_vault(
         ends = ((before, written), (written, after), (written, before), (after, written))
         pairs = lib.cat([lib.add(lib.mul(a, weights[0]), lib.mul(b, weights[1])) for a, b in ends])
         pair_keys = lib.unique(pairs, True, False, False)[0]
-        counted = window_keys(held, 2) if lib.numel(held) > 1 else held
-        found = lib.take(lib.ge(tally(counted, pair_keys), 1), lib.searchsorted(pair_keys, pairs))
+        found = lib.take(held_present(t, held_sources, pair_keys, True), lib.searchsorted(pair_keys, pairs))
         paired = lib.any_of(lib.reshape(found, (4, -1)), 0)
         return True, lib.int(lib.count_nonzero(paired)) >= least
 

@@ -37,9 +37,13 @@ class Evidence:
         return float(self.vault.work(out)["copied"][0])
 
 
-@pytest.fixture
-def evidence() -> Iterator[Evidence]:
+@pytest.fixture(params=["whole", "in_pieces"])
+def evidence(request: pytest.FixtureRequest) -> Iterator[Evidence]:
+    """Each case twice: the held arguments read whole, and in pieces of 64 elements (``HELD_PIECE``: a production
+    argument's readings are made a piece at a time), which must find the same copies."""
     lib = provenance_lib(torch.device("cpu"))
+    if request.param == "in_pieces":
+        lib.held_piece = 64
     searched: list[int] = []
     flip = lib.flip
 
