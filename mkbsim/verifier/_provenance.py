@@ -1461,6 +1461,8 @@ def provenance_vault(
         no such view (its innermost dimension not contiguous, or not a whole number of them)."""
         size = lib.element_size(t)
         if width != size:
+            if not lib.len(lib.size(t)):  # a 0-d tensor as its one element: torch takes no dtype view of 0-d
+                t = lib.as_strided(t, (1,), (1,), lib.storage_offset(t))
             shape, strides = lib.size(t), lib.stride(t)
             inner = shape[-1] if lib.len(shape) else 1
             if (inner > 1 and strides[-1] != 1) or (inner * size) % width or lib.data_ptr(t) % width:
