@@ -361,7 +361,7 @@ def tir_memory_check(protect: Any) -> Any:
         _tir_memory.clamped, _mutate=tvm_ffi.structural_mutate, _equal=tvm_ffi.structural_equal, _type=type,
         _For=tirx.For, _Load=tvm.ir.TensorLoad, _Store=tirx.BufferStore, _IntImm=tirx.IntImm, _Var=tirx.Var,
         _load=tirx.BufferLoad, _store=tirx.BufferStore, _min=tirx.Min, _max=tirx.Max, _cast=tirx.Cast,
-        _const=tirx.const, _zip=zip, _unsigned=_tir_memory.UNSIGNED, _GT=tirx.GT, _And=tirx.And,
+        _const=tirx.const, _zip=zip, _GT=tirx.GT, _And=tirx.And,
         _if_then_else=tirx.if_then_else, _IfThenElse=tirx.IfThenElse,
     )  # fmt: skip
     filled = protect(

@@ -37,8 +37,6 @@ MEMORY_FUNCTIONS = ("memcpy", "memset", "memmove", "__bzero", "bzero", "mempcpy"
 #: Ops through which a kernel names an outside function or intrinsic (the first argument is its name).
 EXTERN_OPS = ("tirx.call_extern", "tirx.call_pure_extern")
 INTRINSIC_OPS = ("tirx.call_llvm_intrin", "tirx.call_llvm_pure_intrin")
-#: The unsigned type of each signed index type (``clamped``); an unsigned index is its own.
-UNSIGNED = {"int8": "uint8", "int16": "uint16", "int32": "uint32", "int64": "uint64"}
 #: Targets whose code runs on this machine's CPU.
 CPU_KINDS = ("llvm", "c")
 #: The most bytes a buffer may span (``sized``): x86-64's and AArch64's user address space (47 bits), so no
@@ -99,13 +97,13 @@ def refused_reach(
 
 def clamped(
     func: Any, *, _mutate: Any, _equal: Any, _type: Any, _For: Any, _Load: Any, _Store: Any, _IntImm: Any,
-    _Var: Any, _load: Any, _store: Any, _min: Any, _max: Any, _cast: Any, _const: Any, _zip: Any, _unsigned: Any,
+    _Var: Any, _load: Any, _store: Any, _min: Any, _max: Any, _cast: Any, _const: Any, _zip: Any,
     _GT: Any, _And: Any, _if_then_else: Any, _IfThenElse: Any
 ) -> Any:  # fmt: skip
     """``func`` with every buffer index that is not provably inside its dimension clamped into it: a loop
     variable over ``range(0, extent)`` with the dimension's extent, or a constant in range, is left as it is
     (an honest kernel's indices mostly), anything else (a computed or data-dependent index) becomes
-    ``min(unsigned(index), unsigned(max(extent - 1, 0)))``: inside the dimension (at 0 if it is empty).
+    ``min(max(index, 0), max(extent - 1, 0))``: inside the dimension (at 0 if it is empty).
     And such an access of a buffer that may be empty (a dimension not a positive constant) happens only if
     every dimension is positive (``nonempty``; a load reads 0 otherwise, a store writes nothing): an empty
     buffer owns no memory, whatever its other dimensions and its data pointer (red team rt19 F1: torch lets a
@@ -133,11 +131,12 @@ def clamped(
             if inside(index, extent):
                 out.append(index)
             else:
-                # one unsigned min: a negative index is a huge unsigned one; the extent is loop-invariant
+                # a max and a min (the extent is loop-invariant); not one unsigned min, which TVM folds to an unsigned
+                # constant of -1 where it peels a loop's first step out of a branch that never runs there
+                # (``b[i - 1]`` under ``if i > 0``: an honest kernel failed to compile, red team rt48)
                 dtype = index.ty.dtype
-                unsigned = _unsigned.get(dtype, dtype)
                 last = _max(_cast(dtype, extent) - _const(1, dtype), _const(0, dtype))
-                out.append(_cast(dtype, _min(_cast(unsigned, index), _cast(unsigned, last))))
+                out.append(_min(_max(index, _const(0, dtype)), last))
         return out
 
     def on_for(node: Any, mutator: Any) -> Any:

@@ -159,6 +159,32 @@ def test_an_index_outside_its_buffer_is_clamped_into_it(checked: Any) -> None:
         assert out.item() == 3.0
 
 
+@T.prim_func
+def previous_element(
+    x: T.Buffer(("n", 4), "float32"), s: T.Buffer(("n",), "float32"), out: T.Buffer(("n", 4), "bfloat16")
+):
+    n = T.int32()
+    for i in range(n):
+        for j in range(4):
+            if i == 0:
+                out[i, j] = T.Cast("bfloat16", x[i, j])
+            else:
+                out[i, j] = T.Cast("bfloat16", x[i, j] + s[i - 1])
+
+
+def test_a_previous_element_read_under_a_branch_compiles_clamped(checked: Any) -> None:
+    """``s[i - 1]`` where ``i > 0`` is clamped (no proof it is inside), and builds: an unsigned clamp made TVM fold
+    ``-1`` into an unsigned constant where it peeled the loop's first step (with a bf16 store there; red team rt48:
+    an honest kernel reading the previous row's statistic, and an RWKV step reading the previous state, failed to
+    compile)."""
+    built, reasons = checked(previous_element, "llvm")
+    assert reasons == [] and not tvm_ffi.structural_equal(built, previous_element)
+    kernel = tvm.compile(built, target="llvm")
+    x, s, out = torch.ones(3, 4), torch.tensor([10.0, 20.0, 30.0]), torch.zeros(3, 4, dtype=torch.bfloat16)
+    kernel(x, s, out)
+    assert out[:, 0].tolist() == [1.0, 11.0, 21.0]
+
+
 def test_a_function_runs_where_its_own_target_says(checked: Any) -> None:
     on_cuda = address_of_element.with_attr("target", tvm.target.Target(CUDA))
     assert checked(tvm.IRModule({"main": on_cuda}), "llvm")[1] == []
