@@ -99,10 +99,12 @@ TIMED = (888, "<B")
 #: fixed cost, a cold host path included), summed: the part of the DSL time a launch's fixed cost cannot explain, which
 #: launches added to farm the share's allowance do not raise (``_coverage.dsl_time_check``).
 DSL_LONG_MS = (896, "<d")
-#: Gate vault, on an evidence call (with DSL_MS, and once run() returned with WORK_ACK): 1 where a launch was given
-#: another number or tensor layout than every correctness draw gave that argument of that launch
-#: (``_provenance.fixed_by_draws``), 2 where a tensor argument held other bytes where every draw held the same
-#: (``fixed_content``); and the first such argument's position (from 1)
+#: Gate vault, on an evidence call (with DSL_MS, and once run() returned with WORK_ACK): in the low byte 1 where a
+#: launch was given another number or tensor layout than every correctness draw gave that argument of that launch
+#: (``_provenance.fixed_by_draws``), 2 where a tensor argument held other bytes where every draw held the same bytes
+#: constants made (``fixed_content``), and in bit 8 whether a byte alike on the draws by chance has differed on every
+#: evidence call so far (``fixed_compare``); and the position (from 1) of the first such argument (low 32 bits), and
+#: of the latter's (high 32 bits)
 FIXED_CHANGED = (904, "<Q")
 FIXED_CHANGED_AT = (912, "<Q")
 NULL = (19, "<B")  # verifier: the harness times its own null function instead of run() (blocks only)
@@ -292,10 +294,12 @@ class ControlPage:
         (count,) = struct.unpack_from("<Q", self.buf, offset)
         return frozenset(struct.unpack_from(f"<{min(count, capacity)}I", self.buf, offset + 8))
 
-    def _fixed_changed(self, base: int = 0) -> tuple[int, int]:
+    def _fixed_changed(self, base: int = 0) -> tuple[int, int, int, int]:
         """Whether a launch was given a value no correctness draw gave it (0; 1: a number or a layout; 2: a tensor's
-        bytes), and the argument's position."""
-        return get(self.buf, FIXED_CHANGED, base), get(self.buf, FIXED_CHANGED_AT, base)
+        bytes), the argument's position, whether a byte alike on the draws by chance has differed on every evidence
+        call so far (0, 1), and its argument's position."""
+        found, at = get(self.buf, FIXED_CHANGED, base), get(self.buf, FIXED_CHANGED_AT, base)
+        return found & 0xFF, at & 0xFFFFFFFF, found >> 8 & 1, at >> 32
 
     def _work(self, base: int = 0) -> dict[str, Any]:
         offset, capacity = WORK_SHARES

@@ -676,13 +676,21 @@ def provenance_vault(
     fixed_changed = [0, 0]
     # (kind, argument, its offset in its storage, its bytes) -> [the first draw's bytes of that argument, which of
     # them every draw held alike among those it judges (``judged_within``), the draws, the bytes to judge once draws
-    # end (their positions, their values: None until an evidence call asks), whether judged whole (Python's values)];
-    # the bytes kept (``FIXED_BYTES`` at most, kept across calls)
+    # end (their positions, their values, which of them are alike by chance: None until an evidence call asks),
+    # whether judged whole (Python's values), whether small (judged element by element whatever made them), which of
+    # its bytes every draw made from constants alone (a small one's: the others may be alike by chance)]; the bytes
+    # kept (``FIXED_BYTES`` at most, kept across calls)
     fixed_contents: dict[Any, list[Any]] = {}
     fixed_kept = [0]
     # an evidence call's judged bytes before their launches, compared once run() returned: (tensor argument, its bytes
-    # at the judged positions, what every draw held there)
+    # at the judged positions, what every draw held there, which of them are alike by chance (None: none), its key)
     fixed_taken: list[Any] = []
+    # bytes alike on the draws by chance (a small tensor's that the data made: counts, lengths, which repeat on five
+    # draws of few values): its key -> [per judged byte, the evidence calls it differed on, the evidence calls that
+    # judged it]; and the evidence calls so far, and [1, the argument's position] once a byte differed on every one
+    fixed_chance: dict[Any, list[Any]] = {}
+    fixed_evidence = [0]
+    fixed_chance_all = [0, 0]
     fixed_pending: list[Any] = []  # the launch in flight's tensor arguments, for ``fixed_content``
     # a correctness draw's tensors of Python's values (``_LIFTS``: ``torch.tensor([n])``), [lo, hi], until a recorded
     # writer writes them: judged whole by ``fixed_content``
@@ -3425,7 +3433,8 @@ def provenance_vault(
                 small = not whole and hi - lo <= lib.fixed_small_bytes
                 judged = lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t)) if whole else (
                     unfresh_within(t, lo, hi) if small else judged_within(t, lo, hi))  # fmt: skip
-                fixed_contents[at] = [lib.clone(now), judged, 1, None, whole, small]
+                certain = judged_within(t, lo, hi) if small else None
+                fixed_contents[at] = [lib.clone(now), judged, 1, None, whole, small, certain]
                 return
             kept_now, alike = kept_bytes[0], kept_bytes[1]
             if kept_now is None:
@@ -3446,6 +3455,7 @@ def provenance_vault(
                     same = lib.reshape(lib.unsqueeze_to(lib.all_of(lib.reshape(same, (-1, size)), 1)[:, None], (
                         (hi - lo) // size, size)), (-1,))  # fmt: skip
                 lib.logical_and_(alike, same)
+                lib.logical_and_(kept_bytes[6], judged_within(t, lo, hi))
                 return
             lib.logical_and_(alike, lib.eq(now, kept_now))
             lib.logical_and_(alike, judged_within(t, lo, hi))
@@ -3456,10 +3466,11 @@ def provenance_vault(
             return
         if kept_bytes[3] is None:  # the positions to judge and their bytes, once (their count is read: a sync)
             where = lib.reshape(lib.nonzero(kept_bytes[1]), (-1,))
-            kept_bytes[3] = (where, lib.take(kept_bytes[0], where)) if lib.numel(where) else ()
+            chance = lib.logical_not(lib.take(kept_bytes[6], where)) if kept_bytes[5] else None
+            kept_bytes[3] = (where, lib.take(kept_bytes[0], where), chance) if lib.numel(where) else ()
         if kept_bytes[3]:
-            where, expected = kept_bytes[3]
-            fixed_taken.append((at[1], lib.take(bytes_of(t, lo, hi), where), expected))
+            where, expected, chance = kept_bytes[3]
+            fixed_taken.append((at[1], lib.take(bytes_of(t, lo, hi), where), expected, chance, at))
 
     def fixed_contents_read() -> None:
         for at, t in fixed_pending:
@@ -3468,11 +3479,38 @@ def provenance_vault(
 
     def fixed_compare() -> None:
         """An evidence call, once run() returned: whether a launch's tensor argument held, before it, other bytes where
-        every draw held the same (``fixed_content``)."""
-        for position, taken, expected in fixed_taken:
-            if not fixed_changed[0] and not lib.equal(taken, expected):
+        every draw held the same (``fixed_content``): bytes constants made, or Python's values, on this call alone
+        (``fixed_changed``); bytes alike on the draws by chance (``fixed_chance``), only where one of them differed on
+        every evidence call so far (``fixed_chance_all``): a small tensor of the data's values (p26's per-request
+        lengths) repeats on five draws by chance and differs on most timed calls one verification in three (red team
+        rt48), never on all of them but one in a thousand, while a switch differs on every call it is set."""
+        fixed_evidence[0] += 1
+        this_call: dict[Any, Any] = {}  # a key's bytes alike by chance that differed on this call (any of its launches)
+        for position, taken, expected, chance, at in fixed_taken:
+            differs = lib.ne(taken, expected)
+            certain = differs if chance is None else lib.logical_and(differs, lib.logical_not(chance))
+            if not fixed_changed[0] and lib.bool(lib.any_of(certain)):
                 fixed_changed[:] = [2, position]
+            if chance is not None:
+                by_chance = lib.logical_and(differs, chance)
+                found = this_call.get(at)
+                this_call[at] = (position, by_chance if found is None else lib.logical_or(found[1], by_chance))
+        for at, (position, by_chance) in this_call.items():
+            kept = fixed_chance.get(at)
+            if kept is None:
+                kept = fixed_chance[at] = [lib.zeros(lib.size(by_chance), dtype=lib.int32, device=lib.device_of(
+                    by_chance)), 0, position]  # fmt: skip
+            kept[0] = lib.add(kept[0], lib.to(by_chance, lib.int32))
+            kept[1] += 1
+        every = [kept[2] for kept in fixed_chance.values()
+                 if kept[1] == fixed_evidence[0] and lib.bool(lib.any_of(lib.eq(kept[0], kept[1])))]  # fmt: skip
+        fixed_chance_all[:] = [1, every[0]] if every else [0, 0]
         fixed_taken.clear()
+
+    def fixed_report() -> None:
+        """The call's ``fixed_changed`` and ``fixed_chance_all`` on the page (``_control.FIXED_CHANGED``)."""
+        lib.u64.pack_into(page, layout.FIXED_CHANGED, fixed_changed[0] | fixed_chance_all[0] << 8)
+        lib.u64.pack_into(page, layout.FIXED_CHANGED_AT, fixed_changed[1] | fixed_chance_all[1] << 32)
 
     def unfresh_within(t: Any, lo: int, hi: int) -> Any:
         """Which bytes of [lo, hi) (``t``'s span) are not fresh memory on this correctness draw (``fresh``)."""
@@ -3561,8 +3599,7 @@ def provenance_vault(
         lib.u64.pack_into(page, offset, lib.len(numbers))
         for k in lib.range(lib.len(numbers)):
             lib.u32.pack_into(page, offset + 8 + 4 * k, numbers[k])
-        lib.u64.pack_into(page, layout.FIXED_CHANGED, fixed_changed[0])
-        lib.u64.pack_into(page, layout.FIXED_CHANGED_AT, fixed_changed[1])
+        fixed_report()
         lib.u64.pack_into(page, layout.DSL_ACK, nonce)
         outer.clear()  # the submission's tensors are not kept past its call (the other threads' gates' neither)
         flights.clear()
@@ -3630,8 +3667,7 @@ def provenance_vault(
             decode_later()
             judge_pools(None)
             fixed_compare()
-            lib.u64.pack_into(page, layout.FIXED_CHANGED, fixed_changed[0])
-            lib.u64.pack_into(page, layout.FIXED_CHANGED_AT, fixed_changed[1])
+            fixed_report()
         for i in lib.range(count):
             t = outputs[i]
             share, left_there, counted = left_share(t, i) if judged[i] else (0.0, None, None)

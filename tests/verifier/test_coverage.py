@@ -275,7 +275,7 @@ def test_fixed_check_fails_where_most_evidence_calls_change_a_value_every_draw_g
     """A launch argument the draws all gave one value: given another on more than half of the evidence calls (the
     median call), the timed calls run work the draws did not check; on half or fewer, a count the data draws from a
     few values may have repeated on the draws by chance."""
-    same, number, contents = (0, 0), (1, 11), (2, 4)
+    same, number, contents = (0, 0, 0, 0), (1, 11, 0, 0), (2, 4, 0, 0)
     assert _coverage.fixed_check([same] * 10)[1] is None
     assert _coverage.fixed_check([number] * 5 + [same] * 5)[1] is None
     found, feedback = _coverage.fixed_check([number] * 4 + [contents] * 2 + [same] * 4)
@@ -284,3 +284,18 @@ def test_fixed_check_fails_where_most_evidence_calls_change_a_value_every_draw_g
     assert feedback is not None and "6 of 10 timed calls" in feedback
     assert "argument 10's value and argument 3's contents" in feedback
     assert _coverage.fixed_check([None] * 6 + [same] * 4)[1] is not None  # a call without the record: changed
+
+
+def test_fixed_check_judges_bytes_alike_by_chance_only_where_one_differed_on_every_call() -> None:
+    """A small tensor's byte the data made, alike on the five draws by chance, marks no call on its own: the last
+    evidence call's record says whether one such byte differed on every evidence call so far (a switch set on every
+    timed call), and only then, on at least ``FIXED_CHANCE_CALLS`` calls, the timed calls ran other work."""
+    same, chance_so_far = (0, 0, 0, 0), (0, 0, 1, 3)
+    assert _coverage.fixed_check([same] * 9 + [chance_so_far])[1] is not None
+    found, feedback = _coverage.fixed_check([chance_so_far] * 9 + [same])  # the last call's bytes were alike
+    assert feedback is None and not found["every_call"]
+    found, feedback = _coverage.fixed_check([chance_so_far] * 10)
+    assert found["every_call"] and found["arguments"]["contents"] == [2]
+    assert feedback is not None and "10 of 10 timed calls" in feedback and "argument 2's contents" in feedback
+    few = _coverage.FIXED_CHANCE_CALLS - 1
+    assert _coverage.fixed_check([chance_so_far] * few)[1] is None  # too few calls to tell a switch from chance
