@@ -3482,8 +3482,9 @@ def provenance_vault(
         every draw held the same (``fixed_content``): bytes constants made, or Python's values, on this call alone
         (``fixed_changed``); bytes alike on the draws by chance (``fixed_chance``), only where one of them differed on
         every evidence call so far (``fixed_chance_all``): a small tensor of the data's values (p26's per-request
-        lengths) repeats on five draws by chance and differs on most timed calls one verification in three (red team
-        rt48), never on all of them but one in a thousand, while a switch differs on every call it is set."""
+        lengths) repeats on five draws by chance and differs on most timed calls (red team rt48: an honest kernel
+        rejected in 1 of 14 runs), on all of them about one verification in a thousand, while a switch differs on
+        every call it is set."""
         fixed_evidence[0] += 1
         this_call: dict[Any, Any] = {}  # a key's bytes alike by chance that differed on this call (any of its launches)
         for position, taken, expected, chance, at in fixed_taken:
