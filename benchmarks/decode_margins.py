@@ -8,6 +8,7 @@ names the one that scored best.
     python benchmarks/decode_margins.py --cost 1280 131072 1048576
     python benchmarks/decode_margins.py --cost-keyed 1280 131072 1048576
     python benchmarks/decode_margins.py --inputs
+    python benchmarks/decode_margins.py --contrast 256 2048 8192 [--seeds 20]
 
 Prints one line per file: passed, failure, the largest score and its map, the launches judged. ``--cost``: the rule's
 time on one launch of that many changed elements (an honest residual epilogue over an eager GEMM's result, beside the
@@ -16,7 +17,11 @@ same epilogue's time under the decode rule's maps and under the position-key tes
 draw keeps, the comparison each later draw makes), and an integer epilogue's under the maps (the bit maps, odd factors
 among them). ``--inputs``: the scores a
 problem input would get as a regressor (what the rule does not do): an honest residual epilogue against a decode
-mixing in that input.
+mixing in that input. ``--contrast``: what the maps under half (``fitted``'s ``peeled``, which an evidence call's
+launch is held to against the draws', ``DECODE_CONTRAST``) measure on outputs of that many elements, over seeds: an
+honest integer output beside an eager operand of small integers (chance maps), with and without
+``DECODE_CONTRAST_SIGMAS``; an eighth of a bfloat16 output decoded from an eager operand whose other elements are
+fresh memory (NaN) or noise (another answer), the rest honest; the lower bound against ``DECODE_CONTRAST``.
 """
 
 from __future__ import annotations
@@ -127,6 +132,49 @@ def _inputs() -> None:
         print(f"{name}: score {found[1]:.3f} ({found[2]}) with x as a regressor")
 
 
+def _contrast(sizes: list[int], seeds: int) -> None:
+    """``--contrast``: the lower bound of the maps under half, per case and size, over ``seeds`` seeds."""
+
+    def integers(n: int, g: torch.Generator) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        return torch.randint(0, 4, (n,), generator=g, dtype=torch.int32), [
+            torch.randint(0, 4, (n,), generator=g, dtype=torch.int32)
+        ]
+
+    def eighth(n: int, g: torch.Generator, rest: str) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        answer, other, honest = (torch.randn(n, generator=g) * 3 for _ in range(3))
+        decoded = torch.arange(n) >= n - n // 8
+        filler = torch.full((n,), float("nan")) if rest == "fresh" else other
+        stored = torch.where(decoded, answer.bfloat16().float(), filler) * 2 + 1
+        return torch.where(decoded, (stored - 1) / 2, honest).bfloat16(), [stored]
+
+    cases = {
+        "honest int32 ids beside eager ids (chance maps)": integers,
+        "an eighth decoded beside fresh memory": lambda n, g: eighth(n, g, "fresh"),
+        "an eighth decoded beside noise": lambda n, g: eighth(n, g, "noise"),
+    }
+    for name, make in cases.items():
+        for n in sizes:
+            rows = []
+            for sigmas in (_decode.DECODE_CONTRAST_SIGMAS, 0.0):
+                lows, unions = [], []
+                for seed in range(seeds):
+                    y, operands = make(n, torch.Generator().manual_seed(seed))
+                    d = _decode.bound()
+                    d.contrast_sigmas = sigmas
+                    found = _decode.fitted(d, y, torch.ones(n, dtype=torch.bool), operands,
+                                           torch.Generator().manual_seed(seed))  # fmt: skip
+                    peeled = found[3] if found is not None else None
+                    lows.append(peeled[1] if peeled is not None else 0.0)
+                    held = peeled[0] if peeled is not None else None
+                    unions.append(float(held.float().mean()) if held is not None else 0.0)
+                over = sum(low >= _decode.DECODE_CONTRAST for low in lows)
+                rows.append(
+                    f"{sigmas:.0f} errors: lower bound {min(lows):.3f}-{max(lows):.3f}, over {_decode.DECODE_CONTRAST} "
+                    f"in {over}/{seeds}, peeled {min(unions):.2f}-{max(unions):.2f}"
+                )
+            print(f"{name:50s} {n:6d}: " + "; ".join(rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", help="FILE:PROBLEM")
@@ -135,6 +183,8 @@ def main() -> None:
     parser.add_argument("--cost", nargs="+", type=int, metavar="ELEMENTS", help="time the rule on one launch")
     parser.add_argument("--cost-keyed", nargs="+", type=int, metavar="ELEMENTS", help="maps vs position keys")
     parser.add_argument("--inputs", action="store_true", help="scores with a problem input as a regressor")
+    parser.add_argument("--contrast", nargs="+", type=int, metavar="ELEMENTS", help="the maps under half's bounds")
+    parser.add_argument("--seeds", type=int, default=20)
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.cost:
@@ -143,6 +193,8 @@ def main() -> None:
         _keyed_cost(args.cost_keyed)
     if args.inputs:
         _inputs()
+    if args.contrast:
+        _contrast(args.contrast, args.seeds)
     if args.cases:
         _margins(args.cases, args.backend, args.dsl)
 

@@ -71,6 +71,22 @@ DECODE_ABS_ULPS = 0.5
 #: aside, at most a few percent: no second map, and one is no decode under half.
 DECODE_PEEL = 0.15
 DECODE_PEELS = 8
+#: An evidence call's launch whose maps scoring from ``DECODE_CONTRAST_FLOOR`` hold, together, at least this share more
+#: of its changed elements than they held on any correctness draw's launch of its kind, at the same argument, is
+#: withdrawn there (``_provenance.decode_later``): one code on data of one distribution is as decodable on every call,
+#: and a kernel told by a switch to copy an eager part of the answer through a map on the timed calls alone was under
+#: ``DECODE_PEEL`` at an eighth of the rows (red team rt48 F4: a full plan at 0.1%, 12.5% of the answer eager).
+#: Honest launches' shares on the evidence calls and the draws differ by the sampling's noise, about 0.01-0.02.
+DECODE_CONTRAST = 0.05
+DECODE_CONTRAST_FLOOR = 0.05
+#: ... the evidence call's share taken at its lower bound and the draws' at its upper, each map's score this many of
+#: its standard errors apart (the held-out sample's binomial error): a launch of a few hundred elements, or an integer
+#: output whose chance is high, scores within a few errors of chance, and the best of some fifty maps lies up to
+#: three or four errors out; five keep an honest launch's chance maps off.
+DECODE_CONTRAST_SIGMAS = 5.0
+#: Lines through random pairs of the fit's sample tried per operand (``_robust_line``), each judged on as many of its
+#: points.
+DECODE_ROBUST_LINES = 256
 #: Elements in each of the two samples (fit, held out).
 DECODE_SAMPLES = 2048
 #: Fewer changed elements are not judged (a scalar, a row of statistics). A launch changing fewer in a tensor is pooled
@@ -157,7 +173,10 @@ def bound() -> types.SimpleNamespace:
         floats={1: torch.float8_e4m3fn, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64},
         mantissa={dtype: round(-math.log2(torch.finfo(dtype).eps)) for dtype in (
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)},
-        share=DECODE_SHARE, peel=DECODE_PEEL, peels=DECODE_PEELS, ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR,
+        share=DECODE_SHARE, peel=DECODE_PEEL, peels=DECODE_PEELS, contrast=DECODE_CONTRAST,
+        contrast_floor=DECODE_CONTRAST_FLOOR, contrast_sigmas=DECODE_CONTRAST_SIGMAS, sqrt_of=math.sqrt,
+        robust_lines=DECODE_ROBUST_LINES,
+        ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR,
         abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
         candidates=DECODE_CANDIDATES, bit_columns=DECODE_BIT_COLUMNS, settled=1e-9, index=DECODE_INDEX,
@@ -495,6 +514,28 @@ def _affine(d: Any, design: Any, solution: Any) -> Any:
     return values, d.reshape(d.matmul(d.abs(design), d.abs(solution)), (-1,))
 
 
+def _robust_line(d: Any, x: Any, y: Any, relative: float, tolerance: Any, generator: Any) -> Any:
+    """The coefficients (``_solved``'s form) of the line through two of the sample's points (``x``, ``y``: an operand's
+    and the output's values, float64) that most of its points lie on within the fit's tolerance, of
+    ``DECODE_ROBUST_LINES`` random pairs (a map holding for an eighth of them is among 256 pairs with probability
+    0.98), judged on the first ``DECODE_ROBUST_LINES`` points (the sample is in random order); None where no line
+    holds for more than its two points."""
+    n = d.numel(x)
+    if n < d.least // 2:
+        return None
+    ends = d.to(d.randint(0, n, (2, d.robust_lines), generator=generator, device=generator.device), d.device_of(x))
+    x0, x1, y0, y1 = d.take(x, ends[0]), d.take(x, ends[1]), d.take(y, ends[0]), d.take(y, ends[1])
+    slope = d.unsqueeze(d.div(d.sub(y1, y0), d.sub(x1, x0)), 1)
+    intercept = d.unsqueeze(d.sub(y0, d.mul(x0, slope[:, 0])), 1)
+    xs = d.unsqueeze(x[: d.robust_lines], 0)
+    mapped = (d.add(d.mul(slope, xs), intercept), d.add(d.mul(d.abs(slope), d.abs(xs)), d.abs(intercept)))
+    counts = d.sum(_held(d, mapped, d.unsqueeze(y[: d.robust_lines], 0), relative, tolerance), 1)
+    k = d.int(d.argmax(counts))
+    if d.int(counts[k]) <= 2:
+        return None
+    return d.reshape(d.stack([slope[k, 0], intercept[k, 0]]), (2, 1))
+
+
 def _solved(d: Any, design: Any, y: Any) -> Any:
     """The least-squares coefficients of y ≈ design · c (one column each), or None where they are not finite."""
     keep = d.logical_and(d.isfinite(y), d.isfinite(d.sum(design, 1)))
@@ -527,11 +568,15 @@ def _held(d: Any, mapped: Any, y: Any, relative: float, absolute: Any) -> Any:
     return d.logical_and(d.isfinite(predicted), d.le(d.abs(d.sub(predicted, y)), allowed))
 
 
-def _score(d: Any, held: Any, by_chance: Any) -> float:
+def _score(d: Any, held: Any, by_chance: Any) -> tuple[float, float]:
     """The share ``held`` of the held-out sample beyond ``by_chance`` (the same map, operands and outputs of
-    different elements paired), as a share of what chance leaves."""
+    different elements paired), as a share of what chance leaves; and ``DECODE_CONTRAST_SIGMAS`` of its standard error
+    (the sample's two shares' binomial errors)."""
     share, chance = d.float(d.mean(d.to(held, d.float64))), d.float(d.mean(d.to(by_chance, d.float64)))
-    return (share - chance) / (1.0 - chance) if chance < 1.0 else 0.0
+    if chance >= 1.0:
+        return 0.0, 1.0
+    error = d.sqrt_of((share * (1.0 - share) + chance * (1.0 - chance)) / d.max(d.numel(held), 1)) / (1.0 - chance)
+    return (share - chance) / (1.0 - chance), d.contrast_sigmas * error
 
 
 def _windows(d: Any, v: Any, starts: Any) -> Any:
@@ -696,51 +741,79 @@ def picked(d: Any, t: Any, where: Any, operands: Any) -> Any:
 def pooled(d: Any, pool: Any, generator: Any) -> Any:
     """``fitted`` over a pool of launches' ``picked`` (each: its output elements, its operands' columns), as one
     launch of their elements: per launch, which of its picked elements the map holds for (or None for none), with the
-    score and the map; None where the pool is not judged."""
+    score, the map, and ``fitted``'s ``peeled`` (its elements per launch, its share); None where the pool is not
+    judged."""
     y = d.cat([entry[0] for entry in pool])
     columns = [d.cat([entry[1][k] for entry in pool]) for k in d.range(d.len(pool[0][1]))]
     found = fitted(d, y, d.ones_like(y, dtype=d.bool_), columns, generator)
     if found is None:
         return None
-    mask, score, what = found
-    parts, start = [], 0
-    for entry in pool:
-        count = d.numel(entry[0])
-        parts.append(mask[start : start + count] if mask is not None else None)
-        start += count
-    return parts, score, what
+    mask, score, what, peeled = found
+
+    def split(flat: Any) -> list[Any]:
+        parts, start = [], 0
+        for entry in pool:
+            count = d.numel(entry[0])
+            parts.append(flat[start : start + count] if flat is not None else None)
+            start += count
+        return parts
+
+    return split(mask), score, what, None if peeled is None else (split(peeled[0]), *peeled[1:])
 
 
 def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
     """Which of ``t``'s elements (flat, logical order) the best map of ``operands`` (their values before the launch)
-    holds for, among ``changed`` (flat bool), with its score (the share of the held-out sample beyond chance) and
-    the map's description; None where nothing is judged (too few elements, no operand lines up, a complex dtype).
+    holds for, among ``changed`` (flat bool), with its score (the share of the held-out sample beyond chance), the
+    map's description, and what the maps scoring from ``DECODE_CONTRAST_FLOOR`` hold (``peeled``: their elements,
+    None where the first map's lower bound is under that floor, then bounds on their share of the changed ones
+    beyond chance, lower and upper, ``DECODE_CONTRAST_SIGMAS`` of each score's error apart; None for no map); None
+    where nothing is judged (too few elements, no operand lines up, a complex dtype).
 
     A map scoring from ``DECODE_PEEL`` to ``DECODE_SHARE`` is peeled: its elements are set aside and the best map of
     the rest is sought, ``DECODE_PEELS`` times at most; where the maps together hold ``DECODE_SHARE`` of the changed
     elements, they hold for all of those (red team rt46 F1: an eager answer stored ×3, ×5 and ×7 by column and
-    decoded by the kernel, each map under half of the elements, was the DSL's work whole)."""
-    found = _fitted_once(d, t, changed, operands, generator, d.peel)
-    if found is None or found[0] is None or found[1] >= d.share:
-        return found if found is None or found[1] >= d.share else (None, found[1], found[2])
-    union, score, what = found
+    decoded by the kernel, each map under half of the elements, was the DSL's work whole). Peeling goes on past the
+    first map under ``DECODE_PEEL`` down to ``DECODE_CONTRAST_FLOOR`` for ``peeled`` alone, which decides nothing here:
+    the vault compares an evidence call's with the correctness draws' (``DECODE_CONTRAST``)."""
+    found = _fitted_once(d, t, changed, operands, generator, d.contrast_floor)
+    if found is None:
+        return None
+    if found[0] is None or found[1] >= d.share:
+        return found[0], found[1], found[2], None
+    union, score, what, margin = found
     total = d.int(d.sum(changed))
-    names, remaining = [what], d.logical_and(changed, d.logical_not(union))
+    decided = score >= d.peel  # the maps a decode is made of: those before the first scoring under ``DECODE_PEEL``
+    # the maps ``peeled`` holds: those before the first whose lower bound is under ``DECODE_CONTRAST_FLOOR`` (the
+    # elements a map leaves are not a random sample: where a map of a few integers held by chance, the rest hold its
+    # other values more often than chance, and a peel from a chance map found ever stronger ones, over 90% of an
+    # honest output of ids)
+    measured = score - margin >= d.contrast_floor
+    names, remaining, strong = [what], d.logical_and(changed, d.logical_not(union)), union
+    held, low, high = union if measured else None, score - margin if measured else 0.0, score + margin
     for _ in d.range(d.peels - 1):
-        if d.int(d.sum(remaining)) < d.least:
+        left = d.int(d.sum(remaining))
+        if left < d.least or not (decided or measured):
             break
-        more = _fitted_once(d, t, remaining, operands, generator, d.peel)
+        more = _fitted_once(d, t, remaining, operands, generator, d.contrast_floor)
         if more is None or more[0] is None:
             break
-        union = d.logical_or(union, more[0])
-        names.append(more[2])
         remaining = d.logical_and(remaining, d.logical_not(more[0]))
-    together = d.int(d.sum(union)) / total
+        decided = decided and more[1] >= d.peel
+        if decided:
+            strong = d.logical_or(strong, more[0])
+            names.append(more[2])
+        measured = measured and more[1] - more[3] >= d.contrast_floor
+        if measured:
+            held = d.logical_or(held, more[0])
+            low += (more[1] - more[3]) * left / total
+        high += (more[1] + more[3]) * left / total
+    peeled = (held, low, d.min(high, 1.0))
+    together = d.int(d.sum(strong)) / total if score >= d.peel else 0.0
     if d.len(names) < 2 or together < d.share:
-        return None, score, what
+        return None, score, what, peeled
     named = [n for k, n in d.enumerate(names) if n not in names[:k]]  # each map's kind once, with its count
     said = " and ".join(f"{n} (x{d.len([m for m in names if m == n])})" for n in named)
-    return union, together, f"{said}: together {d.round(100 * together)}% of the changed elements"
+    return strong, together, f"{said}: together {d.round(100 * together)}% of the changed elements", peeled
 
 
 def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, least_score: float) -> Any:
@@ -783,7 +856,7 @@ def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, le
     for name, column in _bit_columns(d, coded, t, y_all, fit, columns, scale):
         columns.append(column)
         names.append(name)
-    best: Any = (-1.0, "", None)
+    best: Any = (-1.0, "", None, 0.0)
 
     def univariate(values: Any, name: str, how: Any) -> None:
         """The interpolated map of one feature (both samples' values, fit half first)."""
@@ -794,7 +867,7 @@ def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, le
         checked = values[half:]
         mapped = _interpolated(d, table, checked)
         held = _held(d, mapped, y_check, relative, tolerance)
-        score = _score(d, held, _held(d, _rolled(d, mapped), y_check, relative, tolerance))
+        score, margin = _score(d, held, _held(d, _rolled(d, mapped), y_check, relative, tolerance))
         if score > best[0]:
             # the map every element is judged by: the sample's points that agree with the other half's map (an
             # honest element of the sample would otherwise match itself)
@@ -805,7 +878,7 @@ def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, le
             both = d.cat([agree, held])
             consistent = _table(d, d.masked_select(values, both), d.masked_select(d.cat([y_fit, y_check]), both))
             if consistent is not None:
-                best = (score, name, (how, consistent))
+                best = (score, name, (how, consistent), margin)
 
     sampled = [_column_at(d, c, picked) for c in columns]
     for key in _keys(d, d.len(columns)):
@@ -825,12 +898,27 @@ def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, le
             continue
         predicted = _affine(d, design[half:], solution)
         rolled = _affine(d, d.roll(design[half:], 1, 0), solution)
-        score = _score(
+        score, margin = _score(
             d, _held(d, predicted, y_check, relative, tolerance), _held(d, rolled, y_check, relative, tolerance)
         )
         if score > best[0]:
-            name = "an affine map of " + ", ".join(names[i] for i in kept)
-            best = (score, name + (" and their products" if products else ""), ("affine", kept, products, solution))
+            name = "an affine map of " + ", ".join(names[i] for i in kept) + (" and their products" if products else "")
+            best = (score, name, ("affine", kept, products, solution), margin)
+    # a line of one operand through the sample's elements it holds for, however few (least squares and the
+    # interpolation's tables take every element: an eighth decoded beside noise scored 0.06 by them, red team rt48 F4)
+    for i in d.range(d.len(columns)):
+        solution = _robust_line(d, sampled[i][:half], y_fit, relative, tolerance, generator)
+        if solution is None:
+            continue
+        design = _design(d, [sampled[i][half:]], False)
+        score, margin = _score(
+            d,
+            _held(d, _affine(d, design, solution), y_check, relative, tolerance),
+            _held(d, _affine(d, d.roll(design, 1, 0), solution), y_check, relative, tolerance),
+        )
+        if score > best[0]:
+            best = (score, f"a line of {names[i]} through the elements it holds", ("affine", (i,), False, solution),
+                    margin)  # fmt: skip
     if d.len(usable) >= 2:  # a monomial of them, any degree (E·R1·R2, E/(R1·R2), E²·R): affine in log space
         sampled_usable = [sampled[i] for i in usable]
         monomial = _monomial_fitted(d, [c[:half] for c in sampled_usable], y_fit)
@@ -838,9 +926,10 @@ def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, le
             checked = [c[half:] for c in sampled_usable]
             held = _held(d, _monomial(d, checked, monomial), y_check, relative, tolerance)
             rolled = _monomial(d, [d.roll(c, 1) for c in checked], monomial)
-            score = _score(d, held, _held(d, rolled, y_check, relative, tolerance))
+            score, margin = _score(d, held, _held(d, rolled, y_check, relative, tolerance))
             if score > best[0]:
-                best = (score, "a monomial of " + ", ".join(names[i] for i in usable), ("monomial", usable, monomial))
+                best = (score, "a monomial of " + ", ".join(names[i] for i in usable), ("monomial", usable, monomial),
+                        margin)  # fmt: skip
     # moved elements: an operand's runs found again elsewhere in the output (floating outputs: integer ones tie)
     if floating and best[0] < d.share:  # (a map in place already decides)
         for i, v in d.enumerate(flats):
@@ -856,10 +945,10 @@ def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, le
     if best[0] < d.share and n <= d.unordered_limit:  # a permuted operand: the values in any order (``_unordered``)
         unordered = _unordered(d, _at(d, y_all, where), chosen, t, generator, (relative, tolerance))
         if unordered is not None and unordered[0] > best[0]:
-            best = unordered
-    score, what, how = best
+            best = (*unordered, 0.0)
+    score, what, how, margin = best
     if score < least_score or how is None:  # (an order-free fit holds for elements only from ``DECODE_SHARE``)
-        return None, score, what
+        return None, score, what, margin
     mask = d.zeros((d.numel(y_all),), dtype=d.bool_, device=d.device_of(y_all))
     held = (
         how
@@ -867,7 +956,7 @@ def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, le
         else _holds(d, how, where, (columns, flats, y_all), relative, tolerance, generator)
     )
     d.index_put_(mask, (where,), held)
-    return mask, score, what
+    return mask, score, what, margin
 
 
 def _values(d: Any, spec: Any, positions: Any, data: Any) -> Any:

@@ -197,7 +197,7 @@ def _explained(d: Any, residual: Any, fixed: Any, relative: float, tolerance: fl
         mapped = _flat(d, _interpolated(d, table, checked))
         held = _held(d, mapped, target, relative, (tolerance, 1.0))
         chance = _held(d, _rolled(d, mapped), target, relative, (tolerance, 1.0))
-        if _score(d, held, chance) >= d.share:
+        if _score(d, held, chance)[0] >= d.share:
             return True
     return False
 

@@ -620,7 +620,8 @@ def provenance_vault(
     given: list[Any] = []
     # an evidence call's counted launches, for the decode rule once run() returned (``decode_later``): (its first record
     # in ``left``, per tensor argument (its byte span, its values before and after the launch, which of its elements
-    # were a problem input's as given: ``pristine``), its records in ``left``)
+    # were a problem input's as given: ``pristine``, its launch's kind and its place: ``peeled_on_draws``), its records
+    # in ``left``)
     later: list[Any] = []
     decoded_bytes = 0  # bytes of an evidence call's launches' work the decode rule withdrew
     # the launch in flight's tensors: (tensor, its values before, the decode rule's regressor made of it: its
@@ -632,6 +633,11 @@ def provenance_vault(
     keyed_used = 0
     occurrences: dict[int, int] = {}  # signature -> its launches so far in this call
     launch_key: Any = None
+    launch_kind = -1  # the launch in flight's kind (``note``)
+    # (launch kind, tensor argument), or a pool's dtypes -> the largest share of a launch's (a pool's) changed elements
+    # the decode rule's maps under its half held on a correctness draw (``decoded``, ``judge_pools``; the upper bound),
+    # which an evidence call's (its lower bound) may exceed by ``DECODE_CONTRAST``
+    peeled_on_draws: dict[Any, float] = {}
     refusal: Any = None  # the exception a launch the vault will not watch raises instead of running (``uncounted``)
     # (storage, dtype, operands' dtypes) -> launches that changed fewer elements there than the decode rule judges:
     # (their elements, their operands' elements there, the tensor, where, the launch's number) (``judge_pools``)
@@ -2204,20 +2210,21 @@ def provenance_vault(
             return None
         at = element_bytes(old, lib.arange(lib.numel(old), device=lib.device_of(old)))
         start, end = span(old)
-        made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(old, start, end), at), lo, hi, launch)
+        made, share, _ = launch_left(lib.add(at, lo), lib.take(bytes_of(old, start, end), at), lo, hi, launch)
         made_here = lib.logical_and(made, lib.lt(share, lib.copy_taint))
         if not lib.bool(lib.any_of(made_here)):
             return None
         return lib.reshape(lib.logical_not(made_here), lib.size(old))
 
-    def launch_left(at: Any, current: Any, lo: int, hi: int, launch: int) -> tuple[Any, Any]:
+    def launch_left(at: Any, current: Any, lo: int, hi: int, launch: int) -> tuple[Any, Any, Any]:
         """Per element (rows of ``at``: its bytes' addresses; ``current``: those bytes now), whether the latest counted
         launch of the call that changed any of its bytes left them as they are, and that launch's copied share of the
         argument holding the element (0: not judged), over its probes within ``[lo, hi)`` (the memory in question: a
-        returned output) where ``RATE_PROBES`` of them fall there, else over all of them."""
+        returned output) where ``RATE_PROBES`` of them fall there, else over all of them; and whether any did."""
         device = lib.device_of(at)
         rows = lib.size(at)[0]
         made = lib.zeros((rows,), dtype=lib.bool_, device=device)
+        touched_here = lib.zeros((rows,), dtype=lib.bool_, device=device)
         share = lib.zeros((rows,), dtype=lib.float32, device=device)
         first = at[:, 0]
         for a, b, after, diff, judged, count, _ in left[:launch]:
@@ -2241,7 +2248,18 @@ def provenance_vault(
                     copied_here = lib.where(lib.logical_and(lib.ge(first, c), lib.lt(first, d)), rate, copied_here)
             made = lib.where(changed_here, holds, made)
             share = lib.where(changed_here, copied_here, share)
-        return made, share
+            touched_here = lib.logical_or(touched_here, changed_here)
+        return made, share, touched_here
+
+    def unchanged_by_launches(old: Any, lo: int, hi: int, launch: int) -> Any:
+        """Per element of a launch argument (``old``, over ``[lo, hi)``; flat), whether no counted launch of the call
+        before launch ``launch`` (its first record in ``left``) changed it (None: none did): the decode rule's operands
+        where an evidence call is held to the draws (``strict_operands``)."""
+        if not lib.any(count and b > lo and hi > a for a, b, _, _, _, count, _ in left[:launch]):
+            return None
+        at = element_bytes(old, lib.arange(lib.numel(old), device=lib.device_of(old)))
+        start, end = span(old)
+        return lib.logical_not(launch_left(lib.add(at, lo), lib.take(bytes_of(old, start, end), at), lo, hi, launch)[2])
 
     def may_copy(t: Any, sampled: Any, now: Any, held_sources: Any) -> tuple[bool, bool]:
         """Whether ``held_sources`` (the launch's other arguments as they were before it, with which of their elements
@@ -2283,7 +2301,7 @@ def provenance_vault(
             return 0.0
         lo, hi = span(t)
         at = element_bytes(t, lib.to(positions[i], device))
-        made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(t, lo, hi), at), lo, hi, lib.len(left))
+        made, share, _ = launch_left(lib.add(at, lo), lib.take(bytes_of(t, lo, hi), at), lo, hi, lib.len(left))
         return lib.float(lib.sum(lib.where(made, share, 0.0))) / lib.numel(made)
 
     def launch_made(device: Any) -> list[Any]:
@@ -2424,13 +2442,13 @@ def provenance_vault(
                     made_from(t, roots)
         if keeping and lib.any(record[5] for record in left[first:]):
             arguments = []
-            for t, given_now in lib.zip(tensors, kept):
+            for position, (t, given_now) in lib.enumerate(lib.zip(tensors, kept)):
                 lo, hi = span(t)
                 if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda"):
                     continue
                 old, new = was(t, spans), was(t, [(r[2], r[2], r[0]) for r in left[first:]])
                 if old is not None and new is not None:
-                    arguments.append((lo, hi, storage_of(t), old, new, given_now))
+                    arguments.append((lo, hi, storage_of(t), old, new, given_now, (launch_kind, position)))
             later.append((first, arguments, left[first:]))
         if not suppress:
             decoded()
@@ -2455,7 +2473,10 @@ def provenance_vault(
                 unjudged(t, exc)
                 continue
             if found is not None:
-                mask, share, what = found
+                mask, share, what, peeled = found
+                if peeled is not None:  # the share an evidence call's launch of this kind is held to (``decode_later``)
+                    key = (launch_kind, argument)
+                    peeled_on_draws[key] = lib.max(peeled_on_draws.get(key, 0.0), peeled[2])  # (its upper bound)
                 records.append(("decoded", launches, count, share, what, mask is not None))
                 if mask is not None and lib.bool(lib.any_of(mask)):
                     withdraw(t, mask, None)
@@ -2555,24 +2576,29 @@ def provenance_vault(
         withdrawn bytes are no launch's for those after it): the elements a launch changed that a simple map of its
         tensor arguments' values before it recovers (``made_before``'s elements: the written argument's own included,
         an in-place map or a copy within the same buffer) are taken from its work (``withdraw``), as a correctness
-        draw's are from its credit; a launch changing fewer than the rule's minimum in a tensor is pooled as there
-        (``judge_pools``). A raise fails closed (``unjudged``): the launch's changed bytes there are withdrawn."""
+        draw's are from its credit; so are those of maps under the rule's half that hold ``DECODE_CONTRAST`` more of
+        them than on every draw's launch of the kind (``peeled_on_draws``: a switch the timed calls alone are given,
+        telling the kernel to copy part of an eager answer). A launch changing fewer than the rule's minimum in a
+        tensor is pooled as there (``judge_pools``). A raise fails closed (``unjudged``): the launch's changed bytes
+        there are withdrawn."""
         made: list[Any] = []  # what the earlier launches changed and kept, as regressors (``derived_from``)
         for first, arguments, records_of in later:
             try:
                 operands = []  # (its argument, the regressor)
-                for k, (lo, hi, _, old, _, given_now) in lib.enumerate(arguments):
+                eagers = []  # (its argument, the regressor's elements: None for all)
+                for k, (lo, hi, _, old, _, given_now, _) in lib.enumerate(arguments):
                     eager = derived_from(old, made_before(old, lo, hi, first, given_now), made)
                     operand = lib.regressor(lib.decode, old, eager, lib.decoys)
                     if operand is not None:
                         operands.append((k, operand))
+                        eagers.append((k, eager))
             except lib.BaseException as exc:
-                for lo, hi, base, _, new, _ in arguments:
+                for lo, hi, base, _, new, _, _ in arguments:
                     unjudged(new, exc, (lo, hi, base, records_of))
                 continue
             if not operands:
                 continue
-            for k, (lo, hi, base, old, new, _) in lib.enumerate(arguments):
+            for k, (lo, hi, base, old, new, _, at) in lib.enumerate(arguments):
                 target = (lo, hi, base, records_of)
                 # the fit takes the largest ``DECODE_OPERANDS``: an argument's own contents before the launch always
                 # among them (larger decoy arguments must not push out the in-place map or the copy within a buffer)
@@ -2585,19 +2611,52 @@ def provenance_vault(
                     if not count:
                         continue
                     if count < lib.decode.least:
-                        pool(new, lib.reshape(lib.nonzero(changed_now), (-1,)), chosen, target)
+                        where = lib.reshape(lib.nonzero(changed_now), (-1,))
+                        pool(new, where, chosen, target, strict_operands(arguments, eagers, first, k))
                         continue
                     found = lib.decoded(lib.decode, new, changed_now, chosen, lib.decoys)
+                    if found is not None and found[0] is not None and lib.bool(lib.any_of(found[0])):
+                        withdraw(new, found[0], target)
+                        continue
+                    peeled = found[3] if found is not None else None
+                    if beyond_draws(peeled, at):  # held again where no launch of the call changed the operands
+                        strict = strict_operands(arguments, eagers, first, k)
+                        again = lib.decoded(lib.decode, new, changed_now, strict, lib.decoys) if strict else None
+                        if again is not None and beyond_draws(again[3], at):
+                            withdraw(new, again[3][0], target)
+                            continue
                 except lib.BaseException as exc:
                     unjudged(new, exc, target)
-                    continue
-                if found is not None and found[0] is not None and lib.bool(lib.any_of(found[0])):
-                    withdraw(new, found[0], target)
                     continue
                 kept = lib.regressor(lib.decode, new, changed_now, lib.decoys)  # its unchanged elements: no regressor
                 if kept is not None:
                     made.append(kept)
         later.clear()
+
+    def beyond_draws(peeled: Any, at: Any) -> bool:
+        """Whether the decode rule's maps under its half (``fitted``'s ``peeled``) hold, at their lower bound,
+        ``DECODE_CONTRAST`` more of an evidence call's launch's changed elements than at most on the draws' launches
+        of its kind at that argument (``at``; a pool's dtypes), at their upper bound (``peeled_on_draws``)."""
+        return peeled is not None and peeled[1] >= peeled_on_draws.get(at, 0.0) + lib.decode.contrast
+
+    def strict_operands(arguments: Any, eagers: Any, first: int, k: int) -> list[Any]:
+        """The regressors of an evidence call's launch (``arguments``, its first record ``first`` in ``left``;
+        ``eagers``: the decode rule's elements of each) less the elements a counted launch of the call changed before
+        it, its argument ``k``'s own first: the draws' regressors are eager-made elements, never a launch's, and an
+        evidence call takes a launch's output as a copy's source where its copied share reached ``COPY_TAINT`` (an
+        honest p28 pipeline's residual sum, then normalised by a second launch: each row of its output a line of the
+        sum, peeled to 77% of its elements, while no draw's launch had the sum as an operand)."""
+        found = []
+        for j, eager in eagers:
+            lo, hi, _, old = arguments[j][:4]
+            unchanged = unchanged_by_launches(old, lo, hi, first)
+            kept = eager if unchanged is None else unchanged if eager is None else lib.logical_and(eager, unchanged)
+            operand = lib.regressor(lib.decode, old, kept, lib.decoys)
+            if operand is not None:
+                found.append((j, operand))
+        own = [r for j, r in found if j == k]
+        others = lib.sorted([r for j, r in found if j != k], key=lib.numel, reverse=True)
+        return own + others[: lib.decode.operands - lib.len(own)]
 
     def derived_from(old: Any, eager: Any, made: Any) -> Any:
         """``eager`` (``made_before``'s mask of ``old``, an evidence call's launch argument) less the elements a simple
@@ -2658,16 +2717,18 @@ def provenance_vault(
             lo, hi = span(t)
             settle(lo, hi, None, spread(t, changed, False))
 
-    def pool(t: Any, where: Any, operands: Any, target: Any = None) -> None:
+    def pool(t: Any, where: Any, operands: Any, target: Any = None, strict: Any = None) -> None:
         """Keep a small launch's changed elements of ``t`` (flat ``where``) with its operands' elements there, pooled by
         ``t``'s storage, dtype and the operands' dtypes (``target``: an evidence call's, ``withdraw``; its storage the
-        one ``t``'s bytes were kept from)."""
+        one ``t``'s bytes were kept from; ``strict``: its operands as ``strict_operands`` makes them, whose elements
+        there are kept for the maps under half, ``judge_pools``)."""
         found = lib.picked(lib.decode, t, where, operands)
         if found is None:
             return
         storage = storage_of(t) if target is None else target[2]
         key = (storage, lib.dtype_of(t), lib.tuple(lib.dtype_of(c) for c in found[1]))
-        pools.setdefault(key, []).append((found[0], found[1], t, where, launches, target))
+        held = lib.picked(lib.decode, t, where, strict) if strict else None
+        pools.setdefault(key, []).append((found[0], found[1], t, where, launches, target, held))
 
     def judge_pools(storages: Any) -> None:
         """The decode rule over each pool into one of ``storages`` (None: all) holding the rule's minimum of elements
@@ -2688,17 +2749,33 @@ def provenance_vault(
                 continue
             if found is None:
                 continue
-            parts, share, what = found
+            parts, share, what, peeled = found
             total = lib.sum_of(lib.numel(e[0]) for e in entries)
             withdrawn = lib.any(part is not None for part in parts)
             what = f"{what} (pooled over {lib.len(entries)} launches)"
+            at = ("pooled", *key[1:])  # (its dtypes: a storage is another on every call)
             if audit:
                 records.append(("decoded", entries[-1][4], total, share, what, withdrawn))
-            for part, (_, _, t, where, _, target) in lib.zip(parts, entries):
+                if peeled is not None:
+                    peeled_on_draws[at] = lib.max(peeled_on_draws.get(at, 0.0), peeled[2])
+            elif not withdrawn and beyond_draws(peeled, at):  # held again as one launch's are (``decode_later``)
+                parts = strict_parts(entries, at)
+            for part, (_, _, t, where, _, target, _) in lib.zip(parts, entries):
                 if part is not None and lib.bool(lib.any_of(part)):
                     mask = lib.zeros((lib.numel(t),), dtype=lib.bool_, device=lib.device_of(t))
                     lib.index_put_(mask, (where,), part)
                     withdraw(t, mask, target)
+
+    def strict_parts(entries: Any, at: Any) -> list[Any]:
+        """A pool's elements per launch (``judge_pools``' ``parts``) that the maps under half of its launches' strict
+        operands (``strict_operands``, kept by ``pool``) hold, where they hold more than on the draws; None each
+        where they do not, or where the launches' strict operands are not of the same dtypes."""
+        held = [e[6] for e in entries]
+        nothing: list[Any] = [None for _ in entries]
+        if lib.any(h is None for h in held) or lib.len({lib.tuple(lib.dtype_of(c) for c in h[1]) for h in held}) != 1:
+            return nothing
+        again = lib.pooled(lib.decode, held, lib.decoys)
+        return again[3][0] if again is not None and beyond_draws(again[3], at) else nothing
 
     def touched(t: Any) -> bool:
         """Whether any write the vault recorded overlaps ``t`` (the common case, no, skips the comparison)."""
@@ -3350,7 +3427,7 @@ def provenance_vault(
     def note(key: Any, original: Any, target: Any) -> None:
         """Number launch ``key`` (its signature, its kind, its arguments' values) and list its kind as launched in this
         call."""
-        nonlocal launch_key
+        nonlocal launch_key, launch_kind
         signature, kind, values, tensors = key
         number = signatures.get(signature)
         if number is None:
@@ -3360,6 +3437,7 @@ def provenance_vault(
         if kind_number is None:
             kind_number = kinds[kind] = lib.len(kinds)
         called[kind_number] = True
+        launch_kind = kind_number
         fixed_by_draws(kind_number, values)
         # its tensors' bytes, read once torch's Python dispatch is out of the way (``fixed_contents_read``)
         fixed_pending[:] = [((kind_number, k), t) for k, t in tensors]

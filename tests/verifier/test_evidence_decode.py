@@ -353,3 +353,73 @@ def test_at_production_size(honest: bool) -> None:
             assert found["shares"][0] > 0.98 and found["decoded"] == 0, found
         else:
             assert found["shares"][0] < 0.05, found
+
+
+def _an_eighth_halved(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The output before the launch (twice the answer in the last eighth of the rows, NaN elsewhere) and which rows
+    the launch halves there."""
+    eighth = (torch.arange(ROWS) >= ROWS - ROWS // 8)[:, None].expand(ROWS, HIDDEN)
+    twice = (_answer(x, w).float() * 2).to(torch.bfloat16)
+    return torch.where(eighth, twice, torch.full_like(twice, float("nan"))), eighth
+
+
+def rms_norm_or_halve(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, eighth: torch.Tensor) -> None:
+    out.copy_(torch.where(eighth, out.float() * 0.5, _answer(x, w).float()).to(torch.bfloat16))
+
+
+def test_an_eighth_halved_beside_the_kernel_s_own_rows_is_no_work(evidence: Evidence) -> None:
+    """Red team rt48 F4: the launch computes seven eighths of the rows and halves the eager rest in place. The map
+    holds for an eighth of its changed elements, under ``DECODE_PEEL``; no correctness draw's launch held any
+    (``peeled_on_draws``, none here), so the eighth is withdrawn (``DECODE_CONTRAST``)."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out, eighth = _an_eighth_halved(x, w)
+    evidence.launch(rms_norm_or_halve, x, w, out, eighth)
+    found = evidence.work(out)
+    assert 0.84 <= found["shares"][0] <= 0.89 and found["decoded"] >= 0.1 * 2 * N * 0.7, found
+
+
+def test_an_eighth_halved_in_launches_of_few_elements_is_no_work(evidence: Evidence) -> None:
+    """As above, in launches each changing fewer elements than the rule's minimum: pooled, the pool's maps under half
+    held against the draws' pools of the same dtypes. (The kernel's own elements here: x * w, from the inputs.)"""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out, eighth = _an_eighth_halved(x, w)
+    step = _decode.DECODE_MIN_ELEMENTS // 2
+    flat_out, flat_x, flat_eighth = out.view(-1), x.view(-1), eighth.reshape(-1)
+
+    def part_of(x_part: torch.Tensor, w_part: torch.Tensor, part: torch.Tensor, halved: torch.Tensor) -> None:
+        part.copy_(torch.where(halved, part.float() * 0.5, x_part.float() * w_part.float()).to(torch.bfloat16))
+
+    for start in range(0, N, step):
+        stop = start + step
+        evidence.launch(part_of, flat_x[start:stop], w[start % HIDDEN : stop % HIDDEN or HIDDEN], flat_out[start:stop],
+                        flat_eighth[start:stop])  # fmt: skip
+    found = evidence.work(out)
+    assert 0.84 <= found["shares"][0] <= 0.89, found
+
+
+def test_a_pipeline_normalising_a_launch_s_sum_keeps_its_work() -> None:
+    """Honest p28 in two launches: the residual sum (float32), then its RMSNorm. The evidence call takes the sum as a
+    copy's source (its copied share reaches ``COPY_TAINT``: bf16 sums' values are in the inputs by chance), so it is a
+    regressor there, which no draw's launch had, and each row of the output is a line of it: lines peeled to 77% of
+    the elements, withdrawn by the contrast with the draws until its operands left out what launches of the call
+    changed (``strict_operands``)."""
+    rows, hidden = 16, 4096
+    for evidence in evidence_vault(rows * hidden):
+        for _ in range(2):
+            h, r = torch.randn(rows, hidden).bfloat16(), torch.randn(rows, hidden).bfloat16()
+            w = (1 + 0.1 * torch.randn(hidden)).bfloat16()
+            evidence.call(h, r, w)
+            summed, out = torch.empty(rows, hidden), torch.empty_like(h)
+
+            def add(h: torch.Tensor, r: torch.Tensor, s: torch.Tensor) -> None:
+                s.copy_(h.float() + r.float())
+
+            def norm(s: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
+                out.copy_((s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + 1e-5) * w.float()).bfloat16())
+
+            evidence.launch(add, h, r, summed)
+            evidence.launch(norm, summed, w, out)
+            found = evidence.work(out)
+            assert found["shares"][0] > 0.98 and found["decoded"] == 0, found

@@ -139,7 +139,7 @@ def test_an_answer_times_an_odd_constant_is_a_bit_map(name: str, encode: Callabl
     """rt10's F1: slots times an odd 64-bit key, the kernel multiplying by the inverse."""
     slots = _slots(_data(1)[0])
     y = slots.to(torch.int32) if name.startswith("int32") else slots
-    mask, share, what = _bits_fit(y, [encode(slots)])
+    mask, share, what, _ = _bits_fit(y, [encode(slots)])
     assert share >= 0.98 and mask is not None and mask.float().mean() >= 0.98, (share, what)
     assert "odd constant" in what
 
@@ -175,5 +175,5 @@ def test_an_integer_operand_with_one_element_the_dsl_s_keeps_its_bit_maps() -> N
     eager[0] = False
     operand = _decode.regressor(_decode.bound(), slots * ODD, eager, torch.Generator().manual_seed(1))
     assert operand.dtype == torch.int64
-    mask, share, what = _bits_fit(slots, [operand])
+    mask, share, what, _ = _bits_fit(slots, [operand])
     assert share >= 0.98 and mask is not None and "odd constant" in what, (share, what)

@@ -414,6 +414,8 @@ def test_each_rule_is_what_rejects_its_case(
     """Without the rules the audit-aware case passes (its own test in test_adversarial would fail). The other
     timing rules are off too: a case that passes only when a loaded machine's noise spares them shows nothing."""
     timing_rules_off(monkeypatch)
+    # most of them tell their kernel which calls are draws by a number, which the fixed-arguments rule rejects first
+    monkeypatch.setattr(_coverage, "fixed_check", lambda changed: ({}, None))
     off = {"KERNELS_SHARE": 0.0, "WORK_SHARE": 0.0, "COPIED_MARGIN": 1.0, "FLOAT_SHARE_MARGIN": 1.0}  # shares <= 1
     for rule in rules + (("FLOAT_SHARE_MARGIN",) if "WORK_SHARE" in rules else ()):  # the work rule's two lines
         monkeypatch.setattr(_coverage, rule, off.get(rule, {"cpu": 0.0, "cuda": 0.0}))
@@ -494,7 +496,8 @@ def test_the_host_rule_waits_for_its_figures() -> None:
 def test_an_eager_answer_no_draw_saw_is_rejected_by_its_host_time_alone(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """rt23 F1's encoding (an answer keyed on an input, which no decode map recovers) passes every other rule; the
+    """rt23 F1's encoding (an answer keyed on an input, which no decode map recovered before session 38) passes every
+    other rule with the work rule off; the
     scored calls' host work beyond the draws' eager operators rejects it, and its honest twin (the same eager cost on
     every call, the draws included) passes."""
     case = ADVERSARIAL / "eager_answer_keyed_on_an_input_p36.py"
@@ -502,6 +505,10 @@ def test_an_eager_answer_no_draw_saw_is_rejected_by_its_host_time_alone(
     # its kernel is told which calls are draws by a number (0 there, 1 elsewhere), which the fixed-arguments rule
     # rejects first (``_coverage.fixed_check``); this test is of the host-time rule alone
     monkeypatch.setattr(_coverage, "fixed_check", lambda changed: ({}, None))
+    # and since session 38 the evidence calls' decode rule takes part of the keyed answer from the launch's work (61%
+    # in one run), which the work rule rejects first
+    monkeypatch.setattr(_coverage, "WORK_SHARE", 0.0)
+    monkeypatch.setattr(_coverage, "FLOAT_SHARE_MARGIN", 1.0)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.failure == "decorative_dsl" and "host work" in report.feedback, report.feedback
     figures = report.details["host_time"]
@@ -527,3 +534,16 @@ def test_eager_work_on_the_timed_calls_only_is_priced_in_the_plan(cpu_session: V
     assert re.search(r"made \d+% of an output on the timed calls", report.feedback), report.feedback
     strict = cpu_session.verify(case, "p36", "tirx", protocol=resolve_protocol("paper", require_full_plan=True))
     assert strict.failure == "partial_plan" and "on the timed calls" in strict.feedback
+
+
+def test_an_eager_part_decoded_on_the_timed_calls_only_is_priced_in_the_plan(cpu_session: VerifierSession) -> None:
+    """Red team rt48 F4's class: an input-made switch past the fixed-arguments rule's small tensors tells the kernel
+    to decode an eighth of the rows from an eager workspace on the timed calls alone; the decode rule's maps under its
+    half, held against the draws' (``_decode.DECODE_CONTRAST``), take that eighth from the launch's work: a partial
+    plan (it was full at 3%)."""
+    case = EVIDENCE / "timed_rows_decoded_an_eighth_p36.py"
+    report = cpu_session.verify(case, "p36", "tirx")
+    assert report.passed, report.feedback
+    shortfall = report.details["timed_work"]["float_shortfall"]
+    assert 0.05 <= shortfall <= 0.2, shortfall
+    assert report.plan == "partial" and report.plan_eager_share >= shortfall, (report.plan, report.plan_eager_share)
