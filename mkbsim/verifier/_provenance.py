@@ -2612,7 +2612,7 @@ def provenance_vault(
                         continue
                     if count < lib.decode.least:
                         where = lib.reshape(lib.nonzero(changed_now), (-1,))
-                        pool(new, where, chosen, target, strict_operands(arguments, eagers, first, k))
+                        pool(new, where, chosen, target, (arguments, eagers, first, k))
                         continue
                     found = lib.decoded(lib.decode, new, changed_now, chosen, lib.decoys)
                     if found is not None and found[0] is not None and lib.bool(lib.any_of(found[0])):
@@ -2720,15 +2720,14 @@ def provenance_vault(
     def pool(t: Any, where: Any, operands: Any, target: Any = None, strict: Any = None) -> None:
         """Keep a small launch's changed elements of ``t`` (flat ``where``) with its operands' elements there, pooled by
         ``t``'s storage, dtype and the operands' dtypes (``target``: an evidence call's, ``withdraw``; its storage the
-        one ``t``'s bytes were kept from; ``strict``: its operands as ``strict_operands`` makes them, whose elements
-        there are kept for the maps under half, ``judge_pools``)."""
+        one ``t``'s bytes were kept from; ``strict``: ``strict_operands``' arguments, for the maps under half once the
+        pool is judged, ``strict_parts``)."""
         found = lib.picked(lib.decode, t, where, operands)
         if found is None:
             return
         storage = storage_of(t) if target is None else target[2]
         key = (storage, lib.dtype_of(t), lib.tuple(lib.dtype_of(c) for c in found[1]))
-        held = lib.picked(lib.decode, t, where, strict) if strict else None
-        pools.setdefault(key, []).append((found[0], found[1], t, where, launches, target, held))
+        pools.setdefault(key, []).append((found[0], found[1], t, where, launches, target, strict))
 
     def judge_pools(storages: Any) -> None:
         """The decode rule over each pool into one of ``storages`` (None: all) holding the rule's minimum of elements
@@ -2768,11 +2767,16 @@ def provenance_vault(
 
     def strict_parts(entries: Any, at: Any) -> list[Any]:
         """A pool's elements per launch (``judge_pools``' ``parts``) that the maps under half of its launches' strict
-        operands (``strict_operands``, kept by ``pool``) hold, where they hold more than on the draws; None each
-        where they do not, or where the launches' strict operands are not of the same dtypes."""
-        held = [e[6] for e in entries]
+        operands (``strict_operands``, of the arguments ``pool`` kept) hold, where they hold more than on the draws;
+        None each where they do not, or where the launches' strict operands are not of the same dtypes."""
         nothing: list[Any] = [None for _ in entries]
-        if lib.any(h is None for h in held) or lib.len({lib.tuple(lib.dtype_of(c) for c in h[1]) for h in held}) != 1:
+        held = []
+        for e in entries:
+            found = lib.picked(lib.decode, e[2], e[3], strict_operands(*e[6])) if e[6] else None
+            if found is None:
+                return nothing
+            held.append(found)
+        if lib.len({lib.tuple(lib.dtype_of(c) for c in h[1]) for h in held}) != 1:
             return nothing
         again = lib.pooled(lib.decode, held, lib.decoys)
         return again[3][0] if again is not None and beyond_draws(again[3], at) else nothing
