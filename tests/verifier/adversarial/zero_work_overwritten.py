@@ -6,6 +6,7 @@ the outputs' shares) rejects it."""
 
 # expect: decorative_dsl
 # problem: p36
+# thorough: 12-17 s on two cores (the stale buffer's work on every call); the other zero_work_* cases run always
 import torch
 import tvm
 from tvm.script import tirx as T
