@@ -76,7 +76,7 @@ DECODE_PEELS = 8
 #: withdrawn there (``_provenance.decode_later``): one code on data of one distribution is as decodable on every call,
 #: and a kernel told by a switch to copy an eager part of the answer through a map on the timed calls alone was under
 #: ``DECODE_PEEL`` at an eighth of the rows (red team rt48 F4: a full plan at 0.1%, 12.5% of the answer eager).
-#: Honest launches' shares on the evidence calls and the draws differ by the sampling's noise, about 0.01-0.02.
+#: An honest launch's shares there and on the draws differ by the sampling's noise, which the bounds below take in.
 DECODE_CONTRAST = 0.05
 DECODE_CONTRAST_FLOOR = 0.05
 #: ... the evidence call's share taken at its lower bound and the draws' at its upper, each map's score this many of
