@@ -71,8 +71,8 @@ DECODE_ABS_ULPS = 0.5
 #: aside, at most a few percent: no second map, and one is no decode under half.
 DECODE_PEEL = 0.15
 DECODE_PEELS = 8
-#: An evidence call's launch whose maps scoring from ``DECODE_CONTRAST_FLOOR`` hold, together, at least this share more
-#: of its changed elements than they held on any correctness draw's launch of its kind, at the same argument, is
+#: An evidence call's first launch whose maps scoring from ``DECODE_CONTRAST_FLOOR`` hold, together, at least this share
+#: more of its changed elements than they held on any correctness draw's launch of its kind, at the same argument, is
 #: withdrawn there (``_provenance.decode_later``): one code on data of one distribution is as decodable on every call,
 #: and a kernel told by a switch to copy an eager part of the answer through a map on the timed calls alone was under
 #: ``DECODE_PEEL`` at an eighth of the rows (red team rt48 F4: a full plan at 0.1%, 12.5% of the answer eager).
@@ -84,9 +84,6 @@ DECODE_CONTRAST_FLOOR = 0.05
 #: output whose chance is high, scores within a few errors of chance, and the best of some fifty maps lies up to
 #: three or four errors out; five keep an honest launch's chance maps off.
 DECODE_CONTRAST_SIGMAS = 5.0
-#: Lines through random pairs of the fit's sample tried per operand (``_robust_line``), each judged on as many of its
-#: points.
-DECODE_ROBUST_LINES = 256
 #: Elements in each of the two samples (fit, held out).
 DECODE_SAMPLES = 2048
 #: Fewer changed elements are not judged (a scalar, a row of statistics). A launch changing fewer in a tensor is pooled
@@ -175,7 +172,6 @@ def bound() -> types.SimpleNamespace:
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)},
         share=DECODE_SHARE, peel=DECODE_PEEL, peels=DECODE_PEELS, contrast=DECODE_CONTRAST,
         contrast_floor=DECODE_CONTRAST_FLOOR, contrast_sigmas=DECODE_CONTRAST_SIGMAS, sqrt_of=math.sqrt,
-        robust_lines=DECODE_ROBUST_LINES,
         ulps=DECODE_ULPS, rtol_floor=DECODE_RTOL_FLOOR,
         abs_ulps=DECODE_ABS_ULPS,
         samples=DECODE_SAMPLES, least=DECODE_MIN_ELEMENTS, operands=DECODE_OPERANDS, window=DECODE_WINDOW,
@@ -514,28 +510,6 @@ def _affine(d: Any, design: Any, solution: Any) -> Any:
     return values, d.reshape(d.matmul(d.abs(design), d.abs(solution)), (-1,))
 
 
-def _robust_line(d: Any, x: Any, y: Any, relative: float, tolerance: Any, generator: Any) -> Any:
-    """The coefficients (``_solved``'s form) of the line through two of the sample's points (``x``, ``y``: an operand's
-    and the output's values, float64) that most of its points lie on within the fit's tolerance, of
-    ``DECODE_ROBUST_LINES`` random pairs (a map holding for an eighth of them is among 256 pairs with probability
-    0.98), judged on the first ``DECODE_ROBUST_LINES`` points (the sample is in random order); None where no line
-    holds for more than its two points."""
-    n = d.numel(x)
-    if n < d.least // 2:
-        return None
-    ends = d.to(d.randint(0, n, (2, d.robust_lines), generator=generator, device=generator.device), d.device_of(x))
-    x0, x1, y0, y1 = d.take(x, ends[0]), d.take(x, ends[1]), d.take(y, ends[0]), d.take(y, ends[1])
-    slope = d.unsqueeze(d.div(d.sub(y1, y0), d.sub(x1, x0)), 1)
-    intercept = d.unsqueeze(d.sub(y0, d.mul(x0, slope[:, 0])), 1)
-    xs = d.unsqueeze(x[: d.robust_lines], 0)
-    mapped = (d.add(d.mul(slope, xs), intercept), d.add(d.mul(d.abs(slope), d.abs(xs)), d.abs(intercept)))
-    counts = d.sum(_held(d, mapped, d.unsqueeze(y[: d.robust_lines], 0), relative, tolerance), 1)
-    k = d.int(d.argmax(counts))
-    if d.int(counts[k]) <= 2:
-        return None
-    return d.reshape(d.stack([slope[k, 0], intercept[k, 0]]), (2, 1))
-
-
 def _solved(d: Any, design: Any, y: Any) -> Any:
     """The least-squares coefficients of y ≈ design · c (one column each), or None where they are not finite."""
     keep = d.logical_and(d.isfinite(y), d.isfinite(d.sum(design, 1)))
@@ -741,24 +715,19 @@ def picked(d: Any, t: Any, where: Any, operands: Any) -> Any:
 def pooled(d: Any, pool: Any, generator: Any) -> Any:
     """``fitted`` over a pool of launches' ``picked`` (each: its output elements, its operands' columns), as one
     launch of their elements: per launch, which of its picked elements the map holds for (or None for none), with the
-    score, the map, and ``fitted``'s ``peeled`` (its elements per launch, its share); None where the pool is not
-    judged."""
+    score and the map; None where the pool is not judged."""
     y = d.cat([entry[0] for entry in pool])
     columns = [d.cat([entry[1][k] for entry in pool]) for k in d.range(d.len(pool[0][1]))]
     found = fitted(d, y, d.ones_like(y, dtype=d.bool_), columns, generator)
     if found is None:
         return None
-    mask, score, what, peeled = found
-
-    def split(flat: Any) -> list[Any]:
-        parts, start = [], 0
-        for entry in pool:
-            count = d.numel(entry[0])
-            parts.append(flat[start : start + count] if flat is not None else None)
-            start += count
-        return parts
-
-    return split(mask), score, what, None if peeled is None else (split(peeled[0]), *peeled[1:])
+    mask, score, what = found[:3]
+    parts, start = [], 0
+    for entry in pool:
+        count = d.numel(entry[0])
+        parts.append(mask[start : start + count] if mask is not None else None)
+        start += count
+    return parts, score, what
 
 
 def fitted(d: Any, t: Any, changed: Any, operands: Any, generator: Any) -> Any:
@@ -904,21 +873,6 @@ def _fitted_once(d: Any, t: Any, changed: Any, operands: Any, generator: Any, le
         if score > best[0]:
             name = "an affine map of " + ", ".join(names[i] for i in kept) + (" and their products" if products else "")
             best = (score, name, ("affine", kept, products, solution), margin)
-    # a line of one operand through the sample's elements it holds for, however few (least squares and the
-    # interpolation's tables take every element: an eighth decoded beside noise scored 0.06 by them, red team rt48 F4)
-    for i in d.range(d.len(columns)):
-        solution = _robust_line(d, sampled[i][:half], y_fit, relative, tolerance, generator)
-        if solution is None:
-            continue
-        design = _design(d, [sampled[i][half:]], False)
-        score, margin = _score(
-            d,
-            _held(d, _affine(d, design, solution), y_check, relative, tolerance),
-            _held(d, _affine(d, d.roll(design, 1, 0), solution), y_check, relative, tolerance),
-        )
-        if score > best[0]:
-            best = (score, f"a line of {names[i]} through the elements it holds", ("affine", (i,), False, solution),
-                    margin)  # fmt: skip
     if d.len(usable) >= 2:  # a monomial of them, any degree (E·R1·R2, E/(R1·R2), E²·R): affine in log space
         sampled_usable = [sampled[i] for i in usable]
         monomial = _monomial_fitted(d, [c[:half] for c in sampled_usable], y_fit)

@@ -408,21 +408,6 @@ def test_maps_under_the_peeling_line_are_measured_for_the_draws_contrast() -> No
     assert found is None or found[3] is None, found[1:3]
 
 
-def test_a_line_holding_for_an_eighth_beside_noise_is_found() -> None:
-    """The eighth above with the workspace's other elements holding values (another answer: noise to the map), as a
-    submission hiding the map from the fit would fill them: least squares and the interpolation's tables take every
-    element and scored 0.06 (a moved map's); a line through two of the elements it holds for (``_robust_line``)
-    holds for the eighth, and its lower bound reaches the contrast."""
-    answer, other, _ = _data()
-    honest = torch.randn(M, N, generator=torch.Generator().manual_seed(9)) * 3
-    eighth = (torch.arange(M)[:, None] >= M - M // 8).expand(M, N)
-    stored = torch.where(eighth, answer.bfloat16().float(), other) * 2 + 1
-    mask, score, what, peeled = _fit(torch.where(eighth, (stored - 1) / 2, honest).bfloat16(), [stored])
-    assert mask is None and "line" in what and 0.1 <= score < _decode.DECODE_PEEL, (score, what)
-    assert peeled is not None and peeled[1] >= _decode.DECODE_CONTRAST, peeled[1:]
-    assert float(peeled[0].reshape(M, N)[eighth].float().mean()) >= 0.95
-
-
 def test_the_contrast_s_bounds_keep_an_integer_output_s_chance_maps_off() -> None:
     """An honest launch writing 256 small integers (expert ids) beside an eager operand of small integers: a map of it
     holds for a quarter of the elements by chance, and of some fifty maps the best scores up to 0.13 beyond chance on
