@@ -5,6 +5,7 @@ The problem module contract (DESIGN.md §8) is documented in ``problems/FORMAT.m
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -202,6 +203,32 @@ def cu_seqlens(lens: Sequence[int], device: str | torch.device) -> torch.Tensor:
     out = torch.zeros(len(lens) + 1, dtype=torch.int32)
     out[1:] = torch.tensor(list(lens), dtype=torch.int32).cumsum(0)
     return out.to(device)
+
+
+def lengths(indptr: torch.Tensor) -> list[int]:
+    """The lengths a ragged ``indptr`` (``cu_seqlens``'s format) delimits."""
+    bounds = indptr.tolist()
+    return [end - start for start, end in itertools.pairwise(bounds)]
+
+
+def paged_lengths(kv_indptr: torch.Tensor, kv_last_page_len: torch.Tensor | None, page_size: int) -> list[int]:
+    """Each sequence's tokens in a page table: its full pages and its last page's fill (one token a page where the
+    table has no ``kv_last_page_len``, at page size 1)."""
+    pages = lengths(kv_indptr)
+    last = kv_last_page_len.tolist() if kv_last_page_len is not None else [1] * len(pages)
+    return [(p - 1) * page_size + n for p, n in zip(pages, last, strict=True)]
+
+
+def causal_pairs(q_lens: Sequence[float], kv_lens: Sequence[float]) -> float:
+    """(query, key) pairs a bottom-right causal mask keeps, summed over sequences of Lq queries and Lk >= Lq keys:
+    sum over queries i of (Lk - Lq + i + 1) = Lq*Lk - Lq*(Lq-1)/2."""
+    return float(sum(lq * lk - lq * (lq - 1) / 2 for lq, lk in zip(q_lens, kv_lens, strict=True)))
+
+
+def mean_causal_pairs(batch: int, total_q: float, total_kv: float) -> float:
+    """``causal_pairs`` at the mean lengths (nominal: a draw's lengths are random, and an input-priced cost counts
+    its own)."""
+    return causal_pairs([total_q / batch] * batch, [total_kv / batch] * batch)
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,17 @@ def check_problem(problem: Problem, *, seed: int = 1234) -> ProblemCheck:
         fail(f"cost.bytes {smoke_cost.bytes} outside [outputs {out_bytes}, inputs+outputs {in_bytes + out_bytes}]")
     if prod_cost.bytes <= smoke_cost.bytes:
         fail("cost at WORKLOAD is not larger than at SMOKE")
+    if hasattr(problem.module, "input_cost"):
+        # a draw's own work: near the nominal one (a wrong input's position prices another tensor's numbers)
+        try:
+            priced = problem.input_cost(problem.smoke, again)
+        except Exception as exc:
+            fail(f"input_cost raised {type(exc).__name__}: {exc}")
+            return result
+        if not isinstance(priced, Cost):
+            fail("input_cost must return problems._common.Cost")
+        elif not 0.2 * smoke_cost.total_flops <= priced.total_flops <= 5 * smoke_cost.total_flops:
+            fail(f"input_cost's {priced.total_flops:.3g} FLOPs are far from cost's {smoke_cost.total_flops:.3g}")
     return result
 
 

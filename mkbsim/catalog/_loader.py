@@ -6,7 +6,7 @@ import functools
 import importlib.util
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -71,6 +71,12 @@ class Problem:
     def cost(self, workload: dict[str, int] | None = None) -> Any:
         """The problem's ``problems._common.Cost`` for ``workload`` (default: WORKLOAD)."""
         return self.module.cost(dict(workload if workload is not None else self.workload))
+
+    def input_cost(self, workload: dict[str, int], inputs: Sequence[Any]) -> Any:
+        """The work of one call on ``inputs`` where it depends on their values (sequence lengths in a page table:
+        the module's ``input_cost``), else ``cost(workload)``."""
+        priced = getattr(self.module, "input_cost", None)
+        return self.cost(workload) if priced is None else priced(dict(workload), tuple(inputs))
 
     def shape_of(self, spec: TensorSpec, workload: dict[str, int]) -> tuple[int, ...] | None:
         dims, _ = spec

@@ -361,7 +361,9 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
     except IndexError:  # an operator with fewer operands than its kind has: not what the vault records
         return Failure("harness_tamper", f"The worker's eager-operator records of correctness draw {d.number} are "
                        "not the harness's.")  # fmt: skip
-    cost = v.shape.problem.cost(v.shape.axes)  # its useful FLOPs: what padding the reference computes is taken out
+    # the draw's useful FLOPs (its own sequence lengths: a length's expectation made p03's eager attention short of
+    # a pass on some draws): what padding the reference computes is taken out
+    cost = v.shape.problem.input_cost(v.shape.axes, d.inputs)
     reference = _eagerwork.reference_work(
         v.shape.problem.reference, d.inputs, cost.total_flops, v.shape.inplace, cost.floor_flops
     )

@@ -87,3 +87,7 @@ def reference(
 
 def cost(workload: dict[str, int]) -> Cost:
     return _gqa.decode_cost(workload, with_last_page_len=False)
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    return _gqa.decode_cost(workload, with_last_page_len=False, inputs=inputs)

@@ -81,3 +81,7 @@ def reference(
 
 def cost(workload: dict[str, int]) -> Cost:
     return _gqa.ragged_prefill_cost(workload)
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    return _gqa.ragged_prefill_cost(workload, inputs=inputs)

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from problems._common import Cost, cu_seqlens, generator, nbytes, randn, seq_lens, upcast
+from problems._common import Cost, cu_seqlens, generator, lengths, nbytes, randn, seq_lens, upcast
 
 ID = "p11"
 NAME = "varlen_vision_attention_qwen_image_edit_bf16"
@@ -77,8 +77,18 @@ def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens: tor
 
 
 def cost(workload: dict[str, int]) -> Cost:
+    total, n = workload["total_tokens"], workload["num_seqs_plus_1"]
+    # equal lengths give the fewest (query, key) pairs for this total: a lower bound
+    return _cost(workload, total * total / (n - 1))
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    cu = inputs[3]
+    assert isinstance(cu, torch.Tensor)
+    return _cost(workload, float(sum(n * n for n in lengths(cu))))
+
+
+def _cost(workload: dict[str, int], pairs: float) -> Cost:
     total, n, h, d = (workload[a] for a in ("total_tokens", "num_seqs_plus_1", "num_heads", "head_dim"))
     moved = 4 * nbytes((total, h, d), torch.bfloat16) + 4 * n
-    # equal lengths give the fewest (query, key) pairs for this total: a lower bound
-    pairs = total * total / (n - 1)
     return Cost(bytes=moved, flops={"bf16": 4.0 * h * d * pairs, "fp32": 5.0 * h * pairs})

@@ -14,7 +14,19 @@ import math
 
 import torch
 
-from problems._common import Cost, cu_seqlens, generator, nbytes, paged_layout, randn, seq_lens, upcast
+from problems._common import (
+    Cost,
+    causal_pairs,
+    cu_seqlens,
+    generator,
+    lengths,
+    mean_causal_pairs,
+    nbytes,
+    paged_layout,
+    randn,
+    seq_lens,
+    upcast,
+)
 from problems.attention import _mla
 
 ID = "p15"
@@ -142,6 +154,18 @@ def reference(
 
 
 def cost(workload: dict[str, int]) -> Cost:
+    total_q, n_idx, batch = workload["total_q"], workload["num_kv_indices"], workload["len_indptr"] - 1
+    return _cost(workload, mean_causal_pairs(batch, total_q, n_idx))
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    """Page size 1: a sequence's pages are its tokens."""
+    qo_indptr, kv_indptr = inputs[4], inputs[5]
+    assert isinstance(qo_indptr, torch.Tensor) and isinstance(kv_indptr, torch.Tensor)
+    return _cost(workload, causal_pairs(lengths(qo_indptr), lengths(kv_indptr)))
+
+
+def _cost(workload: dict[str, int], pairs: float) -> Cost:
     h, dc, dp = (workload[a] for a in ("num_qo_heads", "head_dim_ckv", "head_dim_kpe"))
     total_q, n_idx, batch = workload["total_q"], workload["num_kv_indices"], workload["len_indptr"] - 1
     moved = (
@@ -151,5 +175,4 @@ def cost(workload: dict[str, int]) -> Cost:
         + nbytes((total_q, h, dc), torch.bfloat16)
         + nbytes((total_q, h), torch.float32)
     )
-    pairs = _mla.causal_pairs(batch, total_q, n_idx)
     return Cost(bytes=moved, flops={"bf16": 2.0 * h * (dc + dp + dc) * pairs, "fp32": 5.0 * h * pairs})

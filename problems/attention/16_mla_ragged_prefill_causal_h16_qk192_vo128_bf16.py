@@ -14,7 +14,18 @@ import math
 
 import torch
 
-from problems._common import Cost, cu_seqlens, generator, nbytes, randn, seq_lens, upcast
+from problems._common import (
+    Cost,
+    causal_pairs,
+    cu_seqlens,
+    generator,
+    lengths,
+    mean_causal_pairs,
+    nbytes,
+    randn,
+    seq_lens,
+    upcast,
+)
 from problems.attention import _mla
 
 ID = "p16"
@@ -141,6 +152,18 @@ def reference(
 
 
 def cost(workload: dict[str, int]) -> Cost:
+    """Nominal: equal lengths (the fewest causal pairs for this total)."""
+    batch = workload["len_indptr"] - 1
+    return _cost(workload, mean_causal_pairs(batch, workload["total_q"], workload["total_kv"]))
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    qo_indptr, kv_indptr = inputs[3], inputs[4]
+    assert isinstance(qo_indptr, torch.Tensor) and isinstance(kv_indptr, torch.Tensor)
+    return _cost(workload, causal_pairs(lengths(qo_indptr), lengths(kv_indptr)))
+
+
+def _cost(workload: dict[str, int], pairs: float) -> Cost:
     hq, hkv, dqk, dv = (workload[a] for a in ("num_qo_heads", "num_kv_heads", "qk_dim", "vo_dim"))
     total_q, total_kv, batch = workload["total_q"], workload["total_kv"], workload["len_indptr"] - 1
     moved = (
@@ -150,6 +173,4 @@ def cost(workload: dict[str, int]) -> Cost:
         + nbytes((total_q, hq, dv), torch.bfloat16)
         + nbytes((total_q, hq), torch.float32)
     )
-    # nominal: equal lengths (the fewest causal pairs for this total)
-    pairs = _mla.causal_pairs(batch, total_q, total_kv)
     return Cost(bytes=moved, flops={"bf16": 2.0 * hq * (dqk + dv) * pairs, "fp32": 5.0 * hq * pairs})

@@ -12,17 +12,22 @@ END of the sequence's KV: with ``Lq`` queries and ``Lk >= Lq`` keys, query ``i``
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 
 from problems._common import (
     Cost,
     PagedLayout,
+    causal_pairs,
     cu_seqlens,
     generator,
+    lengths,
+    mean_causal_pairs,
     nbytes,
     paged_layout,
+    paged_lengths,
     randint,
     randn,
     seq_lens,
@@ -280,13 +285,6 @@ def expected_kv_tokens(num_kv_indices: int, batch: int, page_size: int) -> float
     return (num_kv_indices - batch) * page_size + batch * (page_size + 1) / 2
 
 
-def causal_pairs(batch: int, total_q: int, total_kv: float) -> float:
-    """(query, key) pairs a bottom-right causal mask keeps, at the mean lengths Lq, Lk per sequence:
-    sum over queries i of (Lk - Lq + i + 1) = Lq*Lk - Lq*(Lq-1)/2."""
-    lq, lk = total_q / batch, total_kv / batch
-    return batch * (lq * lk - lq * (lq - 1) / 2)
-
-
 def attention_cost(
     *, total_q: int, kv_tokens: float, pairs: float, hq: int, hkv: int, d: int, index_ints: int
 ) -> Cost:
@@ -303,9 +301,16 @@ def attention_cost(
     return Cost(bytes=moved, flops={"bf16": 4.0 * hq * d * pairs, "fp32": 5.0 * hq * pairs})
 
 
-def decode_cost(workload: Mapping[str, int], *, with_last_page_len: bool) -> Cost:
+# The costs below are nominal (the lengths' expectation) without ``inputs``, and a call's own with them (the verifier
+# prices the work a draw needs: problems/FORMAT.md, ``input_cost``). Inputs in ``make_*_inputs``' order.
+
+
+def decode_cost(workload: Mapping[str, int], *, with_last_page_len: bool, inputs: Sequence[Any] = ()) -> Cost:
     batch, n_idx, ps = workload["batch_size"], workload["num_kv_indices"], workload["page_size"]
-    kv = expected_kv_tokens(n_idx, batch, ps)
+    if inputs:
+        kv: float = sum(paged_lengths(inputs[3], inputs[5] if with_last_page_len else None, ps))
+    else:
+        kv = expected_kv_tokens(n_idx, batch, ps)
     ints = (batch + 1) + n_idx + (batch if with_last_page_len else 0)
     return attention_cost(
         total_q=batch, kv_tokens=kv, pairs=kv, hq=workload["num_qo_heads"], hkv=workload["num_kv_heads"],
@@ -313,23 +318,34 @@ def decode_cost(workload: Mapping[str, int], *, with_last_page_len: bool) -> Cos
     )  # fmt: skip
 
 
-def paged_prefill_cost(workload: Mapping[str, int], *, with_last_page_len: bool) -> Cost:
+def paged_prefill_cost(
+    workload: Mapping[str, int], *, with_last_page_len: bool, inputs: Sequence[Any] = ()
+) -> Cost:
     batch, n_idx, ps = workload["len_indptr"] - 1, workload["num_kv_indices"], workload["page_size"]
     total_q = workload["total_q"]
-    kv = expected_kv_tokens(n_idx, batch, ps)
+    if inputs:
+        kv_lens = paged_lengths(inputs[4], inputs[6] if with_last_page_len else None, ps)
+        kv: float = sum(kv_lens)
+        pairs = causal_pairs(lengths(inputs[3]), kv_lens)
+    else:
+        kv = expected_kv_tokens(n_idx, batch, ps)
+        pairs = mean_causal_pairs(batch, total_q, kv)
     ints = 2 * (batch + 1) + n_idx + (batch if with_last_page_len else 0)
     return attention_cost(
-        total_q=total_q, kv_tokens=kv, pairs=causal_pairs(batch, total_q, kv), hq=workload["num_qo_heads"],
-        hkv=workload["num_kv_heads"], d=workload["head_dim"], index_ints=ints,
+        total_q=total_q, kv_tokens=kv, pairs=pairs, hq=workload["num_qo_heads"], hkv=workload["num_kv_heads"],
+        d=workload["head_dim"], index_ints=ints,
     )  # fmt: skip
 
 
-def ragged_prefill_cost(workload: Mapping[str, int]) -> Cost:
+def ragged_prefill_cost(workload: Mapping[str, int], *, inputs: Sequence[Any] = ()) -> Cost:
     batch, total_q, total_kv = workload["len_indptr"] - 1, workload["total_q"], workload["total_kv"]
+    if inputs:
+        pairs = causal_pairs(lengths(inputs[3]), lengths(inputs[4]))
+    else:
+        pairs = mean_causal_pairs(batch, total_q, total_kv)
     return attention_cost(
-        total_q=total_q, kv_tokens=total_kv, pairs=causal_pairs(batch, total_q, total_kv),
-        hq=workload["num_qo_heads"], hkv=workload["num_kv_heads"], d=workload["head_dim"],
-        index_ints=2 * (batch + 1),
+        total_q=total_q, kv_tokens=total_kv, pairs=pairs, hq=workload["num_qo_heads"], hkv=workload["num_kv_heads"],
+        d=workload["head_dim"], index_ints=2 * (batch + 1),
     )  # fmt: skip
 
 

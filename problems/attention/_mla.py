@@ -62,13 +62,6 @@ def mla_attend(
     return out, lse
 
 
-def causal_pairs(batch: int, total_q: float, total_kv: float) -> float:
-    """(query, key) pairs a bottom-right causal mask keeps at the mean lengths Lq, Lk per sequence:
-    sum over queries i of (Lk - Lq + i + 1) = Lq*Lk - Lq*(Lq-1)/2 (nominal: lengths are random)."""
-    lq, lk = total_q / batch, total_kv / batch
-    return batch * (lq * lk - lq * (lq - 1) / 2)
-
-
 def bounded_seq_lens(
     batch: int, total: int, gen: torch.Generator, *, cap: int, minimum: int = 1, tries: int = 100
 ) -> list[int]:

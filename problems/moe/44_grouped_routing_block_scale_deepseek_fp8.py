@@ -18,6 +18,7 @@ from problems.moe._util import (
     expected_local_pairs,
     grouped_topk_margin,
     local_expert_offset,
+    local_pairs,
     redraw_rows,
 )
 
@@ -147,6 +148,19 @@ def _dequant(weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return upcast(weight) * s
 
 
+def _route(routing_logits: torch.Tensor, routing_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """DeepSeek-V3 no-aux routing: the bias steers the choice (the best groups, then the best experts in them), the
+    unbiased sigmoid gives the weight. The scores and each token's experts."""
+    tokens, experts = routing_logits.shape
+    scores = torch.sigmoid(upcast(routing_logits))
+    choice = scores + upcast(routing_bias)
+    group_scores = choice.view(tokens, N_GROUP, -1).topk(2, dim=-1).values.sum(dim=-1)
+    kept = group_scores.topk(TOPK_GROUP, dim=-1).indices
+    group_mask = torch.zeros_like(group_scores, dtype=torch.bool).scatter_(1, kept, True)
+    choice = choice.masked_fill(~group_mask.repeat_interleave(experts // N_GROUP, dim=1), float("-inf"))
+    return scores, choice.topk(TOP_K, dim=-1).indices
+
+
 def reference(
     routing_logits: torch.Tensor,
     routing_bias: torch.Tensor,
@@ -159,17 +173,8 @@ def reference(
     local_expert_offset: int,
     routed_scaling_factor: float,
 ) -> torch.Tensor:
-    tokens, experts = routing_logits.shape
     inter = gemm2_weights.shape[2]
-
-    # DeepSeek-V3 no-aux routing: bias steers the choice, the unbiased sigmoid gives the weight
-    scores = torch.sigmoid(upcast(routing_logits))
-    choice = scores + upcast(routing_bias)
-    group_scores = choice.view(tokens, N_GROUP, -1).topk(2, dim=-1).values.sum(dim=-1)
-    kept = group_scores.topk(TOPK_GROUP, dim=-1).indices
-    group_mask = torch.zeros_like(group_scores, dtype=torch.bool).scatter_(1, kept, True)
-    choice = choice.masked_fill(~group_mask.repeat_interleave(experts // N_GROUP, dim=1), float("-inf"))
-    topk_idx = choice.topk(TOP_K, dim=-1).indices
+    scores, topk_idx = _route(routing_logits, routing_bias)
     weights = scores.gather(1, topk_idx)
     weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20) * routed_scaling_factor
 
@@ -188,6 +193,18 @@ def reference(
 
 
 def cost(workload: dict[str, int]) -> Cost:
+    tokens, experts, local = workload["seq_len"], workload["num_experts"], workload["num_local_experts"]
+    return _cost(workload, expected_local_pairs(tokens, TOP_K, local, experts))
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    """The draw's own routing: how many of its (token, expert) pairs are local."""
+    logits, bias, offset = inputs[0], inputs[1], inputs[8]
+    assert isinstance(logits, torch.Tensor) and isinstance(bias, torch.Tensor) and isinstance(offset, int)
+    return _cost(workload, local_pairs(_route(logits, bias)[1], offset, workload["num_local_experts"]))
+
+
+def _cost(workload: dict[str, int], pairs: float) -> Cost:
     tokens, experts = workload["seq_len"], workload["num_experts"]
     local, hidden = workload["num_local_experts"], workload["hidden_size"]
     inter = workload["intermediate_size"]
@@ -205,7 +222,6 @@ def cost(workload: dict[str, int]) -> Cost:
         + nbytes((local, hb, ib), f32)
         + nbytes((tokens, hidden), torch.bfloat16)
     )
-    pairs = expected_local_pairs(tokens, TOP_K, local, experts)
     gemm = pairs * (2.0 * hidden * 2 * inter + 2.0 * inter * hidden)
     # routing ~8 FLOPs per logit; SwiGLU ~6 per intermediate element; weighted accumulate 2 per output
     elementwise = 8.0 * tokens * experts + pairs * (6.0 * inter + 2.0 * hidden)

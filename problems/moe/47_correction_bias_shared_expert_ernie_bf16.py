@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from problems._common import Cost, generator, nbytes, randn, upcast
-from problems.moe._util import expected_local_pairs, local_expert_offset, redraw_rows, topk_margin
+from problems.moe._util import expected_local_pairs, local_expert_offset, local_pairs, redraw_rows, topk_margin
 
 ID = "p47"
 NAME = "correction_bias_shared_expert_ernie_bf16"
@@ -114,6 +114,12 @@ def _swiglu_mlp(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor) 
     return (torch.nn.functional.silu(h[:, :n]) * h[:, n:]) @ upcast(w_down).to(x.dtype).t()
 
 
+def _route(router_logits: torch.Tensor, e_score_correction_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The routing probabilities and each token's experts, chosen by probability plus the correction bias."""
+    probs = torch.softmax(upcast(router_logits), dim=-1)
+    return probs, (probs + upcast(e_score_correction_bias)).topk(TOP_K, dim=-1).indices
+
+
 def reference(
     hidden_states: torch.Tensor,
     router_logits: torch.Tensor,
@@ -124,8 +130,7 @@ def reference(
     shared_w2: torch.Tensor,
     local_expert_offset: int,
 ) -> torch.Tensor:
-    probs = torch.softmax(upcast(router_logits), dim=-1)
-    chosen = (probs + upcast(e_score_correction_bias)).topk(TOP_K, dim=-1).indices
+    probs, chosen = _route(router_logits, e_score_correction_bias)
     weights = probs.gather(1, chosen)
     weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(NORM_MIN)
 
@@ -142,6 +147,19 @@ def reference(
 
 def cost(workload: dict[str, int]) -> Cost:
     tokens, experts, local = workload["num_tokens"], workload["num_experts"], workload["num_local_experts"]
+    return _cost(workload, expected_local_pairs(tokens, TOP_K, local, experts))
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    """The draw's own routing: how many of its (token, expert) pairs are local."""
+    logits, bias, offset = inputs[1], inputs[2], inputs[-1]
+    assert isinstance(logits, torch.Tensor) and isinstance(bias, torch.Tensor) and isinstance(offset, int)
+    chosen = _route(logits, bias)[1]
+    return _cost(workload, local_pairs(chosen, offset, workload["num_local_experts"]))
+
+
+def _cost(workload: dict[str, int], pairs: float) -> Cost:
+    tokens, experts, local = workload["num_tokens"], workload["num_experts"], workload["num_local_experts"]
     hidden, inter = workload["hidden_size"], workload["intermediate_size"]
     shared = workload["shared_intermediate_size"]
     bf16, f32 = torch.bfloat16, torch.float32
@@ -154,7 +172,6 @@ def cost(workload: dict[str, int]) -> Cost:
         + nbytes((2 * shared, hidden), bf16)
         + nbytes((hidden, shared), bf16)
     )
-    pairs = expected_local_pairs(tokens, TOP_K, local, experts)
     gemm = pairs * 6.0 * hidden * inter + tokens * 6.0 * hidden * shared
     elementwise = 8.0 * tokens * experts + pairs * (6.0 * inter + 2.0 * hidden)
     elementwise += tokens * (6.0 * shared + hidden)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from problems._common import Cost, distinct_topk_scores, generator, nbytes, randn, upcast
-from problems.moe._util import expected_local_pairs, local_expert_offset
+from problems.moe._util import expected_local_pairs, local_expert_offset, local_pairs
 
 ID = "p48"
 NAME = "top10_shared_gate_qwen3next_bf16"
@@ -103,6 +103,12 @@ def _swiglu_mlp(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor) 
     return (torch.nn.functional.silu(h[:, :n]) * h[:, n:]) @ upcast(w_down).to(x.dtype).t()
 
 
+def _route(router_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each token's top routing probabilities and their experts."""
+    top_p, chosen = torch.softmax(upcast(router_logits), dim=-1).topk(TOP_K, dim=-1)
+    return top_p, chosen
+
+
 def reference(
     hidden_states: torch.Tensor,
     router_logits: torch.Tensor,
@@ -113,8 +119,7 @@ def reference(
     shared_gate_weight: torch.Tensor,
     local_expert_offset: int,
 ) -> torch.Tensor:
-    probs = torch.softmax(upcast(router_logits), dim=-1)
-    top_p, chosen = probs.topk(TOP_K, dim=-1)
+    top_p, chosen = _route(router_logits)
     weights = top_p / top_p.sum(dim=-1, keepdim=True)
 
     x = upcast(hidden_states)
@@ -131,6 +136,19 @@ def reference(
 
 def cost(workload: dict[str, int]) -> Cost:
     tokens, experts, local = workload["num_tokens"], workload["num_experts"], workload["num_local_experts"]
+    return _cost(workload, expected_local_pairs(tokens, TOP_K, local, experts))
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    """The draw's own routing: how many of its (token, expert) pairs are local."""
+    logits, offset = inputs[1], inputs[-1]
+    assert isinstance(logits, torch.Tensor) and isinstance(offset, int)
+    chosen = _route(logits)[1]
+    return _cost(workload, local_pairs(chosen, offset, workload["num_local_experts"]))
+
+
+def _cost(workload: dict[str, int], pairs: float) -> Cost:
+    tokens, experts, local = workload["num_tokens"], workload["num_experts"], workload["num_local_experts"]
     hidden, inter = workload["hidden_size"], workload["intermediate_size"]
     bf16 = torch.bfloat16
     moved = (
@@ -142,7 +160,6 @@ def cost(workload: dict[str, int]) -> Cost:
         + nbytes((hidden, inter), bf16)
         + nbytes((1, hidden), bf16)
     )
-    pairs = expected_local_pairs(tokens, TOP_K, local, experts)
     gemm = (pairs + tokens) * 6.0 * hidden * inter + tokens * 2.0 * hidden  # routed + shared + shared gate
     elementwise = 6.0 * tokens * experts + (pairs + tokens) * (6.0 * inter + 2.0 * hidden)
     return Cost(bytes=moved, flops={"bf16": gemm, "fp32": elementwise})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from problems._common import Cost, distinct_topk_scores, generator, nbytes, randn, upcast
-from problems.moe._util import expected_local_pairs, local_expert_offset
+from problems.moe._util import expected_local_pairs, local_expert_offset, local_pairs
 
 ID = "p51"
 NAME = "sparse_expert_dispatch_combine_gptoss_fp32"
@@ -97,6 +97,12 @@ def make_inputs(workload: dict[str, int], *, seed: int, device: str = "cpu") -> 
     return x, logits, gate_up, gate_up_bias, down, down_bias, offset
 
 
+def _route(router_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each token's top logits and their experts."""
+    top_v, top_i = upcast(router_logits).topk(TOP_K, dim=-1)
+    return top_v, top_i
+
+
 def reference(
     hidden_states: torch.Tensor,
     router_logits: torch.Tensor,
@@ -106,7 +112,7 @@ def reference(
     down_proj_bias: torch.Tensor,
     local_expert_offset: int,
 ) -> torch.Tensor:
-    top_v, top_i = upcast(router_logits).topk(TOP_K, dim=-1)
+    top_v, top_i = _route(router_logits)
     weights = torch.softmax(top_v, dim=-1)
 
     x = upcast(hidden_states)
@@ -128,6 +134,19 @@ def reference(
 
 def cost(workload: dict[str, int]) -> Cost:
     tokens, experts, local = workload["num_tokens"], workload["num_experts"], workload["num_local_experts"]
+    return _cost(workload, expected_local_pairs(tokens, TOP_K, local, experts))
+
+
+def input_cost(workload: dict[str, int], inputs: tuple[object, ...]) -> Cost:
+    """The draw's own routing: how many of its (token, expert) pairs are local."""
+    logits, offset = inputs[1], inputs[-1]
+    assert isinstance(logits, torch.Tensor) and isinstance(offset, int)
+    chosen = _route(logits)[1]
+    return _cost(workload, local_pairs(chosen, offset, workload["num_local_experts"]))
+
+
+def _cost(workload: dict[str, int], pairs: float) -> Cost:
+    tokens, experts, local = workload["num_tokens"], workload["num_experts"], workload["num_local_experts"]
     hidden, inter = workload["hidden_size"], workload["intermediate_size"]
     f32 = torch.float32
     moved = (
@@ -138,7 +157,6 @@ def cost(workload: dict[str, int]) -> Cost:
         + nbytes((local, inter, hidden), f32)
         + nbytes((local, hidden), f32)
     )
-    pairs = expected_local_pairs(tokens, TOP_K, local, experts)
     gemm = pairs * 6.0 * hidden * inter
     elementwise = 4.0 * tokens * experts + pairs * (2.0 * 2 * inter + 8.0 * inter + 3.0 * hidden)
     return Cost(bytes=moved, flops={"fp32": gemm + elementwise})

@@ -91,3 +91,9 @@ def local_expert_offset(num_experts: int, num_local: int, gen: torch.Generator, 
 def expected_local_pairs(tokens: int, top_k: int, num_local: int, num_experts: int) -> float:
     """Expected (token, expert) pairs that land on one EP rank under uniform routing (for cost)."""
     return tokens * top_k * num_local / num_experts
+
+
+def local_pairs(chosen: torch.Tensor, offset: int, num_local: int) -> float:
+    """(token, expert) pairs of a routing (``chosen`` expert ids) that land on the rank holding experts
+    ``[offset, offset + num_local)``: what a call's expert GEMMs compute (for ``input_cost``)."""
+    return float(((chosen >= offset) & (chosen < offset + num_local)).sum())

@@ -370,13 +370,14 @@ def rms_norm_or_halve(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, eight
 def test_an_eighth_halved_beside_the_kernel_s_own_rows_is_no_work(evidence: Evidence) -> None:
     """Red team rt48 F4: the call's one launch computes seven eighths of the rows and halves the eager rest in place.
     The map holds for an eighth of its changed elements, under ``DECODE_PEEL``; no correctness draw's launch held any
-    (``peeled_on_draws``, none here), so the eighth is withdrawn (``DECODE_CONTRAST``)."""
+    (``peeled_on_draws``, none here), so the eighth is withdrawn (``DECODE_CONTRAST``). The share is measured on a
+    sample of 512 elements: 0.875 within four of its standard errors (0.015; CI stop 48 saw 0.8945)."""
     x, w = _inputs()
     evidence.call(x, w)
     out, eighth = _an_eighth_halved(x, w)
     evidence.launch(rms_norm_or_halve, x, w, out, eighth)
     found = evidence.work(out)
-    assert 0.84 <= found["shares"][0] <= 0.89 and found["decoded"] >= 0.1 * 2 * N * 0.7, found
+    assert 0.815 <= found["shares"][0] <= 0.935 and found["decoded"] >= 0.1 * 2 * N * 0.7, found
 
 
 @pytest.mark.parametrize("eager_norm", [False, True], ids=["dsl_norm", "eager_norm_between"])
