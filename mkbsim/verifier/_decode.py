@@ -132,6 +132,11 @@ DECODE_INDEX = 1 << 20
 #: Changed elements at most whose moved source is looked up to withdraw them one by one (each costs 2k lookups);
 #: where a moved map holds on more, a random sample of this many is checked and the rest are withdrawn with the map.
 DECODE_MOVED_CHECKED = 1 << 14
+#: Values of a run along an operand's last axis that place it in a problem input it is a slice of (``sliced_from``).
+SLICE_RUN = 8
+#: Problem inputs past this many elements are not searched for an operand's slice (``sliced_from``: one pass over the
+#: input per axis of the operand).
+SLICE_LARGEST = 1 << 26
 #: Elements converted to float64 at a time where the rule reads a whole tensor (an output's or an operand's elements):
 #: the fit's memory is its samples' and these parts', not eight bytes for every element of each tensor it reads (a
 #: launch writing a 268M-element table on the H200 took the fit out of memory: p43 at PRODUCTION, session 18).
@@ -155,7 +160,7 @@ def bound() -> types.SimpleNamespace:
         randperm=fns.randperm, stack=fns.stack, ones_like=fns.ones_like, zeros_like=fns.zeros_like, cat=fns.cat,
         eq=base.eq, minimum=fns.minimum, maximum=fns.maximum,
         transpose=base.transpose, masked_select=fns.masked_select, repeat=base.repeat, zip=zip, roll=fns.roll,
-        view=base.view,
+        view=base.view, as_strided=base.as_strided, storage_offset=base.storage_offset,
         element_size=base.element_size, bitwise_xor=base.bitwise_xor, bitwise_and=base.bitwise_and,
         mode=base.mode, arange=fns.arange, matmul=base.matmul, unfold=base.unfold, argmax=base.argmax,
         argmin=base.argmin, cumsum=base.cumsum, mean=base.mean, unsqueeze=base.unsqueeze,
@@ -201,6 +206,46 @@ def lined_up(d: Any, r: Any, t: Any) -> Any:
             return None
     # a tile repeated along every axis (an offset tile of 16 x 16 over the answer; a row or a column broadcast)
     return d.reshape(d.repeat(d.reshape(r, shape), [whole // size for size, whole in d.zip(shape, target)]), (-1,))
+
+
+def sliced_from(d: Any, g: Any, u: Any) -> Any:
+    """``g``'s elements (flat, in ``u``'s logical order) where ``u`` has fewer and holds a slice of them, or None: ``g``
+    read from one offset with a stride per axis of ``u``, its last axis unit-strided (``qkv[:, a:b].contiguous()``, a
+    head's columns, every other row), each axis's stride placed by where a run of ``SLICE_RUN`` of ``u``'s values along
+    its last axis, from that axis's first step, lies in ``g`` cast to ``u``'s dtype: one place each, else None (an
+    input of repeated values places nothing)."""
+    n, m, shape = d.numel(g), d.numel(u), d.tuple(d.size(u))
+    if not shape or m < 2 or m >= n or n > SLICE_LARGEST or d.is_complex(g) or d.is_complex(u):
+        return None
+    source = d.reshape(g, (-1,))
+    values, flat = d.to(source, d.dtype_of(u)), d.reshape(u, (-1,))
+    run = d.min(SLICE_RUN, shape[-1])
+    device = d.device_of(g)
+
+    def placed(start: int) -> Any:  # where u's run from its flat element ``start`` lies in g, or None: not one place
+        wanted = d.take(flat, d.arange(start, start + run, device=device))
+        places = d.reshape(d.nonzero(d.eq(values, d.take(wanted, d.zeros((1,), dtype=d.int64, device=device)))), (-1,))
+        for i in d.range(1, run):
+            places = d.masked_select(places, d.lt(places, n - i))
+            at = d.take(wanted, d.add(d.zeros((1,), dtype=d.int64, device=device), i))
+            places = d.masked_select(places, d.eq(d.take(values, d.add(places, i)), at))
+        return d.int(d.take(places, d.zeros((), dtype=d.int64, device=device))) if d.numel(places) == 1 else None
+
+    offset = placed(0)
+    if offset is None:
+        return None
+    strides, step, reach = [1] * d.len(shape), 1, 0
+    for axis in d.range(d.len(shape) - 1, -1, -1):
+        if axis < d.len(shape) - 1 and shape[axis] > 1:
+            at = placed(step)  # u's element one step along ``axis``, the others at zero
+            if at is None or at <= offset:
+                return None
+            strides[axis] = at - offset
+        reach += (shape[axis] - 1) * strides[axis]
+        step *= shape[axis]
+    if offset + reach >= n:
+        return None
+    return d.reshape(d.as_strided(source, shape, strides, d.storage_offset(source) + offset), (-1,))
 
 
 def _aligned(d: Any, r: Any, t: Any) -> Any:

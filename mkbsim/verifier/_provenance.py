@@ -522,7 +522,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
             identity_key(kind): kind for kind in (ctypes.c_void_p * n for n in range(_MAX_PACKED_ARGS + 1))
         },
         decode=_keyed.bound(_decode.bound()), decoded=_decode.fitted, regressor=_decode.regressor,
-        lined_up=_decode.lined_up,
+        lined_up=_decode.lined_up, sliced_from=_decode.sliced_from,
         picked=_decode.picked, pooled=_decode.pooled, keyed_kept=_keyed.kept, keyed_judged=_keyed.judged,
         sum_of=sum, index_put_=base.index_put_, launch_scalars=_eagerwork.LAUNCH_SCALARS,
         erased_storages=_eagerwork.ERASED_STORAGES,
@@ -2542,14 +2542,16 @@ def provenance_vault(
 
     def input_copies(u: Any) -> Any:
         """Per element of ``u`` (flat, logical order) whether it holds a problem input's element as the harness gave it,
-        cast to ``u``'s dtype, lined up element by element (the same count, or a matrix's transpose): an eager
-        ``x.float()``, ``x.contiguous()`` an honest kernel then maps (the draws know such copies by the operators that
-        made them, ``copies``); None where no input lines up."""
+        cast to ``u``'s dtype, lined up element by element (the same count, or a matrix's transpose) or a slice of it
+        (``sliced_from``): an eager ``x.float()``, ``x.contiguous()``, ``qkv[:, a:b].contiguous()`` an honest kernel
+        then maps (the draws know such copies by the operators that made them, ``copies``; red team rt49 F3: an
+        honest p22 kernel given k, v and the index key sliced out of qkv so was rejected); None where none lines up."""
         found = None
         for g in given:
-            if lib.numel(g) != lib.numel(u) or lib.device_of(g) != lib.device_of(u):
+            if lib.device_of(g) != lib.device_of(u):
                 continue
-            flat = lib.lined_up(lib.decode, g, u)
+            lined = lib.lined_up if lib.numel(g) == lib.numel(u) else lib.sliced_from
+            flat = lined(lib.decode, g, u)
             if flat is None:
                 continue
             try:

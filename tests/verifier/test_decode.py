@@ -424,3 +424,40 @@ def test_the_contrast_s_bounds_keep_an_integer_output_s_chance_maps_off() -> Non
             peeled_any += 1
             assert found[3][1] < _decode.DECODE_CONTRAST, (seed, found[1:3], found[3][1:])
     assert peeled_any >= 5  # the chance maps are there to be bounded
+
+
+def _slice_read(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor | None:
+    return _decode.sliced_from(_decode.bound(), g, u)
+
+
+@pytest.mark.parametrize(
+    "take",
+    [
+        lambda qkv: qkv[:, 40:72].contiguous(),  # columns of a fused projection (red team rt49 F3)
+        lambda qkv: qkv.view(64, 12, 16)[:, 3:5, :].contiguous(),  # two heads of a [tokens, heads, dim] view
+        lambda qkv: qkv[::2, 8:24].float(),  # every other row, cast up
+        lambda qkv: qkv[5:6, :].contiguous(),  # one row
+    ],
+    ids=["columns", "heads", "strided_rows_cast", "a_row"],
+)
+def test_a_slice_of_an_input_is_read_back_from_it(take: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    torch.manual_seed(0)
+    qkv = torch.randn(64, 192).bfloat16()
+    u = take(qkv)
+    flat = _slice_read(qkv, u)
+    assert flat is not None and torch.equal(flat.to(u.dtype), u.reshape(-1))
+
+
+def test_what_is_no_slice_of_an_input_is_not_read_from_it() -> None:
+    """Shuffled rows, a slice one step off its start (the run's values do not follow), an input of one repeated value
+    (no one place), an eager answer of the same size: None, or values the caller's comparison rejects."""
+    torch.manual_seed(1)
+    qkv = torch.randn(64, 192).bfloat16()
+    columns = qkv[:, 40:72].contiguous()
+    assert _slice_read(qkv, columns[torch.randperm(64)]) is None
+    assert _slice_read(qkv, (columns.float() * 2).bfloat16()) is None
+    assert _slice_read(torch.zeros(64, 192).bfloat16(), torch.zeros(64, 32).bfloat16()) is None
+    shifted = columns.clone()
+    shifted[1:] = qkv[1:, 41:73]  # rows from another column after the first: the stride from row 0 finds no place
+    flat = _slice_read(qkv, shifted)
+    assert flat is None or not torch.equal(flat, shifted.reshape(-1))
