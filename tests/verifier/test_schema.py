@@ -202,7 +202,7 @@ def _rules(answer: Call) -> Failure | None:
         return call_error(reply, where, first=True)
     draw = Draw(1, [torch.ones(16)], [], reply, answer.page)
     cost = SimpleNamespace(total_flops=16.0, floor_flops=16.0)
-    problem = SimpleNamespace(reference=lambda x: x * 2, cost=lambda axes: cost)
+    problem = SimpleNamespace(reference=lambda x: x * 2, input_cost=lambda axes, inputs: cost)
     v = SimpleNamespace(
         shape=SimpleNamespace(problem=problem, axes={}, inplace=[]), details={}, report=SimpleNamespace()
     )
