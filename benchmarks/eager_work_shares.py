@@ -112,8 +112,9 @@ def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.Ea
     mod = _load(path)
     if _LAUNCHES["lib"] is None:  # bound once, as a worker binds its vault's (on real tensors: before any fake mode)
         _LAUNCHES["lib"] = _provenance.provenance_lib(torch.device("cpu"))
+    real_inputs = workload == "smoke" or real or bool(problem.inplace)
     with contextlib.ExitStack() as stack:
-        if workload == "smoke" or real or problem.inplace:
+        if real_inputs:
             inputs = list(problem.make_inputs(axes, seed=0))
         else:
             from torch._subclasses.fake_tensor import FakeTensorMode
@@ -128,7 +129,8 @@ def priced(path: Path, workload: str, real: bool = False) -> tuple[_eagerwork.Ea
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
         _LAUNCHES["known"], _LAUNCHES["rank"] = _provenance.problem_sizes(_LAUNCHES["lib"], inputs, tensors, numels)
         eager = _work(mod.run, inputs)
-        cost = problem.cost(axes)
+        # the draw's own useful work, as the verifier prices it (fake tensors hold no lengths: the nominal one)
+        cost = problem.input_cost(axes, inputs) if real_inputs else problem.cost(axes)
         reference = _eagerwork.reference_work(problem.reference, inputs, cost.total_flops, inplace, cost.floor_flops)
     # the launches' values as the vault counts them (``_eagerwork.LAUNCH_SCALARS``: 64 bits each), per byte of the
     # answer (``_eagerwork.answer_bytes``): by value, and in the tensor arguments' layouts

@@ -212,23 +212,22 @@ def sliced_from(d: Any, g: Any, u: Any) -> Any:
     """``g``'s elements (flat, in ``u``'s logical order) where ``u`` has fewer and holds a slice of them, or None: ``g``
     read from one offset with a stride per axis of ``u``, its last axis unit-strided (``qkv[:, a:b].contiguous()``, a
     head's columns, every other row), each axis's stride placed by where a run of ``SLICE_RUN`` of ``u``'s values along
-    its last axis, from that axis's first step, lies in ``g`` cast to ``u``'s dtype: one place each, else None (an
-    input of repeated values places nothing)."""
+    its last axis, from that axis's first step, lies in ``g`` (the run cast to ``g``'s dtype: ``g`` is never copied
+    whole): one place each, else None (an input of repeated values places nothing)."""
     n, m, shape = d.numel(g), d.numel(u), d.tuple(d.size(u))
     if not shape or m < 2 or m >= n or n > SLICE_LARGEST or d.is_complex(g) or d.is_complex(u):
         return None
-    source = d.reshape(g, (-1,))
-    values, flat = d.to(source, d.dtype_of(u)), d.reshape(u, (-1,))
+    source, flat = d.reshape(g, (-1,)), d.reshape(u, (-1,))
     run = d.min(SLICE_RUN, shape[-1])
     device = d.device_of(g)
 
     def placed(start: int) -> Any:  # where u's run from its flat element ``start`` lies in g, or None: not one place
-        wanted = d.take(flat, d.arange(start, start + run, device=device))
-        places = d.reshape(d.nonzero(d.eq(values, d.take(wanted, d.zeros((1,), dtype=d.int64, device=device)))), (-1,))
+        wanted = d.to(d.take(flat, d.arange(start, start + run, device=device)), d.dtype_of(g))
+        places = d.reshape(d.nonzero(d.eq(source, d.take(wanted, d.zeros((1,), dtype=d.int64, device=device)))), (-1,))
         for i in d.range(1, run):
             places = d.masked_select(places, d.lt(places, n - i))
             at = d.take(wanted, d.add(d.zeros((1,), dtype=d.int64, device=device), i))
-            places = d.masked_select(places, d.eq(d.take(values, d.add(places, i)), at))
+            places = d.masked_select(places, d.eq(d.take(source, d.add(places, i)), at))
         return d.int(d.take(places, d.zeros((), dtype=d.int64, device=device))) if d.numel(places) == 1 else None
 
     offset = placed(0)
