@@ -39,7 +39,9 @@ from mkbsim.verifier._trusted import PARALLEL_CORES, Trusted
 BUDGET_SHARE = 0.125
 #: Calls the worker runs with the provenance audit (correctness draws; one per block: the control page holds
 #: one call's records).
-AUDITED = ("draw", "suppressed")
+AUDITED = ("draw", "suppressed", "twin", "stale")
+#: The draws after the timing (``_phases.twin_draw``): the control page's TWIN value of each.
+TWIN_KINDS = {"twin": 1, "stale": 2}
 #: Unscored warm-up calls before the scored calls of every block after the first (the host warms up again
 #: after the verifier's checks between blocks).
 BLOCK_WARMUP = 3
@@ -249,7 +251,8 @@ def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) 
     device = block.memory.device
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    orders = [(c.kind == "evidence", c.kind == "null", c.kind in AUDITED, c.kind == "suppressed") for c in block.calls]
+    orders = [(c.kind == "evidence", c.kind == "null", c.kind in AUDITED, c.kind == "suppressed",
+               TWIN_KINDS.get(c.kind, 0)) for c in block.calls]  # fmt: skip
     nonces = control.begin_block(orders)
     desc, fds = block.memory.descriptor()
     msg = {"op": "block", "block": desc, "calls": [c.arena_index for c in block.calls], "flush": flush}

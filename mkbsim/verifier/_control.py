@@ -46,6 +46,10 @@ LAUNCHES = (8, "<Q")  # gate vault: DSL launches of the current call (the verifi
 SUPPRESS = (16, "<B")  # verifier: skip the effect of every DSL launch of this call
 AUDIT = (17, "<B")  # verifier: correctness draw (snapshots, provenance records)
 EVIDENCE = (18, "<B")  # verifier: an evidence call (the gate times launches and lists their signatures)
+#: verifier: 1 the twin draw, a correctness draw on the inputs of the last evidence call (the gate compares its
+#: launches' arguments with that call's), 2 the stale draw (on inputs of its own, its launches given that call's bytes
+#: where nothing in the draw wrote): ``_provenance.twin_fill``
+TWIN = (20, "<B")
 ACK = (24, "<Q")  # timer vault: the nonce of the last call it stopped
 CALL_MS = (32, "<d")  # timer vault: the protocol's measure of the call
 HOST_MS = (40, "<d")  # timer vault: host clock around the call
@@ -182,7 +186,7 @@ class ControlPage:
             os.close(self.fd)
             self.fd = None
 
-    def begin_call(self, *, suppress: bool, audit: bool, evidence: bool = False) -> int:
+    def begin_call(self, *, suppress: bool, audit: bool, evidence: bool = False, twin: int = 0) -> int:
         """Arm the page for the next call and return its nonce."""
         self.nonce += 1
         put(self.buf, LAUNCHES, 0)
@@ -191,17 +195,19 @@ class ControlPage:
         put(self.buf, SUPPRESS, int(suppress))
         put(self.buf, AUDIT, int(audit))
         put(self.buf, EVIDENCE, int(evidence))
+        put(self.buf, TWIN, twin)
         put(self.buf, NULL, 0)
         put(self.buf, NONCE, self.nonce)
         return self.nonce
 
-    def begin_block(self, orders: Sequence[tuple[bool, bool, bool, bool]]) -> list[int]:
-        """Arm one slot per call of a block, (evidence, null, audit, suppress) each, and return their nonces. The
-        header gets a nonce of its own, which no call has: the timer's vault loads slot 0 at the first ADVANCE."""
+    def begin_block(self, orders: Sequence[tuple[bool | int, ...]]) -> list[int]:
+        """Arm one slot per call of a block, (evidence, null, audit, suppress[, twin: 1 the twin draw, 2 the stale
+        draw]) each, and return their nonces.
+        The header gets a nonce of its own, which no call has: the timer's vault loads slot 0 at the first ADVANCE."""
         if not 0 < len(orders) <= MAX_BLOCK_CALLS:
             raise ValueError(f"a block holds 1 to {MAX_BLOCK_CALLS} calls, not {len(orders)}")
         nonces = []
-        for i, (evidence, null, audit, suppress) in enumerate(orders):
+        for i, (evidence, null, audit, suppress, *twin) in enumerate(orders):
             base = slot_offset(i)
             self.buf[base : base + SLOT_BYTES] = bytes(SLOT_BYTES)
             self.nonce += 1
@@ -210,6 +216,7 @@ class ControlPage:
             put(self.buf, (base + NULL[0], NULL[1]), int(null))
             put(self.buf, (base + AUDIT[0], AUDIT[1]), int(audit))
             put(self.buf, (base + SUPPRESS[0], SUPPRESS[1]), int(suppress))
+            put(self.buf, (base + TWIN[0], TWIN[1]), int(twin[0]) if twin else 0)
             nonces.append(self.nonce)
         put(self.buf, BLOCK_NONCE, self.begin_call(suppress=False, audit=False))
         for name in (BLOCK_NEXT, BLOCK_FAULT, END_T, END_CPU, END_THREAD_CPU):
@@ -259,6 +266,7 @@ class ControlPage:
         put(self.buf, SUPPRESS, 0)
         put(self.buf, AUDIT, 0)
         put(self.buf, EVIDENCE, 0)
+        put(self.buf, TWIN, 0)
 
     def report(self, samples: Sequence[int] = (), base: int = 0, nonce: int | None = None) -> dict[str, Any]:
         """What the vaults wrote about the last call, each field of the form the vaults write (``_schema``:

@@ -218,16 +218,18 @@ def sliced_from(d: Any, g: Any, u: Any) -> Any:
     if not shape or m < 2 or m >= n or n > SLICE_LARGEST or d.is_complex(g) or d.is_complex(u):
         return None
     source, flat = d.reshape(g, (-1,)), d.reshape(u, (-1,))
+    bits = d.ints[d.element_size(g)]  # compared by bit pattern: fp8 has no eq on cpu
+    values = d.view(source, bits)
     run = d.min(SLICE_RUN, shape[-1])
     device = d.device_of(g)
 
     def placed(start: int) -> Any:  # where u's run from its flat element ``start`` lies in g, or None: not one place
-        wanted = d.to(d.take(flat, d.arange(start, start + run, device=device)), d.dtype_of(g))
-        places = d.reshape(d.nonzero(d.eq(source, d.take(wanted, d.zeros((1,), dtype=d.int64, device=device)))), (-1,))
+        wanted = d.view(d.to(d.take(flat, d.arange(start, start + run, device=device)), d.dtype_of(g)), bits)
+        places = d.reshape(d.nonzero(d.eq(values, d.take(wanted, d.zeros((1,), dtype=d.int64, device=device)))), (-1,))
         for i in d.range(1, run):
             places = d.masked_select(places, d.lt(places, n - i))
             at = d.take(wanted, d.add(d.zeros((1,), dtype=d.int64, device=device), i))
-            places = d.masked_select(places, d.eq(d.take(source, d.add(places, i)), at))
+            places = d.masked_select(places, d.eq(d.take(values, d.add(places, i)), at))
         return d.int(d.take(places, d.zeros((), dtype=d.int64, device=device))) if d.numel(places) == 1 else None
 
     offset = placed(0)

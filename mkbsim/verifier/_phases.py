@@ -230,7 +230,10 @@ def _delivered(v: Verification, arena: Arena, reply: dict[str, Any]) -> list[Any
     return outs + [arena.args[i].clone() for i in v.shape.inplace]
 
 
-def _checked(v: Verification, draw: Draw, arena: Arena, where: str, first: bool) -> Failure | None:
+def _checked(v: Verification, draw: Draw, arena: Arena, where: str, first: bool,
+             into: list[Any] | None = None) -> Failure | None:  # fmt: skip
+    """A draw's answer judged (structure, mutation, values); its outputs' comparison kept in ``into`` (default: the
+    report's ``draws``)."""
     reply = draw.reply
     if not reply.get("ok"):
         return call_error(reply, where, first=first)
@@ -241,7 +244,7 @@ def _checked(v: Verification, draw: Draw, arena: Arena, where: str, first: bool)
         return failure
     draw.outputs = _delivered(v, arena, reply)
     checks = [compare(out, ref) for out, ref in zip(draw.outputs, draw.refs, strict=True)]
-    v.details["draws"].append(
+    (v.details["draws"] if into is None else into).append(
         {
             "draw": draw.number,
             "launches": draw.page["launches"],
@@ -430,7 +433,7 @@ def timing(v: Verification) -> Failure | None:
             "cpu_ms", "null_cpu_ms")  # fmt: skip
     t = v.timing = {k: [] for k in kept}
     t["evidence"] = {k: [] for k in ("ms", "launches", "footprints", "dsl_ms", "signatures", "fixed_changed",
-                                     "trusted", "work")}  # fmt: skip
+                                     "trusted", "work", "seeds")}  # fmt: skip
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     distinct = p.unique_input_buffers
     blocks = _blocks.plan_for(s, v.session.device, v.session.limits.memory_bytes, p.warmup_calls, scored, distinct)
@@ -504,7 +507,7 @@ def _timed_call(v: Verification, block: Block, call: BlockCall, answer: Call, wh
                            ("dsl_ms", page["dsl_ms"]),
                            ("signatures", page["signatures"]), ("fixed_changed", page["fixed_changed"]),
                            ("trusted", answer.trusted),
-                           ("work", page["work"])):  # fmt: skip
+                           ("work", page["work"]), ("seeds", call.seed)):  # fmt: skip
             t["evidence"][key].append(value)
         return failure, k
     t["timed_ms"].append(ms)
@@ -824,12 +827,99 @@ def _idle_against(v: Verification, runtime: float, reference: list[float]) -> st
     return idle_check(v.timing["trusted"], runtime, "cuda", reference)
 
 
+def _after_timing_draw(v: Verification, kind: str, seed: int, where: str) -> tuple[Draw, Failure | None]:
+    """One correctness draw after the timing (``twin_draw``): ``kind`` "twin" or "stale", on the inputs of ``seed``;
+    its outputs checked as a draw's (kept in ``details.twin_draw``, not among the draws')."""
+    s = v.shape
+    block = Block([kind], s.draw, lambda: seed, s.out_specs, v.session.device, v.session.staged_arenas,
+                  distinct=False)  # fmt: skip
+    call = block.calls[0]
+    refs: list[Any] = []
+    answers = v.call_block(block, [where], meanwhile=lambda: refs.extend(s.refs(call.inputs)))
+    if isinstance(answers, Failure) or not answers:
+        failed = (
+            answers
+            if isinstance(answers, Failure)
+            else Failure("harness_tamper", f"The worker did not answer {where}.")
+        )
+        return Draw(-1, call.inputs, refs, {}, {}), failed
+    draw = Draw(-1, call.inputs, refs, answers[0].reply, answers[0].page)
+    checked: list[Any] = []
+    failure = _checked(v, draw, block.arena(call), where, first=False, into=checked)
+    v.details.setdefault("twin_draw", {})[kind] = {"outputs": checked[0]["outputs"] if checked else None}
+    return draw, failure
+
+
+def _twin_record(draw: Draw, where: str) -> list[Any] | Failure:
+    found = next((r for r in draw.page.get("records") or () if r[0] == "twin"), None)
+    if found is None:
+        return Failure("harness_tamper", f"The worker's records of its launches {where} are missing.")
+    return list(found[1:])
+
+
+def twin_draw(v: Verification) -> Failure | None:
+    """Two more correctness draws once the timing is done, against the last evidence call the worker ran (which the
+    submission cannot tell from a timed call, nor know to be the one): the twin draw, on that call's inputs
+    (regenerated from its seed), whose launches' tensor arguments are compared byte by byte, where the draw's recorded
+    writers left them, with what that call's launches were given (``_provenance.twin_launch``: same inputs, same code,
+    same bytes; a draw that repeats what the evidence call did runs its eager code where the draws' rules see it); and
+    the stale draw, on inputs of its own, its launches given that call's bytes wherever nothing in the draw wrote
+    (``_provenance.twin_fill``: a kernel that reads which call it is in, or an answer, from a workspace the draws
+    leave fresh decodes another call's answer there). Verifier README, "The twin draw"."""
+    t0 = time.perf_counter()
+    seeds = v.timing.get("evidence", {}).get("seeds") or []
+    if not seeds:
+        return None
+    where = "in a correctness draw on the inputs of one of the timed calls"
+    draw, failure = _after_timing_draw(v, "twin", seeds[-1], where)
+    found = failure or _twin_record(draw, where)
+    if isinstance(found, Failure):
+        return found
+    kept, compared, missed, unmatched, differ, compared_bytes, at_launch, at_argument, _ = found
+    v.details["twin_draw"] |= {
+        "launches_kept": kept, "launches_compared": compared, "launches_missed": missed,
+        "launches_unmatched": unmatched, "bytes_differing": differ, "bytes_compared": compared_bytes,
+        "first_differing": {"launch": at_launch, "argument_bytes": at_argument} if at_launch >= 0 else None,
+    }  # fmt: skip
+    if differ or missed or unmatched:
+        told = (
+            f"a tensor argument of {at_argument} bytes of DSL launch {at_launch} held other bytes ({differ} of the "
+            f"{compared_bytes} compared differ over the call's launches)"
+            if differ
+            else f"{missed + unmatched} of its launches were not the same kernels on the same shapes"
+        )
+        return Failure(
+            "decorative_dsl",
+            f"On the inputs of one of the timed calls, run again as a correctness draw, {told} than when that timed "
+            "call ran: the DSL kernels were given other work on the timed calls than on the correctness draws (a "
+            "switch, a key or an answer made for the calls the verifier does not watch). Run the same code on "
+            "every call.",
+        )
+    where = "in a correctness draw whose unwritten memory held what a timed call's kernels found there"
+    draw, failure = _after_timing_draw(v, "stale", rng.getrandbits(63), where)
+    found = _twin_record(draw, where) if failure is None else failure
+    v.timed("twin_draw_s", t0)
+    if isinstance(found, Failure):
+        if found.code == "harness_tamper":
+            return found
+        return Failure(
+            found.code,
+            found.feedback + " This draw's DSL launches found, wherever nothing in the draw had written (memory "
+            "fresh from the allocator, a workspace an earlier call left), the bytes one of the timed calls' launches "
+            "found there: a correct kernel reads none of them, and one that does took them for its answer or for "
+            "which call it was in. Write every workspace before a kernel reads it.",
+        )
+    v.details["twin_draw"]["stale"]["bytes_given"] = found[8]
+    return None
+
+
 PHASES = (
     ("static_scan", static_scan),
     ("worker", start_worker),
     ("correctness", correctness),
     ("coverage", coverage),
     ("timing_rounds", timing_rounds),  # timing → cross-check, a timing failure confirmed by a second round
+    ("twin_draw", twin_draw),  # a draw on an evidence call's inputs: the same launches given the same bytes
     ("speed_of_light", speed_of_light),
     ("verdict", verdict),
 )

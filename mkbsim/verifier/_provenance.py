@@ -563,6 +563,7 @@ def provenance_vault(
     (by id) and the torch tensors they were made from (weak references)."""
     nonce = -1
     audit = suppress = evidence = clocked = False
+    twin = 0  # 1: the twin draw, 2: the stale draw (``twin_fill``)
     # what launches (and eager operators computing from their data) wrote: [start, end, the bytes left there,
     # which of them this write changed ("owned"), which it still vouches for] (see produced())
     written: list[Any] = []
@@ -598,6 +599,18 @@ def provenance_vault(
     schemas: dict[str, Any] = {}  # an operator's name -> ``aliasing``
     copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
+    # the twin draw (``twin_launch``): the last evidence call's counted launches, each (launch key -> its tensor
+    # arguments' bytes before it ran); the launch in flight's, as the outermost BEFORE read them (with, on the twin
+    # draw, which of them the draw's recorded writers left there: ``twin_defined``); the byte ranges the twin draw
+    # erased ((start, end, which of them: None for all, device), as ``fresh``'s); what its comparison found (launches
+    # kept, compared, the evidence call's it did not make, its own the evidence call did not make, bytes that differ,
+    # bytes compared, the first differing launch and its argument's size in bytes (-1: none))
+    twin_kept: dict[Any, Any] = {}
+    twin_pending: list[Any] = []
+    twin_erased: list[Any] = []
+    twin_seen: list[Any] = []
+    twin_found = [0, 0, 0, 0, 0, 0, -1, -1, 0]  # (and on the stale draw, the bytes ``twin_fill`` gave its launches)
+    twin_count = [0]  # the counted launches of the call so far (the launches' keys)
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     # the calling thread's gates in flight (``flights``): the launch's tensors copied aside, (u8 view of a storage, its
@@ -966,6 +979,10 @@ def provenance_vault(
         key = (lib.erased_storages, (), ((1,),))  # one Python value: the reader sees whether it was erased
         eager_ops[key] = eager_ops.get(key, 0) + 1
         byte = lib.erased_byte if lib.is_floating(t) else 0
+        if twin:  # bytes of no recorded writer: nothing the twin draw compares
+            start = lib.data_ptr(whole)
+            twin_erased.append((start, start + lib.numel(whole), None if where is None else lib.clone(where),
+                                lib.device_of(whole)))  # fmt: skip
         if where is None:
             lib.fill_(whole, byte)
         else:
@@ -2015,6 +2032,8 @@ def provenance_vault(
             lib.cuda_sync()
         for t in tensors:  # what the launch reads: bytes no recorded writer left are erased first
             unwritten(t)
+        if twin:
+            twin_fill(tensors)
         befores.clear()
         for t in tensors:
             states = produced(t) if touched(t) else None
@@ -2058,6 +2077,68 @@ def provenance_vault(
         # (an input eager code changes, then restores after the launch, is no input for the launch: ``decode_later``)
         kept = [pristine(t) for t in tensors] if not audit else None
         pending.append(("tensors", tensors, prior, kept))
+        if not audit:  # an evidence call's launch, as the twin draw will compare it (``twin_launch``)
+            twin_pending[:] = [(k, lib.clone(bytes_of(t, lo, hi)), None) for k, t in lib.enumerate(tensors)
+                               for lo, hi in [span(t)] if hi > lo and lib.device_of(t).type in ("cpu", "cuda")]
+
+    def twin_fill(tensors: Any) -> None:
+        """A launch of the twin or the stale draw about to run, once what it reads was checked (``unwritten``): which
+        bytes of its tensor arguments no recorded writer of the draw left (fresh memory, erased memory:
+        ``twin_defined``). The twin draw compares the others with the evidence call's (``twin_launch``); the stale
+        draw, on inputs of its own, gives those the bytes the evidence call's launch had there (what a timed call's
+        kernel finds in a workspace no code wrote: a reused block's, a cached workspace's), which no correct kernel
+        reads: a kernel told by them which call it is in decodes an answer of other inputs (verifier README, "The
+        twin draw")."""
+        then = twin_kept.get(twin_count[0])
+        kept_then = {k: kept for k, kept, _ in then} if then is not None else {}
+        twin_pending.clear()
+        for k, t in lib.enumerate(tensors):
+            lo, hi = span(t)
+            if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda"):
+                continue
+            defined, live = twin_defined(t, lo, hi), bytes_of(t, lo, hi)
+            if twin == 1:
+                twin_pending.append((k, lib.clone(live), defined))
+                continue
+            before = kept_then.get(k)
+            if before is None or lib.numel(before) != lib.numel(live) or lib.device_of(before) != lib.device_of(live):
+                continue
+            undefined = lib.logical_not(defined)
+            twin_found[8] += lib.int(lib.count_nonzero(undefined))
+            lib.copy_(live, lib.where(undefined, before, live))
+
+    def twin_launch() -> None:
+        """A counted launch's tensor arguments as they were before it (``twin_pending``). An evidence call keeps them
+        under the launch's key (``twin_kept``: the last evidence call's); the twin draw, a correctness draw on that
+        call's inputs, compares its own launch's with them, byte by byte where its recorded writers left them
+        (``twin_defined``). A submission's code is a function of its inputs: where the same inputs gave a launch other
+        bytes when the call was watched, the kernel was given other work than the draws checked (a key, a switch, an
+        eager answer encoded for the timed calls only: verifier README, "The twin draw")."""
+        key = twin_count[0]
+        twin_count[0] += 1
+        if not twin:
+            twin_kept[key] = lib.list(twin_pending)
+            return
+        if twin == 2:  # (the stale draw compares nothing: its inputs are its own)
+            return
+        twin_seen.append(key)
+        then = twin_kept.get(key)
+        if then is None:  # a launch the evidence call did not make
+            twin_found[3] += 1
+            return
+        twin_found[1] += 1
+        kept_then = {k: kept for k, kept, _ in then}
+        for k, now, defined in twin_pending:
+            before = kept_then.get(k)
+            compared = lib.int(lib.count_nonzero(defined))
+            if before is None or lib.numel(before) != lib.numel(now) or lib.device_of(before) != lib.device_of(now):
+                differ = compared
+            else:
+                differ = lib.int(lib.count_nonzero(lib.logical_and(lib.ne(before, now), defined)))
+            twin_found[4] += differ
+            twin_found[5] += compared
+            if differ and twin_found[6] < 0:  # (the launch's number, its argument's bytes)
+                twin_found[6], twin_found[7] = launches, lib.numel(now)
 
     def was(u: Any, spans: Any) -> Any:
         """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s; or
@@ -2422,6 +2503,9 @@ def provenance_vault(
                     # decode rule withdrew: None for none)
                     left.append([address, end, copy, diff, mine, count, None])
         pending.clear()
+        if counted and not suppress and (twin or not audit):
+            twin_launch()
+        twin_pending.clear()
         if launch_changed:  # what it wrote is a function of its tensor arguments (``behind``)
             roots = united([roots_of(t) for t in tensors])
             for t in tensors:
@@ -2551,12 +2635,12 @@ def provenance_vault(
             if lib.device_of(g) != lib.device_of(u):
                 continue
             lined = lib.lined_up if lib.numel(g) == lib.numel(u) else lib.sliced_from
-            flat = lined(lib.decode, g, u)
-            if flat is None:
-                continue
             try:
+                flat = lined(lib.decode, g, u)
+                if flat is None:
+                    continue
                 same = lib.eq(lib.reshape(u, (-1,)), lib.to(flat, lib.dtype_of(u)))
-            except lib.BaseException:  # (a dtype torch compares with no other)
+            except lib.BaseException:  # (a dtype torch compares with no other): no input's copy
                 continue
             found = same if found is None else lib.logical_or(found, same)
         return found
@@ -3540,8 +3624,19 @@ def provenance_vault(
 
     def unfresh_within(t: Any, lo: int, hi: int) -> Any:
         """Which bytes of [lo, hi) (``t``'s span) are not fresh memory on this correctness draw (``fresh``)."""
+        return unmarked_within(t, lo, hi, fresh)
+
+    def twin_defined(t: Any, lo: int, hi: int) -> Any:
+        """Which bytes of [lo, hi) (``t``'s span) the twin draw's recorded writers left: neither fresh memory (the
+        sentinel) nor erased (``twin_erased``: a workspace an earlier call left, which an evidence call finds as it
+        was), the bytes its comparison reads."""
+        return unmarked_within(t, lo, hi, [*fresh, *twin_erased])
+
+    def unmarked_within(t: Any, lo: int, hi: int, marked: Any) -> Any:
+        """Which bytes of [lo, hi) (``t``'s span) none of ``marked`` ((start, end, which of them: None for all,
+        device)) holds."""
         found = lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
-        for a, b, mask, device in fresh:
+        for a, b, mask, device in marked:
             x, y = lib.max(lo, a), lib.min(hi, b)
             if x < y and device == lib.device_of(found):
                 part = found[x - lo : y - lo]
@@ -3738,6 +3833,10 @@ def provenance_vault(
         records.append(("eager_ops", lib.list(eager_ops.items())))
         records.append(("eager_time", eager_time[0] / 1e6, eager_time[1]))
         records.append(("memory", erased, censused[0], censused[1], censused[2]))
+        if twin:  # (the evidence call's launches it did not make)
+            twin_found[0] = lib.len(twin_kept)
+            twin_found[2] = lib.len([key for key in twin_kept if key not in twin_seen])
+            records.append(("twin", *twin_found))
         memory.clear()  # the call's storages are not kept past it
         constant.clear()
         behind.clear()
@@ -3771,6 +3870,14 @@ def provenance_vault(
                 nonce = current
                 audit = page[layout.AUDIT] == 1
                 evidence = audit or page[layout.EVIDENCE] == 1
+                twin = page[layout.TWIN] if audit else 0
+                if evidence and not audit:  # the last evidence call's launches are the twin draw's to compare
+                    twin_kept.clear()
+                twin_pending.clear()
+                twin_erased.clear()
+                twin_seen.clear()
+                twin_found[:] = [0, 0, 0, 0, 0, 0, -1, -1, 0]
+                twin_count[0] = 0
                 # whose launches are timed: the watched calls', and on cpu every call's (the scored calls' DSL time
                 # against the evidence calls', ``_judge.scored_dsl_time``; on cuda a launch's events would cost the
                 # scored calls' reported time, and their time is the kernels')
@@ -4004,7 +4111,7 @@ def page_layout() -> types.SimpleNamespace:
     """The control page's offsets, for the vault (which has no globals)."""
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], LAUNCHES=_control.LAUNCHES[0], FOOTPRINT=_control.FOOTPRINT[0],
-        AUDIT=_control.AUDIT[0],
+        AUDIT=_control.AUDIT[0], TWIN=_control.TWIN[0],
         SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_LONG_MS=_control.DSL_LONG_MS[0], DSL_ACK=_control.DSL_ACK[0],

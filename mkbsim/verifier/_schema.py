@@ -215,6 +215,9 @@ def _provenance_record(record: Any, at: str, samples: Sequence[int]) -> None:
         _row(_str, _str)(record, at)
     elif kind == "memory":  # bytes no recorded writer left, erased before a read; the census: storages, bytes, ms
         _row(_str, _count, _count, _count, _number)(record, at)
+    elif kind == "twin":  # the twin draw: launches kept, compared, missed, unmatched; bytes differing, compared; where;
+        # bytes written otherwise without the fill
+        _row(_str, _count, _count, _count, _count, _count, _count, _int, _int, _count)(record, at)
     elif kind == "decoded":  # a launch the decode rule judged: number, changed elements, share, map, withdrawn
         _row(_str, _count, _count, _number, _str, _bool)(record, at)
     elif kind in ("candidate", "contains", "result", "produced"):

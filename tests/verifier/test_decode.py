@@ -461,3 +461,13 @@ def test_what_is_no_slice_of_an_input_is_not_read_from_it() -> None:
     shifted[1:] = qkv[1:, 41:73]  # rows from another column after the first: the stride from row 0 finds no place
     flat = _slice_read(qkv, shifted)
     assert flat is None or not torch.equal(flat, shifted.reshape(-1))
+
+
+def test_a_slice_of_an_fp8_input_cast_up_is_read_back_from_it() -> None:
+    """Red team-free regression (session 39): fp8 has no ``eq`` on cpu; the slice is placed by bit patterns (a raise
+    there failed the launch closed: an honest p52 split-K kernel given ``w[:, last].float()`` lost its work)."""
+    torch.manual_seed(2)
+    weight = (torch.randn(24, 384) * 0.1).to(torch.float8_e4m3fn)
+    u = weight.float().view(24, 3, 128)[:, 2].contiguous()
+    flat = _slice_read(weight, u)
+    assert flat is not None and torch.equal(flat.float(), u.reshape(-1))
