@@ -294,6 +294,9 @@ FIXED_BYTES = 1 << 28
 #: or stored beside one (red team rt47) is as much a number the draws fixed as a Python one; a larger tensor's bytes
 #: only where eager code made them from constants (the data's bytes agree on five draws by chance).
 FIXED_SMALL_BYTES = 64
+#: The twin draw (``twin_launch``): an evidence call's launches' tensor arguments are kept for at most this many bytes
+#: together (the launches past it are not compared: a production call's caches are gigabytes).
+TWIN_BYTES = 1 << 32
 #: Fresh memory (``fresh``) larger than this that a writer writes in part stays fresh whole: its bytes are not tracked
 #: one by one (a mask of a byte per byte: a 7 GB workspace's took the H100's memory, p44 at PRODUCTION).
 FRESH_MASK_BYTES = 1 << 26
@@ -505,7 +508,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         plain=frozenset(id(kind) for kind in plain),
         numpy_reals=frozenset(id(kind) for kind in _numpy_numbers(real=True)),
         fixed_draws_least=FIXED_DRAWS, fixed_bytes=FIXED_BYTES, fixed_small_bytes=FIXED_SMALL_BYTES,
-        fresh_mask_bytes=FRESH_MASK_BYTES,
+        fresh_mask_bytes=FRESH_MASK_BYTES, twin_bytes=TWIN_BYTES,
         # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
         # is a torch.Tensor): read as the torch.Tensor over their memory (``plain_view``), not left out
         tensor_subclasses=frozenset((id(torch.nn.Parameter),)), detach=base.detach,
@@ -2090,7 +2093,7 @@ def provenance_vault(
         reads: a kernel told by them which call it is in decodes an answer of other inputs (verifier README, "The
         twin draw")."""
         then = twin_kept.get(twin_count[0])
-        kept_then = {k: kept for k, kept, _ in then} if then is not None else {}
+        kept_then = {k: kept for k, kept, _ in then} if then else {}
         twin_pending.clear()
         for k, t in lib.enumerate(tensors):
             lo, hi = span(t)
@@ -2116,8 +2119,10 @@ def provenance_vault(
         eager answer encoded for the timed calls only: verifier README, "The twin draw")."""
         key = twin_count[0]
         twin_count[0] += 1
-        if not twin:
-            twin_kept[key] = lib.list(twin_pending)
+        if not twin:  # kept within ``TWIN_BYTES`` (False: a launch made, not kept)
+            size = lib.sum_of(lib.numel(kept) for _, kept, _ in twin_pending)
+            held = lib.sum_of(lib.numel(kept) for then in twin_kept.values() if then for _, kept, _ in then)
+            twin_kept[key] = lib.list(twin_pending) if held + size <= lib.twin_bytes else False
             return
         if twin == 2:  # (the stale draw compares nothing: its inputs are its own)
             return
@@ -2125,6 +2130,8 @@ def provenance_vault(
         then = twin_kept.get(key)
         if then is None:  # a launch the evidence call did not make
             twin_found[3] += 1
+            return
+        if then is False:
             return
         twin_found[1] += 1
         kept_then = {k: kept for k, kept, _ in then}
