@@ -614,6 +614,9 @@ def provenance_vault(
     twin_seen: list[Any] = []
     twin_found = [0, 0, 0, 0, 0, 0, -1, -1, 0]  # (and on the stale draw, the bytes ``twin_fill`` gave its launches)
     twin_count = [0]  # the counted launches of the call so far (the launches' keys)
+    # the bytes the stale draw gave a launch (as ``twin_erased``'s): never given again (a launch that wrote a byte the
+    # value it was given left it fresh to the vault, and a later launch would find it given anew over its result)
+    twin_given: list[Any] = []
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     # the calling thread's gates in flight (``flights``): the launch's tensors copied aside, (u8 view of a storage, its
@@ -2106,9 +2109,10 @@ def provenance_vault(
             before = kept_then.get(k)
             if before is None or lib.numel(before) != lib.numel(live) or lib.device_of(before) != lib.device_of(live):
                 continue
-            undefined = lib.logical_not(defined)
+            undefined = lib.logical_and(lib.logical_not(defined), unmarked_within(t, lo, hi, twin_given))
             twin_found[8] += lib.int(lib.count_nonzero(undefined))
             lib.copy_(live, lib.where(undefined, before, live))
+            twin_given.append((lo, hi, undefined, lib.device_of(undefined)))
 
     def twin_launch() -> None:
         """A counted launch's tensor arguments as they were before it (``twin_pending``). An evidence call keeps them
@@ -3885,6 +3889,7 @@ def provenance_vault(
                 twin_seen.clear()
                 twin_found[:] = [0, 0, 0, 0, 0, 0, -1, -1, 0]
                 twin_count[0] = 0
+                twin_given.clear()
                 # whose launches are timed: the watched calls', and on cpu every call's (the scored calls' DSL time
                 # against the evidence calls', ``_judge.scored_dsl_time``; on cuda a launch's events would cost the
                 # scored calls' reported time, and their time is the kernels')
