@@ -1,0 +1,43 @@
+"""The twin and the stale draw (verifier README, "The twin draw"): after the timing, a correctness draw on the last
+evidence call's inputs compares its launches' tensor arguments with that call's, and one on inputs of its own gives its
+launches that call's bytes where nothing in the draw wrote. The adversarial cases each rule alone rejects are in
+adversarial/ (``timed_answer_keyed_by_position_behind_a_switch_p36``, ``timed_answer_in_a_workspace_the_draws_leave_
+fresh_p36``); here, what an honest kernel's twin draw measures, and that without the phase those cases pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mkbsim.verifier import VerifierSession, _phases, _session
+
+ADVERSARIAL = Path(__file__).with_name("adversarial")
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
+
+
+def test_an_honest_kernel_s_twin_draw_gives_its_launches_the_same_bytes(cpu_session: VerifierSession) -> None:
+    report = cpu_session.verify(EXAMPLE, "p36", "tirx")
+    assert report.passed, report.feedback
+    twin = report.details["twin_draw"]
+    assert twin["launches_compared"] == twin["launches_kept"] >= 1
+    assert twin["bytes_compared"] > 0 and twin["bytes_differing"] == 0 and twin["first_differing"] is None
+    assert twin["launches_missed"] == twin["launches_unmatched"] == 0
+    assert all(o["ok"] for o in twin["twin"]["outputs"]) and all(o["ok"] for o in twin["stale"]["outputs"])
+    assert twin["stale"]["bytes_given"] > 0  # (the example's output is fresh memory: given the timed call's bytes)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "timed_answer_keyed_by_position_behind_a_switch_p36.py",
+        "timed_answer_in_a_workspace_the_draws_leave_fresh_p36.py",
+    ],
+)
+def test_without_the_twin_draw_a_timed_call_decode_passes(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The ablation: the phase taken out, each case passes as a full plan (the other rules do not see it)."""
+    monkeypatch.setattr(_session, "PHASES", tuple(p for p in _phases.PHASES if p[1] is not _phases.twin_draw))
+    report = cpu_session.verify(ADVERSARIAL / case, "p36", "tirx")
+    assert report.passed and report.plan == "full", report.feedback
