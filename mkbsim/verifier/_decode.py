@@ -135,8 +135,8 @@ DECODE_MOVED_CHECKED = 1 << 14
 #: Values of a run along an operand's last axis that place it in a problem input it is a slice of (``sliced_from``).
 SLICE_RUN = 8
 #: Problem inputs past this many elements are not searched for an operand's slice (``sliced_from``: one pass over the
-#: input per axis of the operand).
-SLICE_LARGEST = 1 << 26
+#: input per axis of the operand; p22's qkv at PRODUCTION is 80.7M: red team rt50 F3).
+SLICE_LARGEST = 1 << 28
 #: Elements converted to float64 at a time where the rule reads a whole tensor (an output's or an operand's elements):
 #: the fit's memory is its samples' and these parts', not eight bytes for every element of each tensor it reads (a
 #: launch writing a 268M-element table on the H200 took the fit out of memory: p43 at PRODUCTION, session 18).
@@ -224,7 +224,9 @@ def sliced_from(d: Any, g: Any, u: Any) -> Any:
     device = d.device_of(g)
 
     def placed(start: int) -> Any:  # where u's run from its flat element ``start`` lies in g, or None: not one place
-        wanted = d.view(d.to(d.take(flat, d.arange(start, start + run, device=device)), d.dtype_of(g)), bits)
+        # (taken through an integer view: fp8 has no take on cpu)
+        taken = d.take(d.view(flat, d.ints[d.element_size(u)]), d.arange(start, start + run, device=device))
+        wanted = d.view(d.to(d.view(taken, d.dtype_of(u)), d.dtype_of(g)), bits)
         places = d.reshape(d.nonzero(d.eq(values, d.take(wanted, d.zeros((1,), dtype=d.int64, device=device)))), (-1,))
         for i in d.range(1, run):
             places = d.masked_select(places, d.lt(places, n - i))

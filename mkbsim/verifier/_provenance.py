@@ -609,7 +609,6 @@ def provenance_vault(
     # kept, compared, the evidence call's it did not make, its own the evidence call did not make, bytes that differ,
     # bytes compared, the first differing launch and its argument's size in bytes (-1: none))
     twin_kept: dict[Any, Any] = {}
-    twin_pending: list[Any] = []
     twin_erased: list[Any] = []
     twin_seen: list[Any] = []
     twin_found = [0, 0, 0, 0, 0, 0, -1, -1, 0]  # (and on the stale draw, the bytes ``twin_fill`` gave its launches)
@@ -2038,8 +2037,7 @@ def provenance_vault(
             lib.cuda_sync()
         for t in tensors:  # what the launch reads: bytes no recorded writer left are erased first
             unwritten(t)
-        if twin:
-            twin_fill(tensors)
+        twin_bytes = twin_fill(tensors) if twin else None
         befores.clear()
         for t in tensors:
             states = produced(t) if touched(t) else None
@@ -2051,9 +2049,9 @@ def provenance_vault(
             eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states), lib.decoys)
             befores.append((t, old, eager, given_input))
             hold(t, f"argument of DSL launch {launches} (before it ran)", given_input)
-        snapshot(tensors, prior)
+        snapshot(tensors, prior, twin_bytes)
 
-    def snapshot(tensors: Any, prior: int) -> None:
+    def snapshot(tensors: Any, prior: int, twin_bytes: Any = None) -> None:
         """Copy aside the bytes the launch's tensor arguments span (``after`` compares them); ``prior``: the
         launches counted before this gate's (a launch counted in the window did work)."""
         beat()
@@ -2082,12 +2080,13 @@ def provenance_vault(
         # an evidence call's arguments: which of their elements are a problem input's as the harness gave it, read now
         # (an input eager code changes, then restores after the launch, is no input for the launch: ``decode_later``)
         kept = [pristine(t) for t in tensors] if not audit else None
-        pending.append(("tensors", tensors, prior, kept))
         if not audit:  # an evidence call's launch, as the twin draw will compare it (``twin_launch``)
-            twin_pending[:] = [(k, lib.clone(bytes_of(t, lo, hi)), None) for k, t in lib.enumerate(tensors)
-                               for lo, hi in [span(t)] if hi > lo and lib.device_of(t).type in ("cpu", "cuda")]
+            twin_bytes = [(k, lib.clone(bytes_of(t, lo, hi)), None) for k, t in lib.enumerate(tensors)
+                          for lo, hi in [span(t)] if hi > lo and lib.device_of(t).type in ("cpu", "cuda")]
+        # (with the launch's tensors: an evidence call's launches on a pool's threads are in flight together)
+        pending.append(("tensors", tensors, prior, kept, twin_bytes))
 
-    def twin_fill(tensors: Any) -> None:
+    def twin_fill(tensors: Any) -> list[Any]:
         """A launch of the twin or the stale draw about to run, once what it reads was checked (``unwritten``): which
         bytes of its tensor arguments no recorded writer of the draw left (fresh memory, erased memory:
         ``twin_defined``). The twin draw compares the others with the evidence call's (``twin_launch``); the stale
@@ -2097,14 +2096,14 @@ def provenance_vault(
         twin draw")."""
         then = twin_kept.get(twin_count[0])
         kept_then = {k: kept for k, kept, _ in then} if then else {}
-        twin_pending.clear()
+        read: list[Any] = []  # (the argument, its bytes, which of them the draw's recorded writers left)
         for k, t in lib.enumerate(tensors):
             lo, hi = span(t)
             if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda"):
                 continue
             defined, live = twin_defined(t, lo, hi), bytes_of(t, lo, hi)
             if twin == 1:
-                twin_pending.append((k, lib.clone(live), defined))
+                read.append((k, lib.clone(live), defined))
                 continue
             before = kept_then.get(k)
             if before is None or lib.numel(before) != lib.numel(live) or lib.device_of(before) != lib.device_of(live):
@@ -2113,9 +2112,11 @@ def provenance_vault(
             twin_found[8] += lib.int(lib.count_nonzero(undefined))
             lib.copy_(live, lib.where(undefined, before, live))
             twin_given.append((lo, hi, undefined, lib.device_of(undefined)))
+        return read
 
-    def twin_launch() -> None:
-        """A counted launch's tensor arguments as they were before it (``twin_pending``). An evidence call keeps them
+    def twin_launch(twin_pending: Any) -> None:
+        """A counted launch's tensor arguments as they were before it (``twin_pending``: (argument, bytes, which bytes
+        the twin draw's recorded writers left: None on an evidence call)). An evidence call keeps them
         under the launch's key (``twin_kept``: the last evidence call's); the twin draw, a correctness draw on that
         call's inputs, compares its own launch's with them, byte by byte where its recorded writers left them
         (``twin_defined``). A submission's code is a function of its inputs: where the same inputs gave a launch other
@@ -2130,26 +2131,42 @@ def provenance_vault(
             return
         if twin == 2:  # (the stale draw compares nothing: its inputs are its own)
             return
-        twin_seen.append(key)
-        then = twin_kept.get(key)
-        if then is None:  # a launch the evidence call did not make
+        # the evidence call's launch it matches best, each once: launches from a pool of threads come in any order (and
+        # a pool's launches in flight together leave no launch's kind to the one that ends)
+        candidates = [k for k in twin_kept if k not in twin_seen]
+        if not candidates:  # a launch the evidence call did not make
             twin_found[3] += 1
             return
-        if then is False:
+        best = None
+        for k in candidates:
+            then = twin_kept[k]
+            if then is False:
+                continue
+            kept_then = {position: kept for position, kept, _ in then}
+            differ = compared = 0
+            first_size = -1
+            for position, now, defined in twin_pending:
+                before = kept_then.get(position)
+                here = lib.int(lib.count_nonzero(defined))
+                if before is None or lib.numel(before) != lib.numel(now) or lib.device_of(before) != lib.device_of(now):
+                    apart = here
+                else:
+                    apart = lib.int(lib.count_nonzero(lib.logical_and(lib.ne(before, now), defined)))
+                differ += apart
+                compared += here
+                if apart and first_size < 0:
+                    first_size = lib.numel(now)
+            if best is None or differ < best[1]:
+                best = (k, differ, compared, first_size)
+        if best is None:  # only launches past ``TWIN_BYTES``
+            twin_seen.append(candidates[0])
             return
+        twin_seen.append(best[0])
         twin_found[1] += 1
-        kept_then = {k: kept for k, kept, _ in then}
-        for k, now, defined in twin_pending:
-            before = kept_then.get(k)
-            compared = lib.int(lib.count_nonzero(defined))
-            if before is None or lib.numel(before) != lib.numel(now) or lib.device_of(before) != lib.device_of(now):
-                differ = compared
-            else:
-                differ = lib.int(lib.count_nonzero(lib.logical_and(lib.ne(before, now), defined)))
-            twin_found[4] += differ
-            twin_found[5] += compared
-            if differ and twin_found[6] < 0:  # (the launch's number, its argument's bytes)
-                twin_found[6], twin_found[7] = launches, lib.numel(now)
+        twin_found[4] += best[1]
+        twin_found[5] += best[2]
+        if best[1] and twin_found[6] < 0:  # (the launch's number, its argument's bytes)
+            twin_found[6], twin_found[7] = launches, best[3]
 
     def was(u: Any, spans: Any) -> Any:
         """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s; or
@@ -2463,7 +2480,7 @@ def provenance_vault(
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        _, tensors, prior, kept = pending.pop()
+        _, tensors, prior, kept, twin_bytes = pending.pop()
         counted = prior < launches  # a genuine launch ran in the window (a call above none did nothing)
         judged: list[Any] = []
         if counted and not suppress:  # while the copies aside still hold the bytes as they were before the launch
@@ -2515,8 +2532,7 @@ def provenance_vault(
                     left.append([address, end, copy, diff, mine, count, None])
         pending.clear()
         if counted and not suppress and (twin or not audit):
-            twin_launch()
-        twin_pending.clear()
+            twin_launch(twin_bytes or [])
         if launch_changed:  # what it wrote is a function of its tensor arguments (``behind``)
             roots = united([roots_of(t) for t in tensors])
             for t in tensors:
@@ -3884,7 +3900,6 @@ def provenance_vault(
                 twin = page[layout.TWIN] if audit else 0
                 if evidence and not audit:  # the last evidence call's launches are the twin draw's to compare
                     twin_kept.clear()
-                twin_pending.clear()
                 twin_erased.clear()
                 twin_seen.clear()
                 twin_found[:] = [0, 0, 0, 0, 0, 0, -1, -1, 0]

@@ -471,3 +471,14 @@ def test_a_slice_of_an_fp8_input_cast_up_is_read_back_from_it() -> None:
     u = weight.float().view(24, 3, 128)[:, 2].contiguous()
     flat = _slice_read(weight, u)
     assert flat is not None and torch.equal(flat.float(), u.reshape(-1))
+
+
+def test_an_fp8_operand_is_looked_for_in_its_input_by_bit_patterns() -> None:
+    """Red team rt50 F1: ``take`` has no cpu kernel for fp8, and an honest p56 kernel's fp8 output buffer (or p52's fp8
+    workspace) raised in the slice search, which failed the launch closed on the evidence calls."""
+    torch.manual_seed(3)
+    x = (torch.randn(16, 96) * 0.5).to(torch.float8_e4m3fn)
+    u = x[:, 32:64].contiguous()
+    flat = _slice_read(x, u)
+    assert flat is not None and torch.equal(flat.view(torch.uint8), u.reshape(-1).view(torch.uint8))
+    assert _slice_read(torch.randn(16, 96).bfloat16(), torch.empty(16, 32, dtype=torch.float8_e4m3fn)) is None

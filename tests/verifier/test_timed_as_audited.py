@@ -16,6 +16,7 @@ from mkbsim.catalog import load_catalog
 from mkbsim.verifier import VerifierSession, _coverage, _judge, _phases, _provenance, resolve_protocol
 from mkbsim.verifier._verification import Shape
 from tests.kits.timing_rules import timing_rules_off
+from tests.kits.twin_draw import twin_draw_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 EVIDENCE = Path(__file__).with_name("evidence")
@@ -414,6 +415,7 @@ def test_each_rule_is_what_rejects_its_case(
     """Without the rules the audit-aware case passes (its own test in test_adversarial would fail). The other
     timing rules are off too: a case that passes only when a loaded machine's noise spares them shows nothing."""
     timing_rules_off(monkeypatch)
+    twin_draw_off(monkeypatch)  # (each gives its kernel other bytes on the timed calls)
     # most of them tell their kernel which calls are draws by a number, which the fixed-arguments rule rejects first
     monkeypatch.setattr(_coverage, "fixed_check", lambda changed: ({}, None))
     off = {"KERNELS_SHARE": 0.0, "WORK_SHARE": 0.0, "COPIED_MARGIN": 1.0, "FLOAT_SHARE_MARGIN": 1.0}  # shares <= 1
@@ -447,6 +449,7 @@ def test_wrong_outputs_on_a_share_of_the_timed_calls_are_caught_after_the_fact(
     monkeypatch.setattr(_coverage, "WORK_SHARE", 0.0)
     monkeypatch.setattr(_coverage, "FLOAT_SHARE_MARGIN", 1.0)
     monkeypatch.setattr(_coverage, "fixed_check", lambda changed: ({}, None))
+    twin_draw_off(monkeypatch)  # (its row count differs on the twin draw too)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback
 
@@ -502,6 +505,7 @@ def test_an_eager_answer_no_draw_saw_is_rejected_by_its_host_time_alone(
     every call, the draws included) passes."""
     case = ADVERSARIAL / "eager_answer_keyed_on_an_input_p36.py"
     timing_rules_off(monkeypatch, keep=("host_time",))
+    twin_draw_off(monkeypatch)  # (its number differs on the twin draw)
     # its kernel is told which calls are draws by a number (0 there, 1 elsewhere), which the fixed-arguments rule
     # rejects first (``_coverage.fixed_check``); this test is of the host-time rule alone
     monkeypatch.setattr(_coverage, "fixed_check", lambda changed: ({}, None))
@@ -520,11 +524,17 @@ def test_an_eager_answer_no_draw_saw_is_rejected_by_its_host_time_alone(
     assert cpu_session.verify(case, "p36", "tirx").passed
 
 
-def test_eager_work_on_the_timed_calls_only_is_priced_in_the_plan(cpu_session: VerifierSession) -> None:
+def test_eager_work_on_the_timed_calls_only_is_priced_in_the_plan(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Red team rt45 F1's class: the draws are observable, so a kernel can leave a tenth of its rows to eager code
     on every other call, within the work rule's margin; that tenth is the plan's eager share (it was a full plan at
-    0%), and a protocol requiring full plans fails it."""
+    0%), and a protocol requiring full plans fails it. Since session 39 the twin draw rejects it first (its row count
+    differs on the same inputs); the price is the rule that remains where a switch escapes it."""
     case = EVIDENCE / "timed_rows_left_eager_p36.py"
+    twinned = cpu_session.verify(case, "p36", "tirx")
+    assert twinned.failure == "decorative_dsl" and "On the inputs of one of the timed calls" in twinned.feedback
+    twin_draw_off(monkeypatch)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback
     shortfall = report.details["timed_work"]["float_shortfall"]
@@ -536,12 +546,17 @@ def test_eager_work_on_the_timed_calls_only_is_priced_in_the_plan(cpu_session: V
     assert strict.failure == "partial_plan" and "on the timed calls" in strict.feedback
 
 
-def test_an_eager_part_decoded_on_the_timed_calls_only_is_priced_in_the_plan(cpu_session: VerifierSession) -> None:
+def test_an_eager_part_decoded_on_the_timed_calls_only_is_priced_in_the_plan(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Red team rt48 F4's class: an input-made switch past the fixed-arguments rule's small tensors tells the kernel
     to decode an eighth of the rows from an eager workspace on the timed calls alone; the decode rule's maps under its
     half, held against the draws' (``_decode.DECODE_CONTRAST``), take that eighth from the launch's work: a partial
-    plan (it was full at 3%)."""
+    plan (it was full at 3%). Since session 39 the twin draw rejects it first (the switch differs)."""
     case = EVIDENCE / "timed_rows_decoded_an_eighth_p36.py"
+    twinned = cpu_session.verify(case, "p36", "tirx")
+    assert twinned.failure == "decorative_dsl" and "On the inputs of one of the timed calls" in twinned.feedback
+    twin_draw_off(monkeypatch)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback
     shortfall = report.details["timed_work"]["float_shortfall"]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mkbsim.verifier import VerifierSession, _phases, _session
+from mkbsim.verifier import VerifierSession
+from tests.kits.twin_draw import twin_draw_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
@@ -38,6 +39,6 @@ def test_without_the_twin_draw_a_timed_call_decode_passes(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
     """The ablation: the phase taken out, each case passes as a full plan (the other rules do not see it)."""
-    monkeypatch.setattr(_session, "PHASES", tuple(p for p in _phases.PHASES if p[1] is not _phases.twin_draw))
+    twin_draw_off(monkeypatch)
     report = cpu_session.verify(ADVERSARIAL / case, "p36", "tirx")
     assert report.passed and report.plan == "full", report.feedback

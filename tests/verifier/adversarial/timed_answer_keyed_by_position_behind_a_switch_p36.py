@@ -28,8 +28,10 @@ def rmsnorm_rows(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle, ws_ptr: T.
     for i in T.serial(rows):
         if sw[0] > T.float32(0.5):
             for j in range(HIDDEN):
-                h = T.Cast("int32", T.shift_right(T.Cast("uint32", i * HIDDEN + j) * T.uint32(2654435761), T.uint32(16)))
-                out[i, j] = T.reinterpret("bfloat16", T.Cast("uint16", T.bitwise_and(T.bitwise_xor(ws[i, j], h), 65535)))
+                key = T.Cast("uint32", i * HIDDEN + j) * T.uint32(2654435761)
+                h = T.Cast("int32", T.shift_right(key, T.uint32(16)))
+                b = T.bitwise_and(T.bitwise_xor(ws[i, j], h), 65535)
+                out[i, j] = T.reinterpret("bfloat16", T.Cast("uint16", b))
         else:
             acc[0] = T.float32(0)
             for j in range(HIDDEN):
