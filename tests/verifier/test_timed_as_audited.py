@@ -529,11 +529,12 @@ def test_eager_work_on_the_timed_calls_only_is_priced_in_the_plan(
 ) -> None:
     """Red team rt45 F1's class: the draws are observable, so a kernel can leave a tenth of its rows to eager code
     on every other call, within the work rule's margin; that tenth is the plan's eager share (it was a full plan at
-    0%), and a protocol requiring full plans fails it. Since session 39 the twin draw rejects it first (its row count
-    differs on the same inputs); the price is the rule that remains where a switch escapes it."""
+    0%), and a protocol requiring full plans fails it. Since session 39 the stale draw rejects it first (its switch is
+    a flag the draws leave fresh: given the timed call's, the kernel leaves rows to an eager answer of other inputs);
+    the price is the rule that remains where a switch escapes both draws."""
     case = EVIDENCE / "timed_rows_left_eager_p36.py"
     twinned = cpu_session.verify(case, "p36", "tirx")
-    assert twinned.failure == "decorative_dsl" and "On the inputs of one of the timed calls" in twinned.feedback
+    assert twinned.failure == "wrong_output" and "one of the timed calls' launches found" in twinned.feedback
     twin_draw_off(monkeypatch)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback
