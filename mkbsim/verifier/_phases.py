@@ -883,10 +883,10 @@ def twin_draw(v: Verification) -> Failure | None:
     }  # fmt: skip
     if differ or missed or unmatched:
         told = (
-            f"a tensor argument of {at_argument} bytes of DSL launch {at_launch} held other bytes ({differ} of the "
+            f"{missed + unmatched} of its DSL launches were not given the same kernels, numbers and tensor layouts"
+            if missed or unmatched
+            else f"a tensor argument of {at_argument} bytes of DSL launch {at_launch} held other bytes ({differ} of the "
             f"{compared_bytes} compared differ over the call's launches)"
-            if differ
-            else f"{missed + unmatched} of its launches were not the same kernels on the same shapes"
         )
         return Failure(
             "decorative_dsl",

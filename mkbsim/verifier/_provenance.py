@@ -724,6 +724,9 @@ def provenance_vault(
     # workspace is garbage by contract: fresh memory holds the sentinel on a draw and anything on a timed call; a
     # persistent one what the last call left)
     fresh: list[list[Any]] = []
+    # the starts of fresh entries a recorded writer wrote in part, too large to track by byte (``unfresh``): which of
+    # their bytes were written is unknown, so the stale draw gives none of them (``twin_fill``)
+    fresh_touched: dict[int, bool] = {}
     problem: list[Any] = [{}, 0]  # a correctness draw's sizes and rank (``problem_sizes``)
     kept: list[Any] = []  # the objects whose id is part of a signature, kept alive so that no id is reused
     called: dict[int, bool] = {}  # the kinds launched in this call
@@ -2049,9 +2052,16 @@ def provenance_vault(
             eager = None if given_input else lib.regressor(lib.decode, old, eager_made(t, states), lib.decoys)
             befores.append((t, old, eager, given_input))
             hold(t, f"argument of DSL launch {launches} (before it ran)", given_input)
-        snapshot(tensors, prior, twin_bytes)
+        snapshot(tensors, prior, twin_bytes, launch_facts(args, tensors) if twin else None)
 
-    def snapshot(tensors: Any, prior: int, twin_bytes: Any = None) -> None:
+    def launch_facts(args: Any, tensors: Any) -> Any:
+        """What a launch is given besides its tensors' bytes, as the twin draw compares it: its numbers (the Python
+        ints, floats and bools among its arguments, in order) and its tensors' layouts (dtype, sizes, strides)."""
+        numbers = lib.tuple(v for v in args[0] if lib.type(v) in (lib.int, lib.float, lib.bool))
+        layouts = lib.tuple((lib.dtype_of(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t))) for t in tensors)
+        return numbers, layouts
+
+    def snapshot(tensors: Any, prior: int, twin_bytes: Any = None, facts: Any = None) -> None:
         """Copy aside the bytes the launch's tensor arguments span (``after`` compares them); ``prior``: the
         launches counted before this gate's (a launch counted in the window did work)."""
         beat()
@@ -2084,7 +2094,7 @@ def provenance_vault(
             twin_bytes = [(k, lib.clone(bytes_of(t, lo, hi)), None) for k, t in lib.enumerate(tensors)
                           for lo, hi in [span(t)] if hi > lo and lib.device_of(t).type in ("cpu", "cuda")]
         # (with the launch's tensors: an evidence call's launches on a pool's threads are in flight together)
-        pending.append(("tensors", tensors, prior, kept, twin_bytes))
+        pending.append(("tensors", tensors, prior, kept, twin_bytes, facts))
 
     def twin_fill(tensors: Any) -> list[Any]:
         """A launch of the twin or the stale draw about to run, once what it reads was checked (``unwritten``): which
@@ -2095,7 +2105,7 @@ def provenance_vault(
         reads: a kernel told by them which call it is in decodes an answer of other inputs (verifier README, "The
         twin draw")."""
         then = twin_kept.get(twin_count[0])
-        kept_then = {k: kept for k, kept, _ in then} if then else {}
+        kept_then = {k: kept for k, kept, _ in then[1]} if then and then[1] else {}
         read: list[Any] = []  # (the argument, its bytes, which of them the draw's recorded writers left)
         for k, t in lib.enumerate(tensors):
             lo, hi = span(t)
@@ -2103,18 +2113,41 @@ def provenance_vault(
                 continue
             defined, live = twin_defined(t, lo, hi), bytes_of(t, lo, hi)
             if twin == 1:
+                if lib.is_floating(t):  # NaN is what an operator made of the sentinel (a padded tail's rsqrt), which a
+                    # timed call made of a reused block's bytes: not compared (red team rt51 k05)
+                    try:
+                        made = lib.broadcast_to(lib.unsqueeze(lib.ne(t, t), -1), (*lib.size(t), lib.element_size(t)))
+                        lib.logical_and_(grouped(t, defined), lib.logical_not(made))
+                    except lib.BaseException:  # (an argument whose elements share memory: compared whole)
+                        pass
                 read.append((k, lib.clone(live), defined))
                 continue
             before = kept_then.get(k)
             if before is None or lib.numel(before) != lib.numel(live) or lib.device_of(before) != lib.device_of(live):
                 continue
-            undefined = lib.logical_and(lib.logical_not(defined), unmarked_within(t, lo, hi, twin_given))
+            untracked = [entry for entry in fresh if entry[0] in fresh_touched]
+            kept_apart = unmarked_within(t, lo, hi, [*twin_given, *untracked])  # (given already; written in part)
+            undefined = lib.logical_and(lib.logical_not(defined), kept_apart)
+            lib.logical_and_(undefined, sentinel_within(t, live))
             twin_found[8] += lib.int(lib.count_nonzero(undefined))
             lib.copy_(live, lib.where(undefined, before, live))
             twin_given.append((lo, hi, undefined, lib.device_of(undefined)))
         return read
 
-    def twin_launch(twin_pending: Any) -> None:
+    def sentinel_within(t: Any, live: Any) -> Any:
+        """Which bytes of ``t``'s span (``live``: its bytes) belong to elements that hold the sentinel whole (NaN's
+        bytes where floating, else zero): the stale draw gives no other bytes, whatever the vault's tracking of fresh
+        memory says (an eager copy into rows of a padded ``empty`` buffer left them fresh to it: red team rt51 k02)."""
+        found = lib.zeros((lib.numel(live),), dtype=lib.bool_, device=lib.device_of(live))
+        try:
+            whole = lib.all_of(grouped(t, lib.eq(live, lib.erased_byte if lib.is_floating(t) else 0)), -1)
+            every_byte = lib.broadcast_to(lib.unsqueeze(whole, -1), (*lib.size(t), lib.element_size(t)))
+            lib.logical_or_(grouped(t, found), every_byte)
+        except lib.BaseException:  # (an argument whose elements share memory: given nothing)
+            lib.fill_(found, False)
+        return found
+
+    def twin_launch(twin_pending: Any, facts: Any) -> None:
         """A counted launch's tensor arguments as they were before it (``twin_pending``: (argument, bytes, which bytes
         the twin draw's recorded writers left: None on an evidence call)). An evidence call keeps them
         under the launch's key (``twin_kept``: the last evidence call's); the twin draw, a correctness draw on that
@@ -2126,20 +2159,21 @@ def provenance_vault(
         twin_count[0] += 1
         if not twin:  # kept within ``TWIN_BYTES`` (False: a launch made, not kept)
             size = lib.sum_of(lib.numel(kept) for _, kept, _ in twin_pending)
-            held = lib.sum_of(lib.numel(kept) for then in twin_kept.values() if then for _, kept, _ in then)
-            twin_kept[key] = lib.list(twin_pending) if held + size <= lib.twin_bytes else False
+            held = lib.sum_of(lib.numel(kept) for _, then in twin_kept.values() if then for _, kept, _ in then)
+            twin_kept[key] = (facts, lib.list(twin_pending) if held + size <= lib.twin_bytes else False)
             return
         if twin == 2:  # (the stale draw compares nothing: its inputs are its own)
             return
         # the evidence call's launch it matches best, each once: launches from a pool of threads come in any order (and
         # a pool's launches in flight together leave no launch's kind to the one that ends)
-        candidates = [k for k in twin_kept if k not in twin_seen]
+        # (given the same numbers and tensor layouts: a switch in a Python number, in a workspace's size)
+        candidates = [k for k, (given, _) in twin_kept.items() if k not in twin_seen and given == facts]
         if not candidates:  # a launch the evidence call did not make
             twin_found[3] += 1
             return
         best = None
         for k in candidates:
-            then = twin_kept[k]
+            then = twin_kept[k][1]
             if then is False:
                 continue
             kept_then = {position: kept for position, kept, _ in then}
@@ -2480,7 +2514,7 @@ def provenance_vault(
             return
         if lib.cuda_sync is not None:
             lib.cuda_sync()
-        _, tensors, prior, kept, twin_bytes = pending.pop()
+        _, tensors, prior, kept, twin_bytes, facts = pending.pop()
         counted = prior < launches  # a genuine launch ran in the window (a call above none did nothing)
         judged: list[Any] = []
         if counted and not suppress:  # while the copies aside still hold the bytes as they were before the launch
@@ -2532,7 +2566,7 @@ def provenance_vault(
                     left.append([address, end, copy, diff, mine, count, None])
         pending.clear()
         if counted and not suppress and (twin or not audit):
-            twin_launch(twin_bytes or [])
+            twin_launch(twin_bytes or [], facts)
         if launch_changed:  # what it wrote is a function of its tensor arguments (``behind``)
             roots = united([roots_of(t) for t in tensors])
             for t in tensors:
@@ -3692,6 +3726,7 @@ def provenance_vault(
                 continue
             if entry[2] is None:
                 if b - a > lib.fresh_mask_bytes:
+                    fresh_touched[a] = True
                     continue  # written in part: too large to track by byte, it stays out of judgment whole
                 entry[2] = lib.ones((b - a,), dtype=lib.bool_, device=entry[3])
             part = entry[2][x - a : y - a]
@@ -3949,6 +3984,7 @@ def provenance_vault(
                 fixed_taken.clear()
                 fixed_pending.clear()
                 fresh.clear()
+                fresh_touched.clear()
                 lifted.clear()
                 stream.clear()
                 launches = running = used = changed = decoded_bytes = 0
@@ -4086,7 +4122,8 @@ def provenance_vault(
                         if kind == 1:
                             depth += 1
                             if depth == 1:  # the outermost gate (CuTe: the call above the launch, still tensors)
-                                snapshot(tensors_in(request[1], []), prior)
+                                launched = tensors_in(request[1], [])
+                                snapshot(launched, prior, None, launch_facts(request[1], launched))
                             fixed_contents_read()
                         elif kind == 2:
                             depth = lib.max(depth - 1, 0)
@@ -4129,7 +4166,7 @@ def provenance_vault(
         request = None  # the caller holds its objects: dropping them here is never the last reference
         # nor the request's tensors left in this frame's locals (an earlier draw's inputs: the next census's bytes)
         t = fn = module = None
-        input_tensors = []
+        input_tensors = launched = []
         if starting:  # the reply's last step
             launch_started(flight)
 
