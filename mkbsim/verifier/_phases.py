@@ -885,8 +885,8 @@ def twin_draw(v: Verification) -> Failure | None:
         told = (
             f"{missed + unmatched} of its DSL launches were not given the same kernels, numbers and tensor layouts"
             if missed or unmatched
-            else f"a tensor argument of {at_argument} bytes of DSL launch {at_launch} held other bytes ({differ} of the "
-            f"{compared_bytes} compared differ over the call's launches)"
+            else f"a tensor argument of {at_argument} bytes of DSL launch {at_launch} held other bytes ({differ} of "
+            f"the {compared_bytes} compared differ over the call's launches)"
         )
         return Failure(
             "decorative_dsl",
