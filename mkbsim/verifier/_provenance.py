@@ -2131,17 +2131,19 @@ def provenance_vault(
             lib.logical_and_(undefined, sentinel_within(t, live))
             twin_found[8] += lib.int(lib.count_nonzero(undefined))
             lib.copy_(live, lib.where(undefined, before, live))
+            refresh(lo, hi)  # (as recorded: an eager read of them after the launch is not of memory nothing wrote)
             twin_given.append((lo, hi, undefined, lib.device_of(undefined)))
         return read
 
     def sentinel_within(t: Any, live: Any) -> Any:
-        """Which bytes of ``t``'s span (``live``: its bytes) belong to elements that hold the sentinel whole (NaN's
-        bytes where floating, else zero): the stale draw gives no other bytes, whatever the vault's tracking of fresh
-        memory says (an eager copy into rows of a padded ``empty`` buffer left them fresh to it: red team rt51 k02)."""
+        """Which bytes of ``t``'s span (``live``: its bytes) belong to elements that hold the sentinel (NaN where
+        floating, as ``op`` fills fresh memory and ``erase`` erased memory; else zero): the stale draw gives no other
+        bytes, whatever the vault's tracking of fresh memory says (an eager copy into rows of a padded ``empty`` buffer
+        left them fresh to it: red team rt51 k02)."""
         found = lib.zeros((lib.numel(live),), dtype=lib.bool_, device=lib.device_of(live))
         try:
-            whole = lib.all_of(grouped(t, lib.eq(live, lib.erased_byte if lib.is_floating(t) else 0)), -1)
-            every_byte = lib.broadcast_to(lib.unsqueeze(whole, -1), (*lib.size(t), lib.element_size(t)))
+            held = lib.ne(t, t) if lib.is_floating(t) else lib.eq(t, 0)
+            every_byte = lib.broadcast_to(lib.unsqueeze(held, -1), (*lib.size(t), lib.element_size(t)))
             lib.logical_or_(grouped(t, found), every_byte)
         except lib.BaseException:  # (an argument whose elements share memory: given nothing)
             lib.fill_(found, False)
