@@ -116,7 +116,13 @@ def test_inline_cuda_is_recorded_and_does_not_fail(cpu_session: VerifierSession,
     assert report.details["inline_cuda_sites"] and report.to_payload("a", 1)["inline_cuda"] is True
 
 
-@pytest.mark.parametrize(("file", "problem"), [("p36_rmsnorm_tirx.py", "p36"), ("p25_kv_block_copy_tirx.py", "p25")])
+@pytest.mark.parametrize(
+    ("file", "problem"),
+    [
+        ("p36_rmsnorm_tirx.py", "p36"),
+        pytest.param("p25_kv_block_copy_tirx.py", "p25", marks=pytest.mark.thorough),  # (18 s: the suite's 15 minutes)
+    ],
+)
 def test_staged_call_memory_verifies_like_shared_memory(
     cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, file: str, problem: str
 ) -> None:

@@ -32,7 +32,7 @@ def test_an_honest_kernel_s_twin_draw_gives_its_launches_the_same_bytes(cpu_sess
     "case",
     [
         "timed_answer_keyed_by_position_behind_a_switch_p36.py",
-        "timed_answer_in_a_workspace_the_draws_leave_fresh_p36.py",
+        pytest.param("timed_answer_in_a_workspace_the_draws_leave_fresh_p36.py", marks=pytest.mark.thorough),
     ],
 )
 def test_without_the_twin_draw_a_timed_call_decode_passes(
