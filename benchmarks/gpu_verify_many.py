@@ -3,7 +3,7 @@
     export PYTHONPATH=$PWD:/opt/dsl:/opt/dsl/nvidia_cutlass_dsl/dsl_packages CUDA_PATH=/usr/local/cuda
     python3 benchmarks/gpu_verify_many.py problems/mlp_norm/solutions/29_fused_*.py ... --out $OUT
 
-For each file: `mkbsim verify --backend cuda --protocol paper --workload production` in one warm
+For each file: `mkbsim verify --backend cuda --protocol paper --workload production` (or `--workload smoke`) in one warm
 `VerifierSession` (one zygote start for the whole batch, instead of one per file as in gpu_solutions.sh),
 its payload written to OUT/verdicts/<stem>.json; then, right after its verdict (a row is whole before the next one
 starts: a budget spent mid-batch leaves no verdict without its times), a passed file is timed by
@@ -27,21 +27,23 @@ from pathlib import Path
 from typing import Any
 
 
-def _verify(session: Any, catalog: Any, path: Path, out: Path) -> dict[str, Any]:
+def _verify(session: Any, catalog: Any, path: Path, out: Path, workload: str) -> dict[str, Any]:
     """``path``'s verdict, written to OUT/verdicts/<stem>.json."""
     # a solution's stem starts with its number (01_...), an example's with its id (p36_...)
     number, dsl = path.stem.split("_")[0].removeprefix("p"), path.stem.rsplit("_", 1)[1]
     started = time.monotonic()
     try:
-        report = session.verify(path, catalog.get(f"p{number}"), dsl, protocol="paper", workload="production")
+        report = session.verify(path, catalog.get(f"p{number}"), dsl, protocol="paper", workload=workload)
         payload: dict[str, Any] = report.to_payload(None, "final")
     except Exception as exc:  # a harness fault on one file must not lose the others' verdicts
         payload = {"passed": False, "failure": f"harness error: {type(exc).__name__}: {exc}"}
     (out / "verdicts" / f"{path.stem}.json").write_text(json.dumps(payload, indent=1))
-    sol = ((payload.get("details") or {}).get("sol") or {}).get("fraction")
+    details = payload.get("details") or {}
+    sol = (details.get("sol") or {}).get("fraction")
+    twin = {k: v for k, v in (details.get("twin_draw") or {}).items() if k != "outputs"}
     print(f"{path.stem}: passed={payload.get('passed')} failure={payload.get('failure')} "
-          f"runtime_ms={payload.get('runtime_ms')} sol={sol} ({time.monotonic() - started:.1f} s)",
-          flush=True)  # fmt: skip
+          f"runtime_ms={payload.get('runtime_ms')} sol={sol} twin={json.dumps(twin, default=str)} "
+          f"({time.monotonic() - started:.1f} s)", flush=True)  # fmt: skip
     return payload
 
 
@@ -78,7 +80,7 @@ def _do_bench(catalog: Any, path: Path, verdict: dict[str, Any]) -> dict[str, An
             "verifier_ms": verdict["runtime_ms"], "ratio": verdict["runtime_ms"] / ms}  # fmt: skip
 
 
-def _run(files: list[Path], out: Path, deadline: float, resume: bool, bench: bool) -> None:
+def _run(files: list[Path], out: Path, deadline: float, resume: bool, bench: bool, workload: str) -> None:
     from mkbsim.catalog import load_catalog
     from mkbsim.verifier import VerifierSession
 
@@ -97,7 +99,7 @@ def _run(files: list[Path], out: Path, deadline: float, resume: bool, bench: boo
             if time.monotonic() > deadline:
                 print(f"{path.stem}: skipped (budget spent)", flush=True)
                 continue
-            verdict = verdict or _verify(session, catalog, path, out)
+            verdict = verdict or _verify(session, catalog, path, out, workload)
             if bench and verdict.get("passed"):
                 row = _do_bench(catalog, path, verdict)
                 lines.write(json.dumps(row) + "\n")
@@ -111,13 +113,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/mkbsim-gpu"))
     parser.add_argument("--budget", type=float, default=480.0, help="seconds for the whole run")
     parser.add_argument("--no-do-bench", action="store_true")
+    parser.add_argument("--workload", choices=("smoke", "production"), default="production",
+                        help="the verification's workload (do_bench times a production draw either way)")  # fmt: skip
     parser.add_argument(
         "--resume",
         action="store_true",
         help="skip files OUT already holds a verdict (and do_bench line) for: a run spread over calls",
     )
     args = parser.parse_args()
-    _run(args.files, args.out, time.monotonic() + args.budget, args.resume, not args.no_do_bench)
+    _run(args.files, args.out, time.monotonic() + args.budget, args.resume, not args.no_do_bench, args.workload)
 
 
 if __name__ == "__main__":

@@ -616,6 +616,9 @@ def provenance_vault(
     # the bytes the stale draw gave a launch (as ``twin_erased``'s): never given again (a launch that wrote a byte the
     # value it was given left it fresh to the vault, and a later launch would find it given anew over its result)
     twin_given: list[Any] = []
+    # ((launch key, argument position) -> which of its bytes the twin draw held as NaN where the evidence call's launch
+    # had other bytes: what an operator made of the sentinel, the stale draw's to give as fresh memory)
+    twin_nan: dict[Any, Any] = {}
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     # the calling thread's gates in flight (``flights``): the launch's tensors copied aside, (u8 view of a storage, its
@@ -2112,23 +2115,30 @@ def provenance_vault(
             if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda"):
                 continue
             defined, live = twin_defined(t, lo, hi), bytes_of(t, lo, hi)
+            before = kept_then.get(k)
+            alike = before is not None and lib.numel(before) == lib.numel(live) and lib.device_of(
+                before) == lib.device_of(live)  # fmt: skip
             if twin == 1:
                 if lib.is_floating(t):  # NaN is what an operator made of the sentinel (a padded tail's rsqrt), which a
                     # timed call made of a reused block's bytes: not compared (red team rt51 k05)
-                    try:
-                        made = lib.broadcast_to(lib.unsqueeze(lib.ne(t, t), -1), (*lib.size(t), lib.element_size(t)))
-                        lib.logical_and_(grouped(t, defined), lib.logical_not(made))
-                    except lib.BaseException:  # (an argument whose elements share memory: compared whole)
-                        pass
+                    made = sentinel_within(t, live)
+                    lib.logical_and_(defined, lib.logical_not(made))
+                    if alike:  # (a NaN an input holds, the evidence call's launch had too: not made of the sentinel)
+                        twin_nan[(twin_count[0], k)] = lib.logical_and(made, lib.ne(before, live))
                 read.append((k, lib.clone(live), defined))
                 continue
-            before = kept_then.get(k)
-            if before is None or lib.numel(before) != lib.numel(live) or lib.device_of(before) != lib.device_of(live):
+            if not alike:
                 continue
             untracked = [entry for entry in fresh if entry[0] in fresh_touched]
             kept_apart = unmarked_within(t, lo, hi, [*twin_given, *untracked])  # (given already; written in part)
-            undefined = lib.logical_and(lib.logical_not(defined), kept_apart)
-            lib.logical_and_(undefined, sentinel_within(t, live))
+            # and where the twin draw's NaN was the evidence call's other bytes: what an eager operator made of the
+            # sentinel (``ws * 1.0`` over a fresh workspace) holds a timed call's bytes made anew, as fresh memory does
+            unwritten = lib.logical_not(defined)
+            made = twin_nan.get((twin_count[0], k))
+            if made is not None and lib.numel(made) == lib.numel(unwritten):
+                lib.logical_or_(unwritten, made)
+            undefined = lib.logical_and(sentinel_within(t, live), unwritten)
+            lib.logical_and_(undefined, kept_apart)
             twin_found[8] += lib.int(lib.count_nonzero(undefined))
             lib.copy_(live, lib.where(undefined, before, live))
             refresh(lo, hi)  # (as recorded: an eager read of them after the launch is not of memory nothing wrote)
@@ -3318,7 +3328,9 @@ def provenance_vault(
                 eager = lib.max(eager, lib.numel(t) - k - blank)
             operands.append((t, states, ids, given_input))
         ratio = dsl >= lib.derived_over_eager * eager
-        from_constants = lib.all_of_list(is_constant(t) for t, _, _, _ in operands)
+        # fresh memory is made of nothing the call was given, but holds anything on a timed call: no constant, nor what
+        # an operator makes of it (red team rt51 k01: an eager cast of a padded ``empty`` buffer's tail)
+        from_constants = name not in lib.empty_ops and lib.all_of_list(is_constant(t) for t, _, _, _ in operands)
         if operator_name in lib.contractions:  # what the eager operands alone determine (``undone``)
             for t, states, ids, _ in operands:
                 if not entirely_dsl(states, ids):
@@ -3937,6 +3949,7 @@ def provenance_vault(
                 twin = page[layout.TWIN] if audit else 0
                 if evidence and not audit:  # the last evidence call's launches are the twin draw's to compare
                     twin_kept.clear()
+                    twin_nan.clear()
                 twin_erased.clear()
                 twin_seen.clear()
                 twin_found[:] = [0, 0, 0, 0, 0, 0, -1, -1, 0]
