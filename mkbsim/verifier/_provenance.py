@@ -1263,6 +1263,39 @@ def provenance_vault(
             for j in lib.range(0, lib.len(edges), 2):
                 constant_made(lo + edges[j] * width, lo + edges[j + 1] * width, True)
 
+    def fresh_flow(entry: Any, args: Any, kwargs: Any, outs: Any) -> None:
+        """An eager operator that only moves elements (a cast, a ``cat``, a copy), reading fresh memory: the elements of
+        its results it moved from fresh elements are fresh too (a padded ``empty`` buffer's tail, concatenated or cast:
+        the sentinel on a draw, a reused block's bytes on a timed call), out of the twin draw's comparison and the
+        stale draw's to give, as the memory they came from."""
+        known: dict[int, Any] = {}
+        for t in tensors_in((args, kwargs), []):
+            lo, hi = span(t)
+            # (a mask of the span's bytes only where fresh memory is there: a production draw's operands are large)
+            near = lib.any(a < hi and lo < b for a, b, _, _ in fresh)
+            unwritten = lib.logical_not(unfresh_within(t, lo, hi)) if hi > lo and near else None
+            if unwritten is None or not lib.bool(lib.any_of(unwritten)):
+                known[lib.id(t)] = (None, None)
+                continue
+            known[lib.id(t)] = (lib.to(lib.any_of(by_element(t, unwritten), 1), lib.int8), None)
+        if not lib.any(states is not None for states, _ in known.values()):
+            return
+        try:
+            found = moved(entry, args, kwargs, outs, known)
+        except lib.BaseException:  # an operator that takes no labels: its results are written memory
+            return
+        for k in lib.range(lib.len(outs)):
+            t = outs[k]
+            lo, hi = span(t)
+            if found[k] is None or not lib.is_contiguous(t) or lib.numel(t) * lib.element_size(t) != hi - lo:
+                continue
+            flags = lib.reshape(found[k][0], (-1,))
+            if hi - lo > lib.fresh_mask_bytes or not lib.bool(lib.any_of(flags)):
+                continue
+            per_byte = lib.reshape(lib.broadcast_to(lib.unsqueeze(flags, -1), (lib.numel(flags), lib.element_size(
+                t))), (-1,))  # fmt: skip
+            fresh.append([lo, hi, lib.clone(per_byte), lib.device_of(t)])
+
     def roots_of(t: Any) -> Any:
         """What ``t``'s values are functions of (``behind``): a record's roots if one holds all of ``t``, else ``t``
         itself, as many elements as its bytes hold (an expanded view's are its source's)."""
@@ -2137,7 +2170,7 @@ def provenance_vault(
             made = twin_nan.get((twin_count[0], k))
             if made is not None and lib.numel(made) == lib.numel(unwritten):
                 lib.logical_or_(unwritten, made)
-            undefined = lib.logical_and(sentinel_within(t, live), unwritten)
+            undefined = lib.logical_and(sentinel_within(t, live, True), unwritten)
             lib.logical_and_(undefined, kept_apart)
             twin_found[8] += lib.int(lib.count_nonzero(undefined))
             lib.copy_(live, lib.where(undefined, before, live))
@@ -2145,14 +2178,16 @@ def provenance_vault(
             twin_given.append((lo, hi, undefined, lib.device_of(undefined)))
         return read
 
-    def sentinel_within(t: Any, live: Any) -> Any:
+    def sentinel_within(t: Any, live: Any, cast: bool = False) -> Any:
         """Which bytes of ``t``'s span (``live``: its bytes) belong to elements that hold the sentinel (NaN where
-        floating, as ``op`` fills fresh memory and ``erase`` erased memory; else zero): the stale draw gives no other
-        bytes, whatever the vault's tracking of fresh memory says (an eager copy into rows of a padded ``empty`` buffer
-        left them fresh to it: red team rt51 k02)."""
+        floating, as ``op`` fills fresh memory and ``erase`` erased memory; else zero; with ``cast``, a floating zero
+        too, an integer sentinel's cast: ``fresh_flow``): the stale draw gives no other bytes, whatever the vault's
+        tracking of fresh memory says (an eager copy into rows of a padded ``empty`` buffer left them fresh to it: red
+        team rt51 k02)."""
         found = lib.zeros((lib.numel(live),), dtype=lib.bool_, device=lib.device_of(live))
         try:
-            held = lib.ne(t, t) if lib.is_floating(t) else lib.eq(t, 0)
+            held = lib.eq(t, 0) if not lib.is_floating(t) else (
+                lib.logical_or(lib.ne(t, t), lib.eq(t, 0)) if cast else lib.ne(t, t))  # fmt: skip
             every_byte = lib.broadcast_to(lib.unsqueeze(held, -1), (*lib.size(t), lib.element_size(t)))
             lib.logical_or_(grouped(t, found), every_byte)
         except lib.BaseException:  # (an argument whose elements share memory: given nothing)
@@ -3363,6 +3398,8 @@ def provenance_vault(
                 copies.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))  # x.float(): as much an input as x
         if not from_constants and not writes and lib.movement.get(priced) is not None:
             constant_flow(lib.movement[priced], args, kwargs, outs)
+        if fresh and name not in lib.empty_ops and lib.movement.get(priced) is not None:
+            fresh_flow(lib.movement[priced], args, kwargs, outs)
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
