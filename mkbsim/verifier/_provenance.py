@@ -1263,11 +1263,10 @@ def provenance_vault(
             for j in lib.range(0, lib.len(edges), 2):
                 constant_made(lo + edges[j] * width, lo + edges[j + 1] * width, True)
 
-    def fresh_flow(entry: Any, args: Any, kwargs: Any, outs: Any) -> None:
-        """An eager operator that only moves elements (a cast, a ``cat``, a copy), reading fresh memory: the elements of
-        its results it moved from fresh elements are fresh too (a padded ``empty`` buffer's tail, concatenated or cast:
-        the sentinel on a draw, a reused block's bytes on a timed call), out of the twin draw's comparison and the
-        stale draw's to give, as the memory they came from."""
+    def fresh_read(args: Any, kwargs: Any) -> Any:
+        """Per tensor an eager operator is given (by ``id``): which of its elements are fresh memory (``fresh``) as
+        the operator found them (int8 states for ``moved``, 1: fresh), taken before its writes are recorded (an in-place
+        operator over fresh memory); None where none is."""
         known: dict[int, Any] = {}
         for t in tensors_in((args, kwargs), []):
             lo, hi = span(t)
@@ -1277,12 +1276,35 @@ def provenance_vault(
             if unwritten is None or not lib.bool(lib.any_of(unwritten)):
                 known[lib.id(t)] = (None, None)
                 continue
-            known[lib.id(t)] = (lib.to(lib.any_of(by_element(t, unwritten), 1), lib.int8), None)
-        if not lib.any(states is not None for states, _ in known.values()):
-            return
-        try:
-            found = moved(entry, args, kwargs, outs, known)
-        except lib.BaseException:  # an operator that takes no labels: its results are written memory
+            # (an element all of whose bytes are: a written element's byte may hold what it held before)
+            known[lib.id(t)] = (lib.to(lib.all_of(by_element(t, unwritten), 1), lib.int8), None)
+        return known if lib.any(states is not None for states, _ in known.values()) else None
+
+    def fresh_flow(entry: Any, operator_name: str, args: Any, kwargs: Any, outs: Any, known: Any) -> None:
+        """An eager operator that only moves elements (``entry``: a cast, a ``cat``, a copy) or maps them one by one
+        (``_POINTWISE``: a scale, an ``rsqrt``, a mask of bits), reading fresh memory (``known``: ``fresh_read``'s):
+        the elements of its results made from fresh elements are fresh too (a padded ``empty`` buffer's tail,
+        concatenated, cast, normalised: the sentinel's image on a draw, a reused block's on a timed call), out of the
+        twin draw's comparison and the stale draw's to give, as the memory they came from (red team rt52 F4, F5)."""
+        if entry is not None:
+            try:
+                found = moved(entry, args, kwargs, outs, known)
+            except lib.BaseException:  # an operator that takes no labels: its results are written memory
+                return
+        elif operator_name in lib.pointwise and outs:
+            shape = lib.tuple(lib.size(outs[0]))
+            made = lib.zeros(shape, dtype=lib.bool_, device=lib.device_of(outs[0]))
+            for t in tensors_in((args, kwargs), []):
+                states = known[lib.id(t)][0] if lib.id(t) in known else None
+                if states is None:
+                    continue
+                try:  # (an operand that does not broadcast to the result: none of the operator's elementwise ones)
+                    lib.logical_or_(made, lib.broadcast_to(lib.reshape(lib.eq(states, 1), lib.tuple(lib.size(t))),
+                                                           shape))  # fmt: skip
+                except lib.BaseException:
+                    return
+            found = [(made, None) if lib.tuple(lib.size(u)) == shape else None for u in outs]
+        else:
             return
         for k in lib.range(lib.len(outs)):
             t = outs[k]
@@ -2154,43 +2176,57 @@ def provenance_vault(
             if twin == 1:
                 if lib.is_floating(t):  # NaN is what an operator made of the sentinel (a padded tail's rsqrt), which a
                     # timed call made of a reused block's bytes: not compared (red team rt51 k05)
-                    made = sentinel_within(t, live)
+                    made = nan_within(t, live)
                     lib.logical_and_(defined, lib.logical_not(made))
                     if alike:  # (a NaN an input holds, the evidence call's launch had too: not made of the sentinel)
                         twin_nan[(twin_count[0], k)] = lib.logical_and(made, lib.ne(before, live))
                 read.append((k, lib.clone(live), defined))
                 continue
-            if not alike:
+            if before is None or lib.device_of(before) != lib.device_of(live):
                 continue
             untracked = [entry for entry in fresh if entry[0] in fresh_touched]
             kept_apart = unmarked_within(t, lo, hi, [*twin_given, *untracked])  # (given already; written in part)
             # and where the twin draw's NaN was the evidence call's other bytes: what an eager operator made of the
-            # sentinel (``ws * 1.0`` over a fresh workspace) holds a timed call's bytes made anew, as fresh memory does
-            unwritten = lib.logical_not(defined)
+            # sentinel (``ws * 1.0`` over a fresh workspace) holds a timed call's bytes made anew, as fresh memory does.
+            # By the vault's tracking, not by value: a view of a float ``empty`` as int32 holds NaN's bits, not the int
+            # sentinel (red team rt52 F1)
+            undefined = lib.logical_not(defined)
             made = twin_nan.get((twin_count[0], k))
-            if made is not None and lib.numel(made) == lib.numel(unwritten):
-                lib.logical_or_(unwritten, made)
-            undefined = lib.logical_and(sentinel_within(t, live, True), unwritten)
+            if made is not None and lib.numel(made) == lib.numel(undefined):
+                lib.logical_or_(undefined, made)
             lib.logical_and_(undefined, kept_apart)
+            whole_elements(t, undefined)
+            # an argument of another size is given over the bytes both have, from its first: a workspace whose size
+            # the data sets is another size on the stale draw's inputs (red team rt52 F2)
+            n = lib.min(lib.numel(before), lib.numel(live))
+            lib.fill_(undefined[n:], False)
             twin_found[8] += lib.int(lib.count_nonzero(undefined))
-            lib.copy_(live, lib.where(undefined, before, live))
+            lib.copy_(live[:n], lib.where(undefined[:n], before[:n], live[:n]))
             refresh(lo, hi)  # (as recorded: an eager read of them after the launch is not of memory nothing wrote)
             twin_given.append((lo, hi, undefined, lib.device_of(undefined)))
         return read
 
-    def sentinel_within(t: Any, live: Any, cast: bool = False) -> Any:
-        """Which bytes of ``t``'s span (``live``: its bytes) belong to elements that hold the sentinel (NaN where
-        floating, as ``op`` fills fresh memory and ``erase`` erased memory; else zero; with ``cast``, a floating zero
-        too, an integer sentinel's cast: ``fresh_flow``): the stale draw gives no other bytes, whatever the vault's
-        tracking of fresh memory says (an eager copy into rows of a padded ``empty`` buffer left them fresh to it: red
-        team rt51 k02)."""
-        found = lib.zeros((lib.numel(live),), dtype=lib.bool_, device=lib.device_of(live))
+    def whole_elements(t: Any, per_byte: Any) -> None:
+        """``per_byte`` (over ``t``'s span) kept only for elements all of whose bytes it marks: a written element's byte
+        that happened to hold what it held before (a float's low byte of zeros over the sentinel's) is no fresh
+        memory, and the stale draw gives none of its bytes (red team rt51 k02)."""
         try:
-            held = lib.eq(t, 0) if not lib.is_floating(t) else (
-                lib.logical_or(lib.ne(t, t), lib.eq(t, 0)) if cast else lib.ne(t, t))  # fmt: skip
+            each = grouped(t, per_byte)
+            lib.copy_(each, lib.broadcast_to(lib.all_of(each, -1, keepdim=True), lib.size(each)))
+        except lib.BaseException:  # (an argument whose elements share memory: given nothing)
+            lib.fill_(per_byte, False)
+
+    def nan_within(t: Any, live: Any) -> Any:
+        """Which bytes of ``t``'s span (``live``: its bytes) belong to NaN elements of a floating ``t`` (what an
+        operator made of the sentinel, as ``op`` fills fresh memory and ``erase`` erased memory)."""
+        found = lib.zeros((lib.numel(live),), dtype=lib.bool_, device=lib.device_of(live))
+        if not lib.is_floating(t):
+            return found
+        try:
+            held = lib.ne(t, t)
             every_byte = lib.broadcast_to(lib.unsqueeze(held, -1), (*lib.size(t), lib.element_size(t)))
             lib.logical_or_(grouped(t, found), every_byte)
-        except lib.BaseException:  # (an argument whose elements share memory: given nothing)
+        except lib.BaseException:  # (an argument whose elements share memory: none)
             lib.fill_(found, False)
         return found
 
@@ -3294,6 +3330,8 @@ def provenance_vault(
         if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
+        # which elements of what it read were fresh memory, before its writes are recorded (``fresh_flow``)
+        read_fresh = fresh_read(args, kwargs) if fresh and name not in lib.empty_ops else None
         operator_wrote(name, args, kwargs if lib.type(kwargs) is lib.dict else {}, tensors_in(out, []))
         if name in lib.empty_ops or name in lib.lifts:  # fresh memory until a writer writes it; Python's values
             for t in tensors_in(out, []):
@@ -3398,8 +3436,8 @@ def provenance_vault(
                 copies.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))  # x.float(): as much an input as x
         if not from_constants and not writes and lib.movement.get(priced) is not None:
             constant_flow(lib.movement[priced], args, kwargs, outs)
-        if fresh and name not in lib.empty_ops and lib.movement.get(priced) is not None:
-            fresh_flow(lib.movement[priced], args, kwargs, outs)
+        if read_fresh is not None:
+            fresh_flow(lib.movement.get(priced), operator_name, args, kwargs, outs, read_fresh)
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
