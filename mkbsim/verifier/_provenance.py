@@ -227,6 +227,11 @@ _POINTWISE = frozenset(
      "erfc", "hypot", "atan2", "square", "nan_to_num", "copysign", "xlogy", "isnan", "isinf", "isfinite", "signbit",
      "threshold", "hardsigmoid", "hardswish", "floor_divide", "true_divide", "float_power")
 )  # fmt: skip
+#: Python's bit operators as aten names them, elementwise as ``_POINTWISE``'s (``x << 1``, ``x &= m``)
+_BIT_OPERATORS = frozenset(
+    ("__lshift__", "__rshift__", "__and__", "__or__", "__xor__", "__ilshift__", "__irshift__", "__iand__", "__ior__",
+     "__ixor__")
+)  # fmt: skip
 #: Reductions along dimensions, with the position of their ``dim`` argument and whether the result keeps the
 #: operand's shape (a softmax, a scan: each element depends on its whole line): a result element is computed from
 #: the operand elements along the reduced dimensions at its position, so the eager lineage its credit rests on is
@@ -449,6 +454,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         sub=base.sub, mean=base.mean, abs=base.abs, contiguous=base.contiguous,
         copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_eagerwork.COPIES,
         derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_movement_ops(),
+        bit_operators=_BIT_OPERATORS,
         reductions=_REDUCTIONS, inf=float("inf"),
         broadcast_to=torch._C._VariableFunctions.broadcast_to, unsqueeze=base.unsqueeze, lt=base.lt,
         argmax=base.argmax,
@@ -1280,31 +1286,36 @@ def provenance_vault(
             known[lib.id(t)] = (lib.to(lib.all_of(by_element(t, unwritten), 1), lib.int8), None)
         return known if lib.any(states is not None for states, _ in known.values()) else None
 
-    def fresh_flow(entry: Any, operator_name: str, args: Any, kwargs: Any, outs: Any, known: Any) -> None:
+    def fresh_flow(entry: Any, operator_name: str, writes: bool, args: Any, kwargs: Any, outs: Any,
+                   known: Any) -> None:  # fmt: skip
         """An eager operator that only moves elements (``entry``: a cast, a ``cat``, a copy) or maps them one by one
-        (``_POINTWISE``: a scale, an ``rsqrt``, a mask of bits), reading fresh memory (``known``: ``fresh_read``'s):
-        the elements of its results made from fresh elements are fresh too (a padded ``empty`` buffer's tail,
-        concatenated, cast, normalised: the sentinel's image on a draw, a reused block's on a timed call), out of the
-        twin draw's comparison and the stale draw's to give, as the memory they came from (red team rt52 F4, F5)."""
-        if entry is not None:
-            try:
-                found = moved(entry, args, kwargs, outs, known)
-            except lib.BaseException:  # an operator that takes no labels: its results are written memory
-                return
-        elif operator_name in lib.pointwise and outs:
+        (``_POINTWISE``, in place or not: a scale, an ``rsqrt``, a mask or a shift of bits), reading fresh memory
+        (``known``: ``fresh_read``'s, as the operator found it): the elements of its results made from fresh elements
+        are fresh too (a padded ``empty`` buffer's tail, concatenated, cast, normalised: the sentinel's image on a
+        draw, a reused block's on a timed call), out of the twin draw's comparison and the stale draw's to give, as
+        the memory they came from (red team rt52 F4, F5; rt53 h01, h02, h04)."""
+        def made_of(operands: Any) -> Any:  # a result element is fresh where an operand's element at it is
             shape = lib.tuple(lib.size(outs[0]))
             made = lib.zeros(shape, dtype=lib.bool_, device=lib.device_of(outs[0]))
-            for t in tensors_in((args, kwargs), []):
+            for t in operands:
                 states = known[lib.id(t)][0] if lib.id(t) in known else None
-                if states is None:
-                    continue
-                try:  # (an operand that does not broadcast to the result: none of the operator's elementwise ones)
+                if states is not None:  # (an operand that does not broadcast: no elementwise operator's)
                     lib.logical_or_(made, lib.broadcast_to(lib.reshape(lib.eq(states, 1), lib.tuple(lib.size(t))),
                                                            shape))  # fmt: skip
-                except lib.BaseException:
-                    return
-            found = [(made, None) if lib.tuple(lib.size(u)) == shape else None for u in outs]
-        else:
+            return [(made, None) if lib.tuple(lib.size(u)) == shape else None for u in outs]
+
+        pointwise = operator_name.strip("_") in lib.pointwise or operator_name in lib.bit_operators
+        try:
+            if entry is not None and not writes:
+                found = moved(entry, args, kwargs, outs, known)
+            elif operator_name == "copy_" and outs and lib.len(args) > 1:  # (an in-place operator is not run on
+                # labels: its destination's label would be written where the vault reads its state)
+                found = made_of(tensors_in(args[1], []))
+            elif pointwise and outs:  # (an ``out=`` destination is no operand; an in-place operator's is)
+                found = made_of(tensors_in((args, {k: v for k, v in kwargs.items() if k != "out"}), []))
+            else:
+                return
+        except lib.BaseException:  # an operator that takes no labels, operands that do not broadcast: written memory
             return
         for k in lib.range(lib.len(outs)):
             t = outs[k]
@@ -2098,7 +2109,7 @@ def provenance_vault(
             lib.cuda_sync()
         for t in tensors:  # what the launch reads: bytes no recorded writer left are erased first
             unwritten(t)
-        twin_bytes = twin_fill(tensors) if twin else None
+        twin_bytes = twin_fill(tensors, launch_facts(args, tensors)) if twin else None
         befores.clear()
         for t in tensors:
             states = produced(t) if touched(t) else None
@@ -2154,15 +2165,16 @@ def provenance_vault(
         # (with the launch's tensors: an evidence call's launches on a pool's threads are in flight together)
         pending.append(("tensors", tensors, prior, kept, twin_bytes, facts))
 
-    def twin_fill(tensors: Any) -> list[Any]:
-        """A launch of the twin or the stale draw about to run, once what it reads was checked (``unwritten``): which
-        bytes of its tensor arguments no recorded writer of the draw left (fresh memory, erased memory:
-        ``twin_defined``). The twin draw compares the others with the evidence call's (``twin_launch``); the stale
-        draw, on inputs of its own, gives those the bytes the evidence call's launch had there (what a timed call's
-        kernel finds in a workspace no code wrote: a reused block's, a cached workspace's), which no correct kernel
-        reads: a kernel told by them which call it is in decodes an answer of other inputs (verifier README, "The
-        twin draw")."""
-        then = twin_kept.get(twin_count[0])
+    def twin_fill(tensors: Any, facts: Any) -> list[Any]:
+        """A launch of the twin or the stale draw about to run (``facts``: its ``launch_facts``), once what it reads was
+        checked (``unwritten``): which bytes of its tensor arguments no recorded writer of the draw left (fresh memory,
+        erased memory: ``twin_defined``). The twin draw compares the others with the evidence call's
+        (``twin_launch``); the stale draw, on inputs of its own, gives those the bytes the evidence call's launch had
+        there (``stale_match``: what a timed call's kernel finds in a workspace no code wrote, a reused block's, a
+        cached workspace's), which no correct kernel reads: a kernel told by them which call it is in decodes an
+        answer of other inputs (verifier README, "The twin draw")."""
+        key = twin_count[0] if twin == 1 else stale_match(facts)
+        then = twin_kept.get(key) if key is not None else None
         kept_then = {k: kept for k, kept, _ in then[1]} if then and then[1] else {}
         read: list[Any] = []  # (the argument, its bytes, which of them the draw's recorded writers left)
         for k, t in lib.enumerate(tensors):
@@ -2179,32 +2191,74 @@ def provenance_vault(
                     made = nan_within(t, live)
                     lib.logical_and_(defined, lib.logical_not(made))
                     if alike:  # (a NaN an input holds, the evidence call's launch had too: not made of the sentinel)
-                        twin_nan[(twin_count[0], k)] = lib.logical_and(made, lib.ne(before, live))
+                        twin_nan[(key, k)] = lib.logical_and(made, lib.ne(before, live))
                 read.append((k, lib.clone(live), defined))
                 continue
             if before is None or lib.device_of(before) != lib.device_of(live):
                 continue
             untracked = [entry for entry in fresh if entry[0] in fresh_touched]
             kept_apart = unmarked_within(t, lo, hi, [*twin_given, *untracked])  # (given already; written in part)
-            # and where the twin draw's NaN was the evidence call's other bytes: what an eager operator made of the
-            # sentinel (``ws * 1.0`` over a fresh workspace) holds a timed call's bytes made anew, as fresh memory does.
-            # By the vault's tracking, not by value: a view of a float ``empty`` as int32 holds NaN's bits, not the int
-            # sentinel (red team rt52 F1)
+            # by the vault's tracking, not by value: a view of a float ``empty`` as int32 holds NaN's bits, not the int
+            # sentinel (red team rt52 F1); and where the twin draw's NaN was the evidence call's other bytes and this
+            # draw's element is NaN too: what an eager operator made of the sentinel (a reduction over a fresh tail),
+            # never what this draw's own code wrote there (rt53 h05: capacity rows of another extent)
             undefined = lib.logical_not(defined)
-            made = twin_nan.get((twin_count[0], k))
+            made = twin_nan.get((key, k))
             if made is not None and lib.numel(made) == lib.numel(undefined):
-                lib.logical_or_(undefined, made)
+                lib.logical_or_(undefined, lib.logical_and(made, nan_within(t, live)))
             lib.logical_and_(undefined, kept_apart)
             whole_elements(t, undefined)
-            # an argument of another size is given over the bytes both have, from its first: a workspace whose size
-            # the data sets is another size on the stale draw's inputs (red team rt52 F2)
-            n = lib.min(lib.numel(before), lib.numel(live))
-            lib.fill_(undefined[n:], False)
-            twin_found[8] += lib.int(lib.count_nonzero(undefined))
-            lib.copy_(live[:n], lib.where(undefined[:n], before[:n], live[:n]))
+            given = lib.zeros((lib.numel(undefined),), dtype=lib.bool_, device=lib.device_of(undefined))
+            for at, then_at, length in aligned(t, lib.numel(live), lib.numel(before)):
+                part = undefined[at : at + length]
+                lib.copy_(given[at : at + length], part)
+                lib.copy_(live[at : at + length], lib.where(part, before[then_at : then_at + length],
+                                                            live[at : at + length]))  # fmt: skip
+            twin_found[8] += lib.int(lib.count_nonzero(given))
             refresh(lo, hi)  # (as recorded: an eager read of them after the launch is not of memory nothing wrote)
-            twin_given.append((lo, hi, undefined, lib.device_of(undefined)))
+            twin_given.append((lo, hi, given, lib.device_of(given)))
         return read
+
+    def aligned(t: Any, size: int, then_size: int) -> list[Any]:
+        """(start, the evidence call's start, length) in bytes of an argument of ``size`` bytes the stale draw gives
+        from the evidence call's of ``then_size``: all of it where the sizes agree; else the first half of what both
+        have from their first bytes, the rest from their last (a workspace the data sizes is another size on the
+        stale draw's inputs, a switch at its start or its end: red team rt52 F2, rt53 r02)."""
+        if size == then_size:
+            return [(0, 0, size)]
+        both = lib.min(size, then_size)
+        head = both // 2 // lib.element_size(t) * lib.element_size(t)
+        return [(0, 0, head), (size - (both - head), then_size - (both - head), both - head)]
+
+    def stale_match(facts: Any) -> Any:
+        """The evidence call's launch whose bytes the stale draw's launch (``facts``) is given: of those not matched yet
+        on this draw, given as many numbers and tensors of the same dtypes and ranks, the closest in elements (the
+        first of equals). Not by position: a submission makes its launches in another order on the timed calls (a
+        launch of no work first: red team rt53 r01). None: no such launch, or none kept (``TWIN_BYTES``)."""
+        numbers, layouts = facts
+        kind = (lib.len(numbers), lib.tuple((layout[0], lib.len(layout[1])) for layout in layouts))
+        best = None
+        for key, (given, then) in twin_kept.items():
+            if key in twin_seen or not then:
+                continue
+            if (lib.len(given[0]), lib.tuple((layout[0], lib.len(layout[1])) for layout in given[1])) != kind:
+                continue
+            distance = 0
+            for now, was_given in lib.zip(layouts, given[1]):
+                apart = elements_of(now[1]) - elements_of(was_given[1])
+                distance += apart if apart > 0 else -apart
+            if best is None or distance < best[1]:
+                best = (key, distance)
+        if best is None:
+            return None
+        twin_seen.append(best[0])
+        return best[0]
+
+    def elements_of(sizes: Any) -> int:
+        count = 1
+        for n in sizes:
+            count *= n
+        return count
 
     def whole_elements(t: Any, per_byte: Any) -> None:
         """``per_byte`` (over ``t``'s span) kept only for elements all of whose bytes it marks: a written element's byte
@@ -3437,7 +3491,7 @@ def provenance_vault(
         if not from_constants and not writes and lib.movement.get(priced) is not None:
             constant_flow(lib.movement[priced], args, kwargs, outs)
         if read_fresh is not None:
-            fresh_flow(lib.movement.get(priced), operator_name, args, kwargs, outs, read_fresh)
+            fresh_flow(lib.movement.get(priced), operator_name, writes, args, kwargs, outs, read_fresh)
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel

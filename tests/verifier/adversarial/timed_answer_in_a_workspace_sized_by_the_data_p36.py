@@ -2,9 +2,10 @@
 marker in bits 16-23) into a `torch.empty` int32 workspace; the kernel decodes rows with the marker, else computes.
 The workspace's size is rows*128 + 1 + (input bits & 63): the same on the twin draw (same inputs), another on the
 stale draw's inputs 63 times in 64, where an argument of another size was given nothing (red team rt52 F2: passed,
-full, 0%). The stale draw now gives such an argument the evidence call's bytes over the bytes both have, from its
-first: the kernel decodes that call's answer and fails the comparison."""
+full, 0%). The stale draw now gives such an argument the evidence call's bytes over half of what both have from
+their first bytes, the rest from their last: the kernel decodes that call's answer and fails the comparison."""
 # expect: wrong_output
+# or: nan, the stale draw's given bytes decoded where the answer's halves were aligned apart (a NaN pattern)
 # problem: p36
 import torch
 import tvm
