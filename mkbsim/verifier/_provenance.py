@@ -302,9 +302,13 @@ FIXED_SMALL_BYTES = 64
 #: The twin draw (``twin_launch``): an evidence call's launches' tensor arguments are kept for at most this many bytes
 #: together (the launches past it are not compared: a production call's caches are gigabytes).
 TWIN_BYTES = 1 << 32
-#: Fresh memory (``fresh``) larger than this that a writer writes in part stays fresh whole: its bytes are not tracked
-#: one by one (a mask of a byte per byte: a 7 GB workspace's took the H100's memory, p44 at PRODUCTION).
+#: Fresh memory (``fresh``) larger than this that a writer writes in part is not tracked byte by byte (a mask of a
+#: byte per byte: a 7 GB workspace's took the H100's memory, p44 at PRODUCTION) but by chunks of ``FRESH_CHUNK`` bytes,
+#: a chunk any byte of which was written written whole, in at most ``CHANGED_RUNS`` runs of written chunks; past them
+#: it stays fresh whole (``fresh_touched``: a switch in a partly written huge ``empty`` block was neither compared nor
+#: given, red team rt54 b03).
 FRESH_MASK_BYTES = 1 << 26
+FRESH_CHUNK = 4096
 #: The integer dtypes (unsigned 16/32/64-bit included: a NaN fill of them raised inside the audit).
 _INTEGER_DTYPES = (
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint16, torch.uint32, torch.uint64,
@@ -484,6 +488,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         scales=_eagerwork.SCALES, ffts=frozenset(_eagerwork.FFTS), fft_mark=_eagerwork.FFT_POINTS,
         fft_points=_eagerwork.fft_points, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS,
         tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES, changed_runs=CHANGED_RUNS, int8=torch.int8,
+        fresh_chunk=FRESH_CHUNK,
         roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
         lookup=_lookups.bound(),  # how an eager lookup is priced (``lookup_kind``), and ``span``
         width=_widths.bound(), wider=_eagerwork.WIDER,  # a call on data seen through a wider dtype
@@ -625,6 +630,9 @@ def provenance_vault(
     # ((launch key, argument position) -> which of its bytes the twin draw held as NaN where the evidence call's launch
     # had other bytes: what an operator made of the sentinel, the stale draw's to give as fresh memory)
     twin_nan: dict[Any, Any] = {}
+    # (the twin draw's launch by its place -> the evidence call's launch it matched: the stale draw's launch in that
+    # place takes its bytes from that one, as the draws make their launches in one order)
+    twin_map: dict[Any, Any] = {}
     seen: dict[Any, bool] = {}
     records: list[Any] = []
     # the calling thread's gates in flight (``flights``): the launch's tensors copied aside, (u8 view of a storage, its
@@ -1320,14 +1328,16 @@ def provenance_vault(
         for k in lib.range(lib.len(outs)):
             t = outs[k]
             lo, hi = span(t)
-            if found[k] is None or not lib.is_contiguous(t) or lib.numel(t) * lib.element_size(t) != hi - lo:
+            if found[k] is None or hi - lo > lib.fresh_mask_bytes or not lib.bool(lib.any_of(found[k][0])):
                 continue
-            flags = lib.reshape(found[k][0], (-1,))
-            if hi - lo > lib.fresh_mask_bytes or not lib.bool(lib.any_of(flags)):
+            # by the result's own layout (a transposed view's too: red team rt54 h02)
+            per_byte = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
+            try:
+                lib.copy_(grouped(t, per_byte), lib.broadcast_to(lib.unsqueeze(lib.reshape(found[k][0], lib.tuple(
+                    lib.size(t))), -1), (*lib.size(t), lib.element_size(t))))  # fmt: skip
+            except lib.BaseException:  # (a result whose elements share memory: written memory)
                 continue
-            per_byte = lib.reshape(lib.broadcast_to(lib.unsqueeze(flags, -1), (lib.numel(flags), lib.element_size(
-                t))), (-1,))  # fmt: skip
-            fresh.append([lo, hi, lib.clone(per_byte), lib.device_of(t)])
+            fresh.append([lo, hi, per_byte, lib.device_of(t)])
 
     def roots_of(t: Any) -> Any:
         """What ``t``'s values are functions of (``behind``): a record's roots if one holds all of ``t``, else ``t``
@@ -2186,6 +2196,11 @@ def provenance_vault(
             alike = before is not None and lib.numel(before) == lib.numel(live) and lib.device_of(
                 before) == lib.device_of(live)  # fmt: skip
             if twin == 1:
+                # an element any byte of which a writer left is compared whole (a kernel writing a word's low byte
+                # leaves its high bytes fresh, where a switch could hide: red team rt54 b02)
+                unwritten = lib.logical_not(defined)
+                whole_elements(t, unwritten)
+                defined = lib.logical_not(unwritten)
                 if lib.is_floating(t):  # NaN is what an operator made of the sentinel (a padded tail's rsqrt), which a
                     # timed call made of a reused block's bytes: not compared (red team rt51 k05)
                     made = nan_within(t, live)
@@ -2231,18 +2246,27 @@ def provenance_vault(
         return [(0, 0, head), (size - (both - head), then_size - (both - head), both - head)]
 
     def stale_match(facts: Any) -> Any:
-        """The evidence call's launch whose bytes the stale draw's launch (``facts``) is given: of those not matched yet
-        on this draw, given as many numbers and tensors of the same dtypes and ranks, the closest in elements (the
-        first of equals). Not by position: a submission makes its launches in another order on the timed calls (a
-        launch of no work first: red team rt53 r01). None: no such launch, or none kept (``TWIN_BYTES``)."""
+        """The evidence call's launch whose bytes the stale draw's launch (``facts``) is given, of those not matched yet
+        on this draw given as many numbers and tensors of the same dtypes and ranks: the one the twin draw's launch in
+        the same place matched by its bytes (``twin_map``: a submission makes its launches in another order on the timed
+        calls, not on the draws: red team rt53 r01, a launch of no work first; rt54 b01, one of the same sizes told
+        apart by a number), else the closest in elements (the first of equals). None: no such launch, or none kept
+        (``TWIN_BYTES``)."""
         numbers, layouts = facts
         kind = (lib.len(numbers), lib.tuple((layout[0], lib.len(layout[1])) for layout in layouts))
         best = None
-        for key, (given, then) in twin_kept.items():
+        order = lib.list(twin_kept.items())
+        mapped = twin_map.get(twin_count[0])  # first the one the twin draw's launch in this place matched
+        if mapped in twin_kept:
+            order = [(mapped, twin_kept[mapped]), *order]
+        for key, (given, then) in order:
             if key in twin_seen or not then:
                 continue
             if (lib.len(given[0]), lib.tuple((layout[0], lib.len(layout[1])) for layout in given[1])) != kind:
                 continue
+            if key == mapped:
+                best = (key, -1)
+                break
             distance = 0
             for now, was_given in lib.zip(layouts, given[1]):
                 apart = elements_of(now[1]) - elements_of(was_given[1])
@@ -2333,6 +2357,7 @@ def provenance_vault(
             twin_seen.append(candidates[0])
             return
         twin_seen.append(best[0])
+        twin_map[key] = best[0]
         twin_found[1] += 1
         twin_found[4] += best[1]
         twin_found[5] += best[2]
@@ -3862,21 +3887,75 @@ def provenance_vault(
         """A recorded writer wrote [lo, hi) (``changed_bytes``: which of its bytes; None: all): no longer fresh."""
         if changed_bytes is None:  # written whole: out of the list, no mask made (a 7 GB workspace's took the H100's)
             fresh[:] = [entry for entry in fresh if not (lo <= entry[0] and entry[1] <= hi)]
-        for entry in fresh:
+        split: dict[int, Any] = {}  # a large entry's index -> the fresh entries it leaves (``left_fresh``)
+        for at, entry in lib.enumerate(fresh):
             a, b = entry[0], entry[1]
             x, y = lib.max(lo, a), lib.min(hi, b)
             if x >= y:
                 continue
             if entry[2] is None:
-                if b - a > lib.fresh_mask_bytes:
-                    fresh_touched[a] = True
-                    continue  # written in part: too large to track by byte, it stays out of judgment whole
+                if b - a > lib.fresh_mask_bytes:  # too large to track by byte: by chunks
+                    within = None if changed_bytes is None else changed_bytes[x - lo : y - lo]
+                    left = left_fresh(entry, x, y, within)
+                    if left is None:
+                        fresh_touched[a] = True  # written in too many places: it stays out of judgment whole
+                    else:
+                        split[at] = left
+                    continue
                 entry[2] = lib.ones((b - a,), dtype=lib.bool_, device=entry[3])
             part = entry[2][x - a : y - a]
             if changed_bytes is None:
                 lib.fill_(part, False)
             elif lib.device_of(changed_bytes) == lib.device_of(part):
                 lib.logical_and_(part, lib.logical_not(changed_bytes[x - lo : y - lo]))
+        if split:
+            kept: list[Any] = []
+            for at, entry in lib.enumerate(fresh):
+                kept.extend(split.get(at, [entry]))
+            fresh[:] = kept
+
+    def left_fresh(entry: Any, x: int, y: int, within: Any) -> Any:
+        """The fresh entries a large fresh entry (mask None) leaves once a writer wrote [x, y) of it (``within``: which
+        of those bytes; None: all), by chunks of ``FRESH_CHUNK`` bytes from its first (a chunk any byte of which was
+        written is written whole: an element written with the value it held is written too); None past
+        ``CHANGED_RUNS`` runs of written chunks."""
+        a, b, device = entry[0], entry[1], entry[3]
+        chunk = lib.fresh_chunk
+        first, last = (x - a) // chunk, (y - a + chunk - 1) // chunk
+        count = last - first
+        if within is None:
+            touched = lib.ones((count,), dtype=lib.bool_, device=device)
+        else:
+            spread = lib.zeros((count * chunk,), dtype=lib.bool_, device=lib.device_of(within))
+            start = x - a - first * chunk
+            lib.copy_(spread[start : start + lib.numel(within)], within)
+            touched = lib.any_of(lib.reshape(spread, (count, chunk)), 1)
+        flags = lib.to(touched, lib.int8)
+        steps = lib.sub(flags, lib.cat([lib.zeros((1,), dtype=lib.int8, device=lib.device_of(flags)), flags[:-1]]))
+        if lib.int(lib.count_nonzero(steps)) > 2 * lib.changed_runs:
+            return None
+        edges = lib.tolist(lib.reshape(lib.nonzero(steps), (-1,)))
+        if lib.len(edges) % 2:
+            edges.append(count)
+        left: list[Any] = []
+        start = a
+        for k in lib.range(0, lib.len(edges), 2):
+            written_lo = a + (first + edges[k]) * chunk
+            written_hi = lib.min(b, a + (first + edges[k + 1]) * chunk)
+            if start < written_lo:
+                left.append([start, written_lo, None, device])
+            start = written_hi
+            # a run's first and last chunks by byte (a written region's edge: the rest of its chunk is fresh)
+            for c in [edges[k], edges[k + 1] - 1] if within is not None and edges[k + 1] - 1 > edges[k] else (
+                    [edges[k]] if within is not None else []):  # fmt: skip
+                chunk_lo = a + (first + c) * chunk
+                chunk_hi = lib.min(b, chunk_lo + chunk)
+                unchanged = lib.logical_not(spread[c * chunk : c * chunk + chunk_hi - chunk_lo])
+                if lib.bool(lib.any_of(unchanged)):
+                    left.append([chunk_lo, chunk_hi, unchanged, lib.device_of(unchanged)])
+        if start < b:
+            left.append([start, b, None, device])
+        return left
 
     def event() -> Any:
         nonlocal used
@@ -4079,6 +4158,7 @@ def provenance_vault(
                 if evidence and not audit:  # the last evidence call's launches are the twin draw's to compare
                     twin_kept.clear()
                     twin_nan.clear()
+                    twin_map.clear()
                 twin_erased.clear()
                 twin_seen.clear()
                 twin_found[:] = [0, 0, 0, 0, 0, 0, -1, -1, 0]
