@@ -132,6 +132,7 @@ def test_a_row_attested_keeps_what_it_measured(attest: ModuleType, tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.thorough  # 16 s of the ordinary run's 15 minutes (898 s on a quiet clean-clone run, session 40)
 def test_cutedsl_rename_is_equal_and_a_constant_differs(attest: ModuleType, tmp_path: Path) -> None:
     """p36's CuTe DSL file (a kernel that builds in seconds: the attention prefill file's take ~10 s each): its
     kernel function renamed (the kernel symbol changes) vs one constant."""
