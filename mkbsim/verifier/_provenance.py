@@ -244,6 +244,18 @@ _REDUCTIONS = {
     "norm": (2, False), "_softmax": (1, True), "_log_softmax": (1, True), "_safe_softmax": (1, True),
     "cumsum": (1, True), "cumprod": (1, True), "logcumsumexp": (1, True),
 }  # fmt: skip
+#: What an operator that combines elements along dimensions made of fresh memory is fresh (``fresh_lines``): the
+#: reductions above, and operators that pick or order along a line (their ``dim`` argument's position, whether their
+#: result keeps a line's length, and the dimension they take when given none: -1, or None for every dimension).
+#: A scan's element depends on its line's elements up to it (``_SCANS``).
+_FRESH_LINES = {
+    **{name: (position, along, None) for name, (position, along) in _REDUCTIONS.items()},
+    "argmax": (1, False, None), "argmin": (1, False, None), "median": (1, False, None),
+    "nanmedian": (1, False, None), "count_nonzero": (1, False, None), "any": (1, False, None),
+    "all": (1, False, None), "sort": (1, True, -1), "argsort": (1, True, -1), "topk": (2, True, -1),
+    "kthvalue": (2, False, -1), "mode": (1, False, -1), "cummax": (1, True, -1), "cummin": (1, True, -1),
+}  # fmt: skip
+_SCANS = frozenset(("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"))
 #: Operators that only move elements (copies, casts, gathers, scatters, concatenation, padding, selection by a
 #: mask or a condition), with the positions of their index arguments: each result element is an operand element
 #: (or a constant), so it is the DSL's exactly where the element it came from is. Found by running the operator
@@ -320,12 +332,12 @@ def _getter(cls: type, name: str) -> Any:
     return cls.__dict__[name].__get__
 
 
-def _movement_ops() -> dict[str, Any]:
-    """Each overload of a ``_MOVEMENT`` operator by its name, as the native callable (no Python of torch's, which a
-    submission could patch, runs when the vault calls it) with the positions of its index arguments; reducing
-    overloads left out."""
+def _native_ops(bases: dict[str, Any]) -> dict[str, Any]:
+    """Each overload of the operators ``bases`` names by its name, as the native callable (no Python of torch's, which
+    a submission could patch, runs when the vault calls it) with what ``bases`` gives it (a ``_MOVEMENT`` operator's
+    index arguments' positions); reducing overloads left out."""
     found: dict[str, Any] = {}
-    for base, kept in _MOVEMENT.items():
+    for base, kept in bases.items():
         packet = getattr(torch.ops.aten, base, None)
         for overload in packet.overloads() if packet is not None else ():
             if "reduce" not in overload:
@@ -378,15 +390,16 @@ def layout_values(lib: Any, t: Any, known: Any, rank: int) -> int:
     return count
 
 
-def _numpy_numbers(real: bool = False) -> tuple[type, ...]:
+def _numpy_numbers(real: bool = False, integer: bool = False) -> tuple[type, ...]:
     """numpy's own number types (what ``np.float32(1e-6)`` or ``np.prod(shape)`` is), exactly: a value passed by
     value like a Python number, converted by numpy's C code (a subclass of the submission's is not one of them).
-    ``real``: not the complex ones (a float of the value exists)."""
+    ``real``: not the complex ones (a float of the value exists); ``integer``: the integer ones and numpy's bool
+    (an int of the value exists, exactly)."""
     try:
         numpy: Any = importlib.import_module("numpy")
     except ImportError:
         return ()
-    numbers = (numpy.number, numpy.bool_)
+    numbers = (numpy.integer, numpy.bool_) if integer else (numpy.number, numpy.bool_)
     left_out = (numpy.timedelta64, numpy.complexfloating) if real else (numpy.timedelta64,)
     return tuple(kind for kind in set(numpy.sctypeDict.values()) if issubclass(kind, numbers)
                  and not issubclass(kind, left_out))  # fmt: skip
@@ -457,9 +470,10 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         weighed_cosine=WEIGHED_COSINE, weighed_line=WEIGHED_LINE, mm=base.mm, div=base.div, sqrt=base.sqrt,
         sub=base.sub, mean=base.mean, abs=base.abs, contiguous=base.contiguous,
         copy_tables=COPY_TABLES, contractions=_CONTRACTIONS, overwriting=_OVERWRITING, copies=_eagerwork.COPIES,
-        derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_movement_ops(),
+        derived_over_eager=DERIVED_OVER_EAGER, pointwise=_POINTWISE, biases=_BIASES, movement=_native_ops(_MOVEMENT),
+        products=_native_ops(dict.fromkeys(_CONTRACTIONS, ())),
         bit_operators=_BIT_OPERATORS,
-        reductions=_REDUCTIONS, inf=float("inf"),
+        reductions=_REDUCTIONS, fresh_lines=_FRESH_LINES, scans=_SCANS, inf=float("inf"),
         broadcast_to=torch._C._VariableFunctions.broadcast_to, unsqueeze=base.unsqueeze, lt=base.lt,
         argmax=base.argmax,
         count_nonzero=torch._C._VariableFunctions.count_nonzero, amax=base.amax, amin=base.amin,
@@ -509,6 +523,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         bits={1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64},
         by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
                  torch.uint32: torch.int32, torch.uint64: torch.int64},
+        flush_denormal=torch.set_flush_denormal if device.type == "cpu" else None,
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda", ident=_get_ident,
         issubclass=issubclass,
         # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
@@ -518,6 +533,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         **cuda_clock(device.type),
         plain=frozenset(id(kind) for kind in plain),
         numpy_reals=frozenset(id(kind) for kind in _numpy_numbers(real=True)),
+        numpy_integers=frozenset(id(kind) for kind in _numpy_numbers(integer=True)),
+        by_value=frozenset(id(kind) for kind in (str, bytes, torch.dtype, torch.device)),
         fixed_draws_least=FIXED_DRAWS, fixed_bytes=FIXED_BYTES, fixed_small_bytes=FIXED_SMALL_BYTES,
         fresh_mask_bytes=FRESH_MASK_BYTES, twin_bytes=TWIN_BYTES,
         # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
@@ -1294,14 +1311,110 @@ def provenance_vault(
             known[lib.id(t)] = (lib.to(lib.all_of(by_element(t, unwritten), 1), lib.int8), None)
         return known if lib.any(states is not None for states, _ in known.values()) else None
 
-    def fresh_flow(entry: Any, operator_name: str, writes: bool, args: Any, kwargs: Any, outs: Any,
+    def fresh_picks(entry: Any, args: Any, kwargs: Any, outs: Any, known: Any) -> Any:
+        """Per result of an operator that moves elements by index (``entry``'s index arguments: a gather, ``x[idx]``,
+        a ``where``, a ``masked_fill``), which of its elements a fresh index element picked (an ``empty`` index
+        buffer's unwritten slots, clamped: a padded capacity's rows gathered, red team rt55 FP1): the operator run
+        twice on distinct labels in place of its data, the fresh index elements set to the first and then the last
+        position (False, then True, for a mask); the result elements that differ. None where no index is fresh."""
+        native, kept = entry
+
+        def given_index(a: Any, first: bool) -> Any:
+            if lib.type(a) is lib.tuple or lib.type(a) is lib.list:
+                return lib.type(a)([given_index(item, first) for item in a])
+            states = known[lib.id(a)][0] if lib.type(a) is lib.Tensor and lib.id(a) in known else None
+            if states is None:
+                return a
+            marked[0] = True
+            fill = (not first) if lib.dtype_of(a) is lib.bool_ else (0 if first else -1)
+            return lib.where(lib.reshape(lib.eq(states, 1), lib.tuple(lib.size(a))), fill, a)
+
+        marked = [False]
+        runs = []
+        for first in (True, False):
+            given, offset = [], 0
+            for k, a in lib.enumerate(args):
+                if k in kept:
+                    given.append(given_index(a, first))
+                elif lib.type(a) is lib.Tensor:  # distinct labels, the operands' apart
+                    given.append(lib.reshape(lib.arange(offset, offset + lib.numel(a), dtype=lib.float64,
+                                                        device=lib.device_of(a)), lib.tuple(lib.size(a))))  # fmt: skip
+                    offset += lib.numel(a)
+                else:
+                    given.append(a)
+            if not marked[0]:
+                return None
+            runs.append(tensors_in(native(*given, **kwargs), []))
+        return [(lib.ne(runs[0][k], runs[1][k]), None) if k < lib.len(runs[0]) and k < lib.len(runs[1])
+                and lib.size(runs[0][k]) == lib.size(outs[k]) == lib.size(runs[1][k]) else None
+                for k in lib.range(lib.len(outs))]  # fmt: skip
+
+    def fresh_lines(operator_name: str, args: Any, kwargs: Any, outs: Any, known: Any) -> Any:
+        """Per result of a reduction or a line operator (``_FRESH_LINES``: a row sum, a row maximum, a sort, a
+        softmax), which of its elements a fresh element of its operand went into: each of a line's, a scan's from
+        the first fresh element of its line on."""
+        t = args[0] if args and lib.type(args[0]) is lib.Tensor else None
+        states = known[lib.id(t)][0] if t is not None and lib.id(t) in known else None
+        shape = lib.tuple(lib.size(t)) if states is not None else ()
+        found = reduced_along(operator_name, args, kwargs, lib.len(shape)) if states is not None else None
+        if found is None:
+            return None
+        dims, along = found
+        mask = lib.reshape(lib.eq(states, 1), shape)
+        if operator_name in lib.scans:
+            line = lib.ne(lib.cumsum(lib.to(mask, lib.int32), dims[0]), 0)
+        else:  # (keeping its dimensions: one element per line)
+            line = lib.ne(lib.amax(lib.to(mask, lib.int8), dims, True), 0)
+        squeezed = lib.tuple(n for i, n in lib.enumerate(shape) if i not in dims)
+        per_result: list[Any] = []
+        for u in outs:
+            size = lib.tuple(lib.size(u))
+            if size == squeezed and not along:
+                per_result.append((lib.reshape(line, size), None))
+            elif lib.len(size) == lib.len(shape) and lib.all_of_list(
+                    size[i] == shape[i] for i in lib.range(lib.len(shape)) if i not in dims):  # fmt: skip
+                per_result.append((lib.broadcast_to(line, size), None))  # kept dimensions, a line's length, top k
+            else:
+                per_result.append(None)
+        return per_result
+
+    def fresh_products(product: Any, operator_name: str, args: Any, kwargs: Any, outs: Any, known: Any) -> Any:
+        """Per result of a contraction (``_CONTRACTIONS``: a GEMM, a convolution), which of its elements a fresh
+        element of an operand went into: the contraction itself (``product``: its native callable) run once per
+        operand holding fresh memory, on that operand's fresh mask (ones where fresh) and ones in place of the other
+        operands it multiplies (zeros in place of a bias, or of them when the bias is the one), nonzero where one
+        went in."""
+        tensors = [k for k, a in lib.enumerate(args) if lib.type(a) is lib.Tensor]
+        bias = lib.biases.get(operator_name)
+        made: list[Any] = [None] * lib.len(outs)
+        for k in tensors:
+            states = known[lib.id(args[k])][0] if lib.id(args[k]) in known else None
+            if states is None:
+                continue
+            given = lib.list(args)
+            for j in tensors:
+                a = args[j]
+                if j == k:
+                    given[j] = lib.to(lib.reshape(lib.eq(states, 1), lib.tuple(lib.size(a))), lib.dtype_of(a))
+                else:
+                    filler = lib.zeros if j == bias or k == bias else lib.ones
+                    given[j] = filler(lib.tuple(lib.size(a)), dtype=lib.dtype_of(a), device=lib.device_of(a))
+            results = tensors_in(product[0](*given, **kwargs), [])
+            for m in lib.range(lib.min(lib.len(outs), lib.len(results))):
+                if lib.size(results[m]) == lib.size(outs[m]):
+                    hit = lib.ne(results[m], 0)
+                    made[m] = hit if made[m] is None else lib.logical_or(made[m], hit)
+        return [None if m is None else (m, None) for m in made]
+
+    def fresh_flow(entry: Any, product: Any, operator_name: str, writes: bool, args: Any, kwargs: Any, outs: Any,
                    known: Any) -> None:  # fmt: skip
-        """An eager operator that only moves elements (``entry``: a cast, a ``cat``, a copy) or maps them one by one
-        (``_POINTWISE``, in place or not: a scale, an ``rsqrt``, a mask or a shift of bits), reading fresh memory
+        """An eager operator that only moves elements (``entry``: a cast, a ``cat``, a copy), maps them one by one
+        (``_POINTWISE``, in place or not: a scale, an ``rsqrt``, a mask or a shift of bits), or combines them
+        (``fresh_lines``: a row sum, a row maximum, a scan; ``fresh_products``: a GEMM), reading fresh memory
         (``known``: ``fresh_read``'s, as the operator found it): the elements of its results made from fresh elements
-        are fresh too (a padded ``empty`` buffer's tail, concatenated, cast, normalised: the sentinel's image on a
-        draw, a reused block's on a timed call), out of the twin draw's comparison and the stale draw's to give, as
-        the memory they came from (red team rt52 F4, F5; rt53 h01, h02, h04)."""
+        are fresh too (a padded ``empty`` buffer's tail, concatenated, cast, normalised, its rows' sums: the
+        sentinel's image on a draw, a reused block's on a timed call), out of the twin draw's comparison and the stale
+        draw's to give, as the memory they came from (red team rt52 F4, F5; rt53 h01, h02, h04)."""
         def made_of(operands: Any) -> Any:  # a result element is fresh where an operand's element at it is
             shape = lib.tuple(lib.size(outs[0]))
             made = lib.zeros(shape, dtype=lib.bool_, device=lib.device_of(outs[0]))
@@ -1316,12 +1429,22 @@ def provenance_vault(
         try:
             if entry is not None and not writes:
                 found = moved(entry, args, kwargs, outs, known)
+                picked = fresh_picks(entry, args, kwargs, outs, known)
+                if picked is not None:  # (either way: its data fresh, or picked by a fresh index)
+                    found = [(lib.logical_or(a[0], b[0]), None) if a is not None and b is not None else a or b
+                             for a, b in lib.zip(found, picked)]  # fmt: skip
             elif operator_name == "copy_" and outs and lib.len(args) > 1:  # (an in-place operator is not run on
                 # labels: its destination's label would be written where the vault reads its state)
                 found = made_of(tensors_in(args[1], []))
             elif pointwise and outs:  # (an ``out=`` destination is no operand; an in-place operator's is)
                 found = made_of(tensors_in((args, {k: v for k, v in kwargs.items() if k != "out"}), []))
+            elif operator_name in lib.fresh_lines and outs:
+                found = fresh_lines(operator_name, args, kwargs, outs, known)
+            elif product is not None and outs and not writes:  # (run as it was called: no ``out=``)
+                found = fresh_products(product, operator_name, args, kwargs, outs, known)
             else:
+                return
+            if found is None:
                 return
         except lib.BaseException:  # an operator that takes no labels, operands that do not broadcast: written memory
             return
@@ -2134,11 +2257,33 @@ def provenance_vault(
         snapshot(tensors, prior, twin_bytes, launch_facts(args, tensors) if twin else None)
 
     def launch_facts(args: Any, tensors: Any) -> Any:
-        """What a launch is given besides its tensors' bytes, as the twin draw compares it: its numbers (the Python
-        ints, floats and bools among its arguments, in order) and its tensors' layouts (dtype, sizes, strides)."""
-        numbers = lib.tuple(v for v in args[0] if lib.type(v) in (lib.int, lib.float, lib.bool))
+        """What a launch is given besides its tensors' bytes, as the twin draw compares it: its values (every argument
+        not a tensor, in order: ``launch_value``), its tensors' layouts (dtype, sizes, strides) and its kernel (a
+        TIRx function by its module and name, as the launch's signature names it; else the callable itself): two
+        kernels given the same arguments are two launches (red team rt55 F2: an honest kernel on the draws, a decoder
+        of an eager answer in its place on the timed calls)."""
+        positional = args[0]
+        target = positional[0] if positional else None
+        known = functions.get(lib.key(target)) if target is not None else None
+        kernel = known[2] if known is not None and known[0] is target else lib.key(target)
+        values = lib.tuple(launch_value(v) for v in positional[1:] if lib.type(v) is not lib.Tensor)
         layouts = lib.tuple((lib.dtype_of(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t))) for t in tensors)
-        return numbers, layouts
+        return values, layouts, kernel
+
+    def launch_value(v: Any) -> Any:
+        """A launch argument not a tensor, as the twin draw compares it: a number by its exact type and value (a
+        float by its bits, so that a NaN is one value; numpy's numbers too, red team rt55 F3: a switch in an
+        ``np.float32``), a string, bytes, a dtype or a device by value; anything else by its type."""
+        kind = lib.type(v)
+        if kind is lib.int or kind is lib.bool or lib.id(kind) in lib.by_value:  # (ids of types: no __eq__ runs)
+            return v
+        if kind is lib.float:
+            return lib.f64.pack(v)
+        if lib.id(kind) in lib.numpy_integers:
+            return lib.id(kind), lib.int(v)
+        if lib.id(kind) in lib.numpy_reals:
+            return lib.id(kind), lib.f64.pack(lib.float(v))
+        return lib.id(kind)
 
     def snapshot(tensors: Any, prior: int, twin_bytes: Any = None, facts: Any = None) -> None:
         """Copy aside the bytes the launch's tensor arguments span (``after`` compares them); ``prior``: the
@@ -2246,33 +2391,31 @@ def provenance_vault(
         return [(0, 0, head), (size - (both - head), then_size - (both - head), both - head)]
 
     def stale_match(facts: Any) -> Any:
-        """The evidence call's launch whose bytes the stale draw's launch (``facts``) is given, of those not matched yet
-        on this draw given as many numbers and tensors of the same dtypes and ranks: the one the twin draw's launch in
-        the same place matched by its bytes (``twin_map``: a submission makes its launches in another order on the timed
-        calls, not on the draws: red team rt53 r01, a launch of no work first; rt54 b01, one of the same sizes told
-        apart by a number), else the closest in elements (the first of equals). None: no such launch, or none kept
-        (``TWIN_BYTES``)."""
-        numbers, layouts = facts
-        kind = (lib.len(numbers), lib.tuple((layout[0], lib.len(layout[1])) for layout in layouts))
+        """The evidence call's launch whose bytes the stale draw's launch (``facts``) is given, of those of the same
+        kernel, given as many values and tensors of the same dtypes and ranks: the closest in elements (not by position,
+        nor each once: a submission makes its launches in another order, or another number of them, on the timed calls
+        than on the draws: red team rt53 r01, a launch of no work first; rt55 F4, a number of one-row launches the data
+        sets before the real one, which took the real one's match); of equals, one not given yet on this draw, then the
+        one the twin draw's launch in the same place matched by its bytes (``twin_map``: rt54 b01, one of the same sizes
+        told apart by a number), else the first. None: no such launch, or none kept (``TWIN_BYTES``)."""
+        values, layouts, kernel = facts
+        kind = (lib.len(values), lib.tuple((layout[0], lib.len(layout[1])) for layout in layouts), kernel)
         best = None
-        order = lib.list(twin_kept.items())
-        mapped = twin_map.get(twin_count[0])  # first the one the twin draw's launch in this place matched
-        if mapped in twin_kept:
-            order = [(mapped, twin_kept[mapped]), *order]
-        for key, (given, then) in order:
-            if key in twin_seen or not then:
+        mapped = twin_map.get(twin_count[0])  # the one the twin draw's launch in this place matched
+        for key, (given, then) in twin_kept.items():
+            if not then:
                 continue
-            if (lib.len(given[0]), lib.tuple((layout[0], lib.len(layout[1])) for layout in given[1])) != kind:
+            if (lib.len(given[0]), lib.tuple((layout[0], lib.len(layout[1])) for layout in given[1]), given[2]) != kind:
                 continue
-            if key == mapped:
-                best = (key, -1)
-                break
             distance = 0
             for now, was_given in lib.zip(layouts, given[1]):
                 apart = elements_of(now[1]) - elements_of(was_given[1])
                 distance += apart if apart > 0 else -apart
-            if best is None or distance < best[1]:
-                best = (key, distance)
+            # the closest in elements; of equals, one not given yet on this draw, the twin draw's match in this place,
+            # then the first
+            rank = (distance, key in twin_seen, key != mapped)
+            if best is None or rank < best[1]:
+                best = (key, rank)
         if best is None:
             return None
         twin_seen.append(best[0])
@@ -3236,24 +3379,11 @@ def provenance_vault(
                 return reduced(operator_name, args, kwargs, outs, operands)
         return [(ones_like(u), None) for u in outs]
 
-    def reduced(operator_name: str, args: Any, kwargs: Any, outs: Any, operands: Any) -> Any:
-        """A reduction along dimensions (``_REDUCTIONS``) of one operand all of whose elements are the DSL's (or zeros
-        a launch left in zeroed memory), some resting on eager lineages: a result element is the DSL's where the DSL
-        made one of the elements reduced into it and every one rests on the same lineage or none, and carries it
-        (red team rt42 F1: p40's three DSL GEMMs, each row rescaled by an eager per-row target, then summed over the
-        streams: the sum dropped the credit and the plan was decorative). Each lineage must still feed
-        ``DERIVED_OVER_EAGER`` elements where the credit is judged: an eager answer multiplied into four DSL copies
-        and summed back feeds one each."""
-        found = lib.reductions.get(operator_name)
-        if found is None or lib.len(operands) != 1 or not args or operands[0][0] is not args[0]:
-            return None
-        t, states, ids, _ = operands[0]
-        if states is None or lib.int(lib.count_nonzero(lib.eq(states, 0))):
-            return None
-        position, along = found
-        dim = kwargs["dim"] if "dim" in kwargs else (args[position] if lib.len(args) > position else None)
-        shape = lib.tuple(lib.size(t))
-        rank = lib.len(shape)
+    def reduced_along(operator_name: str, args: Any, kwargs: Any, rank: int) -> Any:
+        """The dimensions a reduction or a line operator (``_FRESH_LINES``) of an operand of ``rank`` dimensions runs
+        along (sorted, non-negative), and whether its result keeps a line's length; None where they are not plain."""
+        position, along, default = lib.fresh_lines[operator_name]
+        dim = kwargs["dim"] if "dim" in kwargs else (args[position] if lib.len(args) > position else default)
         if dim is None:  # every dimension; a softmax or a scan names its own
             if along:
                 return None
@@ -3266,7 +3396,26 @@ def provenance_vault(
             return None
         if not rank or not dims:
             return None
-        dims = lib.sorted({d % rank for d in dims})
+        return lib.sorted({d % rank for d in dims}), along
+
+    def reduced(operator_name: str, args: Any, kwargs: Any, outs: Any, operands: Any) -> Any:
+        """A reduction along dimensions (``_REDUCTIONS``) of one operand all of whose elements are the DSL's (or zeros
+        a launch left in zeroed memory), some resting on eager lineages: a result element is the DSL's where the DSL
+        made one of the elements reduced into it and every one rests on the same lineage or none, and carries it
+        (red team rt42 F1: p40's three DSL GEMMs, each row rescaled by an eager per-row target, then summed over the
+        streams: the sum dropped the credit and the plan was decorative). Each lineage must still feed
+        ``DERIVED_OVER_EAGER`` elements where the credit is judged: an eager answer multiplied into four DSL copies
+        and summed back feeds one each."""
+        if operator_name not in lib.reductions or lib.len(operands) != 1 or not args or operands[0][0] is not args[0]:
+            return None
+        t, states, ids, _ = operands[0]
+        if states is None or lib.int(lib.count_nonzero(lib.eq(states, 0))):
+            return None
+        shape = lib.tuple(lib.size(t))
+        found = reduced_along(operator_name, args, kwargs, lib.len(shape))
+        if found is None:
+            return None
+        dims, along = found
         mine = resting(t, states, ids)
         if mine is None:  # no lineage: the elements not the DSL's are zeros a launch left in zeroed memory
             mine = lib.full(shape, -1.0, dtype=lib.float64, device=lib.device_of(t))
@@ -3516,7 +3665,8 @@ def provenance_vault(
         if not from_constants and not writes and lib.movement.get(priced) is not None:
             constant_flow(lib.movement[priced], args, kwargs, outs)
         if read_fresh is not None:
-            fresh_flow(lib.movement.get(priced), operator_name, writes, args, kwargs, outs, read_fresh)
+            fresh_flow(lib.movement.get(priced), lib.products.get(priced), operator_name, writes, args, kwargs, outs,
+                       read_fresh)
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
@@ -3772,7 +3922,7 @@ def provenance_vault(
                 judged = lib.ones((hi - lo,), dtype=lib.bool_, device=lib.device_of(t)) if whole else (
                     unfresh_within(t, lo, hi) if small else judged_within(t, lo, hi))  # fmt: skip
                 certain = judged_within(t, lo, hi) if small else None
-                fixed_contents[at] = [lib.clone(now), judged, 1, None, whole, small, certain]
+                fixed_contents[at] = [lib.clone(now), judged, 1, None, whole, small, certain, extent(judged), False]
                 return
             kept_now, alike = kept_bytes[0], kept_bytes[1]
             if kept_now is None:
@@ -3795,8 +3945,10 @@ def provenance_vault(
                 lib.logical_and_(alike, same)
                 lib.logical_and_(kept_bytes[6], judged_within(t, lo, hi))
                 return
+            judged = judged_within(t, lo, hi)
+            kept_bytes[8] = kept_bytes[8] or extent(judged) != kept_bytes[7]
             lib.logical_and_(alike, lib.eq(now, kept_now))
-            lib.logical_and_(alike, judged_within(t, lo, hi))
+            lib.logical_and_(alike, judged)
             return
         if kept_bytes is None or kept_bytes[0] is None or kept_bytes[2] < lib.fixed_draws_least:
             return
@@ -3805,10 +3957,20 @@ def provenance_vault(
         if kept_bytes[3] is None:  # the positions to judge and their bytes, once (their count is read: a sync)
             where = lib.reshape(lib.nonzero(kept_bytes[1]), (-1,))
             chance = lib.logical_not(lib.take(kept_bytes[6], where)) if kept_bytes[5] else None
+            if kept_bytes[8]:  # constants the data bounded on the draws: every judged byte alike by chance
+                chance = lib.ones(lib.tuple(lib.size(where)), dtype=lib.bool_, device=lib.device_of(where))
             kept_bytes[3] = (where, lib.take(kept_bytes[0], where), chance) if lib.numel(where) else ()
         if kept_bytes[3]:
             where, expected, chance = kept_bytes[3]
             fixed_taken.append((at[1], lib.take(bytes_of(t, lo, hi), where), expected, chance, at))
+
+    def extent(judged: Any) -> Any:
+        """Where a draw's constants lie in a launch argument (``fixed_content``'s judged bytes), as two numbers: how
+        many bytes and the sum of their offsets. An argument whose constants the draws' data bounded (a zeros buffer
+        written to a data-dependent extent: red team rt53 c03,
+        ``honest/moe_weights_in_a_zeros_buffer_to_their_counts_p51``) has them at other places on other draws."""
+        where = lib.reshape(lib.nonzero(judged), (-1,))
+        return lib.numel(where), lib.int(lib.sum(where)) if lib.numel(where) else 0
 
     def fixed_contents_read() -> None:
         for at, t in fixed_pending:
@@ -4220,6 +4382,12 @@ def provenance_vault(
                 # a scored call's requests touch no tensor and pay nothing
                 mode.append(lib.inference_mode())
             kind = request[0]
+            if (kind == 1 or kind == 9) and lib.flush_denormal is not None:
+                # every launch on the cpu runs with subnormals kept (flush-to-zero and denormals-are-zero off, in the
+                # launching thread's floating-point state, which no argument carries): a kernel told by them which
+                # call it is in (red team rt55 F1: a subnormal product that is 0 on the timed calls alone) is told
+                # nothing
+                lib.flush_denormal(False)
             if kind == 1 and audit:  # a correctness draw's BEFORE comes again, under the launch lock (``gate``)
                 kind = -1
                 reply = False
