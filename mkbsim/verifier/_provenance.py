@@ -69,6 +69,7 @@ from typing import Any
 import torch
 
 from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _lookups, _scatters, _widths
+from mkbsim.verifier._allocator import fresh_allocations_filled
 from mkbsim.verifier._mapped import HARNESS_OPS
 from mkbsim.verifier._timing import _perf_counter, cuda_clock
 from mkbsim.verifier._vault import identity_key
@@ -524,6 +525,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         by_bits={torch.float8_e4m3fn: torch.int8, torch.float8_e5m2: torch.int8, torch.uint16: torch.int16,
                  torch.uint32: torch.int32, torch.uint64: torch.int64},
         flush_denormal=torch.set_flush_denormal if device.type == "cpu" else None,
+        # every call's fresh cpu allocations hold torch's fill (``_allocator``): the twin draw's as the evidence call's
+        filled=device.type == "cpu" and fresh_allocations_filled(),
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda", ident=_get_ident,
         issubclass=issubclass,
         # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
@@ -638,6 +641,9 @@ def provenance_vault(
     # bytes compared, the first differing launch and its argument's size in bytes (-1: none))
     twin_kept: dict[Any, Any] = {}
     twin_erased: list[Any] = []
+    # the storages the census found (as ``fresh``'s entries): what an earlier call left there is no twin of the evidence
+    # call's, where the call before it left other bytes
+    census_spans: list[Any] = []
     twin_seen: list[Any] = []
     twin_found = [0, 0, 0, 0, 0, 0, -1, -1, 0]  # (and on the stale draw, the bytes ``twin_fill`` gave its launches)
     twin_count = [0]  # the counted launches of the call so far (the launches' keys)
@@ -1156,6 +1162,7 @@ def provenance_vault(
                         # what an earlier call left there (a persistent workspace's last result) is no value of this
                         # call's: out of ``fixed_content``'s judgment until a recorded writer writes it
                         fresh.append([memory[-1][0], memory[-1][1], None, lib.device_of(t)])
+                        census_spans.append((memory[-1][0], memory[-1][1], None, lib.device_of(t)))
                         censused[0] += 1
                         censused[1] += memory[-1][1] - memory[-1][0]
         censused[2] = (lib.perf_counter() - start) * 1e3
@@ -2336,7 +2343,7 @@ def provenance_vault(
             lo, hi = span(t)
             if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda"):
                 continue
-            defined, live = twin_defined(t, lo, hi), bytes_of(t, lo, hi)
+            defined, live = (twin_compared if twin == 1 else twin_defined)(t, lo, hi), bytes_of(t, lo, hi)
             before = kept_then.get(k)
             alike = before is not None and lib.numel(before) == lib.numel(live) and lib.device_of(
                 before) == lib.device_of(live)  # fmt: skip
@@ -2347,9 +2354,11 @@ def provenance_vault(
                 whole_elements(t, unwritten)
                 defined = lib.logical_not(unwritten)
                 if lib.is_floating(t):  # NaN is what an operator made of the sentinel (a padded tail's rsqrt), which a
-                    # timed call made of a reused block's bytes: not compared (red team rt51 k05)
+                    # timed call made of a reused block's bytes: not compared (red team rt51 k05; on the cpu the same
+                    # fill on both, compared)
                     made = nan_within(t, live)
-                    lib.logical_and_(defined, lib.logical_not(made))
+                    if not lib.filled:
+                        lib.logical_and_(defined, lib.logical_not(made))
                     if alike:  # (a NaN an input holds, the evidence call's launch had too: not made of the sentinel)
                         twin_nan[(key, k)] = lib.logical_and(made, lib.ne(before, live))
                 read.append((k, lib.clone(live), defined))
@@ -3555,7 +3564,9 @@ def provenance_vault(
     def op(func: Any, name: Any, args: Any, kwargs: Any, out: Any) -> None:
         if not audit or lib.type(func) is not lib.OpOverload or lib.type(name) is not lib.str:
             return
-        if name in lib.empty_ops:  # memory a DSL launch may fill later holds the sentinel until then
+        if name in lib.empty_ops and not (twin == 1 and lib.filled):
+            # memory a DSL launch may fill later holds the sentinel until then; on the twin draw, where every call's
+            # fresh allocations hold torch's fill (cpu), that fill: what the evidence call's held
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
         # which elements of what it read were fresh memory, before its writes are recorded (``fresh_flow``)
@@ -4018,10 +4029,24 @@ def provenance_vault(
         return unmarked_within(t, lo, hi, fresh)
 
     def twin_defined(t: Any, lo: int, hi: int) -> Any:
-        """Which bytes of [lo, hi) (``t``'s span) the twin draw's recorded writers left: neither fresh memory (the
-        sentinel) nor erased (``twin_erased``: a workspace an earlier call left, which an evidence call finds as it
-        was), the bytes its comparison reads."""
+        """Which bytes of [lo, hi) (``t``'s span) the twin or the stale draw's recorded writers left: neither fresh
+        memory (the sentinel) nor erased (``twin_erased``: a workspace an earlier call left, which an evidence call
+        finds as it was)."""
         return unmarked_within(t, lo, hi, [*fresh, *twin_erased])
+
+    def twin_compared(t: Any, lo: int, hi: int) -> Any:
+        """Which bytes of [lo, hi) (``t``'s span) the twin draw holds as the evidence call's launch did, the bytes its
+        comparison reads: those its recorded writers left (``twin_defined``, where fresh allocations hold the sentinel
+        on the draw and anything on a timed call: cuda). On the cpu every call's fresh allocations hold torch's fill
+        (``lib.filled``), the twin draw's too: fresh memory is compared, and with it what eager code made of it (a
+        padded tail cast, its rows' sums), so that a switch written on the timed calls where the draws write nothing
+        differs (verifier README, "The twin draw"); not erased memory, nor what an earlier call left in a storage
+        the census found."""
+        if not lib.filled:
+            return twin_defined(t, lo, hi)
+        left = lib.logical_not(unmarked_within(t, lo, hi, fresh))  # fresh, within a storage the call found
+        lib.logical_and_(left, lib.logical_not(unmarked_within(t, lo, hi, census_spans)))
+        return lib.logical_and(lib.logical_not(left), unmarked_within(t, lo, hi, twin_erased))
 
     def unmarked_within(t: Any, lo: int, hi: int, marked: Any) -> Any:
         """Which bytes of [lo, hi) (``t``'s span) none of ``marked`` ((start, end, which of them: None for all,
@@ -4322,6 +4347,7 @@ def provenance_vault(
                     twin_nan.clear()
                     twin_map.clear()
                 twin_erased.clear()
+                census_spans.clear()
                 twin_seen.clear()
                 twin_found[:] = [0, 0, 0, 0, 0, 0, -1, -1, 0]
                 twin_count[0] = 0
