@@ -949,10 +949,12 @@ def to_python_hook(self: Any, *, _send: Any, _original: Any, _marker: Any) -> An
     return _original(self)
 
 
-def explain(found: EagerWork) -> str:
+def explain(found: EagerWork, where: str = "") -> str:
+    """Why ``found`` covers (``where``: the draw, by default the correctness draw of ``found.draw``)."""
+    place = where or f"correctness draw {found.draw}"
     if found.through_python:
         return (
-            f"In correctness draw {found.draw} {found.python['out']:.0%} of the bytes the operator reads (its inputs, "
+            f"In {place} {found.python['out']:.0%} of the bytes the operator reads (its inputs, "
             "of an in-place one the elements it changes) were read out of tensors into Python objects (tolist(), "
             f"item(), a storage's bytes) and {found.python['in']:.0%} of its answer's (the outputs and the in-place "
             "elements it changes) were made from Python objects (torch.tensor(list), fills, arguments given to kernels "
@@ -963,7 +965,7 @@ def explain(found: EagerWork) -> str:
         )
     if found.useful >= USEFUL_SHARE and not found.like_the_reference:
         return (
-            f"In correctness draw {found.draw} the eager PyTorch code did {found.useful:.0%} of the problem's useful "
+            f"In {place} the eager PyTorch code did {found.useful:.0%} of the problem's useful "
             "arithmetic (the FLOPs every formulation of it does, counted from the eager operators whatever they are; "
             f"at {USEFUL_SHARE:.0%} the eager code computed the answer): what the DSL kernels do is too little of the "
             "operator's work, whatever the outputs depend on. Move the operator's work into the DSL."
@@ -971,7 +973,7 @@ def explain(found: EagerWork) -> str:
     shares = ", ".join(f"{share:.0%} of its {kind} work" for kind, share in found.shares.items())
     shares += f" and {found.passes:.0%} of its passes over the data"
     return (
-        f"In correctness draw {found.draw} the eager PyTorch code did {shares} (the reference's own operators priced "
+        f"In {place} the eager PyTorch code did {shares} (the reference's own operators priced "
         f"the same way; at least {EAGER_SHARE:.0%} of every kind means the eager code computed the answer): the DSL "
         "kernels do none of the operator's work, whatever the outputs depend on. Move the operator's work into the DSL."
     )

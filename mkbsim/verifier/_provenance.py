@@ -1311,6 +1311,9 @@ def provenance_vault(
             # (a mask of the span's bytes only where fresh memory is there: a production draw's operands are large)
             near = lib.any(a < hi and lo < b for a, b, _, _ in fresh)
             unwritten = lib.logical_not(unfresh_within(t, lo, hi)) if hi > lo and near else None
+            if unwritten is not None and census_spans:  # (a table made at import, a cache: values, not fresh memory,
+                # whatever an earlier call left there: red team rt56 FP1, `weight * _GAIN`, `_SLOTS[:n] < counts`)
+                lib.logical_and_(unwritten, unmarked_within(t, lo, hi, census_spans))
             if unwritten is None or not lib.bool(lib.any_of(unwritten)):
                 known[lib.id(t)] = (None, None)
                 continue
@@ -1318,12 +1321,14 @@ def provenance_vault(
             known[lib.id(t)] = (lib.to(lib.all_of(by_element(t, unwritten), 1), lib.int8), None)
         return known if lib.any(states is not None for states, _ in known.values()) else None
 
-    def fresh_picks(entry: Any, args: Any, kwargs: Any, outs: Any, known: Any) -> Any:
+    def fresh_picks(entry: Any, args: Any, kwargs: Any, outs: Any, known: Any, other: int) -> Any:
         """Per result of an operator that moves elements by index (``entry``'s index arguments: a gather, ``x[idx]``,
         a ``where``, a ``masked_fill``), which of its elements a fresh index element picked (an ``empty`` index
         buffer's unwritten slots, clamped: a padded capacity's rows gathered, red team rt55 FP1): the operator run
-        twice on distinct labels in place of its data, the fresh index elements set to the first and then the last
-        position (False, then True, for a mask); the result elements that differ. None where no index is fresh."""
+        twice on distinct labels in place of its data, the fresh index elements set to position 0 and then to
+        ``other`` (-1, the last; 1 where the operator takes no negative index: red team rt56 FP2) (False, then True,
+        for a mask); the result elements that differ. None where no index is fresh; False where the operator refused
+        the positions."""
         native, kept = entry
 
         def given_index(a: Any, first: bool) -> Any:
@@ -1333,7 +1338,7 @@ def provenance_vault(
             if states is None:
                 return a
             marked[0] = True
-            fill = (not first) if lib.dtype_of(a) is lib.bool_ else (0 if first else -1)
+            fill = (not first) if lib.dtype_of(a) is lib.bool_ else (0 if first else other)
             return lib.where(lib.reshape(lib.eq(states, 1), lib.tuple(lib.size(a))), fill, a)
 
         marked = [False]
@@ -1351,7 +1356,10 @@ def provenance_vault(
                     given.append(a)
             if not marked[0]:
                 return None
-            runs.append(tensors_in(native(*given, **kwargs), []))
+            try:
+                runs.append(tensors_in(native(*given, **kwargs), []))
+            except lib.BaseException:  # (a position out of its range)
+                return False
         return [(lib.ne(runs[0][k], runs[1][k]), None) if k < lib.len(runs[0]) and k < lib.len(runs[1])
                 and lib.size(runs[0][k]) == lib.size(outs[k]) == lib.size(runs[1][k]) else None
                 for k in lib.range(lib.len(outs))]  # fmt: skip
@@ -1436,8 +1444,10 @@ def provenance_vault(
         try:
             if entry is not None and not writes:
                 found = moved(entry, args, kwargs, outs, known)
-                picked = fresh_picks(entry, args, kwargs, outs, known)
-                if picked is not None:  # (either way: its data fresh, or picked by a fresh index)
+                picked = fresh_picks(entry, args, kwargs, outs, known, -1)
+                if picked is False:  # (an operator that takes no negative index: ``index_select``, ``embedding``)
+                    picked = fresh_picks(entry, args, kwargs, outs, known, 1)
+                if picked:  # (either way: its data fresh, or picked by a fresh index)
                     found = [(lib.logical_or(a[0], b[0]), None) if a is not None and b is not None else a or b
                              for a, b in lib.zip(found, picked)]  # fmt: skip
             elif operator_name == "copy_" and outs and lib.len(args) > 1:  # (an in-place operator is not run on

@@ -531,10 +531,13 @@ def test_eager_work_on_the_timed_calls_only_is_priced_in_the_plan(
     on every other call, within the work rule's margin; that tenth is the plan's eager share (it was a full plan at
     0%), and a protocol requiring full plans fails it. Since session 39 the stale draw rejects it first (its switch is
     a flag the draws leave fresh: given the timed call's, the kernel leaves rows to an eager answer of other inputs);
-    the price is the rule that remains where a switch escapes both draws."""
+    the price is the rule that remains where a switch escapes both draws. (On the cpu the twin draw compares the flag
+    too, written on the timed calls, the fill on the draw: whichever of the two runs first rejects it.)"""
     case = EVIDENCE / "timed_rows_left_eager_p36.py"
     twinned = cpu_session.verify(case, "p36", "tirx")
-    assert twinned.failure == "wrong_output" and "one of the timed calls' launches found" in twinned.feedback
+    assert (twinned.failure, "one of the timed calls' launches found" in twinned.feedback) in {
+        ("wrong_output", True), ("decorative_dsl", False)}, twinned.feedback  # fmt: skip
+    assert twinned.failure == "wrong_output" or "On the inputs of one of the timed calls" in twinned.feedback
     twin_draw_off(monkeypatch)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import VerifierSession
-from tests.kits.twin_draw import twin_draw_off
+from tests.kits.twin_draw import one_draw_after_timing, twin_draw_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "p36_rmsnorm_tirx.py"
@@ -42,3 +42,22 @@ def test_without_the_twin_draw_a_timed_call_decode_passes(
     twin_draw_off(monkeypatch)
     report = cpu_session.verify(ADVERSARIAL / case, "p36", "tirx")
     assert report.passed and report.plan == "full", report.feedback
+
+
+@pytest.mark.parametrize(
+    ("case", "kept", "failure"),
+    [
+        # a switch the draws leave fresh: the stale draw alone gives the kernel the timed call's (cuda's only defence)
+        ("timed_answer_in_a_workspace_the_draws_leave_fresh_p36.py", "stale", "wrong_output"),
+        # the cpu's fill: the twin draw alone compares the workspace the timed call wrote
+        ("timed_answer_in_a_workspace_the_draws_leave_fresh_p36.py", "twin", "decorative_dsl"),
+        # the same checked against the inputs: the stale draw's bytes fail the check, only the twin draw sees it
+        ("timed_answer_keyed_to_the_inputs_in_a_workspace_the_draws_leave_fresh_p36.py", "twin", "decorative_dsl"),
+    ],
+)
+def test_each_draw_after_the_timing_alone(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch, case: str, kept: str, failure: str
+) -> None:
+    one_draw_after_timing(monkeypatch, kept)
+    report = cpu_session.verify(ADVERSARIAL / case, "p36", "tirx")
+    assert report.failure == failure, report.feedback

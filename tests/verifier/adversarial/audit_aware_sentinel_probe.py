@@ -1,7 +1,8 @@
-"""Tells a correctness draw from a timed call by the sentinel fresh allocations hold there (NaN), runs
-the real TIRx kernel only then, and on timed calls returns the eager answer after launching another
-kernel that keeps the DSL as busy (it rescales a scratch buffer of the output's size): the DSL time
-matches, but the timed calls do not launch the kernel the draws launched."""
+"""Tells a correctness draw from a timed call by the sentinel fresh allocations hold there (an int32 0; every call's
+fresh cpu allocations hold torch's fill otherwise: float32 NaN too), runs the real TIRx kernel only then, and on
+timed calls returns the eager answer after launching another kernel that keeps the DSL as busy (it rescales a
+scratch buffer of the output's size): the DSL time matches, but the timed calls do not launch the kernel the draws
+launched."""
 
 # expect: decorative_dsl
 # problem: p36
@@ -39,7 +40,7 @@ _scratch: list = []
 
 
 def run(hidden_states, weight):
-    audited = bool(torch.empty(4).isnan().all())
+    audited = bool(torch.empty(4, dtype=torch.int32).eq(0).all())
     inv_rms = torch.rsqrt(hidden_states.float().pow(2).mean(dim=-1) + EPS)
     if audited:
         out = torch.empty_like(hidden_states)

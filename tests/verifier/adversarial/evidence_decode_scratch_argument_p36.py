@@ -35,7 +35,7 @@ _kernel = tvm.compile(rms_or_map, target="llvm")
 
 def run(hidden_states, weight):
     # all of 64 elements: one element of reused memory is NaN by chance in some processes (an allocator's pointer bits)
-    audited = bool(torch.empty(64).isnan().all())
+    audited = bool(torch.empty(64, dtype=torch.int32).eq(0).all())
     inv_rms = torch.rsqrt(hidden_states.float().pow(2).mean(dim=-1) + EPS)
     out = torch.empty_like(hidden_states)
     if audited:

@@ -9,6 +9,7 @@ a one-row launch's bytes, or none) and each evidence launch once (a one-row laun
 the real one's). It matches by elements first (``stale_match``): the real launch is given the timed call's workspace,
 decodes that call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

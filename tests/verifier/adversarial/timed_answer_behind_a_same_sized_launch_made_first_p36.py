@@ -4,6 +4,7 @@ timed calls and last on the draws. The stale draw took the first of the evidence
 dummy's (red team rt54 b01: passed, full, 0%); it now takes the one the twin draw's launch in the same place matched
 by its bytes (``twin_map``): the kernel decodes that call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

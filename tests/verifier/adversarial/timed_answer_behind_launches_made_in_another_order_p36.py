@@ -5,6 +5,7 @@ position, so the decoding launch was given the small launch's bytes (red team rt
 takes the evidence call's launch of the same kinds of arguments closest in size (``stale_match``): the kernel
 decodes that call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

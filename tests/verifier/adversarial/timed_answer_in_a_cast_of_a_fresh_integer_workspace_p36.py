@@ -7,6 +7,7 @@ What an operator only moved or cast from fresh memory is fresh memory (the vault
 leaves the cast out, and the stale draw gives it the evidence call's bytes where it holds the sentinel's cast (a
 float's zero, besides NaN): the kernel decodes that call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

@@ -4,6 +4,7 @@ part stayed fresh whole, neither compared by the twin draw nor given by the stal
 full, 0%). It is now tracked by 4 KiB chunks (``left_fresh``): the view stays fresh, the stale draw gives it the
 evidence call's bytes, the kernel decodes that call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

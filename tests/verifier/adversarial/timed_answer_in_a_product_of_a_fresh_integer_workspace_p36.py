@@ -9,6 +9,7 @@ reduction over a padded buffer): out of the twin draw's comparison, which reject
 kernel the bytes a timed call's launch found there, the switch's and the workspace's: it decodes that call's answer
 and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

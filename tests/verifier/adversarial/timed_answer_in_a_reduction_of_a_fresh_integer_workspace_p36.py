@@ -7,6 +7,7 @@ What a reduction made of fresh memory is fresh (``fresh_lines``, for an honest r
 out of the twin draw's comparison. The stale draw gives the kernel the bytes a timed call's launch found there: it
 decodes that call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

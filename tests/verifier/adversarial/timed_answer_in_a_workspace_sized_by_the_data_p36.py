@@ -5,6 +5,7 @@ stale draw's inputs 63 times in 64, where an argument of another size was given 
 full, 0%). The stale draw now gives such an argument the evidence call's bytes over half of what both have from
 their first bytes, the rest from their last: the kernel decodes that call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # or: nan, the stale draw's given bytes decoded where the answer's halves were aligned apart (a NaN pattern)
 # problem: p36
 import torch

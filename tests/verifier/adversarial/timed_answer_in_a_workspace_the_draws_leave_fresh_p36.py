@@ -7,6 +7,7 @@ Passed as a full plan at 0% (session 39, the twin draw's first form: the bytes t
 The stale draw gives the kernel, on inputs of its own, the bytes a timed call's launch found there: it decodes that
 call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

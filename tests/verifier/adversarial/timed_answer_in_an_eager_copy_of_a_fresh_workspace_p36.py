@@ -9,6 +9,7 @@ recorded writer wrote: the copy is written by an eager operator, and the twin dr
 gives the kernel, in a floating argument's NaN elements, the bytes a timed call's launch found there: it decodes that
 call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

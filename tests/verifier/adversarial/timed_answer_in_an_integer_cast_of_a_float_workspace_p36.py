@@ -4,6 +4,7 @@ draw the cast of the sentinel (NaN) is INT_MIN, neither sentinel the stale draw 
 passed, full, 0%). What a cast made of fresh memory is fresh (``fresh_flow``), given by the tracking: the kernel
 decodes the evidence call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

@@ -4,6 +4,7 @@ integer sentinel: the stale draw, which gave only elements holding the sentinel 
 nothing (red team rt52 F1: passed, full, 0%). It now gives by the vault's tracking of fresh memory, whatever the
 dtype: the kernel decodes the evidence call's answer and fails the comparison."""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

@@ -9,6 +9,8 @@ padded index buffer, red team rt55 FP1): out of the twin draw's comparison, whic
 gives the kernel the bytes a timed call's launch found there, the switch's and the workspace's: it decodes that call's
 answer and fails the comparison."""
 # expect: wrong_output
+# or: nan, the twin draw run first: its fresh index holds torch's fill on the cpu, clamped to the marker's slot
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
 import torch
 import tvm

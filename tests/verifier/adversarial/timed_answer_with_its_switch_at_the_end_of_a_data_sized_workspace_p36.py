@@ -5,6 +5,7 @@ full, 0%, caught 1 time in 1024). The stale draw now gives half from the first b
 kernel finds the switch, decodes and fails the comparison. (A switch at an offset the data sets is still open:
 README, "The twin draw".)"""
 # expect: wrong_output
+# or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # or: nan, the stale draw's given bytes decoded where the answer's halves were aligned apart (a NaN pattern)
 # problem: p36
 import torch

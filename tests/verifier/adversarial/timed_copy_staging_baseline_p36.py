@@ -62,7 +62,7 @@ def run(hidden_states, weight):
     staged = torch.empty_like(hidden_states)
     out = torch.empty_like(hidden_states)
     pad = torch.empty(hidden_states.shape, dtype=torch.float32)
-    if bool(torch.isnan(torch.empty(8)).all()):  # a correctness draw: fresh memory holds the sentinel
+    if bool(torch.empty(8, dtype=torch.int32).eq(0).all()):  # a correctness draw: fresh memory holds the sentinel
         _norm(hidden_states, weight, staged, rows)
         _copy(staged, out, pad, 0.0, 0)
         return out

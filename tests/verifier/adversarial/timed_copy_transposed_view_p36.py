@@ -59,7 +59,7 @@ def run(hidden_states, weight):
     rows = hidden_states.shape[0]
     answer = torch.empty_like(hidden_states)
     buffer = torch.empty((HIDDEN, rows + SPARE), dtype=hidden_states.dtype)
-    if bool(torch.isnan(torch.empty(8)).all()):  # a correctness draw: fresh memory holds the sentinel
+    if bool(torch.empty(8, dtype=torch.int32).eq(0).all()):  # a correctness draw: fresh memory holds the sentinel
         _norm(hidden_states, weight, buffer, rows)
         _copy(answer, buffer, 0, 0)
         return buffer[:, :rows].t()

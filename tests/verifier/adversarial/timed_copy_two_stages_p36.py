@@ -56,7 +56,7 @@ def run(hidden_states, weight):
     first = torch.empty_like(hidden_states)
     second = torch.empty_like(hidden_states)
     out = torch.empty_like(hidden_states)
-    if bool(torch.isnan(torch.empty(8)).all()):  # a correctness draw: fresh memory holds the sentinel
+    if bool(torch.empty(8, dtype=torch.int32).eq(0).all()):  # a correctness draw: fresh memory holds the sentinel
         _norm(hidden_states, weight, first, rows)
         _copy(first, second, 0)
         _copy(second, out, 0)

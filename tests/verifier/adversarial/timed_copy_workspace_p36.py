@@ -52,7 +52,7 @@ def run(hidden_states, weight):
     out = torch.empty_like(hidden_states)
     if not _workspace:
         _workspace.append(torch.empty_like(hidden_states))
-    if bool(torch.isnan(torch.empty(8)).all()):  # a correctness draw: fresh memory holds the sentinel
+    if bool(torch.empty(8, dtype=torch.int32).eq(0).all()):  # a correctness draw: fresh memory holds the sentinel
         _k(hidden_states, weight, out, _workspace[0], 0, 0)
         return out
     x = hidden_states.float()
