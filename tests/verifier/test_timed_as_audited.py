@@ -556,10 +556,12 @@ def test_an_eager_part_decoded_on_the_timed_calls_only_is_priced_in_the_plan(
     """Red team rt48 F4's class: an input-made switch past the fixed-arguments rule's small tensors tells the kernel
     to decode an eighth of the rows from an eager workspace on the timed calls alone; the decode rule's maps under its
     half, held against the draws' (``_decode.DECODE_CONTRAST``), take that eighth from the launch's work: a partial
-    plan (it was full at 3%). Since session 39 the twin draw rejects it first (the switch differs)."""
+    plan (it was full at 3%). Since session 39 the twin draw rejects it first (the switch differs), or, on a loaded
+    machine, the work rule does (its timed calls' share of the output measured under the draws' by more than the
+    margin: 83.7% against 85% in one run beside a red team)."""
     case = EVIDENCE / "timed_rows_decoded_an_eighth_p36.py"
     twinned = cpu_session.verify(case, "p36", "tirx")
-    assert twinned.failure == "decorative_dsl" and "On the inputs of one of the timed calls" in twinned.feedback
+    assert twinned.failure == "decorative_dsl", twinned.feedback
     twin_draw_off(monkeypatch)
     report = cpu_session.verify(case, "p36", "tirx")
     assert report.passed, report.feedback
