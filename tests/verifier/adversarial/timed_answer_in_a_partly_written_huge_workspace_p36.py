@@ -6,6 +6,7 @@ evidence call's bytes, the kernel decodes that call's answer and fails the compa
 # expect: wrong_output
 # or: decorative_dsl, the twin draw run first: on the cpu it compares the workspace the timed call wrote with the fill the draw's held
 # problem: p36
+# thorough: ~14 s on two cores: a 68 MiB workspace filled, tracked by chunks and given on the stale draw
 import torch
 import tvm
 from tvm.script import tirx as T
