@@ -644,6 +644,10 @@ def provenance_vault(
     # the storages the census found (as ``fresh``'s entries): what an earlier call left there is no twin of the evidence
     # call's, where the call before it left other bytes
     census_spans: list[Any] = []
+    # what an earlier call left in them, and what eager operators made of it this call (as ``fresh``'s entries, until a
+    # recorded writer writes them): other bytes on an evidence call, whose earlier call left others (a cached capacity
+    # buffer's unwritten slots, clamped: red team rt57 FP1), out of the twin draw's comparison
+    leftover: list[Any] = []
     twin_seen: list[Any] = []
     twin_found = [0, 0, 0, 0, 0, 0, -1, -1, 0]  # (and on the stale draw, the bytes ``twin_fill`` gave its launches)
     twin_count = [0]  # the counted launches of the call so far (the launches' keys)
@@ -1163,6 +1167,7 @@ def provenance_vault(
                         # call's: out of ``fixed_content``'s judgment until a recorded writer writes it
                         fresh.append([memory[-1][0], memory[-1][1], None, lib.device_of(t)])
                         census_spans.append((memory[-1][0], memory[-1][1], None, lib.device_of(t)))
+                        leftover.append([memory[-1][0], memory[-1][1], None, lib.device_of(t)])
                         censused[0] += 1
                         censused[1] += memory[-1][1] - memory[-1][0]
         censused[2] = (lib.perf_counter() - start) * 1e3
@@ -1301,19 +1306,18 @@ def provenance_vault(
             for j in lib.range(0, lib.len(edges), 2):
                 constant_made(lo + edges[j] * width, lo + edges[j + 1] * width, True)
 
-    def fresh_read(args: Any, kwargs: Any) -> Any:
-        """Per tensor an eager operator is given (by ``id``): which of its elements are fresh memory (``fresh``) as
-        the operator found them (int8 states for ``moved``, 1: fresh), taken before its writes are recorded (an in-place
-        operator over fresh memory); None where none is."""
+    def fresh_read(args: Any, kwargs: Any, entries: Any, apart: Any) -> Any:
+        """Per tensor an eager operator is given (by ``id``): which of its elements are in ``entries`` (``fresh``
+        memory; or ``leftover``) and not in ``apart`` as the operator found them (int8 states for ``moved``, 1: in
+        them), taken before its writes are recorded (an in-place operator over fresh memory); None where none is."""
         known: dict[int, Any] = {}
         for t in tensors_in((args, kwargs), []):
             lo, hi = span(t)
-            # (a mask of the span's bytes only where fresh memory is there: a production draw's operands are large)
-            near = lib.any(a < hi and lo < b for a, b, _, _ in fresh)
-            unwritten = lib.logical_not(unfresh_within(t, lo, hi)) if hi > lo and near else None
-            if unwritten is not None and census_spans:  # (a table made at import, a cache: values, not fresh memory,
-                # whatever an earlier call left there: red team rt56 FP1, `weight * _GAIN`, `_SLOTS[:n] < counts`)
-                lib.logical_and_(unwritten, unmarked_within(t, lo, hi, census_spans))
+            # (a mask of the span's bytes only where such memory is there: a production draw's operands are large)
+            near = lib.any(a < hi and lo < b for a, b, _, _ in entries)
+            unwritten = lib.logical_not(unmarked_within(t, lo, hi, entries)) if hi > lo and near else None
+            if unwritten is not None and apart:
+                lib.logical_and_(unwritten, unmarked_within(t, lo, hi, apart))
             if unwritten is None or not lib.bool(lib.any_of(unwritten)):
                 known[lib.id(t)] = (None, None)
                 continue
@@ -1422,7 +1426,7 @@ def provenance_vault(
         return [None if m is None else (m, None) for m in made]
 
     def fresh_flow(entry: Any, product: Any, operator_name: str, writes: bool, args: Any, kwargs: Any, outs: Any,
-                   known: Any) -> None:  # fmt: skip
+                   known: Any, into: Any) -> None:  # fmt: skip
         """An eager operator that only moves elements (``entry``: a cast, a ``cat``, a copy), maps them one by one
         (``_POINTWISE``, in place or not: a scale, an ``rsqrt``, a mask or a shift of bits), or combines them
         (``fresh_lines``: a row sum, a row maximum, a scan; ``fresh_products``: a GEMM), reading fresh memory
@@ -1477,7 +1481,7 @@ def provenance_vault(
                     lib.size(t))), -1), (*lib.size(t), lib.element_size(t))))  # fmt: skip
             except lib.BaseException:  # (a result whose elements share memory: written memory)
                 continue
-            fresh.append([lo, hi, per_byte, lib.device_of(t)])
+            into.append([lo, hi, per_byte, lib.device_of(t)])
 
     def roots_of(t: Any) -> Any:
         """What ``t``'s values are functions of (``behind``): a record's roots if one holds all of ``t``, else ``t``
@@ -3580,7 +3584,10 @@ def provenance_vault(
             for t in tensors_in(out, []):
                 lib.fill_(t, lib.sentinels.get(lib.dtype_of(t), lib.nan))
         # which elements of what it read were fresh memory, before its writes are recorded (``fresh_flow``)
-        read_fresh = fresh_read(args, kwargs) if fresh and name not in lib.empty_ops else None
+        # (memory fresh this call, the census's storages apart: a table made at import is values, not fresh memory,
+        # red team rt56 FP1, `weight * _GAIN`, `_SLOTS[:n] < counts`; and what an earlier call left, ``leftover``)
+        read_fresh = fresh_read(args, kwargs, fresh, census_spans) if fresh and name not in lib.empty_ops else None
+        read_left = fresh_read(args, kwargs, leftover, None) if leftover and name not in lib.empty_ops else None
         operator_wrote(name, args, kwargs if lib.type(kwargs) is lib.dict else {}, tensors_in(out, []))
         if name in lib.empty_ops or name in lib.lifts:  # fresh memory until a writer writes it; Python's values
             for t in tensors_in(out, []):
@@ -3685,9 +3692,10 @@ def provenance_vault(
                 copies.append((lo, hi, lib.clone(bytes_of(t, lo, hi))))  # x.float(): as much an input as x
         if not from_constants and not writes and lib.movement.get(priced) is not None:
             constant_flow(lib.movement[priced], args, kwargs, outs)
-        if read_fresh is not None:
-            fresh_flow(lib.movement.get(priced), lib.products.get(priced), operator_name, writes, args, kwargs, outs,
-                       read_fresh)
+        for read, into in ((read_fresh, fresh), (read_left, leftover)):
+            if read is not None:
+                fresh_flow(lib.movement.get(priced), lib.products.get(priced), operator_name, writes, args, kwargs,
+                           outs, read, into)  # fmt: skip
 
     def launch_signature(original: Any, args: Any) -> Any:
         """The signature of a genuine launch (None for anything else: see the module docstring): its kernel
@@ -4051,12 +4059,10 @@ def provenance_vault(
         (``lib.filled``), the twin draw's too: fresh memory is compared, and with it what eager code made of it (a
         padded tail cast, its rows' sums), so that a switch written on the timed calls where the draws write nothing
         differs (verifier README, "The twin draw"); not erased memory, nor what an earlier call left in a storage
-        the census found."""
+        the census found, nor what eager operators made of it (``leftover``)."""
         if not lib.filled:
             return twin_defined(t, lo, hi)
-        left = lib.logical_not(unmarked_within(t, lo, hi, fresh))  # fresh, within a storage the call found
-        lib.logical_and_(left, lib.logical_not(unmarked_within(t, lo, hi, census_spans)))
-        return lib.logical_and(lib.logical_not(left), unmarked_within(t, lo, hi, twin_erased))
+        return unmarked_within(t, lo, hi, [*leftover, *twin_erased])
 
     def unmarked_within(t: Any, lo: int, hi: int, marked: Any) -> Any:
         """Which bytes of [lo, hi) (``t``'s span) none of ``marked`` ((start, end, which of them: None for all,
@@ -4081,11 +4087,18 @@ def provenance_vault(
         return lib.logical_and(found, unfresh_within(t, lo, hi))
 
     def unfresh(lo: int, hi: int, changed_bytes: Any = None) -> None:
-        """A recorded writer wrote [lo, hi) (``changed_bytes``: which of its bytes; None: all): no longer fresh."""
+        """A recorded writer wrote [lo, hi) (``changed_bytes``: which of its bytes; None: all): no longer fresh, nor
+        what an earlier call left (``leftover``)."""
+        for entries in (fresh, leftover):
+            if entries:
+                unmark(entries, lo, hi, changed_bytes)
+
+    def unmark(entries: Any, lo: int, hi: int, changed_bytes: Any) -> None:
+        """``unfresh`` of one list of entries (``fresh``'s form), in place."""
         if changed_bytes is None:  # written whole: out of the list, no mask made (a 7 GB workspace's took the H100's)
-            fresh[:] = [entry for entry in fresh if not (lo <= entry[0] and entry[1] <= hi)]
+            entries[:] = [entry for entry in entries if not (lo <= entry[0] and entry[1] <= hi)]
         split: dict[int, Any] = {}  # a large entry's index -> the fresh entries it leaves (``left_fresh``)
-        for at, entry in lib.enumerate(fresh):
+        for at, entry in lib.enumerate(entries):
             a, b = entry[0], entry[1]
             x, y = lib.max(lo, a), lib.min(hi, b)
             if x >= y:
@@ -4107,9 +4120,9 @@ def provenance_vault(
                 lib.logical_and_(part, lib.logical_not(changed_bytes[x - lo : y - lo]))
         if split:
             kept: list[Any] = []
-            for at, entry in lib.enumerate(fresh):
+            for at, entry in lib.enumerate(entries):
                 kept.extend(split.get(at, [entry]))
-            fresh[:] = kept
+            entries[:] = kept
 
     def left_fresh(entry: Any, x: int, y: int, within: Any) -> Any:
         """The fresh entries a large fresh entry (mask None) leaves once a writer wrote [x, y) of it (``within``: which
@@ -4358,6 +4371,7 @@ def provenance_vault(
                     twin_map.clear()
                 twin_erased.clear()
                 census_spans.clear()
+                leftover.clear()
                 twin_seen.clear()
                 twin_found[:] = [0, 0, 0, 0, 0, 0, -1, -1, 0]
                 twin_count[0] = 0
