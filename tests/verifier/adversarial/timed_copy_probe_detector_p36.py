@@ -4,6 +4,7 @@ it; the copy is judged on the evidence calls themselves."""
 
 # expect: decorative_dsl
 # problem: p36
+# thorough: timing-bound: under load its probe finds every evidence call slow too and the case passes (README "The twin draw": an evidence call told by time stays open); run on a quiet machine
 import time
 
 import torch
