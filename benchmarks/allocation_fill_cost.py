@@ -4,17 +4,23 @@
 alternating round by round (the speedup the verifier reports is their ratio, and both pay the fill).
 
     OMP_NUM_THREADS=1 python benchmarks/allocation_fill_cost.py [--workload smoke|production] [--rounds 15]
-        [--only p36]
+        [--only p36] [--malloc [--pairs 3]]
 
 Prints, per case, the bytes it allocates per call and the median ms per call of ``run`` and of ``reference``, fill
-off and on, and the change in the speedup (reference / run) the fill makes.
+off and on, and the change in the speedup (reference / run) the fill makes. ``--malloc``: the cost of glibc's fill
+(``_allocator.MALLOC_TUNABLES``, set in a cpu worker's environment, and numpy's allocations through it), torch's fill
+on throughout: glibc reads its tunables when a process starts, so the script runs itself as a child with and without
+them, ``--pairs`` times each, alternating, and prints the medians of the children's medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,6 +41,8 @@ CASES = [
     (HONEST / "padded_rows_cast_eagerly_from_an_empty_buffer_p36.py", "p36"),
     (HONEST / "moe_per_expert_dsl_combine_p51.py", "p51"),
     (HONEST / "fp8_cache_append_in_place.py", "p21"),
+    (HONEST / "numpy_empty_workspace_every_call_p36.py", "p36"),
+    (HONEST / "tvm_runtime_empty_workspace_every_call_p36.py", "p36"),
 ]
 
 
@@ -85,29 +93,70 @@ def _times(fns: list[Any], inputs: list[Any], rounds: int, flag: Any) -> list[li
     return times
 
 
+def _cases(only: str) -> list[tuple[Path, str]]:
+    return [(path, problem_id) for path, problem_id in CASES
+            if not only or only in path.name or only == problem_id]  # fmt: skip
+
+
+def _children(args: argparse.Namespace) -> None:
+    """``--malloc``: children alternately without and with glibc's fill; medians of their per-case medians."""
+    base = [sys.executable, __file__, "--child", "--workload", args.workload, "--rounds", str(args.rounds)]
+    if args.only:
+        base += ["--only", args.only]
+    found: dict[bool, dict[str, list[list[float]]]] = {False: {}, True: {}}
+    for pair in range(args.pairs):
+        for perturb in (False, True) if pair % 2 == 0 else (True, False):
+            env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+            if perturb:
+                env["GLIBC_TUNABLES"] = _allocator.MALLOC_TUNABLES
+            out = subprocess.run(base, env=env, capture_output=True, text=True, check=True).stdout
+            for name, times in json.loads(out.strip().splitlines()[-1]).items():
+                found[perturb].setdefault(name, []).append(times)
+    print(f"{'case':52} {'run ms: off':>11} {'on':>7} {'reference: off':>14} {'on':>7} {'speedup':>8}")
+    for name in found[False]:
+        run_off, ref_off = (statistics.median(t[k] for t in found[False][name]) for k in (0, 1))
+        run_on, ref_on = (statistics.median(t[k] for t in found[True][name]) for k in (0, 1))
+        change = (ref_on / run_on) / (ref_off / run_off) - 1
+        print(f"{name[:52]:52} {run_off:11.3f} {run_on:7.3f} {ref_off:14.3f} {ref_on:7.3f} {change:+8.1%}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", choices=("smoke", "production"), default="smoke")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--only", default="", help="the cases whose problem or file name contains this")
+    parser.add_argument("--malloc", action="store_true", help="glibc's fill off and on (torch's on)")
+    parser.add_argument("--pairs", type=int, default=3, help="--malloc: children of each kind")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.malloc:
+        _children(args)
+        return
     torch.set_num_threads(1)
     flag = _allocator._flag()
     assert flag is not None, "this torch has no fill flag"
+    if args.child and "GLIBC_TUNABLES" in os.environ:
+        assert _allocator.fill_foreign_allocations(), "glibc's fill did not hold"
     catalog = load_catalog()
-    print(f"{'case':52} {'MB/call':>8} {'run ms: off':>11} {'on':>7} {'reference: off':>14} {'on':>7} {'speedup':>8}")
-    for path, problem_id in CASES:
-        if args.only and args.only not in path.name and args.only != problem_id:
-            continue
+    measured: dict[str, list[float]] = {}
+    if not args.child:
+        print(f"{'case':52} {'MB/call':>8} {'run ms: off':>11} {'on':>7} {'reference: off':>14} {'on':>7} "
+              f"{'speedup':>8}")  # fmt: skip
+    for path, problem_id in _cases(args.only):
         problem = catalog.get(problem_id)
         workload = problem.smoke if args.workload == "smoke" else problem.workload
         inputs = list(problem.make_inputs(dict(workload), seed=0))
         fns = [_loaded(path).run, problem.reference]
-        allocated = _allocated(fns[0], inputs)
         run_off, run_on, ref_off, ref_on = (statistics.median(t) for t in _times(fns, inputs, args.rounds, flag))
+        if args.child:  # torch's fill on: what a worker runs with
+            measured[path.stem] = [run_on, ref_on]
+            continue
+        allocated = _allocated(fns[0], inputs)
         change = (ref_on / run_on) / (ref_off / run_off) - 1
         print(f"{path.stem[:52]:52} {allocated / 1e6:8.2f} {run_off:11.3f} {run_on:7.3f} {ref_off:14.3f} "
               f"{ref_on:7.3f} {change:+8.1%}")
+    if args.child:
+        print(json.dumps(measured))
 
 
 if __name__ == "__main__":

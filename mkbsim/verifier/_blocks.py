@@ -40,8 +40,6 @@ BUDGET_SHARE = 0.125
 #: Calls the worker runs with the provenance audit (correctness draws; one per block: the control page holds
 #: one call's records).
 AUDITED = ("draw", "suppressed", "twin", "stale")
-#: The draws after the timing (``_phases.twin_draw``): the control page's TWIN value of each.
-TWIN_KINDS = {"twin": 1, "stale": 2}
 #: Unscored warm-up calls before the scored calls of every block after the first (the host warms up again
 #: after the verifier's checks between blocks).
 BLOCK_WARMUP = 3
@@ -224,7 +222,10 @@ class Block:
     one arena unless the protocol wants ``distinct`` input buffers for every call (hardened)."""
 
     def __init__(self, kinds: Sequence[str], draw: Callable[[int], list[Any]], seed: Callable[[], int],
-                 out_specs: Sequence[Any], device: torch.device, staged: bool, distinct: bool) -> None:  # fmt: skip
+                 out_specs: Sequence[Any], device: torch.device, staged: bool, distinct: bool,
+                 twin: Sequence[int] = ()) -> None:  # fmt: skip
+        """``twin``: each call's value of the control page's TWIN (``_control``; none given: 0 each)."""
+        self.twin = list(twin) or [0] * len(kinds)
         self.calls: list[BlockCall] = []
         draws: list[list[Any]] = []
         for kind in kinds:
@@ -251,8 +252,8 @@ def send(worker: WorkerHandle, control: ControlPage, block: Block, flush: bool) 
     device = block.memory.device
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    orders = [(c.kind == "evidence", c.kind == "null", c.kind in AUDITED, c.kind == "suppressed",
-               TWIN_KINDS.get(c.kind, 0)) for c in block.calls]  # fmt: skip
+    orders = [(c.kind == "evidence", c.kind == "null", c.kind in AUDITED, c.kind == "suppressed", twin)
+              for c, twin in zip(block.calls, block.twin, strict=True)]  # fmt: skip
     nonces = control.begin_block(orders)
     desc, fds = block.memory.descriptor()
     msg = {"op": "block", "block": desc, "calls": [c.arena_index for c in block.calls], "flush": flush}

@@ -46,10 +46,17 @@ LAUNCHES = (8, "<Q")  # gate vault: DSL launches of the current call (the verifi
 SUPPRESS = (16, "<B")  # verifier: skip the effect of every DSL launch of this call
 AUDIT = (17, "<B")  # verifier: correctness draw (snapshots, provenance records)
 EVIDENCE = (18, "<B")  # verifier: an evidence call (the gate times launches and lists their signatures)
-#: verifier: 1 the twin draw, a correctness draw on the inputs of the last evidence call (the gate compares its
-#: launches' arguments with that call's), 2 the stale draw (on inputs of its own, its launches given that call's bytes
-#: where nothing in the draw wrote): ``_provenance.twin_fill``
+#: verifier: of an evidence call, ``KEPT_EVIDENCE`` + j: its launches' arguments kept as the j-th the twin draws
+#: compare (a secret choice among the evidence calls, made before the timing); of a correctness draw,
+#: ``TWIN_DRAW`` + j: the j-th twin draw, on that call's inputs (the gate compares its launches' arguments with that
+#: call's), ``STALE_DRAW``: the stale draw (on inputs of its own, its launches given the first kept call's bytes where
+#: nothing in the draw wrote): ``_provenance.twin_fill``
 TWIN = (20, "<B")
+STALE_DRAW = 2
+TWIN_DRAW = 16
+KEPT_EVIDENCE = 32
+#: kept evidence calls at most (each its own TWIN_DRAW + j and KEPT_EVIDENCE + j)
+MAX_KEPT = 16
 ACK = (24, "<Q")  # timer vault: the nonce of the last call it stopped
 CALL_MS = (32, "<d")  # timer vault: the protocol's measure of the call
 HOST_MS = (40, "<d")  # timer vault: host clock around the call

@@ -41,6 +41,7 @@ from typing import Any
 from mkbsim.verifier import _tir_memory
 from mkbsim.verifier._guards import Binding, Guards, binding
 from mkbsim.verifier._provenance import ERASED_BYTE, gate
+from mkbsim.verifier._tir_identity import printed_kernel, same_kernel
 from mkbsim.verifier._vault import Registry, identity_key
 
 # TVM's own helper functions, fetched from modules while exporting or linking: not kernels.
@@ -154,7 +155,9 @@ def _allowed_call(name: str, *, _symbols: Any, _intrinsics: Any, _len: Any) -> b
 
 def _built_module(
     mod: Any, target: Any = None, pipeline: Any = "default", *, _original: Any, _ask: Any, _getframe: Any,
-    _built: Any, _declared: Any, _allowed: Any, _looked_up: Any, _kernels: Any, _kinds: Any, _kind: Any,
+    _built: Any, _identities: Any, _printed: Any, _same: Any, _kernel_classes: Any, _declared: Any, _allowed: Any,
+    _looked_up: Any, _kernels: Any,
+    _kinds: Any, _kind: Any,
     _source: Any, _list: Any, _id: Any, _type: Any, _str: Any, _len: Any, _context: Any, _passes: str,
     _checked: Any, _PermissionError: Any
 ) -> Any:  # fmt: skip
@@ -162,7 +165,8 @@ def _built_module(
     its host code's outside calls are checked; TVM's compilers may run meanwhile (``("building", ...)``), so
     the pipeline is one TVM registered by name, and no pass or instrument of the submission's runs in it.
     What is built is the TIR checked and bounded by ``_tir_memory.checked`` (``_checked``): a kernel reaches
-    only its buffers' memory."""
+    only its buffers' memory. Its kernels are named by that TIR up to its buffers' sizes (``_identities``: the
+    first module built of each, ``_kernel_classes``; ``_tir_identity``)."""
     context = _context()
     if (pipeline is not None and _type(pipeline) is not _str) or _len(context.instruments) or _passes in context.config:
         what = "a TIRx build with a pipeline object, pass instruments or added lower passes"
@@ -204,14 +208,24 @@ def _built_module(
             "device kernels"
         )
         raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
+    printed = _printed(mod)
+    identity = None
+    for known, named in _kernel_classes:
+        if _same(known, printed):
+            identity = named
+            break
+    if identity is None:
+        identity = f"tirx kernel {_len(_kernel_classes)}"
+        _kernel_classes.append((printed, identity))
     for module in tree:
         _built[_id(module)] = module  # held: its id is never reused
+        _identities[_id(module)] = identity
     return built
 
 
 def _counted_get_function(
     module: Any, name: str, query_imports: bool = False, *, _original: Any, _internal: Any, _wrap: Any, _cache: Any,
-    _id: Any, _built: Any, _ask: Any, _getframe: Any, _NOT_BUILT: Any
+    _id: Any, _built: Any, _identities: Any, _ask: Any, _getframe: Any, _NOT_BUILT: Any
 ) -> Any:  # fmt: skip
     """``module.get_function``: a kernel as a counted function, made once per module and name (a TVM
     executable looks its entry up on every call). A function of a module the DSL did not build here is
@@ -230,18 +244,21 @@ def _counted_get_function(
             raise refused
         return _original(module, name, query_imports)
     func = _original(module, name, query_imports)
-    counted = _wrap(func, module, name)
+    counted = _wrap(func, module, name, _identities.get(_id(module)))
     _cache[key] = (module, counted)
     return counted
 
 
-def _wrap_counted(func: Any, module: Any, name: str, *, _cls: Any, _send: Any, _keep: Any) -> Any:
+def _wrap_counted(
+    func: Any, module: Any, name: str, identity: str | None = None, *, _cls: Any, _send: Any, _keep: Any
+) -> Any:  # fmt: skip
     """``func`` (``name`` in ``module``; None: a CuTe program, known by its own handle) as a function whose
     calls pass the gate, registered with the gate's vault (with its native handle, and a TVM FFI array
-    holding the native function so that its address is never reused)."""
+    holding the native function so that its address is never reused); ``identity``: the TIR it was built from, up
+    to its buffers' sizes (None: the module's handle names it)."""
     counted = _cls.__new__(_cls)
     counted.__move_handle_from__(func)
-    failed = _send((6, counted, _keep(counted), counted if module is None else module, name))  # REGISTER a function
+    failed = _send((6, counted, _keep(counted), counted if module is None else module, name, identity))  # REGISTER
     if failed is not None:
         raise failed
     return counted
@@ -435,19 +452,24 @@ class DslGates:
 
         wrap = self.counted_functions()
         built: dict[int, Any] = {}
+        identities: dict[int, str] = {}  # a built module's id -> its TIR's identity up to sizes (``_tir_identity``)
         get_function = self.registry.protect(
             _counted_get_function, _original=tvm_ffi.Module.get_function, _internal=_TVM_INTERNAL_PREFIXES, _wrap=wrap,
-            _cache={}, _id=id, _built=built, _ask=self.guards.ask, _getframe=sys._getframe, _NOT_BUILT=NOT_BUILT,
+            _cache={}, _id=id, _built=built, _identities=identities, _ask=self.guards.ask, _getframe=sys._getframe,
+            _NOT_BUILT=NOT_BUILT,
         )  # fmt: skip
         self._set(tvm_ffi.Module, "get_function", get_function)
-        self._install_tirx_modules(built)
+        self._install_tirx_modules(built, identities)
         external = importlib.import_module("tvm.tirx.script.builder.external_kernel")
         self._record(external.SourceKernel, "__init__", "T.call_kernel with a CUDA source string")
 
-    def _install_tirx_modules(self, built: dict[int, Any]) -> None:
-        """Where TIRx modules come from: ``tvm.tirx.build`` (registered in ``built``), an export of one
-        and loading it back; every other way to a module of native code is refused."""
+    def _install_tirx_modules(self, built: dict[int, Any], identities: dict[int, str]) -> None:
+        """Where TIRx modules come from: ``tvm.tirx.build`` (registered in ``built``, its TIR's identity in
+        ``identities``), an export of one and loading it back; every other way to a module of native code is
+        refused."""
+        import io
         import os
+        import tokenize
 
         import tvm
         import tvm_ffi
@@ -456,7 +478,14 @@ class DslGates:
                   "_type": type, "_str": str}  # fmt: skip
         paths = {"_realpath": os.path.realpath}
         build = self.registry.protect(
-            _built_module, _original=tvm.tirx.build, _built=built, _declared=self.registry.protect(_declared),
+            _built_module, _original=tvm.tirx.build, _built=built, _identities=identities,
+            _printed=self.registry.protect(
+                printed_kernel, _script=tvm.runtime.Scriptable.script, _tokens=tokenize.generate_tokens,
+                _reader=io.StringIO, _NUMBER=tokenize.NUMBER, _NAME=tokenize.NAME, _OP=tokenize.OP, _int=int,
+                _len=len, _enumerate=enumerate, _tuple=tuple, _frozenset=frozenset,
+            ),
+            _same=self.registry.protect(same_kernel, _len=len, _zip=zip, _int=int), _kernel_classes=[],
+            _declared=self.registry.protect(_declared),
             _allowed=self.registry.protect(_allowed_call, _symbols=HOST_SYMBOLS, _intrinsics=LLVM_INTRINSICS, _len=len),
             _looked_up=self.registry.protect(_looked_up, _len=len),
             _kernels=self.registry.protect(_device_kernels, _len=len, _range=range),

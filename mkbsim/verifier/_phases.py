@@ -16,6 +16,7 @@ from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._blocks import Block, BlockCall
 from mkbsim.verifier._blocks import total_check as block_total_check
 from mkbsim.verifier._compare import compare
+from mkbsim.verifier._control import KEPT_EVIDENCE, MAX_KEPT, STALE_DRAW, TWIN_DRAW
 from mkbsim.verifier._judge import (
     Failure,
     call_error,
@@ -62,6 +63,12 @@ PENDING_CHARGE_MS = 0.1
 #: cannot fail them, and an attacker behaving only when it guesses a call is scored has 10 chances to guess
 #: wrong once (verifier README, "Evidence calls"); 10 calls add a fifth to the 50 scored ones.
 EVIDENCE_CALLS = 10
+#: Evidence calls the twin draws repeat (``twin_draw``), chosen at random before the timing, a secret as the evidence
+#: calls are: a submission that gives its kernels other work on a share s of the scored calls, whichever, escapes all
+#: of them with probability (1 - s) ** TWIN_CALLS (a quarter: 0.42; three quarters: 0.016). One, the last evidence
+#: call, let a submission do so on the first three quarters of the scored calls, whose order it can count, and pass
+#: 96% of the time (red team rt58 F0).
+TWIN_CALLS = 3
 #: The scored calls re-checked are drawn after all of them ran (their outputs kept, the choice never sent to
 #: the worker), as many as it takes for a submission returning wrong outputs on this share of them to escape
 #: with at most this probability (18 of 50). The median moves only when half the calls do less work, so a
@@ -439,6 +446,10 @@ def timing(v: Verification) -> Failure | None:
     t = v.timing = {k: [] for k in kept}
     t["evidence"] = {k: [] for k in ("ms", "launches", "footprints", "dsl_ms", "signatures", "fixed_changed",
                                      "trusted", "work", "seeds")}  # fmt: skip
+    # the evidence calls (by their order) whose launches the worker keeps for the twin draws, and their seeds
+    twin_ordinals = rng.sample(range(EVIDENCE_CALLS), min(TWIN_CALLS, EVIDENCE_CALLS, MAX_KEPT))
+    t["evidence"]["kept"] = [None] * len(twin_ordinals)
+    ordinal = 0
     t["trusted"], t["null_trusted"], t["null_pending"] = [], [], []
     distinct = p.unique_input_buffers
     blocks = _blocks.plan_for(s, v.session.device, v.session.limits.memory_bytes, p.warmup_calls, scored, distinct)
@@ -447,8 +458,13 @@ def timing(v: Verification) -> Failure | None:
     k = unique = position = 0
     for planned in blocks:
         for kinds in _blocks.parts(planned):
+            twin = []
+            for kind in kinds:
+                kept_now = kind == "evidence" and ordinal in twin_ordinals
+                twin.append(KEPT_EVIDENCE + twin_ordinals.index(ordinal) if kept_now else 0)
+                ordinal += kind == "evidence"
             block = Block(kinds, s.draw, lambda: rng.getrandbits(63), s.out_specs, v.session.device,
-                          v.session.staged_arenas, distinct=distinct)  # fmt: skip
+                          v.session.staged_arenas, distinct=distinct, twin=twin)  # fmt: skip
             # an evidence call is named as a timed call: the feedback does not say which calls were evidence
             wheres, counted = [], k
             for kind in kinds:
@@ -467,6 +483,9 @@ def timing(v: Verification) -> Failure | None:
             if len(answers) < len(block.calls):
                 return Failure("harness_tamper", f"The worker answered {len(answers)} of a block's "
                                f"{len(block.calls)} timed calls, though none of its answers failed.")  # fmt: skip
+            for call, code in zip(block.calls, block.twin, strict=True):
+                if code >= KEPT_EVIDENCE:
+                    t["evidence"]["kept"][code - KEPT_EVIDENCE] = call.seed
             if kinds[0] != "warmup":  # the scored block, judged whole (``_blocks.total_check``)
                 t["blocks"].append([(c.kind, _unwatched(c)) for c in block.calls])
             unique += len(block.memory.arenas)
@@ -832,12 +851,14 @@ def _idle_against(v: Verification, runtime: float, reference: list[float]) -> st
     return idle_check(v.timing["trusted"], runtime, "cuda", reference)
 
 
-def _after_timing_draw(v: Verification, kind: str, seed: int, where: str) -> tuple[Draw, Failure | None]:
-    """One correctness draw after the timing (``twin_draw``): ``kind`` "twin" or "stale", on the inputs of ``seed``;
-    its outputs checked as a draw's (kept in ``details.twin_draw``, not among the draws')."""
+def _after_timing_draw(v: Verification, kind: str, seed: int, where: str, twin: int,
+                       label: str) -> tuple[Draw, Failure | None]:  # fmt: skip
+    """One correctness draw after the timing (``twin_draw``): ``kind`` "twin" or "stale", on the inputs of ``seed``,
+    the control page's TWIN ``twin``; its outputs checked as a draw's (kept in ``details.twin_draw[label]``, not among
+    the draws')."""
     s = v.shape
     block = Block([kind], s.draw, lambda: seed, s.out_specs, v.session.device, v.session.staged_arenas,
-                  distinct=False)  # fmt: skip
+                  distinct=False, twin=[twin])  # fmt: skip
     call = block.calls[0]
     refs: list[Any] = []
     answers = v.call_block(block, [where], meanwhile=lambda: refs.extend(s.refs(call.inputs)))
@@ -851,7 +872,7 @@ def _after_timing_draw(v: Verification, kind: str, seed: int, where: str) -> tup
     draw = Draw(-1, call.inputs, refs, answers[0].reply, answers[0].page)
     checked: list[Any] = []
     failure = _checked(v, draw, block.arena(call), where, first=False, into=checked)
-    v.details.setdefault("twin_draw", {})[kind] = {"outputs": checked[0]["outputs"] if checked else None}
+    v.details.setdefault("twin_draw", {})[label] = {"outputs": checked[0]["outputs"] if checked else None}
     if failure is None:  # an eager answer here is one (red team rt56 F0: eager code on every call after many
         # calls outside the dispatch mode, the twin and the stale draw included: their launches given what a timed
         # call's were, nothing left to give)
@@ -859,7 +880,7 @@ def _after_timing_draw(v: Verification, kind: str, seed: int, where: str) -> tup
         if isinstance(measured, Failure):
             failure = measured
         else:
-            v.details["twin_draw"][kind]["eager_work"] = measured[2].as_dict()
+            v.details["twin_draw"][label]["eager_work"] = measured[2].as_dict()
             if measured[2].covers:
                 failure = Failure("decorative_dsl", _eagerwork.explain(measured[2], where.removeprefix("in ")))
     return draw, failure
@@ -873,22 +894,27 @@ def _twin_record(draw: Draw, where: str) -> list[Any] | Failure:
 
 
 def twin_draw(v: Verification) -> Failure | None:
-    """Two more correctness draws once the timing is done, against the last evidence call the worker ran (which the
-    submission cannot tell from a timed call, nor know to be the one): the twin draw, on that call's inputs
+    """More correctness draws once the timing is done, against evidence calls the worker kept (``TWIN_CALLS`` of them,
+    chosen before the timing, which the submission cannot tell from timed calls): a twin draw on each one's inputs
     (regenerated from its seed), whose launches' tensor arguments are compared byte by byte, where the draw's recorded
     writers left them, with what that call's launches were given (``_provenance.twin_launch``: same inputs, same code,
     same bytes; a draw that repeats what the evidence call did runs its eager code where the eager-work rule reads it,
-    ``_after_timing_draw``); and the stale draw, on inputs of its own, its launches given that call's bytes wherever
-    nothing in the draw wrote (``_provenance.twin_fill``: a kernel that reads which call it is in, or an answer, from
-    a workspace the draws leave fresh decodes another call's answer there). In an order drawn per verification: a
-    submission that tells the stale draw by its place after the timing (red team rt56 F1: a workspace written there
-    alone, left fresh on the twin draw) writes it on the twin draw half the time. Verifier README, "The twin draw"."""
+    ``_after_timing_draw``); and the stale draw, on inputs of its own, its launches given the first kept call's bytes
+    wherever nothing in the draw wrote (``_provenance.twin_fill``: a kernel that reads which call it is in, or an
+    answer, from a workspace the draws leave fresh decodes another call's answer there). In an order drawn per
+    verification: a submission that tells the stale draw by its place after the timing (red team rt56 F1: a workspace
+    written there alone, left fresh on the twin draw) writes it on a twin draw as often. Verifier README, "The twin
+    draw"."""
     t0 = time.perf_counter()
-    seeds = v.timing.get("evidence", {}).get("seeds") or []
+    seeds = [seed for seed in v.timing.get("evidence", {}).get("kept") or () if seed is not None]
     if not seeds:
         return None
-    draws = [lambda: _twin(v, seeds[-1]), lambda: _stale(v)]
-    for draw in draws if rng.random() < 0.5 else draws[::-1]:
+    draws = [lambda j=j, seed=seed: _twin(v, j, seed) for j, seed in enumerate(seeds)] + [lambda: _stale(v)]
+    rng.shuffle(draws)
+    v.details["twin_draw"] = {"launches_kept": 0, "launches_compared": 0, "launches_missed": 0,
+                              "launches_unmatched": 0, "bytes_differing": 0, "bytes_compared": 0,
+                              "first_differing": None, "twin_calls": len(seeds)}  # fmt: skip
+    for draw in draws:
         failure = draw()
         if failure is not None:
             return failure
@@ -896,18 +922,20 @@ def twin_draw(v: Verification) -> Failure | None:
     return None
 
 
-def _twin(v: Verification, seed: int) -> Failure | None:
+def _twin(v: Verification, j: int, seed: int) -> Failure | None:
     where = "in a correctness draw on the inputs of one of the timed calls"
-    draw, failure = _after_timing_draw(v, "twin", seed, where)
+    draw, failure = _after_timing_draw(v, "twin", seed, where, TWIN_DRAW + j, "twin" if j == 0 else f"twin {j + 1}")
     found = failure or _twin_record(draw, where)
     if isinstance(found, Failure):
         return found
     kept, compared, missed, unmatched, differ, compared_bytes, at_launch, at_argument, _ = found
-    v.details["twin_draw"] |= {
-        "launches_kept": kept, "launches_compared": compared, "launches_missed": missed,
-        "launches_unmatched": unmatched, "bytes_differing": differ, "bytes_compared": compared_bytes,
-        "first_differing": {"launch": at_launch, "argument_bytes": at_argument} if at_launch >= 0 else None,
-    }  # fmt: skip
+    summary = v.details["twin_draw"]
+    for key, value in (("launches_kept", kept), ("launches_compared", compared), ("launches_missed", missed),
+                       ("launches_unmatched", unmatched), ("bytes_differing", differ),
+                       ("bytes_compared", compared_bytes)):  # fmt: skip
+        summary[key] += value
+    if at_launch >= 0 and summary["first_differing"] is None:
+        summary["first_differing"] = {"launch": at_launch, "argument_bytes": at_argument}
     if differ or missed or unmatched:
         told = (
             f"{missed + unmatched} of its DSL launches were not given the same kernels, numbers and tensor layouts"
@@ -927,7 +955,7 @@ def _twin(v: Verification, seed: int) -> Failure | None:
 
 def _stale(v: Verification) -> Failure | None:
     where = "in a correctness draw whose unwritten memory held what a timed call's kernels found there"
-    draw, failure = _after_timing_draw(v, "stale", rng.getrandbits(63), where)
+    draw, failure = _after_timing_draw(v, "stale", rng.getrandbits(63), where, STALE_DRAW, "stale")
     found = _twin_record(draw, where) if failure is None else failure
     if isinstance(found, Failure):
         if found.code in ("harness_tamper", "decorative_dsl"):  # (the draw's own records: an eager answer)

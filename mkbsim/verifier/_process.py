@@ -18,6 +18,7 @@ from typing import Any
 
 from mkbsim.sandbox import read_tail, remove_tree
 from mkbsim.verifier import _schema
+from mkbsim.verifier._allocator import MALLOC_TUNABLES
 from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, ChannelTimeout, UntrustedMessage
 from mkbsim.verifier._noprocess import filters
 from mkbsim.verifier._sandboxing import WorkerSandbox, make_sandbox
@@ -54,13 +55,16 @@ def looks_like_credential(name: str) -> bool:
     return any(word in upper for word in _CREDENTIAL_WORDS)
 
 
-def worker_env(cpu_threads: int, source: Mapping[str, str] = os.environ) -> dict[str, str]:
+def worker_env(cpu_threads: int, source: Mapping[str, str] = os.environ, device_type: str = "cpu") -> dict[str, str]:
     """The complete environment of the zygote and its workers: ``source``'s allow-listed variables that do not
-    look like credentials, plus the verifier's own settings (import path, thread counts)."""
+    look like credentials, plus the verifier's own settings (import path, thread counts; on the cpu, glibc's malloc
+    filling every block it hands out: ``_allocator.MALLOC_TUNABLES``)."""
     env = {k: v for k, v in source.items() if k in WORKER_ENV_NAMES and not looks_like_credential(k)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["PYTHONNOUSERSITE"] = "1"
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = env["TVM_NUM_THREADS"] = str(cpu_threads)
+    if device_type == "cpu":
+        env["GLIBC_TUNABLES"] = MALLOC_TUNABLES
     return env
 
 
@@ -112,7 +116,7 @@ class Zygote:
             "stdout": self.log,
             "stderr": self.log,
         }
-        env = worker_env(cpu_threads)
+        env = worker_env(cpu_threads, device_type=device_type)
         made: WorkerSandbox | str = make_sandbox(env, device_type) if sandbox is not False else "switched off"
         if isinstance(made, str) and sandbox:
             raise RuntimeError(f"the verifier's sandbox cannot run here: {made}")

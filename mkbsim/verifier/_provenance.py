@@ -69,7 +69,7 @@ from typing import Any
 import torch
 
 from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _lookups, _scatters, _widths
-from mkbsim.verifier._allocator import fresh_allocations_filled
+from mkbsim.verifier._allocator import foreign_allocations_filled, fresh_allocations_filled
 from mkbsim.verifier._mapped import HARNESS_OPS
 from mkbsim.verifier._timing import _perf_counter, cuda_clock
 from mkbsim.verifier._vault import identity_key
@@ -527,6 +527,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         flush_denormal=torch.set_flush_denormal if device.type == "cpu" else None,
         # every call's fresh cpu allocations hold torch's fill (``_allocator``): the twin draw's as the evidence call's
         filled=device.type == "cpu" and fresh_allocations_filled(),
+        # and every block malloc hands out (TVM's ``empty``, numpy's arrays) holds glibc's perturb fill
+        foreign_filled=device.type == "cpu" and foreign_allocations_filled(),
         bool=bool, u32=_struct.Struct("<I"), perf_counter=_perf_counter, cuda=device.type == "cuda", ident=_get_ident,
         issubclass=issubclass,
         # the vault's own evidence work, in the measure the verifier compares calls by (cpu: the worker's CPU time,
@@ -633,13 +635,18 @@ def provenance_vault(
     schemas: dict[str, Any] = {}  # an operator's name -> ``aliasing``
     copies: list[Any] = []  # [start, end, bytes] of fresh copies or casts of problem inputs (x.float()) when made
     spanned: list[Any] = []  # [start, end) byte ranges launches had as arguments
-    # the twin draw (``twin_launch``): the last evidence call's counted launches, each (launch key -> its tensor
+    # the twin draw (``twin_launch``): a kept evidence call's counted launches, each (launch key -> its tensor
     # arguments' bytes before it ran); the launch in flight's, as the outermost BEFORE read them (with, on the twin
     # draw, which of them the draw's recorded writers left there: ``twin_defined``); the byte ranges the twin draw
     # erased ((start, end, which of them: None for all, device), as ``fresh``'s); what its comparison found (launches
     # kept, compared, the evidence call's it did not make, its own the evidence call did not make, bytes that differ,
     # bytes compared, the first differing launch and its argument's size in bytes (-1: none))
     twin_kept: dict[Any, Any] = {}
+    # each kept evidence call's ``twin_kept``, with what its twin draw made of it (``twin_nan``, ``twin_map``), by its
+    # number j (the control page's TWIN: ``KEPT_EVIDENCE`` + j on it, ``TWIN_DRAW`` + j on its twin draw; the stale
+    # draw's is 0); the call in flight's j (-1: none) and whether it is a kept evidence call
+    kept_sets: dict[int, Any] = {}
+    twin_set = [-1, False]
     twin_erased: list[Any] = []
     # the storages the census found (as ``fresh``'s entries): what an earlier call left there is no twin of the evidence
     # call's, where the call before it left other bytes
@@ -1011,27 +1018,35 @@ def provenance_vault(
         if not overlapping and lo <= start and end <= hi:
             pass  # written whole
         elif not overlapping and hi <= lo:
-            erase(t, whole)
+            erase(t, whole, foreign=True)
         else:  # (a DLPack view of part of another storage, or an operator's output with bytes it did not write)
             blank = lib.ones((end - start,), dtype=lib.bool_, device=lib.device_of(whole))
             for r in overlapping:
                 lib.fill_(blank[lib.max(r[0], start) - start : lib.min(r[1], end) - start], False)
             if hi > lo:
                 lib.fill_(blank[lib.max(lo, start) - start : lib.min(hi, end) - start], False)
-            erase(t, whole, blank)
+            erase(t, whole, blank, foreign=True)
         memory.append(recording(whole, start, end, False))
         return True
 
-    def erase(t: Any, whole: Any, where: Any = None) -> None:
+    def erase(t: Any, whole: Any, where: Any = None, foreign: bool = False) -> None:
         """Overwrite bytes no recorded writer left (``whole``, uint8; ``where`` of them, None: all) with the sentinel of
         ``t``, which reads or wrote them: NaN if floating (0xFF in every float dtype), else zero (a count or an offset
-        then sends later kernels over no data, never out of bounds, as the fresh allocations' sentinel)."""
+        then sends later kernels over no data, never out of bounds, as the fresh allocations' sentinel). ``foreign``:
+        memory no record holds (allocated outside the recorded operators), not bytes a record holds otherwise.
+        On the twin draw, where every allocator's fresh memory holds its fill (``lib.foreign_filled``), foreign memory
+        is left as the allocator gave it, and erased bytes are compared, as the evidence call's launch found them: a
+        workspace written on the timed calls where the draws write nothing differs, whoever allocated it and whatever
+        wrote it (red team rt57 F0; verifier README, "The twin draw"). Elsewhere erased bytes are nothing the twin
+        draw compares (``twin_erased``)."""
         nonlocal erased
+        if twin == 1 and lib.foreign_filled and foreign:
+            return
         erased += lib.numel(whole) if where is None else lib.int(lib.count_nonzero(where))
         key = (lib.erased_storages, (), ((1,),))  # one Python value: the reader sees whether it was erased
         eager_ops[key] = eager_ops.get(key, 0) + 1
         byte = lib.erased_byte if lib.is_floating(t) else 0
-        if twin:  # bytes of no recorded writer: nothing the twin draw compares
+        if twin and not (twin == 1 and lib.foreign_filled):
             start = lib.data_ptr(whole)
             twin_erased.append((start, start + lib.numel(whole), None if where is None else lib.clone(where),
                                 lib.device_of(whole)))  # fmt: skip
@@ -2476,18 +2491,19 @@ def provenance_vault(
 
     def twin_launch(twin_pending: Any, facts: Any) -> None:
         """A counted launch's tensor arguments as they were before it (``twin_pending``: (argument, bytes, which bytes
-        the twin draw's recorded writers left: None on an evidence call)). An evidence call keeps them
-        under the launch's key (``twin_kept``: the last evidence call's); the twin draw, a correctness draw on that
-        call's inputs, compares its own launch's with them, byte by byte where its recorded writers left them
+        the twin draw's recorded writers left: None on an evidence call)). A kept evidence call keeps them under the
+        launch's key (``twin_kept``, then ``kept_sets``); its twin draw, a correctness draw on that call's inputs,
+        compares its own launch's with them, byte by byte where its recorded writers left them
         (``twin_defined``). A submission's code is a function of its inputs: where the same inputs gave a launch other
         bytes when the call was watched, the kernel was given other work than the draws checked (a key, a switch, an
         eager answer encoded for the timed calls only: verifier README, "The twin draw")."""
         key = twin_count[0]
         twin_count[0] += 1
-        if not twin:  # kept within ``TWIN_BYTES`` (False: a launch made, not kept)
-            size = lib.sum_of(lib.numel(kept) for _, kept, _ in twin_pending)
-            held = lib.sum_of(lib.numel(kept) for _, then in twin_kept.values() if then for _, kept, _ in then)
-            twin_kept[key] = (facts, lib.list(twin_pending) if held + size <= lib.twin_bytes else False)
+        if not twin:  # a kept evidence call's, within ``TWIN_BYTES`` for all of them (False: a launch made, not kept);
+            # every evidence call's arguments are copied alike: which are kept is no measure a call can take
+            if twin_set[1]:
+                size = lib.sum_of(lib.numel(kept) for _, kept, _ in twin_pending)
+                twin_kept[key] = (facts, lib.list(twin_pending) if kept_bytes() + size <= lib.twin_bytes else False)
             return
         if twin == 2:  # (the stale draw compares nothing: its inputs are its own)
             return
@@ -2529,6 +2545,11 @@ def provenance_vault(
         twin_found[5] += best[2]
         if best[1] and twin_found[6] < 0:  # (the launch's number, its argument's bytes)
             twin_found[6], twin_found[7] = launches, best[3]
+
+    def kept_bytes() -> int:
+        """The bytes of launch arguments kept for the twin draws: the call in flight's and the other kept calls'."""
+        sets = [twin_kept, *(found[0] for j, found in kept_sets.items() if j != twin_set[0])]
+        return lib.sum_of(lib.numel(kept) for each in sets for _, then in each.values() if then for _, kept, _ in then)
 
     def was(u: Any, spans: Any) -> Any:
         """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s; or
@@ -4058,8 +4079,9 @@ def provenance_vault(
         on the draw and anything on a timed call: cuda). On the cpu every call's fresh allocations hold torch's fill
         (``lib.filled``), the twin draw's too: fresh memory is compared, and with it what eager code made of it (a
         padded tail cast, its rows' sums), so that a switch written on the timed calls where the draws write nothing
-        differs (verifier README, "The twin draw"); not erased memory, nor what an earlier call left in a storage
-        the census found, nor what eager operators made of it (``leftover``)."""
+        differs (verifier README, "The twin draw"); not erased memory where other allocators' fresh memory holds no
+        fill (``erase``), nor what an earlier call left in a storage the census found, nor what eager operators made of
+        it (``leftover``)."""
         if not lib.filled:
             return twin_defined(t, lo, hi)
         return unmarked_within(t, lo, hi, [*leftover, *twin_erased])
@@ -4364,11 +4386,26 @@ def provenance_vault(
                 nonce = current
                 audit = page[layout.AUDIT] == 1
                 evidence = audit or page[layout.EVIDENCE] == 1
-                twin = page[layout.TWIN] if audit else 0
-                if evidence and not audit:  # the last evidence call's launches are the twin draw's to compare
+                if twin_set[0] >= 0:  # the call that ended: a kept evidence call's launches, or what its twin made
+                    kept_sets[twin_set[0]] = (lib.dict(twin_kept), lib.dict(twin_nan), lib.dict(twin_map))
+                code = page[layout.TWIN]
+                twin, twin_set[:] = 0, [-1, False]
+                if audit and layout.TWIN_DRAW <= code < layout.TWIN_DRAW + layout.MAX_KEPT:
+                    twin, twin_set[0] = 1, code - layout.TWIN_DRAW
+                elif audit and code == layout.STALE_DRAW:
+                    twin = 2
+                elif not audit and evidence and layout.KEPT_EVIDENCE <= code < layout.KEPT_EVIDENCE + layout.MAX_KEPT:
+                    twin_set[:] = [code - layout.KEPT_EVIDENCE, True]  # its launches are a twin draw's to compare
+                if twin or twin_set[1]:
                     twin_kept.clear()
                     twin_nan.clear()
                     twin_map.clear()
+                    if twin:
+                        found = kept_sets.get(lib.max(twin_set[0], 0))
+                        if found is not None:
+                            twin_kept.update(found[0])
+                            twin_nan.update(found[1])
+                            twin_map.update(found[2])
                 twin_erased.clear()
                 census_spans.clear()
                 leftover.clear()
@@ -4462,9 +4499,11 @@ def provenance_vault(
                     sealed = True
                 elif not sealed:
                     originals[lib.key(request[1])] = (request[1], request[2])
-            elif kind == 6:  # the TIRx gate took function (1) named (4) from module (3) (only its hook sends this)
-                fn, module, name = request[1], request[3], request[4]
-                key = ("tirx", lib.chandle(module), name if lib.type(name) is lib.str else None)
+            elif kind == 6:  # the TIRx gate took function (1) named (4) from module (3) (only its hook sends this), the
+                # module built from TIR of identity (5) (``_tir_identity``: one kernel whatever sizes it was built for)
+                fn, module, name, identity = request[1], request[3], request[4], request[5]
+                key = ("tirx", identity if lib.type(identity) is lib.str else lib.chandle(module),
+                       name if lib.type(name) is lib.str else None)  # fmt: skip
                 functions[lib.key(fn)] = (fn, lib.chandle(fn), key, (request[2], module))
             elif kind == 8:  # the CuTe gate made a host function (1) from a DSL engine (only its hook sends this)
                 fn = request[1]
@@ -4617,7 +4656,8 @@ def page_layout() -> types.SimpleNamespace:
     """The control page's offsets, for the vault (which has no globals)."""
     return types.SimpleNamespace(
         NONCE=_control.NONCE[0], LAUNCHES=_control.LAUNCHES[0], FOOTPRINT=_control.FOOTPRINT[0],
-        AUDIT=_control.AUDIT[0], TWIN=_control.TWIN[0],
+        AUDIT=_control.AUDIT[0], TWIN=_control.TWIN[0], STALE_DRAW=_control.STALE_DRAW,
+        TWIN_DRAW=_control.TWIN_DRAW, KEPT_EVIDENCE=_control.KEPT_EVIDENCE, MAX_KEPT=_control.MAX_KEPT,
         SUPPRESS=_control.SUPPRESS[0], EVIDENCE=_control.EVIDENCE[0], FLAG=_control.RECORDS_FLAG[0],
         RECORDS=_control.RECORDS,
         DSL_MS=_control.DSL_MS[0], DSL_LONG_MS=_control.DSL_LONG_MS[0], DSL_ACK=_control.DSL_ACK[0],

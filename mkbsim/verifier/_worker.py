@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mkbsim.verifier._allocator import fill_fresh_allocations
+from mkbsim.verifier._allocator import fill_foreign_allocations, fill_fresh_allocations
 from mkbsim.verifier._attribution import attribution_config
 from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answer_signer, signer_lib, worker_io
 from mkbsim.verifier._control import BLOCK_NONCE, map_control
@@ -378,8 +378,9 @@ class Worker:
         resource.setrlimit(resource.RLIMIT_FSIZE, (s["file_size_bytes"], s["file_size_bytes"]))
         if self.device.type == "cpu":
             torch.set_num_threads(s["cpu_threads"])
-            # every call's fresh allocations hold torch's fill, the twin draw's too (``_allocator``)
+            # every call's fresh allocations hold a fill, torch's and malloc's, the twin draw's too (``_allocator``)
             fill_fresh_allocations()
+            fill_foreign_allocations()
             # The address space already mapped by the preloaded libraries plus the budget.
             with open("/proc/self/status") as f:
                 vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))

@@ -1,6 +1,6 @@
-"""The twin and the stale draw (verifier README, "The twin draw"): after the timing, a correctness draw on the last
-evidence call's inputs compares its launches' tensor arguments with that call's, and one on inputs of its own gives its
-launches that call's bytes where nothing in the draw wrote. The adversarial cases each rule alone rejects are in
+"""The twin and the stale draw (verifier README, "The twin draw"): after the timing, a correctness draw on each of
+three evidence calls' inputs (chosen before the timing) compares its launches' tensor arguments with that call's, and
+one on inputs of its own gives its launches the first one's bytes where nothing in the draw wrote. The adversarial cases each rule alone rejects are in
 adversarial/ (``timed_answer_keyed_by_position_behind_a_switch_p36``, ``timed_answer_in_a_workspace_the_draws_leave_
 fresh_p36``); here, what an honest kernel's twin draw measures, and that without the phase those cases pass."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import VerifierSession
+from mkbsim.verifier._phases import TWIN_CALLS
 from tests.kits.twin_draw import one_draw_after_timing, twin_draw_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
@@ -21,7 +22,8 @@ def test_an_honest_kernel_s_twin_draw_gives_its_launches_the_same_bytes(cpu_sess
     report = cpu_session.verify(EXAMPLE, "p36", "tirx")
     assert report.passed, report.feedback
     twin = report.details["twin_draw"]
-    assert twin["launches_compared"] == twin["launches_kept"] >= 1
+    assert twin["twin_calls"] == TWIN_CALLS and {"twin", "twin 2", "twin 3"} <= set(twin)
+    assert twin["launches_compared"] == twin["launches_kept"] >= TWIN_CALLS
     assert twin["bytes_compared"] > 0 and twin["bytes_differing"] == 0 and twin["first_differing"] is None
     assert twin["launches_missed"] == twin["launches_unmatched"] == 0
     assert all(o["ok"] for o in twin["twin"]["outputs"]) and all(o["ok"] for o in twin["stale"]["outputs"])

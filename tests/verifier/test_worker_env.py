@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import Limits, VerifierSession, _process
+from mkbsim.verifier._allocator import MALLOC_TUNABLES
 from mkbsim.verifier._process import worker_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +28,11 @@ def test_only_allow_listed_names_reach_a_worker() -> None:
     assert {"CUDA_VISIBLE_DEVICES", "CUDA_PATH", "PATH"} <= set(env)
     # no prefix is enough: NVIDIA_/CUDA_/TVM_/CUTE_DSL_ names outside the list stay behind
     assert not {"NVIDIA_VISIBLE_DEVICES", "CUTE_DSL_CACHE_DIR", "CUDA_API_TOKEN", "TVM_TRACKER_KEY"} & set(env)
-    assert set(env) - set(LOADED) == {"PYTHONPATH", "PYTHONNOUSERSITE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                      "TVM_NUM_THREADS"}  # fmt: skip
+    own = {"PYTHONPATH", "PYTHONNOUSERSITE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TVM_NUM_THREADS"}
+    # a cpu worker's malloc fills every block it hands out (``_allocator``); a cuda worker's is glibc's default
+    assert set(env) - set(LOADED) == own | {"GLIBC_TUNABLES"}
+    assert env["GLIBC_TUNABLES"] == MALLOC_TUNABLES
+    assert set(worker_env(2, LOADED, device_type="cuda")) - set(LOADED) == own
 
 
 def test_a_credential_name_is_dropped_even_when_allow_listed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,65 @@
+"""A TIRx kernel's identity up to the sizes its parameters' buffers were specialised to: the kernel a launch kind names
+(verifier README, "Timed calls run what the correctness draws checked"). Two modules built from the same TIR but for
+another static row count, or built again on every call, are one kernel; a module of other TIR is another (red team
+rt57 FP3: a kernel compiled per routed-token count was a new kernel on every count, so timed calls did not repeat a
+draw's kinds; rt55 F2: a decoder launched in an honest kernel's place must stay another kernel)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the TVMScript calls whose first tuple is a parameter buffer's shape
+_SHAPED = ("Buffer", "match_buffer")
+
+#: (its TVMScript's tokens, each (kind, text); the integer sizes of its parameters' buffers' shapes)
+Printed = tuple[tuple[tuple[int, str], ...], frozenset[int]]
+
+
+def printed_kernel(
+    mod: Any, *, _script: Any, _tokens: Any, _reader: Any, _NUMBER: int, _NAME: int, _OP: int, _int: Any, _len: Any,
+    _enumerate: Any, _tuple: Any, _frozenset: Any
+) -> Printed:  # fmt: skip
+    """``mod`` (a trusted PrimFunc or IRModule) as ``Printed``: each token's kind and text, no layout (the same kernel
+    printed from two builds is the same text), and the integers in the first tuple of each ``T.Buffer`` and
+    ``T.match_buffer``."""
+    tokens = _tuple((kind, text) for kind, text, *_ in _tokens(_reader(_script(mod)).readline))
+    sizes: list[int] = []
+    for k, (kind, text) in _enumerate(tokens):
+        if kind != _NAME or text not in _SHAPED:
+            continue
+        depth, at = 0, k + 1
+        while at < _len(tokens):  # the call's first parenthesised tuple: its integer literals
+            kind_at, text_at = tokens[at]
+            if kind_at == _OP and text_at in "([":
+                depth += 1
+            elif kind_at == _OP and text_at in ")]":
+                depth -= 1
+                if depth <= 1:
+                    break
+            elif depth == 2 and kind_at == _NUMBER and text_at.isdigit():
+                sizes.append(_int(text_at))
+            at += 1
+    return tokens, _frozenset(sizes)
+
+
+def same_kernel(a: Printed, b: Printed, *, _len: Any, _zip: Any, _int: Any) -> bool:
+    """Whether ``a`` and ``b`` are one kernel: the same tokens but integer literals, and where a literal differs, a
+    size of each one's buffers in both, one to one and the same everywhere (5 rows -> 7 rows: every 5 that is not also
+    a 5 in the other becomes 7; a literal equal to the size elsewhere in the body, ``2 * col`` in a kernel for 2 rows,
+    is the same in both, so it constrains nothing)."""
+    (tokens_a, sizes_a), (tokens_b, sizes_b) = a, b
+    if _len(tokens_a) != _len(tokens_b):
+        return False
+    forward: dict[int, int] = {}
+    backward: dict[int, int] = {}
+    for (kind_a, text_a), (kind_b, text_b) in _zip(tokens_a, tokens_b):
+        if kind_a != kind_b:
+            return False
+        if text_a == text_b:
+            continue
+        if not (text_a.isdigit() and text_b.isdigit()):
+            return False
+        x, y = _int(text_a), _int(text_b)
+        if x not in sizes_a or y not in sizes_b or forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
+            return False
+    return True

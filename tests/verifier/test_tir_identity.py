@@ -1,0 +1,58 @@
+"""A TIRx kernel is named by its TIR up to its buffers' sizes (``_tir_identity``): a builder's modules for other row
+counts are one kernel, TIR that differs anywhere else is another."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from typing import Any
+
+import pytest
+
+from mkbsim.verifier._tir_identity import Printed, printed_kernel, same_kernel
+
+tvm = pytest.importorskip("tvm")
+T = pytest.importorskip("tvm.script.tirx")
+
+HIDDEN = 64
+
+
+def printed(func: Any) -> Printed:
+    return printed_kernel(
+        func, _script=tvm.runtime.Scriptable.script, _tokens=tokenize.generate_tokens, _reader=io.StringIO,
+        _NUMBER=tokenize.NUMBER, _NAME=tokenize.NAME, _OP=tokenize.OP, _int=int, _len=len, _enumerate=enumerate,
+        _tuple=tuple, _frozenset=frozenset,
+    )  # fmt: skip
+
+
+def same(a: Any, b: Any) -> bool:
+    return same_kernel(printed(a), printed(b), _len=len, _zip=zip, _int=int)
+
+
+def rows_kernel(rows: int, scale: float = 2.0, mode: int = 0) -> Any:
+    @T.prim_func
+    def scaled(x_ptr: T.handle, y_ptr: T.handle):
+        x = T.match_buffer(x_ptr, (rows, HIDDEN), "float32")
+        y = T.match_buffer(y_ptr, (rows, HIDDEN), "float32")
+        for i, j in T.grid(rows, HIDDEN):
+            if T.int32(mode) == T.int32(0):
+                y[i, j] = x[i, j] * T.float32(scale) + T.Cast("float32", 2 * j + 1)
+
+    return scaled
+
+
+@pytest.mark.parametrize("rows", [2, 3, 7, 31, HIDDEN, 65, 200])
+def test_a_kernel_built_for_another_row_count_is_the_same_kernel(rows: int) -> None:
+    # 2 also stands in the body (``2 * j``), 64 is the hidden size too: a literal the same in both constrains nothing
+    assert same(rows_kernel(5), rows_kernel(rows))
+    assert same(rows_kernel(rows), rows_kernel(5))
+
+
+def test_a_kernel_built_again_is_the_same_kernel() -> None:
+    assert same(rows_kernel(5), rows_kernel(5))
+
+
+@pytest.mark.parametrize("other", [lambda: rows_kernel(5, scale=3.0), lambda: rows_kernel(5, mode=1)],
+                         ids=["another float constant", "another integer constant"])  # fmt: skip
+def test_a_constant_that_is_no_size_makes_another_kernel(other: Any) -> None:
+    assert not same(rows_kernel(5), other())
