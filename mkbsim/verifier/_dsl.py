@@ -159,7 +159,7 @@ def _built_module(
     _looked_up: Any, _kernels: Any,
     _kinds: Any, _kind: Any,
     _source: Any, _list: Any, _id: Any, _type: Any, _str: Any, _len: Any, _context: Any, _passes: str,
-    _checked: Any, _PermissionError: Any
+    _checked: Any, _PermissionError: Any, _Exception: Any
 ) -> Any:  # fmt: skip
     """``tvm.tirx.build``: the module, registered as the DSL's own (with its imports) once its kinds and
     its host code's outside calls are checked; TVM's compilers may run meanwhile (``("building", ...)``), so
@@ -208,18 +208,22 @@ def _built_module(
             "device kernels"
         )
         raise _ask(("asked", what, reason, _getframe(1))) or _PermissionError(f"mkbsim verifier: {what} ({reason})")
-    printed = _printed(mod)
+    try:
+        printed = _printed(mod)
+    except _Exception:  # TIR TVM's printer or Python's tokenizer does not take: the module names its kernels
+        printed = None
     identity = None
-    for known, named in _kernel_classes:
+    for known, named in _kernel_classes if printed is not None else ():
         if _same(known, printed):
             identity = named
             break
-    if identity is None:
+    if identity is None and printed is not None:
         identity = f"tirx kernel {_len(_kernel_classes)}"
         _kernel_classes.append((printed, identity))
     for module in tree:
         _built[_id(module)] = module  # held: its id is never reused
-        _identities[_id(module)] = identity
+        if identity is not None:
+            _identities[_id(module)] = identity
     return built
 
 
@@ -485,6 +489,7 @@ class DslGates:
                 _len=len, _enumerate=enumerate, _tuple=tuple, _frozenset=frozenset,
             ),
             _same=self.registry.protect(same_kernel, _len=len, _zip=zip, _int=int), _kernel_classes=[],
+            _Exception=Exception,
             _declared=self.registry.protect(_declared),
             _allowed=self.registry.protect(_allowed_call, _symbols=HOST_SYMBOLS, _intrinsics=LLVM_INTRINSICS, _len=len),
             _looked_up=self.registry.protect(_looked_up, _len=len),
