@@ -13,7 +13,7 @@ HIDDEN = 128
 
 
 @T.prim_func
-def first_byte(far: T.Buffer((1 << 16,), "uint8"), out: T.Buffer((1,), "uint8")):
+def first_byte(far: T.Buffer((32,), "uint8"), out: T.Buffer((1,), "uint8")):
     out[0] = far[0]  # reads inside the 16 bytes left: the probe is harmless, only whether it runs matters
 
 
@@ -34,9 +34,11 @@ _resize = torch._C.StorageBase.resize_
 
 
 def run(hidden_states: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    scratch = torch.zeros(1 << 16, dtype=torch.uint8)
+    # 32 elements over 16 bytes: past its storage by little (a view over 64 KiB of the heap beyond a 16-byte storage
+    # made this check's verdict depend on where the allocator put the call's other tensors, 1 run in 4-6 under load)
+    scratch = torch.zeros(32, dtype=torch.uint8)
     probe = torch.nn.Parameter(scratch[:], requires_grad=False)
-    _resize(scratch.untyped_storage(), 16)  # the Parameter: 2**16 elements over 16 bytes
+    _resize(scratch.untyped_storage(), 16)  # the Parameter: 32 elements over 16 bytes
     try:
         _first_byte(probe, torch.empty(1, dtype=torch.uint8))
     except PermissionError:
