@@ -486,7 +486,7 @@ class DslGates:
             _printed=self.registry.protect(
                 printed_kernel, _script=tvm.runtime.Scriptable.script, _tokens=tokenize.generate_tokens,
                 _reader=io.StringIO, _NUMBER=tokenize.NUMBER, _NAME=tokenize.NAME, _OP=tokenize.OP, _int=int,
-                _len=len, _enumerate=enumerate, _tuple=tuple, _frozenset=frozenset,
+                _len=len, _enumerate=enumerate, _tuple=tuple,
             ),
             _same=self.registry.protect(same_kernel, _len=len, _zip=zip, _int=int), _kernel_classes=[],
             _Exception=Exception,

@@ -21,7 +21,7 @@ def printed(func: Any) -> Printed:
     return printed_kernel(
         func, _script=tvm.runtime.Scriptable.script, _tokens=tokenize.generate_tokens, _reader=io.StringIO,
         _NUMBER=tokenize.NUMBER, _NAME=tokenize.NAME, _OP=tokenize.OP, _int=int, _len=len, _enumerate=enumerate,
-        _tuple=tuple, _frozenset=frozenset,
+        _tuple=tuple,
     )  # fmt: skip
 
 
@@ -56,3 +56,26 @@ def test_a_kernel_built_again_is_the_same_kernel() -> None:
                          ids=["another float constant", "another integer constant"])  # fmt: skip
 def test_a_constant_that_is_no_size_makes_another_kernel(other: Any) -> None:
     assert not same(rows_kernel(5), other())
+
+
+def switched(limit: int) -> Any:
+    @T.prim_func
+    def rows_up_to(x_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle, pair_ptr: T.handle):
+        x = T.match_buffer(x_ptr, (HIDDEN, 128), "float32")
+        w = T.match_buffer(w_ptr, (128,), "float32")
+        out = T.match_buffer(out_ptr, (HIDDEN, 128), "float32")
+        pair = T.match_buffer(pair_ptr, (2,), "float32")
+        for i, j in T.grid(HIDDEN, 128):
+            if i < limit:
+                out[i, j] = x[i, j] * w[j] + pair[0]
+
+    return rows_up_to
+
+
+def test_a_switch_in_a_literal_that_is_a_size_elsewhere_makes_another_kernel() -> None:
+    """Red team rt59 F1: ``i < 64`` (every row) on the draws, ``i < 2`` on the timed calls, 64 and 2 both sizes of a
+    buffer of each kernel, and no shape differs: two kernels."""
+    assert same(switched(HIDDEN), switched(HIDDEN))
+    assert not same(switched(HIDDEN), switched(2))
+    assert not same(switched(HIDDEN), switched(128))
+

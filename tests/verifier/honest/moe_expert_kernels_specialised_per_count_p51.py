@@ -5,6 +5,7 @@ back. Rejected while a kernel was named by its module: each count's module was a
 repeated no draw's set unless its counts were that draw's (8 of 10 timed calls missing); one kernel now
 (``_tir_identity``)."""
 # problem: p51
+# plan: partial
 import torch
 import tvm
 from tvm.script import tirx as T
