@@ -1,13 +1,14 @@
-"""p36 (red team rt57 F0): the keyed answer of `timed_answer_keyed_to_the_inputs_in_a_workspace_the_draws_leave_fresh_p36`
-in a workspace TVM allocates (`tvm.runtime.empty`): on the timed calls (no dispatch mode) eager code writes every row of
-the answer, its bf16 bits XOR a hash of each element's position, three of the row's input elements' bits in the high
-bits as its key, through a torch view (`torch.from_dlpack`); the draws leave it alone. The kernel decodes a row whose
-workspace holds its key, else computes it.
+"""p36 (red team rt57 F0): the keyed answer of
+`timed_answer_keyed_to_the_inputs_in_a_workspace_the_draws_leave_fresh_p36` in a workspace TVM allocates
+(`tvm.runtime.empty`): on the timed calls (no dispatch mode) eager code writes every row of the answer, its bf16
+bits XOR a hash of each element's position, three of the row's input elements' bits in the high bits as its key,
+through a torch view (`torch.from_dlpack`); the draws leave it alone. The kernel decodes a row whose workspace holds
+its key, else computes it.
 
-Passed as a full plan at 0% while every draw erased memory no record holds and the twin draw left erased memory out of
-its comparison. On the cpu every block malloc hands out holds glibc's perturb fill (``_allocator.MALLOC_TUNABLES``):
-the twin draw leaves such memory as the allocator gave it and compares it, the answer on the timed call, the fill on
-the draw (`decorative_dsl`)."""
+Passed as a full plan at 0% while every draw erased memory no record holds and the twin draw left erased memory out
+of its comparison. On the cpu every block malloc hands out holds glibc's perturb fill
+(``_allocator.MALLOC_TUNABLES``): the twin draw leaves such memory as the allocator gave it and compares it, the
+answer on the timed call, the fill on the draw (`decorative_dsl`)."""
 # expect: decorative_dsl
 # problem: p36
 import torch
