@@ -3,7 +3,9 @@ the first call can need and cached by it (a cache of compiled kernels keyed by s
 (topk, softmax), gathers each local expert's tokens (one token padded to two) and adds each expert's weighted rows
 back. Rejected while a kernel was named by its module: each count's module was another kernel, and a timed call
 repeated no draw's set unless its counts were that draw's (8 of 10 timed calls missing); one kernel now
-(``_tir_identity``)."""
+(``_tir_identity``). Each module's machine code is made at its build (``Executable.jit``): TVM's llvm module makes it
+on its first call, 16-70 ms, which in the timed call where a count first appeared failed the block totals (CI, stop 51),
+as work done in one call should."""
 # problem: p51
 # plan: partial
 import torch
@@ -45,7 +47,9 @@ def build(c: int):
                     acc[0] = acc[0] + act[col] * dn[col, h]
                 out[r, h] = acc[0] * wt[r]
 
-    return tvm.compile(expert, target="llvm")
+    executable = tvm.compile(expert, target="llvm")
+    executable.jit()
+    return executable
 
 
 def run(hidden_states, router_logits, gate_up_proj, gate_up_proj_bias, down_proj, down_proj_bias, local_expert_offset):
