@@ -119,6 +119,8 @@ SCALAR_BYTES = 8
 WIDE = frozenset(("aten.lift_fresh.default", "aten.lift_fresh_copy.default", "aten._local_scalar_dense.default",
                   TO_PYTHON))  # fmt: skip
 WIDTH = "+w"
+#: Of those, the ones carrying values out of tensors into Python.
+TO_PYTHON_NAMES = frozenset((TO_PYTHON, "aten._local_scalar_dense.default"))
 WIDTHS = {n: f"{WIDTH}{n}" for n in (1, 2, 4, 8, 16)}
 #: Operators taking a Python scalar into a tensor (a fill or a full: one value crosses, whatever their size; a range's
 #: start or end: ``torch.arange(v, v + 1)`` holds v).

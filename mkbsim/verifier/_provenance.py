@@ -436,6 +436,17 @@ def inference_mode_on(
     return guard
 
 
+_STORAGE_CDATA = torch._C.StorageBase.__dict__["_cdata"].__get__
+_STORAGE_USE_COUNT = torch._C._storage_Use_Count
+_UNTYPED_STORAGE = torch._C.TensorBase.untyped_storage
+
+
+def _held_elsewhere(view: torch.Tensor) -> bool:
+    """Whether anything but ``view`` (the vault's record of a storage, a view of all of it) holds its storage: a
+    tensor, a view, a storage object (the one made here to count them is the other holder)."""
+    return _STORAGE_USE_COUNT(_STORAGE_CDATA(_UNTYPED_STORAGE(view))) > 2
+
+
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     """The C functions the vault calls, bound before the submission exists."""
     base = torch._C.TensorBase
@@ -457,7 +468,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     ffi_tensors = (ffi.core.Tensor, getattr(sys.modules.get("tvm.runtime"), "Tensor", None)) if ffi is not None else ()
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, key=identity_key, str=str,
-        tuple=tuple,
+        tuple=tuple, held_elsewhere=_held_elsewhere,
         list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, PermissionError=PermissionError, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
@@ -501,9 +512,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         cat=torch._C._VariableFunctions.cat, accumulating=_eagerwork.ACCUMULATING,
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
         scales=_eagerwork.SCALES, ffts=frozenset(_eagerwork.FFTS), fft_mark=_eagerwork.FFT_POINTS,
-        fft_points=_eagerwork.fft_points, wide=_eagerwork.WIDE, widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS,
-        tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES, changed_runs=CHANGED_RUNS, int8=torch.int8,
-        fresh_chunk=FRESH_CHUNK,
+        fft_points=_eagerwork.fft_points, wide=_eagerwork.WIDE, to_python=_eagerwork.TO_PYTHON_NAMES,
+        widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
+        changed_runs=CHANGED_RUNS, int8=torch.int8, fresh_chunk=FRESH_CHUNK,
         roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
         lookup=_lookups.bound(),  # how an eager lookup is priced (``lookup_kind``), and ``span``
         width=_widths.bound(), wider=_eagerwork.WIDER,  # a call on data seen through a wider dtype
@@ -648,6 +659,11 @@ def provenance_vault(
     kept_sets: dict[int, Any] = {}
     twin_set = [-1, False]
     twin_erased: list[Any] = []
+    # the bytes the twin draw's counted launches changed ([start, end, which of them, device]) until an eager operator
+    # writes them: out of its comparison, as what an earlier call left (``leftover``). A kernel's result is a function
+    # of its arguments, compared before it ran, where a kernel's atomics make another order of the same work (a slot
+    # per routed token: p44, p47, p48 on the H100, session 42)
+    twin_launched: list[Any] = []
     # the storages the census found (as ``fresh``'s entries): what an earlier call left there is no twin of the evidence
     # call's, where the call before it left other bytes
     census_spans: list[Any] = []
@@ -718,6 +734,11 @@ def provenance_vault(
     # windowed copy check (``found_in_runs``)
     sources: list[Any] = []
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
+    # a correctness draw's eager operators and counted launches, in order: (its ``eager_ops`` key, or None for a launch;
+    # the storages it read; the storages it wrote; whether it carries values out to Python), priced at the call's end
+    # by what their results reach (``priced_trail``)
+    eager_trail: list[Any] = []
+    input_storages: list[int] = []  # the draw's problem inputs' storages
     eager_time = [0, 0]  # the eager operators' own runs: process CPU (ns), operators (``_judge.scored_host_time``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
     # the destination of the in-place accumulating scatter about to run, as it was: (tensor, which of its elements may
@@ -988,6 +1009,7 @@ def provenance_vault(
                 lo, hi = span(t)
                 record = recording(bytes_of(t, lo, hi), lo, hi, i in inplace)
                 input_spans.append(record)
+                input_storages.append(storage_of(t))
                 found.append((t, was(t, [(record[3], record[3], lo)]) if i in inplace else t))
         return found
 
@@ -1083,8 +1105,18 @@ def provenance_vault(
             refresh(lo, hi)
         if fresh:
             unfresh(lo, hi)
+        if twin_launched:
+            compared_again(lo, hi)
         if lifted:
             lifted[:] = [entry for entry in lifted if entry[1] <= lo or hi <= entry[0]]
+
+    def compared_again(lo: int, hi: int) -> None:
+        """An eager operator wrote [lo, hi) on the twin draw: no launch's there (``twin_launched``), compared again."""
+        for entry in twin_launched:
+            x, y = lib.max(lo, entry[0]), lib.min(hi, entry[1])
+            if x < y:
+                entry[2] = lib.clone(entry[2])  # (the launch's record in ``left`` holds the same mask)
+                lib.fill_(entry[2][x - entry[0] : y - entry[0]], False)
 
     def unwritten(t: Any) -> None:
         """``t`` is about to be read by a recorded operator or launch: a storage holding bytes of it that are not what a
@@ -1149,11 +1181,12 @@ def provenance_vault(
             found = schemas[name] = (views, written_args)
         return found
 
-    def operator_wrote(name: str, args: Any, kwargs: Any, outs: Any) -> None:
-        """After an eager operator: its results and the arguments its schema writes are what it left."""
+    def operator_wrote(name: str, args: Any, kwargs: Any, outs: Any) -> list[Any]:
+        """After an eager operator: its results and the arguments its schema writes are what it left; returned, the
+        tensors it wrote (a view's: its results, over what it read)."""
         views, written_args = aliasing(name)
         if views and name not in lib.lifts:
-            return
+            return lib.list(outs)
         done = []
         for k, arg_name in written_args:
             given = args[k] if k < lib.len(args) else kwargs.get(arg_name)
@@ -1163,6 +1196,8 @@ def provenance_vault(
         for t in outs:  # a lift's is memory numpy made, all of it Python's values, priced as they cross
             if not lib.any(t is u for u in done):
                 wrote(t, name in lib.lifts)
+                done.append(t)
+        return done
 
     def census() -> None:
         """When a correctness draw's call starts (its inputs reported, none of its work done): the storages of the torch
@@ -2888,6 +2923,8 @@ def provenance_vault(
                     launch_changed_constants(address, diff)
                     if fresh:
                         unfresh(address, address + lib.numel(whole), diff)
+                    if twin == 1:
+                        twin_launched.append([address, address + lib.numel(whole), diff, lib.device_of(whole)])
                     launch_changed.append((address, address + lib.numel(whole)))
                 settle(address, address + lib.numel(whole), copy, diff)
                 bounds = changed_bounds(diff)
@@ -2916,6 +2953,8 @@ def provenance_vault(
         pending.clear()
         if counted and not suppress and (twin or not audit):
             twin_launch(twin_bytes or [], facts)
+        if counted and audit:  # what it reads is reached, and what the submission holds then (``priced_trail``)
+            eager_trail.append((None, (*(storage_of(t) for t in tensors), *held_storages()), (), False))
         if launch_changed:  # what it wrote is a function of its tensor arguments (``behind``)
             roots = united([roots_of(t) for t in tensors])
             for t in tensors:
@@ -3609,7 +3648,7 @@ def provenance_vault(
         # red team rt56 FP1, `weight * _GAIN`, `_SLOTS[:n] < counts`; and what an earlier call left, ``leftover``)
         read_fresh = fresh_read(args, kwargs, fresh, census_spans) if fresh and name not in lib.empty_ops else None
         read_left = fresh_read(args, kwargs, leftover, None) if leftover and name not in lib.empty_ops else None
-        operator_wrote(name, args, kwargs if lib.type(kwargs) is lib.dict else {}, tensors_in(out, []))
+        written_by_it = operator_wrote(name, args, kwargs if lib.type(kwargs) is lib.dict else {}, tensors_in(out, []))
         if name in lib.empty_ops or name in lib.lifts:  # fresh memory until a writer writes it; Python's values
             for t in tensors_in(out, []):
                 lo, hi = span(t)
@@ -3645,7 +3684,8 @@ def provenance_vault(
             if looked_up
             else (priced + judged + wider, given_sizes, sizes(out))
         )
-        eager_ops[key] = eager_ops.get(key, 0) + 1
+        eager_trail.append((key, lib.tuple(storage_of(t) for t in given),
+                            lib.tuple(storage_of(t) for t in written_by_it), name in lib.to_python))  # fmt: skip
         if pools:  # small launches' elements an eager operator reads are judged first (credit derived from them)
             judge_pools({storage_of(t) for t in given})
         writes = lib.len(parts) > 2 and (operator_name.endswith("_") or parts[2].startswith("out"))
@@ -4081,10 +4121,10 @@ def provenance_vault(
         padded tail cast, its rows' sums), so that a switch written on the timed calls where the draws write nothing
         differs (verifier README, "The twin draw"); not erased memory where other allocators' fresh memory holds no
         fill (``erase``), nor what an earlier call left in a storage the census found, nor what eager operators made of
-        it (``leftover``)."""
+        it (``leftover``). Neither device compares what an earlier launch of the draw changed (``twin_launched``)."""
         if not lib.filled:
-            return twin_defined(t, lo, hi)
-        return unmarked_within(t, lo, hi, [*leftover, *twin_erased])
+            return lib.logical_and(twin_defined(t, lo, hi), unmarked_within(t, lo, hi, twin_launched))
+        return unmarked_within(t, lo, hi, [*leftover, *twin_erased, *twin_launched])
 
     def unmarked_within(t: Any, lo: int, hi: int, marked: Any) -> Any:
         """Which bytes of [lo, hi) (``t``'s span) none of ``marked`` ((start, end, which of them: None for all,
@@ -4287,6 +4327,44 @@ def provenance_vault(
         judged = lib.numel(held) if counted is None else lib.int(lib.count_nonzero(counted))
         return (kept / judged if judged else 1.0), left_there, counted
 
+    def held_storages() -> list[int]:
+        """The storages of ``memory`` something other than its record holds (a tensor, a view, a storage object of the
+        submission's): what a kernel may read through a raw pointer, with no argument over it."""
+        return [r[0] for r in memory if lib.held_elsewhere(r[2])]
+
+    def priced_trail(outputs: Any) -> None:
+        """The draw's eager operators (``eager_trail``) into ``eager_ops``: those whose results reach what the call
+        leaves, back from its end, each once. Reached: a returned output, a problem input (in place or not), what a
+        counted launch read, any storage the submission still holds when a counted launch runs or the call ends (a
+        kernel may read it through a raw pointer; a cache for a later call: ``held_storages``), whatever a reached
+        operator reads, and a result nothing in the call reads. Not reached: results read only by operators that carry
+        values out to Python (``item``, ``tolist``: priced as they cross, ``_eagerwork.crossing``) or by operators not
+        reached, and an operator writing no tensor (``torch.equal``): an input check (``if not
+        torch.isfinite(x).all(): raise``) is no work on the answer (red team rt58 FP0: one isfinite pass over p36's
+        input was 125% of its reference's pointwise work, and the honest kernel ``decorative_dsl``). An answer
+        computed so reaches no output but through Python, whose values enter tensors as priced crossings (lifts,
+        by-value launch arguments). By storage, conservatively: a write over part of a storage keeps all of it."""
+        status: dict[int, int] = {}  # a storage -> 1: read only on the way to Python, 2: reached
+        for t in outputs:
+            for u in tensors_in(t, []):
+                status[storage_of(u)] = 2
+        for address in (*input_storages, *held_storages()):
+            status[address] = 2
+        for key, reads, writes, to_python in lib.reversed(eager_trail):
+            if key is None:  # a launch
+                live = True
+            else:  # a crossing is priced as it crosses, and what it reads goes to Python
+                live = not to_python and lib.any(status.get(w, 0) != 1 for w in writes)
+                if live or to_python:
+                    eager_ops[key] = eager_ops.get(key, 0) + 1
+            for r in reads:
+                if live:
+                    status[r] = 2
+                elif r not in status:
+                    status[r] = 1
+        eager_trail.clear()
+        input_storages.clear()
+
     def work(outputs: Any) -> None:
         """What the call's launches did, written to the control page once run() returned (evidence calls and
         draws): the bytes they changed in their tensor arguments, and each returned output's share of sampled
@@ -4346,6 +4424,7 @@ def provenance_vault(
             if states is not None:  # which sampled elements hold what a launch left there (1), or no evidence (2)
                 picked = lib.tolist(lib.take(states, lib.to(positions[i], lib.device_of(t))))
                 records.append(("produced", "returned output: elements no DSL launch left as they are", i, picked))
+        priced_trail(outputs)
         records.append(("eager_ops", lib.list(eager_ops.items())))
         records.append(("eager_time", eager_time[0] / 1e6, eager_time[1]))
         records.append(("memory", erased, censused[0], censused[1], censused[2]))
@@ -4407,6 +4486,7 @@ def provenance_vault(
                             twin_nan.update(found[1])
                             twin_map.update(found[2])
                 twin_erased.clear()
+                twin_launched.clear()
                 census_spans.clear()
                 leftover.clear()
                 twin_seen.clear()
@@ -4444,6 +4524,8 @@ def provenance_vault(
                 tables.clear()
                 sources.clear()
                 eager_ops.clear()
+                eager_trail.clear()
+                input_storages.clear()
                 eager_time[:] = [0, 0]
                 weighed.clear()
                 destination.clear()

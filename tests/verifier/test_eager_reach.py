@@ -1,0 +1,96 @@
+"""Eager work priced by what it reaches (``_provenance.priced_trail``; verifier README, "Eager work"): the vault driven
+directly as in ``test_provenance_bytes.py``. An input check whose result leaves only for Python (red team rt58 FP0:
+``if not torch.isfinite(x).all(): raise``, 125% of p36's reference pointwise work, the honest kernel
+``decorative_dsl``) is no work on the answer; an answer a launch reads, or that the submission holds while a kernel
+runs (a raw pointer reaches it with no argument over it), is priced whatever else reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from mkbsim.verifier import _provenance
+from tests.verifier.test_provenance_bytes import N, Audit, _opened
+
+Body = Callable[[Audit, torch.Tensor, torch.Tensor], None]
+
+
+def _priced(body: Body) -> set[str]:
+    """The operators priced on an audited call of problem input ``x`` whose ``body`` (given the vault, ``x`` and the
+    output) makes eager work and a launch that writes the output."""
+    x = torch.randn(N)
+    with _opened(torch.arange(N), N) as audit:
+        audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x], ())
+        out = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
+        body(audit, x, out)
+        audit.registry.protect(_provenance.report_result, _send=audit.send)([out])
+        records = audit.control.report([N])["records"]
+    found = next(r for r in records if r[0] == "eager_ops")[1]
+    return {key[0].split("+")[0] for key, _ in found}
+
+
+def _kernel(source: torch.Tensor | None = None) -> Callable[[object, torch.Tensor], None]:
+    """A kernel writing the output: from ``source`` (read through no argument: a raw pointer), else its own values."""
+
+    def kernel(_: object, o: torch.Tensor) -> None:
+        o.copy_(source if source is not None else torch.ones(N))
+
+    return kernel
+
+
+def _checked(audit: Audit, x: torch.Tensor) -> torch.Tensor:
+    """``torch.isfinite(x).all()`` as its operators (NaN is not itself), to one bool in Python."""
+    ok = audit.eager("aten.all.default", (audit.eager("aten.eq.Tensor", (x, x)),))
+    audit.eager("aten._local_scalar_dense.default", (ok,))
+    return ok
+
+
+def test_an_input_check_that_leaves_for_python_is_not_priced() -> None:
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        _checked(audit, x)
+        audit.launch(_kernel(), None, out)
+
+    priced = _priced(body)
+    assert "aten._local_scalar_dense.default" in priced  # (its crossing is)
+    assert not priced & {"aten.eq.Tensor", "aten.all.default"}
+
+
+def test_an_input_check_held_while_the_kernel_runs_is_priced() -> None:
+    held: list[torch.Tensor] = []
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        held.append(_checked(audit, x))
+        audit.launch(_kernel(), None, out)
+
+    assert {"aten.eq.Tensor", "aten.all.default"} <= _priced(body)
+
+
+def test_an_answer_read_by_a_launch_is_priced_whatever_else_reads_it() -> None:
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        answer = audit.eager("aten.mul.Tensor", (x, 2.0))
+        audit.eager("aten._local_scalar_dense.default", (audit.eager("aten.sum.default", (answer,)),))
+        audit.launch(lambda _, a, o: o.copy_(a), None, answer, out)
+
+    assert "aten.mul.Tensor" in _priced(body)
+
+
+def test_an_answer_a_kernel_reads_through_a_raw_pointer_is_priced() -> None:
+    """Read by no launch's argument, and by a crossing to Python: held while the kernel runs."""
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        answer = audit.eager("aten.mul.Tensor", (x, 2.0))
+        audit.eager("aten._local_scalar_dense.default", (audit.eager("aten.sum.default", (answer,)),))
+        audit.launch(_kernel(answer), None, out)
+
+    priced = _priced(body)
+    assert "aten.mul.Tensor" in priced and "aten.sum.default" not in priced  # (the check of it is no work)
+
+
+def test_an_answer_copied_into_the_output_eagerly_is_priced() -> None:
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        audit.launch(_kernel(), None, out)
+        answer = audit.eager("aten.mul.Tensor", (x, 2.0))
+        audit.eager("aten.copy_.default", (out, answer))
+
+    assert {"aten.mul.Tensor", "aten.copy_.default"} <= _priced(body)
