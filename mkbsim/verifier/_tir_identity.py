@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-#: the TVMScript calls whose first tuple is a parameter buffer's shape
-_SHAPED = ("Buffer", "match_buffer")
-
 #: (its TVMScript's tokens, each (kind, text); the integer sizes of its parameters' buffers' shapes, in order)
 Printed = tuple[tuple[tuple[int, str], ...], tuple[int, ...]]
 
@@ -20,23 +17,40 @@ def printed_kernel(
     _enumerate: Any, _tuple: Any
 ) -> Printed:  # fmt: skip
     """``mod`` (a trusted PrimFunc or IRModule) as ``Printed``: each token's kind and text, no layout (the same kernel
-    printed from two builds is the same text), and the integers in the first tuple of each ``T.Buffer`` and
-    ``T.match_buffer``, in the order they stand."""
+    printed from two builds is the same text), and the integers in the first tuple of each parameter buffer, in the
+    order they stand: a ``T.Buffer`` of a function's signature (TVM prints a parameter's ``match_buffer`` so), or a
+    ``T.match_buffer`` of a bare handle. Not a name spelled ``Buffer`` (red team rt60 F2: a scratch buffer so named
+    made its size a parameter's), nor a buffer of the body (``T.alloc_buffer``, a region's ``match_buffer``)."""
     tokens = _tuple((kind, text) for kind, text, *_ in _tokens(_reader(_script(mod)).readline))
     sizes: list[int] = []
+    signature, depth = False, 0  # within a ``def``'s parameters; the parentheses open there
     for k, (kind, text) in _enumerate(tokens):
-        if kind != _NAME or text not in _SHAPED:
+        if kind == _NAME and text == "def":
+            signature, depth = True, 0
+        elif signature and kind == _OP and text in "([":
+            depth += 1
+        elif signature and kind == _OP and text in ")]":
+            depth -= 1
+        elif signature and depth == 0 and kind == _OP and text == ":":
+            signature = False
+        if k < 2 or kind != _NAME or tokens[k - 2] != (_NAME, "T") or tokens[k - 1] != (_OP, "."):
             continue
-        depth, at = 0, k + 1
+        shaped = (text == "Buffer" and signature) or (
+            text == "match_buffer" and k + 3 < _len(tokens) and tokens[k + 1] == (_OP, "(") and tokens[k + 2][0] == _NAME
+            and tokens[k + 3] == (_OP, ",")
+        )  # fmt: skip
+        if not shaped:
+            continue
+        level, at = 0, k + 1
         while at < _len(tokens):  # the call's first parenthesised tuple: its integer literals
             kind_at, text_at = tokens[at]
             if kind_at == _OP and text_at in "([":
-                depth += 1
+                level += 1
             elif kind_at == _OP and text_at in ")]":
-                depth -= 1
-                if depth <= 1:
+                level -= 1
+                if level <= 1:
                     break
-            elif depth == 2 and kind_at == _NUMBER and text_at.isdigit():
+            elif level == 2 and kind_at == _NUMBER and text_at.isdigit():
                 sizes.append(_int(text_at))
             at += 1
     return tokens, _tuple(sizes)

@@ -79,3 +79,24 @@ def test_a_switch_in_a_literal_that_is_a_size_elsewhere_makes_another_kernel() -
     assert not same(switched(HIDDEN), switched(2))
     assert not same(switched(HIDDEN), switched(128))
 
+
+
+def scratch_named_buffer(limit: int) -> Any:
+    @T.prim_func
+    def switched_by_scratch(x_ptr: T.handle, out_ptr: T.handle):
+        x = T.match_buffer(x_ptr, (HIDDEN, HIDDEN), "float32")
+        out = T.match_buffer(out_ptr, (HIDDEN, HIDDEN), "float32")
+        Buffer = T.alloc_buffer((limit,), "float32")
+        Buffer[0] = x[0, 0]
+        for i, j in T.grid(HIDDEN, HIDDEN):
+            if i < limit:
+                out[i, j] = x[i, j] * Buffer[0]
+
+    return switched_by_scratch
+
+
+def test_a_scratch_buffer_named_buffer_gives_no_parameter_size() -> None:
+    """Red team rt60 F2: a body buffer named ``Buffer`` (``T.alloc_buffer``) made its size a parameter's, and
+    ``i < 64`` / ``i < 2`` one kernel: only a signature's ``T.Buffer`` or a handle's ``T.match_buffer`` is a parameter."""
+    assert printed(scratch_named_buffer(2))[1] == (HIDDEN, HIDDEN, HIDDEN, HIDDEN)
+    assert not same(scratch_named_buffer(HIDDEN), scratch_named_buffer(2))
