@@ -739,6 +739,9 @@ def provenance_vault(
     # by what their results reach (``priced_trail``)
     eager_trail: list[Any] = []
     input_storages: list[int] = []  # the draw's problem inputs' storages
+    # the storages an eager operator of the draw allocated (its results sharing no storage with what it read, no lift)
+    # and those of them erased once nothing but their record held them (``erase_dropped``)
+    made_here: dict[int, bool] = {}
     eager_time = [0, 0]  # the eager operators' own runs: process CPU (ns), operators (``_judge.scored_host_time``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
     # the destination of the in-place accumulating scatter about to run, as it was: (tensor, which of its elements may
@@ -2308,6 +2311,7 @@ def provenance_vault(
     def before(args: Any, prior: int) -> None:
         if depth > 1:  # inside a watched call: its arguments (C pointers by now) were copied aside already
             return
+        erase_dropped()
         tensors = tensors_in(args, [])
         if lib.cuda_sync is not None:  # another stream's pending write is not read as a foreign one
             lib.cuda_sync()
@@ -3684,8 +3688,12 @@ def provenance_vault(
             if looked_up
             else (priced + judged + wider, given_sizes, sizes(out))
         )
-        eager_trail.append((key, lib.tuple(storage_of(t) for t in given),
-                            lib.tuple(storage_of(t) for t in written_by_it), name in lib.to_python))  # fmt: skip
+        read_storages = lib.tuple(storage_of(t) for t in given)
+        eager_trail.append((key, read_storages, lib.tuple(storage_of(t) for t in written_by_it), name in lib.to_python))
+        if name not in lib.lifts:
+            for t in outs:
+                if storage_of(t) not in read_storages:
+                    made_here.setdefault(storage_of(t), False)
         if pools:  # small launches' elements an eager operator reads are judged first (credit derived from them)
             judge_pools({storage_of(t) for t in given})
         writes = lib.len(parts) > 2 and (operator_name.endswith("_") or parts[2].startswith("out"))
@@ -4327,6 +4335,18 @@ def provenance_vault(
         judged = lib.numel(held) if counted is None else lib.int(lib.count_nonzero(counted))
         return (kept / judged if judged else 1.0), left_there, counted
 
+    def erase_dropped() -> None:
+        """Before a counted launch on a draw: the storages an eager operator of the call allocated that nothing but
+        their record holds any more (``made_here``, ``held_storages``) are erased. No code reads them but a kernel
+        through a raw pointer, with no argument over them, and an answer computed there and dropped before the launch
+        (its check sent to Python: ``priced_trail`` does not price it) would be read so (the vault's record keeps the
+        storage from being freed)."""
+        for r in memory:
+            if made_here.get(r[0]) is False and not lib.held_elsewhere(r[2]):
+                made_here[r[0]] = True
+                lib.fill_(r[2], lib.erased_byte)
+                refresh(r[0], r[1])
+
     def held_storages() -> list[int]:
         """The storages of ``memory`` something other than its record holds (a tensor, a view, a storage object of the
         submission's): what a kernel may read through a raw pointer, with no argument over it."""
@@ -4364,6 +4384,7 @@ def provenance_vault(
                     status[r] = 1
         eager_trail.clear()
         input_storages.clear()
+        made_here.clear()
 
     def work(outputs: Any) -> None:
         """What the call's launches did, written to the control page once run() returned (evidence calls and
@@ -4526,6 +4547,7 @@ def provenance_vault(
                 eager_ops.clear()
                 eager_trail.clear()
                 input_storages.clear()
+                made_here.clear()
                 eager_time[:] = [0, 0]
                 weighed.clear()
                 destination.clear()

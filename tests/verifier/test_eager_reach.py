@@ -6,6 +6,7 @@ runs (a raw pointer reaches it with no argument over it), is priced whatever els
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 
 import torch
@@ -16,10 +17,10 @@ from tests.verifier.test_provenance_bytes import N, Audit, _opened
 Body = Callable[[Audit, torch.Tensor, torch.Tensor], None]
 
 
-def _priced(body: Body) -> set[str]:
+def _priced(body: Body, x: torch.Tensor | None = None) -> set[str]:
     """The operators priced on an audited call of problem input ``x`` whose ``body`` (given the vault, ``x`` and the
     output) makes eager work and a launch that writes the output."""
-    x = torch.randn(N)
+    x = torch.randn(N) if x is None else x
     with _opened(torch.arange(N), N) as audit:
         audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x], ())
         out = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
@@ -85,6 +86,28 @@ def test_an_answer_a_kernel_reads_through_a_raw_pointer_is_priced() -> None:
 
     priced = _priced(body)
     assert "aten.mul.Tensor" in priced and "aten.sum.default" not in priced  # (the check of it is no work)
+
+
+def test_an_answer_dropped_before_a_kernel_reads_it_through_a_raw_pointer_is_erased() -> None:
+    """Unpriced (dropped, its check sent to Python), and so erased before the next launch: the kernel copying it from
+    its address (the vault's record keeps the storage from being freed) copies the erased bytes."""
+    copied: list[torch.Tensor] = []
+    x = torch.randn(N)
+
+    def body(audit: Audit, given: torch.Tensor, out: torch.Tensor) -> None:
+        answer = audit.eager("aten.mul.Tensor", (given, 2.0))
+        audit.eager("aten._local_scalar_dense.default", (audit.eager("aten.sum.default", (answer,)),))
+        address = answer.data_ptr()
+        del answer
+
+        def kernel(_: object, o: torch.Tensor) -> None:
+            ctypes.memmove(o.data_ptr(), address, o.numel() * o.element_size())
+            copied.append(o.clone())
+
+        audit.launch(kernel, None, out)
+
+    assert "aten.mul.Tensor" not in _priced(body, x)
+    assert torch.isnan(copied[0]).all() and not torch.equal(copied[0], x * 2.0)
 
 
 def test_an_answer_copied_into_the_output_eagerly_is_priced() -> None:
