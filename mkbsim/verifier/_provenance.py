@@ -468,7 +468,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     ffi_tensors = (ffi.core.Tensor, getattr(sys.modules.get("tvm.runtime"), "Tensor", None)) if ffi is not None else ()
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, key=identity_key, str=str,
-        tuple=tuple, held_elsewhere=_held_elsewhere,
+        tuple=tuple, held_elsewhere=_held_elsewhere, raw_pointers=device.type == "cuda",
         list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, PermissionError=PermissionError, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
@@ -738,7 +738,7 @@ def provenance_vault(
     # the storages it read; the storages it wrote; whether it carries values out to Python), priced at the call's end
     # by what their results reach (``priced_trail``)
     eager_trail: list[Any] = []
-    input_storages: list[int] = []  # the draw's problem inputs' storages
+    input_spans_kept: list[tuple[int, int]] = []  # the draw's problem inputs' storages ([start, end))
     # the storages an eager operator of the draw allocated (its results sharing no storage with what it read, no lift)
     # and those of them erased once nothing but their record held them (``erase_dropped``)
     made_here: dict[int, bool] = {}
@@ -820,6 +820,11 @@ def provenance_vault(
 
     def storage_of(t: Any) -> int:
         return lib.data_ptr(t) - lib.storage_offset(t) * lib.element_size(t)
+
+    def storage_span(t: Any) -> tuple[int, int]:
+        """The bytes of ``t``'s storage, [start, end)."""
+        start = storage_of(t)
+        return start, start + lib.storage_nbytes(lib.untyped_storage(t))
 
     def beat() -> None:
         """The vault is still at work on a watched call: the verifier's wait for the block restarts
@@ -1012,7 +1017,7 @@ def provenance_vault(
                 lo, hi = span(t)
                 record = recording(bytes_of(t, lo, hi), lo, hi, i in inplace)
                 input_spans.append(record)
-                input_storages.append(storage_of(t))
+                input_spans_kept.append(storage_span(t))
                 found.append((t, was(t, [(record[3], record[3], lo)]) if i in inplace else t))
         return found
 
@@ -2390,8 +2395,9 @@ def provenance_vault(
         # (an input eager code changes, then restores after the launch, is no input for the launch: ``decode_later``)
         kept = [pristine(t) for t in tensors] if not audit else None
         if not audit:  # an evidence call's launch, as the twin draw will compare it (``twin_launch``)
-            twin_bytes = [(k, lib.clone(bytes_of(t, lo, hi)), None) for k, t in lib.enumerate(tensors)
-                          for lo, hi in [span(t)] if hi > lo and lib.device_of(t).type in ("cpu", "cuda")]
+            twin_bytes = [(k, now, left_by_launches(lo, hi, now)) for k, t in lib.enumerate(tensors)
+                          for lo, hi in [span(t)] if hi > lo and lib.device_of(t).type in ("cpu", "cuda")
+                          for now in [lib.clone(bytes_of(t, lo, hi))]]
         # (with the launch's tensors: an evidence call's launches on a pool's threads are in flight together)
         pending.append(("tensors", tensors, prior, kept, twin_bytes, facts))
 
@@ -2406,12 +2412,14 @@ def provenance_vault(
         key = twin_count[0] if twin == 1 else stale_match(facts)
         then = twin_kept.get(key) if key is not None else None
         kept_then = {k: kept for k, kept, _ in then[1]} if then and then[1] else {}
+        left_then = {k: left_there for k, _, left_there in then[1]} if then and then[1] else {}
         read: list[Any] = []  # (the argument, its bytes, which of them the draw's recorded writers left)
         for k, t in lib.enumerate(tensors):
             lo, hi = span(t)
             if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda"):
                 continue
-            defined, live = (twin_compared if twin == 1 else twin_defined)(t, lo, hi), bytes_of(t, lo, hi)
+            live = bytes_of(t, lo, hi)
+            defined = twin_compared(t, lo, hi, left_then.get(k)) if twin == 1 else twin_defined(t, lo, hi)
             before = kept_then.get(k)
             alike = before is not None and lib.numel(before) == lib.numel(live) and lib.device_of(
                 before) == lib.device_of(live)  # fmt: skip
@@ -2541,7 +2549,8 @@ def provenance_vault(
         if not twin:  # a kept evidence call's, within ``TWIN_BYTES`` for all of them (False: a launch made, not kept);
             # every evidence call's arguments are copied alike: which are kept is no measure a call can take
             if twin_set[1]:
-                size = lib.sum_of(lib.numel(kept) for _, kept, _ in twin_pending)
+                size = lib.sum_of(lib.numel(kept) + (lib.numel(mask) if mask is not None else 0)
+                                  for _, kept, mask in twin_pending)  # fmt: skip
                 twin_kept[key] = (facts, lib.list(twin_pending) if kept_bytes() + size <= lib.twin_bytes else False)
             return
         if twin == 2:  # (the stale draw compares nothing: its inputs are its own)
@@ -2588,7 +2597,8 @@ def provenance_vault(
     def kept_bytes() -> int:
         """The bytes of launch arguments kept for the twin draws: the call in flight's and the other kept calls'."""
         sets = [twin_kept, *(found[0] for j, found in kept_sets.items() if j != twin_set[0])]
-        return lib.sum_of(lib.numel(kept) for each in sets for _, then in each.values() if then for _, kept, _ in then)
+        return lib.sum_of(lib.numel(kept) + (lib.numel(mask) if mask is not None else 0)
+                          for each in sets for _, then in each.values() if then for _, kept, mask in then)  # fmt: skip
 
     def was(u: Any, spans: Any) -> Any:
         """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s; or
@@ -2957,8 +2967,9 @@ def provenance_vault(
         pending.clear()
         if counted and not suppress and (twin or not audit):
             twin_launch(twin_bytes or [], facts)
-        if counted and audit:  # what it reads is reached, and what the submission holds then (``priced_trail``)
-            eager_trail.append((None, (*(storage_of(t) for t in tensors), *held_storages()), (), False))
+        if counted and audit:  # what it reads is reached, and (cuda) what the submission holds then (``priced_trail``)
+            reach = (*(storage_span(t) for t in tensors), *(held_storages() if lib.raw_pointers else ()))
+            eager_trail.append((None, reach, (), False))
         if launch_changed:  # what it wrote is a function of its tensor arguments (``behind``)
             roots = united([roots_of(t) for t in tensors])
             for t in tensors:
@@ -3688,11 +3699,11 @@ def provenance_vault(
             if looked_up
             else (priced + judged + wider, given_sizes, sizes(out))
         )
-        read_storages = lib.tuple(storage_of(t) for t in given)
-        eager_trail.append((key, read_storages, lib.tuple(storage_of(t) for t in written_by_it), name in lib.to_python))
+        read_spans = lib.tuple(storage_span(t) for t in given)
+        eager_trail.append((key, read_spans, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python))
         if name not in lib.lifts:
             for t in outs:
-                if storage_of(t) not in read_storages:
+                if storage_span(t) not in read_spans:
                     made_here.setdefault(storage_of(t), False)
         if pools:  # small launches' elements an eager operator reads are judged first (credit derived from them)
             judge_pools({storage_of(t) for t in given})
@@ -4121,7 +4132,7 @@ def provenance_vault(
         finds as it was)."""
         return unmarked_within(t, lo, hi, [*fresh, *twin_erased])
 
-    def twin_compared(t: Any, lo: int, hi: int) -> Any:
+    def twin_compared(t: Any, lo: int, hi: int, left_then: Any) -> Any:
         """Which bytes of [lo, hi) (``t``'s span) the twin draw holds as the evidence call's launch did, the bytes its
         comparison reads: those its recorded writers left (``twin_defined``, where fresh allocations hold the sentinel
         on the draw and anything on a timed call: cuda). On the cpu every call's fresh allocations hold torch's fill
@@ -4129,10 +4140,33 @@ def provenance_vault(
         padded tail cast, its rows' sums), so that a switch written on the timed calls where the draws write nothing
         differs (verifier README, "The twin draw"); not erased memory where other allocators' fresh memory holds no
         fill (``erase``), nor what an earlier call left in a storage the census found, nor what eager operators made of
-        it (``leftover``). Neither device compares what an earlier launch of the draw changed (``twin_launched``)."""
-        if not lib.filled:
-            return lib.logical_and(twin_defined(t, lo, hi), unmarked_within(t, lo, hi, twin_launched))
-        return unmarked_within(t, lo, hi, [*leftover, *twin_erased, *twin_launched])
+        it (``leftover``). Neither device compares what an earlier launch changed on both calls, the draw
+        (``twin_launched``) and the evidence call (``left_then``: its bytes as that call's earlier launch left them,
+        ``left_by_launches``): a kernel's result, a function of its arguments compared before it ran. Where eager code
+        wrote over a launch's bytes on the evidence call alone, they are compared (red team rt60 F0: a switch and an
+        encoded answer written there on the timed calls)."""
+        found = twin_defined(t, lo, hi) if not lib.filled else unmarked_within(t, lo, hi, [*leftover, *twin_erased])
+        if left_then is None or not twin_launched or lib.numel(left_then) != hi - lo:
+            return found
+        launched = lib.logical_not(unmarked_within(t, lo, hi, twin_launched))
+        if lib.device_of(left_then) == lib.device_of(launched):
+            lib.logical_and_(found, lib.logical_not(lib.logical_and(launched, left_then)))
+        return found
+
+    def left_by_launches(lo: int, hi: int, now: Any) -> Any:
+        """On an evidence call, before a launch: which bytes of [lo, hi) (``now``: their values) hold what the call's
+        latest launch given them left there (``left``'s records, in order: written, or kept as they were, a value
+        written over itself changes nothing); None where no launch was given any. Eager code's write since is not a
+        launch's (a launch given those bytes before that write compared them)."""
+        found = None
+        for record in left:
+            x, y = lib.max(lo, record[0]), lib.min(hi, record[1])
+            if x < y:
+                if found is None:
+                    found = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(now))
+                after = record[2][x - record[0] : y - record[0]]
+                lib.copy_(found[x - lo : y - lo], lib.eq(now[x - lo : y - lo], after))
+        return found
 
     def unmarked_within(t: Any, lo: int, hi: int, marked: Any) -> Any:
         """Which bytes of [lo, hi) (``t``'s span) none of ``marked`` ((start, end, which of them: None for all,
@@ -4347,43 +4381,52 @@ def provenance_vault(
                 lib.fill_(r[2], lib.erased_byte)
                 refresh(r[0], r[1])
 
-    def held_storages() -> list[int]:
+    def held_storages() -> list[tuple[int, int]]:
         """The storages of ``memory`` something other than its record holds (a tensor, a view, a storage object of the
-        submission's): what a kernel may read through a raw pointer, with no argument over it."""
-        return [r[0] for r in memory if lib.held_elsewhere(r[2])]
+        submission's), as [start, end): what a kernel may read through a raw pointer, with no argument over it."""
+        return [(r[0], r[1]) for r in memory if lib.held_elsewhere(r[2])]
 
     def priced_trail(outputs: Any) -> None:
         """The draw's eager operators (``eager_trail``) into ``eager_ops``: those whose results reach what the call
         leaves, back from its end, each once. Reached: a returned output, a problem input (in place or not), what a
-        counted launch read, any storage the submission still holds when a counted launch runs or the call ends (a
-        kernel may read it through a raw pointer; a cache for a later call: ``held_storages``), whatever a reached
-        operator reads, and a result nothing in the call reads. Not reached: results read only by operators that carry
-        values out to Python (``item``, ``tolist``: priced as they cross, ``_eagerwork.crossing``) or by operators not
-        reached, and an operator writing no tensor (``torch.equal``): an input check (``if not
-        torch.isfinite(x).all(): raise``) is no work on the answer (red team rt58 FP0: one isfinite pass over p36's
-        input was 125% of its reference's pointwise work, and the honest kernel ``decorative_dsl``). An answer
-        computed so reaches no output but through Python, whose values enter tensors as priced crossings (lifts,
-        by-value launch arguments). By storage, conservatively: a write over part of a storage keeps all of it."""
-        status: dict[int, int] = {}  # a storage -> 1: read only on the way to Python, 2: reached
-        for t in outputs:
-            for u in tensors_in(t, []):
-                status[storage_of(u)] = 2
-        for address in (*input_storages, *held_storages()):
-            status[address] = 2
+        counted launch read, any storage the submission still holds when the call ends (a cache for a later call) or,
+        on cuda, when a counted launch runs (a kernel reads it through a raw pointer with no argument over it: CuTe's
+        ``make_ptr``; a TIRx CPU kernel reaches only its buffers), and whatever a reached operator reads. Not reached:
+        results read only by operators that carry values out to Python (``item``, ``tolist``: priced as they cross,
+        ``_eagerwork.crossing``), by operators not reached, or by nothing, and an operator writing no tensor
+        (``torch.equal``): an input check (``if not torch.isfinite(x).all(): raise``) is no work on the answer (red
+        team rt58 FP0: one isfinite pass over p36's input was 125% of its reference's pointwise work, and the honest
+        kernel ``decorative_dsl``; rt60 FP0, FP1: ``len(torch.nonzero(...))``, a disabled debug log's statistic). An
+        answer computed so reaches the outputs only through Python, whose values enter tensors as priced crossings.
+        By memory, conservatively: storages that share a byte are one (a DLPack alias of part of another storage is a
+        storage of its own at another address: red team rt60 F1), and a write over part of one keeps all of it."""
+        spans = {span for _, reads, writes, _ in eager_trail for span in (*reads, *writes)}
+        ends = (*(storage_span(u) for t in outputs for u in tensors_in(t, [])), *input_spans_kept, *held_storages())
+        spans.update(ends)
+        group: dict[tuple[int, int], int] = {}  # a span -> the first start of the bytes it shares with others
+        first, last = -1, -1
+        for span in lib.sorted(spans):
+            if span[0] >= last:
+                first = span[0]
+            last = lib.max(last, span[1])
+            group[span] = first
+        status: dict[int, int] = {}  # a group -> 1: read only on the way to Python, 2: reached
+        for span in ends:
+            status[group[span]] = 2
         for key, reads, writes, to_python in lib.reversed(eager_trail):
             if key is None:  # a launch
                 live = True
             else:  # a crossing is priced as it crosses, and what it reads goes to Python
-                live = not to_python and lib.any(status.get(w, 0) != 1 for w in writes)
+                live = not to_python and lib.any(status.get(group[w], 0) == 2 for w in writes)
                 if live or to_python:
                     eager_ops[key] = eager_ops.get(key, 0) + 1
             for r in reads:
                 if live:
-                    status[r] = 2
-                elif r not in status:
-                    status[r] = 1
+                    status[group[r]] = 2
+                elif group[r] not in status:
+                    status[group[r]] = 1
         eager_trail.clear()
-        input_storages.clear()
+        input_spans_kept.clear()
         made_here.clear()
 
     def work(outputs: Any) -> None:
@@ -4546,7 +4589,7 @@ def provenance_vault(
                 sources.clear()
                 eager_ops.clear()
                 eager_trail.clear()
-                input_storages.clear()
+                input_spans_kept.clear()
                 made_here.clear()
                 eager_time[:] = [0, 0]
                 weighed.clear()

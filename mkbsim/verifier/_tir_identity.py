@@ -35,10 +35,8 @@ def printed_kernel(
             signature = False
         if k < 2 or kind != _NAME or tokens[k - 2] != (_NAME, "T") or tokens[k - 1] != (_OP, "."):
             continue
-        shaped = (text == "Buffer" and signature) or (
-            text == "match_buffer" and k + 3 < _len(tokens) and tokens[k + 1] == (_OP, "(") and tokens[k + 2][0] == _NAME
-            and tokens[k + 3] == (_OP, ",")
-        )  # fmt: skip
+        bare = k + 3 < _len(tokens) and tokens[k + 1] == (_OP, "(") and tokens[k + 2][0] == _NAME
+        shaped = (text == "Buffer" and signature) or (text == "match_buffer" and bare and tokens[k + 3] == (_OP, ","))
         if not shaped:
             continue
         level, at = 0, k + 1

@@ -1,18 +1,21 @@
 """Eager work priced by what it reaches (``_provenance.priced_trail``; verifier README, "Eager work"): the vault driven
 directly as in ``test_provenance_bytes.py``. An input check whose result leaves only for Python (red team rt58 FP0:
 ``if not torch.isfinite(x).all(): raise``, 125% of p36's reference pointwise work, the honest kernel
-``decorative_dsl``) is no work on the answer; an answer a launch reads, or that the submission holds while a kernel
-runs (a raw pointer reaches it with no argument over it), is priced whatever else reads it."""
+``decorative_dsl``) or for nothing is no work on the answer; an answer a launch reads, through an alias or not, is
+priced whatever else reads it, and so, where kernels take raw pointers (cuda: ``raw_pointers``), is one the submission
+holds while a kernel runs."""
 
 from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
 
+import pytest
 import torch
 
 from mkbsim.verifier import _provenance
-from tests.verifier.test_provenance_bytes import N, Audit, _opened
+from tests.verifier import test_provenance_bytes
+from tests.verifier.test_provenance_bytes import Audit, N, _opened
 
 Body = Callable[[Audit, torch.Tensor, torch.Tensor], None]
 
@@ -29,6 +32,18 @@ def _priced(body: Body, x: torch.Tensor | None = None) -> set[str]:
         records = audit.control.report([N])["records"]
     found = next(r for r in records if r[0] == "eager_ops")[1]
     return {key[0].split("+")[0] for key, _ in found}
+
+
+@pytest.fixture
+def raw_pointers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vault as on cuda, where a kernel reads memory through a raw pointer (CuTe's ``make_ptr``)."""
+
+    def lib(device: torch.device) -> object:
+        found = _provenance.provenance_lib(device)
+        found.raw_pointers = True
+        return found
+
+    monkeypatch.setattr(test_provenance_bytes, "provenance_lib", lib)
 
 
 def _kernel(source: torch.Tensor | None = None) -> Callable[[object, torch.Tensor], None]:
@@ -57,14 +72,57 @@ def test_an_input_check_that_leaves_for_python_is_not_priced() -> None:
     assert not priced & {"aten.eq.Tensor", "aten.all.default"}
 
 
-def test_an_input_check_held_while_the_kernel_runs_is_priced() -> None:
-    held: list[torch.Tensor] = []
+@pytest.mark.parametrize("raw", [False, True])
+def test_an_input_check_held_while_the_kernel_runs_is_priced_where_kernels_take_raw_pointers(
+    raw: bool, request: pytest.FixtureRequest
+) -> None:
+    """``ok = torch.isfinite(x).all(); if not ok: raise`` keeps ``ok`` while the kernel runs (red team rt60 FP2)."""
+    if raw:
+        request.getfixturevalue("raw_pointers")
 
     def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
-        held.append(_checked(audit, x))
+        ok = _checked(audit, x)
+        audit.launch(_kernel(), None, out)
+        del ok  # (run() returns)
+
+    assert ({"aten.eq.Tensor", "aten.all.default"} <= _priced(body)) == raw
+
+
+def test_an_unread_result_dropped_before_the_launch_is_not_priced() -> None:
+    """A disabled debug log's statistic, ``len(torch.nonzero(...))`` (red team rt60 FP0, FP1)."""
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        audit.eager("aten.amax.default", (audit.eager("aten.abs.default", (x,)),))
         audit.launch(_kernel(), None, out)
 
-    assert {"aten.eq.Tensor", "aten.all.default"} <= _priced(body)
+    assert not _priced(body) & {"aten.abs.default", "aten.amax.default"}
+
+
+def test_an_unread_result_held_when_the_call_ends_is_priced() -> None:
+    """A cache for a later call."""
+    cache: list[torch.Tensor] = []
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        cache.append(audit.eager("aten.mul.Tensor", (x, 2.0)))
+        audit.launch(_kernel(), None, out)
+
+    assert "aten.mul.Tensor" in _priced(body)
+
+
+def test_an_answer_written_through_an_alias_of_a_kept_buffer_is_priced() -> None:
+    """Red team rt60 F1: the answer's last operator writes through ``torch.from_dlpack(kept[OFF:])`` (a storage of its
+    own at another address), one element is read to Python and the alias dropped; the kernel reads ``kept``."""
+    kept = torch.zeros(2 * N)
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        audit.recorded(kept)
+        alias = torch.from_dlpack(kept[N:])
+        audit.eager("aten.mul.out", (x, 2.0), {"out": alias})
+        audit.eager("aten._local_scalar_dense.default", (audit.eager("aten.select.int", (alias, 0, 0)),))
+        del alias
+        audit.launch(lambda _, k, o: o.copy_(k[N:]), None, kept, out)
+
+    assert "aten.mul.out" in _priced(body)
 
 
 def test_an_answer_read_by_a_launch_is_priced_whatever_else_reads_it() -> None:
@@ -76,6 +134,7 @@ def test_an_answer_read_by_a_launch_is_priced_whatever_else_reads_it() -> None:
     assert "aten.mul.Tensor" in _priced(body)
 
 
+@pytest.mark.usefixtures("raw_pointers")
 def test_an_answer_a_kernel_reads_through_a_raw_pointer_is_priced() -> None:
     """Read by no launch's argument, and by a crossing to Python: held while the kernel runs."""
 

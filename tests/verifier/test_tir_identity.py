@@ -97,6 +97,6 @@ def scratch_named_buffer(limit: int) -> Any:
 
 def test_a_scratch_buffer_named_buffer_gives_no_parameter_size() -> None:
     """Red team rt60 F2: a body buffer named ``Buffer`` (``T.alloc_buffer``) made its size a parameter's, and
-    ``i < 64`` / ``i < 2`` one kernel: only a signature's ``T.Buffer`` or a handle's ``T.match_buffer`` is a parameter."""
+    ``i < 64`` / ``i < 2`` one kernel: only a signature's ``T.Buffer`` or a handle's ``T.match_buffer`` is one."""
     assert printed(scratch_named_buffer(2))[1] == (HIDDEN, HIDDEN, HIDDEN, HIDDEN)
     assert not same(scratch_named_buffer(HIDDEN), scratch_named_buffer(2))

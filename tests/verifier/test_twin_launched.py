@@ -3,7 +3,8 @@
 arguments (compared before it ran), and another order of the same work there is no other work. On the H100 (session 42)
 the twin draw failed three honest multi-kernel plans (p44 TIRx, p47 and p48 CuTe DSL), whose routing kernel hands each
 routed token a slot by atomics: another order on every run, read by the next launch. Eager code writing over those
-bytes makes them compared again."""
+bytes, on the draw or on the evidence call alone (red team rt60 F0: a switch and an encoded answer written over a
+launch's workspace on the timed calls), makes them compared again."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 import torch
 
 from mkbsim.verifier import _control, _provenance
-from tests.verifier.test_provenance_bytes import N, Audit, _opened
+from tests.verifier.test_provenance_bytes import Audit, N, _opened
 
 Eager = Callable[[Audit, torch.Tensor, int], None]
 
@@ -67,5 +68,17 @@ def test_eager_code_writing_over_what_a_launch_changed_is_compared_again() -> No
     def switch(audit: Audit, slots: torch.Tensor, number: int) -> None:
         audit.eager("aten.fill_.Scalar", (slots[:1], number))
 
-    kept, compared, _, _, differing, *_ = _twin_record((0, 0), switch)
+    _, compared, _, _, differing, *_ = _twin_record((0, 0), switch)
+    assert compared == 2 and differing > 0
+
+
+def test_eager_code_writing_over_what_a_launch_changed_on_the_evidence_call_alone_is_compared() -> None:
+    """Red team rt60 F0: on the timed calls only (the evidence call here), eager code writes a switch over the routing
+    kernel's bytes; the draw's are the kernel's."""
+
+    def switch(audit: Audit, slots: torch.Tensor, number: int) -> None:
+        if number == 0:
+            audit.eager("aten.fill_.Scalar", (slots[:4], 99))
+
+    _, compared, _, _, differing, *_ = _twin_record((0, 5), switch)
     assert compared == 2 and differing > 0
