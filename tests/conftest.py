@@ -1,7 +1,18 @@
+import json
 import os
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+#: Seconds each long test took on two cores (setup, call and teardown; ``MKBSIM_RECORD_DURATIONS=1`` records a run's
+#: into it, README "Tests"). A test over ``LONG_S`` runs with the thorough ones, unless marked ``ordinary`` (the one
+#: end-to-end run of a feature the ordinary run keeps whatever it costs).
+DURATIONS = Path(__file__).with_name("durations.json")
+LONG_S = 7.5
+#: what a run records: tests of at least this many seconds
+RECORDED_S = 3.0
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -19,12 +30,21 @@ OPT_IN_MARKERS = {
     "gpu": ("MKBSIM_GPU_TESTS", "GPU test: set MKBSIM_GPU_TESTS=1 on a machine with an NVIDIA GPU"),
     "realmodel": ("MKBSIM_REALMODEL_TESTS", "real-model test (minutes): set MKBSIM_REALMODEL_TESTS=1 to run it"),
     # what keeps the ordinary run (CI) under 15 minutes on two cores: ablations (each verifier rule switched off in
-    # turn, its cases then passing) and the few attacks whose verification takes over ten seconds; README "Tests"
-    "thorough": ("MKBSIM_THOROUGH", "ablation or long case (over 10 s): set MKBSIM_THOROUGH=1 to run it"),
+    # turn, its cases then passing) and the tests measured over ``LONG_S`` (``DURATIONS``); README "Tests"
+    "thorough": ("MKBSIM_THOROUGH", "ablation or long test (over 7.5 s): set MKBSIM_THOROUGH=1 to run it"),
 }
 
 
+def _node(nodeid: str) -> str:
+    """A test's id without its xdist group (``@ray``)."""
+    return re.sub(r"@[\w.-]+$", "", nodeid)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    measured = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    for item in items:
+        if measured.get(_node(item.nodeid), 0.0) > LONG_S and item.get_closest_marker("ordinary") is None:
+            item.add_marker(pytest.mark.thorough)
     for marker, (variable, reason) in OPT_IN_MARKERS.items():
         if os.environ.get(variable) == "1":
             continue
@@ -53,3 +73,22 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         import ray
 
         ray.shutdown()
+
+
+_took: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get("MKBSIM_RECORD_DURATIONS") == "1" and not report.skipped:
+        _took[_node(report.nodeid)] = _took.get(_node(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """``MKBSIM_RECORD_DURATIONS=1``: the run's long tests into ``DURATIONS`` (on the controller, where xdist's workers
+    report; each test's earlier figure replaced, tests not run kept)."""
+    if os.environ.get("MKBSIM_RECORD_DURATIONS") != "1" or not _took or hasattr(session.config, "workerinput"):
+        return
+    measured = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    measured.update({node: round(took, 1) for node, took in _took.items()})
+    kept = {node: took for node, took in sorted(measured.items()) if took >= RECORDED_S}
+    DURATIONS.write_text(json.dumps(kept, indent=0, sort_keys=True) + "\n")

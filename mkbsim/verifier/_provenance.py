@@ -441,6 +441,15 @@ _STORAGE_USE_COUNT = torch._C._storage_Use_Count
 _UNTYPED_STORAGE = torch._C.TensorBase.untyped_storage
 
 
+_OP_TAGS = torch._ops.OpOverload.__dict__["tags"].fget
+_SEEDED = torch.Tag.nondeterministic_seeded
+
+
+def _seeded(func: torch._ops.OpOverload) -> bool:
+    """Whether the operator draws from a random generator (torch's ``nondeterministic_seeded`` tag)."""
+    return _SEEDED in _OP_TAGS(func)
+
+
 def _held_elsewhere(view: torch.Tensor) -> bool:
     """Whether anything but ``view`` (the vault's record of a storage, a view of all of it) holds its storage: a
     tensor, a view, a storage object (the one made here to count them is the other holder)."""
@@ -468,7 +477,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     ffi_tensors = (ffi.core.Tensor, getattr(sys.modules.get("tvm.runtime"), "Tensor", None)) if ffi is not None else ()
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, key=identity_key, str=str,
-        tuple=tuple, held_elsewhere=_held_elsewhere, raw_pointers=device.type == "cuda",
+        tuple=tuple, held_elsewhere=_held_elsewhere, seeded=_seeded, raw_pointers=device.type == "cuda",
         list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, PermissionError=PermissionError, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
@@ -3700,7 +3709,10 @@ def provenance_vault(
             else (priced + judged + wider, given_sizes, sizes(out))
         )
         read_spans = lib.tuple(storage_span(t) for t in given)
-        eager_trail.append((key, read_spans, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python))
+        # a random operator reads its generator's state, which a tensor's bytes may have set with no operator
+        # (``Generator.set_state``: red team rt61 F0): what every earlier operator wrote, for ``priced_trail``
+        reads = None if lib.seeded(func) else read_spans
+        eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python))
         if name not in lib.lifts:
             for t in outs:
                 if storage_span(t) not in read_spans:
@@ -4399,8 +4411,10 @@ def provenance_vault(
         kernel ``decorative_dsl``; rt60 FP0, FP1: ``len(torch.nonzero(...))``, a disabled debug log's statistic). An
         answer computed so reaches the outputs only through Python, whose values enter tensors as priced crossings.
         By memory, conservatively: storages that share a byte are one (a DLPack alias of part of another storage is a
-        storage of its own at another address: red team rt60 F1), and a write over part of one keeps all of it."""
-        spans = {span for _, reads, writes, _ in eager_trail for span in (*reads, *writes)}
+        storage of its own at another address: red team rt60 F1), and a write over part of one keeps all of it. A
+        reached random operator reaches every operator before it: its generator's state may hold any tensor's bytes
+        (``Generator.set_state`` reads them with no operator; red team rt61 F0)."""
+        spans = {span for _, reads, writes, _ in eager_trail for span in (*(reads or ()), *writes)}
         ends = (*(storage_span(u) for t in outputs for u in tensors_in(t, [])), *input_spans_kept, *held_storages())
         spans.update(ends)
         group: dict[tuple[int, int], int] = {}  # a span -> the first start of the bytes it shares with others
@@ -4413,13 +4427,17 @@ def provenance_vault(
         status: dict[int, int] = {}  # a group -> 1: read only on the way to Python, 2: reached
         for span in ends:
             status[group[span]] = 2
+        everything = False  # a reached random operator: every earlier operator is reached (its generator's state)
         for key, reads, writes, to_python in lib.reversed(eager_trail):
             if key is None:  # a launch
                 live = True
             else:  # a crossing is priced as it crosses, and what it reads goes to Python
-                live = not to_python and lib.any(status.get(group[w], 0) == 2 for w in writes)
+                live = not to_python and (everything or lib.any(status.get(group[w], 0) == 2 for w in writes))
                 if live or to_python:
                     eager_ops[key] = eager_ops.get(key, 0) + 1
+            if reads is None:
+                everything = everything or live
+                continue
             for r in reads:
                 if live:
                     status[group[r]] = 2

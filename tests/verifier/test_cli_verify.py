@@ -18,6 +18,7 @@ def cli() -> object:
     return _main.main
 
 
+@pytest.mark.ordinary  # (the verify command end to end: kept in the ordinary run, tests/conftest.py)
 def test_pass_and_fail(cli, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     assert cli(["verify", str(EXAMPLES / "p36_rmsnorm_tirx.py"), "--problem", "p36", "--dsl", "tirx", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)

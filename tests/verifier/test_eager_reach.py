@@ -176,3 +176,17 @@ def test_an_answer_copied_into_the_output_eagerly_is_priced() -> None:
         audit.eager("aten.copy_.default", (out, answer))
 
     assert {"aten.mul.Tensor", "aten.copy_.default"} <= _priced(body)
+
+
+def test_a_random_operator_reaches_every_operator_before_it() -> None:
+    """Red team rt61 F0: ``Generator.set_state`` reads a tensor's bytes with no operator, and the next random operator
+    writes them back (mt19937 words set so that ``randint`` wrote an eager result): a reached random operator's
+    generator may hold anything made before it."""
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor, fill: str) -> None:
+        audit.eager("aten.mul.Tensor", (x, 2.0))  # the state's words, handed to the generator unseen
+        audit.eager(fill, (out,))
+        audit.launch(lambda _, o: o.add_(1.0), None, out)
+
+    assert "aten.mul.Tensor" in _priced(lambda a, x, o: body(a, x, o, "aten.random_.default"))
+    assert "aten.mul.Tensor" not in _priced(lambda a, x, o: body(a, x, o, "aten.zero_.default"))

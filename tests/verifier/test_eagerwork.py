@@ -604,13 +604,24 @@ def test_covering_needs_most_of_every_kind_and_most_of_the_passes() -> None:
     assert partial.shares["matmul"] == 1.0 and partial.passes == pytest.approx(2 / 7) and not partial.covers
 
 
-def _vault_records(fn: Any, inputs: list[torch.Tensor], inplace: tuple[int, ...] = ()) -> list[Any]:
+def _vault_records(
+    fn: Any, inputs: list[torch.Tensor], inplace: tuple[int, ...] = (), kernels: dict[str, Any] | None = None
+) -> list[Any]:
+    """The eager operators the vault prices on an audited call of ``fn`` (``kernels``: a module's namespace whose TVM
+    modules are launched through the counted gate, as the worker's are: eager work counts where it reaches them)."""
     control = _control.ControlPage()
     registry = Registry()
     send = registry.open(
         _provenance.provenance_vault, control.buf, _provenance.provenance_lib(torch.device("cpu")),
         _provenance.page_layout(), [], [], {},
     )  # fmt: skip
+    serial = _thread.RLock()
+    for name, kernel in list((kernels or {}).items()):
+        if type(kernel).__name__ in ("Executable", "Module"):
+            send((0, kernel, "launch"))
+            kernels[name] = registry.protect(  # type: ignore[index]
+                _provenance.gate, _send=send, _original=kernel, _count=True, _serial=serial
+            )
     op = registry.protect(
         _provenance.dispatch, _send=send, _serial=_thread.RLock(), **dispatch_hooks(registry, torch.device("cpu"))
     )
@@ -623,8 +634,10 @@ def _vault_records(fn: Any, inputs: list[torch.Tensor], inplace: tuple[int, ...]
     control.begin_call(suppress=False, audit=True)
     registry.protect(_provenance.report_inputs, _send=send)(inputs, inplace)
     with Audit():
-        fn(*inputs)
-    registry.protect(_provenance.report_result, _send=send)([])
+        returned = fn(*inputs)
+    # what it returned is the call's outputs: eager work is priced where it reaches them (``priced_trail``)
+    outputs = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    registry.protect(_provenance.report_result, _send=send)([t for t in outputs if isinstance(t, torch.Tensor)])
     records = control.report()["records"]
     control.close()
     return next(r[1] for r in records if r[0] == "eager_ops")
@@ -869,7 +882,7 @@ def _case_priced(case: str, problem_id: str, necessary: bool = True) -> _eagerwo
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    eager = work_of(_vault_records(module.run, [x.clone() for x in inputs]))
+    eager = work_of(_vault_records(module.run, [x.clone() for x in inputs], kernels=vars(module)))
     cost = problem.cost(problem.smoke)
     floor = cost.floor_flops if necessary else cost.total_flops
     return compare(1, eager, reference_work(problem.reference, inputs, cost.total_flops, (), floor))

@@ -3,9 +3,10 @@ the first call can need and cached by it (a cache of compiled kernels keyed by s
 (topk, softmax), gathers each local expert's tokens (one token padded to two) and adds each expert's weighted rows
 back. Rejected while a kernel was named by its module: each count's module was another kernel, and a timed call
 repeated no draw's set unless its counts were that draw's (8 of 10 timed calls missing); one kernel now
-(``_tir_identity``). Each module's machine code is made at its build (``Executable.jit``): TVM's llvm module makes it
-on its first call, 16-70 ms, which in the timed call where a count first appeared failed the block totals (CI, stop 51),
-as work done in one call should."""
+(``_tir_identity``). The counts an expert meets are compiled at import, each module's machine code made at its build
+(``Executable.jit``): TVM's llvm module makes it on its first call, 16-70 ms, which in the timed call where a count
+first appeared failed the block totals (CI, stop 51), as work done in one call should; all 31 counts compiled and made
+on the first call took over the tests' 8 s call limit."""
 # problem: p51
 # plan: partial
 import torch
@@ -52,6 +53,10 @@ def build(c: int):
     return executable
 
 
+# the counts an expert is routed at SMOKE (32 tokens, 4 of 32 experts each: about 4 a local expert), compiled ahead
+_kernels.update((n, build(n)) for n in range(2, 17))
+
+
 def run(hidden_states, router_logits, gate_up_proj, gate_up_proj_bias, down_proj, down_proj_bias, local_expert_offset):
     e_n = gate_up_proj.shape[0]
     top_v, top_i = router_logits.topk(TOP_K, dim=-1)
@@ -62,9 +67,9 @@ def run(hidden_states, router_logits, gate_up_proj, gate_up_proj_bias, down_proj
         c = rows.numel()
         if not c:
             continue
-        if not _kernels:  # every count the tokens can route to one expert, compiled on the first call
-            _kernels.update((n, build(n)) for n in range(2, hidden_states.shape[0] + 1))
         n = max(c, 2)  # one row padded to two: a one-row kernel is another kernel (README, Known limits)
+        if n not in _kernels:  # past the counts compiled at import (an expert given more than 16 of 32 tokens: ~1e-7)
+            _kernels[n] = build(n)
         x = torch.zeros((n, H), dtype=torch.float32)
         x[:c] = hidden_states[rows]
         w = torch.zeros(n, dtype=torch.float32)
