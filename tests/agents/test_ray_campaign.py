@@ -109,7 +109,6 @@ def test_a_ray_run_records_what_a_local_run_records(
         store.close()
 
 
-@pytest.mark.ordinary  # (a campaign on Ray end to end: kept in the ordinary run, tests/conftest.py)
 def test_an_attempt_whose_worker_is_killed_is_closed_and_rerun(tmp_path: Path, stub: StubLLM) -> None:
     stub.script = [Hang(30), *([REPLY] * 10)]  # the first attempt's model call hangs until its worker dies
     killed: list[int] = []

@@ -141,6 +141,7 @@ SHAPE_GROUP = pytest.mark.xdist_group("shape_over_seeds")
 
 # at seeds 0..9: harm ≥ 10% in every cell holds at 8 (exactly the bar), the others at 9 (benchmarks/RESULTS.md)
 @pytest.mark.slow
+@pytest.mark.ordinary  # (the study's shape over seeds, the simulator's headline: kept in the ordinary run)
 @SHAPE_GROUP
 @pytest.mark.parametrize("key", SHAPE)
 def test_the_shipped_profiles_hold_the_studys_shape_at_most_seeds(shape_over_seeds: dict[str, list[bool | None]],

@@ -187,8 +187,11 @@ def test_an_fp8_cache_appended_in_place_carries_only_its_appended_rows_at_every_
     (11 seeds in 40 over 0.2), and an honest kernel's draws held its timed calls to that (CI on 3d822ca). Taken
     ``CARRIED_Z`` standard errors below, it stays near the appended eighth."""
     rows, heads, dim = 384, 8, 128
-    for _ in range(60):
+    for seed in range(60):
         for evidence in evidence_vault(rows * heads * dim):
+            # seeded here, past the kit's own seed (which counts the vaults the process opened before): the draws
+            # are the same in any order of the tests (one run in a few drew a cache past 0.2: CI stop 51, session 43)
+            torch.manual_seed(seed)
             key = (torch.randn(45, heads, dim) * torch.empty(1, heads, 1).uniform_(0.25, 4)).to(torch.bfloat16)
             value = torch.randn(45, heads, dim).to(torch.bfloat16)
             slots = torch.randperm(rows)[:45]
@@ -196,7 +199,7 @@ def test_an_fp8_cache_appended_in_place_carries_only_its_appended_rows_at_every_
             caches += [torch.empty(rows, heads).uniform_(1e-3, 2e-2) for _ in range(2)]
             evidence.call(key, value, slots, *caches, inplace=(3, 4, 5, 6))
             evidence.launch(append, key, value, slots, *caches)
-            assert carried(evidence, caches[1]) < 0.2
+            assert carried(evidence, caches[1]) < 0.2, seed
 
 
 def test_an_output_the_launch_wrote_is_carried_without_a_search(evidence: EvidenceVault) -> None:
