@@ -10,7 +10,7 @@ import pytest
 #: into it, README "Tests"). A test over ``LONG_S`` runs with the thorough ones, unless marked ``ordinary`` (the one
 #: end-to-end run of a feature the ordinary run keeps whatever it costs).
 DURATIONS = Path(__file__).with_name("durations.json")
-LONG_S = 7.5
+LONG_S = 5.0
 #: what a run records: tests of at least this many seconds
 RECORDED_S = 3.0
 
@@ -31,7 +31,7 @@ OPT_IN_MARKERS = {
     "realmodel": ("MKBSIM_REALMODEL_TESTS", "real-model test (minutes): set MKBSIM_REALMODEL_TESTS=1 to run it"),
     # what keeps the ordinary run (CI) under 15 minutes on two cores: ablations (each verifier rule switched off in
     # turn, its cases then passing) and the tests measured over ``LONG_S`` (``DURATIONS``); README "Tests"
-    "thorough": ("MKBSIM_THOROUGH", "ablation or long test (over 7.5 s): set MKBSIM_THOROUGH=1 to run it"),
+    "thorough": ("MKBSIM_THOROUGH", "ablation or long test (over 5 s): set MKBSIM_THOROUGH=1 to run it"),
 }
 
 
