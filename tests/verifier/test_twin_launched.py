@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 import torch
 
 from mkbsim.verifier import _control, _provenance
 from tests.verifier.test_provenance_bytes import Audit, N, _opened
 
 Eager = Callable[[Audit, torch.Tensor, int], None]
+#: the vault driven in-process: about a second a test, and the first one's imports (5 s under load) kept in the
+#: ordinary run all the same (tests/conftest.py)
+pytestmark = pytest.mark.ordinary
 
 
 def _twin_record(rotations: tuple[int, int], between: Eager | None = None) -> list[int]:
