@@ -117,22 +117,38 @@ def is_one_byte_float(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point and dtype.itemsize == 1
 
 
+#: An fp8 output's sums before their last rounding are exact to about this share of its largest value, not better: an
+#: fp8 tensor core keeps ~14 bits of its accumulator (Hopper; DeepSeek-V3 §3.3.2), so a small code beside large ones
+#: moves by several of its own steps where the float32 reference lands on it exactly (p56 on an H100: 3 to 4.5 steps
+#: of a code near 0.05 in a row reaching ~200, both DSLs; benchmarks/fp8_output_errors.py). One part in 4096 of the
+#: largest value is 32 times below the rule for two-byte floats (3 · eps(bf16) · max|anchor|) and far below a code
+#: off its grid (a grid of 64 is off by up to 32 of 448).
+FP8_SUM_PRECISION = 2.0**-12
+
+
 def fp8_allowances(ref_diff: torch.Tensor, anchor: torch.Tensor, dtype: torch.dtype, factor: float) -> torch.Tensor:
     """Each element's allowance of a one-byte float output (DESIGN §5, per element for fp8): the contract's
-    ``factor · max(ref_error, eps · |anchor|)`` taken per element, in the element's own rounding steps, and never below
-    the smallest normal. An fp8 format has 8 (e4m3) or 4 (e5m2) steps per binade, so ``eps · max|anchor|`` is a third
-    of the whole range (e4m3: 168 of 448): a ternary code passed, and old codes left in a cache were "correct". Here
-    ``ref_error`` is the reference's own error at the element and the step ``eps · 2^floor(log2 |anchor_i|)`` (the
-    subnormal step below the smallest normal); the smallest normal is the most a conversion flushing subnormals to zero
-    is off by (TVM's llvm fp8 cast does), 1/28672 of e4m3's range. An infinite or NaN anchor element gets 0 (matched
-    exactly). Flat, float64."""
+    ``factor · max(ref_error, eps · |anchor|)`` taken per element, in the element's own rounding steps, with what the
+    sums before the rounding are exact to as a third term (``factor · FP8_SUM_PRECISION · max|anchor|``), and never
+    below the smallest normal. An fp8
+    format has 8 (e4m3) or 4 (e5m2) steps per binade, so ``eps · max|anchor|`` is a third of the whole range (e4m3:
+    168 of 448): a ternary code passed, and old codes left in a cache were "correct". Here ``ref_error`` is the
+    reference's own error at the element and the step ``eps · 2^floor(log2 |anchor_i|)`` (the subnormal step below the
+    smallest normal), made with ``ldexp``: exact on every device (``pow(2, e)`` on cuda is not, and 3 steps fell a
+    hair under 3 steps); the smallest normal is the most a conversion flushing subnormals to zero is off by (TVM's
+    llvm fp8 cast does), 1/28672 of e4m3's range. An infinite or NaN anchor element gets 0 (matched exactly). Flat,
+    float64."""
     info = torch.finfo(dtype)
-    magnitude = anchor.reshape(-1).abs().clamp_min(info.smallest_normal)
+    flat = anchor.reshape(-1)
+    finite = torch.isfinite(flat)
+    magnitude = flat.abs().clamp_min(info.smallest_normal)
     _, exponent = torch.frexp(magnitude)  # magnitude = m · 2^exponent, m in [0.5, 1)
-    step = info.eps * torch.pow(2.0, (exponent - 1).to(torch.float64))
+    step = torch.ldexp(torch.full_like(magnitude, info.eps), exponent - 1)
+    summed = FP8_SUM_PRECISION * _max_or_zero(flat[finite].abs())
     own_error = torch.where(torch.isfinite(ref_diff), ref_diff, torch.zeros_like(ref_diff)).reshape(-1)
-    allowance = (factor * torch.maximum(own_error.to(torch.float64), step)).clamp_min(info.smallest_normal)
-    return torch.where(torch.isfinite(anchor.reshape(-1)), allowance, torch.zeros_like(allowance))
+    allowance = factor * torch.maximum(own_error.to(torch.float64), step).clamp_min(summed)
+    allowance = allowance.clamp_min(info.smallest_normal)
+    return torch.where(finite, allowance, torch.zeros_like(allowance))
 
 
 def anchor_outputs(

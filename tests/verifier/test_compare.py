@@ -153,10 +153,32 @@ def test_fp8_outputs_are_judged_in_their_own_steps() -> None:
     assert not ternary.ok and ternary.mismatches == 4 and ternary.expected == 160.0 and ternary.allowance == 48.0
 
 
+def test_fp8_small_codes_beside_large_ones_are_judged_at_what_the_sums_are_exact_to() -> None:
+    """p56 on an H100: an honest fp8 tensor-core sum moves a code near 0.05 by 3 to 4.5 of its steps (0.004) in a row
+    reaching ~200; 3 x 2^-12 x max|anchor| admits that, not a code off by a step of the large values."""
+    fp8 = torch.float8_e4m3fn
+    ref = _fp8_ref([192.0, 0.04296875, -0.0859375, 20.0])
+    assert ref.per_element is not None and float(ref.per_element[1]) == 3 * 192.0 / 4096
+    assert compare(torch.tensor([192.0, 0.025390625, -0.0625, 20.0]).to(fp8), ref).ok  # 4.5 and 3 of their steps
+    assert not compare(torch.tensor([192.0, 0.04296875, -0.0859375, 12.0]).to(fp8), ref).ok  # 4 steps of 20: wrong
+    assert not compare(torch.tensor([192.0, 0.25, -0.0859375, 20.0]).to(fp8), ref).ok  # a small code off by 0.2
+
+
+def test_fp8_steps_are_exact_powers_of_two() -> None:
+    """Three steps off is within three steps, in every binade (the step is made by ldexp, not pow)."""
+    fp8 = torch.float8_e4m3fn
+    codes = torch.tensor([2.0**e * 1.375 for e in range(-6, 8)], dtype=torch.float64)
+    ref = build_refs(["cache"], [codes.to(fp8)], [codes.to(fp8)], [fp8], 3.0)[0]
+    steps = torch.tensor([0.125 * 2.0**e for e in range(-6, 8)], dtype=torch.float64)
+    assert ref.per_element is not None and torch.equal(ref.per_element, torch.maximum(3 * steps, ref.per_element.min()))
+    assert compare((codes - 3 * steps).to(fp8), ref).ok
+    assert not compare((codes - 4 * steps).to(fp8), ref).ok
+
+
 def test_fp8_subnormals_flushed_to_zero_pass_and_the_reference_error_counts_per_element() -> None:
     fp8 = torch.float8_e4m3fn
-    assert compare(torch.tensor([0.0, 448.0]).to(fp8), _fp8_ref([2.0**-7, 448.0])).ok  # a subnormal code flushed
-    assert not compare(torch.tensor([0.0, 448.0]).to(fp8), _fp8_ref([2.0**-5, 448.0])).ok  # a normal one is not
+    assert compare(torch.tensor([0.0, 1.0]).to(fp8), _fp8_ref([2.0**-7, 1.0])).ok  # a subnormal code flushed
+    assert not compare(torch.tensor([0.0, 1.0]).to(fp8), _fp8_ref([2.0**-5, 1.0])).ok  # a normal one is not
     # the reference itself off by 4 steps of 16 at the second element: 3 x 64 there, 3 steps elsewhere
     ref = _fp8_ref([1.0, 128.0], native=[1.0, 192.0])
     assert compare(torch.tensor([1.0, 320.0]).to(fp8), ref).ok
