@@ -667,6 +667,10 @@ def provenance_vault(
     # draw's is 0); the call in flight's j (-1: none) and whether it is a kept evidence call
     kept_sets: dict[int, Any] = {}
     twin_set = [-1, False]
+    # the other evidence calls' copies, held as the kept calls' are until the twin draws begin: which calls are kept is
+    # then no measure a call can take, in it or after it (red team rt59 F0: the process's resident memory read around a
+    # launch told the kept calls, the copies of the others being freed as their launch ended)
+    twin_held: list[Any] = []
     twin_erased: list[Any] = []
     # the bytes the twin draw's counted launches changed ([start, end, which of them, device]) until an eager operator
     # writes them: out of its comparison, as what an earlier call left (``leftover``). A kernel's result is a function
@@ -2556,11 +2560,14 @@ def provenance_vault(
         key = twin_count[0]
         twin_count[0] += 1
         if not twin:  # a kept evidence call's, within ``TWIN_BYTES`` for all of them (False: a launch made, not kept);
-            # every evidence call's arguments are copied alike: which are kept is no measure a call can take
+            # every evidence call's arguments are copied and held alike (``twin_held``)
+            size = lib.sum_of(lib.numel(kept) + (lib.numel(mask) if mask is not None else 0)
+                              for _, kept, mask in twin_pending)  # fmt: skip
+            held = lib.list(twin_pending) if kept_bytes() + size <= lib.twin_bytes else False
             if twin_set[1]:
-                size = lib.sum_of(lib.numel(kept) + (lib.numel(mask) if mask is not None else 0)
-                                  for _, kept, mask in twin_pending)  # fmt: skip
-                twin_kept[key] = (facts, lib.list(twin_pending) if kept_bytes() + size <= lib.twin_bytes else False)
+                twin_kept[key] = (facts, held)
+            elif held:
+                twin_held.append(held)
             return
         if twin == 2:  # (the stale draw compares nothing: its inputs are its own)
             return
@@ -2604,10 +2611,12 @@ def provenance_vault(
             twin_found[6], twin_found[7] = launches, best[3]
 
     def kept_bytes() -> int:
-        """The bytes of launch arguments kept for the twin draws: the call in flight's and the other kept calls'."""
-        sets = [twin_kept, *(found[0] for j, found in kept_sets.items() if j != twin_set[0])]
+        """The bytes of launch arguments held for the twin draws: the kept calls' (the call in flight's, if kept) and
+        the other evidence calls' (``twin_held``)."""
+        sets = [*(found[0] for found in kept_sets.values()), *([twin_kept] if twin_set[1] else [])]
+        held = [then for each in sets for _, then in each.values() if then] + twin_held
         return lib.sum_of(lib.numel(kept) + (lib.numel(mask) if mask is not None else 0)
-                          for each in sets for _, then in each.values() if then for _, kept, mask in then)  # fmt: skip
+                          for then in held for _, kept, mask in then)  # fmt: skip
 
     def was(u: Any, spans: Any) -> Any:
         """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s; or
@@ -4557,6 +4566,8 @@ def provenance_vault(
                     twin = 2
                 elif not audit and evidence and layout.KEPT_EVIDENCE <= code < layout.KEPT_EVIDENCE + layout.MAX_KEPT:
                     twin_set[:] = [code - layout.KEPT_EVIDENCE, True]  # its launches are a twin draw's to compare
+                if twin:
+                    twin_held.clear()
                 if twin or twin_set[1]:
                     twin_kept.clear()
                     twin_nan.clear()

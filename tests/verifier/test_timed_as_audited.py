@@ -568,3 +568,20 @@ def test_an_eager_part_decoded_on_the_timed_calls_only_is_priced_in_the_plan(
     shortfall = report.details["timed_work"]["float_shortfall"]
     assert 0.05 <= shortfall <= 0.2, shortfall
     assert report.plan == "partial" and report.plan_eager_share >= shortfall, (report.plan, report.plan_eager_share)
+
+
+def test_the_kept_evidence_calls_are_not_told_by_resident_memory(
+    cpu_session: VerifierSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red team rt59 F0: the vault freed an evidence call's copies as its launch ended unless the call was kept for a
+    twin draw, so the resident memory around a launch over a 40 MB buffer told the kept calls (4 copies) from the others
+    (3), and an eager answer on every other call passed. Every evidence call's copies are now held until the twin draws
+    (``twin_held``): one growth for all of them. (The probe's watched launches copy 40 MB: the DSL-time rules off.)"""
+    timing_rules_off(monkeypatch)
+    report = cpu_session.verify(EVIDENCE / "probe_kept_by_resident_memory_p36.py", "p36", "tirx")
+    found = re.search(r"GROWTH ([0-9. ]+)", report.feedback or "")
+    assert found is not None, report.feedback
+    growth = [float(g) for g in found.group(1).split()]
+    watched = [g for g in growth if g >= 0.5]  # (a scored call copies nothing)
+    assert len(watched) == _phases.EVIDENCE_CALLS, growth
+    assert len(set(watched)) == 1, growth
