@@ -562,10 +562,12 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         by_value=frozenset(id(kind) for kind in (str, bytes, torch.dtype, torch.device)),
         fixed_draws_least=FIXED_DRAWS, fixed_bytes=FIXED_BYTES, fixed_small_bytes=FIXED_SMALL_BYTES,
         fresh_mask_bytes=FRESH_MASK_BYTES, twin_bytes=TWIN_BYTES,
-        # torch's Tensor subclasses whose instances run no Python of their own (``nn.Parameter``; an ``nn.Buffer``
-        # is a torch.Tensor): read as the torch.Tensor over their memory (``plain_view``), not left out
-        tensor_subclasses=frozenset((id(torch.nn.Parameter),)), detach=base.detach,
-        qualname=_getter(type, "__qualname__"),
+        # torch's Tensor subclasses a launch may take (``nn.Parameter``; an ``nn.Buffer`` is a torch.Tensor): read as
+        # the torch.Tensor over their memory (``plain_view``). A class of the submission's may run its Python where the
+        # launch converts it (``__torch_function__`` on ``__dlpack__``): refused there (``uncounted``)
+        launch_subclasses=frozenset((id(torch.nn.Parameter),)),
+        detach=base.detach, qualname=_getter(type, "__qualname__"),
+        mro_of=_getter(type, "__mro__"), class_dict=_getter(type, "__dict__"),
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
         ffi_tensors=frozenset(id(kind) for kind in ffi_tensors if isinstance(kind, type)),
         dlpack=ffi.core.Tensor.__dlpack__ if ffi is not None else None, from_capsule=torch._C._from_dlpack,
@@ -1164,6 +1166,11 @@ def provenance_vault(
         unwatched: list[Any] = []
         given = tensors_in((args, kwargs), [], unwatched)
         if unwatched:
+            if subclass_kind(lib.type(unwatched[0])) == 2:
+                raise lib.PermissionError(
+                    f"eager {name} took a {lib.qualname(lib.type(unwatched[0]))}, a tensor subclass with a "
+                    "__torch_dispatch__ of its own; its operators run out of the verifier's sight"
+                )
             layout = "nested" if lib.is_nested(unwatched[0]) else lib.str(lib.layout_of(unwatched[0]))
             raise lib.PermissionError(
                 f"eager {name} took a {layout} tensor; the verifier watches strided tensors only (sparse, mkldnn and "
@@ -1664,13 +1671,35 @@ def provenance_vault(
     # costs as much as one of the C calls
     tensor_type, strided, layout_of, is_contiguous = lib.Tensor, lib.strided, lib.layout_of, lib.is_contiguous
     nbytes, ffi_tensors, type_of, id_of = lib.nbytes, lib.ffi_tensors, lib.type, lib.id
-    tensor_subclasses = lib.tensor_subclasses
+    launch_subclasses = lib.launch_subclasses
     views: dict[int, Any] = {}  # this request's ``plain_view``s: id of an nn.Parameter -> (it, its view)
+    subclass_kinds: dict[int, Any] = {}  # id of a class -> (the class, its ``subclass_kind``)
+
+    def subclass_kind(kind: Any) -> int:
+        """1: a torch.Tensor subclass whose instances dispatch as torch's own (no ``__torch_dispatch__`` of its own: an
+        ``nn.Parameter``, ``class S(torch.Tensor): pass``), read as the torch.Tensor over their memory (``plain_view``);
+        2: one with a ``__torch_dispatch__`` of its own, whose operators run their own operators out of the vault's
+        sight (refused as an operator's operand, ``operator_reads``); 0: no tensor subclass. Left out, an operator on
+        ``x.as_subclass(S)`` read nothing the vault saw: a whole eager answer was priced 0, a full plan (red team rt62
+        F0). The class is read through type's own slots: no Python of the class runs."""
+        known = subclass_kinds.get(id_of(kind))
+        if known is not None and known[0] is kind:
+            return known[1]
+        found, owner = 0, None
+        for c in lib.mro_of(kind) if kind is not tensor_type else ():
+            if owner is None and "__torch_dispatch__" in lib.class_dict(c):
+                owner = c
+            if c is tensor_type:
+                found = 1 if owner is tensor_type else 2
+                break
+        subclass_kinds[id_of(kind)] = (kind, found)
+        return found
 
     def plain_view(item: Any) -> Any:
-        """An ``nn.Parameter`` as a torch.Tensor over its memory (its version counter too), made with torch's
-        Python dispatch and subclass hooks off, so that no ``__torch_function__`` or ``__torch_dispatch__`` set on
-        the class runs; one per request, so that its operands and results are one tensor to ``op``."""
+        """An ``nn.Parameter``, or a subclass dispatching as torch's (``subclass_kind``), as a torch.Tensor over its
+        memory (its version counter too), made with torch's Python dispatch and subclass hooks off, so that no
+        ``__torch_function__`` or ``__torch_dispatch__`` set on the class runs; one per request, so that its operands
+        and results are one tensor to ``op``."""
         known = views.get(id_of(item))
         if known is not None and known[0] is item:
             return known[1]
@@ -1693,7 +1722,7 @@ def provenance_vault(
             if kind is not tensor_type:  # torch's tensor first: the common argument skips the other checks
                 if id_of(kind) in ffi_tensors:
                     arg = ffi_view(arg)
-                elif id_of(kind) in tensor_subclasses:
+                elif id_of(kind) in launch_subclasses:
                     arg = plain_view(arg)
                 if type_of(arg) is not tensor_type:
                     continue
@@ -1728,8 +1757,11 @@ def provenance_vault(
                 view = ffi_view(item)
                 if view is not None:
                     out.append(view)
-            elif lib.id(kind) in tensor_subclasses:
+            elif (subclassed := subclass_kind(kind)) == 1:
                 stack.append(plain_view(item))
+            elif subclassed == 2:
+                if unwatched is not None:
+                    unwatched.append(item)
             else:
                 source = dlpack_sources.get(lib.key(item))
                 if source is not None and source[0]() is item:
@@ -1761,7 +1793,7 @@ def provenance_vault(
         while stack:
             item = stack.pop()
             kind = lib.type(item)
-            if kind is lib.Tensor or lib.id(kind) in tensor_subclasses:  # (an ``nn.Parameter``: the reference's too)
+            if kind is lib.Tensor or subclass_kind(kind) == 1:  # (an ``nn.Parameter``: the reference's too)
                 found.append(lib.tuple(lib.size(item)))
             elif kind is lib.tuple or kind is lib.list:
                 stack.extend(lib.reversed(item))
@@ -3699,8 +3731,8 @@ def provenance_vault(
             given_sizes = (lib.tuple(lib.size(args[0])),)
         looked_up = tabled(operator_name, args, kwargs) if operator_name in lib.lookups and args else 0
         judged = ""  # a lookup's kind (``lookup_kind``), on its recorded name only: the flows read ``priced``
-        if operator_name in lib.lookups and args and (lib.type(args[0]) is lib.Tensor or lib.id(lib.type(args[0]))
-                                                      in tensor_subclasses):  # fmt: skip
+        if operator_name in lib.lookups and args and (lib.type(args[0]) is lib.Tensor
+                                                      or subclass_kind(lib.type(args[0])) == 1):  # fmt: skip
             written = lib.max((lib.numel(t) for t in tensors_in(out, [])), default=0)
             judged = lookup_kind(operator_name, args, kwargs, written)
         # the eager work done, priced by the verifier; a function evaluated by a table (``_eagerwork.TABLED``) as many
@@ -3838,7 +3870,7 @@ def provenance_vault(
                         kind = lib.type(positional[k])
                         plain_kind = kind is not lib.Tensor and lib.id(kind) in lib.plain
                         if not (kind is lib.Tensor or plain_kind or lib.id(kind) in lib.ffi_tensors
-                                or lib.id(kind) in tensor_subclasses):  # fmt: skip
+                                or lib.id(kind) in launch_subclasses):  # fmt: skip
                             uncounted(known[2][2], k, kind)
                             return None
                         view = None if plain_kind else described(positional[k], kind)
@@ -3873,7 +3905,7 @@ def provenance_vault(
                 kind = lib.type(arg)
                 if kind is not lib.Tensor:
                     return None
-            elif lib.id(kind) in tensor_subclasses:
+            elif lib.id(kind) in launch_subclasses:
                 arg = plain_view(arg)
                 kind = lib.Tensor
             if kind is not lib.Tensor and not tirx:
@@ -3940,7 +3972,7 @@ def provenance_vault(
             return arg
         if lib.id(kind) in lib.ffi_tensors:
             return ffi_view(arg)
-        return plain_view(arg) if lib.id(kind) in tensor_subclasses else arg
+        return plain_view(arg) if lib.id(kind) in launch_subclasses else arg
 
     def overreaching(name: Any, position: int) -> None:
         """A launch with a tensor argument reaching past its storage (``within_storage``) does not run."""
