@@ -1,7 +1,8 @@
 """p36: the whole RMSNorm computed inside a tensor subclass's own ``__torch_dispatch__``. A dispatch mode hands the
 operator to the subclass, whose handler runs its own operators on the inner tensors with the mode popped: out of the
-vault's sight. An operator on such a subclass is refused (``_provenance``'s ``subclass_kind``, ``operator_reads``): the
-draw raises."""
+vault's sight. Before red team rt62 F0's fix this form failed ``nan`` (the kernel read memory no recorded writer left,
+erased); an operator on such a subclass is refused now, at the first one (``_provenance``'s ``subclass_kind``,
+``operator_reads``): the draw raises."""
 # expect: exception
 # problem: p36
 import torch
