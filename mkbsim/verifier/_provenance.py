@@ -450,6 +450,13 @@ def _seeded(func: torch._ops.OpOverload) -> bool:
     return _SEEDED in _OP_TAGS(func)
 
 
+def _python_dispatched(t: torch.Tensor, *, _keys: Any = torch._C._dispatch_keys,
+                       _python: Any = torch._C.DispatchKey.Python) -> bool:
+    """Whether ``t``'s operators go to its class's ``__torch_dispatch__`` (torch's Python dispatch key on the
+    instance; a plain tensor's, an ``nn.Parameter``'s and ``as_subclass`` of a class without a handler have none)."""
+    return bool(_keys(t).has(_python))
+
+
 def _held_elsewhere(view: torch.Tensor) -> bool:
     """Whether anything but ``view`` (the vault's record of a storage, a view of all of it) holds its storage: a
     tensor, a view, a storage object (the one made here to count them is the other holder)."""
@@ -567,7 +574,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         # launch converts it (``__torch_function__`` on ``__dlpack__``): refused there (``uncounted``)
         launch_subclasses=frozenset((id(torch.nn.Parameter),)),
         detach=base.detach, qualname=_getter(type, "__qualname__"),
-        mro_of=_getter(type, "__mro__"), class_dict=_getter(type, "__dict__"),
+        mro_of=_getter(type, "__mro__"), python_dispatched=_python_dispatched,
         chandle=ffi.core.CObject.__chandle__ if ffi is not None else None,
         ffi_tensors=frozenset(id(kind) for kind in ffi_tensors if isinstance(kind, type)),
         dlpack=ffi.core.Tensor.__dlpack__ if ffi is not None else None, from_capsule=torch._C._from_dlpack,
@@ -1166,7 +1173,7 @@ def provenance_vault(
         unwatched: list[Any] = []
         given = tensors_in((args, kwargs), [], unwatched)
         if unwatched:
-            if subclass_kind(lib.type(unwatched[0])) == 2:
+            if subclass_kind(unwatched[0]) == 2:
                 raise lib.PermissionError(
                     f"eager {name} took a {lib.qualname(lib.type(unwatched[0]))}, a tensor subclass with a "
                     "__torch_dispatch__ of its own; its operators run out of the verifier's sight"
@@ -1673,27 +1680,27 @@ def provenance_vault(
     nbytes, ffi_tensors, type_of, id_of = lib.nbytes, lib.ffi_tensors, lib.type, lib.id
     launch_subclasses = lib.launch_subclasses
     views: dict[int, Any] = {}  # this request's ``plain_view``s: id of an nn.Parameter -> (it, its view)
-    subclass_kinds: dict[int, Any] = {}  # id of a class -> (the class, its ``subclass_kind``)
+    tensor_classes: dict[int, Any] = {}  # id of a class -> (the class, whether it is a torch.Tensor subclass)
 
-    def subclass_kind(kind: Any) -> int:
-        """1: a torch.Tensor subclass whose instances dispatch as torch's own (no ``__torch_dispatch__`` of its own: an
-        ``nn.Parameter``, ``class S(torch.Tensor): pass``), read as the torch.Tensor over their memory (``plain_view``);
-        2: one with a ``__torch_dispatch__`` of its own, whose operators run their own operators out of the vault's
-        sight (refused as an operator's operand, ``operator_reads``); 0: no tensor subclass. Left out, an operator on
-        ``x.as_subclass(S)`` read nothing the vault saw: a whole eager answer was priced 0, a full plan (red team rt62
-        F0). The class is read through type's own slots: no Python of the class runs."""
-        known = subclass_kinds.get(id_of(kind))
-        if known is not None and known[0] is kind:
-            return known[1]
-        found, owner = 0, None
-        for c in lib.mro_of(kind) if kind is not tensor_type else ():
-            if owner is None and "__torch_dispatch__" in lib.class_dict(c):
-                owner = c
-            if c is tensor_type:
-                found = 1 if owner is tensor_type else 2
-                break
-        subclass_kinds[id_of(kind)] = (kind, found)
-        return found
+    def subclass_kind(item: Any) -> int:
+        """1: an instance of a torch.Tensor subclass that dispatches as torch's own (an ``nn.Parameter``,
+        ``x.as_subclass(S)`` of ``class S(torch.Tensor): pass``), read as the torch.Tensor over its memory
+        (``plain_view``); 2: one whose operators go to its class's ``__torch_dispatch__``, which runs its own operators
+        with the vault's mode popped, out of its sight (refused as an operand, ``operator_reads``); 0: no instance of a
+        tensor subclass. Left out, an operator on ``x.as_subclass(S)`` read nothing the vault saw: a whole eager answer
+        was priced 0, a full plan (red team rt62 F0). Told per instance by torch's own dispatch keys (the Python key:
+        set when the instance is made if its class had a handler then, whatever the class says now), the class by
+        type's own slots: no Python of the submission's runs."""
+        kind = lib.type(item)
+        known = tensor_classes.get(id_of(kind))
+        if known is None or known[0] is not kind:
+            subclass = False
+            for c in lib.mro_of(kind) if kind is not tensor_type else ():
+                subclass = subclass or c is tensor_type
+            known = tensor_classes[id_of(kind)] = (kind, subclass)
+        if not known[1]:
+            return 0
+        return 2 if lib.python_dispatched(item) else 1
 
     def plain_view(item: Any) -> Any:
         """An ``nn.Parameter``, or a subclass dispatching as torch's (``subclass_kind``), as a torch.Tensor over its
@@ -1757,7 +1764,7 @@ def provenance_vault(
                 view = ffi_view(item)
                 if view is not None:
                     out.append(view)
-            elif (subclassed := subclass_kind(kind)) == 1:
+            elif (subclassed := subclass_kind(item)) == 1:
                 stack.append(plain_view(item))
             elif subclassed == 2:
                 if unwatched is not None:
@@ -1793,7 +1800,7 @@ def provenance_vault(
         while stack:
             item = stack.pop()
             kind = lib.type(item)
-            if kind is lib.Tensor or subclass_kind(kind) == 1:  # (an ``nn.Parameter``: the reference's too)
+            if kind is lib.Tensor or subclass_kind(item) == 1:  # (an ``nn.Parameter``: the reference's too)
                 found.append(lib.tuple(lib.size(item)))
             elif kind is lib.tuple or kind is lib.list:
                 stack.extend(lib.reversed(item))
@@ -3732,7 +3739,7 @@ def provenance_vault(
         looked_up = tabled(operator_name, args, kwargs) if operator_name in lib.lookups and args else 0
         judged = ""  # a lookup's kind (``lookup_kind``), on its recorded name only: the flows read ``priced``
         if operator_name in lib.lookups and args and (lib.type(args[0]) is lib.Tensor
-                                                      or subclass_kind(lib.type(args[0])) == 1):  # fmt: skip
+                                                      or subclass_kind(args[0]) == 1):  # fmt: skip
             written = lib.max((lib.numel(t) for t in tensors_in(out, [])), default=0)
             judged = lookup_kind(operator_name, args, kwargs, written)
         # the eager work done, priced by the verifier; a function evaluated by a table (``_eagerwork.TABLED``) as many
