@@ -71,6 +71,7 @@ from mkbsim.verifier._rules import (
     RAW_MEMORY,
     SERIALISATION,
     TEST_EXTENSION_PREFIXES,
+    TVM_SERIALISATION,
     UNGUARDED,
 )
 from mkbsim.verifier._vault import Registry, identity_key
@@ -1403,6 +1404,12 @@ class Guards:
         # hook), in any thread of the submission's and under its str()/repr()
         out = "a DSL tensor's values read into Python in bulk are forbidden (keep the data in tensors)"
         self.deny(runtime.Tensor, "numpy", "tvm.runtime.Tensor.numpy", out, how="asked")
+        # a parameter dict's or an object graph's bytes: a tensor's memory to Python in C++, no operator (red team rt64)
+        for name, module in list(sys.modules.items()):
+            if name.startswith(("tvm.", "tvm_ffi")) or name == "tvm":
+                for attr in TVM_SERIALISATION:
+                    if callable(getattr(module, attr, None)):
+                        self.deny(module, attr, f"{name}.{attr}", SERIALISATION, how="asked")
         made = runtime.tensor  # and every module that bound the same function
         for name, module in list(sys.modules.items()):
             if name.startswith("tvm") and getattr(module, "tensor", None) is made:

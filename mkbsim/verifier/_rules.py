@@ -224,6 +224,12 @@ INTROSPECTION_ATTRS = frozenset(
      "gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next", "__traceback__")
 )  # fmt: skip
 
+#: TVM's ways from a tensor's memory to bytes in Python and back (``tvm.runtime.params``, ``tvm_ffi.serialization``).
+TVM_SERIALISATION = (
+    "save_param_dict", "save_param_dict_to_file", "load_param_dict", "load_param_dict_from_file",
+    "to_json_graph_str", "from_json_graph_str",
+)  # fmt: skip
+
 #: Names refused wherever they appear (attribute, definition, keyword or string): the array protocols
 #: that hand numpy or torch a raw address, the finalizer a dropped object runs after the timed call, and a
 #: tensor's ways to files and shared memory.
@@ -242,6 +248,9 @@ RAW_NAMES: dict[str, str] = {
          "_new_shared", "from_file", "PyTorchFileWriter", "PyTorchFileReader", "StorageBase"),
         SERIALISATION,
     ),
+    # ... and TVM's: a parameter dict's bytes (a torch tensor's through DLPack) read into Python in C++, with no
+    # operator and no ``tolist`` (red team rt64 F0: a whole eager answer carried out so passed as a full plan at 0%)
+    **dict.fromkeys(TVM_SERIALISATION, SERIALISATION),
 }  # fmt: skip
 
 #: Calls whose attribute-name argument must be a string literal, so the scan can see the name.

@@ -50,3 +50,12 @@ def test_a_parameter_over_a_shrunk_storage_is_refused_on_scored_calls_too(cpu_se
     probe = Path(__file__).with_name("evidence") / "probe_parameter_over_shrunk_storage_p36.py"
     report = cpu_session.verify(probe, "p36", "tirx", static_scan=False)
     assert report.passed, report.feedback
+
+
+def test_tvm_serialisation_is_refused_at_run_time(cpu_session: VerifierSession) -> None:
+    """Red team rt64 F0: ``tvm.runtime.save_param_dict`` read an eager answer's bytes into Python in C++ (no operator,
+    no ``tolist``). The static scan refuses the name; with it off, the runtime guard refuses the call."""
+    case = Path(__file__).with_name("adversarial") / "eager_answer_carried_out_by_tvm_save_param_dict_p36.py"
+    report = cpu_session.verify(case, "p36", "tirx", static_scan=False)
+    assert report.failure == "forbidden_api", report.feedback
+    assert "tvm.runtime.save_param_dict" in (report.feedback or ""), report.feedback
