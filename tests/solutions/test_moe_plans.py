@@ -12,7 +12,10 @@ the problem's reference under the verifier's allowance, on SMOKE and on a produc
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -26,6 +29,16 @@ BM, GU, BN2 = 128, 128, 256
 def _problem(number: int):
     (path,) = (problems_root() / "moe").glob(f"{number}_*.py")
     return load_problem(Path(path))
+
+
+@functools.cache
+def _solution_module(stem: str) -> ModuleType:
+    path = problems_root() / "moe" / "solutions" / f"{stem}.py"
+    spec = importlib.util.spec_from_file_location(f"moe_plan_{stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _tirx_gate_up_rows(w13: torch.Tensor, shared_w13: torch.Tensor, seg: int, nt: int, local: int, inter: int):
@@ -138,13 +151,26 @@ def route_47(logits: torch.Tensor, bias: torch.Tensor, offset: int, local: int =
     return torch.where((e >= 0) & (e < local), e, -1), w
 
 
-def route_48(logits: torch.Tensor, x: torch.Tensor, gate_w: torch.Tensor, offset: int, local: int = 64):
-    """48_fused_*: top-10 logits, weights exp(l - l_max) / sum; shared gate sigmoid(w . x)."""
+def gate_columns_48(hidden: int, cute: bool) -> torch.Tensor:
+    """The hidden columns the route kernel's shared-gate dot reads: lane l takes the 8-value vectors l, l + 32, ...
+    (CuTe: a loop to the row's end; TIRx: the solution's own round count, each round guarded at the row's end)."""
+    vec = 8
+    if cute:
+        vectors = list(range(hidden // vec))
+    else:
+        rounds = _solution_module("48_fused_tirx")._gate_rounds(hidden)
+        vectors = [c * 32 + lane for c in range(rounds) for lane in range(32) if (c * 32 + lane) * vec < hidden]
+    return (torch.tensor(vectors, dtype=torch.long)[:, None] * vec + torch.arange(vec)).reshape(-1)
+
+
+def route_48(logits: torch.Tensor, x: torch.Tensor, gate_w: torch.Tensor, offset: int, cute: bool, local: int = 64):
+    """48_fused_*: top-10 logits, weights exp(l - l_max) / sum; shared gate sigmoid(w . x) over the columns read."""
     vals, ids = logits.float().topk(10, dim=-1)
     ev = torch.exp(vals - vals[:, :1])
     w = ev / ev.sum(-1, keepdim=True)
     e = ids - offset
-    sg = torch.sigmoid(x.float() @ gate_w.float().view(-1))
+    cols = gate_columns_48(x.shape[1], cute)
+    sg = torch.sigmoid(x.float()[:, cols] @ gate_w.float().view(-1)[cols])
     return torch.where((e >= 0) & (e < local), e, -1), w, sg
 
 
@@ -166,7 +192,7 @@ def _p47(cute: bool):
 
 def _p48(cute: bool):
     def emulate(x, logits, w13, w2, sw13, sw2, gate_w, offset):
-        pe, pw, sg = route_48(logits, x, gate_w, offset)
+        pe, pw, sg = route_48(logits, x, gate_w, offset, cute)
         return pipeline(x, pe, pw, sg, w13, w2, sw13, sw2, cute=cute)
 
     return emulate

@@ -720,9 +720,15 @@ FULL = 0xFFFFFFFF
 _KERNELS: dict[tuple[int, int, int, int], tuple] = {}
 
 
+def _gate_rounds(hidden: int) -> int:
+    """Rounds of the shared gate's dot: lane l reads the 16-byte vectors l, l + 32, ... of the row (the last round
+    partial where the row is not 32 whole vectors: SMOKE's 128 values are 16 vectors)."""
+    return (hidden // VEC + 31) // 32
+
+
 def _route(tokens: int, hidden: int):
     grid = (tokens + TOKENS_PER_CTA - 1) // TOKENS_PER_CTA
-    xv_per_lane = hidden // 32 // VEC  # 16-byte vectors of x per lane
+    xv_per_lane = _gate_rounds(hidden)
 
     @T.prim_func
     def route(
@@ -760,12 +766,13 @@ def _route(tokens: int, hidden: int):
             lv[i] = T.Cast("float32", L[row, i * 32 + lane])
         dot: T.f32 = T.float32(0)
         for c in T.unroll(xv_per_lane):
-            for v in T.vectorized(VEC):
-                xv[v] = X[row, (c * 32 + lane) * VEC + v]
-            for v in T.vectorized(VEC):
-                gv[v] = G[(c * 32 + lane) * VEC + v]
-            for v in T.unroll(VEC):
-                dot = dot + T.Cast("float32", xv[v]) * T.Cast("float32", gv[v])
+            if (c * 32 + lane) * VEC < hidden:
+                for v in T.vectorized(VEC):
+                    xv[v] = X[row, (c * 32 + lane) * VEC + v]
+                for v in T.vectorized(VEC):
+                    gv[v] = G[(c * 32 + lane) * VEC + v]
+                for v in T.unroll(VEC):
+                    dot = dot + T.Cast("float32", xv[v]) * T.Cast("float32", gv[v])
         dot = T.cuda.warp_sum(dot)
         for r in T.unroll(TOP_K):
             best: T.f32 = T.float32(NEG_BIG)
