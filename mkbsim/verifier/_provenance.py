@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import _struct
 import ctypes
+import functools
 import gc
 import importlib
 import math
@@ -446,8 +447,17 @@ _SEEDED = torch.Tag.nondeterministic_seeded
 
 
 def _seeded(func: torch._ops.OpOverload) -> bool:
-    """Whether the operator draws from a random generator (torch's ``nondeterministic_seeded`` tag)."""
+    """Whether the operator may draw from a random generator (torch's ``nondeterministic_seeded`` tag)."""
     return _SEEDED in _OP_TAGS(func)
+
+
+def _generator_states(args: Any, kwargs: Any, defaults: tuple[torch.Generator, ...], *,
+                      _state: Any = torch._C.Generator.get_state, _generator: type = torch._C.Generator,
+                      _type: Any = type) -> list[torch.Tensor]:  # fmt: skip
+    """The states of every generator a random operator may draw from: those it is given and the device's defaults, read
+    by torch's own method (a subclass's ``get_state`` is not called)."""
+    given = (*args, *kwargs.values()) if _type(kwargs) is dict else tuple(args)
+    return [_state(g) for g in (*(g for g in given if isinstance(g, _generator)), *defaults)]
 
 
 def _python_dispatched(t: torch.Tensor, *, _keys: Any = torch._C._dispatch_keys,
@@ -457,10 +467,23 @@ def _python_dispatched(t: torch.Tensor, *, _keys: Any = torch._C._dispatch_keys,
     return bool(_keys(t).has(_python))
 
 
+def _equal_states(before: list[torch.Tensor], after: list[torch.Tensor], *, _equal: Any = torch.equal) -> bool:
+    return len(before) == len(after) and all(_equal(a, b) for a, b in zip(before, after, strict=True))
+
+
 def _held_elsewhere(view: torch.Tensor) -> bool:
     """Whether anything but ``view`` (the vault's record of a storage, a view of all of it) holds its storage: a
     tensor, a view, a storage object (the one made here to count them is the other holder)."""
     return _STORAGE_USE_COUNT(_STORAGE_CDATA(_UNTYPED_STORAGE(view))) > 2
+
+
+def _default_generators(device: torch.device) -> tuple[torch.Generator, ...]:
+    """The generators a random operator draws from unless given one: the cpu's and, on cuda, every device's (made when
+    cuda starts: started here, in the worker, before the submission could replace ``torch.cuda.default_generators``)."""
+    if device.type != "cuda":
+        return (torch.default_generator,)
+    torch.cuda.init()
+    return (torch.default_generator, *torch.cuda.default_generators)
 
 
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
@@ -485,6 +508,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, key=identity_key, str=str,
         tuple=tuple, held_elsewhere=_held_elsewhere, seeded=_seeded, raw_pointers=device.type == "cuda",
+        generator_states=functools.partial(_generator_states, defaults=_default_generators(device)),
+        equal_states=_equal_states,
         list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, PermissionError=PermissionError, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
@@ -760,6 +785,7 @@ def provenance_vault(
     # the storages it read; the storages it wrote; whether it carries values out to Python), priced at the call's end
     # by what their results reach (``priced_trail``)
     eager_trail: list[Any] = []
+    states_before: list[Any] = []  # the generators' states before a random operator ran (``op``)
     input_spans_kept: list[tuple[int, int]] = []  # the draw's problem inputs' storages ([start, end))
     # the storages an eager operator of the draw allocated (its results sharing no storage with what it read, no lift)
     # and those of them erased once nothing but their record held them (``erase_dropped``)
@@ -3758,8 +3784,13 @@ def provenance_vault(
         )
         read_spans = lib.tuple(storage_span(t) for t in given)
         # a random operator reads its generator's state, which a tensor's bytes may have set with no operator
-        # (``Generator.set_state``: red team rt61 F0): what every earlier operator wrote, for ``priced_trail``
-        reads = None if lib.seeded(func) else read_spans
+        # (``Generator.set_state``: red team rt61 F0): what every earlier operator wrote, for ``priced_trail``; one
+        # that left every generator it may use as it was drew nothing (dropout at p = 0: rt62's eager SDPA)
+        drew = lib.seeded(func) and not (
+            states_before and lib.equal_states(states_before[0], lib.generator_states(args, kwargs))
+        )
+        states_before.clear()
+        reads = None if drew else read_spans
         eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python))
         if name not in lib.lifts:
             for t in outs:
@@ -4785,6 +4816,8 @@ def provenance_vault(
                         elif kind == 10:  # an eager operator is about to run: what it reads, a scatter's DESTINATION
                             operator_reads(request[1], request[2], request[3])
                             destination_before(request[1], request[2], request[3])
+                            if lib.seeded(request[4]):
+                                states_before[:] = [lib.generator_states(request[2], request[3])]
                         elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
                             watching = True
                             census()
@@ -4945,7 +4978,7 @@ def dispatch(
         finally:
             _pop(None)
     with _serial:
-        failed = _send((10, name, args, kwargs))  # what it reads; an in-place accumulating scatter's DESTINATION
+        failed = _send((10, name, args, kwargs, func))  # what it reads; an in-place accumulating scatter's DESTINATION
         if failed is not None:
             raise failed
         started = _clock()

@@ -190,3 +190,26 @@ def test_a_random_operator_reaches_every_operator_before_it() -> None:
 
     assert "aten.mul.Tensor" in _priced(lambda a, x, o: body(a, x, o, "aten.random_.default"))
     assert "aten.mul.Tensor" not in _priced(lambda a, x, o: body(a, x, o, "aten.zero_.default"))
+
+
+def test_a_random_operator_that_drew_nothing_reaches_only_what_it_reads() -> None:
+    """A random-tagged operator that left every generator it may use as it was (SDPA without dropout: rt62's eager
+    attention) drew nothing, so no state could carry earlier operators' bytes into it; one drawing from a generator it
+    is given (whose state a tensor's bytes may have set) still reaches every earlier operator."""
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor, drawing: bool) -> None:
+        audit.eager("aten.mul.Tensor", (x, 2.0))  # read by nothing after it
+        if drawing:
+            answer = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
+            audit.eager("aten.bernoulli_.float", (answer, 0.5), {"generator": torch.Generator().manual_seed(3)})
+        else:
+            q = audit.eager("aten.view.default", (x, [1, 1, 16, 16]))
+            found = audit.eager(
+                "aten._scaled_dot_product_flash_attention_for_cpu.default", (q, q, q), {"dropout_p": 0.0}
+            )
+            answer = audit.eager("aten.view.default", (found[0], [N]))
+        audit.eager("aten.copy_.default", (out, answer))
+        audit.launch(lambda _, o: o.add_(1.0), None, out)
+
+    assert "aten.mul.Tensor" not in _priced(lambda a, x, o: body(a, x, o, False))
+    assert "aten.mul.Tensor" in _priced(lambda a, x, o: body(a, x, o, True))
