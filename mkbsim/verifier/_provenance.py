@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import _struct
 import ctypes
-import functools
 import gc
 import importlib
 import math
@@ -447,17 +446,8 @@ _SEEDED = torch.Tag.nondeterministic_seeded
 
 
 def _seeded(func: torch._ops.OpOverload) -> bool:
-    """Whether the operator may draw from a random generator (torch's ``nondeterministic_seeded`` tag)."""
+    """Whether the operator draws from a random generator (torch's ``nondeterministic_seeded`` tag)."""
     return _SEEDED in _OP_TAGS(func)
-
-
-def _generator_states(args: Any, kwargs: Any, defaults: tuple[torch.Generator, ...], *,
-                      _state: Any = torch._C.Generator.get_state, _generator: type = torch._C.Generator,
-                      _type: Any = type) -> list[torch.Tensor]:  # fmt: skip
-    """The states of every generator a random operator may draw from: those it is given and the device's defaults, read
-    by torch's own method (a subclass's ``get_state`` is not called)."""
-    given = (*args, *kwargs.values()) if _type(kwargs) is dict else tuple(args)
-    return [_state(g) for g in (*(g for g in given if isinstance(g, _generator)), *defaults)]
 
 
 def _python_dispatched(t: torch.Tensor, *, _keys: Any = torch._C._dispatch_keys,
@@ -467,23 +457,10 @@ def _python_dispatched(t: torch.Tensor, *, _keys: Any = torch._C._dispatch_keys,
     return bool(_keys(t).has(_python))
 
 
-def _equal_states(before: list[torch.Tensor], after: list[torch.Tensor], *, _equal: Any = torch.equal) -> bool:
-    return len(before) == len(after) and all(_equal(a, b) for a, b in zip(before, after, strict=True))
-
-
 def _held_elsewhere(view: torch.Tensor) -> bool:
     """Whether anything but ``view`` (the vault's record of a storage, a view of all of it) holds its storage: a
     tensor, a view, a storage object (the one made here to count them is the other holder)."""
     return _STORAGE_USE_COUNT(_STORAGE_CDATA(_UNTYPED_STORAGE(view))) > 2
-
-
-def _default_generators(device: torch.device) -> tuple[torch.Generator, ...]:
-    """The generators a random operator draws from unless given one: the cpu's and, on cuda, every device's (made when
-    cuda starts: started here, in the worker, before the submission could replace ``torch.cuda.default_generators``)."""
-    if device.type != "cuda":
-        return (torch.default_generator,)
-    torch.cuda.init()
-    return (torch.default_generator, *torch.cuda.default_generators)
 
 
 def provenance_lib(device: torch.device) -> types.SimpleNamespace:
@@ -508,8 +485,6 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, key=identity_key, str=str,
         tuple=tuple, held_elsewhere=_held_elsewhere, seeded=_seeded, raw_pointers=device.type == "cuda",
-        generator_states=functools.partial(_generator_states, defaults=_default_generators(device)),
-        equal_states=_equal_states,
         list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, PermissionError=PermissionError, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
@@ -637,6 +612,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         inplace_views=_eagerwork.INPLACE_VIEWS,
         arguments_of=vars(torch._C.FunctionSchema)["arguments"].fget,
         returns_of=vars(torch._C.FunctionSchema)["returns"].fget, argument_name=vars(torch._C.Argument)["name"].fget,
+        default_value=vars(torch._C.Argument)["default_value"].fget,
         alias_of=vars(torch._C.Argument)["alias_info"].fget,
         is_write=vars(torch._C._AliasInfo)["is_write"].fget,  # type: ignore[attr-defined]
         get_objects=gc.get_objects,
@@ -785,7 +761,7 @@ def provenance_vault(
     # the storages it read; the storages it wrote; whether it carries values out to Python), priced at the call's end
     # by what their results reach (``priced_trail``)
     eager_trail: list[Any] = []
-    states_before: list[Any] = []  # the generators' states before a random operator ran (``op``)
+    dropout_at: dict[str, Any] = {}  # an operator's name -> (position, default) of its ``dropout_p``, or None
     input_spans_kept: list[tuple[int, int]] = []  # the draw's problem inputs' storages ([start, end))
     # the storages an eager operator of the draw allocated (its results sharing no storage with what it read, no lift)
     # and those of them erased once nothing but their record held them (``erase_dropped``)
@@ -3733,6 +3709,28 @@ def provenance_vault(
             mask = lib.logical_or(mask, lib.logical_and(lib.logical_not(hit), mine))
         return [(lib.reshape(mask, shape), None)]
 
+    def dropping_nothing(name: str, args: Any, kwargs: Any) -> bool:
+        """Whether a random operator is given a ``dropout_p`` of 0: SDPA and the attention operators under it read their
+        generator only where they drop (rt62's note: an honest plan's eager attention priced everything before it). A
+        rule on the arguments, not on the generators' states before and after: a thread of the submission could set a
+        state back in between."""
+        if name not in dropout_at:
+            parts = name.split(".")
+            overload = parts[2] if lib.len(parts) > 2 and parts[2] != "default" else ""
+            try:
+                schema = lib.get_schema(parts[0] + "::" + parts[1], overload)
+            except lib.BaseException:
+                schema = None
+            dropout_at[name] = None
+            for k, a in lib.enumerate(lib.arguments_of(schema) if schema is not None else ()):
+                if lib.argument_name(a) == "dropout_p":
+                    dropout_at[name] = (k, lib.default_value(a))
+        found = dropout_at[name]
+        if found is None:
+            return False
+        value = kwargs.get("dropout_p", args[found[0]] if found[0] < lib.len(args) else found[1])
+        return lib.type(value) in (lib.float, lib.int) and value == 0
+
     def op(func: Any, name: Any, args: Any, kwargs: Any, out: Any) -> None:
         if not audit or lib.type(func) is not lib.OpOverload or lib.type(name) is not lib.str:
             return
@@ -3784,13 +3782,8 @@ def provenance_vault(
         )
         read_spans = lib.tuple(storage_span(t) for t in given)
         # a random operator reads its generator's state, which a tensor's bytes may have set with no operator
-        # (``Generator.set_state``: red team rt61 F0): what every earlier operator wrote, for ``priced_trail``; one
-        # that left every generator it may use as it was drew nothing (dropout at p = 0: rt62's eager SDPA)
-        drew = lib.seeded(func) and not (
-            states_before and lib.equal_states(states_before[0], lib.generator_states(args, kwargs))
-        )
-        states_before.clear()
-        reads = None if drew else read_spans
+        # (``Generator.set_state``: red team rt61 F0): what every earlier operator wrote, for ``priced_trail``
+        reads = None if lib.seeded(func) and not dropping_nothing(name, args, kwargs) else read_spans
         eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python))
         if name not in lib.lifts:
             for t in outs:
@@ -4816,8 +4809,6 @@ def provenance_vault(
                         elif kind == 10:  # an eager operator is about to run: what it reads, a scatter's DESTINATION
                             operator_reads(request[1], request[2], request[3])
                             destination_before(request[1], request[2], request[3])
-                            if lib.seeded(request[4]):
-                                states_before[:] = [lib.generator_states(request[2], request[3])]
                         elif kind == 7:  # INPUTS of the call, before it starts (and which of them are in-place)
                             watching = True
                             census()
@@ -4978,7 +4969,7 @@ def dispatch(
         finally:
             _pop(None)
     with _serial:
-        failed = _send((10, name, args, kwargs, func))  # what it reads; an in-place accumulating scatter's DESTINATION
+        failed = _send((10, name, args, kwargs))  # what it reads; an in-place accumulating scatter's DESTINATION
         if failed is not None:
             raise failed
         started = _clock()

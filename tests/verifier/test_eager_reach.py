@@ -192,24 +192,33 @@ def test_a_random_operator_reaches_every_operator_before_it() -> None:
     assert "aten.mul.Tensor" not in _priced(lambda a, x, o: body(a, x, o, "aten.zero_.default"))
 
 
-def test_a_random_operator_that_drew_nothing_reaches_only_what_it_reads() -> None:
-    """A random-tagged operator that left every generator it may use as it was (SDPA without dropout: rt62's eager
-    attention) drew nothing, so no state could carry earlier operators' bytes into it; one drawing from a generator it
-    is given (whose state a tensor's bytes may have set) still reaches every earlier operator."""
+@pytest.mark.parametrize("given", ["default", "keyword", "position"])
+def test_attention_without_dropout_reaches_only_what_it_reads(given: str) -> None:
+    """SDPA is tagged random, but draws only where it drops: given ``dropout_p`` = 0 (or its default), it reaches what
+    it reads and no earlier operator (rt62's note: an honest plan's eager attention priced everything before it)."""
 
-    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor, drawing: bool) -> None:
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
         audit.eager("aten.mul.Tensor", (x, 2.0))  # read by nothing after it
-        if drawing:
-            answer = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
-            audit.eager("aten.bernoulli_.float", (answer, 0.5), {"generator": torch.Generator().manual_seed(3)})
-        else:
-            q = audit.eager("aten.view.default", (x, [1, 1, 16, 16]))
-            found = audit.eager(
-                "aten._scaled_dot_product_flash_attention_for_cpu.default", (q, q, q), {"dropout_p": 0.0}
-            )
-            answer = audit.eager("aten.view.default", (found[0], [N]))
+        q = audit.eager("aten.view.default", (x, [1, 1, 16, 16]))
+        args, kwargs = {"default": ((q, q, q), {}), "keyword": ((q, q, q), {"dropout_p": 0.0}),
+                        "position": ((q, q, q, 0.0), {})}[given]  # fmt: skip
+        found = audit.eager("aten._scaled_dot_product_flash_attention_for_cpu.default", args, kwargs)
+        audit.eager("aten.copy_.default", (out, audit.eager("aten.view.default", (found[0], [N]))))
+        audit.launch(lambda _, o: o.add_(1.0), None, out)
+
+    priced = _priced(body)
+    assert "aten._scaled_dot_product_flash_attention_for_cpu.default" in priced
+    assert "aten.mul.Tensor" not in priced
+
+
+def test_a_random_operator_on_a_generator_of_its_own_reaches_every_operator_before_it() -> None:
+    """One that draws from a generator it is given (whose state a tensor's bytes may have set) is priced as rt61's."""
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        audit.eager("aten.mul.Tensor", (x, 2.0))
+        answer = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
+        audit.eager("aten.bernoulli_.float", (answer, 0.5), {"generator": torch.Generator().manual_seed(3)})
         audit.eager("aten.copy_.default", (out, answer))
         audit.launch(lambda _, o: o.add_(1.0), None, out)
 
-    assert "aten.mul.Tensor" not in _priced(lambda a, x, o: body(a, x, o, False))
-    assert "aten.mul.Tensor" in _priced(lambda a, x, o: body(a, x, o, True))
+    assert "aten.mul.Tensor" in _priced(body)
