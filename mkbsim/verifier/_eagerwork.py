@@ -93,6 +93,13 @@ KINDS = ("matmul", "pointwise", "movement")
 #: Python carries the answer from this share of the bytes the operator reads read out of tensors, or of its answer's
 #: bytes lifted into them, on one draw (``answer_bytes``; honest plans read a few counts and scalars: README).
 PYTHON_SHARE = 0.25
+#: What a call may read out of tensors into Python as checks, counts and lengths (``if not torch.isfinite(x).all():
+#: raise``, ``int(lengths.max())``): eight 64-bit values. The operators behind crossings of at most this many bytes in
+#: all reach the answer only where Python's values enter it later, and then only the plan's share counts them; past it,
+#: what crosses is data, and the operators behind every crossing of the call are reached (``_provenance``'s
+#: ``priced_trail``): red team rt65 F1, a whole eager decode attention read out by ``tolist()`` (6% of the inputs'
+#: bytes) and put back as one-element slices of a table, was a full plan at 0%.
+CHECK_BYTES = 64
 #: On a problem of element work alone (no products in its reference), the eager code computes the answer from this
 #: share of the FLOPs every formulation of the problem does (``Cost.floor_flops``: its useful FLOPs, or fewer where a
 #: correct formulation skips some) done by known operators, whatever they are (honest partial plans do at most 0.50).

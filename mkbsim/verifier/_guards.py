@@ -68,6 +68,7 @@ from mkbsim.verifier._rules import (
     OTHER_DSL_MODULES,
     PER_ELEMENT,
     PER_ELEMENT_METHODS,
+    PICKLING,
     RAW_MEMORY,
     SERIALISATION,
     TEST_EXTENSION_PREFIXES,
@@ -1100,6 +1101,29 @@ def _guarded_import_module(name: str, package: str | None = None, *, _ask: Any, 
     return _original(name, package)
 
 
+def _first_mutable_classes(base: type) -> list[type]:
+    """The classes below ``base`` (an immutable extension type) whose attributes can be set and whose bases below it
+    cannot: a hook set on each reaches every instance of a class that can take one."""
+    found: list[type] = []
+    seen: set[type] = set()
+    pending = [base]
+    while pending:
+        subclasses: list[type] = type.__subclasses__(pending.pop())
+        for cls in subclasses:
+            if cls in seen:
+                continue
+            seen.add(cls)
+            pending.append(cls)
+            mutable = not cls.__flags__ & _IMMUTABLE_TYPE
+            if mutable and not any(b is not cls and issubclass(b, base) and not b.__flags__ & _IMMUTABLE_TYPE
+                                   for b in cls.__mro__):  # fmt: skip
+                found.append(cls)
+    return found
+
+
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
+
+
 def _denied(
     *args: Any, _ask: Any, _original: Any, _caller: Any, _what: str, _reason: str, _how: str, _names: Any,
     **kwargs: Any
@@ -1410,6 +1434,12 @@ class Guards:
                 for attr in TVM_SERIALISATION:
                     if callable(getattr(module, attr, None)):
                         self.deny(module, attr, f"{name}.{attr}", SERIALISATION, how="asked")
+        # ... and the same serialiser through the pickling protocol (``copy.deepcopy`` hands its memo the state):
+        # refused on the first class of every line below tvm_ffi's immutable base that can take a hook (its
+        # ``Object``, TVM's ``Tensor``: classes registered later derive from them), calls by ``copy`` included
+        for line in _first_mutable_classes(sys.modules["tvm_ffi"].core.CObject):
+            for attr in PICKLING:
+                self.deny(line, attr, f"{line.__module__}.{line.__qualname__}.{attr}", SERIALISATION, how="asked")
         made = runtime.tensor  # and every module that bound the same function
         for name, module in list(sys.modules.items()):
             if name.startswith("tvm") and getattr(module, "tensor", None) is made:

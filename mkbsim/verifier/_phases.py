@@ -365,7 +365,11 @@ def _eager_work(v: Verification, normal: list[Draw]) -> Failure | None:
     if isinstance(measured, Failure):
         return measured
     work, reference, found = measured
-    v.plan = plan = _plankind.plan_kind(work, reference)
+    ops, fed = (next((r[1] for r in d.page["records"] or () if r[0] == k), None) for k in ("eager_ops", "fed_ops"))
+    if fed is None:
+        return Failure("harness_tamper", f"The worker's records of correctness draw {d.number} are missing.")
+    # the share counts what reached the answer only through Python; the price that fails a plan does not
+    v.plan = plan = _plankind.plan_kind(work, reference, _eagerwork.work_of([*(ops or ()), *fed]) if fed else None)
     v.details["eager_work"] = {**found.as_dict(), "plan": plan.as_dict()}
     v.report.plan, v.report.plan_eager_share = plan.kind, plan.eager_share
     return Failure("decorative_dsl", _eagerwork.explain(found)) if found.covers else None

@@ -63,6 +63,8 @@ class PlanKind:
     #: the share is of an output's elements the timed calls' DSL launches left short of the draws'
     #: (``with_timed_shortfall``)
     timed: bool = False
+    #: the share counts eager work whose results reached the answer only through Python (``plan_kind``'s ``fed``)
+    through_python: bool = False
 
     @property
     def partial(self) -> bool:
@@ -70,7 +72,7 @@ class PlanKind:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "eager_share": self.eager_share, "basis": self.basis, "unseen": self.unseen,
-                "timed": self.timed}  # fmt: skip
+                "timed": self.timed, "through_python": self.through_python}  # fmt: skip
 
     def made(self) -> str:
         """What the eager code did: "made 67% of the problem's products"."""
@@ -79,7 +81,9 @@ class PlanKind:
                     "correctness draws")  # fmt: skip
         how = "made, or could have made," if self.unseen else "made"
         unseen = " (operators the verifier cannot price count at their most)" if self.unseen else ""
-        return f"{how} {self.eager_share:.0%} of the problem's {self.basis}{unseen}"
+        python = (" (with work whose results went out to Python before Python's values entered the answer)"
+                  if self.through_python else "")  # fmt: skip
+        return f"{how} {self.eager_share:.0%} of the problem's {self.basis}{unseen}{python}"
 
     def describe(self) -> str:
         """The sentence a passing verdict's feedback ends with."""
@@ -91,9 +95,16 @@ class PlanKind:
         )
 
 
-def plan_kind(eager: Work, reference: Work) -> PlanKind:
+def plan_kind(eager: Work, reference: Work, through_python: Work | None = None) -> PlanKind:
     """The plan kind of a call whose eager work is ``eager``, against the reference's ``reference`` (priced by
-    ``_eagerwork.reference_work``: padding taken out, the problem's necessary FLOPs attached)."""
+    ``_eagerwork.reference_work``: padding taken out, the problem's necessary FLOPs attached). ``through_python``: the
+    eager work with what reached the answer only through Python added (``_provenance.priced_trail``'s ``fed_ops``: read
+    out by a ``tolist()`` or an ``item()`` before Python's values entered what is reached), which the share counts
+    (red team rt64 F2: a partial plan's row statistic sent through ``tolist()`` and ``torch.tensor`` was a full plan
+    at 0%); the price that fails a plan does not (``_eagerwork.compare``): the values may have gone to a check."""
+    if through_python is not None:
+        plan, wider = plan_kind(eager, reference), plan_kind(through_python, reference)
+        return replace(wider, through_python=True) if wider.eager_share > plan.eager_share else plan
     amounts = reference.amounts
     compute = eager.amounts["matmul"] + eager.amounts["pointwise"]
     basis: Basis

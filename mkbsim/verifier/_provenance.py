@@ -529,6 +529,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
         scales=_eagerwork.SCALES, ffts=frozenset(_eagerwork.FFTS), fft_mark=_eagerwork.FFT_POINTS,
         fft_points=_eagerwork.fft_points, wide=_eagerwork.WIDE, to_python=_eagerwork.TO_PYTHON_NAMES,
+        crossing=_eagerwork.crossing, check_bytes=_eagerwork.CHECK_BYTES,
         widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
         changed_runs=CHANGED_RUNS, int8=torch.int8, fresh_chunk=FRESH_CHUNK,
         roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
@@ -757,6 +758,7 @@ def provenance_vault(
     # windowed copy check (``found_in_runs``)
     sources: list[Any] = []
     eager_ops: dict[Any, int] = {}  # (operator, its tensors' sizes, its results' sizes) -> calls (``_eagerwork``)
+    fed_ops: dict[Any, int] = {}  # the same, of operators whose results reached the answer only through Python
     # a correctness draw's eager operators and counted launches, in order: (its ``eager_ops`` key, or None for a launch;
     # the storages it read; the storages it wrote; whether it carries values out to Python), priced at the call's end
     # by what their results reach (``priced_trail``)
@@ -1099,6 +1101,8 @@ def provenance_vault(
         erased += lib.numel(whole) if where is None else lib.int(lib.count_nonzero(where))
         key = (lib.erased_storages, (), ((1,),))  # one Python value: the reader sees whether it was erased
         eager_ops[key] = eager_ops.get(key, 0) + 1
+        if audit:  # Python's value into what reads it (``priced_trail``)
+            eager_trail.append((None, (), (), False, True))
         byte = lib.erased_byte if lib.is_floating(t) else 0
         if twin and not (twin == 1 and lib.foreign_filled):
             start = lib.data_ptr(whole)
@@ -3028,7 +3032,7 @@ def provenance_vault(
             twin_launch(twin_bytes or [], facts)
         if counted and audit:  # what it reads is reached, and (cuda) what the submission holds then (``priced_trail``)
             reach = (*(storage_span(t) for t in tensors), *(held_storages() if lib.raw_pointers else ()))
-            eager_trail.append((None, reach, (), False))
+            eager_trail.append((None, reach, (), False, False))
         if launch_changed:  # what it wrote is a function of its tensor arguments (``behind``)
             roots = united([roots_of(t) for t in tensors])
             for t in tensors:
@@ -3784,7 +3788,8 @@ def provenance_vault(
         # a random operator reads its generator's state, which a tensor's bytes may have set with no operator
         # (``Generator.set_state``: red team rt61 F0): what every earlier operator wrote, for ``priced_trail``
         reads = None if lib.seeded(func) and not dropping_nothing(name, args, kwargs) else read_spans
-        eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python))
+        eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python,
+                            lib.crossing(key[0], key[1], key[2])[1] > 0))  # fmt: skip
         if name not in lib.lifts:
             for t in outs:
                 if storage_span(t) not in read_spans:
@@ -3964,6 +3969,7 @@ def provenance_vault(
         if audit and by_value:  # how many: the verifier prices each by the answer's width (``_eagerwork``)
             key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
+            eager_trail.append((None, (), (), False, True))  # Python's values into the launch (``priced_trail``)
         return lib.tuple(parts), lib.tuple(kind_parts), values, tensor_args
 
     def uncounted(name: Any, position: int, kind: Any) -> None:
@@ -4476,17 +4482,21 @@ def provenance_vault(
         counted launch read, any storage the submission still holds when the call ends (a cache for a later call) or,
         on cuda, when a counted launch runs (a kernel reads it through a raw pointer with no argument over it: CuTe's
         ``make_ptr``; a TIRx CPU kernel reaches only its buffers), and whatever a reached operator reads. Not reached:
-        results read only by operators that carry values out to Python (``item``, ``tolist``: priced as they cross,
-        ``_eagerwork.crossing``), by operators not reached, or by nothing, and an operator writing no tensor
-        (``torch.equal``): an input check (``if not torch.isfinite(x).all(): raise``) is no work on the answer (red
-        team rt58 FP0: one isfinite pass over p36's input was 125% of its reference's pointwise work, and the honest
-        kernel ``decorative_dsl``; rt60 FP0, FP1: ``len(torch.nonzero(...))``, a disabled debug log's statistic). An
-        answer computed so reaches the outputs only through Python, whose values enter tensors as priced crossings.
+        results read only by operators that carry a few values out to Python (``item``, ``tolist``: priced as they
+        cross, ``_eagerwork.crossing``; at most ``CHECK_BYTES`` in the call), by operators not reached, or by nothing,
+        and an operator writing no tensor (``torch.equal``): an input check (``if not torch.isfinite(x).all():
+        raise``) is no work on the answer (red team rt58 FP0: one isfinite pass over p36's input was 125% of its
+        reference's pointwise work, and the honest kernel ``decorative_dsl``; rt60 FP0, FP1: ``len(torch.nonzero(
+        ...))``, a disabled debug log's statistic). Past ``CHECK_BYTES``, what crosses is data and what it reads is
+        reached (red team rt65 F1: a whole eager answer out by ``tolist()``, back as slices of a table, no crossing
+        in). Within it, what a crossing of more than one byte reads goes to ``fed_ops`` (the plan's share, not the
+        price: ``_plankind.plan_kind``) where Python's values enter the answer later (a lift, a fill's scalar, a
+        launch's by-value argument: rt64 F2, a row statistic through ``tolist()`` and ``torch.tensor``).
         By memory, conservatively: storages that share a byte are one (a DLPack alias of part of another storage is a
         storage of its own at another address: red team rt60 F1), and a write over part of one keeps all of it. A
         reached random operator reaches every operator before it: its generator's state may hold any tensor's bytes
         (``Generator.set_state`` reads them with no operator; red team rt61 F0)."""
-        spans = {span for _, reads, writes, _ in eager_trail for span in (*(reads or ()), *writes)}
+        spans = {span for _, reads, writes, _, _ in eager_trail for span in (*(reads or ()), *writes)}
         ends = (*(storage_span(u) for t in outputs for u in tensors_in(t, [])), *input_spans_kept, *held_storages())
         spans.update(ends)
         group: dict[tuple[int, int], int] = {}  # a span -> the first start of the bytes it shares with others
@@ -4496,23 +4506,43 @@ def provenance_vault(
                 first = span[0]
             last = lib.max(last, span[1])
             group[span] = first
-        status: dict[int, int] = {}  # a group -> 1: read only on the way to Python, 2: reached
+        # a group -> 1: read only on the way to Python, 2: reached, 3: read on the way to Python before Python's values
+        # entered what is reached (``fed_ops``)
+        status: dict[int, int] = {}
         for span in ends:
             status[group[span]] = 2
+        # what the call read out to Python: past ``check_bytes``, data whatever Python does with it (its operators are
+        # reached); within it, checks and counts, reached only for the plan's share, and only where Python's values
+        # enter the answer later (a lone bool never)
+        data = lib.total(lib.crossing(*entry[0])[0] for entry in eager_trail if entry[3]) > lib.check_bytes
         everything = False  # a reached random operator: every earlier operator is reached (its generator's state)
-        for key, reads, writes, to_python in lib.reversed(eager_trail):
-            if key is None:  # a launch
+        fed_everything = False  # the same, of one whose results went to Python before Python's values came back
+        python_later = False  # Python's values entered what is reached later in the call
+        for key, reads, writes, to_python, python_in in lib.reversed(eager_trail):
+            fed = False
+            if key is None:  # a launch, or Python's values given to one
                 live = True
-            else:  # a crossing is priced as it crosses, and what it reads goes to Python
-                live = not to_python and (everything or lib.any(status.get(group[w], 0) == 2 for w in writes))
-                if live or to_python:
+            elif to_python:  # a crossing is priced as it crosses, and what it reads goes to Python
+                live = data
+                fed = not data and python_later and lib.crossing(*key)[0] > 1
+                eager_ops[key] = eager_ops.get(key, 0) + 1
+            else:
+                live = everything or lib.any(status.get(group[w], 0) == 2 for w in writes)
+                fed = not live and (fed_everything or lib.any(status.get(group[w], 0) == 3 for w in writes))
+                if live:
                     eager_ops[key] = eager_ops.get(key, 0) + 1
+                elif fed:
+                    fed_ops[key] = fed_ops.get(key, 0) + 1
+            python_later = python_later or (python_in and live)
             if reads is None:
                 everything = everything or live
+                fed_everything = fed_everything or fed
                 continue
             for r in reads:
                 if live:
                     status[group[r]] = 2
+                elif fed and status.get(group[r], 0) != 2:
+                    status[group[r]] = 3
                 elif group[r] not in status:
                     status[group[r]] = 1
         eager_trail.clear()
@@ -4580,6 +4610,7 @@ def provenance_vault(
                 records.append(("produced", "returned output: elements no DSL launch left as they are", i, picked))
         priced_trail(outputs)
         records.append(("eager_ops", lib.list(eager_ops.items())))
+        records.append(("fed_ops", lib.list(fed_ops.items())))
         records.append(("eager_time", eager_time[0] / 1e6, eager_time[1]))
         records.append(("memory", erased, censused[0], censused[1], censused[2]))
         if twin:  # (the evidence call's launches it did not make)
@@ -4680,6 +4711,7 @@ def provenance_vault(
                 tables.clear()
                 sources.clear()
                 eager_ops.clear()
+                fed_ops.clear()
                 eager_trail.clear()
                 input_spans_kept.clear()
                 made_here.clear()

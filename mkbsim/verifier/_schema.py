@@ -207,7 +207,7 @@ def provenance_records(records: Any, samples: Sequence[int]) -> list[Any]:
 
 def _provenance_record(record: Any, at: str, samples: Sequence[int]) -> None:
     kind = record[0] if type(record) in (list, tuple) and record else None
-    if kind == "eager_ops":
+    if kind in ("eager_ops", "fed_ops"):
         _row(_str, _list_of(_row(_row(_str, _SIZES, _SIZES), _count)))(record, at)
     elif kind == "eager_time":  # the eager operators' own runs: CPU ms, operators
         _row(_str, _number, _count)(record, at)

@@ -52,6 +52,17 @@ def test_a_parameter_over_a_shrunk_storage_is_refused_on_scored_calls_too(cpu_se
     assert report.passed, report.feedback
 
 
+@pytest.mark.parametrize("route", ["getstate", "pickled_state"])
+def test_tvm_pickling_is_refused_at_run_time(cpu_session: VerifierSession, route: str) -> None:
+    """Red team rt65 F0: a TVM tensor's ``__getstate__`` reaches the serialiser of ``to_json_graph_str`` through a
+    binding no guard can replace, and ``copy.deepcopy`` calls ``__reduce_ex__`` and leaves the state in its memo. The
+    static scan refuses the protocol's names; with it off, the guards refuse the calls (``copy``'s included)."""
+    case = Path(__file__).with_name("adversarial") / f"eager_answer_carried_out_by_a_tvm_tensors_{route}_p36.py"
+    report = cpu_session.verify(case, "p36", "tirx", static_scan=False)
+    assert report.failure == "forbidden_api", report.feedback
+    assert "tvm.runtime._tensor.Tensor.__" in (report.feedback or ""), report.feedback
+
+
 def test_tvm_serialisation_is_refused_at_run_time(cpu_session: VerifierSession) -> None:
     """Red team rt64 F0: ``tvm.runtime.save_param_dict`` read an eager answer's bytes into Python in C++ (no operator,
     no ``tolist``). The static scan refuses the name; with it off, the runtime guard refuses the call."""

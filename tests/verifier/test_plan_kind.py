@@ -53,7 +53,8 @@ def test_eager_work_the_timed_calls_did_beyond_the_draws_is_the_plan_s_where_lar
 def test_the_share_is_of_the_products_or_the_compute_else_the_element_work_else_the_movement() -> None:
     products = _work(matmul=100.0, pointwise=50.0)
     assert plan_kind(_work(matmul=30.0), products).as_dict() == {
-        "kind": "partial", "eager_share": 0.30, "basis": "products", "unseen": False, "timed": False}  # fmt: skip
+        "kind": "partial", "eager_share": 0.30, "basis": "products", "unseen": False, "timed": False,
+        "through_python": False}  # fmt: skip
     # element work the reference does beside its products is no product, and a DSL GEMM's eager epilogue is a sliver
     # of the problem's compute: a full plan; element work beyond the reference's stands in for products (red team
     # rt19 F2: a split-K GEMM's eager groups written as a broadcast multiply and a sum)
