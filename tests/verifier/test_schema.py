@@ -63,6 +63,7 @@ RECORDS: list[Any] = [
     ("result", "returned output", 0, [1.0, 2.0, 3.0, 4.0], True),
     ("produced", "returned output: ...", 0, [1, 0, 2, 1]),
     ("eager_ops", [(("aten.add.Tensor", ((1,), (1,)), ((1,),)), 1)]),
+    ("fed_ops", []),
 ]
 
 _junk = st.recursive(
