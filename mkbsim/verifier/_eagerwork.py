@@ -100,12 +100,25 @@ PYTHON_SHARE = 0.25
 #: ``priced_trail``): red team rt65 F1, a whole eager decode attention read out by ``tolist()`` (6% of the inputs'
 #: bytes) and put back as one-element slices of a table, was a full plan at 0%.
 CHECK_BYTES = 64
+#: Single values a call may read out to Python as checks (an ``item()``, a ``bool()``, a result's size the data decides,
+#: an operator's error) whatever else it reads: their operators are never priced (red team rt66 FP0: rt58 FP0's
+#: ``isfinite`` check priced because a row's first values, 128 bytes, were read beside it). More of them are data.
+CHECKS = 8
+#: Operators whose result's size the data decides (with a boolean mask among ``MASKED_READS``' operands too): Python
+#: reads it as a value with no crossing (``len(torch.nonzero(x > t))``, a ``masked_select``'s numel), so each counts
+#: as ``SCALAR_BYTES`` read out to Python against ``CHECK_BYTES``.
+DATA_SIZED = frozenset(("nonzero", "argwhere", "masked_select", "_unique", "_unique2", "unique_dim",
+                        "unique_consecutive", "bincount", "repeat_interleave"))  # fmt: skip
 #: On a problem of element work alone (no products in its reference), the eager code computes the answer from this
 #: share of the FLOPs every formulation of the problem does (``Cost.floor_flops``: its useful FLOPs, or fewer where a
 #: correct formulation skips some) done by known operators, whatever they are (honest partial plans do at most 0.50).
 USEFUL_SHARE = 0.65
 #: The record the worker's ``Tensor.tolist`` hook writes: its tensor's elements leave for Python.
 TO_PYTHON = "mkbsim.to_python.default"
+#: The record the provenance mode writes for an operator that raised: the exception's message may carry a value the
+#: operator read, to Python with no result (red team rt66 F0: ``_ONE[word]``'s ``IndexError`` read back four bytes of an
+#: eager answer at a time).
+RAISED = "mkbsim.raised.default"
 #: The record the provenance vault writes for a DSL launch's arguments that are not tensors (numbers, and anything
 #: else given by value; its one output size is how many): each carries a value from Python into the DSL's memory, as
 #: lifted elements do (the red team's rt9a F4: an eager answer read out with one ``tolist`` and stored by launches
@@ -127,7 +140,7 @@ WIDE = frozenset(("aten.lift_fresh.default", "aten.lift_fresh_copy.default", "at
                   TO_PYTHON))  # fmt: skip
 WIDTH = "+w"
 #: Of those, the ones carrying values out of tensors into Python.
-TO_PYTHON_NAMES = frozenset((TO_PYTHON, "aten._local_scalar_dense.default"))
+TO_PYTHON_NAMES = frozenset((TO_PYTHON, "aten._local_scalar_dense.default", RAISED))
 WIDTHS = {n: f"{WIDTH}{n}" for n in (1, 2, 4, 8, 16)}
 #: Operators taking a Python scalar into a tensor (a fill or a full: one value crosses, whatever their size; a range's
 #: start or end: ``torch.arange(v, v + 1)`` holds v).
@@ -162,7 +175,7 @@ LOOKUPS = frozenset(("index", "_unsafe_index", "index_select", "gather", "take",
 #: (``x.float()``; a lookup into it moves the call's own data, ``MOVED``).
 COPIES = frozenset(("_to_copy", "clone"))
 #: Movement whose index or mask operands (after the source) may be a boolean mask: ``masked_select`` always is.
-_MASKED_READS = frozenset(("index", "_unsafe_index", "masked_select"))
+MASKED_READS = frozenset(("index", "_unsafe_index", "masked_select"))
 #: A lookup whose result has at least this many times its source's elements (the source, ``ins[0]``, is the table:
 #: ``embedding``'s weight, the others' ``self``) evaluates a function by a table, each result element one evaluation:
 #: element work of the result's size, not movement (red team rt25b F2/F3: p23's dequantisation as a 256-entry table
@@ -515,7 +528,7 @@ def _op_work(name: str, ins: Sizes, outs: Sizes) -> list[Pass]:
         # an index operand larger than the result is a boolean mask (an integer index has at most the result's
         # elements): a compaction reading the whole mask, like ``nonzero`` (red team rt25c F1b: a counting sort's
         # collection as ``arange(n).expand(...)[table]``, whose ``nonzero`` runs below the recorded operators)
-        read = max((_numel(s) for s in ins[1:]), default=0) if base in _MASKED_READS else 0
+        read = max((_numel(s) for s in ins[1:]), default=0) if base in MASKED_READS else 0
         if read > written:
             return [("pointwise", float(read), 1)]
         if base in (*ACCUMULATING, "scatter", "index_copy", "masked_scatter") and len(ins) > 1:
@@ -556,16 +569,32 @@ def wide_name(name: str, tensor: torch.Tensor) -> str:
     return name + WIDTHS.get(tensor.element_size(), "") if name in WIDE else name
 
 
+def _marked(name: str) -> tuple[str, int]:
+    """A recorded name without its marks, and the element width its ``WIDTH`` mark gives (else ``SCALAR_BYTES``): marks
+    follow one another (``mkbsim.to_python.default+w8+x4``, a ``tolist()`` through a view four times wider: red team
+    rt66 F1, read as no width, so as no bytes, when the width was taken from the name's end)."""
+    head, *marks = name.split("+")
+    widths = [int(m[1:]) for m in marks if m[:1] == WIDTH[1:] and m[1:].isdigit()]
+    return head, widths[0] if widths else SCALAR_BYTES
+
+
+def crossed_values(name: str, ins: Sizes) -> int:
+    """How many values a crossing out to Python (``TO_PYTHON_NAMES``, ``RAISED``) carried."""
+    head = _marked(name)[0]
+    return _numel(ins[0]) if head == TO_PYTHON and ins else 1
+
+
 def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
     """(bytes out of tensors into Python, bytes into tensors from Python) of one operator call."""
-    head, marked, tail = name.rpartition(WIDTH)
-    name, width = (head, int(tail)) if marked and tail.isdigit() else (name, SCALAR_BYTES)
+    name, width = _marked(name)
     parts = name.split(".")
     base = parts[1].rstrip("_") if len(parts) > 1 else name
     if name == TO_PYTHON:
         return (_numel(ins[0]) * width if ins else 0), 0
     if base == "_local_scalar_dense":
         return width, 0
+    if name == RAISED:  # its message may hold a value it read (``IndexError: index 1234 is out of bounds``)
+        return SCALAR_BYTES, 0
     if base in ("lift_fresh", "lift_fresh_copy"):
         return 0, max((_numel(s) for s in outs), default=0) * width
     if name in (LAUNCH_SCALARS, ERASED_STORAGES):  # how many arguments were given by value, storages were erased

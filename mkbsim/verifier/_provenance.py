@@ -529,7 +529,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
         scales=_eagerwork.SCALES, ffts=frozenset(_eagerwork.FFTS), fft_mark=_eagerwork.FFT_POINTS,
         fft_points=_eagerwork.fft_points, wide=_eagerwork.WIDE, to_python=_eagerwork.TO_PYTHON_NAMES,
-        crossing=_eagerwork.crossing, check_bytes=_eagerwork.CHECK_BYTES,
+        crossing=_eagerwork.crossing, check_bytes=_eagerwork.CHECK_BYTES, data_sized=_eagerwork.DATA_SIZED,
+        crossed_values=_eagerwork.crossed_values, checks=_eagerwork.CHECKS, raised=_eagerwork.RAISED,
+        masked_reads=_eagerwork.MASKED_READS, sized_bytes=_eagerwork.SCALAR_BYTES,
         widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
         changed_runs=CHANGED_RUNS, int8=torch.int8, fresh_chunk=FRESH_CHUNK,
         roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
@@ -1102,7 +1104,7 @@ def provenance_vault(
         key = (lib.erased_storages, (), ((1,),))  # one Python value: the reader sees whether it was erased
         eager_ops[key] = eager_ops.get(key, 0) + 1
         if audit:  # Python's value into what reads it (``priced_trail``)
-            eager_trail.append((None, (), (), False, True))
+            eager_trail.append((None, (), (), False, True, 0))
         byte = lib.erased_byte if lib.is_floating(t) else 0
         if twin and not (twin == 1 and lib.foreign_filled):
             start = lib.data_ptr(whole)
@@ -3032,7 +3034,7 @@ def provenance_vault(
             twin_launch(twin_bytes or [], facts)
         if counted and audit:  # what it reads is reached, and (cuda) what the submission holds then (``priced_trail``)
             reach = (*(storage_span(t) for t in tensors), *(held_storages() if lib.raw_pointers else ()))
-            eager_trail.append((None, reach, (), False, False))
+            eager_trail.append((None, reach, (), False, False, 0))
         if launch_changed:  # what it wrote is a function of its tensor arguments (``behind``)
             roots = united([roots_of(t) for t in tensors])
             for t in tensors:
@@ -3713,6 +3715,17 @@ def provenance_vault(
             mask = lib.logical_or(mask, lib.logical_and(lib.logical_not(hit), mine))
         return [(lib.reshape(mask, shape), None)]
 
+    def single_value(entry: Any) -> bool:
+        """Whether a trail entry hands Python one value: a crossing of one element (``item()``, ``bool()``, an error),
+        or a result whose size the data decides."""
+        return entry[5] > 0 or (entry[3] and lib.crossed_values(entry[0][0], entry[0][1]) == 1)
+
+    def raised(args: Any, kwargs: Any) -> None:
+        """An eager operator that raised: a crossing out to Python of one value from what it read (``priced_trail``)."""
+        given = tensors_in((args, kwargs), [])
+        key = (lib.raised, sizes((args, kwargs)), ())
+        eager_trail.append((key, lib.tuple(storage_span(t) for t in given), (), True, False, 0))
+
     def dropping_nothing(name: str, args: Any, kwargs: Any) -> bool:
         """Whether a random operator is given a ``dropout_p`` of 0: SDPA and the attention operators under it read their
         generator only where they drop (rt62's note: an honest plan's eager attention priced everything before it). A
@@ -3788,8 +3801,11 @@ def provenance_vault(
         # a random operator reads its generator's state, which a tensor's bytes may have set with no operator
         # (``Generator.set_state``: red team rt61 F0): what every earlier operator wrote, for ``priced_trail``
         reads = None if lib.seeded(func) and not dropping_nothing(name, args, kwargs) else read_spans
+        # (a result whose size the data decides hands Python a value with no crossing: ``priced_trail``)
+        sized = lib.sized_bytes if operator_name in lib.data_sized or (operator_name in lib.masked_reads and lib.any(
+            lib.dtype_of(t) is lib.bool_ for t in tensors_in(args[1:] if lib.len(args) else (), []))) else 0
         eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python,
-                            lib.crossing(key[0], key[1], key[2])[1] > 0))  # fmt: skip
+                            lib.crossing(key[0], key[1], key[2])[1] > 0, sized))  # fmt: skip
         if name not in lib.lifts:
             for t in outs:
                 if storage_span(t) not in read_spans:
@@ -3969,7 +3985,7 @@ def provenance_vault(
         if audit and by_value:  # how many: the verifier prices each by the answer's width (``_eagerwork``)
             key = (lib.launch_scalars, (), ((by_value,),))
             eager_ops[key] = eager_ops.get(key, 0) + 1
-            eager_trail.append((None, (), (), False, True))  # Python's values into the launch (``priced_trail``)
+            eager_trail.append((None, (), (), False, True, 0))  # Python's values into the launch (``priced_trail``)
         return lib.tuple(parts), lib.tuple(kind_parts), values, tensor_args
 
     def uncounted(name: Any, position: int, kind: Any) -> None:
@@ -4496,7 +4512,7 @@ def provenance_vault(
         storage of its own at another address: red team rt60 F1), and a write over part of one keeps all of it. A
         reached random operator reaches every operator before it: its generator's state may hold any tensor's bytes
         (``Generator.set_state`` reads them with no operator; red team rt61 F0)."""
-        spans = {span for _, reads, writes, _, _ in eager_trail for span in (*(reads or ()), *writes)}
+        spans = {span for _, reads, writes, _, _, _ in eager_trail for span in (*(reads or ()), *writes)}
         ends = (*(storage_span(u) for t in outputs for u in tensors_in(t, [])), *input_spans_kept, *held_storages())
         spans.update(ends)
         group: dict[tuple[int, int], int] = {}  # a span -> the first start of the bytes it shares with others
@@ -4511,23 +4527,31 @@ def provenance_vault(
         status: dict[int, int] = {}
         for span in ends:
             status[group[span]] = 2
-        # what the call read out to Python: past ``check_bytes``, data whatever Python does with it (its operators are
-        # reached); within it, checks and counts, reached only for the plan's share, and only where Python's values
-        # enter the answer later (a lone bool never)
-        data = lib.total(lib.crossing(*entry[0])[0] for entry in eager_trail if entry[3]) > lib.check_bytes
+        # what the call read out to Python: up to ``checks`` single values (an item(), a bool(), a size the data
+        # decides, an error) are checks, never priced; past ``check_bytes`` in all else, data: its operators are
+        # reached; within it, reached for the plan's share only where Python's values enter the answer later (a lone
+        # bool never)
+        checks = lib.total(1 for entry in eager_trail if single_value(entry)) <= lib.checks
+        out = lib.total(
+            entry[5] or lib.crossing(*entry[0])[0]
+            for entry in eager_trail
+            if (entry[3] or entry[5]) and not (checks and single_value(entry))
+        )
+        data = out > lib.check_bytes
         everything = False  # a reached random operator: every earlier operator is reached (its generator's state)
         fed_everything = False  # the same, of one whose results went to Python before Python's values came back
         python_later = False  # Python's values entered what is reached later in the call
-        for key, reads, writes, to_python, python_in in lib.reversed(eager_trail):
+        for key, reads, writes, to_python, python_in, sized in lib.reversed(eager_trail):
             fed = False
             if key is None:  # a launch, or Python's values given to one
                 live = True
             elif to_python:  # a crossing is priced as it crosses, and what it reads goes to Python
-                live = data
-                fed = not data and python_later and lib.crossing(*key)[0] > 1
+                live = data and not (checks and single_value((key, reads, writes, to_python, python_in, sized)))
+                fed = not live and python_later and lib.crossing(*key)[0] > 1
                 eager_ops[key] = eager_ops.get(key, 0) + 1
             else:
-                live = everything or lib.any(status.get(group[w], 0) == 2 for w in writes)
+                live = everything or (sized > 0 and data and not checks) or lib.any(
+                    status.get(group[w], 0) == 2 for w in writes)
                 fed = not live and (fed_everything or lib.any(status.get(group[w], 0) == 3 for w in writes))
                 if live:
                     eager_ops[key] = eager_ops.get(key, 0) + 1
@@ -4838,6 +4862,8 @@ def provenance_vault(
                                 eager_time[1] += 1
                         elif kind == 4:  # RESULT
                             result(request[1])
+                        elif kind == 13:  # an eager operator raised: what it read may be in its message, for Python
+                            raised(request[2], request[3])
                         elif kind == 10:  # an eager operator is about to run: what it reads, a scatter's DESTINATION
                             operator_reads(request[1], request[2], request[3])
                             destination_before(request[1], request[2], request[3])
@@ -5005,7 +5031,11 @@ def dispatch(
         if failed is not None:
             raise failed
         started = _clock()
-        out = native(*args, **(kwargs or {}))
+        try:
+            out = native(*args, **(kwargs or {}))
+        except BaseException:
+            _send((13, name, args, kwargs))  # RAISED: its message may carry a value it read (``_eagerwork.RAISED``)
+            raise
         failed = _send((3, func, name, args, kwargs, out, _clock() - started))  # OP, with its run's CPU time (ns)
     if failed is not None:
         raise failed

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from mkbsim.verifier import _provenance
+from mkbsim.verifier import _eagerwork, _provenance
 from tests.verifier import test_provenance_bytes
 from tests.verifier.test_provenance_bytes import Audit, N, _opened
 
@@ -222,3 +222,23 @@ def test_a_random_operator_on_a_generator_of_its_own_reaches_every_operator_befo
         audit.launch(lambda _, o: o.add_(1.0), None, out)
 
     assert "aten.mul.Tensor" in _priced(body)
+
+
+@pytest.mark.parametrize("how", ["nonzero", "mask"])
+@pytest.mark.parametrize("counts", [1, 9])
+def test_sizes_the_data_decides_are_values_out_to_python(counts: int, how: str) -> None:
+    """A result whose size the data decides (``nonzero``) hands Python a value with no crossing (``len(...)``): each
+    counts as 8 bytes out, and past ``CHECK_BYTES`` (64) in a call the operators behind them are reached (an answer read
+    out so, a count per value, is data); one count is a check (rt60 FP0: ``len(torch.nonzero(...))``)."""
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        scaled = audit.eager("aten.mul.Tensor", (x, 2.0))
+        for k in range(counts):
+            mask = audit.eager("aten.gt.Scalar", (scaled, k / 10))
+            if how == "nonzero":
+                audit.eager("aten.nonzero.default", (mask,))
+            else:  # ``x[mask]``: the boolean index's count
+                audit.eager("aten.index.Tensor", (x, [mask]))
+        audit.launch(lambda _, o: o.add_(1.0), None, out)
+
+    assert ("aten.mul.Tensor" in _priced(body)) == (counts * 8 > _eagerwork.CHECK_BYTES)

@@ -933,6 +933,13 @@ def test_what_crosses_between_tensors_and_python_is_counted_in_bytes() -> None:
     assert _eagerwork.crossing("aten.arange.start", (), ((1,),)) == (0, 8)
     # a crossing recorded without its width (a tensor subclass the vault does not describe) is taken at 64 bits
     assert _eagerwork.crossing(_eagerwork.TO_PYTHON, ((4, 8),), ()) == (32 * 8, 0)
+    # marks after the width (a wider view's, red team rt66 F1: "+w8+x4" read as no width, so 0 bytes) keep it
+    marked = _eagerwork.TO_PYTHON + w[8] + _eagerwork.WIDER + "4"
+    assert _eagerwork.crossing(marked, ((6,),), ()) == (6 * 8, 0)
+    assert _eagerwork.crossed_values(marked, ((6,),)) == 6
+    # an operator that raised hands Python one value in its message (rt66 F0)
+    assert _eagerwork.crossing(_eagerwork.RAISED, ((1,), (2,)), ()) == (8, 0)
+    assert _eagerwork.crossed_values(_eagerwork.RAISED, ((1,), (2,))) == 1
 
 
 def test_a_wider_view_carries_what_it_holds() -> None:
