@@ -42,6 +42,7 @@ def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
         "_backend": torch._C.DispatchKeySet(key),
         "_redispatch": torch._C._DispatchOperatorHandle.redispatch_boxed,
         "_clock": time.process_time_ns,
+        "_BaseException": BaseException,
     }
 
 

@@ -5001,7 +5001,7 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, _serial: Any, **k
 
 def dispatch(
     self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _serial: Any, _resolve: Any,
-    _push: Any, _pop: Any, _backend: Any, _redispatch: Any, _clock: Any
+    _push: Any, _pop: Any, _backend: Any, _redispatch: Any, _clock: Any, _BaseException: Any
 ) -> Any:  # fmt: skip
     """The provenance mode's ``__torch_dispatch__``: run the operator, then report it. What runs and what is
     reported are the operator ``func``'s schema names, read once (``_operators.resolve_operator``): the object
@@ -5033,7 +5033,7 @@ def dispatch(
         started = _clock()
         try:
             out = native(*args, **(kwargs or {}))
-        except BaseException:
+        except _BaseException:
             _send((13, name, args, kwargs))  # RAISED: its message may carry a value it read (``_eagerwork.RAISED``)
             raise
         failed = _send((3, func, name, args, kwargs, out, _clock() - started))  # OP, with its run's CPU time (ns)
