@@ -57,6 +57,12 @@ TWIN_DRAW = 16
 KEPT_EVIDENCE = 32
 #: kept evidence calls at most (each its own TWIN_DRAW + j and KEPT_EVIDENCE + j)
 MAX_KEPT = 16
+#: Evidence calls the twin draws repeat (``_phases.twin_draw``), chosen at random before the timing, a secret as the
+#: evidence calls are: a submission that gives its kernels other work on a share s of the scored calls, whichever,
+#: escapes all of them with probability (1 - s) ** TWIN_CALLS (a quarter: 0.42; three quarters: 0.016). One, the last
+#: evidence call, let a submission do so on the first three quarters of the scored calls, whose order it can count,
+#: and pass 96% of the time (red team rt58 F0).
+TWIN_CALLS = 3
 ACK = (24, "<Q")  # timer vault: the nonce of the last call it stopped
 CALL_MS = (32, "<d")  # timer vault: the protocol's measure of the call
 HOST_MS = (40, "<d")  # timer vault: host clock around the call

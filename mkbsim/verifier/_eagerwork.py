@@ -142,6 +142,25 @@ WIDTH = "+w"
 #: Of those, the ones carrying values out of tensors into Python.
 TO_PYTHON_NAMES = frozenset((TO_PYTHON, "aten._local_scalar_dense.default", RAISED))
 WIDTHS = {n: f"{WIDTH}{n}" for n in (1, 2, 4, 8, 16)}
+#: Views that take part of what they view at offsets Python gives (``t[v : v + 1]``, ``t[v]``, a split's pieces): the
+#: worker's vault marks (``OFFSET``) such a view of anything but a problem input, and each piece is a Python value
+#: entering tensors, as a lifted element is. A table made at import, its values its own offsets (``arange``), turns
+#: Python's values into tensors with no other crossing: red teams rt65 F1, rt66 F0/F1 and rt67 F0-F3 carried a whole
+#: eager answer out to Python by one channel after another, then back in as one-element slices of such a table, joined
+#: by one ``cat``, as full plans at 0%. Honest slices of the call's own tensors (a loop over sequences or experts) are
+#: a few dozen a call (5.6% of the answer's bytes at most among tests/verifier/honest, inputs' views counted, against
+#: ``PYTHON_SHARE``); a view of a problem input brings the input's data, not Python's, and is left out.
+OFFSET_VIEWS = frozenset(("slice", "select", "narrow", "as_strided", "unfold", "diagonal", "split", "split_with_sizes",
+                          "unsafe_split", "unsafe_split_with_sizes", "chunk", "unbind", "tensor_split"))  # fmt: skip
+OFFSET = "+pyoffset"
+
+
+def offset_mark(base: str, whole: int, pieces: Iterable[int], of_input: bool) -> str:
+    """``OFFSET`` for a view (``base``: its operator) taking part (``pieces``: its results' sizes) of what it views
+    (``whole`` elements, ``of_input``: of a problem input's storage), else ""; the vault and the reference's recorder
+    mark alike."""
+    return OFFSET if base in OFFSET_VIEWS and not of_input and any(n < whole for n in pieces) else ""
+
 #: Operators taking a Python scalar into a tensor (a fill or a full: one value crosses, whatever their size; a range's
 #: start or end: ``torch.arange(v, v + 1)`` holds v).
 _SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill", "arange", "linspace", "logspace"))
@@ -586,6 +605,7 @@ def crossed_values(name: str, ins: Sizes) -> int:
 
 def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
     """(bytes out of tensors into Python, bytes into tensors from Python) of one operator call."""
+    marks = name.split("+")[1:]
     name, width = _marked(name)
     parts = name.split(".")
     base = parts[1].rstrip("_") if len(parts) > 1 else name
@@ -599,6 +619,8 @@ def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
         return 0, max((_numel(s) for s in outs), default=0) * width
     if name in (LAUNCH_SCALARS, ERASED_STORAGES):  # how many arguments were given by value, storages were erased
         return 0, sum(map(_numel, outs)) * SCALAR_BYTES
+    if OFFSET[1:] in marks:  # a view's pieces, each at an offset Python gave
+        return 0, len(outs) * SCALAR_BYTES
     # one Python value: a fill's or a full's, or an operator computing on single elements (``out[i].add_(v)``),
     # element by element the way Python writes an answer into a tensor; a view of one element takes none
     single = max((_numel(s) for s in (*ins, *outs)), default=0) <= 1 and base not in _FREE
@@ -792,6 +814,10 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             name = recorded_name(str(func), args, kwargs) + lookups.judged(str(func), args, kwargs, out)
+            if args and isinstance(args[0], torch.Tensor):
+                of_input = args[0].untyped_storage().data_ptr() in given_storages
+                pieces = [t.numel() for t in _tensors(out)]
+                name += offset_mark(_operator(str(func))[1], args[0].numel(), pieces, of_input)
             name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1
@@ -805,6 +831,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     for copy in _tensors(copies):
         lookups.given(copy)
+    given_storages = {copy.untyped_storage().data_ptr() for copy in _tensors(copies)}
     saved = torch.Tensor.__dict__.get("tolist")
     torch.Tensor.tolist = tolist  # type: ignore[method-assign,assignment]
     try:
@@ -996,10 +1023,9 @@ def explain(found: EagerWork, where: str = "") -> str:
             "of an in-place one the elements it changes) were read out of tensors into Python objects (tolist(), "
             f"item(), a storage's bytes) and {found.python['in']:.0%} of its answer's (the outputs and the in-place "
             "elements it changes) were made from Python objects (torch.tensor(list), fills, arguments given to kernels "
-            "by value, storages erased as memory no recorded writer left, each a value): at "
-            f"{PYTHON_SHARE:.0%} of "
-            "either, the answer is computed in plain Python and the DSL kernels do none of the operator's work. Keep "
-            "the data in tensors and move the operator's work into the DSL."
+            "by value, storages erased as memory no recorded writer left, slices at offsets Python gave, each a "
+            f"value): at {PYTHON_SHARE:.0%} of either, the answer is computed in plain Python and the DSL kernels do "
+            "none of the operator's work. Keep the data in tensors and move the operator's work into the DSL."
         )
     if found.useful >= USEFUL_SHARE and not found.like_the_reference:
         return (

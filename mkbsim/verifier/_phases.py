@@ -16,7 +16,7 @@ from mkbsim.verifier._arena import Arena
 from mkbsim.verifier._blocks import Block, BlockCall
 from mkbsim.verifier._blocks import total_check as block_total_check
 from mkbsim.verifier._compare import compare
-from mkbsim.verifier._control import KEPT_EVIDENCE, MAX_KEPT, STALE_DRAW, TWIN_DRAW
+from mkbsim.verifier._control import KEPT_EVIDENCE, MAX_KEPT, STALE_DRAW, TWIN_CALLS, TWIN_DRAW
 from mkbsim.verifier._judge import (
     Failure,
     call_error,
@@ -63,12 +63,6 @@ PENDING_CHARGE_MS = 0.1
 #: cannot fail them, and an attacker behaving only when it guesses a call is scored has 10 chances to guess
 #: wrong once (verifier README, "Evidence calls"); 10 calls add a fifth to the 50 scored ones.
 EVIDENCE_CALLS = 10
-#: Evidence calls the twin draws repeat (``twin_draw``), chosen at random before the timing, a secret as the evidence
-#: calls are: a submission that gives its kernels other work on a share s of the scored calls, whichever, escapes all
-#: of them with probability (1 - s) ** TWIN_CALLS (a quarter: 0.42; three quarters: 0.016). One, the last evidence
-#: call, let a submission do so on the first three quarters of the scored calls, whose order it can count, and pass
-#: 96% of the time (red team rt58 F0).
-TWIN_CALLS = 3
 #: The scored calls re-checked are drawn after all of them ran (their outputs kept, the choice never sent to
 #: the worker), as many as it takes for a submission returning wrong outputs on this share of them to escape
 #: with at most this probability (18 of 50). The median moves only when half the calls do less work, so a

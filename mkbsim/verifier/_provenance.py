@@ -315,6 +315,10 @@ FIXED_SMALL_BYTES = 64
 #: The twin draw (``twin_launch``): an evidence call's launches' tensor arguments are kept for at most this many bytes
 #: together (the launches past it are not compared: a production call's caches are gigabytes).
 TWIN_BYTES = 1 << 32
+#: The twin draws' copies go into slots allocated and touched at the first call past the correctness draws
+#: (``open_slots``), each this many times the most bytes a draw's call gave its launches (a copy, and where an earlier
+#: launch of the call was given them, a mask): a ragged workload's timed calls are larger than its draws now and then.
+TWIN_SLACK = 1.25
 #: Fresh memory (``fresh``) larger than this that a writer writes in part is not tracked byte by byte (a mask of a
 #: byte per byte: a 7 GB workspace's took the H100's memory, p44 at PRODUCTION) but by chunks of ``FRESH_CHUNK`` bytes,
 #: a chunk any byte of which was written written whole, in at most ``CHANGED_RUNS`` runs of written chunks; past them
@@ -485,7 +489,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         Tensor=torch.Tensor, OpOverload=torch._ops.OpOverload, type=type, len=len, id=id, key=identity_key, str=str,
         tuple=tuple, held_elsewhere=_held_elsewhere, seeded=_seeded, raw_pointers=device.type == "cuda",
-        list=list, dict=dict, range=range, any=any, reversed=reversed, min=min, max=max, sorted=sorted,
+        list=list, dict=dict, range=range, any=any, all=all, frozenset=frozenset, reversed=reversed, min=min, max=max,
+        sorted=sorted,
         first=operator.itemgetter(0), BaseException=BaseException, PermissionError=PermissionError, zip=zip,
         u64=_struct.Struct("<Q"), f64=_struct.Struct("<d"), dumps=_control.dumps,
         ops=HARNESS_OPS, no_torch_function=torch._C.DisableTorchFunction,
@@ -531,7 +536,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         fft_points=_eagerwork.fft_points, wide=_eagerwork.WIDE, to_python=_eagerwork.TO_PYTHON_NAMES,
         crossing=_eagerwork.crossing, check_bytes=_eagerwork.CHECK_BYTES, data_sized=_eagerwork.DATA_SIZED,
         crossed_values=_eagerwork.crossed_values, checks=_eagerwork.CHECKS, raised=_eagerwork.RAISED,
-        masked_reads=_eagerwork.MASKED_READS, sized_bytes=_eagerwork.SCALAR_BYTES,
+        masked_reads=_eagerwork.MASKED_READS, sized_bytes=_eagerwork.SCALAR_BYTES, offset_mark=_eagerwork.offset_mark,
         widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
         changed_runs=CHANGED_RUNS, int8=torch.int8, fresh_chunk=FRESH_CHUNK,
         roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
@@ -571,7 +576,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         numpy_integers=frozenset(id(kind) for kind in _numpy_numbers(integer=True)),
         by_value=frozenset(id(kind) for kind in (str, bytes, torch.dtype, torch.device)),
         fixed_draws_least=FIXED_DRAWS, fixed_bytes=FIXED_BYTES, fixed_small_bytes=FIXED_SMALL_BYTES,
-        fresh_mask_bytes=FRESH_MASK_BYTES, twin_bytes=TWIN_BYTES,
+        fresh_mask_bytes=FRESH_MASK_BYTES, twin_bytes=TWIN_BYTES, twin_slack=TWIN_SLACK,
+        twin_slots=min(_control.TWIN_CALLS, _control.MAX_KEPT) + 1,
         # torch's Tensor subclasses a launch may take (``nn.Parameter``; an ``nn.Buffer`` is a torch.Tensor): read as
         # the torch.Tensor over their memory (``plain_view``). A class of the submission's may run its Python where the
         # launch converts it (``__torch_function__`` on ``__dlpack__``): refused there (``uncounted``)
@@ -682,8 +688,18 @@ def provenance_vault(
     twin_set = [-1, False]
     # the other evidence calls' copies, held as the kept calls' are until the twin draws begin: which calls are kept is
     # then no measure a call can take, in it or after it (red team rt59 F0: the process's resident memory read around a
-    # launch told the kept calls, the copies of the others being freed as their launch ended)
+    # launch told the kept calls, the copies of the others being freed as their launch ended). Only copies past the
+    # call's slot are: within it, an evidence call's copies go into memory allocated and touched before the timing
+    # (``open_slots``), a kept call's slot kept to its twin draw, another's the next evidence call's, so that the
+    # process grows on no evidence call, kept or not (resident memory, page faults), and holds the kept calls' alone
+    # (all ten evidence calls' copies, held to the twin draws, took 0.6 GB of a p63 verification at SMOKE)
     twin_held: list[Any] = []
+    slots: dict[Any, Any] = {}  # device -> [its slots (one uint8 tensor), a slot's bytes, the bytes the call took]
+    slots_need: dict[Any, int] = {}  # device -> the most bytes a correctness draw's call copied (``copy_need``)
+    call_need: dict[Any, int] = {}  # (the call in flight's)
+    slot = [-1, False]  # the evidence call in flight's slot (-1: none), and whether a copy of it fell outside the slot
+    slots_open = [False]
+    kept_slots: list[int] = []
     twin_erased: list[Any] = []
     # the bytes the twin draw's counted launches changed ([start, end, which of them, device]) until an eager operator
     # writes them: out of its comparison, as what an earlier call left (``leftover``). A kernel's result is a function
@@ -2457,7 +2473,9 @@ def provenance_vault(
         if not audit:  # an evidence call's launch, as the twin draw will compare it (``twin_launch``)
             twin_bytes = [(k, now, left_by_launches(lo, hi, now)) for k, t in lib.enumerate(tensors)
                           for lo, hi in [span(t)] if hi > lo and lib.device_of(t).type in ("cpu", "cuda")
-                          for now in [lib.clone(bytes_of(t, lo, hi))]]
+                          for now in [aside_copy(bytes_of(t, lo, hi))]]
+        elif not slots_open[0]:
+            copy_need(tensors)
         # (with the launch's tensors: an evidence call's launches on a pool's threads are in flight together)
         pending.append(("tensors", tensors, prior, kept, twin_bytes, facts))
 
@@ -2610,10 +2628,11 @@ def provenance_vault(
             # every evidence call's arguments are copied and held alike (``twin_held``)
             size = lib.sum_of(lib.numel(kept) + (lib.numel(mask) if mask is not None else 0)
                               for _, kept, mask in twin_pending)  # fmt: skip
-            held = lib.list(twin_pending) if kept_bytes() + size <= lib.twin_bytes else False
+            # (copies within the call's slot are held there, within ``TWIN_BYTES`` already)
+            held = lib.list(twin_pending) if not slot[1] or kept_bytes() + size <= lib.twin_bytes else False
             if twin_set[1]:
                 twin_kept[key] = (facts, held)
-            elif held:
+            elif held and slot[1]:
                 twin_held.append(held)
             return
         if twin == 2:  # (the stale draw compares nothing: its inputs are its own)
@@ -2664,6 +2683,45 @@ def provenance_vault(
         held = [then for each in sets for _, then in each.values() if then] + twin_held
         return lib.sum_of(lib.numel(kept) + (lib.numel(mask) if mask is not None else 0)
                           for then in held for _, kept, mask in then)  # fmt: skip
+
+    def copy_need(tensors: Any) -> None:
+        """On a correctness draw before the timing, the bytes an evidence call's twin copies of this launch would take
+        (``snapshot``): its tensor arguments' spans, and a mask as long where a launch of the call was given them."""
+        for t in tensors:
+            lo, hi = span(t)
+            device = lib.device_of(t)
+            if hi > lo and device.type in ("cpu", "cuda"):
+                masked = lib.any(lib.max(lo, r[0]) < lib.min(hi, r[1]) for r in left)
+                call_need[device] = call_need.get(device, 0) + (hi - lo) * (2 if masked else 1)
+
+    def open_slots() -> None:
+        """At the first call past the correctness draws: for each device, a slot for each kept evidence call's twin
+        copies and one for the evidence call in flight, allocated and touched now (``twin_held``), within
+        ``TWIN_BYTES``."""
+        slots_open[0] = True
+        for device, need in slots_need.items():
+            size = lib.min(-(-lib.int(need * lib.twin_slack) // 4096) * 4096, lib.twin_bytes // lib.twin_slots)
+            memory = lib.empty((size * lib.twin_slots,), dtype=lib.uint8, device=device)
+            lib.fill_(memory, 0)
+            slots[device] = [memory, size, 0]
+
+    def aside(n: int, device: Any) -> Any:
+        """``n`` bytes of the evidence call's slot on ``device``; None past it (then allocated: ``twin_held``)."""
+        found = slots.get(device)
+        if found is None or slot[0] < 0 or found[2] + n > found[1]:
+            slot[1] = True
+            return None
+        start = slot[0] * found[1] + found[2]
+        found[2] += n
+        return found[0][start : start + n]
+
+    def aside_copy(source: Any) -> Any:
+        """A copy of ``source`` (uint8) for the twin draws, in the evidence call's slot where it fits."""
+        copy = aside(lib.numel(source), lib.device_of(source))
+        if copy is None:
+            return lib.clone(source)
+        lib.copy_(copy, source)
+        return copy
 
     def was(u: Any, spans: Any) -> Any:
         """``u`` as it was before the launch in flight, over the copy aside of its bytes (``spans``: ``pending``'s; or
@@ -3792,6 +3850,11 @@ def provenance_vault(
         marked = priced + judged + (lib.tabled if looked_up else "")
         wide = lib.width.priced(lib.width, made_widths, marked, given, outs)
         wider = f"{lib.wider}{wide}" if wide > 1 else ""
+        if lib.len(args) and lib.type(args[0]) is lib.Tensor:  # (a view at offsets Python gave, of no problem input)
+            lo, hi = storage_span(args[0])
+            of_input = lib.any(a < hi and lo < b for a, b in input_spans_kept)
+            pieces = [lib.numel(t) for t in outs]
+            judged += lib.offset_mark(operator_name.rstrip("_"), lib.numel(args[0]), pieces, of_input)
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))
             if looked_up
@@ -4269,7 +4332,12 @@ def provenance_vault(
             x, y = lib.max(lo, record[0]), lib.min(hi, record[1])
             if x < y:
                 if found is None:
-                    found = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(now))
+                    found = aside(hi - lo, lib.device_of(now))
+                    if found is None:
+                        found = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(now))
+                    else:
+                        found = lib.view(found, lib.bool_)
+                        lib.fill_(found, False)
                 after = record[2][x - record[0] : y - record[0]]
                 lib.copy_(found[x - lo : y - lo], lib.eq(now[x - lo : y - lo], after))
         return found
@@ -4527,30 +4595,48 @@ def provenance_vault(
         status: dict[int, int] = {}
         for span in ends:
             status[group[span]] = 2
-        # what the call read out to Python: up to ``checks`` single values (an item(), a bool(), a size the data
-        # decides, an error) are checks, never priced; past ``check_bytes`` in all else, data: its operators are
-        # reached; within it, reached for the plan's share only where Python's values enter the answer later (a lone
-        # bool never)
-        checks = lib.total(1 for entry in eager_trail if single_value(entry)) <= lib.checks
+        # what the call read out to Python: single values (an item(), a bool(), a size the data decides, an error),
+        # each the only one read from its storages, are checks, never priced, while there are at most ``checks`` of
+        # them; past ``check_bytes`` in all else, data: its operators are reached; within it, reached for the plan's
+        # share only where Python's values enter the answer later (a lone bool never). Single values read from one
+        # storage are a read of its elements, one by one, not checks (red team rt67 FP0: 64 item() of a row beside an
+        # input check made more than ``checks`` single values, the check's included, data, and its isfinite pass
+        # priced; read by one tolist() the check stayed one)
+        sources = [
+            lib.frozenset(group[r] for r in entry[1]) if entry[1] else lib.frozenset(((-1, n),))
+            for n, entry in lib.enumerate(eager_trail)
+        ]
+        singles: dict[Any, int] = {}
+        for entry, source in lib.zip(eager_trail, sources):
+            if single_value(entry):
+                for g in source:
+                    singles[g] = singles.get(g, 0) + 1
+        lone = [
+            single_value(entry) and lib.all(singles[g] == 1 for g in source)
+            for entry, source in lib.zip(eager_trail, sources)
+        ]
+        if lib.total(1 for one in lone if one) > lib.checks:
+            lone = [False] * lib.len(lone)
         out = lib.total(
             entry[5] or lib.crossing(*entry[0])[0]
-            for entry in eager_trail
-            if (entry[3] or entry[5]) and not (checks and single_value(entry))
+            for entry, check in lib.zip(eager_trail, lone)
+            if (entry[3] or entry[5]) and not check
         )
         data = out > lib.check_bytes
         everything = False  # a reached random operator: every earlier operator is reached (its generator's state)
         fed_everything = False  # the same, of one whose results went to Python before Python's values came back
         python_later = False  # Python's values entered what is reached later in the call
-        for key, reads, writes, to_python, python_in, sized in lib.reversed(eager_trail):
+        checked = lib.list(lib.zip(eager_trail, lone))
+        for (key, reads, writes, to_python, python_in, sized), check in lib.reversed(checked):
             fed = False
             if key is None:  # a launch, or Python's values given to one
                 live = True
             elif to_python:  # a crossing is priced as it crosses, and what it reads goes to Python
-                live = data and not (checks and single_value((key, reads, writes, to_python, python_in, sized)))
+                live = data and not check
                 fed = not live and python_later and lib.crossing(*key)[0] > 1
                 eager_ops[key] = eager_ops.get(key, 0) + 1
             else:
-                live = everything or (sized > 0 and data and not checks) or lib.any(
+                live = everything or (sized > 0 and data and not check) or lib.any(
                     status.get(group[w], 0) == 2 for w in writes)
                 fed = not live and (fed_everything or lib.any(status.get(group[w], 0) == 3 for w in writes))
                 if live:
@@ -4676,6 +4762,17 @@ def provenance_vault(
                 evidence = audit or page[layout.EVIDENCE] == 1
                 if twin_set[0] >= 0:  # the call that ended: a kept evidence call's launches, or what its twin made
                     kept_sets[twin_set[0]] = (lib.dict(twin_kept), lib.dict(twin_nan), lib.dict(twin_map))
+                    if twin_set[1] and slot[0] >= 0:
+                        kept_slots.append(slot[0])
+                for device, need in call_need.items():
+                    slots_need[device] = lib.max(slots_need.get(device, 0), need)
+                call_need.clear()
+                if not audit and not slots_open[0] and slots_need:  # (the first call past a correctness draw)
+                    open_slots()
+                free = [j for j in lib.range(lib.twin_slots) if j not in kept_slots]
+                slot[:] = [free[0] if evidence and not audit and free else -1, False]
+                for found in slots.values():
+                    found[2] = 0
                 code = page[layout.TWIN]
                 twin, twin_set[:] = 0, [-1, False]
                 if audit and layout.TWIN_DRAW <= code < layout.TWIN_DRAW + layout.MAX_KEPT:

@@ -54,6 +54,9 @@ _DYNAMIC_NAMES = "attribute names must be string literals in a submission, so th
 #: Ways to a base class's own methods past the verifier's hooks on a class (``Tensor.tolist`` is watched).
 _PAST_HOOKS = "calling a base class's methods past the verifier's hooks is forbidden"
 _BASE_CLASS_NAMES = frozenset(("TensorBase", "__mro__", "__bases__", "__base__", "mro"))
+#: ... and torch's tensor base class under any name that has it (``torch._C._TensorBase``, its deprecated alias: red
+#: team rt67 F2, a whole eager answer out by its ``tolist``, below the hook on ``Tensor.tolist``)
+_BASE_CLASS_PART = "TensorBase"
 _ENVIRONMENT = "the environment the DSLs' builds read (compiler, search path, flags) is the harness's"
 #: The process environment as a mapping, and the calls that change it.
 _ENVIRON_MAPPINGS = frozenset(("os.environ", "os.environb", "posix.environ"))
@@ -110,7 +113,7 @@ class _Scanner(ast.NodeVisitor):
     def check_attr_name(self, node: ast.AST, attr: str) -> None:
         if attr in INTROSPECTION_ATTRS:
             self.add(node, "forbidden", f"access to .{attr}", _INTROSPECTION)
-        if attr in _BASE_CLASS_NAMES:
+        if attr in _BASE_CLASS_NAMES or _BASE_CLASS_PART in attr:
             self.add(node, "forbidden", f"the name {attr}", _PAST_HOOKS)
         if attr in RAW_NAMES:
             self.add(node, "forbidden", f"the name {attr}", RAW_NAMES[attr])
@@ -276,7 +279,7 @@ class _Scanner(ast.NodeVisitor):
             return
         if node.value in INTROSPECTION_ATTRS:
             self.add(node, "forbidden", f"the name {node.value!r}", _INTROSPECTION)
-        if node.value in _BASE_CLASS_NAMES - {"mro"}:
+        if node.value in _BASE_CLASS_NAMES - {"mro"} or _BASE_CLASS_PART in node.value:
             self.add(node, "forbidden", f"the name {node.value!r}", _PAST_HOOKS)
         if node.value in PER_ELEMENT_METHODS:  # whole strings only: "map_" is part of many honest names
             self.add(node, "forbidden", f"the name {node.value!r}", PER_ELEMENT)

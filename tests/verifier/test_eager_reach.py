@@ -242,3 +242,22 @@ def test_sizes_the_data_decides_are_values_out_to_python(counts: int, how: str) 
         audit.launch(lambda _, o: o.add_(1.0), None, out)
 
     assert ("aten.mul.Tensor" in _priced(body)) == (counts * 8 > _eagerwork.CHECK_BYTES)
+
+
+@pytest.mark.parametrize("reads", [16, 17])
+def test_single_values_read_from_one_storage_are_its_elements_not_checks(reads: int) -> None:
+    """Red team rt67 FP0: a row's values read one ``item()`` at a time beside an input check made more than ``CHECKS``
+    single values, the check's included, data, and the check's pass was priced. Single values read from one storage
+    are that storage's elements (data past ``CHECK_BYTES``: its operators reached); the check's, the only one read
+    from its storage, stays a check whatever else the call reads."""
+
+    def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
+        _checked(audit, x)
+        scaled = audit.eager("aten.mul.Tensor", (x, 2.0))
+        for k in range(reads):
+            audit.eager("aten._local_scalar_dense.default", (audit.eager("aten.select.int", (scaled, 0, k)),))
+        audit.launch(lambda _, o: o.add_(1.0), None, out)
+
+    priced = _priced(body)
+    assert "aten.eq.Tensor" not in priced and "aten.all.default" not in priced
+    assert ("aten.mul.Tensor" in priced) == (reads * 4 > _eagerwork.CHECK_BYTES)  # (float32 values)

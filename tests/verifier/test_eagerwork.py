@@ -940,6 +940,13 @@ def test_what_crosses_between_tensors_and_python_is_counted_in_bytes() -> None:
     # an operator that raised hands Python one value in its message (rt66 F0)
     assert _eagerwork.crossing(_eagerwork.RAISED, ((1,), (2,)), ()) == (8, 0)
     assert _eagerwork.crossed_values(_eagerwork.RAISED, ((1,), (2,))) == 1
+    # a view the vault marked (part of no problem input, at offsets Python gave) brings a value per piece (rt67);
+    # unmarked, a view is free and brings none
+    offset = _eagerwork.OFFSET
+    assert _eagerwork.crossing("aten.slice.Tensor" + offset, ((65536,),), ((1,),)) == (0, 8)
+    assert _eagerwork.crossing("aten.split.Tensor" + offset + w[2], ((12,),), ((4,), (4,), (4,))) == (0, 24)
+    assert _eagerwork.crossing("aten.slice.Tensor", ((65536,),), ((1,),)) == (0, 0)
+    assert op_work("aten.slice.Tensor" + offset, ((65536,),), ((1,),)) == []
 
 
 def test_a_wider_view_carries_what_it_holds() -> None:

@@ -1,7 +1,8 @@
 """Honest submissions pass: partial plans whose DSL kernel produces an intermediate the eager code
 consumes, and code written with the standard library's usual tools (dataclasses, namedtuple, enum,
 functools, closures, warnings, logging), which run exec and frame introspection internally. A case whose
-verification takes over ten seconds says so (`# thorough: why`) and runs with MKBSIM_THOROUGH=1."""
+verification takes over ten seconds says so (`# thorough: why`) and runs with MKBSIM_THOROUGH=1; one that needs more
+than the tests' 2 GiB says how much (`# memory: N GiB (why)`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from mkbsim.verifier import VerifierSession
 from tests.kits.case_files import case_params
+from tests.verifier.conftest import TEST_LIMITS
 
 HONEST = Path(__file__).with_name("honest")
 CASES = sorted(HONEST.glob("*.py"))
@@ -23,7 +25,12 @@ def test_honest_submission_passes(cpu_session: VerifierSession, path: Path) -> N
     verifier README, "Plan kinds")."""
     named = re.search(r"^# problem: (p\d+)$", path.read_text(), re.M)
     plan = re.search(r"^# plan: (\w+)$", path.read_text(), re.M)
-    report = cpu_session.verify(path, named.group(1) if named else "p36", "tirx")
+    memory = re.search(r"^# memory: (\d+) GiB", path.read_text(), re.M)  # (past the tests' 2 GiB: the case says why)
+    if memory:
+        with VerifierSession("cpu", limits=TEST_LIMITS.with_(memory_bytes=int(memory.group(1)) << 30)) as session:
+            report = session.verify(path, named.group(1) if named else "p36", "tirx")
+    else:
+        report = cpu_session.verify(path, named.group(1) if named else "p36", "tirx")
     assert report.passed, report.feedback
     assert report.bypass_ok and not report.forbidden
     assert report.details["bypass"][0]["dsl_share"] >= 0.5

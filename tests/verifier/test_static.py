@@ -92,6 +92,9 @@ def _kinds(source: str, dsl: str = "tirx") -> list[tuple[int, str]]:
         "import torch\nclass A:\n    def f(self, t): return super(torch.Tensor, t).tolist()",
         "import torch\nv = torch._C.TensorBase.tolist",
         "from torch._C import TensorBase",
+        # its deprecated alias, the same class (red team rt67 F2: a whole answer out by its tolist, a full plan at 0%)
+        "import torch\nv = torch._C._TensorBase.tolist(t)",
+        "from torch._C import _TensorBase as B",
         "def f(t): return type(t).__mro__[1]",
         "def f(t): return type(t).mro()",
         "def f(t): return getattr(type(t), '__bases__')",

@@ -575,8 +575,9 @@ def test_the_kept_evidence_calls_are_not_told_by_resident_memory(
 ) -> None:
     """Red team rt59 F0: the vault freed an evidence call's copies as its launch ended unless the call was kept for a
     twin draw, so the resident memory around a launch over a 40 MB buffer told the kept calls (4 copies) from the others
-    (3), and an eager answer on every other call passed. Every evidence call's copies are now held until the twin draws
-    (``twin_held``): one growth for all of them. (The probe's watched launches copy 40 MB: the DSL-time rules off.)"""
+    (3), and an eager answer on every other call passed. The twin draws' copies now go into slots touched before the
+    timing (``open_slots``), a kept call's slot kept, another's the next call's: one growth for all of them, and not the
+    twin copy's. (The probe's watched launches copy 40 MB: the DSL-time rules off.)"""
     timing_rules_off(monkeypatch)
     report = cpu_session.verify(EVIDENCE / "probe_kept_by_resident_memory_p36.py", "p36", "tirx")
     found = re.search(r"GROWTH ([0-9. ]+)", report.feedback or "")
@@ -585,3 +586,4 @@ def test_the_kept_evidence_calls_are_not_told_by_resident_memory(
     watched = [g for g in growth if g >= 0.5]  # (a scored call copies nothing)
     assert len(watched) == _phases.EVIDENCE_CALLS, growth
     assert len(set(watched)) == 1, growth
+    assert watched[0] <= 3.0, growth  # (the gate's own copies of a launch; the twin copy is in its slot)

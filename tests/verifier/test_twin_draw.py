@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import VerifierSession
-from mkbsim.verifier._phases import TWIN_CALLS
+from mkbsim.verifier._control import TWIN_CALLS
 from tests.kits.twin_draw import one_draw_after_timing, twin_draw_off
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")

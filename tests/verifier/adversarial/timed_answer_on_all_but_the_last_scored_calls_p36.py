@@ -6,7 +6,7 @@ kernel honestly.
 
 Passed while the twin draw repeated the last evidence call only, which lies among the last three of the 60 shuffled
 scored calls with probability 0.42 (rt58's form, 45 of 60: 0.96); the evidence calls' other rules pass the keyed
-decode. Three evidence calls chosen before the timing are now repeated (``_phases.TWIN_CALLS``): all three among the
+decode. Three evidence calls chosen before the timing are now repeated (``_control.TWIN_CALLS``): all three among the
 last three scored calls, 1 in 34220 (`decorative_dsl`)."""
 # expect: decorative_dsl
 # problem: p36
