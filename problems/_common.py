@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -97,6 +98,24 @@ def upcast(x: torch.Tensor) -> torch.Tensor:
     if x.dtype == torch.float64:
         return x
     return x.float()
+
+
+@contextmanager
+def tensor_core_sums() -> Iterator[None]:
+    """float32 matmuls within it summed on tensor cores (cuda's TF32), as a GPU kernel's MMA sums them.
+
+    Only for operands that are bf16 values upcast (exact in TF32: the products are exact and only the
+    accumulation differs). A reference's error against the float64 anchor, and with it the allowance, is then
+    that of the sums an honest kernel makes: p09's IEEE-summed logits gave ``lse`` an error a third of the
+    tensor-core kernels' (head dim 256), which sat at 0.55-1.07 of the allowance (benchmarks/RESULTS.md,
+    "H100 ... (session 46)"). No effect on the cpu or on the float64 anchor.
+    """
+    was = torch.backends.cuda.matmul.allow_tf32  # (torch >= 2.6; fp32_precision is 2.9's)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = was
 
 
 def generator(seed: int, device: str | torch.device) -> torch.Generator:

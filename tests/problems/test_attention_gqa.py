@@ -8,6 +8,7 @@ head mapping, ignoring ``kv_last_page_len``) must disagree, so the checks can fa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -228,3 +229,31 @@ def test_cost_counts_valid_tokens():
     idx = 4 * (w["len_indptr"] + w["num_kv_indices"])
     assert c.bytes == kv + qo + idx
     assert c.flops["bf16"] == 4 * w["num_qo_heads"] * w["head_dim"] * w["num_kv_indices"]
+
+
+def test_the_prefill_logits_sum_on_tensor_cores_and_leave_the_flag_as_found(monkeypatch):
+    """The prefill reference's logits are summed as a GPU kernel's MMA sums them (``tensor_core_sums``: TF32, exact for
+    bf16 values; H100, benchmarks/RESULTS.md "p09's lse": the IEEE-summed reference's lse error was a third of every
+    honest kernel's). The flag is set within the logits' product only and restored, raised or not; on the cpu the
+    reference is what it was."""
+    from problems import _common
+
+    seen: list[bool] = []
+    real = torch.einsum
+
+    def einsum(*args, **kwargs):
+        seen.append(torch.backends.cuda.matmul.allow_tf32)
+        return real(*args, **kwargs)
+
+    q, k, v = (torch.randn(6, 4, 16, dtype=torch.float64).float() for _ in range(3))
+    before = torch.backends.cuda.matmul.allow_tf32
+    monkeypatch.setattr(torch, "einsum", einsum)
+    out, lse = _gqa.attend(q, k[:, :2], v[:, :2], 0.25, causal=True)
+    assert seen[0] is True and seen[-1] is before  # logits within it, the PV product outside
+    assert torch.backends.cuda.matmul.allow_tf32 is before
+    with pytest.raises(RuntimeError), _common.tensor_core_sums():
+        raise RuntimeError("inside")
+    assert torch.backends.cuda.matmul.allow_tf32 is before
+    monkeypatch.setattr(_gqa, "tensor_core_sums", contextlib.nullcontext)
+    plain = _gqa.attend(q, k[:, :2], v[:, :2], 0.25, causal=True)
+    assert torch.equal(plain[0], out) and torch.equal(plain[1], lse)
