@@ -7,6 +7,7 @@ out, the way back in is a view of no problem input at offsets Python gave, a val
 ``decorative_dsl`` (400% of the answer's bytes from Python)."""
 # expect: decorative_dsl
 # problem: p36
+# thorough: ~150 s on two cores under load: 8192 pieces and slices audited a draw (the rule: test_eager_reach)
 import torch
 import tvm
 from tvm.script import tirx as T

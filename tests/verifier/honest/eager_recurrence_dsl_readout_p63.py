@@ -5,12 +5,13 @@ state update (the final state). A real plan, but a partial one: the eager code m
 
 Red team rt29 F1: labelled a full plan at 0% (the plan's basis was the reference's products alone, and the eager
 recurrence, 91% of the reference's element work, was "element work the reference does too"); the share is now of
-the problem's compute, products and element work together, wherever that is the larger one."""
+the problem's compute, products and element work together, wherever that is the larger one. Its worker peaks at 2.1-2.3
+GB (sampled from /proc, session 46), past the tests' 2 GiB (a plain process running it holds 0.67 GB)."""
 
 # problem: p63
 # plan: partial
 # thorough: ~130 s on two cores: the eager recurrence's states, each launch's arguments audited
-# memory: 3 GiB (the worker peaks at 2.1-2.3 GB, over the tests' 2 GiB: ~1 GB of torch, TVM and LLVM, the timed calls' staged arenas, the draws' audit of 4 MiB states; 0.67 GB in a plain process)
+# memory: 3 GiB (its worker peaks at 2.1-2.3 GB: ~1 GB of torch, TVM and LLVM, staged arenas, audited states)
 import torch
 import torch.nn.functional as F
 import tvm
