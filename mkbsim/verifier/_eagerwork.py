@@ -142,24 +142,25 @@ WIDTH = "+w"
 #: Of those, the ones carrying values out of tensors into Python.
 TO_PYTHON_NAMES = frozenset((TO_PYTHON, "aten._local_scalar_dense.default", RAISED))
 WIDTHS = {n: f"{WIDTH}{n}" for n in (1, 2, 4, 8, 16)}
-#: Views that take part of what they view at offsets Python gives (``t[v : v + 1]``, ``t[v]``, a split's pieces): the
-#: worker's vault marks (``OFFSET``) such a view of anything but a problem input, and each piece is a Python value
-#: entering tensors, as a lifted element is. A table made at import, its values its own offsets (``arange``), turns
-#: Python's values into tensors with no other crossing: red teams rt65 F1, rt66 F0/F1 and rt67 F0-F3 carried a whole
-#: eager answer out to Python by one channel after another, then back in as one-element slices of such a table, joined
-#: by one ``cat``, as full plans at 0%. Honest slices of the call's own tensors (a loop over sequences or experts) are
-#: a few dozen a call (5.6% of the answer's bytes at most among tests/verifier/honest, inputs' views counted, against
-#: ``PYTHON_SHARE``); a view of a problem input brings the input's data, not Python's, and is left out.
+#: Views that take part of what they view at offsets Python gives (``t[v : v + 1]``, ``t[v]``, a split's pieces), of a
+#: tensor the call was not given and did not make (made at import, or kept from an earlier call): the worker's vault
+#: and the reference's recorder mark (``OFFSET``) such a view, and each piece is a Python value entering tensors, as a
+#: lifted element is. A table made at import, its values its own offsets (``arange``), turns Python's values into
+#: tensors with no other crossing: red teams rt65 F1, rt66 F0/F1 and rt67 F0-F4 carried a whole eager answer out to
+#: Python by one channel after another, then back in as one-element slices of such a table, joined by one ``cat``, as
+#: full plans at 0%. A view of the call's own tensors (its inputs, what its operators made: a loop over sequences,
+#: experts or a split-K group's columns) carries their data, not Python's, and is left out; a table made anew each
+#: call costs its size in eager work, and the answer's values taken from it their recombination.
 OFFSET_VIEWS = frozenset(("slice", "select", "narrow", "as_strided", "unfold", "diagonal", "split", "split_with_sizes",
                           "unsafe_split", "unsafe_split_with_sizes", "chunk", "unbind", "tensor_split"))  # fmt: skip
 OFFSET = "+pyoffset"
 
 
-def offset_mark(base: str, whole: int, pieces: Iterable[int], of_input: bool) -> str:
+def offset_mark(base: str, whole: int, pieces: Iterable[int], of_call: bool) -> str:
     """``OFFSET`` for a view (``base``: its operator) taking part (``pieces``: its results' sizes) of what it views
-    (``whole`` elements, ``of_input``: of a problem input's storage), else ""; the vault and the reference's recorder
-    mark alike."""
-    return OFFSET if base in OFFSET_VIEWS and not of_input and any(n < whole for n in pieces) else ""
+    (``whole`` elements; ``of_call``: of a storage the call was given or made), else ""; the vault and the
+    reference's recorder mark alike."""
+    return OFFSET if base in OFFSET_VIEWS and not of_call and any(n < whole for n in pieces) else ""
 
 #: Operators taking a Python scalar into a tensor (a fill or a full: one value crosses, whatever their size; a range's
 #: start or end: ``torch.arange(v, v + 1)`` holds v).
@@ -815,9 +816,12 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             out = func(*args, **kwargs)
             name = recorded_name(str(func), args, kwargs) + lookups.judged(str(func), args, kwargs, out)
             if args and isinstance(args[0], torch.Tensor):
-                of_input = args[0].untyped_storage().data_ptr() in given_storages
+                of_call = args[0].untyped_storage().data_ptr() in call_storages
                 pieces = [t.numel() for t in _tensors(out)]
-                name += offset_mark(_operator(str(func))[1], args[0].numel(), pieces, of_input)
+                name += offset_mark(_operator(str(func))[1], args[0].numel(), pieces, of_call)
+            if _operator(str(func))[1] not in ("lift_fresh", "lift_fresh_copy"):  # (made: new storages, as the vault's)
+                read = {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))}
+                call_storages.update({t.untyped_storage().data_ptr() for t in _tensors(out)} - read)
             name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1
@@ -831,7 +835,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     for copy in _tensors(copies):
         lookups.given(copy)
-    given_storages = {copy.untyped_storage().data_ptr() for copy in _tensors(copies)}
+    call_storages = {copy.untyped_storage().data_ptr() for copy in _tensors(copies)}  # (given, then made)
     saved = torch.Tensor.__dict__.get("tolist")
     torch.Tensor.tolist = tolist  # type: ignore[method-assign,assignment]
     try:

@@ -3850,11 +3850,12 @@ def provenance_vault(
         marked = priced + judged + (lib.tabled if looked_up else "")
         wide = lib.width.priced(lib.width, made_widths, marked, given, outs)
         wider = f"{lib.wider}{wide}" if wide > 1 else ""
-        if lib.len(args) and lib.type(args[0]) is lib.Tensor:  # (a view at offsets Python gave, of no problem input)
+        if lib.len(args) and lib.type(args[0]) is lib.Tensor:  # (a view at offsets Python gave, of a tensor the call
+            # neither was given nor made: ``_eagerwork.offset_mark``)
             lo, hi = storage_span(args[0])
-            of_input = lib.any(a < hi and lo < b for a, b in input_spans_kept)
+            of_call = storage_of(args[0]) in made_here or lib.any(a < hi and lo < b for a, b in input_spans_kept)
             pieces = [lib.numel(t) for t in outs]
-            judged += lib.offset_mark(operator_name.rstrip("_"), lib.numel(args[0]), pieces, of_input)
+            judged += lib.offset_mark(operator_name.rstrip("_"), lib.numel(args[0]), pieces, of_call)
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))
             if looked_up

@@ -265,23 +265,25 @@ def test_single_values_read_from_one_storage_are_its_elements_not_checks(reads: 
 
 def test_a_view_at_offsets_python_gave_is_a_value_from_python_unless_of_an_input() -> None:
     """Red teams rt65-rt67 brought whole eager answers back as one-element slices of a table whose values are their
-    offsets: each such view is marked (``_eagerwork.OFFSET``) and crosses a value in; a view of a problem input brings
-    the input's data and is not; a view of the whole of what it views takes no offset."""
+    offsets, made at import: each such view is marked (``_eagerwork.OFFSET``) and crosses a value in; a view of a
+    problem input, or of what the call's operators made, carries their data and is not; nor is a view of the whole."""
     x = torch.randn(N)
+    table = torch.arange(N, dtype=torch.float32)  # (at import: before the call)
     with _opened(torch.arange(N), N) as audit:
         audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x], ())
         out = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
-        table = audit.eager("aten.arange.default", (N,), {"dtype": torch.float32})
+        made = audit.eager("aten.mul.Tensor", (x, 2.0))
         pieces = [audit.eager("aten.slice.Tensor", (table, 0, v, v + 1)) for v in (3, 5)]
         whole = audit.eager("aten.slice.Tensor", (table, 0, 0, N))
         given = audit.eager("aten.slice.Tensor", (x, 0, 7, 8))
-        joined = audit.eager("aten.cat.default", ([*pieces, given, whole[:1]],))
+        own = audit.eager("aten.slice.Tensor", (made, 0, 9, 10))
+        joined = audit.eager("aten.cat.default", ([*pieces, given, own, whole[:1]],))
         audit.launch(lambda _, o, j: o.add_(j.sum()), None, out, joined)
         audit.registry.protect(_provenance.report_result, _send=audit.send)([out])
         records = audit.control.report([N])["records"]
     found = next(r for r in records if r[0] == "eager_ops")[1]
     slices = {(key[0], key[1][0], key[2][0]): count for key, count in found if key[0].startswith("aten.slice")}
     assert slices[("aten.slice.Tensor" + _eagerwork.OFFSET, (N,), (1,))] == 2
-    assert slices[("aten.slice.Tensor", (N,), (1,))] == 1  # the input's
+    assert slices[("aten.slice.Tensor", (N,), (1,))] == 2  # the input's, and what the call made
     assert slices[("aten.slice.Tensor", (N,), (N,))] == 1
     assert _eagerwork.work_of(found).from_python >= 2 * _eagerwork.SCALAR_BYTES
