@@ -2,7 +2,7 @@
 consumes, and code written with the standard library's usual tools (dataclasses, namedtuple, enum,
 functools, closures, warnings, logging), which run exec and frame introspection internally. A case whose
 verification takes over ten seconds says so (`# thorough: why`) and runs with MKBSIM_THOROUGH=1; one that needs more
-than the tests' 2 GiB says how much (`# memory: N GiB (why)`)."""
+than the tests' 2 GiB or 8 s a call says how much (`# memory: N GiB (why)`, `# call timeout: N s (why)`)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,15 @@ def test_honest_submission_passes(cpu_session: VerifierSession, path: Path) -> N
     verifier README, "Plan kinds")."""
     named = re.search(r"^# problem: (p\d+)$", path.read_text(), re.M)
     plan = re.search(r"^# plan: (\w+)$", path.read_text(), re.M)
-    memory = re.search(r"^# memory: (\d+) GiB", path.read_text(), re.M)  # (past the tests' 2 GiB: the case says why)
-    if memory:
-        with VerifierSession("cpu", limits=TEST_LIMITS.with_(memory_bytes=int(memory.group(1)) << 30)) as session:
+    # (past the tests' 2 GiB and 8 s a call: the case says why)
+    memory = re.search(r"^# memory: (\d+) GiB", path.read_text(), re.M)
+    call = re.search(r"^# call timeout: (\d+) s", path.read_text(), re.M)
+    if memory or call:
+        limits = TEST_LIMITS.with_(
+            memory_bytes=int(memory.group(1)) << 30 if memory else TEST_LIMITS.memory_bytes,
+            call_timeout_s=float(call.group(1)) if call else TEST_LIMITS.call_timeout_s,
+        )
+        with VerifierSession("cpu", limits=limits) as session:
             report = session.verify(path, named.group(1) if named else "p36", "tirx")
     else:
         report = cpu_session.verify(path, named.group(1) if named else "p36", "tirx")

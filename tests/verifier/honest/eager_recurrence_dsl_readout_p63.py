@@ -12,6 +12,7 @@ GB (sampled from /proc, session 46), past the tests' 2 GiB (a plain process runn
 # plan: partial
 # thorough: ~130 s on two cores: the eager recurrence's states, each launch's arguments audited
 # memory: 3 GiB (its worker peaks at 2.1-2.3 GB: ~1 GB of torch, TVM and LLVM, staged arenas, audited states)
+# call timeout: 30 s (a block of its timed calls with their evidence calls' audits took over 8 s on two loaded cores)
 import torch
 import torch.nn.functional as F
 import tvm
