@@ -162,19 +162,6 @@ def offset_mark(base: str, whole: int, pieces: Iterable[int], of_call: bool) -> 
     reference's recorder mark alike."""
     return OFFSET if base in OFFSET_VIEWS and not of_call and any(n < whole for n in pieces) else ""
 
-#: Composite operators whose C++ reads elements of a tensor argument itself (``data_ptr``: no operator dispatched, so no
-#: record of it), by the argument's (position, name): each of those elements leaves for Python as a ``tolist()``'s do
-#: (the worker's provenance mode reports it as ``TO_PYTHON`` before the composite runs). ``tensor_split`` by a tensor of
-#: indices hands them back as its pieces' lengths (red teams rt67 F1 and rt68 F2: a whole eager answer out, over a view
-#: of a problem input whose pieces are no values in, full plans at 0%), ``_pad_packed_sequence`` its batch sizes as
-#: its slices' offsets, ``ctc_loss`` its lengths as the integer lists it calls itself with. The reference's recorder
-#: sees composites decomposed (under ``no_grad``), and no reference calls them.
-COMPOSITE_READS: dict[str, tuple[tuple[int, str], ...]] = {
-    "aten.tensor_split.tensor_indices_or_sections": ((1, "tensor_indices_or_sections"),),
-    "aten._pad_packed_sequence.default": ((1, "batch_sizes"),),
-    "aten.ctc_loss.Tensor": ((2, "input_lengths"), (3, "target_lengths")),
-}
-
 #: Operators taking a Python scalar into a tensor (a fill or a full: one value crosses, whatever their size; a range's
 #: start or end: ``torch.arange(v, v + 1)`` holds v).
 _SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill", "arange", "linspace", "logspace"))

@@ -28,14 +28,11 @@ Resolved = tuple[str, Any, Any, bool]
 def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
     """The keyword defaults of the provenance mode's ``_provenance.dispatch`` besides its vault's ``send``,
     bound now: the operator resolver (protected by ``registry``), the mode stack's push and pop, the backend
-    key a custom operator is redispatched to, the dispatcher's redispatch, the process's CPU clock an operator's
-    run is timed by (the scored calls' host time is judged against it: ``_judge.scored_host_time``), and the composite
-    operators whose C++ reads a tensor's elements (``_eagerwork.COMPOSITE_READS``) with what reporting them takes."""
+    key a custom operator is redispatched to, the dispatcher's redispatch, and the process's CPU clock an operator's
+    run is timed by (the scored calls' host time is judged against it: ``_judge.scored_host_time``)."""
     import time
 
     import torch
-
-    from mkbsim.verifier import _eagerwork
 
     key = torch._C.DispatchKey.CUDA if device.type == "cuda" else torch._C.DispatchKey.CPU
     return {
@@ -46,12 +43,6 @@ def dispatch_hooks(registry: Any, device: Any) -> dict[str, Any]:
         "_redispatch": torch._C._DispatchOperatorHandle.redispatch_boxed,
         "_clock": time.process_time_ns,
         "_BaseException": BaseException,
-        "_composite_reads": _eagerwork.COMPOSITE_READS,
-        "_to_python": _eagerwork.TO_PYTHON,
-        "_tensor_type": torch.Tensor,
-        "_issubclass": issubclass,
-        "_type": type,
-        "_len": len,
     }
 
 

@@ -5139,8 +5139,7 @@ def gate(*args: Any, _send: Any, _original: Any, _count: bool, _serial: Any, **k
 
 def dispatch(
     self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None, *, _send: Any, _serial: Any, _resolve: Any,
-    _push: Any, _pop: Any, _backend: Any, _redispatch: Any, _clock: Any, _BaseException: Any, _composite_reads: Any,
-    _to_python: Any, _tensor_type: Any, _issubclass: Any, _type: Any, _len: Any
+    _push: Any, _pop: Any, _backend: Any, _redispatch: Any, _clock: Any, _BaseException: Any
 ) -> Any:  # fmt: skip
     """The provenance mode's ``__torch_dispatch__``: run the operator, then report it. What runs and what is
     reported are the operator ``func``'s schema names, read once (``_operators.resolve_operator``): the object
@@ -5150,9 +5149,8 @@ def dispatch(
     may be the submission's Python) is no single eager operator: it runs below the Python dispatch key with
     this mode pushed again, so that what it does inside (allocations, eager operators, DSL launches) is
     watched one by one, and is not reported itself; so is a composite aten operator (``_operators.Resolved``: what
-    autograd decomposes, reaching the mode whole under ``torch.inference_mode``), but for the elements of a tensor its
-    C++ reads with no operator (``_eagerwork.COMPOSITE_READS``), which leave for Python. Every operator is reported
-    before it runs too: what it reads is checked against what recorded writers left (``unwritten``), and an in-place
+    autograd decomposes, reaching the mode whole under ``torch.inference_mode``). Every operator is reported before it
+    runs too: what it reads is checked against what recorded writers left (``unwritten``), and an in-place
     accumulating scatter's destination is read then (``_scatters``): afterwards its elements hold the sums.
 
     The mode is pushed on correctness draws only: an operator runs and is reported under the worker's launch lock
@@ -5161,12 +5159,6 @@ def dispatch(
     another thread's launch): what it runs takes it, operator by operator and launch by launch."""
     name, native, handle, composite = _resolve(func)
     if composite or not name.startswith(("aten.", "prims.")):
-        for position, keyword in _composite_reads.get(name, ()):  # elements its C++ reads: out to Python
-            given = args[position] if position < _len(args) else (kwargs or {}).get(keyword)
-            if _issubclass(_type(given), _tensor_type):
-                failed = _send((3, func, _to_python, (given,), {}, None))  # OP
-                if failed is not None:
-                    raise failed
         _push(self)
         try:
             return _redispatch(handle, _backend, *args, **(kwargs or {}))

@@ -31,6 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from mkbsim.verifier._allocator import fill_foreign_allocations, fill_fresh_allocations
 from mkbsim.verifier._attribution import attribution_config
 from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answer_signer, signer_lib, worker_io
+from mkbsim.verifier._composites import install as install_composites
 from mkbsim.verifier._control import BLOCK_NONCE, map_control
 from mkbsim.verifier._dsl import DslGates
 from mkbsim.verifier._eagerwork import to_python_hook
@@ -438,6 +439,8 @@ class Worker:
                 _marker=torch.ops.aten._local_scalar_dense.default,
             )  # fmt: skip
             self.guards.replace(torch.Tensor, "tolist", tolist)
+            # the composites whose C++ reads a tensor's elements read them through that hook instead (_composites)
+            install_composites(tolist)
             audit = {
                 "_mode": _ProvenanceMode(), "_ask": self.guards.ask,
                 # (its census of the tensors alive lists the collector's objects: the guards let that vault's events by)

@@ -643,27 +643,6 @@ def _vault_records(
     return next(r[1] for r in records if r[0] == "eager_ops")
 
 
-def _lengths_out(x: torch.Tensor) -> torch.Tensor:
-    """Red team rt68 F2: values out to Python as the lengths of ``tensor_split``'s pieces of a view of a problem input
-    (no piece a value in), the split points read by the composite's C++ with no operator; under inference mode, as
-    run() is called, the composite reaches the mode whole."""
-    with torch.inference_mode():
-        values = (x * 4).to(torch.int64).abs()
-        pieces = torch.tensor_split(x[:1].expand(1 << 40), torch.cumsum(values + 1, 0))
-        lengths = [p.shape[0] - 1 for p in pieces[: x.numel()]]
-        return x + lengths[0]
-
-
-def test_a_composite_reading_a_tensor_in_cpp_sends_its_elements_to_python() -> None:
-    """``_eagerwork.COMPOSITE_READS``: ``tensor_split`` by a tensor of indices reports the indices' elements leaving for
-    Python (8 bytes each), as a ``tolist()`` of them would; its pieces, views of a problem input, cross nothing in."""
-    x = torch.randn(64)
-    found = _vault_records(_lengths_out, [x])
-    out = {key[0]: count for key, count in found if key[0].startswith(_eagerwork.TO_PYTHON)}
-    assert out == {_eagerwork.TO_PYTHON + _eagerwork.WIDTHS[8]: 1}, found
-    assert work_of(found).to_python == 64 * 8
-
-
 def test_the_vault_records_eager_operators_as_the_verifier_records_the_reference_s() -> None:
     problem = load_problem(next(problems_root().glob("quantization/52_*.py")))
     inputs = list(problem.make_inputs(problem.smoke, seed=1))

@@ -13,6 +13,7 @@ GB (sampled from /proc, session 46), past the tests' 2 GiB (a plain process runn
 # thorough: ~130 s on two cores: the eager recurrence's states, each launch's arguments audited
 # memory: 3 GiB (its worker peaks at 2.1-2.3 GB: ~1 GB of torch, TVM and LLVM, staged arenas, audited states)
 # call timeout: 30 s (a block of its timed calls with their evidence calls' audits took over 8 s on two loaded cores)
+# test timeout: 900 s (over 300 s under the THOROUGH suite's load: session 47)
 import torch
 import torch.nn.functional as F
 import tvm
