@@ -523,6 +523,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"),
         layout_of=_getter(base, "layout"), strided=torch.strided, is_nested=_getter(base, "is_nested"),
         is_floating=base.is_floating_point, isnan=base.isnan, float16=torch.float16, index_fill_=base.index_fill_,
+        # floating dtypes torch neither converts nor copies, with no NaN: read by their bits (red team rt69 FP0:
+        # float4's packed pairs made every counted launch given them raise)
+        packed_floats=frozenset(getattr(torch, name) for name in ("float4_e2m1fn_x2",) if hasattr(torch, name)),
         nbytes=_getter(base, "nbytes"), storage_nbytes=torch._C.StorageBase.__dict__["nbytes"],
         masked_out=-(1 << 63),  # a table's elements eager code did not make: a value no integer output holds
         empty=torch._C._VariableFunctions.empty, uint8=torch.uint8, float32=torch.float32, float64=torch.float64,
@@ -534,7 +537,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         accumulate_at=_eagerwork.ACCUMULATE_AT, accumulates=_eagerwork.ACCUMULATES, scaling=_eagerwork.SCALING,
         scales=_eagerwork.SCALES, ffts=frozenset(_eagerwork.FFTS), fft_mark=_eagerwork.FFT_POINTS,
         fft_points=_eagerwork.fft_points, wide=_eagerwork.WIDE, to_python=_eagerwork.TO_PYTHON_NAMES,
-        crossing=_eagerwork.crossing, check_bytes=_eagerwork.CHECK_BYTES, data_sized=_eagerwork.DATA_SIZED,
+        python_scalars=_eagerwork.python_scalars, scalars_mark=_eagerwork.scalars_mark, crossing=_eagerwork.crossing,
+        check_bytes=_eagerwork.CHECK_BYTES, data_sized=_eagerwork.DATA_SIZED,
         crossed_values=_eagerwork.crossed_values, checks=_eagerwork.CHECKS, raised=_eagerwork.RAISED,
         masked_reads=_eagerwork.MASKED_READS, sized_bytes=_eagerwork.SCALAR_BYTES, offset_mark=_eagerwork.offset_mark,
         widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
@@ -786,6 +790,7 @@ def provenance_vault(
     # the storages an eager operator of the draw allocated (its results sharing no storage with what it read, no lift)
     # and those of them erased once nothing but their record held them (``erase_dropped``)
     made_here: dict[int, bool] = {}
+    scalars_seen: dict[Any, None] = {}  # the draw's distinct Python numbers operators took (``_eagerwork.SCALARS``)
     eager_time = [0, 0]  # the eager operators' own runs: process CPU (ns), operators (``_judge.scored_host_time``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
     # the destination of the in-place accumulating scatter about to run, as it was: (tensor, which of its elements may
@@ -895,9 +900,12 @@ def provenance_vault(
 
     def nan_bytes(t: Any) -> Any:
         """Which bytes of ``t``'s span hold a NaN element of ``t`` (None: ``t`` is not floating or holds none)."""
-        if not lib.is_floating(t) or not lib.numel(t):
+        if not lib.is_floating(t) or not lib.numel(t) or lib.dtype_of(t) in lib.packed_floats:
             return None
-        nan = lib.isnan(t if lib.element_size(t) > 1 else lib.to(t, lib.float16))
+        try:  # (a one-byte float through float16: cuda's isnan of fp8; a dtype with no conversion holds no NaN read)
+            nan = lib.isnan(t if lib.element_size(t) > 1 else lib.to(t, lib.float16))
+        except lib.BaseException:
+            return None
         if not lib.int(lib.count_nonzero(nan)):
             return None
         lo, hi = span(t)
@@ -2160,7 +2168,7 @@ def provenance_vault(
             views.append((lib.transpose(values, -1, -2), lib.transpose(eager, -1, -2) if eager is not None else None))
         found = []
         for view, mask in views:
-            view = lib.contiguous(view)
+            view = lib.contiguous(lib.view(view, lib.uint8) if lib.dtype_of(view) in lib.packed_floats else view)
             forms = [bits(view, width)]
             if lib.is_floating(view) and lib.is_floating(t) and lib.dtype_of(view) is not lib.dtype_of(t):
                 forms.append(bits(lib.contiguous(lib.to(view, lib.dtype_of(t))), width))
@@ -2838,7 +2846,9 @@ def provenance_vault(
             # judged once run() returned (``judge_copies``), on copies of what it needs: a copy's search costs a launch
             # milliseconds, which run() could time around a probe launch of its own (an evidence call told apart)
             copied_now = lib.zeros((lib.numel(changed_at),), dtype=lib.bool_, device=lib.device_of(t))
-            sources = [(lib.clone(held), key) for held, key in whole]
+            # (copied by their bits: a dtype with no copy of its own, float4's packed pairs: red team rt69 FP0)
+            sources = [(lib.view(lib.clone(lib.view(held, lib.bits[lib.element_size(held)])), lib.dtype_of(held)), key)
+                       for held, key in whole]  # fmt: skip
             deferred.append((lib.len(left), lib.clone(t), changed_at, now, sources, copied_now))
             addresses = lib.add(lib.mul(element_offsets(t, changed_at), lib.element_size(t)), lo)
             judged.append((lo, hi, addresses, copied_now))
@@ -3140,6 +3150,8 @@ def provenance_vault(
                 if hi <= lo or lib.device_of(t).type not in ("cpu", "cuda"):
                     continue
                 old, new = was(t, spans), was(t, [(r[2], r[2], r[0]) for r in left[first:]])
+                if old is not None and new is not None and lib.dtype_of(t) in lib.packed_floats:  # (by their bits)
+                    old, new = lib.view(old, lib.uint8), lib.view(new, lib.uint8)
                 if old is not None and new is not None:
                     arguments.append((lo, hi, storage_of(t), old, new, given_now, (launch_kind, position)))
             later.append((first, arguments, left[first:]))
@@ -3896,6 +3908,7 @@ def provenance_vault(
             of_call = storage_of(args[0]) in made_here or lib.any(a < hi and lo < b for a, b in input_spans_kept)
             pieces = [lib.numel(t) for t in outs]
             judged += lib.offset_mark(operator_name.rstrip("_"), lib.numel(args[0]), pieces, of_call)
+        judged += lib.scalars_mark(scalars_seen, lib.python_scalars(name, args, kwargs))
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))
             if looked_up
@@ -4877,6 +4890,7 @@ def provenance_vault(
                 eager_trail.clear()
                 input_spans_kept.clear()
                 made_here.clear()
+                scalars_seen.clear()
                 eager_time[:] = [0, 0]
                 weighed.clear()
                 destination.clear()
@@ -5162,6 +5176,9 @@ def dispatch(
         _push(self)
         try:
             return _redispatch(handle, _backend, *args, **(kwargs or {}))
+        except _BaseException:  # its own C++ may raise with a value it read (red team rt69 F2): RAISED, as below
+            _send((13, name, args, kwargs))
+            raise
         finally:
             _pop(None)
     with _serial:

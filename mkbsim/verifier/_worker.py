@@ -34,7 +34,7 @@ from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answe
 from mkbsim.verifier._composites import install as install_composites
 from mkbsim.verifier._control import BLOCK_NONCE, map_control
 from mkbsim.verifier._dsl import DslGates
-from mkbsim.verifier._eagerwork import to_python_hook
+from mkbsim.verifier._eagerwork import to_python_hook, to_python_text_hook
 from mkbsim.verifier._guards import Binding, Guards, binding, changed_bindings, started_threads
 from mkbsim.verifier._mapped import (
     bound_steps,
@@ -439,6 +439,12 @@ class Worker:
                 _marker=torch.ops.aten._local_scalar_dense.default,
             )  # fmt: skip
             self.guards.replace(torch.Tensor, "tolist", tolist)
+            # a tensor's text is made with the dispatch modes popped: its hook reports what leaves for Python too
+            text = registry.protect(
+                to_python_text_hook, _send=send, _original=torch._tensor_str._str,
+                _marker=torch.ops.aten._local_scalar_dense.default,
+            )  # fmt: skip
+            self.guards.replace(torch._tensor_str, "_str", text)
             # the composites whose C++ reads a tensor's elements read them through that hook instead (_composites)
             install_composites(tolist)
             audit = {

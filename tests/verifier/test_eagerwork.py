@@ -643,6 +643,41 @@ def _vault_records(
     return next(r[1] for r in records if r[0] == "eager_ops")
 
 
+def _padded_by(values: list[float]) -> Any:
+    """Red team rt68 F1's way back in: one Python number per element, as ``F.pad``'s ``value`` of a one-element slice of
+    a copy of the input (a view of what the call made: no value in), joined by ``cat``."""
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        made = x.clone()
+        return torch.cat([F.pad(made[k : k + 1], (1, 0), value=v) for k, v in enumerate(values)])
+
+    return run
+
+
+@pytest.mark.parametrize("distinct", [True, False])
+def test_python_numbers_past_the_first_sixteen_distinct_of_a_call_are_values_in(distinct: bool) -> None:
+    """``_eagerwork.SCALARS``: 100 pads by 100 distinct numbers count 84 values in (8 bytes each) beside the 16 free; by
+    one number repeated, none; the vault and the reference's recorder mark alike."""
+    x = torch.randn(128)
+    values = [k / 7 for k in range(100)] if distinct else [0.5] * 100
+    found = _vault_records(_padded_by(values), [x])
+    assert work_of(found).from_python == (84 * _eagerwork.SCALAR_BYTES if distinct else 0)
+    assert sorted(found) == sorted(reference_ops(_padded_by(values), [x]))
+
+
+@pytest.mark.parametrize("value", [torch.tensor(-4611686018427375559), torch.arange(6.0).reshape(2, 3)])
+def test_a_tensor_s_text_reports_its_elements_leaving_for_python(value: torch.Tensor) -> None:
+    """Red team rt69 F0: torch makes a tensor's text with the dispatch modes popped and reads a 0-dim one by ``item()``;
+    the worker's hook on ``torch._tensor_str._str`` reports the tensor leaving for Python, then makes the same text."""
+    sent: list[Any] = []
+    marker = torch.ops.aten._local_scalar_dense.default
+    hook = functools.partial(
+        _eagerwork.to_python_text_hook, _send=lambda m: sent.append(m), _original=torch._tensor_str._str, _marker=marker
+    )
+    assert hook(value) == torch._tensor_str._str(value)
+    assert [(m[0], m[2], m[3][0] is value) for m in sent] == [(3, _eagerwork.TO_PYTHON, True)]
+
+
 def test_the_vault_records_eager_operators_as_the_verifier_records_the_reference_s() -> None:
     problem = load_problem(next(problems_root().glob("quantization/52_*.py")))
     inputs = list(problem.make_inputs(problem.smoke, seed=1))

@@ -86,6 +86,22 @@ def test_nan_a_launch_writes_is_no_work(evidence: Evidence, transposed: bool) ->
     assert 0.9 * 2 * N < found["bytes"] <= 2 * N, found
 
 
+@pytest.mark.skipif(not hasattr(torch, "float4_e2m1fn_x2"), reason="torch without float4")
+def test_a_float4_argument_is_counted_without_a_nan_check(evidence: Evidence) -> None:
+    """Red team rt69 FP0: a launch given packed float4 pairs (an NVFP4 kernel's weights typed as such) made the vault
+    raise in ``nan_bytes`` (float4 has no conversion, and no NaN): its changed bytes count as any integer's."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    out, packed = torch.full_like(x, float("nan")), torch.zeros(N, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+
+    def kernel(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, packed: torch.Tensor) -> None:
+        rms_norm(x, w, out)
+        packed.view(torch.uint8).fill_(0x35)
+
+    evidence.launch(kernel, x, w, out, packed)
+    assert evidence.work(out)["bytes"] > 0.9 * 2 * N + N
+
+
 def test_twice_the_answer_halved_in_place_is_no_work(evidence: Evidence) -> None:
     """rt22 F1 (1): eager code writes twice the answer into the output, the launch halves it in place."""
     x, w = _inputs()
