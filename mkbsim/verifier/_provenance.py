@@ -522,9 +522,9 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"),
         layout_of=_getter(base, "layout"), strided=torch.strided, is_nested=_getter(base, "is_nested"),
-        is_floating=base.is_floating_point, isnan=base.isnan, float16=torch.float16, index_fill_=base.index_fill_,
-        # floating dtypes torch neither converts nor copies, with no NaN: read by their bits (red team rt69 FP0:
-        # float4's packed pairs made every counted launch given them raise)
+        is_floating=base.is_floating_point,
+        # floating dtypes torch neither converts nor copies: read by their bits (red team rt69 FP0: float4's packed
+        # pairs made every counted launch given them raise)
         packed_floats=frozenset(getattr(torch, name) for name in ("float4_e2m1fn_x2",) if hasattr(torch, name)),
         nbytes=_getter(base, "nbytes"), storage_nbytes=torch._C.StorageBase.__dict__["nbytes"],
         masked_out=-(1 << 63),  # a table's elements eager code did not make: a value no integer output holds
@@ -897,42 +897,6 @@ def provenance_vault(
         size = lib.element_size(t)
         strides = [st * size for st in lib.stride(t)]
         return lib.as_strided(per_byte, (*lib.size(t), size), (*strides, 1), 0)
-
-    def nan_bytes(t: Any) -> Any:
-        """Which bytes of ``t``'s span hold a NaN element of ``t`` (None: ``t`` is not floating or holds none)."""
-        if not lib.is_floating(t) or not lib.numel(t) or lib.dtype_of(t) in lib.packed_floats:
-            return None
-        try:  # (a one-byte float through float16: cuda's isnan of fp8; a dtype with no conversion holds no NaN read)
-            nan = lib.isnan(t if lib.element_size(t) > 1 else lib.to(t, lib.float16))
-        except lib.BaseException:
-            return None
-        if not lib.int(lib.count_nonzero(nan)):
-            return None
-        lo, hi = span(t)
-        mask = lib.zeros((hi - lo,), dtype=lib.bool_, device=lib.device_of(t))
-        if lib.is_contiguous(t):
-            lib.logical_or_(grouped(t, mask), lib.unsqueeze(nan, -1))
-        else:  # (one element may be at several positions: its bytes by index)
-            at = element_bytes(t, lib.reshape(lib.nonzero(lib.reshape(nan, (-1,))), (-1,)))
-            lib.index_fill_(mask, 0, lib.reshape(at, (-1,)), True)
-        return mask
-
-    def not_nan(written: Any, tensors: Any, address: int) -> Any:
-        """``written`` (the bytes from ``address`` a launch changed) less those of its floating tensor arguments'
-        elements that are NaN now. A draw's fresh memory holds NaN, and what a kernel computes over it (the padded
-        rows of an expert's tile: the 64-row half tiles of p44's GEMMs) is NaN again, in a NaN of other bits (cuda's
-        canonical one): a change of bytes on the draw, where a reused block's rows make zeros or the last call's NaN
-        on an evidence call. NaN is no work on either side (on the H100 the honest p44 kernels' draws changed 1.0 MB
-        against their evidence calls' 0.38, rejected ``decorative_dsl`` in session 47: their padded tiles, it
-        seems)."""
-        end = address + lib.numel(written)
-        for t in tensors:
-            lo, hi = span(t)
-            if address <= lo and hi <= end and lib.device_of(t) == lib.device_of(written):
-                nan = nan_bytes(t)
-                if nan is not None:
-                    lib.logical_and_(written[lo - address : hi - address], lib.logical_not(nan))
-        return written
 
     def by_element(t: Any, per_byte: Any) -> Any:
         """``per_byte`` as (element, its bytes), in ``t``'s logical order."""
@@ -3095,8 +3059,7 @@ def provenance_vault(
             # the launch's work: the bytes it changed to a nonzero value. A zero written over the sentinel of fresh
             # memory changes it on a draw, over the zero a reused block held (the previous call's output) on a timed
             # call it does not, and an output of mostly zero rows (p43's table gradient) looked like skipped work
-            changed += lib.int(lib.count_nonzero(not_nan(lib.logical_and(diff, whole), tensors, address))) if count \
-                else 0
+            changed += lib.int(lib.count_nonzero(lib.logical_and(diff, whole))) if count else 0
             if audit:  # the launch's tensors: judged by their bytes from now on
                 if count and not suppress:  # a counted launch is a recorded writer (an uncounted one is not: what it
                     # left is erased; a suppressed one's bytes are put back as recorded)
@@ -3223,13 +3186,7 @@ def provenance_vault(
             count = lib.int(lib.count_nonzero(taken))
             if not count:
                 continue
-            # (the bytes ``after`` counted: nonzero, not of an element NaN as the launch left it)
-            counted_bytes = lib.logical_and(taken, record[2][a - record[0] : b - record[0]])
-            then = was(t, [(record[2], record[2], record[0])])
-            nan = nan_bytes(then) if then is not None else None
-            if nan is not None:
-                lib.logical_and_(counted_bytes, lib.logical_not(nan[a - lo : b - lo]))
-            counted_there = lib.int(lib.count_nonzero(counted_bytes))
+            counted_there = lib.int(lib.count_nonzero(lib.logical_and(taken, record[2][a - record[0] : b - record[0]])))
             changed -= counted_there  # (``after`` counts the changed bytes that hold a nonzero value)
             decoded_bytes += counted_there
             lib.logical_and_(diff, lib.logical_not(taken))

@@ -1,7 +1,7 @@
 """Honest one-launch RMSNorm whose kernel also takes a read-only ``float4_e2m1fn_x2`` tensor (the weight's bytes
 viewed so; on p59-p61 an NVFP4 kernel typing its packed e2m1 weights as torch's float4, which TVM's DLPack import
 accepts). Torch has no conversion nor copy for float4: the vault raised on every counted launch given one (red team
-rt69 FP0, ``exception`` on 9cbd9a0: the work rule's NaN check, the copy search's sources, the decode rule's
+rt69 FP0, ``exception`` on 9cbd9a0: a NaN check since withdrawn, the copy search's sources, the decode rule's
 operands); it reads such a tensor by its bits now (``packed_floats``)."""
 # problem: p36
 # thorough: ~40 s on two cores under load (a draw of a launch with three tensor arguments, float4 among them)
