@@ -522,7 +522,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         add=base.add, remainder=base.remainder, floor_divide=base.floor_divide, is_contiguous=base.is_contiguous,
         dtype_of=_getter(base, "dtype"), device_of=_getter(base, "device"),
         layout_of=_getter(base, "layout"), strided=torch.strided, is_nested=_getter(base, "is_nested"),
-        is_floating=base.is_floating_point,
+        is_floating=base.is_floating_point, isnan=base.isnan, float16=torch.float16, index_fill_=base.index_fill_,
         # floating dtypes torch neither converts nor copies: read by their bits (red team rt69 FP0: float4's packed
         # pairs made every counted launch given them raise)
         packed_floats=frozenset(getattr(torch, name) for name in ("float4_e2m1fn_x2",) if hasattr(torch, name)),
@@ -2963,33 +2963,43 @@ def provenance_vault(
         made, share = launch_left(lib.add(at, lo), lib.take(bytes_of(t, lo, hi), at), lo, hi, lib.len(left))
         return lib.float(lib.sum(lib.where(made, share, 0.0))) / lib.numel(made)
 
-    def launch_made(device: Any) -> list[Any]:
-        """What the call's counted launches made, for ``carried_share``: per tensor argument of a launch as laid out
-        (``layouts``), the values of the elements the launch changed (any of their bytes), as they were when it returned
-        (its ``left`` record: a later write does not take them back), in the argument's dtype, flat. Not an argument the
-        launch copied (``launch_copies``: ``COPY_TAINT`` of its probes there), whose values were made elsewhere."""
-        made: list[Any] = []
+    def launch_arguments() -> Any:
+        """Each counted launch's tensor arguments as it left them (``layouts``, each once): its ``left`` record's index,
+        the argument's span, its values as a view of the record's bytes after the launch, and the record's ``diff`` per
+        element byte (less what the decode rule withdrew)."""
         taken: dict[Any, bool] = {}
         for first, lo, hi, dtype, sizes, strides in layouts:
             for k in lib.range(first, lib.len(left)):  # the launch's record: the first after it holding the argument
-                a, b, after_bytes, diff, judged, count, _ = left[k]  # (diff: less what the decode rule withdrew)
+                a, b, after_bytes, diff, _, count, _ = left[k]
                 if count and a <= lo and hi <= b:
                     break
             else:
                 continue
             key = (k, lo, hi, dtype, sizes, strides)
-            if key in taken or lib.device_of(after_bytes).type != device.type:
+            if key in taken:
                 continue
             taken[key] = True
-            if lib.any(c < hi and lo < d and lib.int(lib.count_nonzero(copied)) >= lib.copy_taint * lib.numel(copied)
-                       for c, d, _, copied in judged if lib.numel(copied)):  # fmt: skip
-                continue
             values = lib.empty((0,), dtype=dtype, device=lib.device_of(after_bytes))
             size = lib.element_size(values)
             if (lo - a) % size:
                 continue
             lib.set_(values, lib.untyped_storage(after_bytes), (lo - a) // size, sizes, strides)
             per_byte = lib.as_strided(diff, (*sizes, size), (*[st * size for st in strides], 1), lo - a)
+            yield k, lo, hi, values, per_byte
+
+    def launch_made(device: Any) -> list[Any]:
+        """What the call's counted launches made, for ``carried_share``: per tensor argument of a launch
+        (``launch_arguments``), the values of the elements the launch changed (any of their bytes), as they were when it
+        returned (its ``left`` record: a later write does not take them back), in the argument's dtype, flat. Not an
+        argument the launch copied (``launch_copies``: ``COPY_TAINT`` of its probes there), whose values were made
+        elsewhere."""
+        made: list[Any] = []
+        for k, lo, hi, values, per_byte in launch_arguments():
+            if lib.device_of(values).type != device.type:
+                continue
+            if lib.any(c < hi and lo < d and lib.int(lib.count_nonzero(copied)) >= lib.copy_taint * lib.numel(copied)
+                       for c, d, _, copied in left[k][4] if lib.numel(copied)):  # fmt: skip
+                continue
             changed_here = lib.reshape(lib.any_of(per_byte, -1), (-1,))
             changed_count = lib.int(lib.count_nonzero(changed_here))
             if changed_count == lib.numel(changed_here):  # (the common case: no pass to select them)
@@ -2997,6 +3007,39 @@ def provenance_vault(
             elif changed_count:
                 made.append((lib.masked_select(lib.reshape(values, (-1,)), changed_here), None))
         return made
+
+    def nan_work() -> int:
+        """Of the bytes the call's counted launches changed to a nonzero value (``changed``), those of an element NaN
+        as its launch left it: no launch's work, on a draw or an evidence call. A draw's fresh memory holds the NaN
+        sentinel, and what a kernel computes over it (the padded rows of an expert's tile: p44's 64-row half tiles) is
+        NaN again in other bits (cuda's canonical NaN), a change; over a reused block on an evidence call it is the last
+        call's NaN or a zero, none (on the H100 the honest p44 kernels' draws changed 1.0 MB against their evidence
+        calls' 0.38 and were rejected ``decorative_dsl``). Counted once run() returned, from the records: a pass in
+        every launch's window made the evidence calls' launches slower than the draws' (9cbd9a0, withdrawn: the time
+        told them apart, ``adversarial/timed_copy_probe_detector_p36``)."""
+        marked: dict[int, Any] = {}  # record -> its bytes that belong to a NaN element
+        for k, lo, _, values, _ in launch_arguments():
+            dtype = lib.dtype_of(values)
+            if not lib.is_floating(values) or dtype in lib.packed_floats or not lib.numel(values):
+                continue
+            nan = lib.isnan(values if lib.element_size(values) > 1 else lib.to(values, lib.float16))
+            if not lib.int(lib.count_nonzero(nan)):
+                continue
+            size = lib.element_size(values)
+            where = lib.nonzero(nan)
+            at = lib.full((lib.size(where)[0],), lo - left[k][0], dtype=lib.int64, device=lib.device_of(values))
+            for d, stride in lib.enumerate(lib.stride(values)):
+                at = lib.add(at, lib.mul(where[:, d], stride * size))
+            at = lib.reshape(lib.add(lib.unsqueeze(at, 1), lib.arange(size, device=lib.device_of(values))), (-1,))
+            if k not in marked:
+                marked[k] = lib.zeros((lib.numel(left[k][3]),), dtype=lib.bool_, device=lib.device_of(values))
+            lib.index_fill_(marked[k], 0, at, True)
+        counted = 0
+        for k, mask in marked.items():
+            _, _, after_bytes, diff, _, _, _ = left[k]
+            lib.logical_and_(mask, diff)
+            counted += lib.int(lib.count_nonzero(lib.logical_and(mask, after_bytes)))
+        return counted
 
     def carried_share(t: Any, i: int, left_there: Any, counted: Any) -> float:
         """Output i's carried share: of its sampled elements (those ``counted``, as ``left_share`` counts them: None for
@@ -4674,7 +4717,7 @@ def provenance_vault(
         """What the call's launches did, written to the control page once run() returned (evidence calls and
         draws): the bytes they changed in their tensor arguments, and each returned output's share of sampled
         elements that still hold what a launch wrote there (credit derived by eager code is no launch's work)."""
-        nonlocal spent
+        nonlocal spent, changed
         start = lib.work_clock()
         offset, capacity = layout.WORK_SHARES
         copied_offset, carried_offset = layout.WORK_COPIED[0], layout.WORK_CARRIED[0]
@@ -4697,6 +4740,7 @@ def provenance_vault(
         lib.u64.pack_into(page, offset, count)
         lib.u64.pack_into(page, copied_offset, count)
         lib.u64.pack_into(page, carried_offset, count)
+        changed -= nan_work()
         left.clear()  # freed inside the vault's own time
         layouts.clear()
         if lib.cuda:  # on cuda only the time inside the call is the call's measure; this is in its round trip

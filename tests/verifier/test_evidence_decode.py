@@ -81,6 +81,27 @@ def test_a_float4_argument_is_counted_without_a_nan_check(evidence: Evidence) ->
     assert evidence.work(out)["bytes"] > 0.9 * 2 * N + N
 
 
+def padded_norm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
+    """The answer in the valid rows, and over the padded rows the NaN a division 0/0 makes in the cpu's bits (0xFFC0
+    in bfloat16, not torch's 0x7FC0), as a tiled kernel's over a tail of fresh memory."""
+    out[:ROWS] = _answer(x, w)
+    out[ROWS:] = torch.tensor(-64, dtype=torch.int16).view(torch.bfloat16)  # 0xFFC0
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_nan_a_launch_writes_is_no_work(evidence: Evidence, transposed: bool) -> None:
+    """The bytes of the work rule (``_provenance.nan_work``, once run() returned): a padded tile's NaN rows, which a
+    draw's NaN sentinel turns into changed bytes where a reused block's rows do not (the honest p44 kernels' rejection
+    on the H100, session 47, it seems), are no launch's work; the valid rows are, whatever the argument's layout."""
+    x, w = _inputs()
+    evidence.call(x, w)
+    padded = torch.zeros(3 * ROWS, HIDDEN, dtype=torch.bfloat16)
+    out = padded.t().contiguous().t() if transposed else padded
+    evidence.launch(padded_norm, x, w, out)
+    found = evidence.work(out[:ROWS])
+    assert 0.9 * 2 * N < found["bytes"] <= 2 * N, found
+
+
 def test_twice_the_answer_halved_in_place_is_no_work(evidence: Evidence) -> None:
     """rt22 F1 (1): eager code writes twice the answer into the output, the launch halves it in place."""
     x, w = _inputs()

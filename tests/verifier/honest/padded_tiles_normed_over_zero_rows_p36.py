@@ -4,10 +4,11 @@ divided by its largest magnitude first) into a padded output, and the valid rows
 of zeros (an integer block's sentinel on a draw) is 0/0: NaN in the bits the cpu's division makes (0xFFC0 in
 bfloat16), not the sentinel's (0x7FC0): changed bytes on a draw. On the H100 the honest p44 kernels' padded GEMM
 tiles changed 1.0 MB on the draws and 0.38 MB on the evidence calls, where a reused block's tail likely makes the NaN
-it made the call before, and were rejected ``decorative_dsl`` (session 47). On the cpu a freed block's tail holds
-other bytes, so both sides count the NaN rows (40,896 and 40,308 bytes): a pass. A rule leaving NaN out of the bytes
-on both sides passed it too (16,322 and 15,738) and was withdrawn: its check on every launch of an evidence call made
-those calls slower, told apart by time (``adversarial/timed_copy_probe_detector_p36`` passed)."""
+it made the call before, and were rejected ``decorative_dsl`` (session 47). NaN elements as their launch left them
+are no launch's work on either side (``_provenance.nan_work``, once run() returned): 16,320 and 15,738 bytes here, the
+valid rows (40,896 and 40,308 with the NaN rows: on the cpu a freed block's tail holds other bytes). Its first version,
+a check in every launch's window, made the evidence calls slower, told apart by time
+(``adversarial/timed_copy_probe_detector_p36`` passed) and was withdrawn."""
 
 # problem: p36
 import torch
