@@ -1102,6 +1102,33 @@ def to_python_text_hook(
     return _original(self, tensor_contents=tensor_contents)
 
 
+#: What a generator's state hands back to Python as numbers: ``initial_seed()`` and ``get_offset()`` (8 bytes each).
+#: The rest of it comes back only through random operators (which reach every operator before them) or
+#: ``get_state()``, a tensor no recorded writer left (erased before a launch reads it).
+GENERATOR_VALUES = 2
+
+
+def generator_state_hook(
+    self: Any, *args: Any, _send: Any, _original: Any, _marker: Any, _tensor: Any, _values: int
+) -> Any:  # fmt: skip
+    """``torch.Generator.set_state`` and ``__setstate__`` (unpickling) in a submission's worker: they read a tensor's
+    bytes into the generator's state in C++ with no operator, and ``initial_seed()`` hands 8 of them back (red team
+    rt67 F3, rt69 F1: a whole eager answer out to Python by ``set_state`` of its words then ``initial_seed()``, a full
+    plan at 0%). The vault records each state tensor given (in a tuple too) as ``_values`` single values leaving it for
+    Python (``GENERATOR_VALUES``: what Python can read back as numbers, as ``item()`` reads one; the operators behind
+    the whole tensor are reached once the call's values out are data), then the state is set as before.
+    (``torch.Generator`` is an immutable type: the worker sets this hook in its namespace before the submission loads,
+    ``_guards.set_on_immutable_type``.)"""
+    for given in args:
+        for t in given if type(given) is tuple else (given,):
+            if isinstance(t, _tensor):
+                for _ in range(_values):
+                    failed = _send((3, _marker, "aten._local_scalar_dense.default", (t,), {}, None))  # OP
+                    if failed is not None:
+                        raise failed
+    return _original(self, *args)
+
+
 def explain(found: EagerWork, where: str = "") -> str:
     """Why ``found`` covers (``where``: the draw, by default the correctness draw of ``found.draw``)."""
     place = where or f"correctness draw {found.draw}"

@@ -38,6 +38,7 @@ import _thread
 import atexit
 import builtins
 import copyreg
+import ctypes
 import dataclasses
 import functools
 import gc
@@ -1122,6 +1123,8 @@ def _first_mutable_classes(base: type) -> list[type]:
 
 
 _IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
+_referents = gc.get_referents  # (bound before the guards replace it)
+_type_modified = ctypes.pythonapi.PyType_Modified
 
 
 def _denied(
@@ -1240,7 +1243,10 @@ class Guards:
     def replace(self, owner: Any, attr: str, hook: Any) -> None:
         if getattr(owner, attr, None) is None:
             return
-        setattr(owner, attr, hook)
+        if isinstance(owner, type) and owner.__flags__ & _IMMUTABLE_TYPE:
+            set_on_immutable_type(owner, attr, hook)
+        else:
+            setattr(owner, attr, hook)
         self.patched.append(binding(owner, attr))
 
     def quiet(self, send: Any) -> Any:
@@ -1645,6 +1651,14 @@ def started_threads(*, _ask: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 #: A binding as installed: the owner's name, the attribute, what it was bound to, and the owner's own namespace.
 Binding = tuple[str, str, Any, Any]
+
+
+def set_on_immutable_type(owner: type, attr: str, hook: Any) -> None:
+    """``owner.attr = hook`` on a type Python code may not change (an extension's static type: ``torch.Generator``),
+    through the dict behind its namespace's read-only proxy, before the submission loads (``gc.get_referents``, bound
+    at import, is refused to it once the guards are in). The type's attribute cache is then told."""
+    _referents(vars(owner))[0][attr] = hook
+    _type_modified(ctypes.py_object(owner))
 
 
 def binding(owner: Any, attr: str) -> Binding:

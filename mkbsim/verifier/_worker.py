@@ -34,7 +34,7 @@ from mkbsim.verifier._channel import CHANNEL_LOST, Channel, ChannelClosed, answe
 from mkbsim.verifier._composites import install as install_composites
 from mkbsim.verifier._control import BLOCK_NONCE, map_control
 from mkbsim.verifier._dsl import DslGates
-from mkbsim.verifier._eagerwork import to_python_hook, to_python_text_hook
+from mkbsim.verifier._eagerwork import GENERATOR_VALUES, generator_state_hook, to_python_hook, to_python_text_hook
 from mkbsim.verifier._guards import Binding, Guards, binding, changed_bindings, started_threads
 from mkbsim.verifier._mapped import (
     bound_steps,
@@ -445,6 +445,12 @@ class Worker:
                 _marker=torch.ops.aten._local_scalar_dense.default,
             )  # fmt: skip
             self.guards.replace(torch._tensor_str, "_str", text)
+            # a generator's state set from a tensor's bytes, read back by initial_seed(): out to Python too
+            for name in ("set_state", "__setstate__"):
+                self.guards.replace(torch._C.Generator, name, registry.protect(
+                    generator_state_hook, _send=send, _original=vars(torch._C.Generator)[name],
+                    _marker=torch.ops.aten._local_scalar_dense.default, _tensor=torch.Tensor, _values=GENERATOR_VALUES,
+                ))  # fmt: skip
             # the composites whose C++ reads a tensor's elements read them through that hook instead (_composites)
             install_composites(tolist)
             audit = {

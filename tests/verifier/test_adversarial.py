@@ -2,8 +2,9 @@
 
 Each file in adversarial/ is a complete submission; its header names the failure it must get
 (`# expect:`), its problem, whether the static scan is switched off so that the runtime
-guards alone must catch it (`# static-scan: off`), and whether its verification takes over ten seconds on
-two cores (`# thorough: why`): those run with MKBSIM_THOROUGH=1 (README "Tests"), not in CI's ordinary run.
+guards alone must catch it (`# static-scan: off`), whether its verification takes over ten seconds on
+two cores (`# thorough: why`): those run with MKBSIM_THOROUGH=1 (README "Tests"), not in CI's ordinary run, and the
+call timeout it needs past the tests' 8 s (`# call timeout: N s (why)`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import FAILURES, VerifierSession
-from tests.kits.case_files import case_params
+from tests.kits.case_files import case_params, verify_case
+from tests.verifier.conftest import TEST_LIMITS
 
 ADVERSARIAL = Path(__file__).with_name("adversarial")
 
@@ -47,7 +49,7 @@ def test_the_suite_covers_the_attacks_of_the_issue() -> None:
 @pytest.mark.parametrize("path", case_params(CASES))
 def test_rejected_with_the_right_reason(cpu_session: VerifierSession, path: Path) -> None:
     expect, problem, runtime_only = _header(path)
-    report = cpu_session.verify(path, problem, "tirx", static_scan=not runtime_only)
+    report = verify_case(cpu_session, TEST_LIMITS, path, problem, static_scan=not runtime_only)
     assert report.failure in {expect} | _also(path), report.feedback
     assert not report.passed
     assert report.runtime_ms is None and report.speedup is None

@@ -678,6 +678,28 @@ def test_a_tensor_s_text_reports_its_elements_leaving_for_python(value: torch.Te
     assert [(m[0], m[2], m[3][0] is value) for m in sent] == [(3, _eagerwork.TO_PYTHON, True)]
 
 
+def test_a_generator_s_state_set_from_a_tensor_reports_its_bytes_leaving_for_python() -> None:
+    """Red team rt69 F1: ``Generator.set_state`` reads a tensor's bytes in C++ with no operator and ``initial_seed()``
+    hands 8 of them back; so does unpickling (``__setstate__``, the state in a tuple). The hook reports each state
+    tensor as the values Python can read back from it (``GENERATOR_VALUES``: the seed, the offset), then sets the state
+    as torch does."""
+    sent: list[Any] = []
+    marker = torch.ops.aten._local_scalar_dense.default
+    generator = torch.Generator()
+    state = generator.get_state()
+    state[:8].view(torch.int64).fill_(0x1234_5678_9ABC)
+    for name, given in (("set_state", state), ("__setstate__", (*generator.__reduce__()[2][:2], state))):
+        sent.clear()
+        hook = functools.partial(
+            _eagerwork.generator_state_hook, _send=sent.append, _original=vars(torch._C.Generator)[name],
+            _marker=marker, _tensor=torch.Tensor, _values=_eagerwork.GENERATOR_VALUES,
+        )  # fmt: skip
+        fresh = torch.Generator()
+        hook(fresh, given)
+        assert fresh.initial_seed() == 0x1234_5678_9ABC, name
+        assert [(m[0], m[2], m[3][0] is state) for m in sent] == [(3, "aten._local_scalar_dense.default", True)] * 2
+
+
 def test_the_vault_records_eager_operators_as_the_verifier_records_the_reference_s() -> None:
     problem = load_problem(next(problems_root().glob("quantization/52_*.py")))
     inputs = list(problem.make_inputs(problem.smoke, seed=1))

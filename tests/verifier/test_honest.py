@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mkbsim.verifier import VerifierSession
-from tests.kits.case_files import case_params
+from tests.kits.case_files import case_params, verify_case
 from tests.verifier.conftest import TEST_LIMITS
 
 HONEST = Path(__file__).with_name("honest")
@@ -25,18 +25,7 @@ def test_honest_submission_passes(cpu_session: VerifierSession, path: Path) -> N
     verifier README, "Plan kinds")."""
     named = re.search(r"^# problem: (p\d+)$", path.read_text(), re.M)
     plan = re.search(r"^# plan: (\w+)$", path.read_text(), re.M)
-    # (past the tests' 2 GiB and 8 s a call: the case says why)
-    memory = re.search(r"^# memory: (\d+) GiB", path.read_text(), re.M)
-    call = re.search(r"^# call timeout: (\d+) s", path.read_text(), re.M)
-    if memory or call:
-        limits = TEST_LIMITS.with_(
-            memory_bytes=int(memory.group(1)) << 30 if memory else TEST_LIMITS.memory_bytes,
-            call_timeout_s=float(call.group(1)) if call else TEST_LIMITS.call_timeout_s,
-        )
-        with VerifierSession("cpu", limits=limits) as session:
-            report = session.verify(path, named.group(1) if named else "p36", "tirx")
-    else:
-        report = cpu_session.verify(path, named.group(1) if named else "p36", "tirx")
+    report = verify_case(cpu_session, TEST_LIMITS, path, named.group(1) if named else "p36")
     assert report.passed, report.feedback
     assert report.bypass_ok and not report.forbidden
     assert report.details["bypass"][0]["dsl_share"] >= 0.5
