@@ -156,11 +156,31 @@ OFFSET_VIEWS = frozenset(("slice", "select", "narrow", "as_strided", "unfold", "
 OFFSET = "+pyoffset"
 
 
-def offset_mark(base: str, whole: int, pieces: Iterable[int], of_call: bool) -> str:
+#: A view's place in a run of views (``offset_mark``): (its storage, operator, sizes, strides), its storage offset.
+ViewPlace = tuple[tuple[Any, ...], int]
+
+
+def offset_mark(
+    base: str, whole: int, pieces: Iterable[int], of_call: bool,
+    runs: dict[tuple[Any, ...], tuple[int, int | None]] | None = None, place: ViewPlace | None = None,
+) -> str:  # fmt: skip
     """``OFFSET`` for a view (``base``: its operator) taking part (``pieces``: its results' sizes) of what it views
     (``whole`` elements; ``of_call``: of a storage the call was given or made), else ""; the vault and the
-    reference's recorder mark alike."""
-    return OFFSET if base in OFFSET_VIEWS and not of_call and any(n < whole for n in pieces) else ""
+    reference's recorder mark alike. A view of one piece that continues a run at a constant stride (``place``: where it
+    is; ``runs``: the call's, per storage, operator and piece shape, the last offset and stride) is none: a loop over a
+    kept buffer's rows gives Python's start and stride, its first two pieces, nothing more (an honest p02 plan copying
+    its pages one by one into staging rows kept across calls had 47% of its answer's bytes counted in and was
+    rejected), while offsets Python chooses by its values break the run at every piece."""
+    pieces = list(pieces)
+    if base not in OFFSET_VIEWS or of_call or not any(n < whole for n in pieces):
+        return ""
+    if runs is None or place is None or len(pieces) != 1:
+        return OFFSET
+    key, offset = place
+    last = runs.get(key)
+    runs[key] = (offset, None if last is None else offset - last[0])
+    continues = last is not None and last[1] is not None and offset - last[0] == last[1]
+    return "" if continues else OFFSET
 
 
 #: Python numbers a call passes to operators (an argument its schema types a number, or a tensor given as a Python
@@ -878,6 +898,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
     counts: dict[tuple[str, Sizes, Sizes], int] = {}
     lookups = _ReferenceLookups()
     scalars: dict[tuple[str, str], None] = {}  # the call's distinct Python numbers (``scalars_mark``)
+    runs: dict[tuple[Any, ...], tuple[int, int | None]] = {}  # the call's runs of views (``offset_mark``)
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -887,8 +908,15 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             name += scalars_mark(scalars, python_scalars(str(func), args, kwargs))
             if args and isinstance(args[0], torch.Tensor):
                 of_call = args[0].untyped_storage().data_ptr() in call_storages
-                pieces = [t.numel() for t in _tensors(out)]
-                name += offset_mark(_operator(str(func))[1], args[0].numel(), pieces, of_call)
+                results = _tensors(out)
+                pieces = [t.numel() for t in results]
+                base = _operator(str(func))[1]
+                place = (
+                    ((args[0].untyped_storage().data_ptr(), base, tuple(results[0].shape), results[0].stride()),
+                     int(results[0].storage_offset()))
+                    if len(results) == 1 else None
+                )  # fmt: skip
+                name += offset_mark(base, args[0].numel(), pieces, of_call, runs, place)
             if _operator(str(func))[1] not in ("lift_fresh", "lift_fresh_copy"):  # (made: new storages, as the vault's)
                 read = {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))}
                 call_storages.update({t.untyped_storage().data_ptr() for t in _tensors(out)} - read)

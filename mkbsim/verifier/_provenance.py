@@ -791,6 +791,7 @@ def provenance_vault(
     # and those of them erased once nothing but their record held them (``erase_dropped``)
     made_here: dict[int, bool] = {}
     scalars_seen: dict[Any, None] = {}  # the draw's distinct Python numbers operators took (``_eagerwork.SCALARS``)
+    view_runs: dict[Any, Any] = {}  # the draw's runs of views at Python's offsets (``_eagerwork.offset_mark``)
     eager_time = [0, 0]  # the eager operators' own runs: process CPU (ns), operators (``_judge.scored_host_time``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
     # the destination of the in-place accumulating scatter about to run, as it was: (tensor, which of its elements may
@@ -3907,7 +3908,13 @@ def provenance_vault(
             lo, hi = storage_span(args[0])
             of_call = storage_of(args[0]) in made_here or lib.any(a < hi and lo < b for a, b in input_spans_kept)
             pieces = [lib.numel(t) for t in outs]
-            judged += lib.offset_mark(operator_name.rstrip("_"), lib.numel(args[0]), pieces, of_call)
+            base = operator_name.rstrip("_")
+            place = (
+                ((storage_of(args[0]), base, lib.tuple(lib.size(outs[0])), lib.tuple(lib.stride(outs[0]))),
+                 lib.storage_offset(outs[0]))
+                if lib.len(outs) == 1 else None
+            )  # fmt: skip
+            judged += lib.offset_mark(base, lib.numel(args[0]), pieces, of_call, view_runs, place)
         judged += lib.scalars_mark(scalars_seen, lib.python_scalars(name, args, kwargs))
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))
@@ -4892,6 +4899,7 @@ def provenance_vault(
                 input_spans_kept.clear()
                 made_here.clear()
                 scalars_seen.clear()
+                view_runs.clear()
                 eager_time[:] = [0, 0]
                 weighed.clear()
                 destination.clear()

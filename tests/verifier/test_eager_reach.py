@@ -287,3 +287,27 @@ def test_a_view_at_offsets_python_gave_is_a_value_from_python_unless_of_an_input
     assert slices[("aten.slice.Tensor", (N,), (1,))] == 2  # the input's, and what the call made
     assert slices[("aten.slice.Tensor", (N,), (N,))] == 1
     assert _eagerwork.work_of(found).from_python >= 2 * _eagerwork.SCALAR_BYTES
+
+
+def test_a_run_of_views_at_a_constant_stride_counts_its_start_and_stride_only() -> None:
+    """A loop over a kept buffer's rows (an honest p02 plan copying its pages one by one into staging kept across
+    calls: 47% of its answer's bytes counted in) gives Python's start and stride, its first two pieces: the vault marks
+    those, and every piece at an offset Python chose by its values (the run broken at each)."""
+    x = torch.randn(N)
+    kept = torch.zeros(N, 4)  # (at import, or an earlier call: before the call)
+    with _opened(torch.arange(N), N) as audit:
+        audit.registry.protect(_provenance.report_inputs, _send=audit.send)([x], ())
+        out = audit.eager("aten.empty.memory_format", ([N],), {"dtype": torch.float32})
+        rows = [audit.eager("aten.select.int", (kept, 0, k)) for k in range(8)]
+        chosen = [audit.eager("aten.slice.Tensor", (kept, 0, v, v + 2)) for v in (9, 3, 14, 20, 21)]
+        flat = [audit.eager("aten.view.default", (c, [-1])) for c in chosen]
+        joined = audit.eager("aten.cat.default", ([*rows, *flat],))
+        audit.launch(lambda _, o, j: o.add_(j.sum()), None, out, joined)
+        audit.registry.protect(_provenance.report_result, _send=audit.send)([out])
+        records = audit.control.report([N])["records"]
+    found = next(r for r in records if r[0] == "eager_ops")[1]
+    views = {(key[0], key[2][0]): count for key, count in found if key[0].startswith(("aten.select", "aten.slice"))}
+    assert views[("aten.select.int" + _eagerwork.OFFSET, (4,))] == 2
+    assert views[("aten.select.int", (4,))] == 6
+    # 9, 3, 14, 20 break the run at each piece; 21 is 20's stride of 6 broken too
+    assert views[("aten.slice.Tensor" + _eagerwork.OFFSET, (2, 4))] == 5
