@@ -252,7 +252,10 @@ def _scalars_in(marks: Sequence[str]) -> int:
 
 #: Operators taking a Python scalar into a tensor (a fill or a full: one value crosses, whatever their size; a range's
 #: start or end: ``torch.arange(v, v + 1)`` holds v).
-_SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill", "arange", "linspace", "logspace"))
+#: ``triu_indices(1, v + 1, v)`` is ``[[0], [v]]`` (red team rt70 F1: 32 bits a call back in, its arguments typed
+#: ``int``, which ``SCALARS`` does not read).
+_SCALAR_IN = frozenset(("full", "full_like", "new_full", "scalar_tensor", "fill", "arange", "linspace", "logspace",
+                        "triu_indices", "tril_indices"))  # fmt: skip
 
 #: Operators that only move, convert or allocate data (base names: in-place and ``out=`` forms alike). The
 #: ones in ``_FREE`` write nothing derived from the inputs (views, allocations, fills) and cost nothing.

@@ -988,6 +988,9 @@ def test_what_crosses_between_tensors_and_python_is_counted_in_bytes() -> None:
     assert not compare(1, work, reference).covers
     # a range carries its start: torch.arange(v, v + 1) is a value lifted
     assert _eagerwork.crossing("aten.arange.start", (), ((1,),)) == (0, 8)
+    # triu_indices(1, v + 1, v) is [[0], [v]]: its int arguments are a value in (red team rt70 F1)
+    assert _eagerwork.crossing("aten.triu_indices.default", (), ((2, 1),)) == (0, 8)
+    assert _eagerwork.crossing("aten.tril_indices.default", (), ((2, 3),)) == (0, 8)
     # a crossing recorded without its width (a tensor subclass the vault does not describe) is taken at 64 bits
     assert _eagerwork.crossing(_eagerwork.TO_PYTHON, ((4, 8),), ()) == (32 * 8, 0)
     # marks after the width (a wider view's, red team rt66 F1: "+w8+x4" read as no width, so 0 bytes) keep it
