@@ -106,9 +106,13 @@ CHECK_BYTES = 64
 CHECKS = 8
 #: Operators whose result's size the data decides (with a boolean mask among ``MASKED_READS``' operands too): Python
 #: reads it as a value with no crossing (``len(torch.nonzero(x > t))``, a ``masked_select``'s numel), so each counts
-#: as ``SCALAR_BYTES`` read out to Python against ``CHECK_BYTES``.
+#: as ``SCALAR_BYTES`` read out to Python against ``CHECK_BYTES``. So do a packed sequence's batch sizes (red team rt70:
+#: ``_pack_padded_sequence``'s C++ reads its lengths, and the result's size is the longest), a sparse tensor's number
+#: of entries and a nested tensor's pieces made from a mask.
 DATA_SIZED = frozenset(("nonzero", "argwhere", "masked_select", "_unique", "_unique2", "unique_dim",
-                        "unique_consecutive", "bincount", "repeat_interleave"))  # fmt: skip
+                        "unique_consecutive", "bincount", "repeat_interleave", "_pack_padded_sequence", "_to_sparse",
+                        "_to_sparse_csr", "_to_sparse_csc", "_to_sparse_bsr", "_to_sparse_bsc", "to_sparse",
+                        "sparse_mask", "_nested_tensor_from_mask"))  # fmt: skip
 #: On a problem of element work alone (no products in its reference), the eager code computes the answer from this
 #: share of the FLOPs every formulation of the problem does (``Cost.floor_flops``: its useful FLOPs, or fewer where a
 #: correct formulation skips some) done by known operators, whatever they are (honest partial plans do at most 0.50).

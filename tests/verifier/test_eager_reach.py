@@ -224,12 +224,13 @@ def test_a_random_operator_on_a_generator_of_its_own_reaches_every_operator_befo
     assert "aten.mul.Tensor" in _priced(body)
 
 
-@pytest.mark.parametrize("how", ["nonzero", "mask"])
+@pytest.mark.parametrize("how", ["nonzero", "mask", "packed"])
 @pytest.mark.parametrize("counts", [1, 9])
 def test_sizes_the_data_decides_are_values_out_to_python(counts: int, how: str) -> None:
     """A result whose size the data decides (``nonzero``) hands Python a value with no crossing (``len(...)``): each
     counts as 8 bytes out, and past ``CHECK_BYTES`` (64) in a call the operators behind them are reached (an answer read
-    out so, a count per value, is data); one count is a check (rt60 FP0: ``len(torch.nonzero(...))``)."""
+    out so, a count per value, is data); one count is a check (rt60 FP0: ``len(torch.nonzero(...))``). A packed
+    sequence's batch sizes too: ``_pack_padded_sequence`` reads its lengths in C++ (red team rt70)."""
 
     def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
         scaled = audit.eager("aten.mul.Tensor", (x, 2.0))
@@ -237,8 +238,14 @@ def test_sizes_the_data_decides_are_values_out_to_python(counts: int, how: str) 
             mask = audit.eager("aten.gt.Scalar", (scaled, k / 10))
             if how == "nonzero":
                 audit.eager("aten.nonzero.default", (mask,))
-            else:  # ``x[mask]``: the boolean index's count
+            elif how == "mask":  # ``x[mask]``: the boolean index's count
                 audit.eager("aten.index.Tensor", (x, [mask]))
+            else:  # the lengths: a count of the mask, then at most 1, sorted by construction
+                count = audit.eager("aten.sum.dim_IntList", (mask, [0], True))
+                least = audit.eager("aten.clamp.default", (count, None, 1))
+                lengths = audit.eager("aten.cat.default", ([count, least],))
+                padded = audit.eager("aten.view.default", (x, [N, 1]))
+                audit.eager("aten._pack_padded_sequence.default", (padded.expand(N, 2), lengths, False))
         audit.launch(lambda _, o: o.add_(1.0), None, out)
 
     assert ("aten.mul.Tensor" in _priced(body)) == (counts * 8 > _eagerwork.CHECK_BYTES)
