@@ -4,6 +4,7 @@ Each row of the kept staging is a view at an offset Python gives: 300 of them co
 answer's 5200 bytes, and the plan was rejected ``decorative_dsl`` (red team rt69's note, measured in session 48). A
 run of views at a constant stride counts its first two pieces only (``_eagerwork.offset_mark``)."""
 # problem: p02
+# thorough: ~15 s on two cores: 300 staged rows copied a call, audited a draw (test_eager_reach -k run_of_views keeps the rule in the ordinary run)
 import torch
 import tvm
 from tvm.script import tirx as T
