@@ -7,6 +7,7 @@ runtime guards in the worker catch what dynamic code hides from it.
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -354,10 +355,31 @@ def _without_main_block(tree: ast.Module) -> ast.Module:
     return ast.Module(body=body, type_ignores=tree.type_ignores)
 
 
+# CPython 3.11 keeps the AST builder's depth per interpreter (gh-106905): another thread building AST objects
+# meanwhile (a second scan, a traceback's carets, a DSL's preprocessor) makes a sound parse fail with this
+# SystemError. Scans in threads (a campaign's attempts) wait for each other; a clash with anyone else's parse
+# is retried: it says nothing of the source.
+_AST_BUILDS = threading.Lock()
+_AST_CLASH = "AST constructor recursion depth mismatch"
+_AST_TRIES = 20
+
+
+def _parse(source: str, filename: str) -> ast.Module:
+    tries_left = _AST_TRIES
+    while True:
+        with _AST_BUILDS:
+            try:
+                return ast.parse(source, filename=filename)
+            except SystemError as exc:
+                tries_left -= 1
+                if _AST_CLASH not in str(exc) or not tries_left:
+                    raise
+
+
 def scan_source(source: str, dsl: str, filename: str = "submission.py") -> StaticReport:
     """Scan ``source`` (a ``dsl`` submission) and return its findings in line order."""
     try:
-        tree = _without_main_block(ast.parse(source, filename=filename))
+        tree = _without_main_block(_parse(source, filename))
         scanner = _Scanner(dsl, _bound_names(tree))
         scanner.visit(tree)
     except SyntaxError as exc:
