@@ -68,7 +68,17 @@ from typing import Any
 
 import torch
 
-from mkbsim.verifier import _control, _decode, _eagerwork, _keyed, _launchkind, _lookups, _scatters, _widths
+from mkbsim.verifier import (
+    _control,
+    _decode,
+    _eagerwork,
+    _keyed,
+    _launchkind,
+    _lookups,
+    _scatters,
+    _warm_launch,
+    _widths,
+)
 from mkbsim.verifier._allocator import foreign_allocations_filled, fresh_allocations_filled
 from mkbsim.verifier._mapped import HARNESS_OPS
 from mkbsim.verifier._timing import _perf_counter, cuda_clock
@@ -574,6 +584,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         # this thread's only, so that no thread of the submission's is counted: the process's clock took off what
         # its threads did while the gate copied a launch's arguments; cuda: host time inside the call)
         work_clock=_perf_counter if device.type == "cuda" else time.thread_time,
+        # cpu: the host path of a TVM launch run just before a watched launch's window (``_warm_launch``)
+        warm_launch=_warm_launch.warmer() if device.type == "cpu" else None,
         **cuda_clock(device.type),
         plain=frozenset(id(kind) for kind in plain),
         numpy_reals=frozenset(id(kind) for kind in _numpy_numbers(real=True)),
@@ -5087,6 +5099,16 @@ def provenance_vault(
                     starting = running == 0 if lib.cuda else flight[4] == 0
                     running += 1
                     flight[4] += 1
+                if starting and lib.warm_launch is not None:  # cpu: the launch's host path warm as a scored call's
+                    warmed = lib.work_clock()
+                    with lib.ops[0]():
+                        excluded = lib.ops[1]()
+                        try:
+                            lib.warm_launch()
+                        finally:
+                            lib.ops[2](excluded)
+                    if evidence and not audit:
+                        spent += lib.work_clock() - warmed
             if clocked:
                 flight[0] = depth
         except lib.BaseException as exc:  # a fault of ours goes back to the hook, without our frame

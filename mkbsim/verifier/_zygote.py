@@ -177,8 +177,12 @@ def main(argv: list[str]) -> None:
             importlib.import_module(name)
         except Exception as exc:  # a missing optional DSL only slows its submissions down
             errors[name] = f"{type(exc).__name__}: {exc}"
-    from mkbsim.verifier import _guards, _sandboxing, _worker
+    from mkbsim.verifier import _guards, _sandboxing, _warm_launch, _worker
 
+    try:  # before the guards: every worker's vault runs it on cpu (``_warm_launch``)
+        _warm_launch.prepare()
+    except Exception as exc:
+        errors["mkbsim.verifier._warm_launch"] = f"{type(exc).__name__}: {exc}"
     _guards.remember_preloaded()
     # the sandbox's own /tmp and /dev/shm (never the host's): what the zygote holds there now is kept
     own_tmp = os.environ.pop(_sandboxing.OWN_TMP_ENV, None) == "1"
@@ -191,6 +195,7 @@ def main(argv: list[str]) -> None:
             "ready": True,
             "preload_s": time.perf_counter() - t0,
             "errors": errors,
+            "warm_launch": _warm_launch.warmer() is not None,
             "pid": os.getpid(),
             "cuda_initialized": _cuda_initialized(),
         }
