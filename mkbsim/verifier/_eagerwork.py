@@ -109,10 +109,32 @@ CHECKS = 8
 #: as ``SCALAR_BYTES`` read out to Python against ``CHECK_BYTES``. So do a packed sequence's batch sizes (red team rt70:
 #: ``_pack_padded_sequence``'s C++ reads its lengths, and the result's size is the longest), a sparse tensor's number
 #: of entries and a nested tensor's pieces made from a mask.
+#: A sparse tensor made without a size takes its size from its indices' largest (red team rt71 F2:
+#: ``sparse_coo_tensor(indices, values)``'s C++ reads the ``max`` of the indices, ``.shape`` hands Python 62 bits); its
+#: sizes' product fits 64 bits, one value.
 DATA_SIZED = frozenset(("nonzero", "argwhere", "masked_select", "_unique", "_unique2", "unique_dim",
                         "unique_consecutive", "bincount", "repeat_interleave", "_pack_padded_sequence", "_to_sparse",
                         "_to_sparse_csr", "_to_sparse_csc", "_to_sparse_bsr", "_to_sparse_bsc", "to_sparse",
-                        "sparse_mask", "_nested_tensor_from_mask"))  # fmt: skip
+                        "sparse_mask", "_nested_tensor_from_mask", "_sparse_coo_tensor_with_dims_and_tensors",
+                        "sparse_compressed_tensor", "_sparse_compressed_tensor_unsafe"))  # fmt: skip
+#: Operators that hand Python numbers describing a tensor, never its data (``python_values``).
+METADATA_QUERIES = frozenset(("is_set_to", "is_same_size", "qscheme", "q_per_channel_axis", "sparse_dim", "dense_dim",
+                              "is_coalesced", "is_pinned", "can_cast", "promote_types", "result_type", "sym_size",
+                              "sym_stride", "sym_numel", "sym_storage_offset", "size", "stride", "dim", "numel",
+                              "storage_offset", "is_contiguous", "is_non_overlapping_and_dense", "_nested_tensor_size",
+                              "output_nr", "_version", "is_leaf", "_has_same_storage_numel"))  # fmt: skip
+_PYTHON_NUMBERS = frozenset((bool, int, float, complex))
+
+
+def python_values(operator_name: str, out: Any) -> int:
+    """How many Python numbers operator ``operator_name`` (its name without namespace or overload) returned: values it
+    read from its tensors' data in its own C++, with no ``item()`` the audit sees (red team rt71 F0: a quantized
+    tensor's ``q_scale()`` hands back the float64 its scales tensor held; ``equal``, ``allclose``, ``is_nonzero``,
+    ``_nnz`` alike), unless it only describes a tensor (``METADATA_QUERIES``)."""
+    if operator_name in METADATA_QUERIES:
+        return 0
+    items = out if type(out) in (list, tuple) else (out,)
+    return sum(1 for value in items if type(value) in _PYTHON_NUMBERS)
 #: On a problem of element work alone (no products in its reference), the eager code computes the answer from this
 #: share of the FLOPs every formulation of the problem does (``Cost.floor_flops``: its useful FLOPs, or fewer where a
 #: correct formulation skips some) done by known operators, whatever they are (honest partial plans do at most 0.50).
@@ -273,7 +295,11 @@ _FREE = frozenset(
      "is_same_size", "_has_compatible_shallow_copy_type", "record_stream", "is_contiguous", "is_strides_like_format",
      "is_non_overlapping_and_dense", "stride", "size", "numel", "dim", "storage_offset", "lift", "real", "imag",
      "conj", "_conj", "_neg_view", "_efficientzerotensor", "tril_indices",
-     "triu_indices", "_assert_async", "_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size")
+     "triu_indices", "_assert_async", "_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size",
+     # a sparse tensor over the indices and values given (its dense size is no work), and its descriptions
+     "_sparse_coo_tensor_with_dims_and_tensors", "_sparse_coo_tensor_with_dims", "sparse_compressed_tensor",
+     "_sparse_compressed_tensor_unsafe", "_nnz", "sparse_dim", "dense_dim", "q_scale", "q_zero_point", "qscheme",
+     "q_per_channel_axis")
 )  # fmt: skip
 _MOVEMENT = _FREE | frozenset(
     ("copy", "_copy_from", "_copy_from_and_resize", "_to_copy", "to", "clone", "contiguous", "lift_fresh_copy",

@@ -72,6 +72,8 @@ from mkbsim.verifier._rules import (
     PICKLING,
     RAW_MEMORY,
     SERIALISATION,
+    STRUCTURAL,
+    STRUCTURAL_ENTRIES,
     TEST_EXTENSION_PREFIXES,
     TVM_SERIALISATION,
     UNGUARDED,
@@ -1574,6 +1576,10 @@ class Guards:
             mod = sys.modules.get(modname)
             for name in names if mod is not None else ():
                 self.deny(mod, name, f"{modname}.{name}", native)
+        for structural_module, structural_names in STRUCTURAL_ENTRIES:
+            mod = sys.modules.get(structural_module)
+            for name in structural_names if mod is not None else ():
+                self.deny(mod, name, f"{structural_module}.{name}", STRUCTURAL)
         tvm_ffi = sys.modules.get("tvm_ffi")
         if tvm_ffi is not None:
             for name in ("import_module", "clear_imports"):

@@ -551,6 +551,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         check_bytes=_eagerwork.CHECK_BYTES, data_sized=_eagerwork.DATA_SIZED,
         crossed_values=_eagerwork.crossed_values, checks=_eagerwork.CHECKS, raised=_eagerwork.RAISED,
         masked_reads=_eagerwork.MASKED_READS, sized_bytes=_eagerwork.SCALAR_BYTES, offset_mark=_eagerwork.offset_mark,
+        python_values=_eagerwork.python_values,
         widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
         changed_runs=CHANGED_RUNS, int8=torch.int8, fresh_chunk=FRESH_CHUNK,
         roots_kept=ROOTS_KEPT, total=sum, other_roots="other",
@@ -3841,7 +3842,7 @@ def provenance_vault(
     def single_value(entry: Any) -> bool:
         """Whether a trail entry hands Python one value: a crossing of one element (``item()``, ``bool()``, an error),
         or a result whose size the data decides."""
-        return entry[5] > 0 or (entry[3] and lib.crossed_values(entry[0][0], entry[0][1]) == 1)
+        return entry[5] == lib.sized_bytes or (entry[3] and lib.crossed_values(entry[0][0], entry[0][1]) == 1)
 
     def raised(args: Any, kwargs: Any) -> None:
         """An eager operator that raised: a crossing out to Python of one value from what it read (``priced_trail``)."""
@@ -3940,6 +3941,8 @@ def provenance_vault(
         # (a result whose size the data decides hands Python a value with no crossing: ``priced_trail``)
         sized = lib.sized_bytes if operator_name in lib.data_sized or (operator_name in lib.masked_reads and lib.any(
             lib.dtype_of(t) is lib.bool_ for t in tensors_in(args[1:] if lib.len(args) else (), []))) else 0
+        if name not in lib.to_python:  # numbers it read and handed back itself (``_eagerwork.python_values``)
+            sized = lib.max(sized, lib.python_values(operator_name, out) * lib.sized_bytes)
         eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python,
                             lib.crossing(key[0], key[1], key[2])[1] > 0, sized))  # fmt: skip
         if name not in lib.lifts:

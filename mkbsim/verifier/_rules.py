@@ -128,6 +128,20 @@ DISPATCH_MODE_BYPASSES = (
     "torch.utils._python_dispatch._pop_mode_temporarily", "torch._ops._pop_mode_from_pre_dispatch",
 )  # fmt: skip
 
+#: TVM's structural hashing and comparison read a tensor's bytes in C++ (red team rt71 F1, rt67 F0: the hash of a
+#: one-element view, imported by ``tvm_ffi.from_dlpack``, inverted by a table made at import, carried a whole eager
+#: answer out to Python with no operator): refused to the submission, wherever TVM's own code may still call them.
+STRUCTURAL = "TVM's structural hash and comparison read tensors' bytes outside a DSL launch"
+STRUCTURAL_ENTRIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("tvm_ffi", ("structural_hash", "structural_equal", "get_first_structural_mismatch", "StructuralKey")),
+    ("tvm_ffi.structural", ("structural_hash", "structural_equal", "get_first_structural_mismatch", "StructuralKey")),
+    ("tvm_ffi._ffi_api", ("StructuralHash", "StructuralEqual", "GetFirstStructuralMismatch", "StructuralKey",
+                          "StructuralKeyEqual")),
+    ("tvm.ir", ("assert_structural_equal",)),
+    ("tvm.ir.base", ("assert_structural_equal",)),
+)  # fmt: skip
+STRUCTURAL_NAMES = tuple(f"{module}.{name}" for module, names in STRUCTURAL_ENTRIES for name in names)
+
 #: Dotted names (matched as prefixes) whose use is forbidden wherever they appear.
 FORBIDDEN_NAMES: dict[str, str] = {
     "torch.compile": "torch.compile is " + _OTHER_LANGUAGE,
@@ -142,6 +156,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
     **dict.fromkeys(("sys.setrecursionlimit", "sys.setswitchinterval", "threading.stack_size", "_thread.stack_size"),
                     INTERPRETER),
     "torch.classes.load_library": "loading native libraries is forbidden",
+    **dict.fromkeys(STRUCTURAL_NAMES, STRUCTURAL),
     **dict.fromkeys(
         ("tvm_ffi.get_global_func", "tvm_ffi.registry.get_global_func", "tvm.get_global_func",
          "tvm.ffi.get_global_func", "tvm_ffi.system_lib", "tvm.runtime.system_lib", "tvm.runtime.load_static_library",

@@ -1213,3 +1213,39 @@ def test_a_product_through_linear_algebra_is_priced_as_the_product(how: str) -> 
     products = work_of(reference_ops(lambda a, b: a @ b.t(), [x, w])).amounts["matmul"]
     assert products == 2.0 * 48 * 64 * 24 * _widths.PRECISION["product", torch.float64]
     assert work_of(reference_ops(gemm, [x, w])).amounts["matmul"] >= products
+
+
+def test_numbers_an_operator_hands_back_are_values_out_unless_they_describe_a_tensor() -> None:
+    """Red team rt71 F0: ``q_scale()`` of quantized tensors whose scales were the answer's words handed each back as a
+    float, read by ``quantize_per_tensor``'s C++ with no ``item()``. Every operator returning Python numbers read from
+    data counts them (``python_values``); one describing a tensor (its sizes, layout, a flag) does not."""
+    returned: dict[str, int] = {}
+
+    class Counting(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            base = str(func).split(".")[1]
+            returned[base] = returned.get(base, 0) + _eagerwork.python_values(base, out)
+            return out
+
+    x = torch.randn(4, 4)
+    words = torch.randn(3, dtype=torch.float64)
+    with pytest.warns(UserWarning, match="deprecated"):
+        quantized = torch.quantize_per_tensor([torch.zeros(0)] * 3, words, torch.zeros(3, dtype=torch.int64),
+                                              torch.qint32)  # fmt: skip
+    sparse = x.to_sparse()
+    with Counting():
+        scales = [q.q_scale() for q in quantized]
+        points = [q.q_zero_point() for q in quantized]
+        torch.equal(x, x.clone())
+        torch.allclose(x, x)
+        sparse._nnz()
+        x.is_set_to(x), x.is_same_size(x), sparse.sparse_dim(), sparse.dense_dim(), sparse.is_coalesced()
+    assert scales == words.tolist() and points == [0, 0, 0]
+    assert returned["q_scale"] == 3 and returned["q_zero_point"] == 3
+    assert returned["equal"] == returned["allclose"] == returned["_nnz"] == 1
+    assert all(returned.get(name, 0) == 0 for name in ("is_set_to", "is_same_size", "sparse_dim", "dense_dim",
+                                                       "is_coalesced", "clone"))  # fmt: skip
+    # a sparse tensor made without a size takes it from its indices' largest (rt71 F2): a size the data decides
+    assert {"_sparse_coo_tensor_with_dims_and_tensors", "sparse_compressed_tensor"} <= _eagerwork.DATA_SIZED
+    assert op_work("aten._sparse_coo_tensor_with_dims_and_tensors.default", ((2, 2), (2,)), ((1 << 31, 1 << 31),)) == []
