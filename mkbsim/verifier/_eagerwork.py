@@ -168,45 +168,63 @@ WIDTH = "+w"
 #: Of those, the ones carrying values out of tensors into Python.
 TO_PYTHON_NAMES = frozenset((TO_PYTHON, "aten._local_scalar_dense.default", RAISED))
 WIDTHS = {n: f"{WIDTH}{n}" for n in (1, 2, 4, 8, 16)}
-#: Views that take part of what they view at offsets Python gives (``t[v : v + 1]``, ``t[v]``, a split's pieces), of a
-#: tensor the call was not given and did not make (made at import, or kept from an earlier call): the worker's vault
-#: and the reference's recorder mark (``OFFSET``) such a view, and each piece is a Python value entering tensors, as a
-#: lifted element is. A table made at import, its values its own offsets (``arange``), turns Python's values into
-#: tensors with no other crossing: red teams rt65 F1, rt66 F0/F1 and rt67 F0-F4 carried a whole eager answer out to
-#: Python by one channel after another, then back in as one-element slices of such a table, joined by one ``cat``, as
-#: full plans at 0%. A view of the call's own tensors (its inputs, what its operators made: a loop over sequences,
-#: experts or a split-K group's columns) carries their data, not Python's, and is left out; a table made anew each
-#: call costs its size in eager work, and the answer's values taken from it their recombination.
+#: Views that take part of what they view at offsets Python gives (``t[v : v + 1]``, ``t[v]``, a split's pieces): the
+#: worker's vault and the reference's recorder mark (``OFFSET``) such a view, and each piece is a Python value entering
+#: tensors, as a lifted element is. A table made at import, its values its own offsets (``arange``), turns Python's
+#: values into tensors with no other crossing: red teams rt65 F1, rt66 F0/F1 and rt67 F0-F4 carried a whole eager
+#: answer out to Python by one channel after another, then back in as one-element slices of such a table, joined by
+#: one ``cat``, as full plans at 0%. So does a problem input's own bytes, sliced where it holds the byte wanted (rt68
+#: F0; every full pass of rt69-rt71 came back in so, whatever its way out): since session 49 a view of what the call
+#: was given or made counts as a kept table's does. What a loop over rows takes is a run (``offset_mark``), and a view
+#: at the offset of what it views (``x[:, :n]``, ``x[0]``) carries no offset of Python's.
 OFFSET_VIEWS = frozenset(("slice", "select", "narrow", "as_strided", "unfold", "diagonal", "split", "split_with_sizes",
                           "unsafe_split", "unsafe_split_with_sizes", "chunk", "unbind", "tensor_split"))  # fmt: skip
 OFFSET = "+pyoffset"
+#: The same taken as copies (rt68 found ``narrow_copy`` and ``slice_copy`` left out): a copy's offset is in its
+#: arguments, not its result, so every piece counts.
+OFFSET_COPIES = frozenset(f"{view}_copy" for view in OFFSET_VIEWS) | {"narrow_copy"}
 
 
-#: A view's place in a run of views (``offset_mark``): (its storage, operator, sizes, strides), its storage offset.
-ViewPlace = tuple[tuple[Any, ...], int]
+_ceil, _log2 = math.ceil, math.log2  # (bound now: the vault's hooks look up no module)
+
+
+def offset_bytes(whole: int, piece: int) -> int:
+    """What an offset Python gave brings in, in bytes: the bits that choose a piece of ``piece`` elements among the
+    places in ``whole`` (at least a byte). An offset is a Python value, but it carries no more than the places it
+    chooses among: one of a cache's 150 pages, one byte; one byte of a 32 KiB input, two, as much as it brings of an
+    answer (an honest p02 plan taking its 300 pages by the block table's values counted 47% of its answer at 8 bytes
+    a page)."""
+    return max(1, _ceil(_log2(max(2, whole // max(piece, 1))) / 8))
+
+
+
+#: A view's place in a run of views (``offset_mark``): (its storage, operator, sizes, strides), its storage offset, and
+#: the storage offset of the tensor it views.
+ViewPlace = tuple[tuple[Any, ...], int, int]
 
 
 def offset_mark(
-    base: str, whole: int, pieces: Iterable[int], of_call: bool,
+    base: str, whole: int, pieces: Iterable[int],
     runs: dict[tuple[Any, ...], tuple[int, int | None]] | None = None, place: ViewPlace | None = None,
 ) -> str:  # fmt: skip
     """``OFFSET`` for a view (``base``: its operator) taking part (``pieces``: its results' sizes) of what it views
-    (``whole`` elements; ``of_call``: of a storage the call was given or made), else ""; the vault and the
-    reference's recorder mark alike. A view of one piece that continues a run at a constant stride (``place``: where it
-    is; ``runs``: the call's, per storage, operator and piece shape, the last offset and stride) is none: a loop over a
-    kept buffer's rows gives Python's start and stride, its first two pieces, nothing more (an honest p02 plan copying
-    its pages one by one into staging rows kept across calls had 47% of its answer's bytes counted in and was
-    rejected), while offsets Python chooses by its values break the run at every piece."""
+    (``whole`` elements), else ""; the vault and the reference's recorder mark alike. A split's pieces are each at an
+    offset (Python picks among them by list index: rt71's way in). A view of one piece is none where it starts where
+    what it views starts, or continues a run at a constant stride (``place``: where it is; ``runs``: the call's, per
+    storage, operator and piece shape, the last offset and stride): a loop over rows gives Python's start and stride,
+    nothing more (an honest p02 plan copying its pages one by one into staging rows kept across calls had 47% of its
+    answer's bytes counted in and was rejected), while offsets Python chooses by its values break the run at every
+    piece."""
     pieces = list(pieces)
-    if base not in OFFSET_VIEWS or of_call or not any(n < whole for n in pieces):
+    if base not in OFFSET_VIEWS | OFFSET_COPIES or not any(n < whole for n in pieces):
         return ""
-    if runs is None or place is None or len(pieces) != 1:
+    if runs is None or place is None or len(pieces) != 1 or base in OFFSET_COPIES:
         return OFFSET
-    key, offset = place
+    key, offset, viewed = place
     last = runs.get(key)
     runs[key] = (offset, None if last is None else offset - last[0])
     continues = last is not None and last[1] is not None and offset - last[0] == last[1]
-    return "" if continues else OFFSET
+    return "" if continues or offset == viewed else OFFSET
 
 
 #: Python numbers a call passes to operators (an argument its schema types a number, or a tensor given as a Python
@@ -741,8 +759,9 @@ def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
         return 0, max((_numel(s) for s in outs), default=0) * width
     if name in (LAUNCH_SCALARS, ERASED_STORAGES):  # how many arguments were given by value, storages were erased
         return 0, sum(map(_numel, outs)) * SCALAR_BYTES
-    if OFFSET[1:] in marks:  # a view's pieces, each at an offset Python gave
-        return 0, len(outs) * SCALAR_BYTES
+    if OFFSET[1:] in marks:  # a view's pieces, each at an offset Python gave: the bits that chose its place
+        whole = _numel(ins[0]) if ins else 0
+        return 0, sum(offset_bytes(whole, _numel(s)) for s in outs)
     # one Python value: a fill's or a full's, or an operator computing on single elements (``out[i].add_(v)``),
     # element by element the way Python writes an answer into a tensor; a view of one element takes none
     single = max((_numel(s) for s in (*ins, *outs)), default=0) <= 1 and base not in _FREE
@@ -940,19 +959,15 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
             name = recorded_name(str(func), args, kwargs) + lookups.judged(str(func), args, kwargs, out)
             name += scalars_mark(scalars, python_scalars(str(func), args, kwargs))
             if args and isinstance(args[0], torch.Tensor):
-                of_call = args[0].untyped_storage().data_ptr() in call_storages
                 results = _tensors(out)
                 pieces = [t.numel() for t in results]
                 base = _operator(str(func))[1]
                 place = (
                     ((args[0].untyped_storage().data_ptr(), base, tuple(results[0].shape), results[0].stride()),
-                     int(results[0].storage_offset()))
+                     int(results[0].storage_offset()), int(args[0].storage_offset()))
                     if len(results) == 1 else None
                 )  # fmt: skip
-                name += offset_mark(base, args[0].numel(), pieces, of_call, runs, place)
-            if _operator(str(func))[1] not in ("lift_fresh", "lift_fresh_copy"):  # (made: new storages, as the vault's)
-                read = {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))}
-                call_storages.update({t.untyped_storage().data_ptr() for t in _tensors(out)} - read)
+                name += offset_mark(base, args[0].numel(), pieces, runs, place)
             name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1
@@ -966,7 +981,6 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     for copy in _tensors(copies):
         lookups.given(copy)
-    call_storages = {copy.untyped_storage().data_ptr() for copy in _tensors(copies)}  # (given, then made)
     saved = torch.Tensor.__dict__.get("tolist")
     torch.Tensor.tolist = tolist  # type: ignore[method-assign,assignment]
     try:

@@ -3916,18 +3916,15 @@ def provenance_vault(
         marked = priced + judged + (lib.tabled if looked_up else "")
         wide = lib.width.priced(lib.width, made_widths, marked, given, outs)
         wider = f"{lib.wider}{wide}" if wide > 1 else ""
-        if lib.len(args) and lib.type(args[0]) is lib.Tensor:  # (a view at offsets Python gave, of a tensor the call
-            # neither was given nor made: ``_eagerwork.offset_mark``)
-            lo, hi = storage_span(args[0])
-            of_call = storage_of(args[0]) in made_here or lib.any(a < hi and lo < b for a, b in input_spans_kept)
+        if lib.len(args) and lib.type(args[0]) is lib.Tensor:  # (a view at offsets Python gave: ``offset_mark``)
             pieces = [lib.numel(t) for t in outs]
             base = operator_name.rstrip("_")
             place = (
                 ((storage_of(args[0]), base, lib.tuple(lib.size(outs[0])), lib.tuple(lib.stride(outs[0]))),
-                 lib.storage_offset(outs[0]))
+                 lib.storage_offset(outs[0]), lib.storage_offset(args[0]))
                 if lib.len(outs) == 1 else None
             )  # fmt: skip
-            judged += lib.offset_mark(base, lib.numel(args[0]), pieces, of_call, view_runs, place)
+            judged += lib.offset_mark(base, lib.numel(args[0]), pieces, view_runs, place)
         judged += lib.scalars_mark(scalars_seen, lib.python_scalars(name, args, kwargs))
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))

@@ -270,10 +270,13 @@ def test_single_values_read_from_one_storage_are_its_elements_not_checks(reads: 
     assert ("aten.mul.Tensor" in priced) == (reads * 4 > _eagerwork.CHECK_BYTES)  # (float32 values)
 
 
-def test_a_view_at_offsets_python_gave_is_a_value_from_python_unless_of_an_input() -> None:
+def test_a_view_at_offsets_python_gave_is_a_value_from_python_whatever_it_views() -> None:
     """Red teams rt65-rt67 brought whole eager answers back as one-element slices of a table whose values are their
-    offsets, made at import: each such view is marked (``_eagerwork.OFFSET``) and crosses a value in; a view of a
-    problem input, or of what the call's operators made, carries their data and is not; nor is a view of the whole."""
+    offsets, made at import; rt68-rt71 as one-byte slices of a problem input's own bytes, where it holds the byte
+    wanted: each such view is marked (``_eagerwork.OFFSET``) and crosses a value in, whatever it views (a table kept
+    from before the call, a problem input, what the call made); a split's pieces each (Python picks among them by list
+    index); a copy at an offset (``narrow_copy``); not a view starting where what it views starts, nor one of the
+    whole."""
     x = torch.randn(N)
     table = torch.arange(N, dtype=torch.float32)  # (at import: before the call)
     with _opened(torch.arange(N), N) as audit:
@@ -284,16 +287,22 @@ def test_a_view_at_offsets_python_gave_is_a_value_from_python_unless_of_an_input
         whole = audit.eager("aten.slice.Tensor", (table, 0, 0, N))
         given = audit.eager("aten.slice.Tensor", (x, 0, 7, 8))
         own = audit.eager("aten.slice.Tensor", (made, 0, 9, 10))
-        joined = audit.eager("aten.cat.default", ([*pieces, given, own, whole[:1]],))
+        first = audit.eager("aten.slice.Tensor", (whole, 0, 0, 1))  # where what it views starts
+        split = audit.eager("aten.split.Tensor", (x, 4))
+        copied = audit.eager("aten.narrow_copy.default", (x, 0, 11, 1))  # a copy: its offset is an argument
+        joined = audit.eager("aten.cat.default", ([*pieces, given, own, first, split[2], copied],))
         audit.launch(lambda _, o, j: o.add_(j.sum()), None, out, joined)
         audit.registry.protect(_provenance.report_result, _send=audit.send)([out])
         records = audit.control.report([N])["records"]
     found = next(r for r in records if r[0] == "eager_ops")[1]
     slices = {(key[0], key[1][0], key[2][0]): count for key, count in found if key[0].startswith("aten.slice")}
-    assert slices[("aten.slice.Tensor" + _eagerwork.OFFSET, (N,), (1,))] == 2
-    assert slices[("aten.slice.Tensor", (N,), (1,))] == 2  # the input's, and what the call made
+    assert slices[("aten.slice.Tensor" + _eagerwork.OFFSET, (N,), (1,))] == 4  # the table's two, the input's, made's
+    assert slices[("aten.slice.Tensor", (N,), (1,))] == 1  # the one at its start
     assert slices[("aten.slice.Tensor", (N,), (N,))] == 1
-    assert _eagerwork.work_of(found).from_python >= 2 * _eagerwork.SCALAR_BYTES
+    splits = [(key[0], len(key[2])) for key, _ in found if key[0].startswith("aten.split")]
+    assert splits == [("aten.split.Tensor" + _eagerwork.OFFSET, N // 4)]
+    assert [key[0] for key, _ in found if "narrow_copy" in key[0]] == ["aten.narrow_copy.default" + _eagerwork.OFFSET]
+    assert _eagerwork.work_of(found).from_python >= 5 + N // 4
 
 
 def test_a_run_of_views_at_a_constant_stride_counts_its_start_and_stride_only() -> None:
@@ -314,7 +323,8 @@ def test_a_run_of_views_at_a_constant_stride_counts_its_start_and_stride_only() 
         records = audit.control.report([N])["records"]
     found = next(r for r in records if r[0] == "eager_ops")[1]
     views = {(key[0], key[2][0]): count for key, count in found if key[0].startswith(("aten.select", "aten.slice"))}
-    assert views[("aten.select.int" + _eagerwork.OFFSET, (4,))] == 2
-    assert views[("aten.select.int", (4,))] == 6
+    # its first row starts where the buffer does; its second gives the stride
+    assert views[("aten.select.int" + _eagerwork.OFFSET, (4,))] == 1
+    assert views[("aten.select.int", (4,))] == 7
     # 9, 3, 14, 20 break the run at each piece; 21 is 20's stride of 6 broken too
     assert views[("aten.slice.Tensor" + _eagerwork.OFFSET, (2, 4))] == 5

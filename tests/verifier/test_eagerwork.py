@@ -645,7 +645,7 @@ def _vault_records(
 
 def _padded_by(values: list[float]) -> Any:
     """Red team rt68 F1's way back in: one Python number per element, as ``F.pad``'s ``value`` of a one-element slice of
-    a copy of the input (a view of what the call made: no value in), joined by ``cat``."""
+    a copy of the input (a run of views of what the call made: its stride, one value in), joined by ``cat``."""
 
     def run(x: torch.Tensor) -> torch.Tensor:
         made = x.clone()
@@ -657,11 +657,11 @@ def _padded_by(values: list[float]) -> Any:
 @pytest.mark.parametrize("distinct", [True, False])
 def test_python_numbers_past_the_first_sixteen_distinct_of_a_call_are_values_in(distinct: bool) -> None:
     """``_eagerwork.SCALARS``: 100 pads by 100 distinct numbers count 84 values in (8 bytes each) beside the 16 free; by
-    one number repeated, none; the vault and the reference's recorder mark alike."""
+    one number repeated, none; the vault and the reference's recorder mark alike. (The slices' stride: a byte more.)"""
     x = torch.randn(128)
     values = [k / 7 for k in range(100)] if distinct else [0.5] * 100
     found = _vault_records(_padded_by(values), [x])
-    assert work_of(found).from_python == (84 * _eagerwork.SCALAR_BYTES if distinct else 0)
+    assert work_of(found).from_python == (84 * _eagerwork.SCALAR_BYTES if distinct else 0) + 1
     assert sorted(found) == sorted(reference_ops(_padded_by(values), [x]))
 
 
@@ -1000,11 +1000,12 @@ def test_what_crosses_between_tensors_and_python_is_counted_in_bytes() -> None:
     # an operator that raised hands Python one value in its message (rt66 F0)
     assert _eagerwork.crossing(_eagerwork.RAISED, ((1,), (2,)), ()) == (8, 0)
     assert _eagerwork.crossed_values(_eagerwork.RAISED, ((1,), (2,))) == 1
-    # a view the vault marked (part of no problem input, at offsets Python gave) brings a value per piece (rt67);
-    # unmarked, a view is free and brings none
+    # a view the vault marked (at offsets Python gave) brings the bits that chose each piece's place, at least a byte
+    # a piece (rt67, rt68 F0); unmarked, a view is free and brings none
     offset = _eagerwork.OFFSET
-    assert _eagerwork.crossing("aten.slice.Tensor" + offset, ((65536,),), ((1,),)) == (0, 8)
-    assert _eagerwork.crossing("aten.split.Tensor" + offset + w[2], ((12,),), ((4,), (4,), (4,))) == (0, 24)
+    assert _eagerwork.crossing("aten.slice.Tensor" + offset, ((65536,),), ((1,),)) == (0, 2)
+    assert _eagerwork.crossing("aten.select.int" + offset, ((150, 8192),), ((8192,),)) == (0, 1)
+    assert _eagerwork.crossing("aten.split.Tensor" + offset + w[2], ((12,),), ((4,), (4,), (4,))) == (0, 3)
     assert _eagerwork.crossing("aten.slice.Tensor", ((65536,),), ((1,),)) == (0, 0)
     assert op_work("aten.slice.Tensor" + offset, ((65536,),), ((1,),)) == []
 
@@ -1249,3 +1250,35 @@ def test_numbers_an_operator_hands_back_are_values_out_unless_they_describe_a_te
     # a sparse tensor made without a size takes it from its indices' largest (rt71 F2): a size the data decides
     assert {"_sparse_coo_tensor_with_dims_and_tensors", "sparse_compressed_tensor"} <= _eagerwork.DATA_SIZED
     assert op_work("aten._sparse_coo_tensor_with_dims_and_tensors.default", ((2, 2), (2,)), ((1 << 31, 1 << 31),)) == []
+
+
+def test_an_answer_put_together_from_an_inputs_own_bytes_is_a_value_in_a_byte() -> None:
+    """Red team rt68 F0's way back in, the one every full pass of rt68-rt71 used whatever its way out: each byte of an
+    answer known to Python taken as a one-byte slice of the problem input where it holds that byte, joined by one
+    ``cat``. Each slice's offset is Python's value: two bytes in a slice (one of 4096 places), twice the answer's
+    bytes; so is a piece picked by list index from an even split of the input. A loop over the input's rows counts
+    its stride only."""
+    x = torch.randn(64, 16)
+    answer = torch.randint(0, 256, (96,), dtype=torch.uint8).tolist()  # the bytes Python holds, from a way out
+
+    def sliced(t: torch.Tensor) -> torch.Tensor:
+        raw = t.view(torch.uint8).view(-1)
+        where = {int(b): k for k, b in enumerate(raw.tolist())}
+        return torch.cat([raw[where[b] : where[b] + 1] for b in answer if b in where])
+
+    def picked(t: torch.Tensor) -> torch.Tensor:
+        raw = t.view(torch.uint8).view(-1)
+        where = {int(b): k for k, b in enumerate(raw.tolist())}
+        pieces = raw.split(1)
+        return torch.cat([pieces[where[b]] for b in answer if b in where])
+
+    def rows(t: torch.Tensor) -> torch.Tensor:
+        return torch.cat([t[k] * 2 for k in range(t.shape[0])])
+
+    for way in (sliced, picked):
+        found = _vault_records(way, [x])
+        assert work_of(found).from_python >= 2 * 90, way.__name__
+        # the recorder marks alike (the vault's tolist() comes from the worker's hook, not installed here)
+        recorded = [r for r in reference_ops(way, [x]) if not r[0][0].startswith(_eagerwork.TO_PYTHON)]
+        assert sorted(found) == sorted(recorded)
+    assert work_of(_vault_records(rows, [x])).from_python == 1

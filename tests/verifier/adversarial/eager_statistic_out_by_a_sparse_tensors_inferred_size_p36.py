@@ -1,12 +1,12 @@
 """rt71 F2: the example's partial plan (eager inverse RMS per row, DSL scaling) with the 64 row values carried out to
-Python as the inferred size of sparse COO tensors: ``torch.sparse_coo_tensor(indices, values)`` with no size computes
-it from the indices' maxima in its C++ (the mode sees min.dim, max.dim, add_, _sparse_coo_tensor_with_dims_and_tensors:
-no crossing, nothing DATA_SIZED), and ``.shape`` hands 62 bits a call to Python (two 31-bit values). Back in as
-one-byte slices of the problem input's own bytes (rt68 F0's way in), one cat. Its honest twin
-(``honest/eager_statistic_through_tolist_partial_p36``) is partial at ~0.5; this reports the plan full at 0%. A full plan at 0% on fe5fb53. A sparse tensor made without
-a size is a result whose size the data decides (``_eagerwork.DATA_SIZED``: one value each), so the 64 values out are
-data and the operators behind them reached: ``decorative_dsl`` (the statistic and its encoding, 200% of the
-reference's pointwise work)."""
+Python as the inferred size of sparse COO tensors: ``torch.sparse_coo_tensor(indices, values)`` with no size
+computes it from the indices' maxima in its C++ (the mode sees min.dim, max.dim, add_,
+_sparse_coo_tensor_with_dims_and_tensors: no crossing, nothing DATA_SIZED), and ``.shape`` hands 62 bits a call to
+Python (two 31-bit values). Back in as one-byte slices of the problem input's own bytes (rt68 F0's way in), one cat.
+Its honest twin (``honest/eager_statistic_through_tolist_partial_p36``) is partial at ~0.5; this reports the plan
+full at 0%. A full plan at 0% on fe5fb53. A sparse tensor made without a size is a result whose size the data
+decides (``_eagerwork.DATA_SIZED``: one value each), so the 64 values out are data and the operators behind them
+reached: ``decorative_dsl`` (the statistic and its encoding, 200% of the reference's pointwise work)."""
 # expect: decorative_dsl
 # problem: p36
 import torch
