@@ -335,6 +335,9 @@ LOOKUPS = frozenset(("index", "_unsafe_index", "index_select", "gather", "take",
 COPIES = frozenset(("_to_copy", "clone"))
 #: Movement whose index or mask operands (after the source) may be a boolean mask: ``masked_select`` always is.
 MASKED_READS = frozenset(("index", "_unsafe_index", "masked_select"))
+#: ...a mask being a bool tensor, or a uint8 one, which indexing still takes as a mask (red team rt72 F4: the length of
+#: ``src[mask]`` by a uint8 mask carried an eager answer out, a full plan at 0%).
+MASK_DTYPES = (torch.bool, torch.uint8)
 #: A lookup whose result has at least this many times its source's elements (the source, ``ins[0]``, is the table:
 #: ``embedding``'s weight, the others' ``self``) evaluates a function by a table, each result element one evaluation:
 #: element work of the result's size, not movement (red team rt25b F2/F3: p23's dequantisation as a 256-entry table
@@ -967,7 +970,9 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
                      int(results[0].storage_offset()), int(args[0].storage_offset()))
                     if len(results) == 1 else None
                 )  # fmt: skip
-                name += offset_mark(base, args[0].numel(), pieces, runs, place)
+                storage = args[0].untyped_storage().nbytes() // args[0].element_size()
+                name += offset_mark(base, storage if base.startswith("as_strided") else args[0].numel(), pieces, runs,
+                                    place)  # fmt: skip
             name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1

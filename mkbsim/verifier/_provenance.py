@@ -550,7 +550,8 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         python_scalars=_eagerwork.python_scalars, scalars_mark=_eagerwork.scalars_mark, crossing=_eagerwork.crossing,
         check_bytes=_eagerwork.CHECK_BYTES, data_sized=_eagerwork.DATA_SIZED,
         crossed_values=_eagerwork.crossed_values, checks=_eagerwork.CHECKS, raised=_eagerwork.RAISED,
-        masked_reads=_eagerwork.MASKED_READS, sized_bytes=_eagerwork.SCALAR_BYTES, offset_mark=_eagerwork.offset_mark,
+        masked_reads=_eagerwork.MASKED_READS, mask_dtypes=_eagerwork.MASK_DTYPES, sized_bytes=_eagerwork.SCALAR_BYTES,
+        offset_mark=_eagerwork.offset_mark,
         python_values=_eagerwork.python_values,
         widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
         changed_runs=CHANGED_RUNS, int8=torch.int8, fresh_chunk=FRESH_CHUNK,
@@ -3924,7 +3925,9 @@ def provenance_vault(
                  lib.storage_offset(outs[0]), lib.storage_offset(args[0]))
                 if lib.len(outs) == 1 else None
             )  # fmt: skip
-            judged += lib.offset_mark(base, lib.numel(args[0]), pieces, view_runs, place)
+            lo, hi = storage_span(args[0])  # (``as_strided`` reaches the whole storage, not what it views)
+            whole = (hi - lo) // lib.element_size(args[0]) if base.startswith("as_strided") else lib.numel(args[0])
+            judged += lib.offset_mark(base, whole, pieces, view_runs, place)
         judged += lib.scalars_mark(scalars_seen, lib.python_scalars(name, args, kwargs))
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))
@@ -3937,7 +3940,7 @@ def provenance_vault(
         reads = None if lib.seeded(func) and not dropping_nothing(name, args, kwargs) else read_spans
         # (a result whose size the data decides hands Python a value with no crossing: ``priced_trail``)
         sized = lib.sized_bytes if operator_name in lib.data_sized or (operator_name in lib.masked_reads and lib.any(
-            lib.dtype_of(t) is lib.bool_ for t in tensors_in(args[1:] if lib.len(args) else (), []))) else 0
+            lib.dtype_of(t) in lib.mask_dtypes for t in tensors_in(args[1:] if lib.len(args) else (), []))) else 0
         if name not in lib.to_python:  # numbers it read and handed back itself (``_eagerwork.python_values``)
             sized = lib.max(sized, lib.python_values(operator_name, out) * lib.sized_bytes)
         eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python,

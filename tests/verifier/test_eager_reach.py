@@ -224,13 +224,14 @@ def test_a_random_operator_on_a_generator_of_its_own_reaches_every_operator_befo
     assert "aten.mul.Tensor" in _priced(body)
 
 
-@pytest.mark.parametrize("how", ["nonzero", "mask", "packed"])
+@pytest.mark.parametrize("how", ["nonzero", "mask", "uint8_mask", "packed"])
 @pytest.mark.parametrize("counts", [1, 9])
 def test_sizes_the_data_decides_are_values_out_to_python(counts: int, how: str) -> None:
     """A result whose size the data decides (``nonzero``) hands Python a value with no crossing (``len(...)``): each
     counts as 8 bytes out, and past ``CHECK_BYTES`` (64) in a call the operators behind them are reached (an answer read
     out so, a count per value, is data); one count is a check (rt60 FP0: ``len(torch.nonzero(...))``). A packed
-    sequence's batch sizes too: ``_pack_padded_sequence`` reads its lengths in C++ (red team rt70)."""
+    sequence's batch sizes too: ``_pack_padded_sequence`` reads its lengths in C++ (red team rt70); a uint8 mask's
+    count as a boolean one's (rt72 F4)."""
 
     def body(audit: Audit, x: torch.Tensor, out: torch.Tensor) -> None:
         scaled = audit.eager("aten.mul.Tensor", (x, 2.0))
@@ -240,6 +241,9 @@ def test_sizes_the_data_decides_are_values_out_to_python(counts: int, how: str) 
                 audit.eager("aten.nonzero.default", (mask,))
             elif how == "mask":  # ``x[mask]``: the boolean index's count
                 audit.eager("aten.index.Tensor", (x, [mask]))
+            elif how == "uint8_mask":  # a uint8 index is a mask too (red team rt72 F4)
+                as_bytes = audit.eager("aten._to_copy.default", (mask,), {"dtype": torch.uint8})
+                audit.eager("aten.index.Tensor", (x, [as_bytes]))
             else:  # the lengths: a count of the mask, then at most 1, sorted by construction
                 count = audit.eager("aten.sum.dim_IntList", (mask, [0], True))
                 least = audit.eager("aten.clamp.default", (count, None, 1))
@@ -288,9 +292,11 @@ def test_a_view_at_offsets_python_gave_is_a_value_from_python_whatever_it_views(
         given = audit.eager("aten.slice.Tensor", (x, 0, 7, 8))
         own = audit.eager("aten.slice.Tensor", (made, 0, 9, 10))
         first = audit.eager("aten.slice.Tensor", (whole, 0, 0, 1))  # where what it views starts
+        # a one-element view kept from before the call, strided anywhere in its storage (red team rt72 F0)
+        strided = audit.eager("aten.as_strided.default", (table[:1], [1], [1], 6))
         split = audit.eager("aten.split.Tensor", (x, 4))
         copied = audit.eager("aten.narrow_copy.default", (x, 0, 11, 1))  # a copy: its offset is an argument
-        joined = audit.eager("aten.cat.default", ([*pieces, given, own, first, split[2], copied],))
+        joined = audit.eager("aten.cat.default", ([*pieces, given, own, first, split[2], copied, strided],))
         audit.launch(lambda _, o, j: o.add_(j.sum()), None, out, joined)
         audit.registry.protect(_provenance.report_result, _send=audit.send)([out])
         records = audit.control.report([N])["records"]
@@ -302,6 +308,7 @@ def test_a_view_at_offsets_python_gave_is_a_value_from_python_whatever_it_views(
     splits = [(key[0], len(key[2])) for key, _ in found if key[0].startswith("aten.split")]
     assert splits == [("aten.split.Tensor" + _eagerwork.OFFSET, N // 4)]
     assert [key[0] for key, _ in found if "narrow_copy" in key[0]] == ["aten.narrow_copy.default" + _eagerwork.OFFSET]
+    assert [key[0] for key, _ in found if "as_strided" in key[0]] == ["aten.as_strided.default" + _eagerwork.OFFSET]
     assert _eagerwork.work_of(found).from_python >= 5 + N // 4
 
 
