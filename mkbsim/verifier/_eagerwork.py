@@ -198,14 +198,19 @@ def offset_bytes(whole: int, piece: int) -> int:
 
 
 
+#: The call's runs of views and reads (``offset_mark``, ``offset_reads``), by three kinds of key: a view's run, (its
+#: storage, operator, sizes, strides); a run of reads, ("read", storage, sizes, strides); and a place a view counted
+#: when made, (storage, byte offset): ``PLACED``. Values: the run's last offset and its stride.
+ViewRuns = dict[tuple[Any, ...], tuple[int, int | None]]
+PLACED = (0, None)
 #: A view's place in a run of views (``offset_mark``): (its storage, operator, sizes, strides), its storage offset, and
 #: the storage offset of the tensor it views.
 ViewPlace = tuple[tuple[Any, ...], int, int]
 
 
 def offset_mark(
-    base: str, whole: int, pieces: Iterable[int],
-    runs: dict[tuple[Any, ...], tuple[int, int | None]] | None = None, place: ViewPlace | None = None,
+    base: str, whole: int, pieces: Iterable[int], runs: ViewRuns | None = None, place: ViewPlace | None = None,
+    made: Iterable[tuple[Any, int]] = (),
 ) -> str:  # fmt: skip
     """``OFFSET`` for a view (``base``: its operator) taking part (``pieces``: its results' sizes) of what it views
     (``whole`` elements), else ""; the vault and the reference's recorder mark alike. A split's pieces are each at an
@@ -214,28 +219,66 @@ def offset_mark(
     storage, operator and piece shape, the last offset and stride): a loop over rows gives Python's start and stride,
     nothing more (an honest p02 plan copying its pages one by one into staging rows kept across calls had 47% of its
     answer's bytes counted in and was rejected), while offsets Python chooses by its values break the run at every
-    piece."""
+    piece. The places of a marked view's results (``made``: storage, byte offset) are counted: reading them later is
+    no new choice (``offset_reads``)."""
     pieces = list(pieces)
     if base not in OFFSET_VIEWS | OFFSET_COPIES or not any(n < whole for n in pieces):
         return ""
-    if runs is None or place is None or len(pieces) != 1 or base in OFFSET_COPIES:
-        return OFFSET
-    key, offset, viewed = place
-    last = runs.get(key)
-    runs[key] = (offset, None if last is None else offset - last[0])
-    continues = last is not None and last[1] is not None and offset - last[0] == last[1]
-    return "" if continues or offset == viewed else OFFSET
+    mark = OFFSET
+    if runs is not None and place is not None and len(pieces) == 1 and base not in OFFSET_COPIES:
+        key, offset, viewed = place
+        last = runs.get(key)
+        runs[key] = (offset, None if last is None else offset - last[0])
+        continues = last is not None and last[1] is not None and offset - last[0] == last[1]
+        mark = "" if continues or offset == viewed else OFFSET
+    if mark and runs is not None:
+        runs.update(dict.fromkeys(made, PLACED))
+    return mark
+
+
+#: An operator reading views at places Python chose that no view of the call counted when it made them, with the bytes
+#: those choices bring (``offset_reads``).
+PLACES = "+pyplaces"
+#: A view an operator reads: (its storage, byte offset in it, sizes, strides, the storage's bytes, its own bytes).
+ViewRead = tuple[Any, int, tuple[int, ...], tuple[int, ...], int, int]
+
+
+def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead]) -> str:
+    """``PLACES`` with what the views an operator (``base``) reads bring at the places Python chose, else "". A piece
+    of a storage made before the call (at import: ``_PIECES = table.split(1)``, or by a run of views, which counts
+    nothing) and picked by Python's values from a list is read with no view operator in the call (red team rt72 F1: a
+    whole answer back in so, as were ``set_`` at Python's offsets, F2): so each read of a view not at its storage's
+    start counts, as a view made at its offset would (``offset_bytes``), unless a view of the call counted its place
+    when made, it reads where the last read of its storage and shape did, or it continues their run at a constant
+    stride (a loop over kept rows). Views, allocations and fills read nothing."""
+    if base in _FREE or base in OFFSET_VIEWS:
+        return ""
+    brought = 0
+    for storage, offset, sizes, strides, whole, piece in reads:
+        key = ("read", storage, sizes, strides)
+        last = runs.get(key)
+        if last is not None and offset == last[0]:
+            continue
+        runs[key] = (offset, None if last is None else offset - last[0])
+        continues = last is not None and last[1] is not None and offset - last[0] == last[1]
+        if offset and piece and not continues and (storage, offset) not in runs:
+            brought += offset_bytes(whole, piece)
+    return f"{PLACES}{brought}" if brought else ""
 
 
 #: Python numbers a call passes to operators (an argument its schema types a number, or a tensor given as a Python
 #: number: ``x + v``, ``F.pad(t, p, value=v)``, ``clamp(min=v)``, ``masked_fill(m, v)``), beyond the first
 #: ``SCALARS_FREE`` distinct ones of the call, are values entering tensors: the operator that took new ones is marked
-#: with how many (``SCALARS``), 8 bytes each. Red team rt68 F1 put a whole eager answer back as the ``value`` of one
-#: ``F.pad`` per element, a full plan at 0%; an honest call's constants (an epsilon, a scale, a mask's fill) are few
-#: and repeat, and a loop's index is one value per iteration. The vault and the reference's recorder mark alike.
+#: with the bytes they bring (``SCALARS``, ``scalars_mark``). Red team rt68 F1 put a whole eager answer back as the
+#: ``value`` of one ``F.pad`` per element, a full plan at 0%; an honest call's constants (an epsilon, a scale, a mask's
+#: fill) are few and repeat, and a loop's index is one value per iteration. An integer argument of an operator that
+#: computes or moves data is such a value too (red team rt72: ``roll``'s shifts, a pad's widths, ``tril``'s diagonal
+#: place an answer's values where Python's choose); a view's or an allocation's sizes and offsets are judged apart
+#: (``offset_mark``, ``offset_reads``). The vault and the reference's recorder mark alike.
 SCALARS = "+pyscalars"
 SCALARS_FREE = 16
 _SCALAR_TYPES = frozenset(("number", "float", "complex", "Tensor"))
+_INTEGER_TYPES = frozenset(("int", "SymInt"))
 _scalar_slots: dict[str, tuple[tuple[int, str], ...]] = {}
 #: The schema accessors ``_slots`` reads (bound now: the vault calls it, and looks up nothing of torch's then).
 _SCHEMA_LIB = types.SimpleNamespace(
@@ -262,8 +305,10 @@ def _slots(name: str) -> tuple[tuple[int, str], ...]:
             arguments = schema.arguments(schema.get(f"{parts[0]}::{parts[1]}", overload)) if len(parts) > 1 else []
         except RuntimeError:  # (no schema: the worker's own records)
             arguments = []
+        base = parts[1].rstrip("_") if len(parts) > 1 else name
+        types_read = _SCALAR_TYPES | (_INTEGER_TYPES if base not in _FREE | OFFSET_VIEWS | OFFSET_COPIES else set())
         found = _scalar_slots[name] = tuple(
-            (k, schema.name(a)) for k, a in enumerate(arguments) if _element_type(str(schema.type(a))) in _SCALAR_TYPES
+            (k, schema.name(a)) for k, a in enumerate(arguments) if _element_type(str(schema.type(a))) in types_read
         )
     return found
 
@@ -279,18 +324,25 @@ def python_scalars(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> li
     return found
 
 
-def scalars_mark(seen: dict[tuple[str, str], None], values: Iterable[tuple[str, str]]) -> str:
-    """``SCALARS`` with how many of ``values`` are new to the call (``seen``: its distinct ones so far, updated) past
-    its first ``SCALARS_FREE``, or ""."""
-    before = len(seen)
-    seen.update(dict.fromkeys(values))
-    counted = max(0, len(seen) - SCALARS_FREE) - max(0, before - SCALARS_FREE)
-    return f"{SCALARS}{counted}" if counted else ""
+def scalars_mark(seen: dict[tuple[str, str], int], values: Iterable[tuple[str, str]]) -> str:
+    """``SCALARS`` with the bytes ``values`` bring into tensors, or "" (``seen``: the call's distinct values so far, in
+    the order first taken, updated): past the call's first ``SCALARS_FREE`` distinct values, a new value
+    ``SCALAR_BYTES``, and one taken again the bits that choose it among the call's values (at least a byte): values
+    that repeat carry by where they go (a byte's 256 values, again and again, carry an answer of any size)."""
+    brought = 0
+    for value in values:
+        order = seen.get(value)
+        if order is None:
+            order = seen[value] = len(seen)
+            brought += SCALAR_BYTES if order >= SCALARS_FREE else 0
+        elif order >= SCALARS_FREE:
+            brought += offset_bytes(len(seen), 1)
+    return f"{SCALARS}{brought}" if brought else ""
 
 
-def _scalars_in(marks: Sequence[str]) -> int:
-    """The Python numbers a recorded name's ``SCALARS`` mark counts."""
-    counts = [m[len(SCALARS) - 1 :] for m in marks if m.startswith(SCALARS[1:])]
+def _bytes_marked(marks: Sequence[str], mark: str) -> int:
+    """The bytes a recorded name's marks of kind ``mark`` (``SCALARS``, ``PLACES``) count."""
+    counts = [m[len(mark) - 1 :] for m in marks if m.startswith(mark[1:])]
     return sum(int(n) for n in counts if n.isdigit())
 
 
@@ -762,13 +814,15 @@ def crossing(name: str, ins: Sizes, outs: Sizes) -> tuple[int, int]:
         return 0, max((_numel(s) for s in outs), default=0) * width
     if name in (LAUNCH_SCALARS, ERASED_STORAGES):  # how many arguments were given by value, storages were erased
         return 0, sum(map(_numel, outs)) * SCALAR_BYTES
+    placed = _bytes_marked(marks, PLACES)  # views it read at places Python chose (``offset_reads``)
     if OFFSET[1:] in marks:  # a view's pieces, each at an offset Python gave: the bits that chose its place
         whole = _numel(ins[0]) if ins else 0
-        return 0, sum(offset_bytes(whole, _numel(s)) for s in outs)
+        return 0, sum(offset_bytes(whole, _numel(s)) for s in outs) + placed
     # one Python value: a fill's or a full's, or an operator computing on single elements (``out[i].add_(v)``),
     # element by element the way Python writes an answer into a tensor; a view of one element takes none
     single = max((_numel(s) for s in (*ins, *outs)), default=0) <= 1 and base not in _FREE
-    return 0, SCALAR_BYTES * max(int((base in _SCALAR_IN or single) and parts[0] == "aten"), _scalars_in(marks))
+    scalar = SCALAR_BYTES * int((base in _SCALAR_IN or single) and parts[0] == "aten")
+    return 0, max(scalar, _bytes_marked(marks, SCALARS)) + placed
 
 
 def work_of(ops: Iterable[OpRecord]) -> Work:
@@ -874,6 +928,10 @@ def _give(sizes: list[float], left: list[int], rests: dict[float, int], spare: f
     rests[spare] = rests.get(spare, 0) + 1
 
 
+def _storage_of(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
 def _tensors(obj: Any) -> list[torch.Tensor]:
     """The tensors in ``obj``, depth first in order."""
     found: list[torch.Tensor] = []
@@ -952,8 +1010,8 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
 
     counts: dict[tuple[str, Sizes, Sizes], int] = {}
     lookups = _ReferenceLookups()
-    scalars: dict[tuple[str, str], None] = {}  # the call's distinct Python numbers (``scalars_mark``)
-    runs: dict[tuple[Any, ...], tuple[int, int | None]] = {}  # the call's runs of views (``offset_mark``)
+    scalars: dict[tuple[str, str], int] = {}  # the call's distinct Python numbers (``scalars_mark``)
+    runs: ViewRuns = {}  # the call's runs of views and reads (``offset_mark``, ``offset_reads``)
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -966,13 +1024,19 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
                 pieces = [t.numel() for t in results]
                 base = _operator(str(func))[1]
                 place = (
-                    ((args[0].untyped_storage().data_ptr(), base, tuple(results[0].shape), results[0].stride()),
+                    ((_storage_of(args[0]), base, tuple(results[0].shape), results[0].stride()),
                      int(results[0].storage_offset()), int(args[0].storage_offset()))
                     if len(results) == 1 else None
                 )  # fmt: skip
                 storage = args[0].untyped_storage().nbytes() // args[0].element_size()
+                made = [(_storage_of(t), t.data_ptr() - _storage_of(t)) for t in results]
                 name += offset_mark(base, storage if base.startswith("as_strided") else args[0].numel(), pieces, runs,
-                                    place)  # fmt: skip
+                                    place, made)  # fmt: skip
+            name += offset_reads(runs, _operator(str(func))[1], [
+                (_storage_of(t), t.data_ptr() - _storage_of(t), tuple(t.shape), t.stride(),
+                 t.untyped_storage().nbytes(), t.numel() * t.element_size())
+                for t in _tensors((args, kwargs)) if type(t) is torch.Tensor
+            ])  # fmt: skip
             name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1

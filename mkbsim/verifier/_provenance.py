@@ -551,7 +551,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         check_bytes=_eagerwork.CHECK_BYTES, data_sized=_eagerwork.DATA_SIZED,
         crossed_values=_eagerwork.crossed_values, checks=_eagerwork.CHECKS, raised=_eagerwork.RAISED,
         masked_reads=_eagerwork.MASKED_READS, mask_dtypes=_eagerwork.MASK_DTYPES, sized_bytes=_eagerwork.SCALAR_BYTES,
-        offset_mark=_eagerwork.offset_mark,
+        offset_mark=_eagerwork.offset_mark, offset_reads=_eagerwork.offset_reads,
         python_values=_eagerwork.python_values,
         widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
         changed_runs=CHANGED_RUNS, int8=torch.int8, fresh_chunk=FRESH_CHUNK,
@@ -804,7 +804,7 @@ def provenance_vault(
     # the storages an eager operator of the draw allocated (its results sharing no storage with what it read, no lift)
     # and those of them erased once nothing but their record held them (``erase_dropped``)
     made_here: dict[int, bool] = {}
-    scalars_seen: dict[Any, None] = {}  # the draw's distinct Python numbers operators took (``_eagerwork.SCALARS``)
+    scalars_seen: dict[Any, int] = {}  # the draw's distinct Python numbers operators took (``_eagerwork.SCALARS``)
     view_runs: dict[Any, Any] = {}  # the draw's runs of views at Python's offsets (``_eagerwork.offset_mark``)
     eager_time = [0, 0]  # the eager operators' own runs: process CPU (ns), operators (``_judge.scored_host_time``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
@@ -3927,7 +3927,14 @@ def provenance_vault(
             )  # fmt: skip
             lo, hi = storage_span(args[0])  # (``as_strided`` reaches the whole storage, not what it views)
             whole = (hi - lo) // lib.element_size(args[0]) if base.startswith("as_strided") else lib.numel(args[0])
-            judged += lib.offset_mark(base, whole, pieces, view_runs, place)
+            made = [(storage_of(t), lib.data_ptr(t) - storage_of(t)) for t in outs]
+            judged += lib.offset_mark(base, whole, pieces, view_runs, place, made)
+        # views it reads at places Python chose, made before the call or uncounted (``_eagerwork.offset_reads``)
+        judged += lib.offset_reads(view_runs, operator_name.rstrip("_"), [
+            (storage_of(t), lib.data_ptr(t) - storage_of(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t)),
+             lib.storage_nbytes(lib.untyped_storage(t)), lib.numel(t) * lib.element_size(t))
+            for t in lib.reversed(given) if lib.type(t) is lib.Tensor  # (in the arguments' order: ``tensors_in``)
+        ])  # fmt: skip
         judged += lib.scalars_mark(scalars_seen, lib.python_scalars(name, args, kwargs))
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))

@@ -656,12 +656,13 @@ def _padded_by(values: list[float]) -> Any:
 
 @pytest.mark.parametrize("distinct", [True, False])
 def test_python_numbers_past_the_first_sixteen_distinct_of_a_call_are_values_in(distinct: bool) -> None:
-    """``_eagerwork.SCALARS``: 100 pads by 100 distinct numbers count 84 values in (8 bytes each) beside the 16 free; by
-    one number repeated, none; the vault and the reference's recorder mark alike. (The slices' stride: a byte more.)"""
+    """``_eagerwork.SCALARS``: 100 pads by 100 distinct numbers count 86 values in (8 bytes each) beside the 16 free
+    (the pads' widths, 1 and 0, two of them: integer arguments are values too); by one number repeated, none; the
+    vault and the reference's recorder mark alike. (The slices' stride: a byte more.)"""
     x = torch.randn(128)
     values = [k / 7 for k in range(100)] if distinct else [0.5] * 100
     found = _vault_records(_padded_by(values), [x])
-    assert work_of(found).from_python == (84 * _eagerwork.SCALAR_BYTES if distinct else 0) + 1
+    assert work_of(found).from_python == (86 * _eagerwork.SCALAR_BYTES if distinct else 0) + 1
     assert sorted(found) == sorted(reference_ops(_padded_by(values), [x]))
 
 
@@ -1282,3 +1283,42 @@ def test_an_answer_put_together_from_an_inputs_own_bytes_is_a_value_in_a_byte() 
         recorded = [r for r in reference_ops(way, [x]) if not r[0][0].startswith(_eagerwork.TO_PYTHON)]
         assert sorted(found) == sorted(recorded)
     assert work_of(_vault_records(rows, [x])).from_python == 1
+
+
+_KEPT_TABLE = torch.arange(256, dtype=torch.uint8)  # (at import: before any call)
+_KEPT_PIECES = _KEPT_TABLE.split(1)
+
+
+def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() -> None:
+    """Red team rt72: pieces of a table made at import and picked by list index (F1: no view operator in the call),
+    a tensor ``set_`` on the table's storage at Python's offset (F2), ``roll`` by Python's shift (F3) and a pad's value
+    from few distinct numbers, again and again, each brought a whole answer back in at 0 bytes: each is a byte in or
+    more now (``offset_reads``; integer arguments and repeated values in ``scalars_mark``), the vault and the
+    reference's recorder alike. Kept pieces read in order count their start and stride only."""
+    x = torch.randn(64, 16)
+    answer = torch.randint(0, 256, (96,), dtype=torch.uint8, generator=torch.Generator().manual_seed(3)).tolist()
+    changes = sum(a != b for a, b in zip(answer, answer[1:])) + 1
+
+    def picked(t: torch.Tensor) -> torch.Tensor:
+        return torch.cat([_KEPT_PIECES[b] for b in answer])
+
+    def placed(t: torch.Tensor) -> torch.Tensor:
+        storage = _KEPT_TABLE.untyped_storage()
+        return torch.cat([torch.empty(0, dtype=torch.uint8).set_(storage, b, (1,), (1,)) for b in answer])
+
+    def rolled(t: torch.Tensor) -> torch.Tensor:
+        return torch.cat([torch.roll(_KEPT_TABLE, -b)[:1] for b in answer])
+
+    def padded(t: torch.Tensor) -> torch.Tensor:
+        return torch.cat([F.pad(_KEPT_TABLE[:0], (1, 0), value=b) for b in answer])
+
+    # (a byte 0 is at the table's start, and a few reads continue a run by chance: 90% of the answer's changes)
+    for way, least in ((picked, changes), (placed, changes), (rolled, len(answer) - 16), (padded, len(answer) - 16)):
+        found = _vault_records(way, [x])
+        assert work_of(found).from_python >= 0.9 * least, way.__name__
+        assert work_of(found).from_python == work_of(reference_ops(way, [x])).from_python, way.__name__
+
+    def in_order(t: torch.Tensor) -> torch.Tensor:
+        return torch.cat([_KEPT_PIECES[k] for k in range(96)])
+
+    assert work_of(_vault_records(in_order, [x])).from_python == 1  # its stride
