@@ -62,6 +62,7 @@ from mkbsim.verifier._rules import (
     DISPATCH_KEY_CONTROLS,
     DISPATCH_MODE_BYPASSES,
     DISPATCHER,
+    FFI_TENSORS,
     FORBIDDEN_MODULES,
     FORBIDDEN_NAMES,
     FORBIDDEN_SUFFIXES,
@@ -1125,8 +1126,19 @@ def _first_mutable_classes(base: type) -> list[type]:
 
 
 _IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE
-_referents = gc.get_referents  # (bound before the guards replace it)
-_type_modified = ctypes.pythonapi.PyType_Modified
+
+
+def _flags_word() -> int:
+    """Where a type object holds its flags (``tp_flags``), in machine words from its start: found by looking, on types
+    whose flags differ (word 21 on CPython 3.11-3.13, x86-64)."""
+    probes = (int, str, functools.partial, type)
+    found = [k for k in range(64) if all((ctypes.c_ulong * 64).from_address(id(t))[k] == t.__flags__ for t in probes)]
+    if len(found) != 1:
+        raise RuntimeError(f"mkbsim verifier: no one word holds a type's flags ({found})")
+    return found[0]
+
+
+_FLAGS_WORD = _flags_word()
 
 
 def _denied(
@@ -1137,6 +1149,66 @@ def _denied(
     if refused is not None:
         raise refused
     return _original(*args, **kwargs)
+
+
+def _ffi_tensor_call(
+    *args: Any, _ask: Any, _original: Any, _caller: Any, _what: str, _names: Any, _holds: Any, _skip: int,
+    **kwargs: Any
+) -> Any:  # fmt: skip
+    """``tvm_ffi.Function.__call__`` (and a TVM object's constructor call): refused while the submission's code is on
+    the stack where its arguments (past the first ``_skip``: the function, the object) hold a tensor or anything TVM
+    FFI turns into one (``_holds_tensor``). A counted launch's class has a call of its own, the gate's."""
+    if _holds(args[_skip:]):
+        refused = _ask(("asked", _what, FFI_TENSORS, _caller(), _names))
+        if refused is not None:
+            raise refused
+    return _original(*args, **kwargs)
+
+
+def _holds_tensor(
+    values: Any, *, _type: Any, _kinds: dict[int, tuple[Any, bool]], _kind: Any, _id: Any, _plain: Any,
+    _list: Any, _tuple: Any, _dict: Any, _items: Any, _depth: int = 8
+) -> bool:  # fmt: skip
+    """Whether ``values`` (a tuple) hold, at any depth TVM FFI converts (lists, tuples and dicts of exactly those
+    types), an object TVM FFI passes as a tensor or as what a method of the object's class gives (``_kind``). A
+    container of another class holds one: TVM FFI converts it by iterating it, which runs its class's code."""
+    pending = [(v, 0) for v in values]
+    while pending:
+        value, depth = pending.pop()
+        kind = _type(value)
+        if kind in _plain:
+            continue
+        if kind is _list or kind is _tuple:
+            if depth >= _depth:
+                return True
+            pending.extend((v, depth + 1) for v in value)
+            continue
+        if kind is _dict:
+            if depth >= _depth:
+                return True
+            pending.extend((v, depth + 1) for pair in _items(value) for v in pair)
+            continue
+        known = _kinds.get(_id(kind))
+        if known is None:
+            known = _kinds[_id(kind)] = (kind, _kind(kind))  # (the class kept: its id is never reused)
+        if known[1]:
+            return True
+    return False
+
+
+def _tensor_kind(
+    kind: type, *, _mro: Any, _namespace: Any, _protocols: Any, _objects: Any, _tensors: Any, _containers: Any
+) -> bool:
+    """Whether TVM FFI passes an object of class ``kind`` as a tensor, or as what a method of the class gives (the
+    DLPack and TVM FFI protocols, ``asobject``), or converts it by iterating it (a subclass of list, tuple or dict).
+    A TVM object other than a tensor passes as itself, as does a Python object backed by one (``Shape``, a tuple).
+    Read from the classes' namespaces (no lookup runs a metaclass's code)."""
+    line = _mro(kind)
+    if any(c in _tensors for c in line):
+        return True
+    if any(c in _objects for c in line):
+        return False
+    return any(c in _containers for c in line) or any(name in _namespace(c) for c in line for name in _protocols)
 
 
 def _dispatch_library(
@@ -1557,6 +1629,45 @@ class Guards:
         self.replace(torch._C, "_dispatch_library", hook)
         self.deny(torch._C, "_EnablePythonDispatcher", "torch._C._EnablePythonDispatcher", DISPATCHER)
 
+    def _install_ffi_tensors(self, tvm_ffi: Any) -> None:
+        """A tensor enters TVM's C++ only through a counted launch (``_ffi_tensor_call``): a call of any other TVM FFI
+        function, or a TVM object's constructor, handed one is refused to the submission. The CuTe DSL's compiled
+        class keeps the function call of TVM FFI as it was at import (``TVMFFIJitCompiledFunctionBase.__call__``):
+        it takes the hook too."""
+        core = tvm_ffi.core
+        kind = self.registry.protect(
+            _tensor_kind, _mro=vars(type)["__mro__"].__get__, _namespace=vars(type)["__dict__"].__get__,
+            _protocols=("__dlpack__", "__dlpack_c_exchange_api__", "__tvm_ffi_object__", "__tvm_ffi_value__",
+                        "__tvm_ffi_opaque_ptr__", "__array_interface__", "__cuda_array_interface__", "asobject"),
+            _objects=(core.CObject, core.PyNativeObject), _tensors=(core.Tensor,), _containers=(list, tuple, dict),
+        )  # fmt: skip
+        holds = self.registry.protect(
+            _holds_tensor, _type=type, _kinds={}, _kind=kind, _id=id, _list=list, _tuple=tuple, _dict=dict,
+            _items=dict.items,
+            _plain=frozenset((type(None), bool, int, float, complex, str, bytes, core.String, core.Bytes)),
+        )  # fmt: skip
+        owners: list[tuple[Any, str, int]] = [(core.Function, "__call__", 1)]
+        classes, pending = [], [core.CObject]  # (every class defining a constructor call: ``Object``'s is its own)
+        while pending:
+            cls = pending.pop()
+            classes.append(cls)
+            pending.extend(type.__subclasses__(cls))
+        owners += [(cls, "__init_handle_by_constructor__", 2) for cls in classes
+                   if "__init_handle_by_constructor__" in vars(cls)]  # fmt: skip
+        provider = sys.modules.get("cutlass.cutlass_dsl.tvm_ffi_provider")
+        if provider is not None:
+            owners.append((provider.TVMFFIJitCompiledFunctionBase, "__call__", 1))
+        original_call = vars(core.Function)["__call__"]
+        for owner, attr, skip in owners:
+            original = vars(owner)[attr]
+            if attr == "__call__" and original is not original_call:
+                continue  # (a class of its own: not TVM FFI's call)
+            hook = self.registry.protect(
+                _ffi_tensor_call, _ask=self.ask, _original=original, _caller=self.caller,
+                _what=f"{owner.__name__}.{attr}", _names=(attr,), _holds=holds, _skip=skip,
+            )  # fmt: skip
+            self.replace(owner, attr, hook)
+
     def _install_dsl_callbacks(self) -> None:
         reason = "Python callbacks registered for kernels are forbidden"
         for modname in ("tvm_ffi", "tvm", "tvm.ffi", "tvm_ffi.registry"):
@@ -1584,6 +1695,7 @@ class Guards:
         if tvm_ffi is not None:
             for name in ("import_module", "clear_imports"):
                 self.deny(tvm_ffi.Module, name, f"Module.{name}", native)
+            self._install_ffi_tensors(tvm_ffi)
         # loading a library: in TIRx only a module exported here loads back (``_dsl``); CuTe DSL runs only what
         # cute.compile returned, never an external binary (an object file of any origin, counted as a launch)
         loaders: list[tuple[str, str | None, str]] = [
@@ -1666,11 +1778,18 @@ Binding = tuple[str, str, Any, Any]
 
 
 def set_on_immutable_type(owner: type, attr: str, hook: Any) -> None:
-    """``owner.attr = hook`` on a type Python code may not change (an extension's static type: ``torch.Generator``),
-    through the dict behind its namespace's read-only proxy, before the submission loads (``gc.get_referents``, bound
-    at import, is refused to it once the guards are in). The type's attribute cache is then told."""
-    _referents(vars(owner))[0][attr] = hook
-    _type_modified(ctypes.py_object(owner))
+    """``owner.attr = hook`` on a type Python code may not change (an extension's static type: ``torch.Generator``,
+    TVM FFI's ``Function``), before the submission loads: its immutable flag is lifted for the assignment, which
+    takes Python's own path, so a special method's slot follows it (``Function.__call__``: a call ``f(x)`` runs the
+    hook; an entry set in the type's dict alone changed ``Function.__call__`` and left ``f(x)`` as it was)."""
+    words = (ctypes.c_ulong * (_FLAGS_WORD + 1)).from_address(id(owner))
+    if words[_FLAGS_WORD] != owner.__flags__:
+        raise RuntimeError(f"mkbsim verifier: {owner.__qualname__}'s flags are not where a type's are")
+    words[_FLAGS_WORD] &= ~_IMMUTABLE_TYPE
+    try:
+        type.__setattr__(owner, attr, hook)
+    finally:
+        words[_FLAGS_WORD] |= _IMMUTABLE_TYPE
 
 
 def binding(owner: Any, attr: str) -> Binding:

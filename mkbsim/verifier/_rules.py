@@ -141,6 +141,10 @@ STRUCTURAL_ENTRIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tvm.ir.base", ("assert_structural_equal",)),
 )  # fmt: skip
 STRUCTURAL_NAMES = tuple(f"{module}.{name}" for module, names in STRUCTURAL_ENTRIES for name in names)
+#: A TVM FFI function handed a tensor outside a counted launch: TVM's C++ may read its bytes in any function (the
+#: structural family was one found; its printers, serialisers and containers' methods are others), so a tensor
+#: enters TVM's C++ only through a launch the gate counts (``_guards._ffi_tensor_call``).
+FFI_TENSORS = "a TVM FFI function other than a DSL launch was handed a tensor (TVM's C++ may read its bytes)"
 
 #: Dotted names (matched as prefixes) whose use is forbidden wherever they appear.
 FORBIDDEN_NAMES: dict[str, str] = {
