@@ -116,7 +116,8 @@ DATA_SIZED = frozenset(("nonzero", "argwhere", "masked_select", "_unique", "_uni
                         "unique_consecutive", "bincount", "repeat_interleave", "_pack_padded_sequence", "_to_sparse",
                         "_to_sparse_csr", "_to_sparse_csc", "_to_sparse_bsr", "_to_sparse_bsc", "to_sparse",
                         "sparse_mask", "_nested_tensor_from_mask", "_sparse_coo_tensor_with_dims_and_tensors",
-                        "sparse_compressed_tensor", "_sparse_compressed_tensor_unsafe"))  # fmt: skip
+                        "sparse_compressed_tensor", "_sparse_compressed_tensor_unsafe", "_ctc_loss",
+                        "_pad_packed_sequence"))  # fmt: skip
 #: Operators that hand Python numbers describing a tensor, never its data (``python_values``).
 METADATA_QUERIES = frozenset(("is_set_to", "is_same_size", "qscheme", "q_per_channel_axis", "sparse_dim", "dense_dim",
                               "is_coalesced", "is_pinned", "can_cast", "promote_types", "result_type", "sym_size",
@@ -124,6 +125,58 @@ METADATA_QUERIES = frozenset(("is_set_to", "is_same_size", "qscheme", "q_per_cha
                               "storage_offset", "is_contiguous", "is_non_overlapping_and_dense", "_nested_tensor_size",
                               "output_nr", "_version", "is_leaf", "_has_same_storage_numel"))  # fmt: skip
 _PYTHON_NUMBERS = frozenset((bool, int, float, complex))
+
+
+#: Whether an operator's meta kernel sizes its results for operands of these dtypes (``sized_by_data``).
+_META_SIZES: dict[tuple[Any, ...], bool] = {}
+_META_LIB = types.SimpleNamespace(
+    empty_strided=torch.empty_strided, meta=torch.device("meta"), Tensor=torch.Tensor, strided=torch.strided,
+    Generator=torch.Generator,
+)  # fmt: skip
+
+
+def _on_meta(value: Any) -> Any:
+    """``value`` with its strided tensors as meta tensors of their sizes, strides and dtypes, and no generator."""
+    lib = _META_LIB
+    kind = type(value)
+    if kind is lib.Tensor and value.layout is lib.strided:
+        return lib.empty_strided(tuple(value.shape), value.stride(), dtype=value.dtype, device=lib.meta)
+    if kind is list or kind is tuple:
+        return kind(_on_meta(v) for v in value)
+    if kind is dict:
+        return {k: _on_meta(v) for k, v in value.items()}
+    return None if kind is lib.Generator else value
+
+
+def _dtypes(value: Any) -> list[Any]:
+    """The dtypes of the tensors in ``value``, depth first in order."""
+    kind = type(value)
+    if kind is _META_LIB.Tensor:
+        return [value.dtype]
+    if kind is list or kind is tuple:
+        return [d for v in value for d in _dtypes(v)]
+    if kind is dict:
+        return [d for v in value.values() for d in _dtypes(v)]
+    return []
+
+
+def sized_by_data(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether an aten operator's results take sizes its operands' data decide: its meta kernel, which sees sizes and
+    dtypes only, cannot size them (red team rt73 G2: ``_ctc_loss``'s C++ reads the target lengths and sizes
+    ``log_alpha`` by their largest, a byte out to Python through ``.shape`` per call, listed in ``DATA_SIZED`` by no
+    one). Asked once per operator and operand dtypes. Every operator the references and the repository's solutions
+    call at SMOKE has a meta kernel but ``nonzero``, ``index`` by a mask, ``repeat_interleave`` by counts and
+    ``item()``, each data-sized already."""
+    key = (func, *_dtypes((args, kwargs)))
+    known = _META_SIZES.get(key)
+    if known is None:
+        try:
+            func(*_on_meta(list(args)), **_on_meta(dict(kwargs)))
+            known = True
+        except Exception:  # (a meta kernel that would need the data: NotImplementedError, DataDependentOutputException)
+            known = False
+        _META_SIZES[key] = known
+    return not known
 
 
 def python_values(operator_name: str, out: Any) -> int:
@@ -198,10 +251,12 @@ def offset_bytes(whole: int, piece: int) -> int:
 
 
 
-#: The call's runs of views and reads (``offset_mark``, ``offset_reads``), by three kinds of key: a view's run, (its
-#: storage, operator, sizes, strides); a run of reads, ("read", storage, sizes, strides); and a place a view counted
-#: when made, (storage, byte offset): ``PLACED``. Values: the run's last offset and its stride.
-ViewRuns = dict[tuple[Any, ...], tuple[int, int | None]]
+#: The call's runs of views and reads (``offset_mark``, ``offset_reads``), by key: a view's run, (its storage,
+#: operator, sizes, strides), and a run of reads, ("read", storage, sizes, strides), each to its last offset and stride;
+#: a place a view counted when made, (storage, byte offset), to ``PLACED``; the storages of a shape the call read and
+#: made, with the last read and the last made, ("used", sizes, strides, bytes); and the bits of choices not yet
+#: counted in bytes, ("bits",).
+ViewRuns = dict[tuple[Any, ...], Any]
 PLACED = (0, None)
 #: A view's place in a run of views (``offset_mark``): (its storage, operator, sizes, strides), its storage offset, and
 #: the storage offset of the tensor it views.
@@ -243,26 +298,50 @@ PLACES = "+pyplaces"
 ViewRead = tuple[Any, int, tuple[int, ...], tuple[int, ...], int, int]
 
 
-def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead]) -> str:
-    """``PLACES`` with what the views an operator (``base``) reads bring at the places Python chose, else "". A piece
-    of a storage made before the call (at import: ``_PIECES = table.split(1)``, or by a run of views, which counts
-    nothing) and picked by Python's values from a list is read with no view operator in the call (red team rt72 F1: a
-    whole answer back in so, as were ``set_`` at Python's offsets, F2): so each read of a view not at its storage's
-    start counts, as a view made at its offset would (``offset_bytes``), unless a view of the call counted its place
-    when made, it reads where the last read of its storage and shape did, or it continues their run at a constant
-    stride (a loop over kept rows). Views, allocations and fills read nothing."""
+#: A storage an operator made: (the storage, its result's sizes, strides and bytes).
+ViewMade = tuple[Any, tuple[int, ...], tuple[int, ...], int]
+
+
+def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Iterable[ViewMade]) -> str:
+    """``PLACES`` with what the tensors an operator (``base``) reads bring by the places Python chose, else "". Two
+    choices: where in its storage (a piece of a storage made before the call, ``_PIECES = table.split(1)`` at import,
+    or by a run of views, which counts nothing, picked by Python's values from a list with no view operator in the
+    call: red team rt72 F1, and ``set_`` at Python's offsets, F2), and which storage (one-element tensors made at
+    import, each its own storage at its start, picked so: rt73 G1). A read of a view not at its storage's start counts
+    as a view made at its offset would (``offset_bytes``), unless a view of the call counted its place when made, it
+    reads where the last read of its storage and shape did, or it continues their run at a constant stride (a loop
+    over kept rows); a counted place is its first read's only (rt73 G4: a 16-piece split counted once, its pieces read
+    in Python's order 512 times). Which storage, among those of its shape the call has read: log2 of their number in
+    bits, unless it is the one the last read of that shape read, the one an operator made last (an operator reading
+    what the one before it made), or one the call made and reads for the first time (a ``cat`` of what a loop made);
+    a byte once eight bits are counted. (A storage is known by its address: the vault, which keeps what the call
+    made alive, and the reference's recorder, where torch reuses a freed one's, may count a read's bits apart.)
+    Views, allocations and fills read nothing."""
     if base in _FREE or base in OFFSET_VIEWS:
         return ""
     brought = 0
+    bits = runs.get(("bits",), 0.0)
     for storage, offset, sizes, strides, whole, piece in reads:
+        read, made_here, last = runs.setdefault(("used", sizes, strides, piece), (set(), set(), [None, None]))
+        if storage not in last and (storage in read or storage not in made_here):
+            bits += _log2(max(2, len(read | {storage})))
+        read.add(storage)
+        last[0] = storage
         key = ("read", storage, sizes, strides)
-        last = runs.get(key)
-        if last is not None and offset == last[0]:
+        previous = runs.get(key)
+        if previous is not None and offset == previous[0]:
             continue
-        runs[key] = (offset, None if last is None else offset - last[0])
-        continues = last is not None and last[1] is not None and offset - last[0] == last[1]
-        if offset and piece and not continues and (storage, offset) not in runs:
+        runs[key] = (offset, None if previous is None else offset - previous[0])
+        continues = previous is not None and previous[1] is not None and offset - previous[0] == previous[1]
+        if offset and piece and not continues and runs.pop((storage, offset), None) is None:
             brought += offset_bytes(whole, piece)
+    for storage, sizes, strides, piece in made:
+        read, made_here, last = runs.setdefault(("used", sizes, strides, piece), (set(), set(), [None, None]))
+        read.discard(storage)  # (a storage made where another was: a new one)
+        made_here.add(storage)
+        last[1] = storage
+    brought += int(bits // 8)
+    runs[("bits",)] = bits % 8
     return f"{PLACES}{brought}" if brought else ""
 
 
@@ -313,30 +392,47 @@ def _slots(name: str) -> tuple[tuple[int, str], ...]:
     return found
 
 
-def python_scalars(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[tuple[str, str]]:
-    """The Python numbers a call of operator ``name`` takes as values, each as (its type, its exact repr)."""
+#: A Python number an operator takes: (where: the operator, the argument and the place in its list, its type, its
+#: exact repr).
+Scalar = tuple[tuple[str, int, int], str, str]
+#: A list argument's places each their own (``scalars_mark``): a pad's widths, a shape; past them, one place.
+LIST_PLACES = 8
+
+
+def python_scalars(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Scalar]:
+    """The Python numbers a call of operator ``name`` takes as values, each with where it is given."""
     found = []
     for position, keyword in _slots(name):
         given: Any = args[position] if position < len(args) else kwargs.get(keyword)
-        for value in given if type(given) in (list, tuple) else (given,):
+        for index, value in enumerate(given if type(given) in (list, tuple) else (given,)):
             if type(value) in (int, float, bool, complex):
-                found.append((type(value).__name__, repr(value)))
+                found.append(((name, position, min(index, LIST_PLACES)), type(value).__name__, repr(value)))
     return found
 
 
-def scalars_mark(seen: dict[tuple[str, str], int], values: Iterable[tuple[str, str]]) -> str:
-    """``SCALARS`` with the bytes ``values`` bring into tensors, or "" (``seen``: the call's distinct values so far, in
-    the order first taken, updated): past the call's first ``SCALARS_FREE`` distinct values, a new value
-    ``SCALAR_BYTES``, and one taken again the bits that choose it among the call's values (at least a byte): values
-    that repeat carry by where they go (a byte's 256 values, again and again, carry an answer of any size)."""
+def scalars_mark(seen: dict[Any, Any], values: Iterable[Scalar]) -> str:
+    """``SCALARS`` with the bytes ``values`` bring into tensors, or "" (``seen``: the call's distinct values and what
+    each argument took, updated). Past the call's first ``SCALARS_FREE`` distinct values, a new one is
+    ``SCALAR_BYTES``; and a place that takes more than one value over the call (an argument, a place in a list
+    argument; a long list's places past ``LIST_PLACES`` one place) carries a choice among them each time: log2 of how
+    many, in bits, a byte once eight are counted (values that repeat carry by where they go: a byte's 256 values, or
+    16 nibbles among the call's first 16 values, again and again, carry an answer of any size; red team rt73 G5 passed
+    nibbles as ``_foreach_add``'s list of scalars). A place given one value all along (an epsilon, a scale, a pad's
+    width) carries nothing."""
     brought = 0
-    for value in values:
-        order = seen.get(value)
-        if order is None:
-            order = seen[value] = len(seen)
-            brought += SCALAR_BYTES if order >= SCALARS_FREE else 0
-        elif order >= SCALARS_FREE:
-            brought += offset_bytes(len(seen), 1)
+    bits = seen.get(("bits",), 0.0)
+    for site, *value in values:
+        key = ("value", *value)
+        if key not in seen:
+            seen[key] = None
+            seen[("distinct",)] = count = seen.get(("distinct",), 0) + 1
+            brought += SCALAR_BYTES if count > SCALARS_FREE else 0
+        taken = seen.setdefault(("site", site), set())
+        taken.add(key)
+        if len(taken) > 1:
+            bits += _log2(len(taken))
+    brought += int(bits // 8)
+    seen[("bits",)] = bits % 8
     return f"{SCALARS}{brought}" if brought else ""
 
 
@@ -1010,7 +1106,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
 
     counts: dict[tuple[str, Sizes, Sizes], int] = {}
     lookups = _ReferenceLookups()
-    scalars: dict[tuple[str, str], int] = {}  # the call's distinct Python numbers (``scalars_mark``)
+    scalars: dict[Any, Any] = {}  # the call's distinct Python numbers, and each argument's (``scalars_mark``)
     runs: ViewRuns = {}  # the call's runs of views and reads (``offset_mark``, ``offset_reads``)
 
     class Recorder(TorchDispatchMode):
@@ -1036,6 +1132,9 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
                 (_storage_of(t), t.data_ptr() - _storage_of(t), tuple(t.shape), t.stride(),
                  t.untyped_storage().nbytes(), t.numel() * t.element_size())
                 for t in _tensors((args, kwargs)) if type(t) is torch.Tensor
+            ], [
+                (_storage_of(t), tuple(t.shape), t.stride(), t.numel() * t.element_size())
+                for t in _tensors(out) if type(t) is torch.Tensor
             ])  # fmt: skip
             name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))

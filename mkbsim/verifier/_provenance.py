@@ -552,6 +552,7 @@ def provenance_lib(device: torch.device) -> types.SimpleNamespace:
         crossed_values=_eagerwork.crossed_values, checks=_eagerwork.CHECKS, raised=_eagerwork.RAISED,
         masked_reads=_eagerwork.MASKED_READS, mask_dtypes=_eagerwork.MASK_DTYPES, sized_bytes=_eagerwork.SCALAR_BYTES,
         offset_mark=_eagerwork.offset_mark, offset_reads=_eagerwork.offset_reads,
+        sized_by_data=_eagerwork.sized_by_data,
         python_values=_eagerwork.python_values,
         widths=_eagerwork.WIDTHS, lookups=_eagerwork.LOOKUPS, tabled=_eagerwork.TABLED, indexed_stores=_INDEXED_STORES,
         changed_runs=CHANGED_RUNS, int8=torch.int8, fresh_chunk=FRESH_CHUNK,
@@ -804,7 +805,7 @@ def provenance_vault(
     # the storages an eager operator of the draw allocated (its results sharing no storage with what it read, no lift)
     # and those of them erased once nothing but their record held them (``erase_dropped``)
     made_here: dict[int, bool] = {}
-    scalars_seen: dict[Any, int] = {}  # the draw's distinct Python numbers operators took (``_eagerwork.SCALARS``)
+    scalars_seen: dict[Any, Any] = {}  # the draw's distinct Python numbers operators took (``_eagerwork.SCALARS``)
     view_runs: dict[Any, Any] = {}  # the draw's runs of views at Python's offsets (``_eagerwork.offset_mark``)
     eager_time = [0, 0]  # the eager operators' own runs: process CPU (ns), operators (``_judge.scored_host_time``)
     weighed: list[Any] = []  # (line length, unit lines) of contractions' operands not entirely the DSL's (``undone``)
@@ -3934,6 +3935,9 @@ def provenance_vault(
             (storage_of(t), lib.data_ptr(t) - storage_of(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t)),
              lib.storage_nbytes(lib.untyped_storage(t)), lib.numel(t) * lib.element_size(t))
             for t in lib.reversed(given) if lib.type(t) is lib.Tensor  # (in the arguments' order: ``tensors_in``)
+        ], [
+            (storage_of(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t)), lib.numel(t) * lib.element_size(t))
+            for t in lib.reversed(outs) if lib.type(t) is lib.Tensor
         ])  # fmt: skip
         judged += lib.scalars_mark(scalars_seen, lib.python_scalars(name, args, kwargs))
         key = (
@@ -3950,6 +3954,8 @@ def provenance_vault(
             lib.dtype_of(t) in lib.mask_dtypes for t in tensors_in(args[1:] if lib.len(args) else (), []))) else 0
         if name not in lib.to_python:  # numbers it read and handed back itself (``_eagerwork.python_values``)
             sized = lib.max(sized, lib.python_values(operator_name, out) * lib.sized_bytes)
+            if not sized and parts[0] == "aten" and lib.sized_by_data(func, args, kwargs):  # (a meta kernel cannot)
+                sized = lib.sized_bytes
         eager_trail.append((key, reads, lib.tuple(storage_span(t) for t in written_by_it), name in lib.to_python,
                             lib.crossing(key[0], key[1], key[2])[1] > 0, sized))  # fmt: skip
         if name not in lib.lifts:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import _thread
 import functools
 import importlib.util
+import itertools
 import math
+import re
 import types
 import weakref
 from collections.abc import Iterator
@@ -210,7 +212,7 @@ def test_a_wide_significand_is_priced_as_the_float32_work_its_hardware_does() ->
     wide = _eagerwork.WIDER
 
     def names(glue: Any, *inputs: torch.Tensor) -> set[str]:
-        return {name for (name, _, _), _ in reference_ops(glue, list(inputs))}
+        return {name for (name, _, _), _ in _placeless(reference_ops(glue, list(inputs)))}
 
     assert "aten.mm.default" + wide + "5" in names(lambda x, w: x.double() @ w.double().T, x, w)
     assert "aten.mm.default" + wide + "7" in names(lambda x, w: x.long() @ w.long().T, x, w)
@@ -221,7 +223,7 @@ def test_a_wide_significand_is_priced_as_the_float32_work_its_hardware_does() ->
     assert "aten.mm.default" in names(lambda x, w: x @ w.T, x, w)
     assert "aten.mul.Tensor" in names(lambda x: x.bfloat16() * 3, x)
     assert "aten.add.Tensor" + wide + "2" in names(lambda x: x.view(torch.float64) + 1, x)  # two float32s an element
-    packed = {name for (name, _, _), _ in _vault_records(_float64_lanes, [x.clone(), w.clone()])}
+    packed = {name for (name, _, _), _ in _placeless(_vault_records(_float64_lanes, [x.clone(), w.clone()]))}
     assert "aten.bmm.default" + wide + "5" in packed, packed
 
 
@@ -643,6 +645,16 @@ def _vault_records(
     return next(r[1] for r in records if r[0] == "eager_ops")
 
 
+def _placeless(records: Any) -> list[Any]:
+    """Records without their ``PLACES`` marks, sorted: which storage a read chose is known by its address, and the
+    vault keeps what the call made alive where the recorder lets torch reuse it (``offset_reads``)."""
+    merged: dict[Any, int] = {}
+    for (name, ins, outs), count in records:
+        key = (re.sub(r"\+pyplaces\d+", "", name), ins, outs)
+        merged[key] = merged.get(key, 0) + count
+    return sorted(merged.items())
+
+
 def _padded_by(values: list[float]) -> Any:
     """Red team rt68 F1's way back in: one Python number per element, as ``F.pad``'s ``value`` of a one-element slice of
     a copy of the input (a run of views of what the call made: its stride, one value in), joined by ``cat``."""
@@ -657,13 +669,15 @@ def _padded_by(values: list[float]) -> Any:
 @pytest.mark.parametrize("distinct", [True, False])
 def test_python_numbers_past_the_first_sixteen_distinct_of_a_call_are_values_in(distinct: bool) -> None:
     """``_eagerwork.SCALARS``: 100 pads by 100 distinct numbers count 86 values in (8 bytes each) beside the 16 free
-    (the pads' widths, 1 and 0, two of them: integer arguments are values too); by one number repeated, none; the
-    vault and the reference's recorder mark alike. (The slices' stride: a byte more.)"""
+    (the pads' widths, 1 and 0, two of them: integer arguments are values too), and the choice among the values the
+    pad's ``value`` took so far at each pad (log2 of 2, 3, ... 100 bits: red team rt73 G5); by one number repeated,
+    none; the vault and the reference's recorder mark alike. (The slices' stride: a byte more.)"""
     x = torch.randn(128)
     values = [k / 7 for k in range(100)] if distinct else [0.5] * 100
     found = _vault_records(_padded_by(values), [x])
-    assert work_of(found).from_python == (86 * _eagerwork.SCALAR_BYTES if distinct else 0) + 1
-    assert sorted(found) == sorted(reference_ops(_padded_by(values), [x]))
+    chosen = int(sum(math.log2(k) for k in range(2, 101)) // 8)
+    assert work_of(found).from_python == (86 * _eagerwork.SCALAR_BYTES + chosen if distinct else 0) + 1
+    assert _placeless(found) == _placeless(reference_ops(_padded_by(values), [x]))
 
 
 @pytest.mark.parametrize("value", [torch.tensor(-4611686018427375559), torch.arange(6.0).reshape(2, 3)])
@@ -705,7 +719,7 @@ def test_the_vault_records_eager_operators_as_the_verifier_records_the_reference
     problem = load_problem(next(problems_root().glob("quantization/52_*.py")))
     inputs = list(problem.make_inputs(problem.smoke, seed=1))
     recorded = _vault_records(problem.reference, [x.clone() for x in inputs])
-    assert sorted(recorded) == sorted(reference_ops(problem.reference, inputs))
+    assert _placeless(recorded) == _placeless(reference_ops(problem.reference, inputs))
     assert work_of(recorded).amounts["matmul"] > 0 and work_of(recorded).amounts["pointwise"] > 0
 
 
@@ -772,7 +786,7 @@ def test_the_reference_s_lookups_are_judged_as_the_vault_judges_a_submission_s(g
     to the roots they were made from (``_ReferenceLookups``): none of these is judged by its roots."""
     inputs = make()
     reference = reference_ops(glue, inputs)
-    assert sorted(_vault_records(glue, [x.clone() for x in inputs], (0,))) == sorted(reference)
+    assert _placeless(_vault_records(glue, [x.clone() for x in inputs], (0,))) == _placeless(reference)
     kinds = {name.split("+", 1)[1] for (name, _, _), _ in reference if "+" in name}
     assert kinds, "every case looks something up that one of the rules judges, or sees data through a wider dtype"
 
@@ -1287,6 +1301,7 @@ def test_an_answer_put_together_from_an_inputs_own_bytes_is_a_value_in_a_byte() 
 
 _KEPT_TABLE = torch.arange(256, dtype=torch.uint8)  # (at import: before any call)
 _KEPT_PIECES = _KEPT_TABLE.split(1)
+_KEPT_SINGLES = [torch.tensor([v], dtype=torch.uint8) for v in range(256)]  # (each its own storage)
 
 
 def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() -> None:
@@ -1297,7 +1312,7 @@ def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() 
     reference's recorder alike. Kept pieces read in order count their start and stride only."""
     x = torch.randn(64, 16)
     answer = torch.randint(0, 256, (96,), dtype=torch.uint8, generator=torch.Generator().manual_seed(3)).tolist()
-    changes = sum(a != b for a, b in zip(answer, answer[1:])) + 1
+    changes = sum(a != b for a, b in itertools.pairwise(answer)) + 1
 
     def picked(t: torch.Tensor) -> torch.Tensor:
         return torch.cat([_KEPT_PIECES[b] for b in answer])
@@ -1312,13 +1327,50 @@ def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() 
     def padded(t: torch.Tensor) -> torch.Tensor:
         return torch.cat([F.pad(_KEPT_TABLE[:0], (1, 0), value=b) for b in answer])
 
-    # (a byte 0 is at the table's start, and a few reads continue a run by chance: 90% of the answer's changes)
-    for way, least in ((picked, changes), (placed, changes), (rolled, len(answer) - 16), (padded, len(answer) - 16)):
+    def own_storages(t: torch.Tensor) -> torch.Tensor:  # rt73 G1: each piece its own storage, read at its start
+        return torch.cat([_KEPT_SINGLES[b] for b in answer])
+
+    nibbles = [n for b in answer for n in (b & 15, b >> 4)]
+
+    def split_here(t: torch.Tensor) -> torch.Tensor:  # rt73 G4: a split's 16 places counted once, read 192 times
+        pieces = _KEPT_TABLE[:16].split(1)
+        return torch.cat([pieces[n] for n in nibbles])
+
+    def scalar_list(t: torch.Tensor) -> torch.Tensor:  # rt73 G5: 16 values, among the call's 16 free, in one list
+        return torch.cat(torch._foreach_add([_KEPT_SINGLES[0]] * len(nibbles), nibbles))
+
+    # (a byte 0 is at the table's start, and a few reads continue a run by chance: 90% of the answer's changes; the
+    # first reads of kept storages choose among fewer; a nibble brings half a byte)
+    for way, least in ((picked, changes), (placed, changes), (rolled, len(answer) - 16), (padded, len(answer) - 16),
+                       (own_storages, changes * 0.7), (split_here, changes * 0.8),
+                       (scalar_list, changes * 0.8)):  # fmt: skip
         found = _vault_records(way, [x])
         assert work_of(found).from_python >= 0.9 * least, way.__name__
-        assert work_of(found).from_python == work_of(reference_ops(way, [x])).from_python, way.__name__
+        # (which storage a read chose is known by its address: the recorder's count may differ by a few reads' bits)
+        assert abs(work_of(found).from_python - work_of(reference_ops(way, [x])).from_python) <= 2, way.__name__
 
     def in_order(t: torch.Tensor) -> torch.Tensor:
         return torch.cat([_KEPT_PIECES[k] for k in range(96)])
 
     assert work_of(_vault_records(in_order, [x])).from_python == 1  # its stride
+
+
+@pytest.mark.parametrize(
+    ("operator", "make", "by_data"),
+    [
+        (torch.ops.aten._ctc_loss.Tensor, lambda: (torch.zeros(1, 1, 2), torch.ones(1, 8, dtype=torch.int64),
+                                                   torch.ones(1, dtype=torch.int64), torch.tensor([3])), True),
+        (torch.ops.aten.nonzero.default, lambda: (torch.arange(4),), True),
+        (torch.ops.aten.mm.default, lambda: (torch.randn(2, 3), torch.randn(3, 4)), False),
+        (torch.ops.aten.index.Tensor, lambda: (torch.randn(5), [torch.tensor([1, 3])]), False),
+        (torch.ops.aten.index.Tensor, lambda: (torch.randn(5), [torch.tensor([True, False] * 2 + [True])]), True),
+    ],
+    ids=["ctc_loss", "nonzero", "mm", "index_by_positions", "index_by_mask"],
+)
+def test_a_result_sized_by_its_operands_data_is_found_by_its_meta_kernel(
+    operator: Any, make: Any, by_data: bool
+) -> None:
+    """Red team rt73 G2: ``_ctc_loss``'s C++ reads its target lengths and sizes ``log_alpha`` by their largest, a byte
+    out per call through ``.shape``, and no list named it. An operator whose meta kernel cannot size its results (it
+    would need the data) hands Python a value by their sizes (``sized_by_data``)."""
+    assert _eagerwork.sized_by_data(operator, make(), {}) is by_data
