@@ -139,7 +139,9 @@ def _on_meta(value: Any) -> Any:
     """``value`` with its strided tensors as meta tensors of their sizes, strides and dtypes, and no generator."""
     lib = _META_LIB
     kind = type(value)
-    if kind is lib.Tensor and value.layout is lib.strided:
+    if issubclass(kind, lib.Tensor):  # (a subclass too: a ``Parameter`` kept as it was ran the real kernel, rt74 H2)
+        if value.layout is not lib.strided:
+            raise TypeError("no meta tensor for this layout")
         return lib.empty_strided(tuple(value.shape), value.stride(), dtype=value.dtype, device=lib.meta)
     if kind is list or kind is tuple:
         return kind(_on_meta(v) for v in value)
@@ -151,7 +153,7 @@ def _on_meta(value: Any) -> Any:
 def _dtypes(value: Any) -> list[Any]:
     """The dtypes of the tensors in ``value``, depth first in order."""
     kind = type(value)
-    if kind is _META_LIB.Tensor:
+    if issubclass(kind, _META_LIB.Tensor):
         return [value.dtype]
     if kind is list or kind is tuple:
         return [d for v in value for d in _dtypes(v)]
@@ -253,9 +255,9 @@ def offset_bytes(whole: int, piece: int) -> int:
 
 #: The call's runs of views and reads (``offset_mark``, ``offset_reads``), by key: a view's run, (its storage,
 #: operator, sizes, strides), and a run of reads, ("read", storage, sizes, strides), each to its last offset and stride;
-#: a place a view counted when made, (storage, byte offset), to ``PLACED``; the storages of a shape the call read and
-#: made, with the last read and the last made, ("used", sizes, strides, bytes); and the bits of choices not yet
-#: counted in bytes, ("bits",).
+#: a place a view counted when made, (storage, byte offset), to ``PLACED``; the storages of a size in bytes the call
+#: read and made, with the last read and the last made, ("used", bytes); and the bits of choices not yet counted in
+#: bytes, ("bits",).
 ViewRuns = dict[tuple[Any, ...], Any]
 PLACED = (0, None)
 #: A view's place in a run of views (``offset_mark``): (its storage, operator, sizes, strides), its storage offset, and
@@ -298,8 +300,8 @@ PLACES = "+pyplaces"
 ViewRead = tuple[Any, int, tuple[int, ...], tuple[int, ...], int, int]
 
 
-#: A storage an operator made: (the storage, its result's sizes, strides and bytes).
-ViewMade = tuple[Any, tuple[int, ...], tuple[int, ...], int]
+#: A storage an operator made: (the storage, its result's bytes).
+ViewMade = tuple[Any, int]
 
 
 def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Iterable[ViewMade]) -> str:
@@ -311,10 +313,11 @@ def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Ite
     as a view made at its offset would (``offset_bytes``), unless a view of the call counted its place when made, it
     reads where the last read of its storage and shape did, or it continues their run at a constant stride (a loop
     over kept rows); a counted place is its first read's only (rt73 G4: a 16-piece split counted once, its pieces read
-    in Python's order 512 times). Which storage, among those of its shape the call has read: log2 of their number in
-    bits, unless it is the one the last read of that shape read, the one an operator made last (an operator reading
-    what the one before it made), or one the call made and reads for the first time (a ``cat`` of what a loop made);
-    a byte once eight bits are counted. (A storage is known by its address: the vault, which keeps what the call
+    in Python's order 512 times). Which storage, among those the call has read of the same size in bytes (whatever
+    their shapes and strides: rt74 H1 gave each piece a stride of its own): log2 of their number in bits, unless it
+    is the one the last read of that size read, the one an operator made last (an operator reading what the one
+    before it made), or one the call made and reads for the first time (a ``cat`` of what a loop made); a byte once
+    eight bits are counted. (A storage is known by its address: the vault, which keeps what the call
     made alive, and the reference's recorder, where torch reuses a freed one's, may count a read's bits apart.)
     Views, allocations and fills read nothing."""
     if base in _FREE or base in OFFSET_VIEWS:
@@ -322,7 +325,7 @@ def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Ite
     brought = 0
     bits = runs.get(("bits",), 0.0)
     for storage, offset, sizes, strides, whole, piece in reads:
-        read, made_here, last = runs.setdefault(("used", sizes, strides, piece), (set(), set(), [None, None]))
+        read, made_here, last = runs.setdefault(("used", piece), (set(), set(), [None, None]))
         if storage not in last and (storage in read or storage not in made_here):
             bits += _log2(max(2, len(read | {storage})))
         read.add(storage)
@@ -335,8 +338,8 @@ def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Ite
         continues = previous is not None and previous[1] is not None and offset - previous[0] == previous[1]
         if offset and piece and not continues and runs.pop((storage, offset), None) is None:
             brought += offset_bytes(whole, piece)
-    for storage, sizes, strides, piece in made:
-        read, made_here, last = runs.setdefault(("used", sizes, strides, piece), (set(), set(), [None, None]))
+    for storage, piece in made:
+        read, made_here, last = runs.setdefault(("used", piece), (set(), set(), [None, None]))
         read.discard(storage)  # (a storage made where another was: a new one)
         made_here.add(storage)
         last[1] = storage
@@ -1133,8 +1136,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
                  t.untyped_storage().nbytes(), t.numel() * t.element_size())
                 for t in _tensors((args, kwargs)) if type(t) is torch.Tensor
             ], [
-                (_storage_of(t), tuple(t.shape), t.stride(), t.numel() * t.element_size())
-                for t in _tensors(out) if type(t) is torch.Tensor
+                (_storage_of(t), t.numel() * t.element_size()) for t in _tensors(out) if type(t) is torch.Tensor
             ])  # fmt: skip
             name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))

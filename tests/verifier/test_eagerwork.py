@@ -1302,6 +1302,7 @@ def test_an_answer_put_together_from_an_inputs_own_bytes_is_a_value_in_a_byte() 
 _KEPT_TABLE = torch.arange(256, dtype=torch.uint8)  # (at import: before any call)
 _KEPT_PIECES = _KEPT_TABLE.split(1)
 _KEPT_SINGLES = [torch.tensor([v], dtype=torch.uint8) for v in range(256)]  # (each its own storage)
+_KEPT_STRIDED = [torch.empty_strided((1,), (v + 1,), dtype=torch.uint8).fill_(v) for v in range(256)]
 
 
 def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() -> None:
@@ -1330,6 +1331,9 @@ def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() 
     def own_storages(t: torch.Tensor) -> torch.Tensor:  # rt73 G1: each piece its own storage, read at its start
         return torch.cat([_KEPT_SINGLES[b] for b in answer])
 
+    def own_strides(t: torch.Tensor) -> torch.Tensor:  # rt74 H1: and each its own stride
+        return torch.cat([_KEPT_STRIDED[b] for b in answer])
+
     nibbles = [n for b in answer for n in (b & 15, b >> 4)]
 
     def split_here(t: torch.Tensor) -> torch.Tensor:  # rt73 G4: a split's 16 places counted once, read 192 times
@@ -1342,7 +1346,7 @@ def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() 
     # (a byte 0 is at the table's start, and a few reads continue a run by chance: 90% of the answer's changes; the
     # first reads of kept storages choose among fewer; a nibble brings half a byte)
     for way, least in ((picked, changes), (placed, changes), (rolled, len(answer) - 16), (padded, len(answer) - 16),
-                       (own_storages, changes * 0.7), (split_here, changes * 0.8),
+                       (own_storages, changes * 0.7), (own_strides, changes * 0.7), (split_here, changes * 0.8),
                        (scalar_list, changes * 0.8)):  # fmt: skip
         found = _vault_records(way, [x])
         assert work_of(found).from_python >= 0.9 * least, way.__name__
@@ -1364,8 +1368,11 @@ def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() 
         (torch.ops.aten.mm.default, lambda: (torch.randn(2, 3), torch.randn(3, 4)), False),
         (torch.ops.aten.index.Tensor, lambda: (torch.randn(5), [torch.tensor([1, 3])]), False),
         (torch.ops.aten.index.Tensor, lambda: (torch.randn(5), [torch.tensor([True, False] * 2 + [True])]), True),
+        # rt74 H2: an operand of a Tensor subclass went to the real kernel, which sized its result from the data
+        (torch.ops.aten.unique_dim_consecutive.default,
+         lambda: (torch.nn.Parameter(torch.arange(8.0), requires_grad=False), 0), True),
     ],
-    ids=["ctc_loss", "nonzero", "mm", "index_by_positions", "index_by_mask"],
+    ids=["ctc_loss", "nonzero", "mm", "index_by_positions", "index_by_mask", "parameter_operand"],
 )
 def test_a_result_sized_by_its_operands_data_is_found_by_its_meta_kernel(
     operator: Any, make: Any, by_data: bool
