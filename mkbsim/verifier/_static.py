@@ -7,6 +7,7 @@ runtime guards in the worker catch what dynamic code hides from it.
 from __future__ import annotations
 
 import ast
+import gc
 import threading
 from dataclasses import dataclass, field
 from typing import Literal
@@ -355,10 +356,12 @@ def _without_main_block(tree: ast.Module) -> ast.Module:
     return ast.Module(body=body, type_ignores=tree.type_ignores)
 
 
-# CPython 3.11 keeps the AST builder's depth per interpreter (gh-106905): another thread building AST objects
-# meanwhile (a second scan, a traceback's carets, a DSL's preprocessor) makes a sound parse fail with this
-# SystemError. Scans in threads (a campaign's attempts) wait for each other; a clash with anyone else's parse
-# is retried: it says nothing of the source.
+# CPython 3.11 keeps the AST builder's depth per interpreter (gh-106905): another parse meanwhile (a second scan,
+# a traceback's carets, a collection's callback or a finaliser run mid-build) makes a sound parse fail with this
+# SystemError. Scans in threads (a campaign's attempts) wait for each other, and the collector is held off during a
+# parse, so that no callback or finaliser parses in the middle of it (retrying alone failed CI's test once: 20
+# clashes in a row where its callback clashes with 16 parses in 20); a clash with another thread's own parse is
+# retried: it says nothing of the source.
 _AST_BUILDS = threading.Lock()
 _AST_CLASH = "AST constructor recursion depth mismatch"
 _AST_TRIES = 20
@@ -368,12 +371,17 @@ def _parse(source: str, filename: str) -> ast.Module:
     tries_left = _AST_TRIES
     while True:
         with _AST_BUILDS:
+            collecting = gc.isenabled()
+            gc.disable()
             try:
                 return ast.parse(source, filename=filename)
             except SystemError as exc:
                 tries_left -= 1
                 if _AST_CLASH not in str(exc) or not tries_left:
                     raise
+            finally:
+                if collecting:
+                    gc.enable()
 
 
 def scan_source(source: str, dsl: str, filename: str = "submission.py") -> StaticReport:
