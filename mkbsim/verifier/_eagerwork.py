@@ -255,9 +255,8 @@ def offset_bytes(whole: int, piece: int) -> int:
 
 #: The call's runs of views and reads (``offset_mark``, ``offset_reads``), by key: a view's run, (its storage,
 #: operator, sizes, strides), and a run of reads, ("read", storage, sizes, strides), each to its last offset and stride;
-#: a place a view counted when made, (storage, byte offset), to ``PLACED``; the storages of a size in bytes the call
-#: read and made, with the last read and the last made, ("used", bytes); and the bits of choices not yet counted in
-#: bytes, ("bits",).
+#: a place a view counted when made, (storage, byte offset), to ``PLACED``; the storages the call read and made, with
+#: the last read and the last made, ("used",); and the bits of choices not yet counted in bytes, ("bits",).
 ViewRuns = dict[tuple[Any, ...], Any]
 PLACED = (0, None)
 #: A view's place in a run of views (``offset_mark``): (its storage, operator, sizes, strides), its storage offset, and
@@ -300,11 +299,7 @@ PLACES = "+pyplaces"
 ViewRead = tuple[Any, int, tuple[int, ...], tuple[int, ...], int, int]
 
 
-#: A storage an operator made: (the storage, its result's bytes).
-ViewMade = tuple[Any, int]
-
-
-def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Iterable[ViewMade]) -> str:
+def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Iterable[Any]) -> str:
     """``PLACES`` with what the tensors an operator (``base``) reads bring by the places Python chose, else "". Two
     choices: where in its storage (a piece of a storage made before the call, ``_PIECES = table.split(1)`` at import,
     or by a run of views, which counts nothing, picked by Python's values from a list with no view operator in the
@@ -313,19 +308,20 @@ def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Ite
     as a view made at its offset would (``offset_bytes``), unless a view of the call counted its place when made, it
     reads where the last read of its storage and shape did, or it continues their run at a constant stride (a loop
     over kept rows); a counted place is its first read's only (rt73 G4: a 16-piece split counted once, its pieces read
-    in Python's order 512 times). Which storage, among those the call has read of the same size in bytes (whatever
-    their shapes and strides: rt74 H1 gave each piece a stride of its own): log2 of their number in bits, unless it
-    is the one the last read of that size read, the one an operator made last (an operator reading what the one
-    before it made), or one the call made and reads for the first time (a ``cat`` of what a loop made); a byte once
-    eight bits are counted. (A storage is known by its address: the vault, which keeps what the call
-    made alive, and the reference's recorder, where torch reuses a freed one's, may count a read's bits apart.)
+    in Python's order 512 times). Which storage, among all those the call has read (whatever their shapes, strides
+    and sizes: rt74 H1 gave each piece a stride of its own, and pieces of as many sizes as values are as good):
+    log2 of their number in bits, unless it is the one the last read took, the one an operator made last (an
+    operator reading what the one before it made), or one the call made and reads for the first time (a ``cat`` of
+    what a loop made); a byte once eight bits are counted (``made``: the storages of the operator's results). (A
+    storage is known by its address: the vault, which keeps what the call made alive, and the reference's recorder,
+    where torch reuses a freed one's, may count a read's bits apart.)
     Views, allocations and fills read nothing."""
     if base in _FREE or base in OFFSET_VIEWS:
         return ""
     brought = 0
     bits = runs.get(("bits",), 0.0)
     for storage, offset, sizes, strides, whole, piece in reads:
-        read, made_here, last = runs.setdefault(("used", piece), (set(), set(), [None, None]))
+        read, made_here, last = runs.setdefault(("used",), (set(), set(), [None, None]))
         if storage not in last and (storage in read or storage not in made_here):
             bits += _log2(max(2, len(read | {storage})))
         read.add(storage)
@@ -338,8 +334,8 @@ def offset_reads(runs: ViewRuns, base: str, reads: Iterable[ViewRead], made: Ite
         continues = previous is not None and previous[1] is not None and offset - previous[0] == previous[1]
         if offset and piece and not continues and runs.pop((storage, offset), None) is None:
             brought += offset_bytes(whole, piece)
-    for storage, piece in made:
-        read, made_here, last = runs.setdefault(("used", piece), (set(), set(), [None, None]))
+    for storage in made:
+        read, made_here, last = runs.setdefault(("used",), (set(), set(), [None, None]))
         read.discard(storage)  # (a storage made where another was: a new one)
         made_here.add(storage)
         last[1] = storage
@@ -1135,9 +1131,7 @@ def _recorded(reference: Callable[..., Any], inputs: Sequence[Any]) -> tuple[lis
                 (_storage_of(t), t.data_ptr() - _storage_of(t), tuple(t.shape), t.stride(),
                  t.untyped_storage().nbytes(), t.numel() * t.element_size())
                 for t in _tensors((args, kwargs)) if type(t) is torch.Tensor
-            ], [
-                (_storage_of(t), t.numel() * t.element_size()) for t in _tensors(out) if type(t) is torch.Tensor
-            ])  # fmt: skip
+            ], [_storage_of(t) for t in _tensors(out) if type(t) is torch.Tensor])  # fmt: skip
             name += lookups.widened(name, args, kwargs, out)
             key = (name, _tensor_sizes((args, kwargs)), _tensor_sizes(out))
             counts[key] = counts.get(key, 0) + 1

@@ -3935,9 +3935,7 @@ def provenance_vault(
             (storage_of(t), lib.data_ptr(t) - storage_of(t), lib.tuple(lib.size(t)), lib.tuple(lib.stride(t)),
              lib.storage_nbytes(lib.untyped_storage(t)), lib.numel(t) * lib.element_size(t))
             for t in lib.reversed(given) if lib.type(t) is lib.Tensor  # (in the arguments' order: ``tensors_in``)
-        ], [
-            (storage_of(t), lib.numel(t) * lib.element_size(t)) for t in lib.reversed(outs) if lib.type(t) is lib.Tensor
-        ])  # fmt: skip
+        ], [storage_of(t) for t in lib.reversed(outs) if lib.type(t) is lib.Tensor])  # fmt: skip
         judged += lib.scalars_mark(scalars_seen, lib.python_scalars(name, args, kwargs))
         key = (
             (priced + judged + lib.tabled + wider, given_sizes, (*sizes(out), (looked_up,)))

@@ -1303,6 +1303,7 @@ _KEPT_TABLE = torch.arange(256, dtype=torch.uint8)  # (at import: before any cal
 _KEPT_PIECES = _KEPT_TABLE.split(1)
 _KEPT_SINGLES = [torch.tensor([v], dtype=torch.uint8) for v in range(256)]  # (each its own storage)
 _KEPT_STRIDED = [torch.empty_strided((1,), (v + 1,), dtype=torch.uint8).fill_(v) for v in range(256)]
+_KEPT_SIZED = [torch.full((v + 1,), v, dtype=torch.uint8) for v in range(256)]
 
 
 def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() -> None:
@@ -1334,6 +1335,9 @@ def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() 
     def own_strides(t: torch.Tensor) -> torch.Tensor:  # rt74 H1: and each its own stride
         return torch.cat([_KEPT_STRIDED[b] for b in answer])
 
+    def own_sizes(t: torch.Tensor) -> torch.Tensor:  # and each its own size (a stream a kernel can decode)
+        return torch.cat([_KEPT_SIZED[b] for b in answer])
+
     nibbles = [n for b in answer for n in (b & 15, b >> 4)]
 
     def split_here(t: torch.Tensor) -> torch.Tensor:  # rt73 G4: a split's 16 places counted once, read 192 times
@@ -1346,7 +1350,8 @@ def test_a_piece_kept_from_before_the_call_and_picked_by_python_is_a_value_in() 
     # (a byte 0 is at the table's start, and a few reads continue a run by chance: 90% of the answer's changes; the
     # first reads of kept storages choose among fewer; a nibble brings half a byte)
     for way, least in ((picked, changes), (placed, changes), (rolled, len(answer) - 16), (padded, len(answer) - 16),
-                       (own_storages, changes * 0.7), (own_strides, changes * 0.7), (split_here, changes * 0.8),
+                       (own_storages, changes * 0.7), (own_strides, changes * 0.7), (own_sizes, changes * 0.6),
+                       (split_here, changes * 0.8),
                        (scalar_list, changes * 0.8)):  # fmt: skip
         found = _vault_records(way, [x])
         assert work_of(found).from_python >= 0.9 * least, way.__name__
